@@ -1,0 +1,164 @@
+package dma
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/bar"
+)
+
+// Sentinel errors, wrapped with the VF, IOVA and length.
+var (
+	ErrOutOfWindow = errors.New("dma: address outside the VF's window")
+	ErrOverflow    = errors.New("dma: address range overflows")
+	ErrPermission  = errors.New("dma: access not permitted")
+	ErrNoWindow    = errors.New("dma: no such VF window")
+	ErrLayout      = errors.New("dma: windows do not fit the region")
+)
+
+// Perm is an access permission of a window, as in an IOMMU mapping.
+type Perm uint8
+
+const (
+	Read  Perm = 1 << iota // the device may read (DMA from guest memory)
+	Write                  // the device may write (DMA to guest memory)
+	ReadWrite = Read | Write
+)
+
+// Space is the DMA memory of all VFs: n windows of size bytes each, laid out
+// back to back from base in the backing region.
+type Space struct {
+	r       bar.Region
+	mem     []byte // the mapping, or nil: then ReadAt/WriteAt are used
+	base    int64
+	size    int64
+	windows []Window
+}
+
+// NewSpace lays out n windows of windowSize bytes (a positive multiple of
+// 4096) from base in r.
+func NewSpace(r bar.Region, base, windowSize int64, n int) (*Space, error) {
+	if windowSize <= 0 || windowSize%bar.PageSize != 0 || base < 0 || base%bar.PageSize != 0 || n <= 0 {
+		return nil, fmt.Errorf("%s: %d windows of %#x from %#x: %w", r.Name(), n, windowSize, base, ErrLayout)
+	}
+	if need := base + windowSize*int64(n); windowSize > (1<<62)/int64(n) || need > r.Size() {
+		return nil, fmt.Errorf("%s: %d windows of %#x from %#x need %#x bytes, region has %#x: %w",
+			r.Name(), n, windowSize, base, base+windowSize*int64(n), r.Size(), ErrLayout)
+	}
+	s := &Space{r: r, base: base, size: windowSize, windows: make([]Window, n)}
+	if b, err := r.Bytes(); err == nil {
+		s.mem = b
+	}
+	for i := range s.windows {
+		w := &s.windows[i]
+		w.vf, w.perm, w.space = i, ReadWrite, s
+		w.off = base + int64(i)*windowSize
+		if s.mem != nil {
+			w.mem = s.mem[w.off : w.off+windowSize : w.off+windowSize]
+		}
+	}
+	return s, nil
+}
+
+// Len is the number of windows.
+func (s *Space) Len() int { return len(s.windows) }
+
+// WindowSize is the size of each window in bytes.
+func (s *Space) WindowSize() int64 { return s.size }
+
+// Window returns VF vf's window.
+func (s *Space) Window(vf int) (*Window, error) {
+	if vf < 0 || vf >= len(s.windows) {
+		return nil, fmt.Errorf("vf %d of %d: %w", vf, len(s.windows), ErrNoWindow)
+	}
+	return &s.windows[vf], nil
+}
+
+// Translate is Window(vf).Translate.
+func (s *Space) Translate(vf int, iova uint64, n int, p Perm) (int64, error) {
+	w, err := s.Window(vf)
+	if err != nil {
+		return 0, err
+	}
+	return w.Translate(iova, n, p)
+}
+
+// Window is one VF's IOVA space: addresses [0, Size()).
+type Window struct {
+	space *Space
+	mem   []byte
+	off   int64
+	vf    int
+	perm  Perm
+}
+
+// VF is the window's VF index.
+func (w *Window) VF() int { return w.vf }
+
+// Size is the size of the IOVA space.
+func (w *Window) Size() int64 { return w.space.size }
+
+// SetPerm changes what the device may do in this window (an IOMMU remap).
+func (w *Window) SetPerm(p Perm) { w.perm = p }
+
+// Perm is the window's current permission.
+func (w *Window) Perm() Perm { return w.perm }
+
+// Translate checks [iova, iova+n) against the window and the permission p and
+// returns the offset in the backing region.
+func (w *Window) Translate(iova uint64, n int, p Perm) (int64, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("vf %d: iova %#x len %d: %w", w.vf, iova, n, ErrOutOfWindow)
+	}
+	end := iova + uint64(n)
+	if end < iova {
+		return 0, fmt.Errorf("vf %d: iova %#x len %#x: %w", w.vf, iova, n, ErrOverflow)
+	}
+	if end > uint64(w.space.size) {
+		return 0, fmt.Errorf("vf %d: iova %#x len %#x (window %#x): %w", w.vf, iova, n, w.space.size, ErrOutOfWindow)
+	}
+	if w.perm&p != p {
+		return 0, fmt.Errorf("vf %d: iova %#x len %#x: %w", w.vf, iova, n, ErrPermission)
+	}
+	return w.off + int64(iova), nil
+}
+
+// CopyIn copies len(dst) bytes of the VF's memory at iova into dst (a DMA
+// read by the device).
+func (w *Window) CopyIn(dst []byte, iova uint64) error {
+	off, err := w.Translate(iova, len(dst), Read)
+	if err != nil {
+		return err
+	}
+	if w.mem != nil {
+		rel := off - w.off
+		copy(dst, w.mem[rel:rel+int64(len(dst))])
+		return nil
+	}
+	_, err = w.space.r.ReadAt(dst, off)
+	return err
+}
+
+// CopyOut copies src into the VF's memory at iova (a DMA write by the device).
+func (w *Window) CopyOut(iova uint64, src []byte) error {
+	off, err := w.Translate(iova, len(src), Write)
+	if err != nil {
+		return err
+	}
+	if w.mem != nil {
+		rel := off - w.off
+		copy(w.mem[rel:rel+int64(len(src))], src)
+		return nil
+	}
+	_, err = w.space.r.WriteAt(src, off)
+	return err
+}
+
+// Bytes returns the window's memory when the region is mapped (the VF's own
+// view of its DMA memory; the PF never uses it on untrusted data).
+func (w *Window) Bytes() ([]byte, error) {
+	if w.mem == nil {
+		return nil, bar.ErrNotMapped
+	}
+	return w.mem, nil
+}
