@@ -1,0 +1,460 @@
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+//go:embed example.json
+var exampleJSON []byte
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Hex is an unsigned integer written as a JSON string in hex ("0x1003") or a
+// JSON number.
+type Hex uint64
+
+func (h *Hex) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return fmt.Errorf("want a number or a \"0x...\" string, got %s", b)
+	}
+	*h = Hex(v)
+	return nil
+}
+
+func (h Hex) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf(`"%#x"`, uint64(h))), nil }
+
+// Config is the whole file.
+type Config struct {
+	Device    Device    `json:"device"`
+	Resources Resources `json:"resources"`
+	Ports     []Port    `json:"ports"`
+	VFs       VFs       `json:"vfs"`
+}
+
+// Device describes the model HCA.
+type Device struct {
+	FWVersion       string `json:"fw_version"` // major.minor.subminor
+	NodeGUID        Hex    `json:"node_guid"`
+	SysImageGUID    Hex    `json:"sys_image_guid"`
+	NodeDescription string `json:"node_description"`
+	VendorID        Hex    `json:"vendor_id"` // IEEE OUI, 24 bits
+	DeviceID        Hex    `json:"device_id"` // 16 bits
+	Revision        Hex    `json:"revision"`
+	BoardID         string `json:"board_id"`
+}
+
+// FW returns the parsed firmware version.
+func (d *Device) FW() (major, minor, subminor uint16) {
+	var a, b, c uint64
+	parts := strings.Split(d.FWVersion, ".")
+	if len(parts) == 3 {
+		a, _ = strconv.ParseUint(parts[0], 10, 16)
+		b, _ = strconv.ParseUint(parts[1], 10, 16)
+		c, _ = strconv.ParseUint(parts[2], 10, 16)
+	}
+	return uint16(a), uint16(b), uint16(c)
+}
+
+// Resources are the device totals, as QUERY_DEV_CAP reports them (log2 sizes)
+// and from which the §2.3 quota algorithm derives per-function quotas.
+type Resources struct {
+	LogQPs       uint8 `json:"log_qps"`
+	ReservedQPs  int   `json:"reserved_qps"`
+	LogCQs       uint8 `json:"log_cqs"`
+	ReservedCQs  int   `json:"reserved_cqs"`
+	LogSRQs      uint8 `json:"log_srqs"`
+	ReservedSRQs int   `json:"reserved_srqs"`
+	LogMPTs      uint8 `json:"log_mpts"`
+	ReservedMRWs int   `json:"reserved_mrws"`
+	LogMTTs      uint8 `json:"log_mtts"`
+	ReservedMTTs int   `json:"reserved_mtts"`
+	LogEQs       uint8 `json:"log_eqs"`
+	ReservedEQs  int   `json:"reserved_eqs"`
+	Counters     int   `json:"counters"`
+	MACsPerPort  int   `json:"macs_per_port"`
+	VLANsPerPort int   `json:"vlans_per_port"`
+}
+
+// Port is one physical port.
+type Port struct {
+	LinkLayer       string `json:"link_layer"` // "ib" or "eth"
+	LID             uint16 `json:"lid"`
+	LMC             uint8  `json:"lmc"`
+	GIDPrefix       Hex    `json:"gid_prefix"`
+	PortGUID        Hex    `json:"port_guid"`
+	State           string `json:"state"` // down, init, armed, active
+	CapabilityMask  Hex    `json:"capability_mask"`
+	MKey            Hex    `json:"m_key"`
+	MKeyProtect     uint8  `json:"m_key_protect"`
+	MKeyLeasePeriod uint16 `json:"m_key_lease_period"`
+	MasterSMLID     uint16 `json:"master_sm_lid"`
+	MasterSMSL      uint8  `json:"master_sm_sl"`
+	SubnetTimeout   uint8  `json:"subnet_timeout"`
+	PKeys           []Hex  `json:"pkeys"`
+	GIDTableLen     int    `json:"gid_table_len"`
+	MTU             int    `json:"mtu"`
+	BKey            Hex    `json:"b_key"`
+	BKeyProtect     bool   `json:"b_key_protect"`
+	BKeyLeasePeriod uint16 `json:"b_key_lease_period"`
+	QKey            Hex    `json:"q_key"`
+	MAC             string `json:"mac"`
+}
+
+// VFs configures the functions: a default and per-VF overrides (keyed by the
+// 0-based VF index as a string), merged field by field.
+type VFs struct {
+	Default   VF            `json:"default"`
+	Overrides map[string]VF `json:"overrides"`
+}
+
+// VF is one function's view. Zero fields take the default's value.
+type VF struct {
+	Ports     []int            `json:"ports"`      // physical ports visible, in order (VF port 1 = first)
+	LinkState string           `json:"link_state"` // auto, up, down
+	PKeyMap   map[string][]int `json:"pkey_map"`   // per physical port: virtual index -> physical index
+	NodeGUID  Hex              `json:"node_guid"`
+	PortGUIDs map[string]Hex   `json:"port_guids"`
+	SMI       *bool            `json:"smi"` // SMI-privileged (QP0, all MAD_IFC)
+	Quotas    map[string]Quota `json:"quotas"`
+}
+
+// Quota overrides the §2.3 defaults of one resource type for a function.
+type Quota struct {
+	Quota      *int `json:"quota"`
+	Guaranteed *int `json:"guaranteed"`
+}
+
+// ResourceTypes are the quota keys.
+var ResourceTypes = []string{"qp", "cq", "srq", "mpt", "mtt", "mac", "vlan", "counter"}
+
+// Default returns the embedded default configuration.
+func Default() *Config {
+	c, err := Parse(bytes.NewReader(exampleJSON))
+	if err != nil {
+		panic("config: embedded default is invalid: " + err.Error())
+	}
+	return c
+}
+
+// Example returns the embedded default as JSON text.
+func Example() []byte { return append([]byte(nil), exampleJSON...) }
+
+// Load reads and validates a configuration file.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	c, err := Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes strictly and validates.
+func Parse(r io.Reader) (*Config, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func fieldErr(field, format string, a ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, a...))
+}
+
+// Validate checks every value and names the first bad field.
+func (c *Config) Validate() error {
+	d := &c.Device
+	if maj, min, sub := d.FW(); maj == 0 && min == 0 && sub == 0 {
+		return fieldErr("device.fw_version", "%q is not major.minor.subminor", d.FWVersion)
+	}
+	if d.NodeGUID == 0 {
+		return fieldErr("device.node_guid", "must be non-zero")
+	}
+	if d.VendorID > 0xffffff {
+		return fieldErr("device.vendor_id", "%#x does not fit 24 bits", uint64(d.VendorID))
+	}
+	if d.DeviceID > 0xffff {
+		return fieldErr("device.device_id", "%#x does not fit 16 bits", uint64(d.DeviceID))
+	}
+	if len(d.NodeDescription) > 64 {
+		return fieldErr("device.node_description", "longer than 64 bytes")
+	}
+	r := &c.Resources
+	for _, x := range []struct {
+		name     string
+		log      uint8
+		reserved int
+		max      uint8
+	}{
+		{"qps", r.LogQPs, r.ReservedQPs, 23}, {"cqs", r.LogCQs, r.ReservedCQs, 24},
+		{"srqs", r.LogSRQs, r.ReservedSRQs, 23}, {"mpts", r.LogMPTs, r.ReservedMRWs, 24},
+		{"mtts", r.LogMTTs, r.ReservedMTTs, 26}, {"eqs", r.LogEQs, r.ReservedEQs, 10},
+	} {
+		if x.log < 4 || x.log > x.max {
+			return fieldErr("resources.log_"+x.name, "%d outside 4..%d", x.log, x.max)
+		}
+		if x.reserved < 0 || x.reserved >= 1<<x.log {
+			return fieldErr("resources.reserved_"+strings.TrimSuffix(x.name, "s")+"s", "%d outside 0..%d", x.reserved, 1<<x.log-1)
+		}
+	}
+	if r.Counters < 2 || r.Counters > 256 {
+		return fieldErr("resources.counters", "%d outside 2..256", r.Counters)
+	}
+	if r.MACsPerPort < 2 || r.MACsPerPort > 128 {
+		return fieldErr("resources.macs_per_port", "%d outside 2..128", r.MACsPerPort)
+	}
+	if r.VLANsPerPort < 1 || r.VLANsPerPort > 128 {
+		return fieldErr("resources.vlans_per_port", "%d outside 1..128", r.VLANsPerPort)
+	}
+	if len(c.Ports) < 1 || len(c.Ports) > 2 {
+		return fieldErr("ports", "%d ports; the model has 1 or 2", len(c.Ports))
+	}
+	for i := range c.Ports {
+		if err := c.Ports[i].validate(fmt.Sprintf("ports[%d]", i)); err != nil {
+			return err
+		}
+	}
+	if err := c.VFs.Default.validate("vfs.default", c, true); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(c.VFs.Overrides))
+	for k := range c.VFs.Overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 0 || n > MaxVFs-1 {
+			return fieldErr("vfs.overrides."+k, "key must be a VF index 0..%d", MaxVFs-1)
+		}
+		ov := c.VFs.Overrides[k]
+		if err := ov.validate("vfs.overrides."+k, c, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MaxVFs is the largest VF count vhcrd serves (one comm page each; mlx4's
+// limit of 126 VFs per PF with 2 ports is what the wire contract sizes for).
+const MaxVFs = 126
+
+var portStates = map[string]uint8{"down": 1, "init": 2, "armed": 3, "active": 4}
+
+// StateValue is the IB PortState value (1 Down .. 4 Active).
+func (p *Port) StateValue() uint8 { return portStates[p.State] }
+
+func (p *Port) validate(f string) error {
+	switch p.LinkLayer {
+	case "ib", "eth":
+	default:
+		return fieldErr(f+".link_layer", "%q is neither \"ib\" nor \"eth\"", p.LinkLayer)
+	}
+	if p.LinkLayer == "ib" && (p.LID == 0 || p.LID >= 0xc000) {
+		return fieldErr(f+".lid", "%d is not a unicast LID (1..0xbfff)", p.LID)
+	}
+	if p.LMC > 7 {
+		return fieldErr(f+".lmc", "%d outside 0..7", p.LMC)
+	}
+	if p.PortGUID == 0 {
+		return fieldErr(f+".port_guid", "must be non-zero")
+	}
+	if _, ok := portStates[p.State]; !ok {
+		return fieldErr(f+".state", "%q is not one of down, init, armed, active", p.State)
+	}
+	if p.CapabilityMask > 0xffffffff {
+		return fieldErr(f+".capability_mask", "does not fit 32 bits")
+	}
+	if p.MKeyProtect > 3 {
+		return fieldErr(f+".m_key_protect", "%d outside 0..3", p.MKeyProtect)
+	}
+	if p.MasterSMLID >= 0xc000 {
+		return fieldErr(f+".master_sm_lid", "%d is not a unicast LID", p.MasterSMLID)
+	}
+	if p.MasterSMSL > 15 {
+		return fieldErr(f+".master_sm_sl", "%d outside 0..15", p.MasterSMSL)
+	}
+	if p.SubnetTimeout > 31 {
+		return fieldErr(f+".subnet_timeout", "%d outside 0..31", p.SubnetTimeout)
+	}
+	if len(p.PKeys) == 0 || len(p.PKeys) > 128 {
+		return fieldErr(f+".pkeys", "%d entries; want 1..128", len(p.PKeys))
+	}
+	for i, k := range p.PKeys {
+		if k > 0xffff {
+			return fieldErr(fmt.Sprintf("%s.pkeys[%d]", f, i), "%#x does not fit 16 bits", uint64(k))
+		}
+		if k&0x7fff == 0 {
+			return fieldErr(fmt.Sprintf("%s.pkeys[%d]", f, i), "%#x is the invalid P_Key", uint64(k))
+		}
+	}
+	if p.GIDTableLen < 1 || p.GIDTableLen > 128 {
+		return fieldErr(f+".gid_table_len", "%d outside 1..128", p.GIDTableLen)
+	}
+	switch p.MTU {
+	case 256, 512, 1024, 2048, 4096:
+	default:
+		return fieldErr(f+".mtu", "%d is not 256, 512, 1024, 2048 or 4096", p.MTU)
+	}
+	if p.QKey > 0xffffffff {
+		return fieldErr(f+".q_key", "does not fit 32 bits")
+	}
+	return nil
+}
+
+func (v *VF) validate(f string, c *Config, isDefault bool) error {
+	if isDefault && len(v.Ports) == 0 {
+		return fieldErr(f+".ports", "the default VF needs at least one port")
+	}
+	seen := map[int]bool{}
+	for i, p := range v.Ports {
+		if p < 1 || p > len(c.Ports) {
+			return fieldErr(fmt.Sprintf("%s.ports[%d]", f, i), "port %d does not exist (1..%d)", p, len(c.Ports))
+		}
+		if seen[p] {
+			return fieldErr(fmt.Sprintf("%s.ports[%d]", f, i), "port %d listed twice", p)
+		}
+		seen[p] = true
+	}
+	switch v.LinkState {
+	case "", "auto", "up", "down":
+	default:
+		return fieldErr(f+".link_state", "%q is not auto, up or down", v.LinkState)
+	}
+	for k, m := range v.PKeyMap {
+		p, err := strconv.Atoi(k)
+		if err != nil || p < 1 || p > len(c.Ports) {
+			return fieldErr(f+".pkey_map."+k, "key must be a port number 1..%d", len(c.Ports))
+		}
+		if len(m) == 0 || len(m) > len(c.Ports[p-1].PKeys) {
+			return fieldErr(f+".pkey_map."+k, "%d entries; want 1..%d (the port's P_Key table)", len(m), len(c.Ports[p-1].PKeys))
+		}
+		for i, phys := range m {
+			if phys < 0 || phys >= len(c.Ports[p-1].PKeys) {
+				return fieldErr(fmt.Sprintf("%s.pkey_map.%s[%d]", f, k, i), "physical index %d outside 0..%d", phys, len(c.Ports[p-1].PKeys)-1)
+			}
+		}
+	}
+	for k := range v.PortGUIDs {
+		if p, err := strconv.Atoi(k); err != nil || p < 1 || p > len(c.Ports) {
+			return fieldErr(f+".port_guids."+k, "key must be a port number 1..%d", len(c.Ports))
+		}
+	}
+	for k, q := range v.Quotas {
+		known := false
+		for _, t := range ResourceTypes {
+			known = known || t == k
+		}
+		if !known {
+			return fieldErr(f+".quotas."+k, "unknown resource type (want one of %s)", strings.Join(ResourceTypes, ", "))
+		}
+		if q.Quota != nil && *q.Quota < 0 {
+			return fieldErr(f+".quotas."+k+".quota", "%d is negative", *q.Quota)
+		}
+		if q.Guaranteed != nil && *q.Guaranteed < 0 {
+			return fieldErr(f+".quotas."+k+".guaranteed", "%d is negative", *q.Guaranteed)
+		}
+		if q.Quota != nil && q.Guaranteed != nil && *q.Guaranteed > *q.Quota {
+			return fieldErr(f+".quotas."+k+".guaranteed", "%d exceeds the quota %d", *q.Guaranteed, *q.Quota)
+		}
+	}
+	return nil
+}
+
+// Function is the resolved view of one VF: the default merged with its
+// override, with derived GUIDs filled in.
+type Function struct {
+	VF        int
+	Ports     []int         // physical port of VF port i+1
+	LinkState string        // auto, up, down
+	PKeyMap   map[int][]int // physical port -> virtual index -> physical index
+	NodeGUID  uint64
+	PortGUID  map[int]uint64 // physical port -> GUID
+	SMI       bool
+	Quotas    map[string]Quota
+}
+
+// Function resolves VF vf.
+func (c *Config) Function(vf int) Function {
+	d := c.VFs.Default
+	o, hasO := c.VFs.Overrides[strconv.Itoa(vf)]
+	fn := Function{VF: vf, Ports: d.Ports, LinkState: d.LinkState, PKeyMap: map[int][]int{},
+		PortGUID: map[int]uint64{}, Quotas: map[string]Quota{}}
+	if hasO && len(o.Ports) > 0 {
+		fn.Ports = o.Ports
+	}
+	if hasO && o.LinkState != "" {
+		fn.LinkState = o.LinkState
+	}
+	if fn.LinkState == "" {
+		fn.LinkState = "auto"
+	}
+	// mlx4 derives VF GUIDs from the PF's; here: node GUID with the VF index
+	// (+1, slave numbering) in bits 47:40, which keeps the OUI.
+	fn.NodeGUID = uint64(c.Device.NodeGUID) ^ uint64(vf+1)<<40
+	if hasO && o.NodeGUID != 0 {
+		fn.NodeGUID = uint64(o.NodeGUID)
+	} else if d.NodeGUID != 0 {
+		fn.NodeGUID = uint64(d.NodeGUID) ^ uint64(vf+1)<<40
+	}
+	for i, p := range c.Ports {
+		port := i + 1
+		fn.PortGUID[port] = uint64(p.PortGUID) ^ uint64(vf+1)<<40
+		m := d.PKeyMap[strconv.Itoa(port)]
+		if hasO {
+			if om, ok := o.PKeyMap[strconv.Itoa(port)]; ok {
+				m = om
+			}
+			if g, ok := o.PortGUIDs[strconv.Itoa(port)]; ok {
+				fn.PortGUID[port] = uint64(g)
+			}
+		}
+		if g, ok := d.PortGUIDs[strconv.Itoa(port)]; ok && (!hasO || o.PortGUIDs[strconv.Itoa(port)] == 0) {
+			fn.PortGUID[port] = uint64(g) ^ uint64(vf+1)<<40
+		}
+		if len(m) == 0 {
+			m = []int{0}
+		}
+		fn.PKeyMap[port] = append([]int(nil), m...)
+	}
+	if d.SMI != nil {
+		fn.SMI = *d.SMI
+	}
+	if hasO && o.SMI != nil {
+		fn.SMI = *o.SMI
+	}
+	for k, q := range d.Quotas {
+		fn.Quotas[k] = q
+	}
+	if hasO {
+		for k, q := range o.Quotas {
+			fn.Quotas[k] = q
+		}
+	}
+	return fn
+}
+
+// PortGUIDValue is the port GUID as a number.
+func (p *Port) PortGUIDValue() uint64 { return uint64(p.PortGUID) }

@@ -1,0 +1,56 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if len(c.Ports) != 2 {
+		t.Fatalf("default has %d ports", len(c.Ports))
+	}
+	fn := c.Function(3)
+	if got := fn.PKeyMap[1]; len(got) != 3 || got[1] != 2 {
+		t.Errorf("vf 3 override pkey map for port 1 = %v, want [0 2 3]", got)
+	}
+	if fn0 := c.Function(0); fn0.NodeGUID == uint64(c.Device.NodeGUID) || fn0.NodeGUID == fn.NodeGUID {
+		t.Errorf("VF node GUIDs not distinct from the PF and each other: %#x %#x", fn0.NodeGUID, fn.NodeGUID)
+	}
+}
+
+func TestErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct{ edit, field string }{
+		{`"lid": 5,`, `ports[0].lid`},
+		{`"m_key_protect": 0,`, `ports[0].m_key_protect`},
+		{`"log_qps": 17,`, `resources.log_qps`},
+		{`"subnet_timeout": 18,`, `ports[0].subnet_timeout`},
+		{`"pkey_map": {"1": [0, 1], "2": [0, 1]},`, `vfs.default.pkey_map.1[1]`},
+		{`"3": { "pkey_map"`, `vfs.overrides.300`},
+	} {
+		bad := map[string]string{
+			`"lid": 5,`:                               `"lid": 65535,`,
+			`"m_key_protect": 0,`:                     `"m_key_protect": 4,`,
+			`"log_qps": 17,`:                          `"log_qps": 40,`,
+			`"subnet_timeout": 18,`:                   `"subnet_timeout": 32,`,
+			`"pkey_map": {"1": [0, 1], "2": [0, 1]},`: `"pkey_map": {"1": [0, 9], "2": [0, 1]},`,
+			`"3": { "pkey_map"`:                       `"300": { "pkey_map"`,
+		}[tc.edit]
+		src := strings.Replace(string(Example()), tc.edit, bad, 1)
+		if src == string(Example()) {
+			t.Fatalf("edit %q did not apply", tc.edit)
+		}
+		_, err := Parse(strings.NewReader(src))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("edit %q: error %v does not name %s", tc.edit, err, tc.field)
+		}
+	}
+}
+
+func TestUnknownFieldRejected(t *testing.T) {
+	src := strings.Replace(string(Example()), `"lmc": 0,`, `"lmc": 0, "lcm": 1,`, 1)
+	if _, err := Parse(strings.NewReader(src)); err == nil || !strings.Contains(err.Error(), "lcm") {
+		t.Fatalf("unknown field accepted or not named: %v", err)
+	}
+}

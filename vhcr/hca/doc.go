@@ -1,0 +1,14 @@
+// Package hca is the software HCA behind the comm channel: the firmware a
+// master would issue commands to. It holds the model device's configuration,
+// the resource tracker and the object tables a firmware keeps (QP, CQ, SRQ,
+// MPT, MTT and EQ contexts, counters, MAC/VLAN tables), and it implements one
+// executor per opcode: func (h *HCA) NAME(c *hcr.Cmd) hcr.Status.
+//
+// Executors read only the command (decoded from the PF's shadow vHCR) and its
+// shadow inbox, write only the zeroed shadow outbox and c.OutParam, and touch
+// a VF's DMA memory only through c.Mem, which checks every access. Which
+// opcode has an inbox, an outbox or immediate output is said once, in the
+// command table of package vhcr; the executors here rely on it.
+//
+// An HCA is used by one goroutine at a time (the poller): it has no locks.
+package hca

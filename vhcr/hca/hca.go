@@ -1,0 +1,37 @@
+package hca
+
+import (
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/vhcr/config"
+)
+
+// HCA is the model device.
+type HCA struct {
+	Cfg    *config.Config
+	NumVFs int
+	Funcs  []config.Function // resolved per-VF views, index = VF
+}
+
+// New builds the model for numVFs functions.
+func New(cfg *config.Config, numVFs int) (*HCA, error) {
+	if numVFs < 1 || numVFs > config.MaxVFs {
+		return nil, fmt.Errorf("hca: %d VFs outside 1..%d", numVFs, config.MaxVFs)
+	}
+	h := &HCA{Cfg: cfg, NumVFs: numVFs, Funcs: make([]config.Function, numVFs)}
+	for vf := range h.Funcs {
+		h.Funcs[vf] = cfg.Function(vf)
+	}
+	return h, nil
+}
+
+// PhysPort converts a VF's port number (1-based, its own numbering) to the
+// physical port, or returns 0 if the VF has no such port
+// (mlx4_slave_convert_port).
+func (h *HCA) PhysPort(vf int, port uint32) int {
+	fn := &h.Funcs[vf]
+	if port < 1 || port > uint32(len(fn.Ports)) {
+		return 0
+	}
+	return fn.Ports[port-1]
+}
