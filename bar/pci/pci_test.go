@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/u-root/u-root/pkg/kmodule"
@@ -117,10 +118,13 @@ func kernel(tr *pcitest.Tree) func(string, []byte) error {
 func TestBind(t *testing.T) {
 	tr := tree(t)
 	tr.Add(pcitest.Dev{Addr: "0000:00:02.0", Vendor: 0x8086, Device: 0x10d3, Driver: "e1000e", Group: 1})
-	var loaded []string
+	var (
+		mu     sync.Mutex // kmodule loads independent dependencies in parallel
+		loaded []string
+	)
 	b := &pci.Binder{Root: tr.Root, WriteFile: kernel(tr), Modules: &pci.Modules{SysRoot: tr.Root,
 		Opts: kmodule.ProbeOpts{RootDir: modTree(t), KVer: "6.1.0-test", IgnoreProcMods: true,
-			DryRunCB: func(p string) { loaded = append(loaded, filepath.Base(p)) }}}}
+			DryRunCB: func(p string) { mu.Lock(); loaded = append(loaded, filepath.Base(p)); mu.Unlock() }}}}
 	if err := b.Bind("00:02.0", pci.VFIODriver); err != nil {
 		t.Fatal(err)
 	}
