@@ -1,0 +1,146 @@
+package restrack
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+// Type is a resource type with its wire value (ALLOC_RES/FREE_RES
+// in_modifier[7:0], enum mlx4_resource).
+type Type uint8
+
+const (
+	QP      Type = 0
+	CQ      Type = 1
+	SRQ     Type = 2
+	XRCD    Type = 3
+	MPT     Type = 4
+	MTT     Type = 5
+	MAC     Type = 6
+	VLAN    Type = 7
+	NPortID Type = 8 // not allocatable
+	Counter Type = 9
+	FSRule  Type = 10
+	EQ      Type = 11
+
+	// NumTypes sizes per-type arrays (indexed by Type).
+	NumTypes = 12
+)
+
+var typeNames = [NumTypes]string{"qp", "cq", "srq", "xrcd", "mpt", "mtt", "mac", "vlan", "nport_id", "counter", "fs_rule", "eq"}
+
+func (t Type) String() string {
+	if int(t) < NumTypes {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type%d", uint8(t))
+}
+
+// Types lists the tracked types in DeleteAll order (§2.8).
+var Types = [...]Type{VLAN, MAC, FSRule, QP, SRQ, CQ, MPT, EQ, MTT, Counter, XRCD}
+
+// State is an object's tracker state. Values follow resource_tracker.c; the
+// meaning of 2..4 depends on the type.
+type State uint8
+
+const (
+	Busy State = 1 // RES_ANY_BUSY: an operation holds the object
+
+	// QP and MPT
+	Reserved State = 2
+	Mapped   State = 3
+	QPHW     State = 4 // RES_QP_HW, RES_MPT_HW
+
+	// CQ, SRQ, MTT, counter, XRCD, FS rule, MAC, VLAN
+	Allocated State = 2
+	HW        State = 3 // RES_CQ_HW, RES_SRQ_HW, RES_EQ_HW
+
+	// EQ: Reserved (2) then HW (3).
+)
+
+// InHW reports whether state s of type t is the hardware-owned state.
+func InHW(t Type, s State) bool {
+	switch t {
+	case QP, MPT:
+		return s == QPHW
+	case CQ, SRQ, EQ:
+		return s == HW
+	}
+	return false
+}
+
+// HWState is the hardware-owned state of t (0 for types without one).
+func HWState(t Type) State {
+	switch t {
+	case QP, MPT:
+		return QPHW
+	case CQ, SRQ, EQ:
+		return HW
+	}
+	return 0
+}
+
+// Sentinel errors. Every error of the tracker wraps exactly one of them
+// (MAC/VLAN quota errors wrap both ErrQuota and ErrInvalid).
+var (
+	ErrNotFound = errors.New("restrack: no such object")                   // -ENOENT/-ENONET → 0x01
+	ErrNotOwner = errors.New("restrack: object owned by another function") // -EPERM → 0x02
+	ErrBadState = errors.New("restrack: object in the wrong state")        // -EINVAL → 0x03
+	ErrBusy     = errors.New("restrack: object busy or referenced")        // -EBUSY → 0x06
+	ErrQuota    = errors.New("restrack: quota exceeded")                   // -EDQUOT → 0x01
+	ErrExists   = errors.New("restrack: object already tracked")           // -EEXIST → 0x01
+	ErrInvalid  = errors.New("restrack: invalid argument")                 // -EINVAL → 0x03
+	ErrRange    = errors.New("restrack: range not owned or out of bounds") // check_mtt_range -EPERM → 0x02
+	ErrNoSpace  = errors.New("restrack: no free number")                   // -ENOMEM → 0x08
+	ErrNoFunc   = errors.New("restrack: no such function")                 // -EINVAL → 0x03
+	// ErrNotRemovable: FREE_RES of an object that is not in its removable
+	// state (a CQ in HW, an MPT still mapped): mlx4's remove_*_ok -EPERM → 0x02.
+	ErrNotRemovable = errors.New("restrack: object not in a removable state")
+)
+
+// Status maps a tracker error to the status and refusal reason the VF sees,
+// following mlx4's errno_to_status (§1.11, §2.2): not found → INTERNAL_ERR,
+// wrong owner → BAD_OP, bad state → BAD_PARAM, busy → RESOURCE_BUSY, quota →
+// INTERNAL_ERR (MAC/VLAN quota → BAD_PARAM as mlx4), exists → INTERNAL_ERR,
+// invalid → BAD_PARAM, MTT range → BAD_OP, no free number → EXCEED_LIM. nil →
+// OK. Unknown errors → INTERNAL_ERR.
+func Status(err error) (hcr.Status, hcr.Reason) {
+	switch {
+	case err == nil:
+		return hcr.OK, hcr.ReasonNone
+	case errors.Is(err, ErrQuota):
+		if errors.Is(err, ErrInvalid) {
+			return hcr.BAD_PARAM, hcr.ReasonQuota
+		}
+		return hcr.INTERNAL_ERR, hcr.ReasonQuota
+	case errors.Is(err, ErrNotFound):
+		return hcr.INTERNAL_ERR, hcr.ReasonNotFound
+	case errors.Is(err, ErrNotOwner):
+		return hcr.BAD_OP, hcr.ReasonNotOwner
+	case errors.Is(err, ErrBadState):
+		return hcr.BAD_PARAM, hcr.ReasonBadState
+	case errors.Is(err, ErrNotRemovable):
+		return hcr.BAD_OP, hcr.ReasonBadState
+	case errors.Is(err, ErrBusy):
+		return hcr.RESOURCE_BUSY, hcr.ReasonBusy
+	case errors.Is(err, ErrExists):
+		return hcr.INTERNAL_ERR, hcr.ReasonRange
+	case errors.Is(err, ErrRange):
+		return hcr.BAD_OP, hcr.ReasonRange
+	case errors.Is(err, ErrNoSpace):
+		return hcr.EXCEED_LIM, hcr.ReasonQuota
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrNoFunc):
+		return hcr.BAD_PARAM, hcr.ReasonContext
+	}
+	return hcr.INTERNAL_ERR, hcr.ReasonNone
+}
+
+// Refuse sets c.Reason from err and returns the status: the one-line form
+// executors use, return restrack.Refuse(c, err).
+func Refuse(c *hcr.Cmd, err error) hcr.Status {
+	s, r := Status(err)
+	c.Reason = r
+	return s
+}
