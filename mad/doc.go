@@ -1,0 +1,39 @@
+// Package mad owns InfiniBand management datagrams for vhcrd: their wire
+// formats, and an engine that answers them the way an HCA's firmware answers
+// MAD_IFC.
+//
+// Wire formats. Every structure is big-endian with a fixed size: the 256-byte
+// MAD and its common 24-byte header, LID-routed and directed-route SMPs, the
+// GS header of PerfMgt and BM MADs, the SMA attributes (NodeDescription,
+// NodeInfo, GUIDInfo, PortInfo, P_KeyTable, SLtoVLMappingTable,
+// VLArbitrationTable, SMInfo, Notice with the trap 256/257/258/259 data
+// details), the PMA attributes (ClassPortInfo, PortCounters,
+// PortCountersExtended), BM BKeyInfo and the 40-byte GRH. Decoders never
+// panic; they reject short or inconsistent input with an error that wraps one
+// of the sentinel errors (ErrShort, ErrSize, ErrInvalid, ...). Encoding a
+// decoded value reproduces the input except for reserved bits, which encode
+// as zero.
+//
+// The engine. Engine.ProcessMAD has the shape of Linux's process_mad after
+// the 2005 extension (the seed RFC): it receives the MAD together with the
+// receive work completion (WC) and GRH, so that it can check M_Key, P_Key,
+// Q_Key and B_Key and build traps 256, 257, 258 and 259 with their full
+// payloads. A nil WC or GRH means that a trap which needs them cannot be
+// built; the engine counts that case. Results are the IB_MAD_RESULT_* bit set.
+// The engine models one channel adapter whose node and ports are described by
+// NodeConfig and PortConfig; it contains an SMA (classes 0x01 and 0x81), a
+// PMA (class 0x04) and a BMA (class 0x05). Sent traps go to a TrapSink; a
+// trap is repeated by PollTraps until the manager answers with TrapRepress.
+// The Get path allocates nothing.
+//
+// MAD_IFC. Engine.ProcessMADIFC applies the mlx4 master's policy to a MAD_IFC
+// command posted by a function: the PF's MADs go to ProcessMAD unfiltered, a
+// VF's LID-routed Gets of P_KeyTable, PortInfo, GUIDInfo and NodeInfo are
+// paravirtualised through a VFView, and everything else from a VF is refused
+// with mlx4 status BAD_OP. DecodeMADIFCInbox decodes the extended inbox (WC
+// and GRH after the MAD).
+//
+// Counters are atomic and read at scrape time through Engine.Snapshot.
+//
+// mad knows nothing about BARs, comm channels or the VFs' DMA windows.
+package mad
