@@ -57,6 +57,7 @@ const (
 	ReasonContext              // malformed context or parameter
 	ReasonFLR                  // function is being reset
 	ReasonMAD                  // MAD refused by the VF policy
+	ReasonNotModelled          // in the table but not executed by this model
 	reasonCount
 )
 
@@ -66,7 +67,7 @@ var reasonNames = [...]string{
 	ReasonEventsNoEQ: "events_no_eq", ReasonNotOwner: "not_owner", ReasonNotFound: "not_found",
 	ReasonBadState: "bad_state", ReasonBusy: "busy", ReasonQuota: "quota", ReasonRange: "range",
 	ReasonPKey: "pkey", ReasonPort: "port", ReasonGID: "gid", ReasonMTT: "mtt", ReasonEQ: "eq",
-	ReasonContext: "context", ReasonFLR: "flr", ReasonMAD: "mad_policy",
+	ReasonContext: "context", ReasonFLR: "flr", ReasonMAD: "mad_policy", ReasonNotModelled: "not_modelled",
 }
 
 // NumReasons is the number of Reason values (for counter arrays).

@@ -1,0 +1,72 @@
+package vhcr
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/bar"
+)
+
+// Attachment is a VF tool's view of a served region: the BAR file mapped, its
+// header read, and the DMA region it names opened.
+type Attachment struct {
+	BAR    bar.Region
+	DMA    bar.Region
+	Layout Layout
+	own    []bar.Region
+}
+
+// AttachFile maps the BAR file at path, reads its header and opens the DMA
+// region the header names. No layout flags are needed: the header has them.
+func AttachFile(path string) (*Attachment, error) {
+	b, err := bar.OpenFile(path, false)
+	if err != nil {
+		return nil, err
+	}
+	a, err := Attach(b)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	a.own = append(a.own, b)
+	return a, nil
+}
+
+// Attach reads the header of an open BAR region and opens its DMA region.
+func Attach(b bar.Region) (*Attachment, error) {
+	l, err := ReadLayout(b)
+	if err != nil {
+		return nil, err
+	}
+	a := &Attachment{BAR: b, Layout: l}
+	if l.DMAInBAR {
+		a.DMA = b
+		return a, nil
+	}
+	d, err := bar.OpenFile(l.DMAPath, false)
+	if err != nil {
+		return nil, fmt.Errorf("opening the DMA region the header names: %w", err)
+	}
+	if d.Size() < l.DMASize {
+		d.Close()
+		return nil, fmt.Errorf("%s: %w: header says %#x bytes, file has %#x", d.Name(), ErrHeader, l.DMASize, d.Size())
+	}
+	a.DMA = d
+	a.own = append(a.own, d)
+	return a, nil
+}
+
+// VF opens function idx.
+func (a *Attachment) VF(idx int) (*VF, error) { return NewVF(a.BAR, a.DMA, a.Layout, idx) }
+
+// PFState returns the PF state word (PFStateInit, PFStateServing, PFStateStopped).
+func (a *Attachment) PFState() uint32 { v, _ := a.BAR.Load32(HdrPFState); return v }
+
+// Close unmaps what AttachFile opened.
+func (a *Attachment) Close() error {
+	var errs []error
+	for i := len(a.own) - 1; i >= 0; i-- {
+		errs = append(errs, a.own[i].Close())
+	}
+	return errors.Join(errs...)
+}

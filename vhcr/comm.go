@@ -1,0 +1,86 @@
+package vhcr
+
+// Comm page register offsets (mlx4.h struct mlx4_comm, MLX4_COMM_CHAN_CAPS,
+// MLX4_COMM_CHAN_FLAGS). Each is a big-endian 32-bit register.
+const (
+	RegSlaveWrite = 0x0 // VF → PF: toggle | cmd<<16 | param
+	RegSlaveRead  = 0x4 // PF → VF: toggle | bit 17 | version
+	RegCaps       = 0x8 // PF: bit 30 = VF reset supported
+	RegFlags      = 0xc // bit 9 offline (PF), bit 16 reset request (VF), bit 8 reset ack (PF)
+)
+
+// Register bits.
+const (
+	ToggleBit       = 1 << 31 // the only toggle bit of slave_write and slave_read
+	InternalErrBit  = 1 << 17 // COMM_CHAN_EVENT_INTERNAL_ERR in slave_read
+	CapsVFReset     = 1 << 30 // COMM_CHAN_RST_OFFSET: VF reset supported
+	FlagsOffline    = 1 << 9  // COMM_CHAN_OFFLINE_OFFSET
+	FlagsResetReq   = 1 << 16 // COM_CHAN_RST_REQ_OFFSET, toggled by the VF
+	FlagsResetAck   = 1 << 8  // COM_CHAN_RST_ACK_OFFSET, copied from bit 16 by the PF
+	CommVersion     = 0x0101  // (CMD_CHAN_IF_REV << 8) | CMD_CHAN_VER
+	CommPageSize    = 0x1000  // MLX4_COMM_PAGESIZE
+	commCmdShift    = 16
+	commParamMask   = 0xffff
+	commCmdMask     = 0xff
+	slaveWriteValid = ToggleBit | commCmdMask<<commCmdShift | commParamMask
+)
+
+// CommCmd is a comm channel command (MLX4_COMM_CMD_*).
+type CommCmd uint8
+
+const (
+	CommReset    CommCmd = 0
+	CommVHCR0    CommCmd = 1
+	CommVHCR1    CommCmd = 2
+	CommVHCR2    CommCmd = 3
+	CommVHCREn   CommCmd = 4
+	CommVHCRPost CommCmd = 5
+	CommFLR      CommCmd = 254 // master-internal: FLR in progress; never valid on the wire
+)
+
+func (c CommCmd) String() string {
+	switch c {
+	case CommReset:
+		return "RESET"
+	case CommVHCR0:
+		return "VHCR0"
+	case CommVHCR1:
+		return "VHCR1"
+	case CommVHCR2:
+		return "VHCR2"
+	case CommVHCREn:
+		return "VHCR_EN"
+	case CommVHCRPost:
+		return "VHCR_POST"
+	case CommFLR:
+		return "FLR"
+	}
+	return "comm_cmd_" + itoa(int(c))
+}
+
+// CommWord builds a slave_write value.
+func CommWord(toggle uint32, cmd CommCmd, param uint16) uint32 {
+	return toggle&1<<31 | uint32(cmd)<<commCmdShift | uint32(param)
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

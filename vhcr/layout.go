@@ -1,0 +1,234 @@
+package vhcr
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr/config"
+)
+
+// Wire contract v1: the header page at offset 0 of the BAR region. Words are
+// big-endian 32-bit registers, except the two doorbell words, which are
+// native-order shared-memory words for futex waits (only meaningful where the
+// region is Shared: a file or the heap). The PF owns every field; VFs write
+// only the doorbell.
+const (
+	HdrMagic       = 0x000 // 'VHCR'
+	HdrVersion     = 0x004 // layout version
+	HdrNumVFs      = 0x008
+	HdrFlags       = 0x00c // HdrFlagDMAInBAR, HdrFlagDoorbell
+	HdrHeaderSize  = 0x010 // bytes before the first comm page
+	HdrCommStride  = 0x014 // bytes between comm pages
+	HdrCommBaseHi  = 0x018
+	HdrCommBaseLo  = 0x01c
+	HdrDMABaseHi   = 0x020 // offset of VF 0's window in the DMA region
+	HdrDMABaseLo   = 0x024
+	HdrWindowHi    = 0x028 // size of each VF's DMA window
+	HdrWindowLo    = 0x02c
+	HdrDMASizeHi   = 0x030 // size of the DMA region
+	HdrDMASizeLo   = 0x034
+	HdrPFState     = 0x038 // PFStateInit, PFStateServing, PFStateStopped
+	HdrPFGen       = 0x03c // incremented at every PF start
+	HdrDoorbell    = 0x040 // native-order: VFs increment it and futex-wake the PF
+	HdrPFSleeping  = 0x044 // native-order: non-zero while the PF waits on the doorbell
+	HdrDMAPath     = 0x080 // NUL-terminated path of a separate DMA file (empty: DMA in this region)
+	HdrDMAPathLen  = 0x100
+	HdrVFState     = 0x400 // per-VF PF state, HdrVFStateSize bytes each (PF-private, read only at PF start)
+	HdrVFStateSize = 16
+
+	// per-VF state words
+	vfStLastCmd = 0x0 // last comm command | active<<8 | valid<<31
+	vfStToggle  = 0x4 // toggle last acknowledged (bit 31)
+	vfStVHCRHi  = 0x8
+	vfStVHCRLo  = 0xc
+)
+
+const (
+	Magic         = 0x56484352 // "VHCR"
+	LayoutVersion = 1
+	HeaderSize    = 0x1000
+
+	HdrFlagDMAInBAR = 1 << 0
+	HdrFlagDoorbell = 1 << 1
+
+	PFStateInit    = 0
+	PFStateServing = 1
+	PFStateStopped = 2
+)
+
+// ErrHeader is wrapped by every header validation error.
+var ErrHeader = errors.New("vhcr: bad region header")
+
+// Layout is the decoded header: where everything is.
+type Layout struct {
+	NumVFs     int
+	CommBase   int64 // offset of VF 0's comm page in the BAR region
+	CommStride int64
+	DMAInBAR   bool   // DMA windows live in the BAR region
+	DMAPath    string // else: the file that holds them
+	DMABase    int64  // offset of VF 0's window in the DMA region
+	Window     int64  // bytes per VF window
+	DMASize    int64  // bytes of the DMA region
+	Doorbell   bool
+}
+
+// NewLayout computes the layout for n VFs with windows of window bytes. If
+// dmaInBAR, the windows follow the comm pages in the BAR region from dmaOff
+// (0: right after the last comm page); else they start at dmaOff of a
+// separate region of dmaSize bytes (0: exactly n windows).
+func NewLayout(n int, window int64, dmaInBAR bool, dmaOff, dmaSize int64, dmaPath string) (Layout, error) {
+	if n < 1 || n > config.MaxVFs {
+		return Layout{}, fmt.Errorf("vhcr: %d VFs outside 1..%d", n, config.MaxVFs)
+	}
+	if window < 3*bar.PageSize || window%bar.PageSize != 0 || window > 1<<40 {
+		return Layout{}, fmt.Errorf("vhcr: window %#x is not a multiple of 4 KiB between 12 KiB and 1 TiB", window)
+	}
+	l := Layout{NumVFs: n, CommBase: HeaderSize, CommStride: CommPageSize, DMAInBAR: dmaInBAR, Window: window, Doorbell: true}
+	if dmaOff%bar.PageSize != 0 {
+		return Layout{}, fmt.Errorf("vhcr: DMA offset %#x is not 4 KiB aligned", dmaOff)
+	}
+	if dmaInBAR {
+		l.DMABase = dmaOff
+		if min := l.CommEnd(); l.DMABase < min {
+			if dmaOff != 0 {
+				return Layout{}, fmt.Errorf("vhcr: DMA offset %#x overlaps the comm pages (which end at %#x)", dmaOff, min)
+			}
+			l.DMABase = min
+		}
+		l.DMASize = l.DMABase + int64(n)*window
+	} else {
+		if len(dmaPath) >= HdrDMAPathLen {
+			return Layout{}, fmt.Errorf("vhcr: DMA path longer than %d bytes", HdrDMAPathLen-1)
+		}
+		l.DMAPath = dmaPath
+		l.DMABase = dmaOff
+		l.DMASize = dmaOff + int64(n)*window
+		if dmaSize > 0 {
+			if dmaSize < l.DMASize {
+				return Layout{}, fmt.Errorf("vhcr: DMA region of %#x bytes cannot hold %d windows of %#x from %#x", dmaSize, n, window, dmaOff)
+			}
+			l.DMASize = dmaSize
+		}
+	}
+	return l, nil
+}
+
+// CommEnd is the end offset of the last comm page.
+func (l Layout) CommEnd() int64 { return l.CommBase + int64(l.NumVFs)*l.CommStride }
+
+// BARSize is the smallest BAR region that holds the layout.
+func (l Layout) BARSize() int64 {
+	if l.DMAInBAR {
+		return l.DMASize
+	}
+	return l.CommEnd()
+}
+
+// CommPage is the offset of VF vf's comm page.
+func (l Layout) CommPage(vf int) int64 { return l.CommBase + int64(vf)*l.CommStride }
+
+// Write stores the header (everything but the state, generation and doorbell
+// words) into r.
+func (l Layout) Write(r bar.Region) error {
+	var flags uint32
+	if l.DMAInBAR {
+		flags |= HdrFlagDMAInBAR
+	}
+	if l.Doorbell && r.Shared() {
+		flags |= HdrFlagDoorbell
+	}
+	regs := []struct {
+		off int64
+		v   uint32
+	}{
+		{HdrVersion, LayoutVersion}, {HdrNumVFs, uint32(l.NumVFs)}, {HdrFlags, flags},
+		{HdrHeaderSize, HeaderSize}, {HdrCommStride, uint32(l.CommStride)},
+		{HdrCommBaseHi, uint32(l.CommBase >> 32)}, {HdrCommBaseLo, uint32(l.CommBase)},
+		{HdrDMABaseHi, uint32(l.DMABase >> 32)}, {HdrDMABaseLo, uint32(l.DMABase)},
+		{HdrWindowHi, uint32(l.Window >> 32)}, {HdrWindowLo, uint32(l.Window)},
+		{HdrDMASizeHi, uint32(l.DMASize >> 32)}, {HdrDMASizeLo, uint32(l.DMASize)},
+	}
+	for _, x := range regs {
+		if err := r.Store32(x.off, x.v); err != nil {
+			return err
+		}
+	}
+	var path [HdrDMAPathLen]byte
+	copy(path[:], l.DMAPath)
+	if _, err := r.WriteAt(path[:], HdrDMAPath); err != nil {
+		return err
+	}
+	return r.Store32(HdrMagic, Magic) // last: a reader that sees the magic sees the rest
+}
+
+// ReadLayout decodes and validates the header of r. Every inconsistency is an
+// error wrapping ErrHeader that says what is wrong.
+func ReadLayout(r bar.Region) (Layout, error) {
+	bad := func(format string, a ...any) (Layout, error) {
+		return Layout{}, fmt.Errorf("%s: %w: %s", r.Name(), ErrHeader, fmt.Sprintf(format, a...))
+	}
+	if r.Size() < HeaderSize {
+		return bad("region is %d bytes, smaller than the %d-byte header", r.Size(), HeaderSize)
+	}
+	rd := func(off int64) uint32 { v, _ := r.Load32(off); return v }
+	rd64 := func(hi int64) int64 { return int64(uint64(rd(hi))<<32 | uint64(rd(hi+4))) }
+	if m := rd(HdrMagic); m != Magic {
+		return bad("magic %#08x, want %#08x (not a vhcrd region, or the PF has not written it yet)", m, Magic)
+	}
+	if v := rd(HdrVersion); v != LayoutVersion {
+		return bad("layout version %d, this build speaks %d", v, LayoutVersion)
+	}
+	l := Layout{
+		NumVFs:     int(rd(HdrNumVFs)),
+		CommBase:   rd64(HdrCommBaseHi),
+		CommStride: int64(rd(HdrCommStride)),
+		DMABase:    rd64(HdrDMABaseHi),
+		Window:     rd64(HdrWindowHi),
+		DMASize:    rd64(HdrDMASizeHi),
+	}
+	flags := rd(HdrFlags)
+	l.DMAInBAR = flags&HdrFlagDMAInBAR != 0
+	l.Doorbell = flags&HdrFlagDoorbell != 0
+	if flags&^(HdrFlagDMAInBAR|HdrFlagDoorbell) != 0 {
+		return bad("unknown flags %#x", flags)
+	}
+	if hs := rd(HdrHeaderSize); hs != HeaderSize {
+		return bad("header size %#x, want %#x", hs, HeaderSize)
+	}
+	if l.NumVFs < 1 || l.NumVFs > config.MaxVFs {
+		return bad("VF count %d outside 1..%d", l.NumVFs, config.MaxVFs)
+	}
+	if l.CommStride != CommPageSize || l.CommBase < HeaderSize || l.CommBase%bar.PageSize != 0 {
+		return bad("comm pages at %#x stride %#x", l.CommBase, l.CommStride)
+	}
+	if l.CommEnd() > r.Size() {
+		return bad("%d comm pages from %#x need %#x bytes; the region has %#x (truncated?)", l.NumVFs, l.CommBase, l.CommEnd(), r.Size())
+	}
+	if l.Window < 3*bar.PageSize || l.Window%bar.PageSize != 0 || l.Window > 1<<40 {
+		return bad("window size %#x", l.Window)
+	}
+	if l.DMABase < 0 || l.DMABase%bar.PageSize != 0 || l.DMASize < l.DMABase+int64(l.NumVFs)*l.Window {
+		return bad("DMA region of %#x bytes cannot hold %d windows of %#x from %#x", l.DMASize, l.NumVFs, l.Window, l.DMABase)
+	}
+	if l.DMAInBAR {
+		if l.DMABase < l.CommEnd() {
+			return bad("DMA windows at %#x overlap the comm pages", l.DMABase)
+		}
+		if l.DMASize > r.Size() {
+			return bad("DMA windows end at %#x beyond the region's %#x bytes", l.DMASize, r.Size())
+		}
+	} else {
+		var path [HdrDMAPathLen]byte
+		if _, err := r.ReadAt(path[:], HdrDMAPath); err != nil {
+			return bad("reading the DMA path: %v", err)
+		}
+		n := bytes.IndexByte(path[:], 0)
+		if n <= 0 {
+			return bad("no DMA path and the DMA windows are not in this region")
+		}
+		l.DMAPath = string(path[:n])
+	}
+	return l, nil
+}

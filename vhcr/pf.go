@@ -1,0 +1,569 @@
+package vhcr
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+// EventSink delivers completion EQEs to VFs. The software HCA implements it
+// once it models EQs; without one, commands with the 'e' bit are refused.
+type EventSink interface {
+	// CommandEQMapped reports whether VF vf has an EQ in HW state mapped for
+	// command completions (event type 0x0a).
+	CommandEQMapped(vf int) bool
+	// PostEQE writes eqe to the EQ VF vf mapped for the EQE's type. It never
+	// blocks; a full EQ is counted as an overrun and reported as an error.
+	PostEQE(vf int, eqe *[32]byte) error
+}
+
+// FunctionResetter releases every resource a VF holds (RESET, FLR, protocol
+// violations), in mlx4's cleanup order.
+type FunctionResetter interface {
+	ResetFunction(vf int)
+}
+
+// Options configure a PF.
+type Options struct {
+	BAR    bar.Region // the comm pages (and the header)
+	DMA    bar.Region // the region holding the DMA windows; may be BAR
+	Layout Layout
+	HCA    *hca.HCA
+	Table  *Table        // nil: NewTable(nil)
+	Events EventSink     // nil: the HCA if it implements EventSink
+	Logger *slog.Logger  // nil: slog.Default()
+	Clock  func() uint64 // nil: cputicks (tests may inject)
+}
+
+// PF is the master side of the comm channel for all VFs of one region.
+type PF struct {
+	lay    Layout
+	bar    bar.Region
+	space  *dma.Space
+	hca    *hca.HCA
+	table  *Table
+	events EventSink
+	reset  FunctionResetter
+	stats  *Stats
+	log    *slog.Logger
+	limit  rateLimiter
+	vfs    []vfState
+
+	// shadows: the only copies of VF data the PF validates and uses
+	shadow [hcr.VHCRSize]byte
+	inbox  [hcr.MailboxSize]byte
+	outbox [hcr.MailboxSize]byte
+	cmd    hcr.Cmd
+	eqe    [32]byte
+
+	next     int
+	doorbell *uint32 // nil where the region is not shared memory
+	sleeping *uint32
+	pfState  bar.Reg
+
+	// requests from other goroutines, run by the poller between scans
+	mu       sync.Mutex
+	reqs     []func()
+	pending  atomic.Uint32
+	running  atomic.Bool
+	stopping atomic.Bool
+	scans    uint64
+}
+
+type vfState struct {
+	sw, sr, caps, flags bar.Reg // comm page registers
+	persist                 [4]bar.Reg
+	win                     *dma.Window
+	lastWord                uint32 // slave_write as last seen
+	ack                     uint32 // toggle last acknowledged: 0 or ToggleBit
+	lastCmd                 CommCmd
+	active                  bool
+	vhcr                    uint64
+}
+
+// New sets up the PF over the regions: it validates sizes, restores per-VF
+// state a previous PF left in the header when the layout matches (so posted
+// commands survive a PF restart), otherwise clears the comm registers, and
+// marks every comm page offline until Run starts.
+func New(o Options) (*PF, error) {
+	l := o.Layout
+	if o.BAR.Size() < l.BARSize() {
+		return nil, fmt.Errorf("%s: %w: %d VFs need %#x bytes, the region has %#x", o.BAR.Name(), bar.ErrTooSmall, l.NumVFs, l.BARSize(), o.BAR.Size())
+	}
+	if o.DMA.Size() < l.DMASize {
+		return nil, fmt.Errorf("%s: %w: %d windows of %#x from %#x need %#x bytes, the region has %#x",
+			o.DMA.Name(), bar.ErrTooSmall, l.NumVFs, l.Window, l.DMABase, l.DMASize, o.DMA.Size())
+	}
+	if o.HCA == nil || o.HCA.NumVFs != l.NumVFs {
+		return nil, errors.New("vhcr: the HCA model must be built for the layout's VF count")
+	}
+	space, err := dma.NewSpace(o.DMA, l.DMABase, l.Window, l.NumVFs)
+	if err != nil {
+		return nil, err
+	}
+	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, table: o.Table, events: o.Events, log: o.Logger}
+	if p.table == nil {
+		p.table = NewTable(nil)
+	}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	if p.events == nil {
+		if s, ok := any(o.HCA).(EventSink); ok {
+			p.events = s
+		}
+	}
+	if r, ok := any(o.HCA).(FunctionResetter); ok {
+		p.reset = r
+	}
+	p.stats = newStats(l.NumVFs, p.table.NumOps())
+	p.limit = rateLimiter{perSec: 10}
+	if p.pfState, err = bar.NewReg(o.BAR, HdrPFState); err != nil {
+		return nil, err
+	}
+	old, oldErr := ReadLayout(o.BAR)
+	restore := oldErr == nil && old == l
+	p.vfs = make([]vfState, l.NumVFs)
+	for i := range p.vfs {
+		st := &p.vfs[i]
+		page := l.CommPage(i)
+		for _, x := range []struct {
+			r   *bar.Reg
+			off int64
+		}{{&st.sw, page + RegSlaveWrite}, {&st.sr, page + RegSlaveRead}, {&st.caps, page + RegCaps}, {&st.flags, page + RegFlags}} {
+			if *x.r, err = bar.NewReg(o.BAR, x.off); err != nil {
+				return nil, err
+			}
+		}
+		for k := range st.persist {
+			if st.persist[k], err = bar.NewReg(o.BAR, HdrVFState+int64(i)*HdrVFStateSize+int64(4*k)); err != nil {
+				return nil, err
+			}
+		}
+		st.win, _ = space.Window(i)
+		st.flags.Store(FlagsOffline)
+		st.caps.Store(CapsVFReset)
+		if restore && p.restoreVF(i) {
+			continue
+		}
+		st.sw.Store(0)
+		st.sr.Store(0)
+		st.lastWord, st.ack, st.lastCmd, st.active, st.vhcr = 0, 0, CommReset, false, 0
+		p.persistVF(i)
+	}
+	if err := l.Write(o.BAR); err != nil {
+		return nil, err
+	}
+	if l.Doorbell && o.BAR.Shared() {
+		p.doorbell, _ = bar.Word(o.BAR, HdrDoorbell)
+		p.sleeping, _ = bar.Word(o.BAR, HdrPFSleeping)
+	}
+	gen, _ := o.BAR.Load32(HdrPFGen)
+	_ = o.BAR.Store32(HdrPFGen, gen+1)
+	p.pfState.Store(PFStateInit)
+	if restore {
+		p.log.Info("restored comm channel state from the previous PF", "vfs", l.NumVFs, "generation", gen+1)
+	}
+	return p, nil
+}
+
+// restoreVF adopts the state a previous PF persisted for VF i, if it is
+// consistent; the acknowledged toggle is the one in slave_read.
+func (p *PF) restoreVF(i int) bool {
+	st := &p.vfs[i]
+	w0 := st.persist[0].Load()
+	if w0&(1<<31) == 0 {
+		return false
+	}
+	cmd := CommCmd(w0 & 0xff)
+	vhcr := uint64(st.persist[2].Load())<<32 | uint64(st.persist[3].Load())
+	switch cmd {
+	case CommReset, CommVHCR0, CommVHCR1, CommVHCR2:
+	case CommVHCREn, CommVHCRPost:
+		if vhcr&0xfff != 0 || vhcr+hcr.VHCRSize > uint64(p.lay.Window) {
+			return false
+		}
+	default:
+		return false
+	}
+	st.lastCmd, st.active, st.vhcr = cmd, w0&(1<<8) != 0, vhcr
+	st.ack = st.sr.Load() & ToggleBit
+	w := st.sw.Load()
+	if w&ToggleBit == st.ack {
+		st.lastWord = w // idle
+	} else {
+		st.lastWord = ^w // a command was posted and not acknowledged: serve it
+	}
+	return true
+}
+
+func (p *PF) persistVF(i int) {
+	st := &p.vfs[i]
+	w0 := uint32(1)<<31 | uint32(st.lastCmd)
+	if st.active {
+		w0 |= 1 << 8
+	}
+	st.persist[0].Store(w0)
+	st.persist[1].Store(st.ack)
+	st.persist[2].Store(uint32(st.vhcr >> 32))
+	st.persist[3].Store(uint32(st.vhcr))
+}
+
+// Stats returns the poller-owned counters.
+func (p *PF) Stats() *Stats { return p.stats }
+
+// Table returns the command table.
+func (p *PF) Table() *Table { return p.table }
+
+// Layout returns the wire layout served.
+func (p *PF) Layout() Layout { return p.lay }
+
+// scan serves every VF with a new slave_write once, round-robin from a start
+// that advances every scan. It reports whether any VF had work.
+func (p *PF) scan() bool {
+	n := len(p.vfs)
+	i := p.next
+	busy := false
+	for k := 0; k < n; k++ {
+		st := &p.vfs[i]
+		if w := st.sw.Load(); w != st.lastWord {
+			p.serve(i, w)
+			busy = true
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	if p.next++; p.next == n {
+		p.next = 0
+	}
+	return busy
+}
+
+// peek reports whether any VF has written slave_write since last served.
+func (p *PF) peek() bool {
+	for i := range p.vfs {
+		if p.vfs[i].sw.Load() != p.vfs[i].lastWord {
+			return true
+		}
+	}
+	return false
+}
+
+// serve handles a changed slave_write word w of VF i (mlx4_master_do_cmd).
+func (p *PF) serve(i int, w uint32) {
+	st := &p.vfs[i]
+	if w&ToggleBit == st.ack {
+		// Rewritten without a toggle flip.
+		st.lastWord = w
+		if w == 0 && st.sr.Load() == 0 {
+			// The VF zeroed both registers ("recovering from previously
+			// mis-behaved VM", sync_toggles): adopt toggle 0.
+			st.ack = 0
+			p.stats.Resyncs[i].Add(1)
+			return
+		}
+		p.violation(i, st.ack, ResetToggle, "slave_write rewritten without a toggle flip", w)
+		return
+	}
+	if sr := st.sr.Load(); sr&ToggleBit != st.ack {
+		// slave_read no longer holds our last acknowledgement: the VF
+		// rewrote it. Resynchronise from it, as mlx4's scan does.
+		st.ack = sr & ToggleBit
+		p.stats.Resyncs[i].Add(1)
+		if w&ToggleBit == st.ack {
+			st.lastWord = w
+			return
+		}
+	}
+	st.lastWord = w
+	toggle := w & ToggleBit
+	cmd := CommCmd(w >> commCmdShift & commCmdMask)
+	param := uint16(w & commParamMask)
+	if w&^slaveWriteValid != 0 {
+		p.violation(i, toggle, ResetUnknownCmd, "reserved bits set in slave_write", w)
+		return
+	}
+	if st.lastCmd == CommFLR && cmd != CommReset {
+		// FLR in progress: drop without acknowledgement (mlx4 §1.7 step 4).
+		p.stats.Dropped[i].Add(1)
+		return
+	}
+	reply := toggle
+	switch cmd {
+	case CommReset:
+		if st.lastCmd == CommFLR {
+			// RESET during FLR: acknowledged without the version and without
+			// cleanup (the FLR released everything).
+			st.lastCmd, st.active, st.vhcr = CommReset, false, 0
+		} else {
+			p.resetFunction(i, ResetByVF)
+			reply |= CommVersion
+		}
+	case CommVHCR0:
+		if st.lastCmd != CommReset {
+			p.violation(i, toggle, ResetSequence, "VHCR0 not after RESET", w)
+			return
+		}
+		st.vhcr = uint64(param) << 48
+	case CommVHCR1:
+		if st.lastCmd != CommVHCR0 {
+			p.violation(i, toggle, ResetSequence, "VHCR1 not after VHCR0", w)
+			return
+		}
+		st.vhcr |= uint64(param) << 32
+	case CommVHCR2:
+		if st.lastCmd != CommVHCR1 {
+			p.violation(i, toggle, ResetSequence, "VHCR2 not after VHCR1", w)
+			return
+		}
+		st.vhcr |= uint64(param) << 16
+	case CommVHCREn:
+		if st.lastCmd != CommVHCR2 {
+			p.violation(i, toggle, ResetSequence, "VHCR_EN not after VHCR2", w)
+			return
+		}
+		st.vhcr |= uint64(param)
+		// Stricter than mlx4, which finds a bad address at the first
+		// VHCR_POST: the vHCR must be 4 KiB aligned (ACCESS_MEM's rule) and
+		// inside the window now.
+		if _, err := st.win.Translate(st.vhcr, hcr.VHCRSize, dma.ReadWrite); err != nil || st.vhcr&0xfff != 0 {
+			p.violation(i, toggle, ResetVHCRAddress, "vHCR address unaligned or outside the window", w)
+			return
+		}
+		st.active = true
+	case CommVHCRPost:
+		if st.lastCmd != CommVHCREn && st.lastCmd != CommVHCRPost {
+			p.violation(i, toggle, ResetSequence, "VHCR_POST before VHCR_EN", w)
+			return
+		}
+		acked, err := p.post(i, toggle)
+		if err != nil {
+			p.violation(i, toggle, ResetDMA, err.Error(), w)
+			return
+		}
+		if acked {
+			return
+		}
+	default:
+		p.violation(i, toggle, ResetUnknownCmd, "unknown comm command", w)
+		return
+	}
+	p.acknowledge(i, cmd, reply)
+}
+
+// acknowledge records cmd as the VF's last command and writes the reply.
+func (p *PF) acknowledge(i int, cmd CommCmd, reply uint32) {
+	st := &p.vfs[i]
+	changed := st.lastCmd != cmd
+	st.lastCmd = cmd
+	st.ack = reply & ToggleBit
+	st.sr.Store(reply)
+	if changed {
+		p.persistVF(i)
+	}
+}
+
+// violation resets VF i's channel (releasing its resources) and acknowledges
+// with bit 17 so that the VF resets itself at once instead of timing out.
+func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word uint32) {
+	p.resetFunction(i, why)
+	st := &p.vfs[i]
+	st.lastCmd = CommReset
+	st.ack = toggle
+	st.sr.Store(toggle | InternalErrBit)
+	p.persistVF(i)
+	if p.limit.allow() {
+		p.log.Warn("resetting VF after a comm channel violation", "vf", i, "reason", why.String(), "detail", msg, "slave_write", fmt.Sprintf("%#08x", word))
+	}
+}
+
+// resetFunction releases VF i's resources and returns it to RESET.
+func (p *PF) resetFunction(i int, why ResetReason) {
+	st := &p.vfs[i]
+	if p.reset != nil {
+		p.reset.ResetFunction(i)
+	}
+	st.active, st.vhcr = false, 0
+	st.lastCmd = CommReset
+	p.stats.countReset(i, why)
+}
+
+// post processes VHCR_POST for VF i. It returns acked=true if it already
+// acknowledged (the 'e' path), and an error only for DMA failures that must
+// reset the VF (vHCR unreadable, outbox unwritable).
+func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
+	st := &p.vfs[i]
+	t0 := cputicks()
+	// 1. The vHCR, copied once into the PF's shadow.
+	if err := st.win.CopyIn(p.shadow[:], st.vhcr); err != nil {
+		p.stats.DMA[i].Add(1)
+		return false, fmt.Errorf("reading the vHCR: %w", err)
+	}
+	v := hcr.DecodeVHCR(&p.shadow)
+	c := &p.cmd
+	*c = hcr.Cmd{VF: i, InParam: v.InParam, OutParam: v.OutParam, InMod: v.InMod, Op: v.Op, OpMod: v.OpMod,
+		EBit: v.EBit(), Token: v.Token, Mem: st.win}
+	e := p.table.Lookup(v.Op)
+	status := hcr.OK
+	var outAddr uint64
+	switch {
+	case e == nil:
+		// 2. Not in the table: BAD_PARAM, as mlx4 answers unknown opcodes.
+		status = c.Refuse(hcr.BAD_PARAM, hcr.ReasonUnknownOpcode)
+	case e.EPERM:
+		status = c.Refuse(hcr.BAD_OP, hcr.ReasonPrivileged)
+	case e.OpMods != 0 && e.OpMods&(1<<c.OpMod) == 0:
+		status = c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+	}
+	if status == hcr.OK && e.Outbox {
+		// The outbox must be writable before anything executes: a command
+		// whose results cannot be delivered must have no effect (mlx4 only
+		// finds out after executing, then resets the VF; we reset too).
+		outAddr = v.OutParam
+		if _, err := st.win.Translate(outAddr, hcr.MailboxSize, dma.Write); err != nil || outAddr&0xfff != 0 {
+			p.stats.DMA[i].Add(1)
+			return false, fmt.Errorf("outbox %#x unwritable: %v", outAddr, err)
+		}
+		clear(p.outbox[:])
+		c.Outbox = &p.outbox
+	}
+	if status == hcr.OK && e.Inbox {
+		// 3. The inbox, copied once into the shadow (low 8 bits masked, as
+		// INBOX_MASK does; ACCESS_MEM needs 4 KiB alignment).
+		addr := v.InParam & hcr.InboxMask
+		c.InParam = addr
+		if addr&0xfff != 0 || st.win.CopyIn(p.inbox[:], addr) != nil {
+			p.stats.DMA[i].Add(1)
+			status = c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonInboxDMA)
+		} else {
+			c.Inbox = &p.inbox
+		}
+	}
+	if status == hcr.OK && e.Verify != nil {
+		status = e.Verify(p.hca, c)
+	}
+	event := c.EBit && p.events != nil && p.events.CommandEQMapped(i)
+	if status == hcr.OK && c.EBit && !event {
+		// No EQ mapped for command completions: mlx4 would accept and never
+		// complete, leaving the VF to time out. Refuse at once instead.
+		status = c.Refuse(hcr.BAD_SYS_STATE, hcr.ReasonEventsNoEQ)
+	}
+	if event {
+		// 4e. Accept now: the VF may post its next command.
+		p.acknowledge(i, CommVHCRPost, toggle)
+		acked = true
+	}
+	// 5. Execute.
+	if status == hcr.OK {
+		if e.Exec == nil {
+			status = c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonNotModelled)
+		} else {
+			status = e.Exec(p.hca, c)
+		}
+	}
+	// 6. Results: outbox, then status/immediate output, then the toggle or
+	// the completion EQE.
+	if status == hcr.OK && c.Outbox != nil {
+		if err := st.win.CopyOut(outAddr, p.outbox[:]); err != nil {
+			p.stats.DMA[i].Add(1)
+			return acked, fmt.Errorf("writing the outbox: %w", err)
+		}
+	}
+	imm := e != nil && e.OutImm
+	if event {
+		p.completionEQE(i, c.Token, status, imm, c.OutParam)
+	} else {
+		p.shadow[hcr.OffStatus] = byte(status)
+		if imm {
+			binary.BigEndian.PutUint64(p.shadow[hcr.OffOutParam:], c.OutParam)
+		}
+		if err := st.win.CopyOut(st.vhcr, p.shadow[:]); err != nil {
+			p.stats.DMA[i].Add(1)
+			return false, fmt.Errorf("writing the vHCR: %w", err)
+		}
+	}
+	idx := 0
+	if e != nil {
+		idx = e.index
+	}
+	p.stats.countCommand(i, idx, status)
+	p.stats.countRefusal(i, c.Reason)
+	p.stats.observe(ticksToNS(cputicks()-t0, ticksPerNS()))
+	return acked, nil
+}
+
+// EQE layout of a command completion (struct mlx4_eqe, type CMD).
+const (
+	eqeType        = 0x01
+	eqeCmdToken    = 0x06
+	eqeCmdStatus   = 0x0f
+	eqeCmdOutParam = 0x10
+	EventTypeCmd   = 0x0a // MLX4_EVENT_TYPE_CMD
+)
+
+// completionEQE reports a command's completion to VF i: the VF's token, the
+// status and the immediate output (the seed's rule; mlx4 leaves both zero).
+func (p *PF) completionEQE(i int, token uint16, status hcr.Status, imm bool, out uint64) {
+	e := &p.eqe
+	clear(e[:])
+	e[eqeType] = EventTypeCmd
+	binary.BigEndian.PutUint16(e[eqeCmdToken:], token)
+	e[eqeCmdStatus] = byte(status)
+	if imm {
+		binary.BigEndian.PutUint64(e[eqeCmdOutParam:], out)
+	}
+	if err := p.events.PostEQE(i, e); err != nil {
+		if p.limit.allow() {
+			p.log.Warn("completion EQE not delivered", "vf", i, "err", err)
+		}
+		return
+	}
+	p.stats.EQEs.Add(1)
+}
+
+// checkFlags answers VF reset requests: a VF in its error state toggles
+// FLAGS bit 16; the PF resets the function and copies bit 16 into bit 8
+// (the handshake mlx4_reset_slave waits for, up to 10 s).
+func (p *PF) checkFlags() {
+	for i := range p.vfs {
+		st := &p.vfs[i]
+		f := st.flags.Load()
+		req := f&FlagsResetReq != 0
+		if req == (f&FlagsResetAck != 0) {
+			continue
+		}
+		p.resetFunction(i, ResetRequest)
+		p.persistVF(i)
+		f &^= FlagsResetAck
+		if req {
+			f |= FlagsResetAck
+		}
+		st.flags.Store(f)
+	}
+}
+
+// rateLimiter allows perSec log lines a second.
+type rateLimiter struct {
+	perSec int
+	sec    int64
+	n      int
+}
+
+func (r *rateLimiter) allow() bool {
+	now := time.Now().Unix()
+	if now != r.sec {
+		r.sec, r.n = now, 0
+	}
+	r.n++
+	return r.n <= r.perSec
+}

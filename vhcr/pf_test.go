@@ -1,0 +1,467 @@
+package vhcr_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+)
+
+var ctx = context.Background()
+
+func post(t *testing.T, v *vhcr.VF, r vhcr.Request) vhcr.Response {
+	t.Helper()
+	resp, err := v.Post(ctx, &r)
+	if err != nil {
+		t.Fatalf("VF %d %v: %v", v.Index, r.Op, err)
+	}
+	return resp
+}
+
+func TestBringUpAndQueries(t *testing.T) {
+	r := vhcrtest.New(t, 4)
+	r.Start(t)
+	v := r.InitVF(t, 3)
+
+	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+		t.Fatalf("NOP: %v", got.Status)
+	}
+	fw := post(t, v, vhcr.Request{Op: hcr.QUERY_FW})
+	if fw.Status != hcr.OK {
+		t.Fatalf("QUERY_FW: %v", fw.Status)
+	}
+	ver := binary.BigEndian.Uint64(fw.Out[0:])
+	if maj, sub, min := ver>>32&0xffff, ver>>16&0xffff, ver&0xffff; maj != 2 || min != 42 || sub != 5000 {
+		t.Errorf("QUERY_FW version %d.%d.%d, want 2.42.5000", maj, min, sub)
+	}
+	if fw.Out[0x09] != 0xff {
+		t.Errorf("QUERY_FW PPF id %#x, want 0xff for a VF", fw.Out[0x09])
+	}
+	for i := 0x0a; i < 0x100; i++ {
+		if fw.Out[i] != 0 {
+			t.Fatalf("QUERY_FW byte %#x = %#x; the VF view is zero past the version", i, fw.Out[i])
+		}
+	}
+	fc := post(t, v, vhcr.Request{Op: hcr.QUERY_FUNC_CAP})
+	if fc.Status != hcr.OK || fc.Out[0]&0x10 == 0 || fc.Out[1] != 2 {
+		t.Fatalf("QUERY_FUNC_CAP general: %v flags %#x ports %d", fc.Status, fc.Out[0], fc.Out[1])
+	}
+	if q := binary.BigEndian.Uint32(fc.Out[0x50:]); q != uint32(r.HCA.Quota(3, "qp")) || q == 0 {
+		t.Errorf("QP quota %d, want %d", q, r.HCA.Quota(3, "qp"))
+	}
+	pc := post(t, v, vhcr.Request{Op: hcr.QUERY_FUNC_CAP, OpMod: 1, InMod: 2})
+	if pc.Status != hcr.OK || pc.Out[3] != 2 {
+		t.Fatalf("QUERY_FUNC_CAP port 2: %v phys port %d", pc.Status, pc.Out[3])
+	}
+	qp0proxy := binary.BigEndian.Uint32(pc.Out[0x14:])
+	if qp1 := binary.BigEndian.Uint32(pc.Out[0x1c:]); qp1 != qp0proxy+2 {
+		t.Errorf("QP1 proxy %#x is not QP0 proxy %#x + 2", qp1, qp0proxy)
+	}
+	qport := post(t, v, vhcr.Request{Op: hcr.QUERY_PORT, InMod: 1})
+	if qport.Status != hcr.OK || qport.Out[0]&0x80 == 0 {
+		t.Fatalf("QUERY_PORT: %v type %#x (link up expected)", qport.Status, qport.Out[0])
+	}
+	if n := binary.BigEndian.Uint16(qport.Out[0x0c:]); n != 3 {
+		t.Errorf("QUERY_PORT P_Key table length %d, want VF 3's 3 virtual entries", n)
+	}
+	dc := post(t, v, vhcr.Request{Op: hcr.QUERY_DEV_CAP})
+	if dc.Status != hcr.OK || dc.Out[0x13] != 17 || dc.Out[0x37]&0xf != 2 || dc.Out[0x4c] != 0 {
+		t.Fatalf("QUERY_DEV_CAP: %v log_qps %d ports %d bf %#x", dc.Status, dc.Out[0x13], dc.Out[0x37]&0xf, dc.Out[0x4c])
+	}
+}
+
+func TestOpcodeStatuses(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	v := r.InitVF(t, 0)
+	for _, tc := range []struct {
+		op     hcr.Opcode
+		opMod  uint8
+		inMod  uint32
+		want   hcr.Status
+		reason hcr.Reason
+	}{
+		// Absent from mlx4's table: BAD_PARAM, not BAD_OP.
+		{hcr.INIT_HCA, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
+		{hcr.CLOSE_HCA, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
+		{hcr.ACCESS_DDR, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
+		{hcr.GEN_EQE, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
+		{hcr.ARM_COMM_CHANNEL, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
+		{hcr.SENSE_PORT, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
+		{hcr.MAP_FA, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
+		{0x7ff, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
+		// EPERM rows: BAD_OP.
+		{hcr.GET_OP_REQ, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
+		{hcr.ALLOCATE_VPP, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
+		{hcr.SET_VPORT_QOS, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
+		{hcr.MAD_DEMUX, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
+		{hcr.CONGESTION_CTRL, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
+		{hcr.FLOW_STEERING_IB_UC_QP_RANGE, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
+		{hcr.VIRT_PORT_MAP, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
+		// Modifiers.
+		{hcr.QUERY_FUNC_CAP, 2, 0, hcr.BAD_PARAM, hcr.ReasonOpModifier},
+		{hcr.QUERY_FUNC_CAP, 1, 3, hcr.BAD_PARAM, hcr.ReasonPort},
+		{hcr.QUERY_PORT, 0, 0x101, hcr.BAD_PARAM, hcr.ReasonInModifier},
+		{hcr.QUERY_PORT, 0, 0, hcr.BAD_PARAM, hcr.ReasonPort},
+		{hcr.QUERY_FW, 1, 0, hcr.BAD_PARAM, hcr.ReasonOpModifier},
+	} {
+		before := r.PF.Stats().Refusal(0, tc.reason)
+		got := post(t, v, vhcr.Request{Op: tc.op, OpMod: tc.opMod, InMod: tc.inMod})
+		if got.Status != tc.want {
+			t.Errorf("%v op_mod %d in_mod %#x: status %v, want %v", tc.op, tc.opMod, tc.inMod, got.Status, tc.want)
+		}
+		if after := r.PF.Stats().Refusal(0, tc.reason); after != before+1 {
+			t.Errorf("%v: refusal counter %v went %d -> %d", tc.op, tc.reason, before, after)
+		}
+	}
+	// Command failures never reset the VF.
+	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+		t.Fatalf("NOP after refusals: %v", got.Status)
+	}
+}
+
+// rawPost writes a vHCR image into VF v's page 0 and posts, bypassing the
+// library's own address choices.
+func rawPost(t *testing.T, v *vhcr.VF, h hcr.VHCR) uint32 {
+	t.Helper()
+	var img [hcr.VHCRSize]byte
+	h.Encode(&img)
+	copy(v.Memory(), img[:])
+	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, v.Timeouts.Post); err != nil && !errors.Is(err, vhcr.ErrInternal) {
+		t.Fatalf("post: %v", err)
+	}
+	return v.SlaveRead()
+}
+
+func TestMailboxAddresses(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	v := r.InitVF(t, 1)
+	other := r.InitVF(t, 0)
+
+	// Inbox outside the window: INTERNAL_ERR, the VF is not reset.
+	sr := rawPost(t, v, vhcr.Request2VHCR(hcr.SET_PORT, vhcrtest.Window, 0))
+	if sr&vhcr.InternalErrBit != 0 {
+		t.Fatalf("inbox fault reset the VF (slave_read %#x)", sr)
+	}
+	if st := hcr.Status(v.Memory()[hcr.OffStatus]); st != hcr.INTERNAL_ERR {
+		t.Errorf("inbox outside the window: %v, want INTERNAL_ERR", st)
+	}
+	// Inbox not 4 KiB aligned after masking the low byte: INTERNAL_ERR.
+	rawPost(t, v, vhcr.Request2VHCR(hcr.SET_PORT, 0x1800, 0))
+	if st := hcr.Status(v.Memory()[hcr.OffStatus]); st != hcr.INTERNAL_ERR {
+		t.Errorf("unaligned inbox: %v, want INTERNAL_ERR", st)
+	}
+	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+		t.Fatalf("NOP after inbox faults: %v", got.Status)
+	}
+	// Outbox outside the window: a DMA failure, the VF is reset with bit 17.
+	sr = rawPost(t, v, vhcr.Request2VHCR(hcr.QUERY_FW, 0, 1<<40))
+	if sr&vhcr.InternalErrBit == 0 {
+		t.Fatalf("outbox fault did not reset the VF (slave_read %#x)", sr)
+	}
+	if n := r.PF.Stats().Reset(1, vhcr.ResetDMA); n != 1 {
+		t.Errorf("DMA resets %d, want 1", n)
+	}
+	if in, _ := r.PF.Info(1); in.LastCmd != vhcr.CommReset || in.Active {
+		t.Errorf("after the outbox fault VF 1 is %v active=%v, want RESET", in.LastCmd, in.Active)
+	}
+	// The other VF is untouched.
+	if got := post(t, other, vhcr.Request{Op: hcr.QUERY_FW}); got.Status != hcr.OK {
+		t.Fatalf("VF 0 after VF 1's reset: %v", got.Status)
+	}
+	// And VF 1 comes back through RESET.
+	if err := v.Init(ctx); err != nil {
+		t.Fatalf("re-init: %v", err)
+	}
+	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+		t.Fatalf("NOP after re-init: %v", got.Status)
+	}
+}
+
+func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reason vhcr.ResetReason
+		do     func(v *vhcr.VF) error
+	}{
+		{"VHCR_POST before VHCR_EN", vhcr.ResetSequence, func(v *vhcr.VF) error {
+			if err := v.Reset(ctx); err != nil {
+				return err
+			}
+			return v.Comm(ctx, vhcr.CommVHCRPost, 0, v.Timeouts.Comm)
+		}},
+		{"VHCR1 before VHCR0", vhcr.ResetSequence, func(v *vhcr.VF) error {
+			if err := v.Reset(ctx); err != nil {
+				return err
+			}
+			return v.Comm(ctx, vhcr.CommVHCR1, 0, v.Timeouts.Comm)
+		}},
+		{"unknown comm command", vhcr.ResetUnknownCmd, func(v *vhcr.VF) error {
+			return v.Comm(ctx, 7, 0, v.Timeouts.Comm)
+		}},
+		{"vHCR outside the window", vhcr.ResetVHCRAddress, func(v *vhcr.VF) error {
+			if err := v.Reset(ctx); err != nil {
+				return err
+			}
+			for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2} {
+				if err := v.Comm(ctx, c, 0, v.Timeouts.Comm); err != nil {
+					return err
+				}
+			}
+			return v.Comm(ctx, vhcr.CommVHCREn, 0, v.Timeouts.Comm) // address 0 is fine...
+		}},
+		{"vHCR not 4 KiB aligned", vhcr.ResetVHCRAddress, func(v *vhcr.VF) error {
+			if err := v.Reset(ctx); err != nil {
+				return err
+			}
+			for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2} {
+				if err := v.Comm(ctx, c, 0, v.Timeouts.Comm); err != nil {
+					return err
+				}
+			}
+			return v.Comm(ctx, vhcr.CommVHCREn, 0x0800, v.Timeouts.Comm)
+		}},
+		{"vHCR beyond the window", vhcr.ResetVHCRAddress, func(v *vhcr.VF) error {
+			if err := v.Reset(ctx); err != nil {
+				return err
+			}
+			for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1} {
+				if err := v.Comm(ctx, c, 0, v.Timeouts.Comm); err != nil {
+					return err
+				}
+			}
+			if err := v.Comm(ctx, vhcr.CommVHCR2, 0x1, v.Timeouts.Comm); err != nil { // 0x10000 = the window size
+				return err
+			}
+			return v.Comm(ctx, vhcr.CommVHCREn, 0, v.Timeouts.Comm)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := vhcrtest.New(t, 3)
+			r.Start(t)
+			bystander := r.InitVF(t, 0)
+			v := r.VF(t, 2)
+			if err := v.SyncToggles(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := v.WaitOnline(ctx); err != nil {
+				t.Fatal(err)
+			}
+			err := tc.do(v)
+			wantReset := tc.name != "vHCR outside the window"
+			if wantReset && !errors.Is(err, vhcr.ErrInternal) {
+				t.Fatalf("got %v, want the bit-17 reset (ErrInternal)", err)
+			}
+			if !wantReset && err != nil {
+				t.Fatalf("a vHCR at IOVA 0 is legal: %v", err)
+			}
+			if wantReset {
+				if n := r.PF.Stats().Reset(2, tc.reason); n != 1 {
+					t.Errorf("resets for %v: %d, want 1", tc.reason, n)
+				}
+				if in, _ := r.PF.Info(2); in.LastCmd != vhcr.CommReset || in.Active {
+					t.Errorf("VF 2 state %v active=%v after the violation", in.LastCmd, in.Active)
+				}
+			}
+			for i := 0; i < 3; i++ {
+				if got := post(t, bystander, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+					t.Fatalf("bystander VF: %v", got.Status)
+				}
+			}
+			if n := r.PF.Stats().Reset(0, tc.reason); n != 0 {
+				t.Errorf("bystander VF was reset %d times", n)
+			}
+		})
+	}
+}
+
+func TestWrongToggle(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	v := r.InitVF(t, 1)
+	bystander := r.InitVF(t, 0)
+	// Rewrite slave_write with the command of a NOP post but without
+	// flipping the toggle: what a VF that flipped twice leaves behind.
+	sr := v.SlaveRead()
+	word := vhcr.CommWord(sr>>31, vhcr.CommVHCRPost, 0x55)
+	if err := r.BAR.Store32(r.Layout.CommPage(1)+vhcr.RegSlaveWrite, word); err != nil {
+		t.Fatal(err)
+	}
+	// The PF answers with bit 17 and the unchanged toggle.
+	for i := 0; r.PF.Stats().Reset(1, vhcr.ResetToggle) == 0; i++ {
+		if _, err := r.PF.Info(1); err != nil { // a request: at least one scan has run since
+			t.Fatal(err)
+		}
+		if i > 1000 {
+			t.Fatal("the PF never noticed the rewritten slave_write")
+		}
+	}
+	if got := v.SlaveRead(); got != sr&vhcr.ToggleBit|vhcr.InternalErrBit {
+		t.Errorf("slave_read %#08x, want toggle %d with bit 17", got, sr>>31)
+	}
+	if got := post(t, bystander, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+		t.Fatalf("bystander: %v", got.Status)
+	}
+}
+
+func TestZeroedRegistersResync(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	v := r.InitVF(t, 0)
+	// Init flips the toggle 5 times; two NOPs leave it at 1, so zeroing
+	// the registers contradicts the PF's acknowledged toggle.
+	post(t, v, vhcr.Request{Op: hcr.NOP})
+	post(t, v, vhcr.Request{Op: hcr.NOP})
+	if v.SlaveRead()>>31 != 1 {
+		t.Fatalf("toggle %d, want 1", v.SlaveRead()>>31)
+	}
+	page := r.Layout.CommPage(0)
+	_ = r.BAR.Store32(page+vhcr.RegSlaveRead, 0)
+	_ = r.BAR.Store32(page+vhcr.RegSlaveWrite, 0)
+	// The VF's driver reloads: sync_toggles adopts 0, RESET, VHCR setup.
+	v2 := r.VF(t, 0)
+	if err := v2.Init(ctx); err != nil {
+		t.Fatalf("init after zeroing: %v", err)
+	}
+	if got := post(t, v2, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+		t.Fatalf("NOP after zeroing: %v", got.Status)
+	}
+	if r.PF.Stats().Resyncs[0].Load() == 0 {
+		t.Error("no resync counted")
+	}
+	if r.PF.Stats().Reset(0, vhcr.ResetToggle) != 0 {
+		t.Error("zeroing was treated as a toggle violation")
+	}
+}
+
+func TestPostAndNeverLookAgain(t *testing.T) {
+	r := vhcrtest.New(t, 3)
+	r.Start(t)
+	quiet := r.InitVF(t, 1)
+	busy := r.InitVF(t, 2)
+	// VF 1 posts QUERY_FW and walks away: no wait, never reads.
+	var img [hcr.VHCRSize]byte
+	h := vhcr.Request2VHCR(hcr.QUERY_FW, 0, 2*4096)
+	h.Encode(&img)
+	copy(quiet.Memory(), img[:])
+	if err := quiet.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if got := post(t, busy, vhcr.Request{Op: hcr.QUERY_FUNC_CAP}); got.Status != hcr.OK {
+			t.Fatalf("VF 2 command %d: %v", i, got.Status)
+		}
+	}
+	// The abandoned command was executed once and completed.
+	if n := r.PF.Stats().Command(1, r.PF.Table().Lookup(hcr.QUERY_FW).Index(), 0); n != 1 {
+		t.Errorf("VF 1 QUERY_FW executed %d times, want 1", n)
+	}
+}
+
+func TestResetRequestHandshake(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	v := r.InitVF(t, 1)
+	if err := v.RequestReset(ctx); err != nil {
+		t.Fatalf("reset request: %v", err)
+	}
+	if n := r.PF.Stats().Reset(1, vhcr.ResetRequest); n != 1 {
+		t.Errorf("reset-request resets: %d", n)
+	}
+	if in, _ := r.PF.Info(1); in.LastCmd != vhcr.CommReset {
+		t.Errorf("after the handshake VF 1 is in %v", in.LastCmd)
+	}
+	if err := v.Init(ctx); err != nil {
+		t.Fatalf("init after the handshake: %v", err)
+	}
+}
+
+func TestFLR(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	v := r.InitVF(t, 1)
+	if err := r.PF.BeginFLR(1); err != nil {
+		t.Fatal(err)
+	}
+	// A command during FLR is dropped: no acknowledgement.
+	before := v.SlaveRead()
+	var img [hcr.VHCRSize]byte
+	h := vhcr.Request2VHCR(hcr.NOP, 0, 0)
+	h.Encode(&img)
+	copy(v.Memory(), img[:])
+	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for r.PF.Stats().Dropped[1].Load() == 0 {
+		if _, err := r.PF.Info(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := v.SlaveRead(); got != before {
+		t.Fatalf("a command during FLR was acknowledged: slave_read %#x -> %#x", before, got)
+	}
+	if err := r.PF.EndFLR(1); err != nil {
+		t.Fatal(err)
+	}
+	// The VF's next driver instance zeroes the stuck channel and starts over.
+	page := r.Layout.CommPage(1)
+	_ = r.BAR.Store32(page+vhcr.RegSlaveRead, 0)
+	_ = r.BAR.Store32(page+vhcr.RegSlaveWrite, 0)
+	v2 := r.InitVF(t, 1)
+	if got := post(t, v2, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+		t.Fatalf("NOP after FLR: %v", got.Status)
+	}
+	if n := r.PF.Stats().Reset(1, vhcr.ResetFLR); n != 1 {
+		t.Errorf("FLR resets %d", n)
+	}
+}
+
+func TestPFRestartKeepsChannels(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	v := r.InitVF(t, 1)
+	post(t, v, vhcr.Request{Op: hcr.NOP})
+	r.Stop(t)
+	// While the PF is down the VF posts; the command must run exactly once
+	// after the restart, without the VF re-initialising.
+	var img [hcr.VHCRSize]byte
+	h := vhcr.Request2VHCR(hcr.QUERY_FW, 0, 2*4096)
+	h.Encode(&img)
+	copy(v.Memory(), img[:])
+	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	r.Rebuild(t)
+	r.Start(t)
+	if err := v.WaitAck(ctx); err != nil {
+		t.Fatalf("the command posted while the PF was down: %v", err)
+	}
+	if st := hcr.Status(v.Memory()[hcr.OffStatus]); st != hcr.OK {
+		t.Fatalf("QUERY_FW across the restart: %v", st)
+	}
+	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+		t.Fatalf("NOP after restart: %v", got.Status)
+	}
+	idx := r.PF.Table().Lookup(hcr.QUERY_FW).Index()
+	if n := r.PF.Stats().Command(1, idx, 0); n != 1 {
+		t.Errorf("QUERY_FW posted across the restart ran %d times, want 1", n)
+	}
+}
+
+func TestEventBitWithoutEQIsRefused(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	r.Start(t)
+	v := r.InitVF(t, 0)
+	got := post(t, v, vhcr.Request{Op: hcr.NOP, Event: true, Token: 7})
+	if got.Status != hcr.BAD_SYS_STATE {
+		t.Fatalf("'e' without an EQ: %v, want BAD_SYS_STATE", got.Status)
+	}
+	if n := r.PF.Stats().Refusal(0, hcr.ReasonEventsNoEQ); n != 1 {
+		t.Errorf("refusals %d", n)
+	}
+}

@@ -1,0 +1,238 @@
+package vhcr
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vhcrd/vhcrd/bar"
+)
+
+// Idle policy of the poller. After the last work it spins (PAUSE) for
+// SpinFor, then yields the CPU (sched_yield, so that a VF spinning on the same
+// CPU runs) until YieldFor, then blocks: on the futex doorbell where the region
+// is shared memory, else in nanosleep with a backoff up to MaxSleep. Go's
+// time.Sleep cannot sleep under about 1.1 ms on these machines, which is why
+// the sleeps are raw syscalls on the locked thread.
+var (
+	SpinFor  = 50 * time.Microsecond
+	YieldFor = 1 * time.Millisecond
+	MaxSleep = 1 * time.Millisecond
+	// FutexTimeout bounds one futex wait, so that FLAGS handshakes and
+	// requests are seen even if no VF rings the doorbell.
+	FutexTimeout = 20 * time.Millisecond
+)
+
+// ErrStopped is returned by Do when the poller has stopped.
+var ErrStopped = errors.New("vhcr: poller stopped")
+
+// Run serves the VFs until ctx is done or Stop is called. It locks its
+// goroutine to an OS thread. It clears the offline bit of every comm page when
+// it starts, and when it returns every in-flight command has completed, the
+// offline bit is set again and the comm pages are left as a restarted PF (or
+// a VF's sync_toggles) can resynchronise from.
+func (p *PF) Run(ctx context.Context) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if !p.running.CompareAndSwap(false, true) {
+		return errors.New("vhcr: Run called twice")
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			p.Stop()
+		case <-done:
+		}
+	}()
+	perNS := ticksPerNS()
+	spin := uint64(float64(SpinFor.Nanoseconds()) * perNS)
+	yield := uint64(float64(YieldFor.Nanoseconds()) * perNS)
+	for i := range p.vfs {
+		p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ FlagsOffline)
+	}
+	p.pfState.Store(PFStateServing)
+	p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
+
+	var idleSince uint64
+	idle := false
+	sleepNS := int64(50_000)
+	for {
+		p.stats.Runs.Add(1)
+		if p.scan() {
+			p.stats.BusyRuns.Add(1)
+			idle = false
+			continue
+		}
+		if p.pending.Load() != 0 {
+			p.runRequests()
+			continue
+		}
+		if p.stopping.Load() {
+			break
+		}
+		now := cputicks()
+		if !idle {
+			idle, idleSince, sleepNS = true, now, 50_000
+			if p.scans++; p.scans%64 == 0 {
+				p.checkFlags()
+			}
+			continue
+		}
+		switch d := now - idleSince; {
+		case d < spin:
+			bar.Pause()
+		case d < yield:
+			schedYield() // lets a VF spinning on this CPU run
+		default:
+			p.checkFlags()
+			p.block(sleepNS)
+			if sleepNS < MaxSleep.Nanoseconds() {
+				sleepNS *= 2
+			}
+		}
+	}
+	p.shutdown()
+	return nil
+}
+
+// block waits for work: on the futex doorbell if there is one, else sleeps.
+func (p *PF) block(sleepNS int64) {
+	p.stats.Sleeps.Add(1)
+	if p.doorbell == nil {
+		ts := unix.NsecToTimespec(sleepNS)
+		_ = unix.Nanosleep(&ts, nil)
+		return
+	}
+	atomic.StoreUint32(p.sleeping, 1) // XCHG: orders the flag before the re-check
+	seq := atomic.LoadUint32(p.doorbell)
+	if !p.peek() && p.pending.Load() == 0 && !p.stopping.Load() {
+		futexWait(p.doorbell, seq, FutexTimeout.Nanoseconds())
+	}
+	atomic.StoreUint32(p.sleeping, 0)
+}
+
+// wake rings the doorbell from inside the PF process.
+func (p *PF) wake() {
+	if p.doorbell != nil {
+		atomic.AddUint32(p.doorbell, 1)
+		futexWake(p.doorbell, 1)
+	}
+}
+
+// Stop asks Run to return after the command in progress.
+func (p *PF) Stop() {
+	p.stopping.Store(true)
+	p.wake()
+}
+
+func (p *PF) shutdown() {
+	for i := range p.vfs {
+		p.persistVF(i)
+		st := &p.vfs[i]
+		st.flags.Store(st.flags.Load() | FlagsOffline)
+	}
+	p.pfState.Store(PFStateStopped)
+	p.running.Store(false)
+	p.log.Info("stopped; comm pages marked offline")
+}
+
+// Do runs f on the poller between scans (or directly if the poller is not
+// running) and waits for it. Requests are how other goroutines change VF
+// state: FLR, inspection, event injection.
+func (p *PF) Do(f func()) error {
+	if !p.running.Load() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		f()
+		return nil
+	}
+	ch := make(chan struct{})
+	p.mu.Lock()
+	p.reqs = append(p.reqs, func() { f(); close(ch) })
+	p.pending.Store(1)
+	p.mu.Unlock()
+	p.wake()
+	select {
+	case <-ch:
+		return nil
+	case <-time.After(10 * time.Second):
+		return ErrStopped
+	}
+}
+
+func (p *PF) runRequests() {
+	p.mu.Lock()
+	reqs := p.reqs
+	p.reqs = nil
+	p.pending.Store(0)
+	p.mu.Unlock()
+	for _, f := range reqs {
+		f()
+	}
+}
+
+// VFInfo is a snapshot of one VF's channel state.
+type VFInfo struct {
+	LastCmd CommCmd
+	Active  bool
+	VHCR    uint64
+	Toggle  uint32
+}
+
+// Info returns VF vf's channel state (through the poller).
+func (p *PF) Info(vf int) (VFInfo, error) {
+	var in VFInfo
+	err := p.Do(func() {
+		st := &p.vfs[vf]
+		in = VFInfo{LastCmd: st.lastCmd, Active: st.active, VHCR: st.vhcr, Toggle: st.ack >> 31}
+	})
+	return in, err
+}
+
+// BeginFLR starts a function-level reset of VF vf (the FLR event of mlx4
+// eq.c): the VF's resources are released at once and, until EndFLR, every
+// comm command but RESET is dropped without acknowledgement and RESET is
+// acknowledged without the version.
+func (p *PF) BeginFLR(vf int) error {
+	if vf < 0 || vf >= len(p.vfs) {
+		return errors.New("vhcr: no such VF")
+	}
+	return p.Do(func() {
+		p.resetFunction(vf, ResetFLR)
+		p.vfs[vf].lastCmd = CommFLR
+		p.persistVF(vf)
+	})
+}
+
+// EndFLR completes the FLR (mlx4's INFORM_FLR_DONE): the VF may start again
+// from RESET.
+func (p *PF) EndFLR(vf int) error {
+	if vf < 0 || vf >= len(p.vfs) {
+		return errors.New("vhcr: no such VF")
+	}
+	return p.Do(func() {
+		st := &p.vfs[vf]
+		if st.lastCmd == CommFLR {
+			st.lastCmd = CommReset
+			p.persistVF(vf)
+		}
+	})
+}
+
+// FLR runs a whole function-level reset of VF vf.
+func (p *PF) FLR(vf int) error {
+	if err := p.BeginFLR(vf); err != nil {
+		return err
+	}
+	return p.EndFLR(vf)
+}
+
+// schedYield gives the CPU to another runnable thread (x/sys/unix has no
+// wrapper for sched_yield).
+func schedYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }

@@ -1,0 +1,377 @@
+package vhcr
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+// VF-side errors.
+var (
+	ErrBusy          = errors.New("vhcr: comm channel not idle")                       // mlx4: -EAGAIN
+	ErrTimeout       = errors.New("vhcr: comm channel command timed out")              // mlx4: -EIO, error state
+	ErrOffline       = errors.New("vhcr: communication channel is offline")            // FLAGS bit 9 stayed set
+	ErrFLR           = errors.New("vhcr: RESET timed out, function is in FLR")         // MLX4_DELAY_RESET_SLAVE
+	ErrVersion       = errors.New("vhcr: slave driver version is not supported")       // RESET reply version
+	ErrInternal      = errors.New("vhcr: master reset this function (internal error)") // bit 17
+	ErrResetNotAcked = errors.New("vhcr: reset request not acknowledged")
+)
+
+// Timeouts of the VF side (mlx4 defaults).
+type Timeouts struct {
+	Sync    time.Duration // sync_toggles: 5 s
+	Offline time.Duration // offline bit: MLX4_COMM_OFFLINE_TIME_OUT, 30 s
+	Comm    time.Duration // RESET, VHCR0..EN: MLX4_COMM_TIME, 10 s
+	Post    time.Duration // VHCR_POST: MLX4_COMM_TIME + command class, 70 s
+}
+
+// DefaultTimeouts are mlx4's.
+var DefaultTimeouts = Timeouts{Sync: 5 * time.Second, Offline: 30 * time.Second, Comm: 10 * time.Second, Post: 70 * time.Second}
+
+// VF page layout in its own DMA window (the VF's choice; the PF learns the
+// vHCR address from VHCR0..EN and the mailboxes from each command).
+const (
+	VFPageVHCR   = 0 // page 0: the vHCR
+	VFPageInbox  = 1 // page 1: inbox
+	VFPageOutbox = 2 // page 2: outbox
+	vfFirstFree  = 3
+)
+
+// VF is the VF (slave) side of one function's comm channel: the mlx4 VF
+// driver's command path as a library. A VF is used by one goroutine.
+type VF struct {
+	Index    int
+	Timeouts Timeouts
+
+	sw, sr, caps, flags bar.Reg
+	win                 *dma.Window
+	mem                 []byte // the VF's own DMA memory
+	table               *Table
+	toggle              uint32 // 0 or 1
+	doorbell, sleeping  *uint32
+	fence               atomic.Uint32
+	resetCap            bool
+	nextPage            int64
+	vhcr                [hcr.VHCRSize]byte
+}
+
+// NewVF opens VF idx's side over the regions described by l. The DMA region
+// must be mapped: the VF writes its vHCR and mailboxes into its own memory.
+func NewVF(barR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
+	if idx < 0 || idx >= l.NumVFs {
+		return nil, fmt.Errorf("vhcr: VF %d outside 0..%d", idx, l.NumVFs-1)
+	}
+	space, err := dma.NewSpace(dmaR, l.DMABase, l.Window, l.NumVFs)
+	if err != nil {
+		return nil, err
+	}
+	v := &VF{Index: idx, Timeouts: DefaultTimeouts, table: NewTable(nil), nextPage: vfFirstFree}
+	if v.win, err = space.Window(idx); err != nil {
+		return nil, err
+	}
+	if v.mem, err = v.win.Bytes(); err != nil {
+		return nil, fmt.Errorf("vhcr: VF %d: DMA region %s: %w", idx, dmaR.Name(), err)
+	}
+	page := l.CommPage(idx)
+	for _, x := range []struct {
+		r   *bar.Reg
+		off int64
+	}{{&v.sw, page + RegSlaveWrite}, {&v.sr, page + RegSlaveRead}, {&v.caps, page + RegCaps}, {&v.flags, page + RegFlags}} {
+		if *x.r, err = bar.NewReg(barR, x.off); err != nil {
+			return nil, err
+		}
+	}
+	if l.Doorbell && barR.Shared() {
+		v.doorbell, _ = bar.Word(barR, HdrDoorbell)
+		v.sleeping, _ = bar.Word(barR, HdrPFSleeping)
+	}
+	return v, nil
+}
+
+// Memory is the VF's DMA window (its own memory; IOVA 0 is byte 0).
+func (v *VF) Memory() []byte { return v.mem }
+
+// AllocPages reserves n consecutive 4 KiB pages of the VF's window beyond the
+// vHCR and mailbox pages and returns the IOVA of the first.
+func (v *VF) AllocPages(n int) (uint64, error) {
+	if n <= 0 || (v.nextPage+int64(n))*bar.PageSize > int64(len(v.mem)) {
+		return 0, fmt.Errorf("vhcr: VF %d: no room for %d pages", v.Index, n)
+	}
+	iova := uint64(v.nextPage) * bar.PageSize
+	v.nextPage += int64(n)
+	return iova, nil
+}
+
+// SlaveRead returns the current slave_read register.
+func (v *VF) SlaveRead() uint32 { return v.sr.Load() }
+
+// SyncToggles adopts the toggle both registers agree on (sync_toggles). If
+// they do not agree within the Sync timeout, it zeroes both ("recovering from
+// previously mis-behaved VM").
+func (v *VF) SyncToggles(ctx context.Context) error {
+	limit := v.Timeouts.Sync
+	if v.sw.Load() == 0xffffffff {
+		limit = 30 * time.Second
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		w, r := v.sw.Load(), v.sr.Load()
+		if w != 0xffffffff && r != 0xffffffff && w>>31 == r>>31 {
+			v.toggle = r >> 31
+			return nil
+		}
+		if err := sleepCtx(ctx, time.Millisecond); err != nil {
+			return err
+		}
+	}
+	v.sr.Store(0)
+	v.sw.Store(0)
+	v.toggle = 0
+	return nil
+}
+
+// WaitOnline waits for the PF to clear the offline bit.
+func (v *VF) WaitOnline(ctx context.Context) error {
+	deadline := time.Now().Add(v.Timeouts.Offline)
+	for v.flags.Load()&FlagsOffline != 0 {
+		if !time.Now().Before(deadline) {
+			return ErrOffline
+		}
+		if err := sleepCtx(ctx, time.Millisecond); err != nil {
+			return err
+		}
+	}
+	v.resetCap = v.caps.Load()&CapsVFReset != 0
+	return nil
+}
+
+// Init runs the bring-up of mlx4_init_slave: sync_toggles, the offline wait,
+// RESET (checking the version), VHCR0..VHCR_EN with the vHCR at page 0.
+func (v *VF) Init(ctx context.Context) error {
+	if err := v.SyncToggles(ctx); err != nil {
+		return err
+	}
+	if err := v.WaitOnline(ctx); err != nil {
+		return err
+	}
+	if err := v.Reset(ctx); err != nil {
+		return err
+	}
+	addr := uint64(VFPageVHCR * bar.PageSize)
+	steps := []struct {
+		cmd   CommCmd
+		param uint16
+	}{{CommVHCR0, uint16(addr >> 48)}, {CommVHCR1, uint16(addr >> 32)}, {CommVHCR2, uint16(addr >> 16)}, {CommVHCREn, uint16(addr)}}
+	for _, s := range steps {
+		if err := v.Comm(ctx, s.cmd, s.param, v.Timeouts.Comm); err != nil {
+			_ = v.Comm(ctx, CommReset, 0, 0)
+			return fmt.Errorf("vhcr: VF %d: %v: %w", v.Index, s.cmd, err)
+		}
+	}
+	return nil
+}
+
+// Reset sends RESET and checks the version in the acknowledgement.
+func (v *VF) Reset(ctx context.Context) error {
+	if err := v.Comm(ctx, CommReset, 0, v.Timeouts.Comm); err != nil {
+		if errors.Is(err, ErrTimeout) {
+			return ErrFLR
+		}
+		return err
+	}
+	if r := v.sr.Load(); r>>8&0xff != CommVersion>>8 {
+		return fmt.Errorf("%w: reply %#08x", ErrVersion, r)
+	}
+	return nil
+}
+
+// Comm posts one comm channel command and waits up to timeout for its
+// acknowledgement (mlx4_comm_cmd_poll). A timeout of 0 posts without waiting.
+func (v *VF) Comm(ctx context.Context, cmd CommCmd, param uint16, timeout time.Duration) error {
+	if v.sr.Load()>>31 != v.toggle {
+		return ErrBusy
+	}
+	v.toggle ^= 1
+	v.sw.Store(CommWord(v.toggle, cmd, param))
+	v.ring()
+	if timeout == 0 {
+		return nil
+	}
+	r, err := v.waitAck(ctx, timeout)
+	if err != nil {
+		return fmt.Errorf("%w: %v", err, cmd)
+	}
+	if r&InternalErrBit != 0 {
+		return ErrInternal
+	}
+	return nil
+}
+
+// WaitAck waits for the acknowledgement of a command posted with a zero
+// timeout.
+func (v *VF) WaitAck(ctx context.Context) error {
+	r, err := v.waitAck(ctx, v.Timeouts.Post)
+	if err != nil {
+		return err
+	}
+	if r&InternalErrBit != 0 {
+		return ErrInternal
+	}
+	return nil
+}
+
+// ring wakes a PF that blocks on the futex doorbell.
+func (v *VF) ring() {
+	if v.sleeping == nil {
+		return
+	}
+	v.fence.Add(1) // a locked instruction: orders the slave_write store before the load below
+	if atomic.LoadUint32(v.sleeping) != 0 {
+		atomic.AddUint32(v.doorbell, 1)
+		futexWake(v.doorbell, 1)
+	}
+}
+
+// waitAck waits until slave_read's toggle equals ours. It spins briefly, then
+// yields (other goroutines of this process may be VFs too), then sleeps: a
+// long spin would steal the PF's CPU on a 2-CPU machine.
+func (v *VF) waitAck(ctx context.Context, timeout time.Duration) (uint32, error) {
+	for i := 0; i < 4096; i++ {
+		if r := v.sr.Load(); r>>31 == v.toggle {
+			return r, nil
+		}
+		bar.Pause()
+	}
+	start := time.Now()
+	for n := 0; ; n++ {
+		if r := v.sr.Load(); r>>31 == v.toggle {
+			return r, nil
+		}
+		if n%64 == 0 {
+			el := time.Since(start)
+			if el > timeout {
+				return 0, ErrTimeout
+			}
+			if el > 2*time.Millisecond {
+				if err := sleepCtx(ctx, time.Millisecond); err != nil {
+					return 0, err
+				}
+				continue
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Request is one command to post.
+type Request struct {
+	Op       hcr.Opcode
+	OpMod    uint8
+	InMod    uint32
+	InParam  uint64 // immediate input (ignored when In is set)
+	OutParam uint64 // immediate input/output for Imm commands
+	In       []byte // inbox contents (copied into the inbox page)
+	Event    bool   // set the 'e' bit
+	Token    uint16 // token for event mode (poll mode uses 0xffff)
+}
+
+// Response is what the PF returned.
+type Response struct {
+	Status   hcr.Status
+	OutParam uint64
+	Out      []byte // the VF's outbox page (valid until the next command)
+}
+
+// Post posts r through the vHCR in poll mode and waits for completion
+// (mlx4_slave_cmd). A non-OK status is not an error: it is in the Response.
+func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
+	if v.sr.Load()>>31 != v.toggle {
+		return Response{}, ErrBusy // the previous command still owns the vHCR
+	}
+	e := v.table.Lookup(r.Op)
+	inParam := r.InParam
+	if r.In != nil {
+		if len(r.In) > hcr.MailboxSize {
+			return Response{}, fmt.Errorf("vhcr: inbox of %d bytes", len(r.In))
+		}
+		in := v.mem[VFPageInbox*bar.PageSize : (VFPageInbox+1)*bar.PageSize]
+		n := copy(in, r.In)
+		clear(in[n:])
+		inParam = VFPageInbox * bar.PageSize
+	}
+	outParam := r.OutParam
+	hasOut := e != nil && e.Outbox
+	if hasOut {
+		outParam = VFPageOutbox * bar.PageSize
+	}
+	token := uint16(hcr.PollToken)
+	var flags uint8
+	if r.Event {
+		flags, token = hcr.FlagE, r.Token
+	}
+	h := hcr.VHCR{InParam: inParam, InMod: r.InMod, OutParam: outParam, Token: token, Flags: flags, Op: r.Op, OpMod: r.OpMod}
+	h.Encode(&v.vhcr)
+	copy(v.mem[VFPageVHCR*bar.PageSize:], v.vhcr[:])
+	if err := v.Comm(ctx, CommVHCRPost, 0, v.Timeouts.Post); err != nil {
+		return Response{}, err
+	}
+	vh := v.mem[VFPageVHCR*bar.PageSize:]
+	resp := Response{Status: hcr.Status(vh[hcr.OffStatus]), OutParam: binary.BigEndian.Uint64(vh[hcr.OffOutParam:])}
+	if hasOut && resp.Status == hcr.OK {
+		resp.Out = v.mem[VFPageOutbox*bar.PageSize : (VFPageOutbox+1)*bar.PageSize]
+	}
+	return resp, nil
+}
+
+// RequestReset runs the VF reset handshake of mlx4_reset_slave: toggle FLAGS
+// bit 16 and wait up to 10 s for the PF to copy it into bit 8.
+func (v *VF) RequestReset(ctx context.Context) error {
+	f := v.flags.Load()
+	if f == 0xffffffff {
+		return nil // PCI offline: "VF reset is not needed"
+	}
+	if (f&FlagsResetReq != 0) != (f&FlagsResetAck != 0) {
+		return fmt.Errorf("%w: request and ack bits out of sync", ErrResetNotAcked)
+	}
+	f ^= FlagsResetReq
+	v.flags.Store(f)
+	v.ring()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g := v.flags.Load()
+		if (g&FlagsResetReq != 0) == (g&FlagsResetAck != 0) {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return ErrResetNotAcked
+		}
+		if err := sleepCtx(ctx, time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// Request2VHCR is a poll-mode vHCR image for op with the given inbox and
+// outbox IOVAs, for tests and tools that post by hand.
+func Request2VHCR(op hcr.Opcode, inParam, outParam uint64) hcr.VHCR {
+	return hcr.VHCR{InParam: inParam, OutParam: outParam, Token: hcr.PollToken, Op: op}
+}
