@@ -20,8 +20,8 @@ var (
 type Perm uint8
 
 const (
-	Read  Perm = 1 << iota // the device may read (DMA from guest memory)
-	Write                  // the device may write (DMA to guest memory)
+	Read      Perm = 1 << iota // the device may read (DMA from guest memory)
+	Write                      // the device may write (DMA to guest memory)
 	ReadWrite = Read | Write
 )
 

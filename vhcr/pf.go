@@ -81,13 +81,13 @@ type PF struct {
 
 type vfState struct {
 	sw, sr, caps, flags bar.Reg // comm page registers
-	persist                 [4]bar.Reg
-	win                     *dma.Window
-	lastWord                uint32 // slave_write as last seen
-	ack                     uint32 // toggle last acknowledged: 0 or ToggleBit
-	lastCmd                 CommCmd
-	active                  bool
-	vhcr                    uint64
+	persist             [4]bar.Reg
+	win                 *dma.Window
+	lastWord            uint32 // slave_write as last seen
+	ack                 uint32 // toggle last acknowledged: 0 or ToggleBit
+	lastCmd             CommCmd
+	active              bool
+	vhcr                uint64
 }
 
 // New sets up the PF over the regions: it validates sizes, restores per-VF

@@ -160,7 +160,7 @@ func (h *HCA) QUERY_DEV_CAP(c *hcr.Cmd) hcr.Status {
 	o[devCapAckDelay] = 15
 	ports := len(h.Funcs[c.VF].Ports)
 	o[devCapMTUWidth] = mtuCode(h.Cfg.Ports[0].MTU)<<4 | 0x3 // 1X|4X
-	o[devCapVLPort] = 0x80 | uint8(ports)&0xf               // max VL 8, VF's port count
+	o[devCapVLPort] = 0x80 | uint8(ports)&0xf                // max VL 8, VF's port count
 	o[devCapMaxMsgSz] = 31
 	o[devCapMaxGID] = log2(h.Cfg.Ports[0].GIDTableLen)
 	o[devCapMaxPKey] = log2(len(h.Cfg.Ports[0].PKeys))
