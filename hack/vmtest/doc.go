@@ -1,0 +1,14 @@
+// Package vmtest is vhcrd's VM tier: it boots Debian's cloud kernel in QEMU
+// (TCG; KVM only where real VMX/SVM is present) with an ivshmem-plain device
+// whose BAR2 is a file in /dev/shm, and runs the real vfio-pci path in the
+// guest: load the VFIO modules with u-root's kmodule, bind the device to
+// vfio-pci, map BAR2 through VFIO, and run `vhcrd serve --bar vfio:BDF#region2`
+// on it, while the test on the host attaches to the same file.
+//
+// This package builds the guest's initramfs (newc cpio, written with u-root's
+// pkg/cpio): a static /init (./guest), a static /bin/vhcrd, the VFIO modules
+// with a modules.dep generated from their .modinfo sections, and the guest's
+// configuration in /etc/vmtest.json. The test itself is vmtest_test.go; it
+// runs when VHCRD_VMTEST=1 (make vmtest). fetch-kernel.sh downloads the
+// kernel package.
+package vmtest

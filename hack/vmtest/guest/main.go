@@ -1,0 +1,284 @@
+// Command guest is the VM tier's /init: it mounts /dev, /proc and /sys,
+// loads the VFIO modules with u-root's kmodule (parameters from
+// /etc/vmtest.json), finds the ivshmem device by its ids, checks BAR2
+// through sysfs, binds the device to vfio-pci, checks BAR2 and DMA mapping
+// through VFIO, and then runs `vhcrd serve --bar vfio:BDF#region2 ...` (or,
+// in an image without vhcrd, answers handshakes through the VFIO mapping)
+// until the host writes "stop" to the serial console. It reports each step
+// on the console as a "vmtest: " line, ends with "vmtest: PASS" or
+// "vmtest: FAIL: ...", and powers the machine off: PID 1 must never return.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/bar/pci"
+	"github.com/vhcrd/vhcrd/bar/sysfs"
+	"github.com/vhcrd/vhcrd/bar/vfio"
+	"github.com/vhcrd/vhcrd/hack/vmtest"
+)
+
+func say(format string, args ...any) { fmt.Printf("vmtest: "+format+"\n", args...) }
+
+func main() {
+	if os.Getpid() == 1 {
+		setup()
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stdout, nil)))
+	err := run()
+	if err != nil {
+		say("FAIL: %v", err)
+	} else {
+		say("PASS")
+	}
+	if os.Getpid() != 1 {
+		if err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	unix.Sync()
+	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	select {} // PID 1 must not exit
+}
+
+func setup() {
+	for _, m := range [][3]string{{"devtmpfs", "/dev", "devtmpfs"}, {"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}} {
+		os.MkdirAll(m[1], 0o755)
+		if err := unix.Mount(m[0], m[1], m[2], 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			fmt.Printf("vmtest: mount %s: %v\n", m[1], err)
+		}
+	}
+	if fd, err := unix.Open("/dev/console", unix.O_RDWR, 0); err == nil {
+		unix.Dup2(fd, 0)
+		unix.Dup2(fd, 1)
+		unix.Dup2(fd, 2)
+	}
+}
+
+func uptime() string {
+	b, _ := os.ReadFile("/proc/uptime")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0] + "s"
+}
+
+func run() error {
+	data, err := os.ReadFile("/etc/vmtest.json")
+	if err != nil {
+		return err
+	}
+	var cfg vmtest.GuestConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return fmt.Errorf("/etc/vmtest.json: %w", err)
+	}
+	var u unix.Utsname
+	unix.Uname(&u)
+	say("init at uptime %s, kernel %s", uptime(), unix.ByteSliceToString(u.Release[:]))
+
+	mods := &pci.Modules{Params: cfg.ModuleParams}
+	if err := mods.LoadVFIO(); err != nil {
+		return err
+	}
+	pm, _ := os.ReadFile("/proc/modules")
+	var loaded []string
+	for _, l := range strings.Split(strings.TrimSpace(string(pm)), "\n") {
+		loaded = append(loaded, strings.Fields(l)[0])
+	}
+	say("modules loaded: %s", strings.Join(loaded, " "))
+
+	addrs, err := pci.Find(pci.DefaultRoot, cfg.Vendor, cfg.Device)
+	if err != nil {
+		return err
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("no %04x:%04x device (is -device ivshmem-plain on the QEMU command line?)", cfg.Vendor, cfg.Device)
+	}
+	bdf := addrs[0]
+	say("ivshmem at %s", bdf)
+
+	if err := checkSysfs(cfg, bdf); err != nil {
+		return err
+	}
+	if err := (&pci.Binder{Modules: mods}).Bind(bdf, pci.VFIODriver); err != nil {
+		return err
+	}
+	g, _ := pci.IOMMUGroup(pci.DefaultRoot, bdf)
+	say("bound %s to vfio-pci, iommu group %d", bdf, g)
+
+	r, d, err := vfio.OpenRegion(bdf, cfg.Region)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := checkVFIO(cfg, r, d); err != nil {
+		return err
+	}
+	stop := stopper()
+	if len(cfg.Serve) == 0 {
+		return echo(cfg, r, stop)
+	}
+	// vhcrd opens the group itself: one opener per group.
+	if err := d.Close(); err != nil {
+		return err
+	}
+	return serve(cfg, bdf, stop)
+}
+
+func checkSysfs(cfg vmtest.GuestConfig, bdf string) error {
+	r, err := sysfs.Open(pci.DefaultRoot, bdf, cfg.Region)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	v, err := r.Load32(cfg.MagicOff)
+	if err != nil {
+		return err
+	}
+	if v != cfg.Magic {
+		return fmt.Errorf("%s: word at %#x is %#x, the host wrote %#x (is share=on set?)", r.Name(), cfg.MagicOff, v, cfg.Magic)
+	}
+	if err := r.Store32(cfg.MagicOff+4, cfg.SysfsMark); err != nil {
+		return err
+	}
+	say("sysfs %s mapped, size %#x: read magic %#x, wrote %#x", r.Name(), r.Size(), v, cfg.SysfsMark)
+	return nil
+}
+
+func checkVFIO(cfg vmtest.GuestConfig, r *vfio.Region, d *vfio.Device) error {
+	ri := r.Info()
+	if _, err := r.Bytes(); err != nil {
+		return err
+	}
+	say("vfio %s mapped: mode %s, group %d, size %#x, flags %#x, device offset %#x", r.Name(), d.Mode(), d.IOMMUGroup(), ri.Size, ri.Flags, ri.Offset)
+	v, err := r.Load32(cfg.MagicOff)
+	if err != nil {
+		return err
+	}
+	if v != cfg.Magic {
+		return fmt.Errorf("%s: word at %#x is %#x, want %#x", r.Name(), cfg.MagicOff, v, cfg.Magic)
+	}
+	if err := r.Store32(cfg.MagicOff+8, cfg.VFIOMark); err != nil {
+		return err
+	}
+	say("vfio read magic %#x, wrote %#x", v, cfg.VFIOMark)
+	const dmaSize = 2 << 20
+	buf, err := unix.Mmap(-1, 0, dmaSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(buf)
+	if err := d.MapDMA(buf, cfg.DMAIova, true); err != nil {
+		return err
+	}
+	n, err := d.UnmapDMA(cfg.DMAIova, dmaSize)
+	if err != nil {
+		return err
+	}
+	if n != dmaSize {
+		return fmt.Errorf("UNMAP_DMA unmapped %#x bytes, want %#x", n, dmaSize)
+	}
+	say("dma map/unmap %#x bytes at iova %#x ok", dmaSize, cfg.DMAIova)
+	return nil
+}
+
+// stopper returns a channel closed when "stop" arrives on the console.
+func stopper() <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == "stop" {
+				close(ch)
+				return
+			}
+		}
+		say("console closed: %v", sc.Err())
+	}()
+	return ch
+}
+
+// echo answers the host through the VFIO mapping, standing in for vhcrd
+// in an image without it: whenever the word at EchoOff changes to n, it
+// writes n+1 at EchoOff+4.
+func echo(cfg vmtest.GuestConfig, r bar.Region, stop <-chan struct{}) error {
+	req, err := bar.NewReg(r, cfg.EchoOff)
+	if err != nil {
+		return err
+	}
+	resp, err := bar.NewReg(r, cfg.EchoOff+4)
+	if err != nil {
+		return err
+	}
+	say("ready: echo on %s at %#x (no vhcrd in the image)", r.Name(), cfg.EchoOff)
+	last, answered := req.Load(), 0
+	for {
+		select {
+		case <-stop:
+			say("stop: answered %d requests", answered)
+			return nil
+		default:
+		}
+		if v := req.Load(); v != last {
+			last = v
+			resp.Store(v + 1)
+			answered++
+			continue
+		}
+		time.Sleep(50 * time.Microsecond) // idle poll interval, not synchronisation
+	}
+}
+
+func serve(cfg vmtest.GuestConfig, bdf string, stop <-chan struct{}) error {
+	args := make([]string, len(cfg.Serve))
+	for i, a := range cfg.Serve {
+		args[i] = strings.ReplaceAll(a, "{BDF}", bdf)
+	}
+	bin := "/bin/vhcrd"
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	say("ready: %s %s (pid %d)", filepath.Base(bin), strings.Join(args, " "), cmd.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("vhcrd exited before stop: %v", err)
+	case <-stop:
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := <-done
+	say("vhcrd exit status: %v", exitStatus(err))
+	if err != nil {
+		return fmt.Errorf("vhcrd: %w", err)
+	}
+	return nil
+}
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "0"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.String()
+	}
+	return err.Error()
+}
