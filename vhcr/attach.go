@@ -70,3 +70,20 @@ func (a *Attachment) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Default region paths of `vhcrd serve`, which vfctl uses too.
+const (
+	DefaultBARPath = "/dev/shm/vhcrd-bar"
+	DefaultDMAPath = "/dev/shm/vhcrd-dma"
+)
+
+// ChannelUp reports whether the PF's persisted state says VF idx has
+// completed VHCR_EN (so a new VF process can post without re-initialising).
+func (a *Attachment) ChannelUp(idx int) bool {
+	w, err := a.BAR.Load32(HdrVFState + int64(idx)*HdrVFStateSize + vfStLastCmd)
+	if err != nil || w&(1<<31) == 0 {
+		return false
+	}
+	c := CommCmd(w & 0xff)
+	return c == CommVHCREn || c == CommVHCRPost
+}

@@ -375,3 +375,7 @@ func (v *VF) RequestReset(ctx context.Context) error {
 func Request2VHCR(op hcr.Opcode, inParam, outParam uint64) hcr.VHCR {
 	return hcr.VHCR{InParam: inParam, OutParam: outParam, Token: hcr.PollToken, Op: op}
 }
+
+// Table is the command table the VF uses to know which opcodes have
+// mailboxes.
+func (v *VF) Table() *Table { return v.table }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+func init() {
+	register("init", "bring a VF's comm channel up (sync, RESET, VHCR0..VHCR_EN)", runInit)
+	register("cmd", "post one command through a VF's vHCR and print the status and output", runCmd)
+	register("flr", "function-level reset of a VF (through vhcrd's admin endpoint)", runFLR)
+}
+
+func openVF(barSpec string, idx int, forceInit bool) (*vhcr.Attachment, *vhcr.VF, error) {
+	a, err := attach(barSpec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if idx < 0 || idx >= a.Layout.NumVFs {
+		a.Close()
+		return nil, nil, fmt.Errorf("--vf %d: the region serves VFs 0..%d", idx, a.Layout.NumVFs-1)
+	}
+	v, err := a.VF(idx)
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	ctx := context.Background()
+	if forceInit || !a.ChannelUp(idx) {
+		if err := v.Init(ctx); err != nil {
+			a.Close()
+			return nil, nil, fmt.Errorf("VF %d bring-up: %w", idx, err)
+		}
+	} else if err := v.SyncToggles(ctx); err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return a, v, nil
+}
+
+func runInit(args []string) error {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	barSpec := barFlag(fs)
+	vf := fs.Int("vf", 0, "VF index")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	start := time.Now()
+	a, _, err := openVF(*barSpec, *vf, true)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	fmt.Printf("VF %d: comm channel up (RESET acknowledged with version 0x0101, vHCR at IOVA 0x0) in %v\n", *vf, time.Since(start).Round(time.Microsecond))
+	return nil
+}
+
+func parseU64(s string) (uint64, error) { return strconv.ParseUint(s, 0, 64) }
+
+func runCmd(args []string) error {
+	fs := flag.NewFlagSet("cmd", flag.ContinueOnError)
+	barSpec := barFlag(fs)
+	vf := fs.Int("vf", 0, "VF index")
+	opMod := fs.Uint("op-mod", 0, "op_modifier (0..15)")
+	inMod := fs.String("in-mod", "0", "in_modifier")
+	inParam := fs.String("in-param", "0", "immediate in_param (ignored with --in)")
+	outParam := fs.String("out-param", "0", "immediate out_param (for immediate-output commands)")
+	inFile := fs.String("in", "", "file whose bytes are the inbox (up to 4096)")
+	outLen := fs.Int("out-len", 256, "bytes of the outbox to print")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("want exactly one OPCODE (a name like QUERY_FUNC_CAP or a number), got %q", pos)
+	}
+	op, err := hcr.ParseOpcode(pos[0])
+	if err != nil {
+		return err
+	}
+	if *opMod > 15 {
+		return fmt.Errorf("--op-mod %d: 4 bits", *opMod)
+	}
+	im, err := parseU64(*inMod)
+	if err != nil || im > 0xffffffff {
+		return fmt.Errorf("--in-mod %q: want a 32-bit number", *inMod)
+	}
+	ip, err := parseU64(*inParam)
+	if err != nil {
+		return fmt.Errorf("--in-param: %w", err)
+	}
+	outp, err := parseU64(*outParam)
+	if err != nil {
+		return fmt.Errorf("--out-param: %w", err)
+	}
+	req := vhcr.Request{Op: op, OpMod: uint8(*opMod), InMod: uint32(im), InParam: ip, OutParam: outp}
+	if *inFile != "" {
+		if req.In, err = os.ReadFile(*inFile); err != nil {
+			return err
+		}
+		if len(req.In) > hcr.MailboxSize {
+			return fmt.Errorf("--in %s: %d bytes, a mailbox holds %d", *inFile, len(req.In), hcr.MailboxSize)
+		}
+	}
+	a, v, err := openVF(*barSpec, *vf, false)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	start := time.Now()
+	resp, err := v.Post(context.Background(), &req)
+	if err != nil {
+		return err
+	}
+	el := time.Since(start)
+	fmt.Printf("VF %d %v: %s in %v\n", *vf, op, resp.Status.String(), el.Round(100*time.Nanosecond))
+	if e := v.Table().Lookup(op); e != nil && e.OutImm {
+		fmt.Printf("out_param: %#016x\n", resp.OutParam)
+	}
+	if resp.Out != nil {
+		n := min(max(*outLen, 0), len(resp.Out))
+		fmt.Print(hex.Dump(resp.Out[:n]))
+	}
+	if resp.Status != hcr.OK {
+		return exitError{1}
+	}
+	return nil
+}
+
+func runFLR(args []string) error {
+	fs := flag.NewFlagSet("flr", flag.ContinueOnError)
+	vf := fs.Int("vf", 0, "VF index")
+	admin := fs.String("admin", "http://127.0.0.1:9464", "vhcrd's HTTP endpoint (its --metrics-addr)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return postAdmin(*admin + "/admin/flr?vf=" + strconv.Itoa(*vf))
+}

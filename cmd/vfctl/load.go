@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+func init() {
+	register("load", "drive command mixes from several VFs at once; print throughput and latency", runLoad)
+}
+
+// mixStep is one weighted command of a mix.
+type mixStep struct {
+	weight int
+	req    vhcr.Request
+}
+
+var mixes = map[string][]mixStep{
+	"basic": {
+		{40, vhcr.Request{Op: hcr.NOP}},
+		{15, vhcr.Request{Op: hcr.QUERY_FW}},
+		{15, vhcr.Request{Op: hcr.QUERY_DEV_CAP}},
+		{10, vhcr.Request{Op: hcr.QUERY_FUNC_CAP}},
+		{10, vhcr.Request{Op: hcr.QUERY_FUNC_CAP, OpMod: 1, InMod: 1}},
+		{10, vhcr.Request{Op: hcr.QUERY_PORT, InMod: 1}},
+	},
+	"nop": {{1, vhcr.Request{Op: hcr.NOP}}},
+}
+
+// parseVFs parses "0-7", "3", "0,2,5-6".
+func parseVFs(s string, n int) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("--vfs %q: %q is not a number", s, lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("--vfs %q: %q is not a number", s, hi)
+			}
+		}
+		if a < 0 || b < a || b >= n {
+			return nil, fmt.Errorf("--vfs %q: the region serves VFs 0..%d", s, n-1)
+		}
+		for i := a; i <= b; i++ {
+			if !slices.Contains(out, i) {
+				out = append(out, i)
+			}
+		}
+	}
+	return out, nil
+}
+
+// LoadResult is the summary `vfctl load --json` prints.
+type LoadResult struct {
+	VFs            []int             `json:"vfs"`
+	Mix            string            `json:"mix"`
+	DurationS      float64           `json:"duration_s"`
+	Commands       uint64            `json:"commands"`
+	ThroughputPerS float64           `json:"throughput_per_s"`
+	LatencyNS      map[string]int64  `json:"latency_ns"`
+	Statuses       map[string]uint64 `json:"statuses"`
+	ProtocolErrors uint64            `json:"protocol_errors"`
+	PerVF          map[string]uint64 `json:"per_vf"`
+	Errors         []string          `json:"errors,omitempty"`
+}
+
+const maxSamples = 1 << 19 // latency samples kept per VF (reservoir beyond)
+
+type vfRun struct {
+	n        atomic.Uint64
+	statuses [256]uint64
+	protoErr uint64
+	samples  []int64
+	firstErr error
+}
+
+func runLoad(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	barSpec := barFlag(fs)
+	vfsFlag := fs.String("vfs", "0-7", "VFs to drive: 0-7, 3, 0,2,5-6")
+	dur := fs.Duration("duration", 10*time.Second, "how long to run")
+	mixName := fs.String("mix", "basic", "command mix: "+strings.Join(slices.Sorted(mapsKeys(mixes)), ", "))
+	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	procs := fs.Int("procs", 1, "GOMAXPROCS for the VF goroutines (1 keeps one CPU for vhcrd's poller on small machines)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	mix, ok := mixes[*mixName]
+	if !ok {
+		return fmt.Errorf("--mix %q: unknown", *mixName)
+	}
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
+	}
+	a, err := attach(*barSpec)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	vfIdx, err := parseVFs(*vfsFlag, a.Layout.NumVFs)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	vfs := make([]*vhcr.VF, len(vfIdx))
+	for i, idx := range vfIdx {
+		if vfs[i], err = a.VF(idx); err != nil {
+			return err
+		}
+		if err := vfs[i].Init(ctx); err != nil {
+			return fmt.Errorf("VF %d bring-up: %w", idx, err)
+		}
+	}
+	total := 0
+	for _, s := range mix {
+		total += s.weight
+	}
+	runs := make([]*vfRun, len(vfs))
+	deadline := time.Now().Add(*dur)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range vfs {
+		runs[i] = &vfRun{samples: make([]int64, 0, 4096)}
+		wg.Add(1)
+		go func(v *vhcr.VF, r *vfRun, seed uint64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+			var seen uint64
+			for n := 0; ; n++ {
+				if n%64 == 0 && (time.Now().After(deadline) || ctx.Err() != nil) {
+					return
+				}
+				pick := rng.IntN(total)
+				var req vhcr.Request
+				for _, s := range mix {
+					if pick < s.weight {
+						req = s.req
+						break
+					}
+					pick -= s.weight
+				}
+				t0 := time.Now()
+				resp, err := v.Post(ctx, &req)
+				lat := time.Since(t0).Nanoseconds()
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					r.protoErr++
+					if r.firstErr == nil {
+						r.firstErr = fmt.Errorf("VF %d %v: %w", v.Index, req.Op, err)
+					}
+					if errors.Is(err, vhcr.ErrInternal) || errors.Is(err, vhcr.ErrTimeout) || errors.Is(err, vhcr.ErrBusy) {
+						if v.Init(ctx) != nil {
+							return
+						}
+					}
+					continue
+				}
+				r.statuses[resp.Status]++
+				seen++
+				if len(r.samples) < maxSamples {
+					r.samples = append(r.samples, lat)
+				} else if j := rng.Uint64N(seen); j < maxSamples {
+					r.samples[j] = lat
+				}
+				r.n.Add(1)
+			}
+		}(vfs[i], runs[i], uint64(vfIdx[i])+1)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last uint64
+	lastT := start
+progress:
+	for {
+		select {
+		case <-done:
+			break progress
+		case now := <-tick.C:
+			var n uint64
+			for _, r := range runs {
+				n += r.n.Load()
+			}
+			rate := float64(n-last) / now.Sub(lastT).Seconds()
+			last, lastT = n, now
+			fmt.Fprintf(os.Stderr, "\r%5.1fs  %10d commands  %9.0f/s   ", now.Sub(start).Seconds(), n, rate)
+		}
+	}
+	fmt.Fprint(os.Stderr, "\r\033[K")
+	el := time.Since(start)
+	res := summarize(vfIdx, *mixName, el, runs)
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		printLoad(res)
+	}
+	if res.ProtocolErrors != 0 {
+		return exitError{1}
+	}
+	return nil
+}
+
+func mapsKeys[M ~map[string]V, V any](m M) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func summarize(vfIdx []int, mix string, el time.Duration, runs []*vfRun) LoadResult {
+	res := LoadResult{VFs: vfIdx, Mix: mix, DurationS: el.Seconds(), Statuses: map[string]uint64{},
+		PerVF: map[string]uint64{}, LatencyNS: map[string]int64{}}
+	var all []int64
+	for i, r := range runs {
+		n := r.n.Load()
+		res.Commands += n
+		res.PerVF[strconv.Itoa(vfIdx[i])] = n
+		res.ProtocolErrors += r.protoErr
+		for s, c := range r.statuses {
+			if c != 0 {
+				res.Statuses[hcr.Status(s).Name()] += c
+			}
+		}
+		if r.firstErr != nil {
+			res.Errors = append(res.Errors, r.firstErr.Error())
+		}
+		all = append(all, r.samples...)
+	}
+	res.ThroughputPerS = float64(res.Commands) / el.Seconds()
+	slices.Sort(all)
+	if len(all) > 0 {
+		q := func(p float64) int64 { return all[min(len(all)-1, int(p*float64(len(all))))] }
+		res.LatencyNS["p50"], res.LatencyNS["p90"], res.LatencyNS["p99"] = q(0.50), q(0.90), q(0.99)
+		res.LatencyNS["p999"], res.LatencyNS["max"] = q(0.999), all[len(all)-1]
+	}
+	return res
+}
+
+func printLoad(r LoadResult) {
+	fmt.Printf("VFs %v, mix %s, %.2fs: %d commands, %.0f commands/s\n", r.VFs, r.Mix, r.DurationS, r.Commands, r.ThroughputPerS)
+	fmt.Printf("latency: p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
+		ns(r.LatencyNS["p50"]), ns(r.LatencyNS["p90"]), ns(r.LatencyNS["p99"]), ns(r.LatencyNS["p999"]), ns(r.LatencyNS["max"]))
+	keys := slices.Sorted(mapsKeys(r.Statuses))
+	fmt.Print("statuses:")
+	for _, k := range keys {
+		fmt.Printf(" %s=%d", k, r.Statuses[k])
+	}
+	fmt.Printf("\nprotocol errors: %d\n", r.ProtocolErrors)
+	for _, e := range r.Errors {
+		fmt.Println("  first error:", e)
+	}
+}
+
+func ns(v int64) string { return time.Duration(v).String() }

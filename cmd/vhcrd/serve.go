@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/metrics"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+)
+
+// Defaults of `vhcrd serve`, which vfctl shares.
+const (
+	DefaultBAR         = "file:" + vhcr.DefaultBARPath
+	DefaultDMA         = "file:" + vhcr.DefaultDMAPath
+	DefaultMetricsAddr = "127.0.0.1:9464"
+)
+
+func init() {
+	register("serve", "serve the VFs' comm channels (default command)", runServe)
+	register("config", "print the embedded default configuration (the example file)", runConfig)
+}
+
+func runConfig(args []string) error {
+	_, err := os.Stdout.Write(config.Example())
+	return err
+}
+
+type serveFlags struct {
+	bar, dma, configPath, metricsAddr, logLevel string
+	vfs                                         int
+	window                                      string
+}
+
+func runServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var f serveFlags
+	fs.StringVar(&f.bar, "bar", DefaultBAR, "BAR region: file:PATH, sysfs:BDF#resourceN or vfio:BDF[#regionN][@OFFSET]")
+	fs.StringVar(&f.dma, "dma", DefaultDMA, "DMA region: file:PATH, or bar[@OFFSET] for a range of the BAR region")
+	fs.IntVar(&f.vfs, "vfs", 8, "number of VFs (1..126)")
+	fs.StringVar(&f.window, "window", "1M", "DMA window per VF (a multiple of 4K)")
+	fs.StringVar(&f.configPath, "config", "", "configuration file (default: the embedded example; see `vhcrd config`)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "address of the /metrics and /admin HTTP endpoint (empty: off)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	slog.SetDefault(log)
+
+	cfg := config.Default()
+	if f.configPath != "" {
+		var err error
+		if cfg, err = config.Load(f.configPath); err != nil {
+			return err
+		}
+	}
+	if f.vfs < 1 || f.vfs > config.MaxVFs {
+		return fmt.Errorf("--vfs %d: want 1..%d", f.vfs, config.MaxVFs)
+	}
+	window, err := bar.ParseSize(f.window)
+	if err != nil {
+		return fmt.Errorf("--window: %w", err)
+	}
+	srv, err := openServer(f, cfg, window, log)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if f.metricsAddr != "" {
+		ln, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		hs := &http.Server{Handler: srv.mux(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		defer hs.Close()
+		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+	log.Info("vhcrd starting", "bar", srv.barR.Name(), "dma", srv.dmaR.Name(), "vfs", f.vfs, "window", window)
+	err = srv.pf.Run(ctx)
+	log.Info("vhcrd stopped")
+	return err
+}
+
+type server struct {
+	pf         *vhcr.PF
+	barR, dmaR bar.Region
+	closers    []bar.Region
+	reg        *prometheus.Registry
+}
+
+func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
+	bs, err := bar.ParseSpec(f.bar)
+	if err != nil {
+		return nil, fmt.Errorf("--bar: %w", err)
+	}
+	ds, err := bar.ParseSpec(f.dma)
+	if err != nil {
+		return nil, fmt.Errorf("--dma: %w", err)
+	}
+	if bs.Scheme == "bar" {
+		return nil, errors.New("--bar: bar[@OFFSET] is only for --dma")
+	}
+	dmaInBAR := ds.Scheme == "bar"
+	dmaPath := ""
+	if !dmaInBAR {
+		if ds.Scheme != "file" {
+			return nil, fmt.Errorf("--dma: %s regions hold DMA windows only as bar[@OFFSET]", ds.Scheme)
+		}
+		dmaPath = ds.Path
+	}
+	lay, err := vhcr.NewLayout(f.vfs, window, dmaInBAR, ds.Offset, 0, dmaPath)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{}
+	if s.barR, err = openRegion(bs, lay.BARSize()); err != nil {
+		return nil, fmt.Errorf("--bar: %w", err)
+	}
+	s.closers = append(s.closers, s.barR)
+	if s.barR.Size() < lay.BARSize() {
+		s.close()
+		return nil, fmt.Errorf("--bar %s: %w: %d VFs with these windows need %#x bytes, the region has %#x (fewer --vfs or a smaller --window)",
+			s.barR.Name(), bar.ErrTooSmall, f.vfs, lay.BARSize(), s.barR.Size())
+	}
+	if dmaInBAR {
+		s.dmaR = s.barR
+	} else {
+		if s.dmaR, err = openRegion(ds, lay.DMASize); err != nil {
+			s.close()
+			return nil, fmt.Errorf("--dma: %w", err)
+		}
+		s.closers = append(s.closers, s.dmaR)
+	}
+	h, err := hca.New(cfg, f.vfs)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.pf, err = vhcr.New(vhcr.Options{BAR: s.barR, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(metrics.NewPFCollector(s.pf), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return s, nil
+}
+
+func (s *server) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i].Close()
+	}
+}
+
+// openRegion opens the region a spec names, sized for the layout where the
+// backend can be sized (files).
+func openRegion(sp bar.Spec, size int64) (bar.Region, error) {
+	switch sp.Scheme {
+	case "file":
+		r, _, err := bar.CreateFile(sp.Path, sp.Offset+size)
+		if err != nil || sp.Offset == 0 {
+			return r, err
+		}
+		return subRegion(r, sp.Offset)
+	}
+	return openDevice(sp)
+}
+
+func subRegion(r bar.Region, off int64) (bar.Region, error) {
+	v, err := bar.Sub(r, off, r.Size()-off)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return &ownedView{Region: v, parent: r}, nil
+}
+
+// ownedView closes its parent.
+type ownedView struct {
+	bar.Region
+	parent bar.Region
+}
+
+func (o *ownedView) Close() error { return o.parent.Close() }
+
+// mux serves /metrics and the operator's admin endpoints.
+func (s *server) mux() *http.ServeMux {
+	m := http.NewServeMux()
+	m.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	m.HandleFunc("/admin/flr", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		vf, err := strconv.Atoi(r.URL.Query().Get("vf"))
+		if err != nil || vf < 0 || vf >= s.pf.Layout().NumVFs {
+			http.Error(w, "vf must be 0.."+strconv.Itoa(s.pf.Layout().NumVFs-1), http.StatusBadRequest)
+			return
+		}
+		if err := s.pf.FLR(vf); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		slog.Info("FLR", "vf", vf)
+		fmt.Fprintf(w, "FLR of VF %d done\n", vf)
+	})
+	m.HandleFunc("/admin/vfs", func(w http.ResponseWriter, r *http.Request) {
+		type vfJSON struct {
+			VF     int    `json:"vf"`
+			State  string `json:"state"`
+			Active bool   `json:"active"`
+			VHCR   string `json:"vhcr"`
+			Toggle uint32 `json:"toggle"`
+		}
+		var out []vfJSON
+		for i := 0; i < s.pf.Layout().NumVFs; i++ {
+			in, err := s.pf.Info(i)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			out = append(out, vfJSON{i, in.LastCmd.String(), in.Active, fmt.Sprintf("%#x", in.VHCR), in.Toggle})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	return m
+}
