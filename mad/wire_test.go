@@ -116,8 +116,7 @@ func TestTrapDetailOffsets(t *testing.T) {
 			t.Errorf("offset %d: got %s want %s", c.off, got, c.want)
 		}
 	}
-	var t257 Trap257
-	t257 = Trap257{LIDAddr1: 1, LIDAddr2: 2, Key: 0x8001, SL: 3, QP1: 0x45, QP2: 1}
+	t257 := Trap257{LIDAddr1: 1, LIDAddr2: 2, Key: 0x8001, SL: 3, QP1: 0x45, QP2: 1}
 	if err := t257.Encode(n.Details[:]); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,326 @@
+package mad
+
+// sma handles classes 0x01 and 0x81 as the SMA of an end node (a CA).
+func (e *Engine) sma(flags Flags, p *port, wc *WC, in, out *MAD) Result {
+	dr := in.MgmtClass() == ClassSubnDirected
+	hc := in.HopCount()
+	if dr {
+		if in.Direction() {
+			// A returning SMP: a response to an SMP this node sent; the
+			// SM's business, not the SMA's.
+			return Success
+		}
+		// C14-6: hop counts run 0..63. As the end node (C14-9:3/4) the
+		// hop pointer is HopCount (not yet advanced by the SMI) or
+		// HopCount+1; anything else is discarded (C14-9:5), as is a DR
+		// SMP whose DrDLID asks to be LID-routed beyond us.
+		hp := in.HopPointer()
+		if hc >= MaxHops || (hp != hc && int(hp) != int(hc)+1) || in.DrDLID() != LIDPermissive {
+			return Failure
+		}
+	}
+	method := in.Method()
+	switch method {
+	case MethodGet, MethodSet, MethodTrapRepress:
+	case MethodTrap, MethodReport:
+		return Success // for an SM on this port
+	default:
+		if method&MethodResp != 0 {
+			return Success
+		}
+		respond(in, out)
+		return e.smaReply(p, in, out, StatusUnsupportedMethod)
+	}
+	if in.AttrID() == AttrSMInfo && method != MethodTrapRepress {
+		// SMInfo is implemented by SMs; like mlx4, leave it to the SM agent.
+		return Success
+	}
+	ok, hide := e.checkMKey(flags, p, wc, in)
+	if !ok {
+		return Success | Consumed
+	}
+	respond(in, out)
+	if in.ClassVersion() != 1 {
+		return e.smaReply(p, in, out, StatusBadVersion)
+	}
+	if method == MethodTrapRepress {
+		e.repress(p, ClassSubnLID, in.TID())
+		return Success | Consumed
+	}
+	return e.smaReply(p, in, out, e.smaAttr(p, in, out, hide))
+}
+
+// smaReply finishes an SMP response that respond began: status, and for a DR SMP the D bit,
+// the return path entry and the hop pointer as the SMI sends it back
+// (C14-9:3, C14-13:1/3).
+func (e *Engine) smaReply(p *port, in, out *MAD, status uint16) Result {
+	if in.MgmtClass() == ClassSubnDirected {
+		hc := in.HopCount()
+		if hc > 0 && in.HopPointer() == hc {
+			out[offReturnPath+int(hc)] = p.num
+		}
+		status |= StatusDirection
+		out[6] = hc
+	}
+	out.SetStatus(status)
+	return Success | Reply
+}
+
+// checkMKey is qib's check_mkey (ib-mad.md §3.2). It returns whether the SMP
+// may be processed and whether PortInfo's M_Key must read as 0.
+func (e *Engine) checkMKey(flags Flags, p *port, wc *WC, in *MAD) (ok, hide bool) {
+	if p.mkeyLease.running && p.mkeyLease.expired(e.now()) {
+		p.pi.MKeyProtectBits = 0
+	}
+	if flags&IgnoreMKey != 0 || p.pi.MKey == 0 || p.pi.MKey == in.MKey() {
+		p.mkeyLease.running = false
+		return true, false
+	}
+	if in.Method() == MethodGet && p.pi.MKeyProtectBits < 2 {
+		return true, p.pi.MKeyProtectBits == 1
+	}
+	satInc16(&p.pi.MKeyViolations)
+	e.counters.keyViol[CKeyM].Add(1)
+	e.logViolation("m_key", p, wc, in)
+	p.mkeyLease.start(e.now(), p.pi.MKeyLeasePeriod)
+	e.trap256(p, wc, in)
+	return false, false
+}
+
+func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey bool) uint16 {
+	set := in.Method() == MethodSet
+	mod := in.AttrMod()
+	src := in[offSMPData : offSMPData+smpDataSize]
+	data := out.SMPData()
+	switch in.AttrID() {
+	case AttrNodeDescription:
+		if mod != 0 {
+			return StatusInvalidField
+		}
+		if set {
+			if p.pi.CapabilityMask2&CapMask2SetNodeDescSuppd == 0 {
+				return StatusUnsupportedAttr
+			}
+			var d NodeDescription
+			if d.Decode(src) != nil {
+				return StatusInvalidField
+			}
+			e.nodeDesc = d
+		}
+		_ = e.nodeDesc.Encode(data)
+	case AttrNodeInfo:
+		if set {
+			return StatusUnsupportedAttr
+		}
+		if mod != 0 {
+			return StatusInvalidField
+		}
+		ni := e.node
+		ni.PortGUID = p.guids[0]
+		ni.LocalPortNum = p.num
+		clear(data)
+		_ = ni.Encode(data)
+	case AttrGUIDInfo:
+		gcap := uint32(p.pi.GUIDCap)
+		if mod >= (gcap+7)/8 {
+			return StatusInvalidField
+		}
+		base := int(mod) * 8
+		for i := range 8 {
+			idx := base + i
+			if idx >= int(gcap) {
+				be.PutUint64(data[8*i:], 0)
+				continue
+			}
+			if set && idx != 0 { // entry 0, the port GUID, is read-only
+				p.guids[idx] = be.Uint64(src[8*i:])
+			}
+			be.PutUint64(data[8*i:], p.guids[idx])
+		}
+	case AttrPortInfo:
+		tp := p
+		if mod != 0 {
+			if mod > uint32(len(e.ports)) {
+				return StatusInvalidField
+			}
+			tp = &e.ports[mod-1]
+		}
+		if set {
+			if st := e.setPortInfo(tp, src); st != 0 {
+				e.encodePortInfo(tp, p, data, hideMKey)
+				return st
+			}
+			hideMKey = false
+		}
+		e.encodePortInfo(tp, p, data, hideMKey)
+	case AttrPKeyTable:
+		block := mod & 0xFFFF
+		if block >= uint32((e.pcap+31)/32) {
+			return StatusInvalidField
+		}
+		base := int(block) * 32
+		for i := range 32 {
+			idx := base + i
+			if idx >= e.pcap {
+				be.PutUint16(data[2*i:], 0)
+				continue
+			}
+			if set {
+				p.pkeys[idx] = be.Uint16(src[2*i:])
+			}
+			be.PutUint16(data[2*i:], p.pkeys[idx])
+		}
+	case AttrSLtoVLTable:
+		if mod != 0 {
+			return StatusInvalidField
+		}
+		if set {
+			_ = p.sl2vl.Decode(src)
+		}
+		clear(data)
+		_ = p.sl2vl.Encode(data)
+	case AttrVLArbTable:
+		var tbl []VLArbEntry
+		var capacity int
+		switch mod >> 16 {
+		case 1, 2:
+			tbl, capacity = p.vlLow[:], int(p.pi.VLArbitrationLowCap)
+		case 3, 4:
+			tbl, capacity = p.vlHigh[:], int(p.pi.VLArbitrationHighCap)
+		default:
+			return StatusInvalidField
+		}
+		base := 0
+		if (mod>>16)%2 == 0 {
+			base = 32
+		}
+		if base >= capacity {
+			return StatusInvalidField
+		}
+		for i := range 32 {
+			idx := base + i
+			if idx >= capacity {
+				data[2*i], data[2*i+1] = 0, 0
+				continue
+			}
+			if set {
+				tbl[idx] = VLArbEntry{VL: src[2*i] & 0xF, Weight: src[2*i+1]}
+			}
+			data[2*i], data[2*i+1] = tbl[idx].VL, tbl[idx].Weight
+		}
+	default:
+		return StatusUnsupportedAttr
+	}
+	return 0
+}
+
+func (e *Engine) encodePortInfo(tp, arrival *port, data []byte, hideMKey bool) {
+	pi := tp.pi
+	pi.LocalPortNum = arrival.num
+	if hideMKey {
+		pi.MKey = 0
+	}
+	_ = pi.Encode(data)
+}
+
+func validUnicast(lid uint16) bool { return lid != 0 && lid < LIDMulticastBase }
+
+// setPortInfo applies a SubnSet(PortInfo). Read-only components are ignored
+// (they keep their values); an invalid value in a writable component fails
+// the whole Set with StatusInvalidField and changes nothing.
+func (e *Engine) setPortInfo(p *port, src []byte) uint16 {
+	var np PortInfo
+	if np.Decode(src) != nil {
+		return StatusInvalidField
+	}
+	c := p.pi
+	if !validUnicast(np.LID) || !validUnicast(np.MasterSMLID) {
+		return StatusInvalidField
+	}
+	c.MKey, c.GIDPrefix, c.LID, c.MasterSMLID = np.MKey, np.GIDPrefix, np.LID, np.MasterSMLID
+	c.MKeyLeasePeriod = np.MKeyLeasePeriod
+	switch w := np.LinkWidthEnabled; {
+	case w == 0:
+	case w == 0xFF:
+		c.LinkWidthEnabled = c.LinkWidthSupported
+	case w&^c.LinkWidthSupported != 0:
+		return StatusInvalidField
+	default:
+		c.LinkWidthEnabled = w
+	}
+	switch np.PortState {
+	case PortNoChange:
+	case PortDown:
+		c.PortState = PortDown
+	case PortArmed:
+		if c.PortState != PortInit && c.PortState != PortArmed {
+			return StatusInvalidField
+		}
+		c.PortState = PortArmed
+	case PortActive:
+		if c.PortState != PortArmed && c.PortState != PortActive {
+			return StatusInvalidField
+		}
+		c.PortState = PortActive
+	default:
+		return StatusInvalidField
+	}
+	switch np.PortPhysicalState {
+	case PhysNoChange:
+	case PhysPolling, PhysDisabled:
+		c.PortPhysicalState = np.PortPhysicalState
+		c.PortState = PortDown
+	default:
+		return StatusInvalidField
+	}
+	switch np.LinkDownDefaultState {
+	case 0:
+	case 1, 2:
+		c.LinkDownDefaultState = np.LinkDownDefaultState
+	default:
+		return StatusInvalidField
+	}
+	c.MKeyProtectBits, c.LMC = np.MKeyProtectBits, np.LMC
+	switch s := np.LinkSpeedEnabled; {
+	case s == 0:
+	case s == 0xF:
+		c.LinkSpeedEnabled = c.LinkSpeedSupported
+	case s&^c.LinkSpeedSupported != 0:
+		return StatusInvalidField
+	default:
+		c.LinkSpeedEnabled = s
+	}
+	if np.NeighborMTU == 0 || np.NeighborMTU > c.MTUCap {
+		return StatusInvalidField
+	}
+	c.NeighborMTU, c.MasterSMSL = np.NeighborMTU, np.MasterSMSL
+	c.VLHighLimit, c.InitType = np.VLHighLimit, np.InitType
+	switch v := np.OperationalVLs; {
+	case v == 0:
+	case v > c.VLCap:
+		return StatusInvalidField
+	default:
+		c.OperationalVLs = v
+	}
+	c.VLStallCount, c.HOQLife = np.VLStallCount, np.HOQLife
+	c.PartitionEnforcementIn, c.PartitionEnforcementOut = np.PartitionEnforcementIn, np.PartitionEnforcementOut
+	c.FilterRawInbound, c.FilterRawOutbound = np.FilterRawInbound, np.FilterRawOutbound
+	c.MKeyViolations, c.PKeyViolations, c.QKeyViolations = np.MKeyViolations, np.PKeyViolations, np.QKeyViolations
+	c.MulticastPKeyTrapSuppress, c.SubnetTimeOut = np.MulticastPKeyTrapSuppress, np.SubnetTimeOut
+	c.LocalPhyErrors, c.OverrunErrors = np.LocalPhyErrors, np.OverrunErrors
+	switch s := np.LinkSpeedExtEnabled; {
+	case s == 0:
+	case s == 0x1F:
+		c.LinkSpeedExtEnabled = c.LinkSpeedExtSupported
+	case s&^c.LinkSpeedExtSupported != 0:
+		return StatusInvalidField
+	default:
+		c.LinkSpeedExtEnabled = s
+	}
+	// ClientReregister is an event, not state: it reads back as 0.
+	if c.MKeyLeasePeriod == 0 {
+		p.mkeyLease.running = false
+	}
+	p.pi = c
+	return 0
+}
