@@ -130,3 +130,13 @@ func (s *Stats) observe(ns uint64) {
 	}
 	s.Latency[len(LatencyBounds)].Add(1)
 }
+
+// Completed returns the number of commands completed (all VFs, all
+// statuses), from the latency histogram.
+func (s *Stats) Completed() uint64 {
+	var n uint64
+	for i := range s.Latency {
+		n += s.Latency[i].Load()
+	}
+	return n
+}

@@ -105,6 +105,7 @@ func runServe(args []string) error {
 		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 	log.Info("vhcrd starting", "bar", srv.barR.Name(), "dma", srv.dmaR.Name(), "vfs", f.vfs, "window", window)
+	go srv.logActivity(ctx, log, 10*time.Second)
 	err = srv.pf.Run(ctx)
 	log.Info("vhcrd stopped")
 	return err
@@ -254,4 +255,25 @@ func (s *server) mux() *http.ServeMux {
 		_ = json.NewEncoder(w).Encode(out)
 	})
 	return m
+}
+
+// logActivity logs one line per interval in which commands completed.
+func (s *server) logActivity(ctx context.Context, log *slog.Logger, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	st := s.pf.Stats()
+	last, lastT := st.Completed(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			n := st.Completed()
+			if n != last {
+				log.Info("commands", "completed", n, "per_second", int(float64(n-last)/now.Sub(lastT).Seconds()),
+					"poller_sleeps", st.Sleeps.Load())
+			}
+			last, lastT = n, now
+		}
+	}
 }

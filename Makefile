@@ -1,0 +1,52 @@
+# vhcrd — see README.md. `make run` serves the embedded default; `make test`
+# is what CI runs.
+
+GO        ?= go
+BIN       := bin
+GOFLAGS   ?=
+FUZZTIME  ?= 3s
+BENCHTIME ?= 1s
+PKGS      := ./...
+
+.PHONY: all build run test unit race lint fuzz-smoke bench vmtest clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# The main job on the embedded default: 8 VFs, BAR and DMA regions as tmpfs
+# files (/dev/shm/vhcrd-bar, /dev/shm/vhcrd-dma), metrics on 127.0.0.1:9464.
+run: build
+	./$(BIN)/vhcrd serve
+
+# Everything CI runs: lint, the race-detected unit, cross-process and
+# interop tests, a short run of every fuzz target, and the VM tier.
+test: lint race fuzz-smoke vmtest
+
+race:
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+fuzz-smoke:
+	FUZZTIME=$(FUZZTIME) ./hack/fuzz-smoke.sh
+
+# Benchmarks print figures, never assert them: Go microbenchmarks with
+# allocs/op, then the cross-process round trips with medians and ratios.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 $(PKGS)
+	./$(BIN)/vfctl bench --vhcrd ./$(BIN)/vhcrd
+
+vmtest:
+	@if [ -x hack/vmtest.sh ]; then ./hack/vmtest.sh; else echo "vmtest: hack/vmtest.sh not present"; fi
+
+clean:
+	rm -rf $(BIN)
