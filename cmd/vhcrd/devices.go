@@ -1,0 +1,71 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/vhcrd/vhcrd/bar/pci"
+)
+
+func init() {
+	register("devices", "list PCI devices: BARs, driver, IOMMU group, SR-IOV state", func(args []string) error { return runDevices(os.Stdout, args) })
+	register("bind", "bind a PCI device to vfio-pci (loads the VFIO modules if needed)", runBind)
+	register("unbind", "release a PCI device from its driver and clear driver_override", runUnbind)
+}
+
+// devicesFlags parses the flags of devices, bind and unbind.
+func devicesFlags(name string, args []string, usage string) (*flag.FlagSet, *string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	root := fs.String("sysfs", sysfsRoot, "sysfs mount point")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: vhcrd %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs, root, fs.Parse(args)
+}
+
+func runDevices(w io.Writer, args []string) error {
+	_, root, err := devicesFlags("devices", args, "[--sysfs DIR]")
+	if err != nil {
+		return err
+	}
+	devs, err := pci.Devices(*root)
+	if err != nil {
+		return err
+	}
+	return pci.WriteTable(w, devs)
+}
+
+func oneAddr(fs *flag.FlagSet) (string, error) {
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return "", fmt.Errorf("want one PCI address, like 0000:00:01.0 (see 'vhcrd devices')")
+	}
+	return fs.Arg(0), nil
+}
+
+func runBind(args []string) error {
+	fs, root, err := devicesFlags("bind", args, "[--sysfs DIR] BDF")
+	if err != nil {
+		return err
+	}
+	addr, err := oneAddr(fs)
+	if err != nil {
+		return err
+	}
+	return (&pci.Binder{Root: *root, Modules: &pci.Modules{SysRoot: *root}}).Bind(addr, pci.VFIODriver)
+}
+
+func runUnbind(args []string) error {
+	fs, root, err := devicesFlags("unbind", args, "[--sysfs DIR] BDF")
+	if err != nil {
+		return err
+	}
+	addr, err := oneAddr(fs)
+	if err != nil {
+		return err
+	}
+	return (&pci.Binder{Root: *root}).Unbind(addr)
+}
