@@ -20,7 +20,6 @@ func newBitmap(lo, n int) bitmap {
 	return bitmap{w: make([]uint64, (n+63)/64), lo: lo, n: n, hint: lo}
 }
 
-
 // firstSet returns the first set bit in [from, to), or -1.
 func (b *bitmap) firstSet(from, to int) int {
 	for i := from; i < to; {

@@ -59,6 +59,9 @@ func (t *Tracker) FreeQPs(vf int, base uint64, count int) error {
 		if err != nil {
 			return err
 		}
+		if o.Special {
+			return fmt.Errorf("vf %d: qp %#x is a special QP: %w", vf, base+i, ErrInvalid)
+		}
 		if err := removeOK(o, 0); err != nil {
 			return fmt.Errorf("vf %d: qp %#x: %w", vf, base+i, err)
 		}
@@ -73,8 +76,12 @@ func (t *Tracker) FreeQPs(vf int, base uint64, count int) error {
 
 // removeOK is remove_*_ok: busy or referenced → ErrBusy; not in the
 // removable state → ErrNotRemovable; MTT of another order → ErrInvalid.
+//
+// As in mlx4, references count as busy before the state is looked at for
+// QPs and MTTs only; a CQ or SRQ in HW is "not removable" whatever its
+// references.
 func removeOK(o *Object, order int) error {
-	if o.State == Busy || o.Refs > 0 {
+	if o.State == Busy || (o.Refs > 0 && (o.Type == QP || o.Type == MTT)) {
 		return ErrBusy
 	}
 	var want State
@@ -89,6 +96,9 @@ func removeOK(o *Object, order int) error {
 	}
 	if o.Type == MTT && int(o.Order) != order {
 		return ErrInvalid
+	}
+	if o.Refs > 0 {
+		return ErrBusy
 	}
 	return nil
 }
@@ -255,6 +265,42 @@ func (t *Tracker) ContainingMTT(vf int, start uint64, n int) (*Object, error) {
 		break // the allocation covering start is not (all) vf's
 	}
 	return nil, fmt.Errorf("vf %d: MTT [%#x, +%d) not inside one of its allocations: %w", vf, start, n, ErrRange)
+}
+
+// TrackSpecial tracks a special QP number (a proxy QP0/QP1 the caller has
+// checked belongs to vf) as Reserved, without quota or allocator: ALLOC_RES
+// QP MAP_ICM of a valid reserved QPN. A number already tracked → ErrExists.
+func (t *Tracker) TrackSpecial(vf int, qpn uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkVF(vf); err != nil {
+		return err
+	}
+	o, err := t.track(vf, QP, qpn, Reserved)
+	if err != nil {
+		return err
+	}
+	o.Special = true
+	return nil
+}
+
+// UntrackSpecial removes a special QP tracked by TrackSpecial once it is
+// back in Reserved (FREE_RES QP MAP_ICM).
+func (t *Tracker) UntrackSpecial(vf int, qpn uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.lookup(vf, QP, qpn)
+	if err != nil {
+		return err
+	}
+	if !o.Special {
+		return nil
+	}
+	if err := removeOK(o, 0); err != nil {
+		return err
+	}
+	t.untrack(o)
+	return nil
 }
 
 // MapICM moves a QP or MPT from Reserved to Mapped (ALLOC_RES MAP_ICM).
@@ -454,6 +500,9 @@ func (t *Tracker) DeleteAll(vf int, release func(*Object)) Released {
 				t.nums[MTT].free(o.Index, 1<<o.Order)
 				t.pool(MTT, 0).release(vf, 1<<o.Order)
 			case QP:
+				if o.Special {
+					break
+				}
 				t.nums[QP].free(int(o.ID), 1)
 				t.pool(QP, 0).release(vf, 1)
 			case CQ, SRQ, MPT, Counter, XRCD:

@@ -44,6 +44,10 @@ type Object struct {
 	Index int   // MPT: the full index (key); MAC/VLAN: table index (caller's)
 	Value uint64
 
+	// Special: a reserved special QP (proxy QP0/QP1) tracked on MAP_ICM;
+	// its number and quota are not the tracker's to release.
+	Special bool
+
 	from, to State
 	deps     [4]*Object
 	ndeps    uint8
@@ -251,6 +255,21 @@ func (t *Tracker) Counts(vf int) [NumTypes]int {
 		return [NumTypes]int{}
 	}
 	return t.vfs[vf].counts
+}
+
+// Walk calls fn for every object VF vf owns, in type order (for tests and
+// diagnostics; fn must not call the tracker).
+func (t *Tracker) Walk(vf int, fn func(o *Object)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if vf < 0 || vf >= len(t.vfs) {
+		return
+	}
+	for ty := range t.vfs[vf].head {
+		for o := t.vfs[vf].head[ty]; o != nil; o = o.next {
+			fn(o)
+		}
+	}
 }
 
 // Snapshot copies every VF's counts into dst (len(dst) ≥ NumVFs), under one
@@ -491,6 +510,23 @@ func (t *Tracker) dropDeps(o *Object) {
 		o.deps[i] = nil
 	}
 	o.ndeps = 0
+}
+
+// Hold adds a reference to o that no object records (a multicast attachment
+// or flow-steering rule on a QP); Unhold drops it.
+func (t *Tracker) Hold(o *Object) {
+	t.mu.Lock()
+	o.Refs++
+	t.mu.Unlock()
+}
+
+// Unhold drops a reference taken by Hold.
+func (t *Tracker) Unhold(o *Object) {
+	t.mu.Lock()
+	if o.Refs > 0 {
+		o.Refs--
+	}
+	t.mu.Unlock()
 }
 
 // ReplaceDep moves o's reference from old to nu (MODIFY_CQ resize).
