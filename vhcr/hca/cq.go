@@ -1,0 +1,203 @@
+package hca
+
+// CQ and SRQ executors.
+//
+//	opcode     inbox outbox imm  in_modifier
+//	SW2HW_CQ     ✓     -     -   CQN; inbox = struct mlx4_cq_context
+//	HW2SW_CQ     -     -     -   CQN
+//	QUERY_CQ     -     ✓     -   CQN
+//	MODIFY_CQ    ✓     -     ✓   CQN; op_modifier 0 resize, 1 moderation
+//	SW2HW_SRQ    ✓     -     -   SRQN; inbox = struct mlx4_srq_context
+//	HW2SW_SRQ    -     -     -   SRQN
+//	QUERY_SRQ    -     ✓     -   SRQN
+//	ARM_SRQ      -     -     -   SRQN; in_param = limit watermark
+
+import (
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+// checkEQ: the CQ's completion EQ must be an EQ of this VF in HW. Linux
+// does not check comp_eqn (§2.9); the model does: BAD_PARAM, reason EQ.
+func (h *HCA) checkEQ(vf, eqn int) bool {
+	o, err := h.Res.Peek(vf, restrack.EQ, restrack.EQID(vf, eqn))
+	return err == nil && o.State == restrack.HW && eqn < 1024
+}
+
+// SW2HW_CQ hands a CQ to hardware (mlx4_SW2HW_CQ_wrapper): the CQ must be
+// the VF's and ALLOCATED; its MTT range must lie in an MTT allocation of
+// the VF (BAD_OP/INTERNAL_ERR, reason MTT) and its comp_eqn must be an EQ of
+// the VF in HW (model check). The CQ takes a reference on its MTT.
+func (h *HCA) SW2HW_CQ(c *hcr.Cmd) hcr.Status {
+	cqn := c.InMod & 0xffffff
+	ctx := decodeCQC(c.Inbox[:cqcSize])
+	o, err := h.Res.StartMove(c.VF, restrack.CQ, uint64(cqn), restrack.HW)
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	mtt, err := h.Res.MTTRange(c.VF, ctx.mttBase, ctx.mttSize)
+	if err != nil {
+		h.Res.AbortMove(o)
+		return mttRefuse(c, err)
+	}
+	if !h.checkEQ(c.VF, ctx.compEQN) {
+		h.Res.AbortMove(o)
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonEQ)
+	}
+	if err := h.Res.AddDep(o, mtt); err != nil {
+		h.Res.AbortMove(o)
+		return restrack.Refuse(c, err)
+	}
+	obj := &cqObj{tr: o, eqn: ctx.compEQN}
+	copy(obj.ctx[:], c.Inbox[:cqcSize])
+	h.fw.cqs[cqn] = obj
+	h.Res.EndMove(o)
+	return hcr.OK
+}
+
+// HW2SW_CQ takes a CQ back (HW→ALLOCATED): RESOURCE_BUSY while a QP uses
+// it, BAD_PARAM if not in HW; drops the MTT reference.
+func (h *HCA) HW2SW_CQ(c *hcr.Cmd) hcr.Status {
+	cqn := c.InMod & 0xffffff
+	o, err := h.Res.StartMove(c.VF, restrack.CQ, uint64(cqn), restrack.Allocated)
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	h.Res.DropDeps(o)
+	delete(h.fw.cqs, cqn)
+	h.Res.EndMove(o)
+	return hcr.OK
+}
+
+// QUERY_CQ returns the CQ context. As in mlx4, a CQ that is the VF's but
+// not in HW answers OK without executing (a zero outbox).
+func (h *HCA) QUERY_CQ(c *hcr.Cmd) hcr.Status {
+	cqn := c.InMod & 0xffffff
+	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	defer h.Res.Put(o)
+	if obj := h.fw.cqs[cqn]; obj != nil && o.From() == restrack.HW {
+		copy(c.Outbox[:], obj.ctx[:])
+	}
+	return hcr.OK
+}
+
+// MODIFY_CQ: op_modifier 0 resizes (the new MTT from the inbox context must
+// lie in an allocation of the VF; the CQ's reference moves to it), others
+// set moderation (cq_period, cq_max_count). A CQ not in HW answers OK
+// without executing, as in mlx4.
+func (h *HCA) MODIFY_CQ(c *hcr.Cmd) hcr.Status {
+	cqn := c.InMod & 0xffffff
+	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	defer h.Res.Put(o)
+	obj := h.fw.cqs[cqn]
+	if o.From() != restrack.HW || obj == nil {
+		return hcr.OK
+	}
+	if c.OpMod == 0 {
+		ctx := decodeCQC(c.Inbox[:cqcSize])
+		mtt, err := h.Res.MTTRange(c.VF, ctx.mttBase, ctx.mttSize)
+		if err != nil {
+			return mttRefuse(c, err)
+		}
+		var old *restrack.Object
+		if d := o.Deps(); len(d) > 0 {
+			old = d[0]
+		}
+		if old != nil {
+			h.Res.ReplaceDep(o, old, mtt)
+		} else if err := h.Res.AddDep(o, mtt); err != nil {
+			return restrack.Refuse(c, err)
+		}
+		copy(obj.ctx[cqcLogSize:cqcLogSize+4], c.Inbox[cqcLogSize:cqcLogSize+4])
+		copy(obj.ctx[cqcLogPageSize:cqcMTTBaseL+4], c.Inbox[cqcLogPageSize:cqcMTTBaseL+4])
+		return hcr.OK
+	}
+	copy(obj.ctx[cqcPeriod:cqcPeriod+4], c.Inbox[cqcPeriod:cqcPeriod+4])
+	return hcr.OK
+}
+
+// SW2HW_SRQ hands an SRQ to hardware (mlx4_SW2HW_SRQ_wrapper): in_modifier
+// must equal the SRQN in the context (BAD_PARAM); the SRQ must be the VF's
+// and ALLOCATED; its MTT range must lie in an allocation of the VF.
+func (h *HCA) SW2HW_SRQ(c *hcr.Cmd) hcr.Status {
+	srqn := c.InMod & 0xffffff
+	ctx := decodeSRQC(c.Inbox[:srqcSize])
+	if ctx.srqn != srqn || c.InMod > 0xffffff {
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonContext)
+	}
+	o, err := h.Res.StartMove(c.VF, restrack.SRQ, uint64(srqn), restrack.HW)
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	mtt, err := h.Res.MTTRange(c.VF, ctx.mttBase, ctx.mttSize)
+	if err != nil {
+		h.Res.AbortMove(o)
+		return mttRefuse(c, err)
+	}
+	if err := h.Res.AddDep(o, mtt); err != nil {
+		h.Res.AbortMove(o)
+		return restrack.Refuse(c, err)
+	}
+	obj := &srqObj{tr: o}
+	copy(obj.ctx[:], c.Inbox[:srqcSize])
+	h.fw.srqs[srqn] = obj
+	h.Res.EndMove(o)
+	return hcr.OK
+}
+
+// HW2SW_SRQ takes an SRQ back (HW→ALLOCATED; RESOURCE_BUSY while a QP uses
+// it) and drops its MTT reference.
+func (h *HCA) HW2SW_SRQ(c *hcr.Cmd) hcr.Status {
+	srqn := c.InMod & 0xffffff
+	o, err := h.Res.StartMove(c.VF, restrack.SRQ, uint64(srqn), restrack.Allocated)
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	h.Res.DropDeps(o)
+	delete(h.fw.srqs, srqn)
+	h.Res.EndMove(o)
+	return hcr.OK
+}
+
+// hwSRQ gets the VF's SRQ that must be in HW (else RESOURCE_BUSY, as mlx4).
+func (h *HCA) hwSRQ(c *hcr.Cmd) (*srqObj, hcr.Status) {
+	srqn := c.InMod & 0xffffff
+	o, err := h.Res.Get(c.VF, restrack.SRQ, uint64(srqn))
+	if err != nil {
+		return nil, restrack.Refuse(c, err)
+	}
+	defer h.Res.Put(o)
+	obj := h.fw.srqs[srqn]
+	if o.From() != restrack.HW || obj == nil {
+		return nil, c.Refuse(hcr.RESOURCE_BUSY, hcr.ReasonBadState)
+	}
+	return obj, hcr.OK
+}
+
+// QUERY_SRQ returns the SRQ context (with the armed limit watermark).
+func (h *HCA) QUERY_SRQ(c *hcr.Cmd) hcr.Status {
+	obj, s := h.hwSRQ(c)
+	if s != hcr.OK {
+		return s
+	}
+	copy(c.Outbox[:], obj.ctx[:])
+	c.Outbox[srqcLimitWatermark] = byte(obj.limit >> 8)
+	c.Outbox[srqcLimitWatermark+1] = byte(obj.limit)
+	return hcr.OK
+}
+
+// ARM_SRQ sets the SRQ limit watermark (in_param low 16 bits).
+func (h *HCA) ARM_SRQ(c *hcr.Cmd) hcr.Status {
+	obj, s := h.hwSRQ(c)
+	if s != hcr.OK {
+		return s
+	}
+	obj.limit = uint16(c.InParam)
+	return hcr.OK
+}

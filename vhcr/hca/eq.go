@@ -1,0 +1,375 @@
+package hca
+
+// EQ executors and event delivery into the VFs' EQ rings.
+//
+//	opcode     inbox outbox imm  in_modifier / in_param
+//	SW2HW_EQ     ✓     -     -   EQN (per function, < 1024); inbox = struct mlx4_eq_context
+//	HW2SW_EQ     -     -     -   EQN
+//	QUERY_EQ     -     ✓     -   EQN
+//	MAP_EQ       -     -     -   EQN in 9:0, bit 31 = unmap; in_param = 64-bit event mask
+//
+// The ring model. SW2HW_EQ reads the EQ context (log size, page size, MTT
+// base) and the MTT entries the VF wrote with WRITE_MTT: each entry is the
+// IOVA of one ring page in the VF's DMA window, and every page is checked
+// against the window (writable) when the EQ is created. EQEs are 32 bytes
+// (struct mlx4_eqe); the PF writes EQE number prod at ring offset
+// (prod mod nent)*32, with the owner bit (byte 0x1f bit 7) set on odd passes
+// over the ring (prod & nent), written after the other 31 bytes, as
+// firmware does; the VF initialised every owner byte to 0x80 (HW-owned).
+//
+// Flow control. The VF reports its consumer index as the EQ doorbell value
+// of mlx4's eq_set_ci (cons_index & 0xffffff | req_not << 31), which on
+// hardware it writes to its UAR page; here the owner of that register
+// calls EQDoorbell. The ring is full when prod - cons ≥ nent (24-bit
+// arithmetic): PostEQE then drops the event, counts an overrun and
+// returns ErrOverrun. It never blocks. A VF that never rings the doorbell
+// therefore receives nent EQEs and then only overruns.
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+// EQE layout and event types (struct mlx4_eqe, MLX4_EVENT_TYPE_*).
+const (
+	EQESize      = 32
+	eqeType      = 0x01
+	eqeSubtype   = 0x03
+	eqeData      = 0x04
+	eqeToken     = 0x06
+	eqeStatus    = 0x0f
+	eqeOutParam  = 0x10
+	eqeSlaveID   = 0x1c
+	eqeOwner     = 0x1f
+	eqeOwnerHW   = 0x80
+	eqCIMask     = 0xffffff
+	eqUnmapBit   = 1 << 31
+	eqnMask      = 0x3ff
+	maxRingPages = 1 << 16
+
+	EventComp          = 0x00
+	EventPathMig       = 0x01
+	EventCommEst       = 0x02
+	EventSQDrained     = 0x03
+	EventCQError       = 0x04
+	EventWQCatasError  = 0x05
+	EventPathMigFailed = 0x07
+	EventPortChange    = 0x09
+	EventCmd           = 0x0a
+	EventWQInvalReq    = 0x10
+	EventWQAccessError = 0x11
+	EventSRQCatasError = 0x12
+	EventSRQLastWQE    = 0x13
+	EventSRQLimit      = 0x14
+)
+
+// Event delivery errors.
+var (
+	ErrNoEQ    = errors.New("hca: no EQ mapped for the event type")
+	ErrOverrun = errors.New("hca: EQ full, event dropped")
+	ErrNoVF    = errors.New("hca: no such VF")
+)
+
+// SW2HW_EQ creates a VF EQ (mlx4_SW2HW_EQ_wrapper): tracks (vf<<10)|eqn,
+// checks the MTT range (owned, inside one allocation: BAD_OP / INTERNAL_ERR,
+// reason MTT), and builds the ring from the MTT entries, every page inside
+// the VF's window (BAD_PARAM, reason MTT, if an entry was never written or
+// points outside). An existing EQN → INTERNAL_ERR (-EEXIST); EQN out of
+// range, log size above 19, page size outside 4 KiB..1 GiB or a non-zero
+// page offset → BAD_PARAM.
+func (h *HCA) SW2HW_EQ(c *hcr.Cmd) hcr.Status {
+	if c.InMod > eqnMask {
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+	}
+	eqn := int(c.InMod)
+	ctx := decodeEQC(c.Inbox[:eqcSize])
+	if ctx.logSize > maxEQLogSize || ctx.pageShift > 30 || ctx.pageOffset != 0 {
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonContext)
+	}
+	o, err := h.Res.CreateEQ(c.VF, eqn)
+	if err != nil {
+		s := restrack.Refuse(c, err)
+		if errors.Is(err, restrack.ErrRange) {
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+		}
+		return s
+	}
+	undo := func() { _ = h.Res.RemoveEQ(o) }
+	mtt, err := h.Res.MTTRange(c.VF, ctx.mttBase, ctx.mttSize)
+	if err != nil {
+		undo()
+		return mttRefuse(c, err)
+	}
+	eq := &eqObj{tr: o, vf: c.VF, eqn: eqn, nent: 1 << ctx.logSize, pageShift: uint(ctx.pageShift), win: c.Mem}
+	ring := uint64(eq.nent) * EQESize
+	psize := uint64(1) << eq.pageShift
+	npages := (ring + psize - 1) / psize
+	if npages > uint64(ctx.mttSize) || npages > maxRingPages || c.Mem == nil {
+		undo()
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonMTT)
+	}
+	eq.pages = make([]uint64, npages)
+	for i := range eq.pages {
+		e := h.mttRead(mtt, ctx.mttBase-mtt.ID+uint64(i))
+		if e&1 == 0 { // never written
+			undo()
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonMTT)
+		}
+		addr := e &^ (psize - 1)
+		if _, err := c.Mem.Translate(addr, int(min(psize, ring)), dma.Write); err != nil {
+			undo()
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonMTT)
+		}
+		eq.pages[i] = addr
+	}
+	if err := h.Res.AddDep(o, mtt); err != nil {
+		undo()
+		return restrack.Refuse(c, err)
+	}
+	copy(eq.ctx[:], c.Inbox[:eqcSize])
+	h.fw.eqs[o.ID] = eq
+	h.Res.EndMove(o)
+	return hcr.OK
+}
+
+// HW2SW_EQ destroys a VF EQ: HW→RESERVED, MTT reference dropped, untracked;
+// event types mapped to it are unmapped. Unknown EQ → INTERNAL_ERR.
+func (h *HCA) HW2SW_EQ(c *hcr.Cmd) hcr.Status {
+	if c.InMod > eqnMask {
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+	}
+	id := restrack.EQID(c.VF, int(c.InMod))
+	o, err := h.Res.StartMove(c.VF, restrack.EQ, id, restrack.Reserved)
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	h.Res.DropDeps(o)
+	h.Res.EndMove(o)
+	if err := h.Res.RemoveEQ(o); err != nil {
+		return restrack.Refuse(c, err)
+	}
+	h.dropEQ(c.VF, int(c.InMod), id)
+	return hcr.OK
+}
+
+func (h *HCA) dropEQ(vf, eqn int, id uint64) {
+	delete(h.fw.eqs, id)
+	v := &h.fw.vfs[vf]
+	for i := range v.eventEQ {
+		if int(v.eventEQ[i]) == eqn {
+			v.eventEQ[i] = -1
+		}
+	}
+}
+
+// QUERY_EQ returns the EQ context with the current consumer and producer
+// indexes. The EQ must be in HW (else BAD_PARAM, as mlx4's -EINVAL).
+func (h *HCA) QUERY_EQ(c *hcr.Cmd) hcr.Status {
+	if c.InMod > eqnMask {
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+	}
+	id := restrack.EQID(c.VF, int(c.InMod))
+	o, err := h.Res.Peek(c.VF, restrack.EQ, id)
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	eq := h.fw.eqs[id]
+	if o.State != restrack.HW || eq == nil {
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonBadState)
+	}
+	copy(c.Outbox[:], eq.ctx[:])
+	binary.BigEndian.PutUint32(c.Outbox[eqcConsumer:], eq.cons&eqCIMask)
+	binary.BigEndian.PutUint32(c.Outbox[eqcProducer:], eq.prod&eqCIMask)
+	return hcr.OK
+}
+
+// MAP_EQ maps (bit 31 clear) or unmaps (set) the event types of the 64-bit
+// in_param mask to/from the VF's EQ in_modifier[9:0] (mlx4_MAP_EQ_wrapper:
+// bookkeeping only). Stricter than Linux: mapping needs the EQ to exist in
+// HW (BAD_PARAM, reason EQ); unmapping clears the types whatever they
+// pointed at, as mlx4.
+func (h *HCA) MAP_EQ(c *hcr.Cmd) hcr.Status {
+	eqn := int(c.InMod & eqnMask)
+	unmap := c.InMod&eqUnmapBit != 0
+	if !unmap && !h.checkEQ(c.VF, eqn) {
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonEQ)
+	}
+	v := &h.fw.vfs[c.VF]
+	for i := range numEventTypes {
+		if c.InParam&(1<<i) == 0 {
+			continue
+		}
+		if unmap {
+			v.eventEQ[i] = -1
+		} else {
+			v.eventEQ[i] = int16(eqn)
+		}
+	}
+	return hcr.OK
+}
+
+// HasEQ reports whether VF vf has an EQ in HW mapped for eventType, e.g.
+// for command completions (EventCmd) before accepting an 'e' command.
+func (h *HCA) HasEQ(vf int, eventType uint8) bool {
+	_, err := h.mappedEQ(vf, eventType)
+	return err == nil
+}
+
+func (h *HCA) mappedEQ(vf int, eventType uint8) (*eqObj, error) {
+	// Bare sentinels: this is the per-event path and must not allocate.
+	if vf < 0 || vf >= len(h.fw.vfs) {
+		return nil, ErrNoVF
+	}
+	if int(eventType) >= numEventTypes {
+		return nil, ErrNoEQ
+	}
+	eqn := h.fw.vfs[vf].eventEQ[eventType]
+	if eqn < 0 {
+		return nil, ErrNoEQ
+	}
+	eq := h.fw.eqs[restrack.EQID(vf, int(eqn))]
+	if eq == nil || eq.tr.State != restrack.HW {
+		return nil, ErrNoEQ
+	}
+	return eq, nil
+}
+
+// EQDoorbell records VF vf's EQ doorbell write for EQ eqn: val is mlx4's
+// eq_set_ci value, consumer index in bits 23:0, request-notification in
+// bit 31. Unknown EQs are ignored (ErrNoEQ).
+func (h *HCA) EQDoorbell(vf, eqn int, val uint32) error {
+	if vf < 0 || vf >= len(h.fw.vfs) {
+		return ErrNoVF
+	}
+	eq := h.fw.eqs[restrack.EQID(vf, eqn)]
+	if eq == nil || eqn < 0 || eqn > eqnMask {
+		return ErrNoEQ
+	}
+	eq.cons = val & eqCIMask
+	eq.armed = val>>31 != 0
+	return nil
+}
+
+// PostEQE writes eqe as the next EQE of the EQ VF vf mapped for eventType:
+// bytes 0..0x1e as given except the type (set to eventType) and slave_id
+// (0x1c, VF+1), then the owner byte. Nothing mapped → ErrNoEQ (counted);
+// ring full → ErrOverrun (counted, dropped); a ring page the VF's window no
+// longer allows → the DMA error. It never blocks and allocates nothing.
+func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
+	eq, err := h.mappedEQ(vf, eventType)
+	if err != nil {
+		if errors.Is(err, ErrNoEQ) {
+			h.fw.vfs[vf].stats.NoEQ.Add(1)
+		}
+		return err
+	}
+	st := &h.fw.vfs[vf].stats
+	if (eq.prod-eq.cons)&eqCIMask >= eq.nent {
+		st.Overruns.Add(1)
+		return ErrOverrun
+	}
+	off := uint64(eq.prod&(eq.nent-1)) * EQESize
+	addr := eq.pages[off>>eq.pageShift] + off&(1<<eq.pageShift-1)
+	buf := *eqe
+	buf[eqeType] = eventType
+	buf[eqeSlaveID] = byte(vf + 1)
+	owner := byte(0)
+	if eq.prod&eq.nent != 0 {
+		owner = eqeOwnerHW
+	}
+	buf[eqeOwner] = buf[eqeOwner]&^eqeOwnerHW | owner
+	if err := eq.win.CopyOut(addr, buf[:eqeOwner]); err != nil {
+		return err
+	}
+	if err := eq.win.CopyOut(addr+eqeOwner, buf[eqeOwner:]); err != nil {
+		return err
+	}
+	eq.prod = (eq.prod + 1) & eqCIMask
+	st.EQEs.Add(1)
+	if eventType == EventCmd {
+		st.Completes.Add(1)
+	}
+	return nil
+}
+
+// CompletionEQE builds a command-completion EQE (type 0x0a): token BE16 at
+// 0x06, status at 0x0f, the immediate out_param BE64 at 0x10. Unlike mlx4,
+// which leaves status and out_param zero, the seed has the EQE carry them.
+func CompletionEQE(token uint16, status hcr.Status, outParam uint64) [EQESize]byte {
+	var e [EQESize]byte
+	e[eqeType] = EventCmd
+	binary.BigEndian.PutUint16(e[eqeToken:], token)
+	e[eqeStatus] = byte(status)
+	binary.BigEndian.PutUint64(e[eqeOutParam:], outParam)
+	return e
+}
+
+// objectEvent routes an event about a tracked object to its owner's EQ
+// (mlx4_eq_int with mlx4_get_slave_from_resource_id): untracked objects
+// → restrack.ErrNotFound.
+func (h *HCA) objectEvent(ty restrack.Type, id uint32, eventType, subtype, syndrome uint8) error {
+	vf, err := h.Res.Owner(ty, uint64(id))
+	if err != nil {
+		return err
+	}
+	var e [EQESize]byte
+	e[eqeSubtype] = subtype
+	binary.BigEndian.PutUint32(e[eqeData:], id&0xffffff)
+	if ty == restrack.CQ {
+		e[eqeStatus] = syndrome
+	}
+	return h.PostEQE(vf, eventType, &e)
+}
+
+// QPEvent delivers a QP event (PATH_MIG, COMM_EST, SQ_DRAINED,
+// SRQ_QP_LAST_WQE, WQ_CATAS_ERROR, PATH_MIG_FAILED, WQ_INVAL_REQ_ERROR,
+// WQ_ACCESS_ERROR) to the QP's owner.
+func (h *HCA) QPEvent(qpn uint32, eventType uint8) error {
+	return h.objectEvent(restrack.QP, qpn&qpnMask, eventType, 0, 0)
+}
+
+// SRQEvent delivers SRQ_LIMIT or SRQ_CATAS_ERROR to the SRQ's owner.
+func (h *HCA) SRQEvent(srqn uint32, eventType uint8) error {
+	return h.objectEvent(restrack.SRQ, srqn&0xffffff, eventType, 0, 0)
+}
+
+// CQError delivers CQ_ERROR (syndrome 1 = overrun, else access violation)
+// to the CQ's owner.
+func (h *HCA) CQError(cqn uint32, syndrome uint8) error {
+	return h.objectEvent(restrack.CQ, cqn&0xffffff, EventCQError, 0, syndrome)
+}
+
+// PortChange delivers PORT_CHANGE (subtype 1 down, 4 active) for physical
+// port phys to every VF that has the port and whose link policy is auto,
+// with the port number rewritten to the VF's own (bits 31:28 of the BE32
+// at 0x0c). It returns how many VFs got the EQE and the first error.
+func (h *HCA) PortChange(phys int, subtype uint8) (int, error) {
+	n := 0
+	var first error
+	for vf := range h.Funcs {
+		fn := &h.Funcs[vf]
+		if fn.LinkState != "auto" {
+			continue
+		}
+		for i, p := range fn.Ports {
+			if p != phys {
+				continue
+			}
+			var e [EQESize]byte
+			e[eqeSubtype] = subtype
+			binary.BigEndian.PutUint32(e[0x0c:], uint32(i+1)<<28)
+			if err := h.PostEQE(vf, EventPortChange, &e); err != nil {
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			n++
+		}
+	}
+	return n, first
+}

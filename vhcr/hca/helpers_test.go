@@ -1,0 +1,317 @@
+package hca
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+const testWindow = 1 << 20 // 1 MiB of DMA memory per VF
+
+// rig is a model HCA with heap-backed DMA windows.
+type rig struct {
+	t  testing.TB
+	h  *HCA
+	sp *dma.Space
+}
+
+func newRig(t testing.TB, nvf int, edit func(*config.Config)) *rig {
+	t.Helper()
+	cfg := config.Default()
+	// Smaller pools keep quota tests fast.
+	cfg.Resources.LogQPs, cfg.Resources.LogCQs, cfg.Resources.LogSRQs = 14, 10, 10
+	cfg.Resources.LogMPTs, cfg.Resources.LogMTTs = 12, 14
+	if edit != nil {
+		edit(cfg)
+	}
+	h, err := New(cfg, nvf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := bar.NewMem("dma", int64(nvf)*testWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := dma.NewSpace(mem, 0, testWindow, nvf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, h: h, sp: sp}
+}
+
+// vf is one VF's view of the rig: it builds commands as a VF driver would
+// and runs them through the executors.
+type vf struct {
+	r  *rig
+	n  int
+	w  *dma.Window
+	eq int // EQ number mapped for every event, -1 before setupEQ
+	// next free page of the window for rings (IOVA)
+	page uint64
+}
+
+func (r *rig) vf(n int) *vf {
+	w, err := r.sp.Window(n)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return &vf{r: r, n: n, w: w, eq: -1, page: 0x10000}
+}
+
+type exec func(*HCA, *hcr.Cmd) hcr.Status
+
+// cmd builds a command; inbox (if not nil) is copied into a heap shadow.
+func (v *vf) cmd(op hcr.Opcode, inParam uint64, inMod uint32, opMod uint8, inbox []byte, outbox bool) *hcr.Cmd {
+	c := &hcr.Cmd{VF: v.n, InParam: inParam, InMod: inMod, Op: op, OpMod: opMod, Mem: v.w, Token: 0xffff}
+	if inbox != nil {
+		c.Inbox = new([hcr.MailboxSize]byte)
+		copy(c.Inbox[:], inbox)
+	}
+	if outbox {
+		c.Outbox = new([hcr.MailboxSize]byte)
+	}
+	return c
+}
+
+func (v *vf) run(f exec, c *hcr.Cmd) hcr.Status {
+	s := f(v.r.h, c)
+	if s != hcr.OK && c.Reason == hcr.ReasonNone {
+		v.r.t.Errorf("%v from VF %d: status %v without a reason", c.Op, v.n, s)
+	}
+	return s
+}
+
+func (v *vf) must(s hcr.Status, what string) {
+	v.r.t.Helper()
+	if s != hcr.OK {
+		v.r.t.Fatalf("VF %d %s: %v", v.n, what, s)
+	}
+}
+
+// alloc runs ALLOC_RES and returns out_param's low word.
+func (v *vf) alloc(ty restrack.Type, op uint8, in uint64) (uint32, hcr.Status) {
+	c := v.cmd(hcr.ALLOC_RES, in, uint32(ty), op, nil, false)
+	s := v.run((*HCA).ALLOC_RES, c)
+	return uint32(c.OutParam), s
+}
+
+func (v *vf) free(ty restrack.Type, op uint8, in uint64) hcr.Status {
+	return v.run((*HCA).FREE_RES, v.cmd(hcr.FREE_RES, in, uint32(ty), op, nil, false))
+}
+
+func (v *vf) mustAlloc(ty restrack.Type, op uint8, in uint64) uint32 {
+	v.r.t.Helper()
+	n, s := v.alloc(ty, op, in)
+	v.must(s, "ALLOC_RES "+ty.String())
+	return n
+}
+
+// mtt allocates 2^order MTT entries and writes page addresses into them.
+func (v *vf) mtt(order int, pages ...uint64) uint32 {
+	v.r.t.Helper()
+	base := v.mustAlloc(restrack.MTT, resOpReserveAndMap, uint64(order))
+	if len(pages) > 0 {
+		v.must(v.writeMTT(uint64(base), pages), "WRITE_MTT")
+	}
+	return base
+}
+
+func (v *vf) writeMTT(start uint64, ents []uint64) hcr.Status {
+	in := make([]byte, 16+8*len(ents))
+	binary.BigEndian.PutUint64(in, start)
+	for i, e := range ents {
+		binary.BigEndian.PutUint64(in[16+8*i:], e)
+	}
+	if len(in) > hcr.MailboxSize {
+		in = in[:hcr.MailboxSize]
+	}
+	return v.run((*HCA).WRITE_MTT, v.cmd(hcr.WRITE_MTT, 0, uint32(len(ents)), 0, in, false))
+}
+
+// newPage hands out one 4 KiB page of the VF's window, initialised as a
+// VF driver initialises EQ memory (every owner byte 0x80).
+func (v *vf) newPage() uint64 {
+	p := v.page
+	v.page += 0x1000
+	buf := make([]byte, 0x1000)
+	for i := EQESize - 1; i < len(buf); i += EQESize {
+		buf[i] = eqeOwnerHW
+	}
+	if err := v.w.CopyOut(p, buf); err != nil {
+		v.r.t.Fatal(err)
+	}
+	return p
+}
+
+func eqContext(logSize int, mttBase uint32) []byte {
+	b := make([]byte, eqcSize)
+	b[eqcLogSize] = byte(logSize)
+	b[eqcLogPageSize] = 0 // 4 KiB pages
+	binary.BigEndian.PutUint32(b[eqcMTTBaseL:], mttBase*mttEntrySize)
+	return b
+}
+
+// createEQ makes EQ eqn with 2^logSize entries (≤ 128: one page).
+func (v *vf) createEQ(eqn, logSize int) hcr.Status {
+	v.r.t.Helper()
+	base := v.mtt(0, v.newPage())
+	return v.run((*HCA).SW2HW_EQ, v.cmd(hcr.SW2HW_EQ, 0, uint32(eqn), 0, eqContext(logSize, base), false))
+}
+
+// setupEQ creates an EQ and maps every event type to it.
+func (v *vf) setupEQ(eqn, logSize int) {
+	v.r.t.Helper()
+	v.must(v.createEQ(eqn, logSize), "SW2HW_EQ")
+	v.must(v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, ^uint64(0), uint32(eqn), 0, nil, false)), "MAP_EQ")
+	v.eq = eqn
+}
+
+func cqContext(logSize, eqn int, mttBase uint32) []byte {
+	b := make([]byte, cqcSize)
+	binary.BigEndian.PutUint32(b[cqcLogSize:], uint32(logSize)<<24)
+	b[cqcCompEQN] = byte(eqn)
+	binary.BigEndian.PutUint32(b[cqcMTTBaseL:], mttBase*mttEntrySize)
+	return b
+}
+
+// createCQ allocates a CQ and puts it in HW with completion EQ v.eq.
+func (v *vf) createCQ() uint32 {
+	v.r.t.Helper()
+	cqn := v.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
+	base := v.mtt(0, v.newPage())
+	v.must(v.run((*HCA).SW2HW_CQ, v.cmd(hcr.SW2HW_CQ, 0, cqn, 0, cqContext(7, v.eq, base), false)), "SW2HW_CQ")
+	return cqn
+}
+
+func srqContext(srqn uint32, mttBase uint32) []byte {
+	b := make([]byte, srqcSize)
+	binary.BigEndian.PutUint32(b[srqcStateLogSizeSRQN:], 4<<24|srqn)
+	b[srqcLogStride] = 2
+	binary.BigEndian.PutUint32(b[srqcMTTBaseL:], mttBase*mttEntrySize)
+	return b
+}
+
+func (v *vf) createSRQ() uint32 {
+	v.r.t.Helper()
+	srqn := v.mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
+	base := v.mtt(0, v.newPage())
+	v.must(v.run((*HCA).SW2HW_SRQ, v.cmd(hcr.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, base), false)), "SW2HW_SRQ")
+	return srqn
+}
+
+// qpContext is a modify-QP mailbox: RC, VF port 1, P_Key index 0, small
+// queues (one MTT page).
+type qpc struct {
+	st           uint8
+	vfPort       int
+	pkey, mgid   uint8
+	optpar       uint32
+	scq, rcq     uint32
+	srq          uint32
+	useSRQ       bool
+	mtt          uint32
+	rateLimit    uint16
+	smac         uint8
+	sqLog, rqLog uint8
+}
+
+func (q qpc) bytes() []byte {
+	b := make([]byte, qpcEnd)
+	binary.BigEndian.PutUint32(b[qpcOptpar:], q.optpar)
+	binary.BigEndian.PutUint32(b[qpcFlags:], uint32(q.st)<<16)
+	b[qpcSQSizeStride] = q.sqLog<<3 | 2
+	b[qpcRQSizeStride] = q.rqLog<<3 | 2
+	port := q.vfPort
+	if port == 0 {
+		port = 1
+	}
+	b[qpcSched] = byte(port-1) << 6
+	b[qpcPKey] = q.pkey
+	b[qpcMGID] = q.mgid
+	b[qpcGRHMyLMC] = q.smac
+	binary.BigEndian.PutUint32(b[qpcCQNSend:], q.scq)
+	binary.BigEndian.PutUint32(b[qpcCQNRecv:], q.rcq)
+	srqn := q.srq
+	if q.useSRQ {
+		srqn |= 1 << 24
+	}
+	binary.BigEndian.PutUint32(b[qpcSRQN:], srqn)
+	binary.BigEndian.PutUint16(b[qpcRateLimit:], q.rateLimit)
+	binary.BigEndian.PutUint32(b[qpcMTTBaseL:], q.mtt*mttEntrySize)
+	return b
+}
+
+// newQP reserves a QP, maps its ICM and allocates its MTT; it stays in
+// reset. It returns the QPN and a context that RST2INIT accepts.
+func (v *vf) newQP(cq uint32) (uint32, qpc) {
+	v.r.t.Helper()
+	qpn := v.mustAlloc(restrack.QP, resOpReserve, 1)
+	v.mustAlloc(restrack.QP, resOpMapICM, uint64(qpn))
+	mtt := v.mtt(0)
+	return qpn, qpc{st: stRC, scq: cq, rcq: cq, mtt: mtt, sqLog: 3, rqLog: 3}
+}
+
+func (v *vf) qpCmd(op hcr.Opcode, qpn uint32, q *qpc) hcr.Status {
+	var in []byte
+	if q != nil {
+		in = q.bytes()
+	}
+	out := op == hcr.QUERY_QP
+	var f exec
+	switch op {
+	case hcr.RST2INIT_QP:
+		f = (*HCA).RST2INIT_QP
+	case hcr.INIT2INIT_QP:
+		f = (*HCA).INIT2INIT_QP
+	case hcr.INIT2RTR_QP:
+		f = (*HCA).INIT2RTR_QP
+	case hcr.RTR2RTS_QP:
+		f = (*HCA).RTR2RTS_QP
+	case hcr.RTS2RTS_QP:
+		f = (*HCA).RTS2RTS_QP
+	case hcr.SQERR2RTS_QP:
+		f = (*HCA).SQERR2RTS_QP
+	case hcr.TWO_ERR_QP:
+		f = (*HCA).TWO_ERR_QP
+	case hcr.RTS2SQD_QP:
+		f = (*HCA).RTS2SQD_QP
+	case hcr.SQD2SQD_QP:
+		f = (*HCA).SQD2SQD_QP
+	case hcr.SQD2RTS_QP:
+		f = (*HCA).SQD2RTS_QP
+	case hcr.TWO_RST_QP:
+		f = (*HCA).TWO_RST_QP
+	case hcr.QUERY_QP:
+		f = (*HCA).QUERY_QP
+	case hcr.SUSPEND_QP:
+		f = (*HCA).SUSPEND_QP
+	case hcr.UNSUSPEND_QP:
+		f = (*HCA).UNSUSPEND_QP
+	default:
+		v.r.t.Fatalf("qpCmd %v", op)
+	}
+	return v.run(f, v.cmd(op, 0, qpn, 0, in, out))
+}
+
+// readEQE reads EQE i of the VF's ring page p.
+func (v *vf) readEQE(p uint64, i int) [EQESize]byte {
+	var e [EQESize]byte
+	if err := v.w.CopyIn(e[:], p+uint64(i*EQESize)); err != nil {
+		v.r.t.Fatal(err)
+	}
+	return e
+}
+
+func wantS(t *testing.T, what string, got, want hcr.Status) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s: status %v, want %v", what, got, want)
+	}
+}
+
+func intp(n int) *int { return &n }

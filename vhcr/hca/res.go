@@ -1,0 +1,462 @@
+package hca
+
+// Resource allocation executors and the firmware's object tables.
+//
+//	opcode     inbox outbox imm  op_modifier
+//	ALLOC_RES    -     -     ✓   0 RESERVE, 1 RESERVE_AND_MAP, 2 MAP_ICM
+//	FREE_RES     -     -     -   same
+//
+// in_modifier[7:0] is the resource type (restrack.Type wire values), for
+// MAC/VLAN in_modifier[15:8] the VF's port. Results go to out_param's low
+// 32 bits (the high half is kept, as mlx4's set_param_l does).
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+// ALLOC_RES / FREE_RES op_modifiers (enum mlx4_alloc_mode).
+const (
+	resOpReserve       = 0
+	resOpReserveAndMap = 1
+	resOpMapICM        = 2
+)
+
+// Sizes of the model's firmware tables.
+const (
+	macTableSize   = 128 // MLX4_MAX_MAC_NUM
+	vlanTableSize  = 128 // MLX4_MAX_VLAN_NUM
+	numEventTypes  = 64  // MLX4_EVENT_TYPES_NUM
+	maxAttachPerQP = 64  // multicast attachments one QP may hold
+	maxEQLogSize   = 19  // 512 Ki EQEs
+	maxWriteMTT    = (hcr.MailboxSize - 16) / 8
+	qpnMask        = 0x7fffff
+)
+
+// firmware is the state a ConnectX firmware keeps per object, next to the
+// tracker's ownership records.
+type firmware struct {
+	mtt  map[uint64][]uint64 // MTT allocation base → entries (lazily sized 2^order)
+	qps  map[uint32]*qpObj
+	cqs  map[uint32]*cqObj
+	srqs map[uint32]*srqObj
+	mpts map[uint64]*mptObj // tracker id (index & mask)
+	eqs  map[uint64]*eqObj  // restrack.EQID(vf, eqn)
+
+	ports []portTables // per physical port
+	vfs   []vfFW
+}
+
+type portTables struct {
+	mac  [macTableSize]tableEntry
+	vlan [vlanTableSize]tableEntry
+}
+
+type tableEntry struct {
+	value uint64
+	refs  int
+}
+
+// vfFW is per-function firmware state.
+type vfFW struct {
+	eventEQ  [numEventTypes]int16 // event type → eqn, -1 = not mapped
+	portOpen [2]bool              // INIT_PORT done (physical port index)
+	promisc  [2]bool
+	vlanFltr [2][128]uint32
+	mcastOn  [2]bool
+	stats    EventStats
+}
+
+// EventStats are one VF's event counters (read by metrics at scrape time).
+type EventStats struct {
+	EQEs      atomic.Uint64 // EQEs written into the VF's EQs
+	Overruns  atomic.Uint64 // EQEs dropped because the EQ was full
+	NoEQ      atomic.Uint64 // events dropped because no EQ was mapped
+	Completes atomic.Uint64 // command-completion EQEs written
+}
+
+type qpObj struct {
+	tr        *restrack.Object
+	state     qpState
+	port      int // physical port of the primary path
+	suspended bool
+	ctx       [qpcEnd]byte // the last context written (rewritten fields included)
+	attached  int          // multicast attachments
+	gids      [][16]byte
+}
+
+type cqObj struct {
+	tr  *restrack.Object
+	ctx [cqcSize]byte
+	eqn int
+}
+
+type srqObj struct {
+	tr    *restrack.Object
+	ctx   [srqcSize]byte
+	limit uint16
+}
+
+type mptObj struct {
+	tr    *restrack.Object
+	entry [mptSize]byte
+	valid bool // entry written by SW2HW_MPT at least once
+}
+
+type eqObj struct {
+	tr        *restrack.Object
+	vf, eqn   int
+	ctx       [eqcSize]byte
+	nent      uint32
+	pageShift uint
+	pages     []uint64 // IOVA of each ring page in the VF's window
+	win       *dma.Window
+	prod      uint32 // producer index (EQEs written)
+	cons      uint32 // consumer index the VF reported (24 bits)
+	armed     bool
+}
+
+// initResources builds the tracker and the firmware tables from the
+// configuration. Called by New.
+func (h *HCA) initResources() error {
+	r := &h.Cfg.Resources
+	var rc restrack.Config
+	rc.NumVFs, rc.NumPorts = h.NumVFs, len(h.Cfg.Ports)
+	set := func(t restrack.Type, total, rsv int) { rc.Total[t], rc.Reserved[t] = total, rsv }
+	// QP numbers below the special QP area (base, proxy and tunnel QPs of
+	// every function) are never handed out.
+	set(restrack.QP, 1<<r.LogQPs, max(r.ReservedQPs, BaseTunnelSQPN+8*128))
+	rc.Instances[restrack.QP] = 1<<r.LogQPs - r.ReservedQPs - 8*(h.NumVFs+1)*2
+	set(restrack.CQ, 1<<r.LogCQs, r.ReservedCQs)
+	set(restrack.SRQ, 1<<r.LogSRQs, r.ReservedSRQs)
+	set(restrack.MPT, 1<<r.LogMPTs, r.ReservedMRWs)
+	set(restrack.MTT, 1<<r.LogMTTs, r.ReservedMTTs)
+	set(restrack.Counter, r.Counters, 0)
+	set(restrack.XRCD, 1<<16, 1)
+	rc.MACsPerPort, rc.VLANsPerPort = r.MACsPerPort, r.VLANsPerPort
+	rc.EQsPerVF = min(1024, 1<<r.LogEQs+r.ReservedEQs)
+	names := map[string]restrack.Type{"qp": restrack.QP, "cq": restrack.CQ, "srq": restrack.SRQ,
+		"mpt": restrack.MPT, "mtt": restrack.MTT, "mac": restrack.MAC, "vlan": restrack.VLAN,
+		"counter": restrack.Counter}
+	for vf := range h.Funcs {
+		for name, q := range h.Funcs[vf].Quotas {
+			t, ok := names[name]
+			if !ok {
+				continue
+			}
+			o := restrack.Override{VF: vf, Type: t, Quota: -1, Guaranteed: -1}
+			if q.Quota != nil {
+				o.Quota = *q.Quota
+			}
+			if q.Guaranteed != nil {
+				o.Guaranteed = *q.Guaranteed
+			}
+			rc.Overrides = append(rc.Overrides, o)
+		}
+	}
+	tr, err := restrack.New(rc)
+	if err != nil {
+		return fmt.Errorf("hca: %w", err)
+	}
+	h.Res = tr
+	h.fw = &firmware{
+		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{},
+		srqs: map[uint32]*srqObj{}, mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{},
+		ports: make([]portTables, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs),
+	}
+	for vf := range h.fw.vfs {
+		h.fw.vfs[vf].clearEvents()
+	}
+	return nil
+}
+
+func (v *vfFW) clearEvents() {
+	for i := range v.eventEQ {
+		v.eventEQ[i] = -1
+	}
+}
+
+// Stats returns VF vf's event counters.
+func (h *HCA) Stats(vf int) *EventStats {
+	if vf < 0 || vf >= len(h.fw.vfs) {
+		return nil
+	}
+	return &h.fw.vfs[vf].stats
+}
+
+func lo32(v uint64) uint32 { return uint32(v) }
+func hi32(v uint64) uint32 { return uint32(v >> 32) }
+
+func setOutLo(c *hcr.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uint64(v) }
+
+// ALLOC_RES allocates a resource for the VF (mlx4_ALLOC_RES_wrapper, §2.4).
+// Statuses: unknown type or mode → BAD_PARAM; quota → INTERNAL_ERR
+// (MAC/VLAN: BAD_PARAM); a port the VF lacks → BAD_PARAM; no free number →
+// EXCEED_LIM; MAP_ICM of another VF's QP/MPT → BAD_OP, of an unknown one →
+// INTERNAL_ERR, in the wrong state → BAD_PARAM.
+func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
+	ty := restrack.Type(c.InMod & 0xff)
+	op := c.OpMod
+	lo := lo32(c.InParam)
+	switch ty {
+	case restrack.QP:
+		switch op {
+		case resOpReserve:
+			count, align := int(lo&0xffffff), int(hi32(c.InParam))
+			base, err := h.Res.ReserveQPs(c.VF, count, align)
+			if err != nil {
+				return restrack.Refuse(c, err)
+			}
+			setOutLo(c, uint32(base))
+			return hcr.OK
+		case resOpMapICM:
+			qpn := lo & qpnMask
+			if h.validReservedQP(c.VF, qpn) {
+				if _, err := h.Res.Peek(c.VF, restrack.QP, uint64(qpn)); errors.Is(err, restrack.ErrNotFound) {
+					if err := h.Res.TrackSpecial(c.VF, uint64(qpn)); err != nil {
+						return restrack.Refuse(c, err)
+					}
+				}
+			}
+			if err := h.Res.MapICM(c.VF, restrack.QP, uint64(qpn)); err != nil {
+				return restrack.Refuse(c, err)
+			}
+			return hcr.OK
+		}
+	case restrack.MTT:
+		if op == resOpReserveAndMap {
+			base, err := h.Res.AllocMTT(c.VF, int(lo))
+			if err != nil {
+				return restrack.Refuse(c, err)
+			}
+			setOutLo(c, uint32(base))
+			return hcr.OK
+		}
+	case restrack.MPT:
+		switch op {
+		case resOpReserve:
+			idx, err := h.Res.Alloc(c.VF, restrack.MPT)
+			if err != nil {
+				return restrack.Refuse(c, err)
+			}
+			setOutLo(c, uint32(idx))
+			return hcr.OK
+		case resOpMapICM:
+			if err := h.Res.MapICM(c.VF, restrack.MPT, h.Res.MPTID(lo)); err != nil {
+				return restrack.Refuse(c, err)
+			}
+			return hcr.OK
+		}
+	case restrack.CQ, restrack.SRQ:
+		if op == resOpReserveAndMap {
+			n, err := h.Res.Alloc(c.VF, ty)
+			if err != nil {
+				return restrack.Refuse(c, err)
+			}
+			setOutLo(c, uint32(n))
+			return hcr.OK
+		}
+	case restrack.Counter, restrack.XRCD:
+		if op == resOpReserve {
+			n, err := h.Res.Alloc(c.VF, ty)
+			if err != nil {
+				return restrack.Refuse(c, err)
+			}
+			setOutLo(c, uint32(n))
+			return hcr.OK
+		}
+	case restrack.MAC:
+		if op == resOpReserveAndMap {
+			return h.allocMAC(c)
+		}
+	case restrack.VLAN:
+		if op == resOpReserveAndMap {
+			return h.allocVLAN(c)
+		}
+	default:
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+	}
+	return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+}
+
+// validReservedQP: a special QPN the VF may map (mlx4 valid_reserved): its
+// own proxy range BaseProxySQPN + 8*slave .. +7.
+func (h *HCA) validReservedQP(vf int, qpn uint32) bool {
+	base := uint32(BaseProxySQPN + 8*(vf+1))
+	return qpn >= base && qpn < base+8
+}
+
+// resPort is the physical port of a MAC/VLAN request: in_modifier[15:8], or
+// (old API, MAC only) out_param's low byte; 0 if the VF has no such port.
+func (h *HCA) resPort(c *hcr.Cmd, allowOld bool) (phys int, old bool) {
+	vport := c.InMod >> 8 & 0xff
+	if vport == 0 {
+		if !allowOld {
+			return 0, true
+		}
+		vport = lo32(c.OutParam) & 0xff
+	}
+	return h.PhysPort(c.VF, vport), false
+}
+
+func (h *HCA) allocMAC(c *hcr.Cmd) hcr.Status {
+	phys, _ := h.resPort(c, true)
+	if phys == 0 {
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort)
+	}
+	mac := c.InParam & 0xffffffffffff
+	tab := &h.fw.ports[phys-1].mac
+	idx := register(tab[:], mac)
+	if idx < 0 {
+		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonQuota) // table full: -ENOSPC
+	}
+	if _, err := h.Res.AddMAC(c.VF, restrack.MAC, phys, mac, idx); err != nil {
+		unregister(tab[:], idx)
+		return restrack.Refuse(c, err)
+	}
+	setOutLo(c, uint32(idx))
+	return hcr.OK
+}
+
+func (h *HCA) allocVLAN(c *hcr.Cmd) hcr.Status {
+	phys, old := h.resPort(c, false)
+	if old {
+		return hcr.OK // old VLAN API: a no-op success, as mlx4
+	}
+	if phys == 0 {
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort)
+	}
+	vlan := uint64(lo32(c.InParam) & 0xfff)
+	tab := &h.fw.ports[phys-1].vlan
+	idx := register(tab[:], vlan)
+	if idx < 0 {
+		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonQuota)
+	}
+	if _, err := h.Res.AddMAC(c.VF, restrack.VLAN, phys, vlan, idx); err != nil {
+		unregister(tab[:], idx)
+		return restrack.Refuse(c, err)
+	}
+	setOutLo(c, uint32(idx))
+	return hcr.OK
+}
+
+// register finds or adds value in a port table and takes a reference.
+func register(tab []tableEntry, value uint64) int {
+	free := -1
+	for i := range tab {
+		if tab[i].refs > 0 && tab[i].value == value {
+			tab[i].refs++
+			return i
+		}
+		if free < 0 && tab[i].refs == 0 {
+			free = i
+		}
+	}
+	if free >= 0 {
+		tab[free] = tableEntry{value: value, refs: 1}
+	}
+	return free
+}
+
+func unregister(tab []tableEntry, idx int) {
+	if idx >= 0 && idx < len(tab) && tab[idx].refs > 0 {
+		tab[idx].refs--
+	}
+}
+
+// FREE_RES releases a resource (mlx4_FREE_RES_wrapper, §2.4). Statuses:
+// unknown object → INTERNAL_ERR; another VF's → BAD_OP; an object not in
+// its removable state (a CQ or SRQ in HW, a QP or MPT still mapped) → BAD_OP
+// as mlx4's -EPERM; busy or referenced → RESOURCE_BUSY; wrong MTT order →
+// BAD_PARAM.
+func (h *HCA) FREE_RES(c *hcr.Cmd) hcr.Status {
+	ty := restrack.Type(c.InMod & 0xff)
+	op := c.OpMod
+	lo, hi := lo32(c.InParam), hi32(c.InParam)
+	var err error
+	switch ty {
+	case restrack.QP:
+		switch op {
+		case resOpReserve:
+			err = h.Res.FreeQPs(c.VF, uint64(lo&qpnMask), int(hi))
+		case resOpMapICM:
+			qpn := uint64(lo & qpnMask)
+			if err = h.Res.UnmapICM(c.VF, restrack.QP, qpn); err == nil {
+				err = h.Res.UntrackSpecial(c.VF, qpn)
+			}
+		default:
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		}
+	case restrack.MTT:
+		if op != resOpReserveAndMap {
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		}
+		if err = h.Res.FreeMTT(c.VF, uint64(lo), int(hi)); err == nil {
+			delete(h.fw.mtt, uint64(lo))
+		}
+	case restrack.MPT:
+		id := h.Res.MPTID(lo)
+		switch op {
+		case resOpReserve:
+			if err = h.Res.Free(c.VF, restrack.MPT, id); err == nil {
+				delete(h.fw.mpts, id)
+			}
+		case resOpMapICM:
+			err = h.Res.UnmapICM(c.VF, restrack.MPT, id)
+		default:
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		}
+	case restrack.CQ, restrack.SRQ:
+		if op != resOpReserveAndMap {
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		}
+		err = h.Res.Free(c.VF, ty, uint64(lo))
+	case restrack.Counter:
+		if op != resOpReserve {
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		}
+		if int(lo) == h.Cfg.Resources.Counters-1 {
+			return hcr.OK // the sink counter: a no-op
+		}
+		err = h.Res.Free(c.VF, ty, uint64(lo))
+	case restrack.XRCD:
+		if op != resOpReserve {
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		}
+		err = h.Res.Free(c.VF, ty, uint64(lo))
+	case restrack.MAC, restrack.VLAN:
+		if op != resOpReserveAndMap {
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		}
+		phys, old := h.resPort(c, ty == restrack.MAC)
+		if old {
+			return hcr.OK // old VLAN API
+		}
+		if phys == 0 {
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort)
+		}
+		value := c.InParam & 0xffffffffffff
+		if ty == restrack.VLAN {
+			value = uint64(lo & 0xfff)
+		}
+		var idx int
+		if idx, _, err = h.Res.DelMAC(c.VF, ty, phys, value); err == nil {
+			if ty == restrack.MAC {
+				unregister(h.fw.ports[phys-1].mac[:], idx)
+			} else {
+				unregister(h.fw.ports[phys-1].vlan[:], idx)
+			}
+		}
+	default:
+		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+	}
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	return hcr.OK
+}

@@ -1,0 +1,834 @@
+package hca
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+// A VF with an EQ, a CQ and a QP in INIT.
+func setupQP(t *testing.T, v *vf) (cq, qpn uint32, q qpc) {
+	t.Helper()
+	v.setupEQ(1, 4)
+	cq = v.createCQ()
+	qpn, q = v.newQP(cq)
+	wantS(t, "RST2INIT", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.OK)
+	return cq, qpn, q
+}
+
+func TestQPContextNamesOtherVFsCQ(t *testing.T) {
+	r := newRig(t, 2, nil)
+	a, b := r.vf(0), r.vf(1)
+	b.setupEQ(1, 4)
+	bcq := b.createCQ()
+	a.setupEQ(1, 4)
+	acq := a.createCQ()
+	qpn, q := a.newQP(acq)
+	q.scq = bcq
+	c := a.cmd(hcr.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
+	wantS(t, "send CQ of VF 1", a.run((*HCA).RST2INIT_QP, c), hcr.BAD_OP)
+	if c.Reason != hcr.ReasonNotOwner {
+		t.Fatalf("reason %v", c.Reason)
+	}
+	q.scq, q.rcq = acq, bcq
+	wantS(t, "recv CQ of VF 1", a.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.BAD_OP)
+	// Nothing changed: the QP is still in reset, VF 1's CQ unreferenced.
+	if o, _ := r.h.Res.Peek(1, restrack.CQ, uint64(bcq)); o.Refs != 0 {
+		t.Fatalf("VF 1's CQ gained %d references", o.Refs)
+	}
+	if o, _ := r.h.Res.Peek(0, restrack.QP, uint64(qpn)); o.State != restrack.Mapped {
+		t.Fatalf("QP state %d", o.State)
+	}
+	q.rcq = acq
+	wantS(t, "own CQs", a.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.OK)
+}
+
+func TestQPContextUnknownCQAndSRQ(t *testing.T) {
+	r := newRig(t, 1, nil)
+	v := r.vf(0)
+	v.setupEQ(1, 4)
+	cq := v.createCQ()
+	qpn, q := v.newQP(cq)
+	q.rcq = 999
+	c := v.cmd(hcr.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
+	wantS(t, "unknown CQ", v.run((*HCA).RST2INIT_QP, c), hcr.INTERNAL_ERR)
+	if c.Reason != hcr.ReasonNotFound {
+		t.Fatalf("reason %v", c.Reason)
+	}
+	// A CQ allocated but not in HW (Linux does not check; the model does).
+	cold := v.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
+	q.rcq = cold
+	wantS(t, "CQ not in HW", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.BAD_PARAM)
+	q.rcq = cq
+	q.useSRQ, q.srq = true, 77
+	wantS(t, "unknown SRQ", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.INTERNAL_ERR)
+	q.srq = v.createSRQ()
+	wantS(t, "own SRQ", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.OK)
+	if o, _ := r.h.Res.Peek(0, restrack.SRQ, uint64(q.srq)); o.Refs != 1 {
+		t.Fatalf("SRQ refs %d", o.Refs)
+	}
+	wantS(t, "HW2SW_SRQ in use", v.run((*HCA).HW2SW_SRQ, v.cmd(hcr.HW2SW_SRQ, 0, q.srq, 0, nil, false)), hcr.RESOURCE_BUSY)
+}
+
+func TestDestroyCQInUse(t *testing.T) {
+	r := newRig(t, 1, nil)
+	v := r.vf(0)
+	cq, qpn, _ := setupQP(t, v)
+	hw2sw := func() hcr.Status { return v.run((*HCA).HW2SW_CQ, v.cmd(hcr.HW2SW_CQ, 0, cq, 0, nil, false)) }
+	wantS(t, "HW2SW_CQ used by a QP", hw2sw(), hcr.RESOURCE_BUSY)
+	wantS(t, "2RST", v.qpCmd(hcr.TWO_RST_QP, qpn, nil), hcr.OK)
+	wantS(t, "HW2SW_CQ after 2RST", hw2sw(), hcr.OK)
+	wantS(t, "HW2SW_CQ twice", hw2sw(), hcr.BAD_PARAM)
+}
+
+func TestFreeResOfObjectInHW(t *testing.T) {
+	r := newRig(t, 1, nil)
+	v := r.vf(0)
+	cq, qpn, q := setupQP(t, v)
+	wantS(t, "FREE_RES CQ in HW", v.free(restrack.CQ, resOpReserveAndMap, uint64(cq)), hcr.BAD_OP)
+	wantS(t, "FREE_RES QP in HW", v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), hcr.BAD_OP)
+	wantS(t, "unmap QP in HW", v.free(restrack.QP, resOpMapICM, uint64(qpn)), hcr.BAD_PARAM)
+	wantS(t, "FREE_RES MTT in use", v.free(restrack.MTT, resOpReserveAndMap, uint64(q.mtt)), hcr.RESOURCE_BUSY)
+	srq := v.createSRQ()
+	wantS(t, "FREE_RES SRQ in HW", v.free(restrack.SRQ, resOpReserveAndMap, uint64(srq)), hcr.BAD_OP)
+	mpt := v.mustAlloc(restrack.MPT, resOpReserve, 0)
+	v.mustAlloc(restrack.MPT, resOpMapICM, uint64(mpt))
+	wantS(t, "FREE_RES MPT mapped", v.free(restrack.MPT, resOpReserve, uint64(mpt)), hcr.BAD_OP)
+	// Tear down in order: everything succeeds.
+	wantS(t, "2RST", v.qpCmd(hcr.TWO_RST_QP, qpn, nil), hcr.OK)
+	v.must(v.free(restrack.QP, resOpMapICM, uint64(qpn)), "unmap QP")
+	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free QP")
+	v.must(v.free(restrack.MTT, resOpReserveAndMap, uint64(q.mtt)), "free MTT")
+	v.must(v.run((*HCA).HW2SW_CQ, v.cmd(hcr.HW2SW_CQ, 0, cq, 0, nil, false)), "HW2SW_CQ")
+	v.must(v.free(restrack.CQ, resOpReserveAndMap, uint64(cq)), "free CQ")
+	v.must(v.free(restrack.MPT, resOpMapICM, uint64(mpt)), "unmap MPT")
+	v.must(v.free(restrack.MPT, resOpReserve, uint64(mpt)), "free MPT")
+}
+
+func TestQuotaExhaustion(t *testing.T) {
+	small := func(c *config.Config) {
+		q := map[string]config.Quota{}
+		for _, k := range []string{"qp", "cq", "srq", "mpt", "mtt", "mac", "vlan", "counter"} {
+			q[k] = config.Quota{Quota: intp(3), Guaranteed: intp(1)}
+		}
+		c.VFs.Default.Quotas = q
+	}
+	for _, tc := range []struct {
+		ty   restrack.Type
+		op   uint8
+		in   func(i int) uint64
+		want hcr.Status
+	}{
+		{restrack.QP, resOpReserve, func(int) uint64 { return 1 }, hcr.INTERNAL_ERR},
+		{restrack.CQ, resOpReserveAndMap, nil, hcr.INTERNAL_ERR},
+		{restrack.SRQ, resOpReserveAndMap, nil, hcr.INTERNAL_ERR},
+		{restrack.MPT, resOpReserve, nil, hcr.INTERNAL_ERR},
+		{restrack.MTT, resOpReserveAndMap, func(int) uint64 { return 0 }, hcr.INTERNAL_ERR},
+		{restrack.Counter, resOpReserve, nil, hcr.INTERNAL_ERR},
+		{restrack.XRCD, resOpReserve, nil, hcr.INTERNAL_ERR},
+		{restrack.MAC, resOpReserveAndMap, func(i int) uint64 { return 0x0002c9000100 + uint64(i) }, hcr.BAD_PARAM},
+		{restrack.VLAN, resOpReserveAndMap, func(i int) uint64 { return uint64(10 + i) }, hcr.BAD_PARAM},
+	} {
+		t.Run(tc.ty.String(), func(t *testing.T) {
+			r := newRig(t, 2, small)
+			v := r.vf(0)
+			var s hcr.Status
+			var c *hcr.Cmd
+			n := 0
+			for ; n < 1<<16; n++ {
+				in := uint64(0)
+				if tc.in != nil {
+					in = tc.in(n)
+				}
+				inMod := uint32(tc.ty)
+				if tc.ty == restrack.MAC || tc.ty == restrack.VLAN {
+					inMod |= 1 << 8 // VF port 1
+				}
+				c = v.cmd(hcr.ALLOC_RES, in, inMod, tc.op, nil, false)
+				if s = v.run((*HCA).ALLOC_RES, c); s != hcr.OK {
+					break
+				}
+			}
+			wantS(t, fmt.Sprintf("allocation %d", n+1), s, tc.want)
+			if c.Reason != hcr.ReasonQuota {
+				t.Fatalf("reason %v", c.Reason)
+			}
+			if tc.ty != restrack.XRCD && n != 3 {
+				t.Fatalf("quota 3, got %d", n)
+			}
+			// VF 1 is not affected.
+			if tc.ty != restrack.VLAN {
+				in := uint64(0)
+				if tc.in != nil {
+					in = tc.in(100)
+				}
+				inMod := uint32(tc.ty)
+				if tc.ty == restrack.MAC {
+					inMod |= 1 << 8
+				}
+				c := r.vf(1).cmd(hcr.ALLOC_RES, in, inMod, tc.op, nil, false)
+				wantS(t, "VF 1", r.vf(1).run((*HCA).ALLOC_RES, c), hcr.OK)
+			}
+		})
+	}
+}
+
+func TestPKeyIndex(t *testing.T) {
+	r := newRig(t, 4, nil)
+	vfs := map[int]*vf{}
+	for _, tc := range []struct {
+		vf       int
+		pkey     uint8
+		want     hcr.Status
+		physPKey byte
+	}{
+		{0, 0, hcr.OK, 0}, {0, 1, hcr.OK, 1}, {0, 2, hcr.BAD_PARAM, 0}, {0, 255, hcr.BAD_PARAM, 0},
+		{3, 1, hcr.OK, 2}, {3, 2, hcr.OK, 3}, {3, 3, hcr.BAD_PARAM, 0}, // VF 3: map [0 2 3]
+	} {
+		v := vfs[tc.vf]
+		if v == nil {
+			v = r.vf(tc.vf)
+			vfs[tc.vf] = v
+			v.setupEQ(1, 4)
+		}
+		cq := v.createCQ()
+		qpn, q := v.newQP(cq)
+		q.pkey = tc.pkey
+		c := v.cmd(hcr.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
+		s := v.run((*HCA).RST2INIT_QP, c)
+		wantS(t, fmt.Sprintf("VF %d pkey_index %d", tc.vf, tc.pkey), s, tc.want)
+		if s != hcr.OK {
+			if c.Reason != hcr.ReasonPKey {
+				t.Fatalf("reason %v", c.Reason)
+			}
+			continue
+		}
+		out := v.cmd(hcr.QUERY_QP, 0, qpn, 0, nil, true)
+		v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
+		if got := out.Outbox[qpcPKey]; got != tc.physPKey {
+			t.Fatalf("VF %d virtual %d → physical %d, want %d", tc.vf, tc.pkey, got, tc.physPKey)
+		}
+		if st := out.Outbox[qpcFlags] >> 4; st != byte(qpINIT) {
+			t.Fatalf("queried state %d", st)
+		}
+	}
+}
+
+func TestPortTheVFDoesNotHave(t *testing.T) {
+	r := newRig(t, 2, func(c *config.Config) {
+		c.VFs.Overrides = map[string]config.VF{"1": {Ports: []int{2}}}
+	})
+	v := r.vf(1)
+	v.setupEQ(1, 4)
+	cq := v.createCQ()
+	qpn, q := v.newQP(cq)
+	q.vfPort = 2
+	c := v.cmd(hcr.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
+	wantS(t, "QP on VF port 2", v.run((*HCA).RST2INIT_QP, c), hcr.BAD_PARAM)
+	if c.Reason != hcr.ReasonPort {
+		t.Fatalf("reason %v", c.Reason)
+	}
+	q.vfPort = 1
+	wantS(t, "QP on VF port 1", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.OK)
+	out := v.cmd(hcr.QUERY_QP, 0, qpn, 0, nil, true)
+	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
+	if out.Outbox[qpcSched]>>6&1 != 1 {
+		t.Fatal("sched_queue not rewritten to physical port 2")
+	}
+	for _, tc := range []struct {
+		op  hcr.Opcode
+		f   exec
+		mod uint32
+		in  uint64
+	}{
+		{hcr.INIT_PORT, (*HCA).INIT_PORT, 2, 0},
+		{hcr.CLOSE_PORT, (*HCA).CLOSE_PORT, 2, 0},
+		{hcr.SET_PORT, (*HCA).SET_PORT, 2, 0},
+		{hcr.DUMP_ETH_STATS, (*HCA).DUMP_ETH_STATS, 0, 0},
+		{hcr.SET_MCAST_FLTR, (*HCA).SET_MCAST_FLTR, 3, 0},
+		{hcr.PROMISC, (*HCA).PROMISC, 1, 2 << 62},
+	} {
+		c := v.cmd(tc.op, tc.in, tc.mod, 0, make([]byte, 512), true)
+		wantS(t, tc.op.String(), v.run(tc.f, c), hcr.BAD_PARAM)
+	}
+	v.must(v.run((*HCA).INIT_PORT, v.cmd(hcr.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT 1")
+	if !r.h.PortOpen(1, 2) || r.h.PortOpen(1, 1) {
+		t.Fatal("VF port 1 is physical port 2")
+	}
+	// MAC on a port the VF lacks.
+	c = v.cmd(hcr.ALLOC_RES, 0x0002c9000001, uint32(restrack.MAC)|2<<8, resOpReserveAndMap, nil, false)
+	wantS(t, "MAC on VF port 2", v.run((*HCA).ALLOC_RES, c), hcr.BAD_PARAM)
+}
+
+func TestWriteMTT(t *testing.T) {
+	r := newRig(t, 2, nil)
+	a, b := r.vf(0), r.vf(1)
+	base := uint64(a.mtt(2)) // 4 entries
+	other := uint64(b.mtt(2))
+	for _, tc := range []struct {
+		name  string
+		start uint64
+		n     int
+		want  hcr.Status
+	}{
+		{"inside", base, 4, hcr.OK},
+		{"tail", base + 3, 1, hcr.OK},
+		{"beyond the allocation", base + 2, 3, hcr.BAD_OP},
+		{"before it", base - 1, 2, hcr.BAD_OP},
+		{"another VF's", other, 1, hcr.BAD_OP},
+		{"unallocated", 1 << 13, 1, hcr.BAD_OP},
+		{"huge start", 1 << 60, 1, hcr.BAD_OP},
+	} {
+		ents := make([]uint64, tc.n)
+		for i := range ents {
+			ents[i] = 0x1000 * uint64(i+1)
+		}
+		c := a.cmd(hcr.WRITE_MTT, 0, uint32(tc.n), 0, nil, false)
+		c.Inbox = new([hcr.MailboxSize]byte)
+		binary.BigEndian.PutUint64(c.Inbox[:], tc.start)
+		for i, e := range ents {
+			binary.BigEndian.PutUint64(c.Inbox[16+8*i:], e)
+		}
+		s := a.run((*HCA).WRITE_MTT, c)
+		wantS(t, tc.name, s, tc.want)
+		if s != hcr.OK && c.Reason != hcr.ReasonMTT {
+			t.Fatalf("%s: reason %v", tc.name, c.Reason)
+		}
+	}
+	// Length beyond the mailbox (Linux does not check).
+	big := a.mtt(10)
+	c := a.cmd(hcr.WRITE_MTT, 0, 511, 0, make([]byte, 16), false)
+	binary.BigEndian.PutUint64(c.Inbox[:], uint64(big))
+	wantS(t, "511 entries", a.run((*HCA).WRITE_MTT, c), hcr.BAD_PARAM)
+	c = a.cmd(hcr.WRITE_MTT, 0, 510, 0, make([]byte, 16), false)
+	binary.BigEndian.PutUint64(c.Inbox[:], uint64(big))
+	wantS(t, "510 entries", a.run((*HCA).WRITE_MTT, c), hcr.OK)
+	// READ_MTT reads back what was written, and only the VF's own.
+	out := a.cmd(hcr.READ_MTT, base, 4, 0, nil, true)
+	a.must(a.run((*HCA).READ_MTT, out), "READ_MTT")
+	if e := binary.BigEndian.Uint64(out.Outbox[16+8:]); e != 0x2000|1 {
+		t.Fatalf("entry 1 = %#x", e)
+	}
+	wantS(t, "READ_MTT of VF 1", a.run((*HCA).READ_MTT, a.cmd(hcr.READ_MTT, other, 1, 0, nil, true)), hcr.BAD_OP)
+}
+
+func mptEntry(flags, pd uint32, mttBase uint32, mttSize uint32) []byte {
+	b := make([]byte, mptSize)
+	binary.BigEndian.PutUint32(b[mptFlags:], flags)
+	binary.BigEndian.PutUint32(b[mptPDFlags:], pd)
+	binary.BigEndian.PutUint64(b[mptMTTAddr:], uint64(mttBase)*mttEntrySize)
+	binary.BigEndian.PutUint32(b[mptMTTSize:], mttSize)
+	return b
+}
+
+func TestMPT(t *testing.T) {
+	r := newRig(t, 2, nil)
+	a, b := r.vf(0), r.vf(1)
+	own := a.mtt(2)
+	other := b.mtt(2)
+	newMPT := func() uint32 {
+		idx := a.mustAlloc(restrack.MPT, resOpReserve, 0)
+		a.mustAlloc(restrack.MPT, resOpMapICM, uint64(idx))
+		return idx
+	}
+	sw2hw := func(idx uint32, e []byte) (hcr.Status, *hcr.Cmd) {
+		c := a.cmd(hcr.SW2HW_MPT, 0, idx, 0, e, false)
+		return a.run((*HCA).SW2HW_MPT, c), c
+	}
+	idx := newMPT()
+	s, c := sw2hw(idx, mptEntry(mptRegion, 5, other, 4))
+	wantS(t, "MPT over VF 1's MTTs", s, hcr.BAD_OP)
+	if c.Reason != hcr.ReasonMTT {
+		t.Fatalf("reason %v", c.Reason)
+	}
+	s, _ = sw2hw(idx, mptEntry(mptRegion, 5, own, 5))
+	wantS(t, "MPT beyond its MTTs", s, hcr.BAD_OP)
+	s, _ = sw2hw(idx, mptEntry(mptRegion, 5, own+1, 2))
+	wantS(t, "MPT not at an MTT base", s, hcr.INTERNAL_ERR)
+	s, _ = sw2hw(idx, mptEntry(mptRegion, 3<<17|5, own, 4)) // PD of slave 2 = VF 1
+	wantS(t, "PD of another function", s, hcr.BAD_OP)
+	s, _ = sw2hw(idx, mptEntry(0, 5, own, 4))
+	wantS(t, "memory window", s, hcr.BAD_OP)
+	s, _ = sw2hw(idx, mptEntry(mptRegion, 2<<17|5, own, 4)) // slave 1 = VF 0
+	wantS(t, "own MTTs and PD", s, hcr.OK)
+	if o, _ := r.h.Res.Peek(0, restrack.MTT, uint64(own)); o.Refs != 1 {
+		t.Fatalf("MTT refs %d", o.Refs)
+	}
+	q := a.cmd(hcr.QUERY_MPT, 0, idx, 0, nil, true)
+	a.must(a.run((*HCA).QUERY_MPT, q), "QUERY_MPT")
+	if binary.BigEndian.Uint32(q.Outbox[mptMTTSize:]) != 4 {
+		t.Fatal("QUERY_MPT does not return the entry")
+	}
+	wantS(t, "QUERY_MPT of VF 0's MPT by VF 1", b.run((*HCA).QUERY_MPT, b.cmd(hcr.QUERY_MPT, 0, idx, 0, nil, true)), hcr.BAD_OP)
+	wantS(t, "HW2SW_MPT by VF 1", b.run((*HCA).HW2SW_MPT, b.cmd(hcr.HW2SW_MPT, 0, idx, 0, nil, false)), hcr.BAD_OP)
+	a.must(a.run((*HCA).HW2SW_MPT, a.cmd(hcr.HW2SW_MPT, 0, idx, 0, nil, false)), "HW2SW_MPT")
+	if o, _ := r.h.Res.Peek(0, restrack.MTT, uint64(own)); o.Refs != 0 {
+		t.Fatalf("MTT refs after HW2SW %d", o.Refs)
+	}
+	s, _ = sw2hw(newMPT(), mptEntry(mptRegion|mptPhysical, 0, 0, 0))
+	wantS(t, "physical MPT", s, hcr.OK)
+}
+
+func TestCQChecks(t *testing.T) {
+	r := newRig(t, 2, nil)
+	a, b := r.vf(0), r.vf(1)
+	b.setupEQ(5, 4)
+	cqn := a.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
+	mtt := a.mtt(0, a.newPage())
+	sw2hw := func(v *vf, cq uint32, ctx []byte) (hcr.Status, *hcr.Cmd) {
+		c := v.cmd(hcr.SW2HW_CQ, 0, cq, 0, ctx, false)
+		return v.run((*HCA).SW2HW_CQ, c), c
+	}
+	// EQ 5 exists only for VF 1: VF 0 cannot use it (Linux does not check).
+	s, c := sw2hw(a, cqn, cqContext(7, 5, mtt))
+	wantS(t, "comp_eqn not the VF's", s, hcr.BAD_PARAM)
+	if c.Reason != hcr.ReasonEQ {
+		t.Fatalf("reason %v", c.Reason)
+	}
+	a.setupEQ(2, 4)
+	s, _ = sw2hw(a, cqn, cqContext(13, 2, mtt)) // needs 2 pages
+	wantS(t, "CQ larger than its MTT", s, hcr.BAD_OP)
+	s, _ = sw2hw(b, cqn, cqContext(7, 5, mtt))
+	wantS(t, "VF 1 on VF 0's CQ", s, hcr.BAD_OP)
+	s, _ = sw2hw(a, cqn, cqContext(7, 2, mtt))
+	wantS(t, "good CQ", s, hcr.OK)
+	q := a.cmd(hcr.QUERY_CQ, 0, cqn, 0, nil, true)
+	a.must(a.run((*HCA).QUERY_CQ, q), "QUERY_CQ")
+	if q.Outbox[cqcCompEQN] != 2 {
+		t.Fatal("QUERY_CQ context")
+	}
+	wantS(t, "QUERY_CQ by VF 1", b.run((*HCA).QUERY_CQ, b.cmd(hcr.QUERY_CQ, 0, cqn, 0, nil, true)), hcr.BAD_OP)
+	// MODIFY_CQ resize onto a bigger MTT moves the reference.
+	mtt2 := a.mtt(1, a.newPage(), a.newPage())
+	m := a.cmd(hcr.MODIFY_CQ, 0, cqn, 0, cqContext(8, 2, mtt2), false)
+	a.must(a.run((*HCA).MODIFY_CQ, m), "MODIFY_CQ resize")
+	o1, _ := r.h.Res.Peek(0, restrack.MTT, uint64(mtt))
+	o2, _ := r.h.Res.Peek(0, restrack.MTT, uint64(mtt2))
+	if o1.Refs != 0 || o2.Refs != 1 {
+		t.Fatalf("refs after resize %d %d", o1.Refs, o2.Refs)
+	}
+	bm := b.mtt(1)
+	m = a.cmd(hcr.MODIFY_CQ, 0, cqn, 0, cqContext(8, 2, bm), false)
+	wantS(t, "resize onto VF 1's MTT", a.run((*HCA).MODIFY_CQ, m), hcr.BAD_OP)
+	// A CQ not in HW: QUERY_CQ and MODIFY_CQ answer OK without executing (mlx4).
+	cold := a.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
+	a.must(a.run((*HCA).QUERY_CQ, a.cmd(hcr.QUERY_CQ, 0, cold, 0, nil, true)), "QUERY_CQ cold")
+}
+
+func TestSRQChecks(t *testing.T) {
+	r := newRig(t, 1, nil)
+	v := r.vf(0)
+	srqn := v.mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
+	mtt := v.mtt(0)
+	c := v.cmd(hcr.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn+1, mtt), false)
+	wantS(t, "SRQN mismatch", v.run((*HCA).SW2HW_SRQ, c), hcr.BAD_PARAM)
+	wantS(t, "QUERY_SRQ before HW", v.run((*HCA).QUERY_SRQ, v.cmd(hcr.QUERY_SRQ, 0, srqn, 0, nil, true)), hcr.RESOURCE_BUSY)
+	v.must(v.run((*HCA).SW2HW_SRQ, v.cmd(hcr.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, mtt), false)), "SW2HW_SRQ")
+	v.must(v.run((*HCA).ARM_SRQ, v.cmd(hcr.ARM_SRQ, 42, srqn, 0, nil, false)), "ARM_SRQ")
+	q := v.cmd(hcr.QUERY_SRQ, 0, srqn, 0, nil, true)
+	v.must(v.run((*HCA).QUERY_SRQ, q), "QUERY_SRQ")
+	if binary.BigEndian.Uint16(q.Outbox[srqcLimitWatermark:]) != 42 {
+		t.Fatal("limit watermark")
+	}
+	v.must(v.run((*HCA).HW2SW_SRQ, v.cmd(hcr.HW2SW_SRQ, 0, srqn, 0, nil, false)), "HW2SW_SRQ")
+	v.must(v.free(restrack.SRQ, resOpReserveAndMap, uint64(srqn)), "free SRQ")
+}
+
+// Every (QP state, transition) pair, with the documented status.
+func TestEveryIllegalQPTransition(t *testing.T) {
+	withCtx := map[hcr.Opcode]bool{hcr.RST2INIT_QP: true, hcr.INIT2INIT_QP: true, hcr.INIT2RTR_QP: true,
+		hcr.RTR2RTS_QP: true, hcr.RTS2RTS_QP: true, hcr.SQERR2RTS_QP: true, hcr.SQD2SQD_QP: true, hcr.SQD2RTS_QP: true}
+	ops := []hcr.Opcode{hcr.RST2INIT_QP, hcr.INIT2INIT_QP, hcr.INIT2RTR_QP, hcr.RTR2RTS_QP, hcr.RTS2RTS_QP,
+		hcr.SQERR2RTS_QP, hcr.TWO_ERR_QP, hcr.RTS2SQD_QP, hcr.SQD2SQD_QP, hcr.SQD2RTS_QP, hcr.TWO_RST_QP,
+		hcr.QUERY_QP, hcr.SUSPEND_QP, hcr.UNSUSPEND_QP}
+	states := []qpState{qpRST, qpINIT, qpRTR, qpRTS, qpSQER, qpSQD, qpERR}
+	r := newRig(t, 1, func(c *config.Config) {
+		c.VFs.Default.Quotas = map[string]config.Quota{"qp": {Quota: intp(1000), Guaranteed: intp(10)}, "mtt": {Quota: intp(1000), Guaranteed: intp(10)}}
+	})
+	v := r.vf(0)
+	v.setupEQ(1, 4)
+	cq := v.createCQ()
+	for _, st := range states {
+		for _, op := range ops {
+			qpn, q := v.newQP(cq)
+			if st != qpRST {
+				v.must(v.qpCmd(hcr.RST2INIT_QP, qpn, &q), "RST2INIT")
+				r.h.fw.qps[qpn].state = st // SQER is reachable only through the data path
+			}
+			var want hcr.Status
+			var to qpState
+			switch {
+			case op == hcr.RST2INIT_QP:
+				want, to = hcr.BAD_PARAM, st
+				if st == qpRST {
+					want, to = hcr.OK, qpINIT
+				}
+			case op == hcr.TWO_RST_QP:
+				want, to = hcr.OK, qpRST
+				if st == qpRST {
+					want = hcr.BAD_PARAM
+				}
+			case st == qpRST:
+				want, to = hcr.RESOURCE_BUSY, qpRST
+			case op == hcr.QUERY_QP || op == hcr.SUSPEND_QP || op == hcr.UNSUSPEND_QP:
+				want, to = hcr.OK, st
+			default:
+				tr := qpTransitions[op]
+				want, to = hcr.BAD_PARAM, st
+				if tr.from&(1<<st) != 0 {
+					want, to = hcr.OK, tr.to
+				}
+			}
+			var ctx *qpc
+			if withCtx[op] {
+				ctx = &q
+			}
+			got := v.qpCmd(op, qpn, ctx)
+			if got != want {
+				t.Errorf("%v on a QP in state %d: %v, want %v", op, st, got, want)
+			}
+			now := qpRST
+			if qp := r.h.fw.qps[qpn]; qp != nil {
+				now = qp.state
+			}
+			if now != to {
+				t.Errorf("%v on a QP in state %d: state %d, want %d", op, st, now, to)
+			}
+			v.r.h.ResetFunction(0) // fresh objects for the next pair
+			v.page = 0x10000
+			v.setupEQ(1, 4)
+			cq = v.createCQ()
+		}
+	}
+}
+
+func TestQPVerify(t *testing.T) {
+	r := newRig(t, 2, func(c *config.Config) {
+		c.Ports[1].LinkLayer = "eth"
+		c.Ports[1].LID = 0
+	})
+	v := r.vf(0)
+	_, qpn, q := setupQP(t, v)
+	q.rateLimit = 5
+	wantS(t, "rate limit", v.qpCmd(hcr.INIT2RTR_QP, qpn, &q), hcr.BAD_OP)
+	q.rateLimit = 0
+	q.optpar = optPriAddrPath
+	q.mgid = 1
+	wantS(t, "IB mgid_index 1", v.qpCmd(hcr.INIT2RTR_QP, qpn, &q), hcr.BAD_PARAM)
+	q.mgid = 0
+	v.must(v.qpCmd(hcr.INIT2RTR_QP, qpn, &q), "INIT2RTR")
+	out := v.cmd(hcr.QUERY_QP, 0, qpn, 0, nil, true)
+	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
+	if out.Outbox[qpcMGID] != 1 { // slave & 0x7f for IB
+		t.Fatalf("mgid rewritten to %d", out.Outbox[qpcMGID])
+	}
+	// RoCE: INIT2RTR on the Ethernet port needs a source MAC the VF registered.
+	cq2 := v.createCQ()
+	qpn2, q2 := v.newQP(cq2)
+	q2.vfPort = 2
+	v.must(v.qpCmd(hcr.RST2INIT_QP, qpn2, &q2), "RST2INIT eth")
+	q2.smac = 0
+	wantS(t, "unregistered smac", v.qpCmd(hcr.INIT2RTR_QP, qpn2, &q2), hcr.BAD_PARAM)
+	c := v.cmd(hcr.ALLOC_RES, 0x0002c9aabbcc, uint32(restrack.MAC)|2<<8, resOpReserveAndMap, nil, false)
+	v.must(v.run((*HCA).ALLOC_RES, c), "MAC")
+	idx := uint32(c.OutParam)
+	q2.smac = uint8(idx)
+	v.must(v.qpCmd(hcr.INIT2RTR_QP, qpn2, &q2), "INIT2RTR with own smac")
+	// Another VF's MAC index is not usable.
+	w := r.vf(1)
+	w.setupEQ(1, 4)
+	wcq := w.createCQ()
+	wq, wc := w.newQP(wcq)
+	wc.vfPort = 2
+	w.must(w.qpCmd(hcr.RST2INIT_QP, wq, &wc), "VF 1 RST2INIT")
+	wc.smac = uint8(idx)
+	wantS(t, "VF 0's smac index", w.qpCmd(hcr.INIT2RTR_QP, wq, &wc), hcr.BAD_PARAM)
+}
+
+func TestQPAttachHoldsQP(t *testing.T) {
+	r := newRig(t, 2, nil)
+	v := r.vf(0)
+	_, qpn, _ := setupQP(t, v)
+	gid := make([]byte, 16)
+	gid[0] = 0xff
+	v.must(v.run((*HCA).QP_ATTACH, v.cmd(hcr.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
+	wantS(t, "attach by VF 1", r.vf(1).run((*HCA).QP_ATTACH, r.vf(1).cmd(hcr.QP_ATTACH, 0, qpn, 1, gid, false)), hcr.BAD_OP)
+	v.must(v.qpCmd(hcr.TWO_RST_QP, qpn, nil), "2RST")
+	v.must(v.free(restrack.QP, resOpMapICM, uint64(qpn)), "unmap")
+	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free after 2RST detached")
+}
+
+func TestSpecialProxyQP(t *testing.T) {
+	r := newRig(t, 2, nil)
+	v := r.vf(0)
+	own := uint64(BaseProxySQPN + 8*1)
+	v.mustAlloc(restrack.QP, resOpMapICM, own)
+	_, s := v.alloc(restrack.QP, resOpMapICM, uint64(BaseProxySQPN+8*2))
+	wantS(t, "VF 1's proxy QP", s, hcr.INTERNAL_ERR)
+	v.must(v.free(restrack.QP, resOpMapICM, own), "unmap proxy")
+	if n := r.h.Counts(0)[restrack.QP]; n != 0 {
+		t.Fatalf("proxy QP still tracked: %d", n)
+	}
+	if a := r.h.Res.Allocated(0, restrack.QP, 0); a != 0 {
+		t.Fatalf("proxy QP charged %d", a)
+	}
+}
+
+func TestEQOverrunAndOwnerBit(t *testing.T) {
+	r := newRig(t, 2, nil)
+	v := r.vf(0)
+	page := v.page
+	v.setupEQ(3, 2) // 4 entries
+	for i := range 4 {
+		e := CompletionEQE(uint16(i+1), hcr.BAD_PARAM, 0x1122334455667788)
+		if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+			t.Fatalf("EQE %d: %v", i, err)
+		}
+	}
+	e := CompletionEQE(5, hcr.OK, 0)
+	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+		t.Fatalf("5th EQE on a 4-entry EQ: %v", err)
+	}
+	if n := r.h.Stats(0).Overruns.Load(); n != 1 {
+		t.Fatalf("overruns %d", n)
+	}
+	got := v.readEQE(page, 1)
+	if got[eqeType] != EventCmd || binary.BigEndian.Uint16(got[eqeToken:]) != 2 || got[eqeStatus] != byte(hcr.BAD_PARAM) ||
+		binary.BigEndian.Uint64(got[eqeOutParam:]) != 0x1122334455667788 || got[eqeOwner]&0x80 != 0 || got[eqeSlaveID] != 1 {
+		t.Fatalf("EQE 1 = % x", got)
+	}
+	// The VF consumed 2: two more fit, written with the owner bit set (second pass).
+	if err := r.h.EQDoorbell(0, 3, 2|1<<31); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		e := CompletionEQE(uint16(10+i), hcr.OK, 0)
+		if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+			t.Fatalf("after doorbell, EQE %d: %v", i, err)
+		}
+	}
+	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+		t.Fatalf("full again: %v", err)
+	}
+	got = v.readEQE(page, 0)
+	if binary.BigEndian.Uint16(got[eqeToken:]) != 10 || got[eqeOwner]&0x80 == 0 {
+		t.Fatalf("wrapped EQE = % x", got)
+	}
+	if n := r.h.Stats(0).EQEs.Load(); n != 6 {
+		t.Fatalf("EQEs %d", n)
+	}
+	// QUERY_EQ shows the indexes.
+	q := v.cmd(hcr.QUERY_EQ, 0, 3, 0, nil, true)
+	v.must(v.run((*HCA).QUERY_EQ, q), "QUERY_EQ")
+	if binary.BigEndian.Uint32(q.Outbox[eqcProducer:]) != 6 || binary.BigEndian.Uint32(q.Outbox[eqcConsumer:]) != 2 {
+		t.Fatal("QUERY_EQ indexes")
+	}
+	// VF 1 has nothing mapped.
+	if err := r.h.PostEQE(1, EventCmd, &e); !errors.Is(err, ErrNoEQ) || r.h.HasEQ(1, EventCmd) {
+		t.Fatalf("VF 1: %v", err)
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		_ = r.h.EQDoorbell(0, 3, 0)
+		_ = r.h.PostEQE(0, EventCmd, &e)
+		_ = r.h.PostEQE(1, EventCmd, &e)
+	})
+	if allocs != 0 {
+		t.Fatalf("PostEQE allocates %v", allocs)
+	}
+}
+
+func TestEQRingChecked(t *testing.T) {
+	r := newRig(t, 1, nil)
+	v := r.vf(0)
+	outside := v.mtt(0, testWindow) // one page beyond the window
+	c := v.cmd(hcr.SW2HW_EQ, 0, 1, 0, eqContext(4, outside), false)
+	wantS(t, "ring outside the window", v.run((*HCA).SW2HW_EQ, c), hcr.BAD_PARAM)
+	if c.Reason != hcr.ReasonMTT {
+		t.Fatalf("reason %v", c.Reason)
+	}
+	unwritten := v.mtt(0)
+	wantS(t, "MTT never written", v.run((*HCA).SW2HW_EQ, v.cmd(hcr.SW2HW_EQ, 0, 1, 0, eqContext(4, unwritten), false)), hcr.BAD_PARAM)
+	wantS(t, "ring bigger than its MTT", v.run((*HCA).SW2HW_EQ, v.cmd(hcr.SW2HW_EQ, 0, 1, 0, eqContext(8, outside), false)), hcr.BAD_OP)
+	wantS(t, "eqn 1024", v.run((*HCA).SW2HW_EQ, v.cmd(hcr.SW2HW_EQ, 0, 1024, 0, eqContext(4, unwritten), false)), hcr.BAD_PARAM)
+	if n := r.h.Counts(0)[restrack.EQ]; n != 0 {
+		t.Fatalf("failed SW2HW_EQ left %d EQs", n)
+	}
+	wantS(t, "MAP_EQ to no EQ", v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<EventCmd, 1, 0, nil, false)), hcr.BAD_PARAM)
+	v.setupEQ(1, 4)
+	wantS(t, "SW2HW_EQ twice", v.createEQ(1, 4), hcr.INTERNAL_ERR)
+	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(hcr.HW2SW_EQ, 0, 1, 0, nil, false)), "HW2SW_EQ")
+	if r.h.HasEQ(0, EventCmd) {
+		t.Fatal("event map still points at a destroyed EQ")
+	}
+	wantS(t, "QUERY_EQ gone", v.run((*HCA).QUERY_EQ, v.cmd(hcr.QUERY_EQ, 0, 1, 0, nil, true)), hcr.INTERNAL_ERR)
+}
+
+func TestAsyncEventsRouteToOwner(t *testing.T) {
+	r := newRig(t, 3, func(c *config.Config) {
+		c.VFs.Overrides = map[string]config.VF{"2": {Ports: []int{2}}}
+	})
+	a, b := r.vf(0), r.vf(1)
+	apage, bpage := a.page, b.page
+	_, aqp, _ := setupQP(t, a)
+	bcq, _, _ := setupQP(t, b)
+	if err := r.h.QPEvent(aqp, EventCommEst); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.CQError(bcq, 1); err != nil {
+		t.Fatal(err)
+	}
+	e := a.readEQE(apage, 0)
+	if e[eqeType] != EventCommEst || binary.BigEndian.Uint32(e[eqeData:]) != aqp {
+		t.Fatalf("VF 0 EQE % x", e)
+	}
+	e = b.readEQE(bpage, 0)
+	if e[eqeType] != EventCQError || binary.BigEndian.Uint32(e[eqeData:]) != bcq || e[eqeStatus] != 1 {
+		t.Fatalf("VF 1 EQE % x", e)
+	}
+	if err := r.h.QPEvent(0x7ffff0, EventCommEst); !errors.Is(err, restrack.ErrNotFound) {
+		t.Fatalf("untracked QP: %v", err)
+	}
+	// Port 2 changes: VF 0 and VF 1 (ports [1 2]) get it as their port 2;
+	// VF 2 (ports [2]) has no EQ: counted, not delivered.
+	n, err := r.h.PortChange(2, 4)
+	if n != 2 || !errors.Is(err, ErrNoEQ) {
+		t.Fatalf("port change to %d VFs, %v", n, err)
+	}
+	e = a.readEQE(apage, 1)
+	if e[eqeType] != EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[eqeSubtype] != 4 {
+		t.Fatalf("port change EQE % x", e)
+	}
+	if r.h.Stats(2).NoEQ.Load() != 1 {
+		t.Fatal("VF 2's dropped event not counted")
+	}
+}
+
+func TestMACVLANAndCounters(t *testing.T) {
+	r := newRig(t, 2, nil)
+	a, b := r.vf(0), r.vf(1)
+	mac := uint64(0x0002c9010203)
+	c := a.cmd(hcr.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
+	a.must(a.run((*HCA).ALLOC_RES, c), "MAC")
+	idx := int(uint32(c.OutParam))
+	c = b.cmd(hcr.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
+	b.must(b.run((*HCA).ALLOC_RES, c), "same MAC by VF 1")
+	if r.h.fw.ports[0].mac[idx].refs != 2 {
+		t.Fatal("shared MAC table entry not refcounted")
+	}
+	// Old API: port in out_param.
+	c = a.cmd(hcr.ALLOC_RES, mac+1, uint32(restrack.MAC), resOpReserveAndMap, nil, false)
+	c.OutParam = 1
+	a.must(a.run((*HCA).ALLOC_RES, c), "MAC old API")
+	wantS(t, "FREE MAC VF 1 never had", b.free(restrack.MAC, resOpReserveAndMap, mac+1), hcr.BAD_PARAM)
+	r.h.ResetFunction(0)
+	if r.h.fw.ports[0].mac[idx].refs != 1 {
+		t.Fatalf("after VF 0's reset the entry has %d refs", r.h.fw.ports[0].mac[idx].refs)
+	}
+	// VLAN old API is a no-op success.
+	a.must(a.run((*HCA).ALLOC_RES, a.cmd(hcr.ALLOC_RES, 5, uint32(restrack.VLAN), resOpReserveAndMap, nil, false)), "VLAN old API")
+	cnt := a.mustAlloc(restrack.Counter, resOpReserve, 0)
+	a.must(a.run((*HCA).QUERY_IF_STAT, a.cmd(hcr.QUERY_IF_STAT, 0, cnt, 0, nil, true)), "QUERY_IF_STAT")
+	wantS(t, "QUERY_IF_STAT of VF 0's counter", b.run((*HCA).QUERY_IF_STAT, b.cmd(hcr.QUERY_IF_STAT, 0, cnt, 0, nil, true)), hcr.BAD_OP)
+	wantS(t, "FREE_RES counter of VF 0", b.free(restrack.Counter, resOpReserve, uint64(cnt)), hcr.BAD_OP)
+	b.must(b.free(restrack.Counter, resOpReserve, uint64(r.h.Cfg.Resources.Counters-1)), "sink counter")
+	wantS(t, "ALLOC_RES EQ", a.run((*HCA).ALLOC_RES, a.cmd(hcr.ALLOC_RES, 0, uint32(restrack.EQ), 0, nil, false)), hcr.BAD_PARAM)
+	wantS(t, "ALLOC_RES CQ RESERVE", a.run((*HCA).ALLOC_RES, a.cmd(hcr.ALLOC_RES, 0, uint32(restrack.CQ), 0, nil, false)), hcr.BAD_PARAM)
+	wantS(t, "CONFIG_DEV set", a.run((*HCA).CONFIG_DEV, a.cmd(hcr.CONFIG_DEV, 0, 0, 0, nil, true)), hcr.BAD_OP)
+	a.must(a.run((*HCA).CONFIG_DEV, a.cmd(hcr.CONFIG_DEV, 0, 0, 1, nil, true)), "CONFIG_DEV get")
+}
+
+func TestCompletionEQELayout(t *testing.T) {
+	e := CompletionEQE(0xbeef, hcr.RESOURCE_BUSY, 0x0102030405060708)
+	want := [EQESize]byte{1: 0x0a, 6: 0xbe, 7: 0xef, 0x0f: 0x06, 0x10: 1, 2, 3, 4, 5, 6, 7, 8}
+	if e != want {
+		t.Fatalf("% x", e)
+	}
+}
+
+func TestResetFunction(t *testing.T) {
+	r := newRig(t, 3, nil)
+	build := func(v *vf) {
+		_, qpn, _ := setupQP(t, v)
+		v.createSRQ()
+		gid := make([]byte, 16)
+		v.must(v.run((*HCA).QP_ATTACH, v.cmd(hcr.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
+		mpt := v.mustAlloc(restrack.MPT, resOpReserve, 0)
+		v.mustAlloc(restrack.MPT, resOpMapICM, uint64(mpt))
+		mtt := v.mtt(1)
+		v.must(v.run((*HCA).SW2HW_MPT, v.cmd(hcr.SW2HW_MPT, 0, mpt, 0, mptEntry(mptRegion, 0, mtt, 2), false)), "MPT")
+		c := v.cmd(hcr.ALLOC_RES, 0x0002c9000000|uint64(v.n), uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
+		v.must(v.run((*HCA).ALLOC_RES, c), "MAC")
+		v.mustAlloc(restrack.Counter, resOpReserve, 0)
+		v.mustAlloc(restrack.XRCD, resOpReserve, 0)
+		v.must(v.run((*HCA).INIT_PORT, v.cmd(hcr.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT")
+	}
+	vfs := []*vf{r.vf(0), r.vf(1), r.vf(2)}
+	for _, v := range vfs {
+		build(v)
+	}
+	before0, before2 := fingerprint(r.h, 0), fingerprint(r.h, 2)
+	counts := r.h.Counts(1)
+	rel := r.h.ResetFunction(1)
+	if restrack.Released(counts) != rel {
+		t.Fatalf("released %v, owned %v", rel, counts)
+	}
+	if c := r.h.Counts(1); c != ([restrack.NumTypes]int{}) {
+		t.Fatalf("VF 1 counts after reset: %v", c)
+	}
+	for _, ty := range []restrack.Type{restrack.QP, restrack.CQ, restrack.SRQ, restrack.MPT, restrack.MTT, restrack.Counter, restrack.XRCD} {
+		if n := r.h.Res.Allocated(1, ty, 0); n != 0 {
+			t.Fatalf("VF 1 still charged %d %v", n, ty)
+		}
+	}
+	if r.h.HasEQ(1, EventCmd) || r.h.PortOpen(1, 1) {
+		t.Fatal("VF 1's event map or port survived the reset")
+	}
+	if fingerprint(r.h, 0) != before0 || fingerprint(r.h, 2) != before2 {
+		t.Fatal("other VFs changed")
+	}
+	// VF 1 starts again.
+	vfs[1] = r.vf(1)
+	build(vfs[1])
+	if r.h.Counts(1) != counts {
+		t.Fatalf("rebuilt %v, want %v", r.h.Counts(1), counts)
+	}
+}
+
+// fingerprint describes everything a VF owns: tracker objects with their
+// state and references, quota usage, firmware contexts.
+func fingerprint(h *HCA, vf int) string {
+	s := fmt.Sprint(h.Counts(vf))
+	h.Res.Walk(vf, func(o *restrack.Object) {
+		s += fmt.Sprintf("|%v:%#x:%d:%d", o.Type, o.ID, o.State, o.Refs)
+		switch o.Type {
+		case restrack.QP:
+			if qp := h.fw.qps[uint32(o.ID)]; qp != nil {
+				s += fmt.Sprintf(":%d:%x", qp.state, qp.ctx)
+			}
+		case restrack.CQ:
+			if cq := h.fw.cqs[uint32(o.ID)]; cq != nil {
+				s += fmt.Sprintf(":%x", cq.ctx)
+			}
+		case restrack.MPT:
+			if m := h.fw.mpts[o.ID]; m != nil {
+				s += fmt.Sprintf(":%x", m.entry)
+			}
+		case restrack.MTT:
+			s += fmt.Sprintf(":%x", h.fw.mtt[o.ID])
+		case restrack.EQ:
+			if eq := h.fw.eqs[o.ID]; eq != nil {
+				s += fmt.Sprintf(":%d:%d", eq.prod, eq.cons)
+			}
+		}
+	})
+	for _, ty := range []restrack.Type{restrack.QP, restrack.CQ, restrack.SRQ, restrack.MPT, restrack.MTT, restrack.Counter, restrack.XRCD} {
+		s += fmt.Sprintf("|%v=%d", ty, h.Res.Allocated(vf, ty, 0))
+	}
+	s += fmt.Sprint(h.fw.vfs[vf].eventEQ, h.fw.vfs[vf].portOpen)
+	return s
+}

@@ -1,0 +1,55 @@
+package hca
+
+import "github.com/vhcrd/vhcrd/vhcr/restrack"
+
+// ResetFunction releases exactly VF vf's resources, in mlx4's cleanup order
+// (mlx4_delete_all_resources_for_slave, §2.8): VLANs and MACs (every
+// reference unregistered from the port tables), QPs (those in HW get the
+// implicit 2RST: multicast detach, references dropped), SRQs and CQs (from
+// HW: implicit HW2SW), MPTs, EQs (implicit HW2SW_EQ), MTTs (entries
+// forgotten), counters, XRCDs. Then the VF's event-to-EQ map is cleared
+// (all 64 types, not only event 0 as mlx4's reset_slave), and its ports,
+// filters and event counters' EQ state are reset. Other VFs are untouched.
+// It returns what was released per type. Used for the VF's RESET, for FLR
+// and after a protocol error.
+func (h *HCA) ResetFunction(vf int) restrack.Released {
+	if vf < 0 || vf >= len(h.fw.vfs) {
+		return restrack.Released{}
+	}
+	rel := h.Res.DeleteAll(vf, func(o *restrack.Object) {
+		switch o.Type {
+		case restrack.MAC:
+			for range max(o.Refs, 1) {
+				unregister(h.fw.ports[o.Port-1].mac[:], o.Index)
+			}
+		case restrack.VLAN:
+			for range max(o.Refs, 1) {
+				unregister(h.fw.ports[o.Port-1].vlan[:], o.Index)
+			}
+		case restrack.QP:
+			delete(h.fw.qps, uint32(o.ID))
+		case restrack.SRQ:
+			delete(h.fw.srqs, uint32(o.ID))
+		case restrack.CQ:
+			delete(h.fw.cqs, uint32(o.ID))
+		case restrack.MPT:
+			delete(h.fw.mpts, o.ID)
+		case restrack.EQ:
+			delete(h.fw.eqs, o.ID)
+		case restrack.MTT:
+			delete(h.fw.mtt, o.ID)
+		}
+	})
+	v := &h.fw.vfs[vf]
+	v.clearEvents()
+	v.portOpen = [2]bool{}
+	v.promisc = [2]bool{}
+	v.mcastOn = [2]bool{}
+	v.vlanFltr = [2][128]uint32{}
+	return rel
+}
+
+// Counts returns the number of objects of each type (indexed by
+// restrack.Type) VF vf owns, without allocating: for the per-VF resource
+// gauges.
+func (h *HCA) Counts(vf int) [restrack.NumTypes]int { return h.Res.Counts(vf) }
