@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // HCA is the model device.
@@ -11,6 +12,9 @@ type HCA struct {
 	Cfg    *config.Config
 	NumVFs int
 	Funcs  []config.Function // resolved per-VF views, index = VF
+
+	Res *restrack.Tracker // who owns what (res.go)
+	fw  *firmware         // object tables a firmware keeps (res.go)
 }
 
 // New builds the model for numVFs functions.
@@ -21,6 +25,9 @@ func New(cfg *config.Config, numVFs int) (*HCA, error) {
 	h := &HCA{Cfg: cfg, NumVFs: numVFs, Funcs: make([]config.Function, numVFs)}
 	for vf := range h.Funcs {
 		h.Funcs[vf] = cfg.Function(vf)
+	}
+	if err := h.initResources(); err != nil {
+		return nil, err
 	}
 	return h, nil
 }
