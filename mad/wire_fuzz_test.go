@@ -160,7 +160,7 @@ var wireCases = map[string]wireCase{
 	"FuzzTrap259BKey": {func() codec { return new(Trap259BKey) }, DataDetailsSize, rangeMask(DataDetailsSize, [2]int{3, 4}, [2]int{10, 11}, [2]int{38, 54}),
 		[][]byte{sample(54, 5, 9)}},
 	"FuzzClassPortInfo": {func() codec { return new(ClassPortInfo) }, ClassPortInfoSize, classPortInfoReserved[:], [][]byte{sample(72, 7, 5)}},
-	"FuzzPortCounters": {func() codec { return new(PortCounters) }, PortCountersSize, portCountersReserved[:], [][]byte{sample(44, 3, 1)}},
+	"FuzzPortCounters":  {func() codec { return new(PortCounters) }, PortCountersSize, portCountersReserved[:], [][]byte{sample(44, 3, 1)}},
 	"FuzzPortCountersExtended": {func() codec { return new(PortCountersExtended) }, PortCountersExtendedSize, portCountersExtReserved[:],
 		[][]byte{sample(72, 3, 1)}},
 	"FuzzBKeyInfo": {func() codec { return new(BKeyInfo) }, BKeyInfoSize, bkeyInfoReserved[:], [][]byte{sample(14, 0x21, 0x80)}},
