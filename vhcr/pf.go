@@ -262,28 +262,29 @@ func (p *PF) peek() bool {
 // serve handles a changed slave_write word w of VF i (mlx4_master_do_cmd).
 func (p *PF) serve(i int, w uint32) {
 	st := &p.vfs[i]
+	// slave_read is the reference, as in mlx4's scan: if it no longer holds
+	// our last acknowledgement, the VF rewrote its registers (sync_toggles
+	// zeroes both after a misbehaved predecessor); resynchronise from it.
+	sr := st.sr.Load()
+	resynced := sr&ToggleBit != st.ack
+	if resynced {
+		st.ack = sr & ToggleBit
+		p.stats.Resyncs[i].Add(1)
+	}
 	if w&ToggleBit == st.ack {
-		// Rewritten without a toggle flip.
 		st.lastWord = w
-		if w == 0 && st.sr.Load() == 0 {
-			// The VF zeroed both registers ("recovering from previously
-			// mis-behaved VM", sync_toggles): adopt toggle 0.
-			st.ack = 0
+		if resynced {
+			return // nothing pending after all
+		}
+		if w == 0 && sr == 0 {
+			// Both registers zeroed while our toggle was already 0.
 			p.stats.Resyncs[i].Add(1)
 			return
 		}
+		// slave_write rewritten without a toggle flip: a VF that flipped
+		// twice, or wrote over a pending command.
 		p.violation(i, st.ack, ResetToggle, "slave_write rewritten without a toggle flip", w)
 		return
-	}
-	if sr := st.sr.Load(); sr&ToggleBit != st.ack {
-		// slave_read no longer holds our last acknowledgement: the VF
-		// rewrote it. Resynchronise from it, as mlx4's scan does.
-		st.ack = sr & ToggleBit
-		p.stats.Resyncs[i].Add(1)
-		if w&ToggleBit == st.ack {
-			st.lastWord = w
-			return
-		}
 	}
 	st.lastWord = w
 	toggle := w & ToggleBit
