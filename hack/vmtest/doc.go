@@ -9,6 +9,6 @@
 // pkg/cpio): a static /init (./guest), a static /bin/vhcrd, the VFIO modules
 // with a modules.dep generated from their .modinfo sections, and the guest's
 // configuration in /etc/vmtest.json. The test itself is vmtest_test.go; it
-// runs when VHCRD_VMTEST=1 (make vmtest). fetch-kernel.sh downloads the
-// kernel package.
+// runs when VHCRD_VMTEST=1 (make vmtest, through hack/vmtest.sh), with the
+// kernel that hack/fetch-vmkernel.sh unpacks into .cache/vmkernel.
 package vmtest

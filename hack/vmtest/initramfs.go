@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/u-root/u-root/pkg/cpio"
+	"github.com/ulikunitz/xz"
 )
 
 // GuestConfig is /etc/vmtest.json: what the guest's /init does.
@@ -57,8 +58,23 @@ type Module struct {
 }
 
 // ReadModule reads a module's .modinfo section.
+// .ko.xz modules (newer kernels) are decompressed for reading; kmodule
+// loads them as they are.
 func ReadModule(path string) (Module, error) {
-	f, err := elf.Open(path)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Module{}, fmt.Errorf("module %s: %w", path, err)
+	}
+	if strings.HasSuffix(path, ".xz") {
+		xr, err := xz.NewReader(bytes.NewReader(raw))
+		if err == nil {
+			raw, err = io.ReadAll(xr)
+		}
+		if err != nil {
+			return Module{}, fmt.Errorf("module %s: %w", path, err)
+		}
+	}
+	f, err := elf.NewFile(bytes.NewReader(raw))
 	if err != nil {
 		return Module{}, fmt.Errorf("module %s: %w", path, err)
 	}
@@ -89,7 +105,7 @@ func ReadModule(path string) (Module, error) {
 		}
 	}
 	if m.Name == "" {
-		m.Name = strings.ReplaceAll(strings.TrimSuffix(m.File, ".ko"), "-", "_")
+		m.Name = modName(strings.TrimSuffix(strings.TrimSuffix(m.File, ".xz"), ".ko"))
 	}
 	return m, nil
 }
@@ -101,9 +117,11 @@ func modName(s string) string { return strings.ReplaceAll(s, "-", "_") }
 // lib/modules/RELEASE/kernel/*.ko plus a modules.dep naming each module's
 // direct dependencies (kmodule resolves the rest), and RELEASE.
 func ModuleTree(dir string) ([]cpio.Record, string, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.ko"))
-	if err != nil || len(paths) == 0 {
-		return nil, "", fmt.Errorf("no *.ko modules in %s (run hack/vmtest/fetch-kernel.sh)", dir)
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.ko"))
+	xzs, _ := filepath.Glob(filepath.Join(dir, "*.ko.xz"))
+	paths = append(paths, xzs...)
+	if len(paths) == 0 {
+		return nil, "", fmt.Errorf("no *.ko modules in %s (run hack/fetch-vmkernel.sh)", dir)
 	}
 	sort.Strings(paths)
 	byName := map[string]Module{}

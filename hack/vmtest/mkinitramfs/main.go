@@ -5,7 +5,7 @@
 //	CGO_ENABLED=0 go build -o /tmp/init ./hack/vmtest/guest
 //	CGO_ENABLED=0 go build -o /tmp/vhcrd ./cmd/vhcrd
 //	go run ./hack/vmtest/mkinitramfs -o /tmp/initramfs.cpio -init /tmp/init \
-//	    -modules /var/tmp/vhcrd-vmtest/modules -file bin/vhcrd=/tmp/vhcrd \
+//	    -modules .cache/vmkernel/mods -file bin/vhcrd=/tmp/vhcrd \
 //	    -serve 'serve --bar vfio:{BDF}#region2' -param vfio_iommu_type1=allow_unsafe_interrupts=1
 package main
 
@@ -27,7 +27,7 @@ func main() {
 	var files, params multi
 	out := flag.String("o", "initramfs.cpio", "output file")
 	initPath := flag.String("init", "", "static /init binary")
-	mods := flag.String("modules", "/var/tmp/vhcrd-vmtest/modules", "directory with the VFIO .ko files")
+	mods := flag.String("modules", ".cache/vmkernel/mods", "directory with the VFIO .ko files")
 	serve := flag.String("serve", "", "vhcrd arguments for the guest ({BDF} is replaced); empty: the guest's own echo loop")
 	flag.Var(&files, "file", "ARCHIVE_PATH=HOST_PATH to add (repeatable)")
 	flag.Var(&params, "param", "MODULE=PARAMS passed to finit_module (repeatable)")
