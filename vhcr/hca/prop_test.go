@@ -1,0 +1,346 @@
+package hca
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+// TestPropertyIsolation runs random command streams from several VFs,
+// aimed as often at other VFs' object numbers as at their own, and checks
+// after every command that
+//   - a command naming another VF's object (as its target or inside its
+//     context) failed;
+//   - no other VF's objects, states, references, contexts, quota usage or
+//     event map changed;
+//
+// and, after ResetFunction(vf) at random points, that every count of that
+// VF is zero while the others are untouched.
+func TestPropertyIsolation(t *testing.T) {
+	steps := 600
+	if testing.Short() {
+		steps = 150
+	}
+	for seed := uint64(1); seed <= 4; seed++ {
+		propRun(t, seed, steps)
+	}
+}
+
+type propState struct {
+	t    *testing.T
+	r    *rig
+	rnd  *rand.Rand
+	vfs  []*vf
+	ids  [restrack.NumTypes][]uint32 // every number ever handed out, any VF
+	mtts map[uint32]int              // MTT base → order
+}
+
+func propRun(t *testing.T, seed uint64, steps int) {
+	const nvf = 3
+	r := newRig(t, nvf, func(c *config.Config) {
+		c.Ports[1].LinkLayer = "eth"
+		c.Ports[1].LID = 0
+	})
+	p := &propState{t: t, r: r, rnd: rand.New(rand.NewPCG(seed, 7)), mtts: map[uint32]int{}}
+	for i := range nvf {
+		v := r.vf(i)
+		v.setupEQ(1, 6)
+		p.vfs = append(p.vfs, v)
+	}
+	for step := range steps {
+		vi := p.rnd.IntN(nvf)
+		before := make([]string, nvf)
+		for i := range nvf {
+			before[i] = fingerprint(r.h, i)
+		}
+		if p.rnd.IntN(60) == 0 {
+			r.h.ResetFunction(vi)
+			if c := r.h.Counts(vi); c != ([restrack.NumTypes]int{}) {
+				t.Fatalf("seed %d step %d: VF %d counts after reset %v", seed, step, vi, c)
+			}
+			for _, ty := range []restrack.Type{restrack.QP, restrack.CQ, restrack.SRQ, restrack.MPT, restrack.MTT, restrack.Counter, restrack.XRCD} {
+				if n := r.h.Res.Allocated(vi, ty, 0); n != 0 {
+					t.Fatalf("seed %d step %d: VF %d still charged %d %v", seed, step, vi, n, ty)
+				}
+			}
+			v := r.vf(vi)
+			v.page = p.vfs[vi].page // keep handing out fresh pages
+			v.setupEQ(1, 6)
+			p.vfs[vi] = v
+			before[vi] = fingerprint(r.h, vi)
+		} else {
+			op, s, foreign := p.step(p.vfs[vi])
+			if foreign && s == hcr.OK {
+				t.Fatalf("seed %d step %d: VF %d %v on another VF's object succeeded", seed, step, vi, op)
+			}
+		}
+		for i := range nvf {
+			if i != vi && fingerprint(r.h, i) != before[i] {
+				t.Fatalf("seed %d step %d: VF %d's command changed VF %d:\n%s\n%s", seed, step, vi, i, before[i], fingerprint(r.h, i))
+			}
+		}
+	}
+}
+
+// pick returns a number of type ty: usually one some VF got, sometimes a
+// random one; and whether it belongs to a VF other than v.
+func (p *propState) pick(v *vf, ty restrack.Type) (uint32, bool) {
+	var own []uint32
+	p.r.h.Res.Walk(v.n, func(o *restrack.Object) {
+		if o.Type == ty {
+			if ty == restrack.MPT {
+				own = append(own, uint32(o.Index))
+			} else {
+				own = append(own, uint32(o.ID))
+			}
+		}
+	})
+	var n uint32
+	switch k := p.rnd.IntN(20); {
+	case k < 12 && len(own) > 0:
+		n = own[p.rnd.IntN(len(own))]
+	case k < 19 && len(p.ids[ty]) > 0:
+		n = p.ids[ty][p.rnd.IntN(len(p.ids[ty]))]
+	default:
+		n = p.rnd.Uint32N(1 << 14)
+	}
+	id := uint64(n)
+	if ty == restrack.MPT {
+		id = p.r.h.Res.MPTID(n)
+	}
+	owner, err := p.r.h.Res.Owner(ty, id)
+	return n, err == nil && owner != v.n
+}
+
+// ownIn picks one of v's objects of type ty in state st.
+func (p *propState) ownIn(v *vf, ty restrack.Type, st restrack.State) (uint32, bool) {
+	var c []uint32
+	p.r.h.Res.Walk(v.n, func(o *restrack.Object) {
+		if o.Type == ty && o.State == st {
+			if ty == restrack.MPT {
+				c = append(c, uint32(o.Index))
+			} else {
+				c = append(c, uint32(o.ID))
+			}
+		}
+	})
+	if len(c) == 0 {
+		return 0, false
+	}
+	return c[p.rnd.IntN(len(c))], true
+}
+
+func (p *propState) note(ty restrack.Type, n uint32) { p.ids[ty] = append(p.ids[ty], n) }
+
+func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
+	h := p.r.h
+	run := func(f exec, c *hcr.Cmd) hcr.Status { return v.run(f, c) }
+	k := p.rnd.IntN(23)
+	if k >= 19 {
+		k = 0 // allocate more often than anything else
+	}
+	switch k {
+	case 16: // a valid QP bring-up from the VF's own objects, when it has them
+		qpn, ok1 := p.ownIn(v, restrack.QP, restrack.Mapped)
+		cq, ok2 := p.ownIn(v, restrack.CQ, restrack.HW)
+		mtt, ok3 := p.ownIn(v, restrack.MTT, restrack.Allocated)
+		if !ok1 || !ok2 || !ok3 {
+			return hcr.NOP, hcr.OK, false
+		}
+		q := qpc{st: stRC, scq: cq, rcq: cq, mtt: mtt, sqLog: 3, rqLog: 3}
+		s := v.qpCmd(hcr.RST2INIT_QP, qpn, &q)
+		if s == hcr.OK && p.rnd.IntN(2) == 0 {
+			q.optpar = optPriAddrPath
+			v.qpCmd(hcr.INIT2RTR_QP, qpn, &q)
+			v.qpCmd(hcr.RTR2RTS_QP, qpn, &q)
+		}
+		return hcr.RST2INIT_QP, s, false
+	case 17: // a valid SW2HW_CQ from own objects
+		cq, ok1 := p.ownIn(v, restrack.CQ, restrack.Allocated)
+		mtt, ok2 := p.ownIn(v, restrack.MTT, restrack.Allocated)
+		if !ok1 || !ok2 {
+			return hcr.NOP, hcr.OK, false
+		}
+		return hcr.SW2HW_CQ, run((*HCA).SW2HW_CQ, v.cmd(hcr.SW2HW_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)), false
+	case 18: // map an own reserved QP or MPT
+		ty := []restrack.Type{restrack.QP, restrack.MPT}[p.rnd.IntN(2)]
+		n, ok := p.ownIn(v, ty, restrack.Reserved)
+		if !ok {
+			return hcr.NOP, hcr.OK, false
+		}
+		_, s := v.alloc(ty, resOpMapICM, uint64(n))
+		return hcr.ALLOC_RES, s, false
+	case 0: // allocate something
+		tys := []struct {
+			ty restrack.Type
+			op uint8
+			in uint64
+		}{
+			{restrack.QP, resOpReserve, 1}, {restrack.CQ, resOpReserveAndMap, 0}, {restrack.SRQ, resOpReserveAndMap, 0},
+			{restrack.MPT, resOpReserve, 0}, {restrack.MTT, resOpReserveAndMap, uint64(p.rnd.IntN(3))},
+			{restrack.Counter, resOpReserve, 0}, {restrack.XRCD, resOpReserve, 0},
+		}
+		x := tys[p.rnd.IntN(len(tys))]
+		n, s := v.alloc(x.ty, x.op, x.in)
+		if s == hcr.OK {
+			p.note(x.ty, n)
+			if x.ty == restrack.MTT {
+				p.mtts[n] = int(x.in)
+				ents := make([]uint64, 1<<x.in)
+				for i := range ents {
+					ents[i] = v.newPage()
+				}
+				v.must(v.writeMTT(uint64(n), ents), "WRITE_MTT")
+			}
+		}
+		return hcr.ALLOC_RES, s, false
+	case 1: // map ICM of a QP or MPT
+		ty := []restrack.Type{restrack.QP, restrack.MPT}[p.rnd.IntN(2)]
+		n, foreign := p.pick(v, ty)
+		_, s := v.alloc(ty, resOpMapICM, uint64(n))
+		return hcr.ALLOC_RES, s, foreign
+	case 2: // free something
+		ty := []restrack.Type{restrack.QP, restrack.CQ, restrack.SRQ, restrack.MPT, restrack.MTT, restrack.Counter, restrack.XRCD}[p.rnd.IntN(7)]
+		n, foreign := p.pick(v, ty)
+		in, op := uint64(n), uint8(resOpReserve)
+		switch ty {
+		case restrack.QP:
+			in |= 1 << 32
+			if p.rnd.IntN(2) == 0 {
+				op = resOpMapICM
+			}
+		case restrack.CQ, restrack.SRQ:
+			op = resOpReserveAndMap
+		case restrack.MTT:
+			op = resOpReserveAndMap
+			in |= uint64(p.mtts[n]) << 32
+		case restrack.MPT:
+			if p.rnd.IntN(2) == 0 {
+				op = resOpMapICM
+			}
+		}
+		if ty == restrack.Counter && int(n) == h.Cfg.Resources.Counters-1 {
+			foreign = false // the sink counter is nobody's
+		}
+		return hcr.FREE_RES, v.free(ty, op, in), foreign
+	case 3: // SW2HW_CQ
+		cq, f1 := p.pick(v, restrack.CQ)
+		mtt, f2 := p.pick(v, restrack.MTT)
+		c := v.cmd(hcr.SW2HW_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)
+		return hcr.SW2HW_CQ, run((*HCA).SW2HW_CQ, c), f1 || f2
+	case 4: // HW2SW_CQ / QUERY_CQ / MODIFY_CQ
+		cq, f := p.pick(v, restrack.CQ)
+		switch p.rnd.IntN(3) {
+		case 0:
+			return hcr.HW2SW_CQ, run((*HCA).HW2SW_CQ, v.cmd(hcr.HW2SW_CQ, 0, cq, 0, nil, false)), f
+		case 1:
+			return hcr.QUERY_CQ, run((*HCA).QUERY_CQ, v.cmd(hcr.QUERY_CQ, 0, cq, 0, nil, true)), f
+		}
+		mtt, f2 := p.pick(v, restrack.MTT)
+		c := v.cmd(hcr.MODIFY_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)
+		s := run((*HCA).MODIFY_CQ, c)
+		// MODIFY_CQ of an own CQ not in HW answers OK without looking at the context.
+		if o, err := h.Res.Peek(v.n, restrack.CQ, uint64(cq)); err == nil && o.State != restrack.HW {
+			f2 = false
+		}
+		return hcr.MODIFY_CQ, s, f || f2
+	case 5, 6: // RST2INIT with CQs, SRQ and MTT that may be anyone's
+		qpn, f0 := p.pick(v, restrack.QP)
+		scq, f1 := p.pick(v, restrack.CQ)
+		rcq, f2 := p.pick(v, restrack.CQ)
+		mtt, f3 := p.pick(v, restrack.MTT)
+		q := qpc{st: stRC, scq: scq, rcq: rcq, mtt: mtt, sqLog: 3, rqLog: 3, pkey: uint8(p.rnd.IntN(3))}
+		f4 := false
+		if p.rnd.IntN(3) == 0 {
+			q.useSRQ = true
+			q.srq, f4 = p.pick(v, restrack.SRQ)
+		}
+		return hcr.RST2INIT_QP, v.qpCmd(hcr.RST2INIT_QP, qpn, &q), f0 || f1 || f2 || f3 || f4
+	case 7: // other QP commands
+		qpn, f := p.pick(v, restrack.QP)
+		ops := []hcr.Opcode{hcr.INIT2INIT_QP, hcr.INIT2RTR_QP, hcr.RTR2RTS_QP, hcr.RTS2RTS_QP, hcr.SQERR2RTS_QP,
+			hcr.TWO_ERR_QP, hcr.RTS2SQD_QP, hcr.SQD2SQD_QP, hcr.SQD2RTS_QP, hcr.TWO_RST_QP, hcr.QUERY_QP,
+			hcr.SUSPEND_QP, hcr.UNSUSPEND_QP}
+		op := ops[p.rnd.IntN(len(ops))]
+		var q *qpc
+		if _, ok := qpTransitions[op]; ok && op != hcr.TWO_ERR_QP && op != hcr.RTS2SQD_QP {
+			q = &qpc{st: stRC, vfPort: 1 + p.rnd.IntN(2), optpar: optPriAddrPath}
+		}
+		return op, v.qpCmd(op, qpn, q), f
+	case 8: // SW2HW_MPT over anyone's MTT
+		idx, f1 := p.pick(v, restrack.MPT)
+		mtt, f2 := p.pick(v, restrack.MTT)
+		size := uint32(1 << p.mtts[mtt])
+		c := v.cmd(hcr.SW2HW_MPT, 0, idx, 0, mptEntry(mptRegion, 0, mtt, size), false)
+		return hcr.SW2HW_MPT, run((*HCA).SW2HW_MPT, c), f1 || f2
+	case 9: // HW2SW_MPT / QUERY_MPT
+		idx, f := p.pick(v, restrack.MPT)
+		if p.rnd.IntN(2) == 0 {
+			return hcr.HW2SW_MPT, run((*HCA).HW2SW_MPT, v.cmd(hcr.HW2SW_MPT, 0, idx, 0, nil, false)), f
+		}
+		return hcr.QUERY_MPT, run((*HCA).QUERY_MPT, v.cmd(hcr.QUERY_MPT, 0, idx, 0, nil, true)), f
+	case 10: // WRITE_MTT / READ_MTT anywhere
+		mtt, f := p.pick(v, restrack.MTT)
+		if p.rnd.IntN(2) == 0 {
+			return hcr.READ_MTT, run((*HCA).READ_MTT, v.cmd(hcr.READ_MTT, uint64(mtt), 1, 0, nil, true)), f
+		}
+		in := make([]byte, 24)
+		binary.BigEndian.PutUint64(in, uint64(mtt))
+		binary.BigEndian.PutUint64(in[16:], 0x5000)
+		return hcr.WRITE_MTT, run((*HCA).WRITE_MTT, v.cmd(hcr.WRITE_MTT, 0, 1, 0, in, false)), f
+	case 11: // SRQ
+		srq, f1 := p.pick(v, restrack.SRQ)
+		switch p.rnd.IntN(4) {
+		case 0:
+			mtt, f2 := p.pick(v, restrack.MTT)
+			c := v.cmd(hcr.SW2HW_SRQ, 0, srq, 0, srqContext(srq, mtt), false)
+			return hcr.SW2HW_SRQ, run((*HCA).SW2HW_SRQ, c), f1 || f2
+		case 1:
+			return hcr.HW2SW_SRQ, run((*HCA).HW2SW_SRQ, v.cmd(hcr.HW2SW_SRQ, 0, srq, 0, nil, false)), f1
+		case 2:
+			return hcr.ARM_SRQ, run((*HCA).ARM_SRQ, v.cmd(hcr.ARM_SRQ, 9, srq, 0, nil, false)), f1
+		}
+		return hcr.QUERY_SRQ, run((*HCA).QUERY_SRQ, v.cmd(hcr.QUERY_SRQ, 0, srq, 0, nil, true)), f1
+	case 12: // QP_ATTACH / UPDATE_QP / PROMISC
+		qpn, f := p.pick(v, restrack.QP)
+		gid := make([]byte, 16)
+		gid[15] = byte(p.rnd.IntN(4))
+		switch p.rnd.IntN(3) {
+		case 0:
+			c := v.cmd(hcr.QP_ATTACH, 0, qpn, uint8(p.rnd.IntN(2)), gid, false)
+			return hcr.QP_ATTACH, run((*HCA).QP_ATTACH, c), f
+		case 1:
+			in := make([]byte, 512)
+			binary.BigEndian.PutUint64(in[updPriPathMask:], updPathMaskMACIndex)
+			return hcr.UPDATE_QP, run((*HCA).UPDATE_QP, v.cmd(hcr.UPDATE_QP, 0, qpn, 0, in, false)), f
+		}
+		c := v.cmd(hcr.PROMISC, uint64(qpn)|1<<62, 1, 1, nil, false)
+		return hcr.PROMISC, run((*HCA).PROMISC, c), f
+	case 13: // counters
+		cnt, f := p.pick(v, restrack.Counter)
+		return hcr.QUERY_IF_STAT, run((*HCA).QUERY_IF_STAT, v.cmd(hcr.QUERY_IF_STAT, 0, cnt, 0, nil, true)), f
+	case 14: // EQs: per-function numbers, nobody else's by construction
+		eqn := uint32(2 + p.rnd.IntN(3)) // EQ 1 (completions) stays
+		switch p.rnd.IntN(3) {
+		case 0:
+			return hcr.SW2HW_EQ, v.createEQ(int(eqn), 3), false
+		case 1:
+			return hcr.HW2SW_EQ, run((*HCA).HW2SW_EQ, v.cmd(hcr.HW2SW_EQ, 0, eqn, 0, nil, false)), false
+		}
+		return hcr.MAP_EQ, run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<EventCmd, eqn, 0, nil, false)), false
+	default: // MAC / VLAN
+		ty := []restrack.Type{restrack.MAC, restrack.VLAN}[p.rnd.IntN(2)]
+		val := uint64(p.rnd.IntN(4) + 2)
+		c := v.cmd(hcr.ALLOC_RES, val, uint32(ty)|uint32(1+p.rnd.IntN(2))<<8, resOpReserveAndMap, nil, false)
+		f := (*HCA).ALLOC_RES
+		if p.rnd.IntN(2) == 0 {
+			c.Op = hcr.FREE_RES
+			f = (*HCA).FREE_RES
+		}
+		return c.Op, run(f, c), false
+	}
+}
