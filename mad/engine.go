@@ -414,3 +414,13 @@ func (e *Engine) logViolation(kind string, p *port, wc *WC, in *MAD) {
 	e.log.Debug("mad: key violation", "key", kind, "port", p.num, "slid", slid,
 		"class", in.MgmtClass(), "method", in.Method(), "attr", in.AttrID())
 }
+
+// TrapSinks fans traps out to several sinks, in order.
+type TrapSinks []TrapSink
+
+// SendTrap implements TrapSink.
+func (s TrapSinks) SendTrap(t Trap) {
+	for _, k := range s {
+		k.SendTrap(t)
+	}
+}

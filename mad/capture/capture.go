@@ -1,0 +1,223 @@
+package capture
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/vhcrd/vhcrd/mad"
+)
+
+// LinkTypeUpperPDU is LINKTYPE_WIRESHARK_UPPER_PDU.
+const LinkTypeUpperPDU = 252
+
+// Sizes of the parts of a captured packet.
+const (
+	LRHSize  = 8
+	BTHSize  = 12
+	DETHSize = 8
+	ICRCSize = 4
+	VCRCSize = 2
+	// exported-PDU header: tag 12 (protocol name) "infiniband" padded to
+	// 12 bytes, then the end tag.
+	pduHeaderSize = 4 + 12 + 4
+	// MaxPacket is the largest packet (with a GRH) without the PDU header.
+	MaxPacket = LRHSize + mad.GRHSize + BTHSize + DETHSize + mad.Size + ICRCSize + VCRCSize
+)
+
+// ErrClosed is returned by a Writer after an I/O error or Close.
+var ErrClosed = errors.New("capture: writer closed")
+
+var pduHeader = [pduHeaderSize]byte{0, 12, 0, 12, 'i', 'n', 'f', 'i', 'n', 'i', 'b', 'a', 'n', 'd', 0, 0, 0, 0, 0, 0}
+
+// Packet is one UD packet carrying a MAD.
+type Packet struct {
+	SLID, DLID uint16
+	SL         uint8
+	VL         uint8 // 15 for QP0
+	PKey       uint16
+	DestQP     uint32
+	SrcQP      uint32
+	QKey       uint32
+	PSN        uint32
+	GRH        *mad.GRH // optional; LNH 3 when set
+	MAD        *mad.MAD
+}
+
+// Encode writes the packet (LRH … VCRC) into b, which must hold
+// MaxPacket bytes, and returns its length.
+func Encode(p *Packet, b []byte) (int, error) {
+	if len(b) < MaxPacket {
+		return 0, fmt.Errorf("capture: buffer of %d bytes, want %d", len(b), MaxPacket)
+	}
+	if p.MAD == nil {
+		return 0, errors.New("capture: packet without a MAD")
+	}
+	be := binary.BigEndian
+	n := LRHSize
+	lnh := byte(2)
+	if p.GRH != nil {
+		lnh = 3
+		_ = p.GRH.Encode(b[n:])
+		n += mad.GRHSize
+	}
+	bth := n
+	b[n] = 0x64 // UD SEND only
+	b[n+1] = 0  // SE, M, PadCnt, TVer
+	be.PutUint16(b[n+2:], p.PKey)
+	be.PutUint32(b[n+4:], p.DestQP&0xFFFFFF)
+	be.PutUint32(b[n+8:], p.PSN&0xFFFFFF)
+	n += BTHSize
+	be.PutUint32(b[n:], p.QKey)
+	be.PutUint32(b[n+4:], p.SrcQP&0xFFFFFF)
+	n += DETHSize
+	n += copy(b[n:], p.MAD[:])
+	words := (n + ICRCSize) / 4
+	b[0] = p.VL << 4 // LVer 0
+	b[1] = p.SL<<4 | lnh
+	be.PutUint16(b[2:], p.DLID)
+	be.PutUint16(b[4:], uint16(words)&0x7FF)
+	be.PutUint16(b[6:], p.SLID)
+	be.PutUint32(b[n:], icrc(b[:n], bth, p.GRH != nil))
+	n += ICRCSize
+	be.PutUint16(b[n:], vcrc(b[:n]))
+	n += VCRCSize
+	return n, nil
+}
+
+// icrc is CRC-32 over the packet with the variant fields set to ones: the
+// LRH's VL, the GRH's traffic class, flow label and hop limit, and the
+// BTH's reserved byte after the P_Key.
+func icrc(pkt []byte, bth int, grh bool) uint32 {
+	var head [LRHSize + mad.GRHSize + BTHSize]byte
+	n := copy(head[:], pkt[:bth+BTHSize])
+	head[0] |= 0xF0
+	if grh {
+		head[LRHSize] |= 0x0F
+		head[LRHSize+1], head[LRHSize+2], head[LRHSize+3] = 0xFF, 0xFF, 0xFF
+		head[LRHSize+7] = 0xFF
+	}
+	head[bth+4] = 0xFF
+	c := crc32.Update(0, crc32.IEEETable, head[:n])
+	return crc32.Update(c, crc32.IEEETable, pkt[bth+BTHSize:])
+}
+
+// vcrc is CRC-16 with polynomial 0x100B, initial value 0xFFFF, over LRH
+// through ICRC.
+func vcrc(pkt []byte) uint16 {
+	crc := uint16(0xFFFF)
+	for _, c := range pkt {
+		crc ^= uint16(c) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x100B
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc ^ 0xFFFF
+}
+
+// Writer writes a pcap stream. It is safe for concurrent use.
+type Writer struct {
+	mu  sync.Mutex
+	bw  *bufio.Writer
+	c   io.Closer
+	now func() time.Time
+	err error
+	buf [16 + pduHeaderSize + MaxPacket]byte
+}
+
+// NewWriter writes the pcap file header to w and returns a Writer. now
+// stamps the records (nil means time.Now). If w is an io.Closer, Close
+// closes it.
+func NewWriter(w io.Writer, now func() time.Time) (*Writer, error) {
+	if now == nil {
+		now = time.Now
+	}
+	cw := &Writer{bw: bufio.NewWriter(w), now: now}
+	if c, ok := w.(io.Closer); ok {
+		cw.c = c
+	}
+	var h [24]byte
+	le := binary.LittleEndian
+	le.PutUint32(h[0:], 0xa1b2c3d4)
+	le.PutUint16(h[4:], 2)
+	le.PutUint16(h[6:], 4)
+	le.PutUint32(h[16:], 65535)
+	le.PutUint32(h[20:], LinkTypeUpperPDU)
+	if _, err := cw.bw.Write(h[:]); err != nil {
+		return nil, err
+	}
+	return cw, cw.bw.Flush()
+}
+
+// WritePacket appends one record.
+func (w *Writer) WritePacket(p *Packet) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	n, err := Encode(p, w.buf[16+pduHeaderSize:])
+	if err != nil {
+		return err
+	}
+	copy(w.buf[16:], pduHeader[:])
+	total := pduHeaderSize + n
+	ts := w.now()
+	le := binary.LittleEndian
+	le.PutUint32(w.buf[0:], uint32(ts.Unix()))
+	le.PutUint32(w.buf[4:], uint32(ts.Nanosecond()/1000))
+	le.PutUint32(w.buf[8:], uint32(total))
+	le.PutUint32(w.buf[12:], uint32(total))
+	if _, err := w.bw.Write(w.buf[:16+total]); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+// SendTrap implements mad.TrapSink: it records the trap as sent. Errors
+// are kept and returned by Flush and Close.
+func (w *Writer) SendTrap(t mad.Trap) {
+	p := Packet{SLID: t.SLID, DLID: t.DLID, SL: t.SL, PKey: t.PKey, DestQP: t.DestQP, SrcQP: t.SrcQP, QKey: t.QKey, MAD: &t.MAD}
+	if t.Class == mad.ClassSubnLID || t.Class == mad.ClassSubnDirected {
+		p.VL = 15
+	}
+	_ = w.WritePacket(&p)
+}
+
+// Flush writes buffered records.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.err = w.bw.Flush()
+	return w.err
+}
+
+// Close flushes and, if the underlying writer is a Closer, closes it.
+func (w *Writer) Close() error {
+	err := w.Flush()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.c != nil {
+		if cerr := w.c.Close(); err == nil {
+			err = cerr
+		}
+		w.c = nil
+	}
+	if w.err == nil {
+		w.err = ErrClosed
+	}
+	return err
+}
