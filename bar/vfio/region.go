@@ -145,6 +145,7 @@ type Region struct {
 type mapped struct {
 	off uint64
 	buf []byte
+	win *window // for bar.NewReg, made once so accesses do not allocate
 }
 
 var _ bar.Region = (*Region)(nil)
@@ -180,7 +181,7 @@ func (d *Device) Region(index int) (*Region, error) {
 			r.Close()
 			return nil, fmt.Errorf("%s: mmap %#x bytes at %#x: %w", name, a.Size, a.Offset, err)
 		}
-		r.areas = append(r.areas, mapped{off: a.Offset, buf: buf})
+		r.areas = append(r.areas, mapped{off: a.Offset, buf: buf, win: &window{name, buf}})
 	}
 	r.whole = len(r.areas) == 1 && r.areas[0].off == 0 && uint64(len(r.areas[0].buf)) == ri.Size
 	d.regions = append(d.regions, r)
@@ -251,7 +252,7 @@ func (r *Region) Load32(off int64) (uint32, error) {
 		return 0, err
 	}
 	if a := r.area(off, 4); a != nil {
-		g, err := bar.NewReg(&window{r.name, a.buf}, off-int64(a.off))
+		g, err := bar.NewReg(a.win, off-int64(a.off))
 		if err != nil {
 			return 0, err
 		}
@@ -277,7 +278,7 @@ func (r *Region) Store32(off int64, v uint32) error {
 		return err
 	}
 	if a := r.area(off, 4); a != nil {
-		g, err := bar.NewReg(&window{r.name, a.buf}, off-int64(a.off))
+		g, err := bar.NewReg(a.win, off-int64(a.off))
 		if err != nil {
 			return err
 		}

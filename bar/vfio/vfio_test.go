@@ -412,3 +412,20 @@ func TestRealDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Checked accesses to mapped registers allocate nothing.
+func TestAccessAllocs(t *testing.T) {
+	k := vfiotest.New(t)
+	ivshmem(k)
+	r, d, err := vfio.OpenRegion(addr, 2, k.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n := testing.AllocsPerRun(100, func() {
+		r.Store32(0x40, 1)
+		r.Load32(0x40)
+	}); n != 0 {
+		t.Fatalf("%v allocations per Load32+Store32", n)
+	}
+}
