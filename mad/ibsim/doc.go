@@ -1,0 +1,17 @@
+// Package ibsim serves a mad.Engine over the ibsim client protocol, so that
+// unmodified infiniband-diags tools (smpquery, perfquery, ibstat, ibaddr)
+// run under libumad2sim (LD_PRELOAD, IBSIM_SOCKNAME=<name>) query the model
+// as if it were an HCA (ib-mad.md §7).
+//
+// The server binds AF_UNIX datagram sockets in the abstract namespace,
+// "<name>:ctl" and "<name>:out0".."<name>:out9", each name counting a
+// trailing NUL as ibsim's make_name does. The control socket answers the
+// 80-byte sim_ctl requests (CONNECT, DISCONNECT, GET_PORT, GET_VENDOR,
+// GET_GID, GET_GUID, GET_NODEINFO, GET_PORTINFO, SET_ISSM, GET_PKEYS) from
+// the engine's own attributes; each out socket carries one client's
+// 288-byte sim_request packets. Every MAD goes through the engine's
+// ProcessMAD with a work completion built from the request (SLID, QPs); a
+// MAD the engine does not answer comes back with status 110 (ETIMEDOUT),
+// which the tools report at once. Only the local (abstract socket) mode is
+// implemented, not ibsim's UDP mode.
+package ibsim

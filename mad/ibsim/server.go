@@ -1,0 +1,356 @@
+package ibsim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/vhcrd/vhcrd/mad"
+)
+
+// Protocol constants (ibsim include/ibsim.h).
+const (
+	MaxClients  = 10
+	ctlSize     = 80
+	ctlDataSize = 64
+	requestSize = 288
+	simMagic    = 0xDEADBEEF
+	// StatusDropped is the sim_request status of a MAD nobody answered.
+	StatusDropped = 110
+)
+
+// Control message types.
+const (
+	ctlError = iota
+	ctlConnect
+	ctlDisconnect
+	ctlGetPort
+	ctlGetVendor
+	ctlGetGID
+	ctlGetGUID
+	ctlGetNodeInfo
+	ctlGetPortInfo
+	ctlSetIsSM
+	ctlGetPKeys
+)
+
+var (
+	le = binary.LittleEndian // the protocol's host-order fields (x86)
+	be = binary.BigEndian
+)
+
+// Options configure a Server.
+type Options struct {
+	// Port is the engine port the clients attach to; 0 means 1.
+	Port uint8
+	// NodeID is the node name returned on CONNECT; "" means "vhcrd".
+	NodeID string
+	// FWVersion is reported by GET_VENDOR.
+	FWVersion uint64
+	// Logger, if set, gets one line per malformed datagram.
+	Logger *slog.Logger
+}
+
+type client struct {
+	used bool
+	pid  uint32
+	in   *net.UnixAddr
+}
+
+// Server is an ibsim-protocol server for one engine port.
+type Server struct {
+	e    *mad.Engine
+	name string
+	opt  Options
+	ctl  *net.UnixConn
+	out  [MaxClients]*net.UnixConn
+
+	mu      sync.Mutex
+	clients [MaxClients]client
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+func abstract(name string) *net.UnixAddr {
+	// ibsim's make_name counts the terminating NUL into the address.
+	return &net.UnixAddr{Name: "@" + name + "\x00", Net: "unixgram"}
+}
+
+// Listen binds the server's sockets under name (what IBSIM_SOCKNAME gives
+// the tools) and starts serving in background goroutines until Close.
+func Listen(name string, e *mad.Engine, opt Options) (*Server, error) {
+	if name == "" || strings.ContainsRune(name, 0) || len(name) > 80 {
+		return nil, fmt.Errorf("ibsim: bad socket name %q", name)
+	}
+	if opt.Port == 0 {
+		opt.Port = 1
+	}
+	if int(opt.Port) > e.NumPorts() {
+		return nil, fmt.Errorf("ibsim: port %d of %d", opt.Port, e.NumPorts())
+	}
+	if opt.NodeID == "" {
+		opt.NodeID = "vhcrd"
+	}
+	s := &Server{e: e, name: name, opt: opt}
+	var err error
+	if s.ctl, err = net.ListenUnixgram("unixgram", abstract(name+":ctl")); err != nil {
+		return nil, fmt.Errorf("ibsim: %w", err)
+	}
+	for i := range s.out {
+		if s.out[i], err = net.ListenUnixgram("unixgram", abstract(fmt.Sprintf("%s:out%d", name, i))); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("ibsim: %w", err)
+		}
+	}
+	s.wg.Add(1 + MaxClients)
+	go s.serveCtl()
+	for i := range s.out {
+		go s.serveData(i)
+	}
+	return s, nil
+}
+
+// Close stops the server and waits for its goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	var errs []error
+	if s.ctl != nil {
+		errs = append(errs, s.ctl.Close())
+	}
+	for _, c := range s.out {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (s *Server) warn(msg string, args ...any) {
+	if s.opt.Logger != nil {
+		s.opt.Logger.Warn("ibsim: "+msg, args...)
+	}
+}
+
+func (s *Server) serveCtl() {
+	defer s.wg.Done()
+	var buf [ctlSize + 1]byte
+	for {
+		n, from, err := s.ctl.ReadFromUnix(buf[:])
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if n != ctlSize || le.Uint32(buf[0:]) != simMagic {
+			s.warn("bad control datagram", "len", n)
+			continue
+		}
+		reply := buf[:ctlSize]
+		s.handleCtl(reply)
+		if from != nil && strings.HasPrefix(from.Name, "@") {
+			// Go drops the trailing NUL that the client's abstract
+			// name carries; put it back.
+			_, _ = s.ctl.WriteToUnix(reply, abstract(from.Name[1:]))
+		}
+	}
+}
+
+// handleCtl answers one control request in place.
+func (s *Server) handleCtl(c []byte) {
+	id := le.Uint32(c[4:])
+	typ := le.Uint32(c[8:])
+	data := c[16:ctlSize]
+	if typ != ctlConnect && id >= MaxClients {
+		le.PutUint32(c[8:], ctlError)
+		return
+	}
+	ok := true
+	switch typ {
+	case ctlConnect:
+		ok = s.connect(data)
+	case ctlDisconnect:
+		s.mu.Lock()
+		s.clients[id] = client{}
+		s.mu.Unlock()
+	case ctlGetPort:
+		pi, _ := s.e.PortInfo(s.opt.Port)
+		clear(data)
+		le.PutUint16(data[0:], pi.LID)
+		data[2] = uint8(pi.PortState)
+	case ctlGetVendor:
+		ni := s.nodeInfo()
+		clear(data)
+		le.PutUint32(data[0:], ni.VendorID)
+		le.PutUint32(data[4:], uint32(ni.DeviceID))
+		le.PutUint32(data[8:], ni.Revision)
+		le.PutUint64(data[16:], s.opt.FWVersion)
+	case ctlGetGID:
+		pi, _ := s.e.PortInfo(s.opt.Port)
+		ni := s.nodeInfo()
+		clear(data)
+		be.PutUint64(data[0:], pi.GIDPrefix)
+		be.PutUint64(data[8:], ni.PortGUID)
+	case ctlGetGUID:
+		ni := s.nodeInfo()
+		clear(data)
+		be.PutUint64(data[0:], ni.NodeGUID)
+	case ctlGetNodeInfo:
+		out, res := s.get(mad.AttrNodeInfo, 0)
+		clear(data)
+		if ok = res&mad.Reply != 0; ok {
+			copy(data, out.SMPData())
+		}
+	case ctlGetPortInfo:
+		port := uint32(data[0])
+		if port == 0 || port > uint32(s.e.NumPorts()) {
+			port = uint32(s.opt.Port)
+		}
+		out, res := s.get(mad.AttrPortInfo, port)
+		clear(data)
+		if ok = res&mad.Reply != 0; ok {
+			copy(data, out.SMPData())
+		}
+	case ctlSetIsSM:
+		// Accepted; the model has no SM to attach.
+	case ctlGetPKeys:
+		out, res := s.get(mad.AttrPKeyTable, 0)
+		clear(data)
+		if ok = res&mad.Reply != 0; ok {
+			copy(data, out.SMPData())
+		}
+	default:
+		ok = false
+	}
+	if !ok {
+		le.PutUint32(c[8:], ctlError)
+	}
+}
+
+// get runs a local SubnGet (no WC: generated here, M_Key ignored).
+func (s *Server) get(attr uint16, mod uint32) (mad.MAD, mad.Result) {
+	var in mad.MAD
+	in[0], in[1], in[2], in[3] = 1, mad.ClassSubnLID, 1, mad.MethodGet
+	be.PutUint16(in[16:], attr)
+	be.PutUint32(in[20:], mod)
+	return s.e.ProcessMAD(mad.IgnoreAll, s.opt.Port, nil, nil, &in)
+}
+
+func (s *Server) nodeInfo() mad.NodeInfo {
+	var ni mad.NodeInfo
+	out, res := s.get(mad.AttrNodeInfo, 0)
+	if res&mad.Reply != 0 {
+		_ = ni.Decode(out.SMPData())
+	}
+	return ni
+}
+
+// connect handles CONNECT: sim_client_info {id (pid), qp, issm, nodeid[32]}.
+func (s *Server) connect(info []byte) bool {
+	pid := le.Uint32(info[0:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	for i := range s.clients {
+		if s.clients[i].used {
+			continue
+		}
+		s.clients[i] = client{used: true, pid: pid, in: abstract(fmt.Sprintf("%s:in%d", s.name, pid))}
+		le.PutUint32(info[0:], uint32(i))
+		nodeid := info[12:44]
+		clear(nodeid)
+		copy(nodeid[:31], s.opt.NodeID)
+		return true
+	}
+	return false
+}
+
+func (s *Server) clientAddr(i int) *net.UnixAddr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.clients[i].used {
+		return nil
+	}
+	return s.clients[i].in
+}
+
+func (s *Server) serveData(i int) {
+	defer s.wg.Done()
+	conn := s.out[i]
+	var buf [requestSize + 1]byte
+	for {
+		n, err := conn.Read(buf[:])
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		to := s.clientAddr(i)
+		if to == nil {
+			s.warn("packet from an unconnected client", "client", i)
+			continue
+		}
+		if n != requestSize {
+			s.warn("bad request size", "client", i, "len", n)
+			continue
+		}
+		req := buf[:requestSize]
+		s.Handle(req)
+		_, _ = conn.WriteToUnix(req, to)
+	}
+}
+
+// Handle turns one 288-byte sim_request into its reply, in place. The
+// request's DLID (big-endian in the first two bytes of each LID word) must
+// be the port's LID, one of its LMC aliases, or the permissive LID for a
+// directed-route SMP; anything else, and any MAD the engine does not
+// answer, gets StatusDropped.
+func (s *Server) Handle(req []byte) {
+	if len(req) != requestSize {
+		return
+	}
+	dlid := be.Uint16(req[0:])
+	slid := be.Uint16(req[4:])
+	dqp := be.Uint32(req[8:])
+	sqp := be.Uint32(req[12:])
+	var in mad.MAD
+	copy(in[:], req[32:])
+	pi, _ := s.e.PortInfo(s.opt.Port)
+	mask := uint16(1)<<pi.LMC - 1
+	status := uint32(StatusDropped)
+	var out mad.MAD
+	local := dlid&^mask == pi.LID || dlid == mad.LIDPermissive && in.MgmtClass() == mad.ClassSubnDirected
+	if local && dqp <= 1 {
+		if slid == 0 {
+			slid = pi.LID // umad2sim's "auto": the client sits on this port
+		}
+		wc := mad.WC{SLID: slid, SrcQP: sqp & 0xFFFFFF, QPN: dqp, DLIDPathBits: uint8(dlid & mask)}
+		resp, res := s.e.ProcessMAD(0, s.opt.Port, &wc, nil, &in)
+		if res&mad.Reply != 0 {
+			out, status = resp, 0
+		}
+	}
+	if status != 0 {
+		out = in
+	}
+	// Reply: from the port to the requester.
+	be.PutUint16(req[0:], slid)
+	req[2], req[3] = 0, 0
+	be.PutUint16(req[4:], pi.LID|dlid&mask)
+	req[6], req[7] = 0, 0
+	be.PutUint32(req[8:], sqp)
+	be.PutUint32(req[12:], dqp)
+	be.PutUint32(req[16:], status)
+	be.PutUint64(req[24:], mad.Size)
+	copy(req[32:], out[:])
+}
