@@ -350,25 +350,24 @@ func TestDirectedRoute(t *testing.T) {
 		in := madtest.DRSMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, 0)
 		out, res := f.e.ProcessMAD(0, 1, wc, nil, in)
 		wantReply(t, res, &out, mad.StatusDirection)
-		if !out.Direction() || out.HopPointer() != 0 || out.MgmtClass() != mad.ClassSubnDirected {
+		// process_mad leaves the hop pointer to the SMI.
+		if !out.Direction() || out.HopPointer() != 1 || out.MgmtClass() != mad.ClassSubnDirected {
 			t.Fatalf("D %v hop pointer %d", out.Direction(), out.HopPointer())
 		}
-	})
-	t.Run("hop count 2, pointer at end of path", func(t *testing.T) {
-		in := madtest.DRSMP(mad.MethodGet, mad.AttrPortInfo, 0, 0, 2, 1, 3)
-		out, res := f.e.ProcessMAD(0, 2, wc, nil, in)
-		wantReply(t, res, &out, mad.StatusDirection)
-		if out.HopPointer() != 2 || out[192+2] != 2 || out[129] != 1 || out[130] != 3 {
-			t.Fatalf("hop pointer %d, return path[2] %d", out.HopPointer(), out[194])
+		if !mad.SMISend(&out) || out.HopPointer() != 0 {
+			t.Fatalf("SMISend: hop pointer %d", out.HopPointer())
 		}
 	})
-	t.Run("hop pointer already advanced", func(t *testing.T) {
+	t.Run("hop count 2 through the SMI", func(t *testing.T) {
 		in := madtest.DRSMP(mad.MethodGet, mad.AttrPortInfo, 0, 0, 2, 1, 3)
-		in[6] = 3
-		out, res := f.e.ProcessMAD(0, 1, wc, nil, in)
+		in[6] = 2 // as it comes off the wire at the end of its path
+		if !mad.SMIRecv(in, 2) || in.HopPointer() != 3 || in[192+2] != 2 {
+			t.Fatalf("SMIRecv: hop pointer %d return path[2] %d", in.HopPointer(), in[194])
+		}
+		out, res := f.e.ProcessMAD(0, 2, wc, nil, in)
 		wantReply(t, res, &out, mad.StatusDirection)
-		if out.HopPointer() != 2 {
-			t.Fatalf("hop pointer %d", out.HopPointer())
+		if !mad.SMISend(&out) || out.HopPointer() != 2 || out[194] != 2 || out[129] != 1 || out[130] != 3 {
+			t.Fatalf("response hop pointer %d, return path[2] %d", out.HopPointer(), out[194])
 		}
 	})
 	t.Run("error status keeps D bit", func(t *testing.T) {
@@ -379,13 +378,15 @@ func TestDirectedRoute(t *testing.T) {
 		name string
 		mut  func(*mad.MAD)
 		res  mad.Result
+		smi  bool // what SMIRecv says
 	}{
-		{"hop count 64", func(m *mad.MAD) { m[6], m[7] = 64, 64 }, mad.Failure},
-		{"hop pointer beyond count+1", func(m *mad.MAD) { m[6], m[7] = 5, 2 }, mad.Failure},
-		{"intermediate hop (CA drops)", func(m *mad.MAD) { m[6], m[7] = 1, 2 }, mad.Failure},
-		{"outgoing hop pointer 0", func(m *mad.MAD) { m[6], m[7] = 0, 2 }, mad.Failure},
-		{"DrDLID not permissive", func(m *mad.MAD) { be.PutUint16(m[34:], 7) }, mad.Failure},
-		{"returning SMP (D set)", func(m *mad.MAD) { m[4] |= 0x80 }, mad.Success},
+		{"hop count 64", func(m *mad.MAD) { m[6], m[7] = 65, 64 }, mad.Failure, false},
+		{"hop pointer beyond count+1", func(m *mad.MAD) { m[6], m[7] = 5, 2 }, mad.Failure, false},
+		{"intermediate hop (a CA drops it)", func(m *mad.MAD) { m[6], m[7] = 1, 2 }, mad.Failure, false},
+		{"outgoing, hop pointer 0", func(m *mad.MAD) { m[6], m[7] = 0, 2 }, mad.Failure, false},
+		{"not yet through the SMI", func(m *mad.MAD) { m[6], m[7] = 2, 2 }, mad.Failure, true},
+		{"DrDLID not permissive", func(m *mad.MAD) { be.PutUint16(m[34:], 7) }, mad.Failure, false},
+		{"returning SMP (D set)", func(m *mad.MAD) { m[4] |= 0x80 }, mad.Success, true},
 	}
 	for _, c := range drops {
 		t.Run(c.name, func(t *testing.T) {
@@ -394,8 +395,19 @@ func TestDirectedRoute(t *testing.T) {
 			if _, res := f.e.ProcessMAD(0, 1, wc, nil, in); res != c.res {
 				t.Fatalf("result %d, want %d", res, c.res)
 			}
+			if ok := mad.SMIRecv(in, 1); ok != c.smi {
+				t.Fatalf("SMIRecv = %v", ok)
+			}
 		})
 	}
+	t.Run("SMISend discards a bad hop pointer", func(t *testing.T) {
+		m := madtest.DRSMP(mad.MethodGetResp, mad.AttrNodeInfo, 0, 0, 3)
+		m[4] |= 0x80
+		m[6] = 2
+		if mad.SMISend(m) {
+			t.Fatal("accepted")
+		}
+	})
 }
 
 const goodMKey = 0x1111222233334444
@@ -460,6 +472,32 @@ func TestMKeyProtectLevels(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestMKeyOfTheNamedPort(t *testing.T) {
+	f := newFixture(t, func(c *mad.NodeConfig) { c.Ports[1].MKey = 0x55 })
+	wc := madtest.SMIWC(1)
+	out, res := f.e.ProcessMAD(0, 1, wc, nil, madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 2, 0, nil))
+	wantReply(t, res, &out, 0)
+	if pi := decodePI(t, &out); pi.MKey != 0 || pi.LID != 6 {
+		t.Fatalf("port 2 read through port 1: %+v", pi)
+	}
+	pi := f.portInfo(t, 2)
+	pi.LID, pi.PortState = 0x66, mad.PortNoChange
+	out, res = f.e.ProcessMAD(0, 1, wc, nil, madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 2, 0, portInfoSetData(t, pi)))
+	wantReply(t, res, &out, mad.StatusInvalidField)
+	if f.portInfo(t, 2).LID != 6 {
+		t.Fatal("Set through another port's M_Key applied")
+	}
+	out, res = f.e.ProcessMAD(0, 1, wc, nil, madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 2, 0x55, portInfoSetData(t, pi)))
+	wantReply(t, res, &out, 0)
+	if got := decodePI(t, &out); got.LID != 0x66 || got.MKey != 0x55 {
+		t.Fatalf("Set with port 2's key: %+v", got)
+	}
+	out, _ = f.e.ProcessMAD(mad.IgnoreMKey, 1, nil, nil, madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 2, 0, nil))
+	if decodePI(t, &out).MKey != 0x55 {
+		t.Fatal("IgnoreMKey hid the M_Key")
 	}
 }
 
@@ -557,6 +595,7 @@ func TestTrap256Payload(t *testing.T) {
 			path[i] = byte(i + 1)
 		}
 		in := madtest.DRSMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0xBAD, 40, path...)
+		in[6] = 41
 		be.PutUint16(in[32:], 0xFFFF)
 		for i := range 40 {
 			in[192+i] = byte(0x80 + i)

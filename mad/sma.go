@@ -10,12 +10,12 @@ func (e *Engine) sma(flags Flags, p *port, wc *WC, in, out *MAD) Result {
 			// SM's business, not the SMA's.
 			return Success
 		}
-		// C14-6: hop counts run 0..63. As the end node (C14-9:3/4) the
-		// hop pointer is HopCount (not yet advanced by the SMI) or
-		// HopCount+1; anything else is discarded (C14-9:5), as is a DR
-		// SMP whose DrDLID asks to be LID-routed beyond us.
-		hp := in.HopPointer()
-		if hc >= MaxHops || (hp != hc && int(hp) != int(hc)+1) || in.DrDLID() != LIDPermissive {
+		// process_mad sees a DR SMP after the SMI: at its end node the
+		// hop pointer is HopCount+1 (C14-9:4). Hop counts run 0..63
+		// (C14-6); a CA discards a DR SMP whose DrDLID asks to be
+		// LID-routed beyond it. SMIRecv does the SMI step for callers
+		// that receive DR SMPs off the wire.
+		if hc >= MaxHops || int(in.HopPointer()) != int(hc)+1 || in.DrDLID() != LIDPermissive {
 			return Failure
 		}
 	}
@@ -47,23 +47,75 @@ func (e *Engine) sma(flags Flags, p *port, wc *WC, in, out *MAD) Result {
 		e.repress(p, ClassSubnLID, in.TID())
 		return Success | Consumed
 	}
-	return e.smaReply(p, in, out, e.smaAttr(p, in, out, hide))
+	return e.smaReply(p, in, out, e.smaAttr(p, in, out, hide, flags&IgnoreMKey != 0))
 }
 
-// smaReply finishes an SMP response that respond began: status, and for a DR SMP the D bit,
-// the return path entry and the hop pointer as the SMI sends it back
-// (C14-9:3, C14-13:1/3).
+// smaReply finishes an SMP response that respond began: the status and,
+// for a DR SMP, the D bit. The hop pointer is left for the SMI (SMISend),
+// as Linux's SMI layer does after process_mad.
 func (e *Engine) smaReply(p *port, in, out *MAD, status uint16) Result {
 	if in.MgmtClass() == ClassSubnDirected {
-		hc := in.HopCount()
-		if hc > 0 && in.HopPointer() == hc {
-			out[offReturnPath+int(hc)] = p.num
-		}
 		status |= StatusDirection
-		out[6] = hc
 	}
 	out.SetStatus(status)
 	return Success | Reply
+}
+
+// SMIRecv applies the subnet management interface's receive rules for a
+// directed-route SMP arriving at this end node (a CA) on port, as Linux's
+// smi_handle_dr_smp_recv does before process_mad (IBA 14.2.2.2): an
+// outgoing SMP (D clear) at the end of its path gets its return path entry
+// recorded and its hop pointer advanced; one already advanced passes; any
+// other hop pointer, a hop count above 63 or a DrDLID other than the
+// permissive LID means discard (false). A returning SMP (D set) passes:
+// this node originated it. Other classes pass unchanged.
+func SMIRecv(m *MAD, port uint8) bool {
+	if m.MgmtClass() != ClassSubnDirected {
+		return true
+	}
+	hp, hc := m.HopPointer(), m.HopCount()
+	if hc >= MaxHops {
+		return false
+	}
+	if m.Direction() {
+		return true
+	}
+	if m.DrDLID() != LIDPermissive {
+		return false
+	}
+	switch {
+	case hp == hc:
+		if hc > 0 {
+			m[offReturnPath+int(hc)] = port
+		}
+		m[6] = hp + 1
+		return true
+	case int(hp) == int(hc)+1:
+		return true
+	}
+	return false
+}
+
+// SMISend applies the send rules to a DR SMP response leaving this end
+// node (smi_handle_dr_smp_send with the D bit set, C14-13:1 and :3): the
+// hop pointer steps back from HopCount+1. It reports false when the
+// response must be discarded.
+func SMISend(m *MAD) bool {
+	if m.MgmtClass() != ClassSubnDirected || !m.Direction() {
+		return true
+	}
+	hp, hc := m.HopPointer(), m.HopCount()
+	switch {
+	case hc >= MaxHops:
+		return false
+	case hc > 0 && int(hp) == int(hc)+1:
+		m[6] = hp - 1
+		return true
+	case hc == 0 && hp == 1:
+		m[6] = 0
+		return m.DrSLID() == LIDPermissive
+	}
+	return false
 }
 
 // checkMKey is qib's check_mkey (ib-mad.md §3.2). It returns whether the SMP
@@ -87,7 +139,7 @@ func (e *Engine) checkMKey(flags Flags, p *port, wc *WC, in *MAD) (ok, hide bool
 	return false, false
 }
 
-func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey bool) uint16 {
+func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint16 {
 	set := in.Method() == MethodSet
 	mod := in.AttrMod()
 	src := in[offSMPData : offSMPData+smpDataSize]
@@ -144,6 +196,17 @@ func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey bool) uint16 {
 				return StatusInvalidField
 			}
 			tp = &e.ports[mod-1]
+			otherKey := tp != p && !ignoreMKey && tp.pi.MKey != 0 && tp.pi.MKey != in.MKey()
+			if otherKey && set {
+				// As qib: naming another port of the node, a Set must
+				// also pass that port's M_Key (a Get has passed the
+				// arrival port's check and reads it with the M_Key
+				// hidden unless the keys match).
+				return StatusInvalidField
+			}
+			if otherKey {
+				hideMKey = true
+			}
 		}
 		if set {
 			if st := e.setPortInfo(tp, src); st != 0 {

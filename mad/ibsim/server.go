@@ -330,13 +330,14 @@ func (s *Server) Handle(req []byte) {
 	status := uint32(StatusDropped)
 	var out mad.MAD
 	local := dlid&^mask == pi.LID || dlid == mad.LIDPermissive && in.MgmtClass() == mad.ClassSubnDirected
-	if local && dqp <= 1 {
+	// The SMI steps of a directed-route SMP are the port's, not the SMA's.
+	if local && dqp <= 1 && mad.SMIRecv(&in, s.opt.Port) {
 		if slid == 0 {
 			slid = pi.LID // umad2sim's "auto": the client sits on this port
 		}
 		wc := mad.WC{SLID: slid, SrcQP: sqp & 0xFFFFFF, QPN: dqp, DLIDPathBits: uint8(dlid & mask)}
 		resp, res := s.e.ProcessMAD(0, s.opt.Port, &wc, nil, &in)
-		if res&mad.Reply != 0 {
+		if res&mad.Reply != 0 && mad.SMISend(&resp) {
 			out, status = resp, 0
 		}
 	}

@@ -143,8 +143,10 @@ func TestProtocol(t *testing.T) {
 	if st != 0 || slid != 5 || out.Method() != mad.MethodGetResp || out.TID() != 0x1234 {
 		t.Fatalf("SubnGet: status %d slid %d method 0x%x", st, slid, out.Method())
 	}
-	st, _, out = c.mad(t, name, 0xFFFF, 0, madtest.DRSMP(mad.MethodGet, mad.AttrNodeDescription, 0, 0, 0))
-	if st != 0 || !out.Direction() {
+	dr := madtest.DRSMP(mad.MethodGet, mad.AttrNodeDescription, 0, 0, 0)
+	dr[6] = 0 // as smpquery -D sends it
+	st, _, out = c.mad(t, name, 0xFFFF, 0, dr)
+	if st != 0 || !out.Direction() || out.HopPointer() != 0 {
 		t.Fatalf("DR: status %d", st)
 	}
 	st, _, _ = c.mad(t, name, 9, 0, madtest.SMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, nil))

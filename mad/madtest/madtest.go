@@ -107,13 +107,13 @@ func SMP(method uint8, attr uint16, mod uint32, mkey uint64, data []byte) *mad.M
 	return m
 }
 
-// DRSMP builds a directed-route SMP arriving at its end: hop pointer
-// hopCount (the end node advances it), permissive DrSLID/DrDLID, initial
-// path from path (index 1..).
+// DRSMP builds a directed-route SMP as process_mad sees it at the end of
+// its path, after the SMI: hop pointer hopCount+1, permissive
+// DrSLID/DrDLID, initial path from path (index 1..).
 func DRSMP(method uint8, attr uint16, mod uint32, mkey uint64, hopCount uint8, path ...byte) *mad.MAD {
 	m := new(mad.MAD)
 	header(m, mad.ClassSubnDirected, method, attr, mod, 0x5678)
-	m[6], m[7] = hopCount, hopCount
+	m[6], m[7] = hopCount+1, hopCount
 	be.PutUint64(m[24:], mkey)
 	be.PutUint16(m[32:], 0xFFFF)
 	be.PutUint16(m[34:], 0xFFFF)
