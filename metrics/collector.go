@@ -22,6 +22,7 @@ type PFCollector struct {
 
 	commands, resets, refusals, dma, resyncs, dropped *prometheus.Desc
 	runs, busy, sleeps, eqes, latency, info, numVFs   *prometheus.Desc
+	completed                                         *prometheus.Desc
 }
 
 // NewPFCollector returns a collector for pf.
@@ -52,7 +53,8 @@ func NewPFCollector(pf *vhcr.PF) *PFCollector {
 	c.busy = d("poller_busy_runs_total", "Poller scans that found at least one command.")
 	c.sleeps = d("poller_sleeps_total", "Times the idle poller blocked (futex doorbell or nanosleep).")
 	c.eqes = d("completion_eqes_total", "Command completion EQEs written to VFs' event queues.")
-	c.latency = d("command_duration_seconds", "Time from the PF seeing VHCR_POST to the command's completion being written.")
+	c.latency = d("command_duration_seconds", "Time from the PF seeing VHCR_POST to the command's completion being written (one command in 8 is timed).")
+	c.completed = d("commands_completed_total", "Commands completed, all VFs and statuses.")
 	c.info = d("build_info", "Build information.", "version", "goversion")
 	c.numVFs = d("vfs", "VFs served by this PF.")
 	return c
@@ -61,7 +63,7 @@ func NewPFCollector(pf *vhcr.PF) *PFCollector {
 // Describe implements prometheus.Collector.
 func (c *PFCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.commands, c.resets, c.refusals, c.dma, c.resyncs, c.dropped,
-		c.runs, c.busy, c.sleeps, c.eqes, c.latency, c.info, c.numVFs} {
+		c.runs, c.busy, c.sleeps, c.eqes, c.latency, c.info, c.numVFs, c.completed} {
 		ch <- d
 	}
 }
@@ -86,22 +88,23 @@ func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
 		for r := hcr.Reason(1); int(r) < hcr.NumReasons; r++ {
 			counter(c.refusals, s.Refusal(vf, r), vfl, r.String())
 		}
-		counter(c.dma, s.DMA[vf].Load(), vfl)
-		counter(c.resyncs, s.Resyncs[vf].Load(), vfl)
-		counter(c.dropped, s.Dropped[vf].Load(), vfl)
+		counter(c.dma, s.DMA[vf], vfl)
+		counter(c.resyncs, s.Resyncs[vf], vfl)
+		counter(c.dropped, s.Dropped[vf], vfl)
 	}
-	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, float64(s.Runs.Load()))
-	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, float64(s.BusyRuns.Load()))
-	ch <- prometheus.MustNewConstMetric(c.sleeps, prometheus.CounterValue, float64(s.Sleeps.Load()))
-	ch <- prometheus.MustNewConstMetric(c.eqes, prometheus.CounterValue, float64(s.EQEs.Load()))
+	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, float64(s.Runs))
+	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, float64(s.BusyRuns))
+	ch <- prometheus.MustNewConstMetric(c.sleeps, prometheus.CounterValue, float64(s.Sleeps))
+	ch <- prometheus.MustNewConstMetric(c.eqes, prometheus.CounterValue, float64(s.EQEs))
 	buckets := make(map[float64]uint64, len(vhcr.LatencyBounds))
 	var cum uint64
 	for i, b := range vhcr.LatencyBounds {
-		cum += s.Latency[i].Load()
+		cum += s.Latency[i]
 		buckets[b] = cum
 	}
-	cum += s.Latency[len(vhcr.LatencyBounds)].Load()
-	ch <- prometheus.MustNewConstHistogram(c.latency, cum, float64(s.LatencyNS.Load())*1e-9, buckets)
+	cum += s.Latency[len(vhcr.LatencyBounds)]
+	ch <- prometheus.MustNewConstHistogram(c.latency, cum, float64(s.LatencyNS)*1e-9, buckets)
+	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(s.Done))
 	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, Version, runtime.Version())
 	ch <- prometheus.MustNewConstMetric(c.numVFs, prometheus.GaugeValue, float64(len(c.vfs)))
 }

@@ -20,3 +20,9 @@ var ticksPerNS = sync.OnceValue(func() float64 {
 })
 
 func ticksToNS(d uint64, perNS float64) uint64 { return uint64(float64(d) / perNS) }
+
+// Ticks reads the cycle counter the poller times commands with.
+func Ticks() uint64 { return cputicks() }
+
+// TicksPerNS is the cycle counter's rate, calibrated once.
+func TicksPerNS() float64 { return ticksPerNS() }

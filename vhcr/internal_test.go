@@ -3,6 +3,7 @@ package vhcr
 import (
 	"io"
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/bar"
@@ -140,12 +141,12 @@ func TestFLRDropsCommands(t *testing.T) {
 	r.vhcr(1, hcr.NOP, 0)
 	r.write(1, CommVHCRPost, 0)
 	r.pf.scan()
-	if r.acked(1) || r.pf.stats.Dropped[1].Load() != 1 {
-		t.Fatalf("command during FLR: acked=%v dropped=%d", r.acked(1), r.pf.stats.Dropped[1].Load())
+	if r.acked(1) || r.pf.stats.Dropped[1] != 1 {
+		t.Fatalf("command during FLR: acked=%v dropped=%d", r.acked(1), r.pf.stats.Dropped[1])
 	}
 	r.pf.scan() // seen once, not again
-	if r.pf.stats.Dropped[1].Load() != 1 {
-		t.Fatalf("dropped counted %d times", r.pf.stats.Dropped[1].Load())
+	if r.pf.stats.Dropped[1] != 1 {
+		t.Fatalf("dropped counted %d times", r.pf.stats.Dropped[1])
 	}
 	// VF 0 is untouched.
 	r.vhcr(0, hcr.NOP, 0)
@@ -168,4 +169,35 @@ func TestFLRDropsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.up(t, 1)
+}
+
+// BenchmarkPost measures the PF's whole VHCR_POST path for one command
+// (detection, shadow copies, table lookup, execution, write-back,
+// acknowledgement) on heap memory, in one goroutine.
+func BenchmarkPost(b *testing.B) {
+	for _, op := range []hcr.Opcode{hcr.NOP, hcr.QUERY_FUNC_CAP, hcr.INIT_HCA} {
+		b.Run(op.String(), func(b *testing.B) {
+			r := newStepRig(b, 8)
+			r.up(b, 3)
+			r.vhcr(3, op, 2*4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.write(3, CommVHCRPost, 0)
+				r.pf.scan()
+			}
+		})
+	}
+}
+
+// BenchmarkIdleScan measures one scan of 8 and 126 idle VFs.
+func BenchmarkIdleScan(b *testing.B) {
+	for _, n := range []int{8, 126} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			r := newStepRig(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.pf.scan()
+			}
+		})
+	}
 }

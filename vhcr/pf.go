@@ -218,8 +218,17 @@ func (p *PF) persistVF(i int) {
 	st.persist[3].Store(uint32(st.vhcr))
 }
 
-// Stats returns the poller-owned counters.
-func (p *PF) Stats() *Stats { return p.stats }
+// Stats returns a copy of the poller-owned counters, made by the poller
+// between scans.
+func (p *PF) Stats() *Stats {
+	var s Stats
+	if err := p.Do(func() { p.stats.copyTo(&s) }); err != nil {
+		return &Stats{numOps: p.stats.numOps, Commands: make([]uint64, len(p.stats.Commands)),
+			Resets: make([]uint64, len(p.stats.Resets)), Refusals: make([]uint64, len(p.stats.Refusals)),
+			Resyncs: make([]uint64, len(p.vfs)), DMA: make([]uint64, len(p.vfs)), Dropped: make([]uint64, len(p.vfs))}
+	}
+	return &s
+}
 
 // Table returns the command table.
 func (p *PF) Table() *Table { return p.table }
@@ -269,7 +278,7 @@ func (p *PF) serve(i int, w uint32) {
 	resynced := sr&ToggleBit != st.ack
 	if resynced {
 		st.ack = sr & ToggleBit
-		p.stats.Resyncs[i].Add(1)
+		p.stats.Resyncs[i]++
 	}
 	if w&ToggleBit == st.ack {
 		st.lastWord = w
@@ -278,7 +287,7 @@ func (p *PF) serve(i int, w uint32) {
 		}
 		if w == 0 && sr == 0 {
 			// Both registers zeroed while our toggle was already 0.
-			p.stats.Resyncs[i].Add(1)
+			p.stats.Resyncs[i]++
 			return
 		}
 		// slave_write rewritten without a toggle flip: a VF that flipped
@@ -296,7 +305,7 @@ func (p *PF) serve(i int, w uint32) {
 	}
 	if st.lastCmd == CommFLR && cmd != CommReset {
 		// FLR in progress: drop without acknowledgement (mlx4 §1.7 step 4).
-		p.stats.Dropped[i].Add(1)
+		p.stats.Dropped[i]++
 		return
 	}
 	reply := toggle
@@ -404,10 +413,14 @@ func (p *PF) resetFunction(i int, why ResetReason) {
 // reset the VF (vHCR unreadable, outbox unwritable).
 func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	st := &p.vfs[i]
-	t0 := cputicks()
+	var t0 uint64
+	timed := p.stats.sample()
+	if timed {
+		t0 = cputicks()
+	}
 	// 1. The vHCR, copied once into the PF's shadow.
 	if err := st.win.CopyIn(p.shadow[:], st.vhcr); err != nil {
-		p.stats.DMA[i].Add(1)
+		p.stats.DMA[i]++
 		return false, fmt.Errorf("reading the vHCR: %w", err)
 	}
 	v := hcr.DecodeVHCR(&p.shadow)
@@ -432,7 +445,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 		// finds out after executing, then resets the VF; we reset too).
 		outAddr = v.OutParam
 		if _, err := st.win.Translate(outAddr, hcr.MailboxSize, dma.Write); err != nil || outAddr&0xfff != 0 {
-			p.stats.DMA[i].Add(1)
+			p.stats.DMA[i]++
 			return false, fmt.Errorf("outbox %#x unwritable: %v", outAddr, err)
 		}
 		clear(p.outbox[:])
@@ -444,7 +457,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 		addr := v.InParam & hcr.InboxMask
 		c.InParam = addr
 		if addr&0xfff != 0 || st.win.CopyIn(p.inbox[:], addr) != nil {
-			p.stats.DMA[i].Add(1)
+			p.stats.DMA[i]++
 			status = c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonInboxDMA)
 		} else {
 			c.Inbox = &p.inbox
@@ -476,7 +489,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	// the completion EQE.
 	if status == hcr.OK && c.Outbox != nil {
 		if err := st.win.CopyOut(outAddr, p.outbox[:]); err != nil {
-			p.stats.DMA[i].Add(1)
+			p.stats.DMA[i]++
 			return acked, fmt.Errorf("writing the outbox: %w", err)
 		}
 	}
@@ -489,7 +502,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 			binary.BigEndian.PutUint64(p.shadow[hcr.OffOutParam:], c.OutParam)
 		}
 		if err := st.win.CopyOut(st.vhcr, p.shadow[:]); err != nil {
-			p.stats.DMA[i].Add(1)
+			p.stats.DMA[i]++
 			return false, fmt.Errorf("writing the vHCR: %w", err)
 		}
 	}
@@ -499,7 +512,9 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	}
 	p.stats.countCommand(i, idx, status)
 	p.stats.countRefusal(i, c.Reason)
-	p.stats.observe(ticksToNS(cputicks()-t0, ticksPerNS()))
+	if timed {
+		p.stats.observe(cputicks() - t0)
+	}
 	return acked, nil
 }
 
@@ -529,7 +544,7 @@ func (p *PF) completionEQE(i int, token uint16, status hcr.Status, imm bool, out
 		}
 		return
 	}
-	p.stats.EQEs.Add(1)
+	p.stats.EQEs++
 }
 
 // checkFlags answers VF reset requests: a VF in its error state toggles

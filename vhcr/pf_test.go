@@ -331,7 +331,7 @@ func TestZeroedRegistersResync(t *testing.T) {
 	if got := post(t, v2, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
 		t.Fatalf("NOP after zeroing: %v", got.Status)
 	}
-	if r.PF.Stats().Resyncs[0].Load() == 0 {
+	if r.PF.Stats().Resyncs[0] == 0 {
 		t.Error("no resync counted")
 	}
 	if r.PF.Stats().Reset(0, vhcr.ResetToggle) != 0 {
@@ -397,7 +397,7 @@ func TestFLR(t *testing.T) {
 	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	for r.PF.Stats().Dropped[1].Load() == 0 {
+	for r.PF.Stats().Dropped[1] == 0 {
 		if _, err := r.PF.Info(1); err != nil {
 			t.Fatal(err)
 		}

@@ -61,12 +61,28 @@ func (p *PF) Run(ctx context.Context) error {
 
 	var idleSince uint64
 	idle := false
+	idleScans := 0
 	sleepNS := int64(50_000)
 	for {
-		p.stats.Runs.Add(1)
+		p.stats.Runs++
 		if p.scan() {
-			p.stats.BusyRuns.Add(1)
+			p.stats.BusyRuns++
 			idle = false
+			continue
+		}
+		if !idle {
+			idle, idleSince, idleScans, sleepNS = true, cputicks(), 0, 50_000
+			if p.scans++; p.scans%64 == 0 {
+				p.checkFlags()
+			}
+			continue
+		}
+		// Between polls while spinning: one PAUSE and nothing else, so that
+		// detection costs what the physical limit's responder pays. The
+		// clock, requests and the stop flag are looked at every 64 idle
+		// scans.
+		if idleScans++; idleScans&63 != 0 {
+			bar.Pause()
 			continue
 		}
 		if p.pending.Load() != 0 {
@@ -76,15 +92,7 @@ func (p *PF) Run(ctx context.Context) error {
 		if p.stopping.Load() {
 			break
 		}
-		now := cputicks()
-		if !idle {
-			idle, idleSince, sleepNS = true, now, 50_000
-			if p.scans++; p.scans%64 == 0 {
-				p.checkFlags()
-			}
-			continue
-		}
-		switch d := now - idleSince; {
+		switch d := cputicks() - idleSince; {
 		case d < spin:
 			bar.Pause()
 		case d < yield:
@@ -103,7 +111,7 @@ func (p *PF) Run(ctx context.Context) error {
 
 // block waits for work: on the futex doorbell if there is one, else sleeps.
 func (p *PF) block(sleepNS int64) {
-	p.stats.Sleeps.Add(1)
+	p.stats.Sleeps++
 	if p.doorbell == nil {
 		ts := unix.NsecToTimespec(sleepNS)
 		_ = unix.Nanosleep(&ts, nil)

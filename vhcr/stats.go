@@ -1,8 +1,6 @@
 package vhcr
 
 import (
-	"sync/atomic"
-
 	"github.com/vhcrd/vhcrd/vhcr/hcr"
 )
 
@@ -59,84 +57,112 @@ var NumStatusSlots = len(SlotStatuses) + 1
 // histogram (from detection of the post to completion).
 var LatencyBounds = []float64{250e-9, 500e-9, 1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6, 64e-6, 128e-6, 256e-6, 512e-6, 1e-3, 4e-3, 16e-3}
 
-// Stats are counters the poller owns and writes; collectors read them at
-// scrape time with atomic loads. Nothing here is touched by client_golang on
-// the hot path.
+// Stats are counters the poller owns: plain integers that only the poller
+// thread writes, with no atomic or locked instruction on the hot path.
+// Readers get a copy through PF.Stats, which the poller makes between two
+// scans (or directly when it is not running); collectors call it at scrape
+// time.
 type Stats struct {
 	numOps   int
-	Commands []atomic.Uint64 // [vf][op index][status slot]
-	Resets   []atomic.Uint64 // [vf][reason]
-	Refusals []atomic.Uint64 // [vf][hcr.Reason]
-	Resyncs  []atomic.Uint64 // [vf]: the VF rewrote its registers (zeroed, §6.5)
-	DMA      []atomic.Uint64 // [vf]: DMA faults (vHCR, inbox, outbox)
-	Dropped  []atomic.Uint64 // [vf]: comm commands dropped during FLR
+	Commands []uint64 // [vf][op index][status slot]
+	Resets   []uint64 // [vf][reason]
+	Refusals []uint64 // [vf][hcr.Reason]
+	Resyncs  []uint64 // [vf]: the VF rewrote its registers (zeroed, §6.5)
+	DMA      []uint64 // [vf]: DMA faults (vHCR, inbox, outbox)
+	Dropped  []uint64 // [vf]: comm commands dropped during FLR
 
-	Runs      atomic.Uint64 // scans of all VFs
-	BusyRuns  atomic.Uint64 // scans that found work
-	Sleeps    atomic.Uint64 // times the poller blocked (futex or sleep)
-	Latency   [16]atomic.Uint64
-	LatencyNS atomic.Uint64 // sum
-	EQEs      atomic.Uint64 // completion EQEs written
+	Runs      uint64     // scans of all VFs
+	BusyRuns  uint64     // scans that found work
+	Sleeps    uint64     // times the poller blocked (futex or sleep)
+	Done      uint64     // commands completed
+	Latency   [16]uint64 // sampled: one command in LatencySample is timed
+	LatencyNS uint64     // sum of the sampled latencies
+	EQEs      uint64     // completion EQEs written
+
+	latencyTicks [15]uint64 // LatencyBounds in cycle-counter ticks
+	sampleCount  uint32
 }
 
+// LatencySample: the poller times one command in LatencySample (the cycle
+// counter costs tens of ns per read in a VM; sampling keeps it off the
+// common path while the histogram keeps its shape).
+const LatencySample = 8
+
 func newStats(numVFs, numOps int) *Stats {
-	return &Stats{
+	s := &Stats{
 		numOps:   numOps,
-		Commands: make([]atomic.Uint64, numVFs*numOps*NumStatusSlots),
-		Resets:   make([]atomic.Uint64, numVFs*int(numResetReasons)),
-		Refusals: make([]atomic.Uint64, numVFs*hcr.NumReasons),
-		Resyncs:  make([]atomic.Uint64, numVFs),
-		DMA:      make([]atomic.Uint64, numVFs),
-		Dropped:  make([]atomic.Uint64, numVFs),
+		Commands: make([]uint64, numVFs*numOps*NumStatusSlots),
+		Resets:   make([]uint64, numVFs*int(numResetReasons)),
+		Refusals: make([]uint64, numVFs*hcr.NumReasons),
+		Resyncs:  make([]uint64, numVFs),
+		DMA:      make([]uint64, numVFs),
+		Dropped:  make([]uint64, numVFs),
 	}
+	perNS := ticksPerNS()
+	for i, b := range LatencyBounds {
+		s.latencyTicks[i] = uint64(b * 1e9 * perNS)
+	}
+	return s
+}
+
+// copyTo copies s into d (same shape), reusing d's slices.
+func (s *Stats) copyTo(d *Stats) {
+	cmd, res, ref, rsy, dm, drp := d.Commands, d.Resets, d.Refusals, d.Resyncs, d.DMA, d.Dropped
+	*d = *s
+	d.Commands = append(cmd[:0], s.Commands...)
+	d.Resets = append(res[:0], s.Resets...)
+	d.Refusals = append(ref[:0], s.Refusals...)
+	d.Resyncs = append(rsy[:0], s.Resyncs...)
+	d.DMA = append(dm[:0], s.DMA...)
+	d.Dropped = append(drp[:0], s.Dropped...)
 }
 
 // Command returns the count of commands of VF vf, dense opcode index op and
 // status slot s.
 func (s *Stats) Command(vf, op, slot int) uint64 {
-	return s.Commands[(vf*s.numOps+op)*NumStatusSlots+slot].Load()
+	return s.Commands[(vf*s.numOps+op)*NumStatusSlots+slot]
 }
 
 // Reset returns the resets of VF vf for reason r.
 func (s *Stats) Reset(vf int, r ResetReason) uint64 {
-	return s.Resets[vf*int(numResetReasons)+int(r)].Load()
+	return s.Resets[vf*int(numResetReasons)+int(r)]
 }
 
 // Refusal returns the refused commands of VF vf for reason r.
 func (s *Stats) Refusal(vf int, r hcr.Reason) uint64 {
-	return s.Refusals[vf*hcr.NumReasons+int(r)].Load()
+	return s.Refusals[vf*hcr.NumReasons+int(r)]
 }
 
 func (s *Stats) countCommand(vf, op int, st hcr.Status) {
-	s.Commands[(vf*s.numOps+op)*NumStatusSlots+int(statusSlots[st])].Add(1)
+	s.Commands[(vf*s.numOps+op)*NumStatusSlots+int(statusSlots[st])]++
+	s.Done++
 }
 
-func (s *Stats) countReset(vf int, r ResetReason) { s.Resets[vf*int(numResetReasons)+int(r)].Add(1) }
+func (s *Stats) countReset(vf int, r ResetReason) { s.Resets[vf*int(numResetReasons)+int(r)]++ }
 
 func (s *Stats) countRefusal(vf int, r hcr.Reason) {
 	if r != hcr.ReasonNone {
-		s.Refusals[vf*hcr.NumReasons+int(r)].Add(1)
+		s.Refusals[vf*hcr.NumReasons+int(r)]++
 	}
 }
 
-func (s *Stats) observe(ns uint64) {
-	s.LatencyNS.Add(ns)
-	sec := float64(ns) * 1e-9
-	for i, b := range LatencyBounds {
-		if sec <= b {
-			s.Latency[i].Add(1)
+// sample reports whether the next command is to be timed.
+func (s *Stats) sample() bool {
+	s.sampleCount++
+	return s.sampleCount%LatencySample == 0
+}
+
+func (s *Stats) observe(ticks uint64) {
+	s.LatencyNS += ticksToNS(ticks, ticksPerNS())
+	for i, b := range s.latencyTicks {
+		if ticks <= b {
+			s.Latency[i]++
 			return
 		}
 	}
-	s.Latency[len(LatencyBounds)].Add(1)
+	s.Latency[len(LatencyBounds)]++
 }
 
 // Completed returns the number of commands completed (all VFs, all
-// statuses), from the latency histogram.
-func (s *Stats) Completed() uint64 {
-	var n uint64
-	for i := range s.Latency {
-		n += s.Latency[i].Load()
-	}
-	return n
-}
+// statuses).
+func (s *Stats) Completed() uint64 { return s.Done }

@@ -261,17 +261,17 @@ func (s *server) mux() *http.ServeMux {
 func (s *server) logActivity(ctx context.Context, log *slog.Logger, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	st := s.pf.Stats()
-	last, lastT := st.Completed(), time.Now()
+	last, lastT := s.pf.Stats().Completed(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			st := s.pf.Stats()
 			n := st.Completed()
 			if n != last {
 				log.Info("commands", "completed", n, "per_second", int(float64(n-last)/now.Sub(lastT).Seconds()),
-					"poller_sleeps", st.Sleeps.Load())
+					"poller_sleeps", st.Sleeps)
 			}
 			last, lastT = n, now
 		}

@@ -1,0 +1,18 @@
+// Package vhcrbench measures command round trips between processes, so that
+// vhcrd's figure always stands next to the physical limit and a peer
+// transport measured in the same run:
+//
+//	(a) the physical limit for the same work: a VF process writes a 32-byte
+//	    vHCR into a tmpfs DMA page and posts through a tmpfs comm register;
+//	    a bare responder process copies the vHCR, writes the status and
+//	    toggles — nothing else;
+//	(b) a NOP round trip from a VF process through a real `vhcrd serve`;
+//	(c) a 64-byte round trip over a UNIX stream socket between two Go
+//	    processes using net.UnixConn, the transport vfio-user uses and the
+//	    peer a Go user would reach for.
+//
+// Rounds interleave the three so that machine noise hits them alike; each
+// round reports its median and p99, and the summary takes medians over
+// rounds. Timing uses the cycle counter (a few ns per read), not a Go
+// benchmark loop, because percentiles matter here.
+package vhcrbench
