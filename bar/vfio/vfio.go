@@ -132,6 +132,17 @@ func (c *Container) SetIOMMU(typ int) error {
 // IOMMU returns the IOMMU type set, or 0.
 func (c *Container) IOMMU() int { return c.iommu }
 
+// IOMMUPageSizes returns VFIO_IOMMU_GET_INFO's iova_pgsizes: a bit per
+// supported IOMMU page size. Valid once an IOMMU is set.
+func (c *Container) IOMMUPageSizes() (uint64, error) {
+	in := VFIOIommuType1Info{}
+	in.Argsz = uint32(len(Marshal(in)))
+	if _, err := ioctlStruct(c.sys, c.fd, VFIO_IOMMU_GET_INFO, &in); err != nil {
+		return 0, fmt.Errorf("VFIO_IOMMU_GET_INFO: %w", err)
+	}
+	return in.IovaPgsizes, nil
+}
+
 // MapDMA maps buf at iova in the container's IOMMU domain.
 func (c *Container) MapDMA(buf []byte, iova uint64, write bool) error {
 	m := VFIOIommuType1DmaMap{Flags: VFIO_DMA_MAP_FLAG_READ, Vaddr: c.sys.Addr(buf), Iova: iova, Size: uint64(len(buf))}
@@ -441,6 +452,10 @@ func (d *Device) Reset() error {
 	}
 	return nil
 }
+
+// Container returns the device's container in group mode, nil in cdev
+// mode.
+func (d *Device) Container() *Container { return d.container }
 
 // MapDMA makes buf (page-aligned memory the caller keeps alive until
 // UnmapDMA) visible to the device at iova.

@@ -162,6 +162,9 @@ func TestDMA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	if ps, err := d.Container().IOMMUPageSizes(); err != nil || ps&4096 == 0 {
+		t.Fatalf("IOMMU page sizes %#x: %v", ps, err)
+	}
 	buf := pages(t, 4)
 	if err := d.MapDMA(buf, 0x10000000, true); err != nil {
 		t.Fatal(err)
@@ -192,6 +195,9 @@ func TestDMAWithoutIOMMU(t *testing.T) {
 	err = c.MapDMA(pages(t, 1), 0, true)
 	if !errors.Is(err, vfio.ErrNoIOMMU) || !strings.Contains(err.Error(), "VFIO_SET_IOMMU") {
 		t.Fatalf("err = %v", err)
+	}
+	if _, err := c.IOMMUPageSizes(); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("GET_INFO without an IOMMU: %v", err)
 	}
 	if err := c.SetIOMMU(vfio.VFIO_TYPE1v2_IOMMU); !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("SET_IOMMU without a group: %v", err)

@@ -45,6 +45,10 @@ func DefaultGuestConfig() GuestConfig {
 		MagicOff: 0xff000, Magic: 0xc0ffee01, SysfsMark: 0x5f5f0001, VFIOMark: 0x7f100001,
 		DMAIova: 0x10000000,
 		EchoOff: 0xff010,
+		// A harmless parameter, checked in /sys/module by the guest: it
+		// shows that parameters reach finit_module. (intremap=on makes
+		// allow_unsafe_interrupts unnecessary.)
+		ModuleParams: map[string]string{"vfio_iommu_type1": "dma_entry_limit=65000"},
 	}
 }
 

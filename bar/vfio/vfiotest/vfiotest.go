@@ -475,6 +475,15 @@ func (k *Kernel) containerIoctl(f *file, req uint, arg []byte) (int, error) {
 		f.dma[m.Iova] = m.Size
 		k.counts.MapDMA++
 		return 0, nil
+	case vfio.VFIO_IOMMU_GET_INFO:
+		if f.iommu == 0 {
+			return -1, unix.EINVAL
+		}
+		if _, err := argsz(arg, 16); err != nil {
+			return -1, err
+		}
+		put(arg, vfio.VFIOIommuType1Info{Argsz: 24, Flags: 1, IovaPgsizes: 0x40201000}) // 4K, 2M, 1G
+		return 0, nil
 	case vfio.VFIO_IOMMU_UNMAP_DMA:
 		if f.iommu == 0 {
 			return -1, unix.EINVAL

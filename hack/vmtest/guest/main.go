@@ -101,6 +101,19 @@ func run() error {
 		loaded = append(loaded, strings.Fields(l)[0])
 	}
 	say("modules loaded: %s", strings.Join(loaded, " "))
+	for mod, params := range cfg.ModuleParams {
+		for _, kv := range strings.Fields(params) {
+			k, want, _ := strings.Cut(kv, "=")
+			got, err := os.ReadFile(filepath.Join("/sys/module", mod, "parameters", k))
+			if err != nil {
+				return fmt.Errorf("module %s parameter %s: %w", mod, k, err)
+			}
+			if strings.TrimSpace(string(got)) != want {
+				return fmt.Errorf("module %s parameter %s = %q, passed %q", mod, k, strings.TrimSpace(string(got)), want)
+			}
+			say("module %s parameter %s=%s applied", mod, k, want)
+		}
+	}
 
 	addrs, err := pci.Find(pci.DefaultRoot, cfg.Vendor, cfg.Device)
 	if err != nil {
@@ -177,6 +190,13 @@ func checkVFIO(cfg vmtest.GuestConfig, r *vfio.Region, d *vfio.Device) error {
 		return err
 	}
 	say("vfio read magic %#x, wrote %#x", v, cfg.VFIOMark)
+	if c := d.Container(); c != nil {
+		ps, err := c.IOMMUPageSizes()
+		if err != nil {
+			return err
+		}
+		say("iommu type %d, page sizes %#x", c.IOMMU(), ps)
+	}
 	const dmaSize = 2 << 20
 	buf, err := unix.Mmap(-1, 0, dmaSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {

@@ -45,7 +45,6 @@ func main() {
 		}
 		im.Files[a] = h
 	}
-	im.Config.ModuleParams = map[string]string{}
 	for _, p := range params {
 		m, v, _ := strings.Cut(p, "=")
 		im.Config.ModuleParams[m] = v
