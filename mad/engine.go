@@ -83,7 +83,8 @@ type Options struct {
 	// MaxTrapRepeats bounds the resends of an unrepressed trap; 0 means
 	// DefaultMaxTrapRepeats, negative means no resends.
 	MaxTrapRepeats int
-	// Logger, if set, gets one debug line per key violation.
+	// Logger, if set, gets a debug line per key violation, at most one a
+	// second (the counters count them all).
 	Logger *slog.Logger
 }
 
@@ -149,6 +150,7 @@ type Engine struct {
 	maxRepeat int
 	log       *slog.Logger
 	tid       uint64
+	lastLog   time.Time
 	outbox    [outboxSize]Trap
 	nout      int
 
@@ -407,6 +409,11 @@ func (e *Engine) logViolation(kind string, p *port, wc *WC, in *MAD) {
 	if e.log == nil {
 		return
 	}
+	now := e.now()
+	if !e.lastLog.IsZero() && now.Sub(e.lastLog) < time.Second {
+		return
+	}
+	e.lastLog = now
 	var slid uint16
 	if wc != nil {
 		slid = wc.SLID

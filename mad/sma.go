@@ -39,13 +39,14 @@ func (e *Engine) sma(flags Flags, p *port, wc *WC, in, out *MAD) Result {
 	if !ok {
 		return Success | Consumed
 	}
+	if method == MethodTrapRepress {
+		// Never answered (mthca/mlx4: SUCCESS|CONSUMED).
+		e.repress(p, ClassSubnLID, in.TID())
+		return Success | Consumed
+	}
 	respond(in, out)
 	if in.ClassVersion() != 1 {
 		return e.smaReply(p, in, out, StatusBadVersion)
-	}
-	if method == MethodTrapRepress {
-		e.repress(p, ClassSubnLID, in.TID())
-		return Success | Consumed
 	}
 	return e.smaReply(p, in, out, e.smaAttr(p, in, out, hide, flags&IgnoreMKey != 0))
 }
