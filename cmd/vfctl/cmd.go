@@ -137,6 +137,7 @@ func runCmd(args []string) error {
 
 func runFLR(args []string) error {
 	fs := flag.NewFlagSet("flr", flag.ContinueOnError)
+	_ = barFlag(fs) // accepted for symmetry; the FLR goes through the admin endpoint
 	vf := fs.Int("vf", 0, "VF index")
 	admin := fs.String("admin", "http://127.0.0.1:9464", "vhcrd's HTTP endpoint (its --metrics-addr)")
 	if err := fs.Parse(args); err != nil {

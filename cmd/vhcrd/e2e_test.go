@@ -1,0 +1,339 @@
+package main
+
+// Cross-process tests (tier 2): a real vhcrd process and real vfctl
+// processes sharing tmpfs files, and (tier 5) promtool and a Prometheus
+// server reading vhcrd's /metrics.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "vhcrd-e2e-bin")
+	if err != nil {
+		panic(err)
+	}
+	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/vhcrd/vhcrd/cmd/vhcrd", "github.com/vhcrd/vhcrd/cmd/vfctl").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the binaries: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// shmDir is tmpfs where there is one.
+func shmDir(t *testing.T) string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "vhcrd-e2e")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		return d
+	}
+	return t.TempDir()
+}
+
+type daemon struct {
+	cmd     *exec.Cmd
+	metrics string // http://host:port
+	stderr  *bytes.Buffer
+	exited  chan error
+}
+
+// startDaemon runs vhcrd serve and waits until it serves (its log line with
+// the metrics URL, then the region header in the serving state).
+func startDaemon(t *testing.T, barPath, dmaPath string, extra ...string) *daemon {
+	t.Helper()
+	args := append([]string{"serve", "--bar", "file:" + barPath, "--dma", "file:" + dmaPath, "--vfs", "4",
+		"--window", "256K", "--metrics-addr", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(filepath.Join(binDir, "vhcrd"), args...)
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
+	go func() { d.exited <- cmd.Wait(); pw.Close() }()
+	urlRE := regexp.MustCompile(`url=(http://[0-9.:]+)/metrics`)
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	t.Cleanup(func() { d.stop(t) })
+	for d.metrics == "" || !strings.Contains(d.stderr.String(), "msg=serving") {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("vhcrd exited before serving:\n%s", d.stderr)
+			}
+			d.stderr.WriteString(l + "\n")
+			if m := urlRE.FindStringSubmatch(l); m != nil {
+				d.metrics = m[1]
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("vhcrd did not start serving:\n%s", d.stderr)
+		}
+	}
+	go func() {
+		for l := range lines {
+			_ = l
+		}
+	}()
+	return d
+}
+
+func (d *daemon) stop(t *testing.T) error {
+	if d.cmd.ProcessState != nil {
+		return nil
+	}
+	_ = d.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-d.exited:
+		return err
+	case <-time.After(30 * time.Second):
+		_ = d.cmd.Process.Kill()
+		t.Errorf("vhcrd did not stop on SIGINT")
+		return <-d.exited
+	}
+}
+
+func vfctl(t *testing.T, barPath string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "vfctl"), append(args[:1:1], append([]string{"--bar", "file:" + barPath}, args[1:]...)...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("vfctl %v: %v", args, err)
+	}
+	return out.String(), code
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func TestDaemonAndVFToolsAcrossProcesses(t *testing.T) {
+	dir := shmDir(t)
+	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
+	d := startDaemon(t, barPath, dmaPath)
+
+	out, code := vfctl(t, barPath, "cmd", "--vf", "3", "QUERY_FUNC_CAP")
+	if code != 0 || !strings.Contains(out, "QUERY_FUNC_CAP: OK (0x00)") {
+		t.Fatalf("QUERY_FUNC_CAP: exit %d\n%s", code, out)
+	}
+	out, code = vfctl(t, barPath, "cmd", "--vf", "3", "QUERY_FUNC_CAP", "--op-mod", "1", "--in-mod", "2")
+	if code != 0 || !strings.Contains(out, "00000000  00 00 00 02") {
+		t.Fatalf("QUERY_FUNC_CAP port 2 (physical port byte 3 = 2): exit %d\n%s", code, out)
+	}
+	out, code = vfctl(t, barPath, "cmd", "--vf", "3", "MAD_DEMUX")
+	if code != 1 || !strings.Contains(out, "BAD_OP (0x02)") {
+		t.Fatalf("MAD_DEMUX: exit %d\n%s", code, out)
+	}
+	out, code = vfctl(t, barPath, "cmd", "--vf", "1", "0x7")
+	if code != 1 || !strings.Contains(out, "BAD_PARAM (0x03)") {
+		t.Fatalf("INIT_HCA: exit %d\n%s", code, out)
+	}
+	out, code = vfctl(t, barPath, "load", "--vfs", "0-3", "--duration", "1s", "--json")
+	if code != 0 {
+		t.Fatalf("load: exit %d\n%s", code, out)
+	}
+	var res struct {
+		Commands       uint64            `json:"commands"`
+		ProtocolErrors uint64            `json:"protocol_errors"`
+		PerVF          map[string]uint64 `json:"per_vf"`
+		LatencyNS      map[string]int64  `json:"latency_ns"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &res); err != nil {
+		t.Fatalf("load JSON: %v\n%s", err, out)
+	}
+	if res.Commands == 0 || res.ProtocolErrors != 0 || len(res.PerVF) != 4 || res.LatencyNS["p50"] <= 0 {
+		t.Fatalf("load result %+v", res)
+	}
+	for vf, n := range res.PerVF {
+		if n == 0 {
+			t.Errorf("VF %s completed no command under load", vf)
+		}
+	}
+	m := get(t, d.metrics+"/metrics")
+	for _, want := range []string{
+		`vhcrd_commands_total{opcode="QUERY_FUNC_CAP",status="OK",vf="3"} `,
+		`vhcrd_commands_total{opcode="MAD_DEMUX",status="BAD_OP",vf="3"} 1`,
+		`vhcrd_command_refusals_total{reason="unknown_opcode",vf="1"} 1`,
+		`vhcrd_vfs 4`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	out, code = vfctl(t, barPath, "flr", "--vf", "2", "--admin", d.metrics)
+	if code != 0 || !strings.Contains(out, "FLR of VF 2 done") {
+		t.Fatalf("flr: exit %d\n%s", code, out)
+	}
+	if m := get(t, d.metrics+"/metrics"); !strings.Contains(m, `vhcrd_comm_resets_total{reason="flr",vf="2"} 1`) {
+		t.Error("FLR not counted")
+	}
+
+	// SIGINT: the PF finishes, marks the pages offline and says it stopped.
+	if err := d.stop(t); err != nil {
+		t.Fatalf("vhcrd exit: %v", err)
+	}
+	b, err := bar.OpenFile(barPath, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := vhcr.Attach(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := a.PFState(); st != vhcr.PFStateStopped {
+		t.Errorf("PF state after SIGINT: %d", st)
+	}
+	if f, _ := b.Load32(a.Layout.CommPage(3) + vhcr.RegFlags); f&vhcr.FlagsOffline == 0 {
+		t.Errorf("VF 3 FLAGS %#x: offline bit not set after the PF stopped", f)
+	}
+	b.Close()
+
+	// A restarted PF resumes: VF 3 posts without bringing its channel up again.
+	d2 := startDaemon(t, barPath, dmaPath)
+	out, code = vfctl(t, barPath, "cmd", "--vf", "3", "NOP")
+	if code != 0 || !strings.Contains(out, "NOP: OK (0x00)") {
+		t.Fatalf("NOP after restart: exit %d\n%s", code, out)
+	}
+	if m := get(t, d2.metrics+"/metrics"); strings.Contains(m, `vhcrd_comm_resets_total{reason="vf_reset",vf="3"}`) {
+		t.Error("VF 3 had to RESET after the PF restart")
+	}
+}
+
+func TestBadFlagsAndFilesAreClearErrors(t *testing.T) {
+	dir := shmDir(t)
+	run := func(args ...string) string {
+		out, err := exec.Command(filepath.Join(binDir, "vhcrd"), args...).CombinedOutput()
+		if err == nil {
+			t.Fatalf("vhcrd %v succeeded", args)
+		}
+		return string(out)
+	}
+	if out := run("serve", "--vfs", "0"); !strings.Contains(out, "--vfs 0") {
+		t.Errorf("--vfs 0: %s", out)
+	}
+	if out := run("serve", "--vfs", "127"); !strings.Contains(out, "1..126") {
+		t.Errorf("--vfs 127: %s", out)
+	}
+	if out := run("serve", "--window", "5000", "--bar", "file:"+dir+"/b", "--dma", "file:"+dir+"/d"); !strings.Contains(out, "window") {
+		t.Errorf("--window 5000: %s", out)
+	}
+	cfg := filepath.Join(dir, "bad.json")
+	ex, _ := exec.Command(filepath.Join(binDir, "vhcrd"), "config").Output()
+	_ = os.WriteFile(cfg, bytes.Replace(ex, []byte(`"subnet_timeout": 18`), []byte(`"subnet_timeout": 40`), 1), 0o600)
+	if out := run("serve", "--config", cfg, "--bar", "file:"+dir+"/b", "--dma", "file:"+dir+"/d"); !strings.Contains(out, "ports[0].subnet_timeout") {
+		t.Errorf("bad config: %s", out)
+	}
+	if out, _ := vfctl(t, filepath.Join(dir, "missing"), "cmd", "--vf", "0", "NOP"); !strings.Contains(out, "vhcrd serve") {
+		t.Errorf("vfctl without a daemon: %s", out)
+	}
+	garbled := filepath.Join(dir, "garbled")
+	_ = os.WriteFile(garbled, make([]byte, 8192), 0o600)
+	if out, _ := vfctl(t, garbled, "cmd", "--vf", "0", "NOP"); !strings.Contains(out, "bad region header") {
+		t.Errorf("vfctl on a garbled region: %s", out)
+	}
+}
+
+// needTool finds a tool; without it the test skips, except in CI.
+func needTool(t *testing.T, name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not installed (.ci/run installs it)", name)
+		}
+		t.Skipf("%s not installed: apt-get install prometheus to run this tier", name)
+	}
+	return p
+}
+
+func TestMetricsWithPromtoolAndPrometheus(t *testing.T) {
+	promtool := needTool(t, "promtool")
+	prom := needTool(t, "prometheus")
+	dir := shmDir(t)
+	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
+	d := startDaemon(t, barPath, dmaPath)
+	if out, code := vfctl(t, barPath, "cmd", "--vf", "0", "QUERY_FW"); code != 0 {
+		t.Fatal(out)
+	}
+	body := get(t, d.metrics+"/metrics")
+	check := exec.Command(promtool, "check", "metrics")
+	check.Stdin = strings.NewReader(body)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+
+	// A real Prometheus server scrapes vhcrd and answers a query.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	promAddr := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	target := strings.TrimPrefix(d.metrics, "http://")
+	_ = os.WriteFile(cfg, []byte(fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: vhcrd\n    static_configs:\n      - targets: [%q]\n", target)), 0o600)
+	p := exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr)
+	var plog bytes.Buffer
+	p.Stdout, p.Stderr = &plog, &plog
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
+	q := "http://" + promAddr + `/api/v1/query?query=vhcrd_commands_total%7Bopcode%3D%22QUERY_FW%22%7D`
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(q)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"vf":"0"`) && strings.Contains(string(b), `"1"]`) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus never returned vhcrd_commands_total for QUERY_FW; its log:\n%s", plog.String())
+		}
+		time.Sleep(200 * time.Millisecond) // polling an external server for a condition, with a deadline
+	}
+}
