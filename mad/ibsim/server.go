@@ -57,6 +57,7 @@ type Options struct {
 
 type client struct {
 	used bool
+	issm bool
 	pid  uint32
 	in   *net.UnixAddr
 }
@@ -219,7 +220,11 @@ func (s *Server) handleCtl(c []byte) {
 			copy(data, out.SMPData())
 		}
 	case ctlSetIsSM:
-		// Accepted; the model has no SM to attach.
+		s.mu.Lock()
+		if s.clients[id].used {
+			s.clients[id].issm = le.Uint32(data) != 0
+		}
+		s.mu.Unlock()
 	case ctlGetPKeys:
 		out, res := s.get(mad.AttrPKeyTable, 0)
 		clear(data)
@@ -252,6 +257,33 @@ func (s *Server) nodeInfo() mad.NodeInfo {
 	return ni
 }
 
+// SendTrap implements mad.TrapSink: a trap goes, as an unsolicited
+// sim_request, to every client attached as an SM (SIM_SET_ISSM or SET_ISSM),
+// as ibsim delivers traps to its SM client. Without an SM client the trap
+// is dropped here (the engine still counts and resends it).
+func (s *Server) SendTrap(t mad.Trap) {
+	var req [requestSize]byte
+	be.PutUint16(req[0:], t.DLID)
+	be.PutUint16(req[4:], t.SLID)
+	be.PutUint32(req[8:], t.DestQP)
+	be.PutUint32(req[12:], t.SrcQP)
+	be.PutUint64(req[24:], mad.Size)
+	copy(req[32:], t.MAD[:])
+	var to [MaxClients]*net.UnixAddr
+	s.mu.Lock()
+	for i := range s.clients {
+		if c := &s.clients[i]; c.used && c.issm && !s.closed {
+			to[i] = c.in
+		}
+	}
+	s.mu.Unlock()
+	for i, a := range to {
+		if a != nil {
+			_, _ = s.out[i].WriteToUnix(req[:], a)
+		}
+	}
+}
+
 // connect handles CONNECT: sim_client_info {id (pid), qp, issm, nodeid[32]}.
 func (s *Server) connect(info []byte) bool {
 	pid := le.Uint32(info[0:])
@@ -264,7 +296,8 @@ func (s *Server) connect(info []byte) bool {
 		if s.clients[i].used {
 			continue
 		}
-		s.clients[i] = client{used: true, pid: pid, in: abstract(fmt.Sprintf("%s:in%d", s.name, pid))}
+		s.clients[i] = client{used: true, pid: pid, issm: le.Uint32(info[8:]) != 0,
+			in: abstract(fmt.Sprintf("%s:in%d", s.name, pid))}
 		le.PutUint32(info[0:], uint32(i))
 		nodeid := info[12:44]
 		clear(nodeid)

@@ -52,7 +52,9 @@ type fakeClient struct {
 	id        uint32
 }
 
-func dial(t *testing.T, name string) *fakeClient {
+func dial(t *testing.T, name string) *fakeClient { return dialSM(t, name, false) }
+
+func dialSM(t *testing.T, name string, issm bool) *fakeClient {
 	t.Helper()
 	pid := 900000 + int(seq.Add(1))
 	ctl, err := net.ListenUnixgram("unixgram", addr(fmt.Sprintf("%s:ctl%d", name, pid)))
@@ -67,6 +69,9 @@ func dial(t *testing.T, name string) *fakeClient {
 	t.Cleanup(func() { ctl.Close(); data.Close() })
 	info := make([]byte, 44)
 	le.PutUint32(info, uint32(pid))
+	if issm {
+		le.PutUint32(info[8:], 1)
+	}
 	reply := c.call(t, name, 1, info)
 	c.id = le.Uint32(reply[16:])
 	if got := strings.TrimRight(string(reply[28:60]), "\x00"); got != "model-hca" {
@@ -158,6 +163,50 @@ func TestProtocol(t *testing.T) {
 		t.Fatalf("PerfGet: status %d/%x", st, out.Status())
 	}
 	c.call(t, name, 2, nil)
+}
+
+// sinkTo forwards traps to a server created after the engine.
+type sinkTo struct{ s **ibsim.Server }
+
+func (k sinkTo) SendTrap(t mad.Trap) { (*k.s).SendTrap(t) }
+
+func TestTrapsReachTheSMClient(t *testing.T) {
+	cfg := madtest.Node()
+	cfg.Ports[0].MKey, cfg.Ports[0].MKeyProtect = 0x77, 1
+	var srv *ibsim.Server
+	e, err := mad.New(cfg, mad.Options{Sink: sinkTo{&srv}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("vhcrdtest%d-trap", os.Getpid())
+	if srv, err = ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca"}); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	sm := dialSM(t, name, true)
+	tool := dial(t, name)
+	st, _, _ := tool.mad(t, name, 5, 0, madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 1, 0x99, nil))
+	if st != ibsim.StatusDropped {
+		t.Fatalf("Set with a wrong M_Key: status %d", st)
+	}
+	buf := make([]byte, 400)
+	_ = sm.data.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := sm.data.Read(buf)
+	if err != nil || n != 288 {
+		t.Fatalf("SM client read %d %v", n, err)
+	}
+	var m mad.MAD
+	copy(m[:], buf[32:])
+	var notice mad.Notice
+	_ = notice.Decode(m.SMPData())
+	if be.Uint16(buf[0:]) != 1 || be.Uint16(buf[4:]) != 5 || m.Method() != mad.MethodTrap || notice.TrapNum != 256 {
+		t.Fatalf("trap dlid %d slid %d method 0x%x trap %d", be.Uint16(buf[0:]), be.Uint16(buf[4:]), m.Method(), notice.TrapNum)
+	}
+	var d mad.Trap256
+	_ = d.Decode(notice.Details[:])
+	if d.LIDAddr != 5 || d.MKey != 0x99 || d.Method != mad.MethodSet {
+		t.Fatalf("trap 256 %+v", d)
+	}
 }
 
 func TestHandleBadInput(t *testing.T) {
