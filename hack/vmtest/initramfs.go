@@ -34,8 +34,11 @@ type GuestConfig struct {
 	// Serve is the argv after "/bin/vhcrd"; "{BDF}" is replaced by the
 	// device's address. Empty: no vhcrd in the image, and the guest answers
 	// EchoOff handshakes itself through the VFIO mapping until stopped.
-	Serve   []string
-	EchoOff int64
+	Serve []string
+	// ServeSysfs, if set, is a second vhcrd run after the first stops (the
+	// BAR through sysfs resourceN once vfio-pci has released it).
+	ServeSysfs []string
+	EchoOff    int64
 }
 
 // DefaultGuestConfig is the configuration the VM test uses.

@@ -34,6 +34,10 @@ import (
 // itself uses at 0xff000.
 const defaultServe = "serve --bar vfio:{BDF}#region2 --dma bar@0x40000 --vfs 2 --window 64K --metrics-addr="
 
+// defaultServeSysfs is the second run: the same layout through the sysfs
+// resource2 file.
+const defaultServeSysfs = "serve --bar sysfs:{BDF}#resource2 --dma bar@0x40000 --vfs 2 --window 64K --metrics-addr="
+
 const (
 	bootTimeout = 50 * time.Second // QEMU is killed after this, whatever happens
 	barSize     = 1 << 20
@@ -191,6 +195,7 @@ func TestVM(t *testing.T) {
 			serve = defaultServe
 		}
 		im.Config.Serve = strings.Fields(serve)
+		im.Config.ServeSysfs = strings.Fields(defaultServeSysfs)
 		if _, err := os.Stat(filepath.Join(root, "cmd", "vfctl")); err == nil {
 			pkgs = append(pkgs, "./cmd/vfctl") // runs on the host; static is fine
 			vfctl = filepath.Join(tmp, "vfctl")
@@ -308,6 +313,13 @@ func TestVM(t *testing.T) {
 	if withVhcrd {
 		con.expect(t, ctx, `msg="vhcrd stopped"`)
 		con.expect(t, ctx, "vmtest: vhcrd exit status: 0")
+		// The second run: vhcrd serve on sysfs resource2.
+		con.expect(t, ctx, "vmtest: ready: vhcrd serve --bar sysfs:")
+		con.expect(t, ctx, `msg="vhcrd starting" bar=sysfs:`)
+		sysfsChecks(t, ctx, vfctl, shm)
+		io.WriteString(stdin, "stop\n")
+		con.expect(t, ctx, `msg="vhcrd stopped"`)
+		con.expect(t, ctx, "vmtest: vhcrd exit status: 0")
 	}
 	con.expect(t, ctx, "vmtest: PASS")
 	select {
@@ -339,6 +351,24 @@ func echoChecks(t *testing.T, ctx context.Context, host *bar.File, cfg GuestConf
 		worst = max(worst, time.Since(t0))
 	}
 	t.Logf("%d handshakes through the guest's VFIO mapping, slowest %v", rounds, worst)
+}
+
+// sysfsChecks brings VF 0 up again against vhcrd serving the BAR through
+// sysfs resource2 and posts one command.
+func sysfsChecks(t *testing.T, ctx context.Context, vfctl, shm string) {
+	if vfctl == "" {
+		return
+	}
+	for _, args := range [][]string{
+		{"init", "--bar", "file:" + shm, "--vf", "0"},
+		{"cmd", "--bar", "file:" + shm, "--vf", "0", "--out-len", "0", "QUERY_FW"},
+	} {
+		out, err := exec.CommandContext(ctx, vfctl, args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), map[string]string{"init": "comm channel up", "cmd": "QUERY_FW: OK"}[args[0]]) {
+			t.Fatalf("sysfs run: vfctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("sysfs run: vfctl %s: %s", args[0], strings.SplitN(string(out), "\n", 2)[0])
+	}
 }
 
 // vfChecks runs the VF side against the PF that vhcrd serve runs in the

@@ -4,7 +4,9 @@
 // through sysfs, binds the device to vfio-pci, checks BAR2 and DMA mapping
 // through VFIO, and then runs `vhcrd serve --bar vfio:BDF#region2 ...` (or,
 // in an image without vhcrd, answers handshakes through the VFIO mapping)
-// until the host writes "stop" to the serial console. It reports each step
+// until the host writes "stop" to the serial console, and then, if
+// configured, `vhcrd serve --bar sysfs:BDF#resource2 ...` until the next
+// "stop". It reports each step
 // on the console as a "vmtest: " line, ends with "vmtest: PASS" or
 // "vmtest: FAIL: ...", and powers the machine off: PID 1 must never return.
 package main
@@ -150,7 +152,14 @@ func run() error {
 	if err := d.Close(); err != nil {
 		return err
 	}
-	return serve(cfg, bdf, stop)
+	if err := serve(cfg.Serve, bdf, stop); err != nil {
+		return err
+	}
+	if len(cfg.ServeSysfs) == 0 {
+		return nil
+	}
+	// vfio-pci released the BAR with the device fd: sysfs can map it again.
+	return serve(cfg.ServeSysfs, bdf, stop)
 }
 
 func checkSysfs(cfg vmtest.GuestConfig, bdf string) error {
@@ -217,15 +226,15 @@ func checkVFIO(cfg vmtest.GuestConfig, r *vfio.Region, d *vfio.Device) error {
 	return nil
 }
 
-// stopper returns a channel closed when "stop" arrives on the console.
+// stopper returns a channel that receives a value for each "stop" line on
+// the console.
 func stopper() <-chan struct{} {
-	ch := make(chan struct{})
+	ch := make(chan struct{}, 4)
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
 			if strings.TrimSpace(sc.Text()) == "stop" {
-				close(ch)
-				return
+				ch <- struct{}{}
 			}
 		}
 		say("console closed: %v", sc.Err())
@@ -264,9 +273,9 @@ func echo(cfg vmtest.GuestConfig, r bar.Region, stop <-chan struct{}) error {
 	}
 }
 
-func serve(cfg vmtest.GuestConfig, bdf string, stop <-chan struct{}) error {
-	args := make([]string, len(cfg.Serve))
-	for i, a := range cfg.Serve {
+func serve(argv []string, bdf string, stop <-chan struct{}) error {
+	args := make([]string, len(argv))
+	for i, a := range argv {
 		args[i] = strings.ReplaceAll(a, "{BDF}", bdf)
 	}
 	bin := "/bin/vhcrd"
