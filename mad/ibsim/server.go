@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/mad/capture"
 )
 
 // Protocol constants (ibsim include/ibsim.h).
@@ -53,6 +54,10 @@ type Options struct {
 	FWVersion uint64
 	// Logger, if set, gets one line per malformed datagram.
 	Logger *slog.Logger
+	// Capture, if set, records every MAD the clients send and every reply
+	// as it would cross the link (traps are recorded by giving the same
+	// Writer to the engine as a sink).
+	Capture *capture.Writer
 }
 
 type client struct {
@@ -257,6 +262,19 @@ func (s *Server) nodeInfo() mad.NodeInfo {
 	return ni
 }
 
+func (s *Server) record(slid, dlid uint16, sqp, dqp uint32, m *mad.MAD) {
+	if s.opt.Capture == nil {
+		return
+	}
+	p := capture.Packet{SLID: slid, DLID: dlid, SrcQP: sqp, DestQP: dqp, PKey: mad.DefaultPKey, MAD: m}
+	if c := m.MgmtClass(); c == mad.ClassSubnLID || c == mad.ClassSubnDirected {
+		p.VL = 15
+	} else {
+		p.QKey = mad.QP1QKey
+	}
+	_ = s.opt.Capture.WritePacket(&p)
+}
+
 // SendTrap implements mad.TrapSink: a trap goes, as an unsolicited
 // sim_request, to every client attached as an SM (SIM_SET_ISSM or SET_ISSM),
 // as ibsim delivers traps to its SM client. Without an SM client the trap
@@ -285,25 +303,56 @@ func (s *Server) SendTrap(t mad.Trap) {
 }
 
 // connect handles CONNECT: sim_client_info {id (pid), qp, issm, nodeid[32]}.
+// When all slots are taken, slots of clients that went away without
+// DISCONNECT (a tool killed by its timeout) are reclaimed: their input
+// socket no longer exists.
 func (s *Server) connect(info []byte) bool {
 	pid := le.Uint32(info[0:])
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	for i := range s.clients {
-		if s.clients[i].used {
-			continue
+	c := client{used: true, pid: pid, issm: le.Uint32(info[8:]) != 0,
+		in: abstract(fmt.Sprintf("%s:in%d", s.name, pid))}
+	for attempt := 0; attempt < 2; attempt++ {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return false
 		}
-		s.clients[i] = client{used: true, pid: pid, issm: le.Uint32(info[8:]) != 0,
-			in: abstract(fmt.Sprintf("%s:in%d", s.name, pid))}
-		le.PutUint32(info[0:], uint32(i))
-		nodeid := info[12:44]
-		clear(nodeid)
-		copy(nodeid[:31], s.opt.NodeID)
+		for i := range s.clients {
+			if !s.clients[i].used || s.clients[i].pid == pid {
+				s.clients[i] = c
+				s.mu.Unlock()
+				le.PutUint32(info[0:], uint32(i))
+				nodeid := info[12:44]
+				clear(nodeid)
+				copy(nodeid[:31], s.opt.NodeID)
+				return true
+			}
+		}
+		var old [MaxClients]client
+		copy(old[:], s.clients[:])
+		s.mu.Unlock()
+		for i := range old {
+			if gone(old[i].in) {
+				s.mu.Lock()
+				if s.clients[i].pid == old[i].pid {
+					s.clients[i] = client{}
+				}
+				s.mu.Unlock()
+			}
+		}
+	}
+	return false
+}
+
+// gone reports whether nobody is bound to a client's input socket.
+func gone(a *net.UnixAddr) bool {
+	if a == nil {
 		return true
 	}
+	c, err := net.DialUnix("unixgram", nil, a)
+	if err != nil {
+		return true
+	}
+	c.Close()
 	return false
 }
 
@@ -360,14 +409,15 @@ func (s *Server) Handle(req []byte) {
 	copy(in[:], req[32:])
 	pi, _ := s.e.PortInfo(s.opt.Port)
 	mask := uint16(1)<<pi.LMC - 1
+	if slid == 0 && dlid != mad.LIDPermissive {
+		slid = pi.LID // umad2sim's "auto": the client sits on this port
+	}
+	s.record(slid, dlid, sqp, dqp, &in)
 	status := uint32(StatusDropped)
 	var out mad.MAD
 	local := dlid&^mask == pi.LID || dlid == mad.LIDPermissive && in.MgmtClass() == mad.ClassSubnDirected
 	// The SMI steps of a directed-route SMP are the port's, not the SMA's.
 	if local && dqp <= 1 && mad.SMIRecv(&in, s.opt.Port) {
-		if slid == 0 {
-			slid = pi.LID // umad2sim's "auto": the client sits on this port
-		}
 		wc := mad.WC{SLID: slid, SrcQP: sqp & 0xFFFFFF, QPN: dqp, DLIDPathBits: uint8(dlid & mask)}
 		resp, res := s.e.ProcessMAD(0, s.opt.Port, &wc, nil, &in)
 		if res&mad.Reply != 0 && mad.SMISend(&resp) {
@@ -376,6 +426,8 @@ func (s *Server) Handle(req []byte) {
 	}
 	if status != 0 {
 		out = in
+	} else {
+		s.record(pi.LID|dlid&mask, slid, dqp, sqp, &out)
 	}
 	// Reply: from the port to the requester.
 	be.PutUint16(req[0:], slid)

@@ -6,12 +6,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/mad/capture"
 	"github.com/vhcrd/vhcrd/mad/ibsim"
 	"github.com/vhcrd/vhcrd/mad/madtest"
 )
@@ -209,6 +211,19 @@ func TestTrapsReachTheSMClient(t *testing.T) {
 	}
 }
 
+func TestStaleClientsReclaimed(t *testing.T) {
+	_, name := start(t, nil)
+	for range ibsim.MaxClients {
+		c := dial(t, name)
+		c.ctl.Close() // gone without DISCONNECT, as a killed tool
+		c.data.Close()
+	}
+	c := dial(t, name)
+	if st, _, _ := c.mad(t, name, 5, 0, madtest.SMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, nil)); st != 0 {
+		t.Fatalf("status %d", st)
+	}
+}
+
 func TestHandleBadInput(t *testing.T) {
 	e, err := mad.New(madtest.Node(), mad.Options{})
 	if err != nil {
@@ -382,5 +397,74 @@ func TestInfinibandDiagsMKey(t *testing.T) {
 			out = mustRun(t, lib, name, "smpquery", "-y", "0x1111222233334444", "portinfo", "5", "1")
 			wantLines(t, out, "LinkState:.......................Active")
 		})
+	}
+}
+
+// TestToolsCapturedForTshark runs the real tools against a server that
+// records to a capture, then reads the capture with tshark: the tools'
+// MADs, the replies and the trap 256 that smpquery -y with a wrong M_Key
+// caused all appear with the fields the engine saw.
+func TestToolsCapturedForTshark(t *testing.T) {
+	lib := tools(t)
+	if _, err := exec.LookPath("tshark"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tshark is required in CI (Debian package tshark)")
+		}
+		t.Skip("tshark not installed (Debian package tshark)")
+	}
+	path := filepath.Join(t.TempDir(), "tools.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := capture.NewWriter(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := madtest.Node()
+	cfg.Ports[0].MKey, cfg.Ports[0].MKeyProtect = 0x1111222233334444, 2
+	e, err := mad.New(cfg, mad.Options{Sink: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("vhcrdtest%d-cap", os.Getpid())
+	s, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca", Capture: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, lib, name, "smpquery", "-y", "0x1111222233334444", "nodeinfo", "5")
+	mustRun(t, lib, name, "perfquery", "5", "1")
+	if out, err := runTool(t, lib, name, "smpquery", "-y", "0x42", "portinfo", "5", "1"); err == nil {
+		t.Fatalf("wrong M_Key at level 2 answered:\n%s", out)
+	}
+	s.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fields := []string{"infiniband.lrh.slid", "infiniband.lrh.dlid", "infiniband.mad.mgmtclass", "infiniband.mad.method",
+		"infiniband.mad.attributeid", "infiniband.mad.attributemodifier", "infiniband.notice.trapnumberdeviceid",
+		"infiniband.trap.lidaddr", "infiniband.trap.mkey", "infiniband.nodeinfo.nodeguid"}
+	args := []string{"60", "tshark", "-r", path, "-T", "fields", "-E", "separator=,"}
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	cmd := exec.Command("timeout", args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	t.Logf("tshark:\n%s", out)
+	text := string(out)
+	for _, want := range []string{
+		"5,5,0x01,0x01,0x0011,0x00000000,,,,",                               // SubnGet(NodeInfo)
+		"5,5,0x01,0x81,0x0011,0x00000000,,,,0x0002c90300a0b0c0",             // its GetResp
+		"5,5,0x04,0x01,0x0012,0x00000000,,,,",                               // PerfGet(PortCounters)
+		"5,5,0x01,0x01,0x0015,0x00000001,,,,",                               // SubnGet(PortInfo), wrong M_Key
+		"5,1,0x01,0x05,0x0002,0x00000000,0x0100,0x0005,0x0000000000000042,", // trap 256 to the SM
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("capture lacks %q", want)
+		}
 	}
 }
