@@ -13,23 +13,24 @@ import (
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
-// EventSink delivers completion EQEs to VFs. The software HCA implements it
-// once it models EQs; without one, commands with the 'e' bit are refused.
+// EventSink delivers EQEs to VFs: the software HCA, which models EQs.
+// Without one, commands with the 'e' bit are refused.
 type EventSink interface {
-	// CommandEQMapped reports whether VF vf has an EQ in HW state mapped for
-	// command completions (event type 0x0a).
-	CommandEQMapped(vf int) bool
-	// PostEQE writes eqe to the EQ VF vf mapped for the EQE's type. It never
+	// HasEQ reports whether VF vf has an EQ in HW state mapped for
+	// eventType (0x0a: command completions).
+	HasEQ(vf int, eventType uint8) bool
+	// PostEQE writes eqe to the EQ VF vf mapped for eventType. It never
 	// blocks; a full EQ is counted as an overrun and reported as an error.
-	PostEQE(vf int, eqe *[32]byte) error
+	PostEQE(vf int, eventType uint8, eqe *[32]byte) error
 }
 
 // FunctionResetter releases every resource a VF holds (RESET, FLR, protocol
 // violations), in mlx4's cleanup order.
 type FunctionResetter interface {
-	ResetFunction(vf int)
+	ResetFunction(vf int) restrack.Released
 }
 
 // Options configure a PF.
@@ -466,7 +467,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	if status == hcr.OK && e.Verify != nil {
 		status = e.Verify(p.hca, c)
 	}
-	event := c.EBit && p.events != nil && p.events.CommandEQMapped(i)
+	event := c.EBit && p.events != nil && p.events.HasEQ(i, EventTypeCmd)
 	if status == hcr.OK && c.EBit && !event {
 		// No EQ mapped for command completions: mlx4 would accept and never
 		// complete, leaving the VF to time out. Refuse at once instead.
@@ -538,7 +539,7 @@ func (p *PF) completionEQE(i int, token uint16, status hcr.Status, imm bool, out
 	if imm {
 		binary.BigEndian.PutUint64(e[eqeCmdOutParam:], out)
 	}
-	if err := p.events.PostEQE(i, e); err != nil {
+	if err := p.events.PostEQE(i, EventTypeCmd, e); err != nil {
 		if p.limit.allow() {
 			p.log.Warn("completion EQE not delivered", "vf", i, "err", err)
 		}

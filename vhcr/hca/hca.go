@@ -3,6 +3,7 @@ package hca
 import (
 	"fmt"
 
+	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -15,6 +16,9 @@ type HCA struct {
 
 	Res *restrack.Tracker // who owns what (res.go)
 	fw  *firmware         // object tables a firmware keeps (res.go)
+
+	mad      *mad.Engine    // MAD_IFC's engine (madifc.go), nil until AttachMAD
+	madViews []mad.StaticVF // each VF's paravirtualised view for MAD_IFC
 }
 
 // New builds the model for numVFs functions.

@@ -1,0 +1,155 @@
+package hca
+
+// MAD_IFC (0x24, inbox and outbox) and the mapping of the configuration
+// onto the MAD engine (package mad).
+//
+//	opcode   inbox outbox imm
+//	MAD_IFC    ✓     ✓     -
+
+import (
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+// MADNode maps the configuration onto the MAD engine's node: GUIDs,
+// description, IDs and every port's LID, keys, P_Key table and SM address.
+func MADNode(c *config.Config) mad.NodeConfig {
+	n := mad.NodeConfig{
+		NodeGUID:        uint64(c.Device.NodeGUID),
+		SystemImageGUID: uint64(c.Device.SysImageGUID),
+		Description:     c.Device.NodeDescription,
+		DeviceID:        uint16(c.Device.DeviceID),
+		Revision:        uint32(c.Device.Revision),
+		VendorID:        uint32(c.Device.VendorID),
+	}
+	maxPKeys := 0
+	for _, p := range c.Ports {
+		maxPKeys = max(maxPKeys, len(p.PKeys))
+	}
+	n.PartitionCap = uint16((maxPKeys + 31) / 32 * 32)
+	for _, p := range c.Ports {
+		pc := mad.PortConfig{
+			LID: p.LID, LMC: p.LMC, GIDPrefix: uint64(p.GIDPrefix), PortGUID: uint64(p.PortGUID),
+			State: mad.PortState(p.StateValue()), CapabilityMask: uint32(p.CapabilityMask),
+			MKey: uint64(p.MKey), MKeyProtect: p.MKeyProtect, MKeyLeasePeriod: p.MKeyLeasePeriod,
+			MasterSMLID: p.MasterSMLID, MasterSMSL: p.MasterSMSL, SubnetTimeOut: p.SubnetTimeout,
+			BKey: uint64(p.BKey), BKeyProtect: p.BKeyProtect, BKeyLeasePeriod: p.BKeyLeasePeriod,
+			QKey: uint32(p.QKey),
+		}
+		for _, k := range p.PKeys {
+			pc.PKeys = append(pc.PKeys, uint16(k))
+		}
+		// GS traps go to the master SM on QP1 unless configured otherwise.
+		if p.MasterSMLID != 0 {
+			pc.PMATrap = mad.TrapAddress{LID: p.MasterSMLID, QP: 1, SL: p.MasterSMSL}
+			pc.BMTrap = pc.PMATrap
+		}
+		n.Ports = append(n.Ports, pc)
+	}
+	return n
+}
+
+// vfCapMaskClear are the capability bits a VF never sees (it is not an SM,
+// and it cannot be one).
+const vfCapMaskClear = 1<<1 | 1<<10 // IsSM, IsSMdisabled
+
+// AttachMAD connects the MAD engine: MAD_IFC then runs on it with each VF's
+// paravirtualised view (its ports, virtual P_Key tables, GUIDs, port state
+// and capability mask).
+func (h *HCA) AttachMAD(e *mad.Engine) error {
+	if e.NumPorts() != len(h.Cfg.Ports) {
+		return fmt.Errorf("hca: MAD engine has %d ports, the configuration %d", e.NumPorts(), len(h.Cfg.Ports))
+	}
+	h.mad = e
+	h.madViews = make([]mad.StaticVF, h.NumVFs)
+	for vf := range h.madViews {
+		h.refreshMADView(vf)
+	}
+	return nil
+}
+
+// MADEngine is the attached engine, or nil.
+func (h *HCA) MADEngine() *mad.Engine { return h.mad }
+
+func (h *HCA) refreshMADView(vf int) {
+	fn := &h.Funcs[vf]
+	v := mad.StaticVF{Node: fn.NodeGUID}
+	for _, phys := range fn.Ports {
+		p := &h.Cfg.Ports[phys-1]
+		vp := mad.VFPort{Phys: uint8(phys), State: mad.PortDown, CapMask: uint32(p.CapabilityMask) &^ vfCapMaskClear,
+			GUID: fn.PortGUID[phys]}
+		if h.VFLinkUp(vf, phys) {
+			vp.State = mad.PortActive
+		}
+		for _, idx := range fn.PKeyMap[phys] {
+			vp.PKeyMap = append(vp.PKeyMap, uint16(idx))
+		}
+		v.Ports = append(v.Ports, vp)
+	}
+	h.madViews[vf] = v
+}
+
+// MAD_IFC hands the MAD (and, with op_modifier bit 2, the work completion
+// and GRH after it) to the MAD engine under the VF policy of mlx4's
+// MAD_IFC wrapper: LID-routed Gets of P_KeyTable, PortInfo, GUIDInfo and
+// NodeInfo are answered with the VF's paravirtualised view; every Set,
+// every network-view MAD_IFC and every other MAD is refused with BAD_OP.
+func (h *HCA) MAD_IFC(c *hcr.Cmd) hcr.Status {
+	if h.mad == nil {
+		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonNotModelled)
+	}
+	out := (*mad.MAD)(c.Outbox[:mad.Size])
+	st := hcr.Status(h.mad.ProcessMADIFC(&h.madViews[c.VF], c.OpMod, c.InMod, c.Inbox[:], out))
+	switch st {
+	case hcr.OK:
+	case hcr.BAD_OP:
+		c.Reason = hcr.ReasonMAD
+	default:
+		c.Reason = hcr.ReasonContext
+	}
+	return st
+}
+
+// QUERY_HCA outbox offsets (fw.c INIT_HCA_*: QUERY_HCA answers the INIT_HCA
+// parameters).
+const (
+	initHCAVersion     = 0x000
+	initHCACacheLine   = 0x00e
+	initHCALogQP       = 0x020 + 0x17
+	initHCALogSRQ      = 0x020 + 0x2f
+	initHCALogCQ       = 0x020 + 0x37
+	initHCAEQECQE      = 0x020 + 0x38
+	initHCALogEQ       = 0x020 + 0x67
+	initHCALogMCEntry  = 0x0c0 + 0x12
+	initHCALogMCHash   = 0x0c0 + 0x16
+	initHCALogMCTable  = 0x0c0 + 0x1b
+	initHCALogMPT      = 0x0f0 + 0x0b
+	initHCALogUAR      = 0x120 + 0x0a
+	initHCAUARPageSize = 0x120 + 0x0b
+)
+
+// QUERY_HCA answers the HCA's initialisation parameters a VF reads in
+// mlx4_slave_cap: version 2, the table sizes (log2), 32-byte EQEs and CQEs,
+// 4 KiB UAR pages. Base addresses of the PF's ICM tables are not a VF's
+// business and read as zero.
+func (h *HCA) QUERY_HCA(c *hcr.Cmd) hcr.Status {
+	r := &h.Cfg.Resources
+	o := c.Outbox[:]
+	o[initHCAVersion] = 2
+	o[initHCACacheLine] = 2<<5 | 1<<4 // 64-byte cache lines, flags from INIT_HCA
+	o[initHCALogQP] = r.LogQPs
+	o[initHCALogSRQ] = r.LogSRQs
+	o[initHCALogCQ] = r.LogCQs
+	o[initHCAEQECQE] = 0
+	o[initHCALogEQ] = r.LogEQs
+	o[initHCALogMCEntry] = 9
+	o[initHCALogMCHash] = 12
+	o[initHCALogMCTable] = 13
+	o[initHCALogMPT] = r.LogMPTs
+	o[initHCALogUAR] = 3
+	o[initHCAUARPageSize] = 0 // 4 KiB: PAGE_SHIFT - 12
+	return hcr.OK
+}
