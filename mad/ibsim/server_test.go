@@ -457,7 +457,7 @@ func TestToolsCapturedForTshark(t *testing.T) {
 	t.Logf("tshark:\n%s", out)
 	text := string(out)
 	for _, want := range []string{
-		"5,5,0x01,0x01,0x0011,0x00000000,,,,",                               // SubnGet(NodeInfo)
+		"5,5,0x01,0x01,0x0011,0x00000000,,,,0x0000000000000000",             // SubnGet(NodeInfo)
 		"5,5,0x01,0x81,0x0011,0x00000000,,,,0x0002c90300a0b0c0",             // its GetResp
 		"5,5,0x04,0x01,0x0012,0x00000000,,,,",                               // PerfGet(PortCounters)
 		"5,5,0x01,0x01,0x0015,0x00000001,,,,",                               // SubnGet(PortInfo), wrong M_Key
