@@ -20,6 +20,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/mad/capture"
+	"github.com/vhcrd/vhcrd/mad/ibsim"
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
@@ -45,6 +48,7 @@ func runConfig(args []string) error {
 
 type serveFlags struct {
 	bar, dma, configPath, metricsAddr, logLevel string
+	ibsim, capture                              string
 	vfs                                         int
 	window                                      string
 }
@@ -59,6 +63,8 @@ func runServe(args []string) error {
 	fs.StringVar(&f.configPath, "config", "", "configuration file (default: the embedded example; see `vhcrd config`)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "address of the /metrics and /admin HTTP endpoint (empty: off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine to infiniband-diags under libumad2sim on this IBSIM_SOCKNAME")
+	fs.StringVar(&f.capture, "capture", "", "record every MAD in and out (and every trap) to this pcap file (tshark reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,6 +110,9 @@ func runServe(args []string) error {
 		defer hs.Close()
 		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
+	if err := srv.startMAD(ctx, f, cfg, log); err != nil {
+		return err
+	}
 	log.Info("vhcrd starting", "bar", srv.barR.Name(), "dma", srv.dmaR.Name(), "vfs", f.vfs, "window", window)
 	go srv.logActivity(ctx, log, 10*time.Second)
 	err = srv.pf.Run(ctx)
@@ -113,9 +122,13 @@ func runServe(args []string) error {
 
 type server struct {
 	pf         *vhcr.PF
+	hca        *hca.HCA
 	barR, dmaR bar.Region
 	closers    []bar.Region
 	reg        *prometheus.Registry
+	mad        *mad.Engine
+	traps      trapFanout
+	stopMAD    []func()
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -166,17 +179,29 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		s.close()
 		return nil, err
 	}
+	s.hca = h
+	if s.mad, err = mad.New(hca.MADNode(cfg), mad.Options{Sink: &s.traps, Logger: log}); err != nil {
+		s.close()
+		return nil, fmt.Errorf("MAD engine: %w", err)
+	}
+	if err := h.AttachMAD(s.mad); err != nil {
+		s.close()
+		return nil, err
+	}
 	s.pf, err = vhcr.New(vhcr.Options{BAR: s.barR, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log})
 	if err != nil {
 		s.close()
 		return nil, err
 	}
 	s.reg = prometheus.NewRegistry()
-	s.reg.MustRegister(metrics.NewPFCollector(s.pf), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.reg.MustRegister(metrics.NewPFCollector(s.pf), metrics.NewHCACollector(s.pf, h, s.mad), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return s, nil
 }
 
 func (s *server) close() {
+	for i := len(s.stopMAD) - 1; i >= 0; i-- {
+		s.stopMAD[i]()
+	}
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		s.closers[i].Close()
 	}
@@ -276,4 +301,53 @@ func (s *server) logActivity(ctx context.Context, log *slog.Logger, every time.D
 			last, lastT = n, now
 		}
 	}
+}
+
+// trapFanout hands every trap the engine sends to the capture writer and the
+// ibsim server, whichever are on. It is set up before serving starts.
+type trapFanout struct{ sinks mad.TrapSinks }
+
+func (t *trapFanout) SendTrap(tr mad.Trap) { t.sinks.SendTrap(tr) }
+
+// startMAD switches on the capture and the ibsim server and starts the
+// trap-resend clock.
+func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config, log *slog.Logger) error {
+	var capw *capture.Writer
+	if f.capture != "" {
+		file, err := os.Create(f.capture)
+		if err != nil {
+			return fmt.Errorf("--capture: %w", err)
+		}
+		if capw, err = capture.NewWriter(file, time.Now); err != nil {
+			file.Close()
+			return fmt.Errorf("--capture: %w", err)
+		}
+		s.traps.sinks = append(s.traps.sinks, capw)
+		s.stopMAD = append(s.stopMAD, func() { _ = capw.Close(); _ = file.Close() })
+		log.Info("capturing MADs", "file", f.capture)
+	}
+	if f.ibsim != "" {
+		maj, min, sub := cfg.Device.FW()
+		srv, err := ibsim.Listen(f.ibsim, s.mad, ibsim.Options{Capture: capw, Logger: log,
+			FWVersion: uint64(maj)<<32 | uint64(min)<<16 | uint64(sub)})
+		if err != nil {
+			return fmt.Errorf("--ibsim: %w", err)
+		}
+		s.traps.sinks = append(s.traps.sinks, srv)
+		s.stopMAD = append(s.stopMAD, func() { _ = srv.Close() })
+		log.Info("ibsim server", "IBSIM_SOCKNAME", f.ibsim)
+	}
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.mad.PollTraps()
+			}
+		}
+	}()
+	return nil
 }
