@@ -409,7 +409,12 @@ func vfChecks(t *testing.T, ctx context.Context, host *bar.File, vfctl, shm stri
 	if out, err := run("cmd", "--bar", barSpec, "--vf", "0", "0x7ff"); err == nil || !strings.Contains(out, "BAD_PARAM") {
 		t.Fatalf("vfctl cmd 0x7ff: %v, want BAD_PARAM and an error:\n%s", err, out)
 	}
-	out := must(`"commands"`, "load", "--bar", barSpec, "--vfs", "0-1", "--duration", "1s", "--json")
+	// stdout only: the progress line goes to stderr.
+	outb, err := exec.CommandContext(ctx, vfctl, "load", "--bar", barSpec, "--vfs", "0-1", "--duration", "1s", "--json").Output()
+	out := string(outb)
+	if err != nil || !strings.Contains(out, "{") {
+		t.Fatalf("vfctl load: %v\n%s", err, out)
+	}
 	var res struct {
 		Commands       uint64            `json:"commands"`
 		Statuses       map[string]uint64 `json:"statuses"`
