@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+func init() {
+	register("mad", "send a MAD through MAD_IFC: get nodeinfo|portinfo|pkeys|guids|nodedesc, or bm-get with a B_Key", runMAD)
+}
+
+var smpAttrs = map[string]uint16{
+	"nodeinfo": mad.AttrNodeInfo, "portinfo": mad.AttrPortInfo, "pkeys": mad.AttrPKeyTable,
+	"guids": mad.AttrGUIDInfo, "nodedesc": mad.AttrNodeDescription,
+}
+
+func runMAD(args []string) error {
+	fs := flag.NewFlagSet("mad", flag.ContinueOnError)
+	barSpec := barFlag(fs)
+	vf := fs.Int("vf", 0, "VF index")
+	port := fs.Uint("port", 1, "the VF's port")
+	mod := fs.Uint("mod", 0, "attribute modifier (P_Key or GUID block)")
+	bkey := fs.String("bkey", "0", "B_Key of a bm-get")
+	slid := fs.Uint("slid", 0, "with bm-get: the requester's LID for the work completion (0: no work completion)")
+	srcQP := fs.Uint("src-qp", 1, "with --slid: the requester's QP")
+	sgid := fs.String("sgid", "", "with --slid: the requester's GID (adds a GRH)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	var in mad.MADIFCInbox
+	in.Port = uint8(*port)
+	switch {
+	case len(pos) == 2 && pos[0] == "get":
+		attr, ok := smpAttrs[pos[1]]
+		if !ok {
+			return fmt.Errorf("get %q: want nodeinfo, portinfo, pkeys, guids or nodedesc", pos[1])
+		}
+		smp := mad.SMP{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassSubnLID, ClassVersion: 1,
+			Method: mad.MethodGet, TID: 0x7663746c, AttrID: attr, AttrMod: uint32(*mod)}}
+		if attr == mad.AttrPortInfo && *mod == 0 {
+			smp.AttrMod = uint32(*port)
+		}
+		if err := smp.Encode(in.MAD[:]); err != nil {
+			return err
+		}
+	case len(pos) == 1 && pos[0] == "bm-get":
+		k, err := parseU64(*bkey)
+		if err != nil {
+			return fmt.Errorf("--bkey: %w", err)
+		}
+		g := mad.GSMAD{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassBM, ClassVersion: 1,
+			Method: mad.MethodGet, TID: 0x7663746d, AttrID: mad.AttrBKeyInfo}, BKey: k}
+		if err := g.Encode(in.MAD[:]); err != nil {
+			return err
+		}
+		if *slid != 0 {
+			in.HasWC = true
+			in.WC = mad.WC{SLID: uint16(*slid), SrcQP: uint32(*srcQP), QPN: 1}
+			if *sgid != "" {
+				a, err := netip.ParseAddr(*sgid)
+				if err != nil || !a.Is6() {
+					return fmt.Errorf("--sgid %q: want an IPv6-form GID", *sgid)
+				}
+				in.WC.GRHPresent, in.HasGRH = true, true
+				in.GRH = mad.GRH{IPVer: 6, NextHeader: 0x1b, HopLimit: 255, SGID: a.As16(), PayLen: 256 + 8 + 4}
+			}
+		}
+	default:
+		return fmt.Errorf("want: get nodeinfo|portinfo|pkeys|guids|nodedesc, or bm-get")
+	}
+	inbox := make([]byte, hcr.MailboxSize)
+	opMod, inMod, err := mad.EncodeMADIFCInbox(&in, inbox)
+	if err != nil {
+		return err
+	}
+	a, v, err := openVF(*barSpec, *vf, false)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	resp, err := v.Post(context.Background(), &vhcr.Request{Op: hcr.MAD_IFC, OpMod: opMod, InMod: inMod, In: inbox})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("VF %d MAD_IFC: %s\n", *vf, resp.Status.String())
+	if resp.Status != hcr.OK {
+		return exitError{1}
+	}
+	var out mad.MAD
+	copy(out[:], resp.Out)
+	printMAD(&out)
+	if out.Status() != 0 {
+		return exitError{1}
+	}
+	return nil
+}
+
+func printMAD(m *mad.MAD) {
+	fmt.Printf("MAD: class %#02x method %#02x attr %#04x mod %#x status %#04x\n", m.MgmtClass(), m.Method(), m.AttrID(), m.AttrMod(), m.Status())
+	if m.Status() != 0 {
+		return
+	}
+	switch {
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrNodeInfo:
+		var n mad.NodeInfo
+		if n.Decode(m.SMPData()) == nil {
+			fmt.Printf("NodeType %d NumPorts %d NodeGUID %#016x PortGUID %#016x SysImageGUID %#016x\n", n.NodeType, n.NumPorts, n.NodeGUID, n.PortGUID, n.SystemImageGUID)
+			fmt.Printf("PartitionCap %d DeviceID %#04x Revision %#x LocalPort %d VendorID %#06x\n", n.PartitionCap, n.DeviceID, n.Revision, n.LocalPortNum, n.VendorID)
+		}
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrPortInfo:
+		var p mad.PortInfo
+		if p.Decode(m.SMPData()) == nil {
+			fmt.Printf("LID %d LMC %d SM LID %d SM SL %d State %d CapMask %#08x GIDPrefix %#016x LocalPort %d\n",
+				p.LID, p.LMC, p.MasterSMLID, p.MasterSMSL, p.PortState, p.CapabilityMask, p.GIDPrefix, p.LocalPortNum)
+			fmt.Printf("M_KeyViolations %d P_KeyViolations %d Q_KeyViolations %d\n", p.MKeyViolations, p.PKeyViolations, p.QKeyViolations)
+		}
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrPKeyTable:
+		var keys []string
+		d := m.SMPData()
+		for i := 0; i < 32; i++ {
+			if k := binary.BigEndian.Uint16(d[2*i:]); k != 0 {
+				keys = append(keys, fmt.Sprintf("[%d]=%#04x", int(m.AttrMod()&0xffff)*32+i, k))
+			}
+		}
+		fmt.Println("P_Keys:", strings.Join(keys, " "))
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrGUIDInfo:
+		var g mad.GUIDInfo
+		if g.Decode(m.SMPData()) == nil {
+			for i, x := range g {
+				if x != 0 {
+					fmt.Printf("GUID[%d] %#016x\n", int(m.AttrMod())*8+i, x)
+				}
+			}
+		}
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrNodeDescription:
+		fmt.Printf("NodeDescription %q\n", strings.TrimRight(string(m.SMPData()), "\x00"))
+	case m.MgmtClass() == mad.ClassBM && m.AttrID() == mad.AttrBKeyInfo:
+		var k mad.BKeyInfo
+		if k.Decode(m.GSData()) == nil {
+			fmt.Printf("B_Key %#016x protect %v lease %d violations %d\n", k.BKey, k.BKeyProtectBit, k.BKeyLeasePeriod, k.BKeyViolations)
+		}
+	default:
+		fmt.Println("data:", strconv.Quote(string(m.GSData()[:32])))
+	}
+}
