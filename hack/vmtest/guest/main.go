@@ -130,6 +130,9 @@ func run() error {
 	if err := checkSysfs(cfg, bdf); err != nil {
 		return err
 	}
+	if _, err := vfio.Open(bdf); !errors.Is(err, pci.ErrNotBound) {
+		return fmt.Errorf("vfio.Open of a device without vfio-pci: got %v, want pci.ErrNotBound", err)
+	}
 	if err := (&pci.Binder{Modules: mods}).Bind(bdf, pci.VFIODriver); err != nil {
 		return err
 	}
@@ -205,6 +208,41 @@ func checkVFIO(cfg vmtest.GuestConfig, r *vfio.Region, d *vfio.Device) error {
 			return err
 		}
 		say("iommu type %d, page sizes %#x", c.IOMMU(), ps)
+	}
+	// The rules the fake kernel (vfiotest) enforces, checked against the
+	// real one: one opener per group, and a region without the mmap flag
+	// (PCI config space) reached through pread only.
+	if d2, err := vfio.Open(d.Addr()); !errors.Is(err, vfio.ErrBusy) {
+		if d2 != nil {
+			d2.Close()
+		}
+		return fmt.Errorf("second open of the group: got %v, want vfio.ErrBusy", err)
+	}
+	cfgR, err := d.Region(vfio.VFIO_PCI_CONFIG_REGION_INDEX)
+	if err != nil {
+		return err
+	}
+	id, err := cfgR.Load32(0)
+	if err != nil {
+		return err
+	}
+	if _, err := cfgR.Bytes(); !errors.Is(err, bar.ErrNotMapped) {
+		return fmt.Errorf("config region Bytes: got %v, want bar.ErrNotMapped", err)
+	}
+	// Config space is little-endian: vendor 1af4, device 1110 read as a
+	// big-endian word.
+	if want := uint32(cfg.Vendor&0xff)<<24 | uint32(cfg.Vendor>>8)<<16 | uint32(cfg.Device&0xff)<<8 | uint32(cfg.Device>>8); id != want {
+		return fmt.Errorf("config word 0 through pread = %#x, want %#x", id, want)
+	}
+	if b, err := (vfio.Kernel{}).Mmap(d.FD(), int64(cfgR.Info().Offset), 4096, unix.PROT_READ, unix.MAP_SHARED); !errors.Is(err, unix.EINVAL) {
+		if err == nil {
+			unix.Munmap(b)
+		}
+		return fmt.Errorf("mmap of the config region: got %v, want EINVAL", err)
+	}
+	say("real-kernel rules: second group open refused (EBUSY); config region flags %#x: mmap refused (EINVAL), pread of word 0 = %#x", cfgR.Info().Flags, id)
+	if err := cfgR.Close(); err != nil {
+		return err
 	}
 	const dmaSize = 2 << 20
 	buf, err := unix.Mmap(-1, 0, dmaSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
