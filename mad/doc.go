@@ -33,7 +33,11 @@
 // with mlx4 status BAD_OP. DecodeMADIFCInbox decodes the extended inbox (WC
 // and GRH after the MAD).
 //
-// Counters are atomic and read at scrape time through Engine.Snapshot.
+// The PMA's per-port counters count what crosses the link: every MAD that
+// arrived with a work completion, every reply to one, every trap sent.
+// The engine's own counters (every ProcessMAD call by class, method and
+// result, traps, key violations, missing WC/GRH) are atomic and read at
+// scrape time through Engine.Snapshot.
 //
 // mad knows nothing about BARs, comm channels or the VFs' DMA windows.
 package mad

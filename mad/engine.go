@@ -326,9 +326,16 @@ func (e *Engine) process(flags Flags, pn uint8, wc *WC, grh *GRH, in, out *MAD) 
 		return Failure
 	}
 	p := &e.ports[pn-1]
-	p.pc.rcvPkts++
-	p.pc.ucRcvPkts++
-	p.pc.rcvData += madPacketWords
+	// The PMA counts packets on the link: MADs that arrived with a work
+	// completion, their replies and the traps sent. A MAD without one was
+	// generated locally (a driver's query through MAD_IFC) and never
+	// crossed the port.
+	wire := wc != nil
+	if wire {
+		p.pc.rcvPkts++
+		p.pc.ucRcvPkts++
+		p.pc.rcvData += madPacketWords
+	}
 	var res Result
 	switch in.MgmtClass() {
 	case ClassSubnLID, ClassSubnDirected:
@@ -336,7 +343,7 @@ func (e *Engine) process(flags Flags, pn uint8, wc *WC, grh *GRH, in, out *MAD) 
 			return Failure
 		}
 		res = e.sma(flags, p, wc, in, out)
-		if res&Success == 0 || res&Consumed != 0 {
+		if wire && (res&Success == 0 || res&Consumed != 0) {
 			p.pc.vl15Dropped++
 		}
 	case ClassPerfMgt, ClassBM:
@@ -345,7 +352,7 @@ func (e *Engine) process(flags Flags, pn uint8, wc *WC, grh *GRH, in, out *MAD) 
 			return Failure
 		}
 		if !e.gsiKeysOK(p, wc, grh) {
-			p.pc.qp1Dropped++
+			p.pc.qp1Dropped++ // wc is set: the checks need one
 			return Success | Consumed
 		}
 		if in.MgmtClass() == ClassPerfMgt {
@@ -356,7 +363,7 @@ func (e *Engine) process(flags Flags, pn uint8, wc *WC, grh *GRH, in, out *MAD) 
 	default:
 		return Success
 	}
-	if res&Reply != 0 {
+	if res&Reply != 0 && wire {
 		p.pc.xmitPkts++
 		p.pc.ucXmitPkts++
 		p.pc.xmitData += madPacketWords

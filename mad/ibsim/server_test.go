@@ -361,6 +361,15 @@ func TestInfinibandDiags(t *testing.T) {
 	t.Logf("perfquery -x 5 1:\n%s", out)
 	wantLines(t, out, "# Port extended counters: Lid 5 port 1", "PortUnicastRcvPkts:")
 
+	// perfquery -R resets through PortCounters Set; afterwards the port has
+	// sent the Set's reply and, by the time the next query is answered,
+	// received that query's ClassPortInfo and PortCounters Gets and sent
+	// the ClassPortInfo reply. umad2sim's control queries are no MADs on
+	// the link and do not count.
+	mustRun(t, lib, name, "perfquery", "-R", "5", "1")
+	out = mustRun(t, lib, name, "perfquery", "5", "1")
+	wantLines(t, out, "PortRcvPkts:.....................2\n", "PortXmitPkts:....................2\n")
+
 	out = mustRun(t, lib, name, "ibstat")
 	t.Logf("ibstat:\n%s", out)
 	wantLines(t, out, "CA 'ibsim0'", "State: Active", "Physical state: LinkUp", "Base lid: 5", "SM lid: 1",
