@@ -7,6 +7,13 @@ const (
 	RegSlaveRead  = 0x4 // PF → VF: toggle | bit 17 | version
 	RegCaps       = 0x8 // PF: bit 30 = VF reset supported
 	RegFlags      = 0xc // bit 9 offline (PF), bit 16 reset request (VF), bit 8 reset ack (PF)
+
+	// RegEQDoorbell is vhcrd's stand-in for the EQ doorbells mlx4 VFs write
+	// in their UAR: BE32 at RegEQDoorbell + 4*eqn of the VF's comm page,
+	// consumer index in bits 23:0, arm in bit 31. The PF reads it only
+	// when an EQ looks full.
+	RegEQDoorbell  = 0x800
+	MaxEQDoorbells = (CommPageSize - RegEQDoorbell) / 4 // EQ numbers 0..511
 )
 
 // Register bits.

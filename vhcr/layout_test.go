@@ -23,7 +23,7 @@ func TestWireContractGolden(t *testing.T) {
 		"DOORBELL": {vhcr.HdrDoorbell, 0x040}, "PF_SLEEPING": {vhcr.HdrPFSleeping, 0x044},
 		"DMA_PATH": {vhcr.HdrDMAPath, 0x080}, "VF_STATE": {vhcr.HdrVFState, 0x400},
 		"slave_write": {vhcr.RegSlaveWrite, 0x0}, "slave_read": {vhcr.RegSlaveRead, 0x4},
-		"CAPS": {vhcr.RegCaps, 0x8}, "FLAGS(comm)": {vhcr.RegFlags, 0xc},
+		"CAPS": {vhcr.RegCaps, 0x8}, "FLAGS(comm)": {vhcr.RegFlags, 0xc}, "EQ_DOORBELL": {vhcr.RegEQDoorbell, 0x800},
 	}
 	for name, g := range golden {
 		if g[0] != g[1] {

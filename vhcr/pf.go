@@ -126,6 +126,11 @@ func New(o Options) (*PF, error) {
 	if r, ok := any(o.HCA).(FunctionResetter); ok {
 		p.reset = r
 	}
+	if d, ok := any(o.HCA).(interface {
+		SetDoorbellReader(func(vf, eqn int) (uint32, bool))
+	}); ok {
+		d.SetDoorbellReader(p.eqDoorbell)
+	}
 	p.stats = newStats(l.NumVFs, p.table.NumOps())
 	p.limit = rateLimiter{perSec: 10}
 	if p.pfState, err = bar.NewReg(o.BAR, HdrPFState); err != nil {
@@ -583,4 +588,14 @@ func (r *rateLimiter) allow() bool {
 	}
 	r.n++
 	return r.n <= r.perSec
+}
+
+// eqDoorbell reads VF vf's EQ doorbell word for eqn (the HCA asks when an
+// EQ looks full).
+func (p *PF) eqDoorbell(vf, eqn int) (uint32, bool) {
+	if vf < 0 || vf >= len(p.vfs) || eqn < 0 || eqn >= MaxEQDoorbells {
+		return 0, false
+	}
+	v, err := p.bar.Load32(p.lay.CommPage(vf) + RegEQDoorbell + 4*int64(eqn))
+	return v, err == nil
 }

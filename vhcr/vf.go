@@ -60,7 +60,6 @@ type VF struct {
 	fence               atomic.Uint32
 	resetCap            bool
 	nextPage            int64
-	vhcr                [hcr.VHCRSize]byte
 }
 
 // NewVF opens VF idx's side over the regions described by l. The DMA region
@@ -328,13 +327,25 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	if r.Event {
 		flags, token = hcr.FlagE, r.Token
 	}
-	h := hcr.VHCR{InParam: inParam, InMod: r.InMod, OutParam: outParam, Token: token, Flags: flags, Op: r.Op, OpMod: r.OpMod}
-	h.Encode(&v.vhcr)
-	copy(v.mem[VFPageVHCR*bar.PageSize:], v.vhcr[:])
-	if err := v.Comm(ctx, CommVHCRPost, 0, v.Timeouts.Post); err != nil {
-		return Response{}, err
+	// The vHCR is written in place, field by field, as a driver writes its
+	// coherent vHCR page; reserved words are zeroed.
+	vh := (*[hcr.VHCRSize]byte)(v.mem[VFPageVHCR*bar.PageSize:])
+	binary.BigEndian.PutUint64(vh[hcr.OffInParam:], inParam)
+	binary.BigEndian.PutUint32(vh[hcr.OffInMod:], r.InMod)
+	binary.BigEndian.PutUint32(vh[hcr.OffInMod+4:], 0)
+	binary.BigEndian.PutUint64(vh[hcr.OffOutParam:], outParam)
+	binary.BigEndian.PutUint32(vh[hcr.OffToken:], uint32(token)<<16)
+	binary.BigEndian.PutUint32(vh[hcr.OffStatus:], uint32(flags)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
+	v.toggle ^= 1
+	v.sw.Store(CommWord(v.toggle, CommVHCRPost, 0))
+	v.ring()
+	ack, err := v.waitAck(ctx, v.Timeouts.Post)
+	if err != nil {
+		return Response{}, fmt.Errorf("%w: %v", err, CommVHCRPost)
 	}
-	vh := v.mem[VFPageVHCR*bar.PageSize:]
+	if ack&InternalErrBit != 0 {
+		return Response{}, ErrInternal
+	}
 	resp := Response{Status: hcr.Status(vh[hcr.OffStatus]), OutParam: binary.BigEndian.Uint64(vh[hcr.OffOutParam:])}
 	if hasOut && resp.Status == hcr.OK {
 		resp.Out = v.mem[VFPageOutbox*bar.PageSize : (VFPageOutbox+1)*bar.PageSize]
