@@ -63,10 +63,26 @@ func TestOpenMapsTheResourceFile(t *testing.T) {
 	if err != nil || g.Load() != 0xc0ffee01 {
 		t.Fatalf("NewReg: %v", err)
 	}
-	for _, off := range []int64{-4, 2, 64 << 10} {
-		if _, err := r.Load32(off); err == nil {
-			t.Errorf("Load32(%#x) succeeded", off)
+	for _, c := range []struct {
+		off  int64
+		want error
+	}{{-4, bar.ErrOutOfRange}, {64<<10 - 2, bar.ErrOutOfRange}, {64 << 10, bar.ErrOutOfRange}, {2, bar.ErrUnaligned}} {
+		if _, err := r.Load32(c.off); !errors.Is(err, c.want) {
+			t.Errorf("Load32(%#x): %v, want %v", c.off, err, c.want)
 		}
+		if err := r.Store32(c.off, 1); !errors.Is(err, c.want) {
+			t.Errorf("Store32(%#x): %v, want %v", c.off, err, c.want)
+		}
+	}
+	if _, err := r.ReadAt(make([]byte, 8), 64<<10-4); !errors.Is(err, bar.ErrOutOfRange) {
+		t.Errorf("ReadAt past the end: %v", err)
+	}
+	v, err := bar.Sub(r, 0x100, 0x100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := v.Load32(0); err != nil || got != 0xc0ffee01 {
+		t.Errorf("view Load32 = %#x, %v", got, err)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
