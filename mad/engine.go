@@ -438,3 +438,21 @@ func (s TrapSinks) SendTrap(t Trap) {
 		k.SendTrap(t)
 	}
 }
+
+// PortCounters returns a port's PMA counters in their 64-bit form (what
+// PortCountersExtended reports), for collectors that read them at scrape
+// time without sending a MAD.
+func (e *Engine) PortCounters(portNum uint8) (PortCountersExtended, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if portNum < 1 || int(portNum) > len(e.ports) {
+		return PortCountersExtended{}, false
+	}
+	c := &e.ports[portNum-1].pc
+	return PortCountersExtended{
+		PortSelect:   portNum,
+		PortXmitData: c.xmitData, PortRcvData: c.rcvData, PortXmitPkts: c.xmitPkts, PortRcvPkts: c.rcvPkts,
+		PortUnicastXmitPkts: c.ucXmitPkts, PortUnicastRcvPkts: c.ucRcvPkts,
+		PortMulticastXmitPkts: c.mcXmitPkts, PortMulticastRcvPkts: c.mcRcvPkts,
+	}, true
+}

@@ -846,6 +846,12 @@ func TestPMA(t *testing.T) {
 	if pc.PortSelect != 2 || pc.PortRcvPkts != 0 {
 		t.Fatalf("port 2 %+v", pc)
 	}
+	if x, ok := f.e.PortCounters(1); !ok || x.PortRcvPkts != 2 || x.PortXmitPkts != 3 { // since the clear: 2 Gets in; the Set's reply and 2 out
+		t.Fatalf("PortCounters(1) %+v", x)
+	}
+	if _, ok := f.e.PortCounters(3); ok {
+		t.Fatal("PortCounters(3) of 2 ports")
+	}
 	bad := []struct {
 		name   string
 		in     *mad.MAD

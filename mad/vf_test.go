@@ -3,6 +3,7 @@ package mad_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/mad/madtest"
@@ -230,5 +231,59 @@ func BenchmarkVFMADIFCPortInfo(b *testing.B) {
 		if st := f.e.ProcessMADIFC(vf, op, mod, box, &out); st != mad.CmdStatOK {
 			b.Fatal(st)
 		}
+	}
+}
+
+// TestMADIFCInboxOffsets pins the extended inbox layout of
+// mlx4-commchan.md §4.2.
+func TestMADIFCInboxOffsets(t *testing.T) {
+	box := make([]byte, 512)
+	box[0], box[1], box[2], box[3] = 1, mad.ClassPerfMgt, 1, mad.MethodGet
+	copy(box[0x100:], []byte{0, 0, 0, 1})             // my_qpn
+	copy(box[0x108:], []byte{0xAA, 0x12, 0x34, 0x56}) // rqpn (24 bits)
+	box[0x10C] = 0x70                                 // SL 7
+	box[0x10D] = 0x80 | 0x05                          // GRH present, path bits 5
+	copy(box[0x112:], []byte{0x00, 0x02})             // P_Key index 2
+	g := testGRH()
+	_ = g.Encode(box[0x140:])
+	var d mad.MADIFCInbox
+	if err := mad.DecodeMADIFCInbox(mad.MADIFCExtended|mad.MADIFCIgnoreBKey, 0x00210001, box, &d); err != nil {
+		t.Fatal(err)
+	}
+	want := mad.WC{SLID: 0x21, SrcQP: 0x123456, SL: 7, PKeyIndex: 2, DLIDPathBits: 5, GRHPresent: true, QPN: 1}
+	if d.WC != want || !d.HasWC || !d.HasGRH || d.GRH != *g || d.Port != 1 || d.Flags != mad.IgnoreBKey || d.NetworkView {
+		t.Fatalf("%+v", d)
+	}
+}
+
+// TestConcurrentUse drives one engine from several goroutines (run with
+// -race): MADs on both ports, trap polling and counter snapshots.
+func TestConcurrentUse(t *testing.T) {
+	f := newFixture(t, mkeyNode(2, 1))
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 200 {
+				switch (g + i) % 4 {
+				case 0:
+					f.e.ProcessMAD(0, 1, madtest.SMIWC(1), nil, madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 0, 0xBAD, nil))
+				case 1:
+					f.e.ProcessMAD(0, 2, madtest.GSIWC(1, 3), nil, madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 2, 0))
+				case 2:
+					f.clock.Advance(time.Millisecond)
+					f.e.PollTraps()
+				case 3:
+					_ = f.e.Snapshot()
+					_, _ = f.e.PortCounters(1)
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if s := f.e.Snapshot(); s.MADsTotal() != 400 {
+		t.Fatalf("%d MADs counted", s.MADsTotal())
 	}
 }

@@ -12,4 +12,7 @@
 // The ICRC and VCRC are computed (CRC-32 over the invariant fields, CRC-16
 // polynomial 0x100B) but their exact bit conventions are unverified:
 // tshark displays them without checking.
+//
+// The tshark test needs the Debian package tshark; it is skipped with a
+// message when tshark is missing, unless CI=true, which makes that a failure.
 package capture

@@ -14,4 +14,13 @@
 // MAD the engine does not answer comes back with status 110 (ETIMEDOUT),
 // which the tools report at once. Only the local (abstract socket) mode is
 // implemented, not ibsim's UDP mode.
+//
+// Traps the engine sends reach clients attached as an SM (Server is a
+// mad.TrapSink). Options.Capture records the clients' MADs and replies.
+//
+// The interop tests need the Debian packages infiniband-diags (smpquery,
+// perfquery, ibstat, ibaddr), ibsim-utils (which pulls libumad2sim0, the
+// LD_PRELOAD library) and, for the capture test, tshark. They are skipped
+// with a message when those are missing, unless CI=true, which makes that
+// a failure. Every tool runs under timeout(1).
 package ibsim
