@@ -92,14 +92,15 @@ func runServe(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--window: %w", err)
 	}
+	// Signals first: a stop that arrives while the regions are being set up
+	// must still end in an orderly shutdown.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	srv, err := openServer(f, cfg, window, log)
 	if err != nil {
 		return err
 	}
 	defer srv.close()
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {
