@@ -26,6 +26,11 @@
 // trap is repeated by PollTraps until the manager answers with TrapRepress.
 // The Get path allocates nothing.
 //
+// Like Linux's process_mad, ProcessMAD sees a directed-route SMP after the
+// subnet management interface has handled its hop pointer, and answers it
+// with only the D bit added; callers that take DR SMPs off the wire (the
+// ibsim server) apply SMIRecv before and SMISend after.
+//
 // MAD_IFC. Engine.ProcessMADIFC applies the mlx4 master's policy to a MAD_IFC
 // command posted by a function: the PF's MADs go to ProcessMAD unfiltered, a
 // VF's LID-routed Gets of P_KeyTable, PortInfo, GUIDInfo and NodeInfo are
