@@ -157,12 +157,24 @@ type VFView interface {
 	NodeGUID() uint64
 }
 
+// SMIEnabler is implemented by views of functions that may be
+// SMI-privileged (mlx4_vf_smi_enabled): such a VF's host-view LID-routed
+// Gets are still paravirtualised, but everything else it sends runs
+// natively on its port instead of being refused.
+type SMIEnabler interface {
+	SMIEnabled() bool
+}
+
 // StaticVF is a VFView held in plain fields, for ports 1..len(Ports).
 type StaticVF struct {
 	PF    bool
+	SMI   bool // SMI-privileged VF (see SMIEnabler)
 	Node  uint64
 	Ports []VFPort
 }
+
+// SMIEnabled implements SMIEnabler.
+func (v *StaticVF) SMIEnabled() bool { return v.SMI }
 
 // VFPort is one port of a StaticVF.
 type VFPort struct {
@@ -241,7 +253,9 @@ func (v *StaticVF) NodeGUID() uint64 { return v.Node }
 //     M_Key field zeroed), GUIDInfo with the VF's GUID alone, NodeInfo with
 //     the VF's node GUID. Other Gets run natively on the VF's port.
 //   - Any other MAD from a VF — a Set, directed route, PerfMgt, BM, any
-//     network-view command — is refused with CmdStatBadOp.
+//     network-view command — is refused with CmdStatBadOp, unless the view
+//     says the VF is SMI-privileged (SMIEnabler): then it runs natively on
+//     the VF's port.
 //
 // A MAD the engine drops or does not answer yields CmdStatBadPkt for the PF
 // and CmdStatBadParam for a VF (what a VF sees after mlx4's status → errno
@@ -271,6 +285,11 @@ func (e *Engine) ProcessMADIFC(vf VFView, opMod uint8, inMod uint32, inbox []byt
 	}
 	m := &in.MAD
 	if in.NetworkView || m.BaseVersion() != 1 || m.MgmtClass() != ClassSubnLID || m.ClassVersion() != 1 || m.Method() != MethodGet {
+		if p, ok := vf.(SMIEnabler); ok && p.SMIEnabled() {
+			// mlx4: "Else run natively" for SMI-enabled slaves, on the
+			// function's port, with the network-view bit stripped.
+			return e.runIFC(&in, phys, out, CmdStatBadParam)
+		}
 		e.counters.vfRefused.Add(1)
 		clear(out[:])
 		return CmdStatBadOp

@@ -287,3 +287,31 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("%d MADs counted", s.MADsTotal())
 	}
 }
+
+// An SMI-privileged VF's MADs outside the paravirtualised Gets run natively
+// (mlx4_vf_smi_enabled); the same MAD from an unprivileged VF is refused.
+func TestSMIPrivilegedVF(t *testing.T) {
+	e, err := mad.New(madtest.Node(), mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := make([]byte, 4096)
+	get := &mad.MADIFCInbox{Port: 1}
+	g := mad.GSMAD{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassBM, ClassVersion: 1, Method: mad.MethodGet, AttrID: mad.AttrBKeyInfo}}
+	if err := g.Encode(get.MAD[:]); err != nil {
+		t.Fatal(err)
+	}
+	opMod, inMod, _ := mad.EncodeMADIFCInbox(get, inbox)
+	for _, smi := range []bool{false, true} {
+		vf := &mad.StaticVF{SMI: smi, Node: 1, Ports: []mad.VFPort{{Phys: 1, PKeyMap: []uint16{0}, State: mad.PortActive, GUID: 2}}}
+		var out mad.MAD
+		st := e.ProcessMADIFC(vf, opMod, inMod, inbox, &out)
+		want := map[bool]uint8{false: mad.CmdStatBadOp, true: mad.CmdStatOK}[smi]
+		if st != want {
+			t.Errorf("BM Get from a VF with SMI=%v: status %#x, want %#x", smi, st, want)
+		}
+		if smi && (out.MgmtClass() != mad.ClassBM || !out.IsResponse()) {
+			t.Errorf("privileged BM Get: reply class %#x method %#x", out.MgmtClass(), out.Method())
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("mad", "send a MAD through MAD_IFC: get nodeinfo|portinfo|pkeys|guids|nodedesc, or bm-get with a B_Key", runMAD)
+	register("mad", "send a MAD through MAD_IFC: get nodeinfo|portinfo|pkeys|guids|nodedesc, or bm-get/bm-set with a B_Key (SMI-privileged VFs)", runMAD)
 }
 
 var smpAttrs = map[string]uint16{
@@ -53,13 +53,22 @@ func runMAD(args []string) error {
 		if err := smp.Encode(in.MAD[:]); err != nil {
 			return err
 		}
-	case len(pos) == 1 && pos[0] == "bm-get":
+	case len(pos) == 1 && (pos[0] == "bm-get" || pos[0] == "bm-set"):
 		k, err := parseU64(*bkey)
 		if err != nil {
 			return fmt.Errorf("--bkey: %w", err)
 		}
 		g := mad.GSMAD{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassBM, ClassVersion: 1,
 			Method: mad.MethodGet, TID: 0x7663746d, AttrID: mad.AttrBKeyInfo}, BKey: k}
+		if pos[0] == "bm-set" {
+			// Set BKeyInfo to the key it names: with a wrong --bkey this is
+			// the B_Key violation that raises Trap 259.
+			g.Method = mad.MethodSet
+			bi := mad.BKeyInfo{BKey: k}
+			if err := bi.Encode(g.Data[:]); err != nil {
+				return err
+			}
+		}
 		if err := g.Encode(in.MAD[:]); err != nil {
 			return err
 		}
@@ -76,7 +85,7 @@ func runMAD(args []string) error {
 			}
 		}
 	default:
-		return fmt.Errorf("want: get nodeinfo|portinfo|pkeys|guids|nodedesc, or bm-get")
+		return fmt.Errorf("want: get nodeinfo|portinfo|pkeys|guids|nodedesc, bm-get or bm-set")
 	}
 	inbox := make([]byte, hcr.MailboxSize)
 	opMod, inMod, err := mad.EncodeMADIFCInbox(&in, inbox)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -48,7 +49,7 @@ func runConfig(args []string) error {
 
 type serveFlags struct {
 	bar, dma, configPath, metricsAddr, logLevel string
-	ibsim, capture                              string
+	ibsim, capture, cpuProfile                  string
 	vfs                                         int
 	window                                      string
 }
@@ -64,6 +65,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "address of the /metrics and /admin HTTP endpoint (empty: off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine to infiniband-diags under libumad2sim on this IBSIM_SOCKNAME")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&f.capture, "capture", "", "record every MAD in and out (and every trap) to this pcap file (tshark reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -91,6 +93,16 @@ func runServe(args []string) error {
 	window, err := bar.ParseSize(f.window)
 	if err != nil {
 		return fmt.Errorf("--window: %w", err)
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
 	// Signals first: a stop that arrives while the regions are being set up
 	// must still end in an orderly shutdown.
@@ -324,6 +336,7 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 			return fmt.Errorf("--capture: %w", err)
 		}
 		s.traps.sinks = append(s.traps.sinks, capw)
+		s.hca.SetMADRecorder(&ifcCapture{tap: capture.Tap{Engine: s.mad, W: capw}})
 		s.stopMAD = append(s.stopMAD, func() { _ = capw.Close(); _ = file.Close() })
 		log.Info("capturing MADs", "file", f.capture)
 	}
@@ -351,4 +364,23 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 		}
 	}()
 	return nil
+}
+
+// ifcCapture records MAD_IFC exchanges that carry a work completion (MADs
+// that crossed the link). It runs on the poller only.
+type ifcCapture struct {
+	tap capture.Tap
+	req capture.Packet
+	ok  bool
+}
+
+func (c *ifcCapture) Request(port uint8, wc *mad.WC, grh *mad.GRH, in *mad.MAD) {
+	c.req, c.ok = c.tap.Request(port, wc, grh, in)
+}
+
+func (c *ifcCapture) Reply(port uint8, out *mad.MAD) {
+	if c.ok {
+		c.tap.Reply(&c.req, out)
+		c.ok = false
+	}
 }

@@ -13,19 +13,31 @@ type Tap struct {
 
 // ProcessMAD calls Engine.ProcessMAD and records the exchange.
 func (t *Tap) ProcessMAD(flags mad.Flags, port uint8, wc *mad.WC, grh *mad.GRH, in *mad.MAD) (mad.MAD, mad.Result) {
+	req, ok := t.Request(port, wc, grh, in)
+	out, res := t.Engine.ProcessMAD(flags, port, wc, grh, in)
+	if ok && res&mad.Reply != 0 {
+		t.Reply(&req, &out)
+	}
+	return out, res
+}
+
+// Request records a MAD arriving on port with the given work completion and
+// GRH, and returns the packet for Reply. It records nothing (ok false) for
+// a MAD without a work completion. Call it before processing, so that traps
+// the MAD raises follow it in the capture.
+func (t *Tap) Request(port uint8, wc *mad.WC, grh *mad.GRH, in *mad.MAD) (req Packet, ok bool) {
 	if wc == nil || in == nil {
-		return t.Engine.ProcessMAD(flags, port, wc, grh, in)
+		return Packet{}, false
 	}
 	pi, err := t.Engine.PortInfo(port)
 	if err != nil {
-		return t.Engine.ProcessMAD(flags, port, wc, grh, in)
+		return Packet{}, false
 	}
-	smp := in.MgmtClass() == mad.ClassSubnLID || in.MgmtClass() == mad.ClassSubnDirected
-	req := Packet{
+	req = Packet{
 		SLID: wc.SLID, DLID: pi.LID | uint16(wc.DLIDPathBits)&(1<<pi.LMC-1), SL: wc.SL,
 		DestQP: wc.QPN, SrcQP: wc.SrcQP, PKey: mad.DefaultPKey, MAD: in,
 	}
-	if smp {
+	if isSMP(in) {
 		req.VL = 15
 	} else {
 		req.QKey = mad.QP1QKey
@@ -39,21 +51,17 @@ func (t *Tap) ProcessMAD(flags mad.Flags, port uint8, wc *mad.WC, grh *mad.GRH, 
 	if grh != nil && wc.GRHPresent {
 		req.GRH = grh
 	}
-	// The request is recorded before processing, so that traps it
-	// raises follow it in the capture.
 	_ = t.W.WritePacket(&req)
-	out, res := t.Engine.ProcessMAD(flags, port, wc, grh, in)
-	if res&mad.Reply == 0 {
-		return out, res
-	}
-	rsp := req
-	if pi, err := t.Engine.PortInfo(port); err == nil {
-		req.DLID = pi.LID | uint16(wc.DLIDPathBits)&(1<<pi.LMC-1)
-	}
+	return req, true
+}
+
+// Reply records the reply to a request Request recorded.
+func (t *Tap) Reply(req *Packet, out *mad.MAD) {
+	rsp := *req
 	rsp.SLID, rsp.DLID = req.DLID, req.SLID
 	rsp.DestQP, rsp.SrcQP = req.SrcQP, req.DestQP
-	rsp.MAD = &out
-	if !smp {
+	rsp.MAD = out
+	if !isSMP(req.MAD) {
 		rsp.QKey = mad.QP1QKey
 	}
 	if req.GRH != nil {
@@ -62,5 +70,8 @@ func (t *Tap) ProcessMAD(flags mad.Flags, port uint8, wc *mad.WC, grh *mad.GRH, 
 		rsp.GRH = &g
 	}
 	_ = t.W.WritePacket(&rsp)
-	return out, res
+}
+
+func isSMP(m *mad.MAD) bool {
+	return m.MgmtClass() == mad.ClassSubnLID || m.MgmtClass() == mad.ClassSubnDirected
 }

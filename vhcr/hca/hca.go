@@ -17,8 +17,10 @@ type HCA struct {
 	Res *restrack.Tracker // who owns what (res.go)
 	fw  *firmware         // object tables a firmware keeps (res.go)
 
-	mad      *mad.Engine    // MAD_IFC's engine (madifc.go), nil until AttachMAD
-	madViews []mad.StaticVF // each VF's paravirtualised view for MAD_IFC
+	mad        *mad.Engine    // MAD_IFC's engine (madifc.go), nil until AttachMAD
+	madViews   []mad.StaticVF // each VF's paravirtualised view for MAD_IFC
+	madRec     MADRecorder    // --capture of MAD_IFC commands with a WC
+	madScratch mad.MADIFCInbox
 }
 
 // New builds the model for numVFs functions.

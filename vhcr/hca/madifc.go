@@ -71,12 +71,24 @@ func (h *HCA) AttachMAD(e *mad.Engine) error {
 	return nil
 }
 
+// MADRecorder records MAD_IFC commands that carry a work completion: MADs
+// that arrived over the link (the daemon's --capture). Request is called
+// before the engine runs, so that traps the MAD raises follow it; Reply
+// after, with the response. Both run on the poller.
+type MADRecorder interface {
+	Request(port uint8, wc *mad.WC, grh *mad.GRH, in *mad.MAD)
+	Reply(port uint8, out *mad.MAD)
+}
+
+// SetMADRecorder installs r (nil: none).
+func (h *HCA) SetMADRecorder(r MADRecorder) { h.madRec = r }
+
 // MADEngine is the attached engine, or nil.
 func (h *HCA) MADEngine() *mad.Engine { return h.mad }
 
 func (h *HCA) refreshMADView(vf int) {
 	fn := &h.Funcs[vf]
-	v := mad.StaticVF{Node: fn.NodeGUID}
+	v := mad.StaticVF{Node: fn.NodeGUID, SMI: fn.SMI}
 	for _, phys := range fn.Ports {
 		p := &h.Cfg.Ports[phys-1]
 		vp := mad.VFPort{Phys: uint8(phys), State: mad.PortDown, CapMask: uint32(p.CapabilityMask) &^ vfCapMaskClear,
@@ -102,7 +114,25 @@ func (h *HCA) MAD_IFC(c *hcr.Cmd) hcr.Status {
 		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonNotModelled)
 	}
 	out := (*mad.MAD)(c.Outbox[:mad.Size])
+	recorded := false
+	var phys uint8
+	if h.madRec != nil {
+		in := &h.madScratch
+		if mad.DecodeMADIFCInbox(c.OpMod, c.InMod, c.Inbox[:], in) == nil && in.HasWC {
+			if p := h.PhysPort(c.VF, uint32(in.Port)); p != 0 {
+				phys, recorded = uint8(p), true
+				var grh *mad.GRH
+				if in.HasGRH {
+					grh = &in.GRH
+				}
+				h.madRec.Request(phys, &in.WC, grh, &in.MAD)
+			}
+		}
+	}
 	st := hcr.Status(h.mad.ProcessMADIFC(&h.madViews[c.VF], c.OpMod, c.InMod, c.Inbox[:], out))
+	if recorded && st == hcr.OK {
+		h.madRec.Reply(phys, out)
+	}
 	switch st {
 	case hcr.OK:
 	case hcr.BAD_OP:
