@@ -337,3 +337,71 @@ func TestMetricsWithPromtoolAndPrometheus(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // polling an external server for a condition, with a deadline
 	}
 }
+
+func umad2sim(t *testing.T) string {
+	for _, tool := range []string{"smpquery", "tshark"} {
+		needTool(t, tool)
+	}
+	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so", "/usr/lib/aarch64-linux-gnu/umad2sim/libumad2sim.so"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("libumad2sim.so not installed (.ci/run installs ibsim-utils)")
+	}
+	t.Skip("libumad2sim.so not installed: apt-get install ibsim-utils to run this tier")
+	return ""
+}
+
+// TestDaemonMADInterop: the daemon's --ibsim server answers unmodified
+// smpquery, and a Trap 259 raised through a VF's MAD_IFC appears in the
+// --capture file as tshark reads it and in /metrics.
+func TestDaemonMADInterop(t *testing.T) {
+	lib := umad2sim(t)
+	dir := shmDir(t)
+	barPath, dmaPath, capPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma"), filepath.Join(dir, "mads.pcap")
+	sock := fmt.Sprintf("vhcrd-e2e-%d", os.Getpid())
+	d := startDaemon(t, barPath, dmaPath, "--ibsim", sock, "--capture", capPath, "--vfs", "8")
+
+	q := exec.Command("timeout", "20", "smpquery", "portinfo", "5", "1")
+	q.Env = append(os.Environ(), "IBSIM_SOCKNAME="+sock, "LD_PRELOAD="+lib)
+	q.Dir = dir
+	out, err := q.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Lid:.............................5") ||
+		!strings.Contains(string(out), "SMLid:...........................1") {
+		t.Fatalf("smpquery portinfo: %v\n%s", err, out)
+	}
+	// VF 7 is SMI-privileged in the default config; port 1's B_Key is 0xb0b.
+	vout, _ := vfctl(t, barPath, "mad", "--vf", "7", "bm-set", "--bkey", "0x1", "--slid", "9", "--src-qp", "0x45", "--sgid", "fe80::2:c903:0:7")
+	if !strings.Contains(vout, "MAD_IFC:") {
+		t.Fatalf("vfctl mad bm-set:\n%s", vout)
+	}
+	m := get(t, d.metrics+"/metrics")
+	for _, want := range []string{`vhcrd_traps_sent_total{trap="259"} 1`, `vhcrd_key_violations_total{key="b_key"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if err := d.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := exec.Command("timeout", "60", "tshark", "-r", capPath, "-T", "fields", "-E", "separator=,",
+		"-e", "infiniband.lrh.slid", "-e", "infiniband.lrh.dlid", "-e", "infiniband.mad.mgmtclass",
+		"-e", "infiniband.mad.method", "-e", "infiniband.mad.attributeid").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, ts)
+	}
+	// The trap: from the port's LID 5 to the master SM's LID 1, BM class, Trap(), Notice.
+	if !strings.Contains(string(ts), "5,1,0x05,0x05,0x0002") {
+		t.Errorf("no BM Trap(Notice) from LID 5 to LID 1 in the capture:\n%s", ts)
+	}
+	// The offending Set as it arrived from LID 9.
+	if !strings.Contains(string(ts), "9,5,0x05,0x02,0x0010") {
+		t.Errorf("the BM Set(BKeyInfo) from LID 9 is not in the capture:\n%s", ts)
+	}
+	// And smpquery's own exchange.
+	if !strings.Contains(string(ts), "0x01,0x81,0x0015") {
+		t.Errorf("smpquery's GetResp(PortInfo) is not in the capture:\n%s", ts)
+	}
+}
