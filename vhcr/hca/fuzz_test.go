@@ -1,0 +1,133 @@
+package hca
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+func isPow2(n int) bool { return n >= 1 && n&(n-1) == 0 }
+
+// FuzzDecodeContexts: every bit pattern decodes, and the MTT sizes derived
+// from VF-controlled exponents are powers of two within the clamp.
+func FuzzDecodeContexts(f *testing.F) {
+	f.Add(qpc{st: stRC, scq: 5, rcq: 6, mtt: 64, sqLog: 3, rqLog: 3}.bytes())
+	f.Add(cqContext(7, 1, 64))
+	f.Add(eqContext(4, 64))
+	f.Add(srqContext(3, 64))
+	f.Add(mptEntry(mptRegion, 2<<17, 64, 4))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var mb [hcr.MailboxSize]byte
+		copy(mb[:], data)
+		q := decodeQPC(&mb)
+		if !isPow2(q.mttSize) || q.vfPort < 1 || q.vfPort > 2 || q.cqnSend > 0xffffff || q.srqn > 0xffffff {
+			t.Fatalf("QP context %+v", q)
+		}
+		for _, n := range []int{decodeCQC(mb[:]).mttSize, decodeSRQC(mb[:]).mttSize, decodeEQC(mb[:]).mttSize} {
+			if !isPow2(n) || n > 1<<maxSizeExponent {
+				t.Fatalf("MTT size %d", n)
+			}
+		}
+		m := decodeMPT(mb[:])
+		if m.pdSlave > 0x7f || m.mttBase > 0xffffffff/mttEntrySize {
+			t.Fatalf("MPT %+v", m)
+		}
+	})
+}
+
+// FuzzQPContext runs an arbitrary modify-QP mailbox through RST2INIT and
+// INIT2RTR on a VF that owns a CQ, an SRQ and an MTT, next to a VF with the
+// same kinds of objects: nothing panics, and the other VF never changes.
+func FuzzQPContext(f *testing.F) {
+	f.Add(qpc{st: stRC, vfPort: 1, sqLog: 3, rqLog: 3}.bytes(), false)
+	f.Add(qpc{st: stUD, vfPort: 2, pkey: 1, optpar: optPriAddrPath, useSRQ: true, sqLog: 15, rqLog: 15}.bytes(), true)
+	f.Add(qpc{st: stMLX, rateLimit: 1}.bytes(), true)
+	f.Fuzz(func(t *testing.T, ctx []byte, fixRefs bool) {
+		r := newRig(t, 2, nil)
+		a, b := r.vf(0), r.vf(1)
+		a.setupEQ(1, 4)
+		b.setupEQ(1, 4)
+		acq, bcq := a.createCQ(), b.createCQ()
+		asrq := a.createSRQ()
+		b.createSRQ()
+		qpn, q := a.newQP(acq)
+		in := q.bytes()
+		copy(in, ctx)
+		if fixRefs { // make the references plausible so the deeper checks run
+			binary.BigEndian.PutUint32(in[qpcCQNSend:], acq)
+			binary.BigEndian.PutUint32(in[qpcCQNRecv:], bcq*uint32(in[0]&1)+acq*uint32(1-in[0]&1))
+			binary.BigEndian.PutUint32(in[qpcSRQN:], binary.BigEndian.Uint32(in[qpcSRQN:])&(1<<24)|asrq)
+			binary.BigEndian.PutUint32(in[qpcMTTBaseL:], q.mtt*mttEntrySize)
+		}
+		before := fingerprint(r.h, 1)
+		for _, op := range []hcr.Opcode{hcr.RST2INIT_QP, hcr.INIT2RTR_QP, hcr.RTR2RTS_QP} {
+			c := a.cmd(op, 0, qpn, 0, in, false)
+			var s hcr.Status
+			switch op {
+			case hcr.RST2INIT_QP:
+				s = a.run((*HCA).RST2INIT_QP, c)
+			case hcr.INIT2RTR_QP:
+				s = a.run((*HCA).INIT2RTR_QP, c)
+			default:
+				s = a.run((*HCA).RTR2RTS_QP, c)
+			}
+			if s != hcr.OK {
+				break
+			}
+		}
+		if fingerprint(r.h, 1) != before {
+			t.Fatal("VF 0's QP commands changed VF 1")
+		}
+		if o, _ := r.h.Res.Peek(1, restrack.CQ, uint64(bcq)); o.Refs != 0 {
+			t.Fatal("VF 1's CQ referenced by VF 0's QP")
+		}
+		r.h.ResetFunction(0)
+		if r.h.Counts(0) != ([restrack.NumTypes]int{}) {
+			t.Fatal("reset left objects")
+		}
+	})
+}
+
+// FuzzEQContext creates an EQ from an arbitrary context and MTT entry, then
+// posts more EQEs than the ring holds: nothing panics, nothing is written
+// outside the VF's window (the window checks would fail PostEQE), and the
+// producer never passes the consumer by more than the ring size.
+func FuzzEQContext(f *testing.F) {
+	f.Add(eqContext(2, 0), uint64(0x10000), uint8(0))
+	f.Add(eqContext(7, 0), uint64(0x10001), uint8(1))
+	f.Add(eqContext(19, 0), uint64(testWindow-0x1000), uint8(3))
+	f.Fuzz(func(t *testing.T, ctx []byte, page uint64, order uint8) {
+		r := newRig(t, 2, nil)
+		v := r.vf(0)
+		pages := make([]uint64, 1<<(order%4))
+		for i := range pages {
+			pages[i] = page + uint64(i)*0x1000
+		}
+		mtt := v.mtt(int(order%4), pages...)
+		in := make([]byte, eqcSize)
+		copy(in, ctx)
+		binary.BigEndian.PutUint32(in[eqcMTTBaseL:], mtt*mttEntrySize)
+		in[eqcMTTBaseH] = 0
+		c := v.cmd(hcr.SW2HW_EQ, 0, 1, 0, in, false)
+		if v.run((*HCA).SW2HW_EQ, c) != hcr.OK {
+			if r.h.Counts(0)[restrack.EQ] != 0 {
+				t.Fatal("failed SW2HW_EQ left an EQ")
+			}
+			return
+		}
+		v.must(v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<EventCmd, 1, 0, nil, false)), "MAP_EQ")
+		eq := r.h.fw.eqs[restrack.EQID(0, 1)]
+		e := CompletionEQE(1, hcr.OK, 2)
+		for i := 0; i < int(min(eq.nent, 64))+2; i++ {
+			err := r.h.PostEQE(0, EventCmd, &e)
+			if err != nil && err != ErrOverrun {
+				t.Fatalf("EQE %d: %v", i, err)
+			}
+		}
+		if eq.prod-eq.cons > eq.nent {
+			t.Fatalf("producer %d consumer %d size %d", eq.prod, eq.cons, eq.nent)
+		}
+	})
+}
