@@ -187,7 +187,7 @@ func New(cfg Config) (*Tracker, error) {
 	return t, nil
 }
 
-// counterQuotas: quota = all counters; guaranteed 2 per port for the PF and
+// counterQuotas: quota = max_counters; guaranteed 2 per port for the PF and
 // 1 per port for as many VFs as the pool covers; the last counter is the
 // sink and never handed out.
 func counterQuotas(p *pool, total, nvf, ports int) {
@@ -195,7 +195,7 @@ func counterQuotas(p *pool, total, nvf, ports int) {
 	p.free = total - 1
 	p.reserved = min(pf, p.free)
 	for vf := range p.quota {
-		p.quota[vf] = total - 1
+		p.quota[vf] = total // max_counters, as mlx4; the sink is never free
 		if p.reserved+ports <= p.free {
 			p.guaranteed[vf] = ports
 			p.reserved += ports

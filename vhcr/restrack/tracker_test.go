@@ -50,7 +50,7 @@ func TestQuotaFormula(t *testing.T) {
 	if q := tr.QuotaOf(2, VLAN, 2); q != (Quota{Quota: 8, Guaranteed: 0}) {
 		t.Fatalf("VLAN quota %+v", q)
 	}
-	if q := tr.QuotaOf(1, Counter, 0); q.Guaranteed != 2 || q.Quota != 31 {
+	if q := tr.QuotaOf(1, Counter, 0); q.Guaranteed != 2 || q.Quota != 32 {
 		t.Fatalf("counter quota %+v", q)
 	}
 }
