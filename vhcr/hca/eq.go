@@ -79,7 +79,7 @@ var (
 // reason MTT), and builds the ring from the MTT entries, every page inside
 // the VF's window (BAD_PARAM, reason MTT, if an entry was never written or
 // points outside). An existing EQN → INTERNAL_ERR (-EEXIST); EQN out of
-// range, log size above 19, page size outside 4 KiB..1 GiB or a non-zero
+// range, log size above 16, page size outside 4 KiB..1 GiB or a non-zero
 // page offset → BAD_PARAM.
 func (h *HCA) SW2HW_EQ(c *hcr.Cmd) hcr.Status {
 	if c.InMod > eqnMask {

@@ -33,7 +33,7 @@ const (
 	vlanTableSize  = 128 // MLX4_MAX_VLAN_NUM
 	numEventTypes  = 64  // MLX4_EVENT_TYPES_NUM
 	maxAttachPerQP = 64  // multicast attachments one QP may hold
-	maxEQLogSize   = 19  // 512 Ki EQEs
+	maxEQLogSize   = 16  // 64 Ki EQEs: at most 512 ring pages per EQ
 	maxWriteMTT    = (hcr.MailboxSize - 16) / 8
 	qpnMask        = 0x7fffff
 )
