@@ -19,11 +19,13 @@ package hca
 //
 // Flow control. The VF reports its consumer index as the EQ doorbell value
 // of mlx4's eq_set_ci (cons_index & 0xffffff | req_not << 31), which on
-// hardware it writes to its UAR page; here the owner of that register
-// calls EQDoorbell. The ring is full when prod - cons ≥ nent (24-bit
-// arithmetic): PostEQE then drops the event, counts an overrun and
-// returns ErrOverrun. It never blocks. A VF that never rings the doorbell
-// therefore receives nent EQEs and then only overruns.
+// hardware it writes to its UAR page. Two ways reach the model: the owner
+// of that register calls EQDoorbell, or it installs a reader with
+// SetDoorbellReader, which PostEQE calls (once) when a ring looks full. The
+// ring is full when prod - cons ≥ nent (24-bit arithmetic; a consumer
+// index ahead of the producer also counts as full): PostEQE then drops the
+// event, counts an overrun and returns ErrOverrun. It never blocks. A VF
+// that never rings the doorbell receives nent EQEs and then only overruns.
 
 import (
 	"encoding/binary"
@@ -254,6 +256,11 @@ func (h *HCA) EQDoorbell(vf, eqn int, val uint32) error {
 	return nil
 }
 
+// SetDoorbellReader installs read, which returns VF vf's EQ doorbell word
+// for EQ eqn (consumer index 23:0, arm bit 31) and whether it could be
+// read. PostEQE consults it when an EQ looks full.
+func (h *HCA) SetDoorbellReader(read func(vf, eqn int) (uint32, bool)) { h.fw.doorbell = read }
+
 // PostEQE writes eqe as the next EQE of the EQ VF vf mapped for eventType:
 // bytes 0..0x1e as given except the type (set to eventType) and slave_id
 // (0x1c, VF+1), then the owner byte. Nothing mapped → ErrNoEQ (counted);
@@ -268,6 +275,11 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
 		return err
 	}
 	st := &h.fw.vfs[vf].stats
+	if (eq.prod-eq.cons)&eqCIMask >= eq.nent && h.fw.doorbell != nil {
+		if v, ok := h.fw.doorbell(vf, eq.eqn); ok {
+			eq.cons, eq.armed = v&eqCIMask, v>>31 != 0
+		}
+	}
 	if (eq.prod-eq.cons)&eqCIMask >= eq.nent {
 		st.Overruns.Add(1)
 		return ErrOverrun

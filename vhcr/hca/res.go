@@ -50,6 +50,8 @@ type firmware struct {
 
 	ports []portTables // per physical port
 	vfs   []vfFW
+
+	doorbell func(vf, eqn int) (uint32, bool) // EQ doorbell reader, or nil
 }
 
 type portTables struct {

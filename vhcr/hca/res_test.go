@@ -874,3 +874,40 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// With a doorbell reader, a ring that looks full is refreshed from the
+// VF's doorbell word before an overrun is declared.
+func TestDoorbellReader(t *testing.T) {
+	r := newRig(t, 1, nil)
+	v := r.vf(0)
+	v.setupEQ(3, 1) // 2 entries
+	word := map[int]uint32{}
+	reads := 0
+	r.h.SetDoorbellReader(func(vf, eqn int) (uint32, bool) {
+		reads++
+		return word[eqn], vf == 0
+	})
+	e := CompletionEQE(1, hcr.OK, 0)
+	for i := range 2 {
+		if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+			t.Fatalf("EQE %d: %v", i, err)
+		}
+	}
+	if reads != 0 {
+		t.Fatalf("doorbell read %d times before the ring looked full", reads)
+	}
+	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+		t.Fatalf("nothing consumed: %v", err)
+	}
+	word[3] = 1 | 1<<31
+	if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+		t.Fatalf("after consuming one: %v", err)
+	}
+	word[3] = 0x00ffffff // ahead of the producer: treated as full
+	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+		t.Fatalf("bogus consumer index: %v", err)
+	}
+	if n := r.h.Stats(0).Overruns.Load(); n != 2 {
+		t.Fatalf("overruns %d", n)
+	}
+}
