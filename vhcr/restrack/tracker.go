@@ -20,7 +20,9 @@ type Config struct {
 	Reserved [NumTypes]int
 	// Instances, where non-zero, is the num_instances the quotas of a type
 	// are computed from (default Total-Reserved; mlx4 subtracts the
-	// special QPs for QP).
+	// special QPs for QP). If it exceeds the numbers [Reserved, Total)
+	// actually hold, the last allocations of a full device fail with
+	// ErrNoSpace instead of ErrQuota.
 	Instances [NumTypes]int
 
 	MACsPerPort  int // 128 in mlx4
@@ -118,7 +120,7 @@ func New(cfg Config) (*Tracker, error) {
 			counterQuotas(&p, tot, nvf, cfg.NumPorts)
 		} else {
 			n := tot - rsv
-			if in := cfg.Instances[ty]; in > 0 && in < n {
+			if in := cfg.Instances[ty]; in > 0 {
 				n = in
 			}
 			p.initQuotas(n, nvf)
