@@ -1,0 +1,33 @@
+//go:build amd64
+
+package vfdrv
+
+// The PF writes EQEs and outboxes into the VF's memory as a device does,
+// with plain stores; the owner byte of an EQE is what orders them. These
+// reads model the VF's DMA-coherent loads: the race detector is told to
+// ignore them (it cannot know the owner-bit protocol), and on amd64 loads
+// are not reordered with older loads, so reading the owner byte first and
+// the body after is mlx4's dma_rmb() pairing.
+
+//go:norace
+//go:noinline
+func loadOwner(slot []byte) byte { return slot[eqeOwner] }
+
+//go:norace
+//go:noinline
+func loadEQE(dst *[EQESize]byte, slot []byte) {
+	for i := range dst {
+		dst[i] = slot[i]
+	}
+}
+
+// dmaCopy copies memory the PF wrote by DMA after a completion EQE.
+//
+//go:norace
+//go:noinline
+func dmaCopy(dst, src []byte) {
+	n := min(len(dst), len(src))
+	for i := range n {
+		dst[i] = src[i]
+	}
+}

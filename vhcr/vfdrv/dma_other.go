@@ -1,0 +1,21 @@
+//go:build !amd64
+
+package vfdrv
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// On weakly ordered machines the owner byte is read with an acquire load of
+// its (4-byte aligned) word, so that the body loads cannot pass it.
+
+func loadOwner(slot []byte) byte {
+	w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&slot[eqeOwner-3])))
+	b := (*[4]byte)(unsafe.Pointer(&w))
+	return b[3]
+}
+
+func loadEQE(dst *[EQESize]byte, slot []byte) { copy(dst[:], slot) }
+
+func dmaCopy(dst, src []byte) { copy(dst, src) }

@@ -1,0 +1,26 @@
+// Package vfdrv is a VF driver model over a *vhcr.VF: what the mlx4 VF
+// driver does with its command path once the comm channel is up.
+//
+// It owns
+//   - the context encoders and decoders at the mlx4 byte offsets of
+//     research/mlx4-commchan.md §2.6 (EQ, CQ, SRQ and QP contexts, the
+//     modify-QP mailbox with its optpar word, the MPT entry, the WRITE_MTT
+//     inbox) and the EQE decoder of §3.1;
+//   - the resource lifecycles a driver runs through real VHCR_POSTs: MTT
+//     allocation and WRITE_MTT of ring pages, EQ create/map/destroy, CQ,
+//     SRQ, memory regions (MPT) and QPs through RST→INIT→RTR→RTS, RTS2RTS,
+//     the SQD transitions, 2ERR, 2RST, QUERY_QP and destroy;
+//   - event mode, the seed's 'e' bit: an EQ consumer in the VF's own DMA
+//     memory (32-byte EQEs, owner bit flipping per pass, mlx4's next_eqe_sw
+//     rule), per-VF tokens 1, 2, 3, ..., acceptance then completion by EQE
+//     matched by token in posting order, pipelining up to a bound, and the
+//     EQ consumer-index doorbell in the VF's comm page
+//     (vhcr.RegEQDoorbell + 4*eqn, BE32, consumer index 23:0, arm bit 31);
+//   - the VF's memory for rings and buffers: pages taken once from
+//     VF.AllocPages and recycled.
+//
+// Poll mode is vhcr.VF.Post. A Driver, like the VF under it, is used by one
+// goroutine. The PF treats the VF as untrusted; this package is the
+// well-behaved driver, but it does not trust the PF's replies either: odd
+// EQEs, tokens and outboxes produce errors and counters, never panics.
+package vfdrv

@@ -1,0 +1,148 @@
+package vfdrv
+
+import "fmt"
+
+// EQE offsets (struct mlx4_eqe, §3.1) and event types (MLX4_EVENT_TYPE_*).
+const (
+	eqeType     = 0x01
+	eqeSubtype  = 0x03
+	eqeData     = 0x04
+	eqeToken    = 0x06
+	eqeStatus   = 0x0f
+	eqeOutParam = 0x10
+	eqeSlaveID  = 0x1c
+	eqeOwner    = 0x1f
+	eqeOwnerHW  = 0x80
+
+	EventComp          = 0x00
+	EventPathMig       = 0x01
+	EventCommEst       = 0x02
+	EventSQDrained     = 0x03
+	EventCQError       = 0x04
+	EventWQCatasError  = 0x05
+	EventPathMigFailed = 0x07
+	EventPortChange    = 0x09
+	EventCmd           = 0x0a
+	EventWQInvalReq    = 0x10
+	EventWQAccessError = 0x11
+	EventSRQCatasError = 0x12
+	EventSRQLastWQE    = 0x13
+	EventSRQLimit      = 0x14
+)
+
+// AsyncEventMask is the event types a VF maps to its async EQ besides
+// command completions: QP, SRQ and CQ errors and port changes
+// (MLX4_ASYNC_EVENT_MASK's per-object part).
+const AsyncEventMask = 1<<EventPathMig | 1<<EventCommEst | 1<<EventSQDrained | 1<<EventCQError |
+	1<<EventWQCatasError | 1<<EventPathMigFailed | 1<<EventPortChange | 1<<EventWQInvalReq |
+	1<<EventWQAccessError | 1<<EventSRQCatasError | 1<<EventSRQLastWQE | 1<<EventSRQLimit
+
+// EQE is a decoded event queue entry.
+type EQE struct {
+	Type    uint8
+	Subtype uint8
+	SlaveID uint8 // the PF writes VF+1
+	Owner   bool  // bit 7 of byte 0x1f
+
+	// Command completion (type 0x0a): the token the VF wrote in the vHCR,
+	// the status and the immediate out_param (the seed's rule; mlx4 leaves
+	// the last two zero).
+	Token    uint16
+	Status   uint8
+	OutParam uint64
+
+	// Object events: QPN, CQN or SRQN (BE32 at 0x04, low 24 bits); CQ_ERROR's
+	// syndrome is Status. PORT_CHANGE: Port from bits 31:28 of the BE32 at
+	// 0x0c.
+	Object uint32
+	Port   int
+
+	Raw [EQESize]byte
+}
+
+// DecodeEQE decodes a 32-byte EQE. It never fails on content: every bit
+// pattern decodes; only a short buffer is an error.
+func DecodeEQE(b []byte) (EQE, error) {
+	if len(b) < EQESize {
+		return EQE{}, fmt.Errorf("%w: EQE of %d bytes", ErrShort, len(b))
+	}
+	var e EQE
+	copy(e.Raw[:], b[:EQESize])
+	e.Type = b[eqeType]
+	e.Subtype = b[eqeSubtype]
+	e.SlaveID = b[eqeSlaveID]
+	e.Owner = b[eqeOwner]&eqeOwnerHW != 0
+	switch e.Type {
+	case EventCmd:
+		e.Token = get16(b, eqeToken)
+		e.Status = b[eqeStatus]
+		e.OutParam = get64(b, eqeOutParam)
+	case EventPortChange:
+		e.Port = int(get32(b, 0x0c) >> 28)
+	case EventCQError:
+		e.Object = get32(b, eqeData) & 0xffffff
+		e.Status = b[eqeStatus]
+	default:
+		e.Object = get32(b, eqeData) & 0xffffff
+	}
+	return e, nil
+}
+
+// EncodeEQE is the inverse of DecodeEQE for the fields of e's type (tests,
+// fakes). The owner bit is set from e.Owner.
+func EncodeEQE(e EQE) [EQESize]byte {
+	var b [EQESize]byte
+	b[eqeType] = e.Type
+	b[eqeSubtype] = e.Subtype
+	b[eqeSlaveID] = e.SlaveID
+	switch e.Type {
+	case EventCmd:
+		put16(b[:], eqeToken, e.Token)
+		b[eqeStatus] = e.Status
+		put64(b[:], eqeOutParam, e.OutParam)
+	case EventPortChange:
+		put32(b[:], 0x0c, uint32(e.Port&0xf)<<28)
+	case EventCQError:
+		put32(b[:], eqeData, e.Object&0xffffff)
+		b[eqeStatus] = e.Status
+	default:
+		put32(b[:], eqeData, e.Object&0xffffff)
+	}
+	if e.Owner {
+		b[eqeOwner] = eqeOwnerHW
+	}
+	return b
+}
+
+// ring is an EQ ring in the VF's memory as the consumer sees it.
+type ring struct {
+	mem  []byte // nent*32 bytes of the VF's DMA memory
+	nent uint32 // power of two
+	cons uint32 // consumer index, 24 bits
+}
+
+// reset hands every entry to hardware (owner bit set) and zeroes the
+// consumer index, as mlx4_create_eq initialises its pages.
+func (r *ring) reset() {
+	for i := eqeOwner; i < len(r.mem); i += EQESize {
+		r.mem[i] = eqeOwnerHW
+	}
+	r.cons = 0
+}
+
+// next returns the next software-owned EQE and advances the consumer
+// index (mlx4's next_eqe_sw: the entry is ours when its owner bit equals
+// the pass bit cons & nent).
+func (r *ring) next() (EQE, bool) {
+	off := int(r.cons&(r.nent-1)) * EQESize
+	slot := r.mem[off : off+EQESize]
+	sw := loadOwner(slot)&eqeOwnerHW != 0
+	if sw != (r.cons&r.nent != 0) {
+		return EQE{}, false
+	}
+	var raw [EQESize]byte
+	loadEQE(&raw, slot) // after the owner byte: the PF writes it last
+	e, _ := DecodeEQE(raw[:])
+	r.cons = (r.cons + 1) & eqCIMask
+	return e, true
+}

@@ -1,0 +1,329 @@
+package vfdrv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+// resultRing is how many completed results the driver keeps for Wait.
+const resultRing = 64
+
+// events is the driver's event-mode state.
+type events struct {
+	on       bool
+	eq       *EQ // receives completions (and the async events of mask)
+	mask     uint64
+	token    uint16 // last token used
+	seq      uint64 // next ticket
+	inflight []pending
+	results  [resultRing]result
+	slots    []uint64 // one outbox page per in-flight position
+}
+
+type pending struct {
+	ticket Ticket
+	token  uint16
+	op     hcr.Opcode
+	slot   int // outbox page index, -1 without an outbox
+}
+
+type result struct {
+	ticket Ticket
+	done   bool
+	err    error
+	res    Result
+	out    []byte // lazily allocated outbox copy
+}
+
+// forget drops all event state (after RESET).
+func (e *events) forget() {
+	*e = events{}
+}
+
+// nextToken returns the next token: 1, 2, 3, ..., never 0 or the poll
+// token 0xffff.
+func (e *events) nextToken() uint16 {
+	e.token++
+	if e.token == 0 || e.token == hcr.PollToken {
+		e.token = 1
+	}
+	return e.token
+}
+
+// PostEvent posts r with the 'e' bit, waits for the PF to accept it and then
+// for its completion EQE. A command the PF refuses at acceptance (no EQ
+// mapped: BAD_SYS_STATE) completes at once with the status the PF wrote to
+// the vHCR.
+func (d *Driver) PostEvent(ctx context.Context, r *vhcr.Request) (Result, error) {
+	t, err := d.Submit(ctx, r)
+	if err != nil {
+		return Result{}, err
+	}
+	return d.Wait(ctx, t)
+}
+
+// Submit posts r with the 'e' bit and returns once the PF has accepted it
+// (toggled slave_read): the VF may then post its next command. Up to
+// MaxInFlight commands may be accepted and not yet completed; Submit waits
+// for the oldest beyond that. Completions arrive in posting order.
+func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
+	e := &d.ev
+	for len(e.inflight) >= d.opt.MaxInFlight {
+		if err := d.waitOldest(ctx); err != nil {
+			return 0, err
+		}
+	}
+	if err := d.credit(ctx); err != nil {
+		return 0, err
+	}
+	ent := d.VF.Table().Lookup(r.Op)
+	inParam := r.InParam
+	if r.In != nil {
+		if len(r.In) > hcr.MailboxSize {
+			return 0, fmt.Errorf("%w: inbox of %d bytes", ErrArgument, len(r.In))
+		}
+		in := d.mem[vhcr.VFPageInbox*bar.PageSize : (vhcr.VFPageInbox+1)*bar.PageSize]
+		n := copy(in, r.In)
+		clear(in[n:])
+		inParam = vhcr.VFPageInbox * bar.PageSize
+	}
+	outParam := r.OutParam
+	slot := -1
+	if ent != nil && ent.Outbox {
+		var err error
+		if slot, outParam, err = d.outboxSlot(); err != nil {
+			return 0, err
+		}
+	}
+	token := e.nextToken()
+	// The vHCR in place, as vhcr.VF.Post writes it, with the 'e' bit.
+	vh := d.mem[vhcr.VFPageVHCR*bar.PageSize : vhcr.VFPageVHCR*bar.PageSize+hcr.VHCRSize]
+	put64(vh, hcr.OffInParam, inParam)
+	put32(vh, hcr.OffInMod, r.InMod)
+	put32(vh, hcr.OffInMod+4, 0)
+	put64(vh, hcr.OffOutParam, outParam)
+	put32(vh, hcr.OffToken, uint32(token)<<16)
+	put32(vh, hcr.OffStatus, uint32(hcr.FlagE)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
+	if err := d.VF.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
+		return 0, err
+	}
+	if err := d.VF.WaitAck(ctx); err != nil {
+		return 0, fmt.Errorf("%v accepted?: %w", r.Op, err)
+	}
+	t := Ticket(e.seq)
+	e.seq++
+	res := &e.results[t%resultRing]
+	res.ticket, res.done, res.err, res.res = t, false, nil, Result{}
+	if st := hcr.Status(vh[hcr.OffStatus]); st != hcr.OK {
+		// Completed at acceptance through the vHCR: no EQE will come.
+		d.Stats.Refused++
+		res.done = true
+		res.res = Result{Status: st, Token: token}
+		if ent != nil && ent.OutImm {
+			res.res.OutParam = get64(vh, hcr.OffOutParam)
+		}
+		d.count(r.Op, st, true)
+		return t, nil
+	}
+	e.inflight = append(e.inflight, pending{ticket: t, token: token, op: r.Op, slot: slot})
+	return t, nil
+}
+
+// Wait returns the result of t, consuming EQEs until its completion
+// arrives (up to the VF's Post timeout).
+func (d *Driver) Wait(ctx context.Context, t Ticket) (Result, error) {
+	e := &d.ev
+	if uint64(t) >= e.seq || e.seq-uint64(t) > resultRing {
+		return Result{}, ErrTicket
+	}
+	var w waiter
+	for {
+		res := &e.results[t%resultRing]
+		if res.ticket != t {
+			return Result{}, ErrTicket
+		}
+		if res.done {
+			return res.res, res.err
+		}
+		if e.eq == nil {
+			return Result{}, ErrNoEvents
+		}
+		if d.pump(e.eq) > 0 {
+			w = waiter{}
+			continue
+		}
+		if err := w.wait(ctx, d.VF.Timeouts.Post); err != nil {
+			return Result{}, fmt.Errorf("ticket %d: %w", t, err)
+		}
+	}
+}
+
+// Drain waits for every accepted 'e' command.
+func (d *Driver) Drain(ctx context.Context) error {
+	for len(d.ev.inflight) > 0 {
+		if err := d.waitOldest(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InFlight is the number of accepted, uncompleted 'e' commands.
+func (d *Driver) InFlight() int { return len(d.ev.inflight) }
+
+func (d *Driver) waitOldest(ctx context.Context) error {
+	t := d.ev.inflight[0].ticket
+	_, err := d.Wait(ctx, t)
+	if err != nil && len(d.ev.inflight) > 0 && d.ev.inflight[0].ticket == t {
+		// Give up on it (timeout): the driver cannot tell whether its EQE
+		// will ever come; mlx4 enters its error state here.
+		d.ev.inflight = d.ev.inflight[1:]
+	}
+	return err
+}
+
+// outboxSlot returns an outbox page for a new in-flight command: one page
+// per position, so that a pipelined command's outbox never overwrites one
+// the VF has not read yet.
+func (d *Driver) outboxSlot() (int, uint64, error) {
+	e := &d.ev
+	var used [resultRing / 2]bool
+	for _, p := range e.inflight {
+		if p.slot >= 0 {
+			used[p.slot] = true
+		}
+	}
+	for i := range d.opt.MaxInFlight {
+		if used[i] {
+			continue
+		}
+		for len(e.slots) <= i {
+			iova, err := d.pool.get(1)
+			if err != nil {
+				return 0, 0, err
+			}
+			e.slots = append(e.slots, iova)
+		}
+		return i, e.slots[i], nil
+	}
+	return 0, 0, fmt.Errorf("%w: no free outbox slot", ErrArgument)
+}
+
+// pump consumes every software-owned EQE of q, dispatches it and rings the
+// doorbell. It returns how many it consumed.
+func (d *Driver) pump(q *EQ) int {
+	n := 0
+	for {
+		eqe, ok := q.ring.next()
+		if !ok {
+			break
+		}
+		n++
+		q.consumed++
+		d.dispatch(&eqe)
+	}
+	if n > 0 {
+		q.ringDoorbell(true)
+		if q.db.Valid() {
+			d.Stats.Doorbells++
+		}
+	}
+	return n
+}
+
+func (d *Driver) dispatch(eqe *EQE) {
+	if eqe.Type != EventCmd {
+		d.Stats.Async++
+		if d.opt.OnEvent != nil {
+			d.opt.OnEvent(*eqe)
+		}
+		return
+	}
+	e := &d.ev
+	for i, p := range e.inflight {
+		if p.token != eqe.Token {
+			continue
+		}
+		for _, skipped := range e.inflight[:i] {
+			d.Stats.Lost++
+			res := &e.results[skipped.ticket%resultRing]
+			res.done, res.err = true, fmt.Errorf("%v token %d: %w", skipped.op, skipped.token, ErrLostCompletion)
+		}
+		d.complete(p, eqe)
+		e.inflight = e.inflight[i+1:]
+		return
+	}
+	d.Stats.Stray++
+}
+
+func (d *Driver) complete(p pending, eqe *EQE) {
+	d.Stats.Completions++
+	res := &d.ev.results[p.ticket%resultRing]
+	res.done = true
+	res.res = Result{Status: hcr.Status(eqe.Status), OutParam: eqe.OutParam, Token: eqe.Token, Event: true}
+	if p.slot >= 0 && res.res.Status == hcr.OK && p.slot < len(d.ev.slots) {
+		if res.out == nil {
+			res.out = make([]byte, hcr.MailboxSize)
+		}
+		off := d.ev.slots[p.slot]
+		dmaCopy(res.out, d.mem[off:off+hcr.MailboxSize])
+		res.res.Out = res.out
+	}
+	d.count(p.op, res.res.Status, true)
+}
+
+// credit makes sure the completion EQ has room for one more command and
+// the async events the driver reserves room for: with PFReadsDoorbell the
+// PF's view is what the VF consumed; without it the PF counts every EQE it
+// ever wrote, and the driver re-creates the EQ before it fills.
+func (d *Driver) credit(ctx context.Context) error {
+	q := d.ev.eq
+	if q == nil {
+		return nil
+	}
+	reserve := uint64(max(1, q.ring.nent/8))
+	nent := uint64(q.ring.nent)
+	if d.opt.PFReadsDoorbell {
+		for uint64(len(d.ev.inflight))+1+reserve > nent && len(d.ev.inflight) > 0 {
+			if err := d.waitOldest(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if q.consumed+uint64(len(d.ev.inflight))+1+reserve <= nent {
+		return nil
+	}
+	if err := d.Drain(ctx); err != nil {
+		return err
+	}
+	return d.recycle(ctx)
+}
+
+// recycle gives the completion EQ a fresh start when the PF would believe
+// it full: with nothing in flight, consume what is left, take the EQ back
+// (HW2SW_EQ), hand every entry to hardware again and re-create it on the
+// same ring, MTT and EQN (SW2HW_EQ), then map its event types again
+// (HW2SW_EQ unmapped them), all in poll mode. CQs naming the EQN keep it.
+// Async events the PF raises in that window find no EQ (the PF counts
+// them).
+func (d *Driver) recycle(ctx context.Context) error {
+	q := d.ev.eq
+	d.pump(q)
+	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.HW2SW_EQ, InMod: uint32(q.EQN)}); err != nil {
+		return fmt.Errorf("recycling EQ %d: %w", q.EQN, err)
+	}
+	q.live = false
+	if err := d.sw2hwEQ(ctx, q); err != nil {
+		return fmt.Errorf("recycling EQ %d: %w", q.EQN, err)
+	}
+	if err := d.mapEQ(ctx, q, d.ev.mask, false); err != nil {
+		return fmt.Errorf("recycling EQ %d: %w", q.EQN, err)
+	}
+	d.Stats.Recycles++
+	return nil
+}

@@ -1,0 +1,660 @@
+package vfdrv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+// Resource types (ALLOC_RES/FREE_RES in_modifier[7:0], enum mlx4_resource)
+// and allocation modes (enum mlx4_alloc_mode).
+const (
+	ResQP  = 0
+	ResCQ  = 1
+	ResSRQ = 2
+	ResMPT = 4
+	ResMTT = 5
+
+	opReserve       = 0
+	opReserveAndMap = 1
+	opMapICM        = 2
+)
+
+// MaxEQN bounds the EQ numbers the driver uses: one doorbell word each in
+// the comm page (vhcr.MaxEQDoorbells).
+const MaxEQN = vhcr.MaxEQDoorbells - 1
+
+// MTT is an MTT allocation: 2^Order entries from Base.
+type MTT struct {
+	Base  uint64
+	Order int
+}
+
+// orderFor is the smallest order with 2^order >= pages.
+func orderFor(pages int) int {
+	o := 0
+	for 1<<o < pages {
+		o++
+	}
+	return o
+}
+
+func (d *Driver) alloc(ctx context.Context, ty uint32, op uint8, in uint64) (uint32, error) {
+	res, err := d.must(ctx, &vhcr.Request{Op: hcr.ALLOC_RES, InMod: ty, OpMod: op, InParam: in})
+	return uint32(res.OutParam), err
+}
+
+func (d *Driver) free(ctx context.Context, ty uint32, op uint8, in uint64) error {
+	_, err := d.must(ctx, &vhcr.Request{Op: hcr.FREE_RES, InMod: ty, OpMod: op, InParam: in})
+	return err
+}
+
+// AllocMTT allocates 2^order MTT entries (ALLOC_RES MTT RESERVE_AND_MAP).
+func (d *Driver) AllocMTT(ctx context.Context, order int) (MTT, error) {
+	base, err := d.alloc(ctx, ResMTT, opReserveAndMap, uint64(order))
+	return MTT{Base: uint64(base), Order: order}, err
+}
+
+// FreeMTT frees an MTT allocation (FREE_RES MTT: base in the low word,
+// order in the high word).
+func (d *Driver) FreeMTT(ctx context.Context, m MTT) error {
+	return d.free(ctx, ResMTT, opReserveAndMap, uint64(m.Order)<<32|m.Base&0xffffffff)
+}
+
+// WriteMTT writes page addresses into MTT entries from start, MaxWriteMTT
+// per WRITE_MTT.
+func (d *Driver) WriteMTT(ctx context.Context, start uint64, addrs []uint64) error {
+	var buf [hcr.MailboxSize]byte
+	for len(addrs) > 0 {
+		n := min(len(addrs), MaxWriteMTT)
+		l := EncodeWriteMTT(buf[:], start, addrs[:n])
+		if _, err := d.must(ctx, &vhcr.Request{Op: hcr.WRITE_MTT, InMod: uint32(n), In: buf[:l]}); err != nil {
+			return err
+		}
+		start += uint64(n)
+		addrs = addrs[n:]
+	}
+	return nil
+}
+
+// buffer is a run of pages of the VF's memory with an MTT describing them.
+type buffer struct {
+	IOVA  uint64
+	Pages int
+	MTT   MTT
+}
+
+// newBuffer takes pages, allocates an MTT for them and writes their
+// addresses into it.
+func (d *Driver) newBuffer(ctx context.Context, pages int, poll bool) (buffer, error) {
+	iova, err := d.pool.get(pages)
+	if err != nil {
+		return buffer{}, err
+	}
+	b := buffer{IOVA: iova, Pages: pages}
+	post := d.must
+	if poll {
+		post = d.mustPoll
+	}
+	res, err := post(ctx, &vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(orderFor(pages))})
+	if err != nil {
+		d.pool.put(iova, pages)
+		return buffer{}, err
+	}
+	b.MTT = MTT{Base: uint64(uint32(res.OutParam)), Order: orderFor(pages)}
+	addrs := make([]uint64, pages)
+	for i := range addrs {
+		addrs[i] = iova + uint64(i)*PageSize
+	}
+	var mbox [hcr.MailboxSize]byte
+	l := EncodeWriteMTT(mbox[:], b.MTT.Base, addrs)
+	if _, err := post(ctx, &vhcr.Request{Op: hcr.WRITE_MTT, InMod: uint32(len(addrs)), In: mbox[:l]}); err != nil {
+		_ = d.freeBuffer(ctx, b, poll)
+		return buffer{}, err
+	}
+	return b, nil
+}
+
+func (d *Driver) freeBuffer(ctx context.Context, b buffer, poll bool) error {
+	post := d.must
+	if poll {
+		post = d.mustPoll
+	}
+	_, err := post(ctx, &vhcr.Request{Op: hcr.FREE_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(b.MTT.Order)<<32 | b.MTT.Base&0xffffffff})
+	if err == nil {
+		d.pool.put(b.IOVA, b.Pages)
+	}
+	return err
+}
+
+// EQ is an event queue in the VF's memory.
+type EQ struct {
+	EQN     int
+	LogSize int
+	buffer
+	ring     ring
+	consumed uint64 // EQEs consumed since SW2HW_EQ
+	db       bar.Reg
+	live     bool
+}
+
+// Consumer is the EQ's consumer index (24 bits).
+func (q *EQ) Consumer() uint32 { return q.ring.cons }
+
+// ringDoorbell writes the consumer index (and the arm bit) to the EQ's
+// doorbell word in the comm page.
+func (q *EQ) ringDoorbell(arm bool) {
+	if !q.db.Valid() {
+		return
+	}
+	v := q.ring.cons & eqCIMask
+	if arm {
+		v |= eqDoorbellArm
+	}
+	q.db.Store(v)
+}
+
+// DoorbellOffset is the offset of EQ eqn's doorbell word in a comm page.
+func DoorbellOffset(eqn int) int64 { return vhcr.RegEQDoorbell + 4*int64(eqn) }
+
+// newEQ prepares an EQ's ring and MTT (poll mode); it is not in HW yet.
+func (d *Driver) newEQ(ctx context.Context, eqn, logSize int) (*EQ, error) {
+	if eqn < 0 || eqn > MaxEQN || logSize < 0 || logSize > 19 {
+		return nil, fmt.Errorf("%w: EQ %d of 2^%d entries", ErrArgument, eqn, logSize)
+	}
+	nent := 1 << logSize
+	pages := max(1, nent*EQESize/PageSize)
+	b, err := d.newBuffer(ctx, pages, true)
+	if err != nil {
+		return nil, err
+	}
+	q := &EQ{EQN: eqn, LogSize: logSize, buffer: b}
+	q.ring = ring{mem: d.mem[b.IOVA : b.IOVA+uint64(nent*EQESize)], nent: uint32(nent)}
+	if d.opt.BAR != nil {
+		reg, err := bar.NewReg(d.opt.BAR, d.opt.Layout.CommPage(d.VF.Index)+DoorbellOffset(eqn))
+		if err == nil {
+			q.db = reg
+		}
+	}
+	return q, nil
+}
+
+// sw2hwEQ hands q's (reset) ring to the PF.
+func (d *Driver) sw2hwEQ(ctx context.Context, q *EQ) error {
+	q.ring.reset()
+	q.consumed = 0
+	q.ringDoorbell(false)
+	var in [EQContextSize]byte
+	EQContext{LogSize: q.LogSize, MTTBase: q.MTT.Base}.Encode(in[:])
+	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.SW2HW_EQ, InMod: uint32(q.EQN), In: in[:]}); err != nil {
+		return err
+	}
+	q.live = true
+	return nil
+}
+
+func (d *Driver) mapEQ(ctx context.Context, q *EQ, mask uint64, unmap bool) error {
+	in := uint32(q.EQN)
+	if unmap {
+		in |= 1 << 31
+	}
+	_, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.MAP_EQ, InMod: in, InParam: mask})
+	return err
+}
+
+// CreateEQ creates EQ eqn with 2^logSize EQEs: ring pages, MTT, WRITE_MTT,
+// SW2HW_EQ. EQ commands always go in poll mode (a completion must not
+// depend on the EQ being changed).
+func (d *Driver) CreateEQ(ctx context.Context, eqn, logSize int) (*EQ, error) {
+	q, err := d.newEQ(ctx, eqn, logSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.sw2hwEQ(ctx, q); err != nil {
+		_ = d.freeBuffer(ctx, q.buffer, true)
+		return nil, err
+	}
+	return q, nil
+}
+
+// MapEQ maps the event types of mask to q (MAP_EQ).
+func (d *Driver) MapEQ(ctx context.Context, q *EQ, mask uint64) error {
+	return d.mapEQ(ctx, q, mask, false)
+}
+
+// UnmapEQ unmaps the event types of mask (MAP_EQ with bit 31).
+func (d *Driver) UnmapEQ(ctx context.Context, q *EQ, mask uint64) error {
+	return d.mapEQ(ctx, q, mask, true)
+}
+
+// QueryEQ returns the PF's view of q (QUERY_EQ).
+func (d *Driver) QueryEQ(ctx context.Context, q *EQ) (EQContext, error) {
+	res, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.QUERY_EQ, InMod: uint32(q.EQN)})
+	if err != nil {
+		return EQContext{}, err
+	}
+	return DecodeEQContext(res.Out)
+}
+
+// PollEQ consumes q's EQEs (async events go to Options.OnEvent) and rings
+// its doorbell. It returns how many it consumed.
+func (d *Driver) PollEQ(q *EQ) int { return d.pump(q) }
+
+// DestroyEQ takes q back (HW2SW_EQ, poll mode) and frees its MTT and
+// pages. The completion EQ goes with DisableEvents.
+func (d *Driver) DestroyEQ(ctx context.Context, q *EQ) error {
+	if q == d.ev.eq {
+		return fmt.Errorf("%w: EQ %d receives command completions (DisableEvents)", ErrArgument, q.EQN)
+	}
+	if q.live {
+		if _, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.HW2SW_EQ, InMod: uint32(q.EQN)}); err != nil {
+			return err
+		}
+		q.live = false
+	}
+	return d.freeBuffer(ctx, q.buffer, true)
+}
+
+// EnableEvents creates the VF's async EQ eqn (2^logSize EQEs), maps command
+// completions and the async event types to it and switches the driver to
+// event mode (mlx4_cmd_use_events). Without PFReadsDoorbell the driver
+// re-creates the EQ in place before the PF would believe it full.
+func (d *Driver) EnableEvents(ctx context.Context, eqn, logSize int) (*EQ, error) {
+	if d.ev.eq != nil {
+		return nil, fmt.Errorf("%w: events already enabled on EQ %d", ErrArgument, d.ev.eq.EQN)
+	}
+	if nent := 1 << logSize; d.opt.MaxInFlight+1+max(1, nent/8) > nent {
+		return nil, fmt.Errorf("%w: 2^%d EQEs cannot hold %d commands in flight", ErrArgument, logSize, d.opt.MaxInFlight)
+	}
+	q, err := d.CreateEQ(ctx, eqn, logSize)
+	if err != nil {
+		return nil, err
+	}
+	mask := uint64(1<<EventCmd | AsyncEventMask)
+	if err := d.mapEQ(ctx, q, mask, false); err != nil {
+		_ = d.DestroyEQ(ctx, q)
+		return nil, err
+	}
+	d.ev.eq, d.ev.mask, d.ev.on = q, mask, true
+	return q, nil
+}
+
+// UseEvents switches between event and poll mode once events are enabled.
+func (d *Driver) UseEvents(on bool) error {
+	if on && d.ev.eq == nil {
+		return ErrNoEvents
+	}
+	d.ev.on = on
+	return nil
+}
+
+// DisableEvents completes what is in flight, unmaps and destroys the
+// completion EQ and returns to poll mode.
+func (d *Driver) DisableEvents(ctx context.Context) error {
+	q := d.ev.eq
+	if q == nil {
+		return nil
+	}
+	if err := d.Drain(ctx); err != nil {
+		return err
+	}
+	d.ev.on = false
+	if err := d.mapEQ(ctx, q, d.ev.mask, true); err != nil {
+		return err
+	}
+	d.pump(q)
+	d.ev.eq = nil
+	return d.DestroyEQ(ctx, q)
+}
+
+// CQ is a completion queue.
+type CQ struct {
+	CQN     uint32
+	LogSize int
+	EQN     int
+	buffer
+	hw bool
+}
+
+// CreateCQ allocates a CQ of 2^logSize 32-byte CQEs reporting to EQ eqn:
+// ALLOC_RES CQ, ring pages, MTT, WRITE_MTT, SW2HW_CQ.
+func (d *Driver) CreateCQ(ctx context.Context, logSize, eqn int) (*CQ, error) {
+	if logSize < 0 || logSize > 22 {
+		return nil, fmt.Errorf("%w: CQ of 2^%d entries", ErrArgument, logSize)
+	}
+	cqn, err := d.alloc(ctx, ResCQ, opReserveAndMap, 0)
+	if err != nil {
+		return nil, err
+	}
+	cq := &CQ{CQN: cqn, LogSize: logSize, EQN: eqn}
+	if cq.buffer, err = d.newBuffer(ctx, max(1, (1<<logSize)*32/PageSize), false); err != nil {
+		_ = d.free(ctx, ResCQ, opReserveAndMap, uint64(cqn))
+		return nil, err
+	}
+	var in [CQContextSize]byte
+	CQContext{LogSize: logSize, CompEQN: uint8(eqn), MTTBase: cq.MTT.Base}.Encode(in[:])
+	if _, err := d.must(ctx, &vhcr.Request{Op: hcr.SW2HW_CQ, InMod: cqn, In: in[:]}); err != nil {
+		_ = d.freeBuffer(ctx, cq.buffer, false)
+		_ = d.free(ctx, ResCQ, opReserveAndMap, uint64(cqn))
+		return nil, err
+	}
+	cq.hw = true
+	return cq, nil
+}
+
+// QueryCQ returns the CQ's context (QUERY_CQ).
+func (d *Driver) QueryCQ(ctx context.Context, cq *CQ) (CQContext, error) {
+	res, err := d.must(ctx, &vhcr.Request{Op: hcr.QUERY_CQ, InMod: cq.CQN})
+	if err != nil {
+		return CQContext{}, err
+	}
+	return DecodeCQContext(res.Out)
+}
+
+// DestroyCQ runs HW2SW_CQ, FREE_RES of the CQ and of its MTT.
+func (d *Driver) DestroyCQ(ctx context.Context, cq *CQ) error {
+	if cq.hw {
+		if _, err := d.must(ctx, &vhcr.Request{Op: hcr.HW2SW_CQ, InMod: cq.CQN}); err != nil {
+			return err
+		}
+		cq.hw = false
+	}
+	if err := d.free(ctx, ResCQ, opReserveAndMap, uint64(cq.CQN)); err != nil {
+		return err
+	}
+	return d.freeBuffer(ctx, cq.buffer, false)
+}
+
+// SRQ is a shared receive queue.
+type SRQ struct {
+	SRQN    uint32
+	LogSize int
+	buffer
+	hw bool
+}
+
+// CreateSRQ allocates an SRQ of 2^logSize 64-byte WQEs: ALLOC_RES SRQ,
+// pages, MTT, WRITE_MTT, SW2HW_SRQ.
+func (d *Driver) CreateSRQ(ctx context.Context, logSize int, pd uint32) (*SRQ, error) {
+	if logSize < 0 || logSize > 15 {
+		return nil, fmt.Errorf("%w: SRQ of 2^%d entries", ErrArgument, logSize)
+	}
+	const logStride = 2 // 64-byte WQEs
+	srqn, err := d.alloc(ctx, ResSRQ, opReserveAndMap, 0)
+	if err != nil {
+		return nil, err
+	}
+	s := &SRQ{SRQN: srqn, LogSize: logSize}
+	if s.buffer, err = d.newBuffer(ctx, max(1, (1<<(logSize+logStride+4))/PageSize), false); err != nil {
+		_ = d.free(ctx, ResSRQ, opReserveAndMap, uint64(srqn))
+		return nil, err
+	}
+	var in [SRQContextSize]byte
+	SRQContext{SRQN: srqn, LogSize: logSize, LogStride: logStride, MTTBase: s.MTT.Base, PD: pd}.Encode(in[:])
+	if _, err := d.must(ctx, &vhcr.Request{Op: hcr.SW2HW_SRQ, InMod: srqn, In: in[:]}); err != nil {
+		_ = d.freeBuffer(ctx, s.buffer, false)
+		_ = d.free(ctx, ResSRQ, opReserveAndMap, uint64(srqn))
+		return nil, err
+	}
+	s.hw = true
+	return s, nil
+}
+
+// DestroySRQ runs HW2SW_SRQ, FREE_RES of the SRQ and of its MTT.
+func (d *Driver) DestroySRQ(ctx context.Context, s *SRQ) error {
+	if s.hw {
+		if _, err := d.must(ctx, &vhcr.Request{Op: hcr.HW2SW_SRQ, InMod: s.SRQN}); err != nil {
+			return err
+		}
+		s.hw = false
+	}
+	if err := d.free(ctx, ResSRQ, opReserveAndMap, uint64(s.SRQN)); err != nil {
+		return err
+	}
+	return d.freeBuffer(ctx, s.buffer, false)
+}
+
+// MR is a memory region: an MPT over pages of the VF's memory.
+type MR struct {
+	Index uint32
+	Key   uint32
+	buffer
+	mapped, hw bool
+}
+
+// CreateMR registers pages of the VF's memory: buffer, MTT, WRITE_MTT,
+// ALLOC_RES MPT RESERVE and MAP_ICM, SW2HW_MPT.
+func (d *Driver) CreateMR(ctx context.Context, pages int, access, pd uint32) (*MR, error) {
+	if pages <= 0 || pages > MaxWriteMTT {
+		return nil, fmt.Errorf("%w: MR of %d pages", ErrArgument, pages)
+	}
+	b, err := d.newBuffer(ctx, pages, false)
+	if err != nil {
+		return nil, err
+	}
+	mr := &MR{buffer: b}
+	if mr.Index, err = d.alloc(ctx, ResMPT, opReserve, 0); err != nil {
+		_ = d.freeBuffer(ctx, b, false)
+		return nil, err
+	}
+	mr.Key = KeyOf(mr.Index)
+	if _, err = d.alloc(ctx, ResMPT, opMapICM, uint64(mr.Index)); err != nil {
+		_ = d.DestroyMR(ctx, mr)
+		return nil, err
+	}
+	mr.mapped = true
+	var in [MPTSize]byte
+	MPT{Access: access, Key: mr.Key, PD: pd, Start: b.IOVA, Length: uint64(pages) * PageSize,
+		MTTBase: b.MTT.Base, MTTSize: uint32(pages), EntitySize: PageShift}.Encode(in[:])
+	if _, err = d.must(ctx, &vhcr.Request{Op: hcr.SW2HW_MPT, InMod: mr.Index, In: in[:]}); err != nil {
+		_ = d.DestroyMR(ctx, mr)
+		return nil, err
+	}
+	mr.hw = true
+	return mr, nil
+}
+
+// QueryMR returns the MPT entry (QUERY_MPT).
+func (d *Driver) QueryMR(ctx context.Context, mr *MR) (MPT, error) {
+	res, err := d.must(ctx, &vhcr.Request{Op: hcr.QUERY_MPT, InMod: mr.Index})
+	if err != nil {
+		return MPT{}, err
+	}
+	return DecodeMPT(res.Out)
+}
+
+// DestroyMR runs HW2SW_MPT, FREE_RES MPT MAP_ICM and RESERVE, and frees the
+// MTT and pages.
+func (d *Driver) DestroyMR(ctx context.Context, mr *MR) error {
+	if mr.hw {
+		if _, err := d.must(ctx, &vhcr.Request{Op: hcr.HW2SW_MPT, InMod: mr.Index}); err != nil {
+			return err
+		}
+		mr.hw = false
+	}
+	if mr.mapped {
+		if err := d.free(ctx, ResMPT, opMapICM, uint64(mr.Index)); err != nil {
+			return err
+		}
+		mr.mapped = false
+	}
+	if err := d.free(ctx, ResMPT, opReserve, uint64(mr.Index)); err != nil {
+		return err
+	}
+	return d.freeBuffer(ctx, mr.buffer, false)
+}
+
+// QPConfig describes a QP to create.
+type QPConfig struct {
+	ST          uint8  // service type (STRC, STUC, STUD)
+	SendCQ      uint32 // CQNs
+	RecvCQ      uint32
+	UseSRQ      bool
+	SRQN        uint32
+	Port        int   // the VF's port (default 1)
+	PKeyIndex   uint8 // in the VF's virtual P_Key table
+	LogSQSize   uint8 // default 4 (16 WQEs)
+	LogRQSize   uint8 // default 4
+	PD          uint32
+	QKey        uint32
+	RemoteQPN   uint32
+	DestLID     uint16
+	NextSendPSN uint32
+}
+
+// QP is a queue pair; State is the driver's view of its firmware state.
+type QP struct {
+	QPN   uint32
+	Cfg   QPConfig
+	State QPState
+	buffer
+}
+
+// CreateQP reserves a QPN and maps its ICM (ALLOC_RES QP RESERVE and
+// MAP_ICM) and backs its queues with pages, an MTT and WRITE_MTT. The QP
+// stays in RST until Modify.
+func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
+	if cfg.Port == 0 {
+		cfg.Port = 1
+	}
+	if cfg.LogSQSize == 0 {
+		cfg.LogSQSize = 4
+	}
+	if cfg.LogRQSize == 0 {
+		cfg.LogRQSize = 4
+	}
+	base, err := d.alloc(ctx, ResQP, opReserve, 1<<32|1) // align 1, count 1
+	if err != nil {
+		return nil, err
+	}
+	qp := &QP{QPN: base, Cfg: cfg}
+	if _, err := d.alloc(ctx, ResQP, opMapICM, uint64(base)); err != nil {
+		_ = d.free(ctx, ResQP, opReserve, 1<<32|uint64(base))
+		return nil, err
+	}
+	pages := qp.context().MTTPages()
+	if qp.buffer, err = d.newBuffer(ctx, pages, false); err != nil {
+		_ = d.free(ctx, ResQP, opMapICM, uint64(base))
+		_ = d.free(ctx, ResQP, opReserve, 1<<32|uint64(base))
+		return nil, err
+	}
+	return qp, nil
+}
+
+// context is the QP context the driver writes in every modify mailbox.
+func (qp *QP) context() QPContext {
+	c := qp.Cfg
+	return QPContext{
+		ST: c.ST, PD: c.PD, MTU: 5, MsgMax: 31,
+		LogRQSize: c.LogRQSize, LogRQStride: 2, LogSQSize: c.LogSQSize, LogSQStride: 2,
+		NoRQ: c.UseSRQ, LocalQPN: qp.QPN, RemoteQPN: c.RemoteQPN,
+		Pri:         QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, RLID: c.DestLID, AckTimeout: 14 << 3},
+		NextSendPSN: c.NextSendPSN, SendCQ: c.SendCQ, RecvCQ: c.RecvCQ,
+		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base,
+	}
+}
+
+// transition is the opcode that moves a QP from one state to another, with
+// whether it carries a mailbox and its optpar.
+func transition(from, to QPState) (op hcr.Opcode, inbox bool, optpar uint32, ok bool) {
+	switch {
+	case to == QPReset:
+		return hcr.TWO_RST_QP, false, 0, from != QPReset
+	case to == QPErr:
+		return hcr.TWO_ERR_QP, false, 0, from != QPReset
+	case from == QPReset && to == QPInit:
+		return hcr.RST2INIT_QP, true, 0, true
+	case from == QPInit && to == QPInit:
+		return hcr.INIT2INIT_QP, true, OptPKeyIndex, true
+	case from == QPInit && to == QPRTR:
+		return hcr.INIT2RTR_QP, true, OptPrimaryAddr | OptPKeyIndex, true
+	case from == QPRTR && to == QPRTS:
+		return hcr.RTR2RTS_QP, true, OptAckTimeout | OptRetryCount | OptRNRRetry, true
+	case from == QPRTS && to == QPRTS:
+		return hcr.RTS2RTS_QP, true, OptRNRTimeout, true
+	case from == QPRTS && to == QPSQD:
+		return hcr.RTS2SQD_QP, false, 0, true
+	case from == QPSQD && to == QPSQD:
+		return hcr.SQD2SQD_QP, true, OptRNRTimeout, true
+	case from == QPSQD && to == QPRTS:
+		return hcr.SQD2RTS_QP, true, 0, true
+	case from == QPSQE && to == QPRTS:
+		return hcr.SQERR2RTS_QP, true, 0, true
+	}
+	return 0, false, 0, false
+}
+
+// Modify moves qp to state to with the transition command mlx4 uses
+// (RST2INIT, INIT2RTR, RTR2RTS, RTS2RTS, RTS2SQD, SQD2SQD, SQD2RTS,
+// SQERR2RTS, 2ERR, 2RST); from RST to RST it does nothing.
+func (d *Driver) Modify(ctx context.Context, qp *QP, to QPState) error {
+	if qp.State == QPReset && to == QPReset {
+		return nil
+	}
+	op, inbox, optpar, ok := transition(qp.State, to)
+	if !ok {
+		return fmt.Errorf("%w: no QP transition %v→%v", ErrArgument, qp.State, to)
+	}
+	r := vhcr.Request{Op: op, InMod: qp.QPN}
+	if inbox {
+		var in [QPMailboxSize]byte
+		QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
+		r.In = in[:]
+	}
+	if _, err := d.must(ctx, &r); err != nil {
+		return err
+	}
+	qp.State = to
+	return nil
+}
+
+// Transition posts op on qp as given (for walking illegal transitions by
+// hand): the mailbox, if op has one, is the driver's context with optpar.
+// The driver's view of the state is not changed.
+func (d *Driver) Transition(ctx context.Context, qp *QP, op hcr.Opcode, optpar uint32) (hcr.Status, error) {
+	r := vhcr.Request{Op: op, InMod: qp.QPN}
+	if e := d.VF.Table().Lookup(op); e != nil && e.Inbox {
+		var in [QPMailboxSize]byte
+		QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
+		r.In = in[:]
+	}
+	res, err := d.Do(ctx, &r)
+	return res.Status, err
+}
+
+// QueryQP returns the QP's context as the PF keeps it (QUERY_QP) and
+// updates qp.State from it.
+func (d *Driver) QueryQP(ctx context.Context, qp *QP) (QPContext, error) {
+	res, err := d.must(ctx, &vhcr.Request{Op: hcr.QUERY_QP, InMod: qp.QPN})
+	if err != nil {
+		return QPContext{}, err
+	}
+	if len(res.Out) < QPMailboxSize {
+		return QPContext{}, fmt.Errorf("QUERY_QP: %w", ErrShort)
+	}
+	c, err := DecodeQPContext(res.Out[8:])
+	if err == nil {
+		qp.State = c.State
+	}
+	return c, err
+}
+
+// DestroyQP returns the QP to RST if needed (2RST), unmaps its ICM, frees
+// the QPN and the MTT.
+func (d *Driver) DestroyQP(ctx context.Context, qp *QP) error {
+	if qp.State != QPReset {
+		if err := d.Modify(ctx, qp, QPReset); err != nil {
+			return err
+		}
+	}
+	if err := d.free(ctx, ResQP, opMapICM, uint64(qp.QPN)); err != nil {
+		return err
+	}
+	if err := d.free(ctx, ResQP, opReserve, 1<<32|uint64(qp.QPN)); err != nil {
+		return err
+	}
+	return d.freeBuffer(ctx, qp.buffer, false)
+}
