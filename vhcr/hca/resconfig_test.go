@@ -9,7 +9,11 @@ import (
 func TestEdgeConfigs(t *testing.T) {
 	for _, e := range []func(*config.Config){
 		func(c *config.Config) { c.Resources.LogQPs = 4; c.Resources.ReservedQPs = 0 },
-		func(c *config.Config) { c.Resources.Counters = 2; c.Resources.MACsPerPort = 2; c.Resources.VLANsPerPort = 1 },
+		func(c *config.Config) {
+			c.Resources.Counters = 2
+			c.Resources.MACsPerPort = 2
+			c.Resources.VLANsPerPort = 1
+		},
 		func(c *config.Config) { c.Resources.LogMTTs = 26; c.Resources.LogCQs = 24; c.Resources.LogMPTs = 24 },
 	} {
 		cfg := config.Default()
