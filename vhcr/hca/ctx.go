@@ -29,6 +29,7 @@ const (
 	qpcCQNSend      = 132 // BE32, low 24 bits
 	qpcParams2      = 152 // page_offset in 11:6
 	qpcCQNRecv      = 164 // BE32, low 24 bits
+	qpcQKey         = 176 // BE32, rewritten for proxy/tunnel QPs
 	qpcSRQN         = 180 // BE32: bit 24 use SRQ, 23:0 SRQN
 	qpcRateLimit    = 196 // BE16, must be 0 for VFs
 	qpcLogPageSize  = 208 // low 6 bits, page shift = +12

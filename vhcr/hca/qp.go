@@ -38,7 +38,8 @@ package hca
 // physical port); pkey_index inside the VF's virtual P_Key table (BAD_PARAM:
 // Linux does not bound it) and rewritten to the physical index; mgid_index
 // below the VF's GID count for RC/UC/XRC paths (BAD_PARAM) and rewritten;
-// rate_limit 0 (BAD_OP); RoCE source MAC index registered by the VF on the
+// rate_limit 0 (BAD_OP); proxy/tunnel QPs' Q_Key (176) set to the reserved
+// Q_Key of their number; RoCE source MAC index registered by the VF on the
 // port (BAD_PARAM); MLX QPs on special QPNs in INIT2RTR need SMI (BAD_OP).
 
 import (
@@ -92,6 +93,9 @@ const (
 	updSecPathMask      = 16
 	updCtx              = 32
 )
+
+// reservedQKeyBase is MLX4_RESERVED_QKEY_BASE.
+const reservedQKeyBase = 0xffff0000
 
 // numGIDs is the VF's GID count on a physical port: 1 on IB, an equal share
 // of the table on Ethernet (as QUERY_PORT reports it).
@@ -155,6 +159,14 @@ func (h *HCA) checkQPC(c *hcr.Cmd, q *qpCtx, path bool, op hcr.Opcode) (int, hcr
 		}
 	}
 	qpn := c.InMod & qpnMask
+	// adjust_proxy_tun_qkey: proxy and tunnel QPs get their reserved Q_Key.
+	if qpn >= BaseProxySQPN && qpn < BaseTunnelSQPN+8*128 {
+		base := uint32(BaseProxySQPN)
+		if qpn >= BaseTunnelSQPN {
+			base = BaseTunnelSQPN
+		}
+		binary.BigEndian.PutUint32(c.Inbox[qpcQKey:], reservedQKeyBase+qpn-base)
+	}
 	if op == hcr.INIT2RTR_QP && q.st == stMLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
 		return 0, c.Refuse(hcr.BAD_OP, hcr.ReasonPrivileged)
 	}

@@ -570,6 +570,19 @@ func TestSpecialProxyQP(t *testing.T) {
 	v.mustAlloc(restrack.QP, resOpMapICM, own)
 	_, s := v.alloc(restrack.QP, resOpMapICM, uint64(BaseProxySQPN+8*2))
 	wantS(t, "VF 1's proxy QP", s, hcr.INTERNAL_ERR)
+	// Its Q_Key is the reserved one whatever the VF writes.
+	v.setupEQ(1, 4)
+	cq := v.createCQ()
+	q := qpc{st: stUD, scq: cq, rcq: cq, mtt: v.mtt(0), sqLog: 3, rqLog: 3}
+	in := q.bytes()
+	binary.BigEndian.PutUint32(in[qpcQKey:], 0x1234)
+	v.must(v.run((*HCA).RST2INIT_QP, v.cmd(hcr.RST2INIT_QP, 0, uint32(own), 0, in, false)), "RST2INIT proxy")
+	out := v.cmd(hcr.QUERY_QP, 0, uint32(own), 0, nil, true)
+	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP proxy")
+	if k := binary.BigEndian.Uint32(out.Outbox[qpcQKey:]); k != reservedQKeyBase+8 {
+		t.Fatalf("proxy Q_Key %#x", k)
+	}
+	v.must(v.qpCmd(hcr.TWO_RST_QP, uint32(own), nil), "2RST proxy")
 	v.must(v.free(restrack.QP, resOpMapICM, own), "unmap proxy")
 	if n := r.h.Counts(0)[restrack.QP]; n != 0 {
 		t.Fatalf("proxy QP still tracked: %d", n)
