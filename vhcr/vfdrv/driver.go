@@ -66,12 +66,12 @@ type Options struct {
 	Layout vhcr.Layout
 	// MaxInFlight bounds the accepted, uncompleted 'e' commands (default 4).
 	MaxInFlight int
-	// PFReadsDoorbell says the PF refreshes an EQ's consumer index from the
-	// doorbell when the ring looks full. Without it the PF believes an EQ
-	// full after 2^log_size EQEs whatever the VF consumed, so the driver
-	// re-creates its completion EQ in place (same EQN, ring and MTT; poll
-	// mode) before that point.
-	PFReadsDoorbell bool
+	// RecycleEQ is for a PF that never reads the EQ doorbell: it then
+	// believes an EQ full after 2^log_size EQEs whatever the VF consumed,
+	// so the driver re-creates its completion EQ in place (same EQN, ring
+	// and MTT; poll mode) before that point. Without a BAR no doorbell is
+	// written and the driver recycles too.
+	RecycleEQ bool
 	// Trace, if set, sees every completed command.
 	Trace func(op hcr.Opcode, s hcr.Status, event bool)
 	// OnEvent, if set, receives asynchronous EQEs (every type but 0x0a)

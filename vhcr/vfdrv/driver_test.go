@@ -128,14 +128,21 @@ func TestLifecyclePoll(t *testing.T) {
 }
 
 func TestLifecycleEvents(t *testing.T) {
+	for _, recycle := range []bool{false, true} {
+		t.Run(map[bool]string{false: "doorbell", true: "recycle"}[recycle], func(t *testing.T) { lifecycleEvents(t, recycle) })
+	}
+}
+
+func lifecycleEvents(t *testing.T, recycle bool) {
 	r := vhcrtest.New(t, 1)
 	r.Start(t)
-	d := newDriver(t, r, 0, Options{})
+	d := newDriver(t, r, 0, Options{RecycleEQ: recycle})
 	ctx := context.Background()
 	eq, err := d.EnableEvents(ctx, 4, 7)
 	ok(t, "EnableEvents", err)
-	// Enough lifecycles that the 128-entry EQ is replaced several times
-	// (the PF does not read the doorbell unless told to).
+	// Enough lifecycles that the 128-entry EQ wraps several times: the PF
+	// learns the consumer index from the doorbell, or the driver re-creates
+	// the EQ before the PF would believe it full.
 	for range 8 {
 		lifecycle(t, d, eq.EQN)
 	}
@@ -144,8 +151,11 @@ func TestLifecycleEvents(t *testing.T) {
 	if st.Events == 0 || st.Completions+st.Refused != st.Events || st.Lost != 0 || st.Stray != 0 || st.Refused != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	if st.Recycles == 0 {
-		t.Errorf("%d completions through a 128-entry EQ without a replacement", st.Completions)
+	if recycle != (st.Recycles > 0) || st.Completions < 4*128 {
+		t.Errorf("recycle %v: %d re-creations for %d completions", recycle, st.Recycles, st.Completions)
+	}
+	if !recycle && (st.Doorbells == 0 || eq.Consumer() != uint32(st.Completions)&0xffffff) {
+		t.Errorf("%d doorbells, consumer %d", st.Doorbells, eq.Consumer())
 	}
 	if n := r.HCA.Stats(0).Overruns.Load(); n != 0 {
 		t.Errorf("%d overruns", n)

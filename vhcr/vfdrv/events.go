@@ -277,9 +277,10 @@ func (d *Driver) complete(p pending, eqe *EQE) {
 }
 
 // credit makes sure the completion EQ has room for one more command and
-// the async events the driver reserves room for: with PFReadsDoorbell the
-// PF's view is what the VF consumed; without it the PF counts every EQE it
-// ever wrote, and the driver re-creates the EQ before it fills.
+// the async events the driver reserves room for: when the PF reads the
+// doorbell its view is what the VF consumed; otherwise (RecycleEQ, no BAR)
+// it counts every EQE it ever wrote, and the driver re-creates the EQ
+// before it fills.
 func (d *Driver) credit(ctx context.Context) error {
 	q := d.ev.eq
 	if q == nil {
@@ -287,7 +288,7 @@ func (d *Driver) credit(ctx context.Context) error {
 	}
 	reserve := uint64(max(1, q.ring.nent/8))
 	nent := uint64(q.ring.nent)
-	if d.opt.PFReadsDoorbell {
+	if !d.opt.RecycleEQ && d.opt.BAR != nil {
 		for uint64(len(d.ev.inflight))+1+reserve > nent && len(d.ev.inflight) > 0 {
 			if err := d.waitOldest(ctx); err != nil {
 				return err

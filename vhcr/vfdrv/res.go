@@ -260,8 +260,9 @@ func (d *Driver) DestroyEQ(ctx context.Context, q *EQ) error {
 
 // EnableEvents creates the VF's async EQ eqn (2^logSize EQEs), maps command
 // completions and the async event types to it and switches the driver to
-// event mode (mlx4_cmd_use_events). Without PFReadsDoorbell the driver
-// re-creates the EQ in place before the PF would believe it full.
+// event mode (mlx4_cmd_use_events). With RecycleEQ (or no BAR for the
+// doorbell) the driver re-creates the EQ in place before the PF would
+// believe it full.
 func (d *Driver) EnableEvents(ctx context.Context, eqn, logSize int) (*EQ, error) {
 	if d.ev.eq != nil {
 		return nil, fmt.Errorf("%w: events already enabled on EQ %d", ErrArgument, d.ev.eq.EQN)
