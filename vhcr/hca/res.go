@@ -141,7 +141,8 @@ func (h *HCA) initResources() error {
 	set(restrack.Counter, r.Counters, 0)
 	set(restrack.XRCD, 1<<16, 1)
 	rc.MACsPerPort, rc.VLANsPerPort = r.MACsPerPort, r.VLANsPerPort
-	rc.EQsPerVF = min(1024, 1<<r.LogEQs+r.ReservedEQs)
+	// A VF's EQ numbers are below QUERY_FUNC_CAP's max EQ (1 << log_eqs).
+	rc.EQsPerVF = min(1024, 1<<r.LogEQs)
 	names := map[string]restrack.Type{"qp": restrack.QP, "cq": restrack.CQ, "srq": restrack.SRQ,
 		"mpt": restrack.MPT, "mtt": restrack.MTT, "mac": restrack.MAC, "vlan": restrack.VLAN,
 		"counter": restrack.Counter}
