@@ -124,7 +124,7 @@ func (d *Driver) freeBuffer(ctx context.Context, b buffer, poll bool) error {
 		post = d.mustPoll
 	}
 	_, err := post(ctx, &vhcr.Request{Op: hcr.FREE_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(b.MTT.Order)<<32 | b.MTT.Base&0xffffffff})
-	if err == nil {
+	if err == nil && b.Pages > 0 {
 		d.pool.put(b.IOVA, b.Pages)
 	}
 	return err
@@ -171,15 +171,20 @@ func (d *Driver) newEQ(ctx context.Context, eqn, logSize int) (*EQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &EQ{EQN: eqn, LogSize: logSize, buffer: b}
-	q.ring = ring{mem: d.mem[b.IOVA : b.IOVA+uint64(nent*EQESize)], nent: uint32(nent)}
-	if d.opt.BAR != nil {
-		reg, err := bar.NewReg(d.opt.BAR, d.opt.Layout.CommPage(d.VF.Index)+DoorbellOffset(eqn))
-		if err == nil {
-			q.db = reg
-		}
+	return d.eqAt(eqn, logSize, b), nil
+}
+
+// doorbell is EQ eqn's doorbell word in the VF's comm page (invalid
+// without a BAR).
+func (d *Driver) doorbell(eqn int) bar.Reg {
+	if d.opt.BAR == nil {
+		return bar.Reg{}
 	}
-	return q, nil
+	reg, err := bar.NewReg(d.opt.BAR, d.opt.Layout.CommPage(d.VF.Index)+DoorbellOffset(eqn))
+	if err != nil {
+		return bar.Reg{}
+	}
+	return reg
 }
 
 // sw2hwEQ hands q's (reset) ring to the PF.
@@ -289,6 +294,19 @@ func (d *Driver) UseEvents(on bool) error {
 		return ErrNoEvents
 	}
 	d.ev.on = on
+	return nil
+}
+
+// UseEventsOn switches to event mode with q receiving command completions
+// (the caller mapped them to it with MapEQ).
+func (d *Driver) UseEventsOn(q *EQ) error {
+	if d.ev.eq != nil && d.ev.eq != q {
+		return fmt.Errorf("%w: events already enabled on EQ %d", ErrArgument, d.ev.eq.EQN)
+	}
+	if d.opt.MaxInFlight+1+max(1, int(q.ring.nent)/8) > int(q.ring.nent) {
+		return fmt.Errorf("%w: 2^%d EQEs cannot hold %d commands in flight", ErrArgument, q.LogSize, d.opt.MaxInFlight)
+	}
+	d.ev.eq, d.ev.mask, d.ev.on = q, 1<<EventCmd|AsyncEventMask, true
 	return nil
 }
 

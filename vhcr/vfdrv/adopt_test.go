@@ -1,0 +1,66 @@
+package vfdrv
+
+import (
+	"context"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+)
+
+// A second driver of the same VF (another vfctl process) learns the
+// objects from the PF and carries on, in event mode on the adopted EQ.
+func TestAdoptAcrossDrivers(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	r.Start(t)
+	ctx := context.Background()
+	a := newDriver(t, r, 0, Options{})
+	eq, err := a.CreateEQAt(ctx, 5, 7, vhcrtest.Window-PageSize)
+	ok(t, "CreateEQAt", err)
+	ok(t, "MapEQ", a.MapEQ(ctx, eq, 1<<EventCmd|AsyncEventMask))
+	ok(t, "UseEvents", a.UseEventsOn(eq))
+	cq, err := a.CreateCQ(ctx, 7, eq.EQN)
+	ok(t, "CreateCQ", err)
+	mr, err := a.CreateMR(ctx, 1, PermLocalRead, 1)
+	ok(t, "CreateMR", err)
+	qp, err := a.CreateQP(ctx, QPConfig{ST: STRC, SendCQ: cq.CQN, RecvCQ: cq.CQN})
+	ok(t, "CreateQP", err)
+	ok(t, "Modify", a.Modify(ctx, qp, QPInit))
+
+	v := r.VF(t, 0)
+	ok(t, "SyncToggles", v.SyncToggles(ctx))
+	b, err := New(v, Options{BAR: r.BAR, Layout: r.Layout})
+	ok(t, "New", err)
+	beq, err := b.AdoptEQ(ctx, eq.EQN, true)
+	ok(t, "AdoptEQ", err)
+	if beq.IOVA != eq.IOVA || beq.Consumer() != eq.Consumer() || beq.MTT != eq.MTT {
+		t.Fatalf("adopted EQ %+v, created %+v", beq, eq)
+	}
+	res, err := b.PostEvent(ctx, &vhcr.Request{Op: hcr.NOP})
+	ok(t, "PostEvent", err)
+	if res.Status != hcr.OK || !res.Event {
+		t.Fatalf("NOP on the adopted EQ: %+v", res)
+	}
+	bcq, err := b.AdoptCQ(ctx, cq.CQN)
+	ok(t, "AdoptCQ", err)
+	bmr, err := b.AdoptMR(ctx, mr.Index)
+	ok(t, "AdoptMR", err)
+	bqp, err := b.AdoptQP(ctx, qp.QPN, QPConfig{}, MTT{})
+	ok(t, "AdoptQP", err)
+	if bqp.State != QPInit || bqp.MTT != qp.MTT || bqp.Cfg.SendCQ != cq.CQN || bcq.MTT != cq.MTT || bmr.MTT != mr.MTT {
+		t.Fatalf("adopted QP %+v (created %+v), CQ %+v, MR %+v", bqp, qp, bcq, bmr)
+	}
+	ok(t, "Modify RTR", b.Modify(ctx, bqp, QPRTR))
+	ok(t, "Modify RTS", b.Modify(ctx, bqp, QPRTS))
+	ok(t, "DestroyQP", b.DestroyQP(ctx, bqp))
+	ok(t, "DestroyMR", b.DestroyMR(ctx, bmr))
+	ok(t, "DestroyCQ", b.DestroyCQ(ctx, bcq))
+	remaining(t, r, 0, 1)
+	if b.Stats.Events == 0 || b.Stats.Completions != b.Stats.Events {
+		t.Fatalf("stats %+v", b.Stats)
+	}
+	if _, err := b.AdoptCQ(ctx, cq.CQN); err == nil {
+		t.Fatal("adopted a destroyed CQ")
+	}
+}
