@@ -15,8 +15,8 @@ package hca
 //	SET_MCAST_FLTR             -     -     -   VF port in 7:0
 //	QUERY_IF_STAT              -     ✓     -   counter index in 15:0
 //	DUMP_ETH_STATS             -     ✓     -   VF port in 7:0
-//	QP_FLOW_STEERING_ATTACH    ✓     -     ✓   (device-managed steering is off)
-//	QP_FLOW_STEERING_DETACH    -     -     -
+//
+// QP_FLOW_STEERING_ATTACH and _DETACH are in fs.go.
 
 import (
 	"encoding/binary"
@@ -150,15 +150,4 @@ func (h *HCA) QUERY_IF_STAT(c *hcr.Cmd) hcr.Status {
 func (h *HCA) DUMP_ETH_STATS(c *hcr.Cmd) hcr.Status {
 	_, s := h.port(c, c.InMod&0xff)
 	return s
-}
-
-// QP_FLOW_STEERING_ATTACH: the model runs B0 steering, not device-managed
-// steering, so it answers as mlx4 does then: -EOPNOTSUPP → INTERNAL_ERR.
-func (h *HCA) QP_FLOW_STEERING_ATTACH(c *hcr.Cmd) hcr.Status {
-	return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonContext)
-}
-
-// QP_FLOW_STEERING_DETACH: as QP_FLOW_STEERING_ATTACH.
-func (h *HCA) QP_FLOW_STEERING_DETACH(c *hcr.Cmd) hcr.Status {
-	return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonContext)
 }

@@ -31,12 +31,13 @@ func TestPropertyIsolation(t *testing.T) {
 }
 
 type propState struct {
-	t    *testing.T
-	r    *rig
-	rnd  *rand.Rand
-	vfs  []*vf
-	ids  [restrack.NumTypes][]uint32 // every number ever handed out, any VF
-	mtts map[uint32]int              // MTT base → order
+	t     *testing.T
+	r     *rig
+	rnd   *rand.Rand
+	vfs   []*vf
+	ids   [restrack.NumTypes][]uint32 // every number ever handed out, any VF
+	mtts  map[uint32]int              // MTT base → order
+	rules []uint64                    // flow-steering rule ids ever returned
 }
 
 func propRun(t *testing.T, seed uint64, steps int) {
@@ -45,6 +46,7 @@ func propRun(t *testing.T, seed uint64, steps int) {
 		c.Ports[1].LinkLayer = "eth"
 		c.Ports[1].LID = 0
 	})
+	r.h.SetDeviceManagedSteering(true)
 	p := &propState{t: t, r: r, rnd: rand.New(rand.NewPCG(seed, 7)), mtts: map[uint32]int{}}
 	for i := range nvf {
 		v := r.vf(i)
@@ -139,11 +141,28 @@ func (p *propState) note(ty restrack.Type, n uint32) { p.ids[ty] = append(p.ids[
 func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
 	h := p.r.h
 	run := func(f exec, c *hcr.Cmd) hcr.Status { return v.run(f, c) }
-	k := p.rnd.IntN(23)
-	if k >= 19 {
+	k := p.rnd.IntN(25)
+	if k >= 21 {
 		k = 0 // allocate more often than anything else
 	}
 	switch k {
+	case 19: // flow-steering rule on anyone's QP (multicast: no MAC needed)
+		qpn, f := p.pick(v, restrack.QP)
+		rule := fsRule(1, qpn, fsIDEth, 0x01005e000001)
+		c := v.cmd(hcr.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
+		s := run((*HCA).QP_FLOW_STEERING_ATTACH, c)
+		if s == hcr.OK {
+			p.rules = append(p.rules, c.OutParam)
+		}
+		return hcr.QP_FLOW_STEERING_ATTACH, s, f
+	case 20:
+		if len(p.rules) == 0 {
+			return hcr.NOP, hcr.OK, false
+		}
+		id := p.rules[p.rnd.IntN(len(p.rules))]
+		owner, err := h.Res.Owner(restrack.FSRule, id)
+		c := v.cmd(hcr.QP_FLOW_STEERING_DETACH, id, 0, 0, nil, false)
+		return hcr.QP_FLOW_STEERING_DETACH, run((*HCA).QP_FLOW_STEERING_DETACH, c), err == nil && owner != v.n
 	case 16: // a valid QP bring-up from the VF's own objects, when it has them
 		qpn, ok1 := p.ownIn(v, restrack.QP, restrack.Mapped)
 		cq, ok2 := p.ownIn(v, restrack.CQ, restrack.HW)

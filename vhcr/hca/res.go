@@ -52,6 +52,9 @@ type firmware struct {
 	vfs   []vfFW
 
 	doorbell func(vf, eqn int) (uint32, bool) // EQ doorbell reader, or nil
+
+	dmfs      bool   // device-managed flow steering (fs.go)
+	nextRegID uint64 // flow-steering rule ids, unique across VFs
 }
 
 type portTables struct {

@@ -467,6 +467,51 @@ func (t *Tracker) HasMAC(vf, port, idx int) bool {
 	return false
 }
 
+// HasMACValue reports whether vf registered MAC mac on port (flow-steering
+// rules may only steer the VF's own unicast MACs).
+func (t *Tracker) HasMACValue(vf, port int, mac uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o := t.objs[MAC][MACID(vf, port, mac)]
+	return o != nil && o.Owner == vf
+}
+
+// AddFSRule tracks flow-steering rule regID of vf, holding a reference on
+// its QP (which then cannot be freed). An existing regID → ErrExists; a QP
+// of another VF → ErrNotOwner.
+func (t *Tracker) AddFSRule(vf int, regID uint64, qp *Object) (*Object, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkVF(vf); err != nil {
+		return nil, err
+	}
+	if qp == nil || qp.Type != QP || qp.Owner != vf {
+		return nil, fmt.Errorf("vf %d: rule %#x on another function's QP: %w", vf, regID, ErrNotOwner)
+	}
+	o, err := t.track(vf, FSRule, regID, Allocated)
+	if err != nil {
+		return nil, err
+	}
+	o.deps[0], o.ndeps = qp, 1
+	qp.Refs++
+	return o, nil
+}
+
+// RemoveFSRule untracks vf's rule regID and drops its QP reference.
+func (t *Tracker) RemoveFSRule(vf int, regID uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, err := t.lookup(vf, FSRule, regID)
+	if err != nil {
+		return err
+	}
+	if err := removeOK(o, 0); err != nil {
+		return err
+	}
+	t.untrack(o)
+	return nil
+}
+
 // Released is what DeleteAll released, per type.
 type Released [NumTypes]int
 
