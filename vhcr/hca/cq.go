@@ -29,6 +29,9 @@ func (h *HCA) checkEQ(vf, eqn int) bool {
 // the VF (BAD_OP/INTERNAL_ERR, reason MTT) and its comp_eqn must be an EQ of
 // the VF in HW (model check). The CQ takes a reference on its MTT.
 func (h *HCA) SW2HW_CQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	cqn := c.InMod & 0xffffff
 	ctx := decodeCQC(c.Inbox[:cqcSize])
 	o, err := h.Res.StartMove(c.VF, restrack.CQ, uint64(cqn), restrack.HW)
@@ -58,6 +61,9 @@ func (h *HCA) SW2HW_CQ(c *hcr.Cmd) hcr.Status {
 // HW2SW_CQ takes a CQ back (HW→ALLOCATED): RESOURCE_BUSY while a QP uses
 // it, BAD_PARAM if not in HW; drops the MTT reference.
 func (h *HCA) HW2SW_CQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	cqn := c.InMod & 0xffffff
 	o, err := h.Res.StartMove(c.VF, restrack.CQ, uint64(cqn), restrack.Allocated)
 	if err != nil {
@@ -72,6 +78,9 @@ func (h *HCA) HW2SW_CQ(c *hcr.Cmd) hcr.Status {
 // QUERY_CQ returns the CQ context. As in mlx4, a CQ that is the VF's but
 // not in HW answers OK without executing (a zero outbox).
 func (h *HCA) QUERY_CQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, true); s != hcr.OK {
+		return s
+	}
 	cqn := c.InMod & 0xffffff
 	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
 	if err != nil {
@@ -89,6 +98,9 @@ func (h *HCA) QUERY_CQ(c *hcr.Cmd) hcr.Status {
 // set moderation (cq_period, cq_max_count). A CQ not in HW answers OK
 // without executing, as in mlx4.
 func (h *HCA) MODIFY_CQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	cqn := c.InMod & 0xffffff
 	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
 	if err != nil {
@@ -126,6 +138,9 @@ func (h *HCA) MODIFY_CQ(c *hcr.Cmd) hcr.Status {
 // must equal the SRQN in the context (BAD_PARAM); the SRQ must be the VF's
 // and ALLOCATED; its MTT range must lie in an allocation of the VF.
 func (h *HCA) SW2HW_SRQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	srqn := c.InMod & 0xffffff
 	ctx := decodeSRQC(c.Inbox[:srqcSize])
 	if ctx.srqn != srqn || c.InMod > 0xffffff {
@@ -154,6 +169,9 @@ func (h *HCA) SW2HW_SRQ(c *hcr.Cmd) hcr.Status {
 // HW2SW_SRQ takes an SRQ back (HW→ALLOCATED; RESOURCE_BUSY while a QP uses
 // it) and drops its MTT reference.
 func (h *HCA) HW2SW_SRQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	srqn := c.InMod & 0xffffff
 	o, err := h.Res.StartMove(c.VF, restrack.SRQ, uint64(srqn), restrack.Allocated)
 	if err != nil {
@@ -182,6 +200,9 @@ func (h *HCA) hwSRQ(c *hcr.Cmd) (*srqObj, hcr.Status) {
 
 // QUERY_SRQ returns the SRQ context (with the armed limit watermark).
 func (h *HCA) QUERY_SRQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, true); s != hcr.OK {
+		return s
+	}
 	obj, s := h.hwSRQ(c)
 	if s != hcr.OK {
 		return s
@@ -194,6 +215,9 @@ func (h *HCA) QUERY_SRQ(c *hcr.Cmd) hcr.Status {
 
 // ARM_SRQ sets the SRQ limit watermark (in_param low 16 bits).
 func (h *HCA) ARM_SRQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	obj, s := h.hwSRQ(c)
 	if s != hcr.OK {
 		return s

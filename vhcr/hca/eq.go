@@ -84,6 +84,9 @@ var (
 // range, log size above 16, page size outside 4 KiB..1 GiB or a non-zero
 // page offset → BAD_PARAM.
 func (h *HCA) SW2HW_EQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	if c.InMod > eqnMask {
 		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
 	}
@@ -141,6 +144,9 @@ func (h *HCA) SW2HW_EQ(c *hcr.Cmd) hcr.Status {
 // HW2SW_EQ destroys a VF EQ: HW→RESERVED, MTT reference dropped, untracked;
 // event types mapped to it are unmapped. Unknown EQ → INTERNAL_ERR.
 func (h *HCA) HW2SW_EQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	if c.InMod > eqnMask {
 		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
 	}
@@ -171,6 +177,9 @@ func (h *HCA) dropEQ(vf, eqn int, id uint64) {
 // QUERY_EQ returns the EQ context with the current consumer and producer
 // indexes. The EQ must be in HW (else BAD_PARAM, as mlx4's -EINVAL).
 func (h *HCA) QUERY_EQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, true); s != hcr.OK {
+		return s
+	}
 	if c.InMod > eqnMask {
 		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
 	}
@@ -195,6 +204,9 @@ func (h *HCA) QUERY_EQ(c *hcr.Cmd) hcr.Status {
 // HW (BAD_PARAM, reason EQ); unmapping clears the types whatever they
 // pointed at, as mlx4.
 func (h *HCA) MAP_EQ(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	eqn := int(c.InMod & eqnMask)
 	unmap := c.InMod&eqUnmapBit != 0
 	if !unmap && !h.checkEQ(c.VF, eqn) {

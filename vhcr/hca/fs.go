@@ -45,6 +45,9 @@ func (h *HCA) SetDeviceManagedSteering(on bool) { h.fw.dmfs = on }
 // the VF's MAC); IB rules accepted; other headers or a size outside the
 // mailbox → BAD_PARAM. The rule holds its QP. out_param = the reg_id.
 func (h *HCA) QP_FLOW_STEERING_ATTACH(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	if !h.fw.dmfs {
 		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonOpModifier)
 	}
@@ -92,6 +95,9 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *hcr.Cmd) hcr.Status {
 // QP_FLOW_STEERING_DETACH removes the VF's rule in_param (INTERNAL_ERR
 // unknown, BAD_OP another VF's) and releases its QP.
 func (h *HCA) QP_FLOW_STEERING_DETACH(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	if !h.fw.dmfs {
 		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonOpModifier)
 	}

@@ -37,6 +37,9 @@ func (h *HCA) port(c *hcr.Cmd, vport uint32) (int, hcr.Status) {
 // INIT_PORT opens the VF's port (mlx4_INIT_PORT_wrapper: port converted,
 // BAD_PARAM if the VF has no such port; opening twice is OK).
 func (h *HCA) INIT_PORT(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	phys, s := h.port(c, c.InMod)
 	if s != hcr.OK {
 		return s
@@ -47,6 +50,9 @@ func (h *HCA) INIT_PORT(c *hcr.Cmd) hcr.Status {
 
 // CLOSE_PORT closes the VF's port (closing a closed port is OK).
 func (h *HCA) CLOSE_PORT(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	phys, s := h.port(c, c.InMod)
 	if s != hcr.OK {
 		return s
@@ -67,6 +73,9 @@ func (h *HCA) PortOpen(vf, phys int) bool {
 // the port's configuration (mlx4_common_set_port ignores or restricts the
 // VF's MTU, MAC, VLAN and GID tables), so the model accepts and ignores it.
 func (h *HCA) SET_PORT(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	_, s := h.port(c, c.InMod&0xff)
 	return s
 }
@@ -86,6 +95,9 @@ func (h *HCA) INFORM_FLR_DONE(c *hcr.Cmd) hcr.Status { return hcr.OK }
 // CONFIG_DEV: only op_modifier 1 (get) is allowed (else BAD_OP); the answer
 // is all zero (no VXLAN port, default checksum handling).
 func (h *HCA) CONFIG_DEV(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	if c.OpMod != 1 {
 		return c.Refuse(hcr.BAD_OP, hcr.ReasonOpModifier)
 	}
@@ -97,6 +109,9 @@ func (h *HCA) CONFIG_DEV(c *hcr.Cmd) hcr.Status {
 // (BAD_PARAM); unicast steering (in_modifier 0) is a no-op in
 // multi-function mode. Stricter than Linux: the QP must be the VF's.
 func (h *HCA) PROMISC(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	phys, s := h.port(c, uint32(c.InParam>>62))
 	if s != hcr.OK {
 		return s
@@ -114,6 +129,9 @@ func (h *HCA) PROMISC(c *hcr.Cmd) hcr.Status {
 
 // SET_VLAN_FLTR records the VF's VLAN filter for its port.
 func (h *HCA) SET_VLAN_FLTR(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	phys, s := h.port(c, c.InMod&0xff)
 	if s != hcr.OK {
 		return s
@@ -127,6 +145,9 @@ func (h *HCA) SET_VLAN_FLTR(c *hcr.Cmd) hcr.Status {
 
 // SET_MCAST_FLTR records the VF's multicast filter mode for its port.
 func (h *HCA) SET_MCAST_FLTR(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	phys, s := h.port(c, c.InMod&0xff)
 	if s != hcr.OK {
 		return s
@@ -139,6 +160,9 @@ func (h *HCA) SET_MCAST_FLTR(c *hcr.Cmd) hcr.Status {
 // (in_modifier 15:0) must be the VF's (INTERNAL_ERR unknown, BAD_OP
 // another VF's).
 func (h *HCA) QUERY_IF_STAT(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	if _, err := h.Res.Peek(c.VF, restrack.Counter, uint64(c.InMod&0xffff)); err != nil {
 		return restrack.Refuse(c, err)
 	}
@@ -148,6 +172,9 @@ func (h *HCA) QUERY_IF_STAT(c *hcr.Cmd) hcr.Status {
 // DUMP_ETH_STATS: mlx4 answers a VF OK with an empty outbox; the model
 // also requires the port to be the VF's (BAD_PARAM).
 func (h *HCA) DUMP_ETH_STATS(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	_, s := h.port(c, c.InMod&0xff)
 	return s
 }

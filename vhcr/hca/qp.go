@@ -66,20 +66,21 @@ const anyHWState = 1<<qpINIT | 1<<qpRTR | 1<<qpRTS | 1<<qpSQER | 1<<qpSQD | 1<<q
 
 // qpTrans describes one modify-QP transition.
 type qpTrans struct {
-	from uint8 // bit set of legal source states
-	to   qpState
-	path bool // verify_qp_parameters' GID checks, update_gid, alt path
-	smac bool // RoCE source MAC check (INIT2RTR)
+	from  uint8 // bit set of legal source states
+	to    qpState
+	path  bool // verify_qp_parameters' GID checks, update_gid, alt path
+	smac  bool // RoCE source MAC check (INIT2RTR)
+	inbox bool // carries optpar + QP context
 }
 
 var qpTransitions = map[hcr.Opcode]qpTrans{
-	hcr.INIT2INIT_QP: {from: 1 << qpINIT, to: qpINIT},
-	hcr.INIT2RTR_QP:  {from: 1 << qpINIT, to: qpRTR, path: true, smac: true},
-	hcr.RTR2RTS_QP:   {from: 1 << qpRTR, to: qpRTS, path: true},
-	hcr.RTS2RTS_QP:   {from: 1 << qpRTS, to: qpRTS, path: true},
-	hcr.SQERR2RTS_QP: {from: 1 << qpSQER, to: qpRTS},
-	hcr.SQD2SQD_QP:   {from: 1 << qpSQD, to: qpSQD, path: true},
-	hcr.SQD2RTS_QP:   {from: 1 << qpSQD, to: qpRTS, path: true},
+	hcr.INIT2INIT_QP: {from: 1 << qpINIT, to: qpINIT, inbox: true},
+	hcr.INIT2RTR_QP:  {from: 1 << qpINIT, to: qpRTR, path: true, smac: true, inbox: true},
+	hcr.RTR2RTS_QP:   {from: 1 << qpRTR, to: qpRTS, path: true, inbox: true},
+	hcr.RTS2RTS_QP:   {from: 1 << qpRTS, to: qpRTS, path: true, inbox: true},
+	hcr.SQERR2RTS_QP: {from: 1 << qpSQER, to: qpRTS, inbox: true},
+	hcr.SQD2SQD_QP:   {from: 1 << qpSQD, to: qpSQD, path: true, inbox: true},
+	hcr.SQD2RTS_QP:   {from: 1 << qpSQD, to: qpRTS, path: true, inbox: true},
 	hcr.TWO_ERR_QP:   {from: anyHWState, to: qpERR},
 	hcr.RTS2SQD_QP:   {from: 1 << qpRTS, to: qpSQD},
 }
@@ -189,6 +190,9 @@ func (h *HCA) hwRef(c *hcr.Cmd, ty restrack.Type, n uint32) (*restrack.Object, h
 // context checks, the QP MAPPED→HW, references on its MTT, receive and send
 // CQs and SRQ.
 func (h *HCA) RST2INIT_QP(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	qpn := c.InMod & qpnMask
 	q := decodeQPC(c.Inbox)
 	phys, s := h.checkQPC(c, &q, false, hcr.RST2INIT_QP)
@@ -252,6 +256,9 @@ func (h *HCA) hwQP(c *hcr.Cmd) (*qpObj, hcr.Status) {
 // modifyQP runs a transition of qpTransitions.
 func (h *HCA) modifyQP(c *hcr.Cmd, op hcr.Opcode) hcr.Status {
 	t := qpTransitions[op]
+	if s := h.pre(c, t.inbox, false); s != hcr.OK {
+		return s
+	}
 	qp, s := h.hwQP(c)
 	if s != hcr.OK {
 		return s
@@ -260,7 +267,7 @@ func (h *HCA) modifyQP(c *hcr.Cmd, op hcr.Opcode) hcr.Status {
 	if t.from&(1<<qp.state) == 0 {
 		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonBadState)
 	}
-	if c.Inbox != nil {
+	if t.inbox {
 		q := decodeQPC(c.Inbox)
 		phys, s := h.checkQPC(c, &q, t.path, op)
 		if s != hcr.OK {
@@ -313,6 +320,9 @@ func (h *HCA) RTS2SQD_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.RTS2S
 // TWO_RST_QP (2RST_QP) returns a QP to reset: HW→MAPPED, references on its
 // MTT, CQs and SRQ dropped. Not in HW → BAD_PARAM.
 func (h *HCA) TWO_RST_QP(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	qpn := c.InMod & qpnMask
 	o, err := h.Res.StartMove(c.VF, restrack.QP, uint64(qpn), restrack.Mapped)
 	if err != nil {
@@ -338,6 +348,9 @@ func (h *HCA) resetQP(qpn uint32, o *restrack.Object) {
 // QUERY_QP returns the QP context at outbox offset 8, its state in bits
 // 31:28 of the flags word. Not in HW → RESOURCE_BUSY.
 func (h *HCA) QUERY_QP(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, true); s != hcr.OK {
+		return s
+	}
 	qp, s := h.hwQP(c)
 	if s != hcr.OK {
 		return s
@@ -351,6 +364,9 @@ func (h *HCA) QUERY_QP(c *hcr.Cmd) hcr.Status {
 
 // SUSPEND_QP suspends a QP in HW (else RESOURCE_BUSY).
 func (h *HCA) SUSPEND_QP(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	qp, s := h.hwQP(c)
 	if s != hcr.OK {
 		return s
@@ -362,6 +378,9 @@ func (h *HCA) SUSPEND_QP(c *hcr.Cmd) hcr.Status {
 
 // UNSUSPEND_QP resumes a suspended QP in HW (else RESOURCE_BUSY).
 func (h *HCA) UNSUSPEND_QP(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	qp, s := h.hwQP(c)
 	if s != hcr.OK {
 		return s
@@ -377,6 +396,9 @@ func (h *HCA) UNSUSPEND_QP(c *hcr.Cmd) hcr.Status {
 // -EOPNOTSUPP); the new source MAC index must be one the VF registered on
 // the QP's port (INTERNAL_ERR, reason not_owner). The QP must be the VF's.
 func (h *HCA) UPDATE_QP(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	b := c.Inbox
 	pri := binary.BigEndian.Uint64(b[updPriPathMask:])
 	if binary.BigEndian.Uint64(b[updQPMask:]) != 0 || binary.BigEndian.Uint64(b[updSecPathMask:]) != 0 ||
@@ -409,6 +431,9 @@ func (h *HCA) UPDATE_QP(c *hcr.Cmd) hcr.Status {
 // RESOURCE_BUSY until detached or 2RST); at most 64 per QP (EXCEED_LIM);
 // detaching a group the QP is not in → BAD_PARAM.
 func (h *HCA) QP_ATTACH(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	qpn := c.InMod & 0xffffff & qpnMask
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {

@@ -195,6 +195,21 @@ func (h *HCA) Stats(vf int) *EventStats {
 	return &h.fw.vfs[vf].stats
 }
 
+// pre checks what the command table promises an executor: a VF index the
+// HCA has and the mailboxes the opcode needs. A mismatch is a PF bug, not
+// VF input; it gets INTERNAL_ERR instead of a panic.
+func (h *HCA) pre(c *hcr.Cmd, inbox, outbox bool) hcr.Status {
+	switch {
+	case c.VF < 0 || c.VF >= len(h.fw.vfs) || c.VF >= len(h.Funcs):
+		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonNotFound)
+	case inbox && c.Inbox == nil:
+		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonInboxDMA)
+	case outbox && c.Outbox == nil:
+		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonContext)
+	}
+	return hcr.OK
+}
+
 func lo32(v uint64) uint32 { return uint32(v) }
 func hi32(v uint64) uint32 { return uint32(v >> 32) }
 
@@ -206,6 +221,9 @@ func setOutLo(c *hcr.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uint
 // EXCEED_LIM; MAP_ICM of another VF's QP/MPT → BAD_OP, of an unknown one →
 // INTERNAL_ERR, in the wrong state → BAD_PARAM.
 func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	ty := restrack.Type(c.InMod & 0xff)
 	op := c.OpMod
 	lo := lo32(c.InParam)
@@ -381,6 +399,9 @@ func unregister(tab []tableEntry, idx int) {
 // as mlx4's -EPERM; busy or referenced → RESOURCE_BUSY; wrong MTT order →
 // BAD_PARAM.
 func (h *HCA) FREE_RES(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	ty := restrack.Type(c.InMod & 0xff)
 	op := c.OpMod
 	lo, hi := lo32(c.InParam), hi32(c.InParam)

@@ -34,6 +34,9 @@ func mttRefuse(c *hcr.Cmd, err error) hcr.Status {
 // are BAD_OP; a non-physical MPT's MTT range must lie in one MTT allocation
 // of the VF (BAD_OP, reason MTT) and gains a reference.
 func (h *HCA) SW2HW_MPT(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	id := h.Res.MPTID(c.InMod)
 	m := decodeMPT(c.Inbox[:mptSize])
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, id, restrack.QPHW)
@@ -81,6 +84,9 @@ func (h *HCA) SW2HW_MPT(c *hcr.Cmd) hcr.Status {
 // HW2SW_MPT takes an MPT back from hardware (HW→MAPPED) and drops its MTT
 // reference. Not in HW → BAD_PARAM.
 func (h *HCA) HW2SW_MPT(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, false); s != hcr.OK {
+		return s
+	}
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, h.Res.MPTID(c.InMod), restrack.Mapped)
 	if err != nil {
 		return restrack.Refuse(c, err)
@@ -94,6 +100,9 @@ func (h *HCA) HW2SW_MPT(c *hcr.Cmd) hcr.Status {
 // from its ICM then, so re-registration works from SW state); any other
 // state → RESOURCE_BUSY.
 func (h *HCA) QUERY_MPT(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, true); s != hcr.OK {
+		return s
+	}
 	id := h.Res.MPTID(c.InMod)
 	o, err := h.Res.Get(c.VF, restrack.MPT, id)
 	if err != nil {
@@ -115,6 +124,9 @@ func (h *HCA) QUERY_MPT(c *hcr.Cmd) hcr.Status {
 // Stricter than Linux: 16 + 8*n must fit the 4 KiB mailbox (else
 // BAD_PARAM, reason range). Entries are stored with the present bit set.
 func (h *HCA) WRITE_MTT(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, true, false); s != hcr.OK {
+		return s
+	}
 	n := int(c.InMod)
 	if n < 0 || n > maxWriteMTT || c.InMod > maxWriteMTT {
 		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonRange)
@@ -158,6 +170,9 @@ func (h *HCA) mttRead(o *restrack.Object, i uint64) uint64 {
 // count (≤ 510), entries BE64 from outbox offset 16 like WRITE_MTT's inbox;
 // out of range → BAD_OP, reason MTT.
 func (h *HCA) READ_MTT(c *hcr.Cmd) hcr.Status {
+	if s := h.pre(c, false, true); s != hcr.OK {
+		return s
+	}
 	if c.InMod > maxWriteMTT {
 		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonRange)
 	}
