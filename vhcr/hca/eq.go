@@ -136,6 +136,12 @@ func (h *HCA) SW2HW_EQ(c *hcr.Cmd) hcr.Status {
 		return restrack.Refuse(c, err)
 	}
 	copy(eq.ctx[:], c.Inbox[:eqcSize])
+	// Hardware starts the indexes from the context (mlx4 writes zeros).
+	eq.cons = binary.BigEndian.Uint32(eq.ctx[eqcConsumer:]) & eqCIMask
+	eq.prod = binary.BigEndian.Uint32(eq.ctx[eqcProducer:]) & eqCIMask
+	if h.fw.doorbell != nil {
+		eq.dbAtCreate, eq.dbStale = h.fw.doorbell(c.VF, eqn)
+	}
 	h.fw.eqs[o.ID] = eq
 	h.Res.EndMove(o)
 	return hcr.OK
@@ -192,6 +198,7 @@ func (h *HCA) QUERY_EQ(c *hcr.Cmd) hcr.Status {
 	if o.State != restrack.HW || eq == nil {
 		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonBadState)
 	}
+	h.refreshCI(eq)
 	copy(c.Outbox[:], eq.ctx[:])
 	binary.BigEndian.PutUint32(c.Outbox[eqcConsumer:], eq.cons&eqCIMask)
 	binary.BigEndian.PutUint32(c.Outbox[eqcProducer:], eq.prod&eqCIMask)
@@ -265,7 +272,25 @@ func (h *HCA) EQDoorbell(vf, eqn int, val uint32) error {
 	}
 	eq.cons = val & eqCIMask
 	eq.armed = val>>31 != 0
+	eq.dbStale = false
 	return nil
+}
+
+// refreshCI reads the EQ's doorbell word through the installed reader. A
+// word still holding what it held when the EQ was created was not written
+// for this EQ (a re-created EQ, a doorbell of an earlier life) and is
+// ignored: the consumer index stays what the EQ context said, so the PF
+// errs towards an overrun, never towards overwriting unread EQEs.
+func (h *HCA) refreshCI(eq *eqObj) {
+	if h.fw.doorbell == nil {
+		return
+	}
+	v, ok := h.fw.doorbell(eq.vf, eq.eqn)
+	if !ok || (eq.dbStale && v == eq.dbAtCreate) {
+		return
+	}
+	eq.dbStale = false
+	eq.cons, eq.armed = v&eqCIMask, v>>31 != 0
 }
 
 // SetDoorbellReader installs read, which returns VF vf's EQ doorbell word
@@ -287,10 +312,8 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
 		return err
 	}
 	st := &h.fw.vfs[vf].stats
-	if (eq.prod-eq.cons)&eqCIMask >= eq.nent && h.fw.doorbell != nil {
-		if v, ok := h.fw.doorbell(vf, eq.eqn); ok {
-			eq.cons, eq.armed = v&eqCIMask, v>>31 != 0
-		}
+	if (eq.prod-eq.cons)&eqCIMask >= eq.nent {
+		h.refreshCI(eq)
 	}
 	if (eq.prod-eq.cons)&eqCIMask >= eq.nent {
 		st.Overruns.Add(1)

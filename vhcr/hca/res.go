@@ -124,6 +124,9 @@ type eqObj struct {
 	prod      uint32 // producer index (EQEs written)
 	cons      uint32 // consumer index the VF reported (24 bits)
 	armed     bool
+
+	dbAtCreate uint32 // doorbell word when the EQ was created
+	dbStale    bool   // the word has not changed since: ignore it
 }
 
 // initResources builds the tracker and the firmware tables from the

@@ -923,4 +923,22 @@ func TestDoorbellReader(t *testing.T) {
 	if n := r.h.Stats(0).Overruns.Load(); n != 2 {
 		t.Fatalf("overruns %d", n)
 	}
+	// Re-created on the same EQN, the EQ does not trust the doorbell word
+	// left from its earlier life (1): two EQEs, then an overrun, until the
+	// VF writes the word again.
+	word[3] = 1
+	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(hcr.HW2SW_EQ, 0, 3, 0, nil, false)), "HW2SW_EQ")
+	v.setupEQ(3, 1)
+	for i := range 2 {
+		if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+			t.Fatalf("new EQ, EQE %d: %v", i, err)
+		}
+	}
+	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+		t.Fatalf("stale doorbell trusted: %v", err)
+	}
+	word[3] = 2
+	if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+		t.Fatalf("after the VF consumed two: %v", err)
+	}
 }
