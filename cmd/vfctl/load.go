@@ -41,6 +41,9 @@ var mixes = map[string][]mixStep{
 		{10, vhcr.Request{Op: hcr.QUERY_PORT, InMod: 1}},
 	},
 	"nop": {{1, vhcr.Request{Op: hcr.NOP}}},
+	// realistic: QP/CQ/MR/EQ lifecycles through the VF driver model
+	// (realistic.go), not weighted single commands.
+	"realistic": nil,
 }
 
 // parseVFs parses "0-7", "3", "0,2,5-6".
@@ -80,6 +83,15 @@ type LoadResult struct {
 	LatencyNS      map[string]int64  `json:"latency_ns"`
 	Statuses       map[string]uint64 `json:"statuses"`
 	ProtocolErrors uint64            `json:"protocol_errors"`
+	// Commands with an inbox (the table's Inbox flag) and their rate, and
+	// the commands posted with the 'e' bit (--events).
+	Events         bool              `json:"events"`
+	InboxCommands  uint64            `json:"inbox_commands"`
+	InboxPerS      float64           `json:"inbox_per_s"`
+	EventCommands  uint64            `json:"event_commands"`
+	EQRecycles     uint64            `json:"eq_recycles,omitempty"`
+	LostCompletion uint64            `json:"lost_completions,omitempty"`
+	StrayEQEs      uint64            `json:"stray_completions,omitempty"`
 	PerVF          map[string]uint64 `json:"per_vf"`
 	Errors         []string          `json:"errors,omitempty"`
 }
@@ -88,6 +100,11 @@ const maxSamples = 1 << 19 // latency samples kept per VF (reservoir beyond)
 
 type vfRun struct {
 	n        atomic.Uint64
+	inbox    atomic.Uint64
+	events   atomic.Uint64
+	recycles uint64
+	lost     uint64
+	stray    uint64
 	statuses [256]uint64
 	protoErr uint64
 	samples  []int64
@@ -102,12 +119,18 @@ func runLoad(args []string) error {
 	mixName := fs.String("mix", "basic", "command mix: "+strings.Join(slices.Sorted(mapsKeys(mixes)), ", "))
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	procs := fs.Int("procs", 1, "GOMAXPROCS for the VF goroutines (1 keeps one CPU for vhcrd's poller on small machines)")
+	events := fs.Bool("events", false, "realistic mix: post with the 'e' bit (completions by EQE in each VF's EQ 0)")
+	inflight := fs.Int("inflight", 4, "realistic mix with --events: accepted 'e' commands a VF may have in flight")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	mix, ok := mixes[*mixName]
 	if !ok {
 		return fmt.Errorf("--mix %q: unknown", *mixName)
+	}
+	realistic := *mixName == "realistic"
+	if *events && !realistic {
+		return fmt.Errorf("--events: only with --mix realistic (the other mixes post single commands in poll mode)")
 	}
 	if *procs > 0 {
 		runtime.GOMAXPROCS(*procs)
@@ -145,6 +168,10 @@ func runLoad(args []string) error {
 		wg.Add(1)
 		go func(v *vhcr.VF, r *vfRun, seed uint64) {
 			defer wg.Done()
+			if realistic {
+				realisticWorker(ctx, a, v, r, deadline, *events, *inflight)
+				return
+			}
 			rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 			var seen uint64
 			for n := 0; ; n++ {
@@ -213,6 +240,7 @@ progress:
 	fmt.Fprint(os.Stderr, "\r\033[K")
 	el := time.Since(start)
 	res := summarize(vfIdx, *mixName, el, runs)
+	res.Events = *events
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		if err := enc.Encode(res); err != nil {
@@ -246,6 +274,11 @@ func summarize(vfIdx []int, mix string, el time.Duration, runs []*vfRun) LoadRes
 		res.Commands += n
 		res.PerVF[strconv.Itoa(vfIdx[i])] = n
 		res.ProtocolErrors += r.protoErr
+		res.InboxCommands += r.inbox.Load()
+		res.EventCommands += r.events.Load()
+		res.EQRecycles += r.recycles
+		res.LostCompletion += r.lost
+		res.StrayEQEs += r.stray
 		for s, c := range r.statuses {
 			if c != 0 {
 				res.Statuses[hcr.Status(s).Name()] += c
@@ -257,6 +290,7 @@ func summarize(vfIdx []int, mix string, el time.Duration, runs []*vfRun) LoadRes
 		all = append(all, r.samples...)
 	}
 	res.ThroughputPerS = float64(res.Commands) / el.Seconds()
+	res.InboxPerS = float64(res.InboxCommands) / el.Seconds()
 	slices.Sort(all)
 	if len(all) > 0 {
 		q := func(p float64) int64 { return all[min(len(all)-1, int(p*float64(len(all))))] }
@@ -267,7 +301,12 @@ func summarize(vfIdx []int, mix string, el time.Duration, runs []*vfRun) LoadRes
 }
 
 func printLoad(r LoadResult) {
-	fmt.Printf("VFs %v, mix %s, %.2fs: %d commands, %.0f commands/s\n", r.VFs, r.Mix, r.DurationS, r.Commands, r.ThroughputPerS)
+	mode := "poll"
+	if r.Events {
+		mode = "events"
+	}
+	fmt.Printf("VFs %v, mix %s (%s), %.2fs: %d commands, %.0f commands/s\n", r.VFs, r.Mix, mode, r.DurationS, r.Commands, r.ThroughputPerS)
+	fmt.Printf("with an inbox: %d commands, %.0f/s; posted with the 'e' bit: %d\n", r.InboxCommands, r.InboxPerS, r.EventCommands)
 	fmt.Printf("latency: p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
 		ns(r.LatencyNS["p50"]), ns(r.LatencyNS["p90"]), ns(r.LatencyNS["p99"]), ns(r.LatencyNS["p999"]), ns(r.LatencyNS["max"]))
 	keys := slices.Sorted(mapsKeys(r.Statuses))
