@@ -13,6 +13,7 @@ package main
 //	vfctl mr destroy|query --vf N --mpt I
 //	vfctl qp create --vf N --cq C [--rcq C] [--type rc|uc|ud]
 //	vfctl qp modify --vf N --qpn Q --to init|rtr|rts|sqd|err|rst [--mtt B --cq C]
+//	vfctl qp modify --vf N --qpn Q --op RTR2RTS_QP   (any transition, legal or not)
 //	vfctl qp query|destroy --vf N --qpn Q [--mtt B]
 //	vfctl res --vf N [--events]
 //
@@ -290,6 +291,7 @@ func runQP(args []string) error {
 	qpn := c.fs.Uint("qpn", 0, "modify, query, destroy: the QP")
 	mttBase := c.fs.Uint64("mtt", 0, "modify from RST, destroy in RST: the QP's MTT base (qp create prints it)")
 	to := c.fs.String("to", "", "modify: target state (init, rtr, rts, sqd, err, rst)")
+	rawOp := c.fs.String("op", "", "modify: post this transition opcode as is (e.g. RTR2RTS_QP), legal or not, instead of --to")
 	if err := c.fs.Parse(args); err != nil {
 		return err
 	}
@@ -302,7 +304,13 @@ func runQP(args []string) error {
 		cfg.RecvCQ = uint32(*rcq)
 	}
 	var target vfdrv.QPState
-	if act == "modify" {
+	var op hcr.Opcode
+	if act == "modify" && *rawOp != "" {
+		var err error
+		if op, err = hcr.ParseOpcode(*rawOp); err != nil {
+			return fmt.Errorf("--op: %w", err)
+		}
+	} else if act == "modify" {
 		if target, ok = vfdrv.ParseQPState(*to); !ok {
 			return fmt.Errorf("--to %q: init, rtr, rts, sqd, err or rst", *to)
 		}
@@ -329,6 +337,19 @@ func runQP(args []string) error {
 	switch act {
 	case "modify":
 		from := qp.State
+		if op != 0 {
+			s, err := d.Transition(ctx, qp, op, 0)
+			if err != nil {
+				return err
+			}
+			if s != hcr.OK {
+				return exitError{1}
+			}
+			if _, err := d.QueryQP(ctx, qp); err == nil {
+				fmt.Printf("QP %d: %v → %v\n", qp.QPN, from, qp.State)
+			}
+			return nil
+		}
 		if err := d.Modify(ctx, qp, target); err != nil {
 			return done(err)
 		}
