@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -317,10 +318,24 @@ func (s *server) logActivity(ctx context.Context, log *slog.Logger, every time.D
 }
 
 // trapFanout hands every trap the engine sends to the capture writer and the
-// ibsim server, whichever are on. It is set up before serving starts.
-type trapFanout struct{ sinks mad.TrapSinks }
+// ibsim server, whichever are on. Sinks are added while the ibsim server
+// may already be raising traps, hence the atomic swap of the list.
+type trapFanout struct{ sinks atomic.Pointer[mad.TrapSinks] }
 
-func (t *trapFanout) SendTrap(tr mad.Trap) { t.sinks.SendTrap(tr) }
+func (t *trapFanout) SendTrap(tr mad.Trap) {
+	if s := t.sinks.Load(); s != nil {
+		s.SendTrap(tr)
+	}
+}
+
+func (t *trapFanout) add(s mad.TrapSink) {
+	var next mad.TrapSinks
+	if cur := t.sinks.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, s)
+	t.sinks.Store(&next)
+}
 
 // startMAD switches on the capture and the ibsim server and starts the
 // trap-resend clock.
@@ -335,7 +350,7 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 			file.Close()
 			return fmt.Errorf("--capture: %w", err)
 		}
-		s.traps.sinks = append(s.traps.sinks, capw)
+		s.traps.add(capw)
 		s.hca.SetMADRecorder(&ifcCapture{tap: capture.Tap{Engine: s.mad, W: capw}})
 		s.stopMAD = append(s.stopMAD, func() { _ = capw.Close(); _ = file.Close() })
 		log.Info("capturing MADs", "file", f.capture)
@@ -347,7 +362,7 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 		if err != nil {
 			return fmt.Errorf("--ibsim: %w", err)
 		}
-		s.traps.sinks = append(s.traps.sinks, srv)
+		s.traps.add(srv)
 		s.stopMAD = append(s.stopMAD, func() { _ = srv.Close() })
 		log.Info("ibsim server", "IBSIM_SOCKNAME", f.ibsim)
 	}

@@ -167,23 +167,30 @@ func TestProtocol(t *testing.T) {
 	c.call(t, name, 2, nil)
 }
 
-// sinkTo forwards traps to a server created after the engine.
-type sinkTo struct{ s **ibsim.Server }
+// sinkTo forwards traps to a server created after the engine (the server's
+// goroutines may raise traps before Listen has returned it).
+type sinkTo struct{ s *atomic.Pointer[ibsim.Server] }
 
-func (k sinkTo) SendTrap(t mad.Trap) { (*k.s).SendTrap(t) }
+func (k sinkTo) SendTrap(t mad.Trap) {
+	if s := k.s.Load(); s != nil {
+		s.SendTrap(t)
+	}
+}
 
 func TestTrapsReachTheSMClient(t *testing.T) {
 	cfg := madtest.Node()
 	cfg.Ports[0].MKey, cfg.Ports[0].MKeyProtect = 0x77, 1
-	var srv *ibsim.Server
-	e, err := mad.New(cfg, mad.Options{Sink: sinkTo{&srv}})
+	var srvp atomic.Pointer[ibsim.Server]
+	e, err := mad.New(cfg, mad.Options{Sink: sinkTo{&srvp}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := fmt.Sprintf("vhcrdtest%d-trap", os.Getpid())
-	if srv, err = ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca"}); err != nil {
+	srv, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca"})
+	if err != nil {
 		t.Fatal(err)
 	}
+	srvp.Store(srv)
 	defer srv.Close()
 	sm := dialSM(t, name, true)
 	tool := dial(t, name)
