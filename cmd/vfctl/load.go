@@ -121,6 +121,8 @@ func runLoad(args []string) error {
 	procs := fs.Int("procs", 1, "GOMAXPROCS for the VF goroutines (1 keeps one CPU for vhcrd's poller on small machines)")
 	events := fs.Bool("events", false, "realistic mix: post with the 'e' bit (completions by EQE in each VF's EQ 0)")
 	inflight := fs.Int("inflight", 4, "realistic mix with --events: accepted 'e' commands a VF may have in flight")
+	compare := fs.Bool("compare", false, "realistic mix: measure poll and event mode in one run, in alternating phases (--rounds of each within --duration)")
+	rounds := fs.Int("rounds", 5, "with --compare: phases of each mode")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,6 +131,9 @@ func runLoad(args []string) error {
 		return fmt.Errorf("--mix %q: unknown", *mixName)
 	}
 	realistic := *mixName == "realistic"
+	if *compare && (!realistic || *events || *rounds < 1) {
+		return fmt.Errorf("--compare: with --mix realistic, without --events, --rounds ≥ 1")
+	}
 	if *events && !realistic {
 		return fmt.Errorf("--events: only with --mix realistic (the other mixes post single commands in poll mode)")
 	}
@@ -154,6 +159,23 @@ func runLoad(args []string) error {
 		if err := vfs[i].Init(ctx); err != nil {
 			return fmt.Errorf("VF %d bring-up: %w", idx, err)
 		}
+	}
+	if *compare {
+		res := runCompare(ctx, a, vfs, vfIdx, *dur, *rounds, *inflight)
+		if *asJSON {
+			if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+				return err
+			}
+		} else {
+			printLoad(res.Poll)
+			printLoad(res.Events)
+			fmt.Printf("commands with an inbox: events %.0f/s vs poll %.0f/s (×%.2f), %d alternating rounds of each\n",
+				res.Events.InboxPerS, res.Poll.InboxPerS, res.InboxEventsVsPoll, res.Rounds)
+		}
+		if res.Poll.ProtocolErrors+res.Events.ProtocolErrors != 0 {
+			return exitError{1}
+		}
+		return nil
 	}
 	total := 0
 	for _, s := range mix {

@@ -7,12 +7,14 @@ package main
 // RST→INIT→RTR→RTS and back to RST, everything destroyed (every object
 // allocation goes with ALLOC_RES of its MTT and WRITE_MTT). With --events
 // every command but the EQ ones is posted with the 'e' bit and completes by
-// EQE; without, in poll mode.
+// EQE, and commands that need no earlier command's output are pipelined
+// (the driver's Create*, Destroy* and ModifyPath); without, in poll mode.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -113,10 +115,8 @@ func realisticOnce(ctx context.Context, d *vfdrv.Driver) error {
 	if err != nil {
 		return err
 	}
-	for _, to := range []vfdrv.QPState{vfdrv.QPInit, vfdrv.QPRTR, vfdrv.QPRTS, vfdrv.QPReset} {
-		if err := d.Modify(ctx, qp, to); err != nil {
-			return err
-		}
+	if err := d.ModifyPath(ctx, qp, vfdrv.QPInit, vfdrv.QPRTR, vfdrv.QPRTS, vfdrv.QPReset); err != nil {
+		return err
 	}
 	if err := d.DestroyQP(ctx, qp); err != nil {
 		return err
@@ -139,4 +139,52 @@ func (r *vfRun) fail(err error, protocol bool) {
 	if r.firstErr == nil {
 		r.firstErr = err
 	}
+}
+
+// CompareResult is what `vfctl load --mix realistic --compare --json`
+// prints: poll and event mode measured in one run, in alternating phases so
+// that both see the same machine.
+type CompareResult struct {
+	Poll   LoadResult `json:"poll"`
+	Events LoadResult `json:"events"`
+	// InboxEventsVsPoll is events' inbox commands/s over poll's.
+	InboxEventsVsPoll float64 `json:"inbox_events_vs_poll"`
+	Rounds            int     `json:"rounds"`
+}
+
+// runCompare alternates poll and event phases (rounds of each, dur split
+// evenly) with every VF running realistic lifecycles.
+func runCompare(ctx context.Context, a *vhcr.Attachment, vfs []*vhcr.VF, vfIdx []int, dur time.Duration, rounds, inflight int) CompareResult {
+	runs := [2][]*vfRun{make([]*vfRun, len(vfs)), make([]*vfRun, len(vfs))}
+	var el [2]time.Duration
+	for m := range runs {
+		for i := range vfs {
+			runs[m][i] = &vfRun{samples: make([]int64, 0, 4096)}
+		}
+	}
+	phase := dur / time.Duration(2*rounds)
+	for round := range 2 * rounds {
+		m := round % 2 // 0 poll, 1 events
+		start := time.Now()
+		deadline := start.Add(phase)
+		done := make(chan struct{}, len(vfs))
+		for i, v := range vfs {
+			go func() {
+				realisticWorker(ctx, a, v, runs[m][i], deadline, m == 1, inflight)
+				done <- struct{}{}
+			}()
+		}
+		for range vfs {
+			<-done
+		}
+		el[m] += time.Since(start)
+		fmt.Fprintf(os.Stderr, "\rround %d/%d   ", round+1, 2*rounds)
+	}
+	fmt.Fprint(os.Stderr, "\r\033[K")
+	res := CompareResult{Poll: summarize(vfIdx, "realistic", el[0], runs[0]), Events: summarize(vfIdx, "realistic", el[1], runs[1]), Rounds: rounds}
+	res.Events.Events = true
+	if res.Poll.InboxPerS > 0 {
+		res.InboxEventsVsPoll = res.Events.InboxPerS / res.Poll.InboxPerS
+	}
+	return res
 }

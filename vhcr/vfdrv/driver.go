@@ -211,8 +211,9 @@ func (d *Driver) Reset(ctx context.Context) error {
 	return d.VF.Init(ctx)
 }
 
-// waiter backs off like vhcr.VF's acknowledgement wait: spin briefly, then
-// yield (other goroutines may be VFs too), then sleep.
+// waiter backs off while a completion EQE is awaited: spin briefly (the PF
+// writes the EQE right after executing), then yield (other goroutines may
+// be VFs with commands to post), then sleep.
 type waiter struct {
 	n     int
 	start time.Time
@@ -220,7 +221,7 @@ type waiter struct {
 
 func (w *waiter) wait(ctx context.Context, timeout time.Duration) error {
 	w.n++
-	if w.n < 4096 {
+	if w.n < 256 {
 		bar.Pause()
 		return nil
 	}

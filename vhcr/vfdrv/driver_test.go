@@ -73,13 +73,25 @@ func lifecycle(t *testing.T, d *Driver, eqn int) {
 			t.Fatalf("QUERY_QP after →%v: %+v", to, c)
 		}
 	}
-	ok(t, "UD to INIT", d.Modify(ctx, ud, QPInit))
+	ok(t, "UD to INIT", d.ModifyPath(ctx, ud, QPInit))
 	// An illegal transition: the PF refuses and the driver's view is kept.
 	s, err := d.Transition(ctx, ud, hcr.RTR2RTS_QP, 0)
 	ok(t, "Transition", err)
 	if s != hcr.BAD_PARAM {
 		t.Fatalf("RTR2RTS on an INIT QP: %v, want BAD_PARAM", s)
 	}
+	ok(t, "UD path", d.ModifyPath(ctx, ud, QPRTR, QPRTS, QPSQD, QPRTS, QPErr, QPReset, QPInit))
+	if ud.State != QPInit {
+		t.Fatalf("UD QP state %v after its path", ud.State)
+	}
+	// A path whose first transition the PF refuses: the rest fail behind
+	// it and the driver's view stays RST.
+	bad, err := d.CreateQP(ctx, QPConfig{ST: STRC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PKeyIndex: 99})
+	ok(t, "CreateQP", err)
+	if err := d.ModifyPath(ctx, bad, QPInit, QPRTR); StatusOf(err) != hcr.BAD_PARAM || bad.State != QPReset {
+		t.Fatalf("path with a bad P_Key index: %v, state %v", err, bad.State)
+	}
+	ok(t, "DestroyQP bad", d.DestroyQP(ctx, bad))
 	// A CQ used by a QP cannot leave HW; destroying in order works.
 	if err := d.DestroyCQ(ctx, cq); !errors.Is(err, hcr.RESOURCE_BUSY) || !errors.Is(err, ErrCommand) {
 		t.Fatalf("DestroyCQ in use: %v", err)
@@ -115,7 +127,10 @@ func TestLifecyclePoll(t *testing.T) {
 	ok(t, "CreateEQ", err)
 	lifecycle(t, d, eq.EQN)
 	remaining(t, r, 0, 1)
-	if d.Stats.Events != 0 || d.Stats.Inbox == 0 || d.Stats.NonOK != 2 {
+	// Non-OK: the illegal transition, the bad path (RST2INIT and the
+	// INIT2RTR behind it) and the pipelined destroy of the CQ in use
+	// (HW2SW_CQ busy, so its FREE_RES of the CQ and of the MTT fail too).
+	if d.Stats.Events != 0 || d.Stats.Inbox == 0 || d.Stats.NonOK != 6 {
 		t.Errorf("stats %+v", d.Stats)
 	}
 	c, err := d.QueryEQ(ctx, eq)
@@ -392,4 +407,37 @@ func TestDoorbellAndAsyncEvents(t *testing.T) {
 		t.Fatalf("doorbell %#x, want %#x (consumer %d)", w, want, eq.Consumer())
 	}
 	ok(t, "DestroyCQ", d.DestroyCQ(ctx, cq))
+}
+
+// A creation the PF refuses half way is undone: nothing of it is left.
+func TestCreateFailureUnwinds(t *testing.T) {
+	for _, events := range []bool{false, true} {
+		r := vhcrtest.New(t, 1)
+		r.Start(t)
+		d := newDriver(t, r, 0, Options{})
+		ctx := context.Background()
+		if events {
+			_, err := d.EnableEvents(ctx, 0, 7)
+			ok(t, "EnableEvents", err)
+		} else {
+			_, err := d.CreateEQ(ctx, 0, 7)
+			ok(t, "CreateEQ", err)
+		}
+		if _, err := d.CreateCQ(ctx, 7, 99); StatusOf(err) != hcr.BAD_PARAM {
+			t.Fatalf("events %v: CQ on a missing EQ: %v", events, err)
+		}
+		if _, err := d.CreateCQ(ctx, 22, 0); !errors.Is(err, ErrNoMemory) {
+			t.Fatalf("events %v: a CQ larger than the window: %v", events, err)
+		}
+		remaining(t, r, 0, 1)
+		// The pages came back: a CQ and an MR fit again and again.
+		for range 20 {
+			cq, err := d.CreateCQ(ctx, 7, 0)
+			ok(t, "CreateCQ", err)
+			ok(t, "DestroyCQ", d.DestroyCQ(ctx, cq))
+		}
+		if d.pool.chunks == nil || len(d.pool.chunks) > 8 {
+			t.Fatalf("events %v: %d page runs taken from the VF", events, len(d.pool.chunks))
+		}
+	}
 }

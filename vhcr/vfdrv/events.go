@@ -328,3 +328,50 @@ func (d *Driver) recycle(ctx context.Context) error {
 	d.Stats.Recycles++
 	return nil
 }
+
+// MaxPipeline bounds the requests of one Pipeline call.
+const MaxPipeline = resultRing / 2
+
+// Pipeline posts reqs in order without waiting for a completion before
+// posting the next (in event mode each is posted once the previous one was
+// accepted; the PF executes them in order, so a later command may depend on
+// an earlier one's effect, not on its output). In poll mode they go one
+// after another. It returns every result and, after all completed, the
+// first non-OK status as a *CommandError.
+func (d *Driver) Pipeline(ctx context.Context, reqs []vhcr.Request) ([]Result, error) {
+	if len(reqs) > MaxPipeline {
+		return nil, fmt.Errorf("%w: %d requests in one pipeline", ErrArgument, len(reqs))
+	}
+	res := make([]Result, len(reqs))
+	if d.ev.on {
+		var tks [MaxPipeline]Ticket
+		for i := range reqs {
+			t, err := d.Submit(ctx, &reqs[i])
+			if err != nil {
+				return res, fmt.Errorf("%v: %w", reqs[i].Op, err)
+			}
+			tks[i] = t
+		}
+		for i := range reqs {
+			r, err := d.Wait(ctx, tks[i])
+			if err != nil {
+				return res, fmt.Errorf("%v: %w", reqs[i].Op, err)
+			}
+			res[i] = r
+		}
+	} else {
+		for i := range reqs {
+			r, err := d.Poll(ctx, &reqs[i])
+			if err != nil {
+				return res, fmt.Errorf("%v: %w", reqs[i].Op, err)
+			}
+			res[i] = r
+		}
+	}
+	for i := range res {
+		if res[i].Status != hcr.OK {
+			return res, &CommandError{Op: reqs[i].Op, Status: res[i].Status}
+		}
+	}
+	return res, nil
+}

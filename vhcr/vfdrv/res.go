@@ -2,6 +2,7 @@ package vfdrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/vhcrd/vhcrd/bar"
@@ -339,29 +340,71 @@ type CQ struct {
 }
 
 // CreateCQ allocates a CQ of 2^logSize 32-byte CQEs reporting to EQ eqn:
-// ALLOC_RES CQ, ring pages, MTT, WRITE_MTT, SW2HW_CQ.
+// ALLOC_RES of the CQ and of its MTT, then WRITE_MTT of its ring pages and
+// SW2HW_CQ, each pair pipelined.
 func (d *Driver) CreateCQ(ctx context.Context, logSize, eqn int) (*CQ, error) {
 	if logSize < 0 || logSize > 22 {
 		return nil, fmt.Errorf("%w: CQ of 2^%d entries", ErrArgument, logSize)
 	}
-	cqn, err := d.alloc(ctx, ResCQ, opReserveAndMap, 0)
+	var in [CQContextSize]byte
+	cq := &CQ{LogSize: logSize, EQN: eqn}
+	res, err := d.create(ctx, max(1, (1<<logSize)*32/PageSize),
+		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResCQ, OpMod: opReserveAndMap},
+		func(n uint32) vhcr.Request { return freeReq(ResCQ, opReserveAndMap, uint64(n)) },
+		func(n uint32, b buffer) []vhcr.Request {
+			cq.CQN, cq.buffer = n, b
+			CQContext{LogSize: logSize, CompEQN: uint8(eqn), MTTBase: b.MTT.Base}.Encode(in[:])
+			return []vhcr.Request{{Op: hcr.SW2HW_CQ, InMod: n, In: in[:]}}
+		})
+	if res == nil {
+		return nil, err
+	}
+	cq.hw = completed(err) && res[1].Status == hcr.OK
+	if err != nil {
+		_ = d.DestroyCQ(ctx, cq)
+		return nil, err
+	}
+	return cq, nil
+}
+
+// create is the two-step creation of an object backed by pages: ALLOC_RES
+// of the object (alloc; its number is out_param's low word) pipelined with
+// ALLOC_RES of an MTT for the pages, then WRITE_MTT of the pages pipelined
+// with the requests then returns. A failure in the first step is undone
+// here (free names the object's FREE_RES) and returns nil results; after
+// the second step the caller reads the results (WRITE_MTT first) and
+// undoes what it needs.
+func (d *Driver) create(ctx context.Context, pages int, alloc vhcr.Request, free func(uint32) vhcr.Request,
+	then func(n uint32, b buffer) []vhcr.Request) ([]Result, error) {
+	iova, err := d.pool.get(pages)
 	if err != nil {
 		return nil, err
 	}
-	cq := &CQ{CQN: cqn, LogSize: logSize, EQN: eqn}
-	if cq.buffer, err = d.newBuffer(ctx, max(1, (1<<logSize)*32/PageSize), false); err != nil {
-		_ = d.free(ctx, ResCQ, opReserveAndMap, uint64(cqn))
+	order := orderFor(pages)
+	res, err := d.Pipeline(ctx, []vhcr.Request{alloc, {Op: hcr.ALLOC_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(order)}})
+	if err != nil {
+		if completed(err) {
+			var undo []vhcr.Request
+			if res[0].Status == hcr.OK {
+				undo = append(undo, free(uint32(res[0].OutParam)))
+			}
+			if res[1].Status == hcr.OK {
+				undo = append(undo, freeMTTReq(MTT{Base: uint64(uint32(res[1].OutParam)), Order: order}))
+			}
+			_, _ = d.Pipeline(ctx, undo)
+			d.pool.put(iova, pages)
+		}
 		return nil, err
 	}
-	var in [CQContextSize]byte
-	CQContext{LogSize: logSize, CompEQN: uint8(eqn), MTTBase: cq.MTT.Base}.Encode(in[:])
-	if _, err := d.must(ctx, &vhcr.Request{Op: hcr.SW2HW_CQ, InMod: cqn, In: in[:]}); err != nil {
-		_ = d.freeBuffer(ctx, cq.buffer, false)
-		_ = d.free(ctx, ResCQ, opReserveAndMap, uint64(cqn))
-		return nil, err
+	b := buffer{IOVA: iova, Pages: pages, MTT: MTT{Base: uint64(uint32(res[1].OutParam)), Order: order}}
+	addrs := make([]uint64, pages)
+	for i := range addrs {
+		addrs[i] = iova + uint64(i)*PageSize
 	}
-	cq.hw = true
-	return cq, nil
+	var mbox [hcr.MailboxSize]byte
+	l := EncodeWriteMTT(mbox[:], b.MTT.Base, addrs)
+	reqs := append([]vhcr.Request{{Op: hcr.WRITE_MTT, InMod: uint32(pages), In: mbox[:l]}}, then(uint32(res[0].OutParam), b)...)
+	return d.Pipeline(ctx, reqs)
 }
 
 // QueryCQ returns the CQ's context (QUERY_CQ).
@@ -373,18 +416,29 @@ func (d *Driver) QueryCQ(ctx context.Context, cq *CQ) (CQContext, error) {
 	return DecodeCQContext(res.Out)
 }
 
-// DestroyCQ runs HW2SW_CQ, FREE_RES of the CQ and of its MTT.
+// DestroyCQ runs HW2SW_CQ, FREE_RES of the CQ and of its MTT, pipelined.
 func (d *Driver) DestroyCQ(ctx context.Context, cq *CQ) error {
+	reqs := make([]vhcr.Request, 0, 3)
 	if cq.hw {
-		if _, err := d.must(ctx, &vhcr.Request{Op: hcr.HW2SW_CQ, InMod: cq.CQN}); err != nil {
-			return err
-		}
+		reqs = append(reqs, vhcr.Request{Op: hcr.HW2SW_CQ, InMod: cq.CQN})
+	}
+	reqs = append(reqs, freeReq(ResCQ, opReserveAndMap, uint64(cq.CQN)), freeMTTReq(cq.MTT))
+	res, err := d.Pipeline(ctx, reqs)
+	if cq.hw && completed(err) && res[0].Status == hcr.OK {
 		cq.hw = false
 	}
-	if err := d.free(ctx, ResCQ, opReserveAndMap, uint64(cq.CQN)); err != nil {
-		return err
+	if err == nil && cq.Pages > 0 {
+		d.pool.put(cq.IOVA, cq.Pages)
 	}
-	return d.freeBuffer(ctx, cq.buffer, false)
+	return err
+}
+
+func freeReq(ty uint32, op uint8, in uint64) vhcr.Request {
+	return vhcr.Request{Op: hcr.FREE_RES, InMod: ty, OpMod: op, InParam: in}
+}
+
+func freeMTTReq(m MTT) vhcr.Request {
+	return freeReq(ResMTT, opReserveAndMap, uint64(m.Order)<<32|m.Base&0xffffffff)
 }
 
 // SRQ is a shared receive queue.
@@ -395,45 +449,50 @@ type SRQ struct {
 	hw bool
 }
 
-// CreateSRQ allocates an SRQ of 2^logSize 64-byte WQEs: ALLOC_RES SRQ,
-// pages, MTT, WRITE_MTT, SW2HW_SRQ.
+// CreateSRQ allocates an SRQ of 2^logSize 64-byte WQEs: ALLOC_RES of the
+// SRQ and of its MTT, then WRITE_MTT and SW2HW_SRQ, each pair pipelined.
 func (d *Driver) CreateSRQ(ctx context.Context, logSize int, pd uint32) (*SRQ, error) {
 	if logSize < 0 || logSize > 15 {
 		return nil, fmt.Errorf("%w: SRQ of 2^%d entries", ErrArgument, logSize)
 	}
 	const logStride = 2 // 64-byte WQEs
-	srqn, err := d.alloc(ctx, ResSRQ, opReserveAndMap, 0)
-	if err != nil {
-		return nil, err
-	}
-	s := &SRQ{SRQN: srqn, LogSize: logSize}
-	if s.buffer, err = d.newBuffer(ctx, max(1, (1<<(logSize+logStride+4))/PageSize), false); err != nil {
-		_ = d.free(ctx, ResSRQ, opReserveAndMap, uint64(srqn))
-		return nil, err
-	}
 	var in [SRQContextSize]byte
-	SRQContext{SRQN: srqn, LogSize: logSize, LogStride: logStride, MTTBase: s.MTT.Base, PD: pd}.Encode(in[:])
-	if _, err := d.must(ctx, &vhcr.Request{Op: hcr.SW2HW_SRQ, InMod: srqn, In: in[:]}); err != nil {
-		_ = d.freeBuffer(ctx, s.buffer, false)
-		_ = d.free(ctx, ResSRQ, opReserveAndMap, uint64(srqn))
+	s := &SRQ{LogSize: logSize}
+	res, err := d.create(ctx, max(1, (1<<(logSize+logStride+4))/PageSize),
+		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResSRQ, OpMod: opReserveAndMap},
+		func(n uint32) vhcr.Request { return freeReq(ResSRQ, opReserveAndMap, uint64(n)) },
+		func(n uint32, b buffer) []vhcr.Request {
+			s.SRQN, s.buffer = n, b
+			SRQContext{SRQN: n, LogSize: logSize, LogStride: logStride, MTTBase: b.MTT.Base, PD: pd}.Encode(in[:])
+			return []vhcr.Request{{Op: hcr.SW2HW_SRQ, InMod: n, In: in[:]}}
+		})
+	if res == nil {
 		return nil, err
 	}
-	s.hw = true
+	s.hw = completed(err) && res[1].Status == hcr.OK
+	if err != nil {
+		_ = d.DestroySRQ(ctx, s)
+		return nil, err
+	}
 	return s, nil
 }
 
-// DestroySRQ runs HW2SW_SRQ, FREE_RES of the SRQ and of its MTT.
+// DestroySRQ runs HW2SW_SRQ, FREE_RES of the SRQ and of its MTT,
+// pipelined.
 func (d *Driver) DestroySRQ(ctx context.Context, s *SRQ) error {
+	reqs := make([]vhcr.Request, 0, 3)
 	if s.hw {
-		if _, err := d.must(ctx, &vhcr.Request{Op: hcr.HW2SW_SRQ, InMod: s.SRQN}); err != nil {
-			return err
-		}
+		reqs = append(reqs, vhcr.Request{Op: hcr.HW2SW_SRQ, InMod: s.SRQN})
+	}
+	reqs = append(reqs, freeReq(ResSRQ, opReserveAndMap, uint64(s.SRQN)), freeMTTReq(s.MTT))
+	res, err := d.Pipeline(ctx, reqs)
+	if s.hw && completed(err) && res[0].Status == hcr.OK {
 		s.hw = false
 	}
-	if err := d.free(ctx, ResSRQ, opReserveAndMap, uint64(s.SRQN)); err != nil {
-		return err
+	if err == nil && s.Pages > 0 {
+		d.pool.put(s.IOVA, s.Pages)
 	}
-	return d.freeBuffer(ctx, s.buffer, false)
+	return err
 }
 
 // MR is a memory region: an MPT over pages of the VF's memory.
@@ -444,35 +503,38 @@ type MR struct {
 	mapped, hw bool
 }
 
-// CreateMR registers pages of the VF's memory: buffer, MTT, WRITE_MTT,
-// ALLOC_RES MPT RESERVE and MAP_ICM, SW2HW_MPT.
+// CreateMR registers pages of the VF's memory: ALLOC_RES MPT RESERVE and of
+// an MTT, then WRITE_MTT, ALLOC_RES MPT MAP_ICM and SW2HW_MPT, each step
+// pipelined.
 func (d *Driver) CreateMR(ctx context.Context, pages int, access, pd uint32) (*MR, error) {
 	if pages <= 0 || pages > MaxWriteMTT {
 		return nil, fmt.Errorf("%w: MR of %d pages", ErrArgument, pages)
 	}
-	b, err := d.newBuffer(ctx, pages, false)
-	if err != nil {
-		return nil, err
-	}
-	mr := &MR{buffer: b}
-	if mr.Index, err = d.alloc(ctx, ResMPT, opReserve, 0); err != nil {
-		_ = d.freeBuffer(ctx, b, false)
-		return nil, err
-	}
-	mr.Key = KeyOf(mr.Index)
-	if _, err = d.alloc(ctx, ResMPT, opMapICM, uint64(mr.Index)); err != nil {
-		_ = d.DestroyMR(ctx, mr)
-		return nil, err
-	}
-	mr.mapped = true
 	var in [MPTSize]byte
-	MPT{Access: access, Key: mr.Key, PD: pd, Start: b.IOVA, Length: uint64(pages) * PageSize,
-		MTTBase: b.MTT.Base, MTTSize: uint32(pages), EntitySize: PageShift}.Encode(in[:])
-	if _, err = d.must(ctx, &vhcr.Request{Op: hcr.SW2HW_MPT, InMod: mr.Index, In: in[:]}); err != nil {
+	mr := &MR{}
+	res, err := d.create(ctx, pages,
+		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResMPT, OpMod: opReserve},
+		func(n uint32) vhcr.Request { return freeReq(ResMPT, opReserve, uint64(n)) },
+		func(n uint32, b buffer) []vhcr.Request {
+			mr.Index, mr.Key, mr.buffer = n, KeyOf(n), b
+			MPT{Access: access, Key: mr.Key, PD: pd, Start: b.IOVA, Length: uint64(pages) * PageSize,
+				MTTBase: b.MTT.Base, MTTSize: uint32(pages), EntitySize: PageShift}.Encode(in[:])
+			return []vhcr.Request{
+				{Op: hcr.ALLOC_RES, InMod: ResMPT, OpMod: opMapICM, InParam: uint64(n)},
+				{Op: hcr.SW2HW_MPT, InMod: n, In: in[:]},
+			}
+		})
+	if res == nil {
+		return nil, err
+	}
+	if completed(err) {
+		mr.mapped = res[1].Status == hcr.OK
+		mr.hw = res[2].Status == hcr.OK
+	}
+	if err != nil {
 		_ = d.DestroyMR(ctx, mr)
 		return nil, err
 	}
-	mr.hw = true
 	return mr, nil
 }
 
@@ -485,25 +547,32 @@ func (d *Driver) QueryMR(ctx context.Context, mr *MR) (MPT, error) {
 	return DecodeMPT(res.Out)
 }
 
-// DestroyMR runs HW2SW_MPT, FREE_RES MPT MAP_ICM and RESERVE, and frees the
-// MTT and pages.
+// DestroyMR runs HW2SW_MPT, FREE_RES MPT MAP_ICM and RESERVE and FREE_RES
+// of the MTT, pipelined, and returns the pages.
 func (d *Driver) DestroyMR(ctx context.Context, mr *MR) error {
+	reqs := make([]vhcr.Request, 0, 4)
 	if mr.hw {
-		if _, err := d.must(ctx, &vhcr.Request{Op: hcr.HW2SW_MPT, InMod: mr.Index}); err != nil {
-			return err
-		}
-		mr.hw = false
+		reqs = append(reqs, vhcr.Request{Op: hcr.HW2SW_MPT, InMod: mr.Index})
 	}
 	if mr.mapped {
-		if err := d.free(ctx, ResMPT, opMapICM, uint64(mr.Index)); err != nil {
-			return err
+		reqs = append(reqs, freeReq(ResMPT, opMapICM, uint64(mr.Index)))
+	}
+	reqs = append(reqs, freeReq(ResMPT, opReserve, uint64(mr.Index)), freeMTTReq(mr.MTT))
+	res, err := d.Pipeline(ctx, reqs)
+	if completed(err) {
+		i := 0
+		if mr.hw {
+			mr.hw = res[i].Status != hcr.OK
+			i++
 		}
-		mr.mapped = false
+		if mr.mapped {
+			mr.mapped = res[i].Status != hcr.OK
+		}
 	}
-	if err := d.free(ctx, ResMPT, opReserve, uint64(mr.Index)); err != nil {
-		return err
+	if err == nil && mr.Pages > 0 {
+		d.pool.put(mr.IOVA, mr.Pages)
 	}
-	return d.freeBuffer(ctx, mr.buffer, false)
+	return err
 }
 
 // QPConfig describes a QP to create.
@@ -532,9 +601,10 @@ type QP struct {
 	buffer
 }
 
-// CreateQP reserves a QPN and maps its ICM (ALLOC_RES QP RESERVE and
-// MAP_ICM) and backs its queues with pages, an MTT and WRITE_MTT. The QP
-// stays in RST until Modify.
+// CreateQP reserves a QPN (ALLOC_RES QP RESERVE) and an MTT for its
+// queues, then maps its ICM (ALLOC_RES QP MAP_ICM) and writes the pages
+// into the MTT (WRITE_MTT), each step pipelined. The QP stays in RST until
+// Modify.
 func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 	if cfg.Port == 0 {
 		cfg.Port = 1
@@ -545,19 +615,27 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 	if cfg.LogRQSize == 0 {
 		cfg.LogRQSize = 4
 	}
-	base, err := d.alloc(ctx, ResQP, opReserve, 1<<32|1) // align 1, count 1
+	qp := &QP{Cfg: cfg}
+	mapped := false
+	res, err := d.create(ctx, qp.context().MTTPages(),
+		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResQP, OpMod: opReserve, InParam: 1<<32 | 1}, // align 1, count 1
+		func(n uint32) vhcr.Request { return freeReq(ResQP, opReserve, 1<<32|uint64(n)) },
+		func(n uint32, b buffer) []vhcr.Request {
+			qp.QPN, qp.buffer = n, b
+			return []vhcr.Request{{Op: hcr.ALLOC_RES, InMod: ResQP, OpMod: opMapICM, InParam: uint64(n)}}
+		})
+	if res == nil {
+		return nil, err
+	}
+	mapped = completed(err) && res[1].Status == hcr.OK
 	if err != nil {
-		return nil, err
-	}
-	qp := &QP{QPN: base, Cfg: cfg}
-	if _, err := d.alloc(ctx, ResQP, opMapICM, uint64(base)); err != nil {
-		_ = d.free(ctx, ResQP, opReserve, 1<<32|uint64(base))
-		return nil, err
-	}
-	pages := qp.context().MTTPages()
-	if qp.buffer, err = d.newBuffer(ctx, pages, false); err != nil {
-		_ = d.free(ctx, ResQP, opMapICM, uint64(base))
-		_ = d.free(ctx, ResQP, opReserve, 1<<32|uint64(base))
+		undo := []vhcr.Request{freeReq(ResQP, opReserve, 1<<32|uint64(qp.QPN)), freeMTTReq(qp.MTT)}
+		if mapped {
+			undo = append([]vhcr.Request{freeReq(ResQP, opMapICM, uint64(qp.QPN))}, undo...)
+		}
+		if _, uerr := d.Pipeline(ctx, undo); uerr == nil {
+			d.pool.put(qp.IOVA, qp.Pages)
+		}
 		return nil, err
 	}
 	return qp, nil
@@ -662,18 +740,68 @@ func (d *Driver) QueryQP(ctx context.Context, qp *QP) (QPContext, error) {
 }
 
 // DestroyQP returns the QP to RST if needed (2RST), unmaps its ICM, frees
-// the QPN and the MTT.
+// the QPN and the MTT, pipelined.
 func (d *Driver) DestroyQP(ctx context.Context, qp *QP) error {
+	reqs := make([]vhcr.Request, 0, 4)
 	if qp.State != QPReset {
-		if err := d.Modify(ctx, qp, QPReset); err != nil {
-			return err
-		}
+		reqs = append(reqs, vhcr.Request{Op: hcr.TWO_RST_QP, InMod: qp.QPN})
 	}
-	if err := d.free(ctx, ResQP, opMapICM, uint64(qp.QPN)); err != nil {
-		return err
+	reqs = append(reqs, freeReq(ResQP, opMapICM, uint64(qp.QPN)), freeReq(ResQP, opReserve, 1<<32|uint64(qp.QPN)), freeMTTReq(qp.MTT))
+	res, err := d.Pipeline(ctx, reqs)
+	if qp.State != QPReset && completed(err) && res[0].Status == hcr.OK {
+		qp.State = QPReset
 	}
-	if err := d.free(ctx, ResQP, opReserve, 1<<32|uint64(qp.QPN)); err != nil {
-		return err
+	if err == nil && qp.Pages > 0 {
+		d.pool.put(qp.IOVA, qp.Pages)
 	}
-	return d.freeBuffer(ctx, qp.buffer, false)
+	return err
 }
+
+// ModifyPath walks qp through the states in order, the transitions
+// pipelined (none needs another's output). qp.State follows the
+// transitions that succeeded.
+func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...QPState) error {
+	reqs := make([]vhcr.Request, 0, len(states))
+	var mboxes [][QPMailboxSize]byte
+	from := qp.State
+	for _, to := range states {
+		if from == QPReset && to == QPReset {
+			continue
+		}
+		op, inbox, optpar, ok := transition(from, to)
+		if !ok {
+			return fmt.Errorf("%w: no QP transition %v→%v", ErrArgument, from, to)
+		}
+		r := vhcr.Request{Op: op, InMod: qp.QPN}
+		if inbox {
+			if mboxes == nil {
+				mboxes = make([][QPMailboxSize]byte, len(states))
+			}
+			mb := &mboxes[len(reqs)]
+			QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(mb[:])
+			r.In = mb[:]
+		}
+		reqs = append(reqs, r)
+		from = to
+	}
+	res, err := d.Pipeline(ctx, reqs)
+	if !completed(err) {
+		return err // the QP's state is unknown: QueryQP tells
+	}
+	from, j := qp.State, 0
+	for _, to := range states {
+		if from == QPReset && to == QPReset {
+			continue
+		}
+		if res[j].Status != hcr.OK {
+			break
+		}
+		qp.State, from = to, to
+		j++
+	}
+	return err
+}
+
+// completed reports whether a Pipeline that returned err completed every
+// request (nil, or only non-OK statuses).
+func completed(err error) bool { return err == nil || errors.Is(err, ErrCommand) }
