@@ -178,9 +178,8 @@ func runCompare(ctx context.Context, a *vhcr.Attachment, vfs []*vhcr.VF, vfIdx [
 			<-done
 		}
 		el[m] += time.Since(start)
-		fmt.Fprintf(os.Stderr, "\rround %d/%d   ", round+1, 2*rounds)
+		fmt.Fprintf(os.Stderr, "round %d/%d (%s): %v\n", round+1, 2*rounds, [2]string{"poll", "events"}[m], time.Since(start).Round(time.Millisecond))
 	}
-	fmt.Fprint(os.Stderr, "\r\033[K")
 	res := CompareResult{Poll: summarize(vfIdx, "realistic", el[0], runs[0]), Events: summarize(vfIdx, "realistic", el[1], runs[1]), Rounds: rounds}
 	res.Events.Events = true
 	if res.Poll.InboxPerS > 0 {
