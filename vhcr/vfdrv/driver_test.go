@@ -441,3 +441,32 @@ func TestCreateFailureUnwinds(t *testing.T) {
 		}
 	}
 }
+
+// The PF resets the function in the middle of event mode (here: an 'e'
+// command whose outbox lies outside the window): the driver fails what was
+// in flight, leaves event mode, and starts again after Reset.
+func TestPFResetDuringEvents(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	r.Start(t)
+	d := newDriver(t, r, 0, Options{})
+	ctx := context.Background()
+	_, err := d.EnableEvents(ctx, 0, 7)
+	ok(t, "EnableEvents", err)
+	t1, err := d.Submit(ctx, &vhcr.Request{Op: hcr.NOP})
+	ok(t, "Submit", err)
+	d.ev.slots = []uint64{1 << 40} // a driver bug: an outbox the VF does not have
+	if _, err := d.Submit(ctx, &vhcr.Request{Op: hcr.QUERY_FW}); !errors.Is(err, vhcr.ErrInternal) {
+		t.Fatalf("outbox outside the window: %v", err)
+	}
+	if _, err := d.Wait(ctx, t1); !errors.Is(err, vhcr.ErrInternal) {
+		t.Fatalf("in flight across the PF's reset: %v", err)
+	}
+	if d.Events() || d.InFlight() != 0 {
+		t.Fatal("still in event mode")
+	}
+	ok(t, "Reset", d.Reset(ctx))
+	remaining(t, r, 0, 0)
+	eq, err := d.EnableEvents(ctx, 0, 7)
+	ok(t, "EnableEvents again", err)
+	lifecycle(t, d, eq.EQN)
+}

@@ -2,6 +2,7 @@ package vfdrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/vhcrd/vhcrd/bar"
@@ -112,6 +113,11 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 		return 0, err
 	}
 	if err := d.VF.WaitAck(ctx); err != nil {
+		if errors.Is(err, vhcr.ErrInternal) {
+			// The PF reset the function: whatever was in flight is gone with
+			// its EQ. The caller starts again from Reset.
+			d.abandon(err)
+		}
 		return 0, fmt.Errorf("%v accepted?: %w", r.Op, err)
 	}
 	t := Ticket(e.seq)
@@ -160,6 +166,17 @@ func (d *Driver) Wait(ctx context.Context, t Ticket) (Result, error) {
 			return Result{}, fmt.Errorf("ticket %d: %w", t, err)
 		}
 	}
+}
+
+// abandon fails every in-flight command with err and leaves event mode.
+func (d *Driver) abandon(err error) {
+	e := &d.ev
+	for _, p := range e.inflight {
+		res := &e.results[p.ticket%resultRing]
+		res.done, res.err = true, fmt.Errorf("%v token %d: %w", p.op, p.token, err)
+	}
+	e.inflight = e.inflight[:0]
+	e.on, e.eq = false, nil
 }
 
 // Drain waits for every accepted 'e' command.
@@ -336,8 +353,10 @@ const MaxPipeline = resultRing / 2
 // posting the next (in event mode each is posted once the previous one was
 // accepted; the PF executes them in order, so a later command may depend on
 // an earlier one's effect, not on its output). In poll mode they go one
-// after another. It returns every result and, after all completed, the
-// first non-OK status as a *CommandError.
+// after another, and the Out of a poll-mode result is valid only until the
+// next command (the VF has one outbox page for poll mode). It returns every
+// result and, after all completed, the first non-OK status as a
+// *CommandError.
 func (d *Driver) Pipeline(ctx context.Context, reqs []vhcr.Request) ([]Result, error) {
 	if len(reqs) > MaxPipeline {
 		return nil, fmt.Errorf("%w: %d requests in one pipeline", ErrArgument, len(reqs))
