@@ -1,0 +1,207 @@
+package main
+
+// vfctl's resource commands and the realistic load against a PF over tmpfs
+// files, as `vhcrd serve` maps them (the PF runs in this process; vfctl's
+// commands attach to the files exactly as from another process).
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+// servePF runs a PF for n VFs over fresh files and returns the --bar spec.
+func servePF(t *testing.T, n int) (string, *hca.HCA, *vhcr.PF) {
+	t.Helper()
+	dir := t.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "vfctl-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
+	l, err := vhcr.NewLayout(n, 1<<20, false, 0, 0, dmaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := bar.CreateFile(barPath, l.BARSize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	d, _, err := bar.CreateFile(dmaPath, l.DMASize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	h, err := hca.New(config.Default(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := vhcr.New(vhcr.Options{BAR: b, DMA: d, Layout: l, HCA: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pf.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("PF: %v", err)
+		}
+	})
+	return "file:" + barPath, h, pf
+}
+
+// capture runs f with stdout captured.
+func capture(t *testing.T, f func() error) (string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	out := make(chan []byte)
+	go func() { b, _ := io.ReadAll(r); out <- b }()
+	ferr := f()
+	os.Stdout = old
+	w.Close()
+	return string(<-out), ferr
+}
+
+func number(t *testing.T, out, re string) string {
+	t.Helper()
+	m := regexp.MustCompile(re).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no %q in:\n%s", re, out)
+	}
+	return m[1]
+}
+
+func allZero(t *testing.T, h *hca.HCA, pf *vhcr.PF, vf int) {
+	t.Helper()
+	var c [restrack.NumTypes]int
+	if err := pf.Do(func() { c = h.Counts(vf) }); err != nil {
+		t.Fatal(err)
+	}
+	for ty, n := range c {
+		if n != 0 {
+			t.Errorf("VF %d: %d %v left", vf, n, restrack.Type(ty))
+		}
+	}
+}
+
+func TestResByHandAcrossProcesses(t *testing.T) {
+	spec, h, pf := servePF(t, 2)
+	run := func(f func([]string) error, args ...string) string {
+		t.Helper()
+		out, err := capture(t, func() error { return f(append(args, "--bar", spec, "--vf", "1")) })
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	ev := []string{"--events", "--cmd-eqn", "1"}
+	out := run(runEQ, "create", "--eqn", "1", "--log-size", "8", "--events")
+	if !regexp.MustCompile(`VF 1 MAP_EQ +OK \(0x00\) +poll`).MatchString(out) {
+		t.Fatalf("eq create:\n%s", out)
+	}
+	cqn := number(t, run(runCQ, append([]string{"create", "--eqn", "1"}, ev...)...), `CQ (\d+):`)
+	out = run(runMR, append([]string{"create", "--pages", "3"}, ev...)...)
+	mpt := number(t, out, `MPT (\d+),`)
+	if !regexp.MustCompile(`SW2HW_MPT +OK \(0x00\) +event`).MatchString(out) {
+		t.Fatalf("mr create in event mode:\n%s", out)
+	}
+	out = run(runQP, append([]string{"create", "--cq", cqn}, ev...)...)
+	qpn, mtt := number(t, out, `QP (\d+) `), number(t, out, `MTT base (\d+)`)
+	run(runQP, append([]string{"modify", "--qpn", qpn, "--mtt", mtt, "--cq", cqn, "--to", "init"}, ev...)...)
+	for _, to := range []string{"rtr", "rts", "sqd", "rts"} {
+		run(runQP, append([]string{"modify", "--qpn", qpn, "--to", to}, ev...)...)
+	}
+	if out := run(runQP, "query", "--qpn", qpn); !regexp.MustCompile(`state RTS.*send CQ ` + cqn).MatchString(out) {
+		t.Fatalf("qp query:\n%s", out)
+	}
+	// An illegal transition: the status is printed and vfctl exits 1.
+	out, err := capture(t, func() error {
+		return runQP([]string{"modify", "--qpn", qpn, "--op", "INIT2RTR_QP", "--bar", spec, "--vf", "1", "--events", "--cmd-eqn", "1"})
+	})
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 1 || !regexp.MustCompile(`INIT2RTR_QP +BAD_PARAM \(0x03\) +event`).MatchString(out) {
+		t.Fatalf("illegal transition: %v\n%s", err, out)
+	}
+	// Destroying a CQ a QP uses: RESOURCE_BUSY, exit 1.
+	out, err = capture(t, func() error { return runCQ([]string{"destroy", "--cqn", cqn, "--bar", spec, "--vf", "1"}) })
+	if !errors.As(err, &ee) || !regexp.MustCompile(`HW2SW_CQ +RESOURCE_BUSY \(0x06\)`).MatchString(out) {
+		t.Fatalf("destroying a CQ in use: %v\n%s", err, out)
+	}
+	run(runQP, append([]string{"destroy", "--qpn", qpn}, ev...)...)
+	run(runMR, append([]string{"destroy", "--mpt", mpt}, ev...)...)
+	run(runCQ, append([]string{"destroy", "--cqn", cqn}, ev...)...)
+	run(runEQ, "destroy", "--eqn", "1")
+	allZero(t, h, pf, 1)
+}
+
+func TestResLifecycle(t *testing.T) {
+	spec, h, pf := servePF(t, 1)
+	for _, events := range []bool{false, true} {
+		args := []string{"--bar", spec, "--vf", "0"}
+		if events {
+			args = append(args, "--events")
+		}
+		out, err := capture(t, func() error { return runRes(args) })
+		if err != nil {
+			t.Fatalf("res events=%v: %v\n%s", events, err, out)
+		}
+		if bytes.Contains([]byte(out), []byte("BAD")) || !regexp.MustCompile(`lifecycle done: \d+ commands`).MatchString(out) {
+			t.Fatalf("res events=%v:\n%s", events, out)
+		}
+		if events != regexp.MustCompile(`RST2INIT_QP +OK \(0x00\) +event`).MatchString(out) {
+			t.Fatalf("res events=%v: mode of the QP commands:\n%s", events, out)
+		}
+		allZero(t, h, pf, 0)
+	}
+}
+
+func TestLoadRealistic(t *testing.T) {
+	spec, h, pf := servePF(t, 4)
+	for _, extra := range [][]string{nil, {"--events"}} {
+		args := append([]string{"--bar", spec, "--vfs", "0-3", "--mix", "realistic", "--duration", "300ms", "--json", "--procs", "0"}, extra...)
+		out, err := capture(t, func() error { return runLoad(args) })
+		if err != nil {
+			t.Fatalf("load %v: %v\n%s", extra, err, out)
+		}
+		inbox := number(t, out, `"inbox_commands":(\d+)`)
+		events := number(t, out, `"event_commands":(\d+)`)
+		if n, _ := strconv.Atoi(inbox); n == 0 {
+			t.Fatalf("load %v: no inbox commands:\n%s", extra, out)
+		}
+		if (events != "0") != (extra != nil) || !regexp.MustCompile(`"protocol_errors":0`).MatchString(out) ||
+			!regexp.MustCompile(`"statuses":\{"OK":\d+\}`).MatchString(out) {
+			t.Fatalf("load %v:\n%s", extra, out)
+		}
+		for vf := range 4 {
+			allZero(t, h, pf, vf)
+		}
+	}
+	if n := h.Stats(0).Overruns.Load(); n != 0 {
+		t.Fatalf("%d overruns", n)
+	}
+}
