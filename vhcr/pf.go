@@ -65,6 +65,7 @@ type PF struct {
 	outbox [hcr.MailboxSize]byte
 	cmd    hcr.Cmd
 	eqe    [32]byte
+	last   lastPost
 
 	next     int
 	doorbell *uint32 // nil where the region is not shared memory
@@ -367,9 +368,13 @@ func (p *PF) serve(i int, w uint32) {
 			p.violation(i, toggle, ResetDMA, err.Error(), w)
 			return
 		}
-		if acked {
-			return
+		if !acked {
+			p.acknowledge(i, cmd, reply)
 		}
+		// Accounting comes after the acknowledgement: it is off the VF's
+		// critical path.
+		p.account(i)
+		return
 	default:
 		p.violation(i, toggle, ResetUnknownCmd, "unknown comm command", w)
 		return
@@ -503,25 +508,46 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	if event {
 		p.completionEQE(i, c.Token, status, imm, c.OutParam)
 	} else {
+		// Write back what the PF owns: the immediate output, then the
+		// status word (status, flags and opcode as the VF wrote them).
 		p.shadow[hcr.OffStatus] = byte(status)
 		if imm {
 			binary.BigEndian.PutUint64(p.shadow[hcr.OffOutParam:], c.OutParam)
+			if err := st.win.CopyOut(st.vhcr+hcr.OffOutParam, p.shadow[hcr.OffOutParam:hcr.OffOutParam+8]); err != nil {
+				p.stats.DMA[i]++
+				return false, fmt.Errorf("writing the vHCR: %w", err)
+			}
 		}
-		if err := st.win.CopyOut(st.vhcr, p.shadow[:]); err != nil {
+		if err := st.win.CopyOut(st.vhcr+hcr.OffStatus, p.shadow[hcr.OffStatus:hcr.OffStatus+4]); err != nil {
 			p.stats.DMA[i]++
 			return false, fmt.Errorf("writing the vHCR: %w", err)
 		}
 	}
-	idx := 0
-	if e != nil {
-		idx = e.index
-	}
-	p.stats.countCommand(i, idx, status)
-	p.stats.countRefusal(i, c.Reason)
-	if timed {
-		p.stats.observe(cputicks() - t0)
-	}
+	p.last = lastPost{entry: e, status: status, reason: c.Reason, timed: timed, t0: t0}
 	return acked, nil
+}
+
+// lastPost is what account needs of the command post just completed.
+type lastPost struct {
+	entry  *Entry
+	status hcr.Status
+	reason hcr.Reason
+	timed  bool
+	t0     uint64
+}
+
+// account counts the command post just completed for VF i.
+func (p *PF) account(i int) {
+	l := &p.last
+	idx := 0
+	if l.entry != nil {
+		idx = l.entry.index
+	}
+	p.stats.countCommand(i, idx, l.status)
+	p.stats.countRefusal(i, l.reason)
+	if l.timed {
+		p.stats.observe(cputicks() - l.t0)
+	}
 }
 
 // EQE layout of a command completion (struct mlx4_eqe, type CMD).
