@@ -64,7 +64,7 @@ type PF struct {
 	inbox  [hcr.MailboxSize]byte
 	outbox [hcr.MailboxSize]byte
 	cmd    hcr.Cmd
-	eqe    [32]byte
+	eqe    [hcr.EQESize]byte
 	last   lastPost
 
 	next     int
@@ -550,27 +550,17 @@ func (p *PF) account(i int) {
 	}
 }
 
-// EQE layout of a command completion (struct mlx4_eqe, type CMD).
-const (
-	eqeType        = 0x01
-	eqeCmdToken    = 0x06
-	eqeCmdStatus   = 0x0f
-	eqeCmdOutParam = 0x10
-	EventTypeCmd   = 0x0a // MLX4_EVENT_TYPE_CMD
-)
+// EventTypeCmd is the event type of command completions.
+const EventTypeCmd = hcr.EventCmd
 
 // completionEQE reports a command's completion to VF i: the VF's token, the
 // status and the immediate output (the seed's rule; mlx4 leaves both zero).
 func (p *PF) completionEQE(i int, token uint16, status hcr.Status, imm bool, out uint64) {
-	e := &p.eqe
-	clear(e[:])
-	e[eqeType] = EventTypeCmd
-	binary.BigEndian.PutUint16(e[eqeCmdToken:], token)
-	e[eqeCmdStatus] = byte(status)
-	if imm {
-		binary.BigEndian.PutUint64(e[eqeCmdOutParam:], out)
+	if !imm {
+		out = 0
 	}
-	if err := p.events.PostEQE(i, EventTypeCmd, e); err != nil {
+	hcr.CompletionEQE(&p.eqe, token, status, out)
+	if err := p.events.PostEQE(i, EventTypeCmd, &p.eqe); err != nil {
 		if p.limit.allow() {
 			p.log.Warn("completion EQE not delivered", "vf", i, "err", err)
 		}

@@ -1,0 +1,48 @@
+package hcr
+
+import "encoding/binary"
+
+// EQE layout (struct mlx4_eqe, 32 bytes; with 64-byte EQEs the legacy 32
+// bytes are the second half of each slot).
+const (
+	EQESize        = 32
+	EQEType        = 0x01 // MLX4_EVENT_TYPE_*
+	EQESubtype     = 0x03
+	EQEData        = 0x04 // event-specific data, 24 bytes
+	EQECmdToken    = 0x06 // CMD: BE16 token
+	EQECmdStatus   = 0x0f // CMD: status byte (the seed's rule; mlx4 leaves it 0)
+	EQECmdOutParam = 0x10 // CMD: BE64 immediate output
+	EQESlaveID     = 0x1c
+	EQEOwner       = 0x1f // bit 7: ownership, flips on each pass over the ring
+	EQEOwnerHW     = 0x80
+)
+
+// Event types (MLX4_EVENT_TYPE_*).
+const (
+	EventComp          = 0x00
+	EventPathMig       = 0x01
+	EventCommEst       = 0x02
+	EventSQDrained     = 0x03
+	EventCQError       = 0x04
+	EventWQCatasError  = 0x05
+	EventPathMigFailed = 0x07
+	EventPortChange    = 0x09
+	EventCmd           = 0x0a
+	EventWQInvalReq    = 0x10
+	EventWQAccessError = 0x11
+	EventSRQCatasError = 0x12
+	EventSRQLastWQE    = 0x13
+	EventSRQLimit      = 0x14
+)
+
+// CompletionEQE fills e with a command-completion EQE (type 0x0a): the VF's
+// token, the status and the immediate output. Unlike mlx4, which leaves
+// status and out_param zero and has the VF read them from the vHCR, the
+// seed has the EQE carry them.
+func CompletionEQE(e *[EQESize]byte, token uint16, status Status, outParam uint64) {
+	*e = [EQESize]byte{}
+	e[EQEType] = EventCmd
+	binary.BigEndian.PutUint16(e[EQECmdToken:], token)
+	e[EQECmdStatus] = byte(status)
+	binary.BigEndian.PutUint64(e[EQECmdOutParam:], outParam)
+}
