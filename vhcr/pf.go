@@ -435,9 +435,21 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 		return false, fmt.Errorf("reading the vHCR: %w", err)
 	}
 	v := hcr.DecodeVHCR(&p.shadow)
+	// The command is reused; every field is set here (no struct literal: it
+	// would clear and rewrite the whole struct, pointer fields with write
+	// barriers, on every command).
 	c := &p.cmd
-	*c = hcr.Cmd{VF: i, InParam: v.InParam, OutParam: v.OutParam, InMod: v.InMod, Op: v.Op, OpMod: v.OpMod,
-		EBit: v.EBit(), Token: v.Token, Mem: st.win}
+	c.VF, c.InParam, c.OutParam, c.InMod, c.Op, c.OpMod = i, v.InParam, v.OutParam, v.InMod, v.Op, v.OpMod
+	c.EBit, c.Token, c.Reason = v.EBit(), v.Token, hcr.ReasonNone
+	if c.Mem != st.win {
+		c.Mem = st.win
+	}
+	if c.Inbox != nil {
+		c.Inbox = nil
+	}
+	if c.Outbox != nil {
+		c.Outbox = nil
+	}
 	e := p.table.Lookup(v.Op)
 	status := hcr.OK
 	var outAddr uint64
@@ -523,13 +535,17 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 			return false, fmt.Errorf("writing the vHCR: %w", err)
 		}
 	}
-	p.last = lastPost{entry: e, status: status, reason: c.Reason, timed: timed, t0: t0}
+	idx := 0
+	if e != nil {
+		idx = e.index
+	}
+	p.last = lastPost{index: idx, status: status, reason: c.Reason, timed: timed, t0: t0}
 	return acked, nil
 }
 
 // lastPost is what account needs of the command post just completed.
 type lastPost struct {
-	entry  *Entry
+	index  int // dense opcode index (0: not in the table)
 	status hcr.Status
 	reason hcr.Reason
 	timed  bool
@@ -539,11 +555,7 @@ type lastPost struct {
 // account counts the command post just completed for VF i.
 func (p *PF) account(i int) {
 	l := &p.last
-	idx := 0
-	if l.entry != nil {
-		idx = l.entry.index
-	}
-	p.stats.countCommand(i, idx, l.status)
+	p.stats.countCommand(i, l.index, l.status)
 	p.stats.countRefusal(i, l.reason)
 	if l.timed {
 		p.stats.observe(cputicks() - l.t0)
