@@ -13,9 +13,14 @@
 //   - event mode, the seed's 'e' bit: an EQ consumer in the VF's own DMA
 //     memory (32-byte EQEs, owner bit flipping per pass, mlx4's next_eqe_sw
 //     rule), per-VF tokens 1, 2, 3, ..., acceptance then completion by EQE
-//     matched by token in posting order, pipelining up to a bound, and the
-//     EQ consumer-index doorbell in the VF's comm page
-//     (vhcr.RegEQDoorbell + 4*eqn, BE32, consumer index 23:0, arm bit 31);
+//     matched by token in posting order, pipelining up to a bound (Submit,
+//     Wait, Pipeline; one outbox page per position in flight), and the EQ
+//     consumer-index doorbell in the VF's comm page (vhcr.RegEQDoorbell +
+//     4*eqn, BE32, consumer index 23:0, arm bit 31), with an in-place
+//     re-creation of the EQ for PFs that do not read it (RecycleEQ);
+//   - adoption of objects another process of the same VF created, learnt
+//     from the PF with QUERY_EQ/CQ/MPT/QP and READ_MTT (objects live in the
+//     PF, so a vfctl process can pick up where the previous one stopped);
 //   - the VF's memory for rings and buffers: pages taken once from
 //     VF.AllocPages and recycled.
 //

@@ -470,3 +470,45 @@ func TestPFResetDuringEvents(t *testing.T) {
 	ok(t, "EnableEvents again", err)
 	lifecycle(t, d, eq.EQN)
 }
+
+// Pipelined commands with outboxes each get their own outbox page: four
+// QUERY_CQs in flight return four different contexts.
+func TestPipelinedOutboxes(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	r.Start(t)
+	d := newDriver(t, r, 0, Options{MaxInFlight: 4})
+	ctx := context.Background()
+	eq, err := d.EnableEvents(ctx, 0, 7)
+	ok(t, "EnableEvents", err)
+	var cqs []*CQ
+	var reqs []vhcr.Request
+	for i := range 4 {
+		cq, err := d.CreateCQ(ctx, 4+i, eq.EQN)
+		ok(t, "CreateCQ", err)
+		cqs = append(cqs, cq)
+		reqs = append(reqs, vhcr.Request{Op: hcr.QUERY_CQ, InMod: cq.CQN})
+	}
+	var tks []Ticket
+	for i := range reqs {
+		tk, err := d.Submit(ctx, &reqs[i])
+		ok(t, "Submit", err)
+		tks = append(tks, tk)
+	}
+	for i, tk := range tks {
+		res, err := d.Wait(ctx, tk)
+		ok(t, "Wait", err)
+		c, err := DecodeCQContext(res.Out)
+		ok(t, "decode", err)
+		if c.LogSize != 4+i || c.MTTBase != cqs[i].MTT.Base {
+			t.Fatalf("QUERY_CQ %d: %+v, want log size %d MTT %d", i, c, 4+i, cqs[i].MTT.Base)
+		}
+	}
+	res, err := d.Pipeline(ctx, reqs)
+	ok(t, "Pipeline", err)
+	if c, _ := DecodeCQContext(res[3].Out); c.LogSize != 7 {
+		t.Fatalf("pipelined QUERY_CQ: %+v", c)
+	}
+	for _, cq := range cqs {
+		ok(t, "DestroyCQ", d.DestroyCQ(ctx, cq))
+	}
+}
