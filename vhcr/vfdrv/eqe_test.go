@@ -2,7 +2,12 @@ package vfdrv
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
 // fakePF writes EQEs into a ring as the PF does: the body, then the owner
@@ -125,4 +130,45 @@ func FuzzDecodeEQE(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Completions are matched by token in posting order: a later token
+// completing first means the earlier completions were lost; a token nothing
+// waits for is counted and ignored.
+func TestDispatchLostAndStray(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	d, err := New(r.VF(t, 0), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := make([]byte, 8*EQESize)
+	q := &EQ{ring: ring{mem: mem, nent: 8}}
+	q.ring.reset()
+	d.ev.eq, d.ev.on = q, true
+	for i := range 3 {
+		d.ev.results[i].ticket = Ticket(i)
+		d.ev.inflight = append(d.ev.inflight, pending{ticket: Ticket(i), token: uint16(10 + i), op: hcr.NOP, slot: -1})
+	}
+	d.ev.seq = 3
+	pf := &fakePF{mem: mem, nent: 8}
+	pf.post(EQE{Type: EventCmd, Token: 99})                  // stray
+	pf.post(EQE{Type: EventCmd, Token: 11, OutParam: 7})     // 10 was lost
+	pf.post(EQE{Type: EventPortChange, Subtype: 4, Port: 1}) // async
+	pf.post(EQE{Type: EventCmd, Token: 12, Status: 0x06})
+	if n := d.PollEQ(q); n != 4 {
+		t.Fatalf("consumed %d", n)
+	}
+	ctx := context.Background()
+	if _, err := d.Wait(ctx, 0); !errors.Is(err, ErrLostCompletion) {
+		t.Fatalf("token 10: %v", err)
+	}
+	if res, err := d.Wait(ctx, 1); err != nil || res.OutParam != 7 || res.Token != 11 {
+		t.Fatalf("token 11: %+v %v", res, err)
+	}
+	if res, err := d.Wait(ctx, 2); err != nil || res.Status != hcr.RESOURCE_BUSY {
+		t.Fatalf("token 12: %+v %v", res, err)
+	}
+	if st := d.Stats; st.Lost != 1 || st.Stray != 1 || st.Async != 1 || st.Completions != 2 || d.InFlight() != 0 {
+		t.Fatalf("stats %+v, in flight %d", st, d.InFlight())
+	}
 }

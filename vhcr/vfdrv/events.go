@@ -198,7 +198,7 @@ func (d *Driver) waitOldest(ctx context.Context) error {
 	if err != nil && len(d.ev.inflight) > 0 && d.ev.inflight[0].ticket == t {
 		// Give up on it (timeout): the driver cannot tell whether its EQE
 		// will ever come; mlx4 enters its error state here.
-		d.ev.inflight = d.ev.inflight[1:]
+		d.ev.inflight = append(d.ev.inflight[:0], d.ev.inflight[1:]...)
 	}
 	return err
 }
@@ -271,7 +271,7 @@ func (d *Driver) dispatch(eqe *EQE) {
 			res.done, res.err = true, fmt.Errorf("%v token %d: %w", skipped.op, skipped.token, ErrLostCompletion)
 		}
 		d.complete(p, eqe)
-		e.inflight = e.inflight[i+1:]
+		e.inflight = append(e.inflight[:0], e.inflight[i+1:]...) // in place: no allocation
 		return
 	}
 	d.Stats.Stray++
