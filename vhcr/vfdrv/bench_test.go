@@ -35,3 +35,31 @@ func benchmarkNOP(b *testing.B, events bool) {
 
 func BenchmarkNOPPoll(b *testing.B)   { benchmarkNOP(b, false) }
 func BenchmarkNOPEvents(b *testing.B) { benchmarkNOP(b, true) }
+
+func benchmarkPipeline(b *testing.B, events bool) {
+	r := vhcrtest.New(b, 1)
+	r.Start(b)
+	d, err := New(r.InitVF(b, 0), Options{BAR: r.BAR, Layout: r.Layout, MaxInFlight: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if events {
+		if _, err := d.EnableEvents(ctx, 0, 7); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reqs := make([]vhcr.Request, 16)
+	for i := range reqs {
+		reqs[i] = vhcr.Request{Op: hcr.NOP}
+	}
+	b.ResetTimer()
+	for range b.N / 16 {
+		if _, err := d.Pipeline(ctx, reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPipelinePoll(b *testing.B)   { benchmarkPipeline(b, false) }
+func BenchmarkPipelineEvents(b *testing.B) { benchmarkPipeline(b, true) }
