@@ -65,7 +65,10 @@ type PF struct {
 	outbox [hcr.MailboxSize]byte
 	cmd    hcr.Cmd
 	eqe    [hcr.EQESize]byte
-	last   lastPost
+	// vhcrWord is the shadow's word at 0x1c (status, flags, opcode as the
+	// VF wrote them), for writing the status back.
+	vhcrWord uint32
+	last     lastPost
 
 	next     int
 	doorbell *uint32 // nil where the region is not shared memory
@@ -90,6 +93,19 @@ type vfState struct {
 	lastCmd             CommCmd
 	active              bool
 	vhcr                uint64
+	// vhcrMem is the VF's vHCR in the mapped DMA window, checked once at
+	// VHCR_EN (aligned, inside the window) so that VHCR_POST copies it with
+	// plain loads; nil where the window is not mapped (CopyIn then).
+	vhcrMem *[hcr.VHCRSize]byte
+}
+
+// mapVHCR points vhcrMem at the validated vHCR address, if the window is
+// mapped.
+func (st *vfState) mapVHCR() {
+	st.vhcrMem = nil
+	if b, err := st.win.Bytes(); err == nil && st.vhcr+hcr.VHCRSize <= uint64(len(b)) && st.vhcr&0xfff == 0 {
+		st.vhcrMem = (*[hcr.VHCRSize]byte)(b[st.vhcr : st.vhcr+hcr.VHCRSize])
+	}
 }
 
 // New sets up the PF over the regions: it validates sizes, restores per-VF
@@ -203,6 +219,7 @@ func (p *PF) restoreVF(i int) bool {
 		return false
 	}
 	st.lastCmd, st.active, st.vhcr = cmd, w0&(1<<8) != 0, vhcr
+	st.mapVHCR()
 	st.ack = st.sr.Load() & ToggleBit
 	w := st.sw.Load()
 	if w&ToggleBit == st.ack {
@@ -358,6 +375,7 @@ func (p *PF) serve(i int, w uint32) {
 			return
 		}
 		st.active = true
+		st.mapVHCR()
 	case CommVHCRPost:
 		if st.lastCmd != CommVHCREn && st.lastCmd != CommVHCRPost {
 			p.violation(i, toggle, ResetSequence, "VHCR_POST before VHCR_EN", w)
@@ -414,7 +432,7 @@ func (p *PF) resetFunction(i int, why ResetReason) {
 	if p.reset != nil {
 		p.reset.ResetFunction(i)
 	}
-	st.active, st.vhcr = false, 0
+	st.active, st.vhcr, st.vhcrMem = false, 0, nil
 	st.lastCmd = CommReset
 	p.stats.countReset(i, why)
 }
@@ -429,12 +447,27 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	if timed {
 		t0 = cputicks()
 	}
-	// 1. The vHCR, copied once into the PF's shadow.
-	if err := st.win.CopyIn(p.shadow[:], st.vhcr); err != nil {
-		p.stats.DMA[i]++
-		return false, fmt.Errorf("reading the vHCR: %w", err)
+	// 1. The vHCR, copied once into the PF's shadow: four 8-byte loads
+	// from a mapped window (decoding from the words avoids re-reading
+	// bytes just stored), else CopyIn.
+	var sh [4]uint64
+	if m := st.vhcrMem; m != nil {
+		sh[0] = binary.BigEndian.Uint64(m[0:])
+		sh[1] = binary.BigEndian.Uint64(m[8:])
+		sh[2] = binary.BigEndian.Uint64(m[16:])
+		sh[3] = binary.BigEndian.Uint64(m[24:])
+	} else {
+		if err := st.win.CopyIn(p.shadow[:], st.vhcr); err != nil {
+			p.stats.DMA[i]++
+			return false, fmt.Errorf("reading the vHCR: %w", err)
+		}
+		for k := range sh {
+			sh[k] = binary.BigEndian.Uint64(p.shadow[8*k:])
+		}
 	}
-	v := hcr.DecodeVHCR(&p.shadow)
+	p.vhcrWord = uint32(sh[3]) // status | flags | opcode, for the write-back
+	v := hcr.VHCR{InParam: sh[0], InMod: uint32(sh[1] >> 32), OutParam: sh[2], Token: uint16(sh[3] >> 48),
+		Status: hcr.Status(sh[3] >> 24), Flags: uint8(sh[3] >> 16), Op: hcr.Opcode(sh[3] & 0xfff), OpMod: uint8(sh[3]>>12) & 0xf}
 	// The command is reused; every field is set here (no struct literal: it
 	// would clear and rewrite the whole struct, pointer fields with write
 	// barriers, on every command).
@@ -522,17 +555,27 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	} else {
 		// Write back what the PF owns: the immediate output, then the
 		// status word (status, flags and opcode as the VF wrote them).
-		p.shadow[hcr.OffStatus] = byte(status)
-		if imm {
-			binary.BigEndian.PutUint64(p.shadow[hcr.OffOutParam:], c.OutParam)
-			if err := st.win.CopyOut(st.vhcr+hcr.OffOutParam, p.shadow[hcr.OffOutParam:hcr.OffOutParam+8]); err != nil {
+		word := uint32(status)<<24 | p.vhcrWord&0x00ffffff
+		if m := st.vhcrMem; m != nil {
+			if imm {
+				binary.BigEndian.PutUint64(m[hcr.OffOutParam:], c.OutParam)
+			}
+			binary.BigEndian.PutUint32(m[hcr.OffStatus:], word)
+		} else {
+			binary.BigEndian.PutUint32(p.shadow[hcr.OffStatus:], word)
+			if imm {
+				binary.BigEndian.PutUint64(p.shadow[hcr.OffOutParam:], c.OutParam)
+			}
+			if imm {
+				if err := st.win.CopyOut(st.vhcr+hcr.OffOutParam, p.shadow[hcr.OffOutParam:hcr.OffOutParam+8]); err != nil {
+					p.stats.DMA[i]++
+					return false, fmt.Errorf("writing the vHCR: %w", err)
+				}
+			}
+			if err := st.win.CopyOut(st.vhcr+hcr.OffStatus, p.shadow[hcr.OffStatus:hcr.OffStatus+4]); err != nil {
 				p.stats.DMA[i]++
 				return false, fmt.Errorf("writing the vHCR: %w", err)
 			}
-		}
-		if err := st.win.CopyOut(st.vhcr+hcr.OffStatus, p.shadow[hcr.OffStatus:hcr.OffStatus+4]); err != nil {
-			p.stats.DMA[i]++
-			return false, fmt.Errorf("writing the vHCR: %w", err)
 		}
 	}
 	idx := 0

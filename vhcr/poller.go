@@ -71,10 +71,10 @@ func (p *PF) Run(ctx context.Context) error {
 			continue
 		}
 		if !idle {
-			idle, idleSince, idleScans, sleepNS = true, cputicks(), 0, 50_000
-			if p.scans++; p.scans%64 == 0 {
-				p.checkFlags()
-			}
+			// The clock is read at the first checkpoint, not here: right
+			// after a command the next post is likely on its way.
+			idle, idleSince, idleScans, sleepNS = true, 0, 0, 50_000
+			bar.Pause()
 			continue
 		}
 		// Between polls while spinning: one PAUSE and nothing else, so that
@@ -92,7 +92,14 @@ func (p *PF) Run(ctx context.Context) error {
 		if p.stopping.Load() {
 			break
 		}
-		switch d := cputicks() - idleSince; {
+		now := cputicks()
+		if idleSince == 0 {
+			idleSince = now
+			if p.scans++; p.scans%64 == 0 {
+				p.checkFlags()
+			}
+		}
+		switch d := now - idleSince; {
 		case d < spin:
 			bar.Pause()
 		case d < yield:
