@@ -36,37 +36,37 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
-// EQE layout and event types (struct mlx4_eqe, MLX4_EVENT_TYPE_*).
+// EQE layout and event types: the ABI is in package hcr.
 const (
-	EQESize      = 32
-	eqeType      = 0x01
-	eqeSubtype   = 0x03
-	eqeData      = 0x04
-	eqeToken     = 0x06
-	eqeStatus    = 0x0f
-	eqeOutParam  = 0x10
-	eqeSlaveID   = 0x1c
-	eqeOwner     = 0x1f
-	eqeOwnerHW   = 0x80
+	EQESize      = hcr.EQESize
+	eqeType      = hcr.EQEType
+	eqeSubtype   = hcr.EQESubtype
+	eqeData      = hcr.EQEData
+	eqeToken     = hcr.EQECmdToken
+	eqeStatus    = hcr.EQECmdStatus
+	eqeOutParam  = hcr.EQECmdOutParam
+	eqeSlaveID   = hcr.EQESlaveID
+	eqeOwner     = hcr.EQEOwner
+	eqeOwnerHW   = hcr.EQEOwnerHW
 	eqCIMask     = 0xffffff
 	eqUnmapBit   = 1 << 31
 	eqnMask      = 0x3ff
 	maxRingPages = 1 << 16
 
-	EventComp          = 0x00
-	EventPathMig       = 0x01
-	EventCommEst       = 0x02
-	EventSQDrained     = 0x03
-	EventCQError       = 0x04
-	EventWQCatasError  = 0x05
-	EventPathMigFailed = 0x07
-	EventPortChange    = 0x09
-	EventCmd           = 0x0a
-	EventWQInvalReq    = 0x10
-	EventWQAccessError = 0x11
-	EventSRQCatasError = 0x12
-	EventSRQLastWQE    = 0x13
-	EventSRQLimit      = 0x14
+	EventComp          = hcr.EventComp
+	EventPathMig       = hcr.EventPathMig
+	EventCommEst       = hcr.EventCommEst
+	EventSQDrained     = hcr.EventSQDrained
+	EventCQError       = hcr.EventCQError
+	EventWQCatasError  = hcr.EventWQCatasError
+	EventPathMigFailed = hcr.EventPathMigFailed
+	EventPortChange    = hcr.EventPortChange
+	EventCmd           = hcr.EventCmd
+	EventWQInvalReq    = hcr.EventWQInvalReq
+	EventWQAccessError = hcr.EventWQAccessError
+	EventSRQCatasError = hcr.EventSRQCatasError
+	EventSRQLastWQE    = hcr.EventSRQLastWQE
+	EventSRQLimit      = hcr.EventSRQLimit
 )
 
 // Event delivery errors.
@@ -348,10 +348,7 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
 // which leaves status and out_param zero, the seed has the EQE carry them.
 func CompletionEQE(token uint16, status hcr.Status, outParam uint64) [EQESize]byte {
 	var e [EQESize]byte
-	e[eqeType] = EventCmd
-	binary.BigEndian.PutUint16(e[eqeToken:], token)
-	e[eqeStatus] = byte(status)
-	binary.BigEndian.PutUint64(e[eqeOutParam:], outParam)
+	hcr.CompletionEQE(&e, token, status, outParam)
 	return e
 }
 

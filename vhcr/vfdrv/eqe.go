@@ -1,33 +1,37 @@
 package vfdrv
 
-import "fmt"
+import (
+	"fmt"
 
-// EQE offsets (struct mlx4_eqe, §3.1) and event types (MLX4_EVENT_TYPE_*).
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+// EQE offsets and event types: the ABI is in package hcr.
 const (
-	eqeType     = 0x01
-	eqeSubtype  = 0x03
-	eqeData     = 0x04
-	eqeToken    = 0x06
-	eqeStatus   = 0x0f
-	eqeOutParam = 0x10
-	eqeSlaveID  = 0x1c
-	eqeOwner    = 0x1f
-	eqeOwnerHW  = 0x80
+	eqeType     = hcr.EQEType
+	eqeSubtype  = hcr.EQESubtype
+	eqeData     = hcr.EQEData
+	eqeToken    = hcr.EQECmdToken
+	eqeStatus   = hcr.EQECmdStatus
+	eqeOutParam = hcr.EQECmdOutParam
+	eqeSlaveID  = hcr.EQESlaveID
+	eqeOwner    = hcr.EQEOwner
+	eqeOwnerHW  = hcr.EQEOwnerHW
 
-	EventComp          = 0x00
-	EventPathMig       = 0x01
-	EventCommEst       = 0x02
-	EventSQDrained     = 0x03
-	EventCQError       = 0x04
-	EventWQCatasError  = 0x05
-	EventPathMigFailed = 0x07
-	EventPortChange    = 0x09
-	EventCmd           = 0x0a
-	EventWQInvalReq    = 0x10
-	EventWQAccessError = 0x11
-	EventSRQCatasError = 0x12
-	EventSRQLastWQE    = 0x13
-	EventSRQLimit      = 0x14
+	EventComp          = hcr.EventComp
+	EventPathMig       = hcr.EventPathMig
+	EventCommEst       = hcr.EventCommEst
+	EventSQDrained     = hcr.EventSQDrained
+	EventCQError       = hcr.EventCQError
+	EventWQCatasError  = hcr.EventWQCatasError
+	EventPathMigFailed = hcr.EventPathMigFailed
+	EventPortChange    = hcr.EventPortChange
+	EventCmd           = hcr.EventCmd
+	EventWQInvalReq    = hcr.EventWQInvalReq
+	EventWQAccessError = hcr.EventWQAccessError
+	EventSRQCatasError = hcr.EventSRQCatasError
+	EventSRQLastWQE    = hcr.EventSRQLastWQE
+	EventSRQLimit      = hcr.EventSRQLimit
 )
 
 // AsyncEventMask is the event types a VF maps to its async EQ besides
