@@ -4,8 +4,13 @@
 //
 //	vfctl init --vf N
 //	vfctl cmd --vf N OPCODE [--op-mod M] [--in-mod X] [--in FILE] [--in-param X] [--out-param X]
-//	vfctl load --vfs 0-7 --duration 10s [--json]
+//	vfctl eq|cq|mr create|destroy|query --vf N ...     (objects live in vhcrd)
+//	vfctl qp create|modify --to init|rtr|rts|sqd|err|rst|query|destroy --vf N ...
+//	vfctl res --vf N [--events]                       (a whole EQ/CQ/SRQ/MR/QP lifecycle)
+//	vfctl mad --vf N get nodeinfo|portinfo|pkeys|guids|nodedesc | bm-get | bm-set
+//	vfctl load --vfs 0-7 --duration 10s [--mix basic|realistic] [--events] [--json]
 //	vfctl flr --vf N
+//	vfctl bench --vhcrd bin/vhcrd
 package main
 
 import (
