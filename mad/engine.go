@@ -290,6 +290,24 @@ func (e *Engine) PortInfo(portNum uint8) (PortInfo, error) {
 	return e.ports[portNum-1].pi, nil
 }
 
+// SetPortState changes a port's logical state as the link would (an
+// operator taking the link down or bringing it back): Down goes with the
+// physical state Polling, any other state with LinkUp.
+func (e *Engine) SetPortState(portNum uint8, st PortState) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if portNum < 1 || int(portNum) > len(e.ports) || st < PortDown || st > PortActive {
+		return fmt.Errorf("mad: port %d state %d: %w", portNum, st, ErrInvalid)
+	}
+	pi := &e.ports[portNum-1].pi
+	pi.PortState = st
+	pi.PortPhysicalState = PhysLinkUp
+	if st == PortDown {
+		pi.PortPhysicalState = PhysPolling
+	}
+	return nil
+}
+
 // PKey returns entry idx of a port's physical P_Key table.
 func (e *Engine) PKey(portNum uint8, idx int) (uint16, bool) {
 	e.mu.Lock()

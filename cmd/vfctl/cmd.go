@@ -17,6 +17,7 @@ func init() {
 	register("init", "bring a VF's comm channel up (sync, RESET, VHCR0..VHCR_EN)", runInit)
 	register("cmd", "post one command through a VF's vHCR and print the status and output", runCmd)
 	register("flr", "function-level reset of a VF (through vhcrd's admin endpoint)", runFLR)
+	register("port", "take a physical port down or bring it up (through vhcrd's admin endpoint): PORT_CHANGE to the VFs", runPort)
 }
 
 func openVF(barSpec string, idx int, forceInit bool) (*vhcr.Attachment, *vhcr.VF, error) {
@@ -144,4 +145,15 @@ func runFLR(args []string) error {
 		return err
 	}
 	return postAdmin(*admin + "/admin/flr?vf=" + strconv.Itoa(*vf))
+}
+
+func runPort(args []string) error {
+	fs := flag.NewFlagSet("port", flag.ContinueOnError)
+	port := fs.Int("port", 1, "physical port")
+	state := fs.String("state", "down", "down or active")
+	admin := fs.String("admin", "http://127.0.0.1:9464", "vhcrd's HTTP endpoint (its --metrics-addr)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return postAdmin(fmt.Sprintf("%s/admin/port?port=%d&state=%s", *admin, *port, *state))
 }

@@ -273,6 +273,30 @@ func (s *server) mux() *http.ServeMux {
 		slog.Info("FLR", "vf", vf)
 		fmt.Fprintf(w, "FLR of VF %d done\n", vf)
 	})
+	m.HandleFunc("/admin/port", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		port, err := strconv.Atoi(r.URL.Query().Get("port"))
+		state := r.URL.Query().Get("state")
+		if err != nil {
+			http.Error(w, "port must be a number", http.StatusBadRequest)
+			return
+		}
+		var n int
+		var perr error
+		if err := s.pf.Do(func() { n, perr = s.hca.SetPortState(port, state) }); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if perr != nil {
+			http.Error(w, perr.Error(), http.StatusBadRequest)
+			return
+		}
+		slog.Info("port state", "port", port, "state", state, "vfs_notified", n)
+		fmt.Fprintf(w, "port %d %s: PORT_CHANGE sent to %d VFs\n", port, state, n)
+	})
 	m.HandleFunc("/admin/vfs", func(w http.ResponseWriter, r *http.Request) {
 		type vfJSON struct {
 			VF     int    `json:"vf"`

@@ -7,6 +7,7 @@ package hca
 //	MAD_IFC    ✓     ✓     -
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/vhcrd/vhcrd/mad"
@@ -182,4 +183,39 @@ func (h *HCA) QUERY_HCA(c *hcr.Cmd) hcr.Status {
 	o[initHCALogUAR] = 3
 	o[initHCAUARPageSize] = 0 // 4 KiB: PAGE_SHIFT - 12
 	return hcr.OK
+}
+
+// SetPortState is an operator's link change on physical port phys ("down"
+// or "active"): the model's port state (what QUERY_PORT and MAD_IFC show
+// the VFs), the MAD engine's PortInfo, and a PORT_CHANGE event (subtype 1
+// down, 4 active) to every VF with that port and the "auto" link policy.
+// It returns how many VFs got the event. Runs on the poller.
+func (h *HCA) SetPortState(phys int, state string) (int, error) {
+	if phys < 1 || phys > len(h.Cfg.Ports) {
+		return 0, fmt.Errorf("hca: no port %d", phys)
+	}
+	var sub uint8
+	var ms mad.PortState
+	switch state {
+	case "down":
+		sub, ms = 1, mad.PortDown
+	case "active":
+		sub, ms = 4, mad.PortActive
+	default:
+		return 0, fmt.Errorf("hca: port state %q: want down or active", state)
+	}
+	h.Cfg.Ports[phys-1].State = state
+	if h.mad != nil {
+		if err := h.mad.SetPortState(uint8(phys), ms); err != nil {
+			return 0, err
+		}
+		for vf := range h.madViews {
+			h.refreshMADView(vf)
+		}
+	}
+	n, err := h.PortChange(phys, sub)
+	if errors.Is(err, ErrNoEQ) {
+		err = nil // VFs without an EQ for port events just miss them (counted)
+	}
+	return n, err
 }
