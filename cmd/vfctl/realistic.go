@@ -58,7 +58,7 @@ func realisticWorker(ctx context.Context, a *vhcr.Attachment, v *vhcr.VF, r *vfR
 		if err != nil {
 			return err
 		}
-		if err := d.MapEQ(ctx, q, 1<<vfdrv.EventCmd|vfdrv.AsyncEventMask); err != nil {
+		if err := d.MapEQ(ctx, q, 1<<hcr.EventCmd|vfdrv.AsyncEventMask); err != nil {
 			return err
 		}
 		if _, err := d.CreateEQ(ctx, realisticCompEQ, 6); err != nil {

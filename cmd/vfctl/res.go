@@ -167,7 +167,7 @@ func runEQ(args []string) error {
 			return done(err)
 		}
 		if *mapCmd {
-			if err := d.MapEQ(ctx, q, 1<<vfdrv.EventCmd|vfdrv.AsyncEventMask); err != nil {
+			if err := d.MapEQ(ctx, q, 1<<hcr.EventCmd|vfdrv.AsyncEventMask); err != nil {
 				return done(err)
 			}
 		}

@@ -36,7 +36,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
-// EQE layout and event types: the ABI is in package hcr.
+// EQE layout: the ABI is in package hcr; event types are hcr.Event*.
 const (
 	EQESize      = hcr.EQESize
 	eqeType      = hcr.EQEType
@@ -52,21 +52,6 @@ const (
 	eqUnmapBit   = 1 << 31
 	eqnMask      = 0x3ff
 	maxRingPages = 1 << 16
-
-	EventComp          = hcr.EventComp
-	EventPathMig       = hcr.EventPathMig
-	EventCommEst       = hcr.EventCommEst
-	EventSQDrained     = hcr.EventSQDrained
-	EventCQError       = hcr.EventCQError
-	EventWQCatasError  = hcr.EventWQCatasError
-	EventPathMigFailed = hcr.EventPathMigFailed
-	EventPortChange    = hcr.EventPortChange
-	EventCmd           = hcr.EventCmd
-	EventWQInvalReq    = hcr.EventWQInvalReq
-	EventWQAccessError = hcr.EventWQAccessError
-	EventSRQCatasError = hcr.EventSRQCatasError
-	EventSRQLastWQE    = hcr.EventSRQLastWQE
-	EventSRQLimit      = hcr.EventSRQLimit
 )
 
 // Event delivery errors.
@@ -234,7 +219,7 @@ func (h *HCA) MAP_EQ(c *hcr.Cmd) hcr.Status {
 }
 
 // HasEQ reports whether VF vf has an EQ in HW mapped for eventType, e.g.
-// for command completions (EventCmd) before accepting an 'e' command.
+// for command completions (hcr.EventCmd) before accepting an 'e' command.
 func (h *HCA) HasEQ(vf int, eventType uint8) bool {
 	_, err := h.mappedEQ(vf, eventType)
 	return err == nil
@@ -337,7 +322,7 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
 	}
 	eq.prod = (eq.prod + 1) & eqCIMask
 	st.EQEs.Add(1)
-	if eventType == EventCmd {
+	if eventType == hcr.EventCmd {
 		st.Completes.Add(1)
 	}
 	return nil
@@ -384,7 +369,7 @@ func (h *HCA) SRQEvent(srqn uint32, eventType uint8) error {
 // CQError delivers CQ_ERROR (syndrome 1 = overrun, else access violation)
 // to the CQ's owner.
 func (h *HCA) CQError(cqn uint32, syndrome uint8) error {
-	return h.objectEvent(restrack.CQ, cqn&0xffffff, EventCQError, 0, syndrome)
+	return h.objectEvent(restrack.CQ, cqn&0xffffff, hcr.EventCQError, 0, syndrome)
 }
 
 // PortChange delivers PORT_CHANGE (subtype 1 down, 4 active) for physical
@@ -406,7 +391,7 @@ func (h *HCA) PortChange(phys int, subtype uint8) (int, error) {
 			var e [EQESize]byte
 			e[eqeSubtype] = subtype
 			binary.BigEndian.PutUint32(e[0x0c:], uint32(i+1)<<28)
-			if err := h.PostEQE(vf, EventPortChange, &e); err != nil {
+			if err := h.PostEQE(vf, hcr.EventPortChange, &e); err != nil {
 				if first == nil {
 					first = err
 				}

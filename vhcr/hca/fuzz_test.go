@@ -117,11 +117,11 @@ func FuzzEQContext(f *testing.F) {
 			}
 			return
 		}
-		v.must(v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<EventCmd, 1, 0, nil, false)), "MAP_EQ")
+		v.must(v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<hcr.EventCmd, 1, 0, nil, false)), "MAP_EQ")
 		eq := r.h.fw.eqs[restrack.EQID(0, 1)]
 		e := CompletionEQE(1, hcr.OK, 2)
 		for i := 0; i < int(min(eq.nent, 64))+2; i++ {
-			err := r.h.PostEQE(0, EventCmd, &e)
+			err := r.h.PostEQE(0, hcr.EventCmd, &e)
 			if err != nil && err != ErrOverrun {
 				t.Fatalf("EQE %d: %v", i, err)
 			}

@@ -30,7 +30,7 @@ func TestSetPortState(t *testing.T) {
 		t.Errorf("VF 1's unmapped events: %d, want 1", got)
 	}
 	eqe := v.readEQE(ring, 0)
-	if eqe[eqeType] != EventPortChange || eqe[eqeSubtype] != 1 || eqe[0x0c]>>4 != 2 {
+	if eqe[eqeType] != hcr.EventPortChange || eqe[eqeSubtype] != 1 || eqe[0x0c]>>4 != 2 {
 		t.Fatalf("EQE % x: want PORT_CHANGE, subtype 1 (down), VF port 2 in bits 31:28 of 0x0c", eqe[:16])
 	}
 	c := v.cmd(hcr.QUERY_PORT, 0, 2, 0, nil, true)

@@ -350,7 +350,7 @@ func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
 		case 1:
 			return hcr.HW2SW_EQ, run((*HCA).HW2SW_EQ, v.cmd(hcr.HW2SW_EQ, 0, eqn, 0, nil, false)), false
 		}
-		return hcr.MAP_EQ, run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<EventCmd, eqn, 0, nil, false)), false
+		return hcr.MAP_EQ, run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<hcr.EventCmd, eqn, 0, nil, false)), false
 	default: // MAC / VLAN
 		ty := []restrack.Type{restrack.MAC, restrack.VLAN}[p.rnd.IntN(2)]
 		val := uint64(p.rnd.IntN(4) + 2)

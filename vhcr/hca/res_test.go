@@ -599,19 +599,19 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 	v.setupEQ(3, 2) // 4 entries
 	for i := range 4 {
 		e := CompletionEQE(uint16(i+1), hcr.BAD_PARAM, 0x1122334455667788)
-		if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
 			t.Fatalf("EQE %d: %v", i, err)
 		}
 	}
 	e := CompletionEQE(5, hcr.OK, 0)
-	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("5th EQE on a 4-entry EQ: %v", err)
 	}
 	if n := r.h.Stats(0).Overruns.Load(); n != 1 {
 		t.Fatalf("overruns %d", n)
 	}
 	got := v.readEQE(page, 1)
-	if got[eqeType] != EventCmd || binary.BigEndian.Uint16(got[eqeToken:]) != 2 || got[eqeStatus] != byte(hcr.BAD_PARAM) ||
+	if got[eqeType] != hcr.EventCmd || binary.BigEndian.Uint16(got[eqeToken:]) != 2 || got[eqeStatus] != byte(hcr.BAD_PARAM) ||
 		binary.BigEndian.Uint64(got[eqeOutParam:]) != 0x1122334455667788 || got[eqeOwner]&0x80 != 0 || got[eqeSlaveID] != 1 {
 		t.Fatalf("EQE 1 = % x", got)
 	}
@@ -621,11 +621,11 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 	}
 	for i := range 2 {
 		e := CompletionEQE(uint16(10+i), hcr.OK, 0)
-		if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
 			t.Fatalf("after doorbell, EQE %d: %v", i, err)
 		}
 	}
-	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("full again: %v", err)
 	}
 	got = v.readEQE(page, 0)
@@ -642,13 +642,13 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 		t.Fatal("QUERY_EQ indexes")
 	}
 	// VF 1 has nothing mapped.
-	if err := r.h.PostEQE(1, EventCmd, &e); !errors.Is(err, ErrNoEQ) || r.h.HasEQ(1, EventCmd) {
+	if err := r.h.PostEQE(1, hcr.EventCmd, &e); !errors.Is(err, ErrNoEQ) || r.h.HasEQ(1, hcr.EventCmd) {
 		t.Fatalf("VF 1: %v", err)
 	}
 	allocs := testing.AllocsPerRun(50, func() {
 		_ = r.h.EQDoorbell(0, 3, 0)
-		_ = r.h.PostEQE(0, EventCmd, &e)
-		_ = r.h.PostEQE(1, EventCmd, &e)
+		_ = r.h.PostEQE(0, hcr.EventCmd, &e)
+		_ = r.h.PostEQE(1, hcr.EventCmd, &e)
 	})
 	if allocs != 0 {
 		t.Fatalf("PostEQE allocates %v", allocs)
@@ -671,11 +671,11 @@ func TestEQRingChecked(t *testing.T) {
 	if n := r.h.Counts(0)[restrack.EQ]; n != 0 {
 		t.Fatalf("failed SW2HW_EQ left %d EQs", n)
 	}
-	wantS(t, "MAP_EQ to no EQ", v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<EventCmd, 1, 0, nil, false)), hcr.BAD_PARAM)
+	wantS(t, "MAP_EQ to no EQ", v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<hcr.EventCmd, 1, 0, nil, false)), hcr.BAD_PARAM)
 	v.setupEQ(1, 4)
 	wantS(t, "SW2HW_EQ twice", v.createEQ(1, 4), hcr.INTERNAL_ERR)
 	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(hcr.HW2SW_EQ, 0, 1, 0, nil, false)), "HW2SW_EQ")
-	if r.h.HasEQ(0, EventCmd) {
+	if r.h.HasEQ(0, hcr.EventCmd) {
 		t.Fatal("event map still points at a destroyed EQ")
 	}
 	wantS(t, "QUERY_EQ gone", v.run((*HCA).QUERY_EQ, v.cmd(hcr.QUERY_EQ, 0, 1, 0, nil, true)), hcr.INTERNAL_ERR)
@@ -689,21 +689,21 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 	apage, bpage := a.page, b.page
 	_, aqp, _ := setupQP(t, a)
 	bcq, _, _ := setupQP(t, b)
-	if err := r.h.QPEvent(aqp, EventCommEst); err != nil {
+	if err := r.h.QPEvent(aqp, hcr.EventCommEst); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.h.CQError(bcq, 1); err != nil {
 		t.Fatal(err)
 	}
 	e := a.readEQE(apage, 0)
-	if e[eqeType] != EventCommEst || binary.BigEndian.Uint32(e[eqeData:]) != aqp {
+	if e[eqeType] != hcr.EventCommEst || binary.BigEndian.Uint32(e[eqeData:]) != aqp {
 		t.Fatalf("VF 0 EQE % x", e)
 	}
 	e = b.readEQE(bpage, 0)
-	if e[eqeType] != EventCQError || binary.BigEndian.Uint32(e[eqeData:]) != bcq || e[eqeStatus] != 1 {
+	if e[eqeType] != hcr.EventCQError || binary.BigEndian.Uint32(e[eqeData:]) != bcq || e[eqeStatus] != 1 {
 		t.Fatalf("VF 1 EQE % x", e)
 	}
-	if err := r.h.QPEvent(0x7ffff0, EventCommEst); !errors.Is(err, restrack.ErrNotFound) {
+	if err := r.h.QPEvent(0x7ffff0, hcr.EventCommEst); !errors.Is(err, restrack.ErrNotFound) {
 		t.Fatalf("untracked QP: %v", err)
 	}
 	// Port 2 changes: VF 0 and VF 1 (ports [1 2]) get it as their port 2;
@@ -713,7 +713,7 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 		t.Fatalf("port change to %d VFs, %v", n, err)
 	}
 	e = a.readEQE(apage, 1)
-	if e[eqeType] != EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[eqeSubtype] != 4 {
+	if e[eqeType] != hcr.EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[eqeSubtype] != 4 {
 		t.Fatalf("port change EQE % x", e)
 	}
 	if r.h.Stats(2).NoEQ.Load() != 1 {
@@ -798,7 +798,7 @@ func TestResetFunction(t *testing.T) {
 			t.Fatalf("VF 1 still charged %d %v", n, ty)
 		}
 	}
-	if r.h.HasEQ(1, EventCmd) || r.h.PortOpen(1, 1) {
+	if r.h.HasEQ(1, hcr.EventCmd) || r.h.PortOpen(1, 1) {
 		t.Fatal("VF 1's event map or port survived the reset")
 	}
 	if fingerprint(r.h, 0) != before0 || fingerprint(r.h, 2) != before2 {
@@ -902,22 +902,22 @@ func TestDoorbellReader(t *testing.T) {
 	})
 	e := CompletionEQE(1, hcr.OK, 0)
 	for i := range 2 {
-		if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
 			t.Fatalf("EQE %d: %v", i, err)
 		}
 	}
 	if reads != 0 {
 		t.Fatalf("doorbell read %d times before the ring looked full", reads)
 	}
-	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("nothing consumed: %v", err)
 	}
 	word[3] = 1 | 1<<31
-	if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+	if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
 		t.Fatalf("after consuming one: %v", err)
 	}
 	word[3] = 0x00ffffff // ahead of the producer: treated as full
-	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("bogus consumer index: %v", err)
 	}
 	if n := r.h.Stats(0).Overruns.Load(); n != 2 {
@@ -930,15 +930,15 @@ func TestDoorbellReader(t *testing.T) {
 	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(hcr.HW2SW_EQ, 0, 3, 0, nil, false)), "HW2SW_EQ")
 	v.setupEQ(3, 1)
 	for i := range 2 {
-		if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
 			t.Fatalf("new EQ, EQE %d: %v", i, err)
 		}
 	}
-	if err := r.h.PostEQE(0, EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("stale doorbell trusted: %v", err)
 	}
 	word[3] = 2
-	if err := r.h.PostEQE(0, EventCmd, &e); err != nil {
+	if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
 		t.Fatalf("after the VF consumed two: %v", err)
 	}
 }

@@ -103,7 +103,7 @@ func (d *Driver) AdoptEQ(ctx context.Context, eqn int, events bool) (*EQ, error)
 		if d.ev.eq != nil {
 			return nil, fmt.Errorf("%w: events already enabled on EQ %d", ErrArgument, d.ev.eq.EQN)
 		}
-		d.ev.eq, d.ev.mask, d.ev.on = q, 1<<EventCmd|AsyncEventMask, true
+		d.ev.eq, d.ev.mask, d.ev.on = q, 1<<hcr.EventCmd|AsyncEventMask, true
 	}
 	return q, nil
 }

@@ -18,7 +18,7 @@ func TestAdoptAcrossDrivers(t *testing.T) {
 	a := newDriver(t, r, 0, Options{})
 	eq, err := a.CreateEQAt(ctx, 5, 7, vhcrtest.Window-PageSize)
 	ok(t, "CreateEQAt", err)
-	ok(t, "MapEQ", a.MapEQ(ctx, eq, 1<<EventCmd|AsyncEventMask))
+	ok(t, "MapEQ", a.MapEQ(ctx, eq, 1<<hcr.EventCmd|AsyncEventMask))
 	ok(t, "UseEvents", a.UseEventsOn(eq))
 	cq, err := a.CreateCQ(ctx, 7, eq.EQN)
 	ok(t, "CreateCQ", err)

@@ -303,7 +303,7 @@ func TestEQOverrunCounted(t *testing.T) {
 	ctx := context.Background()
 	q, err := d.CreateEQ(ctx, 3, 1)
 	ok(t, "CreateEQ", err)
-	ok(t, "MapEQ", d.MapEQ(ctx, q, 1<<EventCmd))
+	ok(t, "MapEQ", d.MapEQ(ctx, q, 1<<hcr.EventCmd))
 	var tks []Ticket
 	for range 3 {
 		tk, err := d.Submit(ctx, &vhcr.Request{Op: hcr.NOP})
@@ -397,7 +397,7 @@ func TestDoorbellAndAsyncEvents(t *testing.T) {
 	if n := d.PollEQ(eq); n != 1 {
 		t.Fatalf("PollEQ consumed %d", n)
 	}
-	if len(got) != 1 || got[0].Type != EventCQError || got[0].Object != cq.CQN || got[0].Status != 1 || got[0].SlaveID != 1 {
+	if len(got) != 1 || got[0].Type != hcr.EventCQError || got[0].Object != cq.CQN || got[0].Status != 1 || got[0].SlaveID != 1 {
 		t.Fatalf("async events %+v", got)
 	}
 	// The doorbell word holds the consumer index with the arm bit.

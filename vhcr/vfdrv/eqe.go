@@ -6,7 +6,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hcr"
 )
 
-// EQE offsets and event types: the ABI is in package hcr.
+// EQE offsets: the ABI is in package hcr; event types are hcr.Event*.
 const (
 	eqeType     = hcr.EQEType
 	eqeSubtype  = hcr.EQESubtype
@@ -17,29 +17,14 @@ const (
 	eqeSlaveID  = hcr.EQESlaveID
 	eqeOwner    = hcr.EQEOwner
 	eqeOwnerHW  = hcr.EQEOwnerHW
-
-	EventComp          = hcr.EventComp
-	EventPathMig       = hcr.EventPathMig
-	EventCommEst       = hcr.EventCommEst
-	EventSQDrained     = hcr.EventSQDrained
-	EventCQError       = hcr.EventCQError
-	EventWQCatasError  = hcr.EventWQCatasError
-	EventPathMigFailed = hcr.EventPathMigFailed
-	EventPortChange    = hcr.EventPortChange
-	EventCmd           = hcr.EventCmd
-	EventWQInvalReq    = hcr.EventWQInvalReq
-	EventWQAccessError = hcr.EventWQAccessError
-	EventSRQCatasError = hcr.EventSRQCatasError
-	EventSRQLastWQE    = hcr.EventSRQLastWQE
-	EventSRQLimit      = hcr.EventSRQLimit
 )
 
 // AsyncEventMask is the event types a VF maps to its async EQ besides
 // command completions: QP, SRQ and CQ errors and port changes
 // (MLX4_ASYNC_EVENT_MASK's per-object part).
-const AsyncEventMask = 1<<EventPathMig | 1<<EventCommEst | 1<<EventSQDrained | 1<<EventCQError |
-	1<<EventWQCatasError | 1<<EventPathMigFailed | 1<<EventPortChange | 1<<EventWQInvalReq |
-	1<<EventWQAccessError | 1<<EventSRQCatasError | 1<<EventSRQLastWQE | 1<<EventSRQLimit
+const AsyncEventMask = 1<<hcr.EventPathMig | 1<<hcr.EventCommEst | 1<<hcr.EventSQDrained | 1<<hcr.EventCQError |
+	1<<hcr.EventWQCatasError | 1<<hcr.EventPathMigFailed | 1<<hcr.EventPortChange | 1<<hcr.EventWQInvalReq |
+	1<<hcr.EventWQAccessError | 1<<hcr.EventSRQCatasError | 1<<hcr.EventSRQLastWQE | 1<<hcr.EventSRQLimit
 
 // EQE is a decoded event queue entry.
 type EQE struct {
@@ -77,13 +62,13 @@ func DecodeEQE(b []byte) (EQE, error) {
 	e.SlaveID = b[eqeSlaveID]
 	e.Owner = b[eqeOwner]&eqeOwnerHW != 0
 	switch e.Type {
-	case EventCmd:
+	case hcr.EventCmd:
 		e.Token = get16(b, eqeToken)
 		e.Status = b[eqeStatus]
 		e.OutParam = get64(b, eqeOutParam)
-	case EventPortChange:
+	case hcr.EventPortChange:
 		e.Port = int(get32(b, 0x0c) >> 28)
-	case EventCQError:
+	case hcr.EventCQError:
 		e.Object = get32(b, eqeData) & 0xffffff
 		e.Status = b[eqeStatus]
 	default:
@@ -100,13 +85,13 @@ func EncodeEQE(e EQE) [EQESize]byte {
 	b[eqeSubtype] = e.Subtype
 	b[eqeSlaveID] = e.SlaveID
 	switch e.Type {
-	case EventCmd:
+	case hcr.EventCmd:
 		put16(b[:], eqeToken, e.Token)
 		b[eqeStatus] = e.Status
 		put64(b[:], eqeOutParam, e.OutParam)
-	case EventPortChange:
+	case hcr.EventPortChange:
 		put32(b[:], 0x0c, uint32(e.Port&0xf)<<28)
-	case EventCQError:
+	case hcr.EventCQError:
 		put32(b[:], eqeData, e.Object&0xffffff)
 		b[eqeStatus] = e.Status
 	default:

@@ -253,7 +253,7 @@ func (d *Driver) pump(q *EQ) int {
 }
 
 func (d *Driver) dispatch(eqe *EQE) {
-	if eqe.Type != EventCmd {
+	if eqe.Type != hcr.EventCmd {
 		d.Stats.Async++
 		if d.opt.OnEvent != nil {
 			d.opt.OnEvent(*eqe)

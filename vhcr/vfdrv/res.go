@@ -280,7 +280,7 @@ func (d *Driver) EnableEvents(ctx context.Context, eqn, logSize int) (*EQ, error
 	if err != nil {
 		return nil, err
 	}
-	mask := uint64(1<<EventCmd | AsyncEventMask)
+	mask := uint64(1<<hcr.EventCmd | AsyncEventMask)
 	if err := d.mapEQ(ctx, q, mask, false); err != nil {
 		_ = d.DestroyEQ(ctx, q)
 		return nil, err
@@ -307,7 +307,7 @@ func (d *Driver) UseEventsOn(q *EQ) error {
 	if d.opt.MaxInFlight+1+max(1, int(q.ring.nent)/8) > int(q.ring.nent) {
 		return fmt.Errorf("%w: 2^%d EQEs cannot hold %d commands in flight", ErrArgument, q.LogSize, d.opt.MaxInFlight)
 	}
-	d.ev.eq, d.ev.mask, d.ev.on = q, 1<<EventCmd|AsyncEventMask, true
+	d.ev.eq, d.ev.mask, d.ev.on = q, 1<<hcr.EventCmd|AsyncEventMask, true
 	return nil
 }
 
