@@ -2,6 +2,7 @@ package vhcrbench
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -220,7 +221,14 @@ func responder(path string, iters int) error {
 		}
 		toggle ^= 1
 		copy(shadow[:], mem[dmaOff:dmaOff+hcr.VHCRSize])
-		mem[dmaOff+hcr.OffStatus] = 0
+		// The status depends on the copy, so that the copy is really made
+		// (a copy into a dead local is optimised away, and with it the
+		// read of the vHCR's cache line).
+		status := byte(hcr.BAD_PARAM)
+		if hcr.Opcode(binary.BigEndian.Uint16(shadow[hcr.OffOpcode:])&0xfff) == hcr.NOP {
+			status = byte(hcr.OK)
+		}
+		mem[dmaOff+hcr.OffStatus] = status
 		ack.Store(w & vhcr.ToggleBit)
 	}
 	return nil
