@@ -128,7 +128,7 @@ func runServe(args []string) error {
 		return err
 	}
 	log.Info("vhcrd starting", "bar", srv.barR.Name(), "dma", srv.dmaR.Name(), "vfs", f.vfs, "window", window)
-	go srv.logActivity(ctx, log, 10*time.Second)
+	go srv.logActivity(ctx, log, 5*time.Second)
 	err = srv.pf.Run(ctx)
 	log.Info("vhcrd stopped")
 	return err
