@@ -244,3 +244,50 @@ func TestWriteBackKeepsTheVFsWord(t *testing.T) {
 		t.Fatalf("vHCR after the PF's write-back:\n got % x\nwant % x", got, want)
 	}
 }
+
+// unmapped hides a region's mapping, as a vfio region without the mmap
+// flag does: the PF must go through ReadAt/WriteAt.
+type unmapped struct{ bar.Region }
+
+func (unmapped) Bytes() ([]byte, error) { return nil, bar.ErrNotMapped }
+
+// TestUnmappedDMAWindow: with a DMA region that cannot be mapped, VHCR_POST
+// copies through the window and writes back the status word and the
+// immediate output the same way.
+func TestUnmappedDMAWindow(t *testing.T) {
+	l, _ := NewLayout(1, 64*1024, false, 0, 0, "mem:dma")
+	b, _ := bar.NewMem("bar", l.BARSize())
+	d, _ := bar.NewMem("dma", l.DMASize)
+	h, _ := hca.New(config.Default(), 1)
+	pf, err := New(Options{BAR: b, DMA: unmapped{d}, Layout: l, HCA: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &stepRig{pf: pf, bar: b, dma: d, toggles: make([]uint32, 1)}
+	r.up(t, 0)
+	if r.pf.vfs[0].vhcrMem != nil {
+		t.Fatal("the vHCR was mapped over a region that has no mapping")
+	}
+	for _, tc := range []struct {
+		op     hcr.Opcode
+		opMod  uint8
+		status hcr.Status
+		imm    bool
+	}{{hcr.NOP, 0, hcr.OK, false}, {hcr.ALLOC_RES, 1, hcr.OK, true}, {hcr.INIT_HCA, 0, hcr.BAD_PARAM, false}} {
+		var img [hcr.VHCRSize]byte
+		v := hcr.VHCR{InParam: 0, InMod: 1, OutParam: 0xdead, Token: hcr.PollToken, Op: tc.op, OpMod: tc.opMod} // ALLOC_RES of a CQ
+		v.Encode(&img)
+		_, _ = d.WriteAt(img[:], 0)
+		r.write(0, CommVHCRPost, 0)
+		r.pf.scan()
+		var got [hcr.VHCRSize]byte
+		_, _ = d.ReadAt(got[:], 0)
+		g := hcr.DecodeVHCR(&got)
+		if !r.acked(0) || g.Status != tc.status || g.Op != tc.op {
+			t.Fatalf("%v: acked=%v status %v op %v", tc.op, r.acked(0), g.Status, g.Op)
+		}
+		if tc.imm == (g.OutParam == 0xdead) {
+			t.Errorf("%v: out_param %#x (immediate output written: %v)", tc.op, g.OutParam, tc.imm)
+		}
+	}
+}

@@ -247,9 +247,7 @@ func (p *PF) persistVF(i int) {
 func (p *PF) Stats() *Stats {
 	var s Stats
 	if err := p.Do(func() { p.stats.copyTo(&s) }); err != nil {
-		return &Stats{numOps: p.stats.numOps, Commands: make([]uint64, len(p.stats.Commands)),
-			Resets: make([]uint64, len(p.stats.Resets)), Refusals: make([]uint64, len(p.stats.Refusals)),
-			Resyncs: make([]uint64, len(p.vfs)), DMA: make([]uint64, len(p.vfs)), Dropped: make([]uint64, len(p.vfs))}
+		return newStats(len(p.vfs), p.stats.numOps) // the poller is stuck: report nothing rather than race
 	}
 	return &s
 }
@@ -561,21 +559,9 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 				binary.BigEndian.PutUint64(m[hcr.OffOutParam:], c.OutParam)
 			}
 			binary.BigEndian.PutUint32(m[hcr.OffStatus:], word)
-		} else {
-			binary.BigEndian.PutUint32(p.shadow[hcr.OffStatus:], word)
-			if imm {
-				binary.BigEndian.PutUint64(p.shadow[hcr.OffOutParam:], c.OutParam)
-			}
-			if imm {
-				if err := st.win.CopyOut(st.vhcr+hcr.OffOutParam, p.shadow[hcr.OffOutParam:hcr.OffOutParam+8]); err != nil {
-					p.stats.DMA[i]++
-					return false, fmt.Errorf("writing the vHCR: %w", err)
-				}
-			}
-			if err := st.win.CopyOut(st.vhcr+hcr.OffStatus, p.shadow[hcr.OffStatus:hcr.OffStatus+4]); err != nil {
-				p.stats.DMA[i]++
-				return false, fmt.Errorf("writing the vHCR: %w", err)
-			}
+		} else if err := p.writeBackCopy(st, imm, c.OutParam, word); err != nil {
+			p.stats.DMA[i]++
+			return false, fmt.Errorf("writing the vHCR: %w", err)
 		}
 	}
 	idx := 0
@@ -584,6 +570,19 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	}
 	p.last = lastPost{index: idx, status: status, reason: c.Reason, timed: timed, t0: t0}
 	return acked, nil
+}
+
+// writeBackCopy is the write-back through CopyOut, for windows that are not
+// mapped: the immediate output (imm) and the status word.
+func (p *PF) writeBackCopy(st *vfState, imm bool, out uint64, word uint32) error {
+	if imm {
+		binary.BigEndian.PutUint64(p.shadow[hcr.OffOutParam:], out)
+		if err := st.win.CopyOut(st.vhcr+hcr.OffOutParam, p.shadow[hcr.OffOutParam:hcr.OffOutParam+8]); err != nil {
+			return err
+		}
+	}
+	binary.BigEndian.PutUint32(p.shadow[hcr.OffStatus:], word)
+	return st.win.CopyOut(st.vhcr+hcr.OffStatus, p.shadow[hcr.OffStatus:hcr.OffStatus+4])
 }
 
 // lastPost is what account needs of the command post just completed.

@@ -198,6 +198,13 @@ func (v *VF) Comm(ctx context.Context, cmd CommCmd, param uint16, timeout time.D
 	if v.sr.Load()>>31 != v.toggle {
 		return ErrBusy
 	}
+	return v.postComm(ctx, cmd, param, timeout)
+}
+
+// postComm flips the toggle, writes slave_write, rings a sleeping PF and,
+// unless timeout is 0, waits for the acknowledgement. The caller checked
+// that the channel is idle.
+func (v *VF) postComm(ctx context.Context, cmd CommCmd, param uint16, timeout time.Duration) error {
 	v.toggle ^= 1
 	v.sw.Store(CommWord(v.toggle, cmd, param))
 	v.ring()
@@ -336,15 +343,8 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	binary.BigEndian.PutUint64(vh[hcr.OffOutParam:], outParam)
 	binary.BigEndian.PutUint32(vh[hcr.OffToken:], uint32(token)<<16)
 	binary.BigEndian.PutUint32(vh[hcr.OffStatus:], uint32(flags)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
-	v.toggle ^= 1
-	v.sw.Store(CommWord(v.toggle, CommVHCRPost, 0))
-	v.ring()
-	ack, err := v.waitAck(ctx, v.Timeouts.Post)
-	if err != nil {
-		return Response{}, fmt.Errorf("%w: %v", err, CommVHCRPost)
-	}
-	if ack&InternalErrBit != 0 {
-		return Response{}, ErrInternal
+	if err := v.postComm(ctx, CommVHCRPost, 0, v.Timeouts.Post); err != nil {
+		return Response{}, err
 	}
 	resp := Response{Status: hcr.Status(vh[hcr.OffStatus]), OutParam: binary.BigEndian.Uint64(vh[hcr.OffOutParam:])}
 	if hasOut && resp.Status == hcr.OK {
