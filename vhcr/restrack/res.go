@@ -305,28 +305,16 @@ func (t *Tracker) UntrackSpecial(vf int, qpn uint64) error {
 
 // MapICM moves a QP or MPT from Reserved to Mapped (ALLOC_RES MAP_ICM).
 func (t *Tracker) MapICM(vf int, ty Type, id uint64) error {
-	if ty != QP && ty != MPT {
-		return ErrInvalid
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	o, err := t.lookup(vf, ty, id)
-	if err != nil {
-		return err
-	}
-	if o.State == Busy {
-		return ErrBusy
-	}
-	if o.State != Reserved {
-		return fmt.Errorf("vf %d: %v %#x: map from state %d: %w", vf, ty, id, o.State, ErrBadState)
-	}
-	o.State = Mapped
-	return nil
+	return t.moveICM(vf, ty, id, Reserved, Mapped, "map")
 }
 
 // UnmapICM moves a QP or MPT from Mapped back to Reserved (FREE_RES
 // MAP_ICM).
 func (t *Tracker) UnmapICM(vf int, ty Type, id uint64) error {
+	return t.moveICM(vf, ty, id, Mapped, Reserved, "unmap")
+}
+
+func (t *Tracker) moveICM(vf int, ty Type, id uint64, from, to State, verb string) error {
 	if ty != QP && ty != MPT {
 		return ErrInvalid
 	}
@@ -339,10 +327,10 @@ func (t *Tracker) UnmapICM(vf int, ty Type, id uint64) error {
 	if o.State == Busy {
 		return ErrBusy
 	}
-	if o.State != Mapped {
-		return fmt.Errorf("vf %d: %v %#x: unmap from state %d: %w", vf, ty, id, o.State, ErrBadState)
+	if o.State != from {
+		return fmt.Errorf("vf %d: %v %#x: %s from state %d: %w", vf, ty, id, verb, o.State, ErrBadState)
 	}
-	o.State = Reserved
+	o.State = to
 	return nil
 }
 
