@@ -9,14 +9,14 @@ n=0
 for pkg in $(go list ./...); do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "fuzz $pkg $target ($fuzztime)"
-    for attempt in 1 2; do
+    for attempt in 1 2 3; do
       if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/fuzz-smoke.$$ 2>&1; then
         break
       fi
       # The fuzzing engine sometimes gives up with "context deadline exceeded"
       # when the machine is busy at the end of a short -fuzztime; that is not
       # a finding (no failing input is written). Anything else fails at once.
-      if [ "$attempt" = 1 ] && grep -q 'context deadline exceeded' /tmp/fuzz-smoke.$$ &&
+      if [ "$attempt" -lt 3 ] && grep -q 'context deadline exceeded' /tmp/fuzz-smoke.$$ &&
          ! grep -q 'Failing input written' /tmp/fuzz-smoke.$$; then
         echo "  engine deadline without a finding; running $target again"
         continue
