@@ -65,9 +65,6 @@ type PF struct {
 	outbox [hcr.MailboxSize]byte
 	cmd    hcr.Cmd
 	eqe    [hcr.EQESize]byte
-	// vhcrWord is the shadow's word at 0x1c (status, flags, opcode as the
-	// VF wrote them), for writing the status back.
-	vhcrWord uint32
 	last     lastPost
 
 	next     int
@@ -446,32 +443,36 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 		t0 = cputicks()
 	}
 	// 1. The vHCR, copied once into the PF's shadow: four 8-byte loads
-	// from a mapped window (decoding from the words avoids re-reading
-	// bytes just stored), else CopyIn.
-	var sh [4]uint64
+	// from a mapped window, else CopyIn. The shadow is four words held in
+	// registers and decoded from there (an array or a decoded struct would
+	// live on the stack and put a store-to-load round trip on every field).
+	var w0, w1, w2, w3 uint64
 	if m := st.vhcrMem; m != nil {
-		sh[0] = binary.BigEndian.Uint64(m[0:])
-		sh[1] = binary.BigEndian.Uint64(m[8:])
-		sh[2] = binary.BigEndian.Uint64(m[16:])
-		sh[3] = binary.BigEndian.Uint64(m[24:])
+		w0 = binary.BigEndian.Uint64(m[0:])
+		w1 = binary.BigEndian.Uint64(m[8:])
+		w2 = binary.BigEndian.Uint64(m[16:])
+		w3 = binary.BigEndian.Uint64(m[24:])
 	} else {
 		if err := st.win.CopyIn(p.shadow[:], st.vhcr); err != nil {
 			p.stats.DMA[i]++
 			return false, fmt.Errorf("reading the vHCR: %w", err)
 		}
-		for k := range sh {
-			sh[k] = binary.BigEndian.Uint64(p.shadow[8*k:])
-		}
+		w0 = binary.BigEndian.Uint64(p.shadow[0:])
+		w1 = binary.BigEndian.Uint64(p.shadow[8:])
+		w2 = binary.BigEndian.Uint64(p.shadow[16:])
+		w3 = binary.BigEndian.Uint64(p.shadow[24:])
 	}
-	p.vhcrWord = uint32(sh[3]) // status | flags | opcode, for the write-back
-	v := hcr.VHCR{InParam: sh[0], InMod: uint32(sh[1] >> 32), OutParam: sh[2], Token: uint16(sh[3] >> 48),
-		Status: hcr.Status(sh[3] >> 24), Flags: uint8(sh[3] >> 16), Op: hcr.Opcode(sh[3] & 0xfff), OpMod: uint8(sh[3]>>12) & 0xf}
+	// Word 3 is mlx4_vhcr_cmd's token, reserved, status, flags and opcode:
+	// token in bits 63..48, status 31..24, flags 23..16, op_modifier 15..12,
+	// opcode 11..0 (as hcr.DecodeVHCR reads them).
+	vhcrWord := uint32(w3) // status | flags | opcode, for the write-back
+	op := hcr.Opcode(w3 & 0xfff)
 	// The command is reused; every field is set here (no struct literal: it
 	// would clear and rewrite the whole struct, pointer fields with write
 	// barriers, on every command).
 	c := &p.cmd
-	c.VF, c.InParam, c.OutParam, c.InMod, c.Op, c.OpMod = i, v.InParam, v.OutParam, v.InMod, v.Op, v.OpMod
-	c.EBit, c.Token, c.Reason = v.EBit(), v.Token, hcr.ReasonNone
+	c.VF, c.InParam, c.OutParam, c.InMod, c.Op, c.OpMod = i, w0, w2, uint32(w1>>32), op, uint8(w3>>12)&0xf
+	c.EBit, c.Token, c.Reason = uint8(w3>>16)&hcr.FlagE != 0, uint16(w3>>48), hcr.ReasonNone
 	if c.Mem != st.win {
 		c.Mem = st.win
 	}
@@ -481,7 +482,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	if c.Outbox != nil {
 		c.Outbox = nil
 	}
-	e := p.table.Lookup(v.Op)
+	e := p.table.Lookup(op)
 	status := hcr.OK
 	var outAddr uint64
 	switch {
@@ -497,7 +498,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 		// The outbox must be writable before anything executes: a command
 		// whose results cannot be delivered must have no effect (mlx4 only
 		// finds out after executing, then resets the VF; we reset too).
-		outAddr = v.OutParam
+		outAddr = c.OutParam
 		if _, err := st.win.Translate(outAddr, hcr.MailboxSize, dma.Write); err != nil || outAddr&0xfff != 0 {
 			p.stats.DMA[i]++
 			return false, fmt.Errorf("outbox %#x unwritable: %v", outAddr, err)
@@ -508,7 +509,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	if status == hcr.OK && e.Inbox {
 		// 3. The inbox, copied once into the shadow (low 8 bits masked, as
 		// INBOX_MASK does; ACCESS_MEM needs 4 KiB alignment).
-		addr := v.InParam & hcr.InboxMask
+		addr := c.InParam & hcr.InboxMask
 		c.InParam = addr
 		if addr&0xfff != 0 || st.win.CopyIn(p.inbox[:], addr) != nil {
 			p.stats.DMA[i]++
@@ -553,7 +554,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	} else {
 		// Write back what the PF owns: the immediate output, then the
 		// status word (status, flags and opcode as the VF wrote them).
-		word := uint32(status)<<24 | p.vhcrWord&0x00ffffff
+		word := uint32(status)<<24 | vhcrWord&0x00ffffff
 		if m := st.vhcrMem; m != nil {
 			if imm {
 				binary.BigEndian.PutUint64(m[hcr.OffOutParam:], c.OutParam)
@@ -568,7 +569,11 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	if e != nil {
 		idx = e.index
 	}
-	p.last = lastPost{index: idx, status: status, reason: c.Reason, timed: timed, t0: t0}
+	// Field by field: a composite literal is built on the stack with narrow
+	// stores and copied with 16-byte loads, a store-forwarding stall on
+	// every command.
+	l := &p.last
+	l.index, l.status, l.reason, l.timed, l.t0 = idx, status, c.Reason, timed, t0
 	return acked, nil
 }
 

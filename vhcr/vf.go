@@ -304,7 +304,11 @@ type Request struct {
 type Response struct {
 	Status   hcr.Status
 	OutParam uint64
-	Out      []byte // the VF's outbox page (valid until the next command)
+	// Out is the VF's outbox page, valid until the next command; nil for
+	// opcodes without an outbox and for failed commands. (A pointer, not a
+	// slice, keeps Response at three words, which the compiler passes in
+	// registers.)
+	Out *[hcr.MailboxSize]byte
 }
 
 // Post posts r through the vHCR in poll mode and waits for completion
@@ -334,21 +338,22 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	if r.Event {
 		flags, token = hcr.FlagE, r.Token
 	}
-	// The vHCR is written in place, field by field, as a driver writes its
-	// coherent vHCR page; reserved words are zeroed.
+	// The vHCR is written in place as a driver writes its coherent vHCR
+	// page, reserved fields zeroed. Word 3 (token, status, flags, opcode)
+	// is composed and stored whole: field by field, the compiler emits byte
+	// stores.
 	vh := (*[hcr.VHCRSize]byte)(v.mem[VFPageVHCR*bar.PageSize:])
-	binary.BigEndian.PutUint64(vh[hcr.OffInParam:], inParam)
-	binary.BigEndian.PutUint32(vh[hcr.OffInMod:], r.InMod)
-	binary.BigEndian.PutUint32(vh[hcr.OffInMod+4:], 0)
-	binary.BigEndian.PutUint64(vh[hcr.OffOutParam:], outParam)
-	binary.BigEndian.PutUint32(vh[hcr.OffToken:], uint32(token)<<16)
-	binary.BigEndian.PutUint32(vh[hcr.OffStatus:], uint32(flags)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
+	binary.BigEndian.PutUint64(vh[0:], inParam)
+	binary.BigEndian.PutUint32(vh[8:], r.InMod)
+	binary.BigEndian.PutUint32(vh[12:], 0)
+	binary.BigEndian.PutUint64(vh[16:], outParam)
+	binary.BigEndian.PutUint64(vh[24:], uint64(token)<<48|uint64(flags)<<16|uint64(r.OpMod&0xf)<<12|uint64(r.Op)&0xfff)
 	if err := v.postComm(ctx, CommVHCRPost, 0, v.Timeouts.Post); err != nil {
 		return Response{}, err
 	}
 	resp := Response{Status: hcr.Status(vh[hcr.OffStatus]), OutParam: binary.BigEndian.Uint64(vh[hcr.OffOutParam:])}
 	if hasOut && resp.Status == hcr.OK {
-		resp.Out = v.mem[VFPageOutbox*bar.PageSize : (VFPageOutbox+1)*bar.PageSize]
+		resp.Out = (*[hcr.MailboxSize]byte)(v.mem[VFPageOutbox*bar.PageSize:])
 	}
 	return resp, nil
 }

@@ -106,7 +106,7 @@ func runMAD(args []string) error {
 		return exitError{1}
 	}
 	var out mad.MAD
-	copy(out[:], resp.Out)
+	copy(out[:], resp.Out[:])
 	printMAD(&out)
 	if out.Status() != 0 {
 		return exitError{1}

@@ -159,7 +159,11 @@ func (d *Driver) Poll(ctx context.Context, r *vhcr.Request) (Result, error) {
 		return Result{}, err
 	}
 	d.count(r.Op, resp.Status, false)
-	return Result{Status: resp.Status, OutParam: resp.OutParam, Out: resp.Out}, nil
+	res := Result{Status: resp.Status, OutParam: resp.OutParam}
+	if resp.Out != nil {
+		res.Out = resp.Out[:]
+	}
+	return res, nil
 }
 
 // must runs r in the driver's mode and turns a non-OK status into an error.
