@@ -291,3 +291,124 @@ func TestUnmappedDMAWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainPathMatchesGeneral: a command postPlain takes is answered exactly
+// as the general path answers it: same vHCR image after the write-back, same
+// acknowledgement, same counters. Every opcode the table marks plain is
+// posted with every op_modifier, once as the first VHCR_POST after VHCR_EN
+// (which always takes the general path) and once after a NOP through
+// postPlain itself.
+func TestPlainPathMatchesGeneral(t *testing.T) {
+	h := hcr.VHCR{InParam: 0x0000000100000003, InMod: 0x10002, OutParam: 0x7, Token: hcr.PollToken}
+	plain := 0
+	for _, e := range NewTable(nil).Entries() {
+		if !e.plain {
+			continue
+		}
+		plain++
+		for opMod := uint8(0); opMod < 16; opMod++ {
+			h.Op, h.OpMod = e.Op, opMod
+			var img [hcr.VHCRSize]byte
+			h.Encode(&img)
+
+			g := newStepRig(t, 1)
+			g.up(t, 0)
+			gs0 := g.pf.Stats()
+			_, _ = g.dma.WriteAt(img[:], g.pf.lay.DMABase)
+			g.write(0, CommVHCRPost, 0)
+			g.pf.scan()
+
+			f := newStepRig(t, 1)
+			f.up(t, 0)
+			f.vhcr(0, hcr.NOP, 0)
+			f.write(0, CommVHCRPost, 0)
+			f.pf.scan()
+			fs0 := f.pf.Stats()
+			_, _ = f.dma.WriteAt(img[:], f.pf.lay.DMABase)
+			f.write(0, CommVHCRPost, 0)
+			st := &f.pf.vfs[0]
+			legal := e.OpMods == 0 || e.OpMods&(1<<opMod) != 0
+			if took := f.pf.postPlain(0, st, st.sw.Load()); took != legal {
+				t.Fatalf("%v op_mod %d: postPlain took it: %v, want %v", e.Op, opMod, took, legal)
+			}
+			if !legal {
+				f.pf.scan()
+			}
+
+			var gi, fi [hcr.VHCRSize]byte
+			_, _ = g.dma.ReadAt(gi[:], g.pf.lay.DMABase)
+			_, _ = f.dma.ReadAt(fi[:], f.pf.lay.DMABase)
+			if gi != fi {
+				t.Fatalf("%v op_mod %d: vHCR after the write-back\ngeneral % x\n  plain % x", e.Op, opMod, gi, fi)
+			}
+			if !g.acked(0) || !f.acked(0) {
+				t.Fatalf("%v op_mod %d: not acknowledged (general %v, plain %v)", e.Op, opMod, g.acked(0), f.acked(0))
+			}
+			gs, fs := g.pf.Stats(), f.pf.Stats()
+			for slot := 0; slot < NumStatusSlots; slot++ {
+				if a, b := gs.Command(0, e.index, slot)-gs0.Command(0, e.index, slot), fs.Command(0, e.index, slot)-fs0.Command(0, e.index, slot); a != b {
+					t.Fatalf("%v op_mod %d: status slot %d counted %d by the general path, %d by postPlain", e.Op, opMod, slot, a, b)
+				}
+			}
+			for r := hcr.Reason(1); int(r) < hcr.NumReasons; r++ {
+				if a, b := gs.Refusal(0, r)-gs0.Refusal(0, r), fs.Refusal(0, r)-fs0.Refusal(0, r); a != b {
+					t.Fatalf("%v op_mod %d: refusal %v counted %d by the general path, %d by postPlain", e.Op, opMod, r, a, b)
+				}
+			}
+		}
+	}
+	if plain < 20 {
+		t.Fatalf("only %d plain opcodes in the table", plain)
+	}
+}
+
+// TestPlainPathDeclines: postPlain leaves every other command to the general
+// path and changes nothing when it declines.
+func TestPlainPathDeclines(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(r *stepRig)
+	}{
+		{"inbox", func(r *stepRig) { r.vhcr(0, hcr.SW2HW_CQ, 0) }},
+		{"outbox", func(r *stepRig) { r.vhcr(0, hcr.QUERY_FUNC_CAP, 0x2000) }},
+		{"EPERM", func(r *stepRig) { r.vhcr(0, hcr.MAD_DEMUX, 0) }},
+		{"unknown opcode", func(r *stepRig) { r.vhcr(0, hcr.INIT_HCA, 0) }},
+		{"illegal op_modifier", func(r *stepRig) {
+			var img [hcr.VHCRSize]byte
+			h := hcr.VHCR{Op: hcr.ALLOC_RES, OpMod: 5, Token: hcr.PollToken}
+			h.Encode(&img)
+			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase)
+		}},
+		{"e bit", func(r *stepRig) {
+			var img [hcr.VHCRSize]byte
+			h := hcr.VHCR{Op: hcr.NOP, Flags: hcr.FlagE, Token: 7}
+			h.Encode(&img)
+			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase)
+		}},
+		{"unmapped vHCR", func(r *stepRig) { r.vhcr(0, hcr.NOP, 0); r.pf.vfs[0].vhcrMem = nil }},
+		{"slave_read rewritten", func(r *stepRig) { r.vhcr(0, hcr.NOP, 0); r.pf.vfs[0].sr.Store(r.pf.vfs[0].ack ^ ToggleBit) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newStepRig(t, 1)
+			r.up(t, 0)
+			r.vhcr(0, hcr.NOP, 0)
+			r.write(0, CommVHCRPost, 0)
+			r.pf.scan()
+			tc.setup(r)
+			r.write(0, CommVHCRPost, 0)
+			st := &r.pf.vfs[0]
+			var before [hcr.VHCRSize]byte
+			_, _ = r.dma.ReadAt(before[:], r.pf.lay.DMABase)
+			sr, last, ack, done := st.sr.Load(), st.lastWord, st.ack, r.pf.stats.Done
+			if r.pf.postPlain(0, st, st.sw.Load()) {
+				t.Fatal("postPlain took the command")
+			}
+			var after [hcr.VHCRSize]byte
+			_, _ = r.dma.ReadAt(after[:], r.pf.lay.DMABase)
+			if after != before || st.sr.Load() != sr || st.lastWord != last || st.ack != ack || r.pf.stats.Done != done {
+				t.Fatal("postPlain changed state while declining")
+			}
+		})
+	}
+}

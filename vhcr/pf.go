@@ -65,7 +65,7 @@ type PF struct {
 	outbox [hcr.MailboxSize]byte
 	cmd    hcr.Cmd
 	eqe    [hcr.EQESize]byte
-	last     lastPost
+	last   lastPost
 
 	next     int
 	doorbell *uint32 // nil where the region is not shared memory
@@ -290,6 +290,9 @@ func (p *PF) peek() bool {
 // serve handles a changed slave_write word w of VF i (mlx4_master_do_cmd).
 func (p *PF) serve(i int, w uint32) {
 	st := &p.vfs[i]
+	if w&^ToggleBit == vhcrPostWord && w&ToggleBit != st.ack && st.lastCmd == CommVHCRPost && p.postPlain(i, st, w) {
+		return
+	}
 	// slave_read is the reference, as in mlx4's scan: if it no longer holds
 	// our last acknowledgement, the VF rewrote its registers (sync_toggles
 	// zeroes both after a misbehaved predecessor); resynchronise from it.
@@ -430,6 +433,67 @@ func (p *PF) resetFunction(i int, why ResetReason) {
 	st.active, st.vhcr, st.vhcrMem = false, 0, nil
 	st.lastCmd = CommReset
 	p.stats.countReset(i, why)
+}
+
+// vhcrPostWord is slave_write for VHCR_POST without its toggle.
+const vhcrPostWord = uint32(CommVHCRPost) << commCmdShift
+
+// postPlain is VHCR_POST for the common command, on the VF's critical path
+// with nothing it does not use: the channel is in sequence (the previous
+// command was a VHCR_POST, slave_read holds our last acknowledgement), the
+// vHCR is mapped, and the opcode's entry has no mailbox, verifier or EPERM,
+// the op_modifier is legal and the 'e' bit is clear. It decides from its own
+// shadow and, for such a command, runs serve's and post's steps in their
+// order and acknowledges. For any other command it returns false having
+// changed nothing, and serve takes the general path, which copies the vHCR
+// afresh.
+func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
+	m := st.vhcrMem
+	if m == nil || st.sr.Load()&ToggleBit != st.ack {
+		return false
+	}
+	w0 := binary.BigEndian.Uint64(m[0:])
+	w1 := binary.BigEndian.Uint64(m[8:])
+	w2 := binary.BigEndian.Uint64(m[16:])
+	w3 := binary.BigEndian.Uint64(m[24:])
+	op := hcr.Opcode(w3 & 0xfff)
+	opMod := uint8(w3>>12) & 0xf
+	e := p.table.byOp[op]
+	if e == nil || !e.plain || uint8(w3>>16)&hcr.FlagE != 0 || e.OpMods != 0 && e.OpMods&(1<<opMod) == 0 {
+		return false
+	}
+	var t0 uint64
+	timed := p.stats.sample()
+	if timed {
+		t0 = cputicks()
+	}
+	c := &p.cmd
+	c.VF, c.InParam, c.OutParam, c.InMod, c.Op, c.OpMod = i, w0, w2, uint32(w1>>32), op, opMod
+	c.EBit, c.Token, c.Reason = false, uint16(w3>>48), hcr.ReasonNone
+	if c.Mem != st.win {
+		c.Mem = st.win
+	}
+	if c.Inbox != nil {
+		c.Inbox = nil
+	}
+	if c.Outbox != nil {
+		c.Outbox = nil
+	}
+	status := e.Exec(p.hca, c)
+	if e.OutImm {
+		binary.BigEndian.PutUint64(m[hcr.OffOutParam:], c.OutParam)
+	}
+	binary.BigEndian.PutUint32(m[hcr.OffStatus:], uint32(status)<<24|uint32(w3)&0x00ffffff)
+	st.lastWord = w
+	st.ack = w & ToggleBit
+	st.sr.Store(st.ack)
+	// Accounting, after the acknowledgement.
+	p.stats.countCommand(i, e.index, status)
+	p.stats.countRefusal(i, c.Reason)
+	if timed {
+		p.stats.observe(cputicks() - t0)
+	}
+	return true
 }
 
 // post processes VHCR_POST for VF i. It returns acked=true if it already

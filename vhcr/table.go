@@ -23,7 +23,8 @@ type Entry struct {
 	Verify      Executor
 	Exec        Executor
 
-	index int // dense index for counters; 0 is "not in the table"
+	index int  // dense index for counters; 0 is "not in the table"
+	plain bool // no mailbox, no verifier, not EPERM, executed: postPlain may run it
 }
 
 // tableEntries is cmd_info[] of mlx4 cmd.c (66 entries), in its order, plus
@@ -126,6 +127,7 @@ func NewTable(overrides map[hcr.Opcode]Executor) *Table {
 		if x, ok := overrides[e.Op]; ok {
 			e.Exec = x
 		}
+		e.plain = !e.EPERM && !e.Inbox && !e.Outbox && e.Verify == nil && e.Exec != nil
 		if t.byOp[e.Op] != nil {
 			panic("vhcr: duplicate table entry for " + e.Op.String())
 		}
