@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hcr"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
@@ -463,5 +464,27 @@ func TestEventBitWithoutEQIsRefused(t *testing.T) {
 	}
 	if n := r.PF.Stats().Refusal(0, hcr.ReasonEventsNoEQ); n != 1 {
 		t.Errorf("refusals %d", n)
+	}
+}
+
+// TestSpinPoll: SpinPoll returns the register's value as soon as its toggle
+// matches, and after its polls without a match reports false with the last
+// value read.
+func TestSpinPoll(t *testing.T) {
+	m, _ := bar.NewMem("regs", 8)
+	g, err := bar.NewReg(m, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Store(0x0101)
+	if r, ok := vhcr.SpinPoll(g, 1, 3); ok || r != 0x0101 {
+		t.Fatalf("toggle 0 polled for 1: got %#x, %v", r, ok)
+	}
+	g.Store(vhcr.ToggleBit | 0x0101)
+	if r, ok := vhcr.SpinPoll(g, 1, 3); !ok || r != vhcr.ToggleBit|0x0101 {
+		t.Fatalf("toggle 1 polled for 1: got %#x, %v", r, ok)
+	}
+	if _, ok := vhcr.SpinPoll(g, 1, 0); ok {
+		t.Fatal("zero polls matched")
 	}
 }

@@ -181,9 +181,13 @@ func physical(ctx context.Context, o Options) ([]float64, error) {
 		copy(mem[dmaOff:dmaOff+hcr.VHCRSize], cmd[:])
 		toggle ^= 1
 		post.Store(toggle<<31 | uint32(5)<<16)
-		for n := 0; ack.Load()>>31 != toggle; n++ {
-			bar.Pause()
-			if n&0xfffff == 0 && time.Now().After(deadline) {
+		// The VF library's wait, so that (a) and (b) differ only in who
+		// answers.
+		for {
+			if _, ok := vhcr.SpinPoll(ack, toggle, 1<<16); ok {
+				break
+			}
+			if time.Now().After(deadline) {
 				return errors.New("responder did not answer")
 			}
 		}
