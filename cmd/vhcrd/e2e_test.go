@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -303,7 +304,26 @@ func TestMetricsWithPromtoolAndPrometheus(t *testing.T) {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
 	}
 
-	// A real Prometheus server scrapes vhcrd and answers a query.
+	// A real Prometheus server scrapes vhcrd and answers a query. It
+	// scrapes through a forwarding server of the test's, which reports each
+	// scrape: when the second one arrives, the first is committed to
+	// Prometheus's head block, so one query must see it (no polling).
+	scrapes := make(chan struct{}, 16)
+	fwd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(d.metrics + "/metrics")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		_, _ = io.Copy(w, resp.Body)
+		select {
+		case scrapes <- struct{}{}:
+		default:
+		}
+	}))
+	defer fwd.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +331,7 @@ func TestMetricsWithPromtoolAndPrometheus(t *testing.T) {
 	promAddr := ln.Addr().String()
 	ln.Close()
 	cfg := filepath.Join(dir, "prometheus.yml")
-	target := strings.TrimPrefix(d.metrics, "http://")
+	target := strings.TrimPrefix(fwd.URL, "http://")
 	_ = os.WriteFile(cfg, []byte(fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: vhcrd\n    static_configs:\n      - targets: [%q]\n", target)), 0o600)
 	p := exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr)
 	var plog bytes.Buffer
@@ -320,21 +340,17 @@ func TestMetricsWithPromtoolAndPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
-	q := "http://" + promAddr + `/api/v1/query?query=vhcrd_commands_total%7Bopcode%3D%22QUERY_FW%22%7D`
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(q)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(b), `"vf":"0"`) && strings.Contains(string(b), `"1"]`) {
-				return
-			}
+	timeout := time.After(60 * time.Second)
+	for n := 0; n < 2; n++ {
+		select {
+		case <-scrapes:
+		case <-timeout:
+			t.Fatalf("Prometheus scraped vhcrd %d times in 60 s; its log:\n%s", n, plog.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus never returned vhcrd_commands_total for QUERY_FW; its log:\n%s", plog.String())
-		}
-		time.Sleep(200 * time.Millisecond) // polling an external server for a condition, with a deadline
+	}
+	b := get(t, "http://"+promAddr+`/api/v1/query?query=vhcrd_commands_total%7Bopcode%3D%22QUERY_FW%22%7D`)
+	if !strings.Contains(b, `"vf":"0"`) || !strings.Contains(b, `"1"]`) {
+		t.Fatalf("Prometheus query for vhcrd_commands_total{opcode=\"QUERY_FW\"}: %s\nits log:\n%s", b, plog.String())
 	}
 }
 
