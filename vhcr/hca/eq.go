@@ -306,7 +306,10 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
 	}
 	off := uint64(eq.prod&(eq.nent-1)) * EQESize
 	addr := eq.pages[off>>eq.pageShift] + off&(1<<eq.pageShift-1)
-	buf := *eqe
+	// The EQE is completed in a scratch copy the HCA owns: a local array
+	// would escape to the heap through CopyOut on every event.
+	buf := &h.eqeScratch
+	*buf = *eqe
 	buf[eqeType] = eventType
 	buf[eqeSlaveID] = byte(vf + 1)
 	owner := byte(0)

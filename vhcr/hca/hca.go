@@ -21,6 +21,7 @@ type HCA struct {
 	madViews   []mad.StaticVF // each VF's paravirtualised view for MAD_IFC
 	madRec     MADRecorder    // --capture of MAD_IFC commands with a WC
 	madScratch mad.MADIFCInbox
+	eqeScratch [EQESize]byte // PostEQE's copy of the EQE it writes
 }
 
 // New builds the model for numVFs functions.

@@ -645,11 +645,22 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 	if err := r.h.PostEQE(1, hcr.EventCmd, &e); !errors.Is(err, ErrNoEQ) || r.h.HasEQ(1, hcr.EventCmd) {
 		t.Fatalf("VF 1: %v", err)
 	}
+	// Writing an EQE, and refusing one for a VF with no EQ, allocate
+	// nothing: the VF consumes each EQE (doorbell at the producer index)
+	// so that every call takes the writing path.
+	ci := uint32(6)
+	var failed error
 	allocs := testing.AllocsPerRun(50, func() {
-		_ = r.h.EQDoorbell(0, 3, 0)
-		_ = r.h.PostEQE(0, hcr.EventCmd, &e)
+		_ = r.h.EQDoorbell(0, 3, ci)
+		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil && failed == nil {
+			failed = err
+		}
+		ci++
 		_ = r.h.PostEQE(1, hcr.EventCmd, &e)
 	})
+	if failed != nil {
+		t.Fatalf("PostEQE with room in the EQ: %v", failed)
+	}
 	if allocs != 0 {
 		t.Fatalf("PostEQE allocates %v", allocs)
 	}
