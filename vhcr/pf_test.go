@@ -8,6 +8,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/hcr"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
@@ -486,5 +487,29 @@ func TestSpinPoll(t *testing.T) {
 	}
 	if _, ok := vhcr.SpinPoll(g, 1, 0); ok {
 		t.Fatal("zero polls matched")
+	}
+}
+
+// TestAccessRegThroughTheChannel: a VF reads PTYS through its comm channel
+// (inbox and outbox through its DMA window) and is refused a write.
+func TestAccessRegThroughTheChannel(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	v := r.InitVF(t, 1)
+	in := make([]byte, 0x14+0x34)
+	binary.BigEndian.PutUint16(in[0:], 0x1<<11|0x4) // operation TLV
+	binary.BigEndian.PutUint16(in[4:], hca.RegIDPTYS)
+	in[6], in[7] = hca.AccessRegQuery, 1
+	in[0x14+1] = 2 // VF port 2
+	got := post(t, v, vhcr.Request{Op: hcr.ACCESS_REG, In: in})
+	if got.Status != hcr.OK || got.Out == nil {
+		t.Fatalf("PTYS query: %v", got.Status)
+	}
+	if st, port := got.Out[2]&0x7f, got.Out[0x14+1]; st != hca.RegStatusOK || port != 2 {
+		t.Fatalf("PTYS reply: register status %#x, local_port %d", st, port)
+	}
+	in[6] = hca.AccessRegWrite
+	if got := post(t, v, vhcr.Request{Op: hcr.ACCESS_REG, In: in}); got.Status != hcr.BAD_OP {
+		t.Fatalf("PTYS write: %v, want BAD_OP", got.Status)
 	}
 }

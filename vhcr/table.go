@@ -85,7 +85,7 @@ var tableEntries = []Entry{
 	{Op: hcr.MAD_IFC, Inbox: true, Outbox: true, Exec: (*hca.HCA).MAD_IFC},
 	{Op: hcr.MAD_DEMUX, EPERM: true},
 	{Op: hcr.QUERY_IF_STAT, Outbox: true, Exec: (*hca.HCA).QUERY_IF_STAT},
-	{Op: hcr.ACCESS_REG, Inbox: true, Outbox: true}, // not modelled: INTERNAL_ERR
+	{Op: hcr.ACCESS_REG, Inbox: true, Outbox: true, Exec: (*hca.HCA).ACCESS_REG},
 	{Op: hcr.CONGESTION_CTRL, EPERM: true},
 	{Op: hcr.QP_ATTACH, Inbox: true, Exec: (*hca.HCA).QP_ATTACH},
 	{Op: hcr.PROMISC, Exec: (*hca.HCA).PROMISC},
