@@ -215,7 +215,11 @@ func (p *PF) restoreVF(i int) bool {
 	default:
 		return false
 	}
-	st.lastCmd, st.active, st.vhcr = cmd, w0&(1<<8) != 0, vhcr
+	active := w0&(1<<8) != 0
+	if active && p.hca.ActivateVF(i) != nil {
+		return false
+	}
+	st.lastCmd, st.active, st.vhcr = cmd, active, vhcr
 	st.mapVHCR()
 	st.ack = st.sr.Load() & ToggleBit
 	w := st.sw.Load()
@@ -370,6 +374,12 @@ func (p *PF) serve(i int, w uint32) {
 		// inside the window now.
 		if _, err := st.win.Translate(st.vhcr, hcr.VHCRSize, dma.ReadWrite); err != nil || st.vhcr&0xfff != 0 {
 			p.violation(i, toggle, ResetVHCRAddress, "vHCR address unaligned or outside the window", w)
+			return
+		}
+		// mlx4_master_activate_admin_state: VST VLAN and spoof-checked MAC
+		// registered; no room resets the VF, as mlx4 does.
+		if err := p.hca.ActivateVF(i); err != nil {
+			p.violation(i, toggle, ResetAdminState, err.Error(), w)
 			return
 		}
 		st.active = true

@@ -16,10 +16,11 @@ const (
 	ResetDMA                            // vHCR or outbox DMA failed
 	ResetFLR                            // function-level reset by the operator
 	ResetRequest                        // the VF's reset request (FLAGS bit 16)
+	ResetAdminState                     // VHCR_EN: no room for the VF's VST VLAN or spoof-checked MAC
 	numResetReasons
 )
 
-var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "toggle", "vhcr_address", "dma", "flr", "reset_request"}
+var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "toggle", "vhcr_address", "dma", "flr", "reset_request", "admin_state"}
 
 func (r ResetReason) String() string { return resetReasonNames[r] }
 

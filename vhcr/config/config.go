@@ -128,6 +128,19 @@ type VF struct {
 	PortGUIDs map[string]Hex   `json:"port_guids"`
 	SMI       *bool            `json:"smi"` // SMI-privileged (QP0, all MAD_IFC)
 	Quotas    map[string]Quota `json:"quotas"`
+	// VST puts the function's Ethernet ports in VLAN switch tagging (ip
+	// link set ... vf N vlan V qos Q); absent: VGT, the VF tags itself.
+	VST *VST `json:"vst"`
+	// SpoofCheck forces the source MAC of the function's Ethernet QPs to
+	// its own (ip link set ... vf N spoofchk on).
+	SpoofCheck *bool `json:"spoof_check"`
+}
+
+// VST is a VF's VLAN switch tagging: the VLAN its traffic is tagged with
+// (0: priority tagged only) and the 802.1p priority.
+type VST struct {
+	VLAN int `json:"vlan"` // 0..4094
+	QoS  int `json:"qos"`  // 0..7
 }
 
 // Quota overrides the §2.3 defaults of one resource type for a function.
@@ -343,6 +356,14 @@ func (v *VF) validate(f string, c *Config, isDefault bool) error {
 	default:
 		return fieldErr(f+".link_state", "%q is not auto, up or down", v.LinkState)
 	}
+	if v.VST != nil {
+		if v.VST.VLAN < 0 || v.VST.VLAN > 4094 {
+			return fieldErr(f+".vst.vlan", "%d outside 0..4094 (0: priority tagged)", v.VST.VLAN)
+		}
+		if v.VST.QoS < 0 || v.VST.QoS > 7 {
+			return fieldErr(f+".vst.qos", "%d outside 0..7", v.VST.QoS)
+		}
+	}
 	for k, m := range v.PKeyMap {
 		p, err := strconv.Atoi(k)
 		if err != nil || p < 1 || p > len(c.Ports) {
@@ -386,14 +407,16 @@ func (v *VF) validate(f string, c *Config, isDefault bool) error {
 // Function is the resolved view of one VF: the default merged with its
 // override, with derived GUIDs filled in.
 type Function struct {
-	VF        int
-	Ports     []int         // physical port of VF port i+1
-	LinkState string        // auto, up, down
-	PKeyMap   map[int][]int // physical port -> virtual index -> physical index
-	NodeGUID  uint64
-	PortGUID  map[int]uint64 // physical port -> GUID
-	SMI       bool
-	Quotas    map[string]Quota
+	VF         int
+	Ports      []int         // physical port of VF port i+1
+	LinkState  string        // auto, up, down
+	PKeyMap    map[int][]int // physical port -> virtual index -> physical index
+	NodeGUID   uint64
+	PortGUID   map[int]uint64 // physical port -> GUID
+	SMI        bool
+	Quotas     map[string]Quota
+	VST        *VST // nil: VGT
+	SpoofCheck bool
 }
 
 // Function resolves VF vf.
@@ -444,6 +467,16 @@ func (c *Config) Function(vf int) Function {
 	}
 	if hasO && o.SMI != nil {
 		fn.SMI = *o.SMI
+	}
+	fn.VST = d.VST
+	if hasO && o.VST != nil {
+		fn.VST = o.VST
+	}
+	if d.SpoofCheck != nil {
+		fn.SpoofCheck = *d.SpoofCheck
+	}
+	if hasO && o.SpoofCheck != nil {
+		fn.SpoofCheck = *o.SpoofCheck
 	}
 	for k, q := range d.Quotas {
 		fn.Quotas[k] = q

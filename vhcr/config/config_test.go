@@ -54,3 +54,29 @@ func TestUnknownFieldRejected(t *testing.T) {
 		t.Fatalf("unknown field accepted or not named: %v", err)
 	}
 }
+
+// TestVSTAndSpoofCheck: the VST fields are checked and named, and an
+// override's VST and spoof check win over the default's.
+func TestVSTAndSpoofCheck(t *testing.T) {
+	for _, tc := range []struct{ vst, field string }{
+		{`{"vlan": 4095, "qos": 0}`, "vfs.overrides.3.vst.vlan"},
+		{`{"vlan": -1, "qos": 0}`, "vfs.overrides.3.vst.vlan"},
+		{`{"vlan": 10, "qos": 8}`, "vfs.overrides.3.vst.qos"},
+	} {
+		src := strings.Replace(string(Example()), `"3": { "pkey_map"`, `"3": { "vst": `+tc.vst+`, "pkey_map"`, 1)
+		if _, err := Parse(strings.NewReader(src)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("vst %s: error %v does not name %s", tc.vst, err, tc.field)
+		}
+	}
+	src := strings.Replace(string(Example()), `"3": { "pkey_map"`, `"3": { "vst": {"vlan": 100, "qos": 5}, "spoof_check": true, "pkey_map"`, 1)
+	c, err := Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fn := c.Function(3); fn.VST == nil || fn.VST.VLAN != 100 || fn.VST.QoS != 5 || !fn.SpoofCheck {
+		t.Fatalf("VF 3: VST %+v spoof check %v", fn.VST, fn.SpoofCheck)
+	}
+	if fn := c.Function(2); fn.VST != nil || fn.SpoofCheck {
+		t.Fatalf("VF 2 took VF 3's vport state: VST %+v spoof check %v", fn.VST, fn.SpoofCheck)
+	}
+}

@@ -277,6 +277,15 @@ func (h *HCA) modifyQP(c *hcr.Cmd, op hcr.Opcode) hcr.Status {
 			!h.Res.HasMAC(c.VF, phys, int(q.smac)) {
 			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonNotOwner)
 		}
+		// VST and spoof check (update_vport_qp_param). mlx4 rewrites the
+		// INIT2RTR mailbox only; the model's context follows every
+		// transition's mailbox, so a QP rewritten once is rewritten again
+		// by later transitions rather than let a VF clear the forced bits.
+		if op == hcr.INIT2RTR_QP || qp.vport {
+			h.updateVportQP(c, phys, q.st)
+			vp := &h.fw.vfs[c.VF].vport[phys-1]
+			qp.vport = qp.vport || vp.vst || vp.spoof
+		}
 		// Keep what RST2INIT validated (CQs, SRQ, MTT); take the rest.
 		keep := qp.ctx
 		copy(qp.ctx[:], c.Inbox[:qpcEnd])

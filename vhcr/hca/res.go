@@ -74,6 +74,7 @@ type vfFW struct {
 	promisc  [2]bool
 	vlanFltr [2][128]uint32
 	mcastOn  [2]bool
+	vport    [2]vportOper // physical port index (vport.go)
 	stats    EventStats
 }
 
@@ -93,6 +94,7 @@ type qpObj struct {
 	ctx       [qpcEnd]byte // the last context written (rewritten fields included)
 	attached  int          // multicast attachments
 	gids      [][16]byte
+	vport     bool // VST or spoof check rewrote its context (vport.go)
 }
 
 type cqObj struct {

@@ -9,7 +9,8 @@ import "github.com/vhcrd/vhcrd/vhcr/restrack"
 // HW: implicit HW2SW), MPTs, EQs (implicit HW2SW_EQ), MTTs (entries
 // forgotten), counters, XRCDs. Then the VF's event-to-EQ map is cleared
 // (all 64 types, not only event 0 as mlx4's reset_slave), and its ports,
-// filters and event counters' EQ state are reset. Other VFs are untouched.
+// filters and event counters' EQ state are reset, and its vport admin state
+// deactivated (DeactivateVF). Other VFs are untouched.
 // It returns what was released per type. Used for the VF's RESET, for FLR
 // and after a protocol error.
 func (h *HCA) ResetFunction(vf int) restrack.Released {
@@ -40,6 +41,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 			delete(h.fw.mtt, o.ID)
 		}
 	})
+	h.DeactivateVF(vf)
 	v := &h.fw.vfs[vf]
 	v.clearEvents()
 	v.portOpen = [2]bool{}
