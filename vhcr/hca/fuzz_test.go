@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hcr"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -41,53 +42,92 @@ func FuzzDecodeContexts(f *testing.F) {
 // INIT2RTR on a VF that owns a CQ, an SRQ and an MTT, next to a VF with the
 // same kinds of objects: nothing panics, and the other VF never changes.
 func FuzzQPContext(f *testing.F) {
+	qpContextSeeds(f)
+	f.Fuzz(func(t *testing.T, ctx []byte, fixRefs bool) { fuzzQPContext(t, ctx, fixRefs, nil) })
+}
+
+// FuzzQPContextVport is FuzzQPContext on an Ethernet port 1 with both VFs
+// in VST with spoof check (VF 0 on VLAN 100, VF 1 priority tagged): the
+// rewrites never panic, and VF 0's QP commands leave VF 1's objects and
+// vport registrations alone.
+func FuzzQPContextVport(f *testing.F) {
+	qpContextSeeds(f)
+	on := true
+	f.Fuzz(func(t *testing.T, ctx []byte, fixRefs bool) {
+		fuzzQPContext(t, ctx, fixRefs, func(c *config.Config) {
+			c.Ports[0].LinkLayer = "eth"
+			c.VFs.Overrides = map[string]config.VF{
+				"0": {VST: &config.VST{VLAN: 100, QoS: 3}, SpoofCheck: &on},
+				"1": {VST: &config.VST{VLAN: 0, QoS: 1}, SpoofCheck: &on},
+			}
+		})
+	})
+}
+
+func qpContextSeeds(f *testing.F) {
 	f.Add(qpc{st: stRC, vfPort: 1, sqLog: 3, rqLog: 3}.bytes(), false)
 	f.Add(qpc{st: stUD, vfPort: 2, pkey: 1, optpar: optPriAddrPath, useSRQ: true, sqLog: 15, rqLog: 15}.bytes(), true)
 	f.Add(qpc{st: stMLX, rateLimit: 1}.bytes(), true)
-	f.Fuzz(func(t *testing.T, ctx []byte, fixRefs bool) {
-		r := newRig(t, 2, nil)
-		a, b := r.vf(0), r.vf(1)
-		a.setupEQ(1, 4)
-		b.setupEQ(1, 4)
-		acq, bcq := a.createCQ(), b.createCQ()
-		asrq := a.createSRQ()
-		b.createSRQ()
-		qpn, q := a.newQP(acq)
-		in := q.bytes()
-		copy(in, ctx)
-		if fixRefs { // make the references plausible so the deeper checks run
-			binary.BigEndian.PutUint32(in[qpcCQNSend:], acq)
-			binary.BigEndian.PutUint32(in[qpcCQNRecv:], bcq*uint32(in[0]&1)+acq*uint32(1-in[0]&1))
-			binary.BigEndian.PutUint32(in[qpcSRQN:], binary.BigEndian.Uint32(in[qpcSRQN:])&(1<<24)|asrq)
-			binary.BigEndian.PutUint32(in[qpcMTTBaseL:], q.mtt*mttEntrySize)
+	f.Add(qpc{st: stUD, vfPort: 1, optpar: optPriAddrPath, sqLog: 3, rqLog: 3}.bytes(), true)
+}
+
+func fuzzQPContext(t *testing.T, ctx []byte, fixRefs bool, edit func(*config.Config)) {
+	r := newRig(t, 2, edit)
+	for vf := range 2 {
+		if err := r.h.ActivateVF(vf); err != nil {
+			t.Fatal(err)
 		}
-		before := fingerprint(r.h, 1)
-		for _, op := range []hcr.Opcode{hcr.RST2INIT_QP, hcr.INIT2RTR_QP, hcr.RTR2RTS_QP} {
-			c := a.cmd(op, 0, qpn, 0, in, false)
-			var s hcr.Status
-			switch op {
-			case hcr.RST2INIT_QP:
-				s = a.run((*HCA).RST2INIT_QP, c)
-			case hcr.INIT2RTR_QP:
-				s = a.run((*HCA).INIT2RTR_QP, c)
-			default:
-				s = a.run((*HCA).RTR2RTS_QP, c)
-			}
-			if s != hcr.OK {
-				break
-			}
+	}
+	vport1 := r.h.fw.vfs[1].vport
+	a, b := r.vf(0), r.vf(1)
+	a.setupEQ(1, 4)
+	b.setupEQ(1, 4)
+	acq, bcq := a.createCQ(), b.createCQ()
+	asrq := a.createSRQ()
+	b.createSRQ()
+	qpn, q := a.newQP(acq)
+	in := q.bytes()
+	copy(in, ctx)
+	if fixRefs { // make the references plausible so the deeper checks run
+		binary.BigEndian.PutUint32(in[qpcCQNSend:], acq)
+		binary.BigEndian.PutUint32(in[qpcCQNRecv:], bcq*uint32(in[0]&1)+acq*uint32(1-in[0]&1))
+		binary.BigEndian.PutUint32(in[qpcSRQN:], binary.BigEndian.Uint32(in[qpcSRQN:])&(1<<24)|asrq)
+		binary.BigEndian.PutUint32(in[qpcMTTBaseL:], q.mtt*mttEntrySize)
+	}
+	before := fingerprint(r.h, 1)
+	for _, op := range []hcr.Opcode{hcr.RST2INIT_QP, hcr.INIT2RTR_QP, hcr.RTR2RTS_QP} {
+		c := a.cmd(op, 0, qpn, 0, in, false)
+		var s hcr.Status
+		switch op {
+		case hcr.RST2INIT_QP:
+			s = a.run((*HCA).RST2INIT_QP, c)
+		case hcr.INIT2RTR_QP:
+			s = a.run((*HCA).INIT2RTR_QP, c)
+		default:
+			s = a.run((*HCA).RTR2RTS_QP, c)
 		}
-		if fingerprint(r.h, 1) != before {
-			t.Fatal("VF 0's QP commands changed VF 1")
+		if s != hcr.OK {
+			break
 		}
-		if o, _ := r.h.Res.Peek(1, restrack.CQ, uint64(bcq)); o.Refs != 0 {
-			t.Fatal("VF 1's CQ referenced by VF 0's QP")
+	}
+	if fingerprint(r.h, 1) != before {
+		t.Fatal("VF 0's QP commands changed VF 1")
+	}
+	if o, _ := r.h.Res.Peek(1, restrack.CQ, uint64(bcq)); o.Refs != 0 {
+		t.Fatal("VF 1's CQ referenced by VF 0's QP")
+	}
+	r.h.ResetFunction(0)
+	if r.h.Counts(0) != ([restrack.NumTypes]int{}) {
+		t.Fatal("reset left objects")
+	}
+	if r.h.fw.vfs[1].vport != vport1 {
+		t.Fatal("VF 0's commands or reset changed VF 1's vport")
+	}
+	for i, op := range vport1 {
+		if op.vlanIdx >= 0 && r.h.fw.ports[i].vlan[op.vlanIdx].refs == 0 || op.macIdx >= 0 && r.h.fw.ports[i].mac[op.macIdx].refs == 0 {
+			t.Fatal("VF 0's reset unregistered VF 1's VST VLAN or MAC")
 		}
-		r.h.ResetFunction(0)
-		if r.h.Counts(0) != ([restrack.NumTypes]int{}) {
-			t.Fatal("reset left objects")
-		}
-	})
+	}
 }
 
 // FuzzEQContext creates an EQ from an arbitrary context and MTT entry, then
