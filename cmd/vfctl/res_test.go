@@ -205,3 +205,20 @@ func TestLoadRealistic(t *testing.T) {
 		t.Fatalf("%d overruns", n)
 	}
 }
+
+// TestPTYS: vfctl ptys reads the register through ACCESS_REG; a port the VF
+// lacks is the register access status, exit 1.
+func TestPTYS(t *testing.T) {
+	spec, _, _ := servePF(t, 2)
+	out, err := capture(t, func() error { return runPTYS([]string{"--bar", spec, "--vf", "1", "--port", "2"}) })
+	if err != nil || !regexp.MustCompile(`local_port 2 proto_mask 0x1\n`).MatchString(out) ||
+		!regexp.MustCompile(`ib width cap 1X\|4X admin 1X\|4X oper 4X`).MatchString(out) ||
+		!regexp.MustCompile(`ib speed cap SDR\|DDR\|QDR admin SDR\|DDR\|QDR oper QDR`).MatchString(out) {
+		t.Fatalf("vfctl ptys: %v\n%s", err, out)
+	}
+	out, err = capture(t, func() error { return runPTYS([]string{"--bar", spec, "--vf", "1", "--port", "3"}) })
+	var ee exitError
+	if !errors.As(err, &ee) || !regexp.MustCompile(`register access status 0x7`).MatchString(out) {
+		t.Fatalf("vfctl ptys on a port the VF lacks: %v\n%s", err, out)
+	}
+}

@@ -188,3 +188,51 @@ func ptysWidth(w uint8) uint16 {
 func ptysSpeed(s, ext uint8) uint16 {
 	return uint16(s&0x7) | uint16(ext&0x3)<<4
 }
+
+// PTYS is struct mlx4_ptys_reg, decoded. InfiniBand widths and speeds are
+// in the PTYS encodings (ptysWidth, ptysSpeed); Ethernet protocols are
+// masks of enum mlx4_link_mode bits.
+type PTYS struct {
+	LocalPort, ProtoMask                     uint8
+	EthProtoCap, EthProtoAdmin, EthProtoOper uint32
+	IBWidthCap, IBWidthAdmin, IBWidthOper    uint16
+	IBSpeedCap, IBSpeedAdmin, IBSpeedOper    uint16
+}
+
+// EncodeAccessRegPTYS writes ACCESS_REG's inbox for a PTYS access as
+// mlx4_ACCESS_PTYS_REG builds it: the operation TLV header for method and
+// the register with local_port and proto_mask (MLX4_PTYS_IB 1, _EN 4).
+func EncodeAccessRegPTYS(in *[hcr.MailboxSize]byte, method, port, proto uint8) {
+	clear(in[:accessRegData+ptysSize])
+	binary.BigEndian.PutUint16(in[accessRegTLV:], accessRegTLVOp<<11|accessRegTLVLen)
+	binary.BigEndian.PutUint16(in[accessRegID:], RegIDPTYS)
+	in[accessRegMethod] = method & accessRegMask
+	in[accessRegClass] = accessRegClassRA
+	binary.BigEndian.PutUint16(in[accessRegLen:], (ptysSize/4+1)&0x7ff|0x3<<12)
+	in[accessRegData+ptysLocalPort] = port
+	in[accessRegData+ptysProtoMask] = proto
+}
+
+// DecodeAccessRegPTYS reads ACCESS_REG's outbox: the register access
+// status and the PTYS register.
+func DecodeAccessRegPTYS(out *[hcr.MailboxSize]byte) (status uint8, p PTYS) {
+	r := out[accessRegData:]
+	return out[accessRegStatus] & accessRegMask, PTYS{
+		LocalPort: r[ptysLocalPort], ProtoMask: r[ptysProtoMask],
+		EthProtoCap:   binary.BigEndian.Uint32(r[ptysEthProtoCap:]),
+		EthProtoAdmin: binary.BigEndian.Uint32(r[ptysEthProtoAdm:]),
+		EthProtoOper:  binary.BigEndian.Uint32(r[ptysEthProtoOper:]),
+		IBWidthCap:    binary.BigEndian.Uint16(r[ptysIBWidthCap:]),
+		IBWidthAdmin:  binary.BigEndian.Uint16(r[ptysIBWidthAdm:]),
+		IBWidthOper:   binary.BigEndian.Uint16(r[ptysIBWidthOper:]),
+		IBSpeedCap:    binary.BigEndian.Uint16(r[ptysIBSpeedCap:]),
+		IBSpeedAdmin:  binary.BigEndian.Uint16(r[ptysIBSpeedAdm:]),
+		IBSpeedOper:   binary.BigEndian.Uint16(r[ptysIBSpeedOper:]),
+	}
+}
+
+// PTYSWidths and PTYSSpeeds name the InfiniBand bits of PTYS, bit 0 first.
+var (
+	PTYSWidths = []string{"1X", "2X", "4X", "8X", "12X"}
+	PTYSSpeeds = []string{"SDR", "DDR", "QDR", "FDR10", "FDR", "EDR"}
+)

@@ -200,3 +200,27 @@ func FuzzAccessReg(f *testing.F) {
 		}
 	})
 }
+
+// TestPTYSCodec: the exported encoder builds what mlx4_ACCESS_PTYS_REG
+// builds (the test's own builder), and the decoder reads the executor's
+// answer.
+func TestPTYSCodec(t *testing.T) {
+	var in [hcr.MailboxSize]byte
+	for i := range in {
+		in[i] = 0xee // the encoder clears the header and the register
+	}
+	EncodeAccessRegPTYS(&in, AccessRegQuery, 2, ptysProtoIB)
+	want := ptysInbox(AccessRegQuery, RegIDPTYS, 2, ptysProtoIB)
+	if string(in[:accessRegData+ptysSize]) != string(want[:accessRegData+ptysSize]) {
+		t.Fatalf("encoded % x\n   want % x", in[:accessRegData+ptysSize], want[:accessRegData+ptysSize])
+	}
+	r := newRig(t, 1, nil)
+	c := r.vf(0).cmd(hcr.ACCESS_REG, 0, 0, 0, in[:], true)
+	if s := r.vf(0).run((*HCA).ACCESS_REG, c); s != hcr.OK {
+		t.Fatal(s)
+	}
+	st, p := DecodeAccessRegPTYS(c.Outbox)
+	if st != RegStatusOK || p.LocalPort != 2 || p.ProtoMask != ptysProtoIB || p.IBWidthOper != 0x4 || p.IBSpeedOper != 0x4 || p.IBSpeedCap != 0x7 {
+		t.Fatalf("decoded status %#x %+v", st, p)
+	}
+}

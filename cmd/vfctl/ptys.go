@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hcr"
+)
+
+func init() {
+	register("ptys", "read the PTYS register (port type and speed) through ACCESS_REG, as mlx4_en's ethtool does", runPTYS)
+}
+
+func runPTYS(args []string) error {
+	fs := flag.NewFlagSet("ptys", flag.ContinueOnError)
+	barSpec := barFlag(fs)
+	vf := fs.Int("vf", 0, "VF index")
+	port := fs.Uint("port", 1, "the VF's port")
+	proto := fs.String("proto", "ib", "protocol asked for: ib or eth")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	mask := map[string]uint8{"ib": 1, "eth": 4}[*proto]
+	if mask == 0 {
+		return fmt.Errorf("--proto %q: want ib or eth", *proto)
+	}
+	var in [hcr.MailboxSize]byte
+	hca.EncodeAccessRegPTYS(&in, hca.AccessRegQuery, uint8(*port), mask)
+	a, v, err := openVF(*barSpec, *vf, false)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	resp, err := v.Post(context.Background(), &vhcr.Request{Op: hcr.ACCESS_REG, In: in[:]})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("VF %d ACCESS_REG PTYS: %s\n", *vf, resp.Status.String())
+	if resp.Status != hcr.OK {
+		return exitError{1}
+	}
+	st, p := hca.DecodeAccessRegPTYS(resp.Out)
+	if st != hca.RegStatusOK {
+		fmt.Printf("register access status %#x\n", st)
+		return exitError{1}
+	}
+	fmt.Printf("local_port %d proto_mask %#x\n", p.LocalPort, p.ProtoMask)
+	if p.ProtoMask&4 != 0 {
+		fmt.Printf("eth proto cap %#08x admin %#08x oper %#08x\n", p.EthProtoCap, p.EthProtoAdmin, p.EthProtoOper)
+	}
+	if p.ProtoMask&1 != 0 {
+		fmt.Printf("ib width cap %s admin %s oper %s\n", bitNames(uint32(p.IBWidthCap), hca.PTYSWidths), bitNames(uint32(p.IBWidthAdmin), hca.PTYSWidths), bitNames(uint32(p.IBWidthOper), hca.PTYSWidths))
+		fmt.Printf("ib speed cap %s admin %s oper %s\n", bitNames(uint32(p.IBSpeedCap), hca.PTYSSpeeds), bitNames(uint32(p.IBSpeedAdmin), hca.PTYSSpeeds), bitNames(uint32(p.IBSpeedOper), hca.PTYSSpeeds))
+	}
+	return nil
+}
+
+// bitNames lists the names of the set bits of v ("-" for none).
+func bitNames(v uint32, names []string) string {
+	var s []string
+	for i, n := range names {
+		if v&(1<<i) != 0 {
+			s = append(s, n)
+		}
+	}
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, "|")
+}
