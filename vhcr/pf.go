@@ -477,18 +477,7 @@ func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 	if timed {
 		t0 = cputicks()
 	}
-	c := &p.cmd
-	c.VF, c.InParam, c.OutParam, c.InMod, c.Op, c.OpMod = i, w0, w2, uint32(w1>>32), op, opMod
-	c.EBit, c.Token, c.Reason = false, uint16(w3>>48), hcr.ReasonNone
-	if c.Mem != st.win {
-		c.Mem = st.win
-	}
-	if c.Inbox != nil {
-		c.Inbox = nil
-	}
-	if c.Outbox != nil {
-		c.Outbox = nil
-	}
+	c := p.loadCmd(i, st, w0, w1, w2, w3)
 	status := e.Exec(p.hca, c)
 	if e.OutImm {
 		binary.BigEndian.PutUint64(m[hcr.OffOutParam:], c.OutParam)
@@ -504,6 +493,18 @@ func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 		p.stats.observe(cputicks() - t0)
 	}
 	return true
+}
+
+// loadCmd fills the PF's reused command from VF i's vHCR shadow words.
+// Every field is set by name: a struct literal would be built on the stack
+// and copied. Small enough to be inlined into both VHCR_POST paths.
+func (p *PF) loadCmd(i int, st *vfState, w0, w1, w2, w3 uint64) *hcr.Cmd {
+	c := &p.cmd
+	c.VF, c.InParam, c.OutParam, c.InMod = i, w0, w2, uint32(w1>>32)
+	c.Op, c.OpMod, c.EBit = hcr.Opcode(w3&0xfff), uint8(w3>>12)&0xf, uint8(w3>>16)&hcr.FlagE != 0
+	c.Token, c.Reason, c.Mem = uint16(w3>>48), hcr.ReasonNone, st.win
+	c.Inbox, c.Outbox = nil, nil
+	return c
 }
 
 // post processes VHCR_POST for VF i. It returns acked=true if it already
@@ -541,21 +542,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	// opcode 11..0 (as hcr.DecodeVHCR reads them).
 	vhcrWord := uint32(w3) // status | flags | opcode, for the write-back
 	op := hcr.Opcode(w3 & 0xfff)
-	// The command is reused; every field is set here (no struct literal: it
-	// would clear and rewrite the whole struct, pointer fields with write
-	// barriers, on every command).
-	c := &p.cmd
-	c.VF, c.InParam, c.OutParam, c.InMod, c.Op, c.OpMod = i, w0, w2, uint32(w1>>32), op, uint8(w3>>12)&0xf
-	c.EBit, c.Token, c.Reason = uint8(w3>>16)&hcr.FlagE != 0, uint16(w3>>48), hcr.ReasonNone
-	if c.Mem != st.win {
-		c.Mem = st.win
-	}
-	if c.Inbox != nil {
-		c.Inbox = nil
-	}
-	if c.Outbox != nil {
-		c.Outbox = nil
-	}
+	c := p.loadCmd(i, st, w0, w1, w2, w3)
 	e := p.table.Lookup(op)
 	status := hcr.OK
 	var outAddr uint64
