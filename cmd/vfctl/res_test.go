@@ -103,6 +103,9 @@ func allZero(t *testing.T, h *hca.HCA, pf *vhcr.PF, vf int) {
 		t.Fatal(err)
 	}
 	for ty, n := range c {
+		if restrack.Type(ty) == restrack.Counter && n <= 2 {
+			continue // the PF's per-port counter from INIT2RTR stays until RESET (handle_counter)
+		}
 		if n != 0 {
 			t.Errorf("VF %d: %d %v left", vf, n, restrack.Type(ty))
 		}

@@ -232,6 +232,7 @@ func (q qpc) bytes() []byte {
 	}
 	b[qpcSched] = byte(port-1) << 6
 	b[qpcPKey] = q.pkey
+	b[qpcPriCounter] = byte(config.Default().Resources.Counters - 1) // the sink
 	b[qpcMGID] = q.mgid
 	b[qpcGRHMyLMC] = q.smac
 	binary.BigEndian.PutUint32(b[qpcCQNSend:], q.scq)

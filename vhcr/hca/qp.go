@@ -281,6 +281,9 @@ func (h *HCA) modifyQP(c *hcr.Cmd, op hcr.Opcode) hcr.Status {
 		// INIT2RTR mailbox only; the model's context follows every
 		// transition's mailbox, so a QP rewritten once is rewritten again
 		// by later transitions rather than let a VF clear the forced bits.
+		if s := h.handleCounter(c, phys, op == hcr.INIT2RTR_QP); s != hcr.OK {
+			return s
+		}
 		if op == hcr.INIT2RTR_QP || qp.vport {
 			h.updateVportQP(c, phys, q.st)
 			vp := &h.fw.vfs[c.VF].vport[phys-1]

@@ -53,6 +53,8 @@ type firmware struct {
 
 	doorbell func(vf, eqn int) (uint32, bool) // EQ doorbell reader, or nil
 
+	counterPort map[uint64]int // counter index → physical port it counts (handleCounter)
+
 	dmfs      bool   // device-managed flow steering (fs.go)
 	nextRegID uint64 // flow-steering rule ids, unique across VFs
 }
@@ -176,7 +178,8 @@ func (h *HCA) initResources() error {
 	}
 	h.Res = tr
 	h.fw = &firmware{
-		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{},
+		counterPort: map[uint64]int{},
+		mtt:         map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{},
 		srqs: map[uint32]*srqObj{}, mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{},
 		ports: make([]portTables, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs),
 	}
@@ -455,7 +458,9 @@ func (h *HCA) FREE_RES(c *hcr.Cmd) hcr.Status {
 		if int(lo) == h.Cfg.Resources.Counters-1 {
 			return hcr.OK // the sink counter: a no-op
 		}
-		err = h.Res.Free(c.VF, ty, uint64(lo))
+		if err = h.Res.Free(c.VF, ty, uint64(lo)); err == nil {
+			delete(h.fw.counterPort, uint64(lo))
+		}
 	case restrack.XRCD:
 		if op != resOpReserve {
 			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)

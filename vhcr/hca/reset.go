@@ -39,6 +39,8 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 			delete(h.fw.eqs, o.ID)
 		case restrack.MTT:
 			delete(h.fw.mtt, o.ID)
+		case restrack.Counter:
+			delete(h.fw.counterPort, o.ID)
 		}
 	})
 	h.DeactivateVF(vf)

@@ -111,6 +111,52 @@ func (h *HCA) DeactivateVF(vf int) {
 	}
 }
 
+// qpcPriCounter is pri_path.counter_index in the modify-QP mailbox.
+const qpcPriCounter = qpcPriPath + 4
+
+// handleCounter is handle_counter, the start of update_vport_qp_param, for
+// every VF: a QP's counter is the VF's own or the sink (the last index,
+// nobody's). At INIT2RTR (assign) a sink is replaced by the VF's counter on
+// the QP's port, reserving one if it has none; with no counter left the
+// sink stays, as in mlx4. A counter the VF does not own is BAD_PARAM
+// (-EINVAL). mlx4 checks at INIT2RTR only; the model checks every
+// transition's context, since it keeps each one.
+func (h *HCA) handleCounter(c *hcr.Cmd, phys int, assign bool) hcr.Status {
+	sink := uint64(h.Cfg.Resources.Counters - 1)
+	idx := uint64(c.Inbox[qpcPriCounter])
+	if idx != sink {
+		if _, err := h.Res.Peek(c.VF, restrack.Counter, idx); err != nil {
+			if errors.Is(err, restrack.ErrNotFound) {
+				return c.Refuse(hcr.BAD_PARAM, hcr.ReasonNotFound)
+			}
+			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonNotOwner)
+		}
+		if h.fw.counterPort[idx] == 0 {
+			h.fw.counterPort[idx] = phys
+		}
+		return hcr.OK
+	}
+	if !assign {
+		return hcr.OK
+	}
+	found := int64(-1)
+	h.Res.Walk(c.VF, func(o *restrack.Object) {
+		if found < 0 && o.Type == restrack.Counter && h.fw.counterPort[o.ID] == phys {
+			found = int64(o.ID)
+		}
+	})
+	if found < 0 {
+		n, err := h.Res.Alloc(c.VF, restrack.Counter)
+		if err != nil {
+			return hcr.OK // none left for the VF: the QP counts into the sink
+		}
+		found = int64(n)
+		h.fw.counterPort[uint64(n)] = phys
+	}
+	c.Inbox[qpcPriCounter] = byte(found)
+	return hcr.OK
+}
+
 // updateVportQP is update_vport_qp_param: for a QP on a port where the VF
 // is in VST, VLAN stripping is forced for UD and raw Ethernet QPs, the
 // vlan_control blocks what VST forbids (everything while the VF's link is

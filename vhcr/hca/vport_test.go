@@ -7,6 +7,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // vstRig has an Ethernet port 1; VF 0 is in VST (VLAN vlan, priority 5) with
@@ -139,5 +140,89 @@ func TestVportResetAndTableFull(t *testing.T) {
 		if e := r.h.fw.ports[0].vlan[i]; e.refs > 0 && e.value == 100 {
 			t.Fatal("failed activation left the VST VLAN registered")
 		}
+	}
+}
+
+// toRTR takes a new RC QP of v to RTR with counter index idx in its
+// INIT2RTR context and returns the status and the stored counter index.
+func toRTR(t *testing.T, v *vf, cq uint32, idx byte) (uint32, hcr.Status, byte) {
+	t.Helper()
+	qpn, q := v.newQP(cq)
+	v.must(v.qpCmd(hcr.RST2INIT_QP, qpn, &q), "RST2INIT")
+	in := q.bytes()
+	in[qpcPriCounter] = idx
+	s := v.run((*HCA).INIT2RTR_QP, v.cmd(hcr.INIT2RTR_QP, 0, qpn, 0, in, false))
+	return qpn, s, v.r.h.fw.qps[qpn].ctx[qpcPriCounter]
+}
+
+// TestQPCounter: handle_counter. A sink counter index gets the VF's counter
+// on the port (reserved once, shared by its QPs on that port); the VF's own
+// counter is kept; another VF's or an unallocated one is BAD_PARAM, at
+// INIT2RTR and (stricter than mlx4) at later transitions; RESET frees the
+// counter.
+func TestQPCounter(t *testing.T) {
+	r := newRig(t, 2, nil)
+	sink := byte(r.h.Cfg.Resources.Counters - 1)
+	a, b := r.vf(0), r.vf(1)
+	a.setupEQ(1, 4)
+	b.setupEQ(1, 4)
+	acq, bcq := a.createCQ(), b.createCQ()
+
+	_, s, got := toRTR(t, a, acq, sink)
+	if s != hcr.OK || got == sink {
+		t.Fatalf("sink counter: %v, counter %d", s, got)
+	}
+	if o, err := r.h.Res.Peek(0, restrack.Counter, uint64(got)); err != nil || o == nil {
+		t.Fatalf("assigned counter %d is not VF 0's: %v", got, err)
+	}
+	if _, s, again := toRTR(t, a, acq, sink); s != hcr.OK || again != got {
+		t.Fatalf("second QP on the port: %v, counter %d, want %d", s, again, got)
+	}
+	if n := r.h.Counts(0)[restrack.Counter]; n != 1 {
+		t.Fatalf("VF 0 holds %d counters, want 1", n)
+	}
+	own := byte(b.mustAlloc(restrack.Counter, resOpReserve, 0))
+	if _, s, kept := toRTR(t, b, bcq, own); s != hcr.OK || kept != own {
+		t.Fatalf("VF 1's own counter: %v, stored %d", s, kept)
+	}
+	for _, tc := range []struct {
+		name   string
+		idx    byte
+		reason hcr.Reason
+	}{{"another VF's counter", own, hcr.ReasonNotOwner}, {"an unallocated counter", sink - 1, hcr.ReasonNotFound}} {
+		qpn, q := a.newQP(acq)
+		a.must(a.qpCmd(hcr.RST2INIT_QP, qpn, &q), "RST2INIT")
+		in := q.bytes()
+		in[qpcPriCounter] = tc.idx
+		c := a.cmd(hcr.INIT2RTR_QP, 0, qpn, 0, in, false)
+		if s := a.run((*HCA).INIT2RTR_QP, c); s != hcr.BAD_PARAM || c.Reason != tc.reason {
+			t.Errorf("INIT2RTR with %s: %v (%v), want BAD_PARAM (%v)", tc.name, s, c.Reason, tc.reason)
+		}
+	}
+	qpn, _, _ := toRTR(t, a, acq, sink)
+	q := qpc{st: stRC}
+	in := q.bytes()
+	in[qpcPriCounter] = own
+	if s := a.run((*HCA).RTR2RTS_QP, a.cmd(hcr.RTR2RTS_QP, 0, qpn, 0, in, false)); s != hcr.BAD_PARAM {
+		t.Fatalf("RTR2RTS naming another VF's counter: %v", s)
+	}
+	r.h.ResetFunction(0)
+	if len(r.h.fw.counterPort) != 1 { // VF 1's own counter
+		t.Fatalf("counter ports after VF 0's reset: %v", r.h.fw.counterPort)
+	}
+}
+
+// TestQPCounterNoneLeft: with no counter left for the VF, the QP keeps the
+// sink and INIT2RTR succeeds (mlx4 ignores -ENOSPC and -ENOENT here).
+func TestQPCounterNoneLeft(t *testing.T) {
+	zero := 0
+	r := newRig(t, 1, func(c *config.Config) {
+		c.VFs.Overrides = map[string]config.VF{"0": {Quotas: map[string]config.Quota{"counter": {Quota: &zero, Guaranteed: &zero}}}}
+	})
+	sink := byte(r.h.Cfg.Resources.Counters - 1)
+	a := r.vf(0)
+	a.setupEQ(1, 4)
+	if _, s, got := toRTR(t, a, a.createCQ(), sink); s != hcr.OK || got != sink {
+		t.Fatalf("no counter left: %v, counter %d, want the sink %d", s, got, sink)
 	}
 }

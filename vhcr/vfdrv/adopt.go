@@ -159,7 +159,11 @@ func (d *Driver) AdoptQP(ctx context.Context, qpn uint32, cfg QPConfig, mtt MTT)
 	if cfg.LogRQSize == 0 {
 		cfg.LogRQSize = 4
 	}
-	qp := &QP{QPN: qpn, Cfg: cfg}
+	sink, err := d.sinkCounter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	qp := &QP{QPN: qpn, Cfg: cfg, counter: sink}
 	qp.MTT = mtt
 	c, err := d.QueryQP(ctx, qp)
 	if errors.Is(err, hcr.RESOURCE_BUSY) {
@@ -169,6 +173,7 @@ func (d *Driver) AdoptQP(ctx context.Context, qpn uint32, cfg QPConfig, mtt MTT)
 	if err != nil {
 		return nil, err
 	}
+	qp.counter = c.Pri.CounterIndex // the PF's assignment, if any
 	qp.Cfg.ST, qp.Cfg.SendCQ, qp.Cfg.RecvCQ = c.ST, c.SendCQ, c.RecvCQ
 	qp.Cfg.UseSRQ, qp.Cfg.SRQN, qp.Cfg.PD, qp.Cfg.QKey = c.UseSRQ, c.SRQN, c.PD, c.QKey
 	qp.Cfg.RemoteQPN, qp.Cfg.DestLID, qp.Cfg.NextSendPSN = c.RemoteQPN, c.Pri.RLID, c.NextSendPSN

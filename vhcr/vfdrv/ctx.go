@@ -374,20 +374,25 @@ const (
 
 // QPPath is struct mlx4_qp_path (44 bytes).
 type QPPath struct {
-	Port       int // the VF's port, 1 or 2 (sched_queue bit 6)
-	PKeyIndex  uint8
-	MGIDIndex  uint8
-	GRH        bool
-	SMACIndex  uint8 // grh_mylmc 6:0 (Ethernet)
-	RLID       uint16
-	AckTimeout uint8
-	HopLimit   uint8
-	RGID       [16]byte
+	Port      int // the VF's port, 1 or 2 (sched_queue bit 6)
+	PKeyIndex uint8
+	// CounterIndex is the counter the QP counts into: the sink (the last
+	// index, QUERY_DEV_CAP's max_counters - 1) lets the PF assign the VF's
+	// counter on the port at INIT2RTR.
+	CounterIndex uint8
+	MGIDIndex    uint8
+	GRH          bool
+	SMACIndex    uint8 // grh_mylmc 6:0 (Ethernet)
+	RLID         uint16
+	AckTimeout   uint8
+	HopLimit     uint8
+	RGID         [16]byte
 }
 
 // QP path offsets (within the path).
 const (
 	pathPKeyIndex = 3
+	pathCounter   = 4
 	pathGRHMyLMC  = 5
 	pathRLID      = 6
 	pathAckTO     = 8
@@ -400,6 +405,7 @@ const (
 
 func (p QPPath) encode(b []byte) {
 	b[pathPKeyIndex] = p.PKeyIndex
+	b[pathCounter] = p.CounterIndex
 	g := p.SMACIndex & 0x7f
 	if p.GRH {
 		g |= 0x80
@@ -419,14 +425,15 @@ func (p QPPath) encode(b []byte) {
 
 func decodePath(b []byte) QPPath {
 	p := QPPath{
-		Port:       int(b[pathSched]>>6&1) + 1,
-		PKeyIndex:  b[pathPKeyIndex],
-		MGIDIndex:  b[pathMGID],
-		GRH:        b[pathGRHMyLMC]&0x80 != 0,
-		SMACIndex:  b[pathGRHMyLMC] & 0x7f,
-		RLID:       get16(b, pathRLID),
-		AckTimeout: b[pathAckTO],
-		HopLimit:   b[pathHopLimit],
+		Port:         int(b[pathSched]>>6&1) + 1,
+		PKeyIndex:    b[pathPKeyIndex],
+		CounterIndex: b[pathCounter],
+		MGIDIndex:    b[pathMGID],
+		GRH:          b[pathGRHMyLMC]&0x80 != 0,
+		SMACIndex:    b[pathGRHMyLMC] & 0x7f,
+		RLID:         get16(b, pathRLID),
+		AckTimeout:   b[pathAckTO],
+		HopLimit:     b[pathHopLimit],
 	}
 	copy(p.RGID[:], b[pathRGID:pathRGID+16])
 	return p

@@ -2,6 +2,7 @@ package vfdrv
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -115,6 +116,7 @@ type Driver struct {
 	mem  []byte
 	pool pagePool
 	ev   events
+	sink int // the sink counter index (QUERY_DEV_CAP max_counters - 1); -1 until asked
 }
 
 // New builds a driver over v, whose comm channel must be up (VF.Init).
@@ -125,7 +127,7 @@ func New(v *vhcr.VF, opt Options) (*Driver, error) {
 	if opt.MaxInFlight > resultRing/2 {
 		return nil, fmt.Errorf("%w: MaxInFlight %d above %d", ErrArgument, opt.MaxInFlight, resultRing/2)
 	}
-	d := &Driver{VF: v, opt: opt, mem: v.Memory()}
+	d := &Driver{VF: v, opt: opt, mem: v.Memory(), sink: -1}
 	d.pool.v = v
 	d.ev.token = 0
 	return d, nil
@@ -167,6 +169,26 @@ func (d *Driver) Poll(ctx context.Context, r *vhcr.Request) (Result, error) {
 }
 
 // must runs r in the driver's mode and turns a non-OK status into an error.
+// devCapMaxCounters is QUERY_DEV_CAP's max_counters (BE32).
+const devCapMaxCounters = 0x68
+
+// sinkCounter returns the sink counter index, asking QUERY_DEV_CAP once:
+// a QP's context names it until the PF assigns the VF's counter.
+func (d *Driver) sinkCounter(ctx context.Context) (uint8, error) {
+	if d.sink < 0 {
+		res, err := d.must(ctx, &vhcr.Request{Op: hcr.QUERY_DEV_CAP})
+		if err != nil {
+			return 0, err
+		}
+		n := binary.BigEndian.Uint32(res.Out[devCapMaxCounters:])
+		if n < 1 || n > 256 {
+			return 0, fmt.Errorf("%w: QUERY_DEV_CAP reports %d counters", ErrArgument, n)
+		}
+		d.sink = int(n - 1)
+	}
+	return uint8(d.sink), nil
+}
+
 func (d *Driver) must(ctx context.Context, r *vhcr.Request) (Result, error) {
 	res, err := d.Do(ctx, r)
 	if err != nil {

@@ -108,6 +108,9 @@ func remaining(t *testing.T, r *vhcrtest.Rig, vf, eqs int) {
 	t.Helper()
 	c := counts(t, r, vf)
 	for ty, n := range c {
+		if restrack.Type(ty) == restrack.Counter && n <= 2 {
+			continue // the PF's per-port counter from INIT2RTR stays until RESET (handle_counter)
+		}
 		want := 0
 		if restrack.Type(ty) == restrack.EQ || restrack.Type(ty) == restrack.MTT {
 			want = eqs

@@ -599,6 +599,7 @@ type QP struct {
 	Cfg   QPConfig
 	State QPState
 	buffer
+	counter uint8 // pri_path.counter_index the driver writes: the sink
 }
 
 // CreateQP reserves a QPN (ALLOC_RES QP RESERVE) and an MTT for its
@@ -615,7 +616,11 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 	if cfg.LogRQSize == 0 {
 		cfg.LogRQSize = 4
 	}
-	qp := &QP{Cfg: cfg}
+	sink, err := d.sinkCounter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	qp := &QP{Cfg: cfg, counter: sink}
 	mapped := false
 	res, err := d.create(ctx, qp.context().MTTPages(),
 		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResQP, OpMod: opReserve, InParam: 1<<32 | 1}, // align 1, count 1
@@ -648,7 +653,7 @@ func (qp *QP) context() QPContext {
 		ST: c.ST, PD: c.PD, MTU: 5, MsgMax: 31,
 		LogRQSize: c.LogRQSize, LogRQStride: 2, LogSQSize: c.LogSQSize, LogSQStride: 2,
 		NoRQ: c.UseSRQ, LocalQPN: qp.QPN, RemoteQPN: c.RemoteQPN,
-		Pri:         QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, RLID: c.DestLID, AckTimeout: 14 << 3},
+		Pri:         QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3},
 		NextSendPSN: c.NextSendPSN, SendCQ: c.SendCQ, RecvCQ: c.RecvCQ,
 		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base,
 	}
