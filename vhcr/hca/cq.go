@@ -61,16 +61,23 @@ func (h *HCA) SW2HW_CQ(c *hcr.Cmd) hcr.Status {
 // HW2SW_CQ takes a CQ back (HW→ALLOCATED): RESOURCE_BUSY while a QP uses
 // it, BAD_PARAM if not in HW; drops the MTT reference.
 func (h *HCA) HW2SW_CQ(c *hcr.Cmd) hcr.Status {
+	return h.toSW(c, restrack.CQ, func(n uint32) { delete(h.fw.cqs, n) })
+}
+
+// toSW moves the VF's CQ or SRQ numbered by in_modifier from HW back to
+// ALLOCATED (HW2SW_CQ, HW2SW_SRQ): StartMove refuses one a QP still uses;
+// its references are dropped and forget removes the firmware's copy.
+func (h *HCA) toSW(c *hcr.Cmd, ty restrack.Type, forget func(n uint32)) hcr.Status {
 	if s := h.pre(c, false, false); s != hcr.OK {
 		return s
 	}
-	cqn := c.InMod & 0xffffff
-	o, err := h.Res.StartMove(c.VF, restrack.CQ, uint64(cqn), restrack.Allocated)
+	n := c.InMod & 0xffffff
+	o, err := h.Res.StartMove(c.VF, ty, uint64(n), restrack.Allocated)
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
 	h.Res.DropDeps(o)
-	delete(h.fw.cqs, cqn)
+	forget(n)
 	h.Res.EndMove(o)
 	return hcr.OK
 }
@@ -169,18 +176,7 @@ func (h *HCA) SW2HW_SRQ(c *hcr.Cmd) hcr.Status {
 // HW2SW_SRQ takes an SRQ back (HW→ALLOCATED; RESOURCE_BUSY while a QP uses
 // it) and drops its MTT reference.
 func (h *HCA) HW2SW_SRQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
-		return s
-	}
-	srqn := c.InMod & 0xffffff
-	o, err := h.Res.StartMove(c.VF, restrack.SRQ, uint64(srqn), restrack.Allocated)
-	if err != nil {
-		return restrack.Refuse(c, err)
-	}
-	h.Res.DropDeps(o)
-	delete(h.fw.srqs, srqn)
-	h.Res.EndMove(o)
-	return hcr.OK
+	return h.toSW(c, restrack.SRQ, func(n uint32) { delete(h.fw.srqs, n) })
 }
 
 // hwSRQ gets the VF's SRQ that must be in HW (else RESOURCE_BUSY, as mlx4).
