@@ -150,21 +150,11 @@ func (d *Driver) AdoptMR(ctx context.Context, index uint32) (*MR, error) {
 // rewrote to physical values); in RST (QUERY_QP is RESOURCE_BUSY) cfg and
 // mtt describe it.
 func (d *Driver) AdoptQP(ctx context.Context, qpn uint32, cfg QPConfig, mtt MTT) (*QP, error) {
-	if cfg.Port == 0 {
-		cfg.Port = 1
-	}
-	if cfg.LogSQSize == 0 {
-		cfg.LogSQSize = 4
-	}
-	if cfg.LogRQSize == 0 {
-		cfg.LogRQSize = 4
-	}
-	sink, err := d.sinkCounter(ctx)
+	qp, err := d.newQP(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	qp := &QP{QPN: qpn, Cfg: cfg, counter: sink}
-	qp.MTT = mtt
+	qp.QPN, qp.MTT = qpn, mtt
 	c, err := d.QueryQP(ctx, qp)
 	if errors.Is(err, hcr.RESOURCE_BUSY) {
 		qp.State = QPReset

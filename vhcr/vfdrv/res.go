@@ -607,20 +607,10 @@ type QP struct {
 // into the MTT (WRITE_MTT), each step pipelined. The QP stays in RST until
 // Modify.
 func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
-	if cfg.Port == 0 {
-		cfg.Port = 1
-	}
-	if cfg.LogSQSize == 0 {
-		cfg.LogSQSize = 4
-	}
-	if cfg.LogRQSize == 0 {
-		cfg.LogRQSize = 4
-	}
-	sink, err := d.sinkCounter(ctx)
+	qp, err := d.newQP(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	qp := &QP{Cfg: cfg, counter: sink}
 	mapped := false
 	res, err := d.create(ctx, qp.context().MTTPages(),
 		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResQP, OpMod: opReserve, InParam: 1<<32 | 1}, // align 1, count 1
@@ -644,6 +634,25 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 		return nil, err
 	}
 	return qp, nil
+}
+
+// newQP is the driver's view of a QP with cfg's defaults filled in (port
+// 1, 16 send and receive WQEs) and the sink as its counter.
+func (d *Driver) newQP(ctx context.Context, cfg QPConfig) (*QP, error) {
+	if cfg.Port == 0 {
+		cfg.Port = 1
+	}
+	if cfg.LogSQSize == 0 {
+		cfg.LogSQSize = 4
+	}
+	if cfg.LogRQSize == 0 {
+		cfg.LogRQSize = 4
+	}
+	sink, err := d.sinkCounter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &QP{Cfg: cfg, counter: sink}, nil
 }
 
 // context is the QP context the driver writes in every modify mailbox.
