@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // Version is set by the build (-ldflags -X).
@@ -85,7 +85,7 @@ func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range vhcr.ResetReasons() {
 			counter(c.resets, s.Reset(vf, r), vfl, r.String())
 		}
-		for r := hcr.Reason(1); int(r) < hcr.NumReasons; r++ {
+		for r := mlx4.Reason(1); int(r) < mlx4.NumReasons; r++ {
 			counter(c.refusals, s.Refusal(vf, r), vfl, r.String())
 		}
 		counter(c.dma, s.DMA[vf], vfl)

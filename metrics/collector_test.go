@@ -10,7 +10,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -18,7 +18,7 @@ func TestCollectorLintsAndCounts(t *testing.T) {
 	r := vhcrtest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 1)
-	for _, op := range []hcr.Opcode{hcr.NOP, hcr.NOP, hcr.QUERY_FW, hcr.INIT_HCA, hcr.MAD_DEMUX} {
+	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.NOP, mlx4.QUERY_FW, mlx4.INIT_HCA, mlx4.MAD_DEMUX} {
 		if _, err := v.Post(context.Background(), &vhcr.Request{Op: op}); err != nil {
 			t.Fatal(err)
 		}

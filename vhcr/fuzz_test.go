@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // FuzzCommChannel drives VF 1's comm page with arbitrary slave_write words,
@@ -29,15 +29,15 @@ func FuzzCommChannel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r := newStepRig(t, 2)
 		r.up(t, 0)
-		r.vhcr(0, hcr.NOP, 0)
+		r.vhcr(0, mlx4.NOP, 0)
 		win := r.pf.lay.Window
 		for len(in) >= 9 {
 			kind, w, seed := in[0], binary.BigEndian.Uint32(in[1:5]), in[5:9]
 			in = in[9:]
 			// The vHCR image VF 1 leaves in its page 0.
-			var img [hcr.VHCRSize]byte
-			h := hcr.VHCR{Op: hcr.Opcode(binary.BigEndian.Uint16(seed[0:2]) & 0xfff), OpMod: seed[0] >> 4, Flags: seed[2],
-				InParam: uint64(seed[3]) * 0x1000, OutParam: uint64(seed[3]^1) * 0x1000, Token: hcr.PollToken}
+			var img [mlx4.VHCRSize]byte
+			h := mlx4.VHCR{Op: mlx4.Opcode(binary.BigEndian.Uint16(seed[0:2]) & 0xfff), OpMod: seed[0] >> 4, Flags: seed[2],
+				InParam: uint64(seed[3]) * 0x1000, OutParam: uint64(seed[3]^1) * 0x1000, Token: mlx4.PollToken}
 			h.Encode(&img)
 			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase+win)
 			switch kind % 3 {
@@ -61,7 +61,7 @@ func FuzzCommChannel(f *testing.F) {
 					t.Fatalf("VF 1 active in %v", st.lastCmd)
 				}
 			case CommVHCREn, CommVHCRPost:
-				if !st.active || st.vhcr&0xfff != 0 || st.vhcr+hcr.VHCRSize > uint64(win) {
+				if !st.active || st.vhcr&0xfff != 0 || st.vhcr+mlx4.VHCRSize > uint64(win) {
 					t.Fatalf("VF 1 in %v with vHCR %#x active=%v", st.lastCmd, st.vhcr, st.active)
 				}
 			default:

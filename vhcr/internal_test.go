@@ -10,7 +10,7 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // stepRig drives a PF without its poller: the test writes registers and
@@ -59,9 +59,9 @@ func (r *stepRig) up(t testing.TB, i int) {
 }
 
 // vhcr writes a vHCR image into VF i's page 0.
-func (r *stepRig) vhcr(i int, op hcr.Opcode, out uint64) {
-	var img [hcr.VHCRSize]byte
-	h := hcr.VHCR{Op: op, OutParam: out, Token: hcr.PollToken}
+func (r *stepRig) vhcr(i int, op mlx4.Opcode, out uint64) {
+	var img [mlx4.VHCRSize]byte
+	h := mlx4.VHCR{Op: op, OutParam: out, Token: mlx4.PollToken}
 	h.Encode(&img)
 	_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase+int64(i)*r.pf.lay.Window)
 }
@@ -76,7 +76,7 @@ func TestRoundRobinFairness(t *testing.T) {
 	r := newStepRig(t, n)
 	for i := 0; i < n; i++ {
 		r.up(t, i)
-		r.vhcr(i, hcr.NOP, 0)
+		r.vhcr(i, mlx4.NOP, 0)
 	}
 	for round := 0; round < 20; round++ {
 		for i := 0; i < n; i++ {
@@ -115,7 +115,7 @@ func TestRoundRobinFairness(t *testing.T) {
 func TestPostAllocatesNothing(t *testing.T) {
 	r := newStepRig(t, 2)
 	r.up(t, 1)
-	for _, op := range []hcr.Opcode{hcr.NOP, hcr.QUERY_FUNC_CAP, hcr.INIT_HCA, hcr.MAD_DEMUX} {
+	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.QUERY_FUNC_CAP, mlx4.INIT_HCA, mlx4.MAD_DEMUX} {
 		r.vhcr(1, op, 2*4096)
 		allocs := testing.AllocsPerRun(1000, func() {
 			r.write(1, CommVHCRPost, 0)
@@ -139,7 +139,7 @@ func TestFLRDropsCommands(t *testing.T) {
 	if err := r.pf.BeginFLR(1); err != nil {
 		t.Fatal(err)
 	}
-	r.vhcr(1, hcr.NOP, 0)
+	r.vhcr(1, mlx4.NOP, 0)
 	r.write(1, CommVHCRPost, 0)
 	r.pf.scan()
 	if r.acked(1) || r.pf.stats.Dropped[1] != 1 {
@@ -150,7 +150,7 @@ func TestFLRDropsCommands(t *testing.T) {
 		t.Fatalf("dropped counted %d times", r.pf.stats.Dropped[1])
 	}
 	// VF 0 is untouched.
-	r.vhcr(0, hcr.NOP, 0)
+	r.vhcr(0, mlx4.NOP, 0)
 	r.write(0, CommVHCRPost, 0)
 	r.pf.scan()
 	if !r.acked(0) {
@@ -176,7 +176,7 @@ func TestFLRDropsCommands(t *testing.T) {
 // (detection, shadow copies, table lookup, execution, write-back,
 // acknowledgement) on heap memory, in one goroutine.
 func BenchmarkPost(b *testing.B) {
-	for _, op := range []hcr.Opcode{hcr.NOP, hcr.QUERY_FUNC_CAP, hcr.INIT_HCA} {
+	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.QUERY_FUNC_CAP, mlx4.INIT_HCA} {
 		b.Run(op.String(), func(b *testing.B) {
 			r := newStepRig(b, 8)
 			r.up(b, 3)
@@ -213,7 +213,7 @@ func BenchmarkVFPost(b *testing.B) {
 		b.Fatal(err)
 	}
 	v.sr = v.sw
-	req := Request{Op: hcr.NOP}
+	req := Request{Op: mlx4.NOP}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -229,17 +229,17 @@ func BenchmarkVFPost(b *testing.B) {
 func TestWriteBackKeepsTheVFsWord(t *testing.T) {
 	r := newStepRig(t, 1)
 	r.up(t, 0)
-	var img [hcr.VHCRSize]byte
-	h := hcr.VHCR{InParam: 0x1122334455667700, InMod: 0xabcdef01, OutParam: 0x2000, Token: 0x4242, Op: hcr.INIT_HCA, OpMod: 3}
+	var img [mlx4.VHCRSize]byte
+	h := mlx4.VHCR{InParam: 0x1122334455667700, InMod: 0xabcdef01, OutParam: 0x2000, Token: 0x4242, Op: mlx4.INIT_HCA, OpMod: 3}
 	h.Encode(&img)
 	off := r.pf.lay.DMABase
 	_, _ = r.dma.WriteAt(img[:], off)
 	r.write(0, CommVHCRPost, 0)
 	r.pf.scan()
-	var got [hcr.VHCRSize]byte
+	var got [mlx4.VHCRSize]byte
 	_, _ = r.dma.ReadAt(got[:], off)
 	want := img
-	want[hcr.OffStatus] = byte(hcr.BAD_PARAM)
+	want[mlx4.OffStatus] = byte(mlx4.BAD_PARAM)
 	if got != want {
 		t.Fatalf("vHCR after the PF's write-back:\n got % x\nwant % x", got, want)
 	}
@@ -269,20 +269,20 @@ func TestUnmappedDMAWindow(t *testing.T) {
 		t.Fatal("the vHCR was mapped over a region that has no mapping")
 	}
 	for _, tc := range []struct {
-		op     hcr.Opcode
+		op     mlx4.Opcode
 		opMod  uint8
-		status hcr.Status
+		status mlx4.Status
 		imm    bool
-	}{{hcr.NOP, 0, hcr.OK, false}, {hcr.ALLOC_RES, 1, hcr.OK, true}, {hcr.INIT_HCA, 0, hcr.BAD_PARAM, false}} {
-		var img [hcr.VHCRSize]byte
-		v := hcr.VHCR{InParam: 0, InMod: 1, OutParam: 0xdead, Token: hcr.PollToken, Op: tc.op, OpMod: tc.opMod} // ALLOC_RES of a CQ
+	}{{mlx4.NOP, 0, mlx4.OK, false}, {mlx4.ALLOC_RES, 1, mlx4.OK, true}, {mlx4.INIT_HCA, 0, mlx4.BAD_PARAM, false}} {
+		var img [mlx4.VHCRSize]byte
+		v := mlx4.VHCR{InParam: 0, InMod: 1, OutParam: 0xdead, Token: mlx4.PollToken, Op: tc.op, OpMod: tc.opMod} // ALLOC_RES of a CQ
 		v.Encode(&img)
 		_, _ = d.WriteAt(img[:], 0)
 		r.write(0, CommVHCRPost, 0)
 		r.pf.scan()
-		var got [hcr.VHCRSize]byte
+		var got [mlx4.VHCRSize]byte
 		_, _ = d.ReadAt(got[:], 0)
-		g := hcr.DecodeVHCR(&got)
+		g := mlx4.DecodeVHCR(&got)
 		if !r.acked(0) || g.Status != tc.status || g.Op != tc.op {
 			t.Fatalf("%v: acked=%v status %v op %v", tc.op, r.acked(0), g.Status, g.Op)
 		}
@@ -299,7 +299,7 @@ func TestUnmappedDMAWindow(t *testing.T) {
 // (which always takes the general path) and once after a NOP through
 // postPlain itself.
 func TestPlainPathMatchesGeneral(t *testing.T) {
-	h := hcr.VHCR{InParam: 0x0000000100000003, InMod: 0x10002, OutParam: 0x7, Token: hcr.PollToken}
+	h := mlx4.VHCR{InParam: 0x0000000100000003, InMod: 0x10002, OutParam: 0x7, Token: mlx4.PollToken}
 	plain := 0
 	for _, e := range NewTable(nil).Entries() {
 		if !e.plain {
@@ -308,7 +308,7 @@ func TestPlainPathMatchesGeneral(t *testing.T) {
 		plain++
 		for opMod := uint8(0); opMod < 16; opMod++ {
 			h.Op, h.OpMod = e.Op, opMod
-			var img [hcr.VHCRSize]byte
+			var img [mlx4.VHCRSize]byte
 			h.Encode(&img)
 
 			g := newStepRig(t, 1)
@@ -320,7 +320,7 @@ func TestPlainPathMatchesGeneral(t *testing.T) {
 
 			f := newStepRig(t, 1)
 			f.up(t, 0)
-			f.vhcr(0, hcr.NOP, 0)
+			f.vhcr(0, mlx4.NOP, 0)
 			f.write(0, CommVHCRPost, 0)
 			f.pf.scan()
 			fs0 := f.pf.Stats()
@@ -335,7 +335,7 @@ func TestPlainPathMatchesGeneral(t *testing.T) {
 				f.pf.scan()
 			}
 
-			var gi, fi [hcr.VHCRSize]byte
+			var gi, fi [mlx4.VHCRSize]byte
 			_, _ = g.dma.ReadAt(gi[:], g.pf.lay.DMABase)
 			_, _ = f.dma.ReadAt(fi[:], f.pf.lay.DMABase)
 			if gi != fi {
@@ -350,7 +350,7 @@ func TestPlainPathMatchesGeneral(t *testing.T) {
 					t.Fatalf("%v op_mod %d: status slot %d counted %d by the general path, %d by postPlain", e.Op, opMod, slot, a, b)
 				}
 			}
-			for r := hcr.Reason(1); int(r) < hcr.NumReasons; r++ {
+			for r := mlx4.Reason(1); int(r) < mlx4.NumReasons; r++ {
 				if a, b := gs.Refusal(0, r)-gs0.Refusal(0, r), fs.Refusal(0, r)-fs0.Refusal(0, r); a != b {
 					t.Fatalf("%v op_mod %d: refusal %v counted %d by the general path, %d by postPlain", e.Op, opMod, r, a, b)
 				}
@@ -369,42 +369,42 @@ func TestPlainPathDeclines(t *testing.T) {
 		name  string
 		setup func(r *stepRig)
 	}{
-		{"inbox", func(r *stepRig) { r.vhcr(0, hcr.SW2HW_CQ, 0) }},
-		{"outbox", func(r *stepRig) { r.vhcr(0, hcr.QUERY_FUNC_CAP, 0x2000) }},
-		{"EPERM", func(r *stepRig) { r.vhcr(0, hcr.MAD_DEMUX, 0) }},
-		{"unknown opcode", func(r *stepRig) { r.vhcr(0, hcr.INIT_HCA, 0) }},
+		{"inbox", func(r *stepRig) { r.vhcr(0, mlx4.SW2HW_CQ, 0) }},
+		{"outbox", func(r *stepRig) { r.vhcr(0, mlx4.QUERY_FUNC_CAP, 0x2000) }},
+		{"EPERM", func(r *stepRig) { r.vhcr(0, mlx4.MAD_DEMUX, 0) }},
+		{"unknown opcode", func(r *stepRig) { r.vhcr(0, mlx4.INIT_HCA, 0) }},
 		{"illegal op_modifier", func(r *stepRig) {
-			var img [hcr.VHCRSize]byte
-			h := hcr.VHCR{Op: hcr.ALLOC_RES, OpMod: 5, Token: hcr.PollToken}
+			var img [mlx4.VHCRSize]byte
+			h := mlx4.VHCR{Op: mlx4.ALLOC_RES, OpMod: 5, Token: mlx4.PollToken}
 			h.Encode(&img)
 			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase)
 		}},
 		{"e bit", func(r *stepRig) {
-			var img [hcr.VHCRSize]byte
-			h := hcr.VHCR{Op: hcr.NOP, Flags: hcr.FlagE, Token: 7}
+			var img [mlx4.VHCRSize]byte
+			h := mlx4.VHCR{Op: mlx4.NOP, Flags: mlx4.FlagE, Token: 7}
 			h.Encode(&img)
 			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase)
 		}},
-		{"unmapped vHCR", func(r *stepRig) { r.vhcr(0, hcr.NOP, 0); r.pf.vfs[0].vhcrMem = nil }},
-		{"slave_read rewritten", func(r *stepRig) { r.vhcr(0, hcr.NOP, 0); r.pf.vfs[0].sr.Store(r.pf.vfs[0].ack ^ ToggleBit) }},
+		{"unmapped vHCR", func(r *stepRig) { r.vhcr(0, mlx4.NOP, 0); r.pf.vfs[0].vhcrMem = nil }},
+		{"slave_read rewritten", func(r *stepRig) { r.vhcr(0, mlx4.NOP, 0); r.pf.vfs[0].sr.Store(r.pf.vfs[0].ack ^ ToggleBit) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newStepRig(t, 1)
 			r.up(t, 0)
-			r.vhcr(0, hcr.NOP, 0)
+			r.vhcr(0, mlx4.NOP, 0)
 			r.write(0, CommVHCRPost, 0)
 			r.pf.scan()
 			tc.setup(r)
 			r.write(0, CommVHCRPost, 0)
 			st := &r.pf.vfs[0]
-			var before [hcr.VHCRSize]byte
+			var before [mlx4.VHCRSize]byte
 			_, _ = r.dma.ReadAt(before[:], r.pf.lay.DMABase)
 			sr, last, ack, done := st.sr.Load(), st.lastWord, st.ack, r.pf.stats.Done
 			if r.pf.postPlain(0, st, st.sw.Load()) {
 				t.Fatal("postPlain took the command")
 			}
-			var after [hcr.VHCRSize]byte
+			var after [mlx4.VHCRSize]byte
 			_, _ = r.dma.ReadAt(after[:], r.pf.lay.DMABase)
 			if after != before || st.sr.Load() != sr || st.lastWord != last || st.ack != ack || r.pf.stats.Done != done {
 				t.Fatal("postPlain changed state while declining")

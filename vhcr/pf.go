@@ -12,7 +12,7 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -60,11 +60,11 @@ type PF struct {
 	vfs    []vfState
 
 	// shadows: the only copies of VF data the PF validates and uses
-	shadow [hcr.VHCRSize]byte
-	inbox  [hcr.MailboxSize]byte
-	outbox [hcr.MailboxSize]byte
-	cmd    hcr.Cmd
-	eqe    [hcr.EQESize]byte
+	shadow [mlx4.VHCRSize]byte
+	inbox  [mlx4.MailboxSize]byte
+	outbox [mlx4.MailboxSize]byte
+	cmd    mlx4.Cmd
+	eqe    [mlx4.EQESize]byte
 	last   lastPost
 
 	next     int
@@ -93,15 +93,15 @@ type vfState struct {
 	// vhcrMem is the VF's vHCR in the mapped DMA window, checked once at
 	// VHCR_EN (aligned, inside the window) so that VHCR_POST copies it with
 	// plain loads; nil where the window is not mapped (CopyIn then).
-	vhcrMem *[hcr.VHCRSize]byte
+	vhcrMem *[mlx4.VHCRSize]byte
 }
 
 // mapVHCR points vhcrMem at the validated vHCR address, if the window is
 // mapped.
 func (st *vfState) mapVHCR() {
 	st.vhcrMem = nil
-	if b, err := st.win.Bytes(); err == nil && st.vhcr+hcr.VHCRSize <= uint64(len(b)) && st.vhcr&0xfff == 0 {
-		st.vhcrMem = (*[hcr.VHCRSize]byte)(b[st.vhcr : st.vhcr+hcr.VHCRSize])
+	if b, err := st.win.Bytes(); err == nil && st.vhcr+mlx4.VHCRSize <= uint64(len(b)) && st.vhcr&0xfff == 0 {
+		st.vhcrMem = (*[mlx4.VHCRSize]byte)(b[st.vhcr : st.vhcr+mlx4.VHCRSize])
 	}
 }
 
@@ -209,7 +209,7 @@ func (p *PF) restoreVF(i int) bool {
 	switch cmd {
 	case CommReset, CommVHCR0, CommVHCR1, CommVHCR2:
 	case CommVHCREn, CommVHCRPost:
-		if vhcr&0xfff != 0 || vhcr+hcr.VHCRSize > uint64(p.lay.Window) {
+		if vhcr&0xfff != 0 || vhcr+mlx4.VHCRSize > uint64(p.lay.Window) {
 			return false
 		}
 	default:
@@ -372,7 +372,7 @@ func (p *PF) serve(i int, w uint32) {
 		// Stricter than mlx4, which finds a bad address at the first
 		// VHCR_POST: the vHCR must be 4 KiB aligned (ACCESS_MEM's rule) and
 		// inside the window now.
-		if _, err := st.win.Translate(st.vhcr, hcr.VHCRSize, dma.ReadWrite); err != nil || st.vhcr&0xfff != 0 {
+		if _, err := st.win.Translate(st.vhcr, mlx4.VHCRSize, dma.ReadWrite); err != nil || st.vhcr&0xfff != 0 {
 			p.violation(i, toggle, ResetVHCRAddress, "vHCR address unaligned or outside the window", w)
 			return
 		}
@@ -466,10 +466,10 @@ func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 	w1 := binary.BigEndian.Uint64(m[8:])
 	w2 := binary.BigEndian.Uint64(m[16:])
 	w3 := binary.BigEndian.Uint64(m[24:])
-	op := hcr.Opcode(w3 & 0xfff)
+	op := mlx4.Opcode(w3 & 0xfff)
 	opMod := uint8(w3>>12) & 0xf
 	e := p.table.byOp[op]
-	if e == nil || !e.plain || uint8(w3>>16)&hcr.FlagE != 0 || e.OpMods != 0 && e.OpMods&(1<<opMod) == 0 {
+	if e == nil || !e.plain || uint8(w3>>16)&mlx4.FlagE != 0 || e.OpMods != 0 && e.OpMods&(1<<opMod) == 0 {
 		return false
 	}
 	var t0 uint64
@@ -480,9 +480,9 @@ func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 	c := p.loadCmd(i, st, w0, w1, w2, w3)
 	status := e.Exec(p.hca, c)
 	if e.OutImm {
-		binary.BigEndian.PutUint64(m[hcr.OffOutParam:], c.OutParam)
+		binary.BigEndian.PutUint64(m[mlx4.OffOutParam:], c.OutParam)
 	}
-	binary.BigEndian.PutUint32(m[hcr.OffStatus:], uint32(status)<<24|uint32(w3)&0x00ffffff)
+	binary.BigEndian.PutUint32(m[mlx4.OffStatus:], uint32(status)<<24|uint32(w3)&0x00ffffff)
 	st.lastWord = w
 	st.ack = w & ToggleBit
 	st.sr.Store(st.ack)
@@ -498,11 +498,11 @@ func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 // loadCmd fills the PF's reused command from VF i's vHCR shadow words.
 // Every field is set by name: a struct literal would be built on the stack
 // and copied. Small enough to be inlined into both VHCR_POST paths.
-func (p *PF) loadCmd(i int, st *vfState, w0, w1, w2, w3 uint64) *hcr.Cmd {
+func (p *PF) loadCmd(i int, st *vfState, w0, w1, w2, w3 uint64) *mlx4.Cmd {
 	c := &p.cmd
 	c.VF, c.InParam, c.OutParam, c.InMod = i, w0, w2, uint32(w1>>32)
-	c.Op, c.OpMod, c.EBit = hcr.Opcode(w3&0xfff), uint8(w3>>12)&0xf, uint8(w3>>16)&hcr.FlagE != 0
-	c.Token, c.Reason, c.Mem = uint16(w3>>48), hcr.ReasonNone, st.win
+	c.Op, c.OpMod, c.EBit = mlx4.Opcode(w3&0xfff), uint8(w3>>12)&0xf, uint8(w3>>16)&mlx4.FlagE != 0
+	c.Token, c.Reason, c.Mem = uint16(w3>>48), mlx4.ReasonNone, st.win
 	c.Inbox, c.Outbox = nil, nil
 	return c
 }
@@ -539,54 +539,54 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	}
 	// Word 3 is mlx4_vhcr_cmd's token, reserved, status, flags and opcode:
 	// token in bits 63..48, status 31..24, flags 23..16, op_modifier 15..12,
-	// opcode 11..0 (as hcr.DecodeVHCR reads them).
+	// opcode 11..0 (as mlx4.DecodeVHCR reads them).
 	vhcrWord := uint32(w3) // status | flags | opcode, for the write-back
-	op := hcr.Opcode(w3 & 0xfff)
+	op := mlx4.Opcode(w3 & 0xfff)
 	c := p.loadCmd(i, st, w0, w1, w2, w3)
 	e := p.table.Lookup(op)
-	status := hcr.OK
+	status := mlx4.OK
 	var outAddr uint64
 	switch {
 	case e == nil:
 		// 2. Not in the table: BAD_PARAM, as mlx4 answers unknown opcodes.
-		status = c.Refuse(hcr.BAD_PARAM, hcr.ReasonUnknownOpcode)
+		status = c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode)
 	case e.EPERM:
-		status = c.Refuse(hcr.BAD_OP, hcr.ReasonPrivileged)
+		status = c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
 	case e.OpMods != 0 && e.OpMods&(1<<c.OpMod) == 0:
-		status = c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		status = c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 	}
-	if status == hcr.OK && e.Outbox {
+	if status == mlx4.OK && e.Outbox {
 		// The outbox must be writable before anything executes: a command
 		// whose results cannot be delivered must have no effect (mlx4 only
 		// finds out after executing, then resets the VF; we reset too).
 		outAddr = c.OutParam
-		if _, err := st.win.Translate(outAddr, hcr.MailboxSize, dma.Write); err != nil || outAddr&0xfff != 0 {
+		if _, err := st.win.Translate(outAddr, mlx4.MailboxSize, dma.Write); err != nil || outAddr&0xfff != 0 {
 			p.stats.DMA[i]++
 			return false, fmt.Errorf("outbox %#x unwritable: %v", outAddr, err)
 		}
 		clear(p.outbox[:])
 		c.Outbox = &p.outbox
 	}
-	if status == hcr.OK && e.Inbox {
+	if status == mlx4.OK && e.Inbox {
 		// 3. The inbox, copied once into the shadow (low 8 bits masked, as
 		// INBOX_MASK does; ACCESS_MEM needs 4 KiB alignment).
-		addr := c.InParam & hcr.InboxMask
+		addr := c.InParam & mlx4.InboxMask
 		c.InParam = addr
 		if addr&0xfff != 0 || st.win.CopyIn(p.inbox[:], addr) != nil {
 			p.stats.DMA[i]++
-			status = c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonInboxDMA)
+			status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
 		} else {
 			c.Inbox = &p.inbox
 		}
 	}
-	if status == hcr.OK && e.Verify != nil {
+	if status == mlx4.OK && e.Verify != nil {
 		status = e.Verify(p.hca, c)
 	}
 	event := c.EBit && p.events != nil && p.events.HasEQ(i, EventTypeCmd)
-	if status == hcr.OK && c.EBit && !event {
+	if status == mlx4.OK && c.EBit && !event {
 		// No EQ mapped for command completions: mlx4 would accept and never
 		// complete, leaving the VF to time out. Refuse at once instead.
-		status = c.Refuse(hcr.BAD_SYS_STATE, hcr.ReasonEventsNoEQ)
+		status = c.Refuse(mlx4.BAD_SYS_STATE, mlx4.ReasonEventsNoEQ)
 	}
 	if event {
 		// 4e. Accept now: the VF may post its next command.
@@ -594,16 +594,16 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 		acked = true
 	}
 	// 5. Execute.
-	if status == hcr.OK {
+	if status == mlx4.OK {
 		if e.Exec == nil {
-			status = c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonNotModelled)
+			status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotModelled)
 		} else {
 			status = e.Exec(p.hca, c)
 		}
 	}
 	// 6. Results: outbox, then status/immediate output, then the toggle or
 	// the completion EQE.
-	if status == hcr.OK && c.Outbox != nil {
+	if status == mlx4.OK && c.Outbox != nil {
 		if err := st.win.CopyOut(outAddr, p.outbox[:]); err != nil {
 			p.stats.DMA[i]++
 			return acked, fmt.Errorf("writing the outbox: %w", err)
@@ -618,9 +618,9 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 		word := uint32(status)<<24 | vhcrWord&0x00ffffff
 		if m := st.vhcrMem; m != nil {
 			if imm {
-				binary.BigEndian.PutUint64(m[hcr.OffOutParam:], c.OutParam)
+				binary.BigEndian.PutUint64(m[mlx4.OffOutParam:], c.OutParam)
 			}
-			binary.BigEndian.PutUint32(m[hcr.OffStatus:], word)
+			binary.BigEndian.PutUint32(m[mlx4.OffStatus:], word)
 		} else if err := p.writeBackCopy(st, imm, c.OutParam, word); err != nil {
 			p.stats.DMA[i]++
 			return false, fmt.Errorf("writing the vHCR: %w", err)
@@ -642,20 +642,20 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 // mapped: the immediate output (imm) and the status word.
 func (p *PF) writeBackCopy(st *vfState, imm bool, out uint64, word uint32) error {
 	if imm {
-		binary.BigEndian.PutUint64(p.shadow[hcr.OffOutParam:], out)
-		if err := st.win.CopyOut(st.vhcr+hcr.OffOutParam, p.shadow[hcr.OffOutParam:hcr.OffOutParam+8]); err != nil {
+		binary.BigEndian.PutUint64(p.shadow[mlx4.OffOutParam:], out)
+		if err := st.win.CopyOut(st.vhcr+mlx4.OffOutParam, p.shadow[mlx4.OffOutParam:mlx4.OffOutParam+8]); err != nil {
 			return err
 		}
 	}
-	binary.BigEndian.PutUint32(p.shadow[hcr.OffStatus:], word)
-	return st.win.CopyOut(st.vhcr+hcr.OffStatus, p.shadow[hcr.OffStatus:hcr.OffStatus+4])
+	binary.BigEndian.PutUint32(p.shadow[mlx4.OffStatus:], word)
+	return st.win.CopyOut(st.vhcr+mlx4.OffStatus, p.shadow[mlx4.OffStatus:mlx4.OffStatus+4])
 }
 
 // lastPost is what account needs of the command post just completed.
 type lastPost struct {
 	index  int // dense opcode index (0: not in the table)
-	status hcr.Status
-	reason hcr.Reason
+	status mlx4.Status
+	reason mlx4.Reason
 	timed  bool
 	t0     uint64
 }
@@ -671,15 +671,15 @@ func (p *PF) account(i int) {
 }
 
 // EventTypeCmd is the event type of command completions.
-const EventTypeCmd = hcr.EventCmd
+const EventTypeCmd = mlx4.EventCmd
 
 // completionEQE reports a command's completion to VF i: the VF's token, the
 // status and the immediate output (the seed's rule; mlx4 leaves both zero).
-func (p *PF) completionEQE(i int, token uint16, status hcr.Status, imm bool, out uint64) {
+func (p *PF) completionEQE(i int, token uint16, status mlx4.Status, imm bool, out uint64) {
 	if !imm {
 		out = 0
 	}
-	hcr.CompletionEQE(&p.eqe, token, status, out)
+	mlx4.CompletionEQE(&p.eqe, token, status, out)
 	if err := p.events.PostEQE(i, EventTypeCmd, &p.eqe); err != nil {
 		if p.limit.allow() {
 			p.log.Warn("completion EQE not delivered", "vf", i, "err", err)

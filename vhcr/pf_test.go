@@ -9,7 +9,7 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -29,11 +29,11 @@ func TestBringUpAndQueries(t *testing.T) {
 	r.Start(t)
 	v := r.InitVF(t, 3)
 
-	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP: %v", got.Status)
 	}
-	fw := post(t, v, vhcr.Request{Op: hcr.QUERY_FW})
-	if fw.Status != hcr.OK {
+	fw := post(t, v, vhcr.Request{Op: mlx4.QUERY_FW})
+	if fw.Status != mlx4.OK {
 		t.Fatalf("QUERY_FW: %v", fw.Status)
 	}
 	ver := binary.BigEndian.Uint64(fw.Out[0:])
@@ -48,30 +48,30 @@ func TestBringUpAndQueries(t *testing.T) {
 			t.Fatalf("QUERY_FW byte %#x = %#x; the VF view is zero past the version", i, fw.Out[i])
 		}
 	}
-	fc := post(t, v, vhcr.Request{Op: hcr.QUERY_FUNC_CAP})
-	if fc.Status != hcr.OK || fc.Out[0]&0x10 == 0 || fc.Out[1] != 2 {
+	fc := post(t, v, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP})
+	if fc.Status != mlx4.OK || fc.Out[0]&0x10 == 0 || fc.Out[1] != 2 {
 		t.Fatalf("QUERY_FUNC_CAP general: %v flags %#x ports %d", fc.Status, fc.Out[0], fc.Out[1])
 	}
 	if q := binary.BigEndian.Uint32(fc.Out[0x50:]); q != uint32(r.HCA.Quota(3, "qp")) || q == 0 {
 		t.Errorf("QP quota %d, want %d", q, r.HCA.Quota(3, "qp"))
 	}
-	pc := post(t, v, vhcr.Request{Op: hcr.QUERY_FUNC_CAP, OpMod: 1, InMod: 2})
-	if pc.Status != hcr.OK || pc.Out[3] != 2 {
+	pc := post(t, v, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2})
+	if pc.Status != mlx4.OK || pc.Out[3] != 2 {
 		t.Fatalf("QUERY_FUNC_CAP port 2: %v phys port %d", pc.Status, pc.Out[3])
 	}
 	qp0proxy := binary.BigEndian.Uint32(pc.Out[0x14:])
 	if qp1 := binary.BigEndian.Uint32(pc.Out[0x1c:]); qp1 != qp0proxy+2 {
 		t.Errorf("QP1 proxy %#x is not QP0 proxy %#x + 2", qp1, qp0proxy)
 	}
-	qport := post(t, v, vhcr.Request{Op: hcr.QUERY_PORT, InMod: 1})
-	if qport.Status != hcr.OK || qport.Out[0]&0x80 == 0 {
+	qport := post(t, v, vhcr.Request{Op: mlx4.QUERY_PORT, InMod: 1})
+	if qport.Status != mlx4.OK || qport.Out[0]&0x80 == 0 {
 		t.Fatalf("QUERY_PORT: %v type %#x (link up expected)", qport.Status, qport.Out[0])
 	}
 	if n := binary.BigEndian.Uint16(qport.Out[0x0c:]); n != 3 {
 		t.Errorf("QUERY_PORT P_Key table length %d, want VF 3's 3 virtual entries", n)
 	}
-	dc := post(t, v, vhcr.Request{Op: hcr.QUERY_DEV_CAP})
-	if dc.Status != hcr.OK || dc.Out[0x13] != 17 || dc.Out[0x37]&0xf != 2 || dc.Out[0x4c] != 0 {
+	dc := post(t, v, vhcr.Request{Op: mlx4.QUERY_DEV_CAP})
+	if dc.Status != mlx4.OK || dc.Out[0x13] != 17 || dc.Out[0x37]&0xf != 2 || dc.Out[0x4c] != 0 {
 		t.Fatalf("QUERY_DEV_CAP: %v log_qps %d ports %d bf %#x", dc.Status, dc.Out[0x13], dc.Out[0x37]&0xf, dc.Out[0x4c])
 	}
 }
@@ -81,35 +81,35 @@ func TestOpcodeStatuses(t *testing.T) {
 	r.Start(t)
 	v := r.InitVF(t, 0)
 	for _, tc := range []struct {
-		op     hcr.Opcode
+		op     mlx4.Opcode
 		opMod  uint8
 		inMod  uint32
-		want   hcr.Status
-		reason hcr.Reason
+		want   mlx4.Status
+		reason mlx4.Reason
 	}{
 		// Absent from mlx4's table: BAD_PARAM, not BAD_OP.
-		{hcr.INIT_HCA, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
-		{hcr.CLOSE_HCA, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
-		{hcr.ACCESS_DDR, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
-		{hcr.GEN_EQE, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
-		{hcr.ARM_COMM_CHANNEL, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
-		{hcr.SENSE_PORT, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
-		{hcr.MAP_FA, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
-		{0x7ff, 0, 0, hcr.BAD_PARAM, hcr.ReasonUnknownOpcode},
+		{mlx4.INIT_HCA, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
+		{mlx4.CLOSE_HCA, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
+		{mlx4.ACCESS_DDR, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
+		{mlx4.GEN_EQE, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
+		{mlx4.ARM_COMM_CHANNEL, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
+		{mlx4.SENSE_PORT, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
+		{mlx4.MAP_FA, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
+		{0x7ff, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
 		// EPERM rows: BAD_OP.
-		{hcr.GET_OP_REQ, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
-		{hcr.ALLOCATE_VPP, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
-		{hcr.SET_VPORT_QOS, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
-		{hcr.MAD_DEMUX, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
-		{hcr.CONGESTION_CTRL, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
-		{hcr.FLOW_STEERING_IB_UC_QP_RANGE, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
-		{hcr.VIRT_PORT_MAP, 0, 0, hcr.BAD_OP, hcr.ReasonPrivileged},
+		{mlx4.GET_OP_REQ, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
+		{mlx4.ALLOCATE_VPP, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
+		{mlx4.SET_VPORT_QOS, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
+		{mlx4.MAD_DEMUX, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
+		{mlx4.CONGESTION_CTRL, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
+		{mlx4.FLOW_STEERING_IB_UC_QP_RANGE, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
+		{mlx4.VIRT_PORT_MAP, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
 		// Modifiers.
-		{hcr.QUERY_FUNC_CAP, 2, 0, hcr.BAD_PARAM, hcr.ReasonOpModifier},
-		{hcr.QUERY_FUNC_CAP, 1, 3, hcr.BAD_PARAM, hcr.ReasonPort},
-		{hcr.QUERY_PORT, 0, 0x101, hcr.BAD_PARAM, hcr.ReasonInModifier},
-		{hcr.QUERY_PORT, 0, 0, hcr.BAD_PARAM, hcr.ReasonPort},
-		{hcr.QUERY_FW, 1, 0, hcr.BAD_PARAM, hcr.ReasonOpModifier},
+		{mlx4.QUERY_FUNC_CAP, 2, 0, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
+		{mlx4.QUERY_FUNC_CAP, 1, 3, mlx4.BAD_PARAM, mlx4.ReasonPort},
+		{mlx4.QUERY_PORT, 0, 0x101, mlx4.BAD_PARAM, mlx4.ReasonInModifier},
+		{mlx4.QUERY_PORT, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonPort},
+		{mlx4.QUERY_FW, 1, 0, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
 	} {
 		before := r.PF.Stats().Refusal(0, tc.reason)
 		got := post(t, v, vhcr.Request{Op: tc.op, OpMod: tc.opMod, InMod: tc.inMod})
@@ -121,16 +121,16 @@ func TestOpcodeStatuses(t *testing.T) {
 		}
 	}
 	// Command failures never reset the VF.
-	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after refusals: %v", got.Status)
 	}
 }
 
 // rawPost writes a vHCR image into VF v's page 0 and posts, bypassing the
 // library's own address choices.
-func rawPost(t *testing.T, v *vhcr.VF, h hcr.VHCR) uint32 {
+func rawPost(t *testing.T, v *vhcr.VF, h mlx4.VHCR) uint32 {
 	t.Helper()
-	var img [hcr.VHCRSize]byte
+	var img [mlx4.VHCRSize]byte
 	h.Encode(&img)
 	copy(v.Memory(), img[:])
 	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, v.Timeouts.Post); err != nil && !errors.Is(err, vhcr.ErrInternal) {
@@ -146,23 +146,23 @@ func TestMailboxAddresses(t *testing.T) {
 	other := r.InitVF(t, 0)
 
 	// Inbox outside the window: INTERNAL_ERR, the VF is not reset.
-	sr := rawPost(t, v, vhcr.Request2VHCR(hcr.SET_PORT, vhcrtest.Window, 0))
+	sr := rawPost(t, v, vhcr.Request2VHCR(mlx4.SET_PORT, vhcrtest.Window, 0))
 	if sr&vhcr.InternalErrBit != 0 {
 		t.Fatalf("inbox fault reset the VF (slave_read %#x)", sr)
 	}
-	if st := hcr.Status(v.Memory()[hcr.OffStatus]); st != hcr.INTERNAL_ERR {
+	if st := mlx4.Status(v.Memory()[mlx4.OffStatus]); st != mlx4.INTERNAL_ERR {
 		t.Errorf("inbox outside the window: %v, want INTERNAL_ERR", st)
 	}
 	// Inbox not 4 KiB aligned after masking the low byte: INTERNAL_ERR.
-	rawPost(t, v, vhcr.Request2VHCR(hcr.SET_PORT, 0x1800, 0))
-	if st := hcr.Status(v.Memory()[hcr.OffStatus]); st != hcr.INTERNAL_ERR {
+	rawPost(t, v, vhcr.Request2VHCR(mlx4.SET_PORT, 0x1800, 0))
+	if st := mlx4.Status(v.Memory()[mlx4.OffStatus]); st != mlx4.INTERNAL_ERR {
 		t.Errorf("unaligned inbox: %v, want INTERNAL_ERR", st)
 	}
-	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after inbox faults: %v", got.Status)
 	}
 	// Outbox outside the window: a DMA failure, the VF is reset with bit 17.
-	sr = rawPost(t, v, vhcr.Request2VHCR(hcr.QUERY_FW, 0, 1<<40))
+	sr = rawPost(t, v, vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 1<<40))
 	if sr&vhcr.InternalErrBit == 0 {
 		t.Fatalf("outbox fault did not reset the VF (slave_read %#x)", sr)
 	}
@@ -173,14 +173,14 @@ func TestMailboxAddresses(t *testing.T) {
 		t.Errorf("after the outbox fault VF 1 is %v active=%v, want RESET", in.LastCmd, in.Active)
 	}
 	// The other VF is untouched.
-	if got := post(t, other, vhcr.Request{Op: hcr.QUERY_FW}); got.Status != hcr.OK {
+	if got := post(t, other, vhcr.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
 		t.Fatalf("VF 0 after VF 1's reset: %v", got.Status)
 	}
 	// And VF 1 comes back through RESET.
 	if err := v.Init(ctx); err != nil {
 		t.Fatalf("re-init: %v", err)
 	}
-	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after re-init: %v", got.Status)
 	}
 }
@@ -271,7 +271,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 				}
 			}
 			for i := 0; i < 3; i++ {
-				if got := post(t, bystander, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+				if got := post(t, bystander, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 					t.Fatalf("bystander VF: %v", got.Status)
 				}
 			}
@@ -306,7 +306,7 @@ func TestWrongToggle(t *testing.T) {
 	if got := v.SlaveRead(); got != sr&vhcr.ToggleBit|vhcr.InternalErrBit {
 		t.Errorf("slave_read %#08x, want toggle %d with bit 17", got, sr>>31)
 	}
-	if got := post(t, bystander, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+	if got := post(t, bystander, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("bystander: %v", got.Status)
 	}
 }
@@ -317,8 +317,8 @@ func TestZeroedRegistersResync(t *testing.T) {
 	v := r.InitVF(t, 0)
 	// Init flips the toggle 5 times; two NOPs leave it at 1, so zeroing
 	// the registers contradicts the PF's acknowledged toggle.
-	post(t, v, vhcr.Request{Op: hcr.NOP})
-	post(t, v, vhcr.Request{Op: hcr.NOP})
+	post(t, v, vhcr.Request{Op: mlx4.NOP})
+	post(t, v, vhcr.Request{Op: mlx4.NOP})
 	if v.SlaveRead()>>31 != 1 {
 		t.Fatalf("toggle %d, want 1", v.SlaveRead()>>31)
 	}
@@ -330,7 +330,7 @@ func TestZeroedRegistersResync(t *testing.T) {
 	if err := v2.Init(ctx); err != nil {
 		t.Fatalf("init after zeroing: %v", err)
 	}
-	if got := post(t, v2, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+	if got := post(t, v2, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after zeroing: %v", got.Status)
 	}
 	if r.PF.Stats().Resyncs[0] == 0 {
@@ -347,20 +347,20 @@ func TestPostAndNeverLookAgain(t *testing.T) {
 	quiet := r.InitVF(t, 1)
 	busy := r.InitVF(t, 2)
 	// VF 1 posts QUERY_FW and walks away: no wait, never reads.
-	var img [hcr.VHCRSize]byte
-	h := vhcr.Request2VHCR(hcr.QUERY_FW, 0, 2*4096)
+	var img [mlx4.VHCRSize]byte
+	h := vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 2*4096)
 	h.Encode(&img)
 	copy(quiet.Memory(), img[:])
 	if err := quiet.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 50; i++ {
-		if got := post(t, busy, vhcr.Request{Op: hcr.QUERY_FUNC_CAP}); got.Status != hcr.OK {
+		if got := post(t, busy, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP}); got.Status != mlx4.OK {
 			t.Fatalf("VF 2 command %d: %v", i, got.Status)
 		}
 	}
 	// The abandoned command was executed once and completed.
-	if n := r.PF.Stats().Command(1, r.PF.Table().Lookup(hcr.QUERY_FW).Index(), 0); n != 1 {
+	if n := r.PF.Stats().Command(1, r.PF.Table().Lookup(mlx4.QUERY_FW).Index(), 0); n != 1 {
 		t.Errorf("VF 1 QUERY_FW executed %d times, want 1", n)
 	}
 }
@@ -392,8 +392,8 @@ func TestFLR(t *testing.T) {
 	}
 	// A command during FLR is dropped: no acknowledgement.
 	before := v.SlaveRead()
-	var img [hcr.VHCRSize]byte
-	h := vhcr.Request2VHCR(hcr.NOP, 0, 0)
+	var img [mlx4.VHCRSize]byte
+	h := vhcr.Request2VHCR(mlx4.NOP, 0, 0)
 	h.Encode(&img)
 	copy(v.Memory(), img[:])
 	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
@@ -415,7 +415,7 @@ func TestFLR(t *testing.T) {
 	_ = r.BAR.Store32(page+vhcr.RegSlaveRead, 0)
 	_ = r.BAR.Store32(page+vhcr.RegSlaveWrite, 0)
 	v2 := r.InitVF(t, 1)
-	if got := post(t, v2, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+	if got := post(t, v2, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after FLR: %v", got.Status)
 	}
 	if n := r.PF.Stats().Reset(1, vhcr.ResetFLR); n != 1 {
@@ -427,12 +427,12 @@ func TestPFRestartKeepsChannels(t *testing.T) {
 	r := vhcrtest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 1)
-	post(t, v, vhcr.Request{Op: hcr.NOP})
+	post(t, v, vhcr.Request{Op: mlx4.NOP})
 	r.Stop(t)
 	// While the PF is down the VF posts; the command must run exactly once
 	// after the restart, without the VF re-initialising.
-	var img [hcr.VHCRSize]byte
-	h := vhcr.Request2VHCR(hcr.QUERY_FW, 0, 2*4096)
+	var img [mlx4.VHCRSize]byte
+	h := vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 2*4096)
 	h.Encode(&img)
 	copy(v.Memory(), img[:])
 	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
@@ -443,13 +443,13 @@ func TestPFRestartKeepsChannels(t *testing.T) {
 	if err := v.WaitAck(ctx); err != nil {
 		t.Fatalf("the command posted while the PF was down: %v", err)
 	}
-	if st := hcr.Status(v.Memory()[hcr.OffStatus]); st != hcr.OK {
+	if st := mlx4.Status(v.Memory()[mlx4.OffStatus]); st != mlx4.OK {
 		t.Fatalf("QUERY_FW across the restart: %v", st)
 	}
-	if got := post(t, v, vhcr.Request{Op: hcr.NOP}); got.Status != hcr.OK {
+	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after restart: %v", got.Status)
 	}
-	idx := r.PF.Table().Lookup(hcr.QUERY_FW).Index()
+	idx := r.PF.Table().Lookup(mlx4.QUERY_FW).Index()
 	if n := r.PF.Stats().Command(1, idx, 0); n != 1 {
 		t.Errorf("QUERY_FW posted across the restart ran %d times, want 1", n)
 	}
@@ -459,11 +459,11 @@ func TestEventBitWithoutEQIsRefused(t *testing.T) {
 	r := vhcrtest.New(t, 1)
 	r.Start(t)
 	v := r.InitVF(t, 0)
-	got := post(t, v, vhcr.Request{Op: hcr.NOP, Event: true, Token: 7})
-	if got.Status != hcr.BAD_SYS_STATE {
+	got := post(t, v, vhcr.Request{Op: mlx4.NOP, Event: true, Token: 7})
+	if got.Status != mlx4.BAD_SYS_STATE {
 		t.Fatalf("'e' without an EQ: %v, want BAD_SYS_STATE", got.Status)
 	}
-	if n := r.PF.Stats().Refusal(0, hcr.ReasonEventsNoEQ); n != 1 {
+	if n := r.PF.Stats().Refusal(0, mlx4.ReasonEventsNoEQ); n != 1 {
 		t.Errorf("refusals %d", n)
 	}
 }
@@ -501,15 +501,15 @@ func TestAccessRegThroughTheChannel(t *testing.T) {
 	binary.BigEndian.PutUint16(in[4:], hca.RegIDPTYS)
 	in[6], in[7] = hca.AccessRegQuery, 1
 	in[0x14+1] = 2 // VF port 2
-	got := post(t, v, vhcr.Request{Op: hcr.ACCESS_REG, In: in})
-	if got.Status != hcr.OK || got.Out == nil {
+	got := post(t, v, vhcr.Request{Op: mlx4.ACCESS_REG, In: in})
+	if got.Status != mlx4.OK || got.Out == nil {
 		t.Fatalf("PTYS query: %v", got.Status)
 	}
 	if st, port := got.Out[2]&0x7f, got.Out[0x14+1]; st != hca.RegStatusOK || port != 2 {
 		t.Fatalf("PTYS reply: register status %#x, local_port %d", st, port)
 	}
 	in[6] = hca.AccessRegWrite
-	if got := post(t, v, vhcr.Request{Op: hcr.ACCESS_REG, In: in}); got.Status != hcr.BAD_OP {
+	if got := post(t, v, vhcr.Request{Op: mlx4.ACCESS_REG, In: in}); got.Status != mlx4.BAD_OP {
 		t.Fatalf("PTYS write: %v, want BAD_OP", got.Status)
 	}
 }

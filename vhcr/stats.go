@@ -1,7 +1,7 @@
 package vhcr
 
 import (
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // ResetReason says why the PF reset a VF's channel state.
@@ -47,9 +47,9 @@ var statusSlots = func() (m [256]uint8) {
 }()
 
 // SlotStatuses are the statuses with their own counter slot.
-var SlotStatuses = []hcr.Status{hcr.OK, hcr.INTERNAL_ERR, hcr.BAD_OP, hcr.BAD_PARAM, hcr.BAD_SYS_STATE,
-	hcr.BAD_RESOURCE, hcr.RESOURCE_BUSY, hcr.EXCEED_LIM, hcr.BAD_RES_STATE, hcr.BAD_INDEX, hcr.ICM_ERROR,
-	hcr.BAD_QP_STATE, hcr.BAD_PKT, hcr.BAD_SIZE}
+var SlotStatuses = []mlx4.Status{mlx4.OK, mlx4.INTERNAL_ERR, mlx4.BAD_OP, mlx4.BAD_PARAM, mlx4.BAD_SYS_STATE,
+	mlx4.BAD_RESOURCE, mlx4.RESOURCE_BUSY, mlx4.EXCEED_LIM, mlx4.BAD_RES_STATE, mlx4.BAD_INDEX, mlx4.ICM_ERROR,
+	mlx4.BAD_QP_STATE, mlx4.BAD_PKT, mlx4.BAD_SIZE}
 
 // NumStatusSlots counts SlotStatuses plus the "other" slot.
 var NumStatusSlots = len(SlotStatuses) + 1
@@ -67,7 +67,7 @@ type Stats struct {
 	numOps   int
 	Commands []uint64 // [vf][op index][status slot]
 	Resets   []uint64 // [vf][reason]
-	Refusals []uint64 // [vf][hcr.Reason]
+	Refusals []uint64 // [vf][mlx4.Reason]
 	Resyncs  []uint64 // [vf]: the VF rewrote its registers (zeroed, §6.5)
 	DMA      []uint64 // [vf]: DMA faults (vHCR, inbox, outbox)
 	Dropped  []uint64 // [vf]: comm commands dropped during FLR
@@ -94,7 +94,7 @@ func newStats(numVFs, numOps int) *Stats {
 		numOps:   numOps,
 		Commands: make([]uint64, numVFs*numOps*NumStatusSlots),
 		Resets:   make([]uint64, numVFs*int(numResetReasons)),
-		Refusals: make([]uint64, numVFs*hcr.NumReasons),
+		Refusals: make([]uint64, numVFs*mlx4.NumReasons),
 		Resyncs:  make([]uint64, numVFs),
 		DMA:      make([]uint64, numVFs),
 		Dropped:  make([]uint64, numVFs),
@@ -130,20 +130,20 @@ func (s *Stats) Reset(vf int, r ResetReason) uint64 {
 }
 
 // Refusal returns the refused commands of VF vf for reason r.
-func (s *Stats) Refusal(vf int, r hcr.Reason) uint64 {
-	return s.Refusals[vf*hcr.NumReasons+int(r)]
+func (s *Stats) Refusal(vf int, r mlx4.Reason) uint64 {
+	return s.Refusals[vf*mlx4.NumReasons+int(r)]
 }
 
-func (s *Stats) countCommand(vf, op int, st hcr.Status) {
+func (s *Stats) countCommand(vf, op int, st mlx4.Status) {
 	s.Commands[(vf*s.numOps+op)*NumStatusSlots+int(statusSlots[st])]++
 	s.Done++
 }
 
 func (s *Stats) countReset(vf int, r ResetReason) { s.Resets[vf*int(numResetReasons)+int(r)]++ }
 
-func (s *Stats) countRefusal(vf int, r hcr.Reason) {
-	if r != hcr.ReasonNone {
-		s.Refusals[vf*hcr.NumReasons+int(r)]++
+func (s *Stats) countRefusal(vf int, r mlx4.Reason) {
+	if r != mlx4.ReasonNone {
+		s.Refusals[vf*mlx4.NumReasons+int(r)]++
 	}
 }
 

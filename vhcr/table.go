@@ -2,18 +2,18 @@ package vhcr
 
 import (
 	"github.com/vhcrd/vhcrd/vhcr/hca"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // Executor runs one command on the software HCA.
-type Executor func(h *hca.HCA, c *hcr.Cmd) hcr.Status
+type Executor func(h *hca.HCA, c *mlx4.Cmd) mlx4.Status
 
 // Entry is one row of the command table (mlx4 cmd.c cmd_info[]): the single
 // place that says, per opcode, whether it has an inbox, an outbox or an
 // immediate output, whether a VF may use it at all, which op_modifiers are
 // legal, which verifier checks it and which executor runs it.
 type Entry struct {
-	Op          hcr.Opcode
+	Op          mlx4.Opcode
 	Inbox       bool   // 4 KiB inbox at in_param (low 8 bits masked)
 	Outbox      bool   // 4 KiB outbox at out_param
 	OutImm      bool   // out_param is an immediate output, copied back even on failure
@@ -31,72 +31,72 @@ type Entry struct {
 // QUERY_ADAPTER's and QUERY_HCA's native rows. Opcodes absent from it answer
 // BAD_PARAM (0x03), as mlx4 answers them.
 var tableEntries = []Entry{
-	{Op: hcr.QUERY_FW, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_FW},
-	{Op: hcr.QUERY_HCA, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_HCA},
-	{Op: hcr.QUERY_DEV_CAP, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_DEV_CAP},
-	{Op: hcr.QUERY_FUNC_CAP, Outbox: true, OpMods: 0b11, Exec: (*hca.HCA).QUERY_FUNC_CAP},
-	{Op: hcr.QUERY_ADAPTER, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_ADAPTER},
-	{Op: hcr.INIT_PORT, Exec: (*hca.HCA).INIT_PORT},
-	{Op: hcr.CLOSE_PORT, Exec: (*hca.HCA).CLOSE_PORT},
-	{Op: hcr.QUERY_PORT, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_PORT},
-	{Op: hcr.SET_PORT, Inbox: true, Exec: (*hca.HCA).SET_PORT},
-	{Op: hcr.MAP_EQ, Exec: (*hca.HCA).MAP_EQ},
-	{Op: hcr.SW2HW_EQ, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).SW2HW_EQ},
-	{Op: hcr.HW_HEALTH_CHECK, Exec: (*hca.HCA).HW_HEALTH_CHECK},
-	{Op: hcr.NOP, Exec: (*hca.HCA).NOP},
-	{Op: hcr.CONFIG_DEV, Outbox: true, Exec: (*hca.HCA).CONFIG_DEV},
-	{Op: hcr.ALLOC_RES, OutImm: true, OpMods: 0b111, Exec: (*hca.HCA).ALLOC_RES},
-	{Op: hcr.FREE_RES, OpMods: 0b111, Exec: (*hca.HCA).FREE_RES},
-	{Op: hcr.SW2HW_MPT, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).SW2HW_MPT},
-	{Op: hcr.QUERY_MPT, Outbox: true, Exec: (*hca.HCA).QUERY_MPT},
-	{Op: hcr.HW2SW_MPT, Exec: (*hca.HCA).HW2SW_MPT},
-	{Op: hcr.READ_MTT, Outbox: true, Exec: (*hca.HCA).READ_MTT},
-	{Op: hcr.WRITE_MTT, Inbox: true, Exec: (*hca.HCA).WRITE_MTT},
-	{Op: hcr.SYNC_TPT, Inbox: true, Exec: (*hca.HCA).SYNC_TPT},
-	{Op: hcr.HW2SW_EQ, EncodeSlave: true, Exec: (*hca.HCA).HW2SW_EQ},
-	{Op: hcr.QUERY_EQ, Outbox: true, EncodeSlave: true, Exec: (*hca.HCA).QUERY_EQ},
-	{Op: hcr.SW2HW_CQ, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).SW2HW_CQ},
-	{Op: hcr.HW2SW_CQ, Exec: (*hca.HCA).HW2SW_CQ},
-	{Op: hcr.QUERY_CQ, Outbox: true, Exec: (*hca.HCA).QUERY_CQ},
-	{Op: hcr.MODIFY_CQ, Inbox: true, OutImm: true, Exec: (*hca.HCA).MODIFY_CQ},
-	{Op: hcr.SW2HW_SRQ, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).SW2HW_SRQ},
-	{Op: hcr.HW2SW_SRQ, Exec: (*hca.HCA).HW2SW_SRQ},
-	{Op: hcr.QUERY_SRQ, Outbox: true, Exec: (*hca.HCA).QUERY_SRQ},
-	{Op: hcr.ARM_SRQ, Exec: (*hca.HCA).ARM_SRQ},
-	{Op: hcr.RST2INIT_QP, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).RST2INIT_QP},
-	{Op: hcr.INIT2INIT_QP, Inbox: true, Exec: (*hca.HCA).INIT2INIT_QP},
-	{Op: hcr.INIT2RTR_QP, Inbox: true, Exec: (*hca.HCA).INIT2RTR_QP},
-	{Op: hcr.RTR2RTS_QP, Inbox: true, Exec: (*hca.HCA).RTR2RTS_QP},
-	{Op: hcr.RTS2RTS_QP, Inbox: true, Exec: (*hca.HCA).RTS2RTS_QP},
-	{Op: hcr.SQERR2RTS_QP, Inbox: true, Exec: (*hca.HCA).SQERR2RTS_QP},
-	{Op: hcr.TWO_ERR_QP, Exec: (*hca.HCA).TWO_ERR_QP},
-	{Op: hcr.RTS2SQD_QP, Exec: (*hca.HCA).RTS2SQD_QP},
-	{Op: hcr.SQD2SQD_QP, Inbox: true, Exec: (*hca.HCA).SQD2SQD_QP},
-	{Op: hcr.SQD2RTS_QP, Inbox: true, Exec: (*hca.HCA).SQD2RTS_QP},
-	{Op: hcr.TWO_RST_QP, Exec: (*hca.HCA).TWO_RST_QP},
-	{Op: hcr.QUERY_QP, Outbox: true, Exec: (*hca.HCA).QUERY_QP},
-	{Op: hcr.SUSPEND_QP, Exec: (*hca.HCA).SUSPEND_QP},
-	{Op: hcr.UNSUSPEND_QP, Exec: (*hca.HCA).UNSUSPEND_QP},
-	{Op: hcr.UPDATE_QP, Inbox: true, Exec: (*hca.HCA).UPDATE_QP},
-	{Op: hcr.GET_OP_REQ, EPERM: true},
-	{Op: hcr.ALLOCATE_VPP, Outbox: true, EPERM: true},
-	{Op: hcr.SET_VPORT_QOS, Outbox: true, EPERM: true},
-	{Op: hcr.CONF_SPECIAL_QP, Exec: (*hca.HCA).CONF_SPECIAL_QP},
-	{Op: hcr.MAD_IFC, Inbox: true, Outbox: true, Exec: (*hca.HCA).MAD_IFC},
-	{Op: hcr.MAD_DEMUX, EPERM: true},
-	{Op: hcr.QUERY_IF_STAT, Outbox: true, Exec: (*hca.HCA).QUERY_IF_STAT},
-	{Op: hcr.ACCESS_REG, Inbox: true, Outbox: true, Exec: (*hca.HCA).ACCESS_REG},
-	{Op: hcr.CONGESTION_CTRL, EPERM: true},
-	{Op: hcr.QP_ATTACH, Inbox: true, Exec: (*hca.HCA).QP_ATTACH},
-	{Op: hcr.PROMISC, Exec: (*hca.HCA).PROMISC},
-	{Op: hcr.SET_VLAN_FLTR, Inbox: true, Exec: (*hca.HCA).SET_VLAN_FLTR},
-	{Op: hcr.SET_MCAST_FLTR, Exec: (*hca.HCA).SET_MCAST_FLTR},
-	{Op: hcr.DUMP_ETH_STATS, Outbox: true, Exec: (*hca.HCA).DUMP_ETH_STATS},
-	{Op: hcr.INFORM_FLR_DONE, Exec: (*hca.HCA).INFORM_FLR_DONE},
-	{Op: hcr.QP_FLOW_STEERING_ATTACH, Inbox: true, OutImm: true, Exec: (*hca.HCA).QP_FLOW_STEERING_ATTACH},
-	{Op: hcr.QP_FLOW_STEERING_DETACH, Exec: (*hca.HCA).QP_FLOW_STEERING_DETACH},
-	{Op: hcr.FLOW_STEERING_IB_UC_QP_RANGE, EPERM: true},
-	{Op: hcr.VIRT_PORT_MAP, EPERM: true},
+	{Op: mlx4.QUERY_FW, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_FW},
+	{Op: mlx4.QUERY_HCA, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_HCA},
+	{Op: mlx4.QUERY_DEV_CAP, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_DEV_CAP},
+	{Op: mlx4.QUERY_FUNC_CAP, Outbox: true, OpMods: 0b11, Exec: (*hca.HCA).QUERY_FUNC_CAP},
+	{Op: mlx4.QUERY_ADAPTER, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_ADAPTER},
+	{Op: mlx4.INIT_PORT, Exec: (*hca.HCA).INIT_PORT},
+	{Op: mlx4.CLOSE_PORT, Exec: (*hca.HCA).CLOSE_PORT},
+	{Op: mlx4.QUERY_PORT, Outbox: true, OpMods: 1, Exec: (*hca.HCA).QUERY_PORT},
+	{Op: mlx4.SET_PORT, Inbox: true, Exec: (*hca.HCA).SET_PORT},
+	{Op: mlx4.MAP_EQ, Exec: (*hca.HCA).MAP_EQ},
+	{Op: mlx4.SW2HW_EQ, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).SW2HW_EQ},
+	{Op: mlx4.HW_HEALTH_CHECK, Exec: (*hca.HCA).HW_HEALTH_CHECK},
+	{Op: mlx4.NOP, Exec: (*hca.HCA).NOP},
+	{Op: mlx4.CONFIG_DEV, Outbox: true, Exec: (*hca.HCA).CONFIG_DEV},
+	{Op: mlx4.ALLOC_RES, OutImm: true, OpMods: 0b111, Exec: (*hca.HCA).ALLOC_RES},
+	{Op: mlx4.FREE_RES, OpMods: 0b111, Exec: (*hca.HCA).FREE_RES},
+	{Op: mlx4.SW2HW_MPT, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).SW2HW_MPT},
+	{Op: mlx4.QUERY_MPT, Outbox: true, Exec: (*hca.HCA).QUERY_MPT},
+	{Op: mlx4.HW2SW_MPT, Exec: (*hca.HCA).HW2SW_MPT},
+	{Op: mlx4.READ_MTT, Outbox: true, Exec: (*hca.HCA).READ_MTT},
+	{Op: mlx4.WRITE_MTT, Inbox: true, Exec: (*hca.HCA).WRITE_MTT},
+	{Op: mlx4.SYNC_TPT, Inbox: true, Exec: (*hca.HCA).SYNC_TPT},
+	{Op: mlx4.HW2SW_EQ, EncodeSlave: true, Exec: (*hca.HCA).HW2SW_EQ},
+	{Op: mlx4.QUERY_EQ, Outbox: true, EncodeSlave: true, Exec: (*hca.HCA).QUERY_EQ},
+	{Op: mlx4.SW2HW_CQ, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).SW2HW_CQ},
+	{Op: mlx4.HW2SW_CQ, Exec: (*hca.HCA).HW2SW_CQ},
+	{Op: mlx4.QUERY_CQ, Outbox: true, Exec: (*hca.HCA).QUERY_CQ},
+	{Op: mlx4.MODIFY_CQ, Inbox: true, OutImm: true, Exec: (*hca.HCA).MODIFY_CQ},
+	{Op: mlx4.SW2HW_SRQ, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).SW2HW_SRQ},
+	{Op: mlx4.HW2SW_SRQ, Exec: (*hca.HCA).HW2SW_SRQ},
+	{Op: mlx4.QUERY_SRQ, Outbox: true, Exec: (*hca.HCA).QUERY_SRQ},
+	{Op: mlx4.ARM_SRQ, Exec: (*hca.HCA).ARM_SRQ},
+	{Op: mlx4.RST2INIT_QP, Inbox: true, EncodeSlave: true, Exec: (*hca.HCA).RST2INIT_QP},
+	{Op: mlx4.INIT2INIT_QP, Inbox: true, Exec: (*hca.HCA).INIT2INIT_QP},
+	{Op: mlx4.INIT2RTR_QP, Inbox: true, Exec: (*hca.HCA).INIT2RTR_QP},
+	{Op: mlx4.RTR2RTS_QP, Inbox: true, Exec: (*hca.HCA).RTR2RTS_QP},
+	{Op: mlx4.RTS2RTS_QP, Inbox: true, Exec: (*hca.HCA).RTS2RTS_QP},
+	{Op: mlx4.SQERR2RTS_QP, Inbox: true, Exec: (*hca.HCA).SQERR2RTS_QP},
+	{Op: mlx4.TWO_ERR_QP, Exec: (*hca.HCA).TWO_ERR_QP},
+	{Op: mlx4.RTS2SQD_QP, Exec: (*hca.HCA).RTS2SQD_QP},
+	{Op: mlx4.SQD2SQD_QP, Inbox: true, Exec: (*hca.HCA).SQD2SQD_QP},
+	{Op: mlx4.SQD2RTS_QP, Inbox: true, Exec: (*hca.HCA).SQD2RTS_QP},
+	{Op: mlx4.TWO_RST_QP, Exec: (*hca.HCA).TWO_RST_QP},
+	{Op: mlx4.QUERY_QP, Outbox: true, Exec: (*hca.HCA).QUERY_QP},
+	{Op: mlx4.SUSPEND_QP, Exec: (*hca.HCA).SUSPEND_QP},
+	{Op: mlx4.UNSUSPEND_QP, Exec: (*hca.HCA).UNSUSPEND_QP},
+	{Op: mlx4.UPDATE_QP, Inbox: true, Exec: (*hca.HCA).UPDATE_QP},
+	{Op: mlx4.GET_OP_REQ, EPERM: true},
+	{Op: mlx4.ALLOCATE_VPP, Outbox: true, EPERM: true},
+	{Op: mlx4.SET_VPORT_QOS, Outbox: true, EPERM: true},
+	{Op: mlx4.CONF_SPECIAL_QP, Exec: (*hca.HCA).CONF_SPECIAL_QP},
+	{Op: mlx4.MAD_IFC, Inbox: true, Outbox: true, Exec: (*hca.HCA).MAD_IFC},
+	{Op: mlx4.MAD_DEMUX, EPERM: true},
+	{Op: mlx4.QUERY_IF_STAT, Outbox: true, Exec: (*hca.HCA).QUERY_IF_STAT},
+	{Op: mlx4.ACCESS_REG, Inbox: true, Outbox: true, Exec: (*hca.HCA).ACCESS_REG},
+	{Op: mlx4.CONGESTION_CTRL, EPERM: true},
+	{Op: mlx4.QP_ATTACH, Inbox: true, Exec: (*hca.HCA).QP_ATTACH},
+	{Op: mlx4.PROMISC, Exec: (*hca.HCA).PROMISC},
+	{Op: mlx4.SET_VLAN_FLTR, Inbox: true, Exec: (*hca.HCA).SET_VLAN_FLTR},
+	{Op: mlx4.SET_MCAST_FLTR, Exec: (*hca.HCA).SET_MCAST_FLTR},
+	{Op: mlx4.DUMP_ETH_STATS, Outbox: true, Exec: (*hca.HCA).DUMP_ETH_STATS},
+	{Op: mlx4.INFORM_FLR_DONE, Exec: (*hca.HCA).INFORM_FLR_DONE},
+	{Op: mlx4.QP_FLOW_STEERING_ATTACH, Inbox: true, OutImm: true, Exec: (*hca.HCA).QP_FLOW_STEERING_ATTACH},
+	{Op: mlx4.QP_FLOW_STEERING_DETACH, Exec: (*hca.HCA).QP_FLOW_STEERING_DETACH},
+	{Op: mlx4.FLOW_STEERING_IB_UC_QP_RANGE, EPERM: true},
+	{Op: mlx4.VIRT_PORT_MAP, EPERM: true},
 }
 
 // Table is the command table indexed by opcode.
@@ -109,17 +109,17 @@ type Table struct {
 func (t *Table) NumOps() int { return len(t.entries) + 1 }
 
 // OpAt returns the opcode of dense index i (i >= 1).
-func (t *Table) OpAt(i int) hcr.Opcode { return t.entries[i-1].Op }
+func (t *Table) OpAt(i int) mlx4.Opcode { return t.entries[i-1].Op }
 
 // Lookup returns the entry for op, or nil.
-func (t *Table) Lookup(op hcr.Opcode) *Entry { return t.byOp[op&0xfff] }
+func (t *Table) Lookup(op mlx4.Opcode) *Entry { return t.byOp[op&0xfff] }
 
 // Entries returns the rows in table order.
 func (t *Table) Entries() []Entry { return t.entries }
 
 // NewTable builds the table from rows; overrides replace the executor of
 // their opcode (the MAD engine installs MAD_IFC this way).
-func NewTable(overrides map[hcr.Opcode]Executor) *Table {
+func NewTable(overrides map[mlx4.Opcode]Executor) *Table {
 	t := &Table{entries: append([]Entry(nil), tableEntries...)}
 	for i := range t.entries {
 		e := &t.entries[i]

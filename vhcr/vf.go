@@ -11,7 +11,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // VF-side errors.
@@ -317,7 +317,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // Request is one command to post.
 type Request struct {
-	Op       hcr.Opcode
+	Op       mlx4.Opcode
 	OpMod    uint8
 	InMod    uint32
 	InParam  uint64 // immediate input (ignored when In is set)
@@ -329,13 +329,13 @@ type Request struct {
 
 // Response is what the PF returned.
 type Response struct {
-	Status   hcr.Status
+	Status   mlx4.Status
 	OutParam uint64
 	// Out is the VF's outbox page, valid until the next command; nil for
 	// opcodes without an outbox and for failed commands. (A pointer, not a
 	// slice, keeps Response at three words, which the compiler passes in
 	// registers.)
-	Out *[hcr.MailboxSize]byte
+	Out *[mlx4.MailboxSize]byte
 }
 
 // Post posts r through the vHCR in poll mode and waits for completion
@@ -347,7 +347,7 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	e := v.table.Lookup(r.Op)
 	inParam := r.InParam
 	if r.In != nil {
-		if len(r.In) > hcr.MailboxSize {
+		if len(r.In) > mlx4.MailboxSize {
 			return Response{}, fmt.Errorf("vhcr: inbox of %d bytes", len(r.In))
 		}
 		in := v.mem[VFPageInbox*bar.PageSize : (VFPageInbox+1)*bar.PageSize]
@@ -360,16 +360,16 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	if hasOut {
 		outParam = VFPageOutbox * bar.PageSize
 	}
-	token := uint16(hcr.PollToken)
+	token := uint16(mlx4.PollToken)
 	var flags uint8
 	if r.Event {
-		flags, token = hcr.FlagE, r.Token
+		flags, token = mlx4.FlagE, r.Token
 	}
 	// The vHCR is written in place as a driver writes its coherent vHCR
 	// page, reserved fields zeroed. Word 3 (token, status, flags, opcode)
 	// is composed and stored whole: field by field, the compiler emits byte
 	// stores.
-	vh := (*[hcr.VHCRSize]byte)(v.mem[VFPageVHCR*bar.PageSize:])
+	vh := (*[mlx4.VHCRSize]byte)(v.mem[VFPageVHCR*bar.PageSize:])
 	binary.BigEndian.PutUint64(vh[0:], inParam)
 	binary.BigEndian.PutUint32(vh[8:], r.InMod)
 	binary.BigEndian.PutUint32(vh[12:], 0)
@@ -378,9 +378,9 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	if err := v.postComm(ctx, CommVHCRPost, 0, v.Timeouts.Post); err != nil {
 		return Response{}, err
 	}
-	resp := Response{Status: hcr.Status(vh[hcr.OffStatus]), OutParam: binary.BigEndian.Uint64(vh[hcr.OffOutParam:])}
-	if hasOut && resp.Status == hcr.OK {
-		resp.Out = (*[hcr.MailboxSize]byte)(v.mem[VFPageOutbox*bar.PageSize:])
+	resp := Response{Status: mlx4.Status(vh[mlx4.OffStatus]), OutParam: binary.BigEndian.Uint64(vh[mlx4.OffOutParam:])}
+	if hasOut && resp.Status == mlx4.OK {
+		resp.Out = (*[mlx4.MailboxSize]byte)(v.mem[VFPageOutbox*bar.PageSize:])
 	}
 	return resp, nil
 }
@@ -415,8 +415,8 @@ func (v *VF) RequestReset(ctx context.Context) error {
 
 // Request2VHCR is a poll-mode vHCR image for op with the given inbox and
 // outbox IOVAs, for tests and tools that post by hand.
-func Request2VHCR(op hcr.Opcode, inParam, outParam uint64) hcr.VHCR {
-	return hcr.VHCR{InParam: inParam, OutParam: outParam, Token: hcr.PollToken, Op: op}
+func Request2VHCR(op mlx4.Opcode, inParam, outParam uint64) mlx4.VHCR {
+	return mlx4.VHCR{InParam: inParam, OutParam: outParam, Token: mlx4.PollToken, Op: op}
 }
 
 // Table is the command table the VF uses to know which opcodes have

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 func init() {
@@ -83,7 +83,7 @@ func runCmd(args []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("want exactly one OPCODE (a name like QUERY_FUNC_CAP or a number), got %q", pos)
 	}
-	op, err := hcr.ParseOpcode(pos[0])
+	op, err := mlx4.ParseOpcode(pos[0])
 	if err != nil {
 		return err
 	}
@@ -107,8 +107,8 @@ func runCmd(args []string) error {
 		if req.In, err = os.ReadFile(*inFile); err != nil {
 			return err
 		}
-		if len(req.In) > hcr.MailboxSize {
-			return fmt.Errorf("--in %s: %d bytes, a mailbox holds %d", *inFile, len(req.In), hcr.MailboxSize)
+		if len(req.In) > mlx4.MailboxSize {
+			return fmt.Errorf("--in %s: %d bytes, a mailbox holds %d", *inFile, len(req.In), mlx4.MailboxSize)
 		}
 	}
 	a, v, err := openVF(*barSpec, *vf, false)
@@ -130,7 +130,7 @@ func runCmd(args []string) error {
 		n := min(max(*outLen, 0), len(resp.Out))
 		fmt.Print(hex.Dump(resp.Out[:n]))
 	}
-	if resp.Status != hcr.OK {
+	if resp.Status != mlx4.OK {
 		return exitError{1}
 	}
 	return nil

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 func init() {
@@ -33,14 +33,14 @@ type mixStep struct {
 
 var mixes = map[string][]mixStep{
 	"basic": {
-		{40, vhcr.Request{Op: hcr.NOP}},
-		{15, vhcr.Request{Op: hcr.QUERY_FW}},
-		{15, vhcr.Request{Op: hcr.QUERY_DEV_CAP}},
-		{10, vhcr.Request{Op: hcr.QUERY_FUNC_CAP}},
-		{10, vhcr.Request{Op: hcr.QUERY_FUNC_CAP, OpMod: 1, InMod: 1}},
-		{10, vhcr.Request{Op: hcr.QUERY_PORT, InMod: 1}},
+		{40, vhcr.Request{Op: mlx4.NOP}},
+		{15, vhcr.Request{Op: mlx4.QUERY_FW}},
+		{15, vhcr.Request{Op: mlx4.QUERY_DEV_CAP}},
+		{10, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP}},
+		{10, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 1}},
+		{10, vhcr.Request{Op: mlx4.QUERY_PORT, InMod: 1}},
 	},
-	"nop": {{1, vhcr.Request{Op: hcr.NOP}}},
+	"nop": {{1, vhcr.Request{Op: mlx4.NOP}}},
 	// realistic: QP/CQ/MR/EQ lifecycles through the VF driver model
 	// (realistic.go), not weighted single commands.
 	"realistic": nil,
@@ -303,7 +303,7 @@ func summarize(vfIdx []int, mix string, el time.Duration, runs []*vfRun) LoadRes
 		res.StrayEQEs += r.stray
 		for s, c := range r.statuses {
 			if c != 0 {
-				res.Statuses[hcr.Status(s).Name()] += c
+				res.Statuses[mlx4.Status(s).Name()] += c
 			}
 		}
 		if r.firstErr != nil {

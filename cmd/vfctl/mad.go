@@ -11,7 +11,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 func init() {
@@ -87,7 +87,7 @@ func runMAD(args []string) error {
 	default:
 		return fmt.Errorf("want: get nodeinfo|portinfo|pkeys|guids|nodedesc, bm-get or bm-set")
 	}
-	inbox := make([]byte, hcr.MailboxSize)
+	inbox := make([]byte, mlx4.MailboxSize)
 	opMod, inMod, err := mad.EncodeMADIFCInbox(&in, inbox)
 	if err != nil {
 		return err
@@ -97,12 +97,12 @@ func runMAD(args []string) error {
 		return err
 	}
 	defer a.Close()
-	resp, err := v.Post(context.Background(), &vhcr.Request{Op: hcr.MAD_IFC, OpMod: opMod, InMod: inMod, In: inbox})
+	resp, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.MAD_IFC, OpMod: opMod, InMod: inMod, In: inbox})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("VF %d MAD_IFC: %s\n", *vf, resp.Status.String())
-	if resp.Status != hcr.OK {
+	if resp.Status != mlx4.OK {
 		return exitError{1}
 	}
 	var out mad.MAD

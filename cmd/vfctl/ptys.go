@@ -8,7 +8,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 func init() {
@@ -28,19 +28,19 @@ func runPTYS(args []string) error {
 	if mask == 0 {
 		return fmt.Errorf("--proto %q: want ib or eth", *proto)
 	}
-	var in [hcr.MailboxSize]byte
+	var in [mlx4.MailboxSize]byte
 	hca.EncodeAccessRegPTYS(&in, hca.AccessRegQuery, uint8(*port), mask)
 	a, v, err := openVF(*barSpec, *vf, false)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	resp, err := v.Post(context.Background(), &vhcr.Request{Op: hcr.ACCESS_REG, In: in[:]})
+	resp, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.ACCESS_REG, In: in[:]})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("VF %d ACCESS_REG PTYS: %s\n", *vf, resp.Status.String())
-	if resp.Status != hcr.OK {
+	if resp.Status != mlx4.OK {
 		return exitError{1}
 	}
 	st, p := hca.DecodeAccessRegPTYS(resp.Out)

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
 )
 
@@ -33,7 +33,7 @@ const (
 func realisticWorker(ctx context.Context, a *vhcr.Attachment, v *vhcr.VF, r *vfRun, deadline time.Time, events bool, inflight int) {
 	last := time.Now()
 	var d *vfdrv.Driver
-	trace := func(op hcr.Opcode, s hcr.Status, event bool) {
+	trace := func(op mlx4.Opcode, s mlx4.Status, event bool) {
 		now := time.Now()
 		r.statuses[s]++
 		if len(r.samples) < maxSamples {
@@ -58,7 +58,7 @@ func realisticWorker(ctx context.Context, a *vhcr.Attachment, v *vhcr.VF, r *vfR
 		if err != nil {
 			return err
 		}
-		if err := d.MapEQ(ctx, q, 1<<hcr.EventCmd|vfdrv.AsyncEventMask); err != nil {
+		if err := d.MapEQ(ctx, q, 1<<mlx4.EventCmd|vfdrv.AsyncEventMask); err != nil {
 			return err
 		}
 		if _, err := d.CreateEQ(ctx, realisticCompEQ, 6); err != nil {

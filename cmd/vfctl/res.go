@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
 )
 
@@ -72,8 +72,8 @@ func newResCmd(name string) *resCmd {
 }
 
 // traceTo prints every command the driver completes.
-func traceTo(vf int) func(hcr.Opcode, hcr.Status, bool) {
-	return func(op hcr.Opcode, s hcr.Status, event bool) {
+func traceTo(vf int) func(mlx4.Opcode, mlx4.Status, bool) {
+	return func(op mlx4.Opcode, s mlx4.Status, event bool) {
 		mode := "poll"
 		if event {
 			mode = "event"
@@ -167,7 +167,7 @@ func runEQ(args []string) error {
 			return done(err)
 		}
 		if *mapCmd {
-			if err := d.MapEQ(ctx, q, 1<<hcr.EventCmd|vfdrv.AsyncEventMask); err != nil {
+			if err := d.MapEQ(ctx, q, 1<<mlx4.EventCmd|vfdrv.AsyncEventMask); err != nil {
 				return done(err)
 			}
 		}
@@ -304,10 +304,10 @@ func runQP(args []string) error {
 		cfg.RecvCQ = uint32(*rcq)
 	}
 	var target vfdrv.QPState
-	var op hcr.Opcode
+	var op mlx4.Opcode
 	if act == "modify" && *rawOp != "" {
 		var err error
-		if op, err = hcr.ParseOpcode(*rawOp); err != nil {
+		if op, err = mlx4.ParseOpcode(*rawOp); err != nil {
 			return fmt.Errorf("--op: %w", err)
 		}
 	} else if act == "modify" {
@@ -342,7 +342,7 @@ func runQP(args []string) error {
 			if err != nil {
 				return err
 			}
-			if s != hcr.OK {
+			if s != mlx4.OK {
 				return exitError{1}
 			}
 			if _, err := d.QueryQP(ctx, qp); err == nil {

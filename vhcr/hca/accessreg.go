@@ -3,7 +3,7 @@ package hca
 import (
 	"encoding/binary"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // ACCESS_REG's mailbox is struct mlx4_access_reg (fw.c): the operation TLV
@@ -82,17 +82,17 @@ const (
 // REGISTER_NOT_SUPPORTED, other methods METHOD_NOT_SUPPORTED, a class other
 // than register access CLASS_NOT_SUPPORTED, a malformed TLV or a port the
 // VF does not have BAD_PARAMETER.
-func (h *HCA) ACCESS_REG(c *hcr.Cmd) hcr.Status {
+func (h *HCA) ACCESS_REG(c *mlx4.Cmd) mlx4.Status {
 	in, out := c.Inbox[:], c.Outbox[:]
 	method := in[accessRegMethod] & accessRegMask
 	if method == AccessRegWrite {
-		return c.Refuse(hcr.BAD_OP, hcr.ReasonPrivileged)
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
 	}
 	copy(out[:accessRegData], in[:accessRegData])
 	out[accessRegStatus] &^= accessRegMask
 	status := h.accessReg(c.VF, method, binary.BigEndian.Uint16(in[accessRegID:]), in, out)
 	out[accessRegStatus] |= status
-	return hcr.OK
+	return mlx4.OK
 }
 
 func (h *HCA) accessReg(vf int, method uint8, id uint16, in, out []byte) uint8 {
@@ -202,7 +202,7 @@ type PTYS struct {
 // EncodeAccessRegPTYS writes ACCESS_REG's inbox for a PTYS access as
 // mlx4_ACCESS_PTYS_REG builds it: the operation TLV header for method and
 // the register with local_port and proto_mask (MLX4_PTYS_IB 1, _EN 4).
-func EncodeAccessRegPTYS(in *[hcr.MailboxSize]byte, method, port, proto uint8) {
+func EncodeAccessRegPTYS(in *[mlx4.MailboxSize]byte, method, port, proto uint8) {
 	clear(in[:accessRegData+ptysSize])
 	binary.BigEndian.PutUint16(in[accessRegTLV:], accessRegTLVOp<<11|accessRegTLVLen)
 	binary.BigEndian.PutUint16(in[accessRegID:], RegIDPTYS)
@@ -215,7 +215,7 @@ func EncodeAccessRegPTYS(in *[hcr.MailboxSize]byte, method, port, proto uint8) {
 
 // DecodeAccessRegPTYS reads ACCESS_REG's outbox: the register access
 // status and the PTYS register.
-func DecodeAccessRegPTYS(out *[hcr.MailboxSize]byte) (status uint8, p PTYS) {
+func DecodeAccessRegPTYS(out *[mlx4.MailboxSize]byte) (status uint8, p PTYS) {
 	r := out[accessRegData:]
 	return out[accessRegStatus] & accessRegMask, PTYS{
 		LocalPort: r[ptysLocalPort], ProtoMask: r[ptysProtoMask],

@@ -6,14 +6,14 @@ import (
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // ptysInbox builds ACCESS_REG's inbox as mlx4_ACCESS_REG does for
 // mlx4_ACCESS_PTYS_REG: the operation TLV header, then struct mlx4_ptys_reg
 // with local_port and proto_mask set.
 func ptysInbox(method uint8, id uint16, port, proto uint8) []byte {
-	b := make([]byte, hcr.MailboxSize)
+	b := make([]byte, mlx4.MailboxSize)
 	binary.BigEndian.PutUint16(b[accessRegTLV:], 0x1<<11|0x4)
 	b[accessRegClass] = 0x1
 	binary.BigEndian.PutUint16(b[accessRegID:], id)
@@ -32,9 +32,9 @@ type ptysReply struct {
 	speedCap, speedAdm, speedOp uint16
 }
 
-func (v *vf) accessReg(t *testing.T, in []byte) (hcr.Status, *hcr.Cmd, ptysReply) {
+func (v *vf) accessReg(t *testing.T, in []byte) (mlx4.Status, *mlx4.Cmd, ptysReply) {
 	t.Helper()
-	c := v.cmd(hcr.ACCESS_REG, 0, 0, 0, in, true)
+	c := v.cmd(mlx4.ACCESS_REG, 0, 0, 0, in, true)
 	s := v.run((*HCA).ACCESS_REG, c)
 	o, r := c.Outbox[:], c.Outbox[accessRegData:]
 	return s, c, ptysReply{
@@ -56,7 +56,7 @@ func TestAccessRegPTYS(t *testing.T) {
 	r.h.Funcs[1].Ports = []int{2} // VF 1's port 1 is physical port 2
 
 	s, c, got := v.accessReg(t, ptysInbox(AccessRegQuery, RegIDPTYS, 1, ptysProtoIB))
-	if s != hcr.OK || got.status != RegStatusOK {
+	if s != mlx4.OK || got.status != RegStatusOK {
 		t.Fatalf("PTYS query: %v, register status %#x", s, got.status)
 	}
 	// Without a MAD engine: 1X|4X supported, 4X active; SDR|DDR|QDR, QDR.
@@ -108,7 +108,7 @@ func TestAccessRegRefusals(t *testing.T) {
 	r := newRig(t, 2, nil)
 	v := r.vf(0)
 	s, c, _ := v.accessReg(t, ptysInbox(AccessRegWrite, RegIDPTYS, 1, ptysProtoIB))
-	if s != hcr.BAD_OP || c.Reason != hcr.ReasonPrivileged {
+	if s != mlx4.BAD_OP || c.Reason != mlx4.ReasonPrivileged {
 		t.Fatalf("PTYS write: %v (%v), want BAD_OP", s, c.Reason)
 	}
 	if c.Outbox[accessRegID] != 0 || c.Outbox[accessRegID+1] != 0 {
@@ -133,7 +133,7 @@ func TestAccessRegRefusals(t *testing.T) {
 		{"port the VF does not have", ptysInbox(AccessRegQuery, RegIDPTYS, 3, ptysProtoIB), RegStatusBadParameter},
 	} {
 		s, c, got := v.accessReg(t, tc.in)
-		if s != hcr.OK || got.status != tc.want {
+		if s != mlx4.OK || got.status != tc.want {
 			t.Errorf("%s: %v, register status %#x, want OK and %#x", tc.name, s, got.status, tc.want)
 		}
 		if binary.BigEndian.Uint16(c.Outbox[accessRegID:]) != binary.BigEndian.Uint16(tc.in[accessRegID:]) {
@@ -167,18 +167,18 @@ func FuzzAccessReg(f *testing.F) {
 		r := newRig(t, 2, nil)
 		v := r.vf(0)
 		before := fingerprint(r.h, 1)
-		c := v.cmd(hcr.ACCESS_REG, 0, 0, 0, in, true)
+		c := v.cmd(mlx4.ACCESS_REG, 0, 0, 0, in, true)
 		s := v.run((*HCA).ACCESS_REG, c)
 		method := c.Inbox[accessRegMethod] & 0x7f
 		switch {
 		case method == AccessRegWrite:
-			if s != hcr.BAD_OP {
+			if s != mlx4.BAD_OP {
 				t.Fatalf("write: %v", s)
 			}
-		case s != hcr.OK:
+		case s != mlx4.OK:
 			t.Fatalf("status %v", s)
 		}
-		if s == hcr.OK {
+		if s == mlx4.OK {
 			st := c.Outbox[accessRegStatus] & 0x7f
 			switch st {
 			case RegStatusOK:
@@ -205,7 +205,7 @@ func FuzzAccessReg(f *testing.F) {
 // builds (the test's own builder), and the decoder reads the executor's
 // answer.
 func TestPTYSCodec(t *testing.T) {
-	var in [hcr.MailboxSize]byte
+	var in [mlx4.MailboxSize]byte
 	for i := range in {
 		in[i] = 0xee // the encoder clears the header and the register
 	}
@@ -215,8 +215,8 @@ func TestPTYSCodec(t *testing.T) {
 		t.Fatalf("encoded % x\n   want % x", in[:accessRegData+ptysSize], want[:accessRegData+ptysSize])
 	}
 	r := newRig(t, 1, nil)
-	c := r.vf(0).cmd(hcr.ACCESS_REG, 0, 0, 0, in[:], true)
-	if s := r.vf(0).run((*HCA).ACCESS_REG, c); s != hcr.OK {
+	c := r.vf(0).cmd(mlx4.ACCESS_REG, 0, 0, 0, in[:], true)
+	if s := r.vf(0).run((*HCA).ACCESS_REG, c); s != mlx4.OK {
 		t.Fatal(s)
 	}
 	st, p := DecodeAccessRegPTYS(c.Outbox)

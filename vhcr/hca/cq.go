@@ -13,7 +13,7 @@ package hca
 //	ARM_SRQ      -     -     -   SRQN; in_param = limit watermark
 
 import (
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -28,8 +28,8 @@ func (h *HCA) checkEQ(vf, eqn int) bool {
 // the VF's and ALLOCATED; its MTT range must lie in an MTT allocation of
 // the VF (BAD_OP/INTERNAL_ERR, reason MTT) and its comp_eqn must be an EQ of
 // the VF in HW (model check). The CQ takes a reference on its MTT.
-func (h *HCA) SW2HW_CQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	cqn := c.InMod & 0xffffff
@@ -45,7 +45,7 @@ func (h *HCA) SW2HW_CQ(c *hcr.Cmd) hcr.Status {
 	}
 	if !h.checkEQ(c.VF, ctx.compEQN) {
 		h.Res.AbortMove(o)
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonEQ)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonEQ)
 	}
 	if err := h.Res.AddDep(o, mtt); err != nil {
 		h.Res.AbortMove(o)
@@ -55,20 +55,20 @@ func (h *HCA) SW2HW_CQ(c *hcr.Cmd) hcr.Status {
 	copy(obj.ctx[:], c.Inbox[:cqcSize])
 	h.fw.cqs[cqn] = obj
 	h.Res.EndMove(o)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // HW2SW_CQ takes a CQ back (HW→ALLOCATED): RESOURCE_BUSY while a QP uses
 // it, BAD_PARAM if not in HW; drops the MTT reference.
-func (h *HCA) HW2SW_CQ(c *hcr.Cmd) hcr.Status {
+func (h *HCA) HW2SW_CQ(c *mlx4.Cmd) mlx4.Status {
 	return h.toSW(c, restrack.CQ, func(n uint32) { delete(h.fw.cqs, n) })
 }
 
 // toSW moves the VF's CQ or SRQ numbered by in_modifier from HW back to
 // ALLOCATED (HW2SW_CQ, HW2SW_SRQ): StartMove refuses one a QP still uses;
 // its references are dropped and forget removes the firmware's copy.
-func (h *HCA) toSW(c *hcr.Cmd, ty restrack.Type, forget func(n uint32)) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) toSW(c *mlx4.Cmd, ty restrack.Type, forget func(n uint32)) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	n := c.InMod & 0xffffff
@@ -79,13 +79,13 @@ func (h *HCA) toSW(c *hcr.Cmd, ty restrack.Type, forget func(n uint32)) hcr.Stat
 	h.Res.DropDeps(o)
 	forget(n)
 	h.Res.EndMove(o)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // QUERY_CQ returns the CQ context. As in mlx4, a CQ that is the VF's but
 // not in HW answers OK without executing (a zero outbox).
-func (h *HCA) QUERY_CQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, true); s != hcr.OK {
+func (h *HCA) QUERY_CQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, true); s != mlx4.OK {
 		return s
 	}
 	cqn := c.InMod & 0xffffff
@@ -97,15 +97,15 @@ func (h *HCA) QUERY_CQ(c *hcr.Cmd) hcr.Status {
 	if obj := h.fw.cqs[cqn]; obj != nil && o.From() == restrack.HW {
 		copy(c.Outbox[:], obj.ctx[:])
 	}
-	return hcr.OK
+	return mlx4.OK
 }
 
 // MODIFY_CQ: op_modifier 0 resizes (the new MTT from the inbox context must
 // lie in an allocation of the VF; the CQ's reference moves to it), others
 // set moderation (cq_period, cq_max_count). A CQ not in HW answers OK
 // without executing, as in mlx4.
-func (h *HCA) MODIFY_CQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	cqn := c.InMod & 0xffffff
@@ -116,7 +116,7 @@ func (h *HCA) MODIFY_CQ(c *hcr.Cmd) hcr.Status {
 	defer h.Res.Put(o)
 	obj := h.fw.cqs[cqn]
 	if o.From() != restrack.HW || obj == nil {
-		return hcr.OK
+		return mlx4.OK
 	}
 	if c.OpMod == 0 {
 		ctx := decodeCQC(c.Inbox[:cqcSize])
@@ -135,23 +135,23 @@ func (h *HCA) MODIFY_CQ(c *hcr.Cmd) hcr.Status {
 		}
 		copy(obj.ctx[cqcLogSize:cqcLogSize+4], c.Inbox[cqcLogSize:cqcLogSize+4])
 		copy(obj.ctx[cqcLogPageSize:cqcMTTBaseL+4], c.Inbox[cqcLogPageSize:cqcMTTBaseL+4])
-		return hcr.OK
+		return mlx4.OK
 	}
 	copy(obj.ctx[cqcPeriod:cqcPeriod+4], c.Inbox[cqcPeriod:cqcPeriod+4])
-	return hcr.OK
+	return mlx4.OK
 }
 
 // SW2HW_SRQ hands an SRQ to hardware (mlx4_SW2HW_SRQ_wrapper): in_modifier
 // must equal the SRQN in the context (BAD_PARAM); the SRQ must be the VF's
 // and ALLOCATED; its MTT range must lie in an allocation of the VF.
-func (h *HCA) SW2HW_SRQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) SW2HW_SRQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	srqn := c.InMod & 0xffffff
 	ctx := decodeSRQC(c.Inbox[:srqcSize])
 	if ctx.srqn != srqn || c.InMod > 0xffffff {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonContext)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
 	o, err := h.Res.StartMove(c.VF, restrack.SRQ, uint64(srqn), restrack.HW)
 	if err != nil {
@@ -170,17 +170,17 @@ func (h *HCA) SW2HW_SRQ(c *hcr.Cmd) hcr.Status {
 	copy(obj.ctx[:], c.Inbox[:srqcSize])
 	h.fw.srqs[srqn] = obj
 	h.Res.EndMove(o)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // HW2SW_SRQ takes an SRQ back (HW→ALLOCATED; RESOURCE_BUSY while a QP uses
 // it) and drops its MTT reference.
-func (h *HCA) HW2SW_SRQ(c *hcr.Cmd) hcr.Status {
+func (h *HCA) HW2SW_SRQ(c *mlx4.Cmd) mlx4.Status {
 	return h.toSW(c, restrack.SRQ, func(n uint32) { delete(h.fw.srqs, n) })
 }
 
 // hwSRQ gets the VF's SRQ that must be in HW (else RESOURCE_BUSY, as mlx4).
-func (h *HCA) hwSRQ(c *hcr.Cmd) (*srqObj, hcr.Status) {
+func (h *HCA) hwSRQ(c *mlx4.Cmd) (*srqObj, mlx4.Status) {
 	srqn := c.InMod & 0xffffff
 	o, err := h.Res.Get(c.VF, restrack.SRQ, uint64(srqn))
 	if err != nil {
@@ -189,35 +189,35 @@ func (h *HCA) hwSRQ(c *hcr.Cmd) (*srqObj, hcr.Status) {
 	defer h.Res.Put(o)
 	obj := h.fw.srqs[srqn]
 	if o.From() != restrack.HW || obj == nil {
-		return nil, c.Refuse(hcr.RESOURCE_BUSY, hcr.ReasonBadState)
+		return nil, c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
 	}
-	return obj, hcr.OK
+	return obj, mlx4.OK
 }
 
 // QUERY_SRQ returns the SRQ context (with the armed limit watermark).
-func (h *HCA) QUERY_SRQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, true); s != hcr.OK {
+func (h *HCA) QUERY_SRQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, true); s != mlx4.OK {
 		return s
 	}
 	obj, s := h.hwSRQ(c)
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return s
 	}
 	copy(c.Outbox[:], obj.ctx[:])
 	c.Outbox[srqcLimitWatermark] = byte(obj.limit >> 8)
 	c.Outbox[srqcLimitWatermark+1] = byte(obj.limit)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // ARM_SRQ sets the SRQ limit watermark (in_param low 16 bits).
-func (h *HCA) ARM_SRQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) ARM_SRQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	obj, s := h.hwSRQ(c)
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return s
 	}
 	obj.limit = uint16(c.InParam)
-	return hcr.OK
+	return mlx4.OK
 }

@@ -32,22 +32,22 @@ import (
 	"errors"
 
 	"github.com/vhcrd/vhcrd/dma"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
-// EQE layout: the ABI is in package hcr; event types are hcr.Event*.
+// EQE layout: the ABI is in package mlx4; event types are mlx4.Event*.
 const (
-	EQESize      = hcr.EQESize
-	eqeType      = hcr.EQEType
-	eqeSubtype   = hcr.EQESubtype
-	eqeData      = hcr.EQEData
-	eqeToken     = hcr.EQECmdToken
-	eqeStatus    = hcr.EQECmdStatus
-	eqeOutParam  = hcr.EQECmdOutParam
-	eqeSlaveID   = hcr.EQESlaveID
-	eqeOwner     = hcr.EQEOwner
-	eqeOwnerHW   = hcr.EQEOwnerHW
+	EQESize      = mlx4.EQESize
+	eqeType      = mlx4.EQEType
+	eqeSubtype   = mlx4.EQESubtype
+	eqeData      = mlx4.EQEData
+	eqeToken     = mlx4.EQECmdToken
+	eqeStatus    = mlx4.EQECmdStatus
+	eqeOutParam  = mlx4.EQECmdOutParam
+	eqeSlaveID   = mlx4.EQESlaveID
+	eqeOwner     = mlx4.EQEOwner
+	eqeOwnerHW   = mlx4.EQEOwnerHW
 	eqCIMask     = 0xffffff
 	eqUnmapBit   = 1 << 31
 	eqnMask      = 0x3ff
@@ -68,23 +68,23 @@ var (
 // points outside). An existing EQN → INTERNAL_ERR (-EEXIST); EQN out of
 // range, log size above 16, page size outside 4 KiB..1 GiB or a non-zero
 // page offset → BAD_PARAM.
-func (h *HCA) SW2HW_EQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	if c.InMod > eqnMask {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
 	eqn := int(c.InMod)
 	ctx := decodeEQC(c.Inbox[:eqcSize])
 	if ctx.logSize > maxEQLogSize || ctx.pageShift > 30 || ctx.pageOffset != 0 {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonContext)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
 	o, err := h.Res.CreateEQ(c.VF, eqn)
 	if err != nil {
 		s := restrack.Refuse(c, err)
 		if errors.Is(err, restrack.ErrRange) {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 		}
 		return s
 	}
@@ -100,19 +100,19 @@ func (h *HCA) SW2HW_EQ(c *hcr.Cmd) hcr.Status {
 	npages := (ring + psize - 1) / psize
 	if npages > uint64(ctx.mttSize) || npages > maxRingPages || c.Mem == nil {
 		undo()
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonMTT)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
 	}
 	eq.pages = make([]uint64, npages)
 	for i := range eq.pages {
 		e := h.mttRead(mtt, ctx.mttBase-mtt.ID+uint64(i))
 		if e&1 == 0 { // never written
 			undo()
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonMTT)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
 		}
 		addr := e &^ (psize - 1)
 		if _, err := c.Mem.Translate(addr, int(min(psize, ring)), dma.Write); err != nil {
 			undo()
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonMTT)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
 		}
 		eq.pages[i] = addr
 	}
@@ -129,17 +129,17 @@ func (h *HCA) SW2HW_EQ(c *hcr.Cmd) hcr.Status {
 	}
 	h.fw.eqs[o.ID] = eq
 	h.Res.EndMove(o)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // HW2SW_EQ destroys a VF EQ: HW→RESERVED, MTT reference dropped, untracked;
 // event types mapped to it are unmapped. Unknown EQ → INTERNAL_ERR.
-func (h *HCA) HW2SW_EQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) HW2SW_EQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	if c.InMod > eqnMask {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
 	id := restrack.EQID(c.VF, int(c.InMod))
 	o, err := h.Res.StartMove(c.VF, restrack.EQ, id, restrack.Reserved)
@@ -152,7 +152,7 @@ func (h *HCA) HW2SW_EQ(c *hcr.Cmd) hcr.Status {
 		return restrack.Refuse(c, err)
 	}
 	h.dropEQ(c.VF, int(c.InMod), id)
-	return hcr.OK
+	return mlx4.OK
 }
 
 func (h *HCA) dropEQ(vf, eqn int, id uint64) {
@@ -167,12 +167,12 @@ func (h *HCA) dropEQ(vf, eqn int, id uint64) {
 
 // QUERY_EQ returns the EQ context with the current consumer and producer
 // indexes. The EQ must be in HW (else BAD_PARAM, as mlx4's -EINVAL).
-func (h *HCA) QUERY_EQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, true); s != hcr.OK {
+func (h *HCA) QUERY_EQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, true); s != mlx4.OK {
 		return s
 	}
 	if c.InMod > eqnMask {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
 	id := restrack.EQID(c.VF, int(c.InMod))
 	o, err := h.Res.Peek(c.VF, restrack.EQ, id)
@@ -181,13 +181,13 @@ func (h *HCA) QUERY_EQ(c *hcr.Cmd) hcr.Status {
 	}
 	eq := h.fw.eqs[id]
 	if o.State != restrack.HW || eq == nil {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonBadState)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
 	h.refreshCI(eq)
 	copy(c.Outbox[:], eq.ctx[:])
 	binary.BigEndian.PutUint32(c.Outbox[eqcConsumer:], eq.cons&eqCIMask)
 	binary.BigEndian.PutUint32(c.Outbox[eqcProducer:], eq.prod&eqCIMask)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // MAP_EQ maps (bit 31 clear) or unmaps (set) the event types of the 64-bit
@@ -195,14 +195,14 @@ func (h *HCA) QUERY_EQ(c *hcr.Cmd) hcr.Status {
 // bookkeeping only). Stricter than Linux: mapping needs the EQ to exist in
 // HW (BAD_PARAM, reason EQ); unmapping clears the types whatever they
 // pointed at, as mlx4.
-func (h *HCA) MAP_EQ(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) MAP_EQ(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	eqn := int(c.InMod & eqnMask)
 	unmap := c.InMod&eqUnmapBit != 0
 	if !unmap && !h.checkEQ(c.VF, eqn) {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonEQ)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonEQ)
 	}
 	v := &h.fw.vfs[c.VF]
 	for i := range numEventTypes {
@@ -215,11 +215,11 @@ func (h *HCA) MAP_EQ(c *hcr.Cmd) hcr.Status {
 			v.eventEQ[i] = int16(eqn)
 		}
 	}
-	return hcr.OK
+	return mlx4.OK
 }
 
 // HasEQ reports whether VF vf has an EQ in HW mapped for eventType, e.g.
-// for command completions (hcr.EventCmd) before accepting an 'e' command.
+// for command completions (mlx4.EventCmd) before accepting an 'e' command.
 func (h *HCA) HasEQ(vf int, eventType uint8) bool {
 	_, err := h.mappedEQ(vf, eventType)
 	return err == nil
@@ -325,7 +325,7 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
 	}
 	eq.prod = (eq.prod + 1) & eqCIMask
 	st.EQEs.Add(1)
-	if eventType == hcr.EventCmd {
+	if eventType == mlx4.EventCmd {
 		st.Completes.Add(1)
 	}
 	return nil
@@ -334,9 +334,9 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
 // CompletionEQE builds a command-completion EQE (type 0x0a): token BE16 at
 // 0x06, status at 0x0f, the immediate out_param BE64 at 0x10. Unlike mlx4,
 // which leaves status and out_param zero, the seed has the EQE carry them.
-func CompletionEQE(token uint16, status hcr.Status, outParam uint64) [EQESize]byte {
+func CompletionEQE(token uint16, status mlx4.Status, outParam uint64) [EQESize]byte {
 	var e [EQESize]byte
-	hcr.CompletionEQE(&e, token, status, outParam)
+	mlx4.CompletionEQE(&e, token, status, outParam)
 	return e
 }
 
@@ -372,7 +372,7 @@ func (h *HCA) SRQEvent(srqn uint32, eventType uint8) error {
 // CQError delivers CQ_ERROR (syndrome 1 = overrun, else access violation)
 // to the CQ's owner.
 func (h *HCA) CQError(cqn uint32, syndrome uint8) error {
-	return h.objectEvent(restrack.CQ, cqn&0xffffff, hcr.EventCQError, 0, syndrome)
+	return h.objectEvent(restrack.CQ, cqn&0xffffff, mlx4.EventCQError, 0, syndrome)
 }
 
 // PortChange delivers PORT_CHANGE (subtype 1 down, 4 active) for physical
@@ -394,7 +394,7 @@ func (h *HCA) PortChange(phys int, subtype uint8) (int, error) {
 			var e [EQESize]byte
 			e[eqeSubtype] = subtype
 			binary.BigEndian.PutUint32(e[0x0c:], uint32(i+1)<<28)
-			if err := h.PostEQE(vf, hcr.EventPortChange, &e); err != nil {
+			if err := h.PostEQE(vf, mlx4.EventPortChange, &e); err != nil {
 				if first == nil {
 					first = err
 				}

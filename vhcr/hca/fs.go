@@ -13,7 +13,7 @@ package hca
 import (
 	"encoding/binary"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -44,20 +44,20 @@ func (h *HCA) SetDeviceManagedSteering(on bool) { h.fw.dmfs = on }
 // (BAD_PARAM); IPv4/TCP/UDP rules without L2 are accepted (mlx4 prepends
 // the VF's MAC); IB rules accepted; other headers or a size outside the
 // mailbox → BAD_PARAM. The rule holds its QP. out_param = the reg_id.
-func (h *HCA) QP_FLOW_STEERING_ATTACH(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	if !h.fw.dmfs {
-		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonOpModifier)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonOpModifier)
 	}
 	size := int(c.InMod) * 4
-	if c.InMod > hcr.MailboxSize/4 || size < fsCtrlSize+4 {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+	if c.InMod > mlx4.MailboxSize/4 || size < fsCtrlSize+4 {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
 	b := c.Inbox
 	phys, s := h.port(c, uint32(b[fsCtrlPort]))
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return s
 	}
 	qpn := binary.BigEndian.Uint32(b[fsCtrlQPN:]) & 0xffffff
@@ -69,19 +69,19 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *hcr.Cmd) hcr.Status {
 	switch binary.BigEndian.Uint16(hdr[fsHdrID:]) {
 	case fsIDEth:
 		if size < fsCtrlSize+fsEthDstMAC+6 {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonContext)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 		}
 		dst := hdr[fsEthDstMAC : fsEthDstMAC+6]
 		mac := uint64(dst[0])<<40 | uint64(dst[1])<<32 | uint64(dst[2])<<24 | uint64(dst[3])<<16 | uint64(dst[4])<<8 | uint64(dst[5])
 		if dst[0]&1 == 0 && !h.Res.HasMACValue(c.VF, phys, mac) {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonNotOwner)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
 		}
 	case fsIDIB, fsIDIPv4, fsIDTCP, fsIDUDP:
 	default:
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonContext)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
 	if h.Res.Counts(c.VF)[restrack.FSRule] >= maxFSRulesPerVF {
-		return c.Refuse(hcr.EXCEED_LIM, hcr.ReasonQuota)
+		return c.Refuse(mlx4.EXCEED_LIM, mlx4.ReasonQuota)
 	}
 	h.fw.nextRegID++
 	id := h.fw.nextRegID
@@ -89,20 +89,20 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *hcr.Cmd) hcr.Status {
 		return restrack.Refuse(c, err)
 	}
 	c.OutParam = id
-	return hcr.OK
+	return mlx4.OK
 }
 
 // QP_FLOW_STEERING_DETACH removes the VF's rule in_param (INTERNAL_ERR
 // unknown, BAD_OP another VF's) and releases its QP.
-func (h *HCA) QP_FLOW_STEERING_DETACH(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) QP_FLOW_STEERING_DETACH(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	if !h.fw.dmfs {
-		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonOpModifier)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonOpModifier)
 	}
 	if err := h.Res.RemoveFSRule(c.VF, c.InParam); err != nil {
 		return restrack.Refuse(c, err)
 	}
-	return hcr.OK
+	return mlx4.OK
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -23,44 +23,44 @@ func fsRule(vport uint8, qpn uint32, id uint16, dst uint64) []byte {
 func TestFlowSteering(t *testing.T) {
 	r := newRig(t, 2, nil)
 	a, b := r.vf(0), r.vf(1)
-	attach := func(v *vf, rule []byte) (uint64, hcr.Status) {
-		c := v.cmd(hcr.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
+	attach := func(v *vf, rule []byte) (uint64, mlx4.Status) {
+		c := v.cmd(mlx4.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
 		s := v.run((*HCA).QP_FLOW_STEERING_ATTACH, c)
 		return c.OutParam, s
 	}
-	detach := func(v *vf, id uint64) hcr.Status {
-		return v.run((*HCA).QP_FLOW_STEERING_DETACH, v.cmd(hcr.QP_FLOW_STEERING_DETACH, id, 0, 0, nil, false))
+	detach := func(v *vf, id uint64) mlx4.Status {
+		return v.run((*HCA).QP_FLOW_STEERING_DETACH, v.cmd(mlx4.QP_FLOW_STEERING_DETACH, id, 0, 0, nil, false))
 	}
 	qpn := a.mustAlloc(restrack.QP, resOpReserve, 1)
 	bqp := b.mustAlloc(restrack.QP, resOpReserve, 1)
 	mac := uint64(0x0002c9123456)
 	_, s := attach(a, fsRule(1, qpn, fsIDEth, mac))
-	wantS(t, "B0 steering", s, hcr.INTERNAL_ERR)
+	wantS(t, "B0 steering", s, mlx4.INTERNAL_ERR)
 	r.h.SetDeviceManagedSteering(true)
 	_, s = attach(a, fsRule(1, qpn, fsIDEth, mac))
-	wantS(t, "MAC not the VF's", s, hcr.BAD_PARAM)
-	c := a.cmd(hcr.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
+	wantS(t, "MAC not the VF's", s, mlx4.BAD_PARAM)
+	c := a.cmd(mlx4.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
 	a.must(a.run((*HCA).ALLOC_RES, c), "MAC")
 	_, s = attach(b, fsRule(1, bqp, fsIDEth, mac))
-	wantS(t, "VF 1 steering VF 0's MAC", s, hcr.BAD_PARAM)
+	wantS(t, "VF 1 steering VF 0's MAC", s, mlx4.BAD_PARAM)
 	_, s = attach(a, fsRule(1, bqp, fsIDEth, mac))
-	wantS(t, "VF 1's QP", s, hcr.BAD_OP)
+	wantS(t, "VF 1's QP", s, mlx4.BAD_OP)
 	_, s = attach(a, fsRule(1, 0x7fff00, fsIDEth, mac))
-	wantS(t, "unknown QP", s, hcr.INTERNAL_ERR)
+	wantS(t, "unknown QP", s, mlx4.INTERNAL_ERR)
 	_, s = attach(a, fsRule(3, qpn, fsIDEth, mac))
-	wantS(t, "port 3", s, hcr.BAD_PARAM)
+	wantS(t, "port 3", s, mlx4.BAD_PARAM)
 	_, s = attach(a, fsRule(1, qpn, 0x1234, mac))
-	wantS(t, "unknown header", s, hcr.BAD_PARAM)
+	wantS(t, "unknown header", s, mlx4.BAD_PARAM)
 	id, s := attach(a, fsRule(1, qpn, fsIDEth, mac))
-	wantS(t, "own MAC and QP", s, hcr.OK)
+	wantS(t, "own MAC and QP", s, mlx4.OK)
 	id2, s := attach(a, fsRule(1, qpn, fsIDEth, 0x01005e000001))
-	wantS(t, "multicast", s, hcr.OK)
+	wantS(t, "multicast", s, mlx4.OK)
 	if id == id2 || id == 0 {
 		t.Fatalf("reg ids %d %d", id, id2)
 	}
-	wantS(t, "FREE_RES of a steered QP", a.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), hcr.RESOURCE_BUSY)
-	wantS(t, "VF 1 detaches VF 0's rule", detach(b, id), hcr.BAD_OP)
-	wantS(t, "unknown rule", detach(a, 999), hcr.INTERNAL_ERR)
+	wantS(t, "FREE_RES of a steered QP", a.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), mlx4.RESOURCE_BUSY)
+	wantS(t, "VF 1 detaches VF 0's rule", detach(b, id), mlx4.BAD_OP)
+	wantS(t, "unknown rule", detach(a, 999), mlx4.INTERNAL_ERR)
 	a.must(detach(a, id), "detach")
 	if n := r.h.Counts(0)[restrack.FSRule]; n != 1 {
 		t.Fatalf("rules %d", n)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -20,7 +20,7 @@ func FuzzDecodeContexts(f *testing.F) {
 	f.Add(srqContext(3, 64))
 	f.Add(mptEntry(mptRegion, 2<<17, 64, 4))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var mb [hcr.MailboxSize]byte
+		var mb [mlx4.MailboxSize]byte
 		copy(mb[:], data)
 		q := decodeQPC(&mb)
 		if !isPow2(q.mttSize) || q.vfPort < 1 || q.vfPort > 2 || q.cqnSend > 0xffffff || q.srqn > 0xffffff {
@@ -95,18 +95,18 @@ func fuzzQPContext(t *testing.T, ctx []byte, fixRefs bool, edit func(*config.Con
 		binary.BigEndian.PutUint32(in[qpcMTTBaseL:], q.mtt*mttEntrySize)
 	}
 	before := fingerprint(r.h, 1)
-	for _, op := range []hcr.Opcode{hcr.RST2INIT_QP, hcr.INIT2RTR_QP, hcr.RTR2RTS_QP} {
+	for _, op := range []mlx4.Opcode{mlx4.RST2INIT_QP, mlx4.INIT2RTR_QP, mlx4.RTR2RTS_QP} {
 		c := a.cmd(op, 0, qpn, 0, in, false)
-		var s hcr.Status
+		var s mlx4.Status
 		switch op {
-		case hcr.RST2INIT_QP:
+		case mlx4.RST2INIT_QP:
 			s = a.run((*HCA).RST2INIT_QP, c)
-		case hcr.INIT2RTR_QP:
+		case mlx4.INIT2RTR_QP:
 			s = a.run((*HCA).INIT2RTR_QP, c)
 		default:
 			s = a.run((*HCA).RTR2RTS_QP, c)
 		}
-		if s != hcr.OK {
+		if s != mlx4.OK {
 			break
 		}
 	}
@@ -150,18 +150,18 @@ func FuzzEQContext(f *testing.F) {
 		copy(in, ctx)
 		binary.BigEndian.PutUint32(in[eqcMTTBaseL:], mtt*mttEntrySize)
 		in[eqcMTTBaseH] = 0
-		c := v.cmd(hcr.SW2HW_EQ, 0, 1, 0, in, false)
-		if v.run((*HCA).SW2HW_EQ, c) != hcr.OK {
+		c := v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, in, false)
+		if v.run((*HCA).SW2HW_EQ, c) != mlx4.OK {
 			if r.h.Counts(0)[restrack.EQ] != 0 {
 				t.Fatal("failed SW2HW_EQ left an EQ")
 			}
 			return
 		}
-		v.must(v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<hcr.EventCmd, 1, 0, nil, false)), "MAP_EQ")
+		v.must(v.run((*HCA).MAP_EQ, v.cmd(mlx4.MAP_EQ, 1<<mlx4.EventCmd, 1, 0, nil, false)), "MAP_EQ")
 		eq := r.h.fw.eqs[restrack.EQID(0, 1)]
-		e := CompletionEQE(1, hcr.OK, 2)
+		e := CompletionEQE(1, mlx4.OK, 2)
 		for i := 0; i < int(min(eq.nent, 64))+2; i++ {
-			err := r.h.PostEQE(0, hcr.EventCmd, &e)
+			err := r.h.PostEQE(0, mlx4.EventCmd, &e)
 			if err != nil && err != ErrOverrun {
 				t.Fatalf("EQE %d: %v", i, err)
 			}

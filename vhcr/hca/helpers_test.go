@@ -7,7 +7,7 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -63,45 +63,45 @@ func (r *rig) vf(n int) *vf {
 	return &vf{r: r, n: n, w: w, eq: -1, page: 0x10000}
 }
 
-type exec func(*HCA, *hcr.Cmd) hcr.Status
+type exec func(*HCA, *mlx4.Cmd) mlx4.Status
 
 // cmd builds a command; inbox (if not nil) is copied into a heap shadow.
-func (v *vf) cmd(op hcr.Opcode, inParam uint64, inMod uint32, opMod uint8, inbox []byte, outbox bool) *hcr.Cmd {
-	c := &hcr.Cmd{VF: v.n, InParam: inParam, InMod: inMod, Op: op, OpMod: opMod, Mem: v.w, Token: 0xffff}
+func (v *vf) cmd(op mlx4.Opcode, inParam uint64, inMod uint32, opMod uint8, inbox []byte, outbox bool) *mlx4.Cmd {
+	c := &mlx4.Cmd{VF: v.n, InParam: inParam, InMod: inMod, Op: op, OpMod: opMod, Mem: v.w, Token: 0xffff}
 	if inbox != nil {
-		c.Inbox = new([hcr.MailboxSize]byte)
+		c.Inbox = new([mlx4.MailboxSize]byte)
 		copy(c.Inbox[:], inbox)
 	}
 	if outbox {
-		c.Outbox = new([hcr.MailboxSize]byte)
+		c.Outbox = new([mlx4.MailboxSize]byte)
 	}
 	return c
 }
 
-func (v *vf) run(f exec, c *hcr.Cmd) hcr.Status {
+func (v *vf) run(f exec, c *mlx4.Cmd) mlx4.Status {
 	s := f(v.r.h, c)
-	if s != hcr.OK && c.Reason == hcr.ReasonNone {
+	if s != mlx4.OK && c.Reason == mlx4.ReasonNone {
 		v.r.t.Errorf("%v from VF %d: status %v without a reason", c.Op, v.n, s)
 	}
 	return s
 }
 
-func (v *vf) must(s hcr.Status, what string) {
+func (v *vf) must(s mlx4.Status, what string) {
 	v.r.t.Helper()
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		v.r.t.Fatalf("VF %d %s: %v", v.n, what, s)
 	}
 }
 
 // alloc runs ALLOC_RES and returns out_param's low word.
-func (v *vf) alloc(ty restrack.Type, op uint8, in uint64) (uint32, hcr.Status) {
-	c := v.cmd(hcr.ALLOC_RES, in, uint32(ty), op, nil, false)
+func (v *vf) alloc(ty restrack.Type, op uint8, in uint64) (uint32, mlx4.Status) {
+	c := v.cmd(mlx4.ALLOC_RES, in, uint32(ty), op, nil, false)
 	s := v.run((*HCA).ALLOC_RES, c)
 	return uint32(c.OutParam), s
 }
 
-func (v *vf) free(ty restrack.Type, op uint8, in uint64) hcr.Status {
-	return v.run((*HCA).FREE_RES, v.cmd(hcr.FREE_RES, in, uint32(ty), op, nil, false))
+func (v *vf) free(ty restrack.Type, op uint8, in uint64) mlx4.Status {
+	return v.run((*HCA).FREE_RES, v.cmd(mlx4.FREE_RES, in, uint32(ty), op, nil, false))
 }
 
 func (v *vf) mustAlloc(ty restrack.Type, op uint8, in uint64) uint32 {
@@ -121,16 +121,16 @@ func (v *vf) mtt(order int, pages ...uint64) uint32 {
 	return base
 }
 
-func (v *vf) writeMTT(start uint64, ents []uint64) hcr.Status {
+func (v *vf) writeMTT(start uint64, ents []uint64) mlx4.Status {
 	in := make([]byte, 16+8*len(ents))
 	binary.BigEndian.PutUint64(in, start)
 	for i, e := range ents {
 		binary.BigEndian.PutUint64(in[16+8*i:], e)
 	}
-	if len(in) > hcr.MailboxSize {
-		in = in[:hcr.MailboxSize]
+	if len(in) > mlx4.MailboxSize {
+		in = in[:mlx4.MailboxSize]
 	}
-	return v.run((*HCA).WRITE_MTT, v.cmd(hcr.WRITE_MTT, 0, uint32(len(ents)), 0, in, false))
+	return v.run((*HCA).WRITE_MTT, v.cmd(mlx4.WRITE_MTT, 0, uint32(len(ents)), 0, in, false))
 }
 
 // newPage hands out one 4 KiB page of the VF's window, initialised as a
@@ -157,17 +157,17 @@ func eqContext(logSize int, mttBase uint32) []byte {
 }
 
 // createEQ makes EQ eqn with 2^logSize entries (≤ 128: one page).
-func (v *vf) createEQ(eqn, logSize int) hcr.Status {
+func (v *vf) createEQ(eqn, logSize int) mlx4.Status {
 	v.r.t.Helper()
 	base := v.mtt(0, v.newPage())
-	return v.run((*HCA).SW2HW_EQ, v.cmd(hcr.SW2HW_EQ, 0, uint32(eqn), 0, eqContext(logSize, base), false))
+	return v.run((*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, uint32(eqn), 0, eqContext(logSize, base), false))
 }
 
 // setupEQ creates an EQ and maps every event type to it.
 func (v *vf) setupEQ(eqn, logSize int) {
 	v.r.t.Helper()
 	v.must(v.createEQ(eqn, logSize), "SW2HW_EQ")
-	v.must(v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, ^uint64(0), uint32(eqn), 0, nil, false)), "MAP_EQ")
+	v.must(v.run((*HCA).MAP_EQ, v.cmd(mlx4.MAP_EQ, ^uint64(0), uint32(eqn), 0, nil, false)), "MAP_EQ")
 	v.eq = eqn
 }
 
@@ -184,7 +184,7 @@ func (v *vf) createCQ() uint32 {
 	v.r.t.Helper()
 	cqn := v.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
 	base := v.mtt(0, v.newPage())
-	v.must(v.run((*HCA).SW2HW_CQ, v.cmd(hcr.SW2HW_CQ, 0, cqn, 0, cqContext(7, v.eq, base), false)), "SW2HW_CQ")
+	v.must(v.run((*HCA).SW2HW_CQ, v.cmd(mlx4.SW2HW_CQ, 0, cqn, 0, cqContext(7, v.eq, base), false)), "SW2HW_CQ")
 	return cqn
 }
 
@@ -200,7 +200,7 @@ func (v *vf) createSRQ() uint32 {
 	v.r.t.Helper()
 	srqn := v.mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
 	base := v.mtt(0, v.newPage())
-	v.must(v.run((*HCA).SW2HW_SRQ, v.cmd(hcr.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, base), false)), "SW2HW_SRQ")
+	v.must(v.run((*HCA).SW2HW_SRQ, v.cmd(mlx4.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, base), false)), "SW2HW_SRQ")
 	return srqn
 }
 
@@ -257,41 +257,41 @@ func (v *vf) newQP(cq uint32) (uint32, qpc) {
 	return qpn, qpc{st: stRC, scq: cq, rcq: cq, mtt: mtt, sqLog: 3, rqLog: 3}
 }
 
-func (v *vf) qpCmd(op hcr.Opcode, qpn uint32, q *qpc) hcr.Status {
+func (v *vf) qpCmd(op mlx4.Opcode, qpn uint32, q *qpc) mlx4.Status {
 	var in []byte
 	if q != nil {
 		in = q.bytes()
 	}
-	out := op == hcr.QUERY_QP
+	out := op == mlx4.QUERY_QP
 	var f exec
 	switch op {
-	case hcr.RST2INIT_QP:
+	case mlx4.RST2INIT_QP:
 		f = (*HCA).RST2INIT_QP
-	case hcr.INIT2INIT_QP:
+	case mlx4.INIT2INIT_QP:
 		f = (*HCA).INIT2INIT_QP
-	case hcr.INIT2RTR_QP:
+	case mlx4.INIT2RTR_QP:
 		f = (*HCA).INIT2RTR_QP
-	case hcr.RTR2RTS_QP:
+	case mlx4.RTR2RTS_QP:
 		f = (*HCA).RTR2RTS_QP
-	case hcr.RTS2RTS_QP:
+	case mlx4.RTS2RTS_QP:
 		f = (*HCA).RTS2RTS_QP
-	case hcr.SQERR2RTS_QP:
+	case mlx4.SQERR2RTS_QP:
 		f = (*HCA).SQERR2RTS_QP
-	case hcr.TWO_ERR_QP:
+	case mlx4.TWO_ERR_QP:
 		f = (*HCA).TWO_ERR_QP
-	case hcr.RTS2SQD_QP:
+	case mlx4.RTS2SQD_QP:
 		f = (*HCA).RTS2SQD_QP
-	case hcr.SQD2SQD_QP:
+	case mlx4.SQD2SQD_QP:
 		f = (*HCA).SQD2SQD_QP
-	case hcr.SQD2RTS_QP:
+	case mlx4.SQD2RTS_QP:
 		f = (*HCA).SQD2RTS_QP
-	case hcr.TWO_RST_QP:
+	case mlx4.TWO_RST_QP:
 		f = (*HCA).TWO_RST_QP
-	case hcr.QUERY_QP:
+	case mlx4.QUERY_QP:
 		f = (*HCA).QUERY_QP
-	case hcr.SUSPEND_QP:
+	case mlx4.SUSPEND_QP:
 		f = (*HCA).SUSPEND_QP
-	case hcr.UNSUSPEND_QP:
+	case mlx4.UNSUSPEND_QP:
 		f = (*HCA).UNSUSPEND_QP
 	default:
 		v.r.t.Fatalf("qpCmd %v", op)
@@ -308,7 +308,7 @@ func (v *vf) readEQE(p uint64, i int) [EQESize]byte {
 	return e
 }
 
-func wantS(t *testing.T, what string, got, want hcr.Status) {
+func wantS(t *testing.T, what string, got, want mlx4.Status) {
 	t.Helper()
 	if got != want {
 		t.Fatalf("%s: status %v, want %v", what, got, want)

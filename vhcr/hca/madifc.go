@@ -12,7 +12,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // MADNode maps the configuration onto the MAD engine's node: GUIDs,
@@ -110,9 +110,9 @@ func (h *HCA) refreshMADView(vf int) {
 // MAD_IFC wrapper: LID-routed Gets of P_KeyTable, PortInfo, GUIDInfo and
 // NodeInfo are answered with the VF's paravirtualised view; every Set,
 // every network-view MAD_IFC and every other MAD is refused with BAD_OP.
-func (h *HCA) MAD_IFC(c *hcr.Cmd) hcr.Status {
+func (h *HCA) MAD_IFC(c *mlx4.Cmd) mlx4.Status {
 	if h.mad == nil {
-		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonNotModelled)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotModelled)
 	}
 	out := (*mad.MAD)(c.Outbox[:mad.Size])
 	recorded := false
@@ -130,16 +130,16 @@ func (h *HCA) MAD_IFC(c *hcr.Cmd) hcr.Status {
 			}
 		}
 	}
-	st := hcr.Status(h.mad.ProcessMADIFC(&h.madViews[c.VF], c.OpMod, c.InMod, c.Inbox[:], out))
-	if recorded && st == hcr.OK {
+	st := mlx4.Status(h.mad.ProcessMADIFC(&h.madViews[c.VF], c.OpMod, c.InMod, c.Inbox[:], out))
+	if recorded && st == mlx4.OK {
 		h.madRec.Reply(phys, out)
 	}
 	switch st {
-	case hcr.OK:
-	case hcr.BAD_OP:
-		c.Reason = hcr.ReasonMAD
+	case mlx4.OK:
+	case mlx4.BAD_OP:
+		c.Reason = mlx4.ReasonMAD
 	default:
-		c.Reason = hcr.ReasonContext
+		c.Reason = mlx4.ReasonContext
 	}
 	return st
 }
@@ -166,7 +166,7 @@ const (
 // mlx4_slave_cap: version 2, the table sizes (log2), 32-byte EQEs and CQEs,
 // 4 KiB UAR pages. Base addresses of the PF's ICM tables are not a VF's
 // business and read as zero.
-func (h *HCA) QUERY_HCA(c *hcr.Cmd) hcr.Status {
+func (h *HCA) QUERY_HCA(c *mlx4.Cmd) mlx4.Status {
 	r := &h.Cfg.Resources
 	o := c.Outbox[:]
 	o[initHCAVersion] = 2
@@ -182,7 +182,7 @@ func (h *HCA) QUERY_HCA(c *hcr.Cmd) hcr.Status {
 	o[initHCALogMPT] = r.LogMPTs
 	o[initHCALogUAR] = 3
 	o[initHCAUARPageSize] = 0 // 4 KiB: PAGE_SHIFT - 12
-	return hcr.OK
+	return mlx4.OK
 }
 
 // SetPortState is an operator's link change on physical port phys ("down"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/mad"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // TestSetPortState: an operator's link change reaches QUERY_PORT, the MAD
@@ -30,11 +30,11 @@ func TestSetPortState(t *testing.T) {
 		t.Errorf("VF 1's unmapped events: %d, want 1", got)
 	}
 	eqe := v.readEQE(ring, 0)
-	if eqe[eqeType] != hcr.EventPortChange || eqe[eqeSubtype] != 1 || eqe[0x0c]>>4 != 2 {
+	if eqe[eqeType] != mlx4.EventPortChange || eqe[eqeSubtype] != 1 || eqe[0x0c]>>4 != 2 {
 		t.Fatalf("EQE % x: want PORT_CHANGE, subtype 1 (down), VF port 2 in bits 31:28 of 0x0c", eqe[:16])
 	}
-	c := v.cmd(hcr.QUERY_PORT, 0, 2, 0, nil, true)
-	wantS(t, "QUERY_PORT", v.run((*HCA).QUERY_PORT, c), hcr.OK)
+	c := v.cmd(mlx4.QUERY_PORT, 0, 2, 0, nil, true)
+	wantS(t, "QUERY_PORT", v.run((*HCA).QUERY_PORT, c), mlx4.OK)
 	if c.Outbox[0]&0x80 != 0 {
 		t.Errorf("QUERY_PORT of a down port says link up (%#x)", c.Outbox[0])
 	}

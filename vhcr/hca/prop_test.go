@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -76,7 +76,7 @@ func propRun(t *testing.T, seed uint64, steps int) {
 			before[vi] = fingerprint(r.h, vi)
 		} else {
 			op, s, foreign := p.step(p.vfs[vi])
-			if foreign && s == hcr.OK {
+			if foreign && s == mlx4.OK {
 				t.Fatalf("seed %d step %d: VF %d %v on another VF's object succeeded", seed, step, vi, op)
 			}
 		}
@@ -138,9 +138,9 @@ func (p *propState) ownIn(v *vf, ty restrack.Type, st restrack.State) (uint32, b
 
 func (p *propState) note(ty restrack.Type, n uint32) { p.ids[ty] = append(p.ids[ty], n) }
 
-func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
+func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 	h := p.r.h
-	run := func(f exec, c *hcr.Cmd) hcr.Status { return v.run(f, c) }
+	run := func(f exec, c *mlx4.Cmd) mlx4.Status { return v.run(f, c) }
 	k := p.rnd.IntN(25)
 	if k >= 21 {
 		k = 0 // allocate more often than anything else
@@ -149,50 +149,50 @@ func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
 	case 19: // flow-steering rule on anyone's QP (multicast: no MAC needed)
 		qpn, f := p.pick(v, restrack.QP)
 		rule := fsRule(1, qpn, fsIDEth, 0x01005e000001)
-		c := v.cmd(hcr.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
+		c := v.cmd(mlx4.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
 		s := run((*HCA).QP_FLOW_STEERING_ATTACH, c)
-		if s == hcr.OK {
+		if s == mlx4.OK {
 			p.rules = append(p.rules, c.OutParam)
 		}
-		return hcr.QP_FLOW_STEERING_ATTACH, s, f
+		return mlx4.QP_FLOW_STEERING_ATTACH, s, f
 	case 20:
 		if len(p.rules) == 0 {
-			return hcr.NOP, hcr.OK, false
+			return mlx4.NOP, mlx4.OK, false
 		}
 		id := p.rules[p.rnd.IntN(len(p.rules))]
 		owner, err := h.Res.Owner(restrack.FSRule, id)
-		c := v.cmd(hcr.QP_FLOW_STEERING_DETACH, id, 0, 0, nil, false)
-		return hcr.QP_FLOW_STEERING_DETACH, run((*HCA).QP_FLOW_STEERING_DETACH, c), err == nil && owner != v.n
+		c := v.cmd(mlx4.QP_FLOW_STEERING_DETACH, id, 0, 0, nil, false)
+		return mlx4.QP_FLOW_STEERING_DETACH, run((*HCA).QP_FLOW_STEERING_DETACH, c), err == nil && owner != v.n
 	case 16: // a valid QP bring-up from the VF's own objects, when it has them
 		qpn, ok1 := p.ownIn(v, restrack.QP, restrack.Mapped)
 		cq, ok2 := p.ownIn(v, restrack.CQ, restrack.HW)
 		mtt, ok3 := p.ownIn(v, restrack.MTT, restrack.Allocated)
 		if !ok1 || !ok2 || !ok3 {
-			return hcr.NOP, hcr.OK, false
+			return mlx4.NOP, mlx4.OK, false
 		}
 		q := qpc{st: stRC, scq: cq, rcq: cq, mtt: mtt, sqLog: 3, rqLog: 3}
-		s := v.qpCmd(hcr.RST2INIT_QP, qpn, &q)
-		if s == hcr.OK && p.rnd.IntN(2) == 0 {
+		s := v.qpCmd(mlx4.RST2INIT_QP, qpn, &q)
+		if s == mlx4.OK && p.rnd.IntN(2) == 0 {
 			q.optpar = optPriAddrPath
-			v.qpCmd(hcr.INIT2RTR_QP, qpn, &q)
-			v.qpCmd(hcr.RTR2RTS_QP, qpn, &q)
+			v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q)
+			v.qpCmd(mlx4.RTR2RTS_QP, qpn, &q)
 		}
-		return hcr.RST2INIT_QP, s, false
+		return mlx4.RST2INIT_QP, s, false
 	case 17: // a valid SW2HW_CQ from own objects
 		cq, ok1 := p.ownIn(v, restrack.CQ, restrack.Allocated)
 		mtt, ok2 := p.ownIn(v, restrack.MTT, restrack.Allocated)
 		if !ok1 || !ok2 {
-			return hcr.NOP, hcr.OK, false
+			return mlx4.NOP, mlx4.OK, false
 		}
-		return hcr.SW2HW_CQ, run((*HCA).SW2HW_CQ, v.cmd(hcr.SW2HW_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)), false
+		return mlx4.SW2HW_CQ, run((*HCA).SW2HW_CQ, v.cmd(mlx4.SW2HW_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)), false
 	case 18: // map an own reserved QP or MPT
 		ty := []restrack.Type{restrack.QP, restrack.MPT}[p.rnd.IntN(2)]
 		n, ok := p.ownIn(v, ty, restrack.Reserved)
 		if !ok {
-			return hcr.NOP, hcr.OK, false
+			return mlx4.NOP, mlx4.OK, false
 		}
 		_, s := v.alloc(ty, resOpMapICM, uint64(n))
-		return hcr.ALLOC_RES, s, false
+		return mlx4.ALLOC_RES, s, false
 	case 0: // allocate something
 		tys := []struct {
 			ty restrack.Type
@@ -205,7 +205,7 @@ func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
 		}
 		x := tys[p.rnd.IntN(len(tys))]
 		n, s := v.alloc(x.ty, x.op, x.in)
-		if s == hcr.OK {
+		if s == mlx4.OK {
 			p.note(x.ty, n)
 			if x.ty == restrack.MTT {
 				p.mtts[n] = int(x.in)
@@ -216,12 +216,12 @@ func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
 				v.must(v.writeMTT(uint64(n), ents), "WRITE_MTT")
 			}
 		}
-		return hcr.ALLOC_RES, s, false
+		return mlx4.ALLOC_RES, s, false
 	case 1: // map ICM of a QP or MPT
 		ty := []restrack.Type{restrack.QP, restrack.MPT}[p.rnd.IntN(2)]
 		n, foreign := p.pick(v, ty)
 		_, s := v.alloc(ty, resOpMapICM, uint64(n))
-		return hcr.ALLOC_RES, s, foreign
+		return mlx4.ALLOC_RES, s, foreign
 	case 2: // free something
 		ty := []restrack.Type{restrack.QP, restrack.CQ, restrack.SRQ, restrack.MPT, restrack.MTT, restrack.Counter, restrack.XRCD}[p.rnd.IntN(7)]
 		n, foreign := p.pick(v, ty)
@@ -245,28 +245,28 @@ func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
 		if ty == restrack.Counter && int(n) == h.Cfg.Resources.Counters-1 {
 			foreign = false // the sink counter is nobody's
 		}
-		return hcr.FREE_RES, v.free(ty, op, in), foreign
+		return mlx4.FREE_RES, v.free(ty, op, in), foreign
 	case 3: // SW2HW_CQ
 		cq, f1 := p.pick(v, restrack.CQ)
 		mtt, f2 := p.pick(v, restrack.MTT)
-		c := v.cmd(hcr.SW2HW_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)
-		return hcr.SW2HW_CQ, run((*HCA).SW2HW_CQ, c), f1 || f2
+		c := v.cmd(mlx4.SW2HW_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)
+		return mlx4.SW2HW_CQ, run((*HCA).SW2HW_CQ, c), f1 || f2
 	case 4: // HW2SW_CQ / QUERY_CQ / MODIFY_CQ
 		cq, f := p.pick(v, restrack.CQ)
 		switch p.rnd.IntN(3) {
 		case 0:
-			return hcr.HW2SW_CQ, run((*HCA).HW2SW_CQ, v.cmd(hcr.HW2SW_CQ, 0, cq, 0, nil, false)), f
+			return mlx4.HW2SW_CQ, run((*HCA).HW2SW_CQ, v.cmd(mlx4.HW2SW_CQ, 0, cq, 0, nil, false)), f
 		case 1:
-			return hcr.QUERY_CQ, run((*HCA).QUERY_CQ, v.cmd(hcr.QUERY_CQ, 0, cq, 0, nil, true)), f
+			return mlx4.QUERY_CQ, run((*HCA).QUERY_CQ, v.cmd(mlx4.QUERY_CQ, 0, cq, 0, nil, true)), f
 		}
 		mtt, f2 := p.pick(v, restrack.MTT)
-		c := v.cmd(hcr.MODIFY_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)
+		c := v.cmd(mlx4.MODIFY_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)
 		s := run((*HCA).MODIFY_CQ, c)
 		// MODIFY_CQ of an own CQ not in HW answers OK without looking at the context.
 		if o, err := h.Res.Peek(v.n, restrack.CQ, uint64(cq)); err == nil && o.State != restrack.HW {
 			f2 = false
 		}
-		return hcr.MODIFY_CQ, s, f || f2
+		return mlx4.MODIFY_CQ, s, f || f2
 	case 5, 6: // RST2INIT with CQs, SRQ and MTT that may be anyone's
 		qpn, f0 := p.pick(v, restrack.QP)
 		scq, f1 := p.pick(v, restrack.CQ)
@@ -278,15 +278,15 @@ func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
 			q.useSRQ = true
 			q.srq, f4 = p.pick(v, restrack.SRQ)
 		}
-		return hcr.RST2INIT_QP, v.qpCmd(hcr.RST2INIT_QP, qpn, &q), f0 || f1 || f2 || f3 || f4
+		return mlx4.RST2INIT_QP, v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), f0 || f1 || f2 || f3 || f4
 	case 7: // other QP commands
 		qpn, f := p.pick(v, restrack.QP)
-		ops := []hcr.Opcode{hcr.INIT2INIT_QP, hcr.INIT2RTR_QP, hcr.RTR2RTS_QP, hcr.RTS2RTS_QP, hcr.SQERR2RTS_QP,
-			hcr.TWO_ERR_QP, hcr.RTS2SQD_QP, hcr.SQD2SQD_QP, hcr.SQD2RTS_QP, hcr.TWO_RST_QP, hcr.QUERY_QP,
-			hcr.SUSPEND_QP, hcr.UNSUSPEND_QP}
+		ops := []mlx4.Opcode{mlx4.INIT2INIT_QP, mlx4.INIT2RTR_QP, mlx4.RTR2RTS_QP, mlx4.RTS2RTS_QP, mlx4.SQERR2RTS_QP,
+			mlx4.TWO_ERR_QP, mlx4.RTS2SQD_QP, mlx4.SQD2SQD_QP, mlx4.SQD2RTS_QP, mlx4.TWO_RST_QP, mlx4.QUERY_QP,
+			mlx4.SUSPEND_QP, mlx4.UNSUSPEND_QP}
 		op := ops[p.rnd.IntN(len(ops))]
 		var q *qpc
-		if _, ok := qpTransitions[op]; ok && op != hcr.TWO_ERR_QP && op != hcr.RTS2SQD_QP {
+		if _, ok := qpTransitions[op]; ok && op != mlx4.TWO_ERR_QP && op != mlx4.RTS2SQD_QP {
 			q = &qpc{st: stRC, vfPort: 1 + p.rnd.IntN(2), optpar: optPriAddrPath}
 		}
 		return op, v.qpCmd(op, qpn, q), f
@@ -294,70 +294,70 @@ func (p *propState) step(v *vf) (hcr.Opcode, hcr.Status, bool) {
 		idx, f1 := p.pick(v, restrack.MPT)
 		mtt, f2 := p.pick(v, restrack.MTT)
 		size := uint32(1 << p.mtts[mtt])
-		c := v.cmd(hcr.SW2HW_MPT, 0, idx, 0, mptEntry(mptRegion, 0, mtt, size), false)
-		return hcr.SW2HW_MPT, run((*HCA).SW2HW_MPT, c), f1 || f2
+		c := v.cmd(mlx4.SW2HW_MPT, 0, idx, 0, mptEntry(mptRegion, 0, mtt, size), false)
+		return mlx4.SW2HW_MPT, run((*HCA).SW2HW_MPT, c), f1 || f2
 	case 9: // HW2SW_MPT / QUERY_MPT
 		idx, f := p.pick(v, restrack.MPT)
 		if p.rnd.IntN(2) == 0 {
-			return hcr.HW2SW_MPT, run((*HCA).HW2SW_MPT, v.cmd(hcr.HW2SW_MPT, 0, idx, 0, nil, false)), f
+			return mlx4.HW2SW_MPT, run((*HCA).HW2SW_MPT, v.cmd(mlx4.HW2SW_MPT, 0, idx, 0, nil, false)), f
 		}
-		return hcr.QUERY_MPT, run((*HCA).QUERY_MPT, v.cmd(hcr.QUERY_MPT, 0, idx, 0, nil, true)), f
+		return mlx4.QUERY_MPT, run((*HCA).QUERY_MPT, v.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)), f
 	case 10: // WRITE_MTT / READ_MTT anywhere
 		mtt, f := p.pick(v, restrack.MTT)
 		if p.rnd.IntN(2) == 0 {
-			return hcr.READ_MTT, run((*HCA).READ_MTT, v.cmd(hcr.READ_MTT, uint64(mtt), 1, 0, nil, true)), f
+			return mlx4.READ_MTT, run((*HCA).READ_MTT, v.cmd(mlx4.READ_MTT, uint64(mtt), 1, 0, nil, true)), f
 		}
 		in := make([]byte, 24)
 		binary.BigEndian.PutUint64(in, uint64(mtt))
 		binary.BigEndian.PutUint64(in[16:], 0x5000)
-		return hcr.WRITE_MTT, run((*HCA).WRITE_MTT, v.cmd(hcr.WRITE_MTT, 0, 1, 0, in, false)), f
+		return mlx4.WRITE_MTT, run((*HCA).WRITE_MTT, v.cmd(mlx4.WRITE_MTT, 0, 1, 0, in, false)), f
 	case 11: // SRQ
 		srq, f1 := p.pick(v, restrack.SRQ)
 		switch p.rnd.IntN(4) {
 		case 0:
 			mtt, f2 := p.pick(v, restrack.MTT)
-			c := v.cmd(hcr.SW2HW_SRQ, 0, srq, 0, srqContext(srq, mtt), false)
-			return hcr.SW2HW_SRQ, run((*HCA).SW2HW_SRQ, c), f1 || f2
+			c := v.cmd(mlx4.SW2HW_SRQ, 0, srq, 0, srqContext(srq, mtt), false)
+			return mlx4.SW2HW_SRQ, run((*HCA).SW2HW_SRQ, c), f1 || f2
 		case 1:
-			return hcr.HW2SW_SRQ, run((*HCA).HW2SW_SRQ, v.cmd(hcr.HW2SW_SRQ, 0, srq, 0, nil, false)), f1
+			return mlx4.HW2SW_SRQ, run((*HCA).HW2SW_SRQ, v.cmd(mlx4.HW2SW_SRQ, 0, srq, 0, nil, false)), f1
 		case 2:
-			return hcr.ARM_SRQ, run((*HCA).ARM_SRQ, v.cmd(hcr.ARM_SRQ, 9, srq, 0, nil, false)), f1
+			return mlx4.ARM_SRQ, run((*HCA).ARM_SRQ, v.cmd(mlx4.ARM_SRQ, 9, srq, 0, nil, false)), f1
 		}
-		return hcr.QUERY_SRQ, run((*HCA).QUERY_SRQ, v.cmd(hcr.QUERY_SRQ, 0, srq, 0, nil, true)), f1
+		return mlx4.QUERY_SRQ, run((*HCA).QUERY_SRQ, v.cmd(mlx4.QUERY_SRQ, 0, srq, 0, nil, true)), f1
 	case 12: // QP_ATTACH / UPDATE_QP / PROMISC
 		qpn, f := p.pick(v, restrack.QP)
 		gid := make([]byte, 16)
 		gid[15] = byte(p.rnd.IntN(4))
 		switch p.rnd.IntN(3) {
 		case 0:
-			c := v.cmd(hcr.QP_ATTACH, 0, qpn, uint8(p.rnd.IntN(2)), gid, false)
-			return hcr.QP_ATTACH, run((*HCA).QP_ATTACH, c), f
+			c := v.cmd(mlx4.QP_ATTACH, 0, qpn, uint8(p.rnd.IntN(2)), gid, false)
+			return mlx4.QP_ATTACH, run((*HCA).QP_ATTACH, c), f
 		case 1:
 			in := make([]byte, 512)
 			binary.BigEndian.PutUint64(in[updPriPathMask:], updPathMaskMACIndex)
-			return hcr.UPDATE_QP, run((*HCA).UPDATE_QP, v.cmd(hcr.UPDATE_QP, 0, qpn, 0, in, false)), f
+			return mlx4.UPDATE_QP, run((*HCA).UPDATE_QP, v.cmd(mlx4.UPDATE_QP, 0, qpn, 0, in, false)), f
 		}
-		c := v.cmd(hcr.PROMISC, uint64(qpn)|1<<62, 1, 1, nil, false)
-		return hcr.PROMISC, run((*HCA).PROMISC, c), f
+		c := v.cmd(mlx4.PROMISC, uint64(qpn)|1<<62, 1, 1, nil, false)
+		return mlx4.PROMISC, run((*HCA).PROMISC, c), f
 	case 13: // counters
 		cnt, f := p.pick(v, restrack.Counter)
-		return hcr.QUERY_IF_STAT, run((*HCA).QUERY_IF_STAT, v.cmd(hcr.QUERY_IF_STAT, 0, cnt, 0, nil, true)), f
+		return mlx4.QUERY_IF_STAT, run((*HCA).QUERY_IF_STAT, v.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), f
 	case 14: // EQs: per-function numbers, nobody else's by construction
 		eqn := uint32(2 + p.rnd.IntN(3)) // EQ 1 (completions) stays
 		switch p.rnd.IntN(3) {
 		case 0:
-			return hcr.SW2HW_EQ, v.createEQ(int(eqn), 3), false
+			return mlx4.SW2HW_EQ, v.createEQ(int(eqn), 3), false
 		case 1:
-			return hcr.HW2SW_EQ, run((*HCA).HW2SW_EQ, v.cmd(hcr.HW2SW_EQ, 0, eqn, 0, nil, false)), false
+			return mlx4.HW2SW_EQ, run((*HCA).HW2SW_EQ, v.cmd(mlx4.HW2SW_EQ, 0, eqn, 0, nil, false)), false
 		}
-		return hcr.MAP_EQ, run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<hcr.EventCmd, eqn, 0, nil, false)), false
+		return mlx4.MAP_EQ, run((*HCA).MAP_EQ, v.cmd(mlx4.MAP_EQ, 1<<mlx4.EventCmd, eqn, 0, nil, false)), false
 	default: // MAC / VLAN
 		ty := []restrack.Type{restrack.MAC, restrack.VLAN}[p.rnd.IntN(2)]
 		val := uint64(p.rnd.IntN(4) + 2)
-		c := v.cmd(hcr.ALLOC_RES, val, uint32(ty)|uint32(1+p.rnd.IntN(2))<<8, resOpReserveAndMap, nil, false)
+		c := v.cmd(mlx4.ALLOC_RES, val, uint32(ty)|uint32(1+p.rnd.IntN(2))<<8, resOpReserveAndMap, nil, false)
 		f := (*HCA).ALLOC_RES
 		if p.rnd.IntN(2) == 0 {
-			c.Op = hcr.FREE_RES
+			c.Op = mlx4.FREE_RES
 			f = (*HCA).FREE_RES
 		}
 		return c.Op, run(f, c), false

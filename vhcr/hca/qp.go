@@ -45,7 +45,7 @@ package hca
 import (
 	"encoding/binary"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -73,16 +73,16 @@ type qpTrans struct {
 	inbox bool // carries optpar + QP context
 }
 
-var qpTransitions = map[hcr.Opcode]qpTrans{
-	hcr.INIT2INIT_QP: {from: 1 << qpINIT, to: qpINIT, inbox: true},
-	hcr.INIT2RTR_QP:  {from: 1 << qpINIT, to: qpRTR, path: true, smac: true, inbox: true},
-	hcr.RTR2RTS_QP:   {from: 1 << qpRTR, to: qpRTS, path: true, inbox: true},
-	hcr.RTS2RTS_QP:   {from: 1 << qpRTS, to: qpRTS, path: true, inbox: true},
-	hcr.SQERR2RTS_QP: {from: 1 << qpSQER, to: qpRTS, inbox: true},
-	hcr.SQD2SQD_QP:   {from: 1 << qpSQD, to: qpSQD, path: true, inbox: true},
-	hcr.SQD2RTS_QP:   {from: 1 << qpSQD, to: qpRTS, path: true, inbox: true},
-	hcr.TWO_ERR_QP:   {from: anyHWState, to: qpERR},
-	hcr.RTS2SQD_QP:   {from: 1 << qpRTS, to: qpSQD},
+var qpTransitions = map[mlx4.Opcode]qpTrans{
+	mlx4.INIT2INIT_QP: {from: 1 << qpINIT, to: qpINIT, inbox: true},
+	mlx4.INIT2RTR_QP:  {from: 1 << qpINIT, to: qpRTR, path: true, smac: true, inbox: true},
+	mlx4.RTR2RTS_QP:   {from: 1 << qpRTR, to: qpRTS, path: true, inbox: true},
+	mlx4.RTS2RTS_QP:   {from: 1 << qpRTS, to: qpRTS, path: true, inbox: true},
+	mlx4.SQERR2RTS_QP: {from: 1 << qpSQER, to: qpRTS, inbox: true},
+	mlx4.SQD2SQD_QP:   {from: 1 << qpSQD, to: qpSQD, path: true, inbox: true},
+	mlx4.SQD2RTS_QP:   {from: 1 << qpSQD, to: qpRTS, path: true, inbox: true},
+	mlx4.TWO_ERR_QP:   {from: anyHWState, to: qpERR},
+	mlx4.RTS2SQD_QP:   {from: 1 << qpRTS, to: qpSQD},
 }
 
 // QP update masks (MLX4_UPD_QP_PATH_MASK_*).
@@ -113,19 +113,19 @@ func (h *HCA) isEth(phys int) bool { return h.Cfg.Ports[phys-1].LinkLayer == "et
 // checkPath validates and rewrites one address path of the inbox: its port
 // (sched_queue bit 6), its P_Key index and, for path transitions of
 // connected QPs, its GID index. It returns the physical port.
-func (h *HCA) checkPath(c *hcr.Cmd, sched, pkey, mgid int, st uint8, gidCheck bool) (int, hcr.Status) {
+func (h *HCA) checkPath(c *mlx4.Cmd, sched, pkey, mgid int, st uint8, gidCheck bool) (int, mlx4.Status) {
 	b := c.Inbox
 	phys := h.PhysPort(c.VF, uint32(b[sched]>>6&1)+1)
 	if phys == 0 {
-		return 0, c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort)
+		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
 	pk := h.Funcs[c.VF].PKeyMap[phys]
 	if int(b[pkey]) >= len(pk) {
-		return 0, c.Refuse(hcr.BAD_PARAM, hcr.ReasonPKey)
+		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
 	}
 	connected := st == stRC || st == stUC || st == stXRC
 	if gidCheck && connected && int(b[mgid]) >= h.numGIDs(phys) {
-		return 0, c.Refuse(hcr.BAD_PARAM, hcr.ReasonGID)
+		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
 	}
 	b[sched] = b[sched]&^0x40 | byte(phys-1)<<6
 	b[pkey] = byte(pk[b[pkey]])
@@ -141,21 +141,21 @@ func (h *HCA) checkPath(c *hcr.Cmd, sched, pkey, mgid int, st uint8, gidCheck bo
 	case connected && gidCheck:
 		b[mgid] = slave & 0x7f
 	}
-	return phys, hcr.OK
+	return phys, mlx4.OK
 }
 
 // checkQPC runs the context checks shared by the modify transitions.
-func (h *HCA) checkQPC(c *hcr.Cmd, q *qpCtx, path bool, op hcr.Opcode) (int, hcr.Status) {
+func (h *HCA) checkQPC(c *mlx4.Cmd, q *qpCtx, path bool, op mlx4.Opcode) (int, mlx4.Status) {
 	if q.rateLimit != 0 {
-		return 0, c.Refuse(hcr.BAD_OP, hcr.ReasonContext)
+		return 0, c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
 	gid := path && q.optpar&optPriAddrPath != 0
 	phys, s := h.checkPath(c, qpcSched, qpcPKey, qpcMGID, q.st, gid)
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return 0, s
 	}
 	if q.optpar&optAltAddrPath != 0 {
-		if _, s := h.checkPath(c, qpcAltSched, qpcAltPKey, qpcAltMGID, q.st, path); s != hcr.OK {
+		if _, s := h.checkPath(c, qpcAltSched, qpcAltPKey, qpcAltMGID, q.st, path); s != mlx4.OK {
 			return 0, s
 		}
 	}
@@ -168,57 +168,57 @@ func (h *HCA) checkQPC(c *hcr.Cmd, q *qpCtx, path bool, op hcr.Opcode) (int, hcr
 		}
 		binary.BigEndian.PutUint32(c.Inbox[qpcQKey:], reservedQKeyBase+qpn-base)
 	}
-	if op == hcr.INIT2RTR_QP && q.st == stMLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
-		return 0, c.Refuse(hcr.BAD_OP, hcr.ReasonPrivileged)
+	if op == mlx4.INIT2RTR_QP && q.st == stMLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
+		return 0, c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
 	}
-	return phys, hcr.OK
+	return phys, mlx4.OK
 }
 
 // hwCQ gets a CQ of the VF that must be in HW, for a QP context.
-func (h *HCA) hwRef(c *hcr.Cmd, ty restrack.Type, n uint32) (*restrack.Object, hcr.Status) {
+func (h *HCA) hwRef(c *mlx4.Cmd, ty restrack.Type, n uint32) (*restrack.Object, mlx4.Status) {
 	o, err := h.Res.Peek(c.VF, ty, uint64(n))
 	if err != nil {
 		return nil, restrack.Refuse(c, err)
 	}
 	if o.State != restrack.HW {
-		return nil, c.Refuse(hcr.BAD_PARAM, hcr.ReasonBadState)
+		return nil, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
-	return o, hcr.OK
+	return o, mlx4.OK
 }
 
 // RST2INIT_QP moves a QP from reset to INIT (mlx4_RST2INIT_QP_wrapper): all
 // context checks, the QP MAPPED→HW, references on its MTT, receive and send
 // CQs and SRQ.
-func (h *HCA) RST2INIT_QP(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	qpn := c.InMod & qpnMask
 	q := decodeQPC(c.Inbox)
-	phys, s := h.checkQPC(c, &q, false, hcr.RST2INIT_QP)
-	if s != hcr.OK {
+	phys, s := h.checkQPC(c, &q, false, mlx4.RST2INIT_QP)
+	if s != mlx4.OK {
 		return s
 	}
 	o, err := h.Res.StartMove(c.VF, restrack.QP, uint64(qpn), restrack.QPHW)
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
-	fail := func(s hcr.Status) hcr.Status { h.Res.AbortMove(o); return s }
+	fail := func(s mlx4.Status) mlx4.Status { h.Res.AbortMove(o); return s }
 	mtt, err := h.Res.MTTRange(c.VF, q.mttBase, q.mttSize)
 	if err != nil {
 		return fail(mttRefuse(c, err))
 	}
 	rcq, s := h.hwRef(c, restrack.CQ, q.cqnRecv)
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return fail(s)
 	}
 	scq, s := h.hwRef(c, restrack.CQ, q.cqnSend)
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return fail(s)
 	}
 	var srq *restrack.Object
 	if q.useSRQ {
-		if srq, s = h.hwRef(c, restrack.SRQ, q.srqn); s != hcr.OK {
+		if srq, s = h.hwRef(c, restrack.SRQ, q.srqn); s != mlx4.OK {
 			return fail(s)
 		}
 	}
@@ -234,12 +234,12 @@ func (h *HCA) RST2INIT_QP(c *hcr.Cmd) hcr.Status {
 	copy(qp.ctx[:], c.Inbox[:qpcEnd])
 	h.fw.qps[qpn] = qp
 	h.Res.EndMove(o)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // hwQP gets the VF's QP, which must be in HW (else RESOURCE_BUSY, as mlx4's
 // wrappers). The caller must Put qp.tr.
-func (h *HCA) hwQP(c *hcr.Cmd) (*qpObj, hcr.Status) {
+func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 	qpn := c.InMod & qpnMask
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
@@ -248,43 +248,43 @@ func (h *HCA) hwQP(c *hcr.Cmd) (*qpObj, hcr.Status) {
 	qp := h.fw.qps[qpn]
 	if o.From() != restrack.QPHW || qp == nil {
 		h.Res.Put(o)
-		return nil, c.Refuse(hcr.RESOURCE_BUSY, hcr.ReasonBadState)
+		return nil, c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
 	}
-	return qp, hcr.OK
+	return qp, mlx4.OK
 }
 
 // modifyQP runs a transition of qpTransitions.
-func (h *HCA) modifyQP(c *hcr.Cmd, op hcr.Opcode) hcr.Status {
+func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 	t := qpTransitions[op]
-	if s := h.pre(c, t.inbox, false); s != hcr.OK {
+	if s := h.pre(c, t.inbox, false); s != mlx4.OK {
 		return s
 	}
 	qp, s := h.hwQP(c)
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return s
 	}
 	defer h.Res.Put(qp.tr)
 	if t.from&(1<<qp.state) == 0 {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonBadState)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
 	if t.inbox {
 		q := decodeQPC(c.Inbox)
 		phys, s := h.checkQPC(c, &q, t.path, op)
-		if s != hcr.OK {
+		if s != mlx4.OK {
 			return s
 		}
 		if t.smac && h.isEth(phys) && (q.st == stRC || q.st == stUC || q.st == stXRC) &&
 			!h.Res.HasMAC(c.VF, phys, int(q.smac)) {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonNotOwner)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
 		}
 		// VST and spoof check (update_vport_qp_param). mlx4 rewrites the
 		// INIT2RTR mailbox only; the model's context follows every
 		// transition's mailbox, so a QP rewritten once is rewritten again
 		// by later transitions rather than let a VF clear the forced bits.
-		if s := h.handleCounter(c, phys, op == hcr.INIT2RTR_QP); s != hcr.OK {
+		if s := h.handleCounter(c, phys, op == mlx4.INIT2RTR_QP); s != mlx4.OK {
 			return s
 		}
-		if op == hcr.INIT2RTR_QP || qp.vport {
+		if op == mlx4.INIT2RTR_QP || qp.vport {
 			h.updateVportQP(c, phys, q.st)
 			vp := &h.fw.vfs[c.VF].vport[phys-1]
 			qp.vport = qp.vport || vp.vst || vp.spoof
@@ -299,40 +299,40 @@ func (h *HCA) modifyQP(c *hcr.Cmd, op hcr.Opcode) hcr.Status {
 		qp.port = phys
 	}
 	qp.state = t.to
-	return hcr.OK
+	return mlx4.OK
 }
 
 // INIT2INIT_QP modifies an INIT QP (P_Key index rewrite).
-func (h *HCA) INIT2INIT_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.INIT2INIT_QP) }
+func (h *HCA) INIT2INIT_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.INIT2INIT_QP) }
 
 // INIT2RTR_QP moves INIT → RTR (port, GID, P_Key, RoCE source MAC checks).
-func (h *HCA) INIT2RTR_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.INIT2RTR_QP) }
+func (h *HCA) INIT2RTR_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.INIT2RTR_QP) }
 
 // RTR2RTS_QP moves RTR → RTS.
-func (h *HCA) RTR2RTS_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.RTR2RTS_QP) }
+func (h *HCA) RTR2RTS_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RTR2RTS_QP) }
 
 // RTS2RTS_QP modifies an RTS QP.
-func (h *HCA) RTS2RTS_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.RTS2RTS_QP) }
+func (h *HCA) RTS2RTS_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RTS2RTS_QP) }
 
 // SQERR2RTS_QP moves SQE → RTS.
-func (h *HCA) SQERR2RTS_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.SQERR2RTS_QP) }
+func (h *HCA) SQERR2RTS_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.SQERR2RTS_QP) }
 
 // SQD2SQD_QP modifies an SQD QP.
-func (h *HCA) SQD2SQD_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.SQD2SQD_QP) }
+func (h *HCA) SQD2SQD_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.SQD2SQD_QP) }
 
 // SQD2RTS_QP moves SQD → RTS.
-func (h *HCA) SQD2RTS_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.SQD2RTS_QP) }
+func (h *HCA) SQD2RTS_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.SQD2RTS_QP) }
 
 // TWO_ERR_QP (2ERR_QP) moves any QP in HW to ERR.
-func (h *HCA) TWO_ERR_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.TWO_ERR_QP) }
+func (h *HCA) TWO_ERR_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.TWO_ERR_QP) }
 
 // RTS2SQD_QP moves RTS → SQD.
-func (h *HCA) RTS2SQD_QP(c *hcr.Cmd) hcr.Status { return h.modifyQP(c, hcr.RTS2SQD_QP) }
+func (h *HCA) RTS2SQD_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RTS2SQD_QP) }
 
 // TWO_RST_QP (2RST_QP) returns a QP to reset: HW→MAPPED, references on its
 // MTT, CQs and SRQ dropped. Not in HW → BAD_PARAM.
-func (h *HCA) TWO_RST_QP(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) TWO_RST_QP(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	qpn := c.InMod & qpnMask
@@ -342,7 +342,7 @@ func (h *HCA) TWO_RST_QP(c *hcr.Cmd) hcr.Status {
 	}
 	h.resetQP(qpn, o)
 	h.Res.EndMove(o)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // resetQP is the firmware side of 2RST: detach, drop references, forget
@@ -359,47 +359,47 @@ func (h *HCA) resetQP(qpn uint32, o *restrack.Object) {
 
 // QUERY_QP returns the QP context at outbox offset 8, its state in bits
 // 31:28 of the flags word. Not in HW → RESOURCE_BUSY.
-func (h *HCA) QUERY_QP(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, true); s != hcr.OK {
+func (h *HCA) QUERY_QP(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, true); s != mlx4.OK {
 		return s
 	}
 	qp, s := h.hwQP(c)
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return s
 	}
 	defer h.Res.Put(qp.tr)
 	copy(c.Outbox[:], qp.ctx[:])
 	binary.BigEndian.PutUint32(c.Outbox[qpcOptpar:], 0)
 	c.Outbox[qpcFlags] = c.Outbox[qpcFlags]&0x0f | byte(qp.state)<<4
-	return hcr.OK
+	return mlx4.OK
 }
 
 // SUSPEND_QP suspends a QP in HW (else RESOURCE_BUSY).
-func (h *HCA) SUSPEND_QP(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) SUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	qp, s := h.hwQP(c)
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return s
 	}
 	qp.suspended = true
 	h.Res.Put(qp.tr)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // UNSUSPEND_QP resumes a suspended QP in HW (else RESOURCE_BUSY).
-func (h *HCA) UNSUSPEND_QP(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) UNSUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	qp, s := h.hwQP(c)
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		return s
 	}
 	qp.suspended = false
 	h.Res.Put(qp.tr)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // UPDATE_QP (mlx4_UPDATE_QP_wrapper): only the primary-path MAC_INDEX and
@@ -407,18 +407,18 @@ func (h *HCA) UNSUSPEND_QP(c *hcr.Cmd) hcr.Status {
 // (BAD_OP); MC_LB is not supported by the model (INTERNAL_ERR, mlx4's
 // -EOPNOTSUPP); the new source MAC index must be one the VF registered on
 // the QP's port (INTERNAL_ERR, reason not_owner). The QP must be the VF's.
-func (h *HCA) UPDATE_QP(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	b := c.Inbox
 	pri := binary.BigEndian.Uint64(b[updPriPathMask:])
 	if binary.BigEndian.Uint64(b[updQPMask:]) != 0 || binary.BigEndian.Uint64(b[updSecPathMask:]) != 0 ||
 		pri&^(updPathMaskMACIndex|updPathMaskMCLB) != 0 {
-		return c.Refuse(hcr.BAD_OP, hcr.ReasonContext)
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
 	if pri&updPathMaskMCLB != 0 {
-		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonContext)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonContext)
 	}
 	qpn := c.InMod & 0xffffff
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn&qpnMask))
@@ -430,11 +430,11 @@ func (h *HCA) UPDATE_QP(c *hcr.Cmd) hcr.Status {
 	if pri&updPathMaskMACIndex != 0 {
 		smac := b[updCtx+qpcGRHMyLMC-8] & 0x7f
 		if qp == nil || !h.Res.HasMAC(c.VF, qp.port, int(smac)) {
-			return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonNotOwner)
+			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotOwner)
 		}
 		qp.ctx[qpcGRHMyLMC] = qp.ctx[qpcGRHMyLMC]&0x80 | smac
 	}
-	return hcr.OK
+	return mlx4.OK
 }
 
 // QP_ATTACH attaches (op_modifier 1) or detaches (0) a QP to/from the
@@ -442,8 +442,8 @@ func (h *HCA) UPDATE_QP(c *hcr.Cmd) hcr.Status {
 // the QP must be the VF's; an attachment holds the QP (FREE_RES of it is
 // RESOURCE_BUSY until detached or 2RST); at most 64 per QP (EXCEED_LIM);
 // detaching a group the QP is not in → BAD_PARAM.
-func (h *HCA) QP_ATTACH(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) QP_ATTACH(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	qpn := c.InMod & 0xffffff & qpnMask
@@ -454,7 +454,7 @@ func (h *HCA) QP_ATTACH(c *hcr.Cmd) hcr.Status {
 	defer h.Res.Put(o)
 	qp := h.fw.qps[qpn]
 	if qp == nil {
-		return c.Refuse(hcr.RESOURCE_BUSY, hcr.ReasonBadState)
+		return c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
 	}
 	var gid [16]byte
 	copy(gid[:], c.Inbox[:16])
@@ -467,23 +467,23 @@ func (h *HCA) QP_ATTACH(c *hcr.Cmd) hcr.Status {
 	switch c.OpMod {
 	case 1:
 		if idx >= 0 {
-			return hcr.OK
+			return mlx4.OK
 		}
 		if len(qp.gids) >= maxAttachPerQP {
-			return c.Refuse(hcr.EXCEED_LIM, hcr.ReasonQuota)
+			return c.Refuse(mlx4.EXCEED_LIM, mlx4.ReasonQuota)
 		}
 		qp.gids = append(qp.gids, gid)
 		qp.attached++
 		h.Res.Hold(o)
 	case 0:
 		if idx < 0 {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonContext)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 		}
 		qp.gids = append(qp.gids[:idx], qp.gids[idx+1:]...)
 		qp.attached--
 		h.Res.Unhold(o)
 	default:
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 	}
-	return hcr.OK
+	return mlx4.OK
 }

@@ -16,11 +16,11 @@ import (
 	"encoding/binary"
 	"math/bits"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // NOP does nothing and succeeds.
-func (h *HCA) NOP(c *hcr.Cmd) hcr.Status { return hcr.OK }
+func (h *HCA) NOP(c *mlx4.Cmd) mlx4.Status { return mlx4.OK }
 
 // QUERY_FW outbox offsets (fw.c).
 const (
@@ -31,7 +31,7 @@ const (
 
 // QUERY_FW answers the VF view: the firmware version in bytes 2..7, the PPF
 // id set to 0xff, everything else zero (mlx4_QUERY_FW_wrapper).
-func (h *HCA) QUERY_FW(c *hcr.Cmd) hcr.Status {
+func (h *HCA) QUERY_FW(c *mlx4.Cmd) mlx4.Status {
 	maj, min, sub := h.Cfg.Device.FW()
 	// FW_VER (BE64): major in bits 47:32, subminor in 31:16, minor in 15:0;
 	// mlx4_QUERY_FW swaps minor and subminor back.
@@ -39,7 +39,7 @@ func (h *HCA) QUERY_FW(c *hcr.Cmd) hcr.Status {
 	binary.BigEndian.PutUint64(c.Outbox[queryFWVerOffset:], v)
 	c.Outbox[0], c.Outbox[1] = 0, 0
 	c.Outbox[queryFWPPFIDOffset] = invalidSlaveID
-	return hcr.OK
+	return mlx4.OK
 }
 
 // QUERY_DEV_CAP outbox offsets (fw.c).
@@ -134,7 +134,7 @@ func mtuCode(mtu int) uint8 { return log2(mtu) - 7 }
 // QUERY_DEV_CAP answers the device capabilities as a VF sees them: the
 // wrapper's rules applied (port-management-change events on, BlueFlame off,
 // the VF's port count).
-func (h *HCA) QUERY_DEV_CAP(c *hcr.Cmd) hcr.Status {
+func (h *HCA) QUERY_DEV_CAP(c *mlx4.Cmd) mlx4.Status {
 	r := &h.Cfg.Resources
 	o := c.Outbox[:]
 	o[devCapMaxSRQSz] = 16
@@ -192,7 +192,7 @@ func (h *HCA) QUERY_DEV_CAP(c *hcr.Cmd) hcr.Status {
 	}
 	binary.BigEndian.PutUint32(o[devCapRsvdLKey:], 0x100)
 	binary.BigEndian.PutUint64(o[devCapMaxICMSz:], 1<<40)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // QUERY_FUNC_CAP outbox offsets (fw.c).
@@ -247,14 +247,14 @@ const (
 // reserved lkey) and 1 (per port, in_modifier = the VF's port: physical port,
 // proxy and tunnel QPs). Other op_modifiers are BAD_PARAM (-EINVAL), as is a
 // port the VF does not have.
-func (h *HCA) QUERY_FUNC_CAP(c *hcr.Cmd) hcr.Status {
+func (h *HCA) QUERY_FUNC_CAP(c *mlx4.Cmd) mlx4.Status {
 	o := c.Outbox[:]
 	slave := uint32(c.VF + 1)
 	switch c.OpMod {
 	case 1:
 		phys := h.PhysPort(c.VF, c.InMod)
 		if phys == 0 {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 		}
 		o[funcCapPhysPort] = uint8(phys)
 		o[funcCapFlags1] = funcCapFlags1NIC
@@ -266,10 +266,10 @@ func (h *HCA) QUERY_FUNC_CAP(c *hcr.Cmd) hcr.Status {
 		binary.BigEndian.PutUint32(o[funcCapQP0Proxy:], proxy)
 		binary.BigEndian.PutUint32(o[funcCapQP1Proxy:], proxy+2)
 		binary.BigEndian.PutUint64(o[funcCapPhysPortID:], h.Cfg.Ports[phys-1].PortGUIDValue())
-		return hcr.OK
+		return mlx4.OK
 	case 0:
 	default:
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 	}
 	r := &h.Cfg.Resources
 	o[funcCapFlags] = funcCapFlagETH | funcCapFlagRDMA | funcCapFlagQuotas | funcCapFlagValidMB | funcCapFlagResdLKey
@@ -294,7 +294,7 @@ func (h *HCA) QUERY_FUNC_CAP(c *hcr.Cmd) hcr.Status {
 	put(funcCapMCGQuotaDep, 1<<13)
 	binary.BigEndian.PutUint32(o[funcCapExtraFlags:], 1<<31|1<<30)
 	put(funcCapResdLKey, 0x100+int(slave<<8&0xff00))
-	return hcr.OK
+	return mlx4.OK
 }
 
 // Quota is VF vf's quota of a resource type ("qp", "cq", "srq", "mpt", "mtt",
@@ -377,16 +377,16 @@ const (
 // (mlx4_QUERY_PORT_wrapper: op_modifier must be 0 and in_modifier fit 8 bits;
 // the link-up bit follows the VF's link policy; the GID table length is 1 on
 // IB and the P_Key table length is the VF's virtual table).
-func (h *HCA) QUERY_PORT(c *hcr.Cmd) hcr.Status {
+func (h *HCA) QUERY_PORT(c *mlx4.Cmd) mlx4.Status {
 	if c.OpMod != 0 {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 	}
 	if c.InMod&^0xff != 0 {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
 	phys := h.PhysPort(c.VF, c.InMod)
 	if phys == 0 {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
 	p := &h.Cfg.Ports[phys-1]
 	fn := &h.Funcs[c.VF]
@@ -415,7 +415,7 @@ func (h *HCA) QUERY_PORT(c *hcr.Cmd) hcr.Status {
 	}
 	binary.BigEndian.PutUint16(o[queryPortCurMaxGID:], gids)
 	binary.BigEndian.PutUint64(o[queryPortMAC:], h.VFMAC(c.VF, phys))
-	return hcr.OK
+	return mlx4.OK
 }
 
 // VFLinkUp is the VF's view of a physical port's link: its admin link state,
@@ -445,7 +445,7 @@ const (
 
 // QUERY_ADAPTER answers the INTA pin and the board id in the VSD, each
 // 4-byte word byte-swapped as the firmware does (get_board_id).
-func (h *HCA) QUERY_ADAPTER(c *hcr.Cmd) hcr.Status {
+func (h *HCA) QUERY_ADAPTER(c *mlx4.Cmd) mlx4.Status {
 	o := c.Outbox[:]
 	o[queryAdapterIntaPin] = 0
 	var id [16]byte
@@ -455,5 +455,5 @@ func (h *HCA) QUERY_ADAPTER(c *hcr.Cmd) hcr.Status {
 		w := binary.LittleEndian.Uint32(id[4*i:])
 		binary.BigEndian.PutUint32(o[base+4*i:], w)
 	}
-	return hcr.OK
+	return mlx4.OK
 }

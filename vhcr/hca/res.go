@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vhcrd/vhcrd/dma"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -34,7 +34,7 @@ const (
 	numEventTypes  = 64  // MLX4_EVENT_TYPES_NUM
 	maxAttachPerQP = 64  // multicast attachments one QP may hold
 	maxEQLogSize   = 16  // 64 Ki EQEs: at most 512 ring pages per EQ
-	maxWriteMTT    = (hcr.MailboxSize - 16) / 8
+	maxWriteMTT    = (mlx4.MailboxSize - 16) / 8
 	qpnMask        = 0x7fffff
 )
 
@@ -206,30 +206,30 @@ func (h *HCA) Stats(vf int) *EventStats {
 // pre checks what the command table promises an executor: a VF index the
 // HCA has and the mailboxes the opcode needs. A mismatch is a PF bug, not
 // VF input; it gets INTERNAL_ERR instead of a panic.
-func (h *HCA) pre(c *hcr.Cmd, inbox, outbox bool) hcr.Status {
+func (h *HCA) pre(c *mlx4.Cmd, inbox, outbox bool) mlx4.Status {
 	switch {
 	case c.VF < 0 || c.VF >= len(h.fw.vfs) || c.VF >= len(h.Funcs):
-		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonNotFound)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotFound)
 	case inbox && c.Inbox == nil:
-		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonInboxDMA)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
 	case outbox && c.Outbox == nil:
-		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonContext)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonContext)
 	}
-	return hcr.OK
+	return mlx4.OK
 }
 
 func lo32(v uint64) uint32 { return uint32(v) }
 func hi32(v uint64) uint32 { return uint32(v >> 32) }
 
-func setOutLo(c *hcr.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uint64(v) }
+func setOutLo(c *mlx4.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uint64(v) }
 
 // ALLOC_RES allocates a resource for the VF (mlx4_ALLOC_RES_wrapper, §2.4).
 // Statuses: unknown type or mode → BAD_PARAM; quota → INTERNAL_ERR
 // (MAC/VLAN: BAD_PARAM); a port the VF lacks → BAD_PARAM; no free number →
 // EXCEED_LIM; MAP_ICM of another VF's QP/MPT → BAD_OP, of an unknown one →
 // INTERNAL_ERR, in the wrong state → BAD_PARAM.
-func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	ty := restrack.Type(c.InMod & 0xff)
@@ -245,7 +245,7 @@ func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
 				return restrack.Refuse(c, err)
 			}
 			setOutLo(c, uint32(base))
-			return hcr.OK
+			return mlx4.OK
 		case resOpMapICM:
 			qpn := lo & qpnMask
 			if h.validReservedQP(c.VF, qpn) {
@@ -258,7 +258,7 @@ func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
 			if err := h.Res.MapICM(c.VF, restrack.QP, uint64(qpn)); err != nil {
 				return restrack.Refuse(c, err)
 			}
-			return hcr.OK
+			return mlx4.OK
 		}
 	case restrack.MTT:
 		if op == resOpReserveAndMap {
@@ -267,7 +267,7 @@ func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
 				return restrack.Refuse(c, err)
 			}
 			setOutLo(c, uint32(base))
-			return hcr.OK
+			return mlx4.OK
 		}
 	case restrack.MPT:
 		switch op {
@@ -277,12 +277,12 @@ func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
 				return restrack.Refuse(c, err)
 			}
 			setOutLo(c, uint32(idx))
-			return hcr.OK
+			return mlx4.OK
 		case resOpMapICM:
 			if err := h.Res.MapICM(c.VF, restrack.MPT, h.Res.MPTID(lo)); err != nil {
 				return restrack.Refuse(c, err)
 			}
-			return hcr.OK
+			return mlx4.OK
 		}
 	case restrack.CQ, restrack.SRQ:
 		if op == resOpReserveAndMap {
@@ -291,7 +291,7 @@ func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
 				return restrack.Refuse(c, err)
 			}
 			setOutLo(c, uint32(n))
-			return hcr.OK
+			return mlx4.OK
 		}
 	case restrack.Counter, restrack.XRCD:
 		if op == resOpReserve {
@@ -300,7 +300,7 @@ func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
 				return restrack.Refuse(c, err)
 			}
 			setOutLo(c, uint32(n))
-			return hcr.OK
+			return mlx4.OK
 		}
 	case restrack.MAC:
 		if op == resOpReserveAndMap {
@@ -311,9 +311,9 @@ func (h *HCA) ALLOC_RES(c *hcr.Cmd) hcr.Status {
 			return h.allocVLAN(c)
 		}
 	default:
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
-	return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 }
 
 // validReservedQP: a special QPN the VF may map (mlx4 valid_reserved): its
@@ -325,7 +325,7 @@ func (h *HCA) validReservedQP(vf int, qpn uint32) bool {
 
 // resPort is the physical port of a MAC/VLAN request: in_modifier[15:8], or
 // (old API, MAC only) out_param's low byte; 0 if the VF has no such port.
-func (h *HCA) resPort(c *hcr.Cmd, allowOld bool) (phys int, old bool) {
+func (h *HCA) resPort(c *mlx4.Cmd, allowOld bool) (phys int, old bool) {
 	vport := c.InMod >> 8 & 0xff
 	if vport == 0 {
 		if !allowOld {
@@ -336,45 +336,45 @@ func (h *HCA) resPort(c *hcr.Cmd, allowOld bool) (phys int, old bool) {
 	return h.PhysPort(c.VF, vport), false
 }
 
-func (h *HCA) allocMAC(c *hcr.Cmd) hcr.Status {
+func (h *HCA) allocMAC(c *mlx4.Cmd) mlx4.Status {
 	phys, _ := h.resPort(c, true)
 	if phys == 0 {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
 	mac := c.InParam & 0xffffffffffff
 	tab := &h.fw.ports[phys-1].mac
 	idx := register(tab[:], mac)
 	if idx < 0 {
-		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonQuota) // table full: -ENOSPC
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota) // table full: -ENOSPC
 	}
 	if _, err := h.Res.AddMAC(c.VF, restrack.MAC, phys, mac, idx); err != nil {
 		unregister(tab[:], idx)
 		return restrack.Refuse(c, err)
 	}
 	setOutLo(c, uint32(idx))
-	return hcr.OK
+	return mlx4.OK
 }
 
-func (h *HCA) allocVLAN(c *hcr.Cmd) hcr.Status {
+func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
 	phys, old := h.resPort(c, false)
 	if old {
-		return hcr.OK // old VLAN API: a no-op success, as mlx4
+		return mlx4.OK // old VLAN API: a no-op success, as mlx4
 	}
 	if phys == 0 {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
 	vlan := uint64(lo32(c.InParam) & 0xfff)
 	tab := &h.fw.ports[phys-1].vlan
 	idx := register(tab[:], vlan)
 	if idx < 0 {
-		return c.Refuse(hcr.INTERNAL_ERR, hcr.ReasonQuota)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
 	}
 	if _, err := h.Res.AddMAC(c.VF, restrack.VLAN, phys, vlan, idx); err != nil {
 		unregister(tab[:], idx)
 		return restrack.Refuse(c, err)
 	}
 	setOutLo(c, uint32(idx))
-	return hcr.OK
+	return mlx4.OK
 }
 
 // register finds or adds value in a port table and takes a reference.
@@ -406,8 +406,8 @@ func unregister(tab []tableEntry, idx int) {
 // its removable state (a CQ or SRQ in HW, a QP or MPT still mapped) → BAD_OP
 // as mlx4's -EPERM; busy or referenced → RESOURCE_BUSY; wrong MTT order →
 // BAD_PARAM.
-func (h *HCA) FREE_RES(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) FREE_RES(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	ty := restrack.Type(c.InMod & 0xff)
@@ -425,11 +425,11 @@ func (h *HCA) FREE_RES(c *hcr.Cmd) hcr.Status {
 				err = h.Res.UntrackSpecial(c.VF, qpn)
 			}
 		default:
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 		}
 	case restrack.MTT:
 		if op != resOpReserveAndMap {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 		}
 		if err = h.Res.FreeMTT(c.VF, uint64(lo), int(hi)); err == nil {
 			delete(h.fw.mtt, uint64(lo))
@@ -444,38 +444,38 @@ func (h *HCA) FREE_RES(c *hcr.Cmd) hcr.Status {
 		case resOpMapICM:
 			err = h.Res.UnmapICM(c.VF, restrack.MPT, id)
 		default:
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 		}
 	case restrack.CQ, restrack.SRQ:
 		if op != resOpReserveAndMap {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 		}
 		err = h.Res.Free(c.VF, ty, uint64(lo))
 	case restrack.Counter:
 		if op != resOpReserve {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 		}
 		if int(lo) == h.Cfg.Resources.Counters-1 {
-			return hcr.OK // the sink counter: a no-op
+			return mlx4.OK // the sink counter: a no-op
 		}
 		if err = h.Res.Free(c.VF, ty, uint64(lo)); err == nil {
 			delete(h.fw.counterPort, uint64(lo))
 		}
 	case restrack.XRCD:
 		if op != resOpReserve {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 		}
 		err = h.Res.Free(c.VF, ty, uint64(lo))
 	case restrack.MAC, restrack.VLAN:
 		if op != resOpReserveAndMap {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonOpModifier)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 		}
 		phys, old := h.resPort(c, ty == restrack.MAC)
 		if old {
-			return hcr.OK // old VLAN API
+			return mlx4.OK // old VLAN API
 		}
 		if phys == 0 {
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 		}
 		value := c.InParam & 0xffffffffffff
 		if ty == restrack.VLAN {
@@ -490,10 +490,10 @@ func (h *HCA) FREE_RES(c *hcr.Cmd) hcr.Status {
 			}
 		}
 	default:
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
-	return hcr.OK
+	return mlx4.OK
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -17,7 +17,7 @@ func setupQP(t *testing.T, v *vf) (cq, qpn uint32, q qpc) {
 	v.setupEQ(1, 4)
 	cq = v.createCQ()
 	qpn, q = v.newQP(cq)
-	wantS(t, "RST2INIT", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.OK)
+	wantS(t, "RST2INIT", v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), mlx4.OK)
 	return cq, qpn, q
 }
 
@@ -30,13 +30,13 @@ func TestQPContextNamesOtherVFsCQ(t *testing.T) {
 	acq := a.createCQ()
 	qpn, q := a.newQP(acq)
 	q.scq = bcq
-	c := a.cmd(hcr.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
-	wantS(t, "send CQ of VF 1", a.run((*HCA).RST2INIT_QP, c), hcr.BAD_OP)
-	if c.Reason != hcr.ReasonNotOwner {
+	c := a.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
+	wantS(t, "send CQ of VF 1", a.run((*HCA).RST2INIT_QP, c), mlx4.BAD_OP)
+	if c.Reason != mlx4.ReasonNotOwner {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	q.scq, q.rcq = acq, bcq
-	wantS(t, "recv CQ of VF 1", a.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.BAD_OP)
+	wantS(t, "recv CQ of VF 1", a.qpCmd(mlx4.RST2INIT_QP, qpn, &q), mlx4.BAD_OP)
 	// Nothing changed: the QP is still in reset, VF 1's CQ unreferenced.
 	if o, _ := r.h.Res.Peek(1, restrack.CQ, uint64(bcq)); o.Refs != 0 {
 		t.Fatalf("VF 1's CQ gained %d references", o.Refs)
@@ -45,7 +45,7 @@ func TestQPContextNamesOtherVFsCQ(t *testing.T) {
 		t.Fatalf("QP state %d", o.State)
 	}
 	q.rcq = acq
-	wantS(t, "own CQs", a.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.OK)
+	wantS(t, "own CQs", a.qpCmd(mlx4.RST2INIT_QP, qpn, &q), mlx4.OK)
 }
 
 func TestQPContextUnknownCQAndSRQ(t *testing.T) {
@@ -55,56 +55,56 @@ func TestQPContextUnknownCQAndSRQ(t *testing.T) {
 	cq := v.createCQ()
 	qpn, q := v.newQP(cq)
 	q.rcq = 999
-	c := v.cmd(hcr.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
-	wantS(t, "unknown CQ", v.run((*HCA).RST2INIT_QP, c), hcr.INTERNAL_ERR)
-	if c.Reason != hcr.ReasonNotFound {
+	c := v.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
+	wantS(t, "unknown CQ", v.run((*HCA).RST2INIT_QP, c), mlx4.INTERNAL_ERR)
+	if c.Reason != mlx4.ReasonNotFound {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	// A CQ allocated but not in HW (Linux does not check; the model does).
 	cold := v.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
 	q.rcq = cold
-	wantS(t, "CQ not in HW", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.BAD_PARAM)
+	wantS(t, "CQ not in HW", v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), mlx4.BAD_PARAM)
 	q.rcq = cq
 	q.useSRQ, q.srq = true, 77
-	wantS(t, "unknown SRQ", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.INTERNAL_ERR)
+	wantS(t, "unknown SRQ", v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), mlx4.INTERNAL_ERR)
 	q.srq = v.createSRQ()
-	wantS(t, "own SRQ", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.OK)
+	wantS(t, "own SRQ", v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), mlx4.OK)
 	if o, _ := r.h.Res.Peek(0, restrack.SRQ, uint64(q.srq)); o.Refs != 1 {
 		t.Fatalf("SRQ refs %d", o.Refs)
 	}
-	wantS(t, "HW2SW_SRQ in use", v.run((*HCA).HW2SW_SRQ, v.cmd(hcr.HW2SW_SRQ, 0, q.srq, 0, nil, false)), hcr.RESOURCE_BUSY)
+	wantS(t, "HW2SW_SRQ in use", v.run((*HCA).HW2SW_SRQ, v.cmd(mlx4.HW2SW_SRQ, 0, q.srq, 0, nil, false)), mlx4.RESOURCE_BUSY)
 }
 
 func TestDestroyCQInUse(t *testing.T) {
 	r := newRig(t, 1, nil)
 	v := r.vf(0)
 	cq, qpn, _ := setupQP(t, v)
-	hw2sw := func() hcr.Status { return v.run((*HCA).HW2SW_CQ, v.cmd(hcr.HW2SW_CQ, 0, cq, 0, nil, false)) }
-	wantS(t, "HW2SW_CQ used by a QP", hw2sw(), hcr.RESOURCE_BUSY)
-	wantS(t, "2RST", v.qpCmd(hcr.TWO_RST_QP, qpn, nil), hcr.OK)
-	wantS(t, "HW2SW_CQ after 2RST", hw2sw(), hcr.OK)
-	wantS(t, "HW2SW_CQ twice", hw2sw(), hcr.BAD_PARAM)
+	hw2sw := func() mlx4.Status { return v.run((*HCA).HW2SW_CQ, v.cmd(mlx4.HW2SW_CQ, 0, cq, 0, nil, false)) }
+	wantS(t, "HW2SW_CQ used by a QP", hw2sw(), mlx4.RESOURCE_BUSY)
+	wantS(t, "2RST", v.qpCmd(mlx4.TWO_RST_QP, qpn, nil), mlx4.OK)
+	wantS(t, "HW2SW_CQ after 2RST", hw2sw(), mlx4.OK)
+	wantS(t, "HW2SW_CQ twice", hw2sw(), mlx4.BAD_PARAM)
 }
 
 func TestFreeResOfObjectInHW(t *testing.T) {
 	r := newRig(t, 1, nil)
 	v := r.vf(0)
 	cq, qpn, q := setupQP(t, v)
-	wantS(t, "FREE_RES CQ in HW", v.free(restrack.CQ, resOpReserveAndMap, uint64(cq)), hcr.BAD_OP)
-	wantS(t, "FREE_RES QP in HW", v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), hcr.BAD_OP)
-	wantS(t, "unmap QP in HW", v.free(restrack.QP, resOpMapICM, uint64(qpn)), hcr.BAD_PARAM)
-	wantS(t, "FREE_RES MTT in use", v.free(restrack.MTT, resOpReserveAndMap, uint64(q.mtt)), hcr.RESOURCE_BUSY)
+	wantS(t, "FREE_RES CQ in HW", v.free(restrack.CQ, resOpReserveAndMap, uint64(cq)), mlx4.BAD_OP)
+	wantS(t, "FREE_RES QP in HW", v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), mlx4.BAD_OP)
+	wantS(t, "unmap QP in HW", v.free(restrack.QP, resOpMapICM, uint64(qpn)), mlx4.BAD_PARAM)
+	wantS(t, "FREE_RES MTT in use", v.free(restrack.MTT, resOpReserveAndMap, uint64(q.mtt)), mlx4.RESOURCE_BUSY)
 	srq := v.createSRQ()
-	wantS(t, "FREE_RES SRQ in HW", v.free(restrack.SRQ, resOpReserveAndMap, uint64(srq)), hcr.BAD_OP)
+	wantS(t, "FREE_RES SRQ in HW", v.free(restrack.SRQ, resOpReserveAndMap, uint64(srq)), mlx4.BAD_OP)
 	mpt := v.mustAlloc(restrack.MPT, resOpReserve, 0)
 	v.mustAlloc(restrack.MPT, resOpMapICM, uint64(mpt))
-	wantS(t, "FREE_RES MPT mapped", v.free(restrack.MPT, resOpReserve, uint64(mpt)), hcr.BAD_OP)
+	wantS(t, "FREE_RES MPT mapped", v.free(restrack.MPT, resOpReserve, uint64(mpt)), mlx4.BAD_OP)
 	// Tear down in order: everything succeeds.
-	wantS(t, "2RST", v.qpCmd(hcr.TWO_RST_QP, qpn, nil), hcr.OK)
+	wantS(t, "2RST", v.qpCmd(mlx4.TWO_RST_QP, qpn, nil), mlx4.OK)
 	v.must(v.free(restrack.QP, resOpMapICM, uint64(qpn)), "unmap QP")
 	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free QP")
 	v.must(v.free(restrack.MTT, resOpReserveAndMap, uint64(q.mtt)), "free MTT")
-	v.must(v.run((*HCA).HW2SW_CQ, v.cmd(hcr.HW2SW_CQ, 0, cq, 0, nil, false)), "HW2SW_CQ")
+	v.must(v.run((*HCA).HW2SW_CQ, v.cmd(mlx4.HW2SW_CQ, 0, cq, 0, nil, false)), "HW2SW_CQ")
 	v.must(v.free(restrack.CQ, resOpReserveAndMap, uint64(cq)), "free CQ")
 	v.must(v.free(restrack.MPT, resOpMapICM, uint64(mpt)), "unmap MPT")
 	v.must(v.free(restrack.MPT, resOpReserve, uint64(mpt)), "free MPT")
@@ -122,23 +122,23 @@ func TestQuotaExhaustion(t *testing.T) {
 		ty   restrack.Type
 		op   uint8
 		in   func(i int) uint64
-		want hcr.Status
+		want mlx4.Status
 	}{
-		{restrack.QP, resOpReserve, func(int) uint64 { return 1 }, hcr.INTERNAL_ERR},
-		{restrack.CQ, resOpReserveAndMap, nil, hcr.INTERNAL_ERR},
-		{restrack.SRQ, resOpReserveAndMap, nil, hcr.INTERNAL_ERR},
-		{restrack.MPT, resOpReserve, nil, hcr.INTERNAL_ERR},
-		{restrack.MTT, resOpReserveAndMap, func(int) uint64 { return 0 }, hcr.INTERNAL_ERR},
-		{restrack.Counter, resOpReserve, nil, hcr.INTERNAL_ERR},
-		{restrack.XRCD, resOpReserve, nil, hcr.INTERNAL_ERR},
-		{restrack.MAC, resOpReserveAndMap, func(i int) uint64 { return 0x0002c9000100 + uint64(i) }, hcr.BAD_PARAM},
-		{restrack.VLAN, resOpReserveAndMap, func(i int) uint64 { return uint64(10 + i) }, hcr.BAD_PARAM},
+		{restrack.QP, resOpReserve, func(int) uint64 { return 1 }, mlx4.INTERNAL_ERR},
+		{restrack.CQ, resOpReserveAndMap, nil, mlx4.INTERNAL_ERR},
+		{restrack.SRQ, resOpReserveAndMap, nil, mlx4.INTERNAL_ERR},
+		{restrack.MPT, resOpReserve, nil, mlx4.INTERNAL_ERR},
+		{restrack.MTT, resOpReserveAndMap, func(int) uint64 { return 0 }, mlx4.INTERNAL_ERR},
+		{restrack.Counter, resOpReserve, nil, mlx4.INTERNAL_ERR},
+		{restrack.XRCD, resOpReserve, nil, mlx4.INTERNAL_ERR},
+		{restrack.MAC, resOpReserveAndMap, func(i int) uint64 { return 0x0002c9000100 + uint64(i) }, mlx4.BAD_PARAM},
+		{restrack.VLAN, resOpReserveAndMap, func(i int) uint64 { return uint64(10 + i) }, mlx4.BAD_PARAM},
 	} {
 		t.Run(tc.ty.String(), func(t *testing.T) {
 			r := newRig(t, 2, small)
 			v := r.vf(0)
-			var s hcr.Status
-			var c *hcr.Cmd
+			var s mlx4.Status
+			var c *mlx4.Cmd
 			n := 0
 			for ; n < 1<<16; n++ {
 				in := uint64(0)
@@ -149,13 +149,13 @@ func TestQuotaExhaustion(t *testing.T) {
 				if tc.ty == restrack.MAC || tc.ty == restrack.VLAN {
 					inMod |= 1 << 8 // VF port 1
 				}
-				c = v.cmd(hcr.ALLOC_RES, in, inMod, tc.op, nil, false)
-				if s = v.run((*HCA).ALLOC_RES, c); s != hcr.OK {
+				c = v.cmd(mlx4.ALLOC_RES, in, inMod, tc.op, nil, false)
+				if s = v.run((*HCA).ALLOC_RES, c); s != mlx4.OK {
 					break
 				}
 			}
 			wantS(t, fmt.Sprintf("allocation %d", n+1), s, tc.want)
-			if c.Reason != hcr.ReasonQuota {
+			if c.Reason != mlx4.ReasonQuota {
 				t.Fatalf("reason %v", c.Reason)
 			}
 			if tc.ty != restrack.XRCD && n != 3 {
@@ -171,8 +171,8 @@ func TestQuotaExhaustion(t *testing.T) {
 				if tc.ty == restrack.MAC {
 					inMod |= 1 << 8
 				}
-				c := r.vf(1).cmd(hcr.ALLOC_RES, in, inMod, tc.op, nil, false)
-				wantS(t, "VF 1", r.vf(1).run((*HCA).ALLOC_RES, c), hcr.OK)
+				c := r.vf(1).cmd(mlx4.ALLOC_RES, in, inMod, tc.op, nil, false)
+				wantS(t, "VF 1", r.vf(1).run((*HCA).ALLOC_RES, c), mlx4.OK)
 			}
 		})
 	}
@@ -184,11 +184,11 @@ func TestPKeyIndex(t *testing.T) {
 	for _, tc := range []struct {
 		vf       int
 		pkey     uint8
-		want     hcr.Status
+		want     mlx4.Status
 		physPKey byte
 	}{
-		{0, 0, hcr.OK, 0}, {0, 1, hcr.OK, 1}, {0, 2, hcr.BAD_PARAM, 0}, {0, 255, hcr.BAD_PARAM, 0},
-		{3, 1, hcr.OK, 2}, {3, 2, hcr.OK, 3}, {3, 3, hcr.BAD_PARAM, 0}, // VF 3: map [0 2 3]
+		{0, 0, mlx4.OK, 0}, {0, 1, mlx4.OK, 1}, {0, 2, mlx4.BAD_PARAM, 0}, {0, 255, mlx4.BAD_PARAM, 0},
+		{3, 1, mlx4.OK, 2}, {3, 2, mlx4.OK, 3}, {3, 3, mlx4.BAD_PARAM, 0}, // VF 3: map [0 2 3]
 	} {
 		v := vfs[tc.vf]
 		if v == nil {
@@ -199,16 +199,16 @@ func TestPKeyIndex(t *testing.T) {
 		cq := v.createCQ()
 		qpn, q := v.newQP(cq)
 		q.pkey = tc.pkey
-		c := v.cmd(hcr.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
+		c := v.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
 		s := v.run((*HCA).RST2INIT_QP, c)
 		wantS(t, fmt.Sprintf("VF %d pkey_index %d", tc.vf, tc.pkey), s, tc.want)
-		if s != hcr.OK {
-			if c.Reason != hcr.ReasonPKey {
+		if s != mlx4.OK {
+			if c.Reason != mlx4.ReasonPKey {
 				t.Fatalf("reason %v", c.Reason)
 			}
 			continue
 		}
-		out := v.cmd(hcr.QUERY_QP, 0, qpn, 0, nil, true)
+		out := v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)
 		v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
 		if got := out.Outbox[qpcPKey]; got != tc.physPKey {
 			t.Fatalf("VF %d virtual %d → physical %d, want %d", tc.vf, tc.pkey, got, tc.physPKey)
@@ -228,41 +228,41 @@ func TestPortTheVFDoesNotHave(t *testing.T) {
 	cq := v.createCQ()
 	qpn, q := v.newQP(cq)
 	q.vfPort = 2
-	c := v.cmd(hcr.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
-	wantS(t, "QP on VF port 2", v.run((*HCA).RST2INIT_QP, c), hcr.BAD_PARAM)
-	if c.Reason != hcr.ReasonPort {
+	c := v.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
+	wantS(t, "QP on VF port 2", v.run((*HCA).RST2INIT_QP, c), mlx4.BAD_PARAM)
+	if c.Reason != mlx4.ReasonPort {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	q.vfPort = 1
-	wantS(t, "QP on VF port 1", v.qpCmd(hcr.RST2INIT_QP, qpn, &q), hcr.OK)
-	out := v.cmd(hcr.QUERY_QP, 0, qpn, 0, nil, true)
+	wantS(t, "QP on VF port 1", v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), mlx4.OK)
+	out := v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)
 	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
 	if out.Outbox[qpcSched]>>6&1 != 1 {
 		t.Fatal("sched_queue not rewritten to physical port 2")
 	}
 	for _, tc := range []struct {
-		op  hcr.Opcode
+		op  mlx4.Opcode
 		f   exec
 		mod uint32
 		in  uint64
 	}{
-		{hcr.INIT_PORT, (*HCA).INIT_PORT, 2, 0},
-		{hcr.CLOSE_PORT, (*HCA).CLOSE_PORT, 2, 0},
-		{hcr.SET_PORT, (*HCA).SET_PORT, 2, 0},
-		{hcr.DUMP_ETH_STATS, (*HCA).DUMP_ETH_STATS, 0, 0},
-		{hcr.SET_MCAST_FLTR, (*HCA).SET_MCAST_FLTR, 3, 0},
-		{hcr.PROMISC, (*HCA).PROMISC, 1, 2 << 62},
+		{mlx4.INIT_PORT, (*HCA).INIT_PORT, 2, 0},
+		{mlx4.CLOSE_PORT, (*HCA).CLOSE_PORT, 2, 0},
+		{mlx4.SET_PORT, (*HCA).SET_PORT, 2, 0},
+		{mlx4.DUMP_ETH_STATS, (*HCA).DUMP_ETH_STATS, 0, 0},
+		{mlx4.SET_MCAST_FLTR, (*HCA).SET_MCAST_FLTR, 3, 0},
+		{mlx4.PROMISC, (*HCA).PROMISC, 1, 2 << 62},
 	} {
 		c := v.cmd(tc.op, tc.in, tc.mod, 0, make([]byte, 512), true)
-		wantS(t, tc.op.String(), v.run(tc.f, c), hcr.BAD_PARAM)
+		wantS(t, tc.op.String(), v.run(tc.f, c), mlx4.BAD_PARAM)
 	}
-	v.must(v.run((*HCA).INIT_PORT, v.cmd(hcr.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT 1")
+	v.must(v.run((*HCA).INIT_PORT, v.cmd(mlx4.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT 1")
 	if !r.h.PortOpen(1, 2) || r.h.PortOpen(1, 1) {
 		t.Fatal("VF port 1 is physical port 2")
 	}
 	// MAC on a port the VF lacks.
-	c = v.cmd(hcr.ALLOC_RES, 0x0002c9000001, uint32(restrack.MAC)|2<<8, resOpReserveAndMap, nil, false)
-	wantS(t, "MAC on VF port 2", v.run((*HCA).ALLOC_RES, c), hcr.BAD_PARAM)
+	c = v.cmd(mlx4.ALLOC_RES, 0x0002c9000001, uint32(restrack.MAC)|2<<8, resOpReserveAndMap, nil, false)
+	wantS(t, "MAC on VF port 2", v.run((*HCA).ALLOC_RES, c), mlx4.BAD_PARAM)
 }
 
 func TestWriteMTT(t *testing.T) {
@@ -274,47 +274,47 @@ func TestWriteMTT(t *testing.T) {
 		name  string
 		start uint64
 		n     int
-		want  hcr.Status
+		want  mlx4.Status
 	}{
-		{"inside", base, 4, hcr.OK},
-		{"tail", base + 3, 1, hcr.OK},
-		{"beyond the allocation", base + 2, 3, hcr.BAD_OP},
-		{"before it", base - 1, 2, hcr.BAD_OP},
-		{"another VF's", other, 1, hcr.BAD_OP},
-		{"unallocated", 1 << 13, 1, hcr.BAD_OP},
-		{"huge start", 1 << 60, 1, hcr.BAD_OP},
+		{"inside", base, 4, mlx4.OK},
+		{"tail", base + 3, 1, mlx4.OK},
+		{"beyond the allocation", base + 2, 3, mlx4.BAD_OP},
+		{"before it", base - 1, 2, mlx4.BAD_OP},
+		{"another VF's", other, 1, mlx4.BAD_OP},
+		{"unallocated", 1 << 13, 1, mlx4.BAD_OP},
+		{"huge start", 1 << 60, 1, mlx4.BAD_OP},
 	} {
 		ents := make([]uint64, tc.n)
 		for i := range ents {
 			ents[i] = 0x1000 * uint64(i+1)
 		}
-		c := a.cmd(hcr.WRITE_MTT, 0, uint32(tc.n), 0, nil, false)
-		c.Inbox = new([hcr.MailboxSize]byte)
+		c := a.cmd(mlx4.WRITE_MTT, 0, uint32(tc.n), 0, nil, false)
+		c.Inbox = new([mlx4.MailboxSize]byte)
 		binary.BigEndian.PutUint64(c.Inbox[:], tc.start)
 		for i, e := range ents {
 			binary.BigEndian.PutUint64(c.Inbox[16+8*i:], e)
 		}
 		s := a.run((*HCA).WRITE_MTT, c)
 		wantS(t, tc.name, s, tc.want)
-		if s != hcr.OK && c.Reason != hcr.ReasonMTT {
+		if s != mlx4.OK && c.Reason != mlx4.ReasonMTT {
 			t.Fatalf("%s: reason %v", tc.name, c.Reason)
 		}
 	}
 	// Length beyond the mailbox (Linux does not check).
 	big := a.mtt(10)
-	c := a.cmd(hcr.WRITE_MTT, 0, 511, 0, make([]byte, 16), false)
+	c := a.cmd(mlx4.WRITE_MTT, 0, 511, 0, make([]byte, 16), false)
 	binary.BigEndian.PutUint64(c.Inbox[:], uint64(big))
-	wantS(t, "511 entries", a.run((*HCA).WRITE_MTT, c), hcr.BAD_PARAM)
-	c = a.cmd(hcr.WRITE_MTT, 0, 510, 0, make([]byte, 16), false)
+	wantS(t, "511 entries", a.run((*HCA).WRITE_MTT, c), mlx4.BAD_PARAM)
+	c = a.cmd(mlx4.WRITE_MTT, 0, 510, 0, make([]byte, 16), false)
 	binary.BigEndian.PutUint64(c.Inbox[:], uint64(big))
-	wantS(t, "510 entries", a.run((*HCA).WRITE_MTT, c), hcr.OK)
+	wantS(t, "510 entries", a.run((*HCA).WRITE_MTT, c), mlx4.OK)
 	// READ_MTT reads back what was written, and only the VF's own.
-	out := a.cmd(hcr.READ_MTT, base, 4, 0, nil, true)
+	out := a.cmd(mlx4.READ_MTT, base, 4, 0, nil, true)
 	a.must(a.run((*HCA).READ_MTT, out), "READ_MTT")
 	if e := binary.BigEndian.Uint64(out.Outbox[16+8:]); e != 0x2000|1 {
 		t.Fatalf("entry 1 = %#x", e)
 	}
-	wantS(t, "READ_MTT of VF 1", a.run((*HCA).READ_MTT, a.cmd(hcr.READ_MTT, other, 1, 0, nil, true)), hcr.BAD_OP)
+	wantS(t, "READ_MTT of VF 1", a.run((*HCA).READ_MTT, a.cmd(mlx4.READ_MTT, other, 1, 0, nil, true)), mlx4.BAD_OP)
 }
 
 func mptEntry(flags, pd uint32, mttBase uint32, mttSize uint32) []byte {
@@ -336,42 +336,42 @@ func TestMPT(t *testing.T) {
 		a.mustAlloc(restrack.MPT, resOpMapICM, uint64(idx))
 		return idx
 	}
-	sw2hw := func(idx uint32, e []byte) (hcr.Status, *hcr.Cmd) {
-		c := a.cmd(hcr.SW2HW_MPT, 0, idx, 0, e, false)
+	sw2hw := func(idx uint32, e []byte) (mlx4.Status, *mlx4.Cmd) {
+		c := a.cmd(mlx4.SW2HW_MPT, 0, idx, 0, e, false)
 		return a.run((*HCA).SW2HW_MPT, c), c
 	}
 	idx := newMPT()
 	s, c := sw2hw(idx, mptEntry(mptRegion, 5, other, 4))
-	wantS(t, "MPT over VF 1's MTTs", s, hcr.BAD_OP)
-	if c.Reason != hcr.ReasonMTT {
+	wantS(t, "MPT over VF 1's MTTs", s, mlx4.BAD_OP)
+	if c.Reason != mlx4.ReasonMTT {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	s, _ = sw2hw(idx, mptEntry(mptRegion, 5, own, 5))
-	wantS(t, "MPT beyond its MTTs", s, hcr.BAD_OP)
+	wantS(t, "MPT beyond its MTTs", s, mlx4.BAD_OP)
 	s, _ = sw2hw(idx, mptEntry(mptRegion, 5, own+1, 2))
-	wantS(t, "MPT not at an MTT base", s, hcr.INTERNAL_ERR)
+	wantS(t, "MPT not at an MTT base", s, mlx4.INTERNAL_ERR)
 	s, _ = sw2hw(idx, mptEntry(mptRegion, 3<<17|5, own, 4)) // PD of slave 2 = VF 1
-	wantS(t, "PD of another function", s, hcr.BAD_OP)
+	wantS(t, "PD of another function", s, mlx4.BAD_OP)
 	s, _ = sw2hw(idx, mptEntry(0, 5, own, 4))
-	wantS(t, "memory window", s, hcr.BAD_OP)
+	wantS(t, "memory window", s, mlx4.BAD_OP)
 	s, _ = sw2hw(idx, mptEntry(mptRegion, 2<<17|5, own, 4)) // slave 1 = VF 0
-	wantS(t, "own MTTs and PD", s, hcr.OK)
+	wantS(t, "own MTTs and PD", s, mlx4.OK)
 	if o, _ := r.h.Res.Peek(0, restrack.MTT, uint64(own)); o.Refs != 1 {
 		t.Fatalf("MTT refs %d", o.Refs)
 	}
-	q := a.cmd(hcr.QUERY_MPT, 0, idx, 0, nil, true)
+	q := a.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)
 	a.must(a.run((*HCA).QUERY_MPT, q), "QUERY_MPT")
 	if binary.BigEndian.Uint32(q.Outbox[mptMTTSize:]) != 4 {
 		t.Fatal("QUERY_MPT does not return the entry")
 	}
-	wantS(t, "QUERY_MPT of VF 0's MPT by VF 1", b.run((*HCA).QUERY_MPT, b.cmd(hcr.QUERY_MPT, 0, idx, 0, nil, true)), hcr.BAD_OP)
-	wantS(t, "HW2SW_MPT by VF 1", b.run((*HCA).HW2SW_MPT, b.cmd(hcr.HW2SW_MPT, 0, idx, 0, nil, false)), hcr.BAD_OP)
-	a.must(a.run((*HCA).HW2SW_MPT, a.cmd(hcr.HW2SW_MPT, 0, idx, 0, nil, false)), "HW2SW_MPT")
+	wantS(t, "QUERY_MPT of VF 0's MPT by VF 1", b.run((*HCA).QUERY_MPT, b.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)), mlx4.BAD_OP)
+	wantS(t, "HW2SW_MPT by VF 1", b.run((*HCA).HW2SW_MPT, b.cmd(mlx4.HW2SW_MPT, 0, idx, 0, nil, false)), mlx4.BAD_OP)
+	a.must(a.run((*HCA).HW2SW_MPT, a.cmd(mlx4.HW2SW_MPT, 0, idx, 0, nil, false)), "HW2SW_MPT")
 	if o, _ := r.h.Res.Peek(0, restrack.MTT, uint64(own)); o.Refs != 0 {
 		t.Fatalf("MTT refs after HW2SW %d", o.Refs)
 	}
 	s, _ = sw2hw(newMPT(), mptEntry(mptRegion|mptPhysical, 0, 0, 0))
-	wantS(t, "physical MPT", s, hcr.OK)
+	wantS(t, "physical MPT", s, mlx4.OK)
 }
 
 func TestCQChecks(t *testing.T) {
@@ -380,32 +380,32 @@ func TestCQChecks(t *testing.T) {
 	b.setupEQ(5, 4)
 	cqn := a.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
 	mtt := a.mtt(0, a.newPage())
-	sw2hw := func(v *vf, cq uint32, ctx []byte) (hcr.Status, *hcr.Cmd) {
-		c := v.cmd(hcr.SW2HW_CQ, 0, cq, 0, ctx, false)
+	sw2hw := func(v *vf, cq uint32, ctx []byte) (mlx4.Status, *mlx4.Cmd) {
+		c := v.cmd(mlx4.SW2HW_CQ, 0, cq, 0, ctx, false)
 		return v.run((*HCA).SW2HW_CQ, c), c
 	}
 	// EQ 5 exists only for VF 1: VF 0 cannot use it (Linux does not check).
 	s, c := sw2hw(a, cqn, cqContext(7, 5, mtt))
-	wantS(t, "comp_eqn not the VF's", s, hcr.BAD_PARAM)
-	if c.Reason != hcr.ReasonEQ {
+	wantS(t, "comp_eqn not the VF's", s, mlx4.BAD_PARAM)
+	if c.Reason != mlx4.ReasonEQ {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	a.setupEQ(2, 4)
 	s, _ = sw2hw(a, cqn, cqContext(13, 2, mtt)) // needs 2 pages
-	wantS(t, "CQ larger than its MTT", s, hcr.BAD_OP)
+	wantS(t, "CQ larger than its MTT", s, mlx4.BAD_OP)
 	s, _ = sw2hw(b, cqn, cqContext(7, 5, mtt))
-	wantS(t, "VF 1 on VF 0's CQ", s, hcr.BAD_OP)
+	wantS(t, "VF 1 on VF 0's CQ", s, mlx4.BAD_OP)
 	s, _ = sw2hw(a, cqn, cqContext(7, 2, mtt))
-	wantS(t, "good CQ", s, hcr.OK)
-	q := a.cmd(hcr.QUERY_CQ, 0, cqn, 0, nil, true)
+	wantS(t, "good CQ", s, mlx4.OK)
+	q := a.cmd(mlx4.QUERY_CQ, 0, cqn, 0, nil, true)
 	a.must(a.run((*HCA).QUERY_CQ, q), "QUERY_CQ")
 	if q.Outbox[cqcCompEQN] != 2 {
 		t.Fatal("QUERY_CQ context")
 	}
-	wantS(t, "QUERY_CQ by VF 1", b.run((*HCA).QUERY_CQ, b.cmd(hcr.QUERY_CQ, 0, cqn, 0, nil, true)), hcr.BAD_OP)
+	wantS(t, "QUERY_CQ by VF 1", b.run((*HCA).QUERY_CQ, b.cmd(mlx4.QUERY_CQ, 0, cqn, 0, nil, true)), mlx4.BAD_OP)
 	// MODIFY_CQ resize onto a bigger MTT moves the reference.
 	mtt2 := a.mtt(1, a.newPage(), a.newPage())
-	m := a.cmd(hcr.MODIFY_CQ, 0, cqn, 0, cqContext(8, 2, mtt2), false)
+	m := a.cmd(mlx4.MODIFY_CQ, 0, cqn, 0, cqContext(8, 2, mtt2), false)
 	a.must(a.run((*HCA).MODIFY_CQ, m), "MODIFY_CQ resize")
 	o1, _ := r.h.Res.Peek(0, restrack.MTT, uint64(mtt))
 	o2, _ := r.h.Res.Peek(0, restrack.MTT, uint64(mtt2))
@@ -413,11 +413,11 @@ func TestCQChecks(t *testing.T) {
 		t.Fatalf("refs after resize %d %d", o1.Refs, o2.Refs)
 	}
 	bm := b.mtt(1)
-	m = a.cmd(hcr.MODIFY_CQ, 0, cqn, 0, cqContext(8, 2, bm), false)
-	wantS(t, "resize onto VF 1's MTT", a.run((*HCA).MODIFY_CQ, m), hcr.BAD_OP)
+	m = a.cmd(mlx4.MODIFY_CQ, 0, cqn, 0, cqContext(8, 2, bm), false)
+	wantS(t, "resize onto VF 1's MTT", a.run((*HCA).MODIFY_CQ, m), mlx4.BAD_OP)
 	// A CQ not in HW: QUERY_CQ and MODIFY_CQ answer OK without executing (mlx4).
 	cold := a.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
-	a.must(a.run((*HCA).QUERY_CQ, a.cmd(hcr.QUERY_CQ, 0, cold, 0, nil, true)), "QUERY_CQ cold")
+	a.must(a.run((*HCA).QUERY_CQ, a.cmd(mlx4.QUERY_CQ, 0, cold, 0, nil, true)), "QUERY_CQ cold")
 }
 
 func TestSRQChecks(t *testing.T) {
@@ -425,27 +425,27 @@ func TestSRQChecks(t *testing.T) {
 	v := r.vf(0)
 	srqn := v.mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
 	mtt := v.mtt(0)
-	c := v.cmd(hcr.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn+1, mtt), false)
-	wantS(t, "SRQN mismatch", v.run((*HCA).SW2HW_SRQ, c), hcr.BAD_PARAM)
-	wantS(t, "QUERY_SRQ before HW", v.run((*HCA).QUERY_SRQ, v.cmd(hcr.QUERY_SRQ, 0, srqn, 0, nil, true)), hcr.RESOURCE_BUSY)
-	v.must(v.run((*HCA).SW2HW_SRQ, v.cmd(hcr.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, mtt), false)), "SW2HW_SRQ")
-	v.must(v.run((*HCA).ARM_SRQ, v.cmd(hcr.ARM_SRQ, 42, srqn, 0, nil, false)), "ARM_SRQ")
-	q := v.cmd(hcr.QUERY_SRQ, 0, srqn, 0, nil, true)
+	c := v.cmd(mlx4.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn+1, mtt), false)
+	wantS(t, "SRQN mismatch", v.run((*HCA).SW2HW_SRQ, c), mlx4.BAD_PARAM)
+	wantS(t, "QUERY_SRQ before HW", v.run((*HCA).QUERY_SRQ, v.cmd(mlx4.QUERY_SRQ, 0, srqn, 0, nil, true)), mlx4.RESOURCE_BUSY)
+	v.must(v.run((*HCA).SW2HW_SRQ, v.cmd(mlx4.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, mtt), false)), "SW2HW_SRQ")
+	v.must(v.run((*HCA).ARM_SRQ, v.cmd(mlx4.ARM_SRQ, 42, srqn, 0, nil, false)), "ARM_SRQ")
+	q := v.cmd(mlx4.QUERY_SRQ, 0, srqn, 0, nil, true)
 	v.must(v.run((*HCA).QUERY_SRQ, q), "QUERY_SRQ")
 	if binary.BigEndian.Uint16(q.Outbox[srqcLimitWatermark:]) != 42 {
 		t.Fatal("limit watermark")
 	}
-	v.must(v.run((*HCA).HW2SW_SRQ, v.cmd(hcr.HW2SW_SRQ, 0, srqn, 0, nil, false)), "HW2SW_SRQ")
+	v.must(v.run((*HCA).HW2SW_SRQ, v.cmd(mlx4.HW2SW_SRQ, 0, srqn, 0, nil, false)), "HW2SW_SRQ")
 	v.must(v.free(restrack.SRQ, resOpReserveAndMap, uint64(srqn)), "free SRQ")
 }
 
 // Every (QP state, transition) pair, with the documented status.
 func TestEveryIllegalQPTransition(t *testing.T) {
-	withCtx := map[hcr.Opcode]bool{hcr.RST2INIT_QP: true, hcr.INIT2INIT_QP: true, hcr.INIT2RTR_QP: true,
-		hcr.RTR2RTS_QP: true, hcr.RTS2RTS_QP: true, hcr.SQERR2RTS_QP: true, hcr.SQD2SQD_QP: true, hcr.SQD2RTS_QP: true}
-	ops := []hcr.Opcode{hcr.RST2INIT_QP, hcr.INIT2INIT_QP, hcr.INIT2RTR_QP, hcr.RTR2RTS_QP, hcr.RTS2RTS_QP,
-		hcr.SQERR2RTS_QP, hcr.TWO_ERR_QP, hcr.RTS2SQD_QP, hcr.SQD2SQD_QP, hcr.SQD2RTS_QP, hcr.TWO_RST_QP,
-		hcr.QUERY_QP, hcr.SUSPEND_QP, hcr.UNSUSPEND_QP}
+	withCtx := map[mlx4.Opcode]bool{mlx4.RST2INIT_QP: true, mlx4.INIT2INIT_QP: true, mlx4.INIT2RTR_QP: true,
+		mlx4.RTR2RTS_QP: true, mlx4.RTS2RTS_QP: true, mlx4.SQERR2RTS_QP: true, mlx4.SQD2SQD_QP: true, mlx4.SQD2RTS_QP: true}
+	ops := []mlx4.Opcode{mlx4.RST2INIT_QP, mlx4.INIT2INIT_QP, mlx4.INIT2RTR_QP, mlx4.RTR2RTS_QP, mlx4.RTS2RTS_QP,
+		mlx4.SQERR2RTS_QP, mlx4.TWO_ERR_QP, mlx4.RTS2SQD_QP, mlx4.SQD2SQD_QP, mlx4.SQD2RTS_QP, mlx4.TWO_RST_QP,
+		mlx4.QUERY_QP, mlx4.SUSPEND_QP, mlx4.UNSUSPEND_QP}
 	states := []qpState{qpRST, qpINIT, qpRTR, qpRTS, qpSQER, qpSQD, qpERR}
 	r := newRig(t, 1, func(c *config.Config) {
 		c.VFs.Default.Quotas = map[string]config.Quota{"qp": {Quota: intp(1000), Guaranteed: intp(10)}, "mtt": {Quota: intp(1000), Guaranteed: intp(10)}}
@@ -457,31 +457,31 @@ func TestEveryIllegalQPTransition(t *testing.T) {
 		for _, op := range ops {
 			qpn, q := v.newQP(cq)
 			if st != qpRST {
-				v.must(v.qpCmd(hcr.RST2INIT_QP, qpn, &q), "RST2INIT")
+				v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 				r.h.fw.qps[qpn].state = st // SQER is reachable only through the data path
 			}
-			var want hcr.Status
+			var want mlx4.Status
 			var to qpState
 			switch {
-			case op == hcr.RST2INIT_QP:
-				want, to = hcr.BAD_PARAM, st
+			case op == mlx4.RST2INIT_QP:
+				want, to = mlx4.BAD_PARAM, st
 				if st == qpRST {
-					want, to = hcr.OK, qpINIT
+					want, to = mlx4.OK, qpINIT
 				}
-			case op == hcr.TWO_RST_QP:
-				want, to = hcr.OK, qpRST
+			case op == mlx4.TWO_RST_QP:
+				want, to = mlx4.OK, qpRST
 				if st == qpRST {
-					want = hcr.BAD_PARAM
+					want = mlx4.BAD_PARAM
 				}
 			case st == qpRST:
-				want, to = hcr.RESOURCE_BUSY, qpRST
-			case op == hcr.QUERY_QP || op == hcr.SUSPEND_QP || op == hcr.UNSUSPEND_QP:
-				want, to = hcr.OK, st
+				want, to = mlx4.RESOURCE_BUSY, qpRST
+			case op == mlx4.QUERY_QP || op == mlx4.SUSPEND_QP || op == mlx4.UNSUSPEND_QP:
+				want, to = mlx4.OK, st
 			default:
 				tr := qpTransitions[op]
-				want, to = hcr.BAD_PARAM, st
+				want, to = mlx4.BAD_PARAM, st
 				if tr.from&(1<<st) != 0 {
-					want, to = hcr.OK, tr.to
+					want, to = mlx4.OK, tr.to
 				}
 			}
 			var ctx *qpc
@@ -515,14 +515,14 @@ func TestQPVerify(t *testing.T) {
 	v := r.vf(0)
 	_, qpn, q := setupQP(t, v)
 	q.rateLimit = 5
-	wantS(t, "rate limit", v.qpCmd(hcr.INIT2RTR_QP, qpn, &q), hcr.BAD_OP)
+	wantS(t, "rate limit", v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q), mlx4.BAD_OP)
 	q.rateLimit = 0
 	q.optpar = optPriAddrPath
 	q.mgid = 1
-	wantS(t, "IB mgid_index 1", v.qpCmd(hcr.INIT2RTR_QP, qpn, &q), hcr.BAD_PARAM)
+	wantS(t, "IB mgid_index 1", v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q), mlx4.BAD_PARAM)
 	q.mgid = 0
-	v.must(v.qpCmd(hcr.INIT2RTR_QP, qpn, &q), "INIT2RTR")
-	out := v.cmd(hcr.QUERY_QP, 0, qpn, 0, nil, true)
+	v.must(v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q), "INIT2RTR")
+	out := v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)
 	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
 	if out.Outbox[qpcMGID] != 1 { // slave & 0x7f for IB
 		t.Fatalf("mgid rewritten to %d", out.Outbox[qpcMGID])
@@ -531,23 +531,23 @@ func TestQPVerify(t *testing.T) {
 	cq2 := v.createCQ()
 	qpn2, q2 := v.newQP(cq2)
 	q2.vfPort = 2
-	v.must(v.qpCmd(hcr.RST2INIT_QP, qpn2, &q2), "RST2INIT eth")
+	v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn2, &q2), "RST2INIT eth")
 	q2.smac = 0
-	wantS(t, "unregistered smac", v.qpCmd(hcr.INIT2RTR_QP, qpn2, &q2), hcr.BAD_PARAM)
-	c := v.cmd(hcr.ALLOC_RES, 0x0002c9aabbcc, uint32(restrack.MAC)|2<<8, resOpReserveAndMap, nil, false)
+	wantS(t, "unregistered smac", v.qpCmd(mlx4.INIT2RTR_QP, qpn2, &q2), mlx4.BAD_PARAM)
+	c := v.cmd(mlx4.ALLOC_RES, 0x0002c9aabbcc, uint32(restrack.MAC)|2<<8, resOpReserveAndMap, nil, false)
 	v.must(v.run((*HCA).ALLOC_RES, c), "MAC")
 	idx := uint32(c.OutParam)
 	q2.smac = uint8(idx)
-	v.must(v.qpCmd(hcr.INIT2RTR_QP, qpn2, &q2), "INIT2RTR with own smac")
+	v.must(v.qpCmd(mlx4.INIT2RTR_QP, qpn2, &q2), "INIT2RTR with own smac")
 	// Another VF's MAC index is not usable.
 	w := r.vf(1)
 	w.setupEQ(1, 4)
 	wcq := w.createCQ()
 	wq, wc := w.newQP(wcq)
 	wc.vfPort = 2
-	w.must(w.qpCmd(hcr.RST2INIT_QP, wq, &wc), "VF 1 RST2INIT")
+	w.must(w.qpCmd(mlx4.RST2INIT_QP, wq, &wc), "VF 1 RST2INIT")
 	wc.smac = uint8(idx)
-	wantS(t, "VF 0's smac index", w.qpCmd(hcr.INIT2RTR_QP, wq, &wc), hcr.BAD_PARAM)
+	wantS(t, "VF 0's smac index", w.qpCmd(mlx4.INIT2RTR_QP, wq, &wc), mlx4.BAD_PARAM)
 }
 
 func TestQPAttachHoldsQP(t *testing.T) {
@@ -556,9 +556,9 @@ func TestQPAttachHoldsQP(t *testing.T) {
 	_, qpn, _ := setupQP(t, v)
 	gid := make([]byte, 16)
 	gid[0] = 0xff
-	v.must(v.run((*HCA).QP_ATTACH, v.cmd(hcr.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
-	wantS(t, "attach by VF 1", r.vf(1).run((*HCA).QP_ATTACH, r.vf(1).cmd(hcr.QP_ATTACH, 0, qpn, 1, gid, false)), hcr.BAD_OP)
-	v.must(v.qpCmd(hcr.TWO_RST_QP, qpn, nil), "2RST")
+	v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
+	wantS(t, "attach by VF 1", r.vf(1).run((*HCA).QP_ATTACH, r.vf(1).cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), mlx4.BAD_OP)
+	v.must(v.qpCmd(mlx4.TWO_RST_QP, qpn, nil), "2RST")
 	v.must(v.free(restrack.QP, resOpMapICM, uint64(qpn)), "unmap")
 	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free after 2RST detached")
 }
@@ -569,20 +569,20 @@ func TestSpecialProxyQP(t *testing.T) {
 	own := uint64(BaseProxySQPN + 8*1)
 	v.mustAlloc(restrack.QP, resOpMapICM, own)
 	_, s := v.alloc(restrack.QP, resOpMapICM, uint64(BaseProxySQPN+8*2))
-	wantS(t, "VF 1's proxy QP", s, hcr.INTERNAL_ERR)
+	wantS(t, "VF 1's proxy QP", s, mlx4.INTERNAL_ERR)
 	// Its Q_Key is the reserved one whatever the VF writes.
 	v.setupEQ(1, 4)
 	cq := v.createCQ()
 	q := qpc{st: stUD, scq: cq, rcq: cq, mtt: v.mtt(0), sqLog: 3, rqLog: 3}
 	in := q.bytes()
 	binary.BigEndian.PutUint32(in[qpcQKey:], 0x1234)
-	v.must(v.run((*HCA).RST2INIT_QP, v.cmd(hcr.RST2INIT_QP, 0, uint32(own), 0, in, false)), "RST2INIT proxy")
-	out := v.cmd(hcr.QUERY_QP, 0, uint32(own), 0, nil, true)
+	v.must(v.run((*HCA).RST2INIT_QP, v.cmd(mlx4.RST2INIT_QP, 0, uint32(own), 0, in, false)), "RST2INIT proxy")
+	out := v.cmd(mlx4.QUERY_QP, 0, uint32(own), 0, nil, true)
 	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP proxy")
 	if k := binary.BigEndian.Uint32(out.Outbox[qpcQKey:]); k != reservedQKeyBase+8 {
 		t.Fatalf("proxy Q_Key %#x", k)
 	}
-	v.must(v.qpCmd(hcr.TWO_RST_QP, uint32(own), nil), "2RST proxy")
+	v.must(v.qpCmd(mlx4.TWO_RST_QP, uint32(own), nil), "2RST proxy")
 	v.must(v.free(restrack.QP, resOpMapICM, own), "unmap proxy")
 	if n := r.h.Counts(0)[restrack.QP]; n != 0 {
 		t.Fatalf("proxy QP still tracked: %d", n)
@@ -598,20 +598,20 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 	page := v.page
 	v.setupEQ(3, 2) // 4 entries
 	for i := range 4 {
-		e := CompletionEQE(uint16(i+1), hcr.BAD_PARAM, 0x1122334455667788)
-		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
+		e := CompletionEQE(uint16(i+1), mlx4.BAD_PARAM, 0x1122334455667788)
+		if err := r.h.PostEQE(0, mlx4.EventCmd, &e); err != nil {
 			t.Fatalf("EQE %d: %v", i, err)
 		}
 	}
-	e := CompletionEQE(5, hcr.OK, 0)
-	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	e := CompletionEQE(5, mlx4.OK, 0)
+	if err := r.h.PostEQE(0, mlx4.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("5th EQE on a 4-entry EQ: %v", err)
 	}
 	if n := r.h.Stats(0).Overruns.Load(); n != 1 {
 		t.Fatalf("overruns %d", n)
 	}
 	got := v.readEQE(page, 1)
-	if got[eqeType] != hcr.EventCmd || binary.BigEndian.Uint16(got[eqeToken:]) != 2 || got[eqeStatus] != byte(hcr.BAD_PARAM) ||
+	if got[eqeType] != mlx4.EventCmd || binary.BigEndian.Uint16(got[eqeToken:]) != 2 || got[eqeStatus] != byte(mlx4.BAD_PARAM) ||
 		binary.BigEndian.Uint64(got[eqeOutParam:]) != 0x1122334455667788 || got[eqeOwner]&0x80 != 0 || got[eqeSlaveID] != 1 {
 		t.Fatalf("EQE 1 = % x", got)
 	}
@@ -620,12 +620,12 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		e := CompletionEQE(uint16(10+i), hcr.OK, 0)
-		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
+		e := CompletionEQE(uint16(10+i), mlx4.OK, 0)
+		if err := r.h.PostEQE(0, mlx4.EventCmd, &e); err != nil {
 			t.Fatalf("after doorbell, EQE %d: %v", i, err)
 		}
 	}
-	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	if err := r.h.PostEQE(0, mlx4.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("full again: %v", err)
 	}
 	got = v.readEQE(page, 0)
@@ -636,13 +636,13 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 		t.Fatalf("EQEs %d", n)
 	}
 	// QUERY_EQ shows the indexes.
-	q := v.cmd(hcr.QUERY_EQ, 0, 3, 0, nil, true)
+	q := v.cmd(mlx4.QUERY_EQ, 0, 3, 0, nil, true)
 	v.must(v.run((*HCA).QUERY_EQ, q), "QUERY_EQ")
 	if binary.BigEndian.Uint32(q.Outbox[eqcProducer:]) != 6 || binary.BigEndian.Uint32(q.Outbox[eqcConsumer:]) != 2 {
 		t.Fatal("QUERY_EQ indexes")
 	}
 	// VF 1 has nothing mapped.
-	if err := r.h.PostEQE(1, hcr.EventCmd, &e); !errors.Is(err, ErrNoEQ) || r.h.HasEQ(1, hcr.EventCmd) {
+	if err := r.h.PostEQE(1, mlx4.EventCmd, &e); !errors.Is(err, ErrNoEQ) || r.h.HasEQ(1, mlx4.EventCmd) {
 		t.Fatalf("VF 1: %v", err)
 	}
 	// Writing an EQE, and refusing one for a VF with no EQ, allocate
@@ -652,11 +652,11 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 	var failed error
 	allocs := testing.AllocsPerRun(50, func() {
 		_ = r.h.EQDoorbell(0, 3, ci)
-		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil && failed == nil {
+		if err := r.h.PostEQE(0, mlx4.EventCmd, &e); err != nil && failed == nil {
 			failed = err
 		}
 		ci++
-		_ = r.h.PostEQE(1, hcr.EventCmd, &e)
+		_ = r.h.PostEQE(1, mlx4.EventCmd, &e)
 	})
 	if failed != nil {
 		t.Fatalf("PostEQE with room in the EQ: %v", failed)
@@ -670,26 +670,26 @@ func TestEQRingChecked(t *testing.T) {
 	r := newRig(t, 1, nil)
 	v := r.vf(0)
 	outside := v.mtt(0, testWindow) // one page beyond the window
-	c := v.cmd(hcr.SW2HW_EQ, 0, 1, 0, eqContext(4, outside), false)
-	wantS(t, "ring outside the window", v.run((*HCA).SW2HW_EQ, c), hcr.BAD_PARAM)
-	if c.Reason != hcr.ReasonMTT {
+	c := v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, eqContext(4, outside), false)
+	wantS(t, "ring outside the window", v.run((*HCA).SW2HW_EQ, c), mlx4.BAD_PARAM)
+	if c.Reason != mlx4.ReasonMTT {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	unwritten := v.mtt(0)
-	wantS(t, "MTT never written", v.run((*HCA).SW2HW_EQ, v.cmd(hcr.SW2HW_EQ, 0, 1, 0, eqContext(4, unwritten), false)), hcr.BAD_PARAM)
-	wantS(t, "ring bigger than its MTT", v.run((*HCA).SW2HW_EQ, v.cmd(hcr.SW2HW_EQ, 0, 1, 0, eqContext(8, outside), false)), hcr.BAD_OP)
-	wantS(t, "eqn 1024", v.run((*HCA).SW2HW_EQ, v.cmd(hcr.SW2HW_EQ, 0, 1024, 0, eqContext(4, unwritten), false)), hcr.BAD_PARAM)
+	wantS(t, "MTT never written", v.run((*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, eqContext(4, unwritten), false)), mlx4.BAD_PARAM)
+	wantS(t, "ring bigger than its MTT", v.run((*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, eqContext(8, outside), false)), mlx4.BAD_OP)
+	wantS(t, "eqn 1024", v.run((*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, 1024, 0, eqContext(4, unwritten), false)), mlx4.BAD_PARAM)
 	if n := r.h.Counts(0)[restrack.EQ]; n != 0 {
 		t.Fatalf("failed SW2HW_EQ left %d EQs", n)
 	}
-	wantS(t, "MAP_EQ to no EQ", v.run((*HCA).MAP_EQ, v.cmd(hcr.MAP_EQ, 1<<hcr.EventCmd, 1, 0, nil, false)), hcr.BAD_PARAM)
+	wantS(t, "MAP_EQ to no EQ", v.run((*HCA).MAP_EQ, v.cmd(mlx4.MAP_EQ, 1<<mlx4.EventCmd, 1, 0, nil, false)), mlx4.BAD_PARAM)
 	v.setupEQ(1, 4)
-	wantS(t, "SW2HW_EQ twice", v.createEQ(1, 4), hcr.INTERNAL_ERR)
-	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(hcr.HW2SW_EQ, 0, 1, 0, nil, false)), "HW2SW_EQ")
-	if r.h.HasEQ(0, hcr.EventCmd) {
+	wantS(t, "SW2HW_EQ twice", v.createEQ(1, 4), mlx4.INTERNAL_ERR)
+	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(mlx4.HW2SW_EQ, 0, 1, 0, nil, false)), "HW2SW_EQ")
+	if r.h.HasEQ(0, mlx4.EventCmd) {
 		t.Fatal("event map still points at a destroyed EQ")
 	}
-	wantS(t, "QUERY_EQ gone", v.run((*HCA).QUERY_EQ, v.cmd(hcr.QUERY_EQ, 0, 1, 0, nil, true)), hcr.INTERNAL_ERR)
+	wantS(t, "QUERY_EQ gone", v.run((*HCA).QUERY_EQ, v.cmd(mlx4.QUERY_EQ, 0, 1, 0, nil, true)), mlx4.INTERNAL_ERR)
 }
 
 func TestAsyncEventsRouteToOwner(t *testing.T) {
@@ -700,21 +700,21 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 	apage, bpage := a.page, b.page
 	_, aqp, _ := setupQP(t, a)
 	bcq, _, _ := setupQP(t, b)
-	if err := r.h.QPEvent(aqp, hcr.EventCommEst); err != nil {
+	if err := r.h.QPEvent(aqp, mlx4.EventCommEst); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.h.CQError(bcq, 1); err != nil {
 		t.Fatal(err)
 	}
 	e := a.readEQE(apage, 0)
-	if e[eqeType] != hcr.EventCommEst || binary.BigEndian.Uint32(e[eqeData:]) != aqp {
+	if e[eqeType] != mlx4.EventCommEst || binary.BigEndian.Uint32(e[eqeData:]) != aqp {
 		t.Fatalf("VF 0 EQE % x", e)
 	}
 	e = b.readEQE(bpage, 0)
-	if e[eqeType] != hcr.EventCQError || binary.BigEndian.Uint32(e[eqeData:]) != bcq || e[eqeStatus] != 1 {
+	if e[eqeType] != mlx4.EventCQError || binary.BigEndian.Uint32(e[eqeData:]) != bcq || e[eqeStatus] != 1 {
 		t.Fatalf("VF 1 EQE % x", e)
 	}
-	if err := r.h.QPEvent(0x7ffff0, hcr.EventCommEst); !errors.Is(err, restrack.ErrNotFound) {
+	if err := r.h.QPEvent(0x7ffff0, mlx4.EventCommEst); !errors.Is(err, restrack.ErrNotFound) {
 		t.Fatalf("untracked QP: %v", err)
 	}
 	// Port 2 changes: VF 0 and VF 1 (ports [1 2]) get it as their port 2;
@@ -724,7 +724,7 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 		t.Fatalf("port change to %d VFs, %v", n, err)
 	}
 	e = a.readEQE(apage, 1)
-	if e[eqeType] != hcr.EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[eqeSubtype] != 4 {
+	if e[eqeType] != mlx4.EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[eqeSubtype] != 4 {
 		t.Fatalf("port change EQE % x", e)
 	}
 	if r.h.Stats(2).NoEQ.Load() != 1 {
@@ -736,38 +736,38 @@ func TestMACVLANAndCounters(t *testing.T) {
 	r := newRig(t, 2, nil)
 	a, b := r.vf(0), r.vf(1)
 	mac := uint64(0x0002c9010203)
-	c := a.cmd(hcr.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
+	c := a.cmd(mlx4.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
 	a.must(a.run((*HCA).ALLOC_RES, c), "MAC")
 	idx := int(uint32(c.OutParam))
-	c = b.cmd(hcr.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
+	c = b.cmd(mlx4.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
 	b.must(b.run((*HCA).ALLOC_RES, c), "same MAC by VF 1")
 	if r.h.fw.ports[0].mac[idx].refs != 2 {
 		t.Fatal("shared MAC table entry not refcounted")
 	}
 	// Old API: port in out_param.
-	c = a.cmd(hcr.ALLOC_RES, mac+1, uint32(restrack.MAC), resOpReserveAndMap, nil, false)
+	c = a.cmd(mlx4.ALLOC_RES, mac+1, uint32(restrack.MAC), resOpReserveAndMap, nil, false)
 	c.OutParam = 1
 	a.must(a.run((*HCA).ALLOC_RES, c), "MAC old API")
-	wantS(t, "FREE MAC VF 1 never had", b.free(restrack.MAC, resOpReserveAndMap, mac+1), hcr.BAD_PARAM)
+	wantS(t, "FREE MAC VF 1 never had", b.free(restrack.MAC, resOpReserveAndMap, mac+1), mlx4.BAD_PARAM)
 	r.h.ResetFunction(0)
 	if r.h.fw.ports[0].mac[idx].refs != 1 {
 		t.Fatalf("after VF 0's reset the entry has %d refs", r.h.fw.ports[0].mac[idx].refs)
 	}
 	// VLAN old API is a no-op success.
-	a.must(a.run((*HCA).ALLOC_RES, a.cmd(hcr.ALLOC_RES, 5, uint32(restrack.VLAN), resOpReserveAndMap, nil, false)), "VLAN old API")
+	a.must(a.run((*HCA).ALLOC_RES, a.cmd(mlx4.ALLOC_RES, 5, uint32(restrack.VLAN), resOpReserveAndMap, nil, false)), "VLAN old API")
 	cnt := a.mustAlloc(restrack.Counter, resOpReserve, 0)
-	a.must(a.run((*HCA).QUERY_IF_STAT, a.cmd(hcr.QUERY_IF_STAT, 0, cnt, 0, nil, true)), "QUERY_IF_STAT")
-	wantS(t, "QUERY_IF_STAT of VF 0's counter", b.run((*HCA).QUERY_IF_STAT, b.cmd(hcr.QUERY_IF_STAT, 0, cnt, 0, nil, true)), hcr.BAD_OP)
-	wantS(t, "FREE_RES counter of VF 0", b.free(restrack.Counter, resOpReserve, uint64(cnt)), hcr.BAD_OP)
+	a.must(a.run((*HCA).QUERY_IF_STAT, a.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), "QUERY_IF_STAT")
+	wantS(t, "QUERY_IF_STAT of VF 0's counter", b.run((*HCA).QUERY_IF_STAT, b.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), mlx4.BAD_OP)
+	wantS(t, "FREE_RES counter of VF 0", b.free(restrack.Counter, resOpReserve, uint64(cnt)), mlx4.BAD_OP)
 	b.must(b.free(restrack.Counter, resOpReserve, uint64(r.h.Cfg.Resources.Counters-1)), "sink counter")
-	wantS(t, "ALLOC_RES EQ", a.run((*HCA).ALLOC_RES, a.cmd(hcr.ALLOC_RES, 0, uint32(restrack.EQ), 0, nil, false)), hcr.BAD_PARAM)
-	wantS(t, "ALLOC_RES CQ RESERVE", a.run((*HCA).ALLOC_RES, a.cmd(hcr.ALLOC_RES, 0, uint32(restrack.CQ), 0, nil, false)), hcr.BAD_PARAM)
-	wantS(t, "CONFIG_DEV set", a.run((*HCA).CONFIG_DEV, a.cmd(hcr.CONFIG_DEV, 0, 0, 0, nil, true)), hcr.BAD_OP)
-	a.must(a.run((*HCA).CONFIG_DEV, a.cmd(hcr.CONFIG_DEV, 0, 0, 1, nil, true)), "CONFIG_DEV get")
+	wantS(t, "ALLOC_RES EQ", a.run((*HCA).ALLOC_RES, a.cmd(mlx4.ALLOC_RES, 0, uint32(restrack.EQ), 0, nil, false)), mlx4.BAD_PARAM)
+	wantS(t, "ALLOC_RES CQ RESERVE", a.run((*HCA).ALLOC_RES, a.cmd(mlx4.ALLOC_RES, 0, uint32(restrack.CQ), 0, nil, false)), mlx4.BAD_PARAM)
+	wantS(t, "CONFIG_DEV set", a.run((*HCA).CONFIG_DEV, a.cmd(mlx4.CONFIG_DEV, 0, 0, 0, nil, true)), mlx4.BAD_OP)
+	a.must(a.run((*HCA).CONFIG_DEV, a.cmd(mlx4.CONFIG_DEV, 0, 0, 1, nil, true)), "CONFIG_DEV get")
 }
 
 func TestCompletionEQELayout(t *testing.T) {
-	e := CompletionEQE(0xbeef, hcr.RESOURCE_BUSY, 0x0102030405060708)
+	e := CompletionEQE(0xbeef, mlx4.RESOURCE_BUSY, 0x0102030405060708)
 	want := [EQESize]byte{1: 0x0a, 6: 0xbe, 7: 0xef, 0x0f: 0x06, 0x10: 1, 2, 3, 4, 5, 6, 7, 8}
 	if e != want {
 		t.Fatalf("% x", e)
@@ -780,16 +780,16 @@ func TestResetFunction(t *testing.T) {
 		_, qpn, _ := setupQP(t, v)
 		v.createSRQ()
 		gid := make([]byte, 16)
-		v.must(v.run((*HCA).QP_ATTACH, v.cmd(hcr.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
+		v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
 		mpt := v.mustAlloc(restrack.MPT, resOpReserve, 0)
 		v.mustAlloc(restrack.MPT, resOpMapICM, uint64(mpt))
 		mtt := v.mtt(1)
-		v.must(v.run((*HCA).SW2HW_MPT, v.cmd(hcr.SW2HW_MPT, 0, mpt, 0, mptEntry(mptRegion, 0, mtt, 2), false)), "MPT")
-		c := v.cmd(hcr.ALLOC_RES, 0x0002c9000000|uint64(v.n), uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
+		v.must(v.run((*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mptRegion, 0, mtt, 2), false)), "MPT")
+		c := v.cmd(mlx4.ALLOC_RES, 0x0002c9000000|uint64(v.n), uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
 		v.must(v.run((*HCA).ALLOC_RES, c), "MAC")
 		v.mustAlloc(restrack.Counter, resOpReserve, 0)
 		v.mustAlloc(restrack.XRCD, resOpReserve, 0)
-		v.must(v.run((*HCA).INIT_PORT, v.cmd(hcr.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT")
+		v.must(v.run((*HCA).INIT_PORT, v.cmd(mlx4.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT")
 	}
 	vfs := []*vf{r.vf(0), r.vf(1), r.vf(2)}
 	for _, v := range vfs {
@@ -809,7 +809,7 @@ func TestResetFunction(t *testing.T) {
 			t.Fatalf("VF 1 still charged %d %v", n, ty)
 		}
 	}
-	if r.h.HasEQ(1, hcr.EventCmd) || r.h.PortOpen(1, 1) {
+	if r.h.HasEQ(1, mlx4.EventCmd) || r.h.PortOpen(1, 1) {
 		t.Fatal("VF 1's event map or port survived the reset")
 	}
 	if fingerprint(r.h, 0) != before0 || fingerprint(r.h, 2) != before2 {
@@ -864,24 +864,24 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	cq, qpn, q := setupQP(t, v)
 	mpt := v.mustAlloc(restrack.MPT, resOpReserve, 0)
 	v.mustAlloc(restrack.MPT, resOpMapICM, uint64(mpt))
-	v.must(v.run((*HCA).SW2HW_MPT, v.cmd(hcr.SW2HW_MPT, 0, mpt, 0, mptEntry(mptRegion, 0, q.mtt, 1), false)), "MPT")
+	v.must(v.run((*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mptRegion, 0, q.mtt, 1), false)), "MPT")
 	in := q.bytes()
 	cmds := []struct {
 		f exec
-		c *hcr.Cmd
+		c *mlx4.Cmd
 	}{
-		{(*HCA).QUERY_QP, v.cmd(hcr.QUERY_QP, 0, qpn, 0, nil, true)},
-		{(*HCA).INIT2INIT_QP, v.cmd(hcr.INIT2INIT_QP, 0, qpn, 0, in, false)},
-		{(*HCA).SUSPEND_QP, v.cmd(hcr.SUSPEND_QP, 0, qpn, 0, nil, false)},
-		{(*HCA).QUERY_CQ, v.cmd(hcr.QUERY_CQ, 0, cq, 0, nil, true)},
-		{(*HCA).QUERY_MPT, v.cmd(hcr.QUERY_MPT, 0, mpt, 0, nil, true)},
-		{(*HCA).QUERY_EQ, v.cmd(hcr.QUERY_EQ, 0, 1, 0, nil, true)},
-		{(*HCA).WRITE_MTT, v.cmd(hcr.WRITE_MTT, 0, 1, 0, make([]byte, 24), false)},
+		{(*HCA).QUERY_QP, v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)},
+		{(*HCA).INIT2INIT_QP, v.cmd(mlx4.INIT2INIT_QP, 0, qpn, 0, in, false)},
+		{(*HCA).SUSPEND_QP, v.cmd(mlx4.SUSPEND_QP, 0, qpn, 0, nil, false)},
+		{(*HCA).QUERY_CQ, v.cmd(mlx4.QUERY_CQ, 0, cq, 0, nil, true)},
+		{(*HCA).QUERY_MPT, v.cmd(mlx4.QUERY_MPT, 0, mpt, 0, nil, true)},
+		{(*HCA).QUERY_EQ, v.cmd(mlx4.QUERY_EQ, 0, 1, 0, nil, true)},
+		{(*HCA).WRITE_MTT, v.cmd(mlx4.WRITE_MTT, 0, 1, 0, make([]byte, 24), false)},
 	}
 	binary.BigEndian.PutUint64(cmds[len(cmds)-1].c.Inbox[:], uint64(q.mtt))
 	for _, x := range cmds {
 		inbox := x.c.Inbox
-		var saved [hcr.MailboxSize]byte
+		var saved [mlx4.MailboxSize]byte
 		if inbox != nil {
 			saved = *inbox
 		}
@@ -889,7 +889,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 			if inbox != nil {
 				*inbox = saved // executors rewrite the shadow (P_Key, port)
 			}
-			if s := x.f(r.h, x.c); s != hcr.OK {
+			if s := x.f(r.h, x.c); s != mlx4.OK {
 				t.Fatalf("%v: %v", x.c.Op, s)
 			}
 		})
@@ -911,24 +911,24 @@ func TestDoorbellReader(t *testing.T) {
 		reads++
 		return word[eqn], vf == 0
 	})
-	e := CompletionEQE(1, hcr.OK, 0)
+	e := CompletionEQE(1, mlx4.OK, 0)
 	for i := range 2 {
-		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
+		if err := r.h.PostEQE(0, mlx4.EventCmd, &e); err != nil {
 			t.Fatalf("EQE %d: %v", i, err)
 		}
 	}
 	if reads != 0 {
 		t.Fatalf("doorbell read %d times before the ring looked full", reads)
 	}
-	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	if err := r.h.PostEQE(0, mlx4.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("nothing consumed: %v", err)
 	}
 	word[3] = 1 | 1<<31
-	if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
+	if err := r.h.PostEQE(0, mlx4.EventCmd, &e); err != nil {
 		t.Fatalf("after consuming one: %v", err)
 	}
 	word[3] = 0x00ffffff // ahead of the producer: treated as full
-	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	if err := r.h.PostEQE(0, mlx4.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("bogus consumer index: %v", err)
 	}
 	if n := r.h.Stats(0).Overruns.Load(); n != 2 {
@@ -938,18 +938,18 @@ func TestDoorbellReader(t *testing.T) {
 	// left from its earlier life (1): two EQEs, then an overrun, until the
 	// VF writes the word again.
 	word[3] = 1
-	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(hcr.HW2SW_EQ, 0, 3, 0, nil, false)), "HW2SW_EQ")
+	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(mlx4.HW2SW_EQ, 0, 3, 0, nil, false)), "HW2SW_EQ")
 	v.setupEQ(3, 1)
 	for i := range 2 {
-		if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
+		if err := r.h.PostEQE(0, mlx4.EventCmd, &e); err != nil {
 			t.Fatalf("new EQ, EQE %d: %v", i, err)
 		}
 	}
-	if err := r.h.PostEQE(0, hcr.EventCmd, &e); !errors.Is(err, ErrOverrun) {
+	if err := r.h.PostEQE(0, mlx4.EventCmd, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("stale doorbell trusted: %v", err)
 	}
 	word[3] = 2
-	if err := r.h.PostEQE(0, hcr.EventCmd, &e); err != nil {
+	if err := r.h.PostEQE(0, mlx4.EventCmd, &e); err != nil {
 		t.Fatalf("after the VF consumed two: %v", err)
 	}
 }

@@ -3,7 +3,7 @@ package hca
 import (
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // resourceExecutors are the executors of this package's resource files.
@@ -36,7 +36,7 @@ func TestExecutorsSurviveMissingMailboxesAndBadVFs(t *testing.T) {
 	for name, f := range resourceExecutors {
 		for _, vfn := range []int{0, -1, 2, 1 << 20} {
 			for opmod := uint8(0); opmod < 3; opmod++ {
-				c := &hcr.Cmd{VF: vfn, OpMod: opmod, InMod: 1 << 8, Token: 1}
+				c := &mlx4.Cmd{VF: vfn, OpMod: opmod, InMod: 1 << 8, Token: 1}
 				func() {
 					defer func() {
 						if p := recover(); p != nil {
@@ -44,7 +44,7 @@ func TestExecutorsSurviveMissingMailboxesAndBadVFs(t *testing.T) {
 						}
 					}()
 					s := f(r.h, c)
-					if vfn != 0 && s == hcr.OK && name != "HW_HEALTH_CHECK" && name != "SYNC_TPT" &&
+					if vfn != 0 && s == mlx4.OK && name != "HW_HEALTH_CHECK" && name != "SYNC_TPT" &&
 						name != "CONF_SPECIAL_QP" && name != "INFORM_FLR_DONE" {
 						t.Errorf("%s from VF %d: OK", name, vfn)
 					}

@@ -13,16 +13,16 @@ package hca
 import (
 	"encoding/binary"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // mttRefuse maps an MTT check error: a range outside the allocation is
 // BAD_OP (check_mtt_range's -EPERM), reason MTT.
-func mttRefuse(c *hcr.Cmd, err error) hcr.Status {
+func mttRefuse(c *mlx4.Cmd, err error) mlx4.Status {
 	s := restrack.Refuse(c, err)
-	if c.Reason == hcr.ReasonRange || c.Reason == hcr.ReasonNotOwner || c.Reason == hcr.ReasonNotFound {
-		c.Reason = hcr.ReasonMTT
+	if c.Reason == mlx4.ReasonRange || c.Reason == mlx4.ReasonNotOwner || c.Reason == mlx4.ReasonNotFound {
+		c.Reason = mlx4.ReasonMTT
 	}
 	return s
 }
@@ -33,8 +33,8 @@ func mttRefuse(c *hcr.Cmd, err error) hcr.Status {
 // function (PD bits 23:17 neither 0 nor VF+1) and fast-reg with bind enable
 // are BAD_OP; a non-physical MPT's MTT range must lie in one MTT allocation
 // of the VF (BAD_OP, reason MTT) and gains a reference.
-func (h *HCA) SW2HW_MPT(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	id := h.Res.MPTID(c.InMod)
@@ -43,22 +43,22 @@ func (h *HCA) SW2HW_MPT(c *hcr.Cmd) hcr.Status {
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
-	fail := func(s hcr.Status, r hcr.Reason) hcr.Status {
+	fail := func(s mlx4.Status, r mlx4.Reason) mlx4.Status {
 		h.Res.AbortMove(o)
 		return c.Refuse(s, r)
 	}
 	if !m.region {
-		return fail(hcr.BAD_OP, hcr.ReasonContext)
+		return fail(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
 	if m.pdSlave != 0 && m.pdSlave-1 != c.VF+1 {
-		return fail(hcr.BAD_OP, hcr.ReasonNotOwner)
+		return fail(mlx4.BAD_OP, mlx4.ReasonNotOwner)
 	}
 	if m.pdFlags&mptFastReg != 0 && m.flags&mptBindEn != 0 {
-		return fail(hcr.BAD_OP, hcr.ReasonContext)
+		return fail(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
 	if !m.physical {
 		if m.mttSize > 1<<30 {
-			return fail(hcr.BAD_OP, hcr.ReasonMTT)
+			return fail(mlx4.BAD_OP, mlx4.ReasonMTT)
 		}
 		mtt, err := h.Res.MTTRange(c.VF, m.mttBase, int(m.mttSize))
 		if err != nil {
@@ -78,13 +78,13 @@ func (h *HCA) SW2HW_MPT(c *hcr.Cmd) hcr.Status {
 	copy(obj.entry[:], c.Inbox[:mptSize])
 	obj.valid = true
 	h.Res.EndMove(o)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // HW2SW_MPT takes an MPT back from hardware (HW→MAPPED) and drops its MTT
 // reference. Not in HW → BAD_PARAM.
-func (h *HCA) HW2SW_MPT(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, false); s != hcr.OK {
+func (h *HCA) HW2SW_MPT(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
 	}
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, h.Res.MPTID(c.InMod), restrack.Mapped)
@@ -93,14 +93,14 @@ func (h *HCA) HW2SW_MPT(c *hcr.Cmd) hcr.Status {
 	}
 	h.Res.DropDeps(o)
 	h.Res.EndMove(o)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // QUERY_MPT returns the MPT entry: in HW, or MAPPED (mlx4 copies the entry
 // from its ICM then, so re-registration works from SW state); any other
 // state → RESOURCE_BUSY.
-func (h *HCA) QUERY_MPT(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, true); s != hcr.OK {
+func (h *HCA) QUERY_MPT(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, true); s != mlx4.OK {
 		return s
 	}
 	id := h.Res.MPTID(c.InMod)
@@ -110,12 +110,12 @@ func (h *HCA) QUERY_MPT(c *hcr.Cmd) hcr.Status {
 	}
 	defer h.Res.Put(o)
 	if st := o.From(); st != restrack.QPHW && st != restrack.Mapped {
-		return c.Refuse(hcr.RESOURCE_BUSY, hcr.ReasonBadState)
+		return c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
 	}
 	if obj := h.fw.mpts[id]; obj != nil {
 		copy(c.Outbox[:], obj.entry[:])
 	}
-	return hcr.OK
+	return mlx4.OK
 }
 
 // WRITE_MTT writes MTT entries (mlx4_WRITE_MTT_wrapper): in_modifier
@@ -123,13 +123,13 @@ func (h *HCA) QUERY_MPT(c *hcr.Cmd) hcr.Status {
 // range inside one MTT allocation of the VF (else BAD_OP, reason MTT).
 // Stricter than Linux: 16 + 8*n must fit the 4 KiB mailbox (else
 // BAD_PARAM, reason range). Entries are stored with the present bit set.
-func (h *HCA) WRITE_MTT(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, true, false); s != hcr.OK {
+func (h *HCA) WRITE_MTT(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	n := int(c.InMod)
 	if n < 0 || n > maxWriteMTT || c.InMod > maxWriteMTT {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonRange)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
 	}
 	start := binary.BigEndian.Uint64(c.Inbox[0:])
 	o, err := h.Res.ContainingMTT(c.VF, start, n)
@@ -142,7 +142,7 @@ func (h *HCA) WRITE_MTT(c *hcr.Cmd) hcr.Status {
 		v := binary.BigEndian.Uint64(c.Inbox[16+8*i:])
 		ents[off+uint64(i)] = v&^1 | 1
 	}
-	return hcr.OK
+	return mlx4.OK
 }
 
 // mttEntries returns (allocating on first use) the entries of an MTT
@@ -169,12 +169,12 @@ func (h *HCA) mttRead(o *restrack.Object, i uint64) uint64 {
 // it to the VF's own allocations: in_param = first entry, in_modifier =
 // count (≤ 510), entries BE64 from outbox offset 16 like WRITE_MTT's inbox;
 // out of range → BAD_OP, reason MTT.
-func (h *HCA) READ_MTT(c *hcr.Cmd) hcr.Status {
-	if s := h.pre(c, false, true); s != hcr.OK {
+func (h *HCA) READ_MTT(c *mlx4.Cmd) mlx4.Status {
+	if s := h.pre(c, false, true); s != mlx4.OK {
 		return s
 	}
 	if c.InMod > maxWriteMTT {
-		return c.Refuse(hcr.BAD_PARAM, hcr.ReasonRange)
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
 	}
 	n := int(c.InMod)
 	o, err := h.Res.ContainingMTT(c.VF, c.InParam, n)
@@ -186,8 +186,8 @@ func (h *HCA) READ_MTT(c *hcr.Cmd) hcr.Status {
 	for i := range n {
 		binary.BigEndian.PutUint64(c.Outbox[16+8*i:], h.mttRead(o, off+uint64(i)))
 	}
-	return hcr.OK
+	return mlx4.OK
 }
 
 // SYNC_TPT is native in mlx4 (flush the TPT caches); the model has none.
-func (h *HCA) SYNC_TPT(c *hcr.Cmd) hcr.Status { return hcr.OK }
+func (h *HCA) SYNC_TPT(c *mlx4.Cmd) mlx4.Status { return mlx4.OK }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -121,23 +121,23 @@ const qpcPriCounter = qpcPriPath + 4
 // sink stays, as in mlx4. A counter the VF does not own is BAD_PARAM
 // (-EINVAL). mlx4 checks at INIT2RTR only; the model checks every
 // transition's context, since it keeps each one.
-func (h *HCA) handleCounter(c *hcr.Cmd, phys int, assign bool) hcr.Status {
+func (h *HCA) handleCounter(c *mlx4.Cmd, phys int, assign bool) mlx4.Status {
 	sink := uint64(h.Cfg.Resources.Counters - 1)
 	idx := uint64(c.Inbox[qpcPriCounter])
 	if idx != sink {
 		if _, err := h.Res.Peek(c.VF, restrack.Counter, idx); err != nil {
 			if errors.Is(err, restrack.ErrNotFound) {
-				return c.Refuse(hcr.BAD_PARAM, hcr.ReasonNotFound)
+				return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotFound)
 			}
-			return c.Refuse(hcr.BAD_PARAM, hcr.ReasonNotOwner)
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
 		}
 		if h.fw.counterPort[idx] == 0 {
 			h.fw.counterPort[idx] = phys
 		}
-		return hcr.OK
+		return mlx4.OK
 	}
 	if !assign {
-		return hcr.OK
+		return mlx4.OK
 	}
 	found := int64(-1)
 	h.Res.Walk(c.VF, func(o *restrack.Object) {
@@ -148,13 +148,13 @@ func (h *HCA) handleCounter(c *hcr.Cmd, phys int, assign bool) hcr.Status {
 	if found < 0 {
 		n, err := h.Res.Alloc(c.VF, restrack.Counter)
 		if err != nil {
-			return hcr.OK // none left for the VF: the QP counts into the sink
+			return mlx4.OK // none left for the VF: the QP counts into the sink
 		}
 		found = int64(n)
 		h.fw.counterPort[uint64(n)] = phys
 	}
 	c.Inbox[qpcPriCounter] = byte(found)
-	return hcr.OK
+	return mlx4.OK
 }
 
 // updateVportQP is update_vport_qp_param: for a QP on a port where the VF
@@ -165,7 +165,7 @@ func (h *HCA) handleCounter(c *hcr.Cmd, phys int, assign bool) hcr.Status {
 // (special, proxy, tunnel) are left alone, spoof check included, as in
 // mlx4. It rewrites the shadow inbox of a modify-QP command whose primary
 // path is on physical port phys.
-func (h *HCA) updateVportQP(c *hcr.Cmd, phys int, st uint8) {
+func (h *HCA) updateVportQP(c *mlx4.Cmd, phys int, st uint8) {
 	op := &h.fw.vfs[c.VF].vport[phys-1]
 	b := c.Inbox
 	if op.vst {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -35,14 +35,14 @@ func udToRTR(t *testing.T, v *vf, edit func(b []byte)) (uint32, []byte) {
 	cq := v.createCQ()
 	qpn, q := v.newQP(cq)
 	q.st = stUD
-	v.must(v.qpCmd(hcr.RST2INIT_QP, qpn, &q), "RST2INIT")
+	v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 	in := q.bytes()
 	binary.BigEndian.PutUint32(in[qpcParam3:], param3StripVLAN)
 	in[qpcPriVLANCtrl] = 0x7f // everything the VF might try, IF_COUNTER excluded
 	if edit != nil {
 		edit(in)
 	}
-	v.must(v.run((*HCA).INIT2RTR_QP, v.cmd(hcr.INIT2RTR_QP, 0, qpn, 0, in, false)), "INIT2RTR")
+	v.must(v.run((*HCA).INIT2RTR_QP, v.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false)), "INIT2RTR")
 	return qpn, v.r.h.fw.qps[qpn].ctx[:]
 }
 
@@ -99,7 +99,7 @@ func TestVSTSurvivesLaterTransitions(t *testing.T) {
 	qpn, _ := udToRTR(t, v, nil)
 	q := qpc{st: stUD, optpar: optPriAddrPath}
 	in := q.bytes()
-	v.must(v.run((*HCA).RTR2RTS_QP, v.cmd(hcr.RTR2RTS_QP, 0, qpn, 0, in, false)), "RTR2RTS")
+	v.must(v.run((*HCA).RTR2RTS_QP, v.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)), "RTR2RTS")
 	ctx := r.h.fw.qps[qpn].ctx
 	if ctx[qpcPriFEUP]&(feupForceVLAN|feupForceSrcMAC) != feupForceVLAN|feupForceSrcMAC || ctx[qpcPriVLANIndex] != byte(r.h.fw.vfs[0].vport[0].vlanIdx) {
 		t.Fatalf("after RTR2RTS: feup %#x vlan_index %d", ctx[qpcPriFEUP], ctx[qpcPriVLANIndex])
@@ -145,13 +145,13 @@ func TestVportResetAndTableFull(t *testing.T) {
 
 // toRTR takes a new RC QP of v to RTR with counter index idx in its
 // INIT2RTR context and returns the status and the stored counter index.
-func toRTR(t *testing.T, v *vf, cq uint32, idx byte) (uint32, hcr.Status, byte) {
+func toRTR(t *testing.T, v *vf, cq uint32, idx byte) (uint32, mlx4.Status, byte) {
 	t.Helper()
 	qpn, q := v.newQP(cq)
-	v.must(v.qpCmd(hcr.RST2INIT_QP, qpn, &q), "RST2INIT")
+	v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 	in := q.bytes()
 	in[qpcPriCounter] = idx
-	s := v.run((*HCA).INIT2RTR_QP, v.cmd(hcr.INIT2RTR_QP, 0, qpn, 0, in, false))
+	s := v.run((*HCA).INIT2RTR_QP, v.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false))
 	return qpn, s, v.r.h.fw.qps[qpn].ctx[qpcPriCounter]
 }
 
@@ -169,33 +169,33 @@ func TestQPCounter(t *testing.T) {
 	acq, bcq := a.createCQ(), b.createCQ()
 
 	_, s, got := toRTR(t, a, acq, sink)
-	if s != hcr.OK || got == sink {
+	if s != mlx4.OK || got == sink {
 		t.Fatalf("sink counter: %v, counter %d", s, got)
 	}
 	if o, err := r.h.Res.Peek(0, restrack.Counter, uint64(got)); err != nil || o == nil {
 		t.Fatalf("assigned counter %d is not VF 0's: %v", got, err)
 	}
-	if _, s, again := toRTR(t, a, acq, sink); s != hcr.OK || again != got {
+	if _, s, again := toRTR(t, a, acq, sink); s != mlx4.OK || again != got {
 		t.Fatalf("second QP on the port: %v, counter %d, want %d", s, again, got)
 	}
 	if n := r.h.Counts(0)[restrack.Counter]; n != 1 {
 		t.Fatalf("VF 0 holds %d counters, want 1", n)
 	}
 	own := byte(b.mustAlloc(restrack.Counter, resOpReserve, 0))
-	if _, s, kept := toRTR(t, b, bcq, own); s != hcr.OK || kept != own {
+	if _, s, kept := toRTR(t, b, bcq, own); s != mlx4.OK || kept != own {
 		t.Fatalf("VF 1's own counter: %v, stored %d", s, kept)
 	}
 	for _, tc := range []struct {
 		name   string
 		idx    byte
-		reason hcr.Reason
-	}{{"another VF's counter", own, hcr.ReasonNotOwner}, {"an unallocated counter", sink - 1, hcr.ReasonNotFound}} {
+		reason mlx4.Reason
+	}{{"another VF's counter", own, mlx4.ReasonNotOwner}, {"an unallocated counter", sink - 1, mlx4.ReasonNotFound}} {
 		qpn, q := a.newQP(acq)
-		a.must(a.qpCmd(hcr.RST2INIT_QP, qpn, &q), "RST2INIT")
+		a.must(a.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 		in := q.bytes()
 		in[qpcPriCounter] = tc.idx
-		c := a.cmd(hcr.INIT2RTR_QP, 0, qpn, 0, in, false)
-		if s := a.run((*HCA).INIT2RTR_QP, c); s != hcr.BAD_PARAM || c.Reason != tc.reason {
+		c := a.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false)
+		if s := a.run((*HCA).INIT2RTR_QP, c); s != mlx4.BAD_PARAM || c.Reason != tc.reason {
 			t.Errorf("INIT2RTR with %s: %v (%v), want BAD_PARAM (%v)", tc.name, s, c.Reason, tc.reason)
 		}
 	}
@@ -203,7 +203,7 @@ func TestQPCounter(t *testing.T) {
 	q := qpc{st: stRC}
 	in := q.bytes()
 	in[qpcPriCounter] = own
-	if s := a.run((*HCA).RTR2RTS_QP, a.cmd(hcr.RTR2RTS_QP, 0, qpn, 0, in, false)); s != hcr.BAD_PARAM {
+	if s := a.run((*HCA).RTR2RTS_QP, a.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)); s != mlx4.BAD_PARAM {
 		t.Fatalf("RTR2RTS naming another VF's counter: %v", s)
 	}
 	r.h.ResetFunction(0)
@@ -222,7 +222,7 @@ func TestQPCounterNoneLeft(t *testing.T) {
 	sink := byte(r.h.Cfg.Resources.Counters - 1)
 	a := r.vf(0)
 	a.setupEQ(1, 4)
-	if _, s, got := toRTR(t, a, a.createCQ(), sink); s != hcr.OK || got != sink {
+	if _, s, got := toRTR(t, a, a.createCQ(), sink); s != mlx4.OK || got != sink {
 		t.Fatalf("no counter left: %v, counter %d, want the sink %d", s, got, sink)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 func smallConfig(nvf int) Config {
@@ -31,7 +31,7 @@ func newTracker(t testing.TB, nvf int) *Tracker {
 	return tr
 }
 
-func wantStatus(t *testing.T, err error, want hcr.Status) {
+func wantStatus(t *testing.T, err error, want mlx4.Status) {
 	t.Helper()
 	if got, _ := Status(err); got != want {
 		t.Fatalf("error %v: status %v, want %v", err, got, want)
@@ -87,11 +87,11 @@ func TestOverrides(t *testing.T) {
 func TestQuotaExhaustionEveryType(t *testing.T) {
 	for _, tc := range []struct {
 		ty   Type
-		want hcr.Status
+		want mlx4.Status
 	}{
-		{QP, hcr.INTERNAL_ERR}, {CQ, hcr.INTERNAL_ERR}, {SRQ, hcr.INTERNAL_ERR}, {MPT, hcr.INTERNAL_ERR},
-		{MTT, hcr.INTERNAL_ERR}, {Counter, hcr.INTERNAL_ERR}, {XRCD, hcr.INTERNAL_ERR},
-		{MAC, hcr.BAD_PARAM}, {VLAN, hcr.BAD_PARAM},
+		{QP, mlx4.INTERNAL_ERR}, {CQ, mlx4.INTERNAL_ERR}, {SRQ, mlx4.INTERNAL_ERR}, {MPT, mlx4.INTERNAL_ERR},
+		{MTT, mlx4.INTERNAL_ERR}, {Counter, mlx4.INTERNAL_ERR}, {XRCD, mlx4.INTERNAL_ERR},
+		{MAC, mlx4.BAD_PARAM}, {VLAN, mlx4.BAD_PARAM},
 	} {
 		t.Run(tc.ty.String(), func(t *testing.T) {
 			tr := newTracker(t, 3)
@@ -110,7 +110,7 @@ func TestQuotaExhaustionEveryType(t *testing.T) {
 				t.Fatalf("no quota error: %v", err)
 			}
 			wantStatus(t, err, tc.want)
-			if _, r := Status(err); r != hcr.ReasonQuota {
+			if _, r := Status(err); r != mlx4.ReasonQuota {
 				t.Fatalf("reason %v", r)
 			}
 			// VF 1 still gets its guaranteed amount.
@@ -192,7 +192,7 @@ func TestStateMachines(t *testing.T) {
 	}
 	// FREE_RES of a QP in HW.
 	err = tr.FreeQPs(0, id, 1)
-	wantStatus(t, err, hcr.BAD_OP)
+	wantStatus(t, err, mlx4.BAD_OP)
 
 	// CQ: ALLOCATED→HW, referenced CQ cannot leave HW.
 	cqn, _ := tr.Alloc(0, CQ)
@@ -201,12 +201,12 @@ func TestStateMachines(t *testing.T) {
 	if err := tr.Free(0, CQ, uint64(cqn)); !errors.Is(err, ErrNotRemovable) {
 		t.Fatalf("free CQ in HW: %v", err)
 	}
-	wantStatus(t, tr.Free(0, CQ, uint64(cqn)), hcr.BAD_OP)
+	wantStatus(t, tr.Free(0, CQ, uint64(cqn)), mlx4.BAD_OP)
 	if err := tr.AddDep(o, cq); err != nil {
 		t.Fatal(err)
 	}
 	_, err = tr.StartMove(0, CQ, uint64(cqn), Allocated)
-	wantStatus(t, err, hcr.RESOURCE_BUSY)
+	wantStatus(t, err, mlx4.RESOURCE_BUSY)
 	tr.DropDeps(o)
 	if cq.Refs != 0 {
 		t.Fatalf("refs %d", cq.Refs)
@@ -438,19 +438,19 @@ func firstMTT(tr *Tracker, vf int) int {
 func TestStatusMapping(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
-		want hcr.Status
-		r    hcr.Reason
+		want mlx4.Status
+		r    mlx4.Reason
 	}{
-		{nil, hcr.OK, hcr.ReasonNone},
-		{fmt.Errorf("x: %w", ErrNotFound), hcr.INTERNAL_ERR, hcr.ReasonNotFound},
-		{fmt.Errorf("x: %w", ErrNotOwner), hcr.BAD_OP, hcr.ReasonNotOwner},
-		{fmt.Errorf("x: %w", ErrBadState), hcr.BAD_PARAM, hcr.ReasonBadState},
-		{fmt.Errorf("x: %w", ErrBusy), hcr.RESOURCE_BUSY, hcr.ReasonBusy},
-		{fmt.Errorf("x: %w", ErrQuota), hcr.INTERNAL_ERR, hcr.ReasonQuota},
-		{fmt.Errorf("x: %w (%w)", ErrQuota, ErrInvalid), hcr.BAD_PARAM, hcr.ReasonQuota},
-		{fmt.Errorf("x: %w", ErrNotRemovable), hcr.BAD_OP, hcr.ReasonBadState},
-		{fmt.Errorf("x: %w", ErrNoSpace), hcr.EXCEED_LIM, hcr.ReasonQuota},
-		{errors.New("other"), hcr.INTERNAL_ERR, hcr.ReasonNone},
+		{nil, mlx4.OK, mlx4.ReasonNone},
+		{fmt.Errorf("x: %w", ErrNotFound), mlx4.INTERNAL_ERR, mlx4.ReasonNotFound},
+		{fmt.Errorf("x: %w", ErrNotOwner), mlx4.BAD_OP, mlx4.ReasonNotOwner},
+		{fmt.Errorf("x: %w", ErrBadState), mlx4.BAD_PARAM, mlx4.ReasonBadState},
+		{fmt.Errorf("x: %w", ErrBusy), mlx4.RESOURCE_BUSY, mlx4.ReasonBusy},
+		{fmt.Errorf("x: %w", ErrQuota), mlx4.INTERNAL_ERR, mlx4.ReasonQuota},
+		{fmt.Errorf("x: %w (%w)", ErrQuota, ErrInvalid), mlx4.BAD_PARAM, mlx4.ReasonQuota},
+		{fmt.Errorf("x: %w", ErrNotRemovable), mlx4.BAD_OP, mlx4.ReasonBadState},
+		{fmt.Errorf("x: %w", ErrNoSpace), mlx4.EXCEED_LIM, mlx4.ReasonQuota},
+		{errors.New("other"), mlx4.INTERNAL_ERR, mlx4.ReasonNone},
 	} {
 		s, r := Status(tc.err)
 		if s != tc.want || r != tc.r {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // Type is a resource type with its wire value (ALLOC_RES/FREE_RES
@@ -106,40 +106,40 @@ var (
 // INTERNAL_ERR (MAC/VLAN quota → BAD_PARAM as mlx4), exists → INTERNAL_ERR,
 // invalid → BAD_PARAM, MTT range → BAD_OP, no free number → EXCEED_LIM. nil →
 // OK. Unknown errors → INTERNAL_ERR.
-func Status(err error) (hcr.Status, hcr.Reason) {
+func Status(err error) (mlx4.Status, mlx4.Reason) {
 	switch {
 	case err == nil:
-		return hcr.OK, hcr.ReasonNone
+		return mlx4.OK, mlx4.ReasonNone
 	case errors.Is(err, ErrQuota):
 		if errors.Is(err, ErrInvalid) {
-			return hcr.BAD_PARAM, hcr.ReasonQuota
+			return mlx4.BAD_PARAM, mlx4.ReasonQuota
 		}
-		return hcr.INTERNAL_ERR, hcr.ReasonQuota
+		return mlx4.INTERNAL_ERR, mlx4.ReasonQuota
 	case errors.Is(err, ErrNotFound):
-		return hcr.INTERNAL_ERR, hcr.ReasonNotFound
+		return mlx4.INTERNAL_ERR, mlx4.ReasonNotFound
 	case errors.Is(err, ErrNotOwner):
-		return hcr.BAD_OP, hcr.ReasonNotOwner
+		return mlx4.BAD_OP, mlx4.ReasonNotOwner
 	case errors.Is(err, ErrBadState):
-		return hcr.BAD_PARAM, hcr.ReasonBadState
+		return mlx4.BAD_PARAM, mlx4.ReasonBadState
 	case errors.Is(err, ErrNotRemovable):
-		return hcr.BAD_OP, hcr.ReasonBadState
+		return mlx4.BAD_OP, mlx4.ReasonBadState
 	case errors.Is(err, ErrBusy):
-		return hcr.RESOURCE_BUSY, hcr.ReasonBusy
+		return mlx4.RESOURCE_BUSY, mlx4.ReasonBusy
 	case errors.Is(err, ErrExists):
-		return hcr.INTERNAL_ERR, hcr.ReasonRange
+		return mlx4.INTERNAL_ERR, mlx4.ReasonRange
 	case errors.Is(err, ErrRange):
-		return hcr.BAD_OP, hcr.ReasonRange
+		return mlx4.BAD_OP, mlx4.ReasonRange
 	case errors.Is(err, ErrNoSpace):
-		return hcr.EXCEED_LIM, hcr.ReasonQuota
+		return mlx4.EXCEED_LIM, mlx4.ReasonQuota
 	case errors.Is(err, ErrInvalid), errors.Is(err, ErrNoFunc):
-		return hcr.BAD_PARAM, hcr.ReasonContext
+		return mlx4.BAD_PARAM, mlx4.ReasonContext
 	}
-	return hcr.INTERNAL_ERR, hcr.ReasonNone
+	return mlx4.INTERNAL_ERR, mlx4.ReasonNone
 }
 
 // Refuse sets c.Reason from err and returns the status: the one-line form
 // executors use, return restrack.Refuse(c, err).
-func Refuse(c *hcr.Cmd, err error) hcr.Status {
+func Refuse(c *mlx4.Cmd, err error) mlx4.Status {
 	s, r := Status(err)
 	c.Reason = r
 	return s

@@ -11,7 +11,7 @@ import (
 	"fmt"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // CreateEQAt is CreateEQ with the ring at iova of the VF's window (pages
@@ -35,9 +35,9 @@ func (d *Driver) CreateEQAt(ctx context.Context, eqn, logSize int, iova uint64) 
 	for i := range addrs {
 		addrs[i] = iova + uint64(i)*PageSize
 	}
-	var mbox [hcr.MailboxSize]byte
+	var mbox [mlx4.MailboxSize]byte
 	l := EncodeWriteMTT(mbox[:], mtt.Base, addrs)
-	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.WRITE_MTT, InMod: uint32(pages), In: mbox[:l]}); err != nil {
+	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.WRITE_MTT, InMod: uint32(pages), In: mbox[:l]}); err != nil {
 		_ = d.freeBuffer(ctx, q.buffer, true)
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (d *Driver) CreateEQAt(ctx context.Context, eqn, logSize int, iova uint64) 
 }
 
 func (d *Driver) allocMTTPoll(ctx context.Context, order int) (MTT, error) {
-	res, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(order)})
+	res, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(order)})
 	return MTT{Base: uint64(uint32(res.OutParam)), Order: order}, err
 }
 
@@ -62,7 +62,7 @@ func (d *Driver) AdoptEQ(ctx context.Context, eqn int, events bool) (*EQ, error)
 	if eqn < 0 || eqn > MaxEQN {
 		return nil, fmt.Errorf("%w: EQ %d", ErrArgument, eqn)
 	}
-	res, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.QUERY_EQ, InMod: uint32(eqn)})
+	res, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.QUERY_EQ, InMod: uint32(eqn)})
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (d *Driver) AdoptEQ(ctx context.Context, eqn int, events bool) (*EQ, error)
 	if pages > MaxWriteMTT {
 		return nil, fmt.Errorf("%w: EQ %d of %d pages", ErrArgument, eqn, pages)
 	}
-	res, err = d.mustPoll(ctx, &vhcr.Request{Op: hcr.READ_MTT, InParam: c.MTTBase, InMod: uint32(pages)})
+	res, err = d.mustPoll(ctx, &vhcr.Request{Op: mlx4.READ_MTT, InParam: c.MTTBase, InMod: uint32(pages)})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (d *Driver) AdoptEQ(ctx context.Context, eqn int, events bool) (*EQ, error)
 		if d.ev.eq != nil {
 			return nil, fmt.Errorf("%w: events already enabled on EQ %d", ErrArgument, d.ev.eq.EQN)
 		}
-		d.ev.eq, d.ev.mask, d.ev.on = q, 1<<hcr.EventCmd|AsyncEventMask, true
+		d.ev.eq, d.ev.mask, d.ev.on = q, 1<<mlx4.EventCmd|AsyncEventMask, true
 	}
 	return q, nil
 }
@@ -156,7 +156,7 @@ func (d *Driver) AdoptQP(ctx context.Context, qpn uint32, cfg QPConfig, mtt MTT)
 	}
 	qp.QPN, qp.MTT = qpn, mtt
 	c, err := d.QueryQP(ctx, qp)
-	if errors.Is(err, hcr.RESOURCE_BUSY) {
+	if errors.Is(err, mlx4.RESOURCE_BUSY) {
 		qp.State = QPReset
 		return qp, nil
 	}

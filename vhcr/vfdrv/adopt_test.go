@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -18,7 +18,7 @@ func TestAdoptAcrossDrivers(t *testing.T) {
 	a := newDriver(t, r, 0, Options{})
 	eq, err := a.CreateEQAt(ctx, 5, 7, vhcrtest.Window-PageSize)
 	ok(t, "CreateEQAt", err)
-	ok(t, "MapEQ", a.MapEQ(ctx, eq, 1<<hcr.EventCmd|AsyncEventMask))
+	ok(t, "MapEQ", a.MapEQ(ctx, eq, 1<<mlx4.EventCmd|AsyncEventMask))
 	ok(t, "UseEvents", a.UseEventsOn(eq))
 	cq, err := a.CreateCQ(ctx, 7, eq.EQN)
 	ok(t, "CreateCQ", err)
@@ -37,9 +37,9 @@ func TestAdoptAcrossDrivers(t *testing.T) {
 	if beq.IOVA != eq.IOVA || beq.Consumer() != eq.Consumer() || beq.MTT != eq.MTT {
 		t.Fatalf("adopted EQ %+v, created %+v", beq, eq)
 	}
-	res, err := b.PostEvent(ctx, &vhcr.Request{Op: hcr.NOP})
+	res, err := b.PostEvent(ctx, &vhcr.Request{Op: mlx4.NOP})
 	ok(t, "PostEvent", err)
-	if res.Status != hcr.OK || !res.Event {
+	if res.Status != mlx4.OK || !res.Event {
 		t.Fatalf("NOP on the adopted EQ: %+v", res)
 	}
 	bcq, err := b.AdoptCQ(ctx, cq.CQN)

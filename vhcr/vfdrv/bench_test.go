@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -23,11 +23,11 @@ func benchmarkNOP(b *testing.B, events bool) {
 			b.Fatal(err)
 		}
 	}
-	req := &vhcr.Request{Op: hcr.NOP}
+	req := &vhcr.Request{Op: mlx4.NOP}
 	b.ResetTimer()
 	for range b.N {
 		res, err := d.Do(ctx, req)
-		if err != nil || res.Status != hcr.OK {
+		if err != nil || res.Status != mlx4.OK {
 			b.Fatal(res.Status, err)
 		}
 	}
@@ -51,7 +51,7 @@ func benchmarkPipeline(b *testing.B, events bool) {
 	}
 	reqs := make([]vhcr.Request, 16)
 	for i := range reqs {
-		reqs[i] = vhcr.Request{Op: hcr.NOP}
+		reqs[i] = vhcr.Request{Op: mlx4.NOP}
 	}
 	b.ResetTimer()
 	for range b.N / 16 {

@@ -10,14 +10,14 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // Errors of the driver. Every error it returns wraps one of them (or an
 // error of vhcr.VF, for the comm channel itself).
 var (
 	// ErrCommand: the PF completed a command with a non-OK status. The
-	// error is a *CommandError, which also matches the hcr.Status.
+	// error is a *CommandError, which also matches the mlx4.Status.
 	ErrCommand = errors.New("vfdrv: command failed")
 	// ErrCompletionTimeout: an accepted 'e' command's completion EQE did not
 	// arrive within the VF's Post timeout.
@@ -37,8 +37,8 @@ var (
 
 // CommandError is a non-OK completion.
 type CommandError struct {
-	Op     hcr.Opcode
-	Status hcr.Status
+	Op     mlx4.Opcode
+	Status mlx4.Status
 }
 
 func (e *CommandError) Error() string { return fmt.Sprintf("vfdrv: %v: %v", e.Op, e.Status) }
@@ -48,15 +48,15 @@ func (e *CommandError) Unwrap() []error { return []error{ErrCommand, e.Status} }
 
 // StatusOf returns the status carried by err (OK for nil, INTERNAL_ERR for
 // errors that are not command statuses).
-func StatusOf(err error) hcr.Status {
+func StatusOf(err error) mlx4.Status {
 	if err == nil {
-		return hcr.OK
+		return mlx4.OK
 	}
 	var ce *CommandError
 	if errors.As(err, &ce) {
 		return ce.Status
 	}
-	return hcr.INTERNAL_ERR
+	return mlx4.INTERNAL_ERR
 }
 
 // Options configure a Driver.
@@ -74,7 +74,7 @@ type Options struct {
 	// written and the driver recycles too.
 	RecycleEQ bool
 	// Trace, if set, sees every completed command.
-	Trace func(op hcr.Opcode, s hcr.Status, event bool)
+	Trace func(op mlx4.Opcode, s mlx4.Status, event bool)
 	// OnEvent, if set, receives asynchronous EQEs (every type but 0x0a)
 	// consumed while waiting for completions.
 	OnEvent func(EQE)
@@ -97,7 +97,7 @@ type Stats struct {
 
 // Result is a completed command.
 type Result struct {
-	Status   hcr.Status
+	Status   mlx4.Status
 	OutParam uint64 // immediate output
 	Out      []byte // outbox (valid until MaxInFlight more commands or the next poll-mode one)
 	Token    uint16 // the token of an 'e' command
@@ -176,7 +176,7 @@ const devCapMaxCounters = 0x68
 // a QP's context names it until the PF assigns the VF's counter.
 func (d *Driver) sinkCounter(ctx context.Context) (uint8, error) {
 	if d.sink < 0 {
-		res, err := d.must(ctx, &vhcr.Request{Op: hcr.QUERY_DEV_CAP})
+		res, err := d.must(ctx, &vhcr.Request{Op: mlx4.QUERY_DEV_CAP})
 		if err != nil {
 			return 0, err
 		}
@@ -194,7 +194,7 @@ func (d *Driver) must(ctx context.Context, r *vhcr.Request) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("%v: %w", r.Op, err)
 	}
-	if res.Status != hcr.OK {
+	if res.Status != mlx4.OK {
 		return res, &CommandError{Op: r.Op, Status: res.Status}
 	}
 	return res, nil
@@ -206,13 +206,13 @@ func (d *Driver) mustPoll(ctx context.Context, r *vhcr.Request) (Result, error) 
 	if err != nil {
 		return res, fmt.Errorf("%v: %w", r.Op, err)
 	}
-	if res.Status != hcr.OK {
+	if res.Status != mlx4.OK {
 		return res, &CommandError{Op: r.Op, Status: res.Status}
 	}
 	return res, nil
 }
 
-func (d *Driver) count(op hcr.Opcode, s hcr.Status, event bool) {
+func (d *Driver) count(op mlx4.Opcode, s mlx4.Status, event bool) {
 	d.Stats.Commands++
 	if e := d.VF.Table().Lookup(op); e != nil && e.Inbox {
 		d.Stats.Inbox++
@@ -220,7 +220,7 @@ func (d *Driver) count(op hcr.Opcode, s hcr.Status, event bool) {
 	if event {
 		d.Stats.Events++
 	}
-	if s != hcr.OK {
+	if s != mlx4.OK {
 		d.Stats.NonOK++
 	}
 	if d.opt.Trace != nil {

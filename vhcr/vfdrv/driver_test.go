@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
@@ -75,9 +75,9 @@ func lifecycle(t *testing.T, d *Driver, eqn int) {
 	}
 	ok(t, "UD to INIT", d.ModifyPath(ctx, ud, QPInit))
 	// An illegal transition: the PF refuses and the driver's view is kept.
-	s, err := d.Transition(ctx, ud, hcr.RTR2RTS_QP, 0)
+	s, err := d.Transition(ctx, ud, mlx4.RTR2RTS_QP, 0)
 	ok(t, "Transition", err)
-	if s != hcr.BAD_PARAM {
+	if s != mlx4.BAD_PARAM {
 		t.Fatalf("RTR2RTS on an INIT QP: %v, want BAD_PARAM", s)
 	}
 	ok(t, "UD path", d.ModifyPath(ctx, ud, QPRTR, QPRTS, QPSQD, QPRTS, QPErr, QPReset, QPInit))
@@ -88,12 +88,12 @@ func lifecycle(t *testing.T, d *Driver, eqn int) {
 	// it and the driver's view stays RST.
 	bad, err := d.CreateQP(ctx, QPConfig{ST: STRC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PKeyIndex: 99})
 	ok(t, "CreateQP", err)
-	if err := d.ModifyPath(ctx, bad, QPInit, QPRTR); StatusOf(err) != hcr.BAD_PARAM || bad.State != QPReset {
+	if err := d.ModifyPath(ctx, bad, QPInit, QPRTR); StatusOf(err) != mlx4.BAD_PARAM || bad.State != QPReset {
 		t.Fatalf("path with a bad P_Key index: %v, state %v", err, bad.State)
 	}
 	ok(t, "DestroyQP bad", d.DestroyQP(ctx, bad))
 	// A CQ used by a QP cannot leave HW; destroying in order works.
-	if err := d.DestroyCQ(ctx, cq); !errors.Is(err, hcr.RESOURCE_BUSY) || !errors.Is(err, ErrCommand) {
+	if err := d.DestroyCQ(ctx, cq); !errors.Is(err, mlx4.RESOURCE_BUSY) || !errors.Is(err, ErrCommand) {
 		t.Fatalf("DestroyCQ in use: %v", err)
 	}
 	ok(t, "DestroyQP", d.DestroyQP(ctx, qp))
@@ -203,18 +203,18 @@ func TestEventInboxOverwrittenAfterAcceptance(t *testing.T) {
 	ok(t, "buffer", err)
 	var in [CQContextSize]byte
 	CQContext{LogSize: 7, CompEQN: uint8(eq.EQN), MTTBase: b.MTT.Base}.Encode(in[:])
-	tk, err := d.Submit(ctx, &vhcr.Request{Op: hcr.SW2HW_CQ, InMod: cqn, In: in[:]})
+	tk, err := d.Submit(ctx, &vhcr.Request{Op: mlx4.SW2HW_CQ, InMod: cqn, In: in[:]})
 	ok(t, "Submit", err)
 	// Accepted: rewrite the inbox (an EQ that does not exist, another size)
 	// and the vHCR (another opcode and CQN).
 	mem := d.VF.Memory()
 	bad := CQContext{LogSize: 3, CompEQN: 77, MTTBase: b.MTT.Base + 1}
 	bad.Encode(mem[vhcr.VFPageInbox*PageSize:])
-	put32(mem, hcr.OffInMod, cqn+1)
-	put32(mem, hcr.OffStatus, uint32(hcr.HW2SW_CQ))
+	put32(mem, mlx4.OffInMod, cqn+1)
+	put32(mem, mlx4.OffStatus, uint32(mlx4.HW2SW_CQ))
 	res, err := d.Wait(ctx, tk)
 	ok(t, "Wait", err)
-	if res.Status != hcr.OK || !res.Event {
+	if res.Status != mlx4.OK || !res.Event {
 		t.Fatalf("SW2HW_CQ: %+v", res)
 	}
 	cq := &CQ{CQN: cqn, LogSize: 7, EQN: eq.EQN, buffer: b, hw: true}
@@ -230,9 +230,9 @@ func TestEventWithoutEQIsRefused(t *testing.T) {
 	r := vhcrtest.New(t, 1)
 	r.Start(t)
 	d := newDriver(t, r, 0, Options{})
-	res, err := d.PostEvent(context.Background(), &vhcr.Request{Op: hcr.NOP})
+	res, err := d.PostEvent(context.Background(), &vhcr.Request{Op: mlx4.NOP})
 	ok(t, "PostEvent", err)
-	if res.Status != hcr.BAD_SYS_STATE || res.Event {
+	if res.Status != mlx4.BAD_SYS_STATE || res.Event {
 		t.Fatalf("'e' NOP without an EQ: %+v, want BAD_SYS_STATE from the vHCR", res)
 	}
 	if d.Stats.Refused != 1 || d.InFlight() != 0 {
@@ -252,7 +252,7 @@ func TestPipelinedCompletionsInOrder(t *testing.T) {
 	ok(t, "EnableEvents", err)
 	var tks []Ticket
 	for range 4 {
-		tk, err := d.Submit(ctx, &vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResCQ, OpMod: opReserveAndMap})
+		tk, err := d.Submit(ctx, &vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResCQ, OpMod: opReserveAndMap})
 		ok(t, "Submit", err)
 		tks = append(tks, tk)
 	}
@@ -260,7 +260,7 @@ func TestPipelinedCompletionsInOrder(t *testing.T) {
 		t.Fatalf("%d in flight after 4 accepted commands", d.InFlight())
 	}
 	// A fifth waits for the oldest.
-	tk, err := d.Submit(ctx, &vhcr.Request{Op: hcr.QUERY_FW})
+	tk, err := d.Submit(ctx, &vhcr.Request{Op: mlx4.QUERY_FW})
 	ok(t, "Submit", err)
 	tks = append(tks, tk)
 	seen := map[uint64]bool{}
@@ -268,7 +268,7 @@ func TestPipelinedCompletionsInOrder(t *testing.T) {
 	for i, tk := range tks {
 		res, err := d.Wait(ctx, tk)
 		ok(t, "Wait", err)
-		if res.Status != hcr.OK || !res.Event {
+		if res.Status != mlx4.OK || !res.Event {
 			t.Fatalf("command %d: %+v", i, res)
 		}
 		if i > 0 && res.Token != last+1 {
@@ -280,7 +280,7 @@ func TestPipelinedCompletionsInOrder(t *testing.T) {
 				t.Fatalf("CQN %d twice", res.OutParam)
 			}
 			seen[res.OutParam] = true
-		} else if len(res.Out) != hcr.MailboxSize {
+		} else if len(res.Out) != mlx4.MailboxSize {
 			t.Fatalf("QUERY_FW outbox %d bytes", len(res.Out))
 		}
 	}
@@ -306,20 +306,20 @@ func TestEQOverrunCounted(t *testing.T) {
 	ctx := context.Background()
 	q, err := d.CreateEQ(ctx, 3, 1)
 	ok(t, "CreateEQ", err)
-	ok(t, "MapEQ", d.MapEQ(ctx, q, 1<<hcr.EventCmd))
+	ok(t, "MapEQ", d.MapEQ(ctx, q, 1<<mlx4.EventCmd))
 	var tks []Ticket
 	for range 3 {
-		tk, err := d.Submit(ctx, &vhcr.Request{Op: hcr.NOP})
+		tk, err := d.Submit(ctx, &vhcr.Request{Op: mlx4.NOP})
 		ok(t, "Submit", err)
 		tks = append(tks, tk)
 	}
 	// Poll mode behind the three: when it completes, they have executed.
-	resp, err := d.VF.Post(ctx, &vhcr.Request{Op: hcr.NOP})
+	resp, err := d.VF.Post(ctx, &vhcr.Request{Op: mlx4.NOP})
 	ok(t, "poll NOP", err)
-	if resp.Status != hcr.OK {
+	if resp.Status != mlx4.OK {
 		t.Fatalf("poll NOP: %v", resp.Status)
 	}
-	if res, err := other.Poll(ctx, &vhcr.Request{Op: hcr.QUERY_FW}); err != nil || res.Status != hcr.OK {
+	if res, err := other.Poll(ctx, &vhcr.Request{Op: mlx4.QUERY_FW}); err != nil || res.Status != mlx4.OK {
 		t.Fatalf("VF 1 behind the overrun: %v %v", res.Status, err)
 	}
 	if n := r.HCA.Stats(0).Overruns.Load(); n != 1 {
@@ -329,7 +329,7 @@ func TestEQOverrunCounted(t *testing.T) {
 	for _, tk := range tks[:2] {
 		res, err := d.Wait(ctx, tk)
 		ok(t, "Wait", err)
-		if res.Status != hcr.OK {
+		if res.Status != mlx4.OK {
 			t.Fatalf("NOP: %v", res.Status)
 		}
 	}
@@ -400,7 +400,7 @@ func TestDoorbellAndAsyncEvents(t *testing.T) {
 	if n := d.PollEQ(eq); n != 1 {
 		t.Fatalf("PollEQ consumed %d", n)
 	}
-	if len(got) != 1 || got[0].Type != hcr.EventCQError || got[0].Object != cq.CQN || got[0].Status != 1 || got[0].SlaveID != 1 {
+	if len(got) != 1 || got[0].Type != mlx4.EventCQError || got[0].Object != cq.CQN || got[0].Status != 1 || got[0].SlaveID != 1 {
 		t.Fatalf("async events %+v", got)
 	}
 	// The doorbell word holds the consumer index with the arm bit.
@@ -426,7 +426,7 @@ func TestCreateFailureUnwinds(t *testing.T) {
 			_, err := d.CreateEQ(ctx, 0, 7)
 			ok(t, "CreateEQ", err)
 		}
-		if _, err := d.CreateCQ(ctx, 7, 99); StatusOf(err) != hcr.BAD_PARAM {
+		if _, err := d.CreateCQ(ctx, 7, 99); StatusOf(err) != mlx4.BAD_PARAM {
 			t.Fatalf("events %v: CQ on a missing EQ: %v", events, err)
 		}
 		if _, err := d.CreateCQ(ctx, 22, 0); !errors.Is(err, ErrNoMemory) {
@@ -455,10 +455,10 @@ func TestPFResetDuringEvents(t *testing.T) {
 	ctx := context.Background()
 	_, err := d.EnableEvents(ctx, 0, 7)
 	ok(t, "EnableEvents", err)
-	t1, err := d.Submit(ctx, &vhcr.Request{Op: hcr.NOP})
+	t1, err := d.Submit(ctx, &vhcr.Request{Op: mlx4.NOP})
 	ok(t, "Submit", err)
 	d.ev.slots = []uint64{1 << 40} // a driver bug: an outbox the VF does not have
-	if _, err := d.Submit(ctx, &vhcr.Request{Op: hcr.QUERY_FW}); !errors.Is(err, vhcr.ErrInternal) {
+	if _, err := d.Submit(ctx, &vhcr.Request{Op: mlx4.QUERY_FW}); !errors.Is(err, vhcr.ErrInternal) {
 		t.Fatalf("outbox outside the window: %v", err)
 	}
 	if _, err := d.Wait(ctx, t1); !errors.Is(err, vhcr.ErrInternal) {
@@ -489,7 +489,7 @@ func TestPipelinedOutboxes(t *testing.T) {
 		cq, err := d.CreateCQ(ctx, 4+i, eq.EQN)
 		ok(t, "CreateCQ", err)
 		cqs = append(cqs, cq)
-		reqs = append(reqs, vhcr.Request{Op: hcr.QUERY_CQ, InMod: cq.CQN})
+		reqs = append(reqs, vhcr.Request{Op: mlx4.QUERY_CQ, InMod: cq.CQN})
 	}
 	var tks []Ticket
 	for i := range reqs {

@@ -3,28 +3,28 @@ package vfdrv
 import (
 	"fmt"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// EQE offsets: the ABI is in package hcr; event types are hcr.Event*.
+// EQE offsets: the ABI is in package mlx4; event types are mlx4.Event*.
 const (
-	eqeType     = hcr.EQEType
-	eqeSubtype  = hcr.EQESubtype
-	eqeData     = hcr.EQEData
-	eqeToken    = hcr.EQECmdToken
-	eqeStatus   = hcr.EQECmdStatus
-	eqeOutParam = hcr.EQECmdOutParam
-	eqeSlaveID  = hcr.EQESlaveID
-	eqeOwner    = hcr.EQEOwner
-	eqeOwnerHW  = hcr.EQEOwnerHW
+	eqeType     = mlx4.EQEType
+	eqeSubtype  = mlx4.EQESubtype
+	eqeData     = mlx4.EQEData
+	eqeToken    = mlx4.EQECmdToken
+	eqeStatus   = mlx4.EQECmdStatus
+	eqeOutParam = mlx4.EQECmdOutParam
+	eqeSlaveID  = mlx4.EQESlaveID
+	eqeOwner    = mlx4.EQEOwner
+	eqeOwnerHW  = mlx4.EQEOwnerHW
 )
 
 // AsyncEventMask is the event types a VF maps to its async EQ besides
 // command completions: QP, SRQ and CQ errors and port changes
 // (MLX4_ASYNC_EVENT_MASK's per-object part).
-const AsyncEventMask = 1<<hcr.EventPathMig | 1<<hcr.EventCommEst | 1<<hcr.EventSQDrained | 1<<hcr.EventCQError |
-	1<<hcr.EventWQCatasError | 1<<hcr.EventPathMigFailed | 1<<hcr.EventPortChange | 1<<hcr.EventWQInvalReq |
-	1<<hcr.EventWQAccessError | 1<<hcr.EventSRQCatasError | 1<<hcr.EventSRQLastWQE | 1<<hcr.EventSRQLimit
+const AsyncEventMask = 1<<mlx4.EventPathMig | 1<<mlx4.EventCommEst | 1<<mlx4.EventSQDrained | 1<<mlx4.EventCQError |
+	1<<mlx4.EventWQCatasError | 1<<mlx4.EventPathMigFailed | 1<<mlx4.EventPortChange | 1<<mlx4.EventWQInvalReq |
+	1<<mlx4.EventWQAccessError | 1<<mlx4.EventSRQCatasError | 1<<mlx4.EventSRQLastWQE | 1<<mlx4.EventSRQLimit
 
 // EQE is a decoded event queue entry.
 type EQE struct {
@@ -62,13 +62,13 @@ func DecodeEQE(b []byte) (EQE, error) {
 	e.SlaveID = b[eqeSlaveID]
 	e.Owner = b[eqeOwner]&eqeOwnerHW != 0
 	switch e.Type {
-	case hcr.EventCmd:
+	case mlx4.EventCmd:
 		e.Token = get16(b, eqeToken)
 		e.Status = b[eqeStatus]
 		e.OutParam = get64(b, eqeOutParam)
-	case hcr.EventPortChange:
+	case mlx4.EventPortChange:
 		e.Port = int(get32(b, 0x0c) >> 28)
-	case hcr.EventCQError:
+	case mlx4.EventCQError:
 		e.Object = get32(b, eqeData) & 0xffffff
 		e.Status = b[eqeStatus]
 	default:
@@ -85,13 +85,13 @@ func EncodeEQE(e EQE) [EQESize]byte {
 	b[eqeSubtype] = e.Subtype
 	b[eqeSlaveID] = e.SlaveID
 	switch e.Type {
-	case hcr.EventCmd:
+	case mlx4.EventCmd:
 		put16(b[:], eqeToken, e.Token)
 		b[eqeStatus] = e.Status
 		put64(b[:], eqeOutParam, e.OutParam)
-	case hcr.EventPortChange:
+	case mlx4.EventPortChange:
 		put32(b[:], 0x0c, uint32(e.Port&0xf)<<28)
-	case hcr.EventCQError:
+	case mlx4.EventCQError:
 		put32(b[:], eqeData, e.Object&0xffffff)
 		b[eqeStatus] = e.Status
 	default:

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -38,13 +38,13 @@ func TestRingOwnerBitAcrossPasses(t *testing.T) {
 	token := uint16(1)
 	for pass := range 3 {
 		for range 4 {
-			pf.post(EQE{Type: hcr.EventCmd, Token: token, Status: byte(pass), OutParam: uint64(token) << 40})
+			pf.post(EQE{Type: mlx4.EventCmd, Token: token, Status: byte(pass), OutParam: uint64(token) << 40})
 			token++
 		}
 		for i := range 4 {
 			e, ok := r.next()
 			want := token - 4 + uint16(i)
-			if !ok || e.Type != hcr.EventCmd || e.Token != want || e.OutParam != uint64(want)<<40 || e.Status != byte(pass) {
+			if !ok || e.Type != mlx4.EventCmd || e.Token != want || e.OutParam != uint64(want)<<40 || e.Status != byte(pass) {
 				t.Fatalf("pass %d entry %d: %+v %v, want token %d", pass, i, e, ok, want)
 			}
 		}
@@ -60,10 +60,10 @@ func TestRingOwnerBitAcrossPasses(t *testing.T) {
 
 func TestEQERoundTrip(t *testing.T) {
 	for _, e := range []EQE{
-		{Type: hcr.EventCmd, Token: 0xbeef, Status: 4, OutParam: 0x0102030405060708, SlaveID: 3},
-		{Type: hcr.EventCQError, Object: 0x123456, Status: 1, Owner: true},
-		{Type: hcr.EventPortChange, Subtype: 4, Port: 2},
-		{Type: hcr.EventCommEst, Object: 0xabcdef},
+		{Type: mlx4.EventCmd, Token: 0xbeef, Status: 4, OutParam: 0x0102030405060708, SlaveID: 3},
+		{Type: mlx4.EventCQError, Object: 0x123456, Status: 1, Owner: true},
+		{Type: mlx4.EventPortChange, Subtype: 4, Port: 2},
+		{Type: mlx4.EventCommEst, Object: 0xabcdef},
 	} {
 		b := EncodeEQE(e)
 		got, err := DecodeEQE(b[:])
@@ -76,7 +76,7 @@ func TestEQERoundTrip(t *testing.T) {
 		}
 	}
 	// The command completion fields sit at mlx4's offsets.
-	b := EncodeEQE(EQE{Type: hcr.EventCmd, Token: 0x1234, Status: 0x06, OutParam: 0xa1a2a3a4a5a6a7a8})
+	b := EncodeEQE(EQE{Type: mlx4.EventCmd, Token: 0x1234, Status: 0x06, OutParam: 0xa1a2a3a4a5a6a7a8})
 	want := make([]byte, EQESize)
 	want[0x01], want[0x06], want[0x07], want[0x0f] = 0x0a, 0x12, 0x34, 0x06
 	copy(want[0x10:], []byte{0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8})
@@ -90,9 +90,9 @@ func TestEQERoundTrip(t *testing.T) {
 
 func FuzzDecodeEQE(f *testing.F) {
 	for _, e := range []EQE{
-		{Type: hcr.EventCmd, Token: 1, OutParam: 42},
-		{Type: hcr.EventCQError, Object: 7, Status: 1, Owner: true},
-		{Type: hcr.EventPortChange, Subtype: 1, Port: 1},
+		{Type: mlx4.EventCmd, Token: 1, OutParam: 42},
+		{Type: mlx4.EventCQError, Object: 7, Status: 1, Owner: true},
+		{Type: mlx4.EventPortChange, Subtype: 1, Port: 1},
 	} {
 		b := EncodeEQE(e)
 		f.Add(b[:])
@@ -147,14 +147,14 @@ func TestDispatchLostAndStray(t *testing.T) {
 	d.ev.eq, d.ev.on = q, true
 	for i := range 3 {
 		d.ev.results[i].ticket = Ticket(i)
-		d.ev.inflight = append(d.ev.inflight, pending{ticket: Ticket(i), token: uint16(10 + i), op: hcr.NOP, slot: -1})
+		d.ev.inflight = append(d.ev.inflight, pending{ticket: Ticket(i), token: uint16(10 + i), op: mlx4.NOP, slot: -1})
 	}
 	d.ev.seq = 3
 	pf := &fakePF{mem: mem, nent: 8}
-	pf.post(EQE{Type: hcr.EventCmd, Token: 99})                  // stray
-	pf.post(EQE{Type: hcr.EventCmd, Token: 11, OutParam: 7})     // 10 was lost
-	pf.post(EQE{Type: hcr.EventPortChange, Subtype: 4, Port: 1}) // async
-	pf.post(EQE{Type: hcr.EventCmd, Token: 12, Status: 0x06})
+	pf.post(EQE{Type: mlx4.EventCmd, Token: 99})                  // stray
+	pf.post(EQE{Type: mlx4.EventCmd, Token: 11, OutParam: 7})     // 10 was lost
+	pf.post(EQE{Type: mlx4.EventPortChange, Subtype: 4, Port: 1}) // async
+	pf.post(EQE{Type: mlx4.EventCmd, Token: 12, Status: 0x06})
 	if n := d.PollEQ(q); n != 4 {
 		t.Fatalf("consumed %d", n)
 	}
@@ -165,7 +165,7 @@ func TestDispatchLostAndStray(t *testing.T) {
 	if res, err := d.Wait(ctx, 1); err != nil || res.OutParam != 7 || res.Token != 11 {
 		t.Fatalf("token 11: %+v %v", res, err)
 	}
-	if res, err := d.Wait(ctx, 2); err != nil || res.Status != hcr.RESOURCE_BUSY {
+	if res, err := d.Wait(ctx, 2); err != nil || res.Status != mlx4.RESOURCE_BUSY {
 		t.Fatalf("token 12: %+v %v", res, err)
 	}
 	if st := d.Stats; st.Lost != 1 || st.Stray != 1 || st.Async != 1 || st.Completions != 2 || d.InFlight() != 0 {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // resultRing is how many completed results the driver keeps for Wait.
@@ -28,7 +28,7 @@ type events struct {
 type pending struct {
 	ticket Ticket
 	token  uint16
-	op     hcr.Opcode
+	op     mlx4.Opcode
 	slot   int // outbox page index, -1 without an outbox
 }
 
@@ -49,7 +49,7 @@ func (e *events) forget() {
 // token 0xffff.
 func (e *events) nextToken() uint16 {
 	e.token++
-	if e.token == 0 || e.token == hcr.PollToken {
+	if e.token == 0 || e.token == mlx4.PollToken {
 		e.token = 1
 	}
 	return e.token
@@ -84,7 +84,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	ent := d.VF.Table().Lookup(r.Op)
 	inParam := r.InParam
 	if r.In != nil {
-		if len(r.In) > hcr.MailboxSize {
+		if len(r.In) > mlx4.MailboxSize {
 			return 0, fmt.Errorf("%w: inbox of %d bytes", ErrArgument, len(r.In))
 		}
 		in := d.mem[vhcr.VFPageInbox*bar.PageSize : (vhcr.VFPageInbox+1)*bar.PageSize]
@@ -102,13 +102,13 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	}
 	token := e.nextToken()
 	// The vHCR in place, as vhcr.VF.Post writes it, with the 'e' bit.
-	vh := d.mem[vhcr.VFPageVHCR*bar.PageSize : vhcr.VFPageVHCR*bar.PageSize+hcr.VHCRSize]
-	put64(vh, hcr.OffInParam, inParam)
-	put32(vh, hcr.OffInMod, r.InMod)
-	put32(vh, hcr.OffInMod+4, 0)
-	put64(vh, hcr.OffOutParam, outParam)
-	put32(vh, hcr.OffToken, uint32(token)<<16)
-	put32(vh, hcr.OffStatus, uint32(hcr.FlagE)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
+	vh := d.mem[vhcr.VFPageVHCR*bar.PageSize : vhcr.VFPageVHCR*bar.PageSize+mlx4.VHCRSize]
+	put64(vh, mlx4.OffInParam, inParam)
+	put32(vh, mlx4.OffInMod, r.InMod)
+	put32(vh, mlx4.OffInMod+4, 0)
+	put64(vh, mlx4.OffOutParam, outParam)
+	put32(vh, mlx4.OffToken, uint32(token)<<16)
+	put32(vh, mlx4.OffStatus, uint32(mlx4.FlagE)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
 	if err := d.VF.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
 		return 0, err
 	}
@@ -124,13 +124,13 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	e.seq++
 	res := &e.results[t%resultRing]
 	res.ticket, res.done, res.err, res.res = t, false, nil, Result{}
-	if st := hcr.Status(vh[hcr.OffStatus]); st != hcr.OK {
+	if st := mlx4.Status(vh[mlx4.OffStatus]); st != mlx4.OK {
 		// Completed at acceptance through the vHCR: no EQE will come.
 		d.Stats.Refused++
 		res.done = true
 		res.res = Result{Status: st, Token: token}
 		if ent != nil && ent.OutImm {
-			res.res.OutParam = get64(vh, hcr.OffOutParam)
+			res.res.OutParam = get64(vh, mlx4.OffOutParam)
 		}
 		d.count(r.Op, st, true)
 		return t, nil
@@ -253,7 +253,7 @@ func (d *Driver) pump(q *EQ) int {
 }
 
 func (d *Driver) dispatch(eqe *EQE) {
-	if eqe.Type != hcr.EventCmd {
+	if eqe.Type != mlx4.EventCmd {
 		d.Stats.Async++
 		if d.opt.OnEvent != nil {
 			d.opt.OnEvent(*eqe)
@@ -281,13 +281,13 @@ func (d *Driver) complete(p pending, eqe *EQE) {
 	d.Stats.Completions++
 	res := &d.ev.results[p.ticket%resultRing]
 	res.done = true
-	res.res = Result{Status: hcr.Status(eqe.Status), OutParam: eqe.OutParam, Token: eqe.Token, Event: true}
-	if p.slot >= 0 && res.res.Status == hcr.OK && p.slot < len(d.ev.slots) {
+	res.res = Result{Status: mlx4.Status(eqe.Status), OutParam: eqe.OutParam, Token: eqe.Token, Event: true}
+	if p.slot >= 0 && res.res.Status == mlx4.OK && p.slot < len(d.ev.slots) {
 		if res.out == nil {
-			res.out = make([]byte, hcr.MailboxSize)
+			res.out = make([]byte, mlx4.MailboxSize)
 		}
 		off := d.ev.slots[p.slot]
-		dmaCopy(res.out, d.mem[off:off+hcr.MailboxSize])
+		dmaCopy(res.out, d.mem[off:off+mlx4.MailboxSize])
 		res.res.Out = res.out
 	}
 	d.count(p.op, res.res.Status, true)
@@ -332,7 +332,7 @@ func (d *Driver) credit(ctx context.Context) error {
 func (d *Driver) recycle(ctx context.Context) error {
 	q := d.ev.eq
 	d.pump(q)
-	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.HW2SW_EQ, InMod: uint32(q.EQN)}); err != nil {
+	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.HW2SW_EQ, InMod: uint32(q.EQN)}); err != nil {
 		return fmt.Errorf("recycling EQ %d: %w", q.EQN, err)
 	}
 	q.live = false
@@ -388,7 +388,7 @@ func (d *Driver) Pipeline(ctx context.Context, reqs []vhcr.Request) ([]Result, e
 		}
 	}
 	for i := range res {
-		if res[i].Status != hcr.OK {
+		if res[i].Status != mlx4.OK {
 			return res, &CommandError{Op: reqs[i].Op, Status: res[i].Status}
 		}
 	}

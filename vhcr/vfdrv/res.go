@@ -7,7 +7,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // Resource types (ALLOC_RES/FREE_RES in_modifier[7:0], enum mlx4_resource)
@@ -44,12 +44,12 @@ func orderFor(pages int) int {
 }
 
 func (d *Driver) alloc(ctx context.Context, ty uint32, op uint8, in uint64) (uint32, error) {
-	res, err := d.must(ctx, &vhcr.Request{Op: hcr.ALLOC_RES, InMod: ty, OpMod: op, InParam: in})
+	res, err := d.must(ctx, &vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ty, OpMod: op, InParam: in})
 	return uint32(res.OutParam), err
 }
 
 func (d *Driver) free(ctx context.Context, ty uint32, op uint8, in uint64) error {
-	_, err := d.must(ctx, &vhcr.Request{Op: hcr.FREE_RES, InMod: ty, OpMod: op, InParam: in})
+	_, err := d.must(ctx, &vhcr.Request{Op: mlx4.FREE_RES, InMod: ty, OpMod: op, InParam: in})
 	return err
 }
 
@@ -68,11 +68,11 @@ func (d *Driver) FreeMTT(ctx context.Context, m MTT) error {
 // WriteMTT writes page addresses into MTT entries from start, MaxWriteMTT
 // per WRITE_MTT.
 func (d *Driver) WriteMTT(ctx context.Context, start uint64, addrs []uint64) error {
-	var buf [hcr.MailboxSize]byte
+	var buf [mlx4.MailboxSize]byte
 	for len(addrs) > 0 {
 		n := min(len(addrs), MaxWriteMTT)
 		l := EncodeWriteMTT(buf[:], start, addrs[:n])
-		if _, err := d.must(ctx, &vhcr.Request{Op: hcr.WRITE_MTT, InMod: uint32(n), In: buf[:l]}); err != nil {
+		if _, err := d.must(ctx, &vhcr.Request{Op: mlx4.WRITE_MTT, InMod: uint32(n), In: buf[:l]}); err != nil {
 			return err
 		}
 		start += uint64(n)
@@ -100,7 +100,7 @@ func (d *Driver) newBuffer(ctx context.Context, pages int, poll bool) (buffer, e
 	if poll {
 		post = d.mustPoll
 	}
-	res, err := post(ctx, &vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(orderFor(pages))})
+	res, err := post(ctx, &vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(orderFor(pages))})
 	if err != nil {
 		d.pool.put(iova, pages)
 		return buffer{}, err
@@ -110,9 +110,9 @@ func (d *Driver) newBuffer(ctx context.Context, pages int, poll bool) (buffer, e
 	for i := range addrs {
 		addrs[i] = iova + uint64(i)*PageSize
 	}
-	var mbox [hcr.MailboxSize]byte
+	var mbox [mlx4.MailboxSize]byte
 	l := EncodeWriteMTT(mbox[:], b.MTT.Base, addrs)
-	if _, err := post(ctx, &vhcr.Request{Op: hcr.WRITE_MTT, InMod: uint32(len(addrs)), In: mbox[:l]}); err != nil {
+	if _, err := post(ctx, &vhcr.Request{Op: mlx4.WRITE_MTT, InMod: uint32(len(addrs)), In: mbox[:l]}); err != nil {
 		_ = d.freeBuffer(ctx, b, poll)
 		return buffer{}, err
 	}
@@ -124,7 +124,7 @@ func (d *Driver) freeBuffer(ctx context.Context, b buffer, poll bool) error {
 	if poll {
 		post = d.mustPoll
 	}
-	_, err := post(ctx, &vhcr.Request{Op: hcr.FREE_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(b.MTT.Order)<<32 | b.MTT.Base&0xffffffff})
+	_, err := post(ctx, &vhcr.Request{Op: mlx4.FREE_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(b.MTT.Order)<<32 | b.MTT.Base&0xffffffff})
 	if err == nil && b.Pages > 0 {
 		d.pool.put(b.IOVA, b.Pages)
 	}
@@ -195,7 +195,7 @@ func (d *Driver) sw2hwEQ(ctx context.Context, q *EQ) error {
 	q.ringDoorbell(false)
 	var in [EQContextSize]byte
 	EQContext{LogSize: q.LogSize, MTTBase: q.MTT.Base}.Encode(in[:])
-	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.SW2HW_EQ, InMod: uint32(q.EQN), In: in[:]}); err != nil {
+	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.SW2HW_EQ, InMod: uint32(q.EQN), In: in[:]}); err != nil {
 		return err
 	}
 	q.live = true
@@ -207,7 +207,7 @@ func (d *Driver) mapEQ(ctx context.Context, q *EQ, mask uint64, unmap bool) erro
 	if unmap {
 		in |= 1 << 31
 	}
-	_, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.MAP_EQ, InMod: in, InParam: mask})
+	_, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.MAP_EQ, InMod: in, InParam: mask})
 	return err
 }
 
@@ -238,7 +238,7 @@ func (d *Driver) UnmapEQ(ctx context.Context, q *EQ, mask uint64) error {
 
 // QueryEQ returns the PF's view of q (QUERY_EQ).
 func (d *Driver) QueryEQ(ctx context.Context, q *EQ) (EQContext, error) {
-	res, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.QUERY_EQ, InMod: uint32(q.EQN)})
+	res, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.QUERY_EQ, InMod: uint32(q.EQN)})
 	if err != nil {
 		return EQContext{}, err
 	}
@@ -256,7 +256,7 @@ func (d *Driver) DestroyEQ(ctx context.Context, q *EQ) error {
 		return fmt.Errorf("%w: EQ %d receives command completions (DisableEvents)", ErrArgument, q.EQN)
 	}
 	if q.live {
-		if _, err := d.mustPoll(ctx, &vhcr.Request{Op: hcr.HW2SW_EQ, InMod: uint32(q.EQN)}); err != nil {
+		if _, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.HW2SW_EQ, InMod: uint32(q.EQN)}); err != nil {
 			return err
 		}
 		q.live = false
@@ -280,7 +280,7 @@ func (d *Driver) EnableEvents(ctx context.Context, eqn, logSize int) (*EQ, error
 	if err != nil {
 		return nil, err
 	}
-	mask := uint64(1<<hcr.EventCmd | AsyncEventMask)
+	mask := uint64(1<<mlx4.EventCmd | AsyncEventMask)
 	if err := d.mapEQ(ctx, q, mask, false); err != nil {
 		_ = d.DestroyEQ(ctx, q)
 		return nil, err
@@ -307,7 +307,7 @@ func (d *Driver) UseEventsOn(q *EQ) error {
 	if d.opt.MaxInFlight+1+max(1, int(q.ring.nent)/8) > int(q.ring.nent) {
 		return fmt.Errorf("%w: 2^%d EQEs cannot hold %d commands in flight", ErrArgument, q.LogSize, d.opt.MaxInFlight)
 	}
-	d.ev.eq, d.ev.mask, d.ev.on = q, 1<<hcr.EventCmd|AsyncEventMask, true
+	d.ev.eq, d.ev.mask, d.ev.on = q, 1<<mlx4.EventCmd|AsyncEventMask, true
 	return nil
 }
 
@@ -349,17 +349,17 @@ func (d *Driver) CreateCQ(ctx context.Context, logSize, eqn int) (*CQ, error) {
 	var in [CQContextSize]byte
 	cq := &CQ{LogSize: logSize, EQN: eqn}
 	res, err := d.create(ctx, max(1, (1<<logSize)*32/PageSize),
-		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResCQ, OpMod: opReserveAndMap},
+		vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResCQ, OpMod: opReserveAndMap},
 		func(n uint32) vhcr.Request { return freeReq(ResCQ, opReserveAndMap, uint64(n)) },
 		func(n uint32, b buffer) []vhcr.Request {
 			cq.CQN, cq.buffer = n, b
 			CQContext{LogSize: logSize, CompEQN: uint8(eqn), MTTBase: b.MTT.Base}.Encode(in[:])
-			return []vhcr.Request{{Op: hcr.SW2HW_CQ, InMod: n, In: in[:]}}
+			return []vhcr.Request{{Op: mlx4.SW2HW_CQ, InMod: n, In: in[:]}}
 		})
 	if res == nil {
 		return nil, err
 	}
-	cq.hw = completed(err) && res[1].Status == hcr.OK
+	cq.hw = completed(err) && res[1].Status == mlx4.OK
 	if err != nil {
 		_ = d.DestroyCQ(ctx, cq)
 		return nil, err
@@ -381,14 +381,14 @@ func (d *Driver) create(ctx context.Context, pages int, alloc vhcr.Request, free
 		return nil, err
 	}
 	order := orderFor(pages)
-	res, err := d.Pipeline(ctx, []vhcr.Request{alloc, {Op: hcr.ALLOC_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(order)}})
+	res, err := d.Pipeline(ctx, []vhcr.Request{alloc, {Op: mlx4.ALLOC_RES, InMod: ResMTT, OpMod: opReserveAndMap, InParam: uint64(order)}})
 	if err != nil {
 		if completed(err) {
 			var undo []vhcr.Request
-			if res[0].Status == hcr.OK {
+			if res[0].Status == mlx4.OK {
 				undo = append(undo, free(uint32(res[0].OutParam)))
 			}
-			if res[1].Status == hcr.OK {
+			if res[1].Status == mlx4.OK {
 				undo = append(undo, freeMTTReq(MTT{Base: uint64(uint32(res[1].OutParam)), Order: order}))
 			}
 			_, _ = d.Pipeline(ctx, undo)
@@ -401,15 +401,15 @@ func (d *Driver) create(ctx context.Context, pages int, alloc vhcr.Request, free
 	for i := range addrs {
 		addrs[i] = iova + uint64(i)*PageSize
 	}
-	var mbox [hcr.MailboxSize]byte
+	var mbox [mlx4.MailboxSize]byte
 	l := EncodeWriteMTT(mbox[:], b.MTT.Base, addrs)
-	reqs := append([]vhcr.Request{{Op: hcr.WRITE_MTT, InMod: uint32(pages), In: mbox[:l]}}, then(uint32(res[0].OutParam), b)...)
+	reqs := append([]vhcr.Request{{Op: mlx4.WRITE_MTT, InMod: uint32(pages), In: mbox[:l]}}, then(uint32(res[0].OutParam), b)...)
 	return d.Pipeline(ctx, reqs)
 }
 
 // QueryCQ returns the CQ's context (QUERY_CQ).
 func (d *Driver) QueryCQ(ctx context.Context, cq *CQ) (CQContext, error) {
-	res, err := d.must(ctx, &vhcr.Request{Op: hcr.QUERY_CQ, InMod: cq.CQN})
+	res, err := d.must(ctx, &vhcr.Request{Op: mlx4.QUERY_CQ, InMod: cq.CQN})
 	if err != nil {
 		return CQContext{}, err
 	}
@@ -420,11 +420,11 @@ func (d *Driver) QueryCQ(ctx context.Context, cq *CQ) (CQContext, error) {
 func (d *Driver) DestroyCQ(ctx context.Context, cq *CQ) error {
 	reqs := make([]vhcr.Request, 0, 3)
 	if cq.hw {
-		reqs = append(reqs, vhcr.Request{Op: hcr.HW2SW_CQ, InMod: cq.CQN})
+		reqs = append(reqs, vhcr.Request{Op: mlx4.HW2SW_CQ, InMod: cq.CQN})
 	}
 	reqs = append(reqs, freeReq(ResCQ, opReserveAndMap, uint64(cq.CQN)), freeMTTReq(cq.MTT))
 	res, err := d.Pipeline(ctx, reqs)
-	if cq.hw && completed(err) && res[0].Status == hcr.OK {
+	if cq.hw && completed(err) && res[0].Status == mlx4.OK {
 		cq.hw = false
 	}
 	if err == nil && cq.Pages > 0 {
@@ -434,7 +434,7 @@ func (d *Driver) DestroyCQ(ctx context.Context, cq *CQ) error {
 }
 
 func freeReq(ty uint32, op uint8, in uint64) vhcr.Request {
-	return vhcr.Request{Op: hcr.FREE_RES, InMod: ty, OpMod: op, InParam: in}
+	return vhcr.Request{Op: mlx4.FREE_RES, InMod: ty, OpMod: op, InParam: in}
 }
 
 func freeMTTReq(m MTT) vhcr.Request {
@@ -459,17 +459,17 @@ func (d *Driver) CreateSRQ(ctx context.Context, logSize int, pd uint32) (*SRQ, e
 	var in [SRQContextSize]byte
 	s := &SRQ{LogSize: logSize}
 	res, err := d.create(ctx, max(1, (1<<(logSize+logStride+4))/PageSize),
-		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResSRQ, OpMod: opReserveAndMap},
+		vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResSRQ, OpMod: opReserveAndMap},
 		func(n uint32) vhcr.Request { return freeReq(ResSRQ, opReserveAndMap, uint64(n)) },
 		func(n uint32, b buffer) []vhcr.Request {
 			s.SRQN, s.buffer = n, b
 			SRQContext{SRQN: n, LogSize: logSize, LogStride: logStride, MTTBase: b.MTT.Base, PD: pd}.Encode(in[:])
-			return []vhcr.Request{{Op: hcr.SW2HW_SRQ, InMod: n, In: in[:]}}
+			return []vhcr.Request{{Op: mlx4.SW2HW_SRQ, InMod: n, In: in[:]}}
 		})
 	if res == nil {
 		return nil, err
 	}
-	s.hw = completed(err) && res[1].Status == hcr.OK
+	s.hw = completed(err) && res[1].Status == mlx4.OK
 	if err != nil {
 		_ = d.DestroySRQ(ctx, s)
 		return nil, err
@@ -482,11 +482,11 @@ func (d *Driver) CreateSRQ(ctx context.Context, logSize int, pd uint32) (*SRQ, e
 func (d *Driver) DestroySRQ(ctx context.Context, s *SRQ) error {
 	reqs := make([]vhcr.Request, 0, 3)
 	if s.hw {
-		reqs = append(reqs, vhcr.Request{Op: hcr.HW2SW_SRQ, InMod: s.SRQN})
+		reqs = append(reqs, vhcr.Request{Op: mlx4.HW2SW_SRQ, InMod: s.SRQN})
 	}
 	reqs = append(reqs, freeReq(ResSRQ, opReserveAndMap, uint64(s.SRQN)), freeMTTReq(s.MTT))
 	res, err := d.Pipeline(ctx, reqs)
-	if s.hw && completed(err) && res[0].Status == hcr.OK {
+	if s.hw && completed(err) && res[0].Status == mlx4.OK {
 		s.hw = false
 	}
 	if err == nil && s.Pages > 0 {
@@ -513,23 +513,23 @@ func (d *Driver) CreateMR(ctx context.Context, pages int, access, pd uint32) (*M
 	var in [MPTSize]byte
 	mr := &MR{}
 	res, err := d.create(ctx, pages,
-		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResMPT, OpMod: opReserve},
+		vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResMPT, OpMod: opReserve},
 		func(n uint32) vhcr.Request { return freeReq(ResMPT, opReserve, uint64(n)) },
 		func(n uint32, b buffer) []vhcr.Request {
 			mr.Index, mr.Key, mr.buffer = n, KeyOf(n), b
 			MPT{Access: access, Key: mr.Key, PD: pd, Start: b.IOVA, Length: uint64(pages) * PageSize,
 				MTTBase: b.MTT.Base, MTTSize: uint32(pages), EntitySize: PageShift}.Encode(in[:])
 			return []vhcr.Request{
-				{Op: hcr.ALLOC_RES, InMod: ResMPT, OpMod: opMapICM, InParam: uint64(n)},
-				{Op: hcr.SW2HW_MPT, InMod: n, In: in[:]},
+				{Op: mlx4.ALLOC_RES, InMod: ResMPT, OpMod: opMapICM, InParam: uint64(n)},
+				{Op: mlx4.SW2HW_MPT, InMod: n, In: in[:]},
 			}
 		})
 	if res == nil {
 		return nil, err
 	}
 	if completed(err) {
-		mr.mapped = res[1].Status == hcr.OK
-		mr.hw = res[2].Status == hcr.OK
+		mr.mapped = res[1].Status == mlx4.OK
+		mr.hw = res[2].Status == mlx4.OK
 	}
 	if err != nil {
 		_ = d.DestroyMR(ctx, mr)
@@ -540,7 +540,7 @@ func (d *Driver) CreateMR(ctx context.Context, pages int, access, pd uint32) (*M
 
 // QueryMR returns the MPT entry (QUERY_MPT).
 func (d *Driver) QueryMR(ctx context.Context, mr *MR) (MPT, error) {
-	res, err := d.must(ctx, &vhcr.Request{Op: hcr.QUERY_MPT, InMod: mr.Index})
+	res, err := d.must(ctx, &vhcr.Request{Op: mlx4.QUERY_MPT, InMod: mr.Index})
 	if err != nil {
 		return MPT{}, err
 	}
@@ -552,7 +552,7 @@ func (d *Driver) QueryMR(ctx context.Context, mr *MR) (MPT, error) {
 func (d *Driver) DestroyMR(ctx context.Context, mr *MR) error {
 	reqs := make([]vhcr.Request, 0, 4)
 	if mr.hw {
-		reqs = append(reqs, vhcr.Request{Op: hcr.HW2SW_MPT, InMod: mr.Index})
+		reqs = append(reqs, vhcr.Request{Op: mlx4.HW2SW_MPT, InMod: mr.Index})
 	}
 	if mr.mapped {
 		reqs = append(reqs, freeReq(ResMPT, opMapICM, uint64(mr.Index)))
@@ -562,11 +562,11 @@ func (d *Driver) DestroyMR(ctx context.Context, mr *MR) error {
 	if completed(err) {
 		i := 0
 		if mr.hw {
-			mr.hw = res[i].Status != hcr.OK
+			mr.hw = res[i].Status != mlx4.OK
 			i++
 		}
 		if mr.mapped {
-			mr.mapped = res[i].Status != hcr.OK
+			mr.mapped = res[i].Status != mlx4.OK
 		}
 	}
 	if err == nil && mr.Pages > 0 {
@@ -613,16 +613,16 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 	}
 	mapped := false
 	res, err := d.create(ctx, qp.context().MTTPages(),
-		vhcr.Request{Op: hcr.ALLOC_RES, InMod: ResQP, OpMod: opReserve, InParam: 1<<32 | 1}, // align 1, count 1
+		vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResQP, OpMod: opReserve, InParam: 1<<32 | 1}, // align 1, count 1
 		func(n uint32) vhcr.Request { return freeReq(ResQP, opReserve, 1<<32|uint64(n)) },
 		func(n uint32, b buffer) []vhcr.Request {
 			qp.QPN, qp.buffer = n, b
-			return []vhcr.Request{{Op: hcr.ALLOC_RES, InMod: ResQP, OpMod: opMapICM, InParam: uint64(n)}}
+			return []vhcr.Request{{Op: mlx4.ALLOC_RES, InMod: ResQP, OpMod: opMapICM, InParam: uint64(n)}}
 		})
 	if res == nil {
 		return nil, err
 	}
-	mapped = completed(err) && res[1].Status == hcr.OK
+	mapped = completed(err) && res[1].Status == mlx4.OK
 	if err != nil {
 		undo := []vhcr.Request{freeReq(ResQP, opReserve, 1<<32|uint64(qp.QPN)), freeMTTReq(qp.MTT)}
 		if mapped {
@@ -670,30 +670,30 @@ func (qp *QP) context() QPContext {
 
 // transition is the opcode that moves a QP from one state to another, with
 // whether it carries a mailbox and its optpar.
-func transition(from, to QPState) (op hcr.Opcode, inbox bool, optpar uint32, ok bool) {
+func transition(from, to QPState) (op mlx4.Opcode, inbox bool, optpar uint32, ok bool) {
 	switch {
 	case to == QPReset:
-		return hcr.TWO_RST_QP, false, 0, from != QPReset
+		return mlx4.TWO_RST_QP, false, 0, from != QPReset
 	case to == QPErr:
-		return hcr.TWO_ERR_QP, false, 0, from != QPReset
+		return mlx4.TWO_ERR_QP, false, 0, from != QPReset
 	case from == QPReset && to == QPInit:
-		return hcr.RST2INIT_QP, true, 0, true
+		return mlx4.RST2INIT_QP, true, 0, true
 	case from == QPInit && to == QPInit:
-		return hcr.INIT2INIT_QP, true, OptPKeyIndex, true
+		return mlx4.INIT2INIT_QP, true, OptPKeyIndex, true
 	case from == QPInit && to == QPRTR:
-		return hcr.INIT2RTR_QP, true, OptPrimaryAddr | OptPKeyIndex, true
+		return mlx4.INIT2RTR_QP, true, OptPrimaryAddr | OptPKeyIndex, true
 	case from == QPRTR && to == QPRTS:
-		return hcr.RTR2RTS_QP, true, OptAckTimeout | OptRetryCount | OptRNRRetry, true
+		return mlx4.RTR2RTS_QP, true, OptAckTimeout | OptRetryCount | OptRNRRetry, true
 	case from == QPRTS && to == QPRTS:
-		return hcr.RTS2RTS_QP, true, OptRNRTimeout, true
+		return mlx4.RTS2RTS_QP, true, OptRNRTimeout, true
 	case from == QPRTS && to == QPSQD:
-		return hcr.RTS2SQD_QP, false, 0, true
+		return mlx4.RTS2SQD_QP, false, 0, true
 	case from == QPSQD && to == QPSQD:
-		return hcr.SQD2SQD_QP, true, OptRNRTimeout, true
+		return mlx4.SQD2SQD_QP, true, OptRNRTimeout, true
 	case from == QPSQD && to == QPRTS:
-		return hcr.SQD2RTS_QP, true, 0, true
+		return mlx4.SQD2RTS_QP, true, 0, true
 	case from == QPSQE && to == QPRTS:
-		return hcr.SQERR2RTS_QP, true, 0, true
+		return mlx4.SQERR2RTS_QP, true, 0, true
 	}
 	return 0, false, 0, false
 }
@@ -725,7 +725,7 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to QPState) error {
 // Transition posts op on qp as given (for walking illegal transitions by
 // hand): the mailbox, if op has one, is the driver's context with optpar.
 // The driver's view of the state is not changed.
-func (d *Driver) Transition(ctx context.Context, qp *QP, op hcr.Opcode, optpar uint32) (hcr.Status, error) {
+func (d *Driver) Transition(ctx context.Context, qp *QP, op mlx4.Opcode, optpar uint32) (mlx4.Status, error) {
 	r := vhcr.Request{Op: op, InMod: qp.QPN}
 	if e := d.VF.Table().Lookup(op); e != nil && e.Inbox {
 		var in [QPMailboxSize]byte
@@ -739,7 +739,7 @@ func (d *Driver) Transition(ctx context.Context, qp *QP, op hcr.Opcode, optpar u
 // QueryQP returns the QP's context as the PF keeps it (QUERY_QP) and
 // updates qp.State from it.
 func (d *Driver) QueryQP(ctx context.Context, qp *QP) (QPContext, error) {
-	res, err := d.must(ctx, &vhcr.Request{Op: hcr.QUERY_QP, InMod: qp.QPN})
+	res, err := d.must(ctx, &vhcr.Request{Op: mlx4.QUERY_QP, InMod: qp.QPN})
 	if err != nil {
 		return QPContext{}, err
 	}
@@ -758,11 +758,11 @@ func (d *Driver) QueryQP(ctx context.Context, qp *QP) (QPContext, error) {
 func (d *Driver) DestroyQP(ctx context.Context, qp *QP) error {
 	reqs := make([]vhcr.Request, 0, 4)
 	if qp.State != QPReset {
-		reqs = append(reqs, vhcr.Request{Op: hcr.TWO_RST_QP, InMod: qp.QPN})
+		reqs = append(reqs, vhcr.Request{Op: mlx4.TWO_RST_QP, InMod: qp.QPN})
 	}
 	reqs = append(reqs, freeReq(ResQP, opMapICM, uint64(qp.QPN)), freeReq(ResQP, opReserve, 1<<32|uint64(qp.QPN)), freeMTTReq(qp.MTT))
 	res, err := d.Pipeline(ctx, reqs)
-	if qp.State != QPReset && completed(err) && res[0].Status == hcr.OK {
+	if qp.State != QPReset && completed(err) && res[0].Status == mlx4.OK {
 		qp.State = QPReset
 	}
 	if err == nil && qp.Pages > 0 {
@@ -807,7 +807,7 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...QPState) erro
 		if from == QPReset && to == QPReset {
 			continue
 		}
-		if res[j].Status != hcr.OK {
+		if res[j].Status != mlx4.OK {
 			break
 		}
 		qp.State, from = to, to

@@ -6,7 +6,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -32,9 +32,9 @@ func TestVSTThroughTheChannel(t *testing.T) {
 		qp, err := d.CreateQP(ctx, QPConfig{ST: STUD, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1, QKey: 0x11111111})
 		ok(t, "CreateQP", err)
 		ok(t, "UD to RTR", d.ModifyPath(ctx, qp, QPInit, QPRTR))
-		res, err := d.Do(ctx, &vhcr.Request{Op: hcr.QUERY_QP, InMod: qp.QPN})
+		res, err := d.Do(ctx, &vhcr.Request{Op: mlx4.QUERY_QP, InMod: qp.QPN})
 		ok(t, "QUERY_QP", err)
-		if res.Status != hcr.OK {
+		if res.Status != mlx4.OK {
 			t.Fatalf("QUERY_QP: %v", res.Status)
 		}
 		return res.Out

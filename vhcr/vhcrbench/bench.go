@@ -19,7 +19,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // Options of a run.
@@ -172,13 +172,13 @@ func physical(ctx context.Context, o Options) ([]float64, error) {
 	post, _ := bar.NewReg(r, regVF)
 	ack, _ := bar.NewReg(r, regPF)
 	mem, _ := r.Bytes()
-	var cmd [hcr.VHCRSize]byte
-	h := hcr.VHCR{Op: hcr.NOP, Token: hcr.PollToken}
+	var cmd [mlx4.VHCRSize]byte
+	h := mlx4.VHCR{Op: mlx4.NOP, Token: mlx4.PollToken}
 	h.Encode(&cmd)
 	toggle := uint32(0)
 	deadline := time.Now().Add(30 * time.Second)
 	return timeLoop(o.Iters, func() error {
-		copy(mem[dmaOff:dmaOff+hcr.VHCRSize], cmd[:])
+		copy(mem[dmaOff:dmaOff+mlx4.VHCRSize], cmd[:])
 		toggle ^= 1
 		post.Store(toggle<<31 | uint32(5)<<16)
 		// The VF library's wait, so that (a) and (b) differ only in who
@@ -191,7 +191,7 @@ func physical(ctx context.Context, o Options) ([]float64, error) {
 				return errors.New("responder did not answer")
 			}
 		}
-		if mem[dmaOff+hcr.OffStatus] != 0 {
+		if mem[dmaOff+mlx4.OffStatus] != 0 {
 			return errors.New("bad status")
 		}
 		return nil
@@ -209,7 +209,7 @@ func responder(path string, iters int) error {
 	post, _ := bar.NewReg(r, regVF)
 	ack, _ := bar.NewReg(r, regPF)
 	mem, _ := r.Bytes()
-	var shadow [hcr.VHCRSize]byte
+	var shadow [mlx4.VHCRSize]byte
 	toggle := uint32(0) // the file starts zeroed: nothing posted, nothing acknowledged
 	deadline := time.Now().Add(60 * time.Second)
 	for i := 0; i < iters; i++ {
@@ -224,15 +224,15 @@ func responder(path string, iters int) error {
 			}
 		}
 		toggle ^= 1
-		copy(shadow[:], mem[dmaOff:dmaOff+hcr.VHCRSize])
+		copy(shadow[:], mem[dmaOff:dmaOff+mlx4.VHCRSize])
 		// The status depends on the copy, so that the copy is really made
 		// (a copy into a dead local is optimised away, and with it the
 		// read of the vHCR's cache line).
-		status := byte(hcr.BAD_PARAM)
-		if hcr.Opcode(binary.BigEndian.Uint16(shadow[hcr.OffOpcode:])&0xfff) == hcr.NOP {
-			status = byte(hcr.OK)
+		status := byte(mlx4.BAD_PARAM)
+		if mlx4.Opcode(binary.BigEndian.Uint16(shadow[mlx4.OffOpcode:])&0xfff) == mlx4.NOP {
+			status = byte(mlx4.OK)
 		}
-		mem[dmaOff+hcr.OffStatus] = status
+		mem[dmaOff+mlx4.OffStatus] = status
 		ack.Store(w & vhcr.ToggleBit)
 	}
 	return nil
@@ -288,10 +288,10 @@ func startVHCRD(ctx context.Context, o Options) (*nopPeer, error) {
 }
 
 func (p *nopPeer) round(ctx context.Context, iters int) ([]float64, error) {
-	req := vhcr.Request{Op: hcr.NOP}
+	req := vhcr.Request{Op: mlx4.NOP}
 	return timeLoop(iters, func() error {
 		resp, err := p.vf.Post(ctx, &req)
-		if err == nil && resp.Status != hcr.OK {
+		if err == nil && resp.Status != mlx4.OK {
 			err = resp.Status
 		}
 		return err

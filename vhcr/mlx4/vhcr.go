@@ -1,4 +1,4 @@
-package hcr
+package mlx4
 
 import "encoding/binary"
 

@@ -1,4 +1,4 @@
-package hcr
+package mlx4
 
 import "fmt"
 
@@ -184,7 +184,7 @@ func ParseOpcode(s string) (Opcode, error) {
 	if n, err := parseUint(s); err == nil && n <= 0xfff {
 		return Opcode(n), nil
 	}
-	return 0, fmt.Errorf("hcr: unknown opcode %q", s)
+	return 0, fmt.Errorf("mlx4: unknown opcode %q", s)
 }
 
 // Opcodes returns every named opcode.

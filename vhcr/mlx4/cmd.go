@@ -1,4 +1,4 @@
-package hcr
+package mlx4
 
 import "github.com/vhcrd/vhcrd/dma"
 
@@ -28,7 +28,7 @@ type Cmd struct {
 }
 
 // Refuse sets the reason and returns the status, for one-line refusals:
-// return c.Refuse(hcr.BAD_PARAM, hcr.ReasonPort).
+// return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort).
 func (c *Cmd) Refuse(s Status, r Reason) Status { c.Reason = r; return s }
 
 // Reason classifies a refusal for the validation-refusal counter. The set is
