@@ -21,6 +21,14 @@
 // owns the mapping is closed; Sub views do not own their parent and closing
 // them does nothing to it.
 //
+// Faults and ownership: a mapped file that another process truncates makes
+// the next access past its new end fault (SIGBUS). Guard runs a function with
+// such faults turned into a *FaultError (ErrFault) and Contains says which
+// region and offset the address belongs to, so a poller can treat a shrunk
+// region as a fault of what it backs instead of dying. Own claims a file
+// exclusively (flock, released by the kernel when the process dies); a second
+// claim fails with ErrOwned naming the holder's pid.
+//
 // bar knows nothing about what the registers mean; the comm channel lives in
 // package vhcr.
 package bar

@@ -26,3 +26,6 @@ func toBE(v uint32) uint32 {
 }
 
 func fromBE(v uint32) uint32 { return toBE(v) }
+
+// sliceAddr is the address of b's first byte (b is not empty).
+func sliceAddr(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }

@@ -1,0 +1,119 @@
+package bar_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/bar"
+)
+
+// ownHelperEnv makes the test binary a process that claims a file, says so
+// on stdout and holds the claim until killed.
+const ownHelperEnv = "BAR_TEST_OWN_HELPER"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(ownHelperEnv); path != "" {
+		o, err := bar.Own(path)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("owned")
+		_, _ = os.Stdin.Read(make([]byte, 1)) // until the parent kills us or closes stdin
+		_ = o.Release()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestOwnRefusesASecondClaimInTheSameProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bar")
+	if err := os.WriteFile(path, make([]byte, bar.PageSize), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := bar.Own(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bar.Own(path); !errors.Is(err, bar.ErrOwned) {
+		t.Fatalf("second claim: %v, want ErrOwned", err)
+	} else if want := fmt.Sprintf("pid %d", os.Getpid()); !strings.Contains(err.Error(), want) {
+		t.Errorf("second claim: %q does not name the holder (%s)", err, want)
+	}
+	// Mapping, opening and closing the file elsewhere does not drop the claim.
+	f, err := bar.OpenFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	if _, err := bar.Own(path); !errors.Is(err, bar.ErrOwned) {
+		t.Fatalf("claim after another open/close: %v, want ErrOwned", err)
+	}
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(); err != nil {
+		t.Fatalf("second Release: %v", err)
+	}
+	b, err := bar.Own(path)
+	if err != nil {
+		t.Fatalf("claim after Release: %v", err)
+	}
+	_ = b.Release()
+}
+
+func TestOwnIsReleasedWhenTheHolderIsKilled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bar")
+	if err := os.WriteFile(path, make([]byte, bar.PageSize), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), ownHelperEnv+"="+path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "owned\n" {
+		_ = cmd.Process.Kill()
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	_, err = bar.Own(path)
+	if !errors.Is(err, bar.ErrOwned) {
+		t.Fatalf("claim while another process holds it: %v, want ErrOwned", err)
+	}
+	if want := fmt.Sprintf("pid %d", cmd.Process.Pid); !strings.Contains(err.Error(), want) {
+		t.Errorf("%q does not name the holder (%s)", err, want)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // the kernel has closed the dead process's descriptors
+	o, err := bar.Own(path)
+	if err != nil {
+		t.Fatalf("claim after the holder was killed: %v", err)
+	}
+	_ = o.Release()
+}
+
+func TestOwnMissingFile(t *testing.T) {
+	_, err := bar.Own(filepath.Join(t.TempDir(), "absent"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Own(absent): %v, want ErrNotExist", err)
+	}
+}
