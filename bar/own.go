@@ -28,10 +28,12 @@ type Owner struct {
 	path string
 }
 
-// Own claims path. A claim held elsewhere fails with an error wrapping
-// ErrOwned that names the holder's pid where /proc/locks shows it.
+// Own claims path, creating an empty file (mode 0660) if there is none, so
+// that a region file is claimed before anything sizes or maps it. A claim
+// held elsewhere fails with an error wrapping ErrOwned that names the
+// holder's pid where /proc/locks shows it.
 func Own(path string) (*Owner, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o660)
 	if err != nil {
 		return nil, fmt.Errorf("own %s: %w", path, err)
 	}

@@ -111,9 +111,17 @@ func TestOwnIsReleasedWhenTheHolderIsKilled(t *testing.T) {
 	_ = o.Release()
 }
 
-func TestOwnMissingFile(t *testing.T) {
-	_, err := bar.Own(filepath.Join(t.TempDir(), "absent"))
-	if !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("Own(absent): %v, want ErrNotExist", err)
+func TestOwnCreatesAMissingFileAndRefusesADirectory(t *testing.T) {
+	dir := t.TempDir()
+	o, err := bar.Own(filepath.Join(dir, "new"))
+	if err != nil {
+		t.Fatalf("Own(absent): %v", err)
+	}
+	_ = o.Release()
+	if st, err := os.Stat(filepath.Join(dir, "new")); err != nil || st.Size() != 0 {
+		t.Fatalf("Own did not leave an empty file: %v", err)
+	}
+	if _, err := bar.Own(filepath.Join(dir, "missing", "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Own in a missing directory: %v, want ErrNotExist", err)
 	}
 }

@@ -242,6 +242,66 @@ func TestDaemonAndVFToolsAcrossProcesses(t *testing.T) {
 	}
 }
 
+// One PF per set of regions: a second vhcrd on the same files is refused
+// with the first one's pid before it touches a register, and the first one
+// keeps serving (its VFs stay online and answer).
+func TestSecondPFOnTheSameRegionsIsRefused(t *testing.T) {
+	dir := shmDir(t)
+	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
+	d := startDaemon(t, barPath, dmaPath)
+	if out, code := vfctl(t, barPath, "init", "--vf", "1"); code != 0 {
+		t.Fatalf("vfctl init: exit %d\n%s", code, out)
+	}
+	for _, files := range [][2]string{{barPath, dmaPath}, {barPath, filepath.Join(dir, "dma2")}, {filepath.Join(dir, "bar2"), dmaPath}} {
+		second := exec.Command(filepath.Join(binDir, "vhcrd"), "serve", "--bar", "file:"+files[0], "--dma", "file:"+files[1],
+			"--vfs", "8", "--window", "128K", "--metrics-addr", "127.0.0.1:0")
+		out := refusedOrServing(t, second)
+		if want := fmt.Sprintf("pid %d", d.cmd.Process.Pid); !strings.Contains(out, "owned by another process") || !strings.Contains(out, want) {
+			t.Errorf("second vhcrd on %v: the error does not name the owner (%s):\n%s", files, want, out)
+		}
+	}
+	a, err := vhcr.AttachFile(barPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Layout.NumVFs != 4 {
+		t.Errorf("the refused PF rewrote the header: %d VFs", a.Layout.NumVFs)
+	}
+	if f, _ := a.BAR.Load32(a.Layout.CommPage(1) + vhcr.RegFlags); f&vhcr.FlagsOffline != 0 {
+		t.Errorf("VF 1 FLAGS %#x: offline after a refused PF exited", f)
+	}
+	if out, code := vfctl(t, barPath, "cmd", "--vf", "1", "NOP"); code != 0 || !strings.Contains(out, "NOP: OK (0x00)") {
+		t.Fatalf("NOP after the refused start: exit %d\n%s", code, out)
+	}
+}
+
+// refusedOrServing runs cmd (a vhcrd serve) and returns its output once it
+// has exited. If it starts serving instead, the test fails and the process is
+// killed: a PF that should have been refused never exits on its own.
+func refusedOrServing(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); pw.Close() }()
+	var out strings.Builder
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "msg=serving") {
+			_ = cmd.Process.Kill()
+			t.Errorf("vhcrd started serving instead of being refused:\n%s", out.String())
+		}
+	}
+	if cmd.ProcessState != nil && cmd.ProcessState.Success() {
+		t.Errorf("vhcrd exited 0:\n%s", out.String())
+	}
+	return out.String()
+}
+
 func TestBadFlagsAndFilesAreClearErrors(t *testing.T) {
 	dir := shmDir(t)
 	run := func(args ...string) string {

@@ -139,6 +139,7 @@ type server struct {
 	hca        *hca.HCA
 	barR, dmaR bar.Region
 	closers    []bar.Region
+	owners     []*bar.Owner
 	reg        *prometheus.Registry
 	mad        *mad.Engine
 	traps      trapFanout
@@ -170,6 +171,22 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		return nil, err
 	}
 	s := &server{}
+	// One PF per set of regions: claim the files before anything sizes,
+	// maps or writes them, so a second vhcrd is refused without touching
+	// the first one's registers. The kernel drops the claims when this
+	// process dies. A VFIO device is opened by one process at a time and
+	// needs no claim of ours.
+	for _, sp := range []bar.Spec{bs, ds} {
+		if sp.Scheme != "file" {
+			continue
+		}
+		o, err := bar.Own(sp.Path)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("another PF serves these regions: %w", err)
+		}
+		s.owners = append(s.owners, o)
+	}
 	if s.barR, err = openRegion(bs, lay.BARSize()); err != nil {
 		return nil, fmt.Errorf("--bar: %w", err)
 	}
@@ -218,6 +235,9 @@ func (s *server) close() {
 	}
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		s.closers[i].Close()
+	}
+	for _, o := range s.owners {
+		_ = o.Release()
 	}
 }
 
