@@ -242,7 +242,7 @@ const (
 	PermRemoteWrite = 1 << 13
 	PermAtomic      = 1 << 14
 
-	mptPDFlagEnInv = 1 << 24
+	mptPDFlagEnInv = 3 << 24 // MLX4_MPT_PD_FLAG_EN_INV
 )
 
 // Encode writes the entry into b[:MPTSize].

@@ -59,6 +59,9 @@ func TestContextOffsets(t *testing.T) {
 	if be32(mpt[:], 0)&MPTFlagRegion == 0 || binary.BigEndian.Uint64(mpt[0x2c:]) != 40 || be32(mpt[:], 0x34) != 2 || be32(mpt[:], 0x0c)>>17&0x7f != 0 {
 		t.Errorf("MPT %x", mpt)
 	}
+	if pd := be32(mpt[:], 0x0c); pd != 3<<24|1 { // MLX4_MPT_PD_FLAG_EN_INV (3 << 24) | pd
+		t.Errorf("MPT pd_flags %#x, want %#x", pd, 3<<24|1)
+	}
 	if m, _ := DecodeMPT(mpt[:]); m.Start != 0x3000 || m.Length != 0x2000 || m.MTTBase != 5 || m.Key != 0x1000 {
 		t.Errorf("MPT decode %+v", m)
 	}
