@@ -393,7 +393,7 @@ func (h *HCA) PortChange(phys int, subtype uint8) (int, error) {
 			}
 			var e [EQESize]byte
 			e[eqeSubtype] = subtype
-			binary.BigEndian.PutUint32(e[0x0c:], uint32(i+1)<<28)
+			binary.BigEndian.PutUint32(e[mlx4.EQEPortChangePort:], uint32(i+1)<<28)
 			if err := h.PostEQE(vf, mlx4.EventPortChange, &e); err != nil {
 				if first == nil {
 					first = err

@@ -33,7 +33,7 @@ type CQContext struct {
 }
 
 // Encode writes the context into b[:CQContextSize], zeroing the rest.
-func (c *CQContext) Encode(b []byte) {
+func (c CQContext) Encode(b []byte) {
 	b = b[:CQContextSize]
 	clear(b)
 	put32(b, CQCLogSizeUsrPage, uint32(c.LogSize&0x1f)<<24|c.UsrPage&0xffffff)
@@ -66,4 +66,4 @@ func DecodeCQContext(b []byte) (CQContext, error) {
 
 // MTTPages is resource_tracker.c cq_get_mtt_size: the pages of 2^LogSize
 // 32-byte CQEs, at least 1.
-func (c *CQContext) MTTPages() int { return pow2Pages(c.LogSize + 5 - c.LogPageSize - PageShift) }
+func (c CQContext) MTTPages() int { return pow2Pages(c.LogSize + 5 - c.LogPageSize - PageShift) }

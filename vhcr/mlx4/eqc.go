@@ -40,7 +40,7 @@ type EQContext struct {
 
 // Encode writes the context as mlx4_create_eq does (status OK, armed) into
 // b[:EQContextSize], zeroing the rest.
-func (c *EQContext) Encode(b []byte) {
+func (c EQContext) Encode(b []byte) {
 	b = b[:EQContextSize]
 	clear(b)
 	put32(b, EQCFlags, EQ_STATUS_OK|EQ_STATE_ARMED)
@@ -77,4 +77,4 @@ func DecodeEQContext(b []byte) (EQContext, error) {
 
 // MTTPages is resource_tracker.c eq_get_mtt_size: the pages of 2^LogSize
 // 32-byte EQEs, at least 1.
-func (c *EQContext) MTTPages() int { return pow2Pages(c.LogSize + 5 - c.LogPageSize - PageShift) }
+func (c EQContext) MTTPages() int { return pow2Pages(c.LogSize + 5 - c.LogPageSize - PageShift) }

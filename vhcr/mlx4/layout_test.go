@@ -190,28 +190,28 @@ func TestQPMailboxGolden(t *testing.T) {
 
 func TestContextGolden(t *testing.T) {
 	var cq [CQContextSize]byte
-	(&CQContext{LogSize: 7, UsrPage: 0x12, CompEQN: 9, LogPageSize: 1, MTTBase: 0x1_0000_0001,
-		Period: 0x10, MaxCount: 0x20, DBRecAddr: 0xdb00}).Encode(cq[:])
+	CQContext{LogSize: 7, UsrPage: 0x12, CompEQN: 9, LogPageSize: 1, MTTBase: 0x1_0000_0001,
+		Period: 0x10, MaxCount: 0x20, DBRecAddr: 0xdb00}.Encode(cq[:])
 	if be32(cq[:], 0x0c) != 7<<24|0x12 || cq[0x11] != 0x10 || cq[0x13] != 0x20 || cq[0x17] != 9 || cq[0x18] != 1 ||
 		cq[0x1b] != 8 || be32(cq[:], 0x1c) != 8 || be32(cq[:], 0x3c) != 0xdb00 {
 		t.Errorf("CQ context %x", cq)
 	}
 	var eq [EQContextSize]byte
-	(&EQContext{LogSize: 10, LogPageSize: 1, MTTBase: 3, Intr: 4, Period: 5, MaxCount: 6, Consumer: 7, Producer: 8}).Encode(eq[:])
+	EQContext{LogSize: 10, LogPageSize: 1, MTTBase: 3, Intr: 4, Period: 5, MaxCount: 6, Consumer: 7, Producer: 8}.Encode(eq[:])
 	if be32(eq[:], 0) != 9<<8 || eq[0x0c] != 10 || eq[0x11] != 5 || eq[0x13] != 6 || eq[0x17] != 4 || eq[0x18] != 1 ||
 		be32(eq[:], 0x1c) != 24 || be32(eq[:], 0x28) != 7 || be32(eq[:], 0x2c) != 8 {
 		t.Errorf("EQ context %x", eq)
 	}
 	var srq [SRQContextSize]byte
-	(&SRQContext{SRQN: 0x55, LogSize: 4, LogStride: 2, XRCD: 0x66, CQN: 0x77, LogPageSize: 1, MTTBase: 2,
-		PD: 0x88, LimitWatermark: 0x99, DBRecAddr: 0xaa}).Encode(srq[:])
+	SRQContext{SRQN: 0x55, LogSize: 4, LogStride: 2, XRCD: 0x66, CQN: 0x77, LogPageSize: 1, MTTBase: 2,
+		PD: 0x88, LimitWatermark: 0x99, DBRecAddr: 0xaa}.Encode(srq[:])
 	if be32(srq[:], 0) != 4<<24|0x55 || srq[4] != 2 || srq[7] != 0x66 || be32(srq[:], 8) != 0x77 || srq[0x10] != 1 ||
 		be32(srq[:], 0x14) != 16 || be32(srq[:], 0x18) != 0x88 || srq[0x1d] != 0x99 || srq[0x2f] != 0xaa {
 		t.Errorf("SRQ context %x", srq)
 	}
 	var mpt [MPTEntrySize]byte
-	(&MPT{Access: PERM_LOCAL_READ | PERM_REMOTE_WRITE, QPN: 0x31, Key: KeyOf(0x10), PD: 1, Start: 0x3000,
-		Length: 0x2000, MTTBase: 5, MTTSize: 2, EntitySize: 12}).Encode(mpt[:])
+	MPT{Access: PERM_LOCAL_READ | PERM_REMOTE_WRITE, QPN: 0x31, Key: KeyOf(0x10), PD: 1, Start: 0x3000,
+		Length: 0x2000, MTTBase: 5, MTTSize: 2, EntitySize: 12}.Encode(mpt[:])
 	if be32(mpt[:], 0) != 1<<17|1<<8|1<<10|1<<13 || be32(mpt[:], 4) != 0x31 || be32(mpt[:], 8) != 0x1000 ||
 		be32(mpt[:], 0x0c) != 3<<24|1 || be32(mpt[:], 0x14) != 0x3000 || be32(mpt[:], 0x1c) != 0x2000 ||
 		be32(mpt[:], 0x20) != 0x1000 || be32(mpt[:], 0x30) != 40 || be32(mpt[:], 0x34) != 2 || be32(mpt[:], 0x38) != 12 {
@@ -230,24 +230,24 @@ func TestMTTPages(t *testing.T) {
 		name      string
 		got, want int
 	}{
-		{"CQ 2^7 CQEs", (&CQContext{LogSize: 7}).MTTPages(), 1},
-		{"CQ 2^10 CQEs", (&CQContext{LogSize: 10}).MTTPages(), 8},
-		{"CQ 2^31 CQEs", (&CQContext{LogSize: 31}).MTTPages(), 1 << 24},
-		{"EQ huge pages", (&EQContext{LogSize: 10, LogPageSize: 63}).MTTPages(), 1},
-		{"SRQ 2^4 x 64", (&SRQContext{LogSize: 8, LogStride: 2}).MTTPages(), 4},
-		{"QP sq+rq", (&QPContext{LogSQSize: 7, LogSQStride: 2, LogRQSize: 7, LogRQStride: 2}).MTTPages(), 4},
-		{"QP sq only (SRQ)", (&QPContext{LogSQSize: 7, LogSQStride: 2, UseSRQ: true, LogRQSize: 15}).MTTPages(), 2},
-		{"QP no page offset", (&QPContext{LogSQSize: 4, LogSQStride: 4, LogRQSize: 3, LogRQStride: 4}).MTTPages(), 1},
-		{"QP page offset", (&QPContext{LogSQSize: 4, LogSQStride: 4, LogRQSize: 3, LogRQStride: 4, PageOffset: 63}).MTTPages(), 2},
-		{"QP RSS", (&QPContext{LogSQSize: 4, LogSQStride: 4, LogRQSize: 15, LogRQStride: 7, RSS: true}).MTTPages(), 1},
-		{"QP XRC", (&QPContext{ST: QP_ST_XRC, LogSQSize: 4, LogSQStride: 4, LogRQSize: 15, LogRQStride: 7}).MTTPages(), 1},
-		{"QP tiny", (&QPContext{}).MTTPages(), 1},
+		{"CQ 2^7 CQEs", CQContext{LogSize: 7}.MTTPages(), 1},
+		{"CQ 2^10 CQEs", CQContext{LogSize: 10}.MTTPages(), 8},
+		{"CQ 2^31 CQEs", CQContext{LogSize: 31}.MTTPages(), 1 << 24},
+		{"EQ huge pages", EQContext{LogSize: 10, LogPageSize: 63}.MTTPages(), 1},
+		{"SRQ 2^4 x 64", SRQContext{LogSize: 8, LogStride: 2}.MTTPages(), 4},
+		{"QP sq+rq", QPContext{LogSQSize: 7, LogSQStride: 2, LogRQSize: 7, LogRQStride: 2}.MTTPages(), 4},
+		{"QP sq only (SRQ)", QPContext{LogSQSize: 7, LogSQStride: 2, UseSRQ: true, LogRQSize: 15}.MTTPages(), 2},
+		{"QP no page offset", QPContext{LogSQSize: 4, LogSQStride: 4, LogRQSize: 3, LogRQStride: 4}.MTTPages(), 1},
+		{"QP page offset", QPContext{LogSQSize: 4, LogSQStride: 4, LogRQSize: 3, LogRQStride: 4, PageOffset: 63}.MTTPages(), 2},
+		{"QP RSS", QPContext{LogSQSize: 4, LogSQStride: 4, LogRQSize: 15, LogRQStride: 7, RSS: true}.MTTPages(), 1},
+		{"QP XRC", QPContext{ST: QP_ST_XRC, LogSQSize: 4, LogSQStride: 4, LogRQSize: 15, LogRQStride: 7}.MTTPages(), 1},
+		{"QP tiny", QPContext{}.MTTPages(), 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %d pages, want %d", c.name, c.got, c.want)
 		}
 	}
-	if n := (&CQContext{LogSize: 31, LogPageSize: -30}).MTTPages(); n != 1<<MaxSizeExponent {
+	if n := (CQContext{LogSize: 31, LogPageSize: -30}).MTTPages(); n != 1<<MaxSizeExponent {
 		t.Errorf("clamp: %d", n)
 	}
 }

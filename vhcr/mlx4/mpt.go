@@ -64,7 +64,7 @@ type MPT struct {
 // flags MIO | REGION | access (| PHYSICAL), pd_flags PD 16:0 | EN_INV, the
 // MTT only for a translated region. Flags and PDFlags are outputs of
 // DecodeMPT; Encode ignores them.
-func (m *MPT) Encode(b []byte) {
+func (m MPT) Encode(b []byte) {
 	b = b[:MPTEntrySize]
 	clear(b)
 	flags := uint32(MPT_FLAG_MIO|MPT_FLAG_REGION) | m.Access&PERM_MASK&^PERM_BIND_MW
@@ -112,10 +112,10 @@ func DecodeMPT(b []byte) (MPT, error) {
 }
 
 // Region reports MLX4_MPT_FLAG_REGION.
-func (m *MPT) Region() bool { return m.Flags&MPT_FLAG_REGION != 0 }
+func (m MPT) Region() bool { return m.Flags&MPT_FLAG_REGION != 0 }
 
 // PDSlave is PD bits 23:17: 0 for none, else the slave + 1.
-func (m *MPT) PDSlave() int { return int(m.PD&MPT_PD_VF_MASK) >> 17 }
+func (m MPT) PDSlave() int { return int(m.PD&MPT_PD_VF_MASK) >> 17 }
 
 // KeyOf is mlx4's hw_index_to_key: the MPT index rotated left by 8.
 func KeyOf(index uint32) uint32 { return index<<8 | index>>24 }

@@ -183,7 +183,7 @@ type QPPath struct {
 
 // encode writes the path into b[:QPPathSize]; sched_queue is mlx4_ib's
 // 0x83 | (port - 1) << 6.
-func (p *QPPath) encode(b []byte) {
+func (p QPPath) encode(b []byte) {
 	b[PathPKeyIndex] = p.PKeyIndex
 	b[PathCounterIndex] = p.CounterIndex
 	g := p.SMACIndex & 0x7f
@@ -255,7 +255,7 @@ type QPContext struct {
 
 // Encode writes the context into b[:QPContextSize], zeroing what it does not
 // set. b must hold QPContextSize bytes.
-func (c *QPContext) Encode(b []byte) {
+func (c QPContext) Encode(b []byte) {
 	b = b[:QPContextSize]
 	clear(b)
 	f := uint32(c.State&0xf)<<28 | uint32(c.ST)<<16
@@ -336,7 +336,7 @@ func DecodeQPContext(b []byte) (QPContext, error) {
 // MTTPages is resource_tracker.c qp_get_mtt_size: the bytes of the send and
 // receive queues (none for SRQ, RSS and XRC QPs) plus the page offset,
 // in pages, rounded up to a power of two, at least 1.
-func (c *QPContext) MTTPages() int {
+func (c QPContext) MTTPages() int {
 	total := uint64(1) << (int(c.LogSQSize) + int(c.LogSQStride) + 4)
 	if !c.UseSRQ && !c.RSS && c.ST != QP_ST_XRC {
 		total += uint64(1) << (int(c.LogRQSize) + int(c.LogRQStride) + 4)
@@ -356,7 +356,7 @@ type QPMailbox struct {
 }
 
 // Encode writes the mailbox into b[:QPMailboxSize].
-func (m *QPMailbox) Encode(b []byte) {
+func (m QPMailbox) Encode(b []byte) {
 	clear(b[:QPMailboxContext])
 	put32(b, QPMailboxOptPar, m.OptPar)
 	m.Ctx.Encode(b[QPMailboxContext:QPMailboxSize])

@@ -34,7 +34,7 @@ type SRQContext struct {
 }
 
 // Encode writes the context into b[:SRQContextSize], zeroing the rest.
-func (c *SRQContext) Encode(b []byte) {
+func (c SRQContext) Encode(b []byte) {
 	b = b[:SRQContextSize]
 	clear(b)
 	put32(b, SRQCStateLogSizeSRQN, uint32(c.LogSize&0xf)<<24|c.SRQN&0xffffff)
@@ -72,6 +72,6 @@ func DecodeSRQContext(b []byte) (SRQContext, error) {
 
 // MTTPages is resource_tracker.c srq_get_mtt_size: the pages of 2^LogSize
 // WQEs of 16 << LogStride bytes, at least 1.
-func (c *SRQContext) MTTPages() int {
+func (c SRQContext) MTTPages() int {
 	return pow2Pages(c.LogSize + c.LogStride + 4 - c.LogPageSize - PageShift)
 }
