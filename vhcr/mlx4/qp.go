@@ -90,6 +90,8 @@ const (
 	QPMailboxOptPar  = 0
 	QPMailboxContext = 8
 	QPMailboxSize    = QPMailboxContext + QPContextSize
+	QPMailboxPriPath = QPMailboxContext + QPCPriPath
+	QPMailboxAltPath = QPMailboxContext + QPCAltPath
 )
 
 // QP service types: include/linux/mlx4/qp.h MLX4_QP_ST_*.
@@ -370,3 +372,39 @@ func DecodeQPMailbox(b []byte) (QPMailbox, error) {
 	c, err := DecodeQPContext(b[QPMailboxContext:])
 	return QPMailbox{OptPar: get32(b, QPMailboxOptPar), Ctx: c}, err
 }
+
+// Path and context bits the PF's vport enforcement sets
+// (include/linux/mlx4/qp.h: MLX4_FL_*, MLX4_VLAN_CTRL_ETH_*, MLX4_FEUP_*,
+// MLX4_FSM_*, MLX4_FVL_*, MLX4_STRIP_VLAN).
+const (
+	FL_CV                         = 1 << 6 // fl
+	FL_ETH_HIDE_CQE_VLAN          = 1 << 2 // fl
+	CTRL_ETH_SRC_CHECK_IF_COUNTER = 1 << 7 // vlan_control
+	VLAN_CTRL_ETH_TX_BLOCK_TAGGED = 1 << 6 // vlan_control
+	VLAN_CTRL_ETH_TX_BLOCK_PRIO   = 1 << 5
+	VLAN_CTRL_ETH_TX_BLOCK_UNTAG  = 1 << 4
+	VLAN_CTRL_ETH_RX_BLOCK_TAGGED = 1 << 2
+	VLAN_CTRL_ETH_RX_BLOCK_PRIO   = 1 << 1
+	VLAN_CTRL_ETH_RX_BLOCK_UNTAG  = 1 << 0
+	FEUP_FORCE_ETH_UP             = 1 << 6  // feup
+	FSM_FORCE_ETH_SRC_MAC         = 1 << 5  // feup
+	FVL_FORCE_ETH_VLAN            = 1 << 3  // feup
+	FVL_RX_FORCE_ETH_VLAN         = 1 << 0  // fvl_rx
+	STRIP_VLAN                    = 1 << 30 // param3
+	SchedQueuePortBit             = 1 << 6  // sched_queue: port - 1
+	SchedQueueUPMask              = 0x38    // sched_queue 5:3: the 802.1p priority
+	VPP_DEFAULT_VPORT             = 0       // qos_vport: no vport QoS
+	RESERVED_QKEY_BASE            = 0xffff0000
+	GRHMyLMCGRH                   = 0x80 // grh_mylmc bit 7
+	GRHMyLMCSMACMask              = 0x7f // grh_mylmc 6:0
+)
+
+// UPDATE_QP inbox: include/linux/mlx4/qp.h struct mlx4_update_qp_context.
+const (
+	UpdQPQPMask                          = 0x00 // BE64
+	UpdQPPrimaryAddrPathMask             = 0x08 // BE64, bits UPD_QP_PATH_MASK_*
+	UpdQPSecondaryAddrPathMask           = 0x10 // BE64
+	UpdQPContext                         = 0x20 // struct mlx4_qp_context
+	UPD_QP_PATH_MASK_MAC_INDEX           = 2 + 32
+	UPD_QP_PATH_MASK_ETH_SRC_CHECK_MC_LB = 19 + 32
+)
