@@ -130,18 +130,24 @@ func (h *HCA) MAD_IFC(c *mlx4.Cmd) mlx4.Status {
 			}
 		}
 	}
-	st := mlx4.Status(h.mad.ProcessMADIFC(&h.madViews[c.VF], c.OpMod, c.InMod, c.Inbox[:], out))
-	if recorded && st == mlx4.OK {
+	r := h.mad.ProcessMADIFC(&h.madViews[c.VF], c.OpMod, c.InMod, c.Inbox[:], out)
+	if recorded && r == mad.IFCOK {
 		h.madRec.Reply(phys, out)
 	}
-	switch st {
-	case mlx4.OK:
-	case mlx4.BAD_OP:
-		c.Reason = mlx4.ReasonMAD
-	default:
-		c.Reason = mlx4.ReasonContext
+	return madIFCStatus(c, r)
+}
+
+// madIFCStatus is the status mlx4's master returns a VF for a MAD_IFC
+// outcome. A MAD the firmware does not answer is BAD_PKT, which the master
+// turns into -EINVAL and the VF sees as BAD_PARAM, like a malformed inbox.
+func madIFCStatus(c *mlx4.Cmd, r mad.IFCResult) mlx4.Status {
+	switch r {
+	case mad.IFCOK:
+		return mlx4.OK
+	case mad.IFCRefused:
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonMAD)
 	}
-	return st
+	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 }
 
 // QUERY_HCA outbox offsets (fw.c INIT_HCA_*: QUERY_HCA answers the INIT_HCA
