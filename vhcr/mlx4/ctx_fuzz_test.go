@@ -118,3 +118,23 @@ func FuzzMPT(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeAccessRegPTYS: every outbox decodes, and the register is a
+// fixed point of its codec.
+func FuzzDecodeAccessRegPTYS(f *testing.F) {
+	var in [MailboxSize]byte
+	EncodeAccessRegPTYS(&in, ACCESS_REG_QUERY, 1, PTYS_IB)
+	f.Add(in[:ACCESS_REG_HEADER_SIZE+PTYSRegSize])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var out [MailboxSize]byte
+		copy(out[:], b)
+		st, p := DecodeAccessRegPTYS(&out)
+		if st > ACCESS_REG_STATUS_MASK {
+			t.Fatalf("status %#x", st)
+		}
+		roundTrip(t, out[ACCESS_REG_HEADER_SIZE:], PTYSRegSize, DecodePTYS, PTYS.Encode)
+		if q, _ := DecodePTYS(out[ACCESS_REG_HEADER_SIZE:]); q != p {
+			t.Fatalf("%+v != %+v", q, p)
+		}
+	})
+}

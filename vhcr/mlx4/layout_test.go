@@ -369,3 +369,30 @@ func TestQueryOutboxLayout(t *testing.T) {
 		}
 	}
 }
+
+// drivers/net/ethernet/mellanox/mlx4/fw.c struct mlx4_access_reg and
+// include/linux/mlx4/device.h struct mlx4_ptys_reg (both packed).
+func TestAccessRegLayout(t *testing.T) {
+	checkOffsets(t, "mlx4_access_reg", []off{
+		{"constant1", AccessRegConstant1, 0}, {"status", AccessRegStatus, 2}, {"reg_id", AccessRegRegID, 4},
+		{"method", AccessRegMethod, 6}, {"constant2", AccessRegConstant2, 7}, {"len_const", AccessRegLenConst, 16},
+		{"reg_data", ACCESS_REG_HEADER_SIZE, 20}, {"MLX4_REG_ID_PTYS", REG_ID_PTYS, 0x5004},
+		{"MLX4_ACCESS_REG_QUERY", ACCESS_REG_QUERY, 1}, {"MLX4_ACCESS_REG_WRITE", ACCESS_REG_WRITE, 2},
+	})
+	checkOffsets(t, "mlx4_ptys_reg", []off{
+		{"flags", PTYSFlags, 0}, {"local_port", PTYSLocalPort, 1}, {"proto_mask", PTYSProtoMask, 3},
+		{"eth_proto_cap", PTYSEthProtoCap, 12}, {"ib_width_cap", PTYSIBWidthCap, 16}, {"ib_speed_cap", PTYSIBSpeedCap, 18},
+		{"eth_proto_admin", PTYSEthProtoAdmin, 24}, {"ib_width_admin", PTYSIBWidthAdmin, 28}, {"ib_speed_admin", PTYSIBSpeedAdmin, 30},
+		{"eth_proto_oper", PTYSEthProtoOper, 36}, {"ib_width_oper", PTYSIBWidthOper, 40}, {"ib_speed_oper", PTYSIBSpeedOper, 42},
+		{"eth_proto_lp_adv", PTYSEthProtoLPAdv, 48}, {"sizeof", PTYSRegSize, 52},
+		{"MLX4_PTYS_IB", PTYS_IB, 1}, {"MLX4_PTYS_EN", PTYS_EN, 4},
+		{"MLX4_40GBASE_CR4", LINK_MODE_40GBASE_CR4, 6}, {"MLX4_10GBASE_CR", LINK_MODE_10GBASE_CR, 12},
+	})
+	// mlx4_ACCESS_REG's header for a PTYS query of port 2, IB.
+	var in [MailboxSize]byte
+	EncodeAccessRegPTYS(&in, ACCESS_REG_QUERY, 2, PTYS_IB)
+	want := []byte{0x08, 0x04, 0, 0, 0x50, 0x04, 0x01, 0x01, 16: 0x30, 17: 0x0e, 20: 0, 21: 2, 22: 0, 23: 1}
+	if string(in[:len(want)]) != string(want) {
+		t.Errorf("PTYS query inbox % x\n                 want % x", in[:len(want)], want)
+	}
+}
