@@ -340,7 +340,7 @@ func (h *HCA) objectEvent(ty restrack.Type, id uint32, eventType, subtype, syndr
 	e[mlx4.EQESubtype] = subtype
 	binary.BigEndian.PutUint32(e[mlx4.EQEData:], id&0xffffff)
 	if ty == restrack.CQ {
-		e[mlx4.EQECmdStatus] = syndrome
+		e[mlx4.EQECQErrSyndrome] = syndrome
 	}
 	return h.PostEQE(vf, eventType, &e)
 }

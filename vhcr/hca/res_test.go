@@ -711,7 +711,7 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 		t.Fatalf("VF 0 EQE % x", e)
 	}
 	e = b.readEQE(bpage, 0)
-	if e[mlx4.EQEType] != mlx4.EventCQError || binary.BigEndian.Uint32(e[mlx4.EQEData:]) != bcq || e[mlx4.EQECmdStatus] != 1 {
+	if e[mlx4.EQEType] != mlx4.EventCQError || binary.BigEndian.Uint32(e[mlx4.EQEData:]) != bcq || e[mlx4.EQECQErrSyndrome] != 1 {
 		t.Fatalf("VF 1 EQE % x", e)
 	}
 	if err := r.h.QPEvent(0x7ffff0, mlx4.EventCommEst); !errors.Is(err, restrack.ErrNotFound) {

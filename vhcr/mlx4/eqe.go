@@ -13,6 +13,7 @@ const (
 	EQECmdStatus      = 0x0f // CMD: status byte (the seed's rule; mlx4 leaves it 0)
 	EQECmdOutParam    = 0x10 // CMD: BE64 immediate output
 	EQEPortChangePort = 0x0c // PORT_CHANGE: BE32 event.port_change.port, the port in 31:28
+	EQECQErrSyndrome  = 0x0f // CQ_ERROR: event.cq_err.syndrome (CQN at EQEData)
 	EQESlaveID        = 0x1c
 	EQEOwner          = 0x1f // bit 7: ownership, flips on each pass over the ring
 	EQEOwnerHW        = 0x80

@@ -396,3 +396,14 @@ func TestAccessRegLayout(t *testing.T) {
 		t.Errorf("PTYS query inbox % x\n                 want % x", in[:len(want)], want)
 	}
 }
+
+// drivers/net/ethernet/mellanox/mlx4/mlx4.h struct mlx4_eqe.
+func TestEQELayout(t *testing.T) {
+	checkOffsets(t, "mlx4_eqe", []off{
+		{"type", EQEType, 1}, {"subtype", EQESubtype, 3}, {"event", EQEData, 4},
+		{"event.cmd.token", EQECmdToken, 4 + 2}, {"event.cmd.status", EQECmdStatus, 4 + 11},
+		{"event.cmd.out_param", EQECmdOutParam, 4 + 12}, {"event.port_change.port", EQEPortChangePort, 4 + 8},
+		{"event.cq_err.syndrome", EQECQErrSyndrome, 4 + 11}, {"slave_id", EQESlaveID, 28}, {"owner", EQEOwner, 31},
+		{"sizeof", EQESize, 32},
+	})
+}

@@ -58,7 +58,7 @@ func DecodeEQE(b []byte) (EQE, error) {
 		e.Port = int(binary.BigEndian.Uint32(b[mlx4.EQEPortChangePort:]) >> 28)
 	case mlx4.EventCQError:
 		e.Object = binary.BigEndian.Uint32(b[mlx4.EQEData:]) & 0xffffff
-		e.Status = b[mlx4.EQECmdStatus]
+		e.Status = b[mlx4.EQECQErrSyndrome]
 	default:
 		e.Object = binary.BigEndian.Uint32(b[mlx4.EQEData:]) & 0xffffff
 	}
@@ -81,7 +81,7 @@ func EncodeEQE(e EQE) [mlx4.EQESize]byte {
 		binary.BigEndian.PutUint32(b[mlx4.EQEPortChangePort:], uint32(e.Port&0xf)<<28)
 	case mlx4.EventCQError:
 		binary.BigEndian.PutUint32(b[mlx4.EQEData:], e.Object&0xffffff)
-		b[mlx4.EQECmdStatus] = e.Status
+		b[mlx4.EQECQErrSyndrome] = e.Status
 	default:
 		binary.BigEndian.PutUint32(b[mlx4.EQEData:], e.Object&0xffffff)
 	}
