@@ -148,7 +148,7 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 	switch k {
 	case 19: // flow-steering rule on anyone's QP (multicast: no MAC needed)
 		qpn, f := p.pick(v, restrack.QP)
-		rule := fsRule(1, qpn, fsIDEth, 0x01005e000001)
+		rule := fsRule(1, qpn, mlx4.NET_TRANS_RULE_ID_ETH, 0x01005e000001)
 		c := v.cmd(mlx4.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
 		s := run((*HCA).QP_FLOW_STEERING_ATTACH, c)
 		if s == mlx4.OK {

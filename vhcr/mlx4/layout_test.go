@@ -407,3 +407,15 @@ func TestEQELayout(t *testing.T) {
 		{"sizeof", EQESize, 32},
 	})
 }
+
+// include/linux/mlx4/device.h struct mlx4_net_trans_rule_hw_ctrl,
+// struct mlx4_net_trans_rule_hw_eth and enum mlx4_net_trans_hw_rule_queue.
+func TestFlowSteeringLayout(t *testing.T) {
+	checkOffsets(t, "mlx4_net_trans_rule_hw_ctrl", []off{
+		{"port", NetTransCtrlPort, 7}, {"qpn", NetTransCtrlQPN, 8}, {"sizeof", NetTransCtrlSize, 16},
+		{"_rule_hw.id", RuleHwID, 2}, {"eth.dst_mac", RuleHwEthDstMAC, 10},
+		{"ID_ETH", NET_TRANS_RULE_ID_ETH, 0xe001}, {"ID_IPV4", NET_TRANS_RULE_ID_IPV4, 0xe002},
+		{"ID_IPV6", NET_TRANS_RULE_ID_IPV6, 0xe003}, {"ID_TCP", NET_TRANS_RULE_ID_TCP, 0xe004},
+		{"ID_IB", NET_TRANS_RULE_ID_IB, 0xe005}, {"ID_UDP", NET_TRANS_RULE_ID_UDP, 0xe006},
+	})
+}
