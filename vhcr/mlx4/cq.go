@@ -1,6 +1,7 @@
 package mlx4
 
-// CQ context offsets: include/linux/mlx4/cq.h struct mlx4_cq_context
+// CQ context offsets: drivers/net/ethernet/mellanox/mlx4/mlx4.h
+// struct mlx4_cq_context
 // (64 bytes, big-endian fields).
 const (
 	CQCFlags                = 0x00

@@ -1,6 +1,6 @@
 package mlx4
 
-// EQ context offsets: drivers/net/ethernet/mellanox/mlx4/eq.c
+// EQ context offsets: drivers/net/ethernet/mellanox/mlx4/mlx4.h
 // struct mlx4_eq_context (64 bytes, big-endian fields).
 const (
 	EQCFlags         = 0x00 // BE32: status 31:28, state 11:8

@@ -2,7 +2,7 @@ package mlx4
 
 import "encoding/binary"
 
-// EQE layout (struct mlx4_eqe, 32 bytes; with 64-byte EQEs the legacy 32
+// EQE layout (include/linux/mlx4/device.h struct mlx4_eqe, 32 bytes; with 64-byte EQEs the legacy 32
 // bytes are the second half of each slot).
 const (
 	EQESize           = 32

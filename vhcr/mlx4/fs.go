@@ -10,7 +10,7 @@ const (
 	RuleHwID         = 2  // _rule_hw.id, BE16 (MLX4_NET_TRANS_RULE_ID_*)
 	RuleHwEthDstMAC  = 10 // mlx4_net_trans_rule_hw_eth.dst_mac, 6 bytes
 
-	NET_TRANS_RULE_ID_ETH  = 0xe001 // enum mlx4_net_trans_hw_rule_queue
+	NET_TRANS_RULE_ID_ETH  = 0xe001 // mcg.c __sw_id_hw[MLX4_NET_TRANS_RULE_ID_*]
 	NET_TRANS_RULE_ID_IPV4 = 0xe002
 	NET_TRANS_RULE_ID_IPV6 = 0xe003
 	NET_TRANS_RULE_ID_TCP  = 0xe004

@@ -74,7 +74,7 @@ func TestQPContextLayout(t *testing.T) {
 		{"SQER", int(QP_STATE_SQER), 4}, {"SQD", int(QP_STATE_SQD), 5}, {"ERR", int(QP_STATE_ERR), 6}})
 }
 
-// include/linux/mlx4/cq.h struct mlx4_cq_context.
+// drivers/net/ethernet/mellanox/mlx4/mlx4.h struct mlx4_cq_context.
 func TestCQContextLayout(t *testing.T) {
 	checkOffsets(t, "mlx4_cq_context", []off{
 		{"flags", CQCFlags, 0}, {"page_offset", CQCPageOffset, 10}, {"logsize_usrpage", CQCLogSizeUsrPage, 12},
@@ -86,7 +86,7 @@ func TestCQContextLayout(t *testing.T) {
 	})
 }
 
-// include/linux/mlx4/srq.h struct mlx4_srq_context.
+// drivers/net/ethernet/mellanox/mlx4/mlx4.h struct mlx4_srq_context.
 func TestSRQContextLayout(t *testing.T) {
 	checkOffsets(t, "mlx4_srq_context", []off{
 		{"state_logsize_srqn", SRQCStateLogSizeSRQN, 0}, {"logstride", SRQCLogStride, 4}, {"xrcd", SRQCXRCD, 6},
@@ -97,7 +97,7 @@ func TestSRQContextLayout(t *testing.T) {
 	})
 }
 
-// drivers/net/ethernet/mellanox/mlx4/eq.c struct mlx4_eq_context.
+// drivers/net/ethernet/mellanox/mlx4/mlx4.h struct mlx4_eq_context.
 func TestEQContextLayout(t *testing.T) {
 	checkOffsets(t, "mlx4_eq_context", []off{
 		{"flags", EQCFlags, 0}, {"page_offset", EQCPageOffset, 10}, {"log_eq_size", EQCLogEQSize, 12},
@@ -397,7 +397,7 @@ func TestAccessRegLayout(t *testing.T) {
 	}
 }
 
-// drivers/net/ethernet/mellanox/mlx4/mlx4.h struct mlx4_eqe.
+// include/linux/mlx4/device.h struct mlx4_eqe.
 func TestEQELayout(t *testing.T) {
 	checkOffsets(t, "mlx4_eqe", []off{
 		{"type", EQEType, 1}, {"subtype", EQESubtype, 3}, {"event", EQEData, 4},
@@ -408,8 +408,8 @@ func TestEQELayout(t *testing.T) {
 	})
 }
 
-// include/linux/mlx4/device.h struct mlx4_net_trans_rule_hw_ctrl,
-// struct mlx4_net_trans_rule_hw_eth and enum mlx4_net_trans_hw_rule_queue.
+// include/linux/mlx4/device.h struct mlx4_net_trans_rule_hw_ctrl and
+// struct mlx4_net_trans_rule_hw_eth; mcg.c __sw_id_hw[].
 func TestFlowSteeringLayout(t *testing.T) {
 	checkOffsets(t, "mlx4_net_trans_rule_hw_ctrl", []off{
 		{"port", NetTransCtrlPort, 7}, {"qpn", NetTransCtrlQPN, 8}, {"sizeof", NetTransCtrlSize, 16},

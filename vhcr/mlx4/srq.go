@@ -1,6 +1,7 @@
 package mlx4
 
-// SRQ context offsets: include/linux/mlx4/srq.h struct mlx4_srq_context
+// SRQ context offsets: drivers/net/ethernet/mellanox/mlx4/mlx4.h
+// struct mlx4_srq_context
 // (48 bytes, big-endian fields).
 const (
 	SRQCStateLogSizeSRQN = 0x00 // BE32: log size 27:24, SRQN 23:0
