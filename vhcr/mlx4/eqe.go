@@ -2,8 +2,8 @@ package mlx4
 
 import "encoding/binary"
 
-// EQE layout (include/linux/mlx4/device.h struct mlx4_eqe, 32 bytes; with 64-byte EQEs the legacy 32
-// bytes are the second half of each slot).
+// EQE layout: include/linux/mlx4/device.h struct mlx4_eqe (32 bytes; with
+// 64-byte EQEs the legacy 32 bytes are the second half of each slot).
 const (
 	EQESize           = 32
 	EQEType           = 0x01 // MLX4_EVENT_TYPE_*
