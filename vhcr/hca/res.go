@@ -34,7 +34,6 @@ const (
 	numEventTypes  = 64  // MLX4_EVENT_TYPES_NUM
 	maxAttachPerQP = 64  // multicast attachments one QP may hold
 	maxEQLogSize   = 16  // 64 Ki EQEs: at most 512 ring pages per EQ
-	maxWriteMTT    = (mlx4.MailboxSize - 16) / 8
 	qpnMask        = 0x7fffff
 )
 

@@ -120,24 +120,35 @@ func (m MPT) PDSlave() int { return int(m.PD&MPT_PD_VF_MASK) >> 17 }
 // KeyOf is mlx4's hw_index_to_key: the MPT index rotated left by 8.
 func KeyOf(index uint32) uint32 { return index<<8 | index>>24 }
 
-// WRITE_MTT inbox (mlx4_WRITE_MTT, mlx4_write_mtt_chunk): BE64 the first
-// entry index at 0, 8 reserved bytes, BE64 entries from 16, each a page
-// address | MLX4_MTT_FLAG_PRESENT.
+// MTT mailbox: WRITE_MTT's inbox (mlx4_WRITE_MTT, mlx4_write_mtt_chunk) and,
+// in the model, READ_MTT's outbox: BE64 the first entry index at 0, 8
+// reserved bytes, BE64 entries from 16, each a page address |
+// MLX4_MTT_FLAG_PRESENT.
 const (
-	WriteMTTStart      = 0x00
-	WriteMTTEntries    = 0x10
+	MTTMailboxStart    = 0x00
+	MTTMailboxEntries  = 0x10
 	MTT_FLAG_PRESENT   = 1
-	MaxWriteMTTEntries = (MailboxSize - WriteMTTEntries) / MTTEntrySize
+	MaxWriteMTTEntries = (MailboxSize - MTTMailboxEntries) / MTTEntrySize
 )
 
-// EncodeWriteMTT writes a WRITE_MTT inbox into b (at least 16 + 8*len(addrs)
-// bytes, up to MaxWriteMTTEntries entries) and returns its length.
+// MTTMailboxEntry returns entry i of an MTT mailbox; b must hold it.
+func MTTMailboxEntry(b []byte, i int) uint64 { return get64(b, MTTMailboxEntries+MTTEntrySize*i) }
+
+// PutMTTMailboxEntry writes entry i of an MTT mailbox; b must hold it.
+func PutMTTMailboxEntry(b []byte, i int, v uint64) { put64(b, MTTMailboxEntries+MTTEntrySize*i, v) }
+
+// MTTMailboxLen is the length of an MTT mailbox of n entries.
+func MTTMailboxLen(n int) int { return MTTMailboxEntries + MTTEntrySize*n }
+
+// EncodeWriteMTT writes a WRITE_MTT inbox into b (at least MTTMailboxLen(
+// len(addrs)) bytes, up to MaxWriteMTTEntries entries) and returns its
+// length.
 func EncodeWriteMTT(b []byte, start uint64, addrs []uint64) int {
 	n := min(len(addrs), MaxWriteMTTEntries)
-	clear(b[:WriteMTTEntries])
-	put64(b, WriteMTTStart, start)
+	clear(b[:MTTMailboxEntries])
+	put64(b, MTTMailboxStart, start)
 	for i := range n {
-		put64(b, WriteMTTEntries+MTTEntrySize*i, addrs[i]|MTT_FLAG_PRESENT)
+		PutMTTMailboxEntry(b, i, addrs[i]|MTT_FLAG_PRESENT)
 	}
-	return WriteMTTEntries + MTTEntrySize*n
+	return MTTMailboxLen(n)
 }

@@ -7,7 +7,6 @@ package vfdrv
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -83,12 +82,12 @@ func (d *Driver) AdoptEQ(ctx context.Context, eqn int, events bool) (*EQ, error)
 	if err != nil {
 		return nil, err
 	}
-	if len(res.Out) < 16+8*pages {
+	if len(res.Out) < mlx4.MTTMailboxLen(pages) {
 		return nil, fmt.Errorf("READ_MTT: %w", mlx4.ErrShort)
 	}
-	iova := binary.BigEndian.Uint64(res.Out[16:]) &^ (mlx4.PageSize - 1)
+	iova := mlx4.MTTMailboxEntry(res.Out, 0) &^ (mlx4.PageSize - 1)
 	for i := range pages {
-		if binary.BigEndian.Uint64(res.Out[16+8*i:])&^(mlx4.PageSize-1) != iova+uint64(i)*mlx4.PageSize {
+		if mlx4.MTTMailboxEntry(res.Out, i)&^(mlx4.PageSize-1) != iova+uint64(i)*mlx4.PageSize {
 			return nil, fmt.Errorf("%w: EQ %d's ring is not contiguous", ErrArgument, eqn)
 		}
 	}

@@ -746,7 +746,7 @@ func (d *Driver) QueryQP(ctx context.Context, qp *QP) (mlx4.QPContext, error) {
 	if len(res.Out) < mlx4.QPMailboxSize {
 		return mlx4.QPContext{}, fmt.Errorf("QUERY_QP: %w", mlx4.ErrShort)
 	}
-	c, err := mlx4.DecodeQPContext(res.Out[8:])
+	c, err := mlx4.DecodeQPContext(res.Out[mlx4.QPMailboxContext:])
 	if err == nil {
 		qp.State = c.State
 	}
