@@ -244,7 +244,7 @@ func (h *HCA) EQDoorbell(vf, eqn int, val uint32) error {
 		return ErrNoEQ
 	}
 	eq.cons = val & mlx4.EQIndexMask
-	eq.armed = val>>31 != 0
+	eq.armed = val&mlx4.EQ_DOORBELL_ARM != 0
 	eq.dbStale = false
 	return nil
 }
@@ -263,7 +263,7 @@ func (h *HCA) refreshCI(eq *eqObj) {
 		return
 	}
 	eq.dbStale = false
-	eq.cons, eq.armed = v&mlx4.EQIndexMask, v>>31 != 0
+	eq.cons, eq.armed = v&mlx4.EQIndexMask, v&mlx4.EQ_DOORBELL_ARM != 0
 }
 
 // SetDoorbellReader installs read, which returns VF vf's EQ doorbell word

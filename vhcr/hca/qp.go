@@ -31,14 +31,14 @@ package hca
 //     (0x03), which is what a VF behind a real PF sees (§1.11). Reason:
 //     bad_state.
 //
-// Context checks (mailbox offsets of §2.6): send CQ (132), receive CQ (164)
-// and SRQ (180, if bit 24) the VF's (INTERNAL_ERR unknown, BAD_OP other VF)
+// Context checks (the fields of §2.6, offsets in package mlx4): cqn_send,
+// cqn_recv and srqn (if bit 24) the VF's (INTERNAL_ERR unknown, BAD_OP other VF)
 // and in HW (BAD_PARAM: Linux does not check the state); MTT range owned;
 // port (sched_queue bit 6) one the VF has (BAD_PARAM, rewritten to the
 // physical port); pkey_index inside the VF's virtual P_Key table (BAD_PARAM:
 // Linux does not bound it) and rewritten to the physical index; mgid_index
 // below the VF's GID count for RC/UC/XRC paths (BAD_PARAM) and rewritten;
-// rate_limit 0 (BAD_OP); proxy/tunnel QPs' Q_Key (176) set to the reserved
+// rate_limit 0 (BAD_OP); proxy/tunnel QPs' qkey set to the reserved
 // Q_Key of their number; RoCE source MAC index registered by the VF on the
 // port (BAD_PARAM); MLX QPs on special QPNs in INIT2RTR need SMI (BAD_OP).
 
