@@ -14,6 +14,7 @@ package hca
 
 import (
 	"encoding/binary"
+
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )

@@ -2,10 +2,10 @@ package hca
 
 import (
 	"fmt"
-	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 

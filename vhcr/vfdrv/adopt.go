@@ -133,7 +133,7 @@ func (d *Driver) AdoptCQ(ctx context.Context, cqn uint32) (*CQ, error) {
 	return cq, nil
 }
 
-// AdoptMR takes over mlx4.MPT index (in HW): QUERY_MPT gives its MTT.
+// AdoptMR takes over MPT index (in HW): QUERY_MPT gives its MTT.
 func (d *Driver) AdoptMR(ctx context.Context, index uint32) (*MR, error) {
 	mr := &MR{Index: index}
 	m, err := d.QueryMR(ctx, mr)

@@ -3,9 +3,10 @@
 package vfdrv
 
 import (
-	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // On weakly ordered machines the owner byte is read with an acquire load of

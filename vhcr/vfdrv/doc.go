@@ -2,13 +2,13 @@
 // driver does with its command path once the comm channel is up.
 //
 // It owns
-//   - the context encoders and decoders at the mlx4 byte offsets of
-//     research/mlx4-commchan.md §2.6 (EQ, CQ, SRQ and QP contexts, the
-//     modify-QP mailbox with its optpar word, the mlx4.MPT entry, the WRITE_MTT
-//     inbox) and the EQE decoder of §3.1;
+//   - the VF side of the mailboxes: it fills the EQ, CQ, SRQ and QP
+//     contexts, the modify-QP mailbox, the MPT entry and the WRITE_MTT inbox
+//     with package mlx4's encoders (the PF decodes them with the same
+//     codecs), and decodes EQEs (§3.1) at mlx4's offsets;
 //   - the resource lifecycles a driver runs through real VHCR_POSTs: MTT
 //     allocation and WRITE_MTT of ring pages, EQ create/map/destroy, CQ,
-//     SRQ, memory regions (mlx4.MPT) and QPs through RST→INIT→RTR→RTS, RTS2RTS,
+//     SRQ, memory regions (MPT) and QPs through RST→INIT→RTR→RTS, RTS2RTS,
 //     the SQD transitions, 2ERR, 2RST, QUERY_QP and destroy;
 //   - event mode, the seed's 'e' bit: an EQ consumer in the VF's own DMA
 //     memory (32-byte EQEs, owner bit flipping per pass, mlx4's next_eqe_sw
@@ -19,7 +19,7 @@
 //     4*eqn, BE32, consumer index 23:0, arm bit 31), with an in-place
 //     re-creation of the EQ for PFs that do not read it (RecycleEQ);
 //   - adoption of objects another process of the same VF created, learnt
-//     from the PF with QUERY_EQ/CQ/mlx4.MPT/QP and READ_MTT (objects live in the
+//     from the PF with QUERY_EQ/CQ/MPT/QP and READ_MTT (objects live in the
 //     PF, so a vfctl process can pick up where the previous one stopped);
 //   - the VF's memory for rings and buffers: pages taken once from
 //     VF.AllocPages and recycled.

@@ -65,7 +65,8 @@ func (d *Driver) FreeMTT(ctx context.Context, m MTT) error {
 	return d.free(ctx, ResMTT, opReserveAndMap, uint64(m.Order)<<32|m.Base&0xffffffff)
 }
 
-// WriteMTT writes page addresses into MTT entries from start, mlx4.MaxWriteMTTEntries
+// WriteMTT writes page addresses into MTT entries from start,
+// mlx4.MaxWriteMTTEntries
 // per WRITE_MTT.
 func (d *Driver) WriteMTT(ctx context.Context, start uint64, addrs []uint64) error {
 	var buf [mlx4.MailboxSize]byte
@@ -495,7 +496,7 @@ func (d *Driver) DestroySRQ(ctx context.Context, s *SRQ) error {
 	return err
 }
 
-// MR is a memory region: an mlx4.MPT over pages of the VF's memory.
+// MR is a memory region: an MPT over pages of the VF's memory.
 type MR struct {
 	Index uint32
 	Key   uint32
@@ -503,8 +504,8 @@ type MR struct {
 	mapped, hw bool
 }
 
-// CreateMR registers pages of the VF's memory: ALLOC_RES mlx4.MPT RESERVE and of
-// an MTT, then WRITE_MTT, ALLOC_RES mlx4.MPT MAP_ICM and SW2HW_MPT, each step
+// CreateMR registers pages of the VF's memory: ALLOC_RES MPT RESERVE and of
+// an MTT, then WRITE_MTT, ALLOC_RES MPT MAP_ICM and SW2HW_MPT, each step
 // pipelined.
 func (d *Driver) CreateMR(ctx context.Context, pages int, access, pd uint32) (*MR, error) {
 	if pages <= 0 || pages > mlx4.MaxWriteMTTEntries {
@@ -538,7 +539,7 @@ func (d *Driver) CreateMR(ctx context.Context, pages int, access, pd uint32) (*M
 	return mr, nil
 }
 
-// QueryMR returns the mlx4.MPT entry (QUERY_MPT).
+// QueryMR returns the MPT entry (QUERY_MPT).
 func (d *Driver) QueryMR(ctx context.Context, mr *MR) (mlx4.MPT, error) {
 	res, err := d.must(ctx, &vhcr.Request{Op: mlx4.QUERY_MPT, InMod: mr.Index})
 	if err != nil {
@@ -547,7 +548,7 @@ func (d *Driver) QueryMR(ctx context.Context, mr *MR) (mlx4.MPT, error) {
 	return mlx4.DecodeMPT(res.Out)
 }
 
-// DestroyMR runs HW2SW_MPT, FREE_RES mlx4.MPT MAP_ICM and RESERVE and FREE_RES
+// DestroyMR runs HW2SW_MPT, FREE_RES MPT MAP_ICM and RESERVE and FREE_RES
 // of the MTT, pipelined, and returns the pages.
 func (d *Driver) DestroyMR(ctx context.Context, mr *MR) error {
 	reqs := make([]vhcr.Request, 0, 4)
