@@ -66,8 +66,7 @@ func (d *Driver) FreeMTT(ctx context.Context, m MTT) error {
 }
 
 // WriteMTT writes page addresses into MTT entries from start,
-// mlx4.MaxWriteMTTEntries
-// per WRITE_MTT.
+// mlx4.MaxWriteMTTEntries per WRITE_MTT.
 func (d *Driver) WriteMTT(ctx context.Context, start uint64, addrs []uint64) error {
 	var buf [mlx4.MailboxSize]byte
 	for len(addrs) > 0 {
