@@ -35,8 +35,9 @@
 // command posted by a function: the PF's MADs go to ProcessMAD unfiltered, a
 // VF's LID-routed Gets of P_KeyTable, PortInfo, GUIDInfo and NodeInfo are
 // paravirtualised through a VFView, and everything else from a VF is refused
-// with mlx4 status BAD_OP. DecodeMADIFCInbox decodes the extended inbox (WC
-// and GRH after the MAD).
+// (IFCRefused, which the command layer answers with mlx4's BAD_OP): the
+// engine returns an IFCResult and knows no command statuses.
+// DecodeMADIFCInbox decodes the extended inbox (WC and GRH after the MAD).
 //
 // The PMA's per-port counters count what crosses the link: every MAD that
 // arrived with a work completion, every reply to one, every trap sent.

@@ -105,15 +105,15 @@ func FuzzProcessMADIFC(f *testing.F) {
 		var out mad.MAD
 		st := fx.e.ProcessMADIFC(view, op, mod, box, &out)
 		switch st {
-		case mad.CmdStatOK, mad.CmdStatBadParam:
-		case mad.CmdStatBadOp, mad.CmdStatBadPkt:
-			if asVF == (st == mad.CmdStatBadPkt) {
-				t.Fatalf("status 0x%02x for vf=%v", st, asVF)
+		case mad.IFCOK, mad.IFCBadInbox, mad.IFCNoReply:
+		case mad.IFCRefused:
+			if !asVF {
+				t.Fatalf("result %v for the PF", st)
 			}
 		default:
-			t.Fatalf("status 0x%02x", st)
+			t.Fatalf("result %v", st)
 		}
-		if asVF && st == mad.CmdStatOK {
+		if asVF && st == mad.IFCOK {
 			if op&mad.MADIFCNetworkView != 0 || box[1] != mad.ClassSubnLID || box[3] != mad.MethodGet {
 				t.Fatalf("VF command op 0x%x class 0x%x method 0x%x accepted", op, box[1], box[3])
 			}

@@ -22,15 +22,15 @@ func ExampleEngine_ProcessMADIFC() {
 	opMod, inMod, _ := mad.EncodeMADIFCInbox(get, inbox)
 
 	var out mad.MAD
-	status := e.ProcessMADIFC(vf, opMod, inMod, inbox, &out)
+	r := e.ProcessMADIFC(vf, opMod, inMod, inbox, &out)
 	var gi mad.GUIDInfo
 	_ = gi.Decode(out.SMPData())
-	fmt.Printf("status 0x%02x, GUID 0x%016x\n", status, gi[0])
+	fmt.Printf("%v, GUID 0x%016x\n", r, gi[0])
 
 	set := &mad.MADIFCInbox{MAD: *madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 1, 0, nil), Port: 1}
 	opMod, inMod, _ = mad.EncodeMADIFCInbox(set, inbox)
-	fmt.Printf("VF Set: status 0x%02x\n", e.ProcessMADIFC(vf, opMod, inMod, inbox, &out))
+	fmt.Printf("VF Set: %v\n", e.ProcessMADIFC(vf, opMod, inMod, inbox, &out))
 	// Output:
-	// status 0x00, GUID 0x0002c90300ffff01
-	// VF Set: status 0x02
+	// ok, GUID 0x0002c90300ffff01
+	// VF Set: refused
 }

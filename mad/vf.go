@@ -10,13 +10,26 @@ const (
 	MADIFCNetworkView uint8 = 0x8 // driver-only; stripped before "firmware"
 )
 
-// mlx4 command statuses MAD_IFC returns.
+// IFCResult is what ProcessMADIFC made of a command. The command layer
+// maps it to its status (package vhcr/hca to an mlx4.Status), so that the
+// MAD engine knows nothing of the command interface.
+type IFCResult uint8
+
 const (
-	CmdStatOK       uint8 = 0x00
-	CmdStatBadOp    uint8 = 0x02
-	CmdStatBadParam uint8 = 0x03
-	CmdStatBadPkt   uint8 = 0x30
+	IFCOK       IFCResult = iota // answered: out holds the response MAD
+	IFCRefused                   // a VF's MAD the policy does not allow (mlx4: BAD_OP)
+	IFCBadInbox                  // a malformed inbox or a port the function lacks (mlx4: BAD_PARAM)
+	IFCNoReply                   // the engine dropped the MAD or did not answer (mlx4 firmware: BAD_PKT)
 )
+
+var ifcResultNames = [...]string{"ok", "refused", "bad_inbox", "no_reply"}
+
+func (r IFCResult) String() string {
+	if int(r) < len(ifcResultNames) {
+		return ifcResultNames[r]
+	}
+	return fmt.Sprintf("IFCResult(%d)", uint8(r))
+}
 
 // Extended inbox layout: offsets after the 256-byte MAD.
 const (
@@ -241,8 +254,8 @@ func (v *StaticVF) NodeGUID() uint64 { return v.Node }
 
 // ProcessMADIFC executes a MAD_IFC command (the master's
 // mlx4_MAD_IFC_wrapper, mlx4-commchan.md §4.1) for the function vf (nil
-// means the PF) and returns the mlx4 status; on CmdStatOK out holds the
-// response MAD.
+// means the PF) and returns its outcome; on IFCOK out holds the response
+// MAD.
 //
 //   - The PF's commands run unfiltered: the inbox (with the extended WC and
 //     GRH when op_modifier says so) goes to ProcessMAD with the ignore flags
@@ -253,53 +266,51 @@ func (v *StaticVF) NodeGUID() uint64 { return v.Node }
 //     M_Key field zeroed), GUIDInfo with the VF's GUID alone, NodeInfo with
 //     the VF's node GUID. Other Gets run natively on the VF's port.
 //   - Any other MAD from a VF — a Set, directed route, PerfMgt, BM, any
-//     network-view command — is refused with CmdStatBadOp, unless the view
+//     network-view command — is refused (IFCRefused), unless the view
 //     says the VF is SMI-privileged (SMIEnabler): then it runs natively on
 //     the VF's port.
 //
-// A MAD the engine drops or does not answer yields CmdStatBadPkt for the PF
-// and CmdStatBadParam for a VF (what a VF sees after mlx4's status → errno
-// → status round trip). A malformed inbox or a port the VF does not have
-// yields CmdStatBadParam.
-func (e *Engine) ProcessMADIFC(vf VFView, opMod uint8, inMod uint32, inbox []byte, out *MAD) uint8 {
+// A MAD the engine drops or does not answer yields IFCNoReply. A malformed
+// inbox or a port the function does not have yields IFCBadInbox.
+func (e *Engine) ProcessMADIFC(vf VFView, opMod uint8, inMod uint32, inbox []byte, out *MAD) IFCResult {
 	var in MADIFCInbox
 	if err := DecodeMADIFCInbox(opMod, inMod, inbox, &in); err != nil {
 		e.counters.badInbox.Add(1)
 		clear(out[:])
-		return CmdStatBadParam
+		return IFCBadInbox
 	}
 	if vf == nil || vf.IsPF() {
 		if in.Port < 1 || int(in.Port) > len(e.ports) {
 			e.counters.badInbox.Add(1)
 			clear(out[:])
-			return CmdStatBadParam
+			return IFCBadInbox
 		}
-		return e.runIFC(&in, in.Port, out, CmdStatBadPkt)
+		return e.runIFC(&in, in.Port, out)
 	}
 	vport := in.Port
 	phys, ok := vf.PhysPort(vport)
 	if !ok {
 		e.counters.badInbox.Add(1)
 		clear(out[:])
-		return CmdStatBadParam
+		return IFCBadInbox
 	}
 	m := &in.MAD
 	if in.NetworkView || m.BaseVersion() != 1 || m.MgmtClass() != ClassSubnLID || m.ClassVersion() != 1 || m.Method() != MethodGet {
 		if p, ok := vf.(SMIEnabler); ok && p.SMIEnabled() {
 			// mlx4: "Else run natively" for SMI-enabled slaves, on the
 			// function's port, with the network-view bit stripped.
-			return e.runIFC(&in, phys, out, CmdStatBadParam)
+			return e.runIFC(&in, phys, out)
 		}
 		e.counters.vfRefused.Add(1)
 		clear(out[:])
-		return CmdStatBadOp
+		return IFCRefused
 	}
 	switch m.AttrID() {
 	case AttrPKeyTable:
 		block := m.AttrMod() & 0xFFFF
 		be.PutUint32(m[20:], 0)
-		st := e.runIFC(&in, phys, out, CmdStatBadParam)
-		if st != CmdStatOK || out.Status() != 0 {
+		st := e.runIFC(&in, phys, out)
+		if st != IFCOK || out.Status() != 0 {
 			return st
 		}
 		e.counters.vfParavirt.Add(1)
@@ -307,7 +318,7 @@ func (e *Engine) ProcessMADIFC(vf VFView, opMod uint8, inMod uint32, inbox []byt
 		if block >= uint32((e.pcap+31)/32) {
 			clear(out.SMPData())
 			out.SetStatus(StatusInvalidField)
-			return CmdStatOK
+			return IFCOK
 		}
 		data := out.SMPData()
 		for i := range 32 {
@@ -318,11 +329,11 @@ func (e *Engine) ProcessMADIFC(vf VFView, opMod uint8, inMod uint32, inbox []byt
 			}
 			be.PutUint16(data[2*i:], key)
 		}
-		return CmdStatOK
+		return IFCOK
 	case AttrPortInfo:
 		be.PutUint32(m[20:], uint32(phys))
-		st := e.runIFC(&in, phys, out, CmdStatBadParam)
-		if st != CmdStatOK || out.Status() != 0 {
+		st := e.runIFC(&in, phys, out)
+		if st != IFCOK || out.Status() != 0 {
 			return st
 		}
 		e.counters.vfParavirt.Add(1)
@@ -331,32 +342,32 @@ func (e *Engine) ProcessMADIFC(vf VFView, opMod uint8, inMod uint32, inbox []byt
 		data[32] = data[32]&0xF0 | uint8(vf.PortState(vport))&0xF
 		be.PutUint32(data[20:], vf.CapMask(vport))
 		data[28] = vport
-		return CmdStatOK
+		return IFCOK
 	case AttrGUIDInfo:
 		be.PutUint32(m[20:], 0)
-		st := e.runIFC(&in, phys, out, CmdStatBadParam)
-		if st != CmdStatOK || out.Status() != 0 {
+		st := e.runIFC(&in, phys, out)
+		if st != IFCOK || out.Status() != 0 {
 			return st
 		}
 		e.counters.vfParavirt.Add(1)
 		data := out.SMPData()
 		clear(data)
 		be.PutUint64(data, vf.PortGUID(vport))
-		return CmdStatOK
+		return IFCOK
 	case AttrNodeInfo:
-		st := e.runIFC(&in, phys, out, CmdStatBadParam)
-		if st != CmdStatOK || out.Status() != 0 {
+		st := e.runIFC(&in, phys, out)
+		if st != IFCOK || out.Status() != 0 {
 			return st
 		}
 		e.counters.vfParavirt.Add(1)
 		be.PutUint64(out.SMPData()[12:], vf.NodeGUID())
-		return CmdStatOK
+		return IFCOK
 	}
-	return e.runIFC(&in, phys, out, CmdStatBadParam)
+	return e.runIFC(&in, phys, out)
 }
 
 // runIFC runs the decoded command natively on a device port.
-func (e *Engine) runIFC(in *MADIFCInbox, port uint8, out *MAD, noReply uint8) uint8 {
+func (e *Engine) runIFC(in *MADIFCInbox, port uint8, out *MAD) IFCResult {
 	var wc *WC
 	var grh *GRH
 	if in.HasWC {
@@ -368,8 +379,8 @@ func (e *Engine) runIFC(in *MADIFCInbox, port uint8, out *MAD, noReply uint8) ui
 	resp, res := e.ProcessMAD(in.Flags, port, wc, grh, &in.MAD)
 	if res&Reply == 0 {
 		clear(out[:])
-		return noReply
+		return IFCNoReply
 	}
 	*out = resp
-	return CmdStatOK
+	return IFCOK
 }

@@ -53,7 +53,7 @@ func TestVFRefused(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			op, mod, box := ifc(t, c.in)
 			var out mad.MAD
-			if st := f.e.ProcessMADIFC(vf, op, mod, box, &out); st != mad.CmdStatBadOp {
+			if st := f.e.ProcessMADIFC(vf, op, mod, box, &out); st != mad.IFCRefused {
 				t.Fatalf("status 0x%02x, want BAD_OP 0x02", st)
 			}
 			if out != (mad.MAD{}) {
@@ -76,8 +76,8 @@ func TestVFParavirtualisedGets(t *testing.T) {
 	run := func(in *mad.MADIFCInbox) {
 		t.Helper()
 		op, mod, box := ifc(t, in)
-		if st := f.e.ProcessMADIFC(vf, op, mod, box, &out); st != mad.CmdStatOK {
-			t.Fatalf("status 0x%02x", st)
+		if st := f.e.ProcessMADIFC(vf, op, mod, box, &out); st != mad.IFCOK {
+			t.Fatalf("result %v", st)
 		}
 	}
 	run(vfGet(mad.AttrPKeyTable, 0))
@@ -131,20 +131,20 @@ func TestVFBadInput(t *testing.T) {
 		op     uint8
 		mod    uint32
 		box    []byte
-		status uint8
+		status mad.IFCResult
 	}{
-		{"truncated inbox", vf, op, mod, box[:255], mad.CmdStatBadParam},
-		{"extended inbox without the WC", vf, op | mad.MADIFCExtended, mod, box[:270], mad.CmdStatBadParam},
-		{"port the VF lacks", vf, op, 2, box, mad.CmdStatBadParam},
-		{"port above 255", nil, op, 0x100, box, mad.CmdStatBadParam},
-		{"PF port 3 of 2", nil, op, 3, box, mad.CmdStatBadParam},
-		{"VF Get refused by M_Key level 2", vf, 0, mod, box, mad.CmdStatBadParam},
-		{"PF Get refused by M_Key level 2", nil, 0, mod, box, mad.CmdStatBadPkt},
+		{"truncated inbox", vf, op, mod, box[:255], mad.IFCBadInbox},
+		{"extended inbox without the WC", vf, op | mad.MADIFCExtended, mod, box[:270], mad.IFCBadInbox},
+		{"port the VF lacks", vf, op, 2, box, mad.IFCBadInbox},
+		{"port above 255", nil, op, 0x100, box, mad.IFCBadInbox},
+		{"PF port 3 of 2", nil, op, 3, box, mad.IFCBadInbox},
+		{"VF Get refused by M_Key level 2", vf, 0, mod, box, mad.IFCNoReply},
+		{"PF Get refused by M_Key level 2", nil, 0, mod, box, mad.IFCNoReply},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if st := f.e.ProcessMADIFC(c.vf, c.op, c.mod, c.box, &out); st != c.status {
-				t.Fatalf("status 0x%02x, want 0x%02x", st, c.status)
+				t.Fatalf("result %v, want %v", st, c.status)
 			}
 		})
 	}
@@ -158,8 +158,8 @@ func TestVFBadInput(t *testing.T) {
 		if err := mad.DecodeMADIFCInbox(op, mod, box, &dec); !errors.Is(err, mad.ErrInvalid) {
 			t.Fatalf("decode: %v", err)
 		}
-		if st := f.e.ProcessMADIFC(nil, op, mod, box, &out); st != mad.CmdStatBadParam {
-			t.Fatalf("status 0x%02x", st)
+		if st := f.e.ProcessMADIFC(nil, op, mod, box, &out); st != mad.IFCBadInbox {
+			t.Fatalf("result %v", st)
 		}
 		if err := mad.DecodeMADIFCInbox(op, mod, box[:0x150], &dec); !errors.Is(err, mad.ErrShort) {
 			t.Fatalf("short GRH: %v", err)
@@ -184,8 +184,8 @@ func TestPFExtendedInboxFeedsTraps(t *testing.T) {
 		t.Fatalf("decode %v\n%+v\n%+v", err, dec, *in)
 	}
 	var out mad.MAD
-	if st := f.e.ProcessMADIFC(nil, op, mod, box, &out); st != mad.CmdStatBadPkt {
-		t.Fatalf("status 0x%02x", st)
+	if st := f.e.ProcessMADIFC(nil, op, mod, box, &out); st != mad.IFCNoReply {
+		t.Fatalf("result %v", st)
 	}
 	tr := f.sink.Traps()
 	if len(tr) != 1 || tr[0].Number != 257 {
@@ -203,7 +203,7 @@ func TestPFExtendedInboxFeedsTraps(t *testing.T) {
 	pi.LID, pi.PortState = 0x77, mad.PortNoChange
 	set := &mad.MADIFCInbox{MAD: *madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 1, 0, portInfoSetData(t, pi)), Port: 1, NetworkView: true}
 	op, mod, box = ifc(t, set)
-	if st := f.e.ProcessMADIFC(&mad.StaticVF{PF: true}, op, mod, box, &out); st != mad.CmdStatOK || out.Status() != 0 {
+	if st := f.e.ProcessMADIFC(&mad.StaticVF{PF: true}, op, mod, box, &out); st != mad.IFCOK || out.Status() != 0 {
 		t.Fatalf("PF Set status 0x%02x/0x%x", st, out.Status())
 	}
 	if f.portInfo(t, 1).LID != 0x77 {
@@ -228,7 +228,7 @@ func BenchmarkVFMADIFCPortInfo(b *testing.B) {
 	var out mad.MAD
 	b.ReportAllocs()
 	for b.Loop() {
-		if st := f.e.ProcessMADIFC(vf, op, mod, box, &out); st != mad.CmdStatOK {
+		if st := f.e.ProcessMADIFC(vf, op, mod, box, &out); st != mad.IFCOK {
 			b.Fatal(st)
 		}
 	}
@@ -306,9 +306,9 @@ func TestSMIPrivilegedVF(t *testing.T) {
 		vf := &mad.StaticVF{SMI: smi, Node: 1, Ports: []mad.VFPort{{Phys: 1, PKeyMap: []uint16{0}, State: mad.PortActive, GUID: 2}}}
 		var out mad.MAD
 		st := e.ProcessMADIFC(vf, opMod, inMod, inbox, &out)
-		want := map[bool]uint8{false: mad.CmdStatBadOp, true: mad.CmdStatOK}[smi]
+		want := map[bool]mad.IFCResult{false: mad.IFCRefused, true: mad.IFCOK}[smi]
 		if st != want {
-			t.Errorf("BM Get from a VF with SMI=%v: status %#x, want %#x", smi, st, want)
+			t.Errorf("BM Get from a VF with SMI=%v: result %v, want %v", smi, st, want)
 		}
 		if smi && (out.MgmtClass() != mad.ClassBM || !out.IsResponse()) {
 			t.Errorf("privileged BM Get: reply class %#x method %#x", out.MgmtClass(), out.Method())

@@ -107,15 +107,15 @@ func realisticOnce(ctx context.Context, d *vfdrv.Driver) error {
 	if err != nil {
 		return err
 	}
-	mr, err := d.CreateMR(ctx, 2, vfdrv.PermLocalRead|vfdrv.PermLocalWrite|vfdrv.PermRemoteWrite, 1)
+	mr, err := d.CreateMR(ctx, 2, mlx4.PERM_LOCAL_READ|mlx4.PERM_LOCAL_WRITE|mlx4.PERM_REMOTE_WRITE, 1)
 	if err != nil {
 		return err
 	}
-	qp, err := d.CreateQP(ctx, vfdrv.QPConfig{ST: vfdrv.STRC, SendCQ: scq.CQN, RecvCQ: rcq.CQN, PD: 1, RemoteQPN: 0x48, DestLID: 6})
+	qp, err := d.CreateQP(ctx, vfdrv.QPConfig{ST: mlx4.QP_ST_RC, SendCQ: scq.CQN, RecvCQ: rcq.CQN, PD: 1, RemoteQPN: 0x48, DestLID: 6})
 	if err != nil {
 		return err
 	}
-	if err := d.ModifyPath(ctx, qp, vfdrv.QPInit, vfdrv.QPRTR, vfdrv.QPRTS, vfdrv.QPReset); err != nil {
+	if err := d.ModifyPath(ctx, qp, mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR, mlx4.QP_STATE_RTS, mlx4.QP_STATE_RST); err != nil {
 		return err
 	}
 	if err := d.DestroyQP(ctx, qp); err != nil {

@@ -254,7 +254,7 @@ func runMR(args []string) error {
 	d := c.d
 	switch act {
 	case "create":
-		mr, err := d.CreateMR(ctx, *pages, vfdrv.PermLocalRead|vfdrv.PermLocalWrite|vfdrv.PermRemoteRead, uint32(*pd))
+		mr, err := d.CreateMR(ctx, *pages, mlx4.PERM_LOCAL_READ|mlx4.PERM_LOCAL_WRITE|mlx4.PERM_REMOTE_READ, uint32(*pd))
 		if err != nil {
 			return done(err)
 		}
@@ -275,7 +275,7 @@ func runMR(args []string) error {
 	return nil
 }
 
-var qpTypes = map[string]uint8{"rc": vfdrv.STRC, "uc": vfdrv.STUC, "ud": vfdrv.STUD}
+var qpTypes = map[string]uint8{"rc": mlx4.QP_ST_RC, "uc": mlx4.QP_ST_UC, "ud": mlx4.QP_ST_UD}
 
 func runQP(args []string) error {
 	act, args, err := action(args, "create", "modify", "query", "destroy")
@@ -303,7 +303,7 @@ func runQP(args []string) error {
 	if *rcq >= 0 {
 		cfg.RecvCQ = uint32(*rcq)
 	}
-	var target vfdrv.QPState
+	var target mlx4.QPState
 	var op mlx4.Opcode
 	if act == "modify" && *rawOp != "" {
 		var err error
@@ -311,7 +311,7 @@ func runQP(args []string) error {
 			return fmt.Errorf("--op: %w", err)
 		}
 	} else if act == "modify" {
-		if target, ok = vfdrv.ParseQPState(*to); !ok {
+		if target, ok = mlx4.ParseQPState(*to); !ok {
 			return fmt.Errorf("--to %q: init, rtr, rts, sqd, err or rst", *to)
 		}
 	}
@@ -428,22 +428,22 @@ func lifecycleOnce(ctx context.Context, d *vfdrv.Driver, eqn, logSize int, event
 		return d.Stats.Commands, err
 	}
 	say("SRQ %d", srq.SRQN)
-	mr, err := d.CreateMR(ctx, 2, vfdrv.PermLocalRead|vfdrv.PermLocalWrite, 1)
+	mr, err := d.CreateMR(ctx, 2, mlx4.PERM_LOCAL_READ|mlx4.PERM_LOCAL_WRITE, 1)
 	if err != nil {
 		return d.Stats.Commands, err
 	}
 	say("MR: MPT %d key %#x", mr.Index, mr.Key)
-	qp, err := d.CreateQP(ctx, vfdrv.QPConfig{ST: vfdrv.STRC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1, RemoteQPN: 0x48, DestLID: 6})
+	qp, err := d.CreateQP(ctx, vfdrv.QPConfig{ST: mlx4.QP_ST_RC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1, RemoteQPN: 0x48, DestLID: 6})
 	if err != nil {
 		return d.Stats.Commands, err
 	}
 	say("QP %d", qp.QPN)
-	for _, to := range []vfdrv.QPState{vfdrv.QPInit, vfdrv.QPRTR, vfdrv.QPRTS, vfdrv.QPRTS, vfdrv.QPSQD, vfdrv.QPSQD, vfdrv.QPRTS, vfdrv.QPErr, vfdrv.QPReset} {
+	for _, to := range []mlx4.QPState{mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR, mlx4.QP_STATE_RTS, mlx4.QP_STATE_RTS, mlx4.QP_STATE_SQD, mlx4.QP_STATE_SQD, mlx4.QP_STATE_RTS, mlx4.QP_STATE_ERR, mlx4.QP_STATE_RST} {
 		from := qp.State
 		if err := d.Modify(ctx, qp, to); err != nil {
 			return d.Stats.Commands, err
 		}
-		if to != vfdrv.QPReset {
+		if to != mlx4.QP_STATE_RST {
 			qc, err := d.QueryQP(ctx, qp)
 			if err != nil {
 				return d.Stats.Commands, err

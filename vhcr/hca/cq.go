@@ -13,6 +13,8 @@ package hca
 //	ARM_SRQ      -     -     -   SRQN; in_param = limit watermark
 
 import (
+	"encoding/binary"
+
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -33,17 +35,17 @@ func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
 		return s
 	}
 	cqn := c.InMod & 0xffffff
-	ctx := decodeCQC(c.Inbox[:cqcSize])
+	ctx, _ := mlx4.DecodeCQContext(c.Inbox[:]) // a mailbox holds the context
 	o, err := h.Res.StartMove(c.VF, restrack.CQ, uint64(cqn), restrack.HW)
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
-	mtt, err := h.Res.MTTRange(c.VF, ctx.mttBase, ctx.mttSize)
+	mtt, err := h.Res.MTTRange(c.VF, ctx.MTTBase, ctx.MTTPages())
 	if err != nil {
 		h.Res.AbortMove(o)
 		return mttRefuse(c, err)
 	}
-	if !h.checkEQ(c.VF, ctx.compEQN) {
+	if !h.checkEQ(c.VF, int(ctx.CompEQN)) {
 		h.Res.AbortMove(o)
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonEQ)
 	}
@@ -51,8 +53,8 @@ func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
 		h.Res.AbortMove(o)
 		return restrack.Refuse(c, err)
 	}
-	obj := &cqObj{tr: o, eqn: ctx.compEQN}
-	copy(obj.ctx[:], c.Inbox[:cqcSize])
+	obj := &cqObj{tr: o, eqn: int(ctx.CompEQN)}
+	copy(obj.ctx[:], c.Inbox[:])
 	h.fw.cqs[cqn] = obj
 	h.Res.EndMove(o)
 	return mlx4.OK
@@ -119,8 +121,8 @@ func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
 		return mlx4.OK
 	}
 	if c.OpMod == 0 {
-		ctx := decodeCQC(c.Inbox[:cqcSize])
-		mtt, err := h.Res.MTTRange(c.VF, ctx.mttBase, ctx.mttSize)
+		ctx, _ := mlx4.DecodeCQContext(c.Inbox[:])
+		mtt, err := h.Res.MTTRange(c.VF, ctx.MTTBase, ctx.MTTPages())
 		if err != nil {
 			return mttRefuse(c, err)
 		}
@@ -133,11 +135,11 @@ func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
 		} else if err := h.Res.AddDep(o, mtt); err != nil {
 			return restrack.Refuse(c, err)
 		}
-		copy(obj.ctx[cqcLogSize:cqcLogSize+4], c.Inbox[cqcLogSize:cqcLogSize+4])
-		copy(obj.ctx[cqcLogPageSize:cqcMTTBaseL+4], c.Inbox[cqcLogPageSize:cqcMTTBaseL+4])
+		copy(obj.ctx[mlx4.CQCLogSizeUsrPage:mlx4.CQCLogSizeUsrPage+4], c.Inbox[mlx4.CQCLogSizeUsrPage:])
+		copy(obj.ctx[mlx4.CQCLogPageSize:mlx4.CQCMTTBaseAddrL+4], c.Inbox[mlx4.CQCLogPageSize:])
 		return mlx4.OK
 	}
-	copy(obj.ctx[cqcPeriod:cqcPeriod+4], c.Inbox[cqcPeriod:cqcPeriod+4])
+	copy(obj.ctx[mlx4.CQCCQPeriod:mlx4.CQCCQMaxCount+2], c.Inbox[mlx4.CQCCQPeriod:])
 	return mlx4.OK
 }
 
@@ -149,15 +151,15 @@ func (h *HCA) SW2HW_SRQ(c *mlx4.Cmd) mlx4.Status {
 		return s
 	}
 	srqn := c.InMod & 0xffffff
-	ctx := decodeSRQC(c.Inbox[:srqcSize])
-	if ctx.srqn != srqn || c.InMod > 0xffffff {
+	ctx, _ := mlx4.DecodeSRQContext(c.Inbox[:]) // a mailbox holds the context
+	if ctx.SRQN != srqn || c.InMod > 0xffffff {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
 	o, err := h.Res.StartMove(c.VF, restrack.SRQ, uint64(srqn), restrack.HW)
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
-	mtt, err := h.Res.MTTRange(c.VF, ctx.mttBase, ctx.mttSize)
+	mtt, err := h.Res.MTTRange(c.VF, ctx.MTTBase, ctx.MTTPages())
 	if err != nil {
 		h.Res.AbortMove(o)
 		return mttRefuse(c, err)
@@ -167,7 +169,7 @@ func (h *HCA) SW2HW_SRQ(c *mlx4.Cmd) mlx4.Status {
 		return restrack.Refuse(c, err)
 	}
 	obj := &srqObj{tr: o}
-	copy(obj.ctx[:], c.Inbox[:srqcSize])
+	copy(obj.ctx[:], c.Inbox[:])
 	h.fw.srqs[srqn] = obj
 	h.Res.EndMove(o)
 	return mlx4.OK
@@ -204,8 +206,7 @@ func (h *HCA) QUERY_SRQ(c *mlx4.Cmd) mlx4.Status {
 		return s
 	}
 	copy(c.Outbox[:], obj.ctx[:])
-	c.Outbox[srqcLimitWatermark] = byte(obj.limit >> 8)
-	c.Outbox[srqcLimitWatermark+1] = byte(obj.limit)
+	binary.BigEndian.PutUint16(c.Outbox[mlx4.SRQCLimitWatermark:], obj.limit)
 	return mlx4.OK
 }
 

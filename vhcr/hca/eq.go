@@ -36,19 +36,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
-// EQE layout: the ABI is in package mlx4; event types are mlx4.Event*.
 const (
-	EQESize      = mlx4.EQESize
-	eqeType      = mlx4.EQEType
-	eqeSubtype   = mlx4.EQESubtype
-	eqeData      = mlx4.EQEData
-	eqeToken     = mlx4.EQECmdToken
-	eqeStatus    = mlx4.EQECmdStatus
-	eqeOutParam  = mlx4.EQECmdOutParam
-	eqeSlaveID   = mlx4.EQESlaveID
-	eqeOwner     = mlx4.EQEOwner
-	eqeOwnerHW   = mlx4.EQEOwnerHW
-	eqCIMask     = 0xffffff
 	eqUnmapBit   = 1 << 31
 	eqnMask      = 0x3ff
 	maxRingPages = 1 << 16
@@ -76,8 +64,9 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
 	eqn := int(c.InMod)
-	ctx := decodeEQC(c.Inbox[:eqcSize])
-	if ctx.logSize > maxEQLogSize || ctx.pageShift > 30 || ctx.pageOffset != 0 {
+	ctx, _ := mlx4.DecodeEQContext(c.Inbox[:]) // a mailbox holds the context
+	pageShift := ctx.LogPageSize + mlx4.PageShift
+	if ctx.LogSize > maxEQLogSize || pageShift > 30 || ctx.PageOffset != 0 {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
 	o, err := h.Res.CreateEQ(c.VF, eqn)
@@ -89,22 +78,22 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 		return s
 	}
 	undo := func() { _ = h.Res.RemoveEQ(o) }
-	mtt, err := h.Res.MTTRange(c.VF, ctx.mttBase, ctx.mttSize)
+	mtt, err := h.Res.MTTRange(c.VF, ctx.MTTBase, ctx.MTTPages())
 	if err != nil {
 		undo()
 		return mttRefuse(c, err)
 	}
-	eq := &eqObj{tr: o, vf: c.VF, eqn: eqn, nent: 1 << ctx.logSize, pageShift: uint(ctx.pageShift), win: c.Mem}
-	ring := uint64(eq.nent) * EQESize
+	eq := &eqObj{tr: o, vf: c.VF, eqn: eqn, nent: 1 << ctx.LogSize, pageShift: uint(pageShift), win: c.Mem}
+	ring := uint64(eq.nent) * mlx4.EQESize
 	psize := uint64(1) << eq.pageShift
 	npages := (ring + psize - 1) / psize
-	if npages > uint64(ctx.mttSize) || npages > maxRingPages || c.Mem == nil {
+	if npages > uint64(ctx.MTTPages()) || npages > maxRingPages || c.Mem == nil {
 		undo()
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
 	}
 	eq.pages = make([]uint64, npages)
 	for i := range eq.pages {
-		e := h.mttRead(mtt, ctx.mttBase-mtt.ID+uint64(i))
+		e := h.mttRead(mtt, ctx.MTTBase-mtt.ID+uint64(i))
 		if e&1 == 0 { // never written
 			undo()
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
@@ -120,10 +109,9 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 		undo()
 		return restrack.Refuse(c, err)
 	}
-	copy(eq.ctx[:], c.Inbox[:eqcSize])
+	copy(eq.ctx[:], c.Inbox[:])
 	// Hardware starts the indexes from the context (mlx4 writes zeros).
-	eq.cons = binary.BigEndian.Uint32(eq.ctx[eqcConsumer:]) & eqCIMask
-	eq.prod = binary.BigEndian.Uint32(eq.ctx[eqcProducer:]) & eqCIMask
+	eq.cons, eq.prod = ctx.Consumer, ctx.Producer
 	if h.fw.doorbell != nil {
 		eq.dbAtCreate, eq.dbStale = h.fw.doorbell(c.VF, eqn)
 	}
@@ -185,8 +173,8 @@ func (h *HCA) QUERY_EQ(c *mlx4.Cmd) mlx4.Status {
 	}
 	h.refreshCI(eq)
 	copy(c.Outbox[:], eq.ctx[:])
-	binary.BigEndian.PutUint32(c.Outbox[eqcConsumer:], eq.cons&eqCIMask)
-	binary.BigEndian.PutUint32(c.Outbox[eqcProducer:], eq.prod&eqCIMask)
+	binary.BigEndian.PutUint32(c.Outbox[mlx4.EQCConsumerIndex:], eq.cons&mlx4.EQIndexMask)
+	binary.BigEndian.PutUint32(c.Outbox[mlx4.EQCProducerIndex:], eq.prod&mlx4.EQIndexMask)
 	return mlx4.OK
 }
 
@@ -255,8 +243,8 @@ func (h *HCA) EQDoorbell(vf, eqn int, val uint32) error {
 	if eq == nil || eqn < 0 || eqn > eqnMask {
 		return ErrNoEQ
 	}
-	eq.cons = val & eqCIMask
-	eq.armed = val>>31 != 0
+	eq.cons = val & mlx4.EQIndexMask
+	eq.armed = val&mlx4.EQ_DOORBELL_ARM != 0
 	eq.dbStale = false
 	return nil
 }
@@ -275,7 +263,7 @@ func (h *HCA) refreshCI(eq *eqObj) {
 		return
 	}
 	eq.dbStale = false
-	eq.cons, eq.armed = v&eqCIMask, v>>31 != 0
+	eq.cons, eq.armed = v&mlx4.EQIndexMask, v&mlx4.EQ_DOORBELL_ARM != 0
 }
 
 // SetDoorbellReader installs read, which returns VF vf's EQ doorbell word
@@ -288,7 +276,7 @@ func (h *HCA) SetDoorbellReader(read func(vf, eqn int) (uint32, bool)) { h.fw.do
 // (0x1c, VF+1), then the owner byte. Nothing mapped → ErrNoEQ (counted);
 // ring full → ErrOverrun (counted, dropped); a ring page the VF's window no
 // longer allows → the DMA error. It never blocks and allocates nothing.
-func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
+func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 	eq, err := h.mappedEQ(vf, eventType)
 	if err != nil {
 		if errors.Is(err, ErrNoEQ) {
@@ -297,33 +285,33 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
 		return err
 	}
 	st := &h.fw.vfs[vf].stats
-	if (eq.prod-eq.cons)&eqCIMask >= eq.nent {
+	if (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {
 		h.refreshCI(eq)
 	}
-	if (eq.prod-eq.cons)&eqCIMask >= eq.nent {
+	if (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {
 		st.Overruns.Add(1)
 		return ErrOverrun
 	}
-	off := uint64(eq.prod&(eq.nent-1)) * EQESize
+	off := uint64(eq.prod&(eq.nent-1)) * mlx4.EQESize
 	addr := eq.pages[off>>eq.pageShift] + off&(1<<eq.pageShift-1)
 	// The EQE is completed in a scratch copy the HCA owns: a local array
 	// would escape to the heap through CopyOut on every event.
 	buf := &h.eqeScratch
 	*buf = *eqe
-	buf[eqeType] = eventType
-	buf[eqeSlaveID] = byte(vf + 1)
+	buf[mlx4.EQEType] = eventType
+	buf[mlx4.EQESlaveID] = byte(vf + 1)
 	owner := byte(0)
 	if eq.prod&eq.nent != 0 {
-		owner = eqeOwnerHW
+		owner = mlx4.EQEOwnerHW
 	}
-	buf[eqeOwner] = buf[eqeOwner]&^eqeOwnerHW | owner
-	if err := eq.win.CopyOut(addr, buf[:eqeOwner]); err != nil {
+	buf[mlx4.EQEOwner] = buf[mlx4.EQEOwner]&^mlx4.EQEOwnerHW | owner
+	if err := eq.win.CopyOut(addr, buf[:mlx4.EQEOwner]); err != nil {
 		return err
 	}
-	if err := eq.win.CopyOut(addr+eqeOwner, buf[eqeOwner:]); err != nil {
+	if err := eq.win.CopyOut(addr+mlx4.EQEOwner, buf[mlx4.EQEOwner:]); err != nil {
 		return err
 	}
-	eq.prod = (eq.prod + 1) & eqCIMask
+	eq.prod = (eq.prod + 1) & mlx4.EQIndexMask
 	st.EQEs.Add(1)
 	if eventType == mlx4.EventCmd {
 		st.Completes.Add(1)
@@ -334,8 +322,8 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[EQESize]byte) error {
 // CompletionEQE builds a command-completion EQE (type 0x0a): token BE16 at
 // 0x06, status at 0x0f, the immediate out_param BE64 at 0x10. Unlike mlx4,
 // which leaves status and out_param zero, the seed has the EQE carry them.
-func CompletionEQE(token uint16, status mlx4.Status, outParam uint64) [EQESize]byte {
-	var e [EQESize]byte
+func CompletionEQE(token uint16, status mlx4.Status, outParam uint64) [mlx4.EQESize]byte {
+	var e [mlx4.EQESize]byte
 	mlx4.CompletionEQE(&e, token, status, outParam)
 	return e
 }
@@ -348,11 +336,11 @@ func (h *HCA) objectEvent(ty restrack.Type, id uint32, eventType, subtype, syndr
 	if err != nil {
 		return err
 	}
-	var e [EQESize]byte
-	e[eqeSubtype] = subtype
-	binary.BigEndian.PutUint32(e[eqeData:], id&0xffffff)
+	var e [mlx4.EQESize]byte
+	e[mlx4.EQESubtype] = subtype
+	binary.BigEndian.PutUint32(e[mlx4.EQEData:], id&0xffffff)
 	if ty == restrack.CQ {
-		e[eqeStatus] = syndrome
+		e[mlx4.EQECQErrSyndrome] = syndrome
 	}
 	return h.PostEQE(vf, eventType, &e)
 }
@@ -391,9 +379,9 @@ func (h *HCA) PortChange(phys int, subtype uint8) (int, error) {
 			if p != phys {
 				continue
 			}
-			var e [EQESize]byte
-			e[eqeSubtype] = subtype
-			binary.BigEndian.PutUint32(e[0x0c:], uint32(i+1)<<28)
+			var e [mlx4.EQESize]byte
+			e[mlx4.EQESubtype] = subtype
+			binary.BigEndian.PutUint32(e[mlx4.EQEPortChangePort:], uint32(i+1)<<28)
 			if err := h.PostEQE(vf, mlx4.EventPortChange, &e); err != nil {
 				if first == nil {
 					first = err

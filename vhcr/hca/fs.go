@@ -17,21 +17,8 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
-// Rule layout (struct mlx4_net_trans_rule_hw_ctrl, then _rule_hw headers).
-const (
-	fsCtrlPort      = 7  // VF port
-	fsCtrlQPN       = 8  // BE32, 23:0
-	fsCtrlSize      = 16 // first header follows
-	fsHdrID         = 2  // BE16 hardware header id
-	fsEthDstMAC     = 10 // within the Ethernet header
-	fsIDEth         = 0xe001
-	fsIDIPv4        = 0xe002
-	fsIDIPv6        = 0xe003
-	fsIDTCP         = 0xe004
-	fsIDIB          = 0xe005
-	fsIDUDP         = 0xe006
-	maxFSRulesPerVF = 1024 // mlx4 has no quota for rules; the model bounds them
-)
+// maxFSRulesPerVF bounds a VF's rules: mlx4 has no quota for them.
+const maxFSRulesPerVF = 1024
 
 // SetDeviceManagedSteering switches the model's steering mode (QUERY_DEV_CAP
 // must then advertise it).
@@ -52,31 +39,31 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonOpModifier)
 	}
 	size := int(c.InMod) * 4
-	if c.InMod > mlx4.MailboxSize/4 || size < fsCtrlSize+4 {
+	if c.InMod > mlx4.MailboxSize/4 || size < mlx4.NetTransCtrlSize+4 {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
 	b := c.Inbox
-	phys, s := h.port(c, uint32(b[fsCtrlPort]))
+	phys, s := h.port(c, uint32(b[mlx4.NetTransCtrlPort]))
 	if s != mlx4.OK {
 		return s
 	}
-	qpn := binary.BigEndian.Uint32(b[fsCtrlQPN:]) & 0xffffff
+	qpn := binary.BigEndian.Uint32(b[mlx4.NetTransCtrlQPN:]) & 0xffffff
 	qp, err := h.Res.Peek(c.VF, restrack.QP, uint64(qpn&qpnMask))
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
-	hdr := b[fsCtrlSize:]
-	switch binary.BigEndian.Uint16(hdr[fsHdrID:]) {
-	case fsIDEth:
-		if size < fsCtrlSize+fsEthDstMAC+6 {
+	hdr := b[mlx4.NetTransCtrlSize:]
+	switch binary.BigEndian.Uint16(hdr[mlx4.RuleHwID:]) {
+	case mlx4.NET_TRANS_RULE_ID_ETH:
+		if size < mlx4.NetTransCtrlSize+mlx4.RuleHwEthDstMAC+6 {
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 		}
-		dst := hdr[fsEthDstMAC : fsEthDstMAC+6]
+		dst := hdr[mlx4.RuleHwEthDstMAC : mlx4.RuleHwEthDstMAC+6]
 		mac := uint64(dst[0])<<40 | uint64(dst[1])<<32 | uint64(dst[2])<<24 | uint64(dst[3])<<16 | uint64(dst[4])<<8 | uint64(dst[5])
 		if dst[0]&1 == 0 && !h.Res.HasMACValue(c.VF, phys, mac) {
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
 		}
-	case fsIDIB, fsIDIPv4, fsIDTCP, fsIDUDP:
+	case mlx4.NET_TRANS_RULE_ID_IB, mlx4.NET_TRANS_RULE_ID_IPV4, mlx4.NET_TRANS_RULE_ID_TCP, mlx4.NET_TRANS_RULE_ID_UDP:
 	default:
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}

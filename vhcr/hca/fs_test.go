@@ -9,13 +9,13 @@ import (
 )
 
 func fsRule(vport uint8, qpn uint32, id uint16, dst uint64) []byte {
-	b := make([]byte, fsCtrlSize+40)
-	b[fsCtrlPort] = vport
-	binary.BigEndian.PutUint32(b[fsCtrlQPN:], qpn)
-	h := b[fsCtrlSize:]
-	binary.BigEndian.PutUint16(h[fsHdrID:], id)
+	b := make([]byte, mlx4.NetTransCtrlSize+40)
+	b[mlx4.NetTransCtrlPort] = vport
+	binary.BigEndian.PutUint32(b[mlx4.NetTransCtrlQPN:], qpn)
+	h := b[mlx4.NetTransCtrlSize:]
+	binary.BigEndian.PutUint16(h[mlx4.RuleHwID:], id)
 	for i := range 6 {
-		h[fsEthDstMAC+i] = byte(dst >> (40 - 8*i))
+		h[mlx4.RuleHwEthDstMAC+i] = byte(dst >> (40 - 8*i))
 	}
 	return b
 }
@@ -34,26 +34,26 @@ func TestFlowSteering(t *testing.T) {
 	qpn := a.mustAlloc(restrack.QP, resOpReserve, 1)
 	bqp := b.mustAlloc(restrack.QP, resOpReserve, 1)
 	mac := uint64(0x0002c9123456)
-	_, s := attach(a, fsRule(1, qpn, fsIDEth, mac))
+	_, s := attach(a, fsRule(1, qpn, mlx4.NET_TRANS_RULE_ID_ETH, mac))
 	wantS(t, "B0 steering", s, mlx4.INTERNAL_ERR)
 	r.h.SetDeviceManagedSteering(true)
-	_, s = attach(a, fsRule(1, qpn, fsIDEth, mac))
+	_, s = attach(a, fsRule(1, qpn, mlx4.NET_TRANS_RULE_ID_ETH, mac))
 	wantS(t, "MAC not the VF's", s, mlx4.BAD_PARAM)
 	c := a.cmd(mlx4.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
 	a.must(a.run((*HCA).ALLOC_RES, c), "MAC")
-	_, s = attach(b, fsRule(1, bqp, fsIDEth, mac))
+	_, s = attach(b, fsRule(1, bqp, mlx4.NET_TRANS_RULE_ID_ETH, mac))
 	wantS(t, "VF 1 steering VF 0's MAC", s, mlx4.BAD_PARAM)
-	_, s = attach(a, fsRule(1, bqp, fsIDEth, mac))
+	_, s = attach(a, fsRule(1, bqp, mlx4.NET_TRANS_RULE_ID_ETH, mac))
 	wantS(t, "VF 1's QP", s, mlx4.BAD_OP)
-	_, s = attach(a, fsRule(1, 0x7fff00, fsIDEth, mac))
+	_, s = attach(a, fsRule(1, 0x7fff00, mlx4.NET_TRANS_RULE_ID_ETH, mac))
 	wantS(t, "unknown QP", s, mlx4.INTERNAL_ERR)
-	_, s = attach(a, fsRule(3, qpn, fsIDEth, mac))
+	_, s = attach(a, fsRule(3, qpn, mlx4.NET_TRANS_RULE_ID_ETH, mac))
 	wantS(t, "port 3", s, mlx4.BAD_PARAM)
 	_, s = attach(a, fsRule(1, qpn, 0x1234, mac))
 	wantS(t, "unknown header", s, mlx4.BAD_PARAM)
-	id, s := attach(a, fsRule(1, qpn, fsIDEth, mac))
+	id, s := attach(a, fsRule(1, qpn, mlx4.NET_TRANS_RULE_ID_ETH, mac))
 	wantS(t, "own MAC and QP", s, mlx4.OK)
-	id2, s := attach(a, fsRule(1, qpn, fsIDEth, 0x01005e000001))
+	id2, s := attach(a, fsRule(1, qpn, mlx4.NET_TRANS_RULE_ID_ETH, 0x01005e000001))
 	wantS(t, "multicast", s, mlx4.OK)
 	if id == id2 || id == 0 {
 		t.Fatalf("reg ids %d %d", id, id2)

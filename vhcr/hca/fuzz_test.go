@@ -9,35 +9,6 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
-func isPow2(n int) bool { return n >= 1 && n&(n-1) == 0 }
-
-// FuzzDecodeContexts: every bit pattern decodes, and the MTT sizes derived
-// from VF-controlled exponents are powers of two within the clamp.
-func FuzzDecodeContexts(f *testing.F) {
-	f.Add(qpc{st: stRC, scq: 5, rcq: 6, mtt: 64, sqLog: 3, rqLog: 3}.bytes())
-	f.Add(cqContext(7, 1, 64))
-	f.Add(eqContext(4, 64))
-	f.Add(srqContext(3, 64))
-	f.Add(mptEntry(mptRegion, 2<<17, 64, 4))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var mb [mlx4.MailboxSize]byte
-		copy(mb[:], data)
-		q := decodeQPC(&mb)
-		if !isPow2(q.mttSize) || q.vfPort < 1 || q.vfPort > 2 || q.cqnSend > 0xffffff || q.srqn > 0xffffff {
-			t.Fatalf("QP context %+v", q)
-		}
-		for _, n := range []int{decodeCQC(mb[:]).mttSize, decodeSRQC(mb[:]).mttSize, decodeEQC(mb[:]).mttSize} {
-			if !isPow2(n) || n > 1<<maxSizeExponent {
-				t.Fatalf("MTT size %d", n)
-			}
-		}
-		m := decodeMPT(mb[:])
-		if m.pdSlave > 0x7f || m.mttBase > 0xffffffff/mttEntrySize {
-			t.Fatalf("MPT %+v", m)
-		}
-	})
-}
-
 // FuzzQPContext runs an arbitrary modify-QP mailbox through RST2INIT and
 // INIT2RTR on a VF that owns a CQ, an SRQ and an MTT, next to a VF with the
 // same kinds of objects: nothing panics, and the other VF never changes.
@@ -65,10 +36,10 @@ func FuzzQPContextVport(f *testing.F) {
 }
 
 func qpContextSeeds(f *testing.F) {
-	f.Add(qpc{st: stRC, vfPort: 1, sqLog: 3, rqLog: 3}.bytes(), false)
-	f.Add(qpc{st: stUD, vfPort: 2, pkey: 1, optpar: optPriAddrPath, useSRQ: true, sqLog: 15, rqLog: 15}.bytes(), true)
-	f.Add(qpc{st: stMLX, rateLimit: 1}.bytes(), true)
-	f.Add(qpc{st: stUD, vfPort: 1, optpar: optPriAddrPath, sqLog: 3, rqLog: 3}.bytes(), true)
+	f.Add(qpc{st: mlx4.QP_ST_RC, vfPort: 1, sqLog: 3, rqLog: 3}.bytes(), false)
+	f.Add(qpc{st: mlx4.QP_ST_UD, vfPort: 2, pkey: 1, optpar: mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH, useSRQ: true, sqLog: 15, rqLog: 15}.bytes(), true)
+	f.Add(qpc{st: mlx4.QP_ST_MLX, rateLimit: 1}.bytes(), true)
+	f.Add(qpc{st: mlx4.QP_ST_UD, vfPort: 1, optpar: mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH, sqLog: 3, rqLog: 3}.bytes(), true)
 }
 
 func fuzzQPContext(t *testing.T, ctx []byte, fixRefs bool, edit func(*config.Config)) {
@@ -89,10 +60,10 @@ func fuzzQPContext(t *testing.T, ctx []byte, fixRefs bool, edit func(*config.Con
 	in := q.bytes()
 	copy(in, ctx)
 	if fixRefs { // make the references plausible so the deeper checks run
-		binary.BigEndian.PutUint32(in[qpcCQNSend:], acq)
-		binary.BigEndian.PutUint32(in[qpcCQNRecv:], bcq*uint32(in[0]&1)+acq*uint32(1-in[0]&1))
-		binary.BigEndian.PutUint32(in[qpcSRQN:], binary.BigEndian.Uint32(in[qpcSRQN:])&(1<<24)|asrq)
-		binary.BigEndian.PutUint32(in[qpcMTTBaseL:], q.mtt*mttEntrySize)
+		binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCCQNSend:], acq)
+		binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCCQNRecv:], bcq*uint32(in[0]&1)+acq*uint32(1-in[0]&1))
+		binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCSRQN:], binary.BigEndian.Uint32(in[mlx4.QPMailboxContext+mlx4.QPCSRQN:])&(1<<24)|asrq)
+		binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCMTTBaseAddrL:], q.mtt*mlx4.MTTEntrySize)
 	}
 	before := fingerprint(r.h, 1)
 	for _, op := range []mlx4.Opcode{mlx4.RST2INIT_QP, mlx4.INIT2RTR_QP, mlx4.RTR2RTS_QP} {
@@ -146,10 +117,10 @@ func FuzzEQContext(f *testing.F) {
 			pages[i] = page + uint64(i)*0x1000
 		}
 		mtt := v.mtt(int(order%4), pages...)
-		in := make([]byte, eqcSize)
+		in := make([]byte, mlx4.EQContextSize)
 		copy(in, ctx)
-		binary.BigEndian.PutUint32(in[eqcMTTBaseL:], mtt*mttEntrySize)
-		in[eqcMTTBaseH] = 0
+		binary.BigEndian.PutUint32(in[mlx4.EQCMTTBaseAddrL:], mtt*mlx4.MTTEntrySize)
+		in[mlx4.EQCMTTBaseAddrH] = 0
 		c := v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, in, false)
 		if v.run((*HCA).SW2HW_EQ, c) != mlx4.OK {
 			if r.h.Counts(0)[restrack.EQ] != 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -21,7 +22,7 @@ type HCA struct {
 	madViews   []mad.StaticVF // each VF's paravirtualised view for MAD_IFC
 	madRec     MADRecorder    // --capture of MAD_IFC commands with a WC
 	madScratch mad.MADIFCInbox
-	eqeScratch [EQESize]byte // PostEQE's copy of the EQE it writes
+	eqeScratch [mlx4.EQESize]byte // PostEQE's copy of the EQE it writes
 }
 
 // New builds the model for numVFs functions.

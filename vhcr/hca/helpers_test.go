@@ -139,8 +139,8 @@ func (v *vf) newPage() uint64 {
 	p := v.page
 	v.page += 0x1000
 	buf := make([]byte, 0x1000)
-	for i := EQESize - 1; i < len(buf); i += EQESize {
-		buf[i] = eqeOwnerHW
+	for i := mlx4.EQESize - 1; i < len(buf); i += mlx4.EQESize {
+		buf[i] = mlx4.EQEOwnerHW
 	}
 	if err := v.w.CopyOut(p, buf); err != nil {
 		v.r.t.Fatal(err)
@@ -149,10 +149,8 @@ func (v *vf) newPage() uint64 {
 }
 
 func eqContext(logSize int, mttBase uint32) []byte {
-	b := make([]byte, eqcSize)
-	b[eqcLogSize] = byte(logSize)
-	b[eqcLogPageSize] = 0 // 4 KiB pages
-	binary.BigEndian.PutUint32(b[eqcMTTBaseL:], mttBase*mttEntrySize)
+	b := make([]byte, mlx4.EQContextSize)
+	mlx4.EQContext{LogSize: logSize, MTTBase: uint64(mttBase)}.Encode(b) // 4 KiB pages
 	return b
 }
 
@@ -172,10 +170,8 @@ func (v *vf) setupEQ(eqn, logSize int) {
 }
 
 func cqContext(logSize, eqn int, mttBase uint32) []byte {
-	b := make([]byte, cqcSize)
-	binary.BigEndian.PutUint32(b[cqcLogSize:], uint32(logSize)<<24)
-	b[cqcCompEQN] = byte(eqn)
-	binary.BigEndian.PutUint32(b[cqcMTTBaseL:], mttBase*mttEntrySize)
+	b := make([]byte, mlx4.CQContextSize)
+	mlx4.CQContext{LogSize: logSize, CompEQN: uint8(eqn), MTTBase: uint64(mttBase)}.Encode(b)
 	return b
 }
 
@@ -189,10 +185,8 @@ func (v *vf) createCQ() uint32 {
 }
 
 func srqContext(srqn uint32, mttBase uint32) []byte {
-	b := make([]byte, srqcSize)
-	binary.BigEndian.PutUint32(b[srqcStateLogSizeSRQN:], 4<<24|srqn)
-	b[srqcLogStride] = 2
-	binary.BigEndian.PutUint32(b[srqcMTTBaseL:], mttBase*mttEntrySize)
+	b := make([]byte, mlx4.SRQContextSize)
+	mlx4.SRQContext{SRQN: srqn, LogSize: 4, LogStride: 2, MTTBase: uint64(mttBase)}.Encode(b)
 	return b
 }
 
@@ -221,29 +215,15 @@ type qpc struct {
 }
 
 func (q qpc) bytes() []byte {
-	b := make([]byte, qpcEnd)
-	binary.BigEndian.PutUint32(b[qpcOptpar:], q.optpar)
-	binary.BigEndian.PutUint32(b[qpcFlags:], uint32(q.st)<<16)
-	b[qpcSQSizeStride] = q.sqLog<<3 | 2
-	b[qpcRQSizeStride] = q.rqLog<<3 | 2
-	port := q.vfPort
-	if port == 0 {
-		port = 1
-	}
-	b[qpcSched] = byte(port-1) << 6
-	b[qpcPKey] = q.pkey
-	b[qpcPriCounter] = byte(config.Default().Resources.Counters - 1) // the sink
-	b[qpcMGID] = q.mgid
-	b[qpcGRHMyLMC] = q.smac
-	binary.BigEndian.PutUint32(b[qpcCQNSend:], q.scq)
-	binary.BigEndian.PutUint32(b[qpcCQNRecv:], q.rcq)
-	srqn := q.srq
-	if q.useSRQ {
-		srqn |= 1 << 24
-	}
-	binary.BigEndian.PutUint32(b[qpcSRQN:], srqn)
-	binary.BigEndian.PutUint16(b[qpcRateLimit:], q.rateLimit)
-	binary.BigEndian.PutUint32(b[qpcMTTBaseL:], q.mtt*mttEntrySize)
+	b := make([]byte, mlx4.QPMailboxSize)
+	mlx4.QPMailbox{OptPar: q.optpar, Ctx: mlx4.QPContext{
+		ST: q.st, LogSQSize: q.sqLog, LogSQStride: 2, LogRQSize: q.rqLog, LogRQStride: 2,
+		Pri: mlx4.QPPath{Port: max(q.vfPort, 1), PKeyIndex: q.pkey, MGIDIndex: q.mgid,
+			CounterIndex: uint8(config.Default().Resources.Counters - 1), // the sink
+			GRH:          q.smac&mlx4.GRHMyLMCGRH != 0, SMACIndex: q.smac & mlx4.GRHMyLMCSMACMask},
+		CQNSend: q.scq, CQNRecv: q.rcq, UseSRQ: q.useSRQ, SRQN: q.srq, RateLimitParams: q.rateLimit,
+		MTTBase: uint64(q.mtt),
+	}}.Encode(b)
 	return b
 }
 
@@ -254,7 +234,7 @@ func (v *vf) newQP(cq uint32) (uint32, qpc) {
 	qpn := v.mustAlloc(restrack.QP, resOpReserve, 1)
 	v.mustAlloc(restrack.QP, resOpMapICM, uint64(qpn))
 	mtt := v.mtt(0)
-	return qpn, qpc{st: stRC, scq: cq, rcq: cq, mtt: mtt, sqLog: 3, rqLog: 3}
+	return qpn, qpc{st: mlx4.QP_ST_RC, scq: cq, rcq: cq, mtt: mtt, sqLog: 3, rqLog: 3}
 }
 
 func (v *vf) qpCmd(op mlx4.Opcode, qpn uint32, q *qpc) mlx4.Status {
@@ -300,9 +280,9 @@ func (v *vf) qpCmd(op mlx4.Opcode, qpn uint32, q *qpc) mlx4.Status {
 }
 
 // readEQE reads EQE i of the VF's ring page p.
-func (v *vf) readEQE(p uint64, i int) [EQESize]byte {
-	var e [EQESize]byte
-	if err := v.w.CopyIn(e[:], p+uint64(i*EQESize)); err != nil {
+func (v *vf) readEQE(p uint64, i int) [mlx4.EQESize]byte {
+	var e [mlx4.EQESize]byte
+	if err := v.w.CopyIn(e[:], p+uint64(i*mlx4.EQESize)); err != nil {
 		v.r.t.Fatal(err)
 	}
 	return e

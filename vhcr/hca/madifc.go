@@ -130,37 +130,25 @@ func (h *HCA) MAD_IFC(c *mlx4.Cmd) mlx4.Status {
 			}
 		}
 	}
-	st := mlx4.Status(h.mad.ProcessMADIFC(&h.madViews[c.VF], c.OpMod, c.InMod, c.Inbox[:], out))
-	if recorded && st == mlx4.OK {
+	r := h.mad.ProcessMADIFC(&h.madViews[c.VF], c.OpMod, c.InMod, c.Inbox[:], out)
+	if recorded && r == mad.IFCOK {
 		h.madRec.Reply(phys, out)
 	}
-	switch st {
-	case mlx4.OK:
-	case mlx4.BAD_OP:
-		c.Reason = mlx4.ReasonMAD
-	default:
-		c.Reason = mlx4.ReasonContext
-	}
-	return st
+	return madIFCStatus(c, r)
 }
 
-// QUERY_HCA outbox offsets (fw.c INIT_HCA_*: QUERY_HCA answers the INIT_HCA
-// parameters).
-const (
-	initHCAVersion     = 0x000
-	initHCACacheLine   = 0x00e
-	initHCALogQP       = 0x020 + 0x17
-	initHCALogSRQ      = 0x020 + 0x2f
-	initHCALogCQ       = 0x020 + 0x37
-	initHCAEQECQE      = 0x020 + 0x38
-	initHCALogEQ       = 0x020 + 0x67
-	initHCALogMCEntry  = 0x0c0 + 0x12
-	initHCALogMCHash   = 0x0c0 + 0x16
-	initHCALogMCTable  = 0x0c0 + 0x1b
-	initHCALogMPT      = 0x0f0 + 0x0b
-	initHCALogUAR      = 0x120 + 0x0a
-	initHCAUARPageSize = 0x120 + 0x0b
-)
+// madIFCStatus is the status mlx4's master returns a VF for a MAD_IFC
+// outcome. A MAD the firmware does not answer is BAD_PKT, which the master
+// turns into -EINVAL and the VF sees as BAD_PARAM, like a malformed inbox.
+func madIFCStatus(c *mlx4.Cmd, r mad.IFCResult) mlx4.Status {
+	switch r {
+	case mad.IFCOK:
+		return mlx4.OK
+	case mad.IFCRefused:
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonMAD)
+	}
+	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
+}
 
 // QUERY_HCA answers the HCA's initialisation parameters a VF reads in
 // mlx4_slave_cap: version 2, the table sizes (log2), 32-byte EQEs and CQEs,
@@ -169,19 +157,19 @@ const (
 func (h *HCA) QUERY_HCA(c *mlx4.Cmd) mlx4.Status {
 	r := &h.Cfg.Resources
 	o := c.Outbox[:]
-	o[initHCAVersion] = 2
-	o[initHCACacheLine] = 2<<5 | 1<<4 // 64-byte cache lines, flags from INIT_HCA
-	o[initHCALogQP] = r.LogQPs
-	o[initHCALogSRQ] = r.LogSRQs
-	o[initHCALogCQ] = r.LogCQs
-	o[initHCAEQECQE] = 0
-	o[initHCALogEQ] = r.LogEQs
-	o[initHCALogMCEntry] = 9
-	o[initHCALogMCHash] = 12
-	o[initHCALogMCTable] = 13
-	o[initHCALogMPT] = r.LogMPTs
-	o[initHCALogUAR] = 3
-	o[initHCAUARPageSize] = 0 // 4 KiB: PAGE_SHIFT - 12
+	o[mlx4.INIT_HCA_VERSION_OFFSET] = mlx4.INIT_HCA_VERSION
+	o[mlx4.INIT_HCA_CACHELINE_SZ_OFFSET] = 2<<5 | 1<<4 // 64-byte cache lines, flags from INIT_HCA
+	o[mlx4.INIT_HCA_LOG_QP_OFFSET] = r.LogQPs
+	o[mlx4.INIT_HCA_LOG_SRQ_OFFSET] = r.LogSRQs
+	o[mlx4.INIT_HCA_LOG_CQ_OFFSET] = r.LogCQs
+	o[mlx4.INIT_HCA_EQE_CQE_OFFSETS] = 0
+	o[mlx4.INIT_HCA_LOG_EQ_OFFSET] = r.LogEQs
+	o[mlx4.INIT_HCA_LOG_MC_ENTRY_SZ_OFFSET] = 9
+	o[mlx4.INIT_HCA_LOG_MC_HASH_SZ_OFFSET] = 12
+	o[mlx4.INIT_HCA_LOG_MC_TABLE_SZ_OFFSET] = 13
+	o[mlx4.INIT_HCA_LOG_MPT_SZ_OFFSET] = r.LogMPTs
+	o[mlx4.INIT_HCA_LOG_UAR_SZ_OFFSET] = 3
+	o[mlx4.INIT_HCA_UAR_PAGE_SZ_OFFSET] = 0 // 4 KiB: PAGE_SHIFT - 12
 	return mlx4.OK
 }
 

@@ -30,7 +30,7 @@ func TestSetPortState(t *testing.T) {
 		t.Errorf("VF 1's unmapped events: %d, want 1", got)
 	}
 	eqe := v.readEQE(ring, 0)
-	if eqe[eqeType] != mlx4.EventPortChange || eqe[eqeSubtype] != 1 || eqe[0x0c]>>4 != 2 {
+	if eqe[mlx4.EQEType] != mlx4.EventPortChange || eqe[mlx4.EQESubtype] != 1 || eqe[0x0c]>>4 != 2 {
 		t.Fatalf("EQE % x: want PORT_CHANGE, subtype 1 (down), VF port 2 in bits 31:28 of 0x0c", eqe[:16])
 	}
 	c := v.cmd(mlx4.QUERY_PORT, 0, 2, 0, nil, true)
@@ -44,8 +44,8 @@ func TestSetPortState(t *testing.T) {
 	if _, err := r.h.SetPortState(2, "active"); err != nil {
 		t.Fatal(err)
 	}
-	if eqe := v.readEQE(ring, 1); eqe[eqeSubtype] != 4 {
-		t.Errorf("second EQE subtype %d, want 4 (active)", eqe[eqeSubtype])
+	if eqe := v.readEQE(ring, 1); eqe[mlx4.EQESubtype] != 4 {
+		t.Errorf("second EQE subtype %d, want 4 (active)", eqe[mlx4.EQESubtype])
 	}
 	if _, err := r.h.SetPortState(3, "down"); err == nil {
 		t.Error("port 3 accepted")

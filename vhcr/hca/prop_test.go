@@ -148,7 +148,7 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 	switch k {
 	case 19: // flow-steering rule on anyone's QP (multicast: no MAC needed)
 		qpn, f := p.pick(v, restrack.QP)
-		rule := fsRule(1, qpn, fsIDEth, 0x01005e000001)
+		rule := fsRule(1, qpn, mlx4.NET_TRANS_RULE_ID_ETH, 0x01005e000001)
 		c := v.cmd(mlx4.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
 		s := run((*HCA).QP_FLOW_STEERING_ATTACH, c)
 		if s == mlx4.OK {
@@ -170,10 +170,10 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 		if !ok1 || !ok2 || !ok3 {
 			return mlx4.NOP, mlx4.OK, false
 		}
-		q := qpc{st: stRC, scq: cq, rcq: cq, mtt: mtt, sqLog: 3, rqLog: 3}
+		q := qpc{st: mlx4.QP_ST_RC, scq: cq, rcq: cq, mtt: mtt, sqLog: 3, rqLog: 3}
 		s := v.qpCmd(mlx4.RST2INIT_QP, qpn, &q)
 		if s == mlx4.OK && p.rnd.IntN(2) == 0 {
-			q.optpar = optPriAddrPath
+			q.optpar = mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH
 			v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q)
 			v.qpCmd(mlx4.RTR2RTS_QP, qpn, &q)
 		}
@@ -272,7 +272,7 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 		scq, f1 := p.pick(v, restrack.CQ)
 		rcq, f2 := p.pick(v, restrack.CQ)
 		mtt, f3 := p.pick(v, restrack.MTT)
-		q := qpc{st: stRC, scq: scq, rcq: rcq, mtt: mtt, sqLog: 3, rqLog: 3, pkey: uint8(p.rnd.IntN(3))}
+		q := qpc{st: mlx4.QP_ST_RC, scq: scq, rcq: rcq, mtt: mtt, sqLog: 3, rqLog: 3, pkey: uint8(p.rnd.IntN(3))}
 		f4 := false
 		if p.rnd.IntN(3) == 0 {
 			q.useSRQ = true
@@ -287,14 +287,14 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 		op := ops[p.rnd.IntN(len(ops))]
 		var q *qpc
 		if _, ok := qpTransitions[op]; ok && op != mlx4.TWO_ERR_QP && op != mlx4.RTS2SQD_QP {
-			q = &qpc{st: stRC, vfPort: 1 + p.rnd.IntN(2), optpar: optPriAddrPath}
+			q = &qpc{st: mlx4.QP_ST_RC, vfPort: 1 + p.rnd.IntN(2), optpar: mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH}
 		}
 		return op, v.qpCmd(op, qpn, q), f
 	case 8: // SW2HW_MPT over anyone's MTT
 		idx, f1 := p.pick(v, restrack.MPT)
 		mtt, f2 := p.pick(v, restrack.MTT)
 		size := uint32(1 << p.mtts[mtt])
-		c := v.cmd(mlx4.SW2HW_MPT, 0, idx, 0, mptEntry(mptRegion, 0, mtt, size), false)
+		c := v.cmd(mlx4.SW2HW_MPT, 0, idx, 0, mptEntry(mlx4.MPT_FLAG_REGION, 0, mtt, size), false)
 		return mlx4.SW2HW_MPT, run((*HCA).SW2HW_MPT, c), f1 || f2
 	case 9: // HW2SW_MPT / QUERY_MPT
 		idx, f := p.pick(v, restrack.MPT)
@@ -334,7 +334,7 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 			return mlx4.QP_ATTACH, run((*HCA).QP_ATTACH, c), f
 		case 1:
 			in := make([]byte, 512)
-			binary.BigEndian.PutUint64(in[updPriPathMask:], updPathMaskMACIndex)
+			binary.BigEndian.PutUint64(in[mlx4.UpdQPPrimaryAddrPathMask:], updPathMaskMACIndex)
 			return mlx4.UPDATE_QP, run((*HCA).UPDATE_QP, v.cmd(mlx4.UPDATE_QP, 0, qpn, 0, in, false)), f
 		}
 		c := v.cmd(mlx4.PROMISC, uint64(qpn)|1<<62, 1, 1, nil, false)

@@ -31,14 +31,14 @@ package hca
 //     (0x03), which is what a VF behind a real PF sees (§1.11). Reason:
 //     bad_state.
 //
-// Context checks (mailbox offsets of §2.6): send CQ (132), receive CQ (164)
-// and SRQ (180, if bit 24) the VF's (INTERNAL_ERR unknown, BAD_OP other VF)
+// Context checks (the fields of §2.6, offsets in package mlx4): cqn_send,
+// cqn_recv and srqn (if bit 24) the VF's (INTERNAL_ERR unknown, BAD_OP other VF)
 // and in HW (BAD_PARAM: Linux does not check the state); MTT range owned;
 // port (sched_queue bit 6) one the VF has (BAD_PARAM, rewritten to the
 // physical port); pkey_index inside the VF's virtual P_Key table (BAD_PARAM:
 // Linux does not bound it) and rewritten to the physical index; mgid_index
 // below the VF's GID count for RC/UC/XRC paths (BAD_PARAM) and rewritten;
-// rate_limit 0 (BAD_OP); proxy/tunnel QPs' Q_Key (176) set to the reserved
+// rate_limit 0 (BAD_OP); proxy/tunnel QPs' qkey set to the reserved
 // Q_Key of their number; RoCE source MAC index registered by the VF on the
 // port (BAD_PARAM); MLX QPs on special QPNs in INIT2RTR need SMI (BAD_OP).
 
@@ -49,54 +49,34 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
-// qpState is the firmware QP state (enum mlx4_qp_state).
-type qpState uint8
-
-const (
-	qpRST qpState = iota
-	qpINIT
-	qpRTR
-	qpRTS
-	qpSQER
-	qpSQD
-	qpERR
-)
-
-const anyHWState = 1<<qpINIT | 1<<qpRTR | 1<<qpRTS | 1<<qpSQER | 1<<qpSQD | 1<<qpERR
+const anyHWState = 1<<mlx4.QP_STATE_INIT | 1<<mlx4.QP_STATE_RTR | 1<<mlx4.QP_STATE_RTS | 1<<mlx4.QP_STATE_SQER | 1<<mlx4.QP_STATE_SQD | 1<<mlx4.QP_STATE_ERR
 
 // qpTrans describes one modify-QP transition.
 type qpTrans struct {
 	from  uint8 // bit set of legal source states
-	to    qpState
+	to    mlx4.QPState
 	path  bool // verify_qp_parameters' GID checks, update_gid, alt path
 	smac  bool // RoCE source MAC check (INIT2RTR)
 	inbox bool // carries optpar + QP context
 }
 
 var qpTransitions = map[mlx4.Opcode]qpTrans{
-	mlx4.INIT2INIT_QP: {from: 1 << qpINIT, to: qpINIT, inbox: true},
-	mlx4.INIT2RTR_QP:  {from: 1 << qpINIT, to: qpRTR, path: true, smac: true, inbox: true},
-	mlx4.RTR2RTS_QP:   {from: 1 << qpRTR, to: qpRTS, path: true, inbox: true},
-	mlx4.RTS2RTS_QP:   {from: 1 << qpRTS, to: qpRTS, path: true, inbox: true},
-	mlx4.SQERR2RTS_QP: {from: 1 << qpSQER, to: qpRTS, inbox: true},
-	mlx4.SQD2SQD_QP:   {from: 1 << qpSQD, to: qpSQD, path: true, inbox: true},
-	mlx4.SQD2RTS_QP:   {from: 1 << qpSQD, to: qpRTS, path: true, inbox: true},
-	mlx4.TWO_ERR_QP:   {from: anyHWState, to: qpERR},
-	mlx4.RTS2SQD_QP:   {from: 1 << qpRTS, to: qpSQD},
+	mlx4.INIT2INIT_QP: {from: 1 << mlx4.QP_STATE_INIT, to: mlx4.QP_STATE_INIT, inbox: true},
+	mlx4.INIT2RTR_QP:  {from: 1 << mlx4.QP_STATE_INIT, to: mlx4.QP_STATE_RTR, path: true, smac: true, inbox: true},
+	mlx4.RTR2RTS_QP:   {from: 1 << mlx4.QP_STATE_RTR, to: mlx4.QP_STATE_RTS, path: true, inbox: true},
+	mlx4.RTS2RTS_QP:   {from: 1 << mlx4.QP_STATE_RTS, to: mlx4.QP_STATE_RTS, path: true, inbox: true},
+	mlx4.SQERR2RTS_QP: {from: 1 << mlx4.QP_STATE_SQER, to: mlx4.QP_STATE_RTS, inbox: true},
+	mlx4.SQD2SQD_QP:   {from: 1 << mlx4.QP_STATE_SQD, to: mlx4.QP_STATE_SQD, path: true, inbox: true},
+	mlx4.SQD2RTS_QP:   {from: 1 << mlx4.QP_STATE_SQD, to: mlx4.QP_STATE_RTS, path: true, inbox: true},
+	mlx4.TWO_ERR_QP:   {from: anyHWState, to: mlx4.QP_STATE_ERR},
+	mlx4.RTS2SQD_QP:   {from: 1 << mlx4.QP_STATE_RTS, to: mlx4.QP_STATE_SQD},
 }
 
-// QP update masks (MLX4_UPD_QP_PATH_MASK_*).
+// QP update masks the model accepts (MLX4_UPD_QP_PATH_MASK_*).
 const (
-	updPathMaskMACIndex = 1 << (2 + 32)
-	updPathMaskMCLB     = 1 << (19 + 32)
-	updQPMask           = 0
-	updPriPathMask      = 8
-	updSecPathMask      = 16
-	updCtx              = 32
+	updPathMaskMACIndex = 1 << mlx4.UPD_QP_PATH_MASK_MAC_INDEX
+	updPathMaskMCLB     = 1 << mlx4.UPD_QP_PATH_MASK_ETH_SRC_CHECK_MC_LB
 )
-
-// reservedQKeyBase is MLX4_RESERVED_QKEY_BASE.
-const reservedQKeyBase = 0xffff0000
 
 // numGIDs is the VF's GID count on a physical port: 1 on IB, an equal share
 // of the table on Ethernet (as QUERY_PORT reports it).
@@ -110,12 +90,13 @@ func (h *HCA) numGIDs(phys int) int {
 
 func (h *HCA) isEth(phys int) bool { return h.Cfg.Ports[phys-1].LinkLayer == "eth" }
 
-// checkPath validates and rewrites one address path of the inbox: its port
-// (sched_queue bit 6), its P_Key index and, for path transitions of
-// connected QPs, its GID index. It returns the physical port.
-func (h *HCA) checkPath(c *mlx4.Cmd, sched, pkey, mgid int, st uint8, gidCheck bool) (int, mlx4.Status) {
-	b := c.Inbox
-	phys := h.PhysPort(c.VF, uint32(b[sched]>>6&1)+1)
+// checkPath validates and rewrites one address path of the inbox (b, a
+// struct mlx4_qp_path): its port (sched_queue bit 6), its P_Key index and,
+// for path transitions of connected QPs, its GID index. It returns the
+// physical port.
+func (h *HCA) checkPath(c *mlx4.Cmd, b []byte, st uint8, gidCheck bool) (int, mlx4.Status) {
+	const sched, pkey, mgid = mlx4.PathSchedQueue, mlx4.PathPKeyIndex, mlx4.PathMGIDIndex
+	phys := h.PhysPort(c.VF, uint32(mlx4.PathPort(b)))
 	if phys == 0 {
 		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
@@ -123,18 +104,18 @@ func (h *HCA) checkPath(c *mlx4.Cmd, sched, pkey, mgid int, st uint8, gidCheck b
 	if int(b[pkey]) >= len(pk) {
 		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
 	}
-	connected := st == stRC || st == stUC || st == stXRC
+	connected := st == mlx4.QP_ST_RC || st == mlx4.QP_ST_UC || st == mlx4.QP_ST_XRC
 	if gidCheck && connected && int(b[mgid]) >= h.numGIDs(phys) {
 		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
 	}
-	b[sched] = b[sched]&^0x40 | byte(phys-1)<<6
+	b[sched] = b[sched]&^mlx4.SchedQueuePortBit | byte(phys-1)<<6
 	b[pkey] = byte(pk[b[pkey]])
 	slave := byte(c.VF + 1)
 	base := byte((c.VF + 1) * h.numGIDs(phys))
 	switch {
-	case st == stUD && h.isEth(phys):
+	case st == mlx4.QP_ST_UD && h.isEth(phys):
 		b[mgid] = base&0x7f | 0x80
-	case st == stUD:
+	case st == mlx4.QP_ST_UD:
 		b[mgid] = slave&0x7f | 0x80
 	case connected && gidCheck && h.isEth(phys):
 		b[mgid] = (b[mgid] + base) & 0x7f
@@ -145,17 +126,17 @@ func (h *HCA) checkPath(c *mlx4.Cmd, sched, pkey, mgid int, st uint8, gidCheck b
 }
 
 // checkQPC runs the context checks shared by the modify transitions.
-func (h *HCA) checkQPC(c *mlx4.Cmd, q *qpCtx, path bool, op mlx4.Opcode) (int, mlx4.Status) {
-	if q.rateLimit != 0 {
+func (h *HCA) checkQPC(c *mlx4.Cmd, q *mlx4.QPMailbox, path bool, op mlx4.Opcode) (int, mlx4.Status) {
+	if q.Ctx.RateLimitParams != 0 {
 		return 0, c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
-	gid := path && q.optpar&optPriAddrPath != 0
-	phys, s := h.checkPath(c, qpcSched, qpcPKey, qpcMGID, q.st, gid)
+	gid := path && q.OptPar&mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH != 0
+	phys, s := h.checkPath(c, c.Inbox[mlx4.QPMailboxPriPath:][:mlx4.QPPathSize], q.Ctx.ST, gid)
 	if s != mlx4.OK {
 		return 0, s
 	}
-	if q.optpar&optAltAddrPath != 0 {
-		if _, s := h.checkPath(c, qpcAltSched, qpcAltPKey, qpcAltMGID, q.st, path); s != mlx4.OK {
+	if q.OptPar&mlx4.QP_OPTPAR_ALT_ADDR_PATH != 0 {
+		if _, s := h.checkPath(c, c.Inbox[mlx4.QPMailboxAltPath:][:mlx4.QPPathSize], q.Ctx.ST, path); s != mlx4.OK {
 			return 0, s
 		}
 	}
@@ -166,9 +147,9 @@ func (h *HCA) checkQPC(c *mlx4.Cmd, q *qpCtx, path bool, op mlx4.Opcode) (int, m
 		if qpn >= BaseTunnelSQPN {
 			base = BaseTunnelSQPN
 		}
-		binary.BigEndian.PutUint32(c.Inbox[qpcQKey:], reservedQKeyBase+qpn-base)
+		binary.BigEndian.PutUint32(c.Inbox[mlx4.QPMailboxContext+mlx4.QPCQKey:], mlx4.RESERVED_QKEY_BASE+qpn-base)
 	}
-	if op == mlx4.INIT2RTR_QP && q.st == stMLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
+	if op == mlx4.INIT2RTR_QP && q.Ctx.ST == mlx4.QP_ST_MLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
 		return 0, c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
 	}
 	return phys, mlx4.OK
@@ -194,7 +175,7 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 		return s
 	}
 	qpn := c.InMod & qpnMask
-	q := decodeQPC(c.Inbox)
+	q, _ := mlx4.DecodeQPMailbox(c.Inbox[:]) // a mailbox holds the context
 	phys, s := h.checkQPC(c, &q, false, mlx4.RST2INIT_QP)
 	if s != mlx4.OK {
 		return s
@@ -204,21 +185,21 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 		return restrack.Refuse(c, err)
 	}
 	fail := func(s mlx4.Status) mlx4.Status { h.Res.AbortMove(o); return s }
-	mtt, err := h.Res.MTTRange(c.VF, q.mttBase, q.mttSize)
+	mtt, err := h.Res.MTTRange(c.VF, q.Ctx.MTTBase, q.Ctx.MTTPages())
 	if err != nil {
 		return fail(mttRefuse(c, err))
 	}
-	rcq, s := h.hwRef(c, restrack.CQ, q.cqnRecv)
+	rcq, s := h.hwRef(c, restrack.CQ, q.Ctx.CQNRecv)
 	if s != mlx4.OK {
 		return fail(s)
 	}
-	scq, s := h.hwRef(c, restrack.CQ, q.cqnSend)
+	scq, s := h.hwRef(c, restrack.CQ, q.Ctx.CQNSend)
 	if s != mlx4.OK {
 		return fail(s)
 	}
 	var srq *restrack.Object
-	if q.useSRQ {
-		if srq, s = h.hwRef(c, restrack.SRQ, q.srqn); s != mlx4.OK {
+	if q.Ctx.UseSRQ {
+		if srq, s = h.hwRef(c, restrack.SRQ, q.Ctx.SRQN); s != mlx4.OK {
 			return fail(s)
 		}
 	}
@@ -230,8 +211,8 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 			}
 		}
 	}
-	qp := &qpObj{tr: o, state: qpINIT, port: phys}
-	copy(qp.ctx[:], c.Inbox[:qpcEnd])
+	qp := &qpObj{tr: o, state: mlx4.QP_STATE_INIT, port: phys}
+	copy(qp.ctx[:], c.Inbox[:])
 	h.fw.qps[qpn] = qp
 	h.Res.EndMove(o)
 	return mlx4.OK
@@ -268,13 +249,13 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
 	if t.inbox {
-		q := decodeQPC(c.Inbox)
+		q, _ := mlx4.DecodeQPMailbox(c.Inbox[:])
 		phys, s := h.checkQPC(c, &q, t.path, op)
 		if s != mlx4.OK {
 			return s
 		}
-		if t.smac && h.isEth(phys) && (q.st == stRC || q.st == stUC || q.st == stXRC) &&
-			!h.Res.HasMAC(c.VF, phys, int(q.smac)) {
+		if st := q.Ctx.ST; t.smac && h.isEth(phys) && (st == mlx4.QP_ST_RC || st == mlx4.QP_ST_UC || st == mlx4.QP_ST_XRC) &&
+			!h.Res.HasMAC(c.VF, phys, int(q.Ctx.Pri.SMACIndex)) {
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
 		}
 		// VST and spoof check (update_vport_qp_param). mlx4 rewrites the
@@ -285,16 +266,17 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 			return s
 		}
 		if op == mlx4.INIT2RTR_QP || qp.vport {
-			h.updateVportQP(c, phys, q.st)
+			h.updateVportQP(c, phys, q.Ctx.ST)
 			vp := &h.fw.vfs[c.VF].vport[phys-1]
 			qp.vport = qp.vport || vp.vst || vp.spoof
 		}
 		// Keep what RST2INIT validated (CQs, SRQ, MTT); take the rest.
 		keep := qp.ctx
-		copy(qp.ctx[:], c.Inbox[:qpcEnd])
-		for _, r := range [][2]int{{qpcCQNSend, 4}, {qpcCQNRecv, 4}, {qpcSRQN, 4}, {qpcLogPageSize, 8},
-			{qpcSQSizeStride - 1, 2}, {qpcParams2, 4}} {
-			copy(qp.ctx[r[0]:r[0]+r[1]], keep[r[0]:r[0]+r[1]])
+		copy(qp.ctx[:], c.Inbox[:])
+		for _, r := range [][2]int{{mlx4.QPCCQNSend, 4}, {mlx4.QPCCQNRecv, 4}, {mlx4.QPCSRQN, 4},
+			{mlx4.QPCLogPageSize, 8}, {mlx4.QPCRQSizeStride, 2}, {mlx4.QPCParams2, 4}} {
+			off := mlx4.QPMailboxContext + r[0]
+			copy(qp.ctx[off:off+r[1]], keep[off:off+r[1]])
 		}
 		qp.port = phys
 	}
@@ -369,8 +351,9 @@ func (h *HCA) QUERY_QP(c *mlx4.Cmd) mlx4.Status {
 	}
 	defer h.Res.Put(qp.tr)
 	copy(c.Outbox[:], qp.ctx[:])
-	binary.BigEndian.PutUint32(c.Outbox[qpcOptpar:], 0)
-	c.Outbox[qpcFlags] = c.Outbox[qpcFlags]&0x0f | byte(qp.state)<<4
+	binary.BigEndian.PutUint32(c.Outbox[mlx4.QPMailboxOptPar:], 0)
+	const flags = mlx4.QPMailboxContext + mlx4.QPCFlags // state in 31:28
+	c.Outbox[flags] = c.Outbox[flags]&0x0f | byte(qp.state)<<4
 	return mlx4.OK
 }
 
@@ -412,8 +395,8 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 		return s
 	}
 	b := c.Inbox
-	pri := binary.BigEndian.Uint64(b[updPriPathMask:])
-	if binary.BigEndian.Uint64(b[updQPMask:]) != 0 || binary.BigEndian.Uint64(b[updSecPathMask:]) != 0 ||
+	pri := binary.BigEndian.Uint64(b[mlx4.UpdQPPrimaryAddrPathMask:])
+	if binary.BigEndian.Uint64(b[mlx4.UpdQPQPMask:]) != 0 || binary.BigEndian.Uint64(b[mlx4.UpdQPSecondaryAddrPathMask:]) != 0 ||
 		pri&^(updPathMaskMACIndex|updPathMaskMCLB) != 0 {
 		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
@@ -428,11 +411,12 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 	defer h.Res.Put(o)
 	qp := h.fw.qps[qpn&qpnMask]
 	if pri&updPathMaskMACIndex != 0 {
-		smac := b[updCtx+qpcGRHMyLMC-8] & 0x7f
+		smac := b[mlx4.UpdQPContext+mlx4.QPCPriPath+mlx4.PathGRHMyLMC] & mlx4.GRHMyLMCSMACMask
 		if qp == nil || !h.Res.HasMAC(c.VF, qp.port, int(smac)) {
 			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotOwner)
 		}
-		qp.ctx[qpcGRHMyLMC] = qp.ctx[qpcGRHMyLMC]&0x80 | smac
+		const g = mlx4.QPMailboxPriPath + mlx4.PathGRHMyLMC
+		qp.ctx[g] = qp.ctx[g]&mlx4.GRHMyLMCGRH | smac
 	}
 	return mlx4.OK
 }

@@ -22,13 +22,6 @@ import (
 // NOP does nothing and succeeds.
 func (h *HCA) NOP(c *mlx4.Cmd) mlx4.Status { return mlx4.OK }
 
-// QUERY_FW outbox offsets (fw.c).
-const (
-	queryFWVerOffset   = 0x00
-	queryFWPPFIDOffset = 0x09
-	invalidSlaveID     = 0xff // MLX4_INVALID_SLAVE_ID
-)
-
 // QUERY_FW answers the VF view: the firmware version in bytes 2..7, the PPF
 // id set to 0xff, everything else zero (mlx4_QUERY_FW_wrapper).
 func (h *HCA) QUERY_FW(c *mlx4.Cmd) mlx4.Status {
@@ -36,90 +29,11 @@ func (h *HCA) QUERY_FW(c *mlx4.Cmd) mlx4.Status {
 	// FW_VER (BE64): major in bits 47:32, subminor in 31:16, minor in 15:0;
 	// mlx4_QUERY_FW swaps minor and subminor back.
 	v := uint64(maj)<<32 | uint64(sub)<<16 | uint64(min)
-	binary.BigEndian.PutUint64(c.Outbox[queryFWVerOffset:], v)
+	binary.BigEndian.PutUint64(c.Outbox[mlx4.QUERY_FW_VER_OFFSET:], v)
 	c.Outbox[0], c.Outbox[1] = 0, 0
-	c.Outbox[queryFWPPFIDOffset] = invalidSlaveID
+	c.Outbox[mlx4.QUERY_FW_PPF_ID] = mlx4.INVALID_SLAVE_ID
 	return mlx4.OK
 }
-
-// QUERY_DEV_CAP outbox offsets (fw.c).
-const (
-	devCapMaxSRQSz      = 0x10
-	devCapMaxQPSz       = 0x11
-	devCapRsvdQP        = 0x12
-	devCapMaxQP         = 0x13
-	devCapRsvdSRQ       = 0x14
-	devCapMaxSRQ        = 0x15
-	devCapMaxCQSz       = 0x19
-	devCapRsvdCQ        = 0x1a
-	devCapMaxCQ         = 0x1b
-	devCapMaxMPT        = 0x1d
-	devCapRsvdEQ        = 0x1e
-	devCapMaxEQ         = 0x1f
-	devCapRsvdMTT       = 0x20
-	devCapMaxMRWSz      = 0x21
-	devCapRsvdMRW       = 0x22
-	devCapMaxMTTSeg     = 0x23
-	devCapMaxAV         = 0x27
-	devCapMaxReqQP      = 0x29
-	devCapMaxResQP      = 0x2b
-	devCapMaxRDMA       = 0x2f
-	devCapAckDelay      = 0x35
-	devCapMTUWidth      = 0x36
-	devCapVLPort        = 0x37
-	devCapMaxMsgSz      = 0x38
-	devCapMaxGID        = 0x3b
-	devCapMaxPKey       = 0x3f
-	devCapExtFlags      = 0x40
-	devCapFlags         = 0x44
-	devCapRsvdUAR       = 0x48
-	devCapUARSz         = 0x49
-	devCapPageSz        = 0x4b
-	devCapBF            = 0x4c
-	devCapMaxSGSQ       = 0x51
-	devCapMaxDescSzSQ   = 0x52
-	devCapMaxSGRQ       = 0x55
-	devCapMaxDescSzRQ   = 0x56
-	devCapMaxQPMCG      = 0x61
-	devCapRsvdMCG       = 0x62
-	devCapMaxMCG        = 0x63
-	devCapRsvdPD        = 0x64
-	devCapMaxPD         = 0x65
-	devCapRsvdXRC       = 0x66
-	devCapMaxXRC        = 0x67
-	devCapMaxCounters   = 0x68
-	devCapRDMARCEntrySz = 0x80
-	devCapQPCEntrySz    = 0x82
-	devCapAuxEntrySz    = 0x84
-	devCapAltcEntrySz   = 0x86
-	devCapEQCEntrySz    = 0x88
-	devCapCQCEntrySz    = 0x8a
-	devCapSRQEntrySz    = 0x8c
-	devCapCMPTEntrySz   = 0x8e
-	devCapMTTEntrySz    = 0x90
-	devCapDMPTEntrySz   = 0x92
-	devCapRsvdLKey      = 0x98
-	devCapMaxICMSz      = 0xa0
-)
-
-// Device capability flags (MLX4_DEV_CAP_FLAG_*, low word and the high word
-// that QUERY_DEV_CAP carries at EXT_FLAGS).
-const (
-	capRC          = 1 << 0
-	capUC          = 1 << 1
-	capUD          = 1 << 2
-	capXRC         = 1 << 3
-	capSRQ         = 1 << 6
-	capIPoIBCsum   = 1 << 7
-	capBadPKeyCntr = 1 << 8
-	capBadQKeyCntr = 1 << 9
-	capAPM         = 1 << 17
-	capAtomic      = 1 << 18
-	capUDAVPort    = 1 << 20
-	capUDMcast     = 1 << 21
-	extCounters    = 1 << (48 - 32)
-	extPortMngChg  = 1 << (59 - 32) // forced on by mlx4_QUERY_DEV_CAP_wrapper
-)
 
 func log2(n int) uint8 {
 	if n <= 1 {
@@ -137,103 +51,68 @@ func mtuCode(mtu int) uint8 { return log2(mtu) - 7 }
 func (h *HCA) QUERY_DEV_CAP(c *mlx4.Cmd) mlx4.Status {
 	r := &h.Cfg.Resources
 	o := c.Outbox[:]
-	o[devCapMaxSRQSz] = 16
-	o[devCapMaxQPSz] = 14
-	o[devCapRsvdQP] = log2(r.ReservedQPs) & 0xf
-	o[devCapMaxQP] = r.LogQPs & 0x1f
-	o[devCapRsvdSRQ] = (log2(r.ReservedSRQs) & 0xf) << 4
-	o[devCapMaxSRQ] = r.LogSRQs & 0x1f
-	o[devCapMaxCQSz] = 22
-	o[devCapRsvdCQ] = log2(r.ReservedCQs) & 0xf
-	o[devCapMaxCQ] = r.LogCQs & 0x1f
-	o[devCapMaxMPT] = r.LogMPTs & 0x3f
-	o[devCapRsvdEQ] = log2(r.ReservedEQs) & 0xf
-	o[devCapMaxEQ] = r.LogEQs & 0xf
-	o[devCapRsvdMTT] = (log2(r.ReservedMTTs) & 0xf) << 4
-	o[devCapMaxMRWSz] = 32
-	o[devCapRsvdMRW] = log2(r.ReservedMRWs) & 0xf
-	o[devCapMaxMTTSeg] = r.LogMTTs - 3
-	o[devCapMaxAV] = 20
-	o[devCapMaxReqQP] = 4
-	o[devCapMaxResQP] = 4
-	o[devCapMaxRDMA] = 16
-	o[devCapAckDelay] = 15
+	o[mlx4.QUERY_DEV_CAP_MAX_SRQ_SZ_OFFSET] = 16
+	o[mlx4.QUERY_DEV_CAP_MAX_QP_SZ_OFFSET] = 14
+	o[mlx4.QUERY_DEV_CAP_RSVD_QP_OFFSET] = log2(r.ReservedQPs) & 0xf
+	o[mlx4.QUERY_DEV_CAP_MAX_QP_OFFSET] = r.LogQPs & 0x1f
+	o[mlx4.QUERY_DEV_CAP_RSVD_SRQ_OFFSET] = (log2(r.ReservedSRQs) & 0xf) << 4
+	o[mlx4.QUERY_DEV_CAP_MAX_SRQ_OFFSET] = r.LogSRQs & 0x1f
+	o[mlx4.QUERY_DEV_CAP_MAX_CQ_SZ_OFFSET] = 22
+	o[mlx4.QUERY_DEV_CAP_RSVD_CQ_OFFSET] = log2(r.ReservedCQs) & 0xf
+	o[mlx4.QUERY_DEV_CAP_MAX_CQ_OFFSET] = r.LogCQs & 0x1f
+	o[mlx4.QUERY_DEV_CAP_MAX_MPT_OFFSET] = r.LogMPTs & 0x3f
+	o[mlx4.QUERY_DEV_CAP_RSVD_EQ_OFFSET] = log2(r.ReservedEQs) & 0xf
+	o[mlx4.QUERY_DEV_CAP_MAX_EQ_OFFSET] = r.LogEQs & 0xf
+	o[mlx4.QUERY_DEV_CAP_RSVD_MTT_OFFSET] = (log2(r.ReservedMTTs) & 0xf) << 4
+	o[mlx4.QUERY_DEV_CAP_MAX_MRW_SZ_OFFSET] = 32
+	o[mlx4.QUERY_DEV_CAP_RSVD_MRW_OFFSET] = log2(r.ReservedMRWs) & 0xf
+	o[mlx4.QUERY_DEV_CAP_MAX_MTT_SEG_OFFSET] = r.LogMTTs - 3
+	o[mlx4.QUERY_DEV_CAP_MAX_AV_OFFSET] = 20
+	o[mlx4.QUERY_DEV_CAP_MAX_REQ_QP_OFFSET] = 4
+	o[mlx4.QUERY_DEV_CAP_MAX_RES_QP_OFFSET] = 4
+	o[mlx4.QUERY_DEV_CAP_MAX_RDMA_OFFSET] = 16
+	o[mlx4.QUERY_DEV_CAP_ACK_DELAY_OFFSET] = 15
 	ports := len(h.Funcs[c.VF].Ports)
-	o[devCapMTUWidth] = mtuCode(h.Cfg.Ports[0].MTU)<<4 | 0x3 // 1X|4X
-	o[devCapVLPort] = 0x80 | uint8(ports)&0xf                // max VL 8, VF's port count
-	o[devCapMaxMsgSz] = 31
-	o[devCapMaxGID] = log2(h.Cfg.Ports[0].GIDTableLen)
-	o[devCapMaxPKey] = log2(len(h.Cfg.Ports[0].PKeys))
-	binary.BigEndian.PutUint32(o[devCapExtFlags:], extCounters|extPortMngChg)
-	binary.BigEndian.PutUint32(o[devCapFlags:], capRC|capUC|capUD|capXRC|capSRQ|capIPoIBCsum|
-		capBadPKeyCntr|capBadQKeyCntr|capAPM|capAtomic|capUDAVPort|capUDMcast)
-	o[devCapRsvdUAR] = 1 << 4
-	o[devCapUARSz] = 3 // 8 MiB of UARs: 1 << (3 + 20)
-	o[devCapPageSz] = 12
-	o[devCapBF] = 0 // BlueFlame disabled for VFs
-	o[devCapMaxSGSQ] = 32
-	binary.BigEndian.PutUint16(o[devCapMaxDescSzSQ:], 1008)
-	o[devCapMaxSGRQ] = 32
-	binary.BigEndian.PutUint16(o[devCapMaxDescSzRQ:], 512)
-	o[devCapMaxQPMCG] = 3
-	o[devCapRsvdMCG] = 0
-	o[devCapMaxMCG] = 13
-	o[devCapRsvdPD] = 1 << 4
-	o[devCapMaxPD] = 17
-	o[devCapRsvdXRC] = 0
-	o[devCapMaxXRC] = 16
-	binary.BigEndian.PutUint32(o[devCapMaxCounters:], uint32(r.Counters))
+	o[mlx4.QUERY_DEV_CAP_MTU_WIDTH_OFFSET] = mtuCode(h.Cfg.Ports[0].MTU)<<4 | 0x3 // 1X|4X
+	o[mlx4.QUERY_DEV_CAP_VL_PORT_OFFSET] = 0x80 | uint8(ports)&0xf                // max VL 8, VF's port count
+	o[mlx4.QUERY_DEV_CAP_MAX_MSG_SZ_OFFSET] = 31
+	o[mlx4.QUERY_DEV_CAP_MAX_GID_OFFSET] = log2(h.Cfg.Ports[0].GIDTableLen)
+	o[mlx4.QUERY_DEV_CAP_MAX_PKEY_OFFSET] = log2(len(h.Cfg.Ports[0].PKeys))
+	const flags = mlx4.DEV_CAP_FLAG_RC | mlx4.DEV_CAP_FLAG_UC | mlx4.DEV_CAP_FLAG_UD | mlx4.DEV_CAP_FLAG_XRC |
+		mlx4.DEV_CAP_FLAG_SRQ | mlx4.DEV_CAP_FLAG_IPOIB_CSUM | mlx4.DEV_CAP_FLAG_BAD_PKEY_CNTR |
+		mlx4.DEV_CAP_FLAG_BAD_QKEY_CNTR | mlx4.DEV_CAP_FLAG_APM | mlx4.DEV_CAP_FLAG_ATOMIC |
+		mlx4.DEV_CAP_FLAG_UD_AV_PORT | mlx4.DEV_CAP_FLAG_UD_MCAST | mlx4.DEV_CAP_FLAG_COUNTERS |
+		mlx4.DEV_CAP_FLAG_PORT_MNG_CHG_EV
+	f := uint64(flags)
+	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_EXT_FLAGS_OFFSET:], uint32(f>>32))
+	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_FLAGS_OFFSET:], uint32(f))
+	o[mlx4.QUERY_DEV_CAP_RSVD_UAR_OFFSET] = 1 << 4
+	o[mlx4.QUERY_DEV_CAP_UAR_SZ_OFFSET] = 3 // 8 MiB of UARs: 1 << (3 + 20)
+	o[mlx4.QUERY_DEV_CAP_PAGE_SZ_OFFSET] = 12
+	o[mlx4.QUERY_DEV_CAP_BF_OFFSET] = 0 // BlueFlame disabled for VFs
+	o[mlx4.QUERY_DEV_CAP_MAX_SG_SQ_OFFSET] = 32
+	binary.BigEndian.PutUint16(o[mlx4.QUERY_DEV_CAP_MAX_DESC_SZ_SQ_OFFSET:], 1008)
+	o[mlx4.QUERY_DEV_CAP_MAX_SG_RQ_OFFSET] = 32
+	binary.BigEndian.PutUint16(o[mlx4.QUERY_DEV_CAP_MAX_DESC_SZ_RQ_OFFSET:], 512)
+	o[mlx4.QUERY_DEV_CAP_MAX_QP_MCG_OFFSET] = 3
+	o[mlx4.QUERY_DEV_CAP_RSVD_MCG_OFFSET] = 0
+	o[mlx4.QUERY_DEV_CAP_MAX_MCG_OFFSET] = 13
+	o[mlx4.QUERY_DEV_CAP_RSVD_PD_OFFSET] = 1 << 4
+	o[mlx4.QUERY_DEV_CAP_MAX_PD_OFFSET] = 17
+	o[mlx4.QUERY_DEV_CAP_RSVD_XRC_OFFSET] = 0
+	o[mlx4.QUERY_DEV_CAP_MAX_XRC_OFFSET] = 16
+	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_MAX_COUNTERS_OFFSET:], uint32(r.Counters))
 	for off, sz := range map[int]uint16{
-		devCapRDMARCEntrySz: 32, devCapQPCEntrySz: 256, devCapAuxEntrySz: 64,
-		devCapAltcEntrySz: 64, devCapEQCEntrySz: 64, devCapCQCEntrySz: 64,
-		devCapSRQEntrySz: 32, devCapCMPTEntrySz: 64, devCapMTTEntrySz: 8, devCapDMPTEntrySz: 64,
+		mlx4.QUERY_DEV_CAP_RDMARC_ENTRY_SZ_OFFSET: 32, mlx4.QUERY_DEV_CAP_QPC_ENTRY_SZ_OFFSET: 256, mlx4.QUERY_DEV_CAP_AUX_ENTRY_SZ_OFFSET: 64,
+		mlx4.QUERY_DEV_CAP_ALTC_ENTRY_SZ_OFFSET: 64, mlx4.QUERY_DEV_CAP_EQC_ENTRY_SZ_OFFSET: 64, mlx4.QUERY_DEV_CAP_CQC_ENTRY_SZ_OFFSET: 64,
+		mlx4.QUERY_DEV_CAP_SRQ_ENTRY_SZ_OFFSET: 32, mlx4.QUERY_DEV_CAP_C_MPT_ENTRY_SZ_OFFSET: 64, mlx4.QUERY_DEV_CAP_MTT_ENTRY_SZ_OFFSET: 8, mlx4.QUERY_DEV_CAP_D_MPT_ENTRY_SZ_OFFSET: 64,
 	} {
 		binary.BigEndian.PutUint16(o[off:], sz)
 	}
-	binary.BigEndian.PutUint32(o[devCapRsvdLKey:], 0x100)
-	binary.BigEndian.PutUint64(o[devCapMaxICMSz:], 1<<40)
+	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_RSVD_LKEY_OFFSET:], 0x100)
+	binary.BigEndian.PutUint64(o[mlx4.QUERY_DEV_CAP_MAX_ICM_SZ_OFFSET:], 1<<40)
 	return mlx4.OK
 }
-
-// QUERY_FUNC_CAP outbox offsets (fw.c).
-const (
-	funcCapFlags        = 0x0
-	funcCapNumPorts     = 0x1
-	funcCapPFBhvr       = 0x4
-	funcCapFMR          = 0x8
-	funcCapQPQuotaDep   = 0x10
-	funcCapCQQuotaDep   = 0x14
-	funcCapSRQQuotaDep  = 0x18
-	funcCapMPTQuotaDep  = 0x20
-	funcCapMTTQuotaDep  = 0x24
-	funcCapMCGQuotaDep  = 0x28
-	funcCapMaxEQ        = 0x2c
-	funcCapReservedEQ   = 0x30
-	funcCapResdLKey     = 0x48
-	funcCapQPQuota      = 0x50
-	funcCapCQQuota      = 0x54
-	funcCapSRQQuota     = 0x58
-	funcCapMPTQuota     = 0x60
-	funcCapMTTQuota     = 0x64
-	funcCapMCGQuota     = 0x68
-	funcCapExtraFlags   = 0x6c
-	funcCapPhysPort     = 0x3
-	funcCapFlags0       = 0x8
-	funcCapFlags1       = 0xc
-	funcCapQP0Tunnel    = 0x10
-	funcCapQP0Proxy     = 0x14
-	funcCapQP1Tunnel    = 0x18
-	funcCapQP1Proxy     = 0x1c
-	funcCapPhysPortID   = 0x28
-	funcCapFlagRDMA     = 0x40
-	funcCapFlagETH      = 0x80
-	funcCapFlagQuotas   = 0x10
-	funcCapFlagResdLKey = 0x08
-	funcCapFlagValidMB  = 0x04
-	funcCapFlags1NIC    = 0x10
-	nonPow2EQs          = 1 << 31 // QUERY_FUNC_CAP_SUPPORTS_NON_POWER_OF_2_NUM_EQS
-	vstQinQ             = 1 << 30
-)
 
 // Special QP bases of the model (mlx4 phys_caps.base_sqpn and the proxy and
 // tunnel ranges derived from it: 8 QPs per function).
@@ -256,44 +135,45 @@ func (h *HCA) QUERY_FUNC_CAP(c *mlx4.Cmd) mlx4.Status {
 		if phys == 0 {
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 		}
-		o[funcCapPhysPort] = uint8(phys)
-		o[funcCapFlags1] = funcCapFlags1NIC
-		o[funcCapFlags0] = 0
+		o[mlx4.QUERY_FUNC_CAP_PHYS_PORT_OFFSET] = uint8(phys)
+		o[mlx4.QUERY_FUNC_CAP_FLAGS1_OFFSET] = mlx4.QUERY_FUNC_CAP_FLAGS1_NIC_INFO
+		o[mlx4.QUERY_FUNC_CAP_FLAGS0_OFFSET] = 0
 		tunnel := BaseTunnelSQPN + 8*slave + uint32(phys) - 1
 		proxy := BaseProxySQPN + 8*slave + uint32(phys) - 1
-		binary.BigEndian.PutUint32(o[funcCapQP0Tunnel:], tunnel)
-		binary.BigEndian.PutUint32(o[funcCapQP1Tunnel:], tunnel+2)
-		binary.BigEndian.PutUint32(o[funcCapQP0Proxy:], proxy)
-		binary.BigEndian.PutUint32(o[funcCapQP1Proxy:], proxy+2)
-		binary.BigEndian.PutUint64(o[funcCapPhysPortID:], h.Cfg.Ports[phys-1].PortGUIDValue())
+		binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_QP0_TUNNEL:], tunnel)
+		binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_QP1_TUNNEL:], tunnel+2)
+		binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_QP0_PROXY:], proxy)
+		binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_QP1_PROXY:], proxy+2)
+		binary.BigEndian.PutUint64(o[mlx4.QUERY_FUNC_CAP_PHYS_PORT_ID:], h.Cfg.Ports[phys-1].PortGUIDValue())
 		return mlx4.OK
 	case 0:
 	default:
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 	}
 	r := &h.Cfg.Resources
-	o[funcCapFlags] = funcCapFlagETH | funcCapFlagRDMA | funcCapFlagQuotas | funcCapFlagValidMB | funcCapFlagResdLKey
-	o[funcCapNumPorts] = uint8(len(h.Funcs[c.VF].Ports))
+	o[mlx4.QUERY_FUNC_CAP_FLAGS_OFFSET] = mlx4.QUERY_FUNC_CAP_FLAG_ETH | mlx4.QUERY_FUNC_CAP_FLAG_RDMA | mlx4.QUERY_FUNC_CAP_FLAG_QUOTAS | mlx4.QUERY_FUNC_CAP_FLAG_VALID_MAILBOX | mlx4.QUERY_FUNC_CAP_FLAG_RESD_LKEY
+	o[mlx4.QUERY_FUNC_CAP_NUM_PORTS_OFFSET] = uint8(len(h.Funcs[c.VF].Ports))
 	put := func(off int, v int) { binary.BigEndian.PutUint32(o[off:], uint32(v)) }
-	put(funcCapPFBhvr, 0)
-	put(funcCapFMR, 0)
-	put(funcCapQPQuota, h.Quota(c.VF, "qp"))
-	put(funcCapQPQuotaDep, 1<<r.LogQPs)
-	put(funcCapSRQQuota, h.Quota(c.VF, "srq"))
-	put(funcCapSRQQuotaDep, 1<<r.LogSRQs)
-	put(funcCapCQQuota, h.Quota(c.VF, "cq"))
-	put(funcCapCQQuotaDep, 1<<r.LogCQs)
+	put(mlx4.QUERY_FUNC_CAP_PF_BHVR_OFFSET, 0)
+	put(mlx4.QUERY_FUNC_CAP_FMR_OFFSET, 0)
+	put(mlx4.QUERY_FUNC_CAP_QP_QUOTA_OFFSET, h.Quota(c.VF, "qp"))
+	put(mlx4.QUERY_FUNC_CAP_QP_QUOTA_OFFSET_DEP, 1<<r.LogQPs)
+	put(mlx4.QUERY_FUNC_CAP_SRQ_QUOTA_OFFSET, h.Quota(c.VF, "srq"))
+	put(mlx4.QUERY_FUNC_CAP_SRQ_QUOTA_OFFSET_DEP, 1<<r.LogSRQs)
+	put(mlx4.QUERY_FUNC_CAP_CQ_QUOTA_OFFSET, h.Quota(c.VF, "cq"))
+	put(mlx4.QUERY_FUNC_CAP_CQ_QUOTA_OFFSET_DEP, 1<<r.LogCQs)
 	eqs := 1 << r.LogEQs
-	put(funcCapMaxEQ, eqs) // a power of two either way
-	put(funcCapReservedEQ, r.ReservedEQs)
-	put(funcCapMPTQuota, h.Quota(c.VF, "mpt"))
-	put(funcCapMPTQuotaDep, 1<<r.LogMPTs)
-	put(funcCapMTTQuota, h.Quota(c.VF, "mtt"))
-	put(funcCapMTTQuotaDep, 1<<r.LogMTTs)
-	put(funcCapMCGQuota, 1<<13)
-	put(funcCapMCGQuotaDep, 1<<13)
-	binary.BigEndian.PutUint32(o[funcCapExtraFlags:], 1<<31|1<<30)
-	put(funcCapResdLKey, 0x100+int(slave<<8&0xff00))
+	put(mlx4.QUERY_FUNC_CAP_MAX_EQ_OFFSET, eqs) // a power of two either way
+	put(mlx4.QUERY_FUNC_CAP_RESERVED_EQ_OFFSET, r.ReservedEQs)
+	put(mlx4.QUERY_FUNC_CAP_MPT_QUOTA_OFFSET, h.Quota(c.VF, "mpt"))
+	put(mlx4.QUERY_FUNC_CAP_MPT_QUOTA_OFFSET_DEP, 1<<r.LogMPTs)
+	put(mlx4.QUERY_FUNC_CAP_MTT_QUOTA_OFFSET, h.Quota(c.VF, "mtt"))
+	put(mlx4.QUERY_FUNC_CAP_MTT_QUOTA_OFFSET_DEP, 1<<r.LogMTTs)
+	put(mlx4.QUERY_FUNC_CAP_MCG_QUOTA_OFFSET, 1<<13)
+	put(mlx4.QUERY_FUNC_CAP_MCG_QUOTA_OFFSET_DEP, 1<<13)
+	binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_EXTRA_FLAGS_OFFSET:],
+		mlx4.QUERY_FUNC_CAP_EXTRA_FLAGS_BF_QP_ALLOC_FLAG|mlx4.QUERY_FUNC_CAP_EXTRA_FLAGS_A0_QP_ALLOC_FLAG)
+	put(mlx4.QUERY_FUNC_CAP_QP_RESD_LKEY_OFFSET, 0x100+int(slave<<8&0xff00))
 	return mlx4.OK
 }
 
@@ -355,24 +235,6 @@ func (h *HCA) instances(typ string) int {
 	return 0
 }
 
-// QUERY_PORT outbox offsets (fw.c).
-const (
-	queryPortSupportedType = 0x00
-	queryPortMTU           = 0x01
-	queryPortETHMTU        = 0x02
-	queryPortWidth         = 0x06
-	queryPortMaxGIDPKey    = 0x07
-	queryPortMaxMACVLAN    = 0x0a
-	queryPortMaxVL         = 0x0b
-	queryPortCurMaxPKey    = 0x0c
-	queryPortCurMaxGID     = 0x0e
-	queryPortMAC           = 0x10
-	portLinkUp             = 0x80
-	portNoLinkSenseMask    = 0xe0
-	portTypeIB             = 1
-	portTypeETH            = 2
-)
-
 // QUERY_PORT answers the general port query for the VF's port in_modifier
 // (mlx4_QUERY_PORT_wrapper: op_modifier must be 0 and in_modifier fit 8 bits;
 // the link-up bit follows the VF's link policy; the GID table length is 1 on
@@ -391,30 +253,30 @@ func (h *HCA) QUERY_PORT(c *mlx4.Cmd) mlx4.Status {
 	p := &h.Cfg.Ports[phys-1]
 	fn := &h.Funcs[c.VF]
 	o := c.Outbox[:]
-	typ := uint8(portTypeIB)
+	typ := uint8(mlx4.PORT_TYPE_IB)
 	if p.LinkLayer == "eth" {
-		typ = portTypeETH
+		typ = mlx4.PORT_TYPE_ETH
 	}
 	up := h.VFLinkUp(c.VF, phys)
-	t := (typ | 0x3<<2) & portNoLinkSenseMask // supported types, no link sensing
+	t := (typ | 0x3<<2) & mlx4.VF_PORT_NO_LINK_SENSE_MASK // supported types, no link sensing
 	t |= typ
 	if up {
-		t |= portLinkUp
+		t |= mlx4.PORT_LINK_UP_MASK
 	}
-	o[queryPortSupportedType] = t
-	o[queryPortMTU] = mtuCode(p.MTU)
-	binary.BigEndian.PutUint16(o[queryPortETHMTU:], 1500)
-	o[queryPortWidth] = 0x3
-	o[queryPortMaxGIDPKey] = log2(p.GIDTableLen)<<4 | log2(len(p.PKeys))
-	o[queryPortMaxMACVLAN] = log2(h.Cfg.Resources.VLANsPerPort)<<4 | log2(h.Cfg.Resources.MACsPerPort)
-	o[queryPortMaxVL] = 8
-	binary.BigEndian.PutUint16(o[queryPortCurMaxPKey:], uint16(len(fn.PKeyMap[phys])))
+	o[mlx4.QUERY_PORT_SUPPORTED_TYPE_OFFSET] = t
+	o[mlx4.QUERY_PORT_MTU_OFFSET] = mtuCode(p.MTU)
+	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_ETH_MTU_OFFSET:], 1500)
+	o[mlx4.QUERY_PORT_WIDTH_OFFSET] = 0x3
+	o[mlx4.QUERY_PORT_MAX_GID_PKEY_OFFSET] = log2(p.GIDTableLen)<<4 | log2(len(p.PKeys))
+	o[mlx4.QUERY_PORT_MAX_MACVLAN_OFFSET] = log2(h.Cfg.Resources.VLANsPerPort)<<4 | log2(h.Cfg.Resources.MACsPerPort)
+	o[mlx4.QUERY_PORT_MAX_VL_OFFSET] = 8
+	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_CUR_MAX_PKEY_OFFSET:], uint16(len(fn.PKeyMap[phys])))
 	gids := uint16(1)
 	if p.LinkLayer == "eth" {
 		gids = uint16(p.GIDTableLen / (h.NumVFs + 1))
 	}
-	binary.BigEndian.PutUint16(o[queryPortCurMaxGID:], gids)
-	binary.BigEndian.PutUint64(o[queryPortMAC:], h.VFMAC(c.VF, phys))
+	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_CUR_MAX_GID_OFFSET:], gids)
+	binary.BigEndian.PutUint64(o[mlx4.QUERY_PORT_MAC_OFFSET:], h.VFMAC(c.VF, phys))
 	return mlx4.OK
 }
 
@@ -436,21 +298,14 @@ func (h *HCA) VFMAC(vf, phys int) uint64 {
 	return 0x02c903000000 | uint64(phys)<<16 | uint64(vf+1)
 }
 
-// QUERY_ADAPTER outbox offsets (fw.c).
-const (
-	queryAdapterIntaPin = 0x10
-	queryAdapterVSD     = 0x20
-	vsdMlxBoardID       = 0xd0
-)
-
 // QUERY_ADAPTER answers the INTA pin and the board id in the VSD, each
 // 4-byte word byte-swapped as the firmware does (get_board_id).
 func (h *HCA) QUERY_ADAPTER(c *mlx4.Cmd) mlx4.Status {
 	o := c.Outbox[:]
-	o[queryAdapterIntaPin] = 0
-	var id [16]byte
+	o[mlx4.QUERY_ADAPTER_INTA_PIN_OFFSET] = 0
+	var id [mlx4.BOARD_ID_LEN]byte
 	copy(id[:], h.Cfg.Device.BoardID)
-	base := queryAdapterVSD + vsdMlxBoardID
+	base := mlx4.QUERY_ADAPTER_VSD_OFFSET + mlx4.VSD_OFFSET_MLX_BOARD_ID
 	for i := 0; i < 4; i++ {
 		w := binary.LittleEndian.Uint32(id[4*i:])
 		binary.BigEndian.PutUint32(o[base+4*i:], w)

@@ -34,7 +34,6 @@ const (
 	numEventTypes  = 64  // MLX4_EVENT_TYPES_NUM
 	maxAttachPerQP = 64  // multicast attachments one QP may hold
 	maxEQLogSize   = 16  // 64 Ki EQEs: at most 512 ring pages per EQ
-	maxWriteMTT    = (mlx4.MailboxSize - 16) / 8
 	qpnMask        = 0x7fffff
 )
 
@@ -90,37 +89,37 @@ type EventStats struct {
 
 type qpObj struct {
 	tr        *restrack.Object
-	state     qpState
+	state     mlx4.QPState
 	port      int // physical port of the primary path
 	suspended bool
-	ctx       [qpcEnd]byte // the last context written (rewritten fields included)
-	attached  int          // multicast attachments
+	ctx       [mlx4.QPMailboxSize]byte // the last context written (rewritten fields included)
+	attached  int                      // multicast attachments
 	gids      [][16]byte
 	vport     bool // VST or spoof check rewrote its context (vport.go)
 }
 
 type cqObj struct {
 	tr  *restrack.Object
-	ctx [cqcSize]byte
+	ctx [mlx4.CQContextSize]byte
 	eqn int
 }
 
 type srqObj struct {
 	tr    *restrack.Object
-	ctx   [srqcSize]byte
+	ctx   [mlx4.SRQContextSize]byte
 	limit uint16
 }
 
 type mptObj struct {
 	tr    *restrack.Object
-	entry [mptSize]byte
+	entry [mlx4.MPTEntrySize]byte
 	valid bool // entry written by SW2HW_MPT at least once
 }
 
 type eqObj struct {
 	tr        *restrack.Object
 	vf, eqn   int
-	ctx       [eqcSize]byte
+	ctx       [mlx4.EQContextSize]byte
 	nent      uint32
 	pageShift uint
 	pages     []uint64 // IOVA of each ring page in the VF's window

@@ -210,10 +210,10 @@ func TestPKeyIndex(t *testing.T) {
 		}
 		out := v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)
 		v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
-		if got := out.Outbox[qpcPKey]; got != tc.physPKey {
+		if got := out.Outbox[mlx4.QPMailboxPriPath+mlx4.PathPKeyIndex]; got != tc.physPKey {
 			t.Fatalf("VF %d virtual %d → physical %d, want %d", tc.vf, tc.pkey, got, tc.physPKey)
 		}
-		if st := out.Outbox[qpcFlags] >> 4; st != byte(qpINIT) {
+		if st := out.Outbox[mlx4.QPMailboxContext+mlx4.QPCFlags] >> 4; st != byte(mlx4.QP_STATE_INIT) {
 			t.Fatalf("queried state %d", st)
 		}
 	}
@@ -237,7 +237,7 @@ func TestPortTheVFDoesNotHave(t *testing.T) {
 	wantS(t, "QP on VF port 1", v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), mlx4.OK)
 	out := v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)
 	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
-	if out.Outbox[qpcSched]>>6&1 != 1 {
+	if out.Outbox[mlx4.QPMailboxPriPath+mlx4.PathSchedQueue]>>6&1 != 1 {
 		t.Fatal("sched_queue not rewritten to physical port 2")
 	}
 	for _, tc := range []struct {
@@ -318,11 +318,11 @@ func TestWriteMTT(t *testing.T) {
 }
 
 func mptEntry(flags, pd uint32, mttBase uint32, mttSize uint32) []byte {
-	b := make([]byte, mptSize)
-	binary.BigEndian.PutUint32(b[mptFlags:], flags)
-	binary.BigEndian.PutUint32(b[mptPDFlags:], pd)
-	binary.BigEndian.PutUint64(b[mptMTTAddr:], uint64(mttBase)*mttEntrySize)
-	binary.BigEndian.PutUint32(b[mptMTTSize:], mttSize)
+	b := make([]byte, mlx4.MPTEntrySize)
+	binary.BigEndian.PutUint32(b[mlx4.MPTFlags:], flags)
+	binary.BigEndian.PutUint32(b[mlx4.MPTPDFlags:], pd)
+	binary.BigEndian.PutUint64(b[mlx4.MPTMTTAddr:], uint64(mttBase)*mlx4.MTTEntrySize)
+	binary.BigEndian.PutUint32(b[mlx4.MPTMTTSz:], mttSize)
 	return b
 }
 
@@ -341,27 +341,27 @@ func TestMPT(t *testing.T) {
 		return a.run((*HCA).SW2HW_MPT, c), c
 	}
 	idx := newMPT()
-	s, c := sw2hw(idx, mptEntry(mptRegion, 5, other, 4))
+	s, c := sw2hw(idx, mptEntry(mlx4.MPT_FLAG_REGION, 5, other, 4))
 	wantS(t, "MPT over VF 1's MTTs", s, mlx4.BAD_OP)
 	if c.Reason != mlx4.ReasonMTT {
 		t.Fatalf("reason %v", c.Reason)
 	}
-	s, _ = sw2hw(idx, mptEntry(mptRegion, 5, own, 5))
+	s, _ = sw2hw(idx, mptEntry(mlx4.MPT_FLAG_REGION, 5, own, 5))
 	wantS(t, "MPT beyond its MTTs", s, mlx4.BAD_OP)
-	s, _ = sw2hw(idx, mptEntry(mptRegion, 5, own+1, 2))
+	s, _ = sw2hw(idx, mptEntry(mlx4.MPT_FLAG_REGION, 5, own+1, 2))
 	wantS(t, "MPT not at an MTT base", s, mlx4.INTERNAL_ERR)
-	s, _ = sw2hw(idx, mptEntry(mptRegion, 3<<17|5, own, 4)) // PD of slave 2 = VF 1
+	s, _ = sw2hw(idx, mptEntry(mlx4.MPT_FLAG_REGION, 3<<17|5, own, 4)) // PD of slave 2 = VF 1
 	wantS(t, "PD of another function", s, mlx4.BAD_OP)
 	s, _ = sw2hw(idx, mptEntry(0, 5, own, 4))
 	wantS(t, "memory window", s, mlx4.BAD_OP)
-	s, _ = sw2hw(idx, mptEntry(mptRegion, 2<<17|5, own, 4)) // slave 1 = VF 0
+	s, _ = sw2hw(idx, mptEntry(mlx4.MPT_FLAG_REGION, 2<<17|5, own, 4)) // slave 1 = VF 0
 	wantS(t, "own MTTs and PD", s, mlx4.OK)
 	if o, _ := r.h.Res.Peek(0, restrack.MTT, uint64(own)); o.Refs != 1 {
 		t.Fatalf("MTT refs %d", o.Refs)
 	}
 	q := a.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)
 	a.must(a.run((*HCA).QUERY_MPT, q), "QUERY_MPT")
-	if binary.BigEndian.Uint32(q.Outbox[mptMTTSize:]) != 4 {
+	if binary.BigEndian.Uint32(q.Outbox[mlx4.MPTMTTSz:]) != 4 {
 		t.Fatal("QUERY_MPT does not return the entry")
 	}
 	wantS(t, "QUERY_MPT of VF 0's MPT by VF 1", b.run((*HCA).QUERY_MPT, b.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)), mlx4.BAD_OP)
@@ -370,7 +370,7 @@ func TestMPT(t *testing.T) {
 	if o, _ := r.h.Res.Peek(0, restrack.MTT, uint64(own)); o.Refs != 0 {
 		t.Fatalf("MTT refs after HW2SW %d", o.Refs)
 	}
-	s, _ = sw2hw(newMPT(), mptEntry(mptRegion|mptPhysical, 0, 0, 0))
+	s, _ = sw2hw(newMPT(), mptEntry(mlx4.MPT_FLAG_REGION|mlx4.MPT_FLAG_PHYSICAL, 0, 0, 0))
 	wantS(t, "physical MPT", s, mlx4.OK)
 }
 
@@ -399,7 +399,7 @@ func TestCQChecks(t *testing.T) {
 	wantS(t, "good CQ", s, mlx4.OK)
 	q := a.cmd(mlx4.QUERY_CQ, 0, cqn, 0, nil, true)
 	a.must(a.run((*HCA).QUERY_CQ, q), "QUERY_CQ")
-	if q.Outbox[cqcCompEQN] != 2 {
+	if q.Outbox[mlx4.CQCCompEQN] != 2 {
 		t.Fatal("QUERY_CQ context")
 	}
 	wantS(t, "QUERY_CQ by VF 1", b.run((*HCA).QUERY_CQ, b.cmd(mlx4.QUERY_CQ, 0, cqn, 0, nil, true)), mlx4.BAD_OP)
@@ -432,7 +432,7 @@ func TestSRQChecks(t *testing.T) {
 	v.must(v.run((*HCA).ARM_SRQ, v.cmd(mlx4.ARM_SRQ, 42, srqn, 0, nil, false)), "ARM_SRQ")
 	q := v.cmd(mlx4.QUERY_SRQ, 0, srqn, 0, nil, true)
 	v.must(v.run((*HCA).QUERY_SRQ, q), "QUERY_SRQ")
-	if binary.BigEndian.Uint16(q.Outbox[srqcLimitWatermark:]) != 42 {
+	if binary.BigEndian.Uint16(q.Outbox[mlx4.SRQCLimitWatermark:]) != 42 {
 		t.Fatal("limit watermark")
 	}
 	v.must(v.run((*HCA).HW2SW_SRQ, v.cmd(mlx4.HW2SW_SRQ, 0, srqn, 0, nil, false)), "HW2SW_SRQ")
@@ -446,7 +446,7 @@ func TestEveryIllegalQPTransition(t *testing.T) {
 	ops := []mlx4.Opcode{mlx4.RST2INIT_QP, mlx4.INIT2INIT_QP, mlx4.INIT2RTR_QP, mlx4.RTR2RTS_QP, mlx4.RTS2RTS_QP,
 		mlx4.SQERR2RTS_QP, mlx4.TWO_ERR_QP, mlx4.RTS2SQD_QP, mlx4.SQD2SQD_QP, mlx4.SQD2RTS_QP, mlx4.TWO_RST_QP,
 		mlx4.QUERY_QP, mlx4.SUSPEND_QP, mlx4.UNSUSPEND_QP}
-	states := []qpState{qpRST, qpINIT, qpRTR, qpRTS, qpSQER, qpSQD, qpERR}
+	states := []mlx4.QPState{mlx4.QP_STATE_RST, mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR, mlx4.QP_STATE_RTS, mlx4.QP_STATE_SQER, mlx4.QP_STATE_SQD, mlx4.QP_STATE_ERR}
 	r := newRig(t, 1, func(c *config.Config) {
 		c.VFs.Default.Quotas = map[string]config.Quota{"qp": {Quota: intp(1000), Guaranteed: intp(10)}, "mtt": {Quota: intp(1000), Guaranteed: intp(10)}}
 	})
@@ -456,25 +456,25 @@ func TestEveryIllegalQPTransition(t *testing.T) {
 	for _, st := range states {
 		for _, op := range ops {
 			qpn, q := v.newQP(cq)
-			if st != qpRST {
+			if st != mlx4.QP_STATE_RST {
 				v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 				r.h.fw.qps[qpn].state = st // SQER is reachable only through the data path
 			}
 			var want mlx4.Status
-			var to qpState
+			var to mlx4.QPState
 			switch {
 			case op == mlx4.RST2INIT_QP:
 				want, to = mlx4.BAD_PARAM, st
-				if st == qpRST {
-					want, to = mlx4.OK, qpINIT
+				if st == mlx4.QP_STATE_RST {
+					want, to = mlx4.OK, mlx4.QP_STATE_INIT
 				}
 			case op == mlx4.TWO_RST_QP:
-				want, to = mlx4.OK, qpRST
-				if st == qpRST {
+				want, to = mlx4.OK, mlx4.QP_STATE_RST
+				if st == mlx4.QP_STATE_RST {
 					want = mlx4.BAD_PARAM
 				}
-			case st == qpRST:
-				want, to = mlx4.RESOURCE_BUSY, qpRST
+			case st == mlx4.QP_STATE_RST:
+				want, to = mlx4.RESOURCE_BUSY, mlx4.QP_STATE_RST
 			case op == mlx4.QUERY_QP || op == mlx4.SUSPEND_QP || op == mlx4.UNSUSPEND_QP:
 				want, to = mlx4.OK, st
 			default:
@@ -492,7 +492,7 @@ func TestEveryIllegalQPTransition(t *testing.T) {
 			if got != want {
 				t.Errorf("%v on a QP in state %d: %v, want %v", op, st, got, want)
 			}
-			now := qpRST
+			now := mlx4.QP_STATE_RST
 			if qp := r.h.fw.qps[qpn]; qp != nil {
 				now = qp.state
 			}
@@ -517,15 +517,15 @@ func TestQPVerify(t *testing.T) {
 	q.rateLimit = 5
 	wantS(t, "rate limit", v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q), mlx4.BAD_OP)
 	q.rateLimit = 0
-	q.optpar = optPriAddrPath
+	q.optpar = mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH
 	q.mgid = 1
 	wantS(t, "IB mgid_index 1", v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q), mlx4.BAD_PARAM)
 	q.mgid = 0
 	v.must(v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q), "INIT2RTR")
 	out := v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)
 	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
-	if out.Outbox[qpcMGID] != 1 { // slave & 0x7f for IB
-		t.Fatalf("mgid rewritten to %d", out.Outbox[qpcMGID])
+	if out.Outbox[mlx4.QPMailboxPriPath+mlx4.PathMGIDIndex] != 1 { // slave & 0x7f for IB
+		t.Fatalf("mgid rewritten to %d", out.Outbox[mlx4.QPMailboxPriPath+mlx4.PathMGIDIndex])
 	}
 	// RoCE: INIT2RTR on the Ethernet port needs a source MAC the VF registered.
 	cq2 := v.createCQ()
@@ -573,13 +573,13 @@ func TestSpecialProxyQP(t *testing.T) {
 	// Its Q_Key is the reserved one whatever the VF writes.
 	v.setupEQ(1, 4)
 	cq := v.createCQ()
-	q := qpc{st: stUD, scq: cq, rcq: cq, mtt: v.mtt(0), sqLog: 3, rqLog: 3}
+	q := qpc{st: mlx4.QP_ST_UD, scq: cq, rcq: cq, mtt: v.mtt(0), sqLog: 3, rqLog: 3}
 	in := q.bytes()
-	binary.BigEndian.PutUint32(in[qpcQKey:], 0x1234)
+	binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCQKey:], 0x1234)
 	v.must(v.run((*HCA).RST2INIT_QP, v.cmd(mlx4.RST2INIT_QP, 0, uint32(own), 0, in, false)), "RST2INIT proxy")
 	out := v.cmd(mlx4.QUERY_QP, 0, uint32(own), 0, nil, true)
 	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP proxy")
-	if k := binary.BigEndian.Uint32(out.Outbox[qpcQKey:]); k != reservedQKeyBase+8 {
+	if k := binary.BigEndian.Uint32(out.Outbox[mlx4.QPMailboxContext+mlx4.QPCQKey:]); k != mlx4.RESERVED_QKEY_BASE+8 {
 		t.Fatalf("proxy Q_Key %#x", k)
 	}
 	v.must(v.qpCmd(mlx4.TWO_RST_QP, uint32(own), nil), "2RST proxy")
@@ -611,8 +611,8 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 		t.Fatalf("overruns %d", n)
 	}
 	got := v.readEQE(page, 1)
-	if got[eqeType] != mlx4.EventCmd || binary.BigEndian.Uint16(got[eqeToken:]) != 2 || got[eqeStatus] != byte(mlx4.BAD_PARAM) ||
-		binary.BigEndian.Uint64(got[eqeOutParam:]) != 0x1122334455667788 || got[eqeOwner]&0x80 != 0 || got[eqeSlaveID] != 1 {
+	if got[mlx4.EQEType] != mlx4.EventCmd || binary.BigEndian.Uint16(got[mlx4.EQECmdToken:]) != 2 || got[mlx4.EQECmdStatus] != byte(mlx4.BAD_PARAM) ||
+		binary.BigEndian.Uint64(got[mlx4.EQECmdOutParam:]) != 0x1122334455667788 || got[mlx4.EQEOwner]&0x80 != 0 || got[mlx4.EQESlaveID] != 1 {
 		t.Fatalf("EQE 1 = % x", got)
 	}
 	// The VF consumed 2: two more fit, written with the owner bit set (second pass).
@@ -629,7 +629,7 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 		t.Fatalf("full again: %v", err)
 	}
 	got = v.readEQE(page, 0)
-	if binary.BigEndian.Uint16(got[eqeToken:]) != 10 || got[eqeOwner]&0x80 == 0 {
+	if binary.BigEndian.Uint16(got[mlx4.EQECmdToken:]) != 10 || got[mlx4.EQEOwner]&0x80 == 0 {
 		t.Fatalf("wrapped EQE = % x", got)
 	}
 	if n := r.h.Stats(0).EQEs.Load(); n != 6 {
@@ -638,7 +638,7 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 	// QUERY_EQ shows the indexes.
 	q := v.cmd(mlx4.QUERY_EQ, 0, 3, 0, nil, true)
 	v.must(v.run((*HCA).QUERY_EQ, q), "QUERY_EQ")
-	if binary.BigEndian.Uint32(q.Outbox[eqcProducer:]) != 6 || binary.BigEndian.Uint32(q.Outbox[eqcConsumer:]) != 2 {
+	if binary.BigEndian.Uint32(q.Outbox[mlx4.EQCProducerIndex:]) != 6 || binary.BigEndian.Uint32(q.Outbox[mlx4.EQCConsumerIndex:]) != 2 {
 		t.Fatal("QUERY_EQ indexes")
 	}
 	// VF 1 has nothing mapped.
@@ -707,11 +707,11 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := a.readEQE(apage, 0)
-	if e[eqeType] != mlx4.EventCommEst || binary.BigEndian.Uint32(e[eqeData:]) != aqp {
+	if e[mlx4.EQEType] != mlx4.EventCommEst || binary.BigEndian.Uint32(e[mlx4.EQEData:]) != aqp {
 		t.Fatalf("VF 0 EQE % x", e)
 	}
 	e = b.readEQE(bpage, 0)
-	if e[eqeType] != mlx4.EventCQError || binary.BigEndian.Uint32(e[eqeData:]) != bcq || e[eqeStatus] != 1 {
+	if e[mlx4.EQEType] != mlx4.EventCQError || binary.BigEndian.Uint32(e[mlx4.EQEData:]) != bcq || e[mlx4.EQECQErrSyndrome] != 1 {
 		t.Fatalf("VF 1 EQE % x", e)
 	}
 	if err := r.h.QPEvent(0x7ffff0, mlx4.EventCommEst); !errors.Is(err, restrack.ErrNotFound) {
@@ -724,7 +724,7 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 		t.Fatalf("port change to %d VFs, %v", n, err)
 	}
 	e = a.readEQE(apage, 1)
-	if e[eqeType] != mlx4.EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[eqeSubtype] != 4 {
+	if e[mlx4.EQEType] != mlx4.EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[mlx4.EQESubtype] != 4 {
 		t.Fatalf("port change EQE % x", e)
 	}
 	if r.h.Stats(2).NoEQ.Load() != 1 {
@@ -768,7 +768,7 @@ func TestMACVLANAndCounters(t *testing.T) {
 
 func TestCompletionEQELayout(t *testing.T) {
 	e := CompletionEQE(0xbeef, mlx4.RESOURCE_BUSY, 0x0102030405060708)
-	want := [EQESize]byte{1: 0x0a, 6: 0xbe, 7: 0xef, 0x0f: 0x06, 0x10: 1, 2, 3, 4, 5, 6, 7, 8}
+	want := [mlx4.EQESize]byte{1: 0x0a, 6: 0xbe, 7: 0xef, 0x0f: 0x06, 0x10: 1, 2, 3, 4, 5, 6, 7, 8}
 	if e != want {
 		t.Fatalf("% x", e)
 	}
@@ -784,7 +784,7 @@ func TestResetFunction(t *testing.T) {
 		mpt := v.mustAlloc(restrack.MPT, resOpReserve, 0)
 		v.mustAlloc(restrack.MPT, resOpMapICM, uint64(mpt))
 		mtt := v.mtt(1)
-		v.must(v.run((*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mptRegion, 0, mtt, 2), false)), "MPT")
+		v.must(v.run((*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mlx4.MPT_FLAG_REGION, 0, mtt, 2), false)), "MPT")
 		c := v.cmd(mlx4.ALLOC_RES, 0x0002c9000000|uint64(v.n), uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
 		v.must(v.run((*HCA).ALLOC_RES, c), "MAC")
 		v.mustAlloc(restrack.Counter, resOpReserve, 0)
@@ -864,7 +864,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	cq, qpn, q := setupQP(t, v)
 	mpt := v.mustAlloc(restrack.MPT, resOpReserve, 0)
 	v.mustAlloc(restrack.MPT, resOpMapICM, uint64(mpt))
-	v.must(v.run((*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mptRegion, 0, q.mtt, 1), false)), "MPT")
+	v.must(v.run((*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mlx4.MPT_FLAG_REGION, 0, q.mtt, 1), false)), "MPT")
 	in := q.bytes()
 	cmds := []struct {
 		f exec

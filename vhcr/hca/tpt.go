@@ -38,7 +38,7 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 		return s
 	}
 	id := h.Res.MPTID(c.InMod)
-	m := decodeMPT(c.Inbox[:mptSize])
+	m, _ := mlx4.DecodeMPT(c.Inbox[:]) // a mailbox holds the entry
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, id, restrack.QPHW)
 	if err != nil {
 		return restrack.Refuse(c, err)
@@ -47,20 +47,20 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 		h.Res.AbortMove(o)
 		return c.Refuse(s, r)
 	}
-	if !m.region {
+	if !m.Region() {
 		return fail(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
-	if m.pdSlave != 0 && m.pdSlave-1 != c.VF+1 {
+	if s := m.PDSlave(); s != 0 && s-1 != c.VF+1 {
 		return fail(mlx4.BAD_OP, mlx4.ReasonNotOwner)
 	}
-	if m.pdFlags&mptFastReg != 0 && m.flags&mptBindEn != 0 {
+	if m.PDFlags&mlx4.MPT_PD_FLAG_FAST_REG != 0 && m.Flags&mlx4.MPT_FLAG_BIND_ENABLE != 0 {
 		return fail(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
-	if !m.physical {
-		if m.mttSize > 1<<30 {
+	if !m.Physical {
+		if m.MTTSize > 1<<30 {
 			return fail(mlx4.BAD_OP, mlx4.ReasonMTT)
 		}
-		mtt, err := h.Res.MTTRange(c.VF, m.mttBase, int(m.mttSize))
+		mtt, err := h.Res.MTTRange(c.VF, m.MTTBase, int(m.MTTSize))
 		if err != nil {
 			h.Res.AbortMove(o)
 			return mttRefuse(c, err)
@@ -75,7 +75,7 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 		obj = &mptObj{tr: o}
 		h.fw.mpts[id] = obj
 	}
-	copy(obj.entry[:], c.Inbox[:mptSize])
+	copy(obj.entry[:], c.Inbox[:])
 	obj.valid = true
 	h.Res.EndMove(o)
 	return mlx4.OK
@@ -128,10 +128,10 @@ func (h *HCA) WRITE_MTT(c *mlx4.Cmd) mlx4.Status {
 		return s
 	}
 	n := int(c.InMod)
-	if n < 0 || n > maxWriteMTT || c.InMod > maxWriteMTT {
+	if n < 0 || n > mlx4.MaxWriteMTTEntries || c.InMod > mlx4.MaxWriteMTTEntries {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
 	}
-	start := binary.BigEndian.Uint64(c.Inbox[0:])
+	start := binary.BigEndian.Uint64(c.Inbox[mlx4.MTTMailboxStart:])
 	o, err := h.Res.ContainingMTT(c.VF, start, n)
 	if err != nil {
 		return mttRefuse(c, err)
@@ -139,8 +139,8 @@ func (h *HCA) WRITE_MTT(c *mlx4.Cmd) mlx4.Status {
 	ents := h.mttEntries(o)
 	off := start - o.ID
 	for i := range n {
-		v := binary.BigEndian.Uint64(c.Inbox[16+8*i:])
-		ents[off+uint64(i)] = v&^1 | 1
+		v := mlx4.MTTMailboxEntry(c.Inbox[:], i)
+		ents[off+uint64(i)] = v&^mlx4.MTT_FLAG_PRESENT | mlx4.MTT_FLAG_PRESENT
 	}
 	return mlx4.OK
 }
@@ -173,7 +173,7 @@ func (h *HCA) READ_MTT(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, false, true); s != mlx4.OK {
 		return s
 	}
-	if c.InMod > maxWriteMTT {
+	if c.InMod > mlx4.MaxWriteMTTEntries {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
 	}
 	n := int(c.InMod)
@@ -181,10 +181,10 @@ func (h *HCA) READ_MTT(c *mlx4.Cmd) mlx4.Status {
 	if err != nil {
 		return mttRefuse(c, err)
 	}
-	binary.BigEndian.PutUint64(c.Outbox[0:], c.InParam)
+	binary.BigEndian.PutUint64(c.Outbox[mlx4.MTTMailboxStart:], c.InParam)
 	off := c.InParam - o.ID
 	for i := range n {
-		binary.BigEndian.PutUint64(c.Outbox[16+8*i:], h.mttRead(o, off+uint64(i)))
+		mlx4.PutMTTMailboxEntry(c.Outbox[:], i, h.mttRead(o, off+uint64(i)))
 	}
 	return mlx4.OK
 }

@@ -27,35 +27,6 @@ type vportOper struct {
 	macIdx  int // index of the VF's MAC in the port's MAC table, -1 none
 }
 
-// QP path bits the vport enforcement sets (include/linux/mlx4/qp.h).
-const (
-	flCV              = 1 << 6 // fl: MLX4_FL_CV
-	flHideCQEVLAN     = 1 << 2 // fl: MLX4_FL_ETH_HIDE_CQE_VLAN
-	ctrlIfCounter     = 1 << 7 // vlan_control: MLX4_CTRL_ETH_SRC_CHECK_IF_COUNTER (preserved)
-	vlanTxBlockTagged = 1 << 6 // vlan_control: MLX4_VLAN_CTRL_ETH_TX_BLOCK_TAGGED
-	vlanTxBlockPrio   = 1 << 5
-	vlanTxBlockUntag  = 1 << 4
-	vlanRxBlockTagged = 1 << 2
-	vlanRxBlockPrio   = 1 << 1
-	vlanRxBlockUntag  = 1 << 0
-	feupForceUP       = 1 << 6 // feup: MLX4_FEUP_FORCE_ETH_UP
-	feupForceSrcMAC   = 1 << 5 // feup: MLX4_FSM_FORCE_ETH_SRC_MAC
-	feupForceVLAN     = 1 << 3 // feup: MLX4_FVL_FORCE_ETH_VLAN
-	fvlRxForceVLAN    = 1 << 0 // fvl_rx: MLX4_FVL_RX_FORCE_ETH_VLAN
-	optVLANStripping  = 1 << 21
-	param3StripVLAN   = 1 << 30
-
-	// Modify-QP mailbox offsets of the primary path's VLAN fields.
-	qpcPriFL         = qpcPriPath + 0
-	qpcPriVLANCtrl   = qpcPriPath + 1
-	qpcPriVLANIndex  = qpcSched + 1
-	qpcPriFEUP       = qpcSched + 2
-	qpcPriFVLRx      = qpcSched + 3
-	qpcQoSVport      = 8 + 0xbf
-	qpcParam3        = 8 + 0xc0
-	vportSchedUPMask = 0x38 // sched_queue bits 5:3: the 802.1p priority
-)
-
 // ActivateVF is mlx4_master_activate_admin_state, run when VF vf enables
 // its vHCR: on each of its Ethernet ports, VST registers the VLAN in the
 // port's VLAN table and spoof check registers the VF's MAC in the port's
@@ -112,7 +83,7 @@ func (h *HCA) DeactivateVF(vf int) {
 }
 
 // qpcPriCounter is pri_path.counter_index in the modify-QP mailbox.
-const qpcPriCounter = qpcPriPath + 4
+const qpcPriCounter = mlx4.QPMailboxPriPath + mlx4.PathCounterIndex
 
 // handleCounter is handle_counter, the start of update_vport_qp_param, for
 // every VF: a QP's counter is the VF's own or the sink (the last index,
@@ -167,34 +138,38 @@ func (h *HCA) handleCounter(c *mlx4.Cmd, phys int, assign bool) mlx4.Status {
 // path is on physical port phys.
 func (h *HCA) updateVportQP(c *mlx4.Cmd, phys int, st uint8) {
 	op := &h.fw.vfs[c.VF].vport[phys-1]
-	b := c.Inbox
+	b := c.Inbox[mlx4.QPMailboxContext:mlx4.QPMailboxSize] // the context
+	pri := b[mlx4.QPCPriPath:][:mlx4.QPPathSize]
 	if op.vst {
 		if c.InMod&qpnMask < uint32(h.Res.Config().Reserved[restrack.QP]) {
 			return
 		}
-		if st == stUD || st == stMLX && h.isEth(phys) {
-			binary.BigEndian.PutUint32(b[qpcOptpar:], binary.BigEndian.Uint32(b[qpcOptpar:])|optVLANStripping)
-			binary.BigEndian.PutUint32(b[qpcParam3:], binary.BigEndian.Uint32(b[qpcParam3:])&^param3StripVLAN)
+		if st == mlx4.QP_ST_UD || st == mlx4.QP_ST_MLX && h.isEth(phys) {
+			o := c.Inbox[mlx4.QPMailboxOptPar:]
+			binary.BigEndian.PutUint32(o, binary.BigEndian.Uint32(o)|mlx4.QP_OPTPAR_VLAN_STRIPPING)
+			p3 := b[mlx4.QPCParam3:]
+			binary.BigEndian.PutUint32(p3, binary.BigEndian.Uint32(p3)&^mlx4.STRIP_VLAN)
 		}
-		ctrl := b[qpcPriVLANCtrl] & ctrlIfCounter
+		ctrl := pri[mlx4.PathVLANControl] & mlx4.CTRL_ETH_SRC_CHECK_IF_COUNTER
 		switch {
 		case h.Funcs[c.VF].LinkState == "down":
-			ctrl |= vlanTxBlockTagged | vlanTxBlockPrio | vlanTxBlockUntag | vlanRxBlockPrio | vlanRxBlockUntag | vlanRxBlockTagged
+			ctrl |= mlx4.VLAN_CTRL_ETH_TX_BLOCK_TAGGED | mlx4.VLAN_CTRL_ETH_TX_BLOCK_PRIO | mlx4.VLAN_CTRL_ETH_TX_BLOCK_UNTAG |
+				mlx4.VLAN_CTRL_ETH_RX_BLOCK_PRIO | mlx4.VLAN_CTRL_ETH_RX_BLOCK_UNTAG | mlx4.VLAN_CTRL_ETH_RX_BLOCK_TAGGED
 		case op.vlan != 0:
-			ctrl |= vlanTxBlockTagged | vlanRxBlockPrio | vlanRxBlockUntag
+			ctrl |= mlx4.VLAN_CTRL_ETH_TX_BLOCK_TAGGED | mlx4.VLAN_CTRL_ETH_RX_BLOCK_PRIO | mlx4.VLAN_CTRL_ETH_RX_BLOCK_UNTAG
 		default: // priority tagged
-			ctrl |= vlanTxBlockTagged | vlanRxBlockTagged
+			ctrl |= mlx4.VLAN_CTRL_ETH_TX_BLOCK_TAGGED | mlx4.VLAN_CTRL_ETH_RX_BLOCK_TAGGED
 		}
-		b[qpcPriVLANCtrl] = ctrl
-		b[qpcPriFVLRx] |= fvlRxForceVLAN
-		b[qpcPriVLANIndex] = byte(op.vlanIdx)
-		b[qpcPriFL] |= flCV | flHideCQEVLAN
-		b[qpcPriFEUP] |= feupForceUP | feupForceVLAN
-		b[qpcSched] = b[qpcSched]&^vportSchedUPMask | byte(op.qos)<<3
-		b[qpcQoSVport] = 0 // MLX4_VPP_DEFAULT_VPORT: no vport QoS configured
+		pri[mlx4.PathVLANControl] = ctrl
+		pri[mlx4.PathFVLRx] |= mlx4.FVL_RX_FORCE_ETH_VLAN
+		pri[mlx4.PathVLANIndex] = byte(op.vlanIdx)
+		pri[mlx4.PathFL] |= mlx4.FL_CV | mlx4.FL_ETH_HIDE_CQE_VLAN
+		pri[mlx4.PathFEUP] |= mlx4.FEUP_FORCE_ETH_UP | mlx4.FVL_FORCE_ETH_VLAN
+		pri[mlx4.PathSchedQueue] = pri[mlx4.PathSchedQueue]&^mlx4.SchedQueueUPMask | byte(op.qos)<<3
+		b[mlx4.QPCQoSVport] = mlx4.VPP_DEFAULT_VPORT // no vport QoS configured
 	}
 	if op.spoof {
-		b[qpcPriFEUP] |= feupForceSrcMAC
-		b[qpcGRHMyLMC] = b[qpcGRHMyLMC]&0x80 + byte(op.macIdx)
+		pri[mlx4.PathFEUP] |= mlx4.FSM_FORCE_ETH_SRC_MAC
+		pri[mlx4.PathGRHMyLMC] = pri[mlx4.PathGRHMyLMC]&mlx4.GRHMyLMCGRH + byte(op.macIdx)
 	}
 }

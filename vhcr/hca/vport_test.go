@@ -34,11 +34,11 @@ func udToRTR(t *testing.T, v *vf, edit func(b []byte)) (uint32, []byte) {
 	v.setupEQ(1, 4)
 	cq := v.createCQ()
 	qpn, q := v.newQP(cq)
-	q.st = stUD
+	q.st = mlx4.QP_ST_UD
 	v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 	in := q.bytes()
-	binary.BigEndian.PutUint32(in[qpcParam3:], param3StripVLAN)
-	in[qpcPriVLANCtrl] = 0x7f // everything the VF might try, IF_COUNTER excluded
+	binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCParam3:], mlx4.STRIP_VLAN)
+	in[mlx4.QPMailboxPriPath+mlx4.PathVLANControl] = 0x7f // everything the VF might try, IF_COUNTER excluded
 	if edit != nil {
 		edit(in)
 	}
@@ -52,17 +52,17 @@ func TestVSTAndSpoofCheckRewriteINIT2RTR(t *testing.T) {
 	if vlanIdx < 0 || r.h.fw.ports[0].vlan[vlanIdx].value != 100 || macIdx < 0 || r.h.fw.ports[0].mac[macIdx].value != r.h.VFMAC(0, 1) {
 		t.Fatalf("activation registered VLAN index %d, MAC index %d", vlanIdx, macIdx)
 	}
-	_, ctx := udToRTR(t, r.vf(0), func(b []byte) { b[qpcGRHMyLMC] = 0x80 | 0x11 })
+	_, ctx := udToRTR(t, r.vf(0), func(b []byte) { b[mlx4.QPMailboxPriPath+mlx4.PathGRHMyLMC] = 0x80 | 0x11 })
 	want := map[string][2]int{
-		"vlan_control":          {int(ctx[qpcPriVLANCtrl]), vlanTxBlockTagged | vlanRxBlockPrio | vlanRxBlockUntag},
-		"vlan_index":            {int(ctx[qpcPriVLANIndex]), vlanIdx},
-		"fvl_rx":                {int(ctx[qpcPriFVLRx]), fvlRxForceVLAN},
-		"fl":                    {int(ctx[qpcPriFL] & (flCV | flHideCQEVLAN)), flCV | flHideCQEVLAN},
-		"feup":                  {int(ctx[qpcPriFEUP]), feupForceUP | feupForceVLAN | feupForceSrcMAC},
-		"priority":              {int(ctx[qpcSched] >> 3 & 7), 5},
-		"grh_mylmc":             {int(ctx[qpcGRHMyLMC]), 0x80 | macIdx},
-		"optpar VLAN stripping": {int(binary.BigEndian.Uint32(ctx[qpcOptpar:]) >> 21 & 1), 1},
-		"param3 strip VLAN":     {int(binary.BigEndian.Uint32(ctx[qpcParam3:]) >> 30 & 1), 0},
+		"vlan_control":          {int(ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANControl]), mlx4.VLAN_CTRL_ETH_TX_BLOCK_TAGGED | mlx4.VLAN_CTRL_ETH_RX_BLOCK_PRIO | mlx4.VLAN_CTRL_ETH_RX_BLOCK_UNTAG},
+		"vlan_index":            {int(ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex]), vlanIdx},
+		"fvl_rx":                {int(ctx[mlx4.QPMailboxPriPath+mlx4.PathFVLRx]), mlx4.FVL_RX_FORCE_ETH_VLAN},
+		"fl":                    {int(ctx[mlx4.QPMailboxPriPath+mlx4.PathFL] & (mlx4.FL_CV | mlx4.FL_ETH_HIDE_CQE_VLAN)), mlx4.FL_CV | mlx4.FL_ETH_HIDE_CQE_VLAN},
+		"feup":                  {int(ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP]), mlx4.FEUP_FORCE_ETH_UP | mlx4.FVL_FORCE_ETH_VLAN | mlx4.FSM_FORCE_ETH_SRC_MAC},
+		"priority":              {int(ctx[mlx4.QPMailboxPriPath+mlx4.PathSchedQueue] >> 3 & 7), 5},
+		"grh_mylmc":             {int(ctx[mlx4.QPMailboxPriPath+mlx4.PathGRHMyLMC]), 0x80 | macIdx},
+		"optpar VLAN stripping": {int(binary.BigEndian.Uint32(ctx[mlx4.QPMailboxOptPar:]) >> 21 & 1), 1},
+		"param3 strip VLAN":     {int(binary.BigEndian.Uint32(ctx[mlx4.QPMailboxContext+mlx4.QPCParam3:]) >> 30 & 1), 0},
 	}
 	for f, v := range want {
 		if v[0] != v[1] {
@@ -72,21 +72,21 @@ func TestVSTAndSpoofCheckRewriteINIT2RTR(t *testing.T) {
 
 	// VF 1 is VGT without spoof check: its context is its own.
 	_, ctx = udToRTR(t, r.vf(1), nil)
-	if ctx[qpcPriVLANCtrl] != 0x7f || ctx[qpcPriFEUP] != 0 || binary.BigEndian.Uint32(ctx[qpcParam3:]) != param3StripVLAN {
-		t.Fatalf("VGT VF's context rewritten: vlan_control %#x feup %#x", ctx[qpcPriVLANCtrl], ctx[qpcPriFEUP])
+	if ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANControl] != 0x7f || ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP] != 0 || binary.BigEndian.Uint32(ctx[mlx4.QPMailboxContext+mlx4.QPCParam3:]) != mlx4.STRIP_VLAN {
+		t.Fatalf("VGT VF's context rewritten: vlan_control %#x feup %#x", ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANControl], ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP])
 	}
 }
 
 func TestVSTPriorityTaggedAndLinkDown(t *testing.T) {
 	r := vstRig(t, 0)
 	_, ctx := udToRTR(t, r.vf(0), nil)
-	if got := ctx[qpcPriVLANCtrl]; got != vlanTxBlockTagged|vlanRxBlockTagged {
+	if got := ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANControl]; got != mlx4.VLAN_CTRL_ETH_TX_BLOCK_TAGGED|mlx4.VLAN_CTRL_ETH_RX_BLOCK_TAGGED {
 		t.Fatalf("priority-tagged VST: vlan_control %#x", got)
 	}
 	r = vstRig(t, 7)
 	r.h.Funcs[0].LinkState = "down"
-	_, ctx = udToRTR(t, r.vf(0), func(b []byte) { b[qpcPriVLANCtrl] = ctrlIfCounter })
-	if got := ctx[qpcPriVLANCtrl]; got != ctrlIfCounter|0x77 {
+	_, ctx = udToRTR(t, r.vf(0), func(b []byte) { b[mlx4.QPMailboxPriPath+mlx4.PathVLANControl] = mlx4.CTRL_ETH_SRC_CHECK_IF_COUNTER })
+	if got := ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANControl]; got != mlx4.CTRL_ETH_SRC_CHECK_IF_COUNTER|0x77 {
 		t.Fatalf("link forced down: vlan_control %#x, want every block bit and IF_COUNTER kept", got)
 	}
 }
@@ -97,12 +97,12 @@ func TestVSTSurvivesLaterTransitions(t *testing.T) {
 	r := vstRig(t, 100)
 	v := r.vf(0)
 	qpn, _ := udToRTR(t, v, nil)
-	q := qpc{st: stUD, optpar: optPriAddrPath}
+	q := qpc{st: mlx4.QP_ST_UD, optpar: mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH}
 	in := q.bytes()
 	v.must(v.run((*HCA).RTR2RTS_QP, v.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)), "RTR2RTS")
 	ctx := r.h.fw.qps[qpn].ctx
-	if ctx[qpcPriFEUP]&(feupForceVLAN|feupForceSrcMAC) != feupForceVLAN|feupForceSrcMAC || ctx[qpcPriVLANIndex] != byte(r.h.fw.vfs[0].vport[0].vlanIdx) {
-		t.Fatalf("after RTR2RTS: feup %#x vlan_index %d", ctx[qpcPriFEUP], ctx[qpcPriVLANIndex])
+	if ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP]&(mlx4.FVL_FORCE_ETH_VLAN|mlx4.FSM_FORCE_ETH_SRC_MAC) != mlx4.FVL_FORCE_ETH_VLAN|mlx4.FSM_FORCE_ETH_SRC_MAC || ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex] != byte(r.h.fw.vfs[0].vport[0].vlanIdx) {
+		t.Fatalf("after RTR2RTS: feup %#x vlan_index %d", ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP], ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex])
 	}
 }
 
@@ -200,7 +200,7 @@ func TestQPCounter(t *testing.T) {
 		}
 	}
 	qpn, _, _ := toRTR(t, a, acq, sink)
-	q := qpc{st: stRC}
+	q := qpc{st: mlx4.QP_ST_RC}
 	in := q.bytes()
 	in[qpcPriCounter] = own
 	if s := a.run((*HCA).RTR2RTS_QP, a.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)); s != mlx4.BAD_PARAM {

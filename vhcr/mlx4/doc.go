@@ -1,8 +1,23 @@
 // Package mlx4 mirrors the mlx4 command ABI that the vHCR carries: opcodes,
 // command statuses, the 32-byte vHCR layout and the decoded command an
-// executor receives. Names follow the Linux mlx4 driver (MLX4_CMD_QUERY_FW is
-// QUERY_FW, CMD_STAT_BAD_OP is BAD_OP) so that they grep against
-// include/linux/mlx4/cmd.h and drivers/net/ethernet/mellanox/mlx4/cmd.c.
+// executor receives, and the layouts the commands' mailboxes carry: the QP
+// context and its modify mailbox, the CQ, SRQ and EQ contexts, the MPT entry,
+// the WRITE_MTT inbox, the EQE, the QUERY_* outboxes and the ACCESS_REG
+// header with the PTYS register.
+//
+// Each layout is written once, here, and checked by golden tests against
+// the kernel structure written out in the test; where both sides of the
+// channel need a structure, a codec serves both: the PF (package vhcr/hca)
+// decodes what the VF driver (package vhcr/vfdrv) encodes. Decoders accept
+// every bit pattern and clamp sizes derived from VF-controlled exponents.
+//
+// Names follow the Linux mlx4 driver so that they grep against it: opcodes
+// and statuses (MLX4_CMD_QUERY_FW is QUERY_FW, CMD_STAT_BAD_OP is BAD_OP),
+// flag and enum constants without the MLX4_ prefix (QP_OPTPAR_PKEY_INDEX),
+// the fw.c offset macros as they are (QUERY_DEV_CAP_MAX_COUNTERS_OFFSET),
+// and structure offsets after the field (QPCCQNSend is struct
+// mlx4_qp_context's cqn_send). Each group's comment names its header and
+// structure.
 //
 // mlx4 is a leaf: it imports nothing of vhcrd but dma, and both the comm
 // channel (package vhcr) and the software HCA (package vhcr/hca) build on it.

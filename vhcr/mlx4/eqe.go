@@ -2,19 +2,21 @@ package mlx4
 
 import "encoding/binary"
 
-// EQE layout (struct mlx4_eqe, 32 bytes; with 64-byte EQEs the legacy 32
-// bytes are the second half of each slot).
+// EQE layout: include/linux/mlx4/device.h struct mlx4_eqe (32 bytes; with
+// 64-byte EQEs the legacy 32 bytes are the second half of each slot).
 const (
-	EQESize        = 32
-	EQEType        = 0x01 // MLX4_EVENT_TYPE_*
-	EQESubtype     = 0x03
-	EQEData        = 0x04 // event-specific data, 24 bytes
-	EQECmdToken    = 0x06 // CMD: BE16 token
-	EQECmdStatus   = 0x0f // CMD: status byte (the seed's rule; mlx4 leaves it 0)
-	EQECmdOutParam = 0x10 // CMD: BE64 immediate output
-	EQESlaveID     = 0x1c
-	EQEOwner       = 0x1f // bit 7: ownership, flips on each pass over the ring
-	EQEOwnerHW     = 0x80
+	EQESize           = 32
+	EQEType           = 0x01 // MLX4_EVENT_TYPE_*
+	EQESubtype        = 0x03
+	EQEData           = 0x04 // event-specific data, 24 bytes
+	EQECmdToken       = 0x06 // CMD: BE16 token
+	EQECmdStatus      = 0x0f // CMD: status byte (the seed's rule; mlx4 leaves it 0)
+	EQECmdOutParam    = 0x10 // CMD: BE64 immediate output
+	EQEPortChangePort = 0x0c // PORT_CHANGE: BE32 event.port_change.port, the port in 31:28
+	EQECQErrSyndrome  = 0x0f // CQ_ERROR: event.cq_err.syndrome (CQN at EQEData)
+	EQESlaveID        = 0x1c
+	EQEOwner          = 0x1f // bit 7: ownership, flips on each pass over the ring
+	EQEOwnerHW        = 0x80
 )
 
 // Event types (MLX4_EVENT_TYPE_*).

@@ -22,8 +22,8 @@ func (d *Driver) CreateEQAt(ctx context.Context, eqn, logSize int, iova uint64) 
 		return nil, fmt.Errorf("%w: EQ %d of 2^%d entries", ErrArgument, eqn, logSize)
 	}
 	nent := 1 << logSize
-	pages := max(1, nent*EQESize/PageSize)
-	if iova%PageSize != 0 || iova < 3*PageSize || iova+uint64(pages*PageSize) > uint64(len(d.mem)) {
+	pages := max(1, nent*mlx4.EQESize/mlx4.PageSize)
+	if iova%mlx4.PageSize != 0 || iova < 3*mlx4.PageSize || iova+uint64(pages*mlx4.PageSize) > uint64(len(d.mem)) {
 		return nil, fmt.Errorf("%w: ring of %d pages at %#x", ErrArgument, pages, iova)
 	}
 	mtt, err := d.allocMTTPoll(ctx, orderFor(pages))
@@ -33,10 +33,10 @@ func (d *Driver) CreateEQAt(ctx context.Context, eqn, logSize int, iova uint64) 
 	q := d.eqAt(eqn, logSize, buffer{IOVA: iova, MTT: mtt})
 	addrs := make([]uint64, pages)
 	for i := range addrs {
-		addrs[i] = iova + uint64(i)*PageSize
+		addrs[i] = iova + uint64(i)*mlx4.PageSize
 	}
 	var mbox [mlx4.MailboxSize]byte
-	l := EncodeWriteMTT(mbox[:], mtt.Base, addrs)
+	l := mlx4.EncodeWriteMTT(mbox[:], mtt.Base, addrs)
 	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.WRITE_MTT, InMod: uint32(pages), In: mbox[:l]}); err != nil {
 		_ = d.freeBuffer(ctx, q.buffer, true)
 		return nil, err
@@ -66,7 +66,7 @@ func (d *Driver) AdoptEQ(ctx context.Context, eqn int, events bool) (*EQ, error)
 	if err != nil {
 		return nil, err
 	}
-	c, err := DecodeEQContext(res.Out)
+	c, err := mlx4.DecodeEQContext(res.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -74,24 +74,24 @@ func (d *Driver) AdoptEQ(ctx context.Context, eqn int, events bool) (*EQ, error)
 	if c.LogPageSize != 0 {
 		return nil, fmt.Errorf("%w: EQ %d has %d KiB pages", ErrArgument, eqn, 4<<c.LogPageSize)
 	}
-	pages := max(1, nent*EQESize/PageSize)
-	if pages > MaxWriteMTT {
+	pages := max(1, nent*mlx4.EQESize/mlx4.PageSize)
+	if pages > mlx4.MaxWriteMTTEntries {
 		return nil, fmt.Errorf("%w: EQ %d of %d pages", ErrArgument, eqn, pages)
 	}
 	res, err = d.mustPoll(ctx, &vhcr.Request{Op: mlx4.READ_MTT, InParam: c.MTTBase, InMod: uint32(pages)})
 	if err != nil {
 		return nil, err
 	}
-	if len(res.Out) < 16+8*pages {
-		return nil, fmt.Errorf("READ_MTT: %w", ErrShort)
+	if len(res.Out) < mlx4.MTTMailboxLen(pages) {
+		return nil, fmt.Errorf("READ_MTT: %w", mlx4.ErrShort)
 	}
-	iova := get64(res.Out, 16) &^ (PageSize - 1)
+	iova := mlx4.MTTMailboxEntry(res.Out, 0) &^ (mlx4.PageSize - 1)
 	for i := range pages {
-		if get64(res.Out, 16+8*i)&^(PageSize-1) != iova+uint64(i)*PageSize {
+		if mlx4.MTTMailboxEntry(res.Out, i)&^(mlx4.PageSize-1) != iova+uint64(i)*mlx4.PageSize {
 			return nil, fmt.Errorf("%w: EQ %d's ring is not contiguous", ErrArgument, eqn)
 		}
 	}
-	if iova+uint64(nent*EQESize) > uint64(len(d.mem)) {
+	if iova+uint64(nent*mlx4.EQESize) > uint64(len(d.mem)) {
 		return nil, fmt.Errorf("%w: EQ %d's ring at %#x outside the window", ErrArgument, eqn, iova)
 	}
 	q := d.eqAt(eqn, c.LogSize, buffer{IOVA: iova, MTT: MTT{Base: c.MTTBase, Order: orderFor(pages)}})
@@ -112,7 +112,7 @@ func (d *Driver) AdoptEQ(ctx context.Context, eqn int, events bool) (*EQ, error)
 func (d *Driver) eqAt(eqn, logSize int, b buffer) *EQ {
 	nent := 1 << logSize
 	q := &EQ{EQN: eqn, LogSize: logSize, buffer: b}
-	q.ring = ring{mem: d.mem[b.IOVA : b.IOVA+uint64(nent*EQESize)], nent: uint32(nent)}
+	q.ring = ring{mem: d.mem[b.IOVA : b.IOVA+uint64(nent*mlx4.EQESize)], nent: uint32(nent)}
 	q.db = d.doorbell(eqn)
 	return q
 }
@@ -124,12 +124,12 @@ func (d *Driver) AdoptCQ(ctx context.Context, cqn uint32) (*CQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c == (CQContext{}) {
+	if c == (mlx4.CQContext{}) {
 		// mlx4's quirk: a CQ that is not in HW answers OK with nothing.
 		return nil, fmt.Errorf("%w: CQ %d is not in HW", ErrArgument, cqn)
 	}
 	cq.LogSize, cq.EQN, cq.hw = c.LogSize, int(c.CompEQN), true
-	cq.MTT = MTT{Base: c.MTTBase, Order: orderFor(max(1, (1<<c.LogSize)*32/PageSize))}
+	cq.MTT = MTT{Base: c.MTTBase, Order: orderFor(max(1, (1<<c.LogSize)*32/mlx4.PageSize))}
 	return cq, nil
 }
 
@@ -141,7 +141,7 @@ func (d *Driver) AdoptMR(ctx context.Context, index uint32) (*MR, error) {
 		return nil, err
 	}
 	mr.Key, mr.IOVA, mr.mapped, mr.hw = m.Key, m.Start, true, true
-	mr.MTT = MTT{Base: m.MTTBase, Order: orderFor(int(max(1, min(m.MTTSize, MaxWriteMTT))))}
+	mr.MTT = MTT{Base: m.MTTBase, Order: orderFor(int(max(1, min(m.MTTSize, mlx4.MaxWriteMTTEntries))))}
 	return mr, nil
 }
 
@@ -157,14 +157,14 @@ func (d *Driver) AdoptQP(ctx context.Context, qpn uint32, cfg QPConfig, mtt MTT)
 	qp.QPN, qp.MTT = qpn, mtt
 	c, err := d.QueryQP(ctx, qp)
 	if errors.Is(err, mlx4.RESOURCE_BUSY) {
-		qp.State = QPReset
+		qp.State = mlx4.QP_STATE_RST
 		return qp, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	qp.counter = c.Pri.CounterIndex // the PF's assignment, if any
-	qp.Cfg.ST, qp.Cfg.SendCQ, qp.Cfg.RecvCQ = c.ST, c.SendCQ, c.RecvCQ
+	qp.Cfg.ST, qp.Cfg.SendCQ, qp.Cfg.RecvCQ = c.ST, c.CQNSend, c.CQNRecv
 	qp.Cfg.UseSRQ, qp.Cfg.SRQN, qp.Cfg.PD, qp.Cfg.QKey = c.UseSRQ, c.SRQN, c.PD, c.QKey
 	qp.Cfg.RemoteQPN, qp.Cfg.DestLID, qp.Cfg.NextSendPSN = c.RemoteQPN, c.Pri.RLID, c.NextSendPSN
 	qp.Cfg.LogSQSize, qp.Cfg.LogRQSize = c.LogSQSize, c.LogRQSize

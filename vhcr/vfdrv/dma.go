@@ -2,6 +2,8 @@
 
 package vfdrv
 
+import "github.com/vhcrd/vhcrd/vhcr/mlx4"
+
 // The PF writes EQEs and outboxes into the VF's memory as a device does,
 // with plain stores; the owner byte of an EQE is what orders them. These
 // reads model the VF's DMA-coherent loads: the race detector is told to
@@ -11,11 +13,11 @@ package vfdrv
 
 //go:norace
 //go:noinline
-func loadOwner(slot []byte) byte { return slot[eqeOwner] }
+func loadOwner(slot []byte) byte { return slot[mlx4.EQEOwner] }
 
 //go:norace
 //go:noinline
-func loadEQE(dst *[EQESize]byte, slot []byte) {
+func loadEQE(dst *[mlx4.EQESize]byte, slot []byte) {
 	for i := range dst {
 		dst[i] = slot[i]
 	}

@@ -2,10 +2,10 @@
 // driver does with its command path once the comm channel is up.
 //
 // It owns
-//   - the context encoders and decoders at the mlx4 byte offsets of
-//     research/mlx4-commchan.md §2.6 (EQ, CQ, SRQ and QP contexts, the
-//     modify-QP mailbox with its optpar word, the MPT entry, the WRITE_MTT
-//     inbox) and the EQE decoder of §3.1;
+//   - the VF side of the mailboxes: it fills the EQ, CQ, SRQ and QP
+//     contexts, the modify-QP mailbox, the MPT entry and the WRITE_MTT inbox
+//     with package mlx4's encoders (the PF decodes them with the same
+//     codecs), and decodes EQEs (§3.1) at mlx4's offsets;
 //   - the resource lifecycles a driver runs through real VHCR_POSTs: MTT
 //     allocation and WRITE_MTT of ring pages, EQ create/map/destroy, CQ,
 //     SRQ, memory regions (MPT) and QPs through RST→INIT→RTR→RTS, RTS2RTS,

@@ -168,10 +168,6 @@ func (d *Driver) Poll(ctx context.Context, r *vhcr.Request) (Result, error) {
 	return res, nil
 }
 
-// must runs r in the driver's mode and turns a non-OK status into an error.
-// devCapMaxCounters is QUERY_DEV_CAP's max_counters (BE32).
-const devCapMaxCounters = 0x68
-
 // sinkCounter returns the sink counter index, asking QUERY_DEV_CAP once:
 // a QP's context names it until the PF assigns the VF's counter.
 func (d *Driver) sinkCounter(ctx context.Context) (uint8, error) {
@@ -180,7 +176,7 @@ func (d *Driver) sinkCounter(ctx context.Context) (uint8, error) {
 		if err != nil {
 			return 0, err
 		}
-		n := binary.BigEndian.Uint32(res.Out[devCapMaxCounters:])
+		n := binary.BigEndian.Uint32(res.Out[mlx4.QUERY_DEV_CAP_MAX_COUNTERS_OFFSET:])
 		if n < 1 || n > 256 {
 			return 0, fmt.Errorf("%w: QUERY_DEV_CAP reports %d counters", ErrArgument, n)
 		}
@@ -189,6 +185,7 @@ func (d *Driver) sinkCounter(ctx context.Context) (uint8, error) {
 	return uint8(d.sink), nil
 }
 
+// must runs r in the driver's mode and turns a non-OK status into an error.
 func (d *Driver) must(ctx context.Context, r *vhcr.Request) (Result, error) {
 	res, err := d.Do(ctx, r)
 	if err != nil {

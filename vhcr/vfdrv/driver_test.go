@@ -2,6 +2,7 @@ package vfdrv
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -51,44 +52,44 @@ func lifecycle(t *testing.T, d *Driver, eqn int) {
 	}
 	srq, err := d.CreateSRQ(ctx, 4, 1)
 	ok(t, "CreateSRQ", err)
-	mr, err := d.CreateMR(ctx, 2, PermLocalRead|PermLocalWrite, 1)
+	mr, err := d.CreateMR(ctx, 2, mlx4.PERM_LOCAL_READ|mlx4.PERM_LOCAL_WRITE, 1)
 	ok(t, "CreateMR", err)
 	m, err := d.QueryMR(ctx, mr)
 	ok(t, "QueryMR", err)
-	if m.Start != mr.IOVA || m.Length != 2*PageSize || m.MTTBase != mr.MTT.Base || m.MTTSize != 2 || m.Key != mr.Key {
+	if m.Start != mr.IOVA || m.Length != 2*mlx4.PageSize || m.MTTBase != mr.MTT.Base || m.MTTSize != 2 || m.Key != mr.Key {
 		t.Fatalf("QUERY_MPT: %+v, MR %+v", m, mr)
 	}
-	qp, err := d.CreateQP(ctx, QPConfig{ST: STRC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1, RemoteQPN: 0x99, DestLID: 6})
+	qp, err := d.CreateQP(ctx, QPConfig{ST: mlx4.QP_ST_RC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1, RemoteQPN: 0x99, DestLID: 6})
 	ok(t, "CreateQP", err)
-	ud, err := d.CreateQP(ctx, QPConfig{ST: STUD, SendCQ: cq.CQN, RecvCQ: cq.CQN, UseSRQ: true, SRQN: srq.SRQN, PD: 1, QKey: 0x11111111})
+	ud, err := d.CreateQP(ctx, QPConfig{ST: mlx4.QP_ST_UD, SendCQ: cq.CQN, RecvCQ: cq.CQN, UseSRQ: true, SRQN: srq.SRQN, PD: 1, QKey: 0x11111111})
 	ok(t, "CreateQP UD", err)
-	for _, to := range []QPState{QPInit, QPInit, QPRTR, QPRTS, QPRTS, QPSQD, QPSQD, QPRTS, QPErr, QPReset, QPInit, QPRTR} {
+	for _, to := range []mlx4.QPState{mlx4.QP_STATE_INIT, mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR, mlx4.QP_STATE_RTS, mlx4.QP_STATE_RTS, mlx4.QP_STATE_SQD, mlx4.QP_STATE_SQD, mlx4.QP_STATE_RTS, mlx4.QP_STATE_ERR, mlx4.QP_STATE_RST, mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR} {
 		ok(t, "Modify to "+to.String(), d.Modify(ctx, qp, to))
-		if to == QPReset {
+		if to == mlx4.QP_STATE_RST {
 			continue // not in HW: QUERY_QP is RESOURCE_BUSY
 		}
 		c, err := d.QueryQP(ctx, qp)
 		ok(t, "QueryQP", err)
-		if c.State != to || c.SendCQ != cq.CQN || c.RecvCQ != cq.CQN || c.LocalQPN != qp.QPN || c.ST != STRC {
+		if c.State != to || c.CQNSend != cq.CQN || c.CQNRecv != cq.CQN || c.LocalQPN != qp.QPN || c.ST != mlx4.QP_ST_RC {
 			t.Fatalf("QUERY_QP after →%v: %+v", to, c)
 		}
 	}
-	ok(t, "UD to INIT", d.ModifyPath(ctx, ud, QPInit))
+	ok(t, "UD to INIT", d.ModifyPath(ctx, ud, mlx4.QP_STATE_INIT))
 	// An illegal transition: the PF refuses and the driver's view is kept.
 	s, err := d.Transition(ctx, ud, mlx4.RTR2RTS_QP, 0)
 	ok(t, "Transition", err)
 	if s != mlx4.BAD_PARAM {
 		t.Fatalf("RTR2RTS on an INIT QP: %v, want BAD_PARAM", s)
 	}
-	ok(t, "UD path", d.ModifyPath(ctx, ud, QPRTR, QPRTS, QPSQD, QPRTS, QPErr, QPReset, QPInit))
-	if ud.State != QPInit {
+	ok(t, "UD path", d.ModifyPath(ctx, ud, mlx4.QP_STATE_RTR, mlx4.QP_STATE_RTS, mlx4.QP_STATE_SQD, mlx4.QP_STATE_RTS, mlx4.QP_STATE_ERR, mlx4.QP_STATE_RST, mlx4.QP_STATE_INIT))
+	if ud.State != mlx4.QP_STATE_INIT {
 		t.Fatalf("UD QP state %v after its path", ud.State)
 	}
 	// A path whose first transition the PF refuses: the rest fail behind
 	// it and the driver's view stays RST.
-	bad, err := d.CreateQP(ctx, QPConfig{ST: STRC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PKeyIndex: 99})
+	bad, err := d.CreateQP(ctx, QPConfig{ST: mlx4.QP_ST_RC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PKeyIndex: 99})
 	ok(t, "CreateQP", err)
-	if err := d.ModifyPath(ctx, bad, QPInit, QPRTR); StatusOf(err) != mlx4.BAD_PARAM || bad.State != QPReset {
+	if err := d.ModifyPath(ctx, bad, mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR); StatusOf(err) != mlx4.BAD_PARAM || bad.State != mlx4.QP_STATE_RST {
 		t.Fatalf("path with a bad P_Key index: %v, state %v", err, bad.State)
 	}
 	ok(t, "DestroyQP bad", d.DestroyQP(ctx, bad))
@@ -201,17 +202,17 @@ func TestEventInboxOverwrittenAfterAcceptance(t *testing.T) {
 	ok(t, "ALLOC_RES CQ", err)
 	b, err := d.newBuffer(ctx, 1, false)
 	ok(t, "buffer", err)
-	var in [CQContextSize]byte
-	CQContext{LogSize: 7, CompEQN: uint8(eq.EQN), MTTBase: b.MTT.Base}.Encode(in[:])
+	var in [mlx4.CQContextSize]byte
+	mlx4.CQContext{LogSize: 7, CompEQN: uint8(eq.EQN), MTTBase: b.MTT.Base}.Encode(in[:])
 	tk, err := d.Submit(ctx, &vhcr.Request{Op: mlx4.SW2HW_CQ, InMod: cqn, In: in[:]})
 	ok(t, "Submit", err)
 	// Accepted: rewrite the inbox (an EQ that does not exist, another size)
 	// and the vHCR (another opcode and CQN).
 	mem := d.VF.Memory()
-	bad := CQContext{LogSize: 3, CompEQN: 77, MTTBase: b.MTT.Base + 1}
-	bad.Encode(mem[vhcr.VFPageInbox*PageSize:])
-	put32(mem, mlx4.OffInMod, cqn+1)
-	put32(mem, mlx4.OffStatus, uint32(mlx4.HW2SW_CQ))
+	bad := mlx4.CQContext{LogSize: 3, CompEQN: 77, MTTBase: b.MTT.Base + 1}
+	bad.Encode(mem[vhcr.VFPageInbox*mlx4.PageSize:])
+	binary.BigEndian.PutUint32(mem[mlx4.OffInMod:], cqn+1)
+	binary.BigEndian.PutUint32(mem[mlx4.OffStatus:], uint32(mlx4.HW2SW_CQ))
 	res, err := d.Wait(ctx, tk)
 	ok(t, "Wait", err)
 	if res.Status != mlx4.OK || !res.Event {
@@ -351,10 +352,10 @@ func TestResetReleasesOnlyThatVF(t *testing.T) {
 	objs := func(d *Driver, eqn int) (*CQ, *QP, *MR) {
 		cq, err := d.CreateCQ(ctx, 7, eqn)
 		ok(t, "CreateCQ", err)
-		qp, err := d.CreateQP(ctx, QPConfig{ST: STRC, SendCQ: cq.CQN, RecvCQ: cq.CQN})
+		qp, err := d.CreateQP(ctx, QPConfig{ST: mlx4.QP_ST_RC, SendCQ: cq.CQN, RecvCQ: cq.CQN})
 		ok(t, "CreateQP", err)
-		ok(t, "Modify", d.Modify(ctx, qp, QPInit))
-		mr, err := d.CreateMR(ctx, 1, PermLocalRead, 1)
+		ok(t, "Modify", d.Modify(ctx, qp, mlx4.QP_STATE_INIT))
+		mr, err := d.CreateMR(ctx, 1, mlx4.PERM_LOCAL_READ, 1)
 		ok(t, "CreateMR", err)
 		return cq, qp, mr
 	}
@@ -500,7 +501,7 @@ func TestPipelinedOutboxes(t *testing.T) {
 	for i, tk := range tks {
 		res, err := d.Wait(ctx, tk)
 		ok(t, "Wait", err)
-		c, err := DecodeCQContext(res.Out)
+		c, err := mlx4.DecodeCQContext(res.Out)
 		ok(t, "decode", err)
 		if c.LogSize != 4+i || c.MTTBase != cqs[i].MTT.Base {
 			t.Fatalf("QUERY_CQ %d: %+v, want log size %d MTT %d", i, c, 4+i, cqs[i].MTT.Base)
@@ -508,7 +509,7 @@ func TestPipelinedOutboxes(t *testing.T) {
 	}
 	res, err := d.Pipeline(ctx, reqs)
 	ok(t, "Pipeline", err)
-	if c, _ := DecodeCQContext(res[3].Out); c.LogSize != 7 {
+	if c, _ := mlx4.DecodeCQContext(res[3].Out); c.LogSize != 7 {
 		t.Fatalf("pipelined QUERY_CQ: %+v", c)
 	}
 	for _, cq := range cqs {

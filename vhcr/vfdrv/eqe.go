@@ -1,22 +1,10 @@
 package vfdrv
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-)
-
-// EQE offsets: the ABI is in package mlx4; event types are mlx4.Event*.
-const (
-	eqeType     = mlx4.EQEType
-	eqeSubtype  = mlx4.EQESubtype
-	eqeData     = mlx4.EQEData
-	eqeToken    = mlx4.EQECmdToken
-	eqeStatus   = mlx4.EQECmdStatus
-	eqeOutParam = mlx4.EQECmdOutParam
-	eqeSlaveID  = mlx4.EQESlaveID
-	eqeOwner    = mlx4.EQEOwner
-	eqeOwnerHW  = mlx4.EQEOwnerHW
 )
 
 // AsyncEventMask is the event types a VF maps to its async EQ besides
@@ -46,59 +34,59 @@ type EQE struct {
 	Object uint32
 	Port   int
 
-	Raw [EQESize]byte
+	Raw [mlx4.EQESize]byte
 }
 
 // DecodeEQE decodes a 32-byte EQE. It never fails on content: every bit
 // pattern decodes; only a short buffer is an error.
 func DecodeEQE(b []byte) (EQE, error) {
-	if len(b) < EQESize {
-		return EQE{}, fmt.Errorf("%w: EQE of %d bytes", ErrShort, len(b))
+	if len(b) < mlx4.EQESize {
+		return EQE{}, fmt.Errorf("%w: EQE of %d bytes", mlx4.ErrShort, len(b))
 	}
 	var e EQE
-	copy(e.Raw[:], b[:EQESize])
-	e.Type = b[eqeType]
-	e.Subtype = b[eqeSubtype]
-	e.SlaveID = b[eqeSlaveID]
-	e.Owner = b[eqeOwner]&eqeOwnerHW != 0
+	copy(e.Raw[:], b[:mlx4.EQESize])
+	e.Type = b[mlx4.EQEType]
+	e.Subtype = b[mlx4.EQESubtype]
+	e.SlaveID = b[mlx4.EQESlaveID]
+	e.Owner = b[mlx4.EQEOwner]&mlx4.EQEOwnerHW != 0
 	switch e.Type {
 	case mlx4.EventCmd:
-		e.Token = get16(b, eqeToken)
-		e.Status = b[eqeStatus]
-		e.OutParam = get64(b, eqeOutParam)
+		e.Token = binary.BigEndian.Uint16(b[mlx4.EQECmdToken:])
+		e.Status = b[mlx4.EQECmdStatus]
+		e.OutParam = binary.BigEndian.Uint64(b[mlx4.EQECmdOutParam:])
 	case mlx4.EventPortChange:
-		e.Port = int(get32(b, 0x0c) >> 28)
+		e.Port = int(binary.BigEndian.Uint32(b[mlx4.EQEPortChangePort:]) >> 28)
 	case mlx4.EventCQError:
-		e.Object = get32(b, eqeData) & 0xffffff
-		e.Status = b[eqeStatus]
+		e.Object = binary.BigEndian.Uint32(b[mlx4.EQEData:]) & 0xffffff
+		e.Status = b[mlx4.EQECQErrSyndrome]
 	default:
-		e.Object = get32(b, eqeData) & 0xffffff
+		e.Object = binary.BigEndian.Uint32(b[mlx4.EQEData:]) & 0xffffff
 	}
 	return e, nil
 }
 
 // EncodeEQE is the inverse of DecodeEQE for the fields of e's type (tests,
 // fakes). The owner bit is set from e.Owner.
-func EncodeEQE(e EQE) [EQESize]byte {
-	var b [EQESize]byte
-	b[eqeType] = e.Type
-	b[eqeSubtype] = e.Subtype
-	b[eqeSlaveID] = e.SlaveID
+func EncodeEQE(e EQE) [mlx4.EQESize]byte {
+	var b [mlx4.EQESize]byte
+	b[mlx4.EQEType] = e.Type
+	b[mlx4.EQESubtype] = e.Subtype
+	b[mlx4.EQESlaveID] = e.SlaveID
 	switch e.Type {
 	case mlx4.EventCmd:
-		put16(b[:], eqeToken, e.Token)
-		b[eqeStatus] = e.Status
-		put64(b[:], eqeOutParam, e.OutParam)
+		binary.BigEndian.PutUint16(b[mlx4.EQECmdToken:], e.Token)
+		b[mlx4.EQECmdStatus] = e.Status
+		binary.BigEndian.PutUint64(b[mlx4.EQECmdOutParam:], e.OutParam)
 	case mlx4.EventPortChange:
-		put32(b[:], 0x0c, uint32(e.Port&0xf)<<28)
+		binary.BigEndian.PutUint32(b[mlx4.EQEPortChangePort:], uint32(e.Port&0xf)<<28)
 	case mlx4.EventCQError:
-		put32(b[:], eqeData, e.Object&0xffffff)
-		b[eqeStatus] = e.Status
+		binary.BigEndian.PutUint32(b[mlx4.EQEData:], e.Object&0xffffff)
+		b[mlx4.EQECQErrSyndrome] = e.Status
 	default:
-		put32(b[:], eqeData, e.Object&0xffffff)
+		binary.BigEndian.PutUint32(b[mlx4.EQEData:], e.Object&0xffffff)
 	}
 	if e.Owner {
-		b[eqeOwner] = eqeOwnerHW
+		b[mlx4.EQEOwner] = mlx4.EQEOwnerHW
 	}
 	return b
 }
@@ -113,8 +101,8 @@ type ring struct {
 // reset hands every entry to hardware (owner bit set) and zeroes the
 // consumer index, as mlx4_create_eq initialises its pages.
 func (r *ring) reset() {
-	for i := eqeOwner; i < len(r.mem); i += EQESize {
-		r.mem[i] = eqeOwnerHW
+	for i := mlx4.EQEOwner; i < len(r.mem); i += mlx4.EQESize {
+		r.mem[i] = mlx4.EQEOwnerHW
 	}
 	r.cons = 0
 }
@@ -123,15 +111,15 @@ func (r *ring) reset() {
 // index (mlx4's next_eqe_sw: the entry is ours when its owner bit equals
 // the pass bit cons & nent).
 func (r *ring) next() (EQE, bool) {
-	off := int(r.cons&(r.nent-1)) * EQESize
-	slot := r.mem[off : off+EQESize]
-	sw := loadOwner(slot)&eqeOwnerHW != 0
+	off := int(r.cons&(r.nent-1)) * mlx4.EQESize
+	slot := r.mem[off : off+mlx4.EQESize]
+	sw := loadOwner(slot)&mlx4.EQEOwnerHW != 0
 	if sw != (r.cons&r.nent != 0) {
 		return EQE{}, false
 	}
-	var raw [EQESize]byte
+	var raw [mlx4.EQESize]byte
 	loadEQE(&raw, slot) // after the owner byte: the PF writes it last
 	e, _ := DecodeEQE(raw[:])
-	r.cons = (r.cons + 1) & eqCIMask
+	r.cons = (r.cons + 1) & mlx4.EQIndexMask
 	return e, true
 }

@@ -21,14 +21,14 @@ type fakePF struct {
 func (f *fakePF) post(e EQE) {
 	e.Owner = f.prod&f.nent != 0
 	b := EncodeEQE(e)
-	off := int(f.prod&(f.nent-1)) * EQESize
-	copy(f.mem[off:off+eqeOwner], b[:eqeOwner])
-	f.mem[off+eqeOwner] = b[eqeOwner]
-	f.prod = (f.prod + 1) & eqCIMask
+	off := int(f.prod&(f.nent-1)) * mlx4.EQESize
+	copy(f.mem[off:off+mlx4.EQEOwner], b[:mlx4.EQEOwner])
+	f.mem[off+mlx4.EQEOwner] = b[mlx4.EQEOwner]
+	f.prod = (f.prod + 1) & mlx4.EQIndexMask
 }
 
 func TestRingOwnerBitAcrossPasses(t *testing.T) {
-	mem := make([]byte, 4*EQESize)
+	mem := make([]byte, 4*mlx4.EQESize)
 	r := ring{mem: mem, nent: 4}
 	r.reset()
 	pf := &fakePF{mem: mem, nent: 4}
@@ -70,14 +70,14 @@ func TestEQERoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got.Raw = [EQESize]byte{}
+		got.Raw = [mlx4.EQESize]byte{}
 		if got != e {
 			t.Errorf("round trip %+v → %+v", e, got)
 		}
 	}
 	// The command completion fields sit at mlx4's offsets.
 	b := EncodeEQE(EQE{Type: mlx4.EventCmd, Token: 0x1234, Status: 0x06, OutParam: 0xa1a2a3a4a5a6a7a8})
-	want := make([]byte, EQESize)
+	want := make([]byte, mlx4.EQESize)
 	want[0x01], want[0x06], want[0x07], want[0x0f] = 0x0a, 0x12, 0x34, 0x06
 	copy(want[0x10:], []byte{0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8})
 	if !bytes.Equal(b[:], want) {
@@ -99,7 +99,7 @@ func FuzzDecodeEQE(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		e, err := DecodeEQE(in)
-		if len(in) < EQESize {
+		if len(in) < mlx4.EQESize {
 			if err == nil {
 				t.Fatalf("%d bytes decoded", len(in))
 			}
@@ -108,20 +108,20 @@ func FuzzDecodeEQE(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(e.Raw[:], in[:EQESize]) || e.Type != in[1] || e.Owner != (in[0x1f]&0x80 != 0) {
-			t.Fatalf("decode %x: %+v", in[:EQESize], e)
+		if !bytes.Equal(e.Raw[:], in[:mlx4.EQESize]) || e.Type != in[1] || e.Owner != (in[0x1f]&0x80 != 0) {
+			t.Fatalf("decode %x: %+v", in[:mlx4.EQESize], e)
 		}
 		// Re-encoding the decoded fields and decoding again is stable.
 		b := EncodeEQE(e)
 		again, _ := DecodeEQE(b[:])
-		again.Raw, e.Raw = [EQESize]byte{}, [EQESize]byte{}
+		again.Raw, e.Raw = [mlx4.EQESize]byte{}, [mlx4.EQESize]byte{}
 		if again != e {
 			t.Fatalf("re-encode %+v → %+v", e, again)
 		}
 		// A ring holding these bytes never yields more than it holds.
-		mem := make([]byte, 2*EQESize)
-		copy(mem, in[:EQESize])
-		copy(mem[EQESize:], in[:EQESize])
+		mem := make([]byte, 2*mlx4.EQESize)
+		copy(mem, in[:mlx4.EQESize])
+		copy(mem[mlx4.EQESize:], in[:mlx4.EQESize])
 		r := ring{mem: mem, nent: 2}
 		n := 0
 		for _, ok := r.next(); ok; _, ok = r.next() {
@@ -141,7 +141,7 @@ func TestDispatchLostAndStray(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := make([]byte, 8*EQESize)
+	mem := make([]byte, 8*mlx4.EQESize)
 	q := &EQ{ring: ring{mem: mem, nent: 8}}
 	q.ring.reset()
 	d.ev.eq, d.ev.on = q, true

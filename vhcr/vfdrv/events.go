@@ -2,6 +2,7 @@ package vfdrv
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -103,12 +104,12 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	token := e.nextToken()
 	// The vHCR in place, as vhcr.VF.Post writes it, with the 'e' bit.
 	vh := d.mem[vhcr.VFPageVHCR*bar.PageSize : vhcr.VFPageVHCR*bar.PageSize+mlx4.VHCRSize]
-	put64(vh, mlx4.OffInParam, inParam)
-	put32(vh, mlx4.OffInMod, r.InMod)
-	put32(vh, mlx4.OffInMod+4, 0)
-	put64(vh, mlx4.OffOutParam, outParam)
-	put32(vh, mlx4.OffToken, uint32(token)<<16)
-	put32(vh, mlx4.OffStatus, uint32(mlx4.FlagE)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
+	binary.BigEndian.PutUint64(vh[mlx4.OffInParam:], inParam)
+	binary.BigEndian.PutUint32(vh[mlx4.OffInMod:], r.InMod)
+	binary.BigEndian.PutUint32(vh[mlx4.OffInMod+4:], 0)
+	binary.BigEndian.PutUint64(vh[mlx4.OffOutParam:], outParam)
+	binary.BigEndian.PutUint32(vh[mlx4.OffToken:], uint32(token)<<16)
+	binary.BigEndian.PutUint32(vh[mlx4.OffStatus:], uint32(mlx4.FlagE)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
 	if err := d.VF.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
 		return 0, err
 	}
@@ -130,7 +131,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 		res.done = true
 		res.res = Result{Status: st, Token: token}
 		if ent != nil && ent.OutImm {
-			res.res.OutParam = get64(vh, mlx4.OffOutParam)
+			res.res.OutParam = binary.BigEndian.Uint64(vh[mlx4.OffOutParam:])
 		}
 		d.count(r.Op, st, true)
 		return t, nil

@@ -65,13 +65,13 @@ func (d *Driver) FreeMTT(ctx context.Context, m MTT) error {
 	return d.free(ctx, ResMTT, opReserveAndMap, uint64(m.Order)<<32|m.Base&0xffffffff)
 }
 
-// WriteMTT writes page addresses into MTT entries from start, MaxWriteMTT
-// per WRITE_MTT.
+// WriteMTT writes page addresses into MTT entries from start,
+// mlx4.MaxWriteMTTEntries per WRITE_MTT.
 func (d *Driver) WriteMTT(ctx context.Context, start uint64, addrs []uint64) error {
 	var buf [mlx4.MailboxSize]byte
 	for len(addrs) > 0 {
-		n := min(len(addrs), MaxWriteMTT)
-		l := EncodeWriteMTT(buf[:], start, addrs[:n])
+		n := min(len(addrs), mlx4.MaxWriteMTTEntries)
+		l := mlx4.EncodeWriteMTT(buf[:], start, addrs[:n])
 		if _, err := d.must(ctx, &vhcr.Request{Op: mlx4.WRITE_MTT, InMod: uint32(n), In: buf[:l]}); err != nil {
 			return err
 		}
@@ -108,10 +108,10 @@ func (d *Driver) newBuffer(ctx context.Context, pages int, poll bool) (buffer, e
 	b.MTT = MTT{Base: uint64(uint32(res.OutParam)), Order: orderFor(pages)}
 	addrs := make([]uint64, pages)
 	for i := range addrs {
-		addrs[i] = iova + uint64(i)*PageSize
+		addrs[i] = iova + uint64(i)*mlx4.PageSize
 	}
 	var mbox [mlx4.MailboxSize]byte
-	l := EncodeWriteMTT(mbox[:], b.MTT.Base, addrs)
+	l := mlx4.EncodeWriteMTT(mbox[:], b.MTT.Base, addrs)
 	if _, err := post(ctx, &vhcr.Request{Op: mlx4.WRITE_MTT, InMod: uint32(len(addrs)), In: mbox[:l]}); err != nil {
 		_ = d.freeBuffer(ctx, b, poll)
 		return buffer{}, err
@@ -151,9 +151,9 @@ func (q *EQ) ringDoorbell(arm bool) {
 	if !q.db.Valid() {
 		return
 	}
-	v := q.ring.cons & eqCIMask
+	v := q.ring.cons & mlx4.EQIndexMask
 	if arm {
-		v |= eqDoorbellArm
+		v |= mlx4.EQ_DOORBELL_ARM
 	}
 	q.db.Store(v)
 }
@@ -167,7 +167,7 @@ func (d *Driver) newEQ(ctx context.Context, eqn, logSize int) (*EQ, error) {
 		return nil, fmt.Errorf("%w: EQ %d of 2^%d entries", ErrArgument, eqn, logSize)
 	}
 	nent := 1 << logSize
-	pages := max(1, nent*EQESize/PageSize)
+	pages := max(1, nent*mlx4.EQESize/mlx4.PageSize)
 	b, err := d.newBuffer(ctx, pages, true)
 	if err != nil {
 		return nil, err
@@ -193,8 +193,8 @@ func (d *Driver) sw2hwEQ(ctx context.Context, q *EQ) error {
 	q.ring.reset()
 	q.consumed = 0
 	q.ringDoorbell(false)
-	var in [EQContextSize]byte
-	EQContext{LogSize: q.LogSize, MTTBase: q.MTT.Base}.Encode(in[:])
+	var in [mlx4.EQContextSize]byte
+	mlx4.EQContext{LogSize: q.LogSize, MTTBase: q.MTT.Base}.Encode(in[:])
 	if _, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.SW2HW_EQ, InMod: uint32(q.EQN), In: in[:]}); err != nil {
 		return err
 	}
@@ -237,12 +237,12 @@ func (d *Driver) UnmapEQ(ctx context.Context, q *EQ, mask uint64) error {
 }
 
 // QueryEQ returns the PF's view of q (QUERY_EQ).
-func (d *Driver) QueryEQ(ctx context.Context, q *EQ) (EQContext, error) {
+func (d *Driver) QueryEQ(ctx context.Context, q *EQ) (mlx4.EQContext, error) {
 	res, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.QUERY_EQ, InMod: uint32(q.EQN)})
 	if err != nil {
-		return EQContext{}, err
+		return mlx4.EQContext{}, err
 	}
-	return DecodeEQContext(res.Out)
+	return mlx4.DecodeEQContext(res.Out)
 }
 
 // PollEQ consumes q's EQEs (async events go to Options.OnEvent) and rings
@@ -346,14 +346,14 @@ func (d *Driver) CreateCQ(ctx context.Context, logSize, eqn int) (*CQ, error) {
 	if logSize < 0 || logSize > 22 {
 		return nil, fmt.Errorf("%w: CQ of 2^%d entries", ErrArgument, logSize)
 	}
-	var in [CQContextSize]byte
+	var in [mlx4.CQContextSize]byte
 	cq := &CQ{LogSize: logSize, EQN: eqn}
-	res, err := d.create(ctx, max(1, (1<<logSize)*32/PageSize),
+	res, err := d.create(ctx, max(1, (1<<logSize)*32/mlx4.PageSize),
 		vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResCQ, OpMod: opReserveAndMap},
 		func(n uint32) vhcr.Request { return freeReq(ResCQ, opReserveAndMap, uint64(n)) },
 		func(n uint32, b buffer) []vhcr.Request {
 			cq.CQN, cq.buffer = n, b
-			CQContext{LogSize: logSize, CompEQN: uint8(eqn), MTTBase: b.MTT.Base}.Encode(in[:])
+			mlx4.CQContext{LogSize: logSize, CompEQN: uint8(eqn), MTTBase: b.MTT.Base}.Encode(in[:])
 			return []vhcr.Request{{Op: mlx4.SW2HW_CQ, InMod: n, In: in[:]}}
 		})
 	if res == nil {
@@ -399,21 +399,21 @@ func (d *Driver) create(ctx context.Context, pages int, alloc vhcr.Request, free
 	b := buffer{IOVA: iova, Pages: pages, MTT: MTT{Base: uint64(uint32(res[1].OutParam)), Order: order}}
 	addrs := make([]uint64, pages)
 	for i := range addrs {
-		addrs[i] = iova + uint64(i)*PageSize
+		addrs[i] = iova + uint64(i)*mlx4.PageSize
 	}
 	var mbox [mlx4.MailboxSize]byte
-	l := EncodeWriteMTT(mbox[:], b.MTT.Base, addrs)
+	l := mlx4.EncodeWriteMTT(mbox[:], b.MTT.Base, addrs)
 	reqs := append([]vhcr.Request{{Op: mlx4.WRITE_MTT, InMod: uint32(pages), In: mbox[:l]}}, then(uint32(res[0].OutParam), b)...)
 	return d.Pipeline(ctx, reqs)
 }
 
 // QueryCQ returns the CQ's context (QUERY_CQ).
-func (d *Driver) QueryCQ(ctx context.Context, cq *CQ) (CQContext, error) {
+func (d *Driver) QueryCQ(ctx context.Context, cq *CQ) (mlx4.CQContext, error) {
 	res, err := d.must(ctx, &vhcr.Request{Op: mlx4.QUERY_CQ, InMod: cq.CQN})
 	if err != nil {
-		return CQContext{}, err
+		return mlx4.CQContext{}, err
 	}
-	return DecodeCQContext(res.Out)
+	return mlx4.DecodeCQContext(res.Out)
 }
 
 // DestroyCQ runs HW2SW_CQ, FREE_RES of the CQ and of its MTT, pipelined.
@@ -456,14 +456,14 @@ func (d *Driver) CreateSRQ(ctx context.Context, logSize int, pd uint32) (*SRQ, e
 		return nil, fmt.Errorf("%w: SRQ of 2^%d entries", ErrArgument, logSize)
 	}
 	const logStride = 2 // 64-byte WQEs
-	var in [SRQContextSize]byte
+	var in [mlx4.SRQContextSize]byte
 	s := &SRQ{LogSize: logSize}
-	res, err := d.create(ctx, max(1, (1<<(logSize+logStride+4))/PageSize),
+	res, err := d.create(ctx, max(1, (1<<(logSize+logStride+4))/mlx4.PageSize),
 		vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResSRQ, OpMod: opReserveAndMap},
 		func(n uint32) vhcr.Request { return freeReq(ResSRQ, opReserveAndMap, uint64(n)) },
 		func(n uint32, b buffer) []vhcr.Request {
 			s.SRQN, s.buffer = n, b
-			SRQContext{SRQN: n, LogSize: logSize, LogStride: logStride, MTTBase: b.MTT.Base, PD: pd}.Encode(in[:])
+			mlx4.SRQContext{SRQN: n, LogSize: logSize, LogStride: logStride, MTTBase: b.MTT.Base, PD: pd}.Encode(in[:])
 			return []vhcr.Request{{Op: mlx4.SW2HW_SRQ, InMod: n, In: in[:]}}
 		})
 	if res == nil {
@@ -507,18 +507,18 @@ type MR struct {
 // an MTT, then WRITE_MTT, ALLOC_RES MPT MAP_ICM and SW2HW_MPT, each step
 // pipelined.
 func (d *Driver) CreateMR(ctx context.Context, pages int, access, pd uint32) (*MR, error) {
-	if pages <= 0 || pages > MaxWriteMTT {
+	if pages <= 0 || pages > mlx4.MaxWriteMTTEntries {
 		return nil, fmt.Errorf("%w: MR of %d pages", ErrArgument, pages)
 	}
-	var in [MPTSize]byte
+	var in [mlx4.MPTEntrySize]byte
 	mr := &MR{}
 	res, err := d.create(ctx, pages,
 		vhcr.Request{Op: mlx4.ALLOC_RES, InMod: ResMPT, OpMod: opReserve},
 		func(n uint32) vhcr.Request { return freeReq(ResMPT, opReserve, uint64(n)) },
 		func(n uint32, b buffer) []vhcr.Request {
-			mr.Index, mr.Key, mr.buffer = n, KeyOf(n), b
-			MPT{Access: access, Key: mr.Key, PD: pd, Start: b.IOVA, Length: uint64(pages) * PageSize,
-				MTTBase: b.MTT.Base, MTTSize: uint32(pages), EntitySize: PageShift}.Encode(in[:])
+			mr.Index, mr.Key, mr.buffer = n, mlx4.KeyOf(n), b
+			mlx4.MPT{Access: access, Key: mr.Key, PD: pd, Start: b.IOVA, Length: uint64(pages) * mlx4.PageSize,
+				MTTBase: b.MTT.Base, MTTSize: uint32(pages), EntitySize: mlx4.PageShift}.Encode(in[:])
 			return []vhcr.Request{
 				{Op: mlx4.ALLOC_RES, InMod: ResMPT, OpMod: opMapICM, InParam: uint64(n)},
 				{Op: mlx4.SW2HW_MPT, InMod: n, In: in[:]},
@@ -539,12 +539,12 @@ func (d *Driver) CreateMR(ctx context.Context, pages int, access, pd uint32) (*M
 }
 
 // QueryMR returns the MPT entry (QUERY_MPT).
-func (d *Driver) QueryMR(ctx context.Context, mr *MR) (MPT, error) {
+func (d *Driver) QueryMR(ctx context.Context, mr *MR) (mlx4.MPT, error) {
 	res, err := d.must(ctx, &vhcr.Request{Op: mlx4.QUERY_MPT, InMod: mr.Index})
 	if err != nil {
-		return MPT{}, err
+		return mlx4.MPT{}, err
 	}
-	return DecodeMPT(res.Out)
+	return mlx4.DecodeMPT(res.Out)
 }
 
 // DestroyMR runs HW2SW_MPT, FREE_RES MPT MAP_ICM and RESERVE and FREE_RES
@@ -577,7 +577,7 @@ func (d *Driver) DestroyMR(ctx context.Context, mr *MR) error {
 
 // QPConfig describes a QP to create.
 type QPConfig struct {
-	ST          uint8  // service type (STRC, STUC, STUD)
+	ST          uint8  // service type (mlx4.QP_ST_RC, mlx4.QP_ST_UC, mlx4.QP_ST_UD)
 	SendCQ      uint32 // CQNs
 	RecvCQ      uint32
 	UseSRQ      bool
@@ -597,7 +597,7 @@ type QPConfig struct {
 type QP struct {
 	QPN   uint32
 	Cfg   QPConfig
-	State QPState
+	State mlx4.QPState
 	buffer
 	counter uint8 // pri_path.counter_index the driver writes: the sink
 }
@@ -656,43 +656,43 @@ func (d *Driver) newQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 }
 
 // context is the QP context the driver writes in every modify mailbox.
-func (qp *QP) context() QPContext {
+func (qp *QP) context() mlx4.QPContext {
 	c := qp.Cfg
-	return QPContext{
+	return mlx4.QPContext{
 		ST: c.ST, PD: c.PD, MTU: 5, MsgMax: 31,
 		LogRQSize: c.LogRQSize, LogRQStride: 2, LogSQSize: c.LogSQSize, LogSQStride: 2,
 		NoRQ: c.UseSRQ, LocalQPN: qp.QPN, RemoteQPN: c.RemoteQPN,
-		Pri:         QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3},
-		NextSendPSN: c.NextSendPSN, SendCQ: c.SendCQ, RecvCQ: c.RecvCQ,
+		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3},
+		NextSendPSN: c.NextSendPSN, CQNSend: c.SendCQ, CQNRecv: c.RecvCQ,
 		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base,
 	}
 }
 
 // transition is the opcode that moves a QP from one state to another, with
 // whether it carries a mailbox and its optpar.
-func transition(from, to QPState) (op mlx4.Opcode, inbox bool, optpar uint32, ok bool) {
+func transition(from, to mlx4.QPState) (op mlx4.Opcode, inbox bool, optpar uint32, ok bool) {
 	switch {
-	case to == QPReset:
-		return mlx4.TWO_RST_QP, false, 0, from != QPReset
-	case to == QPErr:
-		return mlx4.TWO_ERR_QP, false, 0, from != QPReset
-	case from == QPReset && to == QPInit:
+	case to == mlx4.QP_STATE_RST:
+		return mlx4.TWO_RST_QP, false, 0, from != mlx4.QP_STATE_RST
+	case to == mlx4.QP_STATE_ERR:
+		return mlx4.TWO_ERR_QP, false, 0, from != mlx4.QP_STATE_RST
+	case from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT:
 		return mlx4.RST2INIT_QP, true, 0, true
-	case from == QPInit && to == QPInit:
-		return mlx4.INIT2INIT_QP, true, OptPKeyIndex, true
-	case from == QPInit && to == QPRTR:
-		return mlx4.INIT2RTR_QP, true, OptPrimaryAddr | OptPKeyIndex, true
-	case from == QPRTR && to == QPRTS:
-		return mlx4.RTR2RTS_QP, true, OptAckTimeout | OptRetryCount | OptRNRRetry, true
-	case from == QPRTS && to == QPRTS:
-		return mlx4.RTS2RTS_QP, true, OptRNRTimeout, true
-	case from == QPRTS && to == QPSQD:
+	case from == mlx4.QP_STATE_INIT && to == mlx4.QP_STATE_INIT:
+		return mlx4.INIT2INIT_QP, true, mlx4.QP_OPTPAR_PKEY_INDEX, true
+	case from == mlx4.QP_STATE_INIT && to == mlx4.QP_STATE_RTR:
+		return mlx4.INIT2RTR_QP, true, mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH | mlx4.QP_OPTPAR_PKEY_INDEX, true
+	case from == mlx4.QP_STATE_RTR && to == mlx4.QP_STATE_RTS:
+		return mlx4.RTR2RTS_QP, true, mlx4.QP_OPTPAR_ACK_TIMEOUT | mlx4.QP_OPTPAR_RETRY_COUNT | mlx4.QP_OPTPAR_RNR_RETRY, true
+	case from == mlx4.QP_STATE_RTS && to == mlx4.QP_STATE_RTS:
+		return mlx4.RTS2RTS_QP, true, mlx4.QP_OPTPAR_RNR_TIMEOUT, true
+	case from == mlx4.QP_STATE_RTS && to == mlx4.QP_STATE_SQD:
 		return mlx4.RTS2SQD_QP, false, 0, true
-	case from == QPSQD && to == QPSQD:
-		return mlx4.SQD2SQD_QP, true, OptRNRTimeout, true
-	case from == QPSQD && to == QPRTS:
+	case from == mlx4.QP_STATE_SQD && to == mlx4.QP_STATE_SQD:
+		return mlx4.SQD2SQD_QP, true, mlx4.QP_OPTPAR_RNR_TIMEOUT, true
+	case from == mlx4.QP_STATE_SQD && to == mlx4.QP_STATE_RTS:
 		return mlx4.SQD2RTS_QP, true, 0, true
-	case from == QPSQE && to == QPRTS:
+	case from == mlx4.QP_STATE_SQER && to == mlx4.QP_STATE_RTS:
 		return mlx4.SQERR2RTS_QP, true, 0, true
 	}
 	return 0, false, 0, false
@@ -701,8 +701,8 @@ func transition(from, to QPState) (op mlx4.Opcode, inbox bool, optpar uint32, ok
 // Modify moves qp to state to with the transition command mlx4 uses
 // (RST2INIT, INIT2RTR, RTR2RTS, RTS2RTS, RTS2SQD, SQD2SQD, SQD2RTS,
 // SQERR2RTS, 2ERR, 2RST); from RST to RST it does nothing.
-func (d *Driver) Modify(ctx context.Context, qp *QP, to QPState) error {
-	if qp.State == QPReset && to == QPReset {
+func (d *Driver) Modify(ctx context.Context, qp *QP, to mlx4.QPState) error {
+	if qp.State == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_RST {
 		return nil
 	}
 	op, inbox, optpar, ok := transition(qp.State, to)
@@ -711,8 +711,8 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to QPState) error {
 	}
 	r := vhcr.Request{Op: op, InMod: qp.QPN}
 	if inbox {
-		var in [QPMailboxSize]byte
-		QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
+		var in [mlx4.QPMailboxSize]byte
+		mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
 		r.In = in[:]
 	}
 	if _, err := d.must(ctx, &r); err != nil {
@@ -728,8 +728,8 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to QPState) error {
 func (d *Driver) Transition(ctx context.Context, qp *QP, op mlx4.Opcode, optpar uint32) (mlx4.Status, error) {
 	r := vhcr.Request{Op: op, InMod: qp.QPN}
 	if e := d.VF.Table().Lookup(op); e != nil && e.Inbox {
-		var in [QPMailboxSize]byte
-		QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
+		var in [mlx4.QPMailboxSize]byte
+		mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
 		r.In = in[:]
 	}
 	res, err := d.Do(ctx, &r)
@@ -738,15 +738,15 @@ func (d *Driver) Transition(ctx context.Context, qp *QP, op mlx4.Opcode, optpar 
 
 // QueryQP returns the QP's context as the PF keeps it (QUERY_QP) and
 // updates qp.State from it.
-func (d *Driver) QueryQP(ctx context.Context, qp *QP) (QPContext, error) {
+func (d *Driver) QueryQP(ctx context.Context, qp *QP) (mlx4.QPContext, error) {
 	res, err := d.must(ctx, &vhcr.Request{Op: mlx4.QUERY_QP, InMod: qp.QPN})
 	if err != nil {
-		return QPContext{}, err
+		return mlx4.QPContext{}, err
 	}
-	if len(res.Out) < QPMailboxSize {
-		return QPContext{}, fmt.Errorf("QUERY_QP: %w", ErrShort)
+	if len(res.Out) < mlx4.QPMailboxSize {
+		return mlx4.QPContext{}, fmt.Errorf("QUERY_QP: %w", mlx4.ErrShort)
 	}
-	c, err := DecodeQPContext(res.Out[8:])
+	c, err := mlx4.DecodeQPContext(res.Out[mlx4.QPMailboxContext:])
 	if err == nil {
 		qp.State = c.State
 	}
@@ -757,13 +757,13 @@ func (d *Driver) QueryQP(ctx context.Context, qp *QP) (QPContext, error) {
 // the QPN and the MTT, pipelined.
 func (d *Driver) DestroyQP(ctx context.Context, qp *QP) error {
 	reqs := make([]vhcr.Request, 0, 4)
-	if qp.State != QPReset {
+	if qp.State != mlx4.QP_STATE_RST {
 		reqs = append(reqs, vhcr.Request{Op: mlx4.TWO_RST_QP, InMod: qp.QPN})
 	}
 	reqs = append(reqs, freeReq(ResQP, opMapICM, uint64(qp.QPN)), freeReq(ResQP, opReserve, 1<<32|uint64(qp.QPN)), freeMTTReq(qp.MTT))
 	res, err := d.Pipeline(ctx, reqs)
-	if qp.State != QPReset && completed(err) && res[0].Status == mlx4.OK {
-		qp.State = QPReset
+	if qp.State != mlx4.QP_STATE_RST && completed(err) && res[0].Status == mlx4.OK {
+		qp.State = mlx4.QP_STATE_RST
 	}
 	if err == nil && qp.Pages > 0 {
 		d.pool.put(qp.IOVA, qp.Pages)
@@ -774,12 +774,12 @@ func (d *Driver) DestroyQP(ctx context.Context, qp *QP) error {
 // ModifyPath walks qp through the states in order, the transitions
 // pipelined (none needs another's output). qp.State follows the
 // transitions that succeeded.
-func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...QPState) error {
+func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...mlx4.QPState) error {
 	reqs := make([]vhcr.Request, 0, len(states))
-	var mboxes [][QPMailboxSize]byte
+	var mboxes [][mlx4.QPMailboxSize]byte
 	from := qp.State
 	for _, to := range states {
-		if from == QPReset && to == QPReset {
+		if from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_RST {
 			continue
 		}
 		op, inbox, optpar, ok := transition(from, to)
@@ -789,10 +789,10 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...QPState) erro
 		r := vhcr.Request{Op: op, InMod: qp.QPN}
 		if inbox {
 			if mboxes == nil {
-				mboxes = make([][QPMailboxSize]byte, len(states))
+				mboxes = make([][mlx4.QPMailboxSize]byte, len(states))
 			}
 			mb := &mboxes[len(reqs)]
-			QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(mb[:])
+			mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(mb[:])
 			r.In = mb[:]
 		}
 		reqs = append(reqs, r)
@@ -804,7 +804,7 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...QPState) erro
 	}
 	from, j := qp.State, 0
 	for _, to := range states {
-		if from == QPReset && to == QPReset {
+		if from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_RST {
 			continue
 		}
 		if res[j].Status != mlx4.OK {

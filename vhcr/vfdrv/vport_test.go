@@ -29,9 +29,9 @@ func TestVSTThroughTheChannel(t *testing.T) {
 		ok(t, "CreateEQ", err)
 		cq, err := d.CreateCQ(ctx, 7, 1)
 		ok(t, "CreateCQ", err)
-		qp, err := d.CreateQP(ctx, QPConfig{ST: STUD, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1, QKey: 0x11111111})
+		qp, err := d.CreateQP(ctx, QPConfig{ST: mlx4.QP_ST_UD, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1, QKey: 0x11111111})
 		ok(t, "CreateQP", err)
-		ok(t, "UD to RTR", d.ModifyPath(ctx, qp, QPInit, QPRTR))
+		ok(t, "UD to RTR", d.ModifyPath(ctx, qp, mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR))
 		res, err := d.Do(ctx, &vhcr.Request{Op: mlx4.QUERY_QP, InMod: qp.QPN})
 		ok(t, "QUERY_QP", err)
 		if res.Status != mlx4.OK {
