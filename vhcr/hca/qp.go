@@ -29,18 +29,22 @@ package hca
 //     (INIT2RTR on an RTS QP, ...): BAD_PARAM. Firmware answers BAD_QP_STATE
 //     (0x10); the mlx4 master turns it into -EINVAL and back into BAD_PARAM
 //     (0x03), which is what a VF behind a real PF sees (§1.11). Reason:
-//     bad_state.
+//     bad_state. The firmware runs last, so every wrapper check wins.
 //
-// Context checks (mailbox offsets of §2.6): send CQ (132), receive CQ (164)
+// Context checks (mailbox offsets of §2.6), in the wrappers' order: the
+// port of the primary path and, with its optpar bit, of the alternate path
+// (sched_queue bit 6) one the VF has (BAD_PARAM, rewritten to the physical
+// port); rate_limit 0 (BAD_OP); mgid_index below the VF's GID count for
+// RC/UC/XRC path transitions (BAD_PARAM); MLX QPs on special QPNs in
+// INIT2RTR need SMI (BAD_OP); at INIT2RTR an Ethernet QP other than MLX
+// must use a source MAC index the VF registered on the port (BAD_PARAM);
+// pkey_index inside the VF's virtual P_Key table (BAD_PARAM: Linux does
+// not bound it) and rewritten to the physical index, the GID index
+// rewritten; proxy/tunnel QPs' Q_Key (176) set to the reserved Q_Key of
+// their number. Only then the QP itself is looked up. RST2INIT checks, after
+// the QP's move, its MTT range (owned), send CQ (132), receive CQ (164)
 // and SRQ (180, if bit 24) the VF's (INTERNAL_ERR unknown, BAD_OP other VF)
-// and in HW (BAD_PARAM: Linux does not check the state); MTT range owned;
-// port (sched_queue bit 6) one the VF has (BAD_PARAM, rewritten to the
-// physical port); pkey_index inside the VF's virtual P_Key table (BAD_PARAM:
-// Linux does not bound it) and rewritten to the physical index; mgid_index
-// below the VF's GID count for RC/UC/XRC paths (BAD_PARAM) and rewritten;
-// rate_limit 0 (BAD_OP); proxy/tunnel QPs' Q_Key (176) set to the reserved
-// Q_Key of their number; RoCE source MAC index registered by the VF on the
-// port (BAD_PARAM); MLX QPs on special QPNs in INIT2RTR need SMI (BAD_OP).
+// and then in HW (BAD_PARAM: Linux does not check the state).
 
 import (
 	"encoding/binary"
@@ -95,6 +99,9 @@ const (
 	updCtx              = 32
 )
 
+// mcgProtETH is MLX4_PROT_ETH, QP_ATTACH's in_modifier[30:28].
+const mcgProtETH = 1
+
 // reservedQKeyBase is MLX4_RESERVED_QKEY_BASE.
 const reservedQKeyBase = 0xffff0000
 
@@ -110,92 +117,137 @@ func (h *HCA) numGIDs(phys int) int {
 
 func (h *HCA) isEth(phys int) bool { return h.Cfg.Ports[phys-1].LinkLayer == "eth" }
 
-// checkPath validates and rewrites one address path of the inbox: its port
-// (sched_queue bit 6), its P_Key index and, for path transitions of
-// connected QPs, its GID index. It returns the physical port.
-func (h *HCA) checkPath(c *mlx4.Cmd, sched, pkey, mgid int, st uint8, gidCheck bool) (int, mlx4.Status) {
+// qpPath locates one address path's fields in the modify-QP mailbox.
+type qpPath struct{ sched, pkey, mgid int }
+
+var (
+	priPath = qpPath{qpcSched, qpcPKey, qpcMGID}
+	altPath = qpPath{qpcAltSched, qpcAltPKey, qpcAltMGID}
+)
+
+// pathPort converts one path's port (sched_queue bit 6) to the physical
+// port and rewrites the bit (mlx4_slave_convert_port): a port the VF does
+// not have is BAD_PARAM.
+func (h *HCA) pathPort(c *mlx4.Cmd, p qpPath) (int, mlx4.Status) {
 	b := c.Inbox
-	phys := h.PhysPort(c.VF, uint32(b[sched]>>6&1)+1)
+	phys := h.PhysPort(c.VF, uint32(b[p.sched]>>6&1)+1)
 	if phys == 0 {
 		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
-	pk := h.Funcs[c.VF].PKeyMap[phys]
-	if int(b[pkey]) >= len(pk) {
-		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
-	}
-	connected := st == stRC || st == stUC || st == stXRC
-	if gidCheck && connected && int(b[mgid]) >= h.numGIDs(phys) {
-		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
-	}
-	b[sched] = b[sched]&^0x40 | byte(phys-1)<<6
-	b[pkey] = byte(pk[b[pkey]])
-	slave := byte(c.VF + 1)
-	base := byte((c.VF + 1) * h.numGIDs(phys))
-	switch {
-	case st == stUD && h.isEth(phys):
-		b[mgid] = base&0x7f | 0x80
-	case st == stUD:
-		b[mgid] = slave&0x7f | 0x80
-	case connected && gidCheck && h.isEth(phys):
-		b[mgid] = (b[mgid] + base) & 0x7f
-	case connected && gidCheck:
-		b[mgid] = slave & 0x7f
-	}
+	b[p.sched] = b[p.sched]&^0x40 | byte(phys-1)<<6
 	return phys, mlx4.OK
 }
 
-// checkQPC runs the context checks shared by the modify transitions.
-func (h *HCA) checkQPC(c *mlx4.Cmd, q *qpCtx, path bool, op mlx4.Opcode) (int, mlx4.Status) {
-	if q.rateLimit != 0 {
-		return 0, c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
-	}
-	gid := path && q.optpar&optPriAddrPath != 0
-	phys, s := h.checkPath(c, qpcSched, qpcPKey, qpcMGID, q.st, gid)
-	if s != mlx4.OK {
-		return 0, s
+// qpcPorts is adjust_qp_sched_queue, the first check of every wrapper that
+// carries a context: the primary path's port, and the alternate path's
+// when optpar names it (alt is then its physical port, else 0).
+func (h *HCA) qpcPorts(c *mlx4.Cmd, q *qpCtx) (pri, alt int, s mlx4.Status) {
+	if pri, s = h.pathPort(c, priPath); s != mlx4.OK {
+		return 0, 0, s
 	}
 	if q.optpar&optAltAddrPath != 0 {
-		if _, s := h.checkPath(c, qpcAltSched, qpcAltPKey, qpcAltMGID, q.st, path); s != mlx4.OK {
-			return 0, s
+		if alt, s = h.pathPort(c, altPath); s != mlx4.OK {
+			return 0, 0, s
 		}
 	}
+	return pri, alt, mlx4.OK
+}
+
+// qpcVerify runs, after qpcPorts and in mlx4's order, verify_qp_parameters
+// (rate limit BAD_OP; for path transitions of RC/UC/XRC QPs the GID index
+// of each path optpar names below the VF's GID count, BAD_PARAM; MLX QPs on
+// reserved QPNs at INIT2RTR need SMI, BAD_OP), roce_verify_mac at INIT2RTR
+// (an Ethernet QP other than MLX must use a source MAC index the VF
+// registered on the port, BAD_PARAM), then update_pkey_index (bounded by the
+// model: an index outside the VF's virtual table is BAD_PARAM), update_gid
+// and adjust_proxy_tun_qkey. mlx4 does not check the rate limit of
+// RST2INIT, INIT2INIT and SQERR2RTS; the model does, with the status of the
+// check it has for the others.
+func (h *HCA) qpcVerify(c *mlx4.Cmd, q *qpCtx, path bool, op mlx4.Opcode, pri, alt int) mlx4.Status {
+	b := c.Inbox
+	if q.rateLimit != 0 {
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
+	}
+	connected := q.st == stRC || q.st == stUC || q.st == stXRC
+	priGID := path && connected && q.optpar&optPriAddrPath != 0
+	altGID := path && connected && alt != 0
+	if priGID && int(b[qpcMGID]) >= h.numGIDs(pri) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
+	}
+	if altGID && int(b[qpcAltMGID]) >= h.numGIDs(alt) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
+	}
 	qpn := c.InMod & qpnMask
+	if op == mlx4.INIT2RTR_QP && q.st == stMLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
+	}
+	if qpTransitions[op].smac && h.isEth(pri) && q.st != stMLX && !h.Res.HasMAC(c.VF, pri, int(q.smac)) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
+	}
+	if int(b[qpcPKey]) >= len(h.Funcs[c.VF].PKeyMap[pri]) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
+	}
+	if alt != 0 && int(b[qpcAltPKey]) >= len(h.Funcs[c.VF].PKeyMap[alt]) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
+	}
+	h.pathRewrite(c, priPath, pri, q.st, priGID)
+	if alt != 0 {
+		h.pathRewrite(c, altPath, alt, q.st, path)
+	}
 	// adjust_proxy_tun_qkey: proxy and tunnel QPs get their reserved Q_Key.
 	if qpn >= BaseProxySQPN && qpn < BaseTunnelSQPN+8*128 {
 		base := uint32(BaseProxySQPN)
 		if qpn >= BaseTunnelSQPN {
 			base = BaseTunnelSQPN
 		}
-		binary.BigEndian.PutUint32(c.Inbox[qpcQKey:], reservedQKeyBase+qpn-base)
+		binary.BigEndian.PutUint32(b[qpcQKey:], reservedQKeyBase+qpn-base)
 	}
-	if op == mlx4.INIT2RTR_QP && q.st == stMLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
-		return 0, c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
-	}
-	return phys, mlx4.OK
+	return mlx4.OK
 }
 
-// hwCQ gets a CQ of the VF that must be in HW, for a QP context.
-func (h *HCA) hwRef(c *mlx4.Cmd, ty restrack.Type, n uint32) (*restrack.Object, mlx4.Status) {
+// pathRewrite is update_pkey_index and update_gid for one checked path:
+// the virtual P_Key index becomes the physical one, the GID index the
+// VF's (UD always, connected QPs when the path is being set).
+func (h *HCA) pathRewrite(c *mlx4.Cmd, p qpPath, phys int, st uint8, gidSet bool) {
+	b := c.Inbox
+	b[p.pkey] = byte(h.Funcs[c.VF].PKeyMap[phys][b[p.pkey]])
+	connected := st == stRC || st == stUC || st == stXRC
+	slave := byte(c.VF + 1)
+	base := byte((c.VF + 1) * h.numGIDs(phys))
+	switch {
+	case st == stUD && h.isEth(phys):
+		b[p.mgid] = base&0x7f | 0x80
+	case st == stUD:
+		b[p.mgid] = slave&0x7f | 0x80
+	case connected && gidSet && h.isEth(phys):
+		b[p.mgid] = (b[p.mgid] + base) & 0x7f
+	case connected && gidSet:
+		b[p.mgid] = slave & 0x7f
+	}
+}
+
+// ownedRef gets an object of the VF a QP context names (get_res: unknown
+// INTERNAL_ERR, another VF's BAD_OP).
+func (h *HCA) ownedRef(c *mlx4.Cmd, ty restrack.Type, n uint32) (*restrack.Object, mlx4.Status) {
 	o, err := h.Res.Peek(c.VF, ty, uint64(n))
 	if err != nil {
 		return nil, restrack.Refuse(c, err)
 	}
-	if o.State != restrack.HW {
-		return nil, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
-	}
 	return o, mlx4.OK
 }
 
-// RST2INIT_QP moves a QP from reset to INIT (mlx4_RST2INIT_QP_wrapper): all
-// context checks, the QP MAPPED→HW, references on its MTT, receive and send
-// CQs and SRQ.
+// RST2INIT_QP moves a QP from reset to INIT (mlx4_RST2INIT_QP_wrapper), in
+// its order: ports, the QP MAPPED→HW, its MTT range, receive and send CQs
+// and SRQ owned; then the model's own checks (CQs and SRQ in HW, BAD_PARAM;
+// rate limit and P_Key index as qpcVerify) where mlx4 rewrites the context;
+// references on the MTT, CQs and SRQ.
 func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	qpn := c.InMod & qpnMask
 	q := decodeQPC(c.Inbox)
-	phys, s := h.checkQPC(c, &q, false, mlx4.RST2INIT_QP)
+	phys, alt, s := h.qpcPorts(c, &q)
 	if s != mlx4.OK {
 		return s
 	}
@@ -208,19 +260,27 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 	if err != nil {
 		return fail(mttRefuse(c, err))
 	}
-	rcq, s := h.hwRef(c, restrack.CQ, q.cqnRecv)
+	rcq, s := h.ownedRef(c, restrack.CQ, q.cqnRecv)
 	if s != mlx4.OK {
 		return fail(s)
 	}
-	scq, s := h.hwRef(c, restrack.CQ, q.cqnSend)
+	scq, s := h.ownedRef(c, restrack.CQ, q.cqnSend)
 	if s != mlx4.OK {
 		return fail(s)
 	}
 	var srq *restrack.Object
 	if q.useSRQ {
-		if srq, s = h.hwRef(c, restrack.SRQ, q.srqn); s != mlx4.OK {
+		if srq, s = h.ownedRef(c, restrack.SRQ, q.srqn); s != mlx4.OK {
 			return fail(s)
 		}
+	}
+	for _, d := range []*restrack.Object{rcq, scq, srq} {
+		if d != nil && d.State != restrack.HW {
+			return fail(c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState))
+		}
+	}
+	if s := h.qpcVerify(c, &q, false, mlx4.RST2INIT_QP, phys, alt); s != mlx4.OK {
+		return fail(s)
 	}
 	for _, d := range []*restrack.Object{mtt, rcq, scq, srq} {
 		if d != nil {
@@ -253,37 +313,46 @@ func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 	return qp, mlx4.OK
 }
 
-// modifyQP runs a transition of qpTransitions.
+// modifyQP runs a transition of qpTransitions in mlx4's order: the
+// wrapper's context checks (qpcPorts, qpcVerify), then the QP (GEN_QP:
+// the VF's, in HW else RESOURCE_BUSY), the counter (update_vport_qp_param),
+// and last the firmware's check of the QP's current state.
 func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 	t := qpTransitions[op]
 	if s := h.pre(c, t.inbox, false); s != mlx4.OK {
 		return s
+	}
+	var q qpCtx
+	var phys int
+	if t.inbox {
+		q = decodeQPC(c.Inbox)
+		var alt int
+		var s mlx4.Status
+		if phys, alt, s = h.qpcPorts(c, &q); s != mlx4.OK {
+			return s
+		}
+		if s := h.qpcVerify(c, &q, t.path, op, phys, alt); s != mlx4.OK {
+			return s
+		}
 	}
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
 	}
 	defer h.Res.Put(qp.tr)
+	if t.inbox {
+		if s := h.handleCounter(c, phys, op == mlx4.INIT2RTR_QP); s != mlx4.OK {
+			return s
+		}
+	}
 	if t.from&(1<<qp.state) == 0 {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
 	if t.inbox {
-		q := decodeQPC(c.Inbox)
-		phys, s := h.checkQPC(c, &q, t.path, op)
-		if s != mlx4.OK {
-			return s
-		}
-		if t.smac && h.isEth(phys) && (q.st == stRC || q.st == stUC || q.st == stXRC) &&
-			!h.Res.HasMAC(c.VF, phys, int(q.smac)) {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
-		}
 		// VST and spoof check (update_vport_qp_param). mlx4 rewrites the
 		// INIT2RTR mailbox only; the model's context follows every
 		// transition's mailbox, so a QP rewritten once is rewritten again
 		// by later transitions rather than let a VF clear the forced bits.
-		if s := h.handleCounter(c, phys, op == mlx4.INIT2RTR_QP); s != mlx4.OK {
-			return s
-		}
 		if op == mlx4.INIT2RTR_QP || qp.vport {
 			h.updateVportQP(c, phys, q.st)
 			vp := &h.fw.vfs[c.VF].vport[phys-1]
@@ -345,14 +414,10 @@ func (h *HCA) TWO_RST_QP(c *mlx4.Cmd) mlx4.Status {
 	return mlx4.OK
 }
 
-// resetQP is the firmware side of 2RST: detach, drop references, forget
-// the context.
+// resetQP is the firmware side of 2RST: drop references, forget the
+// context. Multicast attachments stay, as mlx4's mcg_list: FREE_RES of the
+// QP is RESOURCE_BUSY until they are detached (or the VF is reset).
 func (h *HCA) resetQP(qpn uint32, o *restrack.Object) {
-	if qp := h.fw.qps[qpn]; qp != nil {
-		for range qp.attached {
-			h.Res.Unhold(o)
-		}
-	}
 	h.Res.DropDeps(o)
 	delete(h.fw.qps, qpn)
 }
@@ -420,15 +485,15 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 	if pri&updPathMaskMCLB != 0 {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonContext)
 	}
-	qpn := c.InMod & 0xffffff
-	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn&qpnMask))
+	qpn := c.InMod & 0xffffff // as mlx4: bit 23 names no QP
+	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
 	defer h.Res.Put(o)
-	qp := h.fw.qps[qpn&qpnMask]
+	qp := h.fw.qps[qpn]
 	if pri&updPathMaskMACIndex != 0 {
-		smac := b[updCtx+qpcGRHMyLMC-8] & 0x7f
+		smac := b[updCtx+qpcGRHMyLMC-8] // the whole byte, as mac_find_smac_ix_in_slave
 		if qp == nil || !h.Res.HasMAC(c.VF, qp.port, int(smac)) {
 			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotOwner)
 		}
@@ -437,53 +502,60 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 	return mlx4.OK
 }
 
-// QP_ATTACH attaches (op_modifier 1) or detaches (0) a QP to/from the
-// multicast group whose GID is at inbox offset 0 (mlx4_QP_ATTACH_wrapper):
-// the QP must be the VF's; an attachment holds the QP (FREE_RES of it is
-// RESOURCE_BUSY until detached or 2RST); at most 64 per QP (EXCEED_LIM);
-// detaching a group the QP is not in → BAD_PARAM.
+// QP_ATTACH attaches (op_modifier ≠ 0) or detaches (0) a QP to/from the
+// multicast group whose GID is at inbox offset 0 (mlx4_QP_ATTACH_wrapper),
+// in its order: the QP (in_modifier 23:0, any tracker state) must be the
+// VF's (INTERNAL_ERR unknown, BAD_OP another VF's); an Ethernet group's
+// port (GID byte 5; with device-managed steering every attach's) must be
+// the VF's (BAD_PARAM); attaching a group the QP is in is INTERNAL_ERR
+// (add_mcg_res's -EEXIST), detaching one it is not in BAD_PARAM
+// (rem_mcg_res's -EINVAL). An attachment holds the QP (FREE_RES of it is
+// RESOURCE_BUSY until detached, across 2RST); at most 64 per QP
+// (EXCEED_LIM, a bound of the model).
 func (h *HCA) QP_ATTACH(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
-	qpn := c.InMod & 0xffffff & qpnMask
+	qpn := c.InMod & 0xffffff
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
 	defer h.Res.Put(o)
-	qp := h.fw.qps[qpn]
-	if qp == nil {
-		return c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
+	attach := c.OpMod != 0
+	if prot := c.InMod >> 28 & 7; prot == mcgProtETH || (attach && h.fw.dmfs) {
+		if h.PhysPort(c.VF, uint32(c.Inbox[5])) == 0 {
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		}
 	}
 	var gid [16]byte
 	copy(gid[:], c.Inbox[:16])
+	gids := h.fw.mcg[qpn]
 	idx := -1
-	for i := range qp.gids {
-		if qp.gids[i] == gid {
+	for i := range gids {
+		if gids[i] == gid {
 			idx = i
 		}
 	}
-	switch c.OpMod {
-	case 1:
+	if attach {
 		if idx >= 0 {
-			return mlx4.OK
+			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonBusy)
 		}
-		if len(qp.gids) >= maxAttachPerQP {
+		if len(gids) >= maxAttachPerQP {
 			return c.Refuse(mlx4.EXCEED_LIM, mlx4.ReasonQuota)
 		}
-		qp.gids = append(qp.gids, gid)
-		qp.attached++
+		h.fw.mcg[qpn] = append(gids, gid)
 		h.Res.Hold(o)
-	case 0:
-		if idx < 0 {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
-		}
-		qp.gids = append(qp.gids[:idx], qp.gids[idx+1:]...)
-		qp.attached--
-		h.Res.Unhold(o)
-	default:
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+		return mlx4.OK
 	}
+	if idx < 0 {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
+	}
+	if gids = append(gids[:idx], gids[idx+1:]...); len(gids) == 0 {
+		delete(h.fw.mcg, qpn)
+	} else {
+		h.fw.mcg[qpn] = gids
+	}
+	h.Res.Unhold(o)
 	return mlx4.OK
 }

@@ -55,6 +55,8 @@ type firmware struct {
 
 	counterPort map[uint64]int // counter index → physical port it counts (handleCounter)
 
+	mcg map[uint32][][16]byte // QPN → multicast groups attached (QP_ATTACH), across 2RST
+
 	dmfs      bool   // device-managed flow steering (fs.go)
 	nextRegID uint64 // flow-steering rule ids, unique across VFs
 }
@@ -94,9 +96,7 @@ type qpObj struct {
 	port      int // physical port of the primary path
 	suspended bool
 	ctx       [qpcEnd]byte // the last context written (rewritten fields included)
-	attached  int          // multicast attachments
-	gids      [][16]byte
-	vport     bool // VST or spoof check rewrote its context (vport.go)
+	vport     bool         // VST or spoof check rewrote its context (vport.go)
 }
 
 type cqObj struct {
@@ -181,7 +181,7 @@ func (h *HCA) initResources() error {
 		counterPort: map[uint64]int{},
 		mtt:         map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{},
 		srqs: map[uint32]*srqObj{}, mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{},
-		ports: make([]portTables, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs),
+		ports: make([]portTables, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs), mcg: map[uint32][][16]byte{},
 	}
 	for vf := range h.fw.vfs {
 		h.fw.vfs[vf].clearEvents()

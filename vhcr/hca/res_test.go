@@ -558,9 +558,13 @@ func TestQPAttachHoldsQP(t *testing.T) {
 	gid[0] = 0xff
 	v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
 	wantS(t, "attach by VF 1", r.vf(1).run((*HCA).QP_ATTACH, r.vf(1).cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), mlx4.BAD_OP)
+	wantS(t, "attach twice", v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), mlx4.INTERNAL_ERR)
+	// As mlx4's mcg_list, the attachment outlives 2RST and holds the QP.
 	v.must(v.qpCmd(mlx4.TWO_RST_QP, qpn, nil), "2RST")
 	v.must(v.free(restrack.QP, resOpMapICM, uint64(qpn)), "unmap")
-	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free after 2RST detached")
+	wantS(t, "free while attached", v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), mlx4.RESOURCE_BUSY)
+	v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 0, gid, false)), "detach a QP in reset")
+	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free after detach")
 }
 
 func TestSpecialProxyQP(t *testing.T) {

@@ -29,6 +29,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 			}
 		case restrack.QP:
 			delete(h.fw.qps, uint32(o.ID))
+			delete(h.fw.mcg, uint32(o.ID))
 		case restrack.SRQ:
 			delete(h.fw.srqs, uint32(o.ID))
 		case restrack.CQ:
