@@ -251,10 +251,9 @@ func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
 		case resOpMapICM:
 			qpn := lo & qpnMask
 			if h.validReservedQP(c.VF, qpn) {
-				if _, err := h.Res.Peek(c.VF, restrack.QP, uint64(qpn)); errors.Is(err, restrack.ErrNotFound) {
-					if err := h.Res.TrackSpecial(c.VF, uint64(qpn)); err != nil {
-						return restrack.Refuse(c, err)
-					}
+				// add_res_range: mapping a special QP twice is -EEXIST.
+				if err := h.Res.TrackSpecial(c.VF, uint64(qpn)); err != nil {
+					return restrack.Refuse(c, err)
 				}
 			}
 			if err := h.Res.MapICM(c.VF, restrack.QP, uint64(qpn)); err != nil {
