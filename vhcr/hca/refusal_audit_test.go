@@ -381,6 +381,13 @@ var auditCases = []auditCase{
 			idx := newMPT(v)
 			return (*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, idx, 0, mptEntry(mptRegion, 5, v.mtt(2)+1, 1<<31), false)
 		}},
+	{"SW2HW_MPT of 2^31 entries", rt + "check_mtt_range", mlx4.BAD_OP,
+		"model: mlx4's int size is negative and passes; the model's range check fails (-EPERM)", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			v := r.vf(0)
+			idx := newMPT(v)
+			return (*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, idx, 0, mptEntry(mptRegion, 5, v.mtt(2), 1<<31), false)
+		}},
 	{"SW2HW_MPT of an MPT not mapped", rt + "mr_res_start_move_to", mlx4.BAD_PARAM, "RESERVED → HW: -EINVAL", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
 			v := r.vf(0)
@@ -590,6 +597,20 @@ var auditCases = []auditCase{
 			qpn, q := qpInRTS(t, r.vf(0))
 			return qpC(r.vf(0), mlx4.INIT2RTR_QP, qpn, &q)
 		}},
+	{"INIT2INIT on a port the VF lacks", rt + "mlx4_INIT2INIT_QP_wrapper", mlx4.BAD_PARAM,
+		"model: mlx4 converts no port in INIT2INIT; refused as adjust_qp_sched_queue (-EINVAL)", onePortVF0,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			_, qpn, q := setupQP(t, r.vf(0))
+			q.vfPort = 2
+			return qpC(r.vf(0), mlx4.INIT2INIT_QP, qpn, &q)
+		}},
+	{"SQERR2RTS with a rate limit", rt + "mlx4_SQERR2RTS_QP_wrapper", mlx4.BAD_OP,
+		"model: mlx4 does not verify SQERR2RTS's context; refused as verify_qp_parameters (-EPERM)", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			_, qpn, q := setupQP(t, r.vf(0))
+			q.rateLimit = 1
+			return qpC(r.vf(0), mlx4.SQERR2RTS_QP, qpn, &q)
+		}},
 	{"RTR2RTS of another VF's QP", rt + "mlx4_GEN_QP_wrapper / get_res", mlx4.BAD_OP, "-EPERM", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
 			_, qpn, q := setupQP(t, r.vf(0))
@@ -711,6 +732,19 @@ var auditCases = []auditCase{
 			g[5] = 3
 			return (*HCA).QP_ATTACH, r.vf(0).cmd(mlx4.QP_ATTACH, 0, qpn|mcgProtETH<<28, 1, g, false)
 		}},
+	{"QP_ATTACH of a 65th group", "mcg.c mlx4_qp_attach_common", mlx4.EXCEED_LIM,
+		"model: at most 64 groups per QP, refused as a full MGM (-ENOMEM)", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			v := r.vf(0)
+			qpn := v.mustAlloc(restrack.QP, resOpReserve, 1)
+			g := mcgGID()
+			for i := range maxAttachPerQP {
+				g[15] = byte(i)
+				v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, g, false)), "attach")
+			}
+			g[15] = 0xff
+			return (*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, g, false)
+		}},
 	{"QP_ATTACH of a QP in reset", rt + "mlx4_QP_ATTACH_wrapper", mlx4.OK, "any owned QP may be attached", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
 			qpn, _ := r.vf(0).newQP(0)
@@ -801,6 +835,18 @@ var auditCases = []auditCase{
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
 			r.h.SetDeviceManagedSteering(true)
 			return (*HCA).QP_FLOW_STEERING_ATTACH, r.vf(0).cmd(mlx4.QP_FLOW_STEERING_ATTACH, 0, 1, 0, fsRule(1, 0x3fff, 0, 0), false)
+		}},
+	{"QP_FLOW_STEERING_ATTACH of a 1025th rule", rt + "mlx4_QP_FLOW_STEERING_ATTACH_wrapper", mlx4.EXCEED_LIM,
+		"model: at most 1024 rules per VF, refused as the firmware's full table (-ENOMEM)", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			r.h.SetDeviceManagedSteering(true)
+			v := r.vf(0)
+			qpn := v.mustAlloc(restrack.QP, resOpReserve, 1)
+			rule := fsRule(1, qpn, fsIDIB, 0)
+			for range maxFSRulesPerVF {
+				v.must(v.run((*HCA).QP_FLOW_STEERING_ATTACH, v.cmd(mlx4.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)), "attach")
+			}
+			return (*HCA).QP_FLOW_STEERING_ATTACH, v.cmd(mlx4.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
 		}},
 	{"QP_FLOW_STEERING_DETACH of another VF's rule", rt + "mlx4_QP_FLOW_STEERING_DETACH_wrapper / get_res",
 		mlx4.BAD_OP, "-EPERM", nil,
