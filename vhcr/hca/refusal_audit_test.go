@@ -302,6 +302,24 @@ var auditCases = []auditCase{
 			c.OutParam = 1
 			return f, c
 		}},
+	{"FREE_RES VLAN never registered, after the old API", rt + "vlan_free_res", mlx4.OK,
+		"old_vlan_api: the free is a no-op success", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			v := r.vf(0)
+			f, c := allocC(v, restrack.VLAN, resOpReserveAndMap, 5)
+			c.OutParam = 1
+			v.must(f(r.h, c), "VLAN old API")
+			f, c = freeC(v, restrack.VLAN, resOpReserveAndMap, 5)
+			c.InMod |= 1 << 8
+			return f, c
+		}},
+	{"FREE_RES VLAN never registered", rt + "vlan_free_res / vlan_del_from_slave", mlx4.INTERNAL_ERR,
+		"model: mlx4 unregisters it anyway (answers OK); the model refuses as get_res's -ENONET", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			f, c := freeC(r.vf(0), restrack.VLAN, resOpReserveAndMap, 5)
+			c.InMod |= 1 << 8
+			return f, c
+		}},
 	{"FREE_RES counter of another VF", rt + "rem_res_range", mlx4.BAD_OP, "-EPERM", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
 			cnt := r.vf(1).mustAlloc(restrack.Counter, resOpReserve, 0)

@@ -75,6 +75,7 @@ type tableEntry struct {
 type vfFW struct {
 	eventEQ  [numEventTypes]int16 // event type → eqn, -1 = not mapped
 	portOpen [2]bool              // INIT_PORT done (physical port index)
+	oldVLAN  bool                 // used the old VLAN API (mlx4's old_vlan_api)
 	promisc  [2]bool
 	vlanFltr [2][128]uint32
 	mcastOn  [2]bool
@@ -368,6 +369,7 @@ func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
 	if old {
+		h.fw.vfs[c.VF].oldVLAN = true
 		return mlx4.OK // old VLAN API: a no-op success, as mlx4
 	}
 	vlan := uint64(lo32(c.InParam) & 0xfff)
@@ -482,6 +484,9 @@ func (h *HCA) FREE_RES(c *mlx4.Cmd) mlx4.Status {
 		phys, _ := h.resPort(c, ty == restrack.MAC)
 		if phys == 0 {
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		}
+		if ty == restrack.VLAN && h.fw.vfs[c.VF].oldVLAN {
+			return mlx4.OK // vlan_free_res: a VF of the old API frees nothing
 		}
 		value := c.InParam & 0xffffffffffff
 		if ty == restrack.VLAN {

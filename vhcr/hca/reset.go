@@ -48,6 +48,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 	v := &h.fw.vfs[vf]
 	v.clearEvents()
 	v.portOpen = [2]bool{}
+	v.oldVLAN = false
 	v.promisc = [2]bool{}
 	v.mcastOn = [2]bool{}
 	v.vlanFltr = [2][128]uint32{}
