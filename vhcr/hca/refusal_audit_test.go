@@ -503,6 +503,16 @@ var auditCases = []auditCase{
 			srqn := v.mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
 			return (*HCA).SW2HW_SRQ, v.cmd(mlx4.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn+1, v.mtt(0)), false)
 		}},
+	{"QUERY_SRQ of an SRQ not in HW", rt + "mlx4_QUERY_SRQ_wrapper", mlx4.RESOURCE_BUSY, "-EBUSY", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			srqn := r.vf(0).mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
+			return (*HCA).QUERY_SRQ, r.vf(0).cmd(mlx4.QUERY_SRQ, 0, srqn, 0, nil, true)
+		}},
+	{"HW2SW_SRQ of another VF's SRQ", rt + "srq_res_start_move_to", mlx4.BAD_OP, "-EPERM", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			srqn := r.vf(1).mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
+			return (*HCA).HW2SW_SRQ, r.vf(0).cmd(mlx4.HW2SW_SRQ, 0, srqn, 0, nil, false)
+		}},
 	{"ARM_SRQ of an SRQ not in HW", rt + "mlx4_ARM_SRQ_wrapper", mlx4.RESOURCE_BUSY, "-EBUSY", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
 			srqn := r.vf(0).mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
@@ -527,6 +537,12 @@ var auditCases = []auditCase{
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
 			v := r.vf(0)
 			return (*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, 2, 0, eqContext(17, v.mtt(10)), false)
+		}},
+	{"SW2HW_EQ over MTT entries never written", rt + "mlx4_SW2HW_EQ_wrapper (firmware)", mlx4.BAD_PARAM,
+		"model: the ring's pages must be written MTT entries inside the VF's window", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			v := r.vf(0)
+			return (*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, 2, 0, eqContext(4, v.mtt(0)), false)
 		}},
 	{"SW2HW_EQ EQN 1024", rt + "mlx4_SW2HW_EQ_wrapper", mlx4.BAD_PARAM,
 		"model: mlx4 does not bound the EQN (res_id slave << 10 | eqn)", nil,
@@ -723,6 +739,17 @@ var auditCases = []auditCase{
 			in[updCtx+qpcGRHMyLMC-8] = 3
 			return (*HCA).UPDATE_QP, r.vf(0).cmd(mlx4.UPDATE_QP, 0, qpn, 0, in, false)
 		}},
+	{"UPDATE_QP of a QP in reset", rt + "mlx4_UPDATE_QP_wrapper", mlx4.INTERNAL_ERR,
+		"model: the QP has no context to update; refused as a source MAC not found (-ENOENT)", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			v := r.vf(0)
+			qpn, _ := v.newQP(0)
+			idx := registerMAC(v, 0x0002c9000001, 1)
+			in := make([]byte, 256)
+			binary.BigEndian.PutUint64(in[updPriPathMask:], updPathMaskMACIndex)
+			in[updCtx+qpcGRHMyLMC-8] = idx
+			return (*HCA).UPDATE_QP, v.cmd(mlx4.UPDATE_QP, 0, qpn, 0, in, false)
+		}},
 	{"UPDATE_QP of QPN | 1<<23", rt + "mlx4_UPDATE_QP_wrapper / get_res", mlx4.INTERNAL_ERR,
 		"in_modifier 23:0 names the QP: -ENONET", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
@@ -786,6 +813,14 @@ var auditCases = []auditCase{
 	{"QUERY_FUNC_CAP of VF port 3", "fw.c mlx4_QUERY_FUNC_CAP_wrapper", mlx4.BAD_PARAM, "-EINVAL", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
 			return (*HCA).QUERY_FUNC_CAP, r.vf(0).cmd(mlx4.QUERY_FUNC_CAP, 0, 3, 1, nil, true)
+		}},
+	{"QUERY_FUNC_CAP with op_modifier 2", "fw.c mlx4_QUERY_FUNC_CAP_wrapper", mlx4.BAD_PARAM, "-EINVAL", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			return (*HCA).QUERY_FUNC_CAP, r.vf(0).cmd(mlx4.QUERY_FUNC_CAP, 0, 0, 2, nil, true)
+		}},
+	{"CLOSE_PORT 3", "fw.c mlx4_CLOSE_PORT_wrapper", mlx4.BAD_PARAM, "mlx4_slave_convert_port: -EINVAL", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			return (*HCA).CLOSE_PORT, r.vf(0).cmd(mlx4.CLOSE_PORT, 0, 3, 0, nil, false)
 		}},
 	{"CONFIG_DEV set", rt + "mlx4_CONFIG_DEV_wrapper", mlx4.BAD_OP, "-EPERM", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
