@@ -153,28 +153,23 @@ func (h *HCA) qpcPorts(c *mlx4.Cmd, q *qpCtx) (pri, alt int, s mlx4.Status) {
 	return pri, alt, mlx4.OK
 }
 
-// qpcVerify runs, after qpcPorts and in mlx4's order, verify_qp_parameters
-// (rate limit BAD_OP; for path transitions of RC/UC/XRC QPs the GID index
-// of each path optpar names below the VF's GID count, BAD_PARAM; MLX QPs on
-// reserved QPNs at INIT2RTR need SMI, BAD_OP), roce_verify_mac at INIT2RTR
-// (an Ethernet QP other than MLX must use a source MAC index the VF
-// registered on the port, BAD_PARAM), then update_pkey_index (bounded by the
-// model: an index outside the VF's virtual table is BAD_PARAM), update_gid
-// and adjust_proxy_tun_qkey. mlx4 does not check the rate limit of
-// RST2INIT, INIT2INIT and SQERR2RTS; the model does, with the status of the
-// check it has for the others.
+// qpcVerify runs, after qpcPorts and in mlx4's order, the checks of
+// verify_qp_parameters for the transitions that call it (path: INIT2RTR,
+// RTR2RTS, RTS2RTS, SQD2SQD, SQD2RTS): rate limit BAD_OP; for RC/UC/XRC
+// QPs the GID index of each path optpar names below the VF's GID count,
+// BAD_PARAM; MLX QPs on reserved QPNs at INIT2RTR need SMI, BAD_OP; then
+// roce_verify_mac at INIT2RTR (an Ethernet QP other than MLX must use a
+// source MAC index the VF registered on the port, BAD_PARAM).
 func (h *HCA) qpcVerify(c *mlx4.Cmd, q *qpCtx, path bool, op mlx4.Opcode, pri, alt int) mlx4.Status {
 	b := c.Inbox
-	if q.rateLimit != 0 {
+	if path && q.rateLimit != 0 {
 		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
 	connected := q.st == stRC || q.st == stUC || q.st == stXRC
-	priGID := path && connected && q.optpar&optPriAddrPath != 0
-	altGID := path && connected && alt != 0
-	if priGID && int(b[qpcMGID]) >= h.numGIDs(pri) {
+	if path && connected && q.optpar&optPriAddrPath != 0 && int(b[qpcMGID]) >= h.numGIDs(pri) {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
 	}
-	if altGID && int(b[qpcAltMGID]) >= h.numGIDs(alt) {
+	if path && connected && alt != 0 && int(b[qpcAltMGID]) >= h.numGIDs(alt) {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
 	}
 	qpn := c.InMod & qpnMask
@@ -184,17 +179,33 @@ func (h *HCA) qpcVerify(c *mlx4.Cmd, q *qpCtx, path bool, op mlx4.Opcode, pri, a
 	if qpTransitions[op].smac && h.isEth(pri) && q.st != stMLX && !h.Res.HasMAC(c.VF, pri, int(q.smac)) {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
 	}
+	return mlx4.OK
+}
+
+// qpcModel runs the model's own context checks, after every refusal mlx4
+// (wrapper and firmware) would give, so that they never change mlx4's
+// status: the rate limit where mlx4 verifies nothing (RST2INIT, INIT2INIT,
+// SQERR2RTS: BAD_OP, as verify_qp_parameters) and the P_Key index of each
+// path inside the VF's virtual table (BAD_PARAM; update_pkey_index does
+// not bound it). It then makes mlx4's rewrites: update_pkey_index,
+// update_gid and adjust_proxy_tun_qkey.
+func (h *HCA) qpcModel(c *mlx4.Cmd, q *qpCtx, path bool, pri, alt int) mlx4.Status {
+	b := c.Inbox
+	if !path && q.rateLimit != 0 {
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
+	}
 	if int(b[qpcPKey]) >= len(h.Funcs[c.VF].PKeyMap[pri]) {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
 	}
 	if alt != 0 && int(b[qpcAltPKey]) >= len(h.Funcs[c.VF].PKeyMap[alt]) {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
 	}
-	h.pathRewrite(c, priPath, pri, q.st, priGID)
+	h.pathRewrite(c, priPath, pri, q.st, path && q.optpar&optPriAddrPath != 0)
 	if alt != 0 {
 		h.pathRewrite(c, altPath, alt, q.st, path)
 	}
 	// adjust_proxy_tun_qkey: proxy and tunnel QPs get their reserved Q_Key.
+	qpn := c.InMod & qpnMask
 	if qpn >= BaseProxySQPN && qpn < BaseTunnelSQPN+8*128 {
 		base := uint32(BaseProxySQPN)
 		if qpn >= BaseTunnelSQPN {
@@ -279,7 +290,7 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 			return fail(c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState))
 		}
 	}
-	if s := h.qpcVerify(c, &q, false, mlx4.RST2INIT_QP, phys, alt); s != mlx4.OK {
+	if s := h.qpcModel(c, &q, false, phys, alt); s != mlx4.OK {
 		return fail(s)
 	}
 	for _, d := range []*restrack.Object{mtt, rcq, scq, srq} {
@@ -315,21 +326,24 @@ func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 
 // modifyQP runs a transition of qpTransitions in mlx4's order: the
 // wrapper's context checks (qpcPorts, qpcVerify), then the QP (GEN_QP:
-// the VF's, in HW else RESOURCE_BUSY), the counter (update_vport_qp_param),
-// and last the firmware's check of the QP's current state.
+// the VF's, in HW else RESOURCE_BUSY), the counter at INIT2RTR
+// (update_vport_qp_param), the firmware's check of the QP's current state,
+// and last the model's own checks (INIT2INIT's port, the counter of the
+// other transitions, qpcModel), which mlx4 does not make.
 func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 	t := qpTransitions[op]
 	if s := h.pre(c, t.inbox, false); s != mlx4.OK {
 		return s
 	}
 	var q qpCtx
-	var phys int
+	var phys, alt int
 	if t.inbox {
 		q = decodeQPC(c.Inbox)
-		var alt int
 		var s mlx4.Status
-		if phys, alt, s = h.qpcPorts(c, &q); s != mlx4.OK {
-			return s
+		if op != mlx4.INIT2INIT_QP { // mlx4's INIT2INIT converts no port
+			if phys, alt, s = h.qpcPorts(c, &q); s != mlx4.OK {
+				return s
+			}
 		}
 		if s := h.qpcVerify(c, &q, t.path, op, phys, alt); s != mlx4.OK {
 			return s
@@ -340,8 +354,8 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 		return s
 	}
 	defer h.Res.Put(qp.tr)
-	if t.inbox {
-		if s := h.handleCounter(c, phys, op == mlx4.INIT2RTR_QP); s != mlx4.OK {
+	if op == mlx4.INIT2RTR_QP {
+		if s := h.handleCounter(c, phys, true); s != mlx4.OK {
 			return s
 		}
 	}
@@ -349,6 +363,20 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
 	if t.inbox {
+		if op == mlx4.INIT2INIT_QP {
+			var s mlx4.Status
+			if phys, alt, s = h.qpcPorts(c, &q); s != mlx4.OK {
+				return s
+			}
+		}
+		if op != mlx4.INIT2RTR_QP {
+			if s := h.handleCounter(c, phys, false); s != mlx4.OK {
+				return s
+			}
+		}
+		if s := h.qpcModel(c, &q, t.path, phys, alt); s != mlx4.OK {
+			return s
+		}
 		// VST and spoof check (update_vport_qp_param). mlx4 rewrites the
 		// INIT2RTR mailbox only; the model's context follows every
 		// transition's mailbox, so a QP rewritten once is rewritten again

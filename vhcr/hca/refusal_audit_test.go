@@ -638,12 +638,36 @@ var auditCases = []auditCase{
 			q.vfPort = 2
 			return qpC(r.vf(0), mlx4.INIT2INIT_QP, qpn, &q)
 		}},
-	{"SQERR2RTS with a rate limit", rt + "mlx4_SQERR2RTS_QP_wrapper", mlx4.BAD_OP,
-		"model: mlx4 does not verify SQERR2RTS's context; refused as verify_qp_parameters (-EPERM)", nil,
+	{"SQERR2RTS of an INIT QP with a rate limit", "firmware via mlx4_DMA_wrapper", mlx4.BAD_PARAM,
+		"mlx4 verifies no SQERR2RTS context: the firmware's BAD_QP_STATE (-EINVAL) comes before the model's rate check", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
 			_, qpn, q := setupQP(t, r.vf(0))
 			q.rateLimit = 1
 			return qpC(r.vf(0), mlx4.SQERR2RTS_QP, qpn, &q)
+		}},
+	{"INIT2INIT with a rate limit", rt + "mlx4_INIT2INIT_QP_wrapper", mlx4.BAD_OP,
+		"model: mlx4 verifies no INIT2INIT context; refused as verify_qp_parameters (-EPERM), after every mlx4 check", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			_, qpn, q := setupQP(t, r.vf(0))
+			q.rateLimit = 1
+			return qpC(r.vf(0), mlx4.INIT2INIT_QP, qpn, &q)
+		}},
+	{"INIT2INIT of a QP in reset on a port the VF lacks", rt + "mlx4_INIT2INIT_QP_wrapper / mlx4_GEN_QP_wrapper",
+		mlx4.RESOURCE_BUSY, "mlx4 converts no port in INIT2INIT: the QP not in HW (-EBUSY) wins over the model's port check",
+		onePortVF0,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			v := r.vf(0)
+			v.setupEQ(1, 4)
+			qpn, q := v.newQP(v.createCQ())
+			q.vfPort = 2
+			return qpC(v, mlx4.INIT2INIT_QP, qpn, &q)
+		}},
+	{"INIT2INIT of an RTS QP with a rate limit", "firmware via mlx4_DMA_wrapper", mlx4.BAD_PARAM,
+		"BAD_QP_STATE (-EINVAL) before the model's rate check", nil,
+		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
+			qpn, q := qpInRTS(t, r.vf(0))
+			q.rateLimit = 1
+			return qpC(r.vf(0), mlx4.INIT2INIT_QP, qpn, &q)
 		}},
 	{"RTR2RTS of another VF's QP", rt + "mlx4_GEN_QP_wrapper / get_res", mlx4.BAD_OP, "-EPERM", nil,
 		func(t *testing.T, r *rig) (exec, *mlx4.Cmd) {
