@@ -34,17 +34,20 @@ package hca
 // Context checks (mailbox offsets of §2.6), in the wrappers' order: the
 // port of the primary path and, with its optpar bit, of the alternate path
 // (sched_queue bit 6) one the VF has (BAD_PARAM, rewritten to the physical
-// port); rate_limit 0 (BAD_OP); mgid_index below the VF's GID count for
-// RC/UC/XRC path transitions (BAD_PARAM); MLX QPs on special QPNs in
-// INIT2RTR need SMI (BAD_OP); at INIT2RTR an Ethernet QP other than MLX
-// must use a source MAC index the VF registered on the port (BAD_PARAM);
-// pkey_index inside the VF's virtual P_Key table (BAD_PARAM: Linux does
-// not bound it) and rewritten to the physical index, the GID index
-// rewritten; proxy/tunnel QPs' Q_Key (176) set to the reserved Q_Key of
-// their number. Only then the QP itself is looked up. RST2INIT checks, after
-// the QP's move, its MTT range (owned), send CQ (132), receive CQ (164)
-// and SRQ (180, if bit 24) the VF's (INTERNAL_ERR unknown, BAD_OP other VF)
-// and then in HW (BAD_PARAM: Linux does not check the state).
+// port; INIT2INIT converts none); for the transitions mlx4 verifies,
+// rate_limit 0 (BAD_OP) and mgid_index below the VF's GID count for
+// RC/UC/XRC (BAD_PARAM); MLX QPs on special QPNs in INIT2RTR need SMI
+// (BAD_OP); at INIT2RTR an Ethernet QP other than MLX must use a source MAC
+// index the VF registered on the port (BAD_PARAM). Then the QP itself is
+// looked up, INIT2RTR's counter checked, the firmware's state checked. The
+// model's own checks come last (qpcModel): pkey_index inside the VF's
+// virtual P_Key table (BAD_PARAM: Linux does not bound it), the rate limit
+// of RST2INIT, INIT2INIT and SQERR2RTS; then the P_Key and GID indexes are
+// rewritten and proxy/tunnel QPs' Q_Key (176) set to the reserved Q_Key of
+// their number. RST2INIT checks, after the QP's move, its MTT range
+// (owned), send CQ (132), receive CQ (164) and SRQ (180, if bit 24) the
+// VF's (INTERNAL_ERR unknown, BAD_OP other VF) and then in HW (BAD_PARAM:
+// Linux does not check the state).
 
 import (
 	"encoding/binary"
