@@ -267,19 +267,44 @@ func (v *StaticVF) NodeGUID() uint64 { return v.Node }
 //     the VF's node GUID. Other Gets run natively on the VF's port.
 //   - Any other MAD from a VF — a Set, directed route, PerfMgt, BM, any
 //     network-view command — is refused (IFCRefused), unless the view
-//     says the VF is SMI-privileged (SMIEnabler): then it runs natively on
-//     the VF's port.
+//     says the VF is SMI-privileged (SMIEnabler) and has the port: then it
+//     runs natively on the VF's port. This policy comes first, as in mlx4:
+//     a refused MAD is IFCRefused even with a malformed extension or a
+//     port the VF does not have. A LID-routed Get of another base or class
+//     version passes the policy and runs natively.
 //
-// A MAD the engine drops or does not answer yields IFCNoReply. A malformed
-// inbox or a port the function does not have yields IFCBadInbox.
+// A MAD the engine drops or does not answer yields IFCNoReply (firmware's
+// BAD_PKT; a VF sees BAD_PARAM after mlx4's status → errno → status round
+// trip). A malformed inbox or a port the function does not have yields
+// IFCBadInbox.
 func (e *Engine) ProcessMADIFC(vf VFView, opMod uint8, inMod uint32, inbox []byte, out *MAD) IFCResult {
+	pf := vf == nil || vf.IsPF()
+	// mlx4_MAD_IFC_wrapper applies the VF policy to the MAD header in the
+	// inbox before anything else: no extension is decoded and no port
+	// checked first, so a forbidden MAD is BAD_OP whatever follows it. The
+	// policy is the class and method; the paravirtualised attributes below
+	// also need base and class version 1, other LID-routed Gets run natively.
+	if !pf && len(inbox) >= Size {
+		hdr := (*MAD)(inbox[:Size])
+		if opMod&MADIFCNetworkView != 0 || hdr.MgmtClass() != ClassSubnLID || hdr.Method() != MethodGet {
+			smi := false
+			if p, ok := vf.(SMIEnabler); ok && p.SMIEnabled() {
+				_, smi = vf.PhysPort(uint8(inMod)) // mlx4_vf_smi_enabled on the converted port
+			}
+			if !smi {
+				e.counters.vfRefused.Add(1)
+				clear(out[:])
+				return IFCRefused
+			}
+		}
+	}
 	var in MADIFCInbox
 	if err := DecodeMADIFCInbox(opMod, inMod, inbox, &in); err != nil {
 		e.counters.badInbox.Add(1)
 		clear(out[:])
 		return IFCBadInbox
 	}
-	if vf == nil || vf.IsPF() {
+	if pf {
 		if in.Port < 1 || int(in.Port) > len(e.ports) {
 			e.counters.badInbox.Add(1)
 			clear(out[:])
@@ -296,14 +321,10 @@ func (e *Engine) ProcessMADIFC(vf VFView, opMod uint8, inMod uint32, inbox []byt
 	}
 	m := &in.MAD
 	if in.NetworkView || m.BaseVersion() != 1 || m.MgmtClass() != ClassSubnLID || m.ClassVersion() != 1 || m.Method() != MethodGet {
-		if p, ok := vf.(SMIEnabler); ok && p.SMIEnabled() {
-			// mlx4: "Else run natively" for SMI-enabled slaves, on the
-			// function's port, with the network-view bit stripped.
-			return e.runIFC(&in, phys, out)
-		}
-		e.counters.vfRefused.Add(1)
-		clear(out[:])
-		return IFCRefused
+		// Past the policy: an SMI-enabled VF's MAD, or a LID-routed Get
+		// of another version. mlx4: "Else run natively", on the
+		// function's port, with the network-view bit stripped.
+		return e.runIFC(&in, phys, out)
 	}
 	switch m.AttrID() {
 	case AttrPKeyTable:

@@ -46,8 +46,7 @@ func TestVFRefused(t *testing.T) {
 		{"PerfMgt Get", &mad.MADIFCInbox{MAD: *madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 1, 0), Port: 1}},
 		{"BM Get", &mad.MADIFCInbox{MAD: *madtest.BM(mad.MethodGet, mad.AttrBKeyInfo, 0, 0, nil), Port: 1}},
 		{"TrapRepress", &mad.MADIFCInbox{MAD: *madtest.SMP(mad.MethodTrapRepress, mad.AttrNotice, 0, 0, nil), Port: 1}},
-		{"class version 2", func() *mad.MADIFCInbox { in := vfGet(mad.AttrPortInfo, 1); in.MAD[2] = 2; return in }()},
-		{"base version 2", func() *mad.MADIFCInbox { in := vfGet(mad.AttrPortInfo, 1); in.MAD[0] = 2; return in }()},
+		{"Set on a port the VF does not have", &mad.MADIFCInbox{MAD: *madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 1, 0, nil), Port: 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,6 +65,41 @@ func TestVFRefused(t *testing.T) {
 	}
 	if pi := f.portInfo(t, 1); pi.LID != 5 {
 		t.Fatal("a refused Set changed the port")
+	}
+}
+
+// TestVFPolicyBeforeInbox: mlx4_MAD_IFC_wrapper refuses a MAD the VF policy
+// forbids (a PerfMgt Get, a SubnSet) before it looks at op_modifier bit 2's
+// extension: BAD_OP even when the GRH that follows is malformed. A
+// LID-routed Get of another base or class version is not refused; it runs
+// natively (mlx4's policy is the class and the method).
+func TestVFPolicyBeforeInbox(t *testing.T) {
+	f := newFixture(t, nil)
+	vf := testVF()
+	for _, m := range []*mad.MAD{madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 1, 0), madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 1, 0, nil)} {
+		box := make([]byte, 4096)
+		copy(box, m[:])
+		box[0x10D] = 0x80 // GRH present; its IP version (0) is invalid
+		var out mad.MAD
+		if st := f.e.ProcessMADIFC(vf, mad.MADIFCExtended|mad.MADIFCIgnoreMKey, 1, box, &out); st != mad.IFCRefused {
+			t.Fatalf("class %#x method %#x with a malformed extension: %v, want IFCRefused (BAD_OP)", m.MgmtClass(), m.Method(), st)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		off  int
+		want mad.IFCResult
+	}{
+		{"class version 2", 2, mad.IFCOK},
+		{"base version 2", 0, mad.IFCNoReply}, // the SMA drops it: no response
+	} {
+		in := vfGet(mad.AttrPortInfo, 1)
+		in.MAD[c.off] = 2
+		op, mod, box := ifc(t, in)
+		var out mad.MAD
+		if st := f.e.ProcessMADIFC(vf, op, mod, box, &out); st != c.want {
+			t.Fatalf("%s: %v, want %v", c.name, st, c.want)
+		}
 	}
 }
 

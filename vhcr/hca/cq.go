@@ -103,7 +103,8 @@ func (h *HCA) QUERY_CQ(c *mlx4.Cmd) mlx4.Status {
 }
 
 // MODIFY_CQ: op_modifier 0 resizes (the new MTT from the inbox context must
-// lie in an allocation of the VF; the CQ's reference moves to it), others
+// lie in an allocation of the VF other than the CQ's current one, which
+// mlx4 holds busy: RESOURCE_BUSY; the CQ's reference moves to it), others
 // set moderation (cq_period, cq_max_count). A CQ not in HW answers OK
 // without executing, as in mlx4.
 func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
@@ -122,6 +123,11 @@ func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
 	}
 	if c.OpMod == 0 {
 		ctx, _ := mlx4.DecodeCQContext(c.Inbox[:])
+		// handle_resize holds the CQ's MTT busy while it gets the new
+		// one: resizing into the same allocation is RESOURCE_BUSY.
+		if d := o.Deps(); len(d) > 0 && d[0].ID == ctx.MTTBase {
+			return c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBusy)
+		}
 		mtt, err := h.Res.MTTRange(c.VF, ctx.MTTBase, ctx.MTTPages())
 		if err != nil {
 			return mttRefuse(c, err)

@@ -49,13 +49,14 @@ var (
 	ErrNoVF    = errors.New("hca: no such VF")
 )
 
-// SW2HW_EQ creates a VF EQ (mlx4_SW2HW_EQ_wrapper): tracks (vf<<10)|eqn,
-// checks the MTT range (owned, inside one allocation: BAD_OP / INTERNAL_ERR,
-// reason MTT), and builds the ring from the MTT entries, every page inside
-// the VF's window (BAD_PARAM, reason MTT, if an entry was never written or
-// points outside). An existing EQN → INTERNAL_ERR (-EEXIST); EQN out of
-// range, log size above 16, page size outside 4 KiB..1 GiB or a non-zero
-// page offset → BAD_PARAM.
+// SW2HW_EQ creates a VF EQ (mlx4_SW2HW_EQ_wrapper), in its order: tracks
+// (vf<<10)|eqn (an existing EQN → INTERNAL_ERR, -EEXIST), checks the MTT
+// range (owned, inside one allocation: BAD_OP / INTERNAL_ERR, reason MTT),
+// then, as the firmware, the context (log size above 16, page size outside
+// 4 KiB..1 GiB or a non-zero page offset → BAD_PARAM) and builds the ring
+// from the MTT entries, every page inside the VF's window (BAD_PARAM,
+// reason MTT, if an entry was never written or points outside). An EQN out
+// of the VF's range → BAD_PARAM before anything (mlx4 does not check it).
 func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
@@ -65,10 +66,6 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 	}
 	eqn := int(c.InMod)
 	ctx, _ := mlx4.DecodeEQContext(c.Inbox[:]) // a mailbox holds the context
-	pageShift := ctx.LogPageSize + mlx4.PageShift
-	if ctx.LogSize > maxEQLogSize || pageShift > 30 || ctx.PageOffset != 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
-	}
 	o, err := h.Res.CreateEQ(c.VF, eqn)
 	if err != nil {
 		s := restrack.Refuse(c, err)
@@ -82,6 +79,12 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 	if err != nil {
 		undo()
 		return mttRefuse(c, err)
+	}
+	// The context is the firmware's to judge, after the wrapper's checks.
+	pageShift := ctx.LogPageSize + mlx4.PageShift
+	if ctx.LogSize > maxEQLogSize || pageShift > 30 || ctx.PageOffset != 0 {
+		undo()
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
 	eq := &eqObj{tr: o, vf: c.VF, eqn: eqn, nent: 1 << ctx.LogSize, pageShift: uint(pageShift), win: c.Mem}
 	ring := uint64(eq.nent) * mlx4.EQESize

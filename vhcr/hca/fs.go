@@ -29,8 +29,10 @@ func (h *HCA) SetDeviceManagedSteering(on bool) { h.fw.dmfs = on }
 // (INTERNAL_ERR unknown, BAD_OP another VF's); an Ethernet rule's
 // destination MAC one the VF registered on that port unless multicast
 // (BAD_PARAM); IPv4/TCP/UDP rules without L2 are accepted (mlx4 prepends
-// the VF's MAC); IB rules accepted; other headers or a size outside the
-// mailbox → BAD_PARAM. The rule holds its QP. out_param = the reg_id.
+// the VF's MAC: it must have one on the port, else BAD_PARAM); IB rules
+// accepted; other headers or a size outside the mailbox → BAD_PARAM, after
+// the port and the QP (in mlx4's order). The rule holds its QP. out_param
+// = the reg_id.
 func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
@@ -38,19 +40,21 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
 	if !h.fw.dmfs {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonOpModifier)
 	}
-	size := int(c.InMod) * 4
-	if c.InMod > mlx4.MailboxSize/4 || size < mlx4.NetTransCtrlSize+4 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
-	}
 	b := c.Inbox
 	phys, s := h.port(c, uint32(b[mlx4.NetTransCtrlPort]))
 	if s != mlx4.OK {
 		return s
 	}
-	qpn := binary.BigEndian.Uint32(b[mlx4.NetTransCtrlQPN:]) & 0xffffff
-	qp, err := h.Res.Peek(c.VF, restrack.QP, uint64(qpn&qpnMask))
+	qpn := binary.BigEndian.Uint32(b[mlx4.NetTransCtrlQPN:]) & 0xffffff // as mlx4: bit 23 names no QP
+	qp, err := h.Res.Peek(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
 		return restrack.Refuse(c, err)
+	}
+	// The model bounds the rule by the mailbox where mlx4 reads its
+	// headers ("Corrupted mailbox": BAD_PARAM).
+	size := int(c.InMod) * 4
+	if c.InMod > mlx4.MailboxSize/4 || size < mlx4.NetTransCtrlSize+4 {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
 	hdr := b[mlx4.NetTransCtrlSize:]
 	switch binary.BigEndian.Uint16(hdr[mlx4.RuleHwID:]) {
@@ -63,7 +67,13 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
 		if dst[0]&1 == 0 && !h.Res.HasMACValue(c.VF, phys, mac) {
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
 		}
-	case mlx4.NET_TRANS_RULE_ID_IB, mlx4.NET_TRANS_RULE_ID_IPV4, mlx4.NET_TRANS_RULE_ID_TCP, mlx4.NET_TRANS_RULE_ID_UDP:
+	case mlx4.NET_TRANS_RULE_ID_IPV4, mlx4.NET_TRANS_RULE_ID_TCP, mlx4.NET_TRANS_RULE_ID_UDP:
+		// add_eth_header prepends a MAC the VF registered on the port;
+		// without one the rule is BAD_PARAM.
+		if !h.hasMACOn(c.VF, phys) {
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
+		}
+	case mlx4.NET_TRANS_RULE_ID_IB:
 	default:
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
@@ -77,6 +87,15 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
 	}
 	c.OutParam = id
 	return mlx4.OK
+}
+
+// hasMACOn reports whether vf registered any MAC on physical port phys.
+func (h *HCA) hasMACOn(vf, phys int) bool {
+	found := false
+	h.Res.Walk(vf, func(o *restrack.Object) {
+		found = found || (o.Type == restrack.MAC && int(o.Port) == phys)
+	})
+	return found
 }
 
 // QP_FLOW_STEERING_DETACH removes the VF's rule in_param (INTERNAL_ERR

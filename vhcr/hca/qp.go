@@ -29,18 +29,25 @@ package hca
 //     (INIT2RTR on an RTS QP, ...): BAD_PARAM. Firmware answers BAD_QP_STATE
 //     (0x10); the mlx4 master turns it into -EINVAL and back into BAD_PARAM
 //     (0x03), which is what a VF behind a real PF sees (§1.11). Reason:
-//     bad_state.
+//     bad_state. The firmware runs last, so every wrapper check wins.
 //
-// Context checks (the fields of §2.6, offsets in package mlx4): cqn_send,
-// cqn_recv and srqn (if bit 24) the VF's (INTERNAL_ERR unknown, BAD_OP other VF)
-// and in HW (BAD_PARAM: Linux does not check the state); MTT range owned;
-// port (sched_queue bit 6) one the VF has (BAD_PARAM, rewritten to the
-// physical port); pkey_index inside the VF's virtual P_Key table (BAD_PARAM:
-// Linux does not bound it) and rewritten to the physical index; mgid_index
-// below the VF's GID count for RC/UC/XRC paths (BAD_PARAM) and rewritten;
-// rate_limit 0 (BAD_OP); proxy/tunnel QPs' qkey set to the reserved
-// Q_Key of their number; RoCE source MAC index registered by the VF on the
-// port (BAD_PARAM); MLX QPs on special QPNs in INIT2RTR need SMI (BAD_OP).
+// Context checks (mailbox offsets of §2.6), in the wrappers' order: the
+// port of the primary path and, with its optpar bit, of the alternate path
+// (sched_queue bit 6) one the VF has (BAD_PARAM, rewritten to the physical
+// port; INIT2INIT converts none); for the transitions mlx4 verifies,
+// rate_limit 0 (BAD_OP) and mgid_index below the VF's GID count for
+// RC/UC/XRC (BAD_PARAM); MLX QPs on special QPNs in INIT2RTR need SMI
+// (BAD_OP); at INIT2RTR an Ethernet QP other than MLX must use a source MAC
+// index the VF registered on the port (BAD_PARAM). Then the QP itself is
+// looked up, INIT2RTR's counter checked, the firmware's state checked. The
+// model's own checks come last (qpcModel): pkey_index inside the VF's
+// virtual P_Key table (BAD_PARAM: Linux does not bound it), the rate limit
+// of RST2INIT, INIT2INIT and SQERR2RTS; then the P_Key and GID indexes are
+// rewritten and proxy/tunnel QPs' Q_Key (176) set to the reserved Q_Key of
+// their number. RST2INIT checks, after the QP's move, its MTT range
+// (owned), send CQ (132), receive CQ (164) and SRQ (180, if bit 24) the
+// VF's (INTERNAL_ERR unknown, BAD_OP other VF) and then in HW (BAD_PARAM:
+// Linux does not check the state).
 
 import (
 	"encoding/binary"
@@ -72,11 +79,14 @@ var qpTransitions = map[mlx4.Opcode]qpTrans{
 	mlx4.RTS2SQD_QP:   {from: 1 << mlx4.QP_STATE_RTS, to: mlx4.QP_STATE_SQD},
 }
 
-// QP update masks the model accepts (MLX4_UPD_QP_PATH_MASK_*).
+// QP update masks (MLX4_UPD_QP_PATH_MASK_*).
 const (
 	updPathMaskMACIndex = 1 << mlx4.UPD_QP_PATH_MASK_MAC_INDEX
 	updPathMaskMCLB     = 1 << mlx4.UPD_QP_PATH_MASK_ETH_SRC_CHECK_MC_LB
 )
+
+// mcgProtETH is MLX4_PROT_ETH, QP_ATTACH's in_modifier[30:28].
+const mcgProtETH = 1
 
 // numGIDs is the VF's GID count on a physical port: 1 on IB, an equal share
 // of the table on Ethernet (as QUERY_PORT reports it).
@@ -90,93 +100,148 @@ func (h *HCA) numGIDs(phys int) int {
 
 func (h *HCA) isEth(phys int) bool { return h.Cfg.Ports[phys-1].LinkLayer == "eth" }
 
-// checkPath validates and rewrites one address path of the inbox (b, a
-// struct mlx4_qp_path): its port (sched_queue bit 6), its P_Key index and,
-// for path transitions of connected QPs, its GID index. It returns the
-// physical port.
-func (h *HCA) checkPath(c *mlx4.Cmd, b []byte, st uint8, gidCheck bool) (int, mlx4.Status) {
-	const sched, pkey, mgid = mlx4.PathSchedQueue, mlx4.PathPKeyIndex, mlx4.PathMGIDIndex
-	phys := h.PhysPort(c.VF, uint32(mlx4.PathPort(b)))
+// qpPath locates one address path's fields in the modify-QP mailbox.
+type qpPath struct{ sched, pkey, mgid int }
+
+var (
+	priPath = qpPath{mlx4.QPMailboxPriPath + mlx4.PathSchedQueue, mlx4.QPMailboxPriPath + mlx4.PathPKeyIndex, mlx4.QPMailboxPriPath + mlx4.PathMGIDIndex}
+	altPath = qpPath{mlx4.QPMailboxAltPath + mlx4.PathSchedQueue, mlx4.QPMailboxAltPath + mlx4.PathPKeyIndex, mlx4.QPMailboxAltPath + mlx4.PathMGIDIndex}
+)
+
+// pathPort converts one path's port (sched_queue bit 6) to the physical
+// port and rewrites the bit (mlx4_slave_convert_port): a port the VF does
+// not have is BAD_PARAM.
+func (h *HCA) pathPort(c *mlx4.Cmd, p qpPath) (int, mlx4.Status) {
+	b := c.Inbox
+	phys := h.PhysPort(c.VF, uint32(b[p.sched]>>6&1)+1)
 	if phys == 0 {
 		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
-	pk := h.Funcs[c.VF].PKeyMap[phys]
-	if int(b[pkey]) >= len(pk) {
-		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
-	}
-	connected := st == mlx4.QP_ST_RC || st == mlx4.QP_ST_UC || st == mlx4.QP_ST_XRC
-	if gidCheck && connected && int(b[mgid]) >= h.numGIDs(phys) {
-		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
-	}
-	b[sched] = b[sched]&^mlx4.SchedQueuePortBit | byte(phys-1)<<6
-	b[pkey] = byte(pk[b[pkey]])
-	slave := byte(c.VF + 1)
-	base := byte((c.VF + 1) * h.numGIDs(phys))
-	switch {
-	case st == mlx4.QP_ST_UD && h.isEth(phys):
-		b[mgid] = base&0x7f | 0x80
-	case st == mlx4.QP_ST_UD:
-		b[mgid] = slave&0x7f | 0x80
-	case connected && gidCheck && h.isEth(phys):
-		b[mgid] = (b[mgid] + base) & 0x7f
-	case connected && gidCheck:
-		b[mgid] = slave & 0x7f
-	}
+	b[p.sched] = b[p.sched]&^0x40 | byte(phys-1)<<6
 	return phys, mlx4.OK
 }
 
-// checkQPC runs the context checks shared by the modify transitions.
-func (h *HCA) checkQPC(c *mlx4.Cmd, q *mlx4.QPMailbox, path bool, op mlx4.Opcode) (int, mlx4.Status) {
-	if q.Ctx.RateLimitParams != 0 {
-		return 0, c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
-	}
-	gid := path && q.OptPar&mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH != 0
-	phys, s := h.checkPath(c, c.Inbox[mlx4.QPMailboxPriPath:][:mlx4.QPPathSize], q.Ctx.ST, gid)
-	if s != mlx4.OK {
-		return 0, s
+// qpcPorts is adjust_qp_sched_queue, the first check of every wrapper that
+// carries a context: the primary path's port, and the alternate path's
+// when optpar names it (alt is then its physical port, else 0).
+func (h *HCA) qpcPorts(c *mlx4.Cmd, q *mlx4.QPMailbox) (pri, alt int, s mlx4.Status) {
+	if pri, s = h.pathPort(c, priPath); s != mlx4.OK {
+		return 0, 0, s
 	}
 	if q.OptPar&mlx4.QP_OPTPAR_ALT_ADDR_PATH != 0 {
-		if _, s := h.checkPath(c, c.Inbox[mlx4.QPMailboxAltPath:][:mlx4.QPPathSize], q.Ctx.ST, path); s != mlx4.OK {
-			return 0, s
+		if alt, s = h.pathPort(c, altPath); s != mlx4.OK {
+			return 0, 0, s
 		}
 	}
+	return pri, alt, mlx4.OK
+}
+
+// qpcVerify runs, after qpcPorts and in mlx4's order, the checks of
+// verify_qp_parameters for the transitions that call it (path: INIT2RTR,
+// RTR2RTS, RTS2RTS, SQD2SQD, SQD2RTS): rate limit BAD_OP; for RC/UC/XRC
+// QPs the GID index of each path optpar names below the VF's GID count,
+// BAD_PARAM; MLX QPs on reserved QPNs at INIT2RTR need SMI, BAD_OP; then
+// roce_verify_mac at INIT2RTR (an Ethernet QP other than MLX must use a
+// source MAC index the VF registered on the port, BAD_PARAM).
+func (h *HCA) qpcVerify(c *mlx4.Cmd, q *mlx4.QPMailbox, path bool, op mlx4.Opcode, pri, alt int) mlx4.Status {
+	b := c.Inbox
+	if path && q.Ctx.RateLimitParams != 0 {
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
+	}
+	connected := q.Ctx.ST == mlx4.QP_ST_RC || q.Ctx.ST == mlx4.QP_ST_UC || q.Ctx.ST == mlx4.QP_ST_XRC
+	if path && connected && q.OptPar&mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH != 0 && int(b[priPath.mgid]) >= h.numGIDs(pri) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
+	}
+	if path && connected && alt != 0 && int(b[altPath.mgid]) >= h.numGIDs(alt) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
+	}
 	qpn := c.InMod & qpnMask
+	if op == mlx4.INIT2RTR_QP && q.Ctx.ST == mlx4.QP_ST_MLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
+	}
+	if qpTransitions[op].smac && h.isEth(pri) && q.Ctx.ST != mlx4.QP_ST_MLX && !h.Res.HasMAC(c.VF, pri, int(q.Ctx.Pri.SMACIndex)) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
+	}
+	return mlx4.OK
+}
+
+// qpcModel runs the model's own context checks, after every refusal mlx4
+// (wrapper and firmware) would give, so that they never change mlx4's
+// status: the rate limit where mlx4 verifies nothing (RST2INIT, INIT2INIT,
+// SQERR2RTS: BAD_OP, as verify_qp_parameters) and the P_Key index of each
+// path inside the VF's virtual table (BAD_PARAM; update_pkey_index does
+// not bound it). It then makes mlx4's rewrites: update_pkey_index,
+// update_gid and adjust_proxy_tun_qkey.
+func (h *HCA) qpcModel(c *mlx4.Cmd, q *mlx4.QPMailbox, path bool, pri, alt int) mlx4.Status {
+	b := c.Inbox
+	if !path && q.Ctx.RateLimitParams != 0 {
+		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
+	}
+	if int(b[priPath.pkey]) >= len(h.Funcs[c.VF].PKeyMap[pri]) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
+	}
+	if alt != 0 && int(b[altPath.pkey]) >= len(h.Funcs[c.VF].PKeyMap[alt]) {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
+	}
+	h.pathRewrite(c, priPath, pri, q.Ctx.ST, path && q.OptPar&mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH != 0)
+	if alt != 0 {
+		h.pathRewrite(c, altPath, alt, q.Ctx.ST, path)
+	}
 	// adjust_proxy_tun_qkey: proxy and tunnel QPs get their reserved Q_Key.
+	qpn := c.InMod & qpnMask
 	if qpn >= BaseProxySQPN && qpn < BaseTunnelSQPN+8*128 {
 		base := uint32(BaseProxySQPN)
 		if qpn >= BaseTunnelSQPN {
 			base = BaseTunnelSQPN
 		}
-		binary.BigEndian.PutUint32(c.Inbox[mlx4.QPMailboxContext+mlx4.QPCQKey:], mlx4.RESERVED_QKEY_BASE+qpn-base)
+		binary.BigEndian.PutUint32(b[mlx4.QPMailboxContext+mlx4.QPCQKey:], mlx4.RESERVED_QKEY_BASE+qpn-base)
 	}
-	if op == mlx4.INIT2RTR_QP && q.Ctx.ST == mlx4.QP_ST_MLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
-		return 0, c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
-	}
-	return phys, mlx4.OK
+	return mlx4.OK
 }
 
-// hwCQ gets a CQ of the VF that must be in HW, for a QP context.
-func (h *HCA) hwRef(c *mlx4.Cmd, ty restrack.Type, n uint32) (*restrack.Object, mlx4.Status) {
+// pathRewrite is update_pkey_index and update_gid for one checked path:
+// the virtual P_Key index becomes the physical one, the GID index the
+// VF's (UD always, connected QPs when the path is being set).
+func (h *HCA) pathRewrite(c *mlx4.Cmd, p qpPath, phys int, st uint8, gidSet bool) {
+	b := c.Inbox
+	b[p.pkey] = byte(h.Funcs[c.VF].PKeyMap[phys][b[p.pkey]])
+	connected := st == mlx4.QP_ST_RC || st == mlx4.QP_ST_UC || st == mlx4.QP_ST_XRC
+	slave := byte(c.VF + 1)
+	base := byte((c.VF + 1) * h.numGIDs(phys))
+	switch {
+	case st == mlx4.QP_ST_UD && h.isEth(phys):
+		b[p.mgid] = base&0x7f | 0x80
+	case st == mlx4.QP_ST_UD:
+		b[p.mgid] = slave&0x7f | 0x80
+	case connected && gidSet && h.isEth(phys):
+		b[p.mgid] = (b[p.mgid] + base) & 0x7f
+	case connected && gidSet:
+		b[p.mgid] = slave & 0x7f
+	}
+}
+
+// ownedRef gets an object of the VF a QP context names (get_res: unknown
+// INTERNAL_ERR, another VF's BAD_OP).
+func (h *HCA) ownedRef(c *mlx4.Cmd, ty restrack.Type, n uint32) (*restrack.Object, mlx4.Status) {
 	o, err := h.Res.Peek(c.VF, ty, uint64(n))
 	if err != nil {
 		return nil, restrack.Refuse(c, err)
 	}
-	if o.State != restrack.HW {
-		return nil, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
-	}
 	return o, mlx4.OK
 }
 
-// RST2INIT_QP moves a QP from reset to INIT (mlx4_RST2INIT_QP_wrapper): all
-// context checks, the QP MAPPED→HW, references on its MTT, receive and send
-// CQs and SRQ.
+// RST2INIT_QP moves a QP from reset to INIT (mlx4_RST2INIT_QP_wrapper), in
+// its order: ports, the QP MAPPED→HW, its MTT range, receive and send CQs
+// and SRQ owned; then the model's own checks (CQs and SRQ in HW, BAD_PARAM;
+// rate limit and P_Key index as qpcVerify) where mlx4 rewrites the context;
+// references on the MTT, CQs and SRQ.
 func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
 	qpn := c.InMod & qpnMask
 	q, _ := mlx4.DecodeQPMailbox(c.Inbox[:]) // a mailbox holds the context
-	phys, s := h.checkQPC(c, &q, false, mlx4.RST2INIT_QP)
+	phys, alt, s := h.qpcPorts(c, &q)
 	if s != mlx4.OK {
 		return s
 	}
@@ -189,19 +254,27 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 	if err != nil {
 		return fail(mttRefuse(c, err))
 	}
-	rcq, s := h.hwRef(c, restrack.CQ, q.Ctx.CQNRecv)
+	rcq, s := h.ownedRef(c, restrack.CQ, q.Ctx.CQNRecv)
 	if s != mlx4.OK {
 		return fail(s)
 	}
-	scq, s := h.hwRef(c, restrack.CQ, q.Ctx.CQNSend)
+	scq, s := h.ownedRef(c, restrack.CQ, q.Ctx.CQNSend)
 	if s != mlx4.OK {
 		return fail(s)
 	}
 	var srq *restrack.Object
 	if q.Ctx.UseSRQ {
-		if srq, s = h.hwRef(c, restrack.SRQ, q.Ctx.SRQN); s != mlx4.OK {
+		if srq, s = h.ownedRef(c, restrack.SRQ, q.Ctx.SRQN); s != mlx4.OK {
 			return fail(s)
 		}
+	}
+	for _, d := range []*restrack.Object{rcq, scq, srq} {
+		if d != nil && d.State != restrack.HW {
+			return fail(c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState))
+		}
+	}
+	if s := h.qpcModel(c, &q, false, phys, alt); s != mlx4.OK {
+		return fail(s)
 	}
 	for _, d := range []*restrack.Object{mtt, rcq, scq, srq} {
 		if d != nil {
@@ -234,37 +307,63 @@ func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 	return qp, mlx4.OK
 }
 
-// modifyQP runs a transition of qpTransitions.
+// modifyQP runs a transition of qpTransitions in mlx4's order: the
+// wrapper's context checks (qpcPorts, qpcVerify), then the QP (GEN_QP:
+// the VF's, in HW else RESOURCE_BUSY), the counter at INIT2RTR
+// (update_vport_qp_param), the firmware's check of the QP's current state,
+// and last the model's own checks (INIT2INIT's port, the counter of the
+// other transitions, qpcModel), which mlx4 does not make.
 func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 	t := qpTransitions[op]
 	if s := h.pre(c, t.inbox, false); s != mlx4.OK {
 		return s
+	}
+	var q mlx4.QPMailbox
+	var phys, alt int
+	if t.inbox {
+		q, _ = mlx4.DecodeQPMailbox(c.Inbox[:])
+		var s mlx4.Status
+		if op != mlx4.INIT2INIT_QP { // mlx4's INIT2INIT converts no port
+			if phys, alt, s = h.qpcPorts(c, &q); s != mlx4.OK {
+				return s
+			}
+		}
+		if s := h.qpcVerify(c, &q, t.path, op, phys, alt); s != mlx4.OK {
+			return s
+		}
 	}
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
 	}
 	defer h.Res.Put(qp.tr)
+	if op == mlx4.INIT2RTR_QP {
+		if s := h.handleCounter(c, phys, true); s != mlx4.OK {
+			return s
+		}
+	}
 	if t.from&(1<<qp.state) == 0 {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
 	if t.inbox {
-		q, _ := mlx4.DecodeQPMailbox(c.Inbox[:])
-		phys, s := h.checkQPC(c, &q, t.path, op)
-		if s != mlx4.OK {
-			return s
+		if op == mlx4.INIT2INIT_QP {
+			var s mlx4.Status
+			if phys, alt, s = h.qpcPorts(c, &q); s != mlx4.OK {
+				return s
+			}
 		}
-		if st := q.Ctx.ST; t.smac && h.isEth(phys) && (st == mlx4.QP_ST_RC || st == mlx4.QP_ST_UC || st == mlx4.QP_ST_XRC) &&
-			!h.Res.HasMAC(c.VF, phys, int(q.Ctx.Pri.SMACIndex)) {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
+		if op != mlx4.INIT2RTR_QP {
+			if s := h.handleCounter(c, phys, false); s != mlx4.OK {
+				return s
+			}
+		}
+		if s := h.qpcModel(c, &q, t.path, phys, alt); s != mlx4.OK {
+			return s
 		}
 		// VST and spoof check (update_vport_qp_param). mlx4 rewrites the
 		// INIT2RTR mailbox only; the model's context follows every
 		// transition's mailbox, so a QP rewritten once is rewritten again
 		// by later transitions rather than let a VF clear the forced bits.
-		if s := h.handleCounter(c, phys, op == mlx4.INIT2RTR_QP); s != mlx4.OK {
-			return s
-		}
 		if op == mlx4.INIT2RTR_QP || qp.vport {
 			h.updateVportQP(c, phys, q.Ctx.ST)
 			vp := &h.fw.vfs[c.VF].vport[phys-1]
@@ -327,14 +426,10 @@ func (h *HCA) TWO_RST_QP(c *mlx4.Cmd) mlx4.Status {
 	return mlx4.OK
 }
 
-// resetQP is the firmware side of 2RST: detach, drop references, forget
-// the context.
+// resetQP is the firmware side of 2RST: drop references, forget the
+// context. Multicast attachments stay, as mlx4's mcg_list: FREE_RES of the
+// QP is RESOURCE_BUSY until they are detached (or the VF is reset).
 func (h *HCA) resetQP(qpn uint32, o *restrack.Object) {
-	if qp := h.fw.qps[qpn]; qp != nil {
-		for range qp.attached {
-			h.Res.Unhold(o)
-		}
-	}
 	h.Res.DropDeps(o)
 	delete(h.fw.qps, qpn)
 }
@@ -403,15 +498,15 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 	if pri&updPathMaskMCLB != 0 {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonContext)
 	}
-	qpn := c.InMod & 0xffffff
-	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn&qpnMask))
+	qpn := c.InMod & 0xffffff // as mlx4: bit 23 names no QP
+	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
 	defer h.Res.Put(o)
-	qp := h.fw.qps[qpn&qpnMask]
+	qp := h.fw.qps[qpn]
 	if pri&updPathMaskMACIndex != 0 {
-		smac := b[mlx4.UpdQPContext+mlx4.QPCPriPath+mlx4.PathGRHMyLMC] & mlx4.GRHMyLMCSMACMask
+		smac := b[mlx4.UpdQPContext+mlx4.QPCPriPath+mlx4.PathGRHMyLMC] // the whole byte, as mac_find_smac_ix_in_slave
 		if qp == nil || !h.Res.HasMAC(c.VF, qp.port, int(smac)) {
 			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotOwner)
 		}
@@ -421,53 +516,60 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 	return mlx4.OK
 }
 
-// QP_ATTACH attaches (op_modifier 1) or detaches (0) a QP to/from the
-// multicast group whose GID is at inbox offset 0 (mlx4_QP_ATTACH_wrapper):
-// the QP must be the VF's; an attachment holds the QP (FREE_RES of it is
-// RESOURCE_BUSY until detached or 2RST); at most 64 per QP (EXCEED_LIM);
-// detaching a group the QP is not in → BAD_PARAM.
+// QP_ATTACH attaches (op_modifier ≠ 0) or detaches (0) a QP to/from the
+// multicast group whose GID is at inbox offset 0 (mlx4_QP_ATTACH_wrapper),
+// in its order: the QP (in_modifier 23:0, any tracker state) must be the
+// VF's (INTERNAL_ERR unknown, BAD_OP another VF's); an Ethernet group's
+// port (GID byte 5; with device-managed steering every attach's) must be
+// the VF's (BAD_PARAM); attaching a group the QP is in is INTERNAL_ERR
+// (add_mcg_res's -EEXIST), detaching one it is not in BAD_PARAM
+// (rem_mcg_res's -EINVAL). An attachment holds the QP (FREE_RES of it is
+// RESOURCE_BUSY until detached, across 2RST); at most 64 per QP
+// (EXCEED_LIM, a bound of the model).
 func (h *HCA) QP_ATTACH(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
 	}
-	qpn := c.InMod & 0xffffff & qpnMask
+	qpn := c.InMod & 0xffffff
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
 		return restrack.Refuse(c, err)
 	}
 	defer h.Res.Put(o)
-	qp := h.fw.qps[qpn]
-	if qp == nil {
-		return c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
+	attach := c.OpMod != 0
+	if prot := c.InMod >> 28 & 7; prot == mcgProtETH || (attach && h.fw.dmfs) {
+		if h.PhysPort(c.VF, uint32(c.Inbox[5])) == 0 {
+			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		}
 	}
 	var gid [16]byte
 	copy(gid[:], c.Inbox[:16])
+	gids := h.fw.mcg[qpn]
 	idx := -1
-	for i := range qp.gids {
-		if qp.gids[i] == gid {
+	for i := range gids {
+		if gids[i] == gid {
 			idx = i
 		}
 	}
-	switch c.OpMod {
-	case 1:
+	if attach {
 		if idx >= 0 {
-			return mlx4.OK
+			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonBusy)
 		}
-		if len(qp.gids) >= maxAttachPerQP {
+		if len(gids) >= maxAttachPerQP {
 			return c.Refuse(mlx4.EXCEED_LIM, mlx4.ReasonQuota)
 		}
-		qp.gids = append(qp.gids, gid)
-		qp.attached++
+		h.fw.mcg[qpn] = append(gids, gid)
 		h.Res.Hold(o)
-	case 0:
-		if idx < 0 {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
-		}
-		qp.gids = append(qp.gids[:idx], qp.gids[idx+1:]...)
-		qp.attached--
-		h.Res.Unhold(o)
-	default:
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+		return mlx4.OK
 	}
+	if idx < 0 {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
+	}
+	if gids = append(gids[:idx], gids[idx+1:]...); len(gids) == 0 {
+		delete(h.fw.mcg, qpn)
+	} else {
+		h.fw.mcg[qpn] = gids
+	}
+	h.Res.Unhold(o)
 	return mlx4.OK
 }

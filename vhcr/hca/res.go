@@ -54,6 +54,8 @@ type firmware struct {
 
 	counterPort map[uint64]int // counter index → physical port it counts (handleCounter)
 
+	mcg map[uint32][][16]byte // QPN → multicast groups attached (QP_ATTACH), across 2RST
+
 	dmfs      bool   // device-managed flow steering (fs.go)
 	nextRegID uint64 // flow-steering rule ids, unique across VFs
 }
@@ -72,6 +74,7 @@ type tableEntry struct {
 type vfFW struct {
 	eventEQ  [numEventTypes]int16 // event type → eqn, -1 = not mapped
 	portOpen [2]bool              // INIT_PORT done (physical port index)
+	oldVLAN  bool                 // used the old VLAN API (mlx4's old_vlan_api)
 	promisc  [2]bool
 	vlanFltr [2][128]uint32
 	mcastOn  [2]bool
@@ -93,9 +96,7 @@ type qpObj struct {
 	port      int // physical port of the primary path
 	suspended bool
 	ctx       [mlx4.QPMailboxSize]byte // the last context written (rewritten fields included)
-	attached  int                      // multicast attachments
-	gids      [][16]byte
-	vport     bool // VST or spoof check rewrote its context (vport.go)
+	vport     bool                     // VST or spoof check rewrote its context (vport.go)
 }
 
 type cqObj struct {
@@ -180,7 +181,7 @@ func (h *HCA) initResources() error {
 		counterPort: map[uint64]int{},
 		mtt:         map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{},
 		srqs: map[uint32]*srqObj{}, mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{},
-		ports: make([]portTables, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs),
+		ports: make([]portTables, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs), mcg: map[uint32][][16]byte{},
 	}
 	for vf := range h.fw.vfs {
 		h.fw.vfs[vf].clearEvents()
@@ -224,8 +225,10 @@ func setOutLo(c *mlx4.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uin
 
 // ALLOC_RES allocates a resource for the VF (mlx4_ALLOC_RES_wrapper, §2.4).
 // Statuses: unknown type or mode → BAD_PARAM; quota → INTERNAL_ERR
-// (MAC/VLAN: BAD_PARAM); a port the VF lacks → BAD_PARAM; no free number →
-// EXCEED_LIM; MAP_ICM of another VF's QP/MPT → BAD_OP, of an unknown one →
+// (MAC/VLAN: BAD_PARAM), checked before the count, alignment or order;
+// a port the VF lacks → BAD_PARAM; no free number, or a count, alignment or
+// order the allocator cannot serve → EXCEED_LIM (counters: INTERNAL_ERR,
+// -ENOSPC); MAP_ICM of another VF's QP/MPT → BAD_OP, of an unknown one →
 // INTERNAL_ERR, in the wrong state → BAD_PARAM.
 func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, false, false); s != mlx4.OK {
@@ -248,10 +251,9 @@ func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
 		case resOpMapICM:
 			qpn := lo & qpnMask
 			if h.validReservedQP(c.VF, qpn) {
-				if _, err := h.Res.Peek(c.VF, restrack.QP, uint64(qpn)); errors.Is(err, restrack.ErrNotFound) {
-					if err := h.Res.TrackSpecial(c.VF, uint64(qpn)); err != nil {
-						return restrack.Refuse(c, err)
-					}
+				// add_res_range: mapping a special QP twice is -EEXIST.
+				if err := h.Res.TrackSpecial(c.VF, uint64(qpn)); err != nil {
+					return restrack.Refuse(c, err)
 				}
 			}
 			if err := h.Res.MapICM(c.VF, restrack.QP, uint64(qpn)); err != nil {
@@ -295,6 +297,10 @@ func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
 	case restrack.Counter, restrack.XRCD:
 		if op == resOpReserve {
 			n, err := h.Res.Alloc(c.VF, ty)
+			if ty == restrack.Counter && errors.Is(err, restrack.ErrNoSpace) {
+				// __mlx4_counter_alloc's -ENOSPC: INTERNAL_ERR
+				return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
+			}
 			if err != nil {
 				return restrack.Refuse(c, err)
 			}
@@ -322,17 +328,17 @@ func (h *HCA) validReservedQP(vf int, qpn uint32) bool {
 	return qpn >= base && qpn < base+8
 }
 
-// resPort is the physical port of a MAC/VLAN request: in_modifier[15:8], or
-// (old API, MAC only) out_param's low byte; 0 if the VF has no such port.
-func (h *HCA) resPort(c *mlx4.Cmd, allowOld bool) (phys int, old bool) {
+// resPort is mlx4_slave_convert_port of a MAC/VLAN request's port:
+// in_modifier[15:8], or where that is 0 and useOut allows (MAC, and VLAN's
+// ALLOC_RES), out_param's whole low word as mlx4's get_param_l reads it. It
+// returns 0 if the VF has no such port, and whether the port came from
+// out_param (the old API).
+func (h *HCA) resPort(c *mlx4.Cmd, useOut bool) (phys int, old bool) {
 	vport := c.InMod >> 8 & 0xff
-	if vport == 0 {
-		if !allowOld {
-			return 0, true
-		}
-		vport = lo32(c.OutParam) & 0xff
+	if vport == 0 && useOut {
+		vport, old = lo32(c.OutParam), true
 	}
-	return h.PhysPort(c.VF, vport), false
+	return h.PhysPort(c.VF, vport), old
 }
 
 func (h *HCA) allocMAC(c *mlx4.Cmd) mlx4.Status {
@@ -354,13 +360,16 @@ func (h *HCA) allocMAC(c *mlx4.Cmd) mlx4.Status {
 	return mlx4.OK
 }
 
+// allocVLAN is vlan_alloc_res: a port (in_modifier or, old API, out_param)
+// the VF has, else BAD_PARAM; the old API is then a no-op success.
 func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
-	phys, old := h.resPort(c, false)
-	if old {
-		return mlx4.OK // old VLAN API: a no-op success, as mlx4
-	}
+	phys, old := h.resPort(c, true)
 	if phys == 0 {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+	}
+	if old {
+		h.fw.vfs[c.VF].oldVLAN = true
+		return mlx4.OK // old VLAN API: a no-op success, as mlx4
 	}
 	vlan := uint64(lo32(c.InParam) & 0xfff)
 	tab := &h.fw.ports[phys-1].vlan
@@ -417,7 +426,7 @@ func (h *HCA) FREE_RES(c *mlx4.Cmd) mlx4.Status {
 	case restrack.QP:
 		switch op {
 		case resOpReserve:
-			err = h.Res.FreeQPs(c.VF, uint64(lo&qpnMask), int(hi))
+			err = h.Res.FreeQPs(c.VF, uint64(lo&qpnMask), int(int32(hi))) // mlx4's int count
 		case resOpMapICM:
 			qpn := uint64(lo & qpnMask)
 			if err = h.Res.UnmapICM(c.VF, restrack.QP, qpn); err == nil {
@@ -469,12 +478,14 @@ func (h *HCA) FREE_RES(c *mlx4.Cmd) mlx4.Status {
 		if op != resOpReserveAndMap {
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 		}
-		phys, old := h.resPort(c, ty == restrack.MAC)
-		if old {
-			return mlx4.OK // old VLAN API
-		}
+		// mac_free_res takes the port from in_modifier or out_param,
+		// vlan_free_res from in_modifier only (0 is no port: BAD_PARAM).
+		phys, _ := h.resPort(c, ty == restrack.MAC)
 		if phys == 0 {
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		}
+		if ty == restrack.VLAN && h.fw.vfs[c.VF].oldVLAN {
+			return mlx4.OK // vlan_free_res: a VF of the old API frees nothing
 		}
 		value := c.InParam & 0xffffffffffff
 		if ty == restrack.VLAN {

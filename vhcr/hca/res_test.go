@@ -278,11 +278,11 @@ func TestWriteMTT(t *testing.T) {
 	}{
 		{"inside", base, 4, mlx4.OK},
 		{"tail", base + 3, 1, mlx4.OK},
-		{"beyond the allocation", base + 2, 3, mlx4.BAD_OP},
-		{"before it", base - 1, 2, mlx4.BAD_OP},
-		{"another VF's", other, 1, mlx4.BAD_OP},
-		{"unallocated", 1 << 13, 1, mlx4.BAD_OP},
-		{"huge start", 1 << 60, 1, mlx4.BAD_OP},
+		{"beyond the allocation", base + 2, 3, mlx4.BAD_PARAM},
+		{"before it", base - 1, 2, mlx4.BAD_PARAM},
+		{"another VF's", other, 1, mlx4.BAD_PARAM},
+		{"unallocated", 1 << 13, 1, mlx4.BAD_PARAM},
+		{"huge start", 1 << 60, 1, mlx4.BAD_PARAM},
 	} {
 		ents := make([]uint64, tc.n)
 		for i := range ents {
@@ -314,7 +314,7 @@ func TestWriteMTT(t *testing.T) {
 	if e := binary.BigEndian.Uint64(out.Outbox[16+8:]); e != 0x2000|1 {
 		t.Fatalf("entry 1 = %#x", e)
 	}
-	wantS(t, "READ_MTT of VF 1", a.run((*HCA).READ_MTT, a.cmd(mlx4.READ_MTT, other, 1, 0, nil, true)), mlx4.BAD_OP)
+	wantS(t, "READ_MTT of VF 1", a.run((*HCA).READ_MTT, a.cmd(mlx4.READ_MTT, other, 1, 0, nil, true)), mlx4.BAD_PARAM)
 }
 
 func mptEntry(flags, pd uint32, mttBase uint32, mttSize uint32) []byte {
@@ -558,9 +558,13 @@ func TestQPAttachHoldsQP(t *testing.T) {
 	gid[0] = 0xff
 	v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
 	wantS(t, "attach by VF 1", r.vf(1).run((*HCA).QP_ATTACH, r.vf(1).cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), mlx4.BAD_OP)
+	wantS(t, "attach twice", v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), mlx4.INTERNAL_ERR)
+	// As mlx4's mcg_list, the attachment outlives 2RST and holds the QP.
 	v.must(v.qpCmd(mlx4.TWO_RST_QP, qpn, nil), "2RST")
 	v.must(v.free(restrack.QP, resOpMapICM, uint64(qpn)), "unmap")
-	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free after 2RST detached")
+	wantS(t, "free while attached", v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), mlx4.RESOURCE_BUSY)
+	v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 0, gid, false)), "detach a QP in reset")
+	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free after detach")
 }
 
 func TestSpecialProxyQP(t *testing.T) {
@@ -753,8 +757,12 @@ func TestMACVLANAndCounters(t *testing.T) {
 	if r.h.fw.ports[0].mac[idx].refs != 1 {
 		t.Fatalf("after VF 0's reset the entry has %d refs", r.h.fw.ports[0].mac[idx].refs)
 	}
-	// VLAN old API is a no-op success.
-	a.must(a.run((*HCA).ALLOC_RES, a.cmd(mlx4.ALLOC_RES, 5, uint32(restrack.VLAN), resOpReserveAndMap, nil, false)), "VLAN old API")
+	// VLAN old API (the port in out_param) is a no-op success; without a
+	// port it is BAD_PARAM (vlan_alloc_res).
+	c = a.cmd(mlx4.ALLOC_RES, 5, uint32(restrack.VLAN), resOpReserveAndMap, nil, false)
+	c.OutParam = 1
+	a.must(a.run((*HCA).ALLOC_RES, c), "VLAN old API")
+	wantS(t, "VLAN without a port", a.run((*HCA).ALLOC_RES, a.cmd(mlx4.ALLOC_RES, 5, uint32(restrack.VLAN), resOpReserveAndMap, nil, false)), mlx4.BAD_PARAM)
 	cnt := a.mustAlloc(restrack.Counter, resOpReserve, 0)
 	a.must(a.run((*HCA).QUERY_IF_STAT, a.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), "QUERY_IF_STAT")
 	wantS(t, "QUERY_IF_STAT of VF 0's counter", b.run((*HCA).QUERY_IF_STAT, b.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), mlx4.BAD_OP)

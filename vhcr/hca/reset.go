@@ -29,6 +29,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 			}
 		case restrack.QP:
 			delete(h.fw.qps, uint32(o.ID))
+			delete(h.fw.mcg, uint32(o.ID))
 		case restrack.SRQ:
 			delete(h.fw.srqs, uint32(o.ID))
 		case restrack.CQ:
@@ -47,6 +48,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 	v := &h.fw.vfs[vf]
 	v.clearEvents()
 	v.portOpen = [2]bool{}
+	v.oldVLAN = false
 	v.promisc = [2]bool{}
 	v.mcastOn = [2]bool{}
 	v.vlanFltr = [2][128]uint32{}

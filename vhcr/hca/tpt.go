@@ -57,9 +57,9 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 		return fail(mlx4.BAD_OP, mlx4.ReasonContext)
 	}
 	if !m.Physical {
-		if m.MTTSize > 1<<30 {
-			return fail(mlx4.BAD_OP, mlx4.ReasonMTT)
-		}
+		// get_res on the MTT first (unknown INTERNAL_ERR, another VF's
+		// BAD_OP), then check_mtt_range (BAD_OP): a size no allocation
+		// holds fails the range check, after the lookup.
 		mtt, err := h.Res.MTTRange(c.VF, m.MTTBase, int(m.MTTSize))
 		if err != nil {
 			h.Res.AbortMove(o)
@@ -82,7 +82,10 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 }
 
 // HW2SW_MPT takes an MPT back from hardware (HW→MAPPED) and drops its MTT
-// reference. Not in HW → BAD_PARAM.
+// reference. Already MAPPED → BAD_PARAM (mr_res_start_move_to's -EINVAL).
+// mlx4's tracker also lets a RESERVED MPT start the move and leaves the
+// refusal to the firmware, whose BAD_RES_STATE (0x09) comes back through
+// mlx4's status → errno → status round trip as INTERNAL_ERR (-EBADF).
 func (h *HCA) HW2SW_MPT(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, false, false); s != mlx4.OK {
 		return s
@@ -90,6 +93,10 @@ func (h *HCA) HW2SW_MPT(c *mlx4.Cmd) mlx4.Status {
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, h.Res.MPTID(c.InMod), restrack.Mapped)
 	if err != nil {
 		return restrack.Refuse(c, err)
+	}
+	if o.From() != restrack.QPHW {
+		h.Res.AbortMove(o)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonBadState)
 	}
 	h.Res.DropDeps(o)
 	h.Res.EndMove(o)
@@ -120,9 +127,10 @@ func (h *HCA) QUERY_MPT(c *mlx4.Cmd) mlx4.Status {
 
 // WRITE_MTT writes MTT entries (mlx4_WRITE_MTT_wrapper): in_modifier
 // entries from the inbox (start index BE64 at 0, entries from 16), the
-// range inside one MTT allocation of the VF (else BAD_OP, reason MTT).
-// Stricter than Linux: 16 + 8*n must fit the 4 KiB mailbox (else
-// BAD_PARAM, reason range). Entries are stored with the present bit set.
+// range inside one MTT allocation of the VF (get_containing_mtt: else
+// BAD_PARAM, its -EINVAL; reason MTT). Stricter than Linux: 16 + 8*n must
+// fit the 4 KiB mailbox (else BAD_PARAM, reason range). Entries are stored
+// with the present bit set.
 func (h *HCA) WRITE_MTT(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, true, false); s != mlx4.OK {
 		return s
@@ -134,7 +142,9 @@ func (h *HCA) WRITE_MTT(c *mlx4.Cmd) mlx4.Status {
 	start := binary.BigEndian.Uint64(c.Inbox[mlx4.MTTMailboxStart:])
 	o, err := h.Res.ContainingMTT(c.VF, start, n)
 	if err != nil {
-		return mttRefuse(c, err)
+		s := restrack.Refuse(c, err)
+		c.Reason = mlx4.ReasonMTT
+		return s
 	}
 	ents := h.mttEntries(o)
 	off := start - o.ID
@@ -168,7 +178,7 @@ func (h *HCA) mttRead(o *restrack.Object, i uint64) uint64 {
 // READ_MTT is native in mlx4 (any MTT of the device). The model restricts
 // it to the VF's own allocations: in_param = first entry, in_modifier =
 // count (≤ 510), entries BE64 from outbox offset 16 like WRITE_MTT's inbox;
-// out of range → BAD_OP, reason MTT.
+// out of range → BAD_PARAM as WRITE_MTT's get_containing_mtt, reason MTT.
 func (h *HCA) READ_MTT(c *mlx4.Cmd) mlx4.Status {
 	if s := h.pre(c, false, true); s != mlx4.OK {
 		return s
@@ -179,7 +189,9 @@ func (h *HCA) READ_MTT(c *mlx4.Cmd) mlx4.Status {
 	n := int(c.InMod)
 	o, err := h.Res.ContainingMTT(c.VF, c.InParam, n)
 	if err != nil {
-		return mttRefuse(c, err)
+		s := restrack.Refuse(c, err)
+		c.Reason = mlx4.ReasonMTT
+		return s
 	}
 	binary.BigEndian.PutUint64(c.Outbox[mlx4.MTTMailboxStart:], c.InParam)
 	off := c.InParam - o.ID

@@ -28,7 +28,8 @@ func vstRig(t *testing.T, vlan int) *rig {
 }
 
 // udToRTR takes a new UD QP of v on VF port 1 to RTR and returns its stored
-// context (what QUERY_QP would show).
+// context (what QUERY_QP would show). The QP's source MAC index is one the
+// VF registered, as mlx4_ib does for a RoCE UD QP (roce_verify_mac).
 func udToRTR(t *testing.T, v *vf, edit func(b []byte)) (uint32, []byte) {
 	t.Helper()
 	v.setupEQ(1, 4)
@@ -36,6 +37,9 @@ func udToRTR(t *testing.T, v *vf, edit func(b []byte)) (uint32, []byte) {
 	qpn, q := v.newQP(cq)
 	q.st = mlx4.QP_ST_UD
 	v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
+	c := v.cmd(mlx4.ALLOC_RES, 0x0002c9aabb00+uint64(v.n), uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
+	v.must(v.run((*HCA).ALLOC_RES, c), "MAC")
+	q.smac = uint8(c.OutParam)
 	in := q.bytes()
 	binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCParam3:], mlx4.STRIP_VLAN)
 	in[mlx4.QPMailboxPriPath+mlx4.PathVLANControl] = 0x7f // everything the VF might try, IF_COUNTER excluded
@@ -52,7 +56,7 @@ func TestVSTAndSpoofCheckRewriteINIT2RTR(t *testing.T) {
 	if vlanIdx < 0 || r.h.fw.ports[0].vlan[vlanIdx].value != 100 || macIdx < 0 || r.h.fw.ports[0].mac[macIdx].value != r.h.VFMAC(0, 1) {
 		t.Fatalf("activation registered VLAN index %d, MAC index %d", vlanIdx, macIdx)
 	}
-	_, ctx := udToRTR(t, r.vf(0), func(b []byte) { b[mlx4.QPMailboxPriPath+mlx4.PathGRHMyLMC] = 0x80 | 0x11 })
+	_, ctx := udToRTR(t, r.vf(0), func(b []byte) { b[mlx4.QPMailboxPriPath+mlx4.PathGRHMyLMC] |= 0x80 })
 	want := map[string][2]int{
 		"vlan_control":          {int(ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANControl]), mlx4.VLAN_CTRL_ETH_TX_BLOCK_TAGGED | mlx4.VLAN_CTRL_ETH_RX_BLOCK_PRIO | mlx4.VLAN_CTRL_ETH_RX_BLOCK_UNTAG},
 		"vlan_index":            {int(ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex]), vlanIdx},

@@ -7,6 +7,11 @@ import "fmt"
 
 // ReserveQPs grants count QPs to vf, reserves an aligned range of QP numbers
 // and tracks each as Reserved (ALLOC_RES QP RESERVE). align 0 means 1.
+//
+// As qp_alloc_res, the quota is granted first (mlx4_grant_resource:
+// ErrQuota) and the range checked after: a count of 0 or an alignment
+// that is not a power of two fails like an exhausted allocator
+// (__mlx4_qp_reserve_range's -ENOMEM: ErrNoSpace).
 func (t *Tracker) ReserveQPs(vf, count, align int) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -15,9 +20,6 @@ func (t *Tracker) ReserveQPs(vf, count, align int) (int, error) {
 	}
 	if align == 0 {
 		align = 1
-	}
-	if count <= 0 || count > t.cfg.Total[QP] || align < 0 || align&(align-1) != 0 || align > t.cfg.Total[QP] {
-		return 0, fmt.Errorf("vf %d: reserve %d QPs aligned %d: %w", vf, count, align, ErrInvalid)
 	}
 	p := t.pool(QP, 0)
 	if err := p.grant(vf, count); err != nil {
@@ -44,23 +46,32 @@ func (t *Tracker) ReserveQPs(vf, count, align int) (int, error) {
 
 // FreeQPs releases a range reserved by ReserveQPs (FREE_RES QP RESERVE):
 // every QP must be vf's, not busy, unreferenced and Reserved; nothing is
-// released unless all are.
+// released unless all are. A count of 0 is a no-op (as mlx4); a negative
+// count (in_param's high word read as mlx4's int) is ErrInvalid, and a
+// special QP ErrNotRemovable: mlx4 checks neither and would release quota
+// and numbers it never granted.
 func (t *Tracker) FreeQPs(vf int, base uint64, count int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.checkVF(vf); err != nil {
 		return err
 	}
-	if count <= 0 || count > t.cfg.Total[QP] {
+	switch {
+	case count < 0:
 		return fmt.Errorf("vf %d: free %d QPs: %w", vf, count, ErrInvalid)
+	case count == 0:
+		return nil // rem_res_range of nothing: mlx4 answers OK
 	}
+	// rem_res_range: each number in turn must exist (ErrNotFound), be vf's
+	// (ErrNotOwner) and be removable. The walk stops at the first number
+	// that is not tracked, so a huge count costs at most Total lookups.
 	for i := range uint64(count) {
 		o, err := t.lookup(vf, QP, base+i)
 		if err != nil {
 			return err
 		}
 		if o.Special {
-			return fmt.Errorf("vf %d: qp %#x is a special QP: %w", vf, base+i, ErrInvalid)
+			return fmt.Errorf("vf %d: qp %#x is a special QP: %w", vf, base+i, ErrNotRemovable)
 		}
 		if err := removeOK(o, 0); err != nil {
 			return fmt.Errorf("vf %d: qp %#x: %w", vf, base+i, err)
@@ -185,13 +196,21 @@ func (t *Tracker) AllocMTT(vf, order int) (int, error) {
 	if err := t.checkVF(vf); err != nil {
 		return 0, err
 	}
-	if order < 0 || order > int(t.maxMTTOrder) {
-		return 0, fmt.Errorf("vf %d: MTT order %d (max %d): %w", vf, order, t.maxMTTOrder, ErrInvalid)
+	// mtt_alloc_res grants 1 << order first (ErrQuota), then the buddy
+	// allocator fails an order it cannot serve (-ENOMEM: ErrNoSpace). An
+	// order of 31 or more is outside what mlx4's int shift defines; it can
+	// never be served either.
+	if order < 0 || order > 30 {
+		return 0, fmt.Errorf("vf %d: MTT order %d: %w", vf, order, ErrNoSpace)
 	}
 	n := 1 << order
 	p := t.pool(MTT, 0)
 	if err := p.grant(vf, n); err != nil {
 		return 0, fmt.Errorf("mtt: %w", err)
+	}
+	if order > int(t.maxMTTOrder) {
+		p.release(vf, n)
+		return 0, fmt.Errorf("vf %d: MTT order %d (max %d): %w", vf, order, t.maxMTTOrder, ErrNoSpace)
 	}
 	base := t.nums[MTT].alloc(n, n)
 	if base < 0 {
@@ -244,14 +263,16 @@ func (t *Tracker) MTTRange(vf int, base uint64, size int) (*Object, error) {
 }
 
 // ContainingMTT finds vf's MTT allocation that contains all of [start,
-// start+n) (WRITE_MTT's get_containing_mtt); ErrRange if none. Allocations
+// start+n) (WRITE_MTT's get_containing_mtt); ErrInvalid if none, as
+// get_containing_mtt's -EINVAL (BAD_PARAM, where check_mtt_range's -EPERM
+// of the other wrappers is BAD_OP). Allocations
 // are aligned to their size, so at most one candidate per order is looked
 // up; nothing is allocated.
 func (t *Tracker) ContainingMTT(vf int, start uint64, n int) (*Object, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if n < 0 || start >= uint64(t.cfg.Total[MTT]) || uint64(n) > uint64(t.cfg.Total[MTT])-start {
-		return nil, fmt.Errorf("vf %d: MTT [%#x, +%d): %w", vf, start, n, ErrRange)
+		return nil, fmt.Errorf("vf %d: MTT [%#x, +%d): %w", vf, start, n, ErrInvalid)
 	}
 	for order := 0; order <= int(t.maxMTTOrder); order++ {
 		base := start &^ (1<<order - 1)
@@ -264,7 +285,7 @@ func (t *Tracker) ContainingMTT(vf int, start uint64, n int) (*Object, error) {
 		}
 		break // the allocation covering start is not (all) vf's
 	}
-	return nil, fmt.Errorf("vf %d: MTT [%#x, +%d) not inside one of its allocations: %w", vf, start, n, ErrRange)
+	return nil, fmt.Errorf("vf %d: MTT [%#x, +%d) not inside one of its allocations: %w", vf, start, n, ErrInvalid)
 }
 
 // TrackSpecial tracks a special QP number (a proxy QP0/QP1 the caller has

@@ -250,7 +250,7 @@ func TestMTTRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range [][2]int{{a + 2, 7}, {b, 1}, {a - 1, 2}, {1 << 40, 1}, {a, -1}} {
-		if _, err := tr.ContainingMTT(0, uint64(r[0]), r[1]); !errors.Is(err, ErrRange) {
+		if _, err := tr.ContainingMTT(0, uint64(r[0]), r[1]); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("range %v accepted: %v", r, err)
 		}
 	}
@@ -260,8 +260,11 @@ func TestMTTRanges(t *testing.T) {
 	if err := tr.FreeMTT(1, uint64(a), 3); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("other vf frees: %v", err)
 	}
-	if _, err := tr.AllocMTT(0, 40); !errors.Is(err, ErrInvalid) {
+	if _, err := tr.AllocMTT(0, 40); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("order 40: %v", err)
+	}
+	if _, err := tr.AllocMTT(0, 25); !errors.Is(err, ErrQuota) {
+		t.Fatalf("order 25: %v (the quota is checked before the order)", err)
 	}
 	if got := tr.Allocated(0, MTT, 0); got != 8 {
 		t.Fatalf("allocated %d", got)
@@ -280,8 +283,14 @@ func TestQPRangeAlign(t *testing.T) {
 	if err != nil || base%8 != 0 {
 		t.Fatalf("base %d err %v", base, err)
 	}
-	if _, err := tr.ReserveQPs(0, 2, 3); !errors.Is(err, ErrInvalid) {
+	if _, err := tr.ReserveQPs(0, 2, 3); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("align 3: %v", err)
+	}
+	if _, err := tr.ReserveQPs(0, 0xffffff, 1); !errors.Is(err, ErrQuota) {
+		t.Fatalf("0xffffff QPs: %v (the quota is checked before the range)", err)
+	}
+	if got := tr.Allocated(0, QP, 0); got != 8 {
+		t.Fatalf("allocated %d after refused reservations", got)
 	}
 	o, _ := tr.Get(0, QP, uint64(base+3))
 	if err := tr.FreeQPs(0, uint64(base), 8); !errors.Is(err, ErrBusy) {

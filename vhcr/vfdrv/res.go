@@ -591,6 +591,7 @@ type QPConfig struct {
 	RemoteQPN   uint32
 	DestLID     uint16
 	NextSendPSN uint32
+	SMACIndex   uint8 // Ethernet: a MAC index the VF registered (ALLOC_RES MAC)
 }
 
 // QP is a queue pair; State is the driver's view of its firmware state.
@@ -662,7 +663,7 @@ func (qp *QP) context() mlx4.QPContext {
 		ST: c.ST, PD: c.PD, MTU: 5, MsgMax: 31,
 		LogRQSize: c.LogRQSize, LogRQStride: 2, LogSQSize: c.LogSQSize, LogSQStride: 2,
 		NoRQ: c.UseSRQ, LocalQPN: qp.QPN, RemoteQPN: c.RemoteQPN,
-		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3},
+		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3, SMACIndex: c.SMACIndex},
 		NextSendPSN: c.NextSendPSN, CQNSend: c.SendCQ, CQNRecv: c.RecvCQ,
 		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base,
 	}

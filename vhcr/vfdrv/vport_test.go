@@ -29,10 +29,14 @@ func TestVSTThroughTheChannel(t *testing.T) {
 		ok(t, "CreateEQ", err)
 		cq, err := d.CreateCQ(ctx, 7, 1)
 		ok(t, "CreateCQ", err)
-		qp, err := d.CreateQP(ctx, QPConfig{ST: mlx4.QP_ST_UD, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1, QKey: 0x11111111})
+		// A RoCE UD QP's source MAC is one the VF registered (mlx4's
+		// roce_verify_mac), as mlx4_ib registers it.
+		res, err := d.Do(ctx, &vhcr.Request{Op: mlx4.ALLOC_RES, InMod: 6 | 1<<8, OpMod: 1, InParam: 0x0002c9aabb00 + uint64(vf)})
+		ok(t, "ALLOC_RES MAC", err)
+		qp, err := d.CreateQP(ctx, QPConfig{ST: mlx4.QP_ST_UD, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1, QKey: 0x11111111, SMACIndex: uint8(res.OutParam)})
 		ok(t, "CreateQP", err)
 		ok(t, "UD to RTR", d.ModifyPath(ctx, qp, mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR))
-		res, err := d.Do(ctx, &vhcr.Request{Op: mlx4.QUERY_QP, InMod: qp.QPN})
+		res, err = d.Do(ctx, &vhcr.Request{Op: mlx4.QUERY_QP, InMod: qp.QPN})
 		ok(t, "QUERY_QP", err)
 		if res.Status != mlx4.OK {
 			t.Fatalf("QUERY_QP: %v", res.Status)
