@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -24,10 +26,18 @@ const maxLatencySamples = 1 << 20
 // with at most one NOP in flight (VF.Start, then VF.Poll on every pass until
 // slave_read's toggle answers). Per-VF figures then measure the PF, not the
 // Go scheduler, which with one goroutine per VF decides who posts next.
+//
+// The loop spins. When no command has completed for YieldAfter while some
+// are in flight, it yields its CPU (sched_yield) at each check, as the VF
+// library's wait does: on a machine with fewer free CPUs than spinners, the
+// PF may be waiting for the very CPU the driver spins on.
 type Driver struct {
 	VFs []*vhcr.VF // brought up (Init) by the caller
 	// Stuck bounds the wait for one acknowledgement (10 s if zero).
 	Stuck time.Duration
+	// YieldAfter is how long the loop spins without a completion before it
+	// yields (50 µs if zero).
+	YieldAfter time.Duration
 
 	st    []vfLoop
 	perNS float64
@@ -109,14 +119,20 @@ func (d *Driver) run(ctx context.Context, roles []role, gap, dur time.Duration, 
 	if stuck == 0 {
 		stuck = 10 * time.Second
 	}
+	yieldAfter := d.YieldAfter
+	if yieldAfter == 0 {
+		yieldAfter = 50 * time.Microsecond
+	}
 	gapT := uint64(float64(gap.Nanoseconds()) * d.perNS)
 	stuckT := uint64(float64(stuck.Nanoseconds()) * d.perNS)
+	yieldT := uint64(float64(yieldAfter.Nanoseconds()) * d.perNS)
 	for i := range d.st {
 		d.st[i] = vfLoop{role: roles[i]}
 	}
 	start := vhcr.Ticks()
 	end := start + uint64(float64(dur.Nanoseconds())*d.perNS)
 	posting := true
+	lastDone := start
 	for pass := 0; ; pass++ {
 		inFlight := false
 		for i := range d.st {
@@ -128,7 +144,7 @@ func (d *Driver) run(ctx context.Context, roles []role, gap, dur time.Duration, 
 					continue
 				}
 				now := vhcr.Ticks()
-				s.pending = false
+				s.pending, lastDone = false, now
 				if err != nil {
 					return samples, fmt.Errorf("VF %d: %w", d.VFs[i].Index, err)
 				}
@@ -162,11 +178,15 @@ func (d *Driver) run(ctx context.Context, roles []role, gap, dur time.Duration, 
 		if posting && (now > end || ctx.Err() != nil) {
 			posting = false
 		}
+		if !inFlight || now-lastDone < yieldT {
+			continue
+		}
 		for i := range d.st {
 			if s := &d.st[i]; s.pending && now-s.t0 > stuckT {
 				return samples, fmt.Errorf("VF %d: %w within %v", d.VFs[i].Index, ErrStuck, stuck)
 			}
 		}
+		schedYield()
 	}
 }
 
@@ -189,3 +209,5 @@ func Quantile(sorted []float64, q float64) float64 {
 	}
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
+
+func schedYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
