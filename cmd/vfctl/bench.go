@@ -69,8 +69,15 @@ func printFair(fr *vhcrbench.FairResult) {
 	for _, t := range fr.Throughput {
 		fmt.Printf("%2d busy VFs: per-VF NOP/s max/min = %.3f   (%.0f NOP/s in all; target <= 1.1)\n", t.Busy, t.MaxOverMin, t.TotalPerS)
 	}
+	fmt.Printf("bystander VF 0, a NOP every %v, alone and beside flooding VFs in alternating sub-phases:\n", time.Duration(fr.GapNS))
 	for _, b := range fr.Bystander {
-		fmt.Printf("bystander VF beside %d flooding: p50 %.0f ns, p99 %.0f ns; idle p50 %.0f ns, p99 %.0f ns; busy/idle p50 = %.2f (target <= 2)\n",
-			b.Floods, b.BusyP50NS, b.BusyP99NS, b.IdleP50NS, b.IdleP99NS, b.P50Ratio)
+		order := ""
+		if len(b.Flooding) == 1 {
+			// The scan's start advances by one per scan: VF f is visited
+			// before VF 0 when the start is in 1..f.
+			order = fmt.Sprintf(" (scanned before VF 0 in %d of %d scans)", b.Flooding[0], fr.VFs)
+		}
+		fmt.Printf("  beside VFs %v flooding%s: p50 %.0f ns, p99 %.0f ns; alone p50 %.0f ns, p99 %.0f ns; busy/alone p50 = %.2f (target <= 2)\n",
+			b.Flooding, order, b.BusyP50NS, b.BusyP99NS, b.IdleP50NS, b.IdleP99NS, b.P50Ratio)
 	}
 }

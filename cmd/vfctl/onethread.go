@@ -78,21 +78,13 @@ func runOneThread(ctx context.Context, vfs []*vhcr.VF, vfIdx []int, dur time.Dur
 		phase := dur / time.Duration(2*rounds)
 		var idle50, idle99, busy50, busy99, floodRate []float64
 		for r := 0; r < rounds; r++ {
-			lat, _, err := d.Latency(ctx, by, nil, gap, phase)
+			idle, busy, rate, err := d.Bystander(ctx, by, flood, gap, phase, 10)
 			if err != nil {
 				return err
 			}
-			idle50, idle99 = append(idle50, vhcrbench.Quantile(lat, 0.5)), append(idle99, vhcrbench.Quantile(lat, 0.99))
-			lat, rates, err := d.Latency(ctx, by, flood, gap, phase)
-			if err != nil {
-				return err
-			}
-			busy50, busy99 = append(busy50, vhcrbench.Quantile(lat, 0.5)), append(busy99, vhcrbench.Quantile(lat, 0.99))
-			sum := 0.0
-			for _, x := range rates {
-				sum += x
-			}
-			floodRate = append(floodRate, sum/float64(max(1, len(rates))))
+			idle50, idle99 = append(idle50, vhcrbench.Quantile(idle, 0.5)), append(idle99, vhcrbench.Quantile(idle, 0.99))
+			busy50, busy99 = append(busy50, vhcrbench.Quantile(busy, 0.5)), append(busy99, vhcrbench.Quantile(busy, 0.99))
+			floodRate = append(floodRate, rate)
 		}
 		b.IdleP50NS, b.IdleP99NS = medianOf(idle50), medianOf(idle99)
 		b.BusyP50NS, b.BusyP99NS = medianOf(busy50), medianOf(busy99)
@@ -108,7 +100,7 @@ func runOneThread(ctx context.Context, vfs []*vhcr.VF, vfIdx []int, dur time.Dur
 
 func printOneThread(r OneThreadResult) {
 	if b := r.Bystander; b != nil {
-		fmt.Printf("bystander VF %d (a NOP every %v) beside %d flooding VFs, driven from one thread, medians over %d rounds:\n",
+		fmt.Printf("bystander VF %d (a NOP every %v) alone and beside %d flooding VFs, driven from one thread, in alternating sub-phases; medians over %d rounds:\n",
 			b.VF, time.Duration(b.GapNS), len(b.Flooding), b.Rounds)
 		fmt.Printf("  idle:  p50 %.0f ns  p99 %.0f ns\n", b.IdleP50NS, b.IdleP99NS)
 		fmt.Printf("  busy:  p50 %.0f ns  p99 %.0f ns   (busy/idle p50 = %.2f; %.0f NOP/s per flooding VF)\n",

@@ -108,6 +108,32 @@ func (d *Driver) Latency(ctx context.Context, by int, flood []int, gap, dur time
 	return lat, floodRate, nil
 }
 
+// Bystander measures VF by's latency (Latency, one NOP every gap) alone and
+// beside the VFs in flood, for dur in each mode, in alternating sub-phases
+// of dur/n: machine noise that comes and goes then hits both modes
+// alike. It returns the pooled, sorted latencies (ns) of each mode and the
+// mean completions per second of a flooding VF.
+func (d *Driver) Bystander(ctx context.Context, by int, flood []int, gap, dur time.Duration, n int) (idle, busy []float64, floodPerS float64, err error) {
+	n = max(n, 1)
+	sub := dur / time.Duration(n)
+	for k := 0; k < n; k++ {
+		lat, _, err := d.Latency(ctx, by, nil, gap, sub)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("alone: %w", err)
+		}
+		idle = append(idle, lat...)
+		lat, rates, err := d.Latency(ctx, by, flood, gap, sub)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("beside %d flooding: %w", len(flood), err)
+		}
+		busy = append(busy, lat...)
+		floodPerS += mean(rates) / float64(n)
+	}
+	slices.Sort(idle)
+	slices.Sort(busy)
+	return idle, busy, floodPerS, nil
+}
+
 // run is the event loop of one phase, on the calling goroutine locked to its
 // thread. Completions are counted until dur has passed; then no VF posts
 // and the loop drains what is in flight. Latencies of the paced VF are
@@ -211,3 +237,14 @@ func Quantile(sorted []float64, q float64) float64 {
 }
 
 func schedYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
+}

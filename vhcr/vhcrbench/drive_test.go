@@ -97,3 +97,22 @@ func TestMaxOverMinQuantile(t *testing.T) {
 		t.Errorf("Quantile: p50 %v p99 %v", Quantile(s, 0.5), Quantile(s, 0.99))
 	}
 }
+
+// TestDriverBystander: both modes' samples come back pooled and sorted, and
+// the channels are idle afterwards.
+func TestDriverBystander(t *testing.T) {
+	_, vfs := rigVFs(t, 3)
+	d := NewDriver(vfs)
+	idle, busy, _, err := d.Bystander(context.Background(), 0, []int{1, 2}, time.Microsecond, 20*time.Millisecond, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.IsSorted(idle) || !slices.IsSorted(busy) {
+		t.Fatal("samples not sorted")
+	}
+	for i, v := range vfs {
+		if _, _, err := v.Poll(); !errors.Is(err, vhcr.ErrNotStarted) {
+			t.Errorf("VF %d after the phases: %v, want nothing in flight", i, err)
+		}
+	}
+}
