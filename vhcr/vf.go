@@ -23,6 +23,7 @@ var (
 	ErrVersion       = errors.New("vhcr: slave driver version is not supported")       // RESET reply version
 	ErrInternal      = errors.New("vhcr: master reset this function (internal error)") // bit 17
 	ErrResetNotAcked = errors.New("vhcr: reset request not acknowledged")
+	ErrNotStarted    = errors.New("vhcr: no command started")
 )
 
 // Timeouts of the VF side (mlx4 defaults).
@@ -60,6 +61,7 @@ type VF struct {
 	fence               atomic.Uint32
 	resetCap            bool
 	nextPage            int64
+	started, hasOut     bool // a Start awaits Poll; its opcode has an outbox
 }
 
 // NewVF opens VF idx's side over the regions described by l. The DMA region
@@ -124,7 +126,7 @@ func (v *VF) SyncToggles(ctx context.Context) error {
 	for time.Now().Before(deadline) {
 		w, r := v.sw.Load(), v.sr.Load()
 		if w != 0xffffffff && r != 0xffffffff && w>>31 == r>>31 {
-			v.toggle = r >> 31
+			v.toggle, v.started = r>>31, false
 			return nil
 		}
 		if err := sleepCtx(ctx, time.Millisecond); err != nil {
@@ -133,7 +135,7 @@ func (v *VF) SyncToggles(ctx context.Context) error {
 	}
 	v.sr.Store(0)
 	v.sw.Store(0)
-	v.toggle = 0
+	v.toggle, v.started = 0, false
 	return nil
 }
 
@@ -205,9 +207,7 @@ func (v *VF) Comm(ctx context.Context, cmd CommCmd, param uint16, timeout time.D
 // unless timeout is 0, waits for the acknowledgement. The caller checked
 // that the channel is idle.
 func (v *VF) postComm(ctx context.Context, cmd CommCmd, param uint16, timeout time.Duration) error {
-	v.toggle ^= 1
-	v.sw.Store(CommWord(v.toggle, cmd, param))
-	v.ring()
+	v.post(cmd, param)
 	if timeout == 0 {
 		return nil
 	}
@@ -219,6 +219,13 @@ func (v *VF) postComm(ctx context.Context, cmd CommCmd, param uint16, timeout ti
 		return ErrInternal
 	}
 	return nil
+}
+
+// post flips the toggle, writes slave_write and rings a sleeping PF.
+func (v *VF) post(cmd CommCmd, param uint16) {
+	v.toggle ^= 1
+	v.sw.Store(CommWord(v.toggle, cmd, param))
+	v.ring()
 }
 
 // WaitAck waits for the acknowledgement of a command posted with a zero
@@ -341,14 +348,28 @@ type Response struct {
 // Post posts r through the vHCR in poll mode and waits for completion
 // (mlx4_slave_cmd). A non-OK status is not an error: it is in the Response.
 func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
+	if err := v.Start(r); err != nil {
+		return Response{}, err
+	}
+	sr, err := v.waitAck(ctx, v.Timeouts.Post)
+	if err != nil {
+		return Response{}, fmt.Errorf("%w: %v", err, CommVHCRPost)
+	}
+	return v.complete(sr)
+}
+
+// Start writes r into the vHCR and posts it (VHCR_POST) without waiting:
+// Poll reports its completion. Post is Start and a wait for Poll's answer.
+// Start returns ErrBusy while the channel still owns the previous command.
+func (v *VF) Start(r *Request) error {
 	if v.sr.Load()>>31 != v.toggle {
-		return Response{}, ErrBusy // the previous command still owns the vHCR
+		return ErrBusy // the previous command still owns the vHCR
 	}
 	e := v.table.Lookup(r.Op)
 	inParam := r.InParam
 	if r.In != nil {
 		if len(r.In) > mlx4.MailboxSize {
-			return Response{}, fmt.Errorf("vhcr: inbox of %d bytes", len(r.In))
+			return fmt.Errorf("vhcr: inbox of %d bytes", len(r.In))
 		}
 		in := v.mem[VFPageInbox*bar.PageSize : (VFPageInbox+1)*bar.PageSize]
 		n := copy(in, r.In)
@@ -356,8 +377,8 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 		inParam = VFPageInbox * bar.PageSize
 	}
 	outParam := r.OutParam
-	hasOut := e != nil && e.Outbox
-	if hasOut {
+	v.hasOut = e != nil && e.Outbox
+	if v.hasOut {
 		outParam = VFPageOutbox * bar.PageSize
 	}
 	token := uint16(mlx4.PollToken)
@@ -375,11 +396,37 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	binary.BigEndian.PutUint32(vh[12:], 0)
 	binary.BigEndian.PutUint64(vh[16:], outParam)
 	binary.BigEndian.PutUint64(vh[24:], uint64(token)<<48|uint64(flags)<<16|uint64(r.OpMod&0xf)<<12|uint64(r.Op)&0xfff)
-	if err := v.postComm(ctx, CommVHCRPost, 0, v.Timeouts.Post); err != nil {
-		return Response{}, err
+	v.started = true
+	v.post(CommVHCRPost, 0)
+	return nil
+}
+
+// Poll looks once at slave_read for the completion of the command Start
+// posted, without waiting. It returns the Response and true once the PF has
+// acknowledged, false while the command is in flight, and ErrNotStarted if no
+// command is outstanding. It does not time out: a caller that polls applies
+// its own bound (Timeouts.Post is mlx4's).
+func (v *VF) Poll() (Response, bool, error) {
+	if !v.started {
+		return Response{}, false, ErrNotStarted
 	}
+	sr := v.sr.Load()
+	if sr>>31 != v.toggle {
+		return Response{}, false, nil
+	}
+	resp, err := v.complete(sr)
+	return resp, true, err
+}
+
+// complete reads the Response of the acknowledged command (slave_read sr).
+func (v *VF) complete(sr uint32) (Response, error) {
+	v.started = false
+	if sr&InternalErrBit != 0 {
+		return Response{}, ErrInternal
+	}
+	vh := (*[mlx4.VHCRSize]byte)(v.mem[VFPageVHCR*bar.PageSize:])
 	resp := Response{Status: mlx4.Status(vh[mlx4.OffStatus]), OutParam: binary.BigEndian.Uint64(vh[mlx4.OffOutParam:])}
-	if hasOut && resp.Status == mlx4.OK {
+	if v.hasOut && resp.Status == mlx4.OK {
 		resp.Out = (*[mlx4.MailboxSize]byte)(v.mem[VFPageOutbox*bar.PageSize:])
 	}
 	return resp, nil

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr/vhcrbench"
 )
@@ -22,16 +23,32 @@ func runBench(args []string) error {
 	iters := fs.Int("iters", 100000, "round trips per round for the shared-memory figures")
 	sock := fs.Int("sock-iters", 10000, "round trips per round for the socket")
 	asJSON := fs.Bool("json", false, "print JSON")
+	fair := fs.Bool("fair", true, "also measure fairness: VFs driven from one thread against vhcrd --vfs --fair-vfs")
+	fairVFs := fs.Int("fair-vfs", 64, "VFs vhcrd serves for the fairness figures")
+	phase := fs.Duration("fair-phase", 500*time.Millisecond, "length of one fairness phase")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	res, err := vhcrbench.Run(context.Background(), vhcrbench.Options{PeerArg: "bench-peer", VHCRD: *vhcrd,
-		Rounds: *rounds, Iters: *iters, SockIters: *sock, Log: os.Stderr})
+	o := vhcrbench.Options{PeerArg: "bench-peer", VHCRD: *vhcrd, Rounds: *rounds, Iters: *iters, SockIters: *sock, Log: os.Stderr}
+	res, err := vhcrbench.Run(context.Background(), o)
 	if err != nil {
 		return err
 	}
+	var fr *vhcrbench.FairResult
+	if *fair {
+		busy := []int{8, *fairVFs}
+		if *fairVFs <= 8 {
+			busy = []int{*fairVFs}
+		}
+		if fr, err = vhcrbench.RunFair(context.Background(), o, vhcrbench.Fair{VFs: *fairVFs, Busy: busy, Phase: *phase}); err != nil {
+			return fmt.Errorf("fairness: %w", err)
+		}
+	}
 	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(res)
+		return json.NewEncoder(os.Stdout).Encode(struct {
+			*vhcrbench.Result
+			Fair *vhcrbench.FairResult `json:"fairness,omitempty"`
+		}{res, fr})
 	}
 	fmt.Printf("%-34s %10s %10s   (medians over %d rounds)\n", "round trip", "median", "p99", *rounds)
 	for _, f := range []vhcrbench.Figure{res.Physical, res.NOP, res.Socket} {
@@ -39,5 +56,28 @@ func runBench(args []string) error {
 	}
 	fmt.Printf("b/a = %.2f   (vhcrd NOP / physical limit; target <= 1.5)\n", res.BOverA)
 	fmt.Printf("c/b = %.1f    (UNIX socket / vhcrd NOP; target >= 15)\n", res.COverB)
+	if fr != nil {
+		printFair(fr)
+	}
 	return nil
+}
+
+// printFair prints the fairness figures of vfctl bench.
+func printFair(fr *vhcrbench.FairResult) {
+	fmt.Printf("fairness: vhcrd --vfs %d, VFs driven from one thread, %v phases (medians over %d rounds)\n",
+		fr.VFs, time.Duration(fr.PhaseS*float64(time.Second)), fr.Rounds)
+	for _, t := range fr.Throughput {
+		fmt.Printf("%2d busy VFs: per-VF NOP/s max/min = %.3f   (%.0f NOP/s in all; target <= 1.1)\n", t.Busy, t.MaxOverMin, t.TotalPerS)
+	}
+	fmt.Printf("bystander VF 0, a NOP every %v, alone and beside flooding VFs in alternating sub-phases:\n", time.Duration(fr.GapNS))
+	for _, b := range fr.Bystander {
+		order := ""
+		if len(b.Flooding) == 1 {
+			// The scan's start advances by one per scan: VF f is visited
+			// before VF 0 when the start is in 1..f.
+			order = fmt.Sprintf(" (scanned before VF 0 in %d of %d scans)", b.Flooding[0], fr.VFs)
+		}
+		fmt.Printf("  beside VFs %v flooding%s: p50 %.0f ns, p99 %.0f ns; alone p50 %.0f ns, p99 %.0f ns; busy/alone p50 = %.2f (target <= 2)\n",
+			b.Flooding, order, b.BusyP50NS, b.BusyP99NS, b.IdleP50NS, b.IdleP99NS, b.P50Ratio)
+	}
 }

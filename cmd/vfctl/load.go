@@ -122,9 +122,28 @@ func runLoad(args []string) error {
 	events := fs.Bool("events", false, "realistic mix: post with the 'e' bit (completions by EQE in each VF's EQ 0)")
 	inflight := fs.Int("inflight", 4, "realistic mix with --events: accepted 'e' commands a VF may have in flight")
 	compare := fs.Bool("compare", false, "realistic mix: measure poll and event mode in one run, in alternating phases (--rounds of each within --duration)")
-	rounds := fs.Int("rounds", 5, "with --compare: phases of each mode")
+	rounds := fs.Int("rounds", 5, "with --compare or --bystander: phases of each mode")
+	oneThread := fs.Bool("one-thread", false, "drive every VF from one OS thread (an event loop, a NOP always pending per VF) and print per-VF throughput: figures of the PF, not of goroutine scheduling")
+	bystander := fs.Int("bystander", -1, "with --one-thread: this VF of --vfs posts a NOP every --gap and its latency is measured alone and while the other VFs flood, in --rounds alternating phases")
+	gap := fs.Duration("gap", 5*time.Microsecond, "with --bystander: the bystander's pause between commands")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *oneThread {
+		var bad error
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "mix" && *mixName != "nop" {
+				bad = fmt.Errorf("--one-thread: posts NOPs (--mix nop), not --mix %s", *mixName)
+			}
+			if f.Name == "events" || f.Name == "compare" {
+				bad = fmt.Errorf("--one-thread: not with --%s", f.Name)
+			}
+		})
+		if bad != nil {
+			return bad
+		}
+	} else if *bystander >= 0 {
+		return fmt.Errorf("--bystander: only with --one-thread")
 	}
 	mix, ok := mixes[*mixName]
 	if !ok {
@@ -159,6 +178,9 @@ func runLoad(args []string) error {
 		if err := vfs[i].Init(ctx); err != nil {
 			return fmt.Errorf("VF %d bring-up: %w", idx, err)
 		}
+	}
+	if *oneThread {
+		return runOneThread(ctx, vfs, vfIdx, *dur, *bystander, *gap, *rounds, *asJSON)
 	}
 	if *compare {
 		res := runCompare(ctx, a, vfs, vfIdx, *dur, *rounds, *inflight)

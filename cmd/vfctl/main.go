@@ -9,6 +9,7 @@
 //	vfctl res --vf N [--events]                       (a whole EQ/CQ/SRQ/MR/QP lifecycle)
 //	vfctl mad --vf N get nodeinfo|portinfo|pkeys|guids|nodedesc | bm-get | bm-set
 //	vfctl load --vfs 0-7 --duration 10s [--mix basic|realistic] [--events] [--json]
+//	vfctl load --one-thread --vfs 0-63 [--bystander N [--gap 5us] [--rounds 5]] [--json]
 //	vfctl flr --vf N
 //	vfctl bench --vhcrd bin/vhcrd
 package main

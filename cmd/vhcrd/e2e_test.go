@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/hack/testenv"
 	"github.com/vhcrd/vhcrd/vhcr"
 )
 
@@ -336,21 +337,9 @@ func TestBadFlagsAndFilesAreClearErrors(t *testing.T) {
 	}
 }
 
-// needTool finds a tool; without it the test skips, except in CI.
-func needTool(t *testing.T, name string) string {
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not installed (.ci/run installs it)", name)
-		}
-		t.Skipf("%s not installed: apt-get install prometheus to run this tier", name)
-	}
-	return p
-}
-
 func TestMetricsWithPromtoolAndPrometheus(t *testing.T) {
-	promtool := needTool(t, "promtool")
-	prom := needTool(t, "prometheus")
+	promtool := testenv.LookPath(t, "promtool", "prometheus")
+	prom := testenv.LookPath(t, "prometheus", "prometheus")
 	dir := shmDir(t)
 	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
 	d := startDaemon(t, barPath, dmaPath)
@@ -415,18 +404,14 @@ func TestMetricsWithPromtoolAndPrometheus(t *testing.T) {
 }
 
 func umad2sim(t *testing.T) string {
-	for _, tool := range []string{"smpquery", "tshark"} {
-		needTool(t, tool)
-	}
+	testenv.LookPath(t, "smpquery", "infiniband-diags")
+	testenv.LookPath(t, "tshark", "tshark")
 	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so", "/usr/lib/aarch64-linux-gnu/umad2sim/libumad2sim.so"} {
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("libumad2sim.so not installed (.ci/run installs ibsim-utils)")
-	}
-	t.Skip("libumad2sim.so not installed: apt-get install ibsim-utils to run this tier")
+	testenv.SkipOrFail(t, "libumad2sim.so not installed (Debian package ibsim-utils)")
 	return ""
 }
 

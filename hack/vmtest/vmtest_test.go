@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/hack/testenv"
 )
 
 // Environment:
@@ -42,14 +43,6 @@ const (
 	bootTimeout = 50 * time.Second // QEMU is killed after this, whatever happens
 	barSize     = 1 << 20
 )
-
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("VM tier cannot run in CI: "+format, args...)
-	}
-	t.Skipf("VM tier skipped: "+format, args...)
-}
 
 // kvmUsable is vfio-lab.md's check: real VMX/SVM, not kvm_pvm, and a
 // writable /dev/kvm. Otherwise QEMU runs under TCG.
@@ -170,7 +163,7 @@ func TestVM(t *testing.T) {
 	}
 	qemuPath, err := exec.LookPath(qemu)
 	if err != nil {
-		skipOrFail(t, "%s not found (apt-get install --no-install-recommends qemu-system-x86)", qemu)
+		testenv.SkipOrFail(t, "VM tier: %s not found (apt-get install --no-install-recommends qemu-system-x86)", qemu)
 	}
 	root := moduleRoot(t)
 	kdir := os.Getenv("VHCRD_VMTEST_DIR")
@@ -179,7 +172,7 @@ func TestVM(t *testing.T) {
 	}
 	kernel := filepath.Join(kdir, "vmlinuz")
 	if _, err := os.Stat(kernel); err != nil {
-		skipOrFail(t, "no kernel at %s (run hack/fetch-vmkernel.sh)", kernel)
+		testenv.SkipOrFail(t, "VM tier: no kernel at %s (run hack/fetch-vmkernel.sh)", kernel)
 	}
 	tmp := t.TempDir()
 	cfg := DefaultGuestConfig()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vhcrd/vhcrd/hack/testenv"
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/mad/capture"
 	"github.com/vhcrd/vhcrd/mad/ibsim"
@@ -293,11 +294,7 @@ func tools(t *testing.T) string {
 		missing = append(missing, "libumad2sim.so")
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("missing %v (Debian packages infiniband-diags, libumad2sim0 via ibsim-utils)", missing)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg + "; set CI=true to make this a failure")
+		testenv.SkipOrFail(t, "missing %v (Debian packages infiniband-diags, libumad2sim0 via ibsim-utils)", missing)
 	}
 	return lib
 }
@@ -422,12 +419,7 @@ func TestInfinibandDiagsMKey(t *testing.T) {
 // caused all appear with the fields the engine saw.
 func TestToolsCapturedForTshark(t *testing.T) {
 	lib := tools(t)
-	if _, err := exec.LookPath("tshark"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tshark is required in CI (Debian package tshark)")
-		}
-		t.Skip("tshark not installed (Debian package tshark)")
-	}
+	testenv.LookPath(t, "tshark", "tshark")
 	path := filepath.Join(t.TempDir(), "tools.pcap")
 	f, err := os.Create(path)
 	if err != nil {

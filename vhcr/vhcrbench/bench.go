@@ -79,7 +79,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer runtime.UnlockOSThread()
 	res := &Result{Physical: Figure{Name: "physical limit (bare responder)"}, NOP: Figure{Name: "NOP through vhcrd"},
 		Socket: Figure{Name: "64-byte UNIX socket round trip"}}
-	nop, err := startVHCRD(ctx, o)
+	nop, err := startVHCRD(ctx, o, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -247,14 +247,15 @@ type nopPeer struct {
 	vf       *vhcr.VF
 }
 
-func startVHCRD(ctx context.Context, o Options) (*nopPeer, error) {
+// startVHCRD starts `vhcrd serve` with vfs VFs and brings VF 0 up.
+func startVHCRD(ctx context.Context, o Options, vfs int) (*nopPeer, error) {
 	if o.VHCRD == "" {
 		return nil, errors.New("no vhcrd binary given")
 	}
 	p := &nopPeer{bar: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-bar-%d", os.Getpid())),
 		dma: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-dma-%d", os.Getpid()))}
 	p.cmd = exec.CommandContext(ctx, o.VHCRD, "serve", "--bar", "file:"+p.bar, "--dma", "file:"+p.dma,
-		"--vfs", "1", "--window", "64K", "--metrics-addr", "", "--log-level", "warn")
+		"--vfs", strconv.Itoa(vfs), "--window", "64K", "--metrics-addr", "", "--log-level", "warn")
 	p.cmd.Stderr = os.Stderr
 	if err := p.cmd.Start(); err != nil {
 		return nil, err

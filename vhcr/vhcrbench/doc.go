@@ -11,6 +11,14 @@
 //	    processes using net.UnixConn, the transport vfio-user uses and the
 //	    peer a Go user would reach for.
 //
+// and, with RunFair, how evenly one vhcrd serves many VFs:
+//
+//	(d) per-VF throughput with 8 and with 64 VFs each keeping a NOP pending
+//	    (max/min over the VFs), and the latency of a bystander VF that posts
+//	    now and then while another VF floods, next to its latency alone.
+//	    Driver runs every VF from one OS thread (an event loop of VF.Start
+//	    and VF.Poll), so the spread is the PF's, not the Go scheduler's.
+//
 // Rounds interleave the three so that machine noise hits them alike; each
 // round reports its median and p99, and the summary takes medians over
 // rounds. Timing uses the cycle counter (a few ns per read), not a Go

@@ -1,0 +1,104 @@
+package vhcr
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// startRig is a step rig with VF 0 up and its VF library side open.
+func startRig(t *testing.T) (*stepRig, *VF) {
+	t.Helper()
+	r := newStepRig(t, 1)
+	r.up(t, 0)
+	v, err := NewVF(r.bar, r.dma, r.pf.lay, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SyncToggles(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return r, v
+}
+
+// TestStartPoll: Start posts without waiting, Poll answers false until the
+// PF has served the command and then returns what Post would have, once.
+func TestStartPoll(t *testing.T) {
+	r, v := startRig(t)
+	if _, _, err := v.Poll(); !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("Poll before Start: %v, want ErrNotStarted", err)
+	}
+	if err := v.Start(&Request{Op: mlx4.NOP}); err != nil {
+		t.Fatal(err)
+	}
+	if _, done, err := v.Poll(); done || err != nil {
+		t.Fatalf("Poll before the PF scanned: done=%v err=%v", done, err)
+	}
+	if err := v.Start(&Request{Op: mlx4.NOP}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("second Start while in flight: %v, want ErrBusy", err)
+	}
+	r.pf.scan()
+	resp, done, err := v.Poll()
+	if !done || err != nil || resp.Status != mlx4.OK || resp.Out != nil {
+		t.Fatalf("NOP: done=%v err=%v status=%v out=%v", done, err, resp.Status, resp.Out != nil)
+	}
+	if _, _, err := v.Poll(); !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("Poll after completion: %v, want ErrNotStarted", err)
+	}
+
+	// An opcode with an outbox: the Response points at the outbox page.
+	if err := v.Start(&Request{Op: mlx4.QUERY_FW}); err != nil {
+		t.Fatal(err)
+	}
+	r.pf.scan()
+	resp, done, err = v.Poll()
+	if !done || err != nil || resp.Status != mlx4.OK || resp.Out == nil {
+		t.Fatalf("QUERY_FW: done=%v err=%v status=%v", done, err, resp.Status)
+	}
+	if ver := binary.BigEndian.Uint64(resp.Out[0:]); ver>>32&0xffff != 2 {
+		t.Fatalf("QUERY_FW version %#x, want major 2", ver)
+	}
+
+	// A bad status is in the Response, not an error.
+	if err := v.Start(&Request{Op: 0xfff}); err != nil {
+		t.Fatal(err)
+	}
+	r.pf.scan()
+	if resp, done, err = v.Poll(); !done || err != nil || resp.Status == mlx4.OK {
+		t.Fatalf("unknown opcode: done=%v err=%v status=%v", done, err, resp.Status)
+	}
+}
+
+// TestPollInternalError: an acknowledgement with the internal-error bit
+// completes the command with ErrInternal.
+func TestPollInternalError(t *testing.T) {
+	_, v := startRig(t)
+	if err := v.Start(&Request{Op: mlx4.NOP}); err != nil {
+		t.Fatal(err)
+	}
+	v.sr.Store(v.toggle<<31 | InternalErrBit)
+	if _, done, err := v.Poll(); !done || !errors.Is(err, ErrInternal) {
+		t.Fatalf("done=%v err=%v, want ErrInternal", done, err)
+	}
+}
+
+// TestStartPollAllocatesNothing: a command posted with Start and collected
+// with Poll allocates nothing on the VF side.
+func TestStartPollAllocatesNothing(t *testing.T) {
+	r, v := startRig(t)
+	req := Request{Op: mlx4.NOP}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := v.Start(&req); err != nil {
+			t.Fatal(err)
+		}
+		r.pf.scan()
+		if _, done, err := v.Poll(); !done || err != nil {
+			t.Fatalf("done=%v err=%v", done, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per command", allocs)
+	}
+}
