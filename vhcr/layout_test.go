@@ -7,6 +7,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 )
 
 // TestWireContractGolden pins the v1 header and comm page offsets that the
@@ -127,7 +128,7 @@ func TestNewLayoutAndPFRejectMisfits(t *testing.T) {
 	// A fixed-size BAR (a device) that cannot hold the VFs.
 	l, _ := vhcr.NewLayout(8, 64<<10, true, 0, 0, "")
 	small, _ := bar.NewMem("bar", 0x10000)
-	_, err := vhcr.New(vhcr.Options{BAR: small, DMA: small, Layout: l})
+	_, err := master.New(master.Options{BAR: small, DMA: small, Layout: l})
 	if !errors.Is(err, bar.ErrTooSmall) {
 		t.Fatalf("PF over a too-small BAR: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/internal/futex"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -54,7 +55,6 @@ type VF struct {
 	sw, sr, caps, flags bar.Reg
 	win                 *dma.Window
 	mem                 []byte // the VF's own DMA memory
-	table               *Table
 	toggle              uint32 // 0 or 1
 	doorbell, sleeping  *uint32
 	fence               atomic.Uint32
@@ -72,7 +72,7 @@ func NewVF(barR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &VF{Index: idx, Timeouts: DefaultTimeouts, table: NewTable(nil), nextPage: vfFirstFree}
+	v := &VF{Index: idx, Timeouts: DefaultTimeouts, nextPage: vfFirstFree}
 	if v.win, err = space.Window(idx); err != nil {
 		return nil, err
 	}
@@ -242,7 +242,7 @@ func (v *VF) ring() {
 	v.fence.Add(1) // a locked instruction: orders the slave_write store before the load below
 	if atomic.LoadUint32(v.sleeping) != 0 {
 		atomic.AddUint32(v.doorbell, 1)
-		futexWake(v.doorbell, 1)
+		futex.Wake(v.doorbell, 1)
 	}
 }
 
@@ -344,7 +344,7 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	if v.sr.Load()>>31 != v.toggle {
 		return Response{}, ErrBusy // the previous command still owns the vHCR
 	}
-	e := v.table.Lookup(r.Op)
+	info, _ := mlx4.CmdInfo(r.Op)
 	inParam := r.InParam
 	if r.In != nil {
 		if len(r.In) > mlx4.MailboxSize {
@@ -356,7 +356,7 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 		inParam = VFPageInbox * bar.PageSize
 	}
 	outParam := r.OutParam
-	hasOut := e != nil && e.Outbox
+	hasOut := info.HasOutbox
 	if hasOut {
 		outParam = VFPageOutbox * bar.PageSize
 	}
@@ -418,7 +418,3 @@ func (v *VF) RequestReset(ctx context.Context) error {
 func Request2VHCR(op mlx4.Opcode, inParam, outParam uint64) mlx4.VHCR {
 	return mlx4.VHCR{InParam: inParam, OutParam: outParam, Token: mlx4.PollToken, Op: op}
 }
-
-// Table is the command table the VF uses to know which opcodes have
-// mailboxes.
-func (v *VF) Table() *Table { return v.table }

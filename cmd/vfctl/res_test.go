@@ -20,11 +20,12 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // servePF runs a PF for n VFs over fresh files and returns the --bar spec.
-func servePF(t *testing.T, n int) (string, *hca.HCA, *vhcr.PF) {
+func servePF(t *testing.T, n int) (string, *hca.HCA, *master.PF) {
 	t.Helper()
 	dir := t.TempDir()
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
@@ -54,7 +55,7 @@ func servePF(t *testing.T, n int) (string, *hca.HCA, *vhcr.PF) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := vhcr.New(vhcr.Options{BAR: b, DMA: d, Layout: l, HCA: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	pf, err := master.New(master.Options{BAR: b, DMA: d, Layout: l, HCA: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func number(t *testing.T, out, re string) string {
 	return m[1]
 }
 
-func allZero(t *testing.T, h *hca.HCA, pf *vhcr.PF, vf int) {
+func allZero(t *testing.T, h *hca.HCA, pf *master.PF, vf int) {
 	t.Helper()
 	var c [restrack.NumTypes]int
 	if err := pf.Do(func() { c = h.Counts(vf) }); err != nil {

@@ -1,13 +1,13 @@
-package vhcr
+package master
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"strconv"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -24,7 +24,7 @@ type stepRig struct {
 
 func newStepRig(t testing.TB, n int) *stepRig {
 	t.Helper()
-	l, err := NewLayout(n, 64*1024, false, 0, 0, "mem:dma")
+	l, err := vhcr.NewLayout(n, 64*1024, false, 0, 0, "mem:dma")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,18 +42,18 @@ func newStepRig(t testing.TB, n int) *stepRig {
 }
 
 // write posts a comm command for VF i without scanning.
-func (r *stepRig) write(i int, cmd CommCmd, param uint16) {
+func (r *stepRig) write(i int, cmd vhcr.CommCmd, param uint16) {
 	r.toggles[i] ^= 1
-	r.pf.vfs[i].sw.Store(CommWord(r.toggles[i], cmd, param))
+	r.pf.vfs[i].sw.Store(vhcr.CommWord(r.toggles[i], cmd, param))
 }
 
 // up brings VF i to VHCR_EN with the vHCR at IOVA 0.
 func (r *stepRig) up(t testing.TB, i int) {
-	for _, c := range []CommCmd{CommReset, CommVHCR0, CommVHCR1, CommVHCR2, CommVHCREn} {
+	for _, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
 		r.write(i, c, 0)
 		r.pf.scan()
 	}
-	if st := &r.pf.vfs[i]; st.lastCmd != CommVHCREn || !st.active {
+	if st := &r.pf.vfs[i]; st.lastCmd != vhcr.CommVHCREn || !st.active {
 		t.Fatalf("VF %d not up: %v", i, st.lastCmd)
 	}
 }
@@ -80,7 +80,7 @@ func TestRoundRobinFairness(t *testing.T) {
 	}
 	for round := 0; round < 20; round++ {
 		for i := 0; i < n; i++ {
-			r.write(i, CommVHCRPost, 0)
+			r.write(i, vhcr.CommVHCRPost, 0)
 		}
 		if !r.pf.scan() {
 			t.Fatal("scan found no work")
@@ -95,8 +95,8 @@ func TestRoundRobinFairness(t *testing.T) {
 	// VF 4 is served in the first scan whatever the start position.
 	for start := 0; start < n; start++ {
 		r.pf.next = start
-		r.write(0, CommVHCRPost, 0)
-		r.write(4, CommVHCRPost, 0)
+		r.write(0, vhcr.CommVHCRPost, 0)
+		r.write(4, vhcr.CommVHCRPost, 0)
 		r.pf.scan()
 		if !r.acked(4) || !r.acked(0) {
 			t.Fatalf("start %d: VF 4 acked=%v VF 0 acked=%v after one scan", start, r.acked(4), r.acked(0))
@@ -118,7 +118,7 @@ func TestPostAllocatesNothing(t *testing.T) {
 	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.QUERY_FUNC_CAP, mlx4.INIT_HCA, mlx4.MAD_DEMUX} {
 		r.vhcr(1, op, 2*4096)
 		allocs := testing.AllocsPerRun(1000, func() {
-			r.write(1, CommVHCRPost, 0)
+			r.write(1, vhcr.CommVHCRPost, 0)
 			r.pf.scan()
 		})
 		if allocs != 0 {
@@ -140,7 +140,7 @@ func TestFLRDropsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.vhcr(1, mlx4.NOP, 0)
-	r.write(1, CommVHCRPost, 0)
+	r.write(1, vhcr.CommVHCRPost, 0)
 	r.pf.scan()
 	if r.acked(1) || r.pf.stats.Dropped[1] != 1 {
 		t.Fatalf("command during FLR: acked=%v dropped=%d", r.acked(1), r.pf.stats.Dropped[1])
@@ -151,7 +151,7 @@ func TestFLRDropsCommands(t *testing.T) {
 	}
 	// VF 0 is untouched.
 	r.vhcr(0, mlx4.NOP, 0)
-	r.write(0, CommVHCRPost, 0)
+	r.write(0, vhcr.CommVHCRPost, 0)
 	r.pf.scan()
 	if !r.acked(0) {
 		t.Fatal("VF 0 not served during VF 1's FLR")
@@ -161,9 +161,9 @@ func TestFLRDropsCommands(t *testing.T) {
 	r.pf.vfs[1].sw.Store(0)
 	r.toggles[1] = 0
 	r.pf.scan()
-	r.write(1, CommReset, 0)
+	r.write(1, vhcr.CommReset, 0)
 	r.pf.scan()
-	if sr := r.pf.vfs[1].sr.Load(); sr != ToggleBit {
+	if sr := r.pf.vfs[1].sr.Load(); sr != vhcr.ToggleBit {
 		t.Fatalf("RESET during FLR acknowledged with %#x, want the toggle alone (no version)", sr)
 	}
 	if err := r.pf.EndFLR(1); err != nil {
@@ -183,7 +183,7 @@ func BenchmarkPost(b *testing.B) {
 			r.vhcr(3, op, 2*4096)
 			b.ReportAllocs()
 			for b.Loop() {
-				r.write(3, CommVHCRPost, 0)
+				r.write(3, vhcr.CommVHCRPost, 0)
 				r.pf.scan()
 			}
 		})
@@ -203,26 +203,6 @@ func BenchmarkIdleScan(b *testing.B) {
 	}
 }
 
-// BenchmarkVFPost measures the VF library's own cost per command: its
-// slave_read is aliased to its slave_write, so every post is acknowledged
-// the moment it is written and only the library's work remains.
-func BenchmarkVFPost(b *testing.B) {
-	r := newStepRig(b, 1)
-	v, err := NewVF(r.bar, r.dma, r.pf.lay, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	v.sr = v.sw
-	req := Request{Op: mlx4.NOP}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := v.Post(ctx, &req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // TestWriteBackKeepsTheVFsWord: the PF writes the status into the vHCR's
 // word at 0x1c and leaves the VF's flags and opcode as they were; the rest
 // of the vHCR (in_param, in_modifier, token) is untouched.
@@ -234,7 +214,7 @@ func TestWriteBackKeepsTheVFsWord(t *testing.T) {
 	h.Encode(&img)
 	off := r.pf.lay.DMABase
 	_, _ = r.dma.WriteAt(img[:], off)
-	r.write(0, CommVHCRPost, 0)
+	r.write(0, vhcr.CommVHCRPost, 0)
 	r.pf.scan()
 	var got [mlx4.VHCRSize]byte
 	_, _ = r.dma.ReadAt(got[:], off)
@@ -255,7 +235,7 @@ func (unmapped) Bytes() ([]byte, error) { return nil, bar.ErrNotMapped }
 // copies through the window and writes back the status word and the
 // immediate output the same way.
 func TestUnmappedDMAWindow(t *testing.T) {
-	l, _ := NewLayout(1, 64*1024, false, 0, 0, "mem:dma")
+	l, _ := vhcr.NewLayout(1, 64*1024, false, 0, 0, "mem:dma")
 	b, _ := bar.NewMem("bar", l.BARSize())
 	d, _ := bar.NewMem("dma", l.DMASize)
 	h, _ := hca.New(config.Default(), 1)
@@ -278,7 +258,7 @@ func TestUnmappedDMAWindow(t *testing.T) {
 		v := mlx4.VHCR{InParam: 0, InMod: 1, OutParam: 0xdead, Token: mlx4.PollToken, Op: tc.op, OpMod: tc.opMod} // ALLOC_RES of a CQ
 		v.Encode(&img)
 		_, _ = d.WriteAt(img[:], 0)
-		r.write(0, CommVHCRPost, 0)
+		r.write(0, vhcr.CommVHCRPost, 0)
 		r.pf.scan()
 		var got [mlx4.VHCRSize]byte
 		_, _ = d.ReadAt(got[:], 0)
@@ -315,17 +295,17 @@ func TestPlainPathMatchesGeneral(t *testing.T) {
 			g.up(t, 0)
 			gs0 := g.pf.Stats()
 			_, _ = g.dma.WriteAt(img[:], g.pf.lay.DMABase)
-			g.write(0, CommVHCRPost, 0)
+			g.write(0, vhcr.CommVHCRPost, 0)
 			g.pf.scan()
 
 			f := newStepRig(t, 1)
 			f.up(t, 0)
 			f.vhcr(0, mlx4.NOP, 0)
-			f.write(0, CommVHCRPost, 0)
+			f.write(0, vhcr.CommVHCRPost, 0)
 			f.pf.scan()
 			fs0 := f.pf.Stats()
 			_, _ = f.dma.WriteAt(img[:], f.pf.lay.DMABase)
-			f.write(0, CommVHCRPost, 0)
+			f.write(0, vhcr.CommVHCRPost, 0)
 			st := &f.pf.vfs[0]
 			legal := e.OpMods == 0 || e.OpMods&(1<<opMod) != 0
 			if took := f.pf.postPlain(0, st, st.sw.Load()); took != legal {
@@ -386,17 +366,17 @@ func TestPlainPathDeclines(t *testing.T) {
 			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase)
 		}},
 		{"unmapped vHCR", func(r *stepRig) { r.vhcr(0, mlx4.NOP, 0); r.pf.vfs[0].vhcrMem = nil }},
-		{"slave_read rewritten", func(r *stepRig) { r.vhcr(0, mlx4.NOP, 0); r.pf.vfs[0].sr.Store(r.pf.vfs[0].ack ^ ToggleBit) }},
+		{"slave_read rewritten", func(r *stepRig) { r.vhcr(0, mlx4.NOP, 0); r.pf.vfs[0].sr.Store(r.pf.vfs[0].ack ^ vhcr.ToggleBit) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newStepRig(t, 1)
 			r.up(t, 0)
 			r.vhcr(0, mlx4.NOP, 0)
-			r.write(0, CommVHCRPost, 0)
+			r.write(0, vhcr.CommVHCRPost, 0)
 			r.pf.scan()
 			tc.setup(r)
-			r.write(0, CommVHCRPost, 0)
+			r.write(0, vhcr.CommVHCRPost, 0)
 			st := &r.pf.vfs[0]
 			var before [mlx4.VHCRSize]byte
 			_, _ = r.dma.ReadAt(before[:], r.pf.lay.DMABase)

@@ -1,9 +1,11 @@
-package vhcr
+package master
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -37,17 +39,16 @@ type FunctionResetter interface {
 type Options struct {
 	BAR    bar.Region // the comm pages (and the header)
 	DMA    bar.Region // the region holding the DMA windows; may be BAR
-	Layout Layout
+	Layout vhcr.Layout
 	HCA    *hca.HCA
-	Table  *Table        // nil: NewTable(nil)
-	Events EventSink     // nil: the HCA if it implements EventSink
-	Logger *slog.Logger  // nil: slog.Default()
-	Clock  func() uint64 // nil: cputicks (tests may inject)
+	Table  *Table       // nil: NewTable(nil)
+	Events EventSink    // nil: the HCA if it implements EventSink
+	Logger *slog.Logger // nil: slog.Default()
 }
 
 // PF is the master side of the comm channel for all VFs of one region.
 type PF struct {
-	lay    Layout
+	lay    vhcr.Layout
 	bar    bar.Region
 	space  *dma.Space
 	hca    *hca.HCA
@@ -87,7 +88,7 @@ type vfState struct {
 	win                 *dma.Window
 	lastWord            uint32 // slave_write as last seen
 	ack                 uint32 // toggle last acknowledged: 0 or ToggleBit
-	lastCmd             CommCmd
+	lastCmd             vhcr.CommCmd
 	active              bool
 	vhcr                uint64
 	// vhcrMem is the VF's vHCR in the mapped DMA window, checked once at
@@ -147,10 +148,10 @@ func New(o Options) (*PF, error) {
 	}
 	p.stats = newStats(l.NumVFs, p.table.NumOps())
 	p.limit = rateLimiter{perSec: 10}
-	if p.pfState, err = bar.NewReg(o.BAR, HdrPFState); err != nil {
+	if p.pfState, err = bar.NewReg(o.BAR, vhcr.HdrPFState); err != nil {
 		return nil, err
 	}
-	old, oldErr := ReadLayout(o.BAR)
+	old, oldErr := vhcr.ReadLayout(o.BAR)
 	restore := oldErr == nil && old == l
 	p.vfs = make([]vfState, l.NumVFs)
 	for i := range p.vfs {
@@ -159,37 +160,37 @@ func New(o Options) (*PF, error) {
 		for _, x := range []struct {
 			r   *bar.Reg
 			off int64
-		}{{&st.sw, page + RegSlaveWrite}, {&st.sr, page + RegSlaveRead}, {&st.caps, page + RegCaps}, {&st.flags, page + RegFlags}} {
+		}{{&st.sw, page + vhcr.RegSlaveWrite}, {&st.sr, page + vhcr.RegSlaveRead}, {&st.caps, page + vhcr.RegCaps}, {&st.flags, page + vhcr.RegFlags}} {
 			if *x.r, err = bar.NewReg(o.BAR, x.off); err != nil {
 				return nil, err
 			}
 		}
 		for k := range st.persist {
-			if st.persist[k], err = bar.NewReg(o.BAR, HdrVFState+int64(i)*HdrVFStateSize+int64(4*k)); err != nil {
+			if st.persist[k], err = bar.NewReg(o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize+int64(4*k)); err != nil {
 				return nil, err
 			}
 		}
 		st.win, _ = space.Window(i)
-		st.flags.Store(FlagsOffline)
-		st.caps.Store(CapsVFReset)
+		st.flags.Store(vhcr.FlagsOffline)
+		st.caps.Store(vhcr.CapsVFReset)
 		if restore && p.restoreVF(i) {
 			continue
 		}
 		st.sw.Store(0)
 		st.sr.Store(0)
-		st.lastWord, st.ack, st.lastCmd, st.active, st.vhcr = 0, 0, CommReset, false, 0
+		st.lastWord, st.ack, st.lastCmd, st.active, st.vhcr = 0, 0, vhcr.CommReset, false, 0
 		p.persistVF(i)
 	}
 	if err := l.Write(o.BAR); err != nil {
 		return nil, err
 	}
 	if l.Doorbell && o.BAR.Shared() {
-		p.doorbell, _ = bar.Word(o.BAR, HdrDoorbell)
-		p.sleeping, _ = bar.Word(o.BAR, HdrPFSleeping)
+		p.doorbell, _ = bar.Word(o.BAR, vhcr.HdrDoorbell)
+		p.sleeping, _ = bar.Word(o.BAR, vhcr.HdrPFSleeping)
 	}
-	gen, _ := o.BAR.Load32(HdrPFGen)
-	_ = o.BAR.Store32(HdrPFGen, gen+1)
-	p.pfState.Store(PFStateInit)
+	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
+	_ = o.BAR.Store32(vhcr.HdrPFGen, gen+1)
+	p.pfState.Store(vhcr.PFStateInit)
 	if restore {
 		p.log.Info("restored comm channel state from the previous PF", "vfs", l.NumVFs, "generation", gen+1)
 	}
@@ -204,12 +205,12 @@ func (p *PF) restoreVF(i int) bool {
 	if w0&(1<<31) == 0 {
 		return false
 	}
-	cmd := CommCmd(w0 & 0xff)
-	vhcr := uint64(st.persist[2].Load())<<32 | uint64(st.persist[3].Load())
+	cmd := vhcr.CommCmd(w0 & 0xff)
+	addr := uint64(st.persist[2].Load())<<32 | uint64(st.persist[3].Load())
 	switch cmd {
-	case CommReset, CommVHCR0, CommVHCR1, CommVHCR2:
-	case CommVHCREn, CommVHCRPost:
-		if vhcr&0xfff != 0 || vhcr+mlx4.VHCRSize > uint64(p.lay.Window) {
+	case vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2:
+	case vhcr.CommVHCREn, vhcr.CommVHCRPost:
+		if addr&0xfff != 0 || addr+mlx4.VHCRSize > uint64(p.lay.Window) {
 			return false
 		}
 	default:
@@ -219,11 +220,11 @@ func (p *PF) restoreVF(i int) bool {
 	if active && p.hca.ActivateVF(i) != nil {
 		return false
 	}
-	st.lastCmd, st.active, st.vhcr = cmd, active, vhcr
+	st.lastCmd, st.active, st.vhcr = cmd, active, addr
 	st.mapVHCR()
-	st.ack = st.sr.Load() & ToggleBit
+	st.ack = st.sr.Load() & vhcr.ToggleBit
 	w := st.sw.Load()
-	if w&ToggleBit == st.ack {
+	if w&vhcr.ToggleBit == st.ack {
 		st.lastWord = w // idle
 	} else {
 		st.lastWord = ^w // a command was posted and not acknowledged: serve it
@@ -257,7 +258,7 @@ func (p *PF) Stats() *Stats {
 func (p *PF) Table() *Table { return p.table }
 
 // Layout returns the wire layout served.
-func (p *PF) Layout() Layout { return p.lay }
+func (p *PF) Layout() vhcr.Layout { return p.lay }
 
 // scan serves every VF with a new slave_write once, round-robin from a start
 // that advances every scan. It reports whether any VF had work.
@@ -294,19 +295,19 @@ func (p *PF) peek() bool {
 // serve handles a changed slave_write word w of VF i (mlx4_master_do_cmd).
 func (p *PF) serve(i int, w uint32) {
 	st := &p.vfs[i]
-	if w&^ToggleBit == vhcrPostWord && w&ToggleBit != st.ack && st.lastCmd == CommVHCRPost && p.postPlain(i, st, w) {
+	if w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack && st.lastCmd == vhcr.CommVHCRPost && p.postPlain(i, st, w) {
 		return
 	}
 	// slave_read is the reference, as in mlx4's scan: if it no longer holds
 	// our last acknowledgement, the VF rewrote its registers (sync_toggles
 	// zeroes both after a misbehaved predecessor); resynchronise from it.
 	sr := st.sr.Load()
-	resynced := sr&ToggleBit != st.ack
+	resynced := sr&vhcr.ToggleBit != st.ack
 	if resynced {
-		st.ack = sr & ToggleBit
+		st.ack = sr & vhcr.ToggleBit
 		p.stats.Resyncs[i]++
 	}
-	if w&ToggleBit == st.ack {
+	if w&vhcr.ToggleBit == st.ack {
 		st.lastWord = w
 		if resynced {
 			return // nothing pending after all
@@ -322,49 +323,48 @@ func (p *PF) serve(i int, w uint32) {
 		return
 	}
 	st.lastWord = w
-	toggle := w & ToggleBit
-	cmd := CommCmd(w >> commCmdShift & commCmdMask)
-	param := uint16(w & commParamMask)
-	if w&^slaveWriteValid != 0 {
+	toggle := w & vhcr.ToggleBit
+	cmd, param := vhcr.SplitCommWord(w)
+	if w&^vhcr.SlaveWriteValid != 0 {
 		p.violation(i, toggle, ResetUnknownCmd, "reserved bits set in slave_write", w)
 		return
 	}
-	if st.lastCmd == CommFLR && cmd != CommReset {
+	if st.lastCmd == vhcr.CommFLR && cmd != vhcr.CommReset {
 		// FLR in progress: drop without acknowledgement (mlx4 §1.7 step 4).
 		p.stats.Dropped[i]++
 		return
 	}
 	reply := toggle
 	switch cmd {
-	case CommReset:
-		if st.lastCmd == CommFLR {
+	case vhcr.CommReset:
+		if st.lastCmd == vhcr.CommFLR {
 			// RESET during FLR: acknowledged without the version and without
 			// cleanup (the FLR released everything).
-			st.lastCmd, st.active, st.vhcr = CommReset, false, 0
+			st.lastCmd, st.active, st.vhcr = vhcr.CommReset, false, 0
 		} else {
 			p.resetFunction(i, ResetByVF)
-			reply |= CommVersion
+			reply |= vhcr.CommVersion
 		}
-	case CommVHCR0:
-		if st.lastCmd != CommReset {
+	case vhcr.CommVHCR0:
+		if st.lastCmd != vhcr.CommReset {
 			p.violation(i, toggle, ResetSequence, "VHCR0 not after RESET", w)
 			return
 		}
 		st.vhcr = uint64(param) << 48
-	case CommVHCR1:
-		if st.lastCmd != CommVHCR0 {
+	case vhcr.CommVHCR1:
+		if st.lastCmd != vhcr.CommVHCR0 {
 			p.violation(i, toggle, ResetSequence, "VHCR1 not after VHCR0", w)
 			return
 		}
 		st.vhcr |= uint64(param) << 32
-	case CommVHCR2:
-		if st.lastCmd != CommVHCR1 {
+	case vhcr.CommVHCR2:
+		if st.lastCmd != vhcr.CommVHCR1 {
 			p.violation(i, toggle, ResetSequence, "VHCR2 not after VHCR1", w)
 			return
 		}
 		st.vhcr |= uint64(param) << 16
-	case CommVHCREn:
-		if st.lastCmd != CommVHCR2 {
+	case vhcr.CommVHCREn:
+		if st.lastCmd != vhcr.CommVHCR2 {
 			p.violation(i, toggle, ResetSequence, "VHCR_EN not after VHCR2", w)
 			return
 		}
@@ -384,8 +384,8 @@ func (p *PF) serve(i int, w uint32) {
 		}
 		st.active = true
 		st.mapVHCR()
-	case CommVHCRPost:
-		if st.lastCmd != CommVHCREn && st.lastCmd != CommVHCRPost {
+	case vhcr.CommVHCRPost:
+		if st.lastCmd != vhcr.CommVHCREn && st.lastCmd != vhcr.CommVHCRPost {
 			p.violation(i, toggle, ResetSequence, "VHCR_POST before VHCR_EN", w)
 			return
 		}
@@ -409,11 +409,11 @@ func (p *PF) serve(i int, w uint32) {
 }
 
 // acknowledge records cmd as the VF's last command and writes the reply.
-func (p *PF) acknowledge(i int, cmd CommCmd, reply uint32) {
+func (p *PF) acknowledge(i int, cmd vhcr.CommCmd, reply uint32) {
 	st := &p.vfs[i]
 	changed := st.lastCmd != cmd
 	st.lastCmd = cmd
-	st.ack = reply & ToggleBit
+	st.ack = reply & vhcr.ToggleBit
 	st.sr.Store(reply)
 	if changed {
 		p.persistVF(i)
@@ -425,9 +425,9 @@ func (p *PF) acknowledge(i int, cmd CommCmd, reply uint32) {
 func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word uint32) {
 	p.resetFunction(i, why)
 	st := &p.vfs[i]
-	st.lastCmd = CommReset
+	st.lastCmd = vhcr.CommReset
 	st.ack = toggle
-	st.sr.Store(toggle | InternalErrBit)
+	st.sr.Store(toggle | vhcr.InternalErrBit)
 	p.persistVF(i)
 	if p.limit.allow() {
 		p.log.Warn("resetting VF after a comm channel violation", "vf", i, "reason", why.String(), "detail", msg, "slave_write", fmt.Sprintf("%#08x", word))
@@ -441,12 +441,9 @@ func (p *PF) resetFunction(i int, why ResetReason) {
 		p.reset.ResetFunction(i)
 	}
 	st.active, st.vhcr, st.vhcrMem = false, 0, nil
-	st.lastCmd = CommReset
+	st.lastCmd = vhcr.CommReset
 	p.stats.countReset(i, why)
 }
-
-// vhcrPostWord is slave_write for VHCR_POST without its toggle.
-const vhcrPostWord = uint32(CommVHCRPost) << commCmdShift
 
 // postPlain is VHCR_POST for the common command, on the VF's critical path
 // with nothing it does not use: the channel is in sequence (the previous
@@ -459,7 +456,7 @@ const vhcrPostWord = uint32(CommVHCRPost) << commCmdShift
 // afresh.
 func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 	m := st.vhcrMem
-	if m == nil || st.sr.Load()&ToggleBit != st.ack {
+	if m == nil || st.sr.Load()&vhcr.ToggleBit != st.ack {
 		return false
 	}
 	w0 := binary.BigEndian.Uint64(m[0:])
@@ -475,7 +472,7 @@ func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 	var t0 uint64
 	timed := p.stats.sample()
 	if timed {
-		t0 = cputicks()
+		t0 = tick.Now()
 	}
 	c := p.loadCmd(i, st, w0, w1, w2, w3)
 	status := e.Exec(p.hca, c)
@@ -484,13 +481,13 @@ func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 	}
 	binary.BigEndian.PutUint32(m[mlx4.OffStatus:], uint32(status)<<24|uint32(w3)&0x00ffffff)
 	st.lastWord = w
-	st.ack = w & ToggleBit
+	st.ack = w & vhcr.ToggleBit
 	st.sr.Store(st.ack)
 	// Accounting, after the acknowledgement.
 	p.stats.countCommand(i, e.index, status)
 	p.stats.countRefusal(i, c.Reason)
 	if timed {
-		p.stats.observe(cputicks() - t0)
+		p.stats.observe(tick.Now() - t0)
 	}
 	return true
 }
@@ -515,7 +512,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	var t0 uint64
 	timed := p.stats.sample()
 	if timed {
-		t0 = cputicks()
+		t0 = tick.Now()
 	}
 	// 1. The vHCR, copied once into the PF's shadow: four 8-byte loads
 	// from a mapped window, else CopyIn. The shadow is four words held in
@@ -590,7 +587,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	}
 	if event {
 		// 4e. Accept now: the VF may post its next command.
-		p.acknowledge(i, CommVHCRPost, toggle)
+		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
 		acked = true
 	}
 	// 5. Execute.
@@ -666,7 +663,7 @@ func (p *PF) account(i int) {
 	p.stats.countCommand(i, l.index, l.status)
 	p.stats.countRefusal(i, l.reason)
 	if l.timed {
-		p.stats.observe(cputicks() - l.t0)
+		p.stats.observe(tick.Now() - l.t0)
 	}
 }
 
@@ -696,15 +693,15 @@ func (p *PF) checkFlags() {
 	for i := range p.vfs {
 		st := &p.vfs[i]
 		f := st.flags.Load()
-		req := f&FlagsResetReq != 0
-		if req == (f&FlagsResetAck != 0) {
+		req := f&vhcr.FlagsResetReq != 0
+		if req == (f&vhcr.FlagsResetAck != 0) {
 			continue
 		}
 		p.resetFunction(i, ResetRequest)
 		p.persistVF(i)
-		f &^= FlagsResetAck
+		f &^= vhcr.FlagsResetAck
 		if req {
-			f |= FlagsResetAck
+			f |= vhcr.FlagsResetAck
 		}
 		st.flags.Store(f)
 	}
@@ -729,9 +726,9 @@ func (r *rateLimiter) allow() bool {
 // eqDoorbell reads VF vf's EQ doorbell word for eqn (the HCA asks when an
 // EQ looks full).
 func (p *PF) eqDoorbell(vf, eqn int) (uint32, bool) {
-	if vf < 0 || vf >= len(p.vfs) || eqn < 0 || eqn >= MaxEQDoorbells {
+	if vf < 0 || vf >= len(p.vfs) || eqn < 0 || eqn >= vhcr.MaxEQDoorbells {
 		return 0, false
 	}
-	v, err := p.bar.Load32(p.lay.CommPage(vf) + RegEQDoorbell + 4*int64(eqn))
+	v, err := p.bar.Load32(p.lay.CommPage(vf) + vhcr.RegEQDoorbell + 4*int64(eqn))
 	return v, err == nil
 }

@@ -1,4 +1,4 @@
-package vhcr_test
+package master_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
@@ -166,7 +167,7 @@ func TestMailboxAddresses(t *testing.T) {
 	if sr&vhcr.InternalErrBit == 0 {
 		t.Fatalf("outbox fault did not reset the VF (slave_read %#x)", sr)
 	}
-	if n := r.PF.Stats().Reset(1, vhcr.ResetDMA); n != 1 {
+	if n := r.PF.Stats().Reset(1, master.ResetDMA); n != 1 {
 		t.Errorf("DMA resets %d, want 1", n)
 	}
 	if in, _ := r.PF.Info(1); in.LastCmd != vhcr.CommReset || in.Active {
@@ -188,25 +189,25 @@ func TestMailboxAddresses(t *testing.T) {
 func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		reason vhcr.ResetReason
+		reason master.ResetReason
 		do     func(v *vhcr.VF) error
 	}{
-		{"VHCR_POST before VHCR_EN", vhcr.ResetSequence, func(v *vhcr.VF) error {
+		{"VHCR_POST before VHCR_EN", master.ResetSequence, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
 			return v.Comm(ctx, vhcr.CommVHCRPost, 0, v.Timeouts.Comm)
 		}},
-		{"VHCR1 before VHCR0", vhcr.ResetSequence, func(v *vhcr.VF) error {
+		{"VHCR1 before VHCR0", master.ResetSequence, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
 			return v.Comm(ctx, vhcr.CommVHCR1, 0, v.Timeouts.Comm)
 		}},
-		{"unknown comm command", vhcr.ResetUnknownCmd, func(v *vhcr.VF) error {
+		{"unknown comm command", master.ResetUnknownCmd, func(v *vhcr.VF) error {
 			return v.Comm(ctx, 7, 0, v.Timeouts.Comm)
 		}},
-		{"vHCR outside the window", vhcr.ResetVHCRAddress, func(v *vhcr.VF) error {
+		{"vHCR outside the window", master.ResetVHCRAddress, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
@@ -217,7 +218,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 			}
 			return v.Comm(ctx, vhcr.CommVHCREn, 0, v.Timeouts.Comm) // address 0 is fine...
 		}},
-		{"vHCR not 4 KiB aligned", vhcr.ResetVHCRAddress, func(v *vhcr.VF) error {
+		{"vHCR not 4 KiB aligned", master.ResetVHCRAddress, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
@@ -228,7 +229,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 			}
 			return v.Comm(ctx, vhcr.CommVHCREn, 0x0800, v.Timeouts.Comm)
 		}},
-		{"vHCR beyond the window", vhcr.ResetVHCRAddress, func(v *vhcr.VF) error {
+		{"vHCR beyond the window", master.ResetVHCRAddress, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
@@ -295,7 +296,7 @@ func TestWrongToggle(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The PF answers with bit 17 and the unchanged toggle.
-	for i := 0; r.PF.Stats().Reset(1, vhcr.ResetToggle) == 0; i++ {
+	for i := 0; r.PF.Stats().Reset(1, master.ResetToggle) == 0; i++ {
 		if _, err := r.PF.Info(1); err != nil { // a request: at least one scan has run since
 			t.Fatal(err)
 		}
@@ -336,7 +337,7 @@ func TestZeroedRegistersResync(t *testing.T) {
 	if r.PF.Stats().Resyncs[0] == 0 {
 		t.Error("no resync counted")
 	}
-	if r.PF.Stats().Reset(0, vhcr.ResetToggle) != 0 {
+	if r.PF.Stats().Reset(0, master.ResetToggle) != 0 {
 		t.Error("zeroing was treated as a toggle violation")
 	}
 }
@@ -372,7 +373,7 @@ func TestResetRequestHandshake(t *testing.T) {
 	if err := v.RequestReset(ctx); err != nil {
 		t.Fatalf("reset request: %v", err)
 	}
-	if n := r.PF.Stats().Reset(1, vhcr.ResetRequest); n != 1 {
+	if n := r.PF.Stats().Reset(1, master.ResetRequest); n != 1 {
 		t.Errorf("reset-request resets: %d", n)
 	}
 	if in, _ := r.PF.Info(1); in.LastCmd != vhcr.CommReset {
@@ -418,7 +419,7 @@ func TestFLR(t *testing.T) {
 	if got := post(t, v2, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after FLR: %v", got.Status)
 	}
-	if n := r.PF.Stats().Reset(1, vhcr.ResetFLR); n != 1 {
+	if n := r.PF.Stats().Reset(1, master.ResetFLR); n != 1 {
 		t.Errorf("FLR resets %d", n)
 	}
 }

@@ -1,8 +1,11 @@
-package vhcr
+package master
 
 import (
 	"context"
 	"errors"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/futex"
+	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -50,13 +53,13 @@ func (p *PF) Run(ctx context.Context) error {
 		case <-done:
 		}
 	}()
-	perNS := ticksPerNS()
+	perNS := tick.PerNS()
 	spin := uint64(float64(SpinFor.Nanoseconds()) * perNS)
 	yield := uint64(float64(YieldFor.Nanoseconds()) * perNS)
 	for i := range p.vfs {
-		p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ FlagsOffline)
+		p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ vhcr.FlagsOffline)
 	}
-	p.pfState.Store(PFStateServing)
+	p.pfState.Store(vhcr.PFStateServing)
 	p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
 
 	var idleSince uint64
@@ -92,7 +95,7 @@ func (p *PF) Run(ctx context.Context) error {
 		if p.stopping.Load() {
 			break
 		}
-		now := cputicks()
+		now := tick.Now()
 		if idleSince == 0 {
 			idleSince = now
 			if p.scans++; p.scans%64 == 0 {
@@ -127,7 +130,7 @@ func (p *PF) block(sleepNS int64) {
 	atomic.StoreUint32(p.sleeping, 1) // XCHG: orders the flag before the re-check
 	seq := atomic.LoadUint32(p.doorbell)
 	if !p.peek() && p.pending.Load() == 0 && !p.stopping.Load() {
-		futexWait(p.doorbell, seq, FutexTimeout.Nanoseconds())
+		futex.Wait(p.doorbell, seq, FutexTimeout.Nanoseconds())
 	}
 	atomic.StoreUint32(p.sleeping, 0)
 }
@@ -136,7 +139,7 @@ func (p *PF) block(sleepNS int64) {
 func (p *PF) wake() {
 	if p.doorbell != nil {
 		atomic.AddUint32(p.doorbell, 1)
-		futexWake(p.doorbell, 1)
+		futex.Wake(p.doorbell, 1)
 	}
 }
 
@@ -150,9 +153,9 @@ func (p *PF) shutdown() {
 	for i := range p.vfs {
 		p.persistVF(i)
 		st := &p.vfs[i]
-		st.flags.Store(st.flags.Load() | FlagsOffline)
+		st.flags.Store(st.flags.Load() | vhcr.FlagsOffline)
 	}
-	p.pfState.Store(PFStateStopped)
+	p.pfState.Store(vhcr.PFStateStopped)
 	p.running.Store(false)
 	p.log.Info("stopped; comm pages marked offline")
 }
@@ -194,7 +197,7 @@ func (p *PF) runRequests() {
 
 // VFInfo is a snapshot of one VF's channel state.
 type VFInfo struct {
-	LastCmd CommCmd
+	LastCmd vhcr.CommCmd
 	Active  bool
 	VHCR    uint64
 	Toggle  uint32
@@ -216,11 +219,11 @@ func (p *PF) Info(vf int) (VFInfo, error) {
 // acknowledged without the version.
 func (p *PF) BeginFLR(vf int) error {
 	if vf < 0 || vf >= len(p.vfs) {
-		return errors.New("vhcr: no such VF")
+		return errors.New("vhcr: no such vhcr.VF")
 	}
 	return p.Do(func() {
 		p.resetFunction(vf, ResetFLR)
-		p.vfs[vf].lastCmd = CommFLR
+		p.vfs[vf].lastCmd = vhcr.CommFLR
 		p.persistVF(vf)
 	})
 }
@@ -229,12 +232,12 @@ func (p *PF) BeginFLR(vf int) error {
 // from RESET.
 func (p *PF) EndFLR(vf int) error {
 	if vf < 0 || vf >= len(p.vfs) {
-		return errors.New("vhcr: no such VF")
+		return errors.New("vhcr: no such vhcr.VF")
 	}
 	return p.Do(func() {
 		st := &p.vfs[vf]
-		if st.lastCmd == CommFLR {
-			st.lastCmd = CommReset
+		if st.lastCmd == vhcr.CommFLR {
+			st.lastCmd = vhcr.CommReset
 			p.persistVF(vf)
 		}
 	})

@@ -1,4 +1,4 @@
-package vhcr
+package master
 
 import (
 	"github.com/vhcrd/vhcrd/vhcr/hca"

@@ -81,7 +81,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	if err := d.credit(ctx); err != nil {
 		return 0, err
 	}
-	ent := d.VF.Table().Lookup(r.Op)
+	ent, _ := mlx4.CmdInfo(r.Op)
 	inParam := r.InParam
 	if r.In != nil {
 		if len(r.In) > mlx4.MailboxSize {
@@ -94,7 +94,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	}
 	outParam := r.OutParam
 	slot := -1
-	if ent != nil && ent.Outbox {
+	if ent.HasOutbox {
 		var err error
 		if slot, outParam, err = d.outboxSlot(); err != nil {
 			return 0, err
@@ -129,7 +129,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 		d.Stats.Refused++
 		res.done = true
 		res.res = Result{Status: st, Token: token}
-		if ent != nil && ent.OutImm {
+		if ent.OutIsImm {
 			res.res.OutParam = get64(vh, mlx4.OffOutParam)
 		}
 		d.count(r.Op, st, true)

@@ -727,7 +727,7 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to QPState) error {
 // The driver's view of the state is not changed.
 func (d *Driver) Transition(ctx context.Context, qp *QP, op mlx4.Opcode, optpar uint32) (mlx4.Status, error) {
 	r := vhcr.Request{Op: op, InMod: qp.QPN}
-	if e := d.VF.Table().Lookup(op); e != nil && e.Inbox {
+	if in, _ := mlx4.CmdInfo(op); in.HasInbox {
 		var in [QPMailboxSize]byte
 		QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
 		r.In = in[:]

@@ -14,6 +14,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 )
 
 // Rig is a running PF with its regions.
@@ -21,7 +22,7 @@ type Rig struct {
 	BAR, DMA *bar.Mem
 	Layout   vhcr.Layout
 	HCA      *hca.HCA
-	PF       *vhcr.PF
+	PF       *master.PF
 	Config   *config.Config
 	cancel   context.CancelFunc
 	done     chan error
@@ -58,7 +59,7 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := vhcr.New(vhcr.Options{BAR: r.BAR, DMA: r.DMA, Layout: r.Layout, HCA: h,
+	pf, err := master.New(master.Options{BAR: r.BAR, DMA: r.DMA, Layout: r.Layout, HCA: h,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
-package vhcr
+package tick
 
-// cputicks reads the time-stamp counter (constant and invariant on the
-// machines vhcrd targets; calibrated against the monotonic clock at start).
-func cputicks() uint64
+// Now reads the time-stamp counter (constant and invariant on the machines
+// vhcrd targets; calibrated against the monotonic clock by PerNS).
+func Now() uint64

@@ -1,9 +1,11 @@
 //go:build !amd64
 
-package vhcr
+package tick
 
 import "time"
 
-var tickBase = time.Now()
+var base = time.Now()
 
-func cputicks() uint64 { return uint64(time.Since(tickBase)) }
+// Now reads the monotonic clock in nanoseconds where there is no cycle
+// counter to read.
+func Now() uint64 { return uint64(time.Since(base)) }
