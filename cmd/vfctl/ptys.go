@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -29,7 +28,7 @@ func runPTYS(args []string) error {
 		return fmt.Errorf("--proto %q: want ib or eth", *proto)
 	}
 	var in [mlx4.MailboxSize]byte
-	hca.EncodeAccessRegPTYS(&in, hca.AccessRegQuery, uint8(*port), mask)
+	mlx4.EncodeAccessRegPTYS(&in, mlx4.AccessRegQuery, uint8(*port), mask)
 	a, v, err := openVF(*barSpec, *vf, false)
 	if err != nil {
 		return err
@@ -43,8 +42,8 @@ func runPTYS(args []string) error {
 	if resp.Status != mlx4.OK {
 		return exitError{1}
 	}
-	st, p := hca.DecodeAccessRegPTYS(resp.Out)
-	if st != hca.RegStatusOK {
+	st, p := mlx4.DecodeAccessRegPTYS(resp.Out)
+	if st != mlx4.RegStatusOK {
 		fmt.Printf("register access status %#x\n", st)
 		return exitError{1}
 	}
@@ -53,8 +52,8 @@ func runPTYS(args []string) error {
 		fmt.Printf("eth proto cap %#08x admin %#08x oper %#08x\n", p.EthProtoCap, p.EthProtoAdmin, p.EthProtoOper)
 	}
 	if p.ProtoMask&1 != 0 {
-		fmt.Printf("ib width cap %s admin %s oper %s\n", bitNames(uint32(p.IBWidthCap), hca.PTYSWidths), bitNames(uint32(p.IBWidthAdmin), hca.PTYSWidths), bitNames(uint32(p.IBWidthOper), hca.PTYSWidths))
-		fmt.Printf("ib speed cap %s admin %s oper %s\n", bitNames(uint32(p.IBSpeedCap), hca.PTYSSpeeds), bitNames(uint32(p.IBSpeedAdmin), hca.PTYSSpeeds), bitNames(uint32(p.IBSpeedOper), hca.PTYSSpeeds))
+		fmt.Printf("ib width cap %s admin %s oper %s\n", bitNames(uint32(p.IBWidthCap), mlx4.PTYSWidths), bitNames(uint32(p.IBWidthAdmin), mlx4.PTYSWidths), bitNames(uint32(p.IBWidthOper), mlx4.PTYSWidths))
+		fmt.Printf("ib speed cap %s admin %s oper %s\n", bitNames(uint32(p.IBSpeedCap), mlx4.PTYSSpeeds), bitNames(uint32(p.IBSpeedAdmin), mlx4.PTYSSpeeds), bitNames(uint32(p.IBSpeedOper), mlx4.PTYSSpeeds))
 	}
 	return nil
 }

@@ -6,64 +6,6 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// ACCESS_REG's mailbox is struct mlx4_access_reg (fw.c): the operation TLV
-// of the PRM's register access (type 1, length 4 dwords; class 1) and then
-// the register's data. The firmware answers in the outbox with the same
-// header, its status byte set, and the register data.
-const (
-	accessRegTLV     = 0x00 // BE16 constant1: TLV type (15:11) | length in dwords (10:0)
-	accessRegStatus  = 0x02 // u8 status (6:0), the register access status below
-	accessRegID      = 0x04 // BE16 register id
-	accessRegMethod  = 0x06 // u8 method (6:0)
-	accessRegClass   = 0x07 // u8 constant2: class, 1 = register access
-	accessRegLen     = 0x10 // BE16 len_const: data length in dwords + 1 (10:0) | 0x3 << 12
-	accessRegData    = 0x14 // MLX4_ACCESS_REG_HEADER_SIZE
-	accessRegTLVOp   = 1    // operation TLV
-	accessRegTLVLen  = 4
-	accessRegClassRA = 1
-	accessRegMask    = 0x7f // MLX4_ACCESS_REG_{STATUS,METHOD}_MASK
-
-	// Methods (enum mlx4_access_reg_method).
-	AccessRegQuery = 0x1
-	AccessRegWrite = 0x2
-
-	// RegIDPTYS is the Port Type and Speed register (MLX4_REG_ID_PTYS), the
-	// one register a VF's driver reads (mlx4_en's ethtool link settings).
-	RegIDPTYS = 0x5004
-)
-
-// Register access statuses of the operation TLV (the PRM's; mlxsw calls
-// them MLXSW_EMAD_OP_TLV_STATUS_*). mlx4_ACCESS_REG returns a non-zero one
-// to its caller as the error.
-const (
-	RegStatusOK                 = 0x0
-	RegStatusNotSupported       = 0x4 // REGISTER_NOT_SUPPORTED
-	RegStatusClassNotSupported  = 0x5
-	RegStatusMethodNotSupported = 0x6
-	RegStatusBadParameter       = 0x7
-)
-
-// struct mlx4_ptys_reg, offsets in the register data.
-const (
-	ptysFlags        = 0x00 // u8: AN_DISABLE_CAP (bit 5), AN_DISABLE_ADMIN (bit 6)
-	ptysLocalPort    = 0x01
-	ptysProtoMask    = 0x03 // MLX4_PTYS_IB (1 << 0), MLX4_PTYS_EN (1 << 2)
-	ptysEthProtoCap  = 0x0c // BE32
-	ptysIBWidthCap   = 0x10 // BE16
-	ptysIBSpeedCap   = 0x12 // BE16
-	ptysEthProtoAdm  = 0x18
-	ptysIBWidthAdm   = 0x1c
-	ptysIBSpeedAdm   = 0x1e
-	ptysEthProtoOper = 0x24
-	ptysIBWidthOper  = 0x28
-	ptysIBSpeedOper  = 0x2a
-	ptysEthProtoLP   = 0x30
-	ptysSize         = 0x34
-
-	ptysProtoIB = 1 << 0
-	ptysProtoEN = 1 << 2
-)
-
 // Ethernet link modes of the PTYS protocol masks (enum mlx4_link_mode, bit
 // numbers): the model's Ethernet ports are 40GBASE-CR4 capable of 10GBASE-CR.
 const (
@@ -84,51 +26,51 @@ const (
 // VF does not have BAD_PARAMETER.
 func (h *HCA) ACCESS_REG(c *mlx4.Cmd) mlx4.Status {
 	in, out := c.Inbox[:], c.Outbox[:]
-	method := in[accessRegMethod] & accessRegMask
-	if method == AccessRegWrite {
+	method := in[mlx4.AccessRegMethod] & mlx4.AccessRegMask
+	if method == mlx4.AccessRegWrite {
 		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
 	}
-	copy(out[:accessRegData], in[:accessRegData])
-	out[accessRegStatus] &^= accessRegMask
-	status := h.accessReg(c.VF, method, binary.BigEndian.Uint16(in[accessRegID:]), in, out)
-	out[accessRegStatus] |= status
+	copy(out[:mlx4.AccessRegData], in[:mlx4.AccessRegData])
+	out[mlx4.AccessRegStatus] &^= mlx4.AccessRegMask
+	status := h.accessReg(c.VF, method, binary.BigEndian.Uint16(in[mlx4.AccessRegID:]), in, out)
+	out[mlx4.AccessRegStatus] |= status
 	return mlx4.OK
 }
 
 func (h *HCA) accessReg(vf int, method uint8, id uint16, in, out []byte) uint8 {
-	tlv := binary.BigEndian.Uint16(in[accessRegTLV:])
+	tlv := binary.BigEndian.Uint16(in[mlx4.AccessRegTLV:])
 	switch {
-	case tlv>>11 != accessRegTLVOp || tlv&0x7ff != accessRegTLVLen:
-		return RegStatusBadParameter
-	case in[accessRegClass] != accessRegClassRA:
-		return RegStatusClassNotSupported
-	case id != RegIDPTYS:
-		return RegStatusNotSupported
-	case method != AccessRegQuery:
-		return RegStatusMethodNotSupported
+	case tlv>>11 != mlx4.AccessRegTLVOp || tlv&0x7ff != mlx4.AccessRegTLVLen:
+		return mlx4.RegStatusBadParameter
+	case in[mlx4.AccessRegClass] != mlx4.AccessRegClassRA:
+		return mlx4.RegStatusClassNotSupported
+	case id != mlx4.RegIDPTYS:
+		return mlx4.RegStatusNotSupported
+	case method != mlx4.AccessRegQuery:
+		return mlx4.RegStatusMethodNotSupported
 	}
-	req, reg := in[accessRegData:], out[accessRegData:accessRegData+ptysSize]
-	phys := h.PhysPort(vf, uint32(req[ptysLocalPort]))
+	req, reg := in[mlx4.AccessRegData:], out[mlx4.AccessRegData:mlx4.AccessRegData+mlx4.PTYSSize]
+	phys := h.PhysPort(vf, uint32(req[mlx4.PTYSLocalPort]))
 	if phys == 0 {
-		return RegStatusBadParameter
+		return mlx4.RegStatusBadParameter
 	}
 	clear(reg)
-	reg[ptysLocalPort] = byte(phys)
+	reg[mlx4.PTYSLocalPort] = byte(phys)
 	up := h.VFLinkUp(vf, phys)
 	if h.Cfg.Ports[phys-1].LinkLayer == "eth" {
-		reg[ptysProtoMask] = ptysProtoEN
-		binary.BigEndian.PutUint32(reg[ptysEthProtoCap:], ethProtoModel)
-		binary.BigEndian.PutUint32(reg[ptysEthProtoAdm:], ethProtoModel)
+		reg[mlx4.PTYSProtoMask] = mlx4.PTYSProtoEN
+		binary.BigEndian.PutUint32(reg[mlx4.PTYSEthProtoCap:], ethProtoModel)
+		binary.BigEndian.PutUint32(reg[mlx4.PTYSEthProtoAdm:], ethProtoModel)
 		if up {
-			binary.BigEndian.PutUint32(reg[ptysEthProtoOper:], ethProtoOperModel)
+			binary.BigEndian.PutUint32(reg[mlx4.PTYSEthProtoOper:], ethProtoOperModel)
 		}
-		return RegStatusOK
+		return mlx4.RegStatusOK
 	}
-	reg[ptysProtoMask] = ptysProtoIB
+	reg[mlx4.PTYSProtoMask] = mlx4.PTYSProtoIB
 	l := h.ibLink(phys)
-	binary.BigEndian.PutUint16(reg[ptysIBWidthCap:], ptysWidth(l.widthSupported))
-	binary.BigEndian.PutUint16(reg[ptysIBSpeedCap:], ptysSpeed(l.speedSupported, l.speedExtSupported))
-	binary.BigEndian.PutUint16(reg[ptysIBWidthAdm:], ptysWidth(l.widthEnabled))
+	binary.BigEndian.PutUint16(reg[mlx4.PTYSIBWidthCap:], ptysWidth(l.widthSupported))
+	binary.BigEndian.PutUint16(reg[mlx4.PTYSIBSpeedCap:], ptysSpeed(l.speedSupported, l.speedExtSupported))
+	binary.BigEndian.PutUint16(reg[mlx4.PTYSIBWidthAdm:], ptysWidth(l.widthEnabled))
 	extEnabled := l.speedExtEnabled // 5 bits: 0x1E disabled, 0x1F all supported
 	switch {
 	case extEnabled == 0x1f:
@@ -136,12 +78,12 @@ func (h *HCA) accessReg(vf int, method uint8, id uint16, in, out []byte) uint8 {
 	case extEnabled >= 0x10:
 		extEnabled = 0
 	}
-	binary.BigEndian.PutUint16(reg[ptysIBSpeedAdm:], ptysSpeed(l.speedEnabled, extEnabled))
+	binary.BigEndian.PutUint16(reg[mlx4.PTYSIBSpeedAdm:], ptysSpeed(l.speedEnabled, extEnabled))
 	if up {
-		binary.BigEndian.PutUint16(reg[ptysIBWidthOper:], ptysWidth(l.widthActive))
-		binary.BigEndian.PutUint16(reg[ptysIBSpeedOper:], ptysSpeed(l.speedActive, l.speedExtActive))
+		binary.BigEndian.PutUint16(reg[mlx4.PTYSIBWidthOper:], ptysWidth(l.widthActive))
+		binary.BigEndian.PutUint16(reg[mlx4.PTYSIBSpeedOper:], ptysSpeed(l.speedActive, l.speedExtActive))
 	}
-	return RegStatusOK
+	return mlx4.RegStatusOK
 }
 
 // ibLinkInfo is what PTYS reports of an InfiniBand port, in PortInfo's
@@ -188,51 +130,3 @@ func ptysWidth(w uint8) uint16 {
 func ptysSpeed(s, ext uint8) uint16 {
 	return uint16(s&0x7) | uint16(ext&0x3)<<4
 }
-
-// PTYS is struct mlx4_ptys_reg, decoded. InfiniBand widths and speeds are
-// in the PTYS encodings (ptysWidth, ptysSpeed); Ethernet protocols are
-// masks of enum mlx4_link_mode bits.
-type PTYS struct {
-	LocalPort, ProtoMask                     uint8
-	EthProtoCap, EthProtoAdmin, EthProtoOper uint32
-	IBWidthCap, IBWidthAdmin, IBWidthOper    uint16
-	IBSpeedCap, IBSpeedAdmin, IBSpeedOper    uint16
-}
-
-// EncodeAccessRegPTYS writes ACCESS_REG's inbox for a PTYS access as
-// mlx4_ACCESS_PTYS_REG builds it: the operation TLV header for method and
-// the register with local_port and proto_mask (MLX4_PTYS_IB 1, _EN 4).
-func EncodeAccessRegPTYS(in *[mlx4.MailboxSize]byte, method, port, proto uint8) {
-	clear(in[:accessRegData+ptysSize])
-	binary.BigEndian.PutUint16(in[accessRegTLV:], accessRegTLVOp<<11|accessRegTLVLen)
-	binary.BigEndian.PutUint16(in[accessRegID:], RegIDPTYS)
-	in[accessRegMethod] = method & accessRegMask
-	in[accessRegClass] = accessRegClassRA
-	binary.BigEndian.PutUint16(in[accessRegLen:], (ptysSize/4+1)&0x7ff|0x3<<12)
-	in[accessRegData+ptysLocalPort] = port
-	in[accessRegData+ptysProtoMask] = proto
-}
-
-// DecodeAccessRegPTYS reads ACCESS_REG's outbox: the register access
-// status and the PTYS register.
-func DecodeAccessRegPTYS(out *[mlx4.MailboxSize]byte) (status uint8, p PTYS) {
-	r := out[accessRegData:]
-	return out[accessRegStatus] & accessRegMask, PTYS{
-		LocalPort: r[ptysLocalPort], ProtoMask: r[ptysProtoMask],
-		EthProtoCap:   binary.BigEndian.Uint32(r[ptysEthProtoCap:]),
-		EthProtoAdmin: binary.BigEndian.Uint32(r[ptysEthProtoAdm:]),
-		EthProtoOper:  binary.BigEndian.Uint32(r[ptysEthProtoOper:]),
-		IBWidthCap:    binary.BigEndian.Uint16(r[ptysIBWidthCap:]),
-		IBWidthAdmin:  binary.BigEndian.Uint16(r[ptysIBWidthAdm:]),
-		IBWidthOper:   binary.BigEndian.Uint16(r[ptysIBWidthOper:]),
-		IBSpeedCap:    binary.BigEndian.Uint16(r[ptysIBSpeedCap:]),
-		IBSpeedAdmin:  binary.BigEndian.Uint16(r[ptysIBSpeedAdm:]),
-		IBSpeedOper:   binary.BigEndian.Uint16(r[ptysIBSpeedOper:]),
-	}
-}
-
-// PTYSWidths and PTYSSpeeds name the InfiniBand bits of PTYS, bit 0 first.
-var (
-	PTYSWidths = []string{"1X", "2X", "4X", "8X", "12X"}
-	PTYSSpeeds = []string{"SDR", "DDR", "QDR", "FDR10", "FDR", "EDR"}
-)

@@ -14,13 +14,13 @@ import (
 // with local_port and proto_mask set.
 func ptysInbox(method uint8, id uint16, port, proto uint8) []byte {
 	b := make([]byte, mlx4.MailboxSize)
-	binary.BigEndian.PutUint16(b[accessRegTLV:], 0x1<<11|0x4)
-	b[accessRegClass] = 0x1
-	binary.BigEndian.PutUint16(b[accessRegID:], id)
-	b[accessRegMethod] = method
-	binary.BigEndian.PutUint16(b[accessRegLen:], (ptysSize/4+1)&0x7ff|0x3<<12)
-	b[accessRegData+ptysLocalPort] = port
-	b[accessRegData+ptysProtoMask] = proto
+	binary.BigEndian.PutUint16(b[mlx4.AccessRegTLV:], 0x1<<11|0x4)
+	b[mlx4.AccessRegClass] = 0x1
+	binary.BigEndian.PutUint16(b[mlx4.AccessRegID:], id)
+	b[mlx4.AccessRegMethod] = method
+	binary.BigEndian.PutUint16(b[mlx4.AccessRegLen:], (mlx4.PTYSSize/4+1)&0x7ff|0x3<<12)
+	b[mlx4.AccessRegData+mlx4.PTYSLocalPort] = port
+	b[mlx4.AccessRegData+mlx4.PTYSProtoMask] = proto
 	return b
 }
 
@@ -36,15 +36,15 @@ func (v *vf) accessReg(t *testing.T, in []byte) (mlx4.Status, *mlx4.Cmd, ptysRep
 	t.Helper()
 	c := v.cmd(mlx4.ACCESS_REG, 0, 0, 0, in, true)
 	s := v.run((*HCA).ACCESS_REG, c)
-	o, r := c.Outbox[:], c.Outbox[accessRegData:]
+	o, r := c.Outbox[:], c.Outbox[mlx4.AccessRegData:]
 	return s, c, ptysReply{
-		status: o[accessRegStatus] & 0x7f, port: r[ptysLocalPort], proto: r[ptysProtoMask],
-		ethCap: binary.BigEndian.Uint32(r[ptysEthProtoCap:]), ethAdmin: binary.BigEndian.Uint32(r[ptysEthProtoAdm:]),
-		ethOper:  binary.BigEndian.Uint32(r[ptysEthProtoOper:]),
-		widthCap: binary.BigEndian.Uint16(r[ptysIBWidthCap:]), widthAdm: binary.BigEndian.Uint16(r[ptysIBWidthAdm:]),
-		widthOp:  binary.BigEndian.Uint16(r[ptysIBWidthOper:]),
-		speedCap: binary.BigEndian.Uint16(r[ptysIBSpeedCap:]), speedAdm: binary.BigEndian.Uint16(r[ptysIBSpeedAdm:]),
-		speedOp: binary.BigEndian.Uint16(r[ptysIBSpeedOper:]),
+		status: o[mlx4.AccessRegStatus] & 0x7f, port: r[mlx4.PTYSLocalPort], proto: r[mlx4.PTYSProtoMask],
+		ethCap: binary.BigEndian.Uint32(r[mlx4.PTYSEthProtoCap:]), ethAdmin: binary.BigEndian.Uint32(r[mlx4.PTYSEthProtoAdm:]),
+		ethOper:  binary.BigEndian.Uint32(r[mlx4.PTYSEthProtoOper:]),
+		widthCap: binary.BigEndian.Uint16(r[mlx4.PTYSIBWidthCap:]), widthAdm: binary.BigEndian.Uint16(r[mlx4.PTYSIBWidthAdm:]),
+		widthOp:  binary.BigEndian.Uint16(r[mlx4.PTYSIBWidthOper:]),
+		speedCap: binary.BigEndian.Uint16(r[mlx4.PTYSIBSpeedCap:]), speedAdm: binary.BigEndian.Uint16(r[mlx4.PTYSIBSpeedAdm:]),
+		speedOp: binary.BigEndian.Uint16(r[mlx4.PTYSIBSpeedOper:]),
 	}
 }
 
@@ -55,17 +55,17 @@ func TestAccessRegPTYS(t *testing.T) {
 	v := r.vf(1)
 	r.h.Funcs[1].Ports = []int{2} // VF 1's port 1 is physical port 2
 
-	s, c, got := v.accessReg(t, ptysInbox(AccessRegQuery, RegIDPTYS, 1, ptysProtoIB))
-	if s != mlx4.OK || got.status != RegStatusOK {
-		t.Fatalf("PTYS query: %v, register status %#x", s, got.status)
+	s, c, got := v.accessReg(t, ptysInbox(mlx4.AccessRegQuery, mlx4.RegIDPTYS, 1, mlx4.PTYSProtoIB))
+	if s != mlx4.OK || got.status != mlx4.RegStatusOK {
+		t.Fatalf("mlx4.PTYS query: %v, register status %#x", s, got.status)
 	}
 	// Without a MAD engine: 1X|4X supported, 4X active; SDR|DDR|QDR, QDR.
-	want := ptysReply{port: 2, proto: ptysProtoIB, widthCap: 0x5, widthAdm: 0x5, widthOp: 0x4, speedCap: 0x7, speedAdm: 0x7, speedOp: 0x4}
+	want := ptysReply{port: 2, proto: mlx4.PTYSProtoIB, widthCap: 0x5, widthAdm: 0x5, widthOp: 0x4, speedCap: 0x7, speedAdm: 0x7, speedOp: 0x4}
 	if got != want {
-		t.Fatalf("PTYS reply\n got %+v\nwant %+v", got, want)
+		t.Fatalf("mlx4.PTYS reply\n got %+v\nwant %+v", got, want)
 	}
-	if id := binary.BigEndian.Uint16(c.Outbox[accessRegID:]); id != RegIDPTYS || c.Outbox[accessRegMethod] != AccessRegQuery {
-		t.Fatalf("outbox header: id %#x method %d", id, c.Outbox[accessRegMethod])
+	if id := binary.BigEndian.Uint16(c.Outbox[mlx4.AccessRegID:]); id != mlx4.RegIDPTYS || c.Outbox[mlx4.AccessRegMethod] != mlx4.AccessRegQuery {
+		t.Fatalf("outbox header: id %#x method %d", id, c.Outbox[mlx4.AccessRegMethod])
 	}
 
 	// With the MAD engine attached, PTYS follows its PortInfo.
@@ -77,27 +77,27 @@ func TestAccessRegPTYS(t *testing.T) {
 		t.Fatal(err)
 	}
 	pi, _ := e.PortInfo(2)
-	_, _, got = v.accessReg(t, ptysInbox(AccessRegQuery, RegIDPTYS, 1, ptysProtoIB))
+	_, _, got = v.accessReg(t, ptysInbox(mlx4.AccessRegQuery, mlx4.RegIDPTYS, 1, mlx4.PTYSProtoIB))
 	if got.widthOp != ptysWidth(pi.LinkWidthActive) || got.speedOp != ptysSpeed(pi.LinkSpeedActive, pi.LinkSpeedExtActive) {
-		t.Fatalf("PTYS %+v does not follow PortInfo width %#x speed %#x", got, pi.LinkWidthActive, pi.LinkSpeedActive)
+		t.Fatalf("mlx4.PTYS %+v does not follow PortInfo width %#x speed %#x", got, pi.LinkWidthActive, pi.LinkSpeedActive)
 	}
 
 	// A VF whose link is forced down has no operational width or speed.
 	r.h.Funcs[1].LinkState = "down"
-	if _, _, got = v.accessReg(t, ptysInbox(AccessRegQuery, RegIDPTYS, 1, ptysProtoIB)); got.widthOp != 0 || got.speedOp != 0 || got.widthCap == 0 {
+	if _, _, got = v.accessReg(t, ptysInbox(mlx4.AccessRegQuery, mlx4.RegIDPTYS, 1, mlx4.PTYSProtoIB)); got.widthOp != 0 || got.speedOp != 0 || got.widthCap == 0 {
 		t.Fatalf("link down: %+v", got)
 	}
 }
 
 func TestAccessRegPTYSEthernet(t *testing.T) {
 	r := newRig(t, 1, func(c *config.Config) { c.Ports[0].LinkLayer = "eth" })
-	_, _, got := r.vf(0).accessReg(t, ptysInbox(AccessRegQuery, RegIDPTYS, 1, ptysProtoEN))
-	want := ptysReply{port: 1, proto: ptysProtoEN, ethCap: 1<<6 | 1<<12, ethAdmin: 1<<6 | 1<<12, ethOper: 1 << 6}
-	if got.status != RegStatusOK || got.ethCap != want.ethCap || got.ethAdmin != want.ethAdmin || got.proto != want.proto {
-		t.Fatalf("Ethernet PTYS %+v", got)
+	_, _, got := r.vf(0).accessReg(t, ptysInbox(mlx4.AccessRegQuery, mlx4.RegIDPTYS, 1, mlx4.PTYSProtoEN))
+	want := ptysReply{port: 1, proto: mlx4.PTYSProtoEN, ethCap: 1<<6 | 1<<12, ethAdmin: 1<<6 | 1<<12, ethOper: 1 << 6}
+	if got.status != mlx4.RegStatusOK || got.ethCap != want.ethCap || got.ethAdmin != want.ethAdmin || got.proto != want.proto {
+		t.Fatalf("Ethernet mlx4.PTYS %+v", got)
 	}
 	if (r.h.Cfg.Ports[0].State == "active") != (got.ethOper == want.ethOper) {
-		t.Fatalf("Ethernet PTYS oper %#x with port state %q", got.ethOper, r.h.Cfg.Ports[0].State)
+		t.Fatalf("Ethernet mlx4.PTYS oper %#x with port state %q", got.ethOper, r.h.Cfg.Ports[0].State)
 	}
 }
 
@@ -107,15 +107,15 @@ func TestAccessRegPTYSEthernet(t *testing.T) {
 func TestAccessRegRefusals(t *testing.T) {
 	r := newRig(t, 2, nil)
 	v := r.vf(0)
-	s, c, _ := v.accessReg(t, ptysInbox(AccessRegWrite, RegIDPTYS, 1, ptysProtoIB))
+	s, c, _ := v.accessReg(t, ptysInbox(mlx4.AccessRegWrite, mlx4.RegIDPTYS, 1, mlx4.PTYSProtoIB))
 	if s != mlx4.BAD_OP || c.Reason != mlx4.ReasonPrivileged {
-		t.Fatalf("PTYS write: %v (%v), want BAD_OP", s, c.Reason)
+		t.Fatalf("mlx4.PTYS write: %v (%v), want BAD_OP", s, c.Reason)
 	}
-	if c.Outbox[accessRegID] != 0 || c.Outbox[accessRegID+1] != 0 {
+	if c.Outbox[mlx4.AccessRegID] != 0 || c.Outbox[mlx4.AccessRegID+1] != 0 {
 		t.Fatal("a refused write wrote the outbox")
 	}
 	bad := func(edit func(b []byte)) []byte {
-		b := ptysInbox(AccessRegQuery, RegIDPTYS, 1, ptysProtoIB)
+		b := ptysInbox(mlx4.AccessRegQuery, mlx4.RegIDPTYS, 1, mlx4.PTYSProtoIB)
 		edit(b)
 		return b
 	}
@@ -124,19 +124,19 @@ func TestAccessRegRefusals(t *testing.T) {
 		in   []byte
 		want uint8
 	}{
-		{"unknown register", ptysInbox(AccessRegQuery, 0x5003, 1, 0), RegStatusNotSupported},
-		{"method 3", ptysInbox(3, RegIDPTYS, 1, ptysProtoIB), RegStatusMethodNotSupported},
-		{"class 2", bad(func(b []byte) { b[accessRegClass] = 2 }), RegStatusClassNotSupported},
-		{"not an operation TLV", bad(func(b []byte) { binary.BigEndian.PutUint16(b[accessRegTLV:], 0x3<<11|0x4) }), RegStatusBadParameter},
-		{"TLV length", bad(func(b []byte) { binary.BigEndian.PutUint16(b[accessRegTLV:], 0x1<<11|0x5) }), RegStatusBadParameter},
-		{"port 0", ptysInbox(AccessRegQuery, RegIDPTYS, 0, ptysProtoIB), RegStatusBadParameter},
-		{"port the VF does not have", ptysInbox(AccessRegQuery, RegIDPTYS, 3, ptysProtoIB), RegStatusBadParameter},
+		{"unknown register", ptysInbox(mlx4.AccessRegQuery, 0x5003, 1, 0), mlx4.RegStatusNotSupported},
+		{"method 3", ptysInbox(3, mlx4.RegIDPTYS, 1, mlx4.PTYSProtoIB), mlx4.RegStatusMethodNotSupported},
+		{"class 2", bad(func(b []byte) { b[mlx4.AccessRegClass] = 2 }), mlx4.RegStatusClassNotSupported},
+		{"not an operation TLV", bad(func(b []byte) { binary.BigEndian.PutUint16(b[mlx4.AccessRegTLV:], 0x3<<11|0x4) }), mlx4.RegStatusBadParameter},
+		{"TLV length", bad(func(b []byte) { binary.BigEndian.PutUint16(b[mlx4.AccessRegTLV:], 0x1<<11|0x5) }), mlx4.RegStatusBadParameter},
+		{"port 0", ptysInbox(mlx4.AccessRegQuery, mlx4.RegIDPTYS, 0, mlx4.PTYSProtoIB), mlx4.RegStatusBadParameter},
+		{"port the VF does not have", ptysInbox(mlx4.AccessRegQuery, mlx4.RegIDPTYS, 3, mlx4.PTYSProtoIB), mlx4.RegStatusBadParameter},
 	} {
 		s, c, got := v.accessReg(t, tc.in)
 		if s != mlx4.OK || got.status != tc.want {
 			t.Errorf("%s: %v, register status %#x, want OK and %#x", tc.name, s, got.status, tc.want)
 		}
-		if binary.BigEndian.Uint16(c.Outbox[accessRegID:]) != binary.BigEndian.Uint16(tc.in[accessRegID:]) {
+		if binary.BigEndian.Uint16(c.Outbox[mlx4.AccessRegID:]) != binary.BigEndian.Uint16(tc.in[mlx4.AccessRegID:]) {
 			t.Errorf("%s: outbox header not the request's", tc.name)
 		}
 	}
@@ -148,7 +148,7 @@ func TestPTYSEncodings(t *testing.T) {
 		want  uint16
 	}{{0x1, 0x1}, {0x2, 0x4}, {0x3, 0x5}, {0x4, 0x8}, {0x8, 0x10}, {0x10, 0x2}, {0x1f, 0x1f}} {
 		if got := ptysWidth(tc.width); got != tc.want {
-			t.Errorf("PortInfo width %#x: PTYS %#x, want %#x", tc.width, got, tc.want)
+			t.Errorf("PortInfo width %#x: mlx4.PTYS %#x, want %#x", tc.width, got, tc.want)
 		}
 	}
 	if got := ptysSpeed(0x7, 0x3); got != 0x37 {
@@ -160,18 +160,18 @@ func TestPTYSEncodings(t *testing.T) {
 // access status from the documented set; a PTYS answer names one of the
 // VF's physical ports; the other VF is never touched.
 func FuzzAccessReg(f *testing.F) {
-	f.Add(ptysInbox(AccessRegQuery, RegIDPTYS, 1, ptysProtoIB))
-	f.Add(ptysInbox(AccessRegWrite, RegIDPTYS, 2, ptysProtoEN))
-	f.Add(ptysInbox(AccessRegQuery, 0x9001, 0, 0))
+	f.Add(ptysInbox(mlx4.AccessRegQuery, mlx4.RegIDPTYS, 1, mlx4.PTYSProtoIB))
+	f.Add(ptysInbox(mlx4.AccessRegWrite, mlx4.RegIDPTYS, 2, mlx4.PTYSProtoEN))
+	f.Add(ptysInbox(mlx4.AccessRegQuery, 0x9001, 0, 0))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r := newRig(t, 2, nil)
 		v := r.vf(0)
 		before := fingerprint(r.h, 1)
 		c := v.cmd(mlx4.ACCESS_REG, 0, 0, 0, in, true)
 		s := v.run((*HCA).ACCESS_REG, c)
-		method := c.Inbox[accessRegMethod] & 0x7f
+		method := c.Inbox[mlx4.AccessRegMethod] & 0x7f
 		switch {
-		case method == AccessRegWrite:
+		case method == mlx4.AccessRegWrite:
 			if s != mlx4.BAD_OP {
 				t.Fatalf("write: %v", s)
 			}
@@ -179,18 +179,18 @@ func FuzzAccessReg(f *testing.F) {
 			t.Fatalf("status %v", s)
 		}
 		if s == mlx4.OK {
-			st := c.Outbox[accessRegStatus] & 0x7f
+			st := c.Outbox[mlx4.AccessRegStatus] & 0x7f
 			switch st {
-			case RegStatusOK:
-				phys := int(c.Outbox[accessRegData+ptysLocalPort])
+			case mlx4.RegStatusOK:
+				phys := int(c.Outbox[mlx4.AccessRegData+mlx4.PTYSLocalPort])
 				found := false
 				for _, p := range r.h.Funcs[0].Ports {
 					found = found || p == phys
 				}
 				if !found {
-					t.Fatalf("PTYS answered for port %d", phys)
+					t.Fatalf("mlx4.PTYS answered for port %d", phys)
 				}
-			case RegStatusNotSupported, RegStatusClassNotSupported, RegStatusMethodNotSupported, RegStatusBadParameter:
+			case mlx4.RegStatusNotSupported, mlx4.RegStatusClassNotSupported, mlx4.RegStatusMethodNotSupported, mlx4.RegStatusBadParameter:
 			default:
 				t.Fatalf("register status %#x", st)
 			}
@@ -209,18 +209,18 @@ func TestPTYSCodec(t *testing.T) {
 	for i := range in {
 		in[i] = 0xee // the encoder clears the header and the register
 	}
-	EncodeAccessRegPTYS(&in, AccessRegQuery, 2, ptysProtoIB)
-	want := ptysInbox(AccessRegQuery, RegIDPTYS, 2, ptysProtoIB)
-	if string(in[:accessRegData+ptysSize]) != string(want[:accessRegData+ptysSize]) {
-		t.Fatalf("encoded % x\n   want % x", in[:accessRegData+ptysSize], want[:accessRegData+ptysSize])
+	mlx4.EncodeAccessRegPTYS(&in, mlx4.AccessRegQuery, 2, mlx4.PTYSProtoIB)
+	want := ptysInbox(mlx4.AccessRegQuery, mlx4.RegIDPTYS, 2, mlx4.PTYSProtoIB)
+	if string(in[:mlx4.AccessRegData+mlx4.PTYSSize]) != string(want[:mlx4.AccessRegData+mlx4.PTYSSize]) {
+		t.Fatalf("encoded % x\n   want % x", in[:mlx4.AccessRegData+mlx4.PTYSSize], want[:mlx4.AccessRegData+mlx4.PTYSSize])
 	}
 	r := newRig(t, 1, nil)
 	c := r.vf(0).cmd(mlx4.ACCESS_REG, 0, 0, 0, in[:], true)
 	if s := r.vf(0).run((*HCA).ACCESS_REG, c); s != mlx4.OK {
 		t.Fatal(s)
 	}
-	st, p := DecodeAccessRegPTYS(c.Outbox)
-	if st != RegStatusOK || p.LocalPort != 2 || p.ProtoMask != ptysProtoIB || p.IBWidthOper != 0x4 || p.IBSpeedOper != 0x4 || p.IBSpeedCap != 0x7 {
+	st, p := mlx4.DecodeAccessRegPTYS(c.Outbox)
+	if st != mlx4.RegStatusOK || p.LocalPort != 2 || p.ProtoMask != mlx4.PTYSProtoIB || p.IBWidthOper != 0x4 || p.IBSpeedOper != 0x4 || p.IBSpeedCap != 0x7 {
 		t.Fatalf("decoded status %#x %+v", st, p)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
@@ -499,17 +498,17 @@ func TestAccessRegThroughTheChannel(t *testing.T) {
 	v := r.InitVF(t, 1)
 	in := make([]byte, 0x14+0x34)
 	binary.BigEndian.PutUint16(in[0:], 0x1<<11|0x4) // operation TLV
-	binary.BigEndian.PutUint16(in[4:], hca.RegIDPTYS)
-	in[6], in[7] = hca.AccessRegQuery, 1
+	binary.BigEndian.PutUint16(in[4:], mlx4.RegIDPTYS)
+	in[6], in[7] = mlx4.AccessRegQuery, 1
 	in[0x14+1] = 2 // VF port 2
 	got := post(t, v, vhcr.Request{Op: mlx4.ACCESS_REG, In: in})
 	if got.Status != mlx4.OK || got.Out == nil {
 		t.Fatalf("PTYS query: %v", got.Status)
 	}
-	if st, port := got.Out[2]&0x7f, got.Out[0x14+1]; st != hca.RegStatusOK || port != 2 {
+	if st, port := got.Out[2]&0x7f, got.Out[0x14+1]; st != mlx4.RegStatusOK || port != 2 {
 		t.Fatalf("PTYS reply: register status %#x, local_port %d", st, port)
 	}
-	in[6] = hca.AccessRegWrite
+	in[6] = mlx4.AccessRegWrite
 	if got := post(t, v, vhcr.Request{Op: mlx4.ACCESS_REG, In: in}); got.Status != mlx4.BAD_OP {
 		t.Fatalf("PTYS write: %v, want BAD_OP", got.Status)
 	}
