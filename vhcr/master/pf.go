@@ -41,7 +41,6 @@ type Options struct {
 	DMA    bar.Region // the region holding the DMA windows; may be BAR
 	Layout vhcr.Layout
 	HCA    *hca.HCA
-	Table  *Table       // nil: NewTable(nil)
 	Events EventSink    // nil: the HCA if it implements EventSink
 	Logger *slog.Logger // nil: slog.Default()
 }
@@ -126,10 +125,8 @@ func New(o Options) (*PF, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, table: o.Table, events: o.Events, log: o.Logger}
-	if p.table == nil {
-		p.table = NewTable(nil)
-	}
+	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, events: o.Events, log: o.Logger}
+	p.table = NewTable()
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -466,7 +463,7 @@ func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 	op := mlx4.Opcode(w3 & 0xfff)
 	opMod := uint8(w3>>12) & 0xf
 	e := p.table.byOp[op]
-	if e == nil || !e.plain || uint8(w3>>16)&mlx4.FlagE != 0 || e.OpMods != 0 && e.OpMods&(1<<opMod) == 0 {
+	if e == nil || !e.plain || uint8(w3>>16)&mlx4.FlagE != 0 || !e.OpModOK(opMod) {
 		return false
 	}
 	var t0 uint64
@@ -475,8 +472,8 @@ func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
 		t0 = tick.Now()
 	}
 	c := p.loadCmd(i, st, w0, w1, w2, w3)
-	status := e.Exec(p.hca, c)
-	if e.OutImm {
+	status := p.hca.Exec(c)
+	if e.OutIsImm {
 		binary.BigEndian.PutUint64(m[mlx4.OffOutParam:], c.OutParam)
 	}
 	binary.BigEndian.PutUint32(m[mlx4.OffStatus:], uint32(status)<<24|uint32(w3)&0x00ffffff)
@@ -549,10 +546,10 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 		status = c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode)
 	case e.EPERM:
 		status = c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
-	case e.OpMods != 0 && e.OpMods&(1<<c.OpMod) == 0:
+	case !e.OpModOK(c.OpMod):
 		status = c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 	}
-	if status == mlx4.OK && e.Outbox {
+	if status == mlx4.OK && e.HasOutbox {
 		// The outbox must be writable before anything executes: a command
 		// whose results cannot be delivered must have no effect (mlx4 only
 		// finds out after executing, then resets the VF; we reset too).
@@ -561,10 +558,9 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 			p.stats.DMA[i]++
 			return false, fmt.Errorf("outbox %#x unwritable: %v", outAddr, err)
 		}
-		clear(p.outbox[:])
 		c.Outbox = &p.outbox
 	}
-	if status == mlx4.OK && e.Inbox {
+	if status == mlx4.OK && e.HasInbox {
 		// 3. The inbox, copied once into the shadow (low 8 bits masked, as
 		// INBOX_MASK does; ACCESS_MEM needs 4 KiB alignment).
 		addr := c.InParam & mlx4.InboxMask
@@ -575,9 +571,6 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 		} else {
 			c.Inbox = &p.inbox
 		}
-	}
-	if status == mlx4.OK && e.Verify != nil {
-		status = e.Verify(p.hca, c)
 	}
 	event := c.EBit && p.events != nil && p.events.HasEQ(i, EventTypeCmd)
 	if status == mlx4.OK && c.EBit && !event {
@@ -592,11 +585,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 	}
 	// 5. Execute.
 	if status == mlx4.OK {
-		if e.Exec == nil {
-			status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotModelled)
-		} else {
-			status = e.Exec(p.hca, c)
-		}
+		status = p.hca.Exec(c)
 	}
 	// 6. Results: outbox, then status/immediate output, then the toggle or
 	// the completion EQE.
@@ -606,7 +595,7 @@ func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
 			return acked, fmt.Errorf("writing the outbox: %w", err)
 		}
 	}
-	imm := e != nil && e.OutImm
+	imm := e != nil && e.OutIsImm
 	if event {
 		p.completionEQE(i, c.Token, status, imm, c.OutParam)
 	} else {
