@@ -35,7 +35,7 @@ type ptysReply struct {
 func (v *vf) accessReg(t *testing.T, in []byte) (mlx4.Status, *mlx4.Cmd, ptysReply) {
 	t.Helper()
 	c := v.cmd(mlx4.ACCESS_REG, 0, 0, 0, in, true)
-	s := v.run((*HCA).ACCESS_REG, c)
+	s := v.run(c)
 	o, r := c.Outbox[:], c.Outbox[mlx4.AccessRegData:]
 	return s, c, ptysReply{
 		status: o[mlx4.AccessRegStatus] & 0x7f, port: r[mlx4.PTYSLocalPort], proto: r[mlx4.PTYSProtoMask],
@@ -168,7 +168,7 @@ func FuzzAccessReg(f *testing.F) {
 		v := r.vf(0)
 		before := fingerprint(r.h, 1)
 		c := v.cmd(mlx4.ACCESS_REG, 0, 0, 0, in, true)
-		s := v.run((*HCA).ACCESS_REG, c)
+		s := v.run(c)
 		method := c.Inbox[mlx4.AccessRegMethod] & 0x7f
 		switch {
 		case method == mlx4.AccessRegWrite:
@@ -216,7 +216,7 @@ func TestPTYSCodec(t *testing.T) {
 	}
 	r := newRig(t, 1, nil)
 	c := r.vf(0).cmd(mlx4.ACCESS_REG, 0, 0, 0, in[:], true)
-	if s := r.vf(0).run((*HCA).ACCESS_REG, c); s != mlx4.OK {
+	if s := r.vf(0).run(c); s != mlx4.OK {
 		t.Fatal(s)
 	}
 	st, p := mlx4.DecodeAccessRegPTYS(c.Outbox)

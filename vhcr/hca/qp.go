@@ -2,23 +2,23 @@ package hca
 
 // QP executors.
 //
-//	opcode        inbox outbox imm  in_modifier
-//	RST2INIT_QP     ✓     -     -   QPN (& 0x7fffff); inbox = optpar + QP context
-//	INIT2INIT_QP    ✓     -     -   QPN
-//	INIT2RTR_QP     ✓     -     -   QPN
-//	RTR2RTS_QP      ✓     -     -   QPN
-//	RTS2RTS_QP      ✓     -     -   QPN
-//	SQERR2RTS_QP    ✓     -     -   QPN
-//	2ERR_QP         -     -     -   QPN
-//	RTS2SQD_QP      -     -     -   QPN
-//	SQD2SQD_QP      ✓     -     -   QPN
-//	SQD2RTS_QP      ✓     -     -   QPN
-//	2RST_QP         -     -     -   QPN
-//	QUERY_QP        -     ✓     -   QPN; outbox = QP context at offset 8
-//	SUSPEND_QP      -     -     -   QPN
-//	UNSUSPEND_QP    -     -     -   QPN
-//	UPDATE_QP       ✓     -     -   QPN; inbox = struct mlx4_update_qp_context
-//	QP_ATTACH       ✓     -     -   QPN 23:0; op_modifier 1 attach, 0 detach; GID at inbox 0
+//	opcode        in_modifier
+//	RST2INIT_QP   QPN (& 0x7fffff); inbox = optpar + QP context
+//	INIT2INIT_QP  QPN
+//	INIT2RTR_QP   QPN
+//	RTR2RTS_QP    QPN
+//	RTS2RTS_QP    QPN
+//	SQERR2RTS_QP  QPN
+//	2ERR_QP       QPN
+//	RTS2SQD_QP    QPN
+//	SQD2SQD_QP    QPN
+//	SQD2RTS_QP    QPN
+//	2RST_QP       QPN
+//	QUERY_QP      QPN; outbox = QP context at offset 8
+//	SUSPEND_QP    QPN
+//	UNSUSPEND_QP  QPN
+//	UPDATE_QP     QPN; inbox = struct mlx4_update_qp_context
+//	QP_ATTACH     QPN 23:0; op_modifier 1 attach, 0 detach; GID at inbox 0
 //
 // Statuses of illegal transitions, as mlx4's master produces them:
 //   - any transition but RST2INIT on a QP that is not in HW (reset state,
@@ -66,21 +66,20 @@ const anyHWState = 1<<qpINIT | 1<<qpRTR | 1<<qpRTS | 1<<qpSQER | 1<<qpSQD | 1<<q
 
 // qpTrans describes one modify-QP transition.
 type qpTrans struct {
-	from  uint8 // bit set of legal source states
-	to    qpState
-	path  bool // verify_qp_parameters' GID checks, update_gid, alt path
-	smac  bool // RoCE source MAC check (INIT2RTR)
-	inbox bool // carries optpar + QP context
+	from uint8 // bit set of legal source states
+	to   qpState
+	path bool // verify_qp_parameters' GID checks, update_gid, alt path
+	smac bool // RoCE source MAC check (INIT2RTR)
 }
 
 var qpTransitions = map[mlx4.Opcode]qpTrans{
-	mlx4.INIT2INIT_QP: {from: 1 << qpINIT, to: qpINIT, inbox: true},
-	mlx4.INIT2RTR_QP:  {from: 1 << qpINIT, to: qpRTR, path: true, smac: true, inbox: true},
-	mlx4.RTR2RTS_QP:   {from: 1 << qpRTR, to: qpRTS, path: true, inbox: true},
-	mlx4.RTS2RTS_QP:   {from: 1 << qpRTS, to: qpRTS, path: true, inbox: true},
-	mlx4.SQERR2RTS_QP: {from: 1 << qpSQER, to: qpRTS, inbox: true},
-	mlx4.SQD2SQD_QP:   {from: 1 << qpSQD, to: qpSQD, path: true, inbox: true},
-	mlx4.SQD2RTS_QP:   {from: 1 << qpSQD, to: qpRTS, path: true, inbox: true},
+	mlx4.INIT2INIT_QP: {from: 1 << qpINIT, to: qpINIT},
+	mlx4.INIT2RTR_QP:  {from: 1 << qpINIT, to: qpRTR, path: true, smac: true},
+	mlx4.RTR2RTS_QP:   {from: 1 << qpRTR, to: qpRTS, path: true},
+	mlx4.RTS2RTS_QP:   {from: 1 << qpRTS, to: qpRTS, path: true},
+	mlx4.SQERR2RTS_QP: {from: 1 << qpSQER, to: qpRTS},
+	mlx4.SQD2SQD_QP:   {from: 1 << qpSQD, to: qpSQD, path: true},
+	mlx4.SQD2RTS_QP:   {from: 1 << qpSQD, to: qpRTS, path: true},
 	mlx4.TWO_ERR_QP:   {from: anyHWState, to: qpERR},
 	mlx4.RTS2SQD_QP:   {from: 1 << qpRTS, to: qpSQD},
 }
@@ -190,9 +189,6 @@ func (h *HCA) hwRef(c *mlx4.Cmd, ty restrack.Type, n uint32) (*restrack.Object, 
 // context checks, the QP MAPPED→HW, references on its MTT, receive and send
 // CQs and SRQ.
 func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	qpn := c.InMod & qpnMask
 	q := decodeQPC(c.Inbox)
 	phys, s := h.checkQPC(c, &q, false, mlx4.RST2INIT_QP)
@@ -256,9 +252,6 @@ func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 // modifyQP runs a transition of qpTransitions.
 func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 	t := qpTransitions[op]
-	if s := h.pre(c, t.inbox, false); s != mlx4.OK {
-		return s
-	}
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -267,7 +260,7 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 	if t.from&(1<<qp.state) == 0 {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
-	if t.inbox {
+	if in, _ := mlx4.CmdInfo(op); in.HasInbox { // optpar + QP context
 		q := decodeQPC(c.Inbox)
 		phys, s := h.checkQPC(c, &q, t.path, op)
 		if s != mlx4.OK {
@@ -332,9 +325,6 @@ func (h *HCA) RTS2SQD_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RT
 // TWO_RST_QP (2RST_QP) returns a QP to reset: HW→MAPPED, references on its
 // MTT, CQs and SRQ dropped. Not in HW → BAD_PARAM.
 func (h *HCA) TWO_RST_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	qpn := c.InMod & qpnMask
 	o, err := h.Res.StartMove(c.VF, restrack.QP, uint64(qpn), restrack.Mapped)
 	if err != nil {
@@ -360,9 +350,6 @@ func (h *HCA) resetQP(qpn uint32, o *restrack.Object) {
 // QUERY_QP returns the QP context at outbox offset 8, its state in bits
 // 31:28 of the flags word. Not in HW → RESOURCE_BUSY.
 func (h *HCA) QUERY_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, true); s != mlx4.OK {
-		return s
-	}
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -376,9 +363,6 @@ func (h *HCA) QUERY_QP(c *mlx4.Cmd) mlx4.Status {
 
 // SUSPEND_QP suspends a QP in HW (else RESOURCE_BUSY).
 func (h *HCA) SUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -390,9 +374,6 @@ func (h *HCA) SUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
 
 // UNSUSPEND_QP resumes a suspended QP in HW (else RESOURCE_BUSY).
 func (h *HCA) UNSUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -408,9 +389,6 @@ func (h *HCA) UNSUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
 // -EOPNOTSUPP); the new source MAC index must be one the VF registered on
 // the QP's port (INTERNAL_ERR, reason not_owner). The QP must be the VF's.
 func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	b := c.Inbox
 	pri := binary.BigEndian.Uint64(b[updPriPathMask:])
 	if binary.BigEndian.Uint64(b[updQPMask:]) != 0 || binary.BigEndian.Uint64(b[updSecPathMask:]) != 0 ||
@@ -443,9 +421,6 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 // RESOURCE_BUSY until detached or 2RST); at most 64 per QP (EXCEED_LIM);
 // detaching a group the QP is not in → BAD_PARAM.
 func (h *HCA) QP_ATTACH(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	qpn := c.InMod & 0xffffff & qpnMask
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {

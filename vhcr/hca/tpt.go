@@ -2,13 +2,13 @@ package hca
 
 // Translation and protection table executors: MPTs and MTTs.
 //
-//	opcode     inbox outbox imm  in_modifier / in_param
-//	SW2HW_MPT    ✓     -     -   MPT index; inbox = struct mlx4_mpt_entry
-//	QUERY_MPT    -     ✓     -   MPT index
-//	HW2SW_MPT    -     -     -   MPT index
-//	WRITE_MTT    ✓     -     -   entry count; inbox = BE64 start, entries from 16
-//	READ_MTT     -     ✓     -   entry count; in_param = first entry (model-defined)
-//	SYNC_TPT     ✓     -     -   (no effect in the model)
+//	opcode     in_modifier / in_param
+//	SW2HW_MPT  MPT index; inbox = struct mlx4_mpt_entry
+//	QUERY_MPT  MPT index
+//	HW2SW_MPT  MPT index
+//	WRITE_MTT  entry count; inbox = BE64 start, entries from 16
+//	READ_MTT   entry count; in_param = first entry (model-defined)
+//	SYNC_TPT   (no effect in the model)
 
 import (
 	"encoding/binary"
@@ -34,9 +34,6 @@ func mttRefuse(c *mlx4.Cmd, err error) mlx4.Status {
 // are BAD_OP; a non-physical MPT's MTT range must lie in one MTT allocation
 // of the VF (BAD_OP, reason MTT) and gains a reference.
 func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	id := h.Res.MPTID(c.InMod)
 	m := decodeMPT(c.Inbox[:mptSize])
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, id, restrack.QPHW)
@@ -84,9 +81,6 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 // HW2SW_MPT takes an MPT back from hardware (HW→MAPPED) and drops its MTT
 // reference. Not in HW → BAD_PARAM.
 func (h *HCA) HW2SW_MPT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, h.Res.MPTID(c.InMod), restrack.Mapped)
 	if err != nil {
 		return restrack.Refuse(c, err)
@@ -100,9 +94,6 @@ func (h *HCA) HW2SW_MPT(c *mlx4.Cmd) mlx4.Status {
 // from its ICM then, so re-registration works from SW state); any other
 // state → RESOURCE_BUSY.
 func (h *HCA) QUERY_MPT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, true); s != mlx4.OK {
-		return s
-	}
 	id := h.Res.MPTID(c.InMod)
 	o, err := h.Res.Get(c.VF, restrack.MPT, id)
 	if err != nil {
@@ -124,9 +115,6 @@ func (h *HCA) QUERY_MPT(c *mlx4.Cmd) mlx4.Status {
 // Stricter than Linux: 16 + 8*n must fit the 4 KiB mailbox (else
 // BAD_PARAM, reason range). Entries are stored with the present bit set.
 func (h *HCA) WRITE_MTT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	n := int(c.InMod)
 	if n < 0 || n > maxWriteMTT || c.InMod > maxWriteMTT {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
@@ -170,9 +158,6 @@ func (h *HCA) mttRead(o *restrack.Object, i uint64) uint64 {
 // count (≤ 510), entries BE64 from outbox offset 16 like WRITE_MTT's inbox;
 // out of range → BAD_OP, reason MTT.
 func (h *HCA) READ_MTT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, true); s != mlx4.OK {
-		return s
-	}
 	if c.InMod > maxWriteMTT {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
 	}
