@@ -262,9 +262,10 @@ func TestUnmappedDMAWindow(t *testing.T) {
 		r.pf.scan()
 		var got [mlx4.VHCRSize]byte
 		_, _ = d.ReadAt(got[:], 0)
-		g := mlx4.DecodeVHCR(&got)
-		if !r.acked(0) || g.Status != tc.status || g.Op != tc.op {
-			t.Fatalf("%v: acked=%v status %v op %v", tc.op, r.acked(0), g.Status, g.Op)
+		var g mlx4.Cmd
+		g.DecodeVHCR(mlx4.VHCRWords(&got))
+		if status := mlx4.Status(got[mlx4.OffStatus]); !r.acked(0) || status != tc.status || g.Op != tc.op {
+			t.Fatalf("%v: acked=%v status %v op %v", tc.op, r.acked(0), status, g.Op)
 		}
 		if tc.imm == (g.OutParam == 0xdead) {
 			t.Errorf("%v: out_param %#x (immediate output written: %v)", tc.op, g.OutParam, tc.imm)
@@ -272,13 +273,13 @@ func TestUnmappedDMAWindow(t *testing.T) {
 	}
 }
 
-// TestPlainPathMatchesGeneral: a command postPlain takes is answered exactly
+// TestFastPathMatchesGeneral: a command postFast takes is answered exactly
 // as the general path answers it: same vHCR image after the write-back, same
 // acknowledgement, same counters. Every opcode the table marks plain is
 // posted with every op_modifier, once as the first VHCR_POST after VHCR_EN
 // (which always takes the general path) and once after a NOP through
-// postPlain itself.
-func TestPlainPathMatchesGeneral(t *testing.T) {
+// postFast itself.
+func TestFastPathMatchesGeneral(t *testing.T) {
 	h := mlx4.VHCR{InParam: 0x0000000100000003, InMod: 0x10002, OutParam: 0x7, Token: mlx4.PollToken}
 	plain := 0
 	for _, e := range NewTable().Entries() {
@@ -308,8 +309,8 @@ func TestPlainPathMatchesGeneral(t *testing.T) {
 			f.write(0, vhcr.CommVHCRPost, 0)
 			st := &f.pf.vfs[0]
 			legal := e.OpModOK(opMod)
-			if took := f.pf.postPlain(0, st, st.sw.Load()); took != legal {
-				t.Fatalf("%v op_mod %d: postPlain took it: %v, want %v", e.Op, opMod, took, legal)
+			if took := f.pf.postFast(0, st, st.sw.Load()); took != legal {
+				t.Fatalf("%v op_mod %d: postFast took it: %v, want %v", e.Op, opMod, took, legal)
 			}
 			if !legal {
 				f.pf.scan()
@@ -327,12 +328,12 @@ func TestPlainPathMatchesGeneral(t *testing.T) {
 			gs, fs := g.pf.Stats(), f.pf.Stats()
 			for slot := 0; slot < NumStatusSlots; slot++ {
 				if a, b := gs.Command(0, e.index, slot)-gs0.Command(0, e.index, slot), fs.Command(0, e.index, slot)-fs0.Command(0, e.index, slot); a != b {
-					t.Fatalf("%v op_mod %d: status slot %d counted %d by the general path, %d by postPlain", e.Op, opMod, slot, a, b)
+					t.Fatalf("%v op_mod %d: status slot %d counted %d by the general path, %d by postFast", e.Op, opMod, slot, a, b)
 				}
 			}
 			for r := mlx4.Reason(1); int(r) < mlx4.NumReasons; r++ {
 				if a, b := gs.Refusal(0, r)-gs0.Refusal(0, r), fs.Refusal(0, r)-fs0.Refusal(0, r); a != b {
-					t.Fatalf("%v op_mod %d: refusal %v counted %d by the general path, %d by postPlain", e.Op, opMod, r, a, b)
+					t.Fatalf("%v op_mod %d: refusal %v counted %d by the general path, %d by postFast", e.Op, opMod, r, a, b)
 				}
 			}
 		}
@@ -342,9 +343,9 @@ func TestPlainPathMatchesGeneral(t *testing.T) {
 	}
 }
 
-// TestPlainPathDeclines: postPlain leaves every other command to the general
+// TestFastPathDeclines: postFast leaves every other command to the general
 // path and changes nothing when it declines.
-func TestPlainPathDeclines(t *testing.T) {
+func TestFastPathDeclines(t *testing.T) {
 	cases := []struct {
 		name  string
 		setup func(r *stepRig)
@@ -381,13 +382,13 @@ func TestPlainPathDeclines(t *testing.T) {
 			var before [mlx4.VHCRSize]byte
 			_, _ = r.dma.ReadAt(before[:], r.pf.lay.DMABase)
 			sr, last, ack, done := st.sr.Load(), st.lastWord, st.ack, r.pf.stats.Done
-			if r.pf.postPlain(0, st, st.sw.Load()) {
-				t.Fatal("postPlain took the command")
+			if r.pf.postFast(0, st, st.sw.Load()) {
+				t.Fatal("postFast took the command")
 			}
 			var after [mlx4.VHCRSize]byte
 			_, _ = r.dma.ReadAt(after[:], r.pf.lay.DMABase)
 			if after != before || st.sr.Load() != sr || st.lastWord != last || st.ack != ack || r.pf.stats.Done != done {
-				t.Fatal("postPlain changed state while declining")
+				t.Fatal("postFast changed state while declining")
 			}
 		})
 	}

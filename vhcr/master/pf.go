@@ -1,11 +1,9 @@
 package master
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -60,12 +58,11 @@ type PF struct {
 	vfs    []vfState
 
 	// shadows: the only copies of VF data the PF validates and uses
-	shadow [mlx4.VHCRSize]byte
+	shadow [mlx4.VHCRSize]byte // the vHCR where the window is not mapped
 	inbox  [mlx4.MailboxSize]byte
 	outbox [mlx4.MailboxSize]byte
 	cmd    mlx4.Cmd
 	eqe    [mlx4.EQESize]byte
-	last   lastPost
 
 	next     int
 	doorbell *uint32 // nil where the region is not shared memory
@@ -90,19 +87,26 @@ type vfState struct {
 	lastCmd             vhcr.CommCmd
 	active              bool
 	vhcr                uint64
-	// vhcrMem is the VF's vHCR in the mapped DMA window, checked once at
-	// VHCR_EN (aligned, inside the window) so that VHCR_POST copies it with
-	// plain loads; nil where the window is not mapped (CopyIn then).
+	// vhcrBox is the vHCR's page, checked once at VHCR_EN (4 KiB aligned,
+	// inside the window, readable and writable); vhcrMem is the vHCR in it
+	// where the window is mapped, so that VHCR_POST reads and writes it
+	// with plain loads and stores, else nil (vhcrBox's copies then).
+	vhcrBox dma.Mailbox
 	vhcrMem *[mlx4.VHCRSize]byte
 }
 
-// mapVHCR points vhcrMem at the validated vHCR address, if the window is
-// mapped.
-func (st *vfState) mapVHCR() {
-	st.vhcrMem = nil
-	if b, err := st.win.Bytes(); err == nil && st.vhcr+mlx4.VHCRSize <= uint64(len(b)) && st.vhcr&0xfff == 0 {
-		st.vhcrMem = (*[mlx4.VHCRSize]byte)(b[st.vhcr : st.vhcr+mlx4.VHCRSize])
+// mapVHCR checks the vHCR's page at st.vhcr and keeps it for VHCR_POST.
+func (st *vfState) mapVHCR() error {
+	st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
+	box, err := st.win.Mailbox(st.vhcr, dma.ReadWrite)
+	if err != nil {
+		return err
 	}
+	st.vhcrBox = box
+	if m := box.Mapped(); m != nil {
+		st.vhcrMem = (*[mlx4.VHCRSize]byte)(m[:mlx4.VHCRSize])
+	}
+	return nil
 }
 
 // New sets up the PF over the regions: it validates sizes, restores per-VF
@@ -176,6 +180,7 @@ func New(o Options) (*PF, error) {
 		st.sw.Store(0)
 		st.sr.Store(0)
 		st.lastWord, st.ack, st.lastCmd, st.active, st.vhcr = 0, 0, vhcr.CommReset, false, 0
+		st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
 		p.persistVF(i)
 	}
 	if err := l.Write(o.BAR); err != nil {
@@ -207,7 +212,8 @@ func (p *PF) restoreVF(i int) bool {
 	switch cmd {
 	case vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2:
 	case vhcr.CommVHCREn, vhcr.CommVHCRPost:
-		if addr&0xfff != 0 || addr+mlx4.VHCRSize > uint64(p.lay.Window) {
+		st.vhcr = addr
+		if st.mapVHCR() != nil {
 			return false
 		}
 	default:
@@ -218,7 +224,6 @@ func (p *PF) restoreVF(i int) bool {
 		return false
 	}
 	st.lastCmd, st.active, st.vhcr = cmd, active, addr
-	st.mapVHCR()
 	st.ack = st.sr.Load() & vhcr.ToggleBit
 	w := st.sw.Load()
 	if w&vhcr.ToggleBit == st.ack {
@@ -292,7 +297,7 @@ func (p *PF) peek() bool {
 // serve handles a changed slave_write word w of VF i (mlx4_master_do_cmd).
 func (p *PF) serve(i int, w uint32) {
 	st := &p.vfs[i]
-	if w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack && st.lastCmd == vhcr.CommVHCRPost && p.postPlain(i, st, w) {
+	if w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack && st.lastCmd == vhcr.CommVHCRPost && p.postFast(i, st, w) {
 		return
 	}
 	// slave_read is the reference, as in mlx4's scan: if it no longer holds
@@ -369,8 +374,8 @@ func (p *PF) serve(i int, w uint32) {
 		// Stricter than mlx4, which finds a bad address at the first
 		// VHCR_POST: the vHCR must be 4 KiB aligned (ACCESS_MEM's rule) and
 		// inside the window now.
-		if _, err := st.win.Translate(st.vhcr, mlx4.VHCRSize, dma.ReadWrite); err != nil || st.vhcr&0xfff != 0 {
-			p.violation(i, toggle, ResetVHCRAddress, "vHCR address unaligned or outside the window", w)
+		if err := st.mapVHCR(); err != nil {
+			p.violation(i, toggle, ResetVHCRAddress, "vHCR address: "+err.Error(), w)
 			return
 		}
 		// mlx4_master_activate_admin_state: VST VLAN and spoof-checked MAC
@@ -380,23 +385,14 @@ func (p *PF) serve(i int, w uint32) {
 			return
 		}
 		st.active = true
-		st.mapVHCR()
 	case vhcr.CommVHCRPost:
 		if st.lastCmd != vhcr.CommVHCREn && st.lastCmd != vhcr.CommVHCRPost {
 			p.violation(i, toggle, ResetSequence, "VHCR_POST before VHCR_EN", w)
 			return
 		}
-		acked, err := p.post(i, toggle)
-		if err != nil {
+		if err := p.post(i, toggle); err != nil {
 			p.violation(i, toggle, ResetDMA, err.Error(), w)
-			return
 		}
-		if !acked {
-			p.acknowledge(i, cmd, reply)
-		}
-		// Accounting comes after the acknowledgement: it is off the VF's
-		// critical path.
-		p.account(i)
 		return
 	default:
 		p.violation(i, toggle, ResetUnknownCmd, "unknown comm command", w)
@@ -437,223 +433,9 @@ func (p *PF) resetFunction(i int, why ResetReason) {
 	if p.reset != nil {
 		p.reset.ResetFunction(i)
 	}
-	st.active, st.vhcr, st.vhcrMem = false, 0, nil
+	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil
 	st.lastCmd = vhcr.CommReset
 	p.stats.countReset(i, why)
-}
-
-// postPlain is VHCR_POST for the common command, on the VF's critical path
-// with nothing it does not use: the channel is in sequence (the previous
-// command was a VHCR_POST, slave_read holds our last acknowledgement), the
-// vHCR is mapped, and the opcode's entry has no mailbox, verifier or EPERM,
-// the op_modifier is legal and the 'e' bit is clear. It decides from its own
-// shadow and, for such a command, runs serve's and post's steps in their
-// order and acknowledges. For any other command it returns false having
-// changed nothing, and serve takes the general path, which copies the vHCR
-// afresh.
-func (p *PF) postPlain(i int, st *vfState, w uint32) bool {
-	m := st.vhcrMem
-	if m == nil || st.sr.Load()&vhcr.ToggleBit != st.ack {
-		return false
-	}
-	w0 := binary.BigEndian.Uint64(m[0:])
-	w1 := binary.BigEndian.Uint64(m[8:])
-	w2 := binary.BigEndian.Uint64(m[16:])
-	w3 := binary.BigEndian.Uint64(m[24:])
-	op := mlx4.Opcode(w3 & 0xfff)
-	opMod := uint8(w3>>12) & 0xf
-	e := p.table.byOp[op]
-	if e == nil || !e.plain || uint8(w3>>16)&mlx4.FlagE != 0 || !e.OpModOK(opMod) {
-		return false
-	}
-	var t0 uint64
-	timed := p.stats.sample()
-	if timed {
-		t0 = tick.Now()
-	}
-	c := p.loadCmd(i, st, w0, w1, w2, w3)
-	status := p.hca.Exec(c)
-	if e.OutIsImm {
-		binary.BigEndian.PutUint64(m[mlx4.OffOutParam:], c.OutParam)
-	}
-	binary.BigEndian.PutUint32(m[mlx4.OffStatus:], uint32(status)<<24|uint32(w3)&0x00ffffff)
-	st.lastWord = w
-	st.ack = w & vhcr.ToggleBit
-	st.sr.Store(st.ack)
-	// Accounting, after the acknowledgement.
-	p.stats.countCommand(i, e.index, status)
-	p.stats.countRefusal(i, c.Reason)
-	if timed {
-		p.stats.observe(tick.Now() - t0)
-	}
-	return true
-}
-
-// loadCmd fills the PF's reused command from VF i's vHCR shadow words.
-// Every field is set by name: a struct literal would be built on the stack
-// and copied. Small enough to be inlined into both VHCR_POST paths.
-func (p *PF) loadCmd(i int, st *vfState, w0, w1, w2, w3 uint64) *mlx4.Cmd {
-	c := &p.cmd
-	c.VF, c.InParam, c.OutParam, c.InMod = i, w0, w2, uint32(w1>>32)
-	c.Op, c.OpMod, c.EBit = mlx4.Opcode(w3&0xfff), uint8(w3>>12)&0xf, uint8(w3>>16)&mlx4.FlagE != 0
-	c.Token, c.Reason, c.Mem = uint16(w3>>48), mlx4.ReasonNone, st.win
-	c.Inbox, c.Outbox = nil, nil
-	return c
-}
-
-// post processes VHCR_POST for VF i. It returns acked=true if it already
-// acknowledged (the 'e' path), and an error only for DMA failures that must
-// reset the VF (vHCR unreadable, outbox unwritable).
-func (p *PF) post(i int, toggle uint32) (acked bool, err error) {
-	st := &p.vfs[i]
-	var t0 uint64
-	timed := p.stats.sample()
-	if timed {
-		t0 = tick.Now()
-	}
-	// 1. The vHCR, copied once into the PF's shadow: four 8-byte loads
-	// from a mapped window, else CopyIn. The shadow is four words held in
-	// registers and decoded from there (an array or a decoded struct would
-	// live on the stack and put a store-to-load round trip on every field).
-	var w0, w1, w2, w3 uint64
-	if m := st.vhcrMem; m != nil {
-		w0 = binary.BigEndian.Uint64(m[0:])
-		w1 = binary.BigEndian.Uint64(m[8:])
-		w2 = binary.BigEndian.Uint64(m[16:])
-		w3 = binary.BigEndian.Uint64(m[24:])
-	} else {
-		if err := st.win.CopyIn(p.shadow[:], st.vhcr); err != nil {
-			p.stats.DMA[i]++
-			return false, fmt.Errorf("reading the vHCR: %w", err)
-		}
-		w0 = binary.BigEndian.Uint64(p.shadow[0:])
-		w1 = binary.BigEndian.Uint64(p.shadow[8:])
-		w2 = binary.BigEndian.Uint64(p.shadow[16:])
-		w3 = binary.BigEndian.Uint64(p.shadow[24:])
-	}
-	// Word 3 is mlx4_vhcr_cmd's token, reserved, status, flags and opcode:
-	// token in bits 63..48, status 31..24, flags 23..16, op_modifier 15..12,
-	// opcode 11..0 (as mlx4.DecodeVHCR reads them).
-	vhcrWord := uint32(w3) // status | flags | opcode, for the write-back
-	op := mlx4.Opcode(w3 & 0xfff)
-	c := p.loadCmd(i, st, w0, w1, w2, w3)
-	e := p.table.Lookup(op)
-	status := mlx4.OK
-	var outAddr uint64
-	switch {
-	case e == nil:
-		// 2. Not in the table: BAD_PARAM, as mlx4 answers unknown opcodes.
-		status = c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode)
-	case e.EPERM:
-		status = c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
-	case !e.OpModOK(c.OpMod):
-		status = c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
-	}
-	if status == mlx4.OK && e.HasOutbox {
-		// The outbox must be writable before anything executes: a command
-		// whose results cannot be delivered must have no effect (mlx4 only
-		// finds out after executing, then resets the VF; we reset too).
-		outAddr = c.OutParam
-		if _, err := st.win.Translate(outAddr, mlx4.MailboxSize, dma.Write); err != nil || outAddr&0xfff != 0 {
-			p.stats.DMA[i]++
-			return false, fmt.Errorf("outbox %#x unwritable: %v", outAddr, err)
-		}
-		c.Outbox = &p.outbox
-	}
-	if status == mlx4.OK && e.HasInbox {
-		// 3. The inbox, copied once into the shadow (low 8 bits masked, as
-		// INBOX_MASK does; ACCESS_MEM needs 4 KiB alignment).
-		addr := c.InParam & mlx4.InboxMask
-		c.InParam = addr
-		if addr&0xfff != 0 || st.win.CopyIn(p.inbox[:], addr) != nil {
-			p.stats.DMA[i]++
-			status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
-		} else {
-			c.Inbox = &p.inbox
-		}
-	}
-	event := c.EBit && p.events != nil && p.events.HasEQ(i, EventTypeCmd)
-	if status == mlx4.OK && c.EBit && !event {
-		// No EQ mapped for command completions: mlx4 would accept and never
-		// complete, leaving the VF to time out. Refuse at once instead.
-		status = c.Refuse(mlx4.BAD_SYS_STATE, mlx4.ReasonEventsNoEQ)
-	}
-	if event {
-		// 4e. Accept now: the VF may post its next command.
-		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
-		acked = true
-	}
-	// 5. Execute.
-	if status == mlx4.OK {
-		status = p.hca.Exec(c)
-	}
-	// 6. Results: outbox, then status/immediate output, then the toggle or
-	// the completion EQE.
-	if status == mlx4.OK && c.Outbox != nil {
-		if err := st.win.CopyOut(outAddr, p.outbox[:]); err != nil {
-			p.stats.DMA[i]++
-			return acked, fmt.Errorf("writing the outbox: %w", err)
-		}
-	}
-	imm := e != nil && e.OutIsImm
-	if event {
-		p.completionEQE(i, c.Token, status, imm, c.OutParam)
-	} else {
-		// Write back what the PF owns: the immediate output, then the
-		// status word (status, flags and opcode as the VF wrote them).
-		word := uint32(status)<<24 | vhcrWord&0x00ffffff
-		if m := st.vhcrMem; m != nil {
-			if imm {
-				binary.BigEndian.PutUint64(m[mlx4.OffOutParam:], c.OutParam)
-			}
-			binary.BigEndian.PutUint32(m[mlx4.OffStatus:], word)
-		} else if err := p.writeBackCopy(st, imm, c.OutParam, word); err != nil {
-			p.stats.DMA[i]++
-			return false, fmt.Errorf("writing the vHCR: %w", err)
-		}
-	}
-	idx := 0
-	if e != nil {
-		idx = e.index
-	}
-	// Field by field: a composite literal is built on the stack with narrow
-	// stores and copied with 16-byte loads, a store-forwarding stall on
-	// every command.
-	l := &p.last
-	l.index, l.status, l.reason, l.timed, l.t0 = idx, status, c.Reason, timed, t0
-	return acked, nil
-}
-
-// writeBackCopy is the write-back through CopyOut, for windows that are not
-// mapped: the immediate output (imm) and the status word.
-func (p *PF) writeBackCopy(st *vfState, imm bool, out uint64, word uint32) error {
-	if imm {
-		binary.BigEndian.PutUint64(p.shadow[mlx4.OffOutParam:], out)
-		if err := st.win.CopyOut(st.vhcr+mlx4.OffOutParam, p.shadow[mlx4.OffOutParam:mlx4.OffOutParam+8]); err != nil {
-			return err
-		}
-	}
-	binary.BigEndian.PutUint32(p.shadow[mlx4.OffStatus:], word)
-	return st.win.CopyOut(st.vhcr+mlx4.OffStatus, p.shadow[mlx4.OffStatus:mlx4.OffStatus+4])
-}
-
-// lastPost is what account needs of the command post just completed.
-type lastPost struct {
-	index  int // dense opcode index (0: not in the table)
-	status mlx4.Status
-	reason mlx4.Reason
-	timed  bool
-	t0     uint64
-}
-
-// account counts the command post just completed for VF i.
-func (p *PF) account(i int) {
-	l := &p.last
-	p.stats.countCommand(i, l.index, l.status)
-	p.stats.countRefusal(i, l.reason)
-	if l.timed {
-		p.stats.observe(tick.Now() - l.t0)
-	}
 }
 
 // EventTypeCmd is the event type of command completions.
