@@ -3,7 +3,6 @@ package master
 import (
 	"errors"
 	"fmt"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
@@ -41,6 +41,7 @@ type Options struct {
 	HCA    *hca.HCA
 	Events EventSink    // nil: the HCA if it implements EventSink
 	Logger *slog.Logger // nil: slog.Default()
+	Idle   Idle         // the poller's idle policy; zero fields: DefaultIdle's
 }
 
 // PF is the master side of the comm channel for all VFs of one region.
@@ -55,6 +56,7 @@ type PF struct {
 	stats  *Stats
 	log    *slog.Logger
 	limit  rateLimiter
+	idle   Idle
 	vfs    []vfState
 
 	// shadows: the only copies of VF data the PF validates and uses
@@ -129,7 +131,7 @@ func New(o Options) (*PF, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, events: o.Events, log: o.Logger}
+	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults()}
 	p.table = NewTable()
 	if p.log == nil {
 		p.log = slog.Default()
@@ -199,53 +201,6 @@ func New(o Options) (*PF, error) {
 	return p, nil
 }
 
-// restoreVF adopts the state a previous PF persisted for VF i, if it is
-// consistent; the acknowledged toggle is the one in slave_read.
-func (p *PF) restoreVF(i int) bool {
-	st := &p.vfs[i]
-	w0 := st.persist[0].Load()
-	if w0&(1<<31) == 0 {
-		return false
-	}
-	cmd := vhcr.CommCmd(w0 & 0xff)
-	addr := uint64(st.persist[2].Load())<<32 | uint64(st.persist[3].Load())
-	switch cmd {
-	case vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2:
-	case vhcr.CommVHCREn, vhcr.CommVHCRPost:
-		st.vhcr = addr
-		if st.mapVHCR() != nil {
-			return false
-		}
-	default:
-		return false
-	}
-	active := w0&(1<<8) != 0
-	if active && p.hca.ActivateVF(i) != nil {
-		return false
-	}
-	st.lastCmd, st.active, st.vhcr = cmd, active, addr
-	st.ack = st.sr.Load() & vhcr.ToggleBit
-	w := st.sw.Load()
-	if w&vhcr.ToggleBit == st.ack {
-		st.lastWord = w // idle
-	} else {
-		st.lastWord = ^w // a command was posted and not acknowledged: serve it
-	}
-	return true
-}
-
-func (p *PF) persistVF(i int) {
-	st := &p.vfs[i]
-	w0 := uint32(1)<<31 | uint32(st.lastCmd)
-	if st.active {
-		w0 |= 1 << 8
-	}
-	st.persist[0].Store(w0)
-	st.persist[1].Store(st.ack)
-	st.persist[2].Store(uint32(st.vhcr >> 32))
-	st.persist[3].Store(uint32(st.vhcr))
-}
-
 // Stats returns a copy of the poller-owned counters, made by the poller
 // between scans.
 func (p *PF) Stats() *Stats {
@@ -262,222 +217,6 @@ func (p *PF) Table() *Table { return p.table }
 // Layout returns the wire layout served.
 func (p *PF) Layout() vhcr.Layout { return p.lay }
 
-// scan serves every VF with a new slave_write once, round-robin from a start
-// that advances every scan. It reports whether any VF had work.
-func (p *PF) scan() bool {
-	n := len(p.vfs)
-	i := p.next
-	busy := false
-	for k := 0; k < n; k++ {
-		st := &p.vfs[i]
-		if w := st.sw.Load(); w != st.lastWord {
-			p.serve(i, w)
-			busy = true
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
-	if p.next++; p.next == n {
-		p.next = 0
-	}
-	return busy
-}
-
-// peek reports whether any VF has written slave_write since last served.
-func (p *PF) peek() bool {
-	for i := range p.vfs {
-		if p.vfs[i].sw.Load() != p.vfs[i].lastWord {
-			return true
-		}
-	}
-	return false
-}
-
-// serve handles a changed slave_write word w of VF i (mlx4_master_do_cmd).
-func (p *PF) serve(i int, w uint32) {
-	st := &p.vfs[i]
-	if w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack && st.lastCmd == vhcr.CommVHCRPost && p.postFast(i, st, w) {
-		return
-	}
-	// slave_read is the reference, as in mlx4's scan: if it no longer holds
-	// our last acknowledgement, the VF rewrote its registers (sync_toggles
-	// zeroes both after a misbehaved predecessor); resynchronise from it.
-	sr := st.sr.Load()
-	resynced := sr&vhcr.ToggleBit != st.ack
-	if resynced {
-		st.ack = sr & vhcr.ToggleBit
-		p.stats.Resyncs[i]++
-	}
-	if w&vhcr.ToggleBit == st.ack {
-		st.lastWord = w
-		if resynced {
-			return // nothing pending after all
-		}
-		if w == 0 && sr == 0 {
-			// Both registers zeroed while our toggle was already 0.
-			p.stats.Resyncs[i]++
-			return
-		}
-		// slave_write rewritten without a toggle flip: a VF that flipped
-		// twice, or wrote over a pending command.
-		p.violation(i, st.ack, ResetToggle, "slave_write rewritten without a toggle flip", w)
-		return
-	}
-	st.lastWord = w
-	toggle := w & vhcr.ToggleBit
-	cmd, param := vhcr.SplitCommWord(w)
-	if w&^vhcr.SlaveWriteValid != 0 {
-		p.violation(i, toggle, ResetUnknownCmd, "reserved bits set in slave_write", w)
-		return
-	}
-	if st.lastCmd == vhcr.CommFLR && cmd != vhcr.CommReset {
-		// FLR in progress: drop without acknowledgement (mlx4 §1.7 step 4).
-		p.stats.Dropped[i]++
-		return
-	}
-	reply := toggle
-	switch cmd {
-	case vhcr.CommReset:
-		if st.lastCmd == vhcr.CommFLR {
-			// RESET during FLR: acknowledged without the version and without
-			// cleanup (the FLR released everything).
-			st.lastCmd, st.active, st.vhcr = vhcr.CommReset, false, 0
-		} else {
-			p.resetFunction(i, ResetByVF)
-			reply |= vhcr.CommVersion
-		}
-	case vhcr.CommVHCR0:
-		if st.lastCmd != vhcr.CommReset {
-			p.violation(i, toggle, ResetSequence, "VHCR0 not after RESET", w)
-			return
-		}
-		st.vhcr = uint64(param) << 48
-	case vhcr.CommVHCR1:
-		if st.lastCmd != vhcr.CommVHCR0 {
-			p.violation(i, toggle, ResetSequence, "VHCR1 not after VHCR0", w)
-			return
-		}
-		st.vhcr |= uint64(param) << 32
-	case vhcr.CommVHCR2:
-		if st.lastCmd != vhcr.CommVHCR1 {
-			p.violation(i, toggle, ResetSequence, "VHCR2 not after VHCR1", w)
-			return
-		}
-		st.vhcr |= uint64(param) << 16
-	case vhcr.CommVHCREn:
-		if st.lastCmd != vhcr.CommVHCR2 {
-			p.violation(i, toggle, ResetSequence, "VHCR_EN not after VHCR2", w)
-			return
-		}
-		st.vhcr |= uint64(param)
-		// Stricter than mlx4, which finds a bad address at the first
-		// VHCR_POST: the vHCR must be 4 KiB aligned (ACCESS_MEM's rule) and
-		// inside the window now.
-		if err := st.mapVHCR(); err != nil {
-			p.violation(i, toggle, ResetVHCRAddress, "vHCR address: "+err.Error(), w)
-			return
-		}
-		// mlx4_master_activate_admin_state: VST VLAN and spoof-checked MAC
-		// registered; no room resets the VF, as mlx4 does.
-		if err := p.hca.ActivateVF(i); err != nil {
-			p.violation(i, toggle, ResetAdminState, err.Error(), w)
-			return
-		}
-		st.active = true
-	case vhcr.CommVHCRPost:
-		if st.lastCmd != vhcr.CommVHCREn && st.lastCmd != vhcr.CommVHCRPost {
-			p.violation(i, toggle, ResetSequence, "VHCR_POST before VHCR_EN", w)
-			return
-		}
-		if err := p.post(i, toggle); err != nil {
-			p.violation(i, toggle, ResetDMA, err.Error(), w)
-		}
-		return
-	default:
-		p.violation(i, toggle, ResetUnknownCmd, "unknown comm command", w)
-		return
-	}
-	p.acknowledge(i, cmd, reply)
-}
-
-// acknowledge records cmd as the VF's last command and writes the reply.
-func (p *PF) acknowledge(i int, cmd vhcr.CommCmd, reply uint32) {
-	st := &p.vfs[i]
-	changed := st.lastCmd != cmd
-	st.lastCmd = cmd
-	st.ack = reply & vhcr.ToggleBit
-	st.sr.Store(reply)
-	if changed {
-		p.persistVF(i)
-	}
-}
-
-// violation resets VF i's channel (releasing its resources) and acknowledges
-// with bit 17 so that the VF resets itself at once instead of timing out.
-func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word uint32) {
-	p.resetFunction(i, why)
-	st := &p.vfs[i]
-	st.lastCmd = vhcr.CommReset
-	st.ack = toggle
-	st.sr.Store(toggle | vhcr.InternalErrBit)
-	p.persistVF(i)
-	if p.limit.allow() {
-		p.log.Warn("resetting VF after a comm channel violation", "vf", i, "reason", why.String(), "detail", msg, "slave_write", fmt.Sprintf("%#08x", word))
-	}
-}
-
-// resetFunction releases VF i's resources and returns it to RESET.
-func (p *PF) resetFunction(i int, why ResetReason) {
-	st := &p.vfs[i]
-	if p.reset != nil {
-		p.reset.ResetFunction(i)
-	}
-	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil
-	st.lastCmd = vhcr.CommReset
-	p.stats.countReset(i, why)
-}
-
-// EventTypeCmd is the event type of command completions.
-const EventTypeCmd = mlx4.EventCmd
-
-// completionEQE reports a command's completion to VF i: the VF's token, the
-// status and the immediate output (the seed's rule; mlx4 leaves both zero).
-func (p *PF) completionEQE(i int, token uint16, status mlx4.Status, imm bool, out uint64) {
-	if !imm {
-		out = 0
-	}
-	mlx4.CompletionEQE(&p.eqe, token, status, out)
-	if err := p.events.PostEQE(i, EventTypeCmd, &p.eqe); err != nil {
-		if p.limit.allow() {
-			p.log.Warn("completion EQE not delivered", "vf", i, "err", err)
-		}
-		return
-	}
-	p.stats.EQEs++
-}
-
-// checkFlags answers VF reset requests: a VF in its error state toggles
-// FLAGS bit 16; the PF resets the function and copies bit 16 into bit 8
-// (the handshake mlx4_reset_slave waits for, up to 10 s).
-func (p *PF) checkFlags() {
-	for i := range p.vfs {
-		st := &p.vfs[i]
-		f := st.flags.Load()
-		req := f&vhcr.FlagsResetReq != 0
-		if req == (f&vhcr.FlagsResetAck != 0) {
-			continue
-		}
-		p.resetFunction(i, ResetRequest)
-		p.persistVF(i)
-		f &^= vhcr.FlagsResetAck
-		if req {
-			f |= vhcr.FlagsResetAck
-		}
-		st.flags.Store(f)
-	}
-}
-
 // rateLimiter allows perSec log lines a second.
 type rateLimiter struct {
 	perSec int
@@ -492,14 +231,4 @@ func (r *rateLimiter) allow() bool {
 	}
 	r.n++
 	return r.n <= r.perSec
-}
-
-// eqDoorbell reads VF vf's EQ doorbell word for eqn (the HCA asks when an
-// EQ looks full).
-func (p *PF) eqDoorbell(vf, eqn int) (uint32, bool) {
-	if vf < 0 || vf >= len(p.vfs) || eqn < 0 || eqn >= vhcr.MaxEQDoorbells {
-		return 0, false
-	}
-	v, err := p.bar.Load32(p.lay.CommPage(vf) + vhcr.RegEQDoorbell + 4*int64(eqn))
-	return v, err == nil
 }
