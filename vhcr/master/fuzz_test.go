@@ -1,10 +1,11 @@
-package master
+package master_test
 
 import (
 	"encoding/binary"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -30,46 +31,44 @@ func FuzzCommChannel(f *testing.F) {
 		r := newStepRig(t, 2)
 		r.up(t, 0)
 		r.vhcr(0, mlx4.NOP, 0)
-		win := r.pf.lay.Window
+		win := r.Layout.Window
 		for len(in) >= 9 {
 			kind, w, seed := in[0], binary.BigEndian.Uint32(in[1:5]), in[5:9]
 			in = in[9:]
 			// The vHCR image VF 1 leaves in its page 0.
-			var img [mlx4.VHCRSize]byte
 			h := mlx4.VHCR{Op: mlx4.Opcode(binary.BigEndian.Uint16(seed[0:2]) & 0xfff), OpMod: seed[0] >> 4, Flags: seed[2],
 				InParam: uint64(seed[3]) * 0x1000, OutParam: uint64(seed[3]^1) * 0x1000, Token: mlx4.PollToken}
-			h.Encode(&img)
-			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase+win)
+			r.SetVHCR(t, 1, h)
 			switch kind % 3 {
 			case 0:
-				r.pf.vfs[1].sw.Store(w)
+				r.SlaveWrite(1).Store(w)
 			case 1:
-				r.pf.vfs[1].sw.Store(0)
-				r.pf.vfs[1].sr.Store(0)
+				r.SlaveWrite(1).Store(0)
+				r.SlaveRead(1).Store(0)
 			case 2:
-				r.pf.vfs[1].sr.Store(w)
+				r.SlaveRead(1).Store(w)
 			}
 			r.write(0, vhcr.CommVHCRPost, 0)
-			r.pf.scan()
+			r.scan()
 			if !r.acked(0) {
 				t.Fatal("VF 0 was not served")
 			}
-			st := &r.pf.vfs[1]
-			switch st.lastCmd {
+			st := r.PF.State(1)
+			switch st.LastCmd {
 			case vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2:
-				if st.active {
-					t.Fatalf("VF 1 active in %v", st.lastCmd)
+				if st.Active {
+					t.Fatalf("VF 1 active in %v", st.LastCmd)
 				}
 			case vhcr.CommVHCREn, vhcr.CommVHCRPost:
-				if !st.active || st.vhcr&0xfff != 0 || st.vhcr+mlx4.VHCRSize > uint64(win) {
-					t.Fatalf("VF 1 in %v with vHCR %#x active=%v", st.lastCmd, st.vhcr, st.active)
+				if !st.Active || st.VHCR&0xfff != 0 || st.VHCR+mlx4.VHCRSize > uint64(win) || !st.VHCRMapped {
+					t.Fatalf("VF 1 in %v with vHCR %#x active=%v mapped=%v", st.LastCmd, st.VHCR, st.Active, st.VHCRMapped)
 				}
 			default:
-				t.Fatalf("VF 1 in state %v", st.lastCmd)
+				t.Fatalf("VF 1 in state %v", st.LastCmd)
 			}
 		}
-		for _, why := range ResetReasons() {
-			if why != ResetByVF && r.pf.stats.Reset(0, why) != 0 {
+		for _, why := range master.ResetReasons() {
+			if why != master.ResetByVF && r.PF.Counters().Reset(0, why) != 0 {
 				t.Fatalf("VF 0 reset for %v by VF 1's input", why)
 			}
 		}

@@ -513,3 +513,14 @@ func TestAccessRegThroughTheChannel(t *testing.T) {
 		t.Fatalf("PTYS write: %v, want BAD_OP", got.Status)
 	}
 }
+
+// TestNewRejectsSmallBAR: a fixed-size BAR (a device) that cannot hold the
+// VFs is refused with bar.ErrTooSmall.
+func TestNewRejectsSmallBAR(t *testing.T) {
+	l, _ := vhcr.NewLayout(8, 64<<10, true, 0, 0, "")
+	small, _ := bar.NewMem("bar", 0x10000)
+	_, err := master.New(master.Options{BAR: small, DMA: small, Layout: l})
+	if !errors.Is(err, bar.ErrTooSmall) {
+		t.Fatalf("PF over a too-small BAR: %v", err)
+	}
+}

@@ -1,23 +1,25 @@
-package master
+package master_test
 
 import (
 	"testing"
 	"time"
+
+	"github.com/vhcrd/vhcrd/vhcr/master"
 )
 
 // TestIdleDefaults: a zero field of Options.Idle takes DefaultIdle's value;
 // a set one is kept.
 func TestIdleDefaults(t *testing.T) {
-	if got := (Idle{}).withDefaults(); got != DefaultIdle {
-		t.Errorf("zero Idle: %+v, want %+v", got, DefaultIdle)
+	if got := (master.Idle{}).WithDefaults(); got != master.DefaultIdle {
+		t.Errorf("zero Idle: %+v, want %+v", got, master.DefaultIdle)
 	}
-	got := Idle{SpinFor: time.Microsecond, FutexTimeout: time.Second}.withDefaults()
-	want := Idle{SpinFor: time.Microsecond, YieldFor: DefaultIdle.YieldFor, MaxSleep: DefaultIdle.MaxSleep, FutexTimeout: time.Second}
+	got := master.Idle{SpinFor: time.Microsecond, FutexTimeout: time.Second}.WithDefaults()
+	want := master.Idle{SpinFor: time.Microsecond, YieldFor: master.DefaultIdle.YieldFor, MaxSleep: master.DefaultIdle.MaxSleep, FutexTimeout: time.Second}
 	if got != want {
 		t.Errorf("%+v, want %+v", got, want)
 	}
 	r := newStepRig(t, 1)
-	if r.pf.idle != DefaultIdle {
-		t.Errorf("New without Idle: %+v", r.pf.idle)
+	if got := r.PF.IdlePolicy(); got != master.DefaultIdle {
+		t.Errorf("New without master.Idle: %+v", got)
 	}
 }

@@ -1,72 +1,51 @@
-package master
+package master_test
 
 import (
-	"io"
-	"log/slog"
 	"strconv"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
-// stepRig drives a PF without its poller: the test writes registers and
-// calls scan, so every assertion is about one deterministic scan.
+// stepRig is a vhcrtest rig driven without its poller: the test writes
+// registers and calls scan, so every assertion is about one deterministic
+// scan.
 type stepRig struct {
-	pf      *PF
-	bar     *bar.Mem
-	dma     *bar.Mem
-	toggles []uint32
+	*vhcrtest.Rig
+	t testing.TB
 }
 
-func newStepRig(t testing.TB, n int) *stepRig {
-	t.Helper()
-	l, err := vhcr.NewLayout(n, 64*1024, false, 0, 0, "mem:dma")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := bar.NewMem("bar", l.BARSize())
-	d, _ := bar.NewMem("dma", l.DMASize)
-	h, err := hca.New(config.Default(), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := New(Options{BAR: b, DMA: d, Layout: l, HCA: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &stepRig{pf: pf, bar: b, dma: d, toggles: make([]uint32, n)}
+func newStepRig(t testing.TB, n int) stepRig { return newStepRigWith(t, n, vhcrtest.Options{}) }
+
+func newStepRigWith(t testing.TB, n int, o vhcrtest.Options) stepRig {
+	return stepRig{vhcrtest.NewWith(t, n, o), t}
 }
 
-// write posts a comm command for VF i without scanning.
-func (r *stepRig) write(i int, cmd vhcr.CommCmd, param uint16) {
-	r.toggles[i] ^= 1
-	r.pf.vfs[i].sw.Store(vhcr.CommWord(r.toggles[i], cmd, param))
-}
+func (r stepRig) scan() bool { return r.PF.Scan() }
 
 // up brings VF i to VHCR_EN with the vHCR at IOVA 0.
-func (r *stepRig) up(t testing.TB, i int) {
+func (r stepRig) up(t testing.TB, i int) {
+	t.Helper()
 	for _, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
-		r.write(i, c, 0)
-		r.pf.scan()
+		r.Write(i, c, 0)
+		r.scan()
 	}
-	if st := &r.pf.vfs[i]; st.lastCmd != vhcr.CommVHCREn || !st.active {
-		t.Fatalf("VF %d not up: %v", i, st.lastCmd)
+	if st := r.PF.State(i); st.LastCmd != vhcr.CommVHCREn || !st.Active {
+		t.Fatalf("VF %d not up: %v", i, st.LastCmd)
 	}
 }
 
-// vhcr writes a vHCR image into VF i's page 0.
-func (r *stepRig) vhcr(i int, op mlx4.Opcode, out uint64) {
-	var img [mlx4.VHCRSize]byte
-	h := mlx4.VHCR{Op: op, OutParam: out, Token: mlx4.PollToken}
-	h.Encode(&img)
-	_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase+int64(i)*r.pf.lay.Window)
+// vhcr writes a poll-mode vHCR image for op into VF i's page 0.
+func (r stepRig) vhcr(i int, op mlx4.Opcode, out uint64) {
+	r.SetVHCR(r.t, i, mlx4.VHCR{Op: op, OutParam: out, Token: mlx4.PollToken})
 }
 
-func (r *stepRig) acked(i int) bool { return r.pf.vfs[i].sr.Load()>>31 == r.toggles[i] }
+func (r stepRig) acked(i int) bool { return r.Acked(i) }
+
+func (r stepRig) write(i int, cmd vhcr.CommCmd, param uint16) { r.Write(i, cmd, param) }
 
 // TestRoundRobinFairness: when every VF has a command pending, one scan
 // serves each exactly once, and a VF that floods cannot take a second turn
@@ -82,7 +61,7 @@ func TestRoundRobinFairness(t *testing.T) {
 		for i := 0; i < n; i++ {
 			r.write(i, vhcr.CommVHCRPost, 0)
 		}
-		if !r.pf.scan() {
+		if !r.scan() {
 			t.Fatal("scan found no work")
 		}
 		for i := 0; i < n; i++ {
@@ -94,19 +73,19 @@ func TestRoundRobinFairness(t *testing.T) {
 	// VF 0 re-posts at once after each acknowledgement; VF 4 posts once.
 	// VF 4 is served in the first scan whatever the start position.
 	for start := 0; start < n; start++ {
-		r.pf.next = start
+		r.PF.SetScanStart(start)
 		r.write(0, vhcr.CommVHCRPost, 0)
 		r.write(4, vhcr.CommVHCRPost, 0)
-		r.pf.scan()
+		r.scan()
 		if !r.acked(4) || !r.acked(0) {
 			t.Fatalf("start %d: VF 4 acked=%v VF 0 acked=%v after one scan", start, r.acked(4), r.acked(0))
 		}
 	}
 	// The start position advances every scan.
-	before := r.pf.next
-	r.pf.scan()
-	if r.pf.next != (before+1)%n {
-		t.Fatalf("scan start %d -> %d, want round-robin", before, r.pf.next)
+	before := r.PF.ScanStart()
+	r.scan()
+	if r.PF.ScanStart() != (before+1)%n {
+		t.Fatalf("scan start %d -> %d, want round-robin", before, r.PF.ScanStart())
 	}
 }
 
@@ -119,7 +98,7 @@ func TestPostAllocatesNothing(t *testing.T) {
 		r.vhcr(1, op, 2*4096)
 		allocs := testing.AllocsPerRun(1000, func() {
 			r.write(1, vhcr.CommVHCRPost, 0)
-			r.pf.scan()
+			r.scan()
 		})
 		if allocs != 0 {
 			t.Errorf("%v: %v allocations per post", op, allocs)
@@ -136,37 +115,37 @@ func TestFLRDropsCommands(t *testing.T) {
 	r := newStepRig(t, 2)
 	r.up(t, 0)
 	r.up(t, 1)
-	if err := r.pf.BeginFLR(1); err != nil {
+	if err := r.PF.BeginFLR(1); err != nil {
 		t.Fatal(err)
 	}
 	r.vhcr(1, mlx4.NOP, 0)
 	r.write(1, vhcr.CommVHCRPost, 0)
-	r.pf.scan()
-	if r.acked(1) || r.pf.stats.Dropped[1] != 1 {
-		t.Fatalf("command during FLR: acked=%v dropped=%d", r.acked(1), r.pf.stats.Dropped[1])
+	r.scan()
+	if r.acked(1) || r.PF.Counters().Dropped[1] != 1 {
+		t.Fatalf("command during FLR: acked=%v dropped=%d", r.acked(1), r.PF.Counters().Dropped[1])
 	}
-	r.pf.scan() // seen once, not again
-	if r.pf.stats.Dropped[1] != 1 {
-		t.Fatalf("dropped counted %d times", r.pf.stats.Dropped[1])
+	r.scan() // seen once, not again
+	if r.PF.Counters().Dropped[1] != 1 {
+		t.Fatalf("dropped counted %d times", r.PF.Counters().Dropped[1])
 	}
 	// VF 0 is untouched.
 	r.vhcr(0, mlx4.NOP, 0)
 	r.write(0, vhcr.CommVHCRPost, 0)
-	r.pf.scan()
+	r.scan()
 	if !r.acked(0) {
 		t.Fatal("VF 0 not served during VF 1's FLR")
 	}
 	// The VF gives up waiting, zeroes its registers and sends RESET.
-	r.pf.vfs[1].sr.Store(0)
-	r.pf.vfs[1].sw.Store(0)
-	r.toggles[1] = 0
-	r.pf.scan()
+	r.SlaveRead(1).Store(0)
+	r.SlaveWrite(1).Store(0)
+	r.SetToggle(1, 0)
+	r.scan()
 	r.write(1, vhcr.CommReset, 0)
-	r.pf.scan()
-	if sr := r.pf.vfs[1].sr.Load(); sr != vhcr.ToggleBit {
+	r.scan()
+	if sr := r.SlaveRead(1).Load(); sr != vhcr.ToggleBit {
 		t.Fatalf("RESET during FLR acknowledged with %#x, want the toggle alone (no version)", sr)
 	}
-	if err := r.pf.EndFLR(1); err != nil {
+	if err := r.PF.EndFLR(1); err != nil {
 		t.Fatal(err)
 	}
 	r.up(t, 1)
@@ -184,7 +163,7 @@ func BenchmarkPost(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				r.write(3, vhcr.CommVHCRPost, 0)
-				r.pf.scan()
+				r.scan()
 			}
 		})
 	}
@@ -197,7 +176,7 @@ func BenchmarkIdleScan(b *testing.B) {
 			r := newStepRig(b, n)
 			b.ReportAllocs()
 			for b.Loop() {
-				r.pf.scan()
+				r.scan()
 			}
 		})
 	}
@@ -212,12 +191,10 @@ func TestWriteBackKeepsTheVFsWord(t *testing.T) {
 	var img [mlx4.VHCRSize]byte
 	h := mlx4.VHCR{InParam: 0x1122334455667700, InMod: 0xabcdef01, OutParam: 0x2000, Token: 0x4242, Op: mlx4.INIT_HCA, OpMod: 3}
 	h.Encode(&img)
-	off := r.pf.lay.DMABase
-	_, _ = r.dma.WriteAt(img[:], off)
+	r.SetVHCRImage(t, 0, img)
 	r.write(0, vhcr.CommVHCRPost, 0)
-	r.pf.scan()
-	var got [mlx4.VHCRSize]byte
-	_, _ = r.dma.ReadAt(got[:], off)
+	r.scan()
+	got := r.VHCR(t, 0)
 	want := img
 	want[mlx4.OffStatus] = byte(mlx4.BAD_PARAM)
 	if got != want {
@@ -225,28 +202,14 @@ func TestWriteBackKeepsTheVFsWord(t *testing.T) {
 	}
 }
 
-// unmapped hides a region's mapping, as a vfio region without the mmap
-// flag does: the PF must go through ReadAt/WriteAt.
-type unmapped struct{ bar.Region }
-
-func (unmapped) Bytes() ([]byte, error) { return nil, bar.ErrNotMapped }
-
 // TestUnmappedDMAWindow: with a DMA region that cannot be mapped, VHCR_POST
 // copies through the window and writes back the status word and the
 // immediate output the same way.
 func TestUnmappedDMAWindow(t *testing.T) {
-	l, _ := vhcr.NewLayout(1, 64*1024, false, 0, 0, "mem:dma")
-	b, _ := bar.NewMem("bar", l.BARSize())
-	d, _ := bar.NewMem("dma", l.DMASize)
-	h, _ := hca.New(config.Default(), 1)
-	pf, err := New(Options{BAR: b, DMA: unmapped{d}, Layout: l, HCA: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &stepRig{pf: pf, bar: b, dma: d, toggles: make([]uint32, 1)}
+	r := newStepRigWith(t, 1, vhcrtest.Options{UnmappedDMA: true})
 	r.up(t, 0)
-	if r.pf.vfs[0].vhcrMem != nil {
-		t.Fatal("the vHCR was mapped over a region that has no mapping")
+	if st := r.PF.State(0); st.VHCRMapped || !st.VHCRBoxChecked {
+		t.Fatalf("vHCR over a region that has no mapping: mapped %v, page checked %v", st.VHCRMapped, st.VHCRBoxChecked)
 	}
 	for _, tc := range []struct {
 		op     mlx4.Opcode
@@ -254,14 +217,10 @@ func TestUnmappedDMAWindow(t *testing.T) {
 		status mlx4.Status
 		imm    bool
 	}{{mlx4.NOP, 0, mlx4.OK, false}, {mlx4.ALLOC_RES, 1, mlx4.OK, true}, {mlx4.INIT_HCA, 0, mlx4.BAD_PARAM, false}} {
-		var img [mlx4.VHCRSize]byte
-		v := mlx4.VHCR{InParam: 0, InMod: 1, OutParam: 0xdead, Token: mlx4.PollToken, Op: tc.op, OpMod: tc.opMod} // ALLOC_RES of a CQ
-		v.Encode(&img)
-		_, _ = d.WriteAt(img[:], 0)
+		r.SetVHCR(t, 0, mlx4.VHCR{InParam: 0, InMod: 1, OutParam: 0xdead, Token: mlx4.PollToken, Op: tc.op, OpMod: tc.opMod}) // ALLOC_RES of a CQ
 		r.write(0, vhcr.CommVHCRPost, 0)
-		r.pf.scan()
-		var got [mlx4.VHCRSize]byte
-		_, _ = d.ReadAt(got[:], 0)
+		r.scan()
+		got := r.VHCR(t, 0)
 		var g mlx4.Cmd
 		g.DecodeVHCR(mlx4.VHCRWords(&got))
 		if status := mlx4.Status(got[mlx4.OffStatus]); !r.acked(0) || status != tc.status || g.Op != tc.op {
@@ -282,8 +241,8 @@ func TestUnmappedDMAWindow(t *testing.T) {
 func TestFastPathMatchesGeneral(t *testing.T) {
 	h := mlx4.VHCR{InParam: 0x0000000100000003, InMod: 0x10002, OutParam: 0x7, Token: mlx4.PollToken}
 	plain := 0
-	for _, e := range NewTable().Entries() {
-		if !e.plain {
+	for _, e := range master.NewTable().Entries() {
+		if !e.Plain() {
 			continue
 		}
 		plain++
@@ -294,40 +253,37 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 
 			g := newStepRig(t, 1)
 			g.up(t, 0)
-			gs0 := g.pf.Stats()
-			_, _ = g.dma.WriteAt(img[:], g.pf.lay.DMABase)
+			gs0 := g.PF.Stats()
+			g.SetVHCRImage(t, 0, img)
 			g.write(0, vhcr.CommVHCRPost, 0)
-			g.pf.scan()
+			g.scan()
 
 			f := newStepRig(t, 1)
 			f.up(t, 0)
 			f.vhcr(0, mlx4.NOP, 0)
 			f.write(0, vhcr.CommVHCRPost, 0)
-			f.pf.scan()
-			fs0 := f.pf.Stats()
-			_, _ = f.dma.WriteAt(img[:], f.pf.lay.DMABase)
+			f.scan()
+			fs0 := f.PF.Stats()
+			f.SetVHCRImage(t, 0, img)
 			f.write(0, vhcr.CommVHCRPost, 0)
-			st := &f.pf.vfs[0]
 			legal := e.OpModOK(opMod)
-			if took := f.pf.postFast(0, st, st.sw.Load()); took != legal {
+			if took := f.PF.PostFast(0); took != legal {
 				t.Fatalf("%v op_mod %d: postFast took it: %v, want %v", e.Op, opMod, took, legal)
 			}
 			if !legal {
-				f.pf.scan()
+				f.scan()
 			}
 
-			var gi, fi [mlx4.VHCRSize]byte
-			_, _ = g.dma.ReadAt(gi[:], g.pf.lay.DMABase)
-			_, _ = f.dma.ReadAt(fi[:], f.pf.lay.DMABase)
+			gi, fi := g.VHCR(t, 0), f.VHCR(t, 0)
 			if gi != fi {
 				t.Fatalf("%v op_mod %d: vHCR after the write-back\ngeneral % x\n  plain % x", e.Op, opMod, gi, fi)
 			}
 			if !g.acked(0) || !f.acked(0) {
 				t.Fatalf("%v op_mod %d: not acknowledged (general %v, plain %v)", e.Op, opMod, g.acked(0), f.acked(0))
 			}
-			gs, fs := g.pf.Stats(), f.pf.Stats()
-			for slot := 0; slot < NumStatusSlots; slot++ {
-				if a, b := gs.Command(0, e.index, slot)-gs0.Command(0, e.index, slot), fs.Command(0, e.index, slot)-fs0.Command(0, e.index, slot); a != b {
+			gs, fs := g.PF.Stats(), f.PF.Stats()
+			for slot := 0; slot < master.NumStatusSlots; slot++ {
+				if a, b := gs.Command(0, e.Index(), slot)-gs0.Command(0, e.Index(), slot), fs.Command(0, e.Index(), slot)-fs0.Command(0, e.Index(), slot); a != b {
 					t.Fatalf("%v op_mod %d: status slot %d counted %d by the general path, %d by postFast", e.Op, opMod, slot, a, b)
 				}
 			}
@@ -348,46 +304,40 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 func TestFastPathDeclines(t *testing.T) {
 	cases := []struct {
 		name  string
-		setup func(r *stepRig)
+		opts  vhcrtest.Options
+		setup func(r stepRig)
 	}{
-		{"inbox", func(r *stepRig) { r.vhcr(0, mlx4.SW2HW_CQ, 0) }},
-		{"outbox", func(r *stepRig) { r.vhcr(0, mlx4.QUERY_FUNC_CAP, 0x2000) }},
-		{"EPERM", func(r *stepRig) { r.vhcr(0, mlx4.MAD_DEMUX, 0) }},
-		{"unknown opcode", func(r *stepRig) { r.vhcr(0, mlx4.INIT_HCA, 0) }},
-		{"illegal op_modifier", func(r *stepRig) {
-			var img [mlx4.VHCRSize]byte
-			h := mlx4.VHCR{Op: mlx4.ALLOC_RES, OpMod: 5, Token: mlx4.PollToken}
-			h.Encode(&img)
-			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase)
+		{"inbox", vhcrtest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.SW2HW_CQ, 0) }},
+		{"outbox", vhcrtest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.QUERY_FUNC_CAP, 0x2000) }},
+		{"EPERM", vhcrtest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.MAD_DEMUX, 0) }},
+		{"unknown opcode", vhcrtest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.INIT_HCA, 0) }},
+		{"illegal op_modifier", vhcrtest.Options{}, func(r stepRig) {
+			r.SetVHCR(r.t, 0, mlx4.VHCR{Op: mlx4.ALLOC_RES, OpMod: 5, Token: mlx4.PollToken})
 		}},
-		{"e bit", func(r *stepRig) {
-			var img [mlx4.VHCRSize]byte
-			h := mlx4.VHCR{Op: mlx4.NOP, Flags: mlx4.FlagE, Token: 7}
-			h.Encode(&img)
-			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase)
+		{"e bit", vhcrtest.Options{}, func(r stepRig) {
+			r.SetVHCR(r.t, 0, mlx4.VHCR{Op: mlx4.NOP, Flags: mlx4.FlagE, Token: 7})
 		}},
-		{"unmapped vHCR", func(r *stepRig) { r.vhcr(0, mlx4.NOP, 0); r.pf.vfs[0].vhcrMem = nil }},
-		{"slave_read rewritten", func(r *stepRig) { r.vhcr(0, mlx4.NOP, 0); r.pf.vfs[0].sr.Store(r.pf.vfs[0].ack ^ vhcr.ToggleBit) }},
+		{"unmapped vHCR", vhcrtest.Options{UnmappedDMA: true}, func(r stepRig) { r.vhcr(0, mlx4.NOP, 0) }},
+		{"slave_read rewritten", vhcrtest.Options{}, func(r stepRig) {
+			r.vhcr(0, mlx4.NOP, 0)
+			r.SlaveRead(0).Store(r.SlaveRead(0).Load() ^ vhcr.ToggleBit)
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newStepRig(t, 1)
+			r := newStepRigWith(t, 1, tc.opts)
 			r.up(t, 0)
 			r.vhcr(0, mlx4.NOP, 0)
 			r.write(0, vhcr.CommVHCRPost, 0)
-			r.pf.scan()
+			r.scan()
 			tc.setup(r)
 			r.write(0, vhcr.CommVHCRPost, 0)
-			st := &r.pf.vfs[0]
-			var before [mlx4.VHCRSize]byte
-			_, _ = r.dma.ReadAt(before[:], r.pf.lay.DMABase)
-			sr, last, ack, done := st.sr.Load(), st.lastWord, st.ack, r.pf.stats.Done
-			if r.pf.postFast(0, st, st.sw.Load()) {
+			before := r.VHCR(t, 0)
+			sr, st, done := r.SlaveRead(0).Load(), r.PF.State(0), r.PF.Counters().Done
+			if r.PF.PostFast(0) {
 				t.Fatal("postFast took the command")
 			}
-			var after [mlx4.VHCRSize]byte
-			_, _ = r.dma.ReadAt(after[:], r.pf.lay.DMABase)
-			if after != before || st.sr.Load() != sr || st.lastWord != last || st.ack != ack || r.pf.stats.Done != done {
+			if r.VHCR(t, 0) != before || r.SlaveRead(0).Load() != sr || r.PF.State(0) != st || r.PF.Counters().Done != done {
 				t.Fatal("postFast changed state while declining")
 			}
 		})
