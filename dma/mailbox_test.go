@@ -111,3 +111,40 @@ func TestMailboxAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per checked mailbox access", n)
 	}
 }
+
+// FuzzMailbox: a mailbox is granted exactly for a 4 KiB aligned page that
+// Translate accepts whole, and its copies stay inside that page.
+func FuzzMailbox(f *testing.F) {
+	f.Add(uint64(0), 1, 0, 4)
+	f.Add(uint64(0x3000), 2, 0xffc, 4)
+	f.Add(uint64(0x1010), 0, 0, 1)
+	f.Add(uint64(math.MaxUint64&^0xfff), 1, 0, 8)
+	m, _ := bar.NewMem("dma", 4*0x4000)
+	s, _ := dma.NewSpace(m, 0x4000, 0x4000, 3)
+	f.Fuzz(func(t *testing.T, iova uint64, vf, off, n int) {
+		if vf < 0 || vf >= 3 || n < 0 || n > 1<<13 {
+			return
+		}
+		w, _ := s.Window(vf)
+		mb, err := w.Mailbox(iova, dma.ReadWrite)
+		_, terr := w.Translate(iova, dma.MailboxSize, dma.ReadWrite)
+		if want := iova%dma.MailboxSize == 0 && terr == nil; (err == nil) != want {
+			t.Fatalf("VF %d mailbox %#x: %v (translate: %v)", vf, iova, err, terr)
+		}
+		if err != nil {
+			return
+		}
+		raw, _ := m.Bytes()
+		before := append([]byte(nil), raw...)
+		src := bytes.Repeat([]byte{0xa5}, n)
+		if err := mb.CopyOut(off, src); err != nil {
+			return
+		}
+		lo := 0x4000 + vf*0x4000 + int(iova) + off
+		for i := range raw {
+			if raw[i] != before[i] && (i < lo || i >= lo+n || i >= 0x4000+vf*0x4000+int(iova)+dma.MailboxSize) {
+				t.Fatalf("VF %d mailbox %#x CopyOut(%#x, %d bytes) wrote byte %#x", vf, iova, off, n, i)
+			}
+		}
+	})
+}
