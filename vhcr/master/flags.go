@@ -36,7 +36,7 @@ func (p *PF) checkFlags() {
 // acknowledged without the version.
 func (p *PF) BeginFLR(vf int) error {
 	if vf < 0 || vf >= len(p.vfs) {
-		return errors.New("vhcr: no such vhcr.VF")
+		return errors.New("master: no such VF")
 	}
 	return p.Do(func() {
 		p.resetFunction(vf, ResetFLR)
@@ -49,7 +49,7 @@ func (p *PF) BeginFLR(vf int) error {
 // from RESET.
 func (p *PF) EndFLR(vf int) error {
 	if vf < 0 || vf >= len(p.vfs) {
-		return errors.New("vhcr: no such vhcr.VF")
+		return errors.New("master: no such VF")
 	}
 	return p.Do(func() {
 		st := &p.vfs[vf]

@@ -125,7 +125,7 @@ func New(o Options) (*PF, error) {
 			o.DMA.Name(), bar.ErrTooSmall, l.NumVFs, l.Window, l.DMABase, l.DMASize, o.DMA.Size())
 	}
 	if o.HCA == nil || o.HCA.NumVFs != l.NumVFs {
-		return nil, errors.New("vhcr: the HCA model must be built for the layout's VF count")
+		return nil, errors.New("master: the HCA model must be built for the layout's VF count")
 	}
 	space, err := dma.NewSpace(o.DMA, l.DMABase, l.Window, l.NumVFs)
 	if err != nil {

@@ -47,7 +47,7 @@ func (i Idle) withDefaults() Idle {
 }
 
 // ErrStopped is returned by Do when the poller has stopped.
-var ErrStopped = errors.New("vhcr: poller stopped")
+var ErrStopped = errors.New("master: poller stopped")
 
 // Run serves the VFs until ctx is done or Stop is called. It locks its
 // goroutine to an OS thread. It clears the offline bit of every comm page when
@@ -58,7 +58,7 @@ func (p *PF) Run(ctx context.Context) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if !p.running.CompareAndSwap(false, true) {
-		return errors.New("vhcr: Run called twice")
+		return errors.New("master: Run called twice")
 	}
 	done := make(chan struct{})
 	defer close(done)
