@@ -66,6 +66,21 @@ var executors = [4096]func(*HCA, *mlx4.Cmd) mlx4.Status{
 	mlx4.WRITE_MTT:               (*HCA).WRITE_MTT,
 }
 
+// execRow is what Exec needs of an opcode, in one load: its executor and
+// its row's mailbox facts.
+type execRow struct {
+	fn            func(*HCA, *mlx4.Cmd) mlx4.Status
+	inbox, outbox bool
+}
+
+var execRows = func() (t [4096]execRow) {
+	for op, fn := range executors {
+		in, _ := mlx4.CmdInfo(mlx4.Opcode(op))
+		t[op] = execRow{fn: fn, inbox: in.HasInbox, outbox: in.HasOutbox}
+	}
+	return t
+}()
+
 // Executes reports whether the model executes op (a row of cmd_info[] that
 // is not EPERM).
 func Executes(op mlx4.Opcode) bool { return executors[op&0xfff] != nil }
@@ -79,24 +94,32 @@ func Executes(op mlx4.Opcode) bool { return executors[op&0xfff] != nil }
 // has_outbox row (INTERNAL_ERR), which Exec zeroes before the executor
 // runs.
 func (h *HCA) Exec(c *mlx4.Cmd) mlx4.Status {
+	x := &execRows[c.Op&0xfff]
+	switch {
+	case x.fn == nil:
+		return refuseUnexecuted(c)
+	case uint(c.VF) >= uint(len(h.Funcs)): // New sizes Funcs and the firmware's per-VF tables alike
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotFound)
+	case x.inbox && c.Inbox == nil:
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
+	case x.outbox:
+		if c.Outbox == nil {
+			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonContext)
+		}
+		clear(c.Outbox[:])
+	}
+	return x.fn(h, c)
+}
+
+// refuseUnexecuted answers an opcode without an executor: no row
+// BAD_PARAM, an EPERM row BAD_OP.
+func refuseUnexecuted(c *mlx4.Cmd) mlx4.Status {
 	in, ok := mlx4.CmdInfo(c.Op)
-	x := executors[c.Op&0xfff]
 	switch {
 	case !ok:
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode)
 	case in.EPERM:
 		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
-	case x == nil:
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotModelled)
-	case c.VF < 0 || c.VF >= len(h.fw.vfs) || c.VF >= len(h.Funcs):
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotFound)
-	case in.HasInbox && c.Inbox == nil:
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
-	case in.HasOutbox && c.Outbox == nil:
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonContext)
 	}
-	if in.HasOutbox {
-		clear(c.Outbox[:])
-	}
-	return x(h, c)
+	return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotModelled)
 }

@@ -155,11 +155,17 @@ func (p *PF) acknowledge(i int, cmd vhcr.CommCmd, reply uint32) {
 	st := &p.vfs[i]
 	changed := st.lastCmd != cmd
 	st.lastCmd = cmd
-	st.ack = reply & vhcr.ToggleBit
-	st.sr.Store(reply)
+	st.reply(reply)
 	if changed {
 		p.persistVF(i)
 	}
+}
+
+// reply writes slave_read and records its toggle as acknowledged; the
+// VF's last command is unchanged.
+func (st *vfState) reply(r uint32) {
+	st.ack = r & vhcr.ToggleBit
+	st.sr.Store(r)
 }
 
 // violation resets VF i's channel (releasing its resources) and acknowledges

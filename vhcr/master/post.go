@@ -21,12 +21,12 @@ import (
 // postFast is VHCR_POST's fast path, in front of the general one as
 // sync.Mutex's Lock is in front of lockSlow: the channel is in sequence (the
 // previous command was a VHCR_POST and slave_read still holds its
-// acknowledgement), the vHCR is mapped, and the row admits the command with
-// its plain flag (no mailbox, not EPERM, executed; computed once in
-// NewTable) and the 'e' bit is clear. For such a command it runs the
-// helpers and reports true; for any other it returns false having changed
-// nothing the VF sees, and serve takes the general path, which reads the
-// vHCR afresh.
+// acknowledgement), the vHCR is mapped, and the decoded command's row has
+// the plain flag (no mailbox, not EPERM, executed; computed once in
+// NewTable), its op_modifier is legal and the 'e' bit is clear. For such a
+// command it runs the same helpers and reports true; for any other it
+// returns false having changed nothing the VF sees, and serve takes the
+// general path, which reads the vHCR afresh.
 func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	m := st.vhcrMem
 	if m == nil || st.sr.Load()&vhcr.ToggleBit != st.ack {
@@ -34,15 +34,15 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	}
 	w0, w1, w2, w3 := mlx4.VHCRWords(m)
 	c := p.decode(i, st, w0, w1, w2, w3)
-	e, status := p.admit(c)
-	if status != mlx4.OK || !e.plain || c.EBit {
+	e := p.table.Lookup(c.Op)
+	if e == nil || !e.plain || c.EBit || !e.OpModOK(c.OpMod) {
 		return false
 	}
 	t0, timed := p.start()
-	status = p.hca.Exec(c)
-	_ = p.writeBack(st, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3)) // mapped: cannot fail
+	status := p.hca.Exec(c)
+	storeBack(m, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3))
 	st.lastWord = w
-	p.acknowledge(i, vhcr.CommVHCRPost, w&vhcr.ToggleBit)
+	st.reply(w & vhcr.ToggleBit) // acknowledge: the last command stays VHCR_POST
 	p.account(i, e, status, c.Reason, timed, t0)
 	return true
 }
@@ -163,10 +163,7 @@ func (p *PF) admit(c *mlx4.Cmd) (*Entry, mlx4.Status) {
 // is mapped, else through the vHCR's mailbox.
 func (p *PF) writeBack(st *vfState, imm bool, out uint64, word uint32) error {
 	if m := st.vhcrMem; m != nil {
-		if imm {
-			binary.BigEndian.PutUint64(m[mlx4.OffOutParam:], out)
-		}
-		binary.BigEndian.PutUint32(m[mlx4.OffStatus:], word)
+		storeBack(m, imm, out, word)
 		return nil
 	}
 	if imm {
@@ -177,6 +174,14 @@ func (p *PF) writeBack(st *vfState, imm bool, out uint64, word uint32) error {
 	}
 	binary.BigEndian.PutUint32(p.shadow[mlx4.OffStatus:], word)
 	return st.vhcrBox.CopyOut(mlx4.OffStatus, p.shadow[mlx4.OffStatus:mlx4.OffStatus+4])
+}
+
+// storeBack is writeBack into a mapped vHCR.
+func storeBack(m *[mlx4.VHCRSize]byte, imm bool, out uint64, word uint32) {
+	if imm {
+		binary.BigEndian.PutUint64(m[mlx4.OffOutParam:], out)
+	}
+	binary.BigEndian.PutUint32(m[mlx4.OffStatus:], word)
 }
 
 // start begins timing the command if it is sampled.
