@@ -374,7 +374,7 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	binary.BigEndian.PutUint32(vh[8:], r.InMod)
 	binary.BigEndian.PutUint32(vh[12:], 0)
 	binary.BigEndian.PutUint64(vh[16:], outParam)
-	binary.BigEndian.PutUint64(vh[24:], uint64(token)<<48|uint64(flags)<<16|uint64(r.OpMod&0xf)<<12|uint64(r.Op)&0xfff)
+	binary.BigEndian.PutUint64(vh[24:], mlx4.Word3(token, flags, r.OpMod, r.Op))
 	if err := v.postComm(ctx, CommVHCRPost, 0, v.Timeouts.Post); err != nil {
 		return Response{}, err
 	}

@@ -41,6 +41,9 @@ func FuzzDecodeVHCR(f *testing.F) {
 		if d != c {
 			t.Fatalf("round trip: %+v != %+v", d, c)
 		}
+		if got := Word3(c.Token, img[OffFlags], c.OpMod, c.Op); got>>48 != w3>>48 || got>>24&0xffffff != 0 || got&0xffffff != w3&0xffffff {
+			t.Fatalf("Word3 %#x, image's word 3 %#x", got, w3)
+		}
 		var wb [4]byte
 		binary.BigEndian.PutUint32(wb[:], StatusWord(BAD_PARAM, w3))
 		if wb[0] != byte(BAD_PARAM) || wb[1] != img[OffFlags] || binary.BigEndian.Uint16(wb[2:]) != opw {

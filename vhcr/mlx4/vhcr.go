@@ -62,6 +62,12 @@ func (c *Cmd) DecodeVHCR(w0, w1, w2, w3 uint64) {
 	c.OpMod, c.Op = uint8(w3>>12)&0xf, Opcode(w3&0xfff)
 }
 
+// Word3 composes word 3 of a vHCR image as a VF writes it, status zero:
+// the token, the flags, op_modifier and opcode (Cmd.DecodeVHCR's inverse).
+func Word3(token uint16, flags uint8, opMod uint8, op Opcode) uint64 {
+	return uint64(token)<<48 | uint64(flags)<<16 | uint64(opMod&0xf)<<12 | uint64(op)&0xfff
+}
+
 // StatusWord is the low 32 bits of word 3 that the master writes back at
 // OffStatus: status in 31..24 and the flags, op_modifier and opcode the VF
 // wrote (w3 is the word as the master read it).
