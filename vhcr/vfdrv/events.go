@@ -107,8 +107,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	put32(vh, mlx4.OffInMod, r.InMod)
 	put32(vh, mlx4.OffInMod+4, 0)
 	put64(vh, mlx4.OffOutParam, outParam)
-	put32(vh, mlx4.OffToken, uint32(token)<<16)
-	put32(vh, mlx4.OffStatus, uint32(mlx4.FlagE)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
+	put64(vh, mlx4.OffToken, mlx4.Word3(token, mlx4.FlagE, r.OpMod, r.Op))
 	if err := d.VF.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
 		return 0, err
 	}
