@@ -7,7 +7,10 @@
 // memory; CopyOut: the device writes it). It never allocates and never keeps
 // a reference to what it copied: the caller's buffer is the shadow.
 //
+// Mailbox is a checked 4 KiB page: aligned, inside the window, permitted;
+// it is how the PF reaches a vHCR or a mailbox.
+//
 // Every address here comes from an untrusted VF. A failed check returns a
-// wrapped sentinel (ErrOutOfWindow, ErrOverflow, ErrPermission) and copies
-// nothing.
+// wrapped sentinel (ErrOutOfWindow, ErrOverflow, ErrPermission,
+// ErrUnaligned) and copies nothing.
 package dma

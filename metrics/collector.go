@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -15,7 +15,7 @@ var Version = "dev"
 
 // PFCollector exports one PF's counters.
 type PFCollector struct {
-	pf     *vhcr.PF
+	pf     *master.PF
 	vfs    []string
 	ops    []string
 	status []string
@@ -26,7 +26,7 @@ type PFCollector struct {
 }
 
 // NewPFCollector returns a collector for pf.
-func NewPFCollector(pf *vhcr.PF) *PFCollector {
+func NewPFCollector(pf *master.PF) *PFCollector {
 	c := &PFCollector{pf: pf}
 	for i := 0; i < pf.Layout().NumVFs; i++ {
 		c.vfs = append(c.vfs, strconv.Itoa(i))
@@ -36,7 +36,7 @@ func NewPFCollector(pf *vhcr.PF) *PFCollector {
 	for i := 1; i < t.NumOps(); i++ {
 		c.ops = append(c.ops, t.OpAt(i).String())
 	}
-	for _, s := range vhcr.SlotStatuses {
+	for _, s := range master.SlotStatuses {
 		c.status = append(c.status, s.Name())
 	}
 	c.status = append(c.status, "other")
@@ -82,7 +82,7 @@ func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
 				counter(c.commands, s.Command(vf, op, slot), vfl, c.ops[op], c.status[slot])
 			}
 		}
-		for _, r := range vhcr.ResetReasons() {
+		for _, r := range master.ResetReasons() {
 			counter(c.resets, s.Reset(vf, r), vfl, r.String())
 		}
 		for r := mlx4.Reason(1); int(r) < mlx4.NumReasons; r++ {
@@ -96,13 +96,13 @@ func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, float64(s.BusyRuns))
 	ch <- prometheus.MustNewConstMetric(c.sleeps, prometheus.CounterValue, float64(s.Sleeps))
 	ch <- prometheus.MustNewConstMetric(c.eqes, prometheus.CounterValue, float64(s.EQEs))
-	buckets := make(map[float64]uint64, len(vhcr.LatencyBounds))
+	buckets := make(map[float64]uint64, len(master.LatencyBounds))
 	var cum uint64
-	for i, b := range vhcr.LatencyBounds {
+	for i, b := range master.LatencyBounds {
 		cum += s.Latency[i]
 		buckets[b] = cum
 	}
-	cum += s.Latency[len(vhcr.LatencyBounds)]
+	cum += s.Latency[len(master.LatencyBounds)]
 	ch <- prometheus.MustNewConstHistogram(c.latency, cum, float64(s.LatencyNS)*1e-9, buckets)
 	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(s.Done))
 	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, Version, runtime.Version())

@@ -1,5 +1,5 @@
 // Package metrics exports vhcrd's counters to Prometheus. Collectors read,
-// at scrape time, the atomic counters that the poller owns (vhcr.Stats) and
+// at scrape time, the atomic counters that the poller owns (master.Stats) and
 // build const metrics from them: nothing here runs per command, and the hot
 // loop never calls client_golang.
 //

@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vhcrd/vhcrd/mad"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -15,7 +15,7 @@ import (
 // type (read on the poller, which owns the HCA, between two scans), event
 // queue counters, and the MAD engine's counters.
 type HCACollector struct {
-	pf  *vhcr.PF
+	pf  *master.PF
 	h   *hca.HCA
 	mad *mad.Engine
 
@@ -24,7 +24,7 @@ type HCACollector struct {
 }
 
 // NewHCACollector exports h (served by pf) and its MAD engine e (may be nil).
-func NewHCACollector(pf *vhcr.PF, h *hca.HCA, e *mad.Engine) *HCACollector {
+func NewHCACollector(pf *master.PF, h *hca.HCA, e *mad.Engine) *HCACollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("vhcrd_"+name, help, labels, nil)
 	}

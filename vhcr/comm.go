@@ -18,18 +18,20 @@ const (
 
 // Register bits.
 const (
-	ToggleBit       = 1 << 31 // the only toggle bit of slave_write and slave_read
-	InternalErrBit  = 1 << 17 // COMM_CHAN_EVENT_INTERNAL_ERR in slave_read
-	CapsVFReset     = 1 << 30 // COMM_CHAN_RST_OFFSET: VF reset supported
-	FlagsOffline    = 1 << 9  // COMM_CHAN_OFFLINE_OFFSET
-	FlagsResetReq   = 1 << 16 // COM_CHAN_RST_REQ_OFFSET, toggled by the VF
-	FlagsResetAck   = 1 << 8  // COM_CHAN_RST_ACK_OFFSET, copied from bit 16 by the PF
-	CommVersion     = 0x0101  // (CMD_CHAN_IF_REV << 8) | CMD_CHAN_VER
-	CommPageSize    = 0x1000  // MLX4_COMM_PAGESIZE
-	commCmdShift    = 16
-	commParamMask   = 0xffff
-	commCmdMask     = 0xff
-	slaveWriteValid = ToggleBit | commCmdMask<<commCmdShift | commParamMask
+	ToggleBit      = 1 << 31 // the only toggle bit of slave_write and slave_read
+	InternalErrBit = 1 << 17 // COMM_CHAN_EVENT_INTERNAL_ERR in slave_read
+	CapsVFReset    = 1 << 30 // COMM_CHAN_RST_OFFSET: VF reset supported
+	FlagsOffline   = 1 << 9  // COMM_CHAN_OFFLINE_OFFSET
+	FlagsResetReq  = 1 << 16 // COM_CHAN_RST_REQ_OFFSET, toggled by the VF
+	FlagsResetAck  = 1 << 8  // COM_CHAN_RST_ACK_OFFSET, copied from bit 16 by the PF
+	CommVersion    = 0x0101  // (CMD_CHAN_IF_REV << 8) | CMD_CHAN_VER
+	CommPageSize   = 0x1000  // MLX4_COMM_PAGESIZE
+	commCmdShift   = 16
+	commParamMask  = 0xffff
+	commCmdMask    = 0xff
+	// SlaveWriteValid are the bits of slave_write a command may set: the
+	// toggle, the command and its parameter.
+	SlaveWriteValid = ToggleBit | commCmdMask<<commCmdShift | commParamMask
 )
 
 // CommCmd is a comm channel command (MLX4_COMM_CMD_*).
@@ -69,6 +71,15 @@ func (c CommCmd) String() string {
 func CommWord(toggle uint32, cmd CommCmd, param uint16) uint32 {
 	return toggle&1<<31 | uint32(cmd)<<commCmdShift | uint32(param)
 }
+
+// SplitCommWord is CommWord's inverse for the command and its parameter
+// (the toggle is w&ToggleBit; bits outside SlaveWriteValid are ignored).
+func SplitCommWord(w uint32) (CommCmd, uint16) {
+	return CommCmd(w >> commCmdShift & commCmdMask), uint16(w & commParamMask)
+}
+
+// VHCRPostWord is slave_write for VHCR_POST without its toggle.
+const VHCRPostWord = uint32(CommVHCRPost) << commCmdShift
 
 func itoa(n int) string {
 	if n == 0 {

@@ -1,23 +1,20 @@
-// Package vhcr owns the mlx4 SR-IOV communication channel, both sides.
+// Package vhcr is the mlx4 SR-IOV communication channel that both sides
+// share, and its VF (slave) half.
 //
-// The PF side (PF, Poller) polls every VF's comm page with single 32-bit loads
-// of slave_write, runs the per-VF state machine of mlx4_master_do_cmd (RESET,
-// VHCR0..VHCR2, VHCR_EN, VHCR_POST; violations reset the VF with bit 17),
-// and processes VHCR_POST in the order of the seed commit: copy the vHCR into
-// a private shadow; look the opcode up in the command table (unknown: 0x03,
-// privileged: 0x02); check the modifiers; copy the 4 KiB inbox into a shadow;
-// validate; execute on the software HCA (package vhcr/hca); copy the outbox
-// out; write status and immediate output back; acknowledge by toggling
-// slave_read. With the vHCR 'e' bit the PF acknowledges first and reports
-// completion, status and immediate output in a completion EQE carrying the
-// VF's token.
+// Shared: the wire contract (Layout, layout.go and the README's table): a
+// PF-owned header page at offset 0 of the BAR region and one 4 KiB comm
+// page per VF after it, each with the registers of struct mlx4_comm
+// (slave_write, slave_read, caps, flags; comm.go) and the comm commands
+// (RESET, VHCR0..VHCR2, VHCR_EN, VHCR_POST) that travel in them.
 //
-// The VF side (VF) is the driver half as a library: sync_toggles, the offline
-// wait, RESET, VHCR0..VHCR_EN, and posting commands in poll mode with the
-// timeouts of mlx4 (10 s per comm command, 10 s + 60 s per VHCR_POST).
+// The VF half (VF) is the mlx4 VF driver's command path as a library:
+// sync_toggles, the offline wait, RESET, VHCR0..VHCR_EN, posting commands
+// through the vHCR in poll mode with mlx4's timeouts (10 s per comm command,
+// 10 s + 60 s per VHCR_POST), the FLAGS reset handshake, and SpinPoll, the
+// way a VF waits for an acknowledgement. Attachment opens a served region
+// from its header. The per-opcode facts a VF needs (which opcodes have an
+// inbox or outbox) come from package vhcr/mlx4's cmd_info[].
 //
-// The wire contract (Layout) puts a PF-owned header page at offset 0 of the
-// BAR region and one 4 KiB comm page per VF after it; see layout.go and the
-// README's table. Every VF-supplied value is read once into PF-private memory
-// and only that copy is checked and used.
+// The PF (master) half is package vhcr/master; nothing here imports it or
+// the software HCA, so a VF tool links neither.
 package vhcr

@@ -1,80 +1,10 @@
 package vhcr
 
 import (
-	"encoding/binary"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
-
-// FuzzCommChannel drives VF 1's comm page with arbitrary slave_write words,
-// slave_read rewrites and vHCR images, and checks what must hold whatever a
-// VF does: no panic, VF 1's state is one of the machine's states, an active
-// VF has a valid vHCR address, and VF 0 — which posts a NOP between every
-// step — is always served and never reset.
-//
-// Input: a sequence of 9-byte steps: kind, word (4), and 4 bytes that seed
-// the vHCR image (opcode, op_mod, flags, in_param page).
-func FuzzCommChannel(f *testing.F) {
-	up := []byte{}
-	for i, c := range []CommCmd{CommReset, CommVHCR0, CommVHCR1, CommVHCR2, CommVHCREn, CommVHCRPost, CommVHCRPost} {
-		w := CommWord(uint32(i+1)&1, c, 0)
-		up = append(up, 0, byte(w>>24), byte(w>>16), byte(w>>8), byte(w), 0x00, 0x31, 0, 0)
-	}
-	f.Add(up)
-	f.Add(append(append([]byte{}, up...), 0, 0x80, 0x07, 0, 0, 0, 0, 0, 0))             // unknown comm command 7
-	f.Add(append(append([]byte{}, up...), 1, 0, 0, 0, 0, 0, 0, 0, 0))                   // zero the registers
-	f.Add(append(append([]byte{}, up...), 0, 0x00, 0x05, 0, 0x55, 0x0f, 0x0a, 0x40, 3)) // POST without a flip
-	f.Fuzz(func(t *testing.T, in []byte) {
-		r := newStepRig(t, 2)
-		r.up(t, 0)
-		r.vhcr(0, mlx4.NOP, 0)
-		win := r.pf.lay.Window
-		for len(in) >= 9 {
-			kind, w, seed := in[0], binary.BigEndian.Uint32(in[1:5]), in[5:9]
-			in = in[9:]
-			// The vHCR image VF 1 leaves in its page 0.
-			var img [mlx4.VHCRSize]byte
-			h := mlx4.VHCR{Op: mlx4.Opcode(binary.BigEndian.Uint16(seed[0:2]) & 0xfff), OpMod: seed[0] >> 4, Flags: seed[2],
-				InParam: uint64(seed[3]) * 0x1000, OutParam: uint64(seed[3]^1) * 0x1000, Token: mlx4.PollToken}
-			h.Encode(&img)
-			_, _ = r.dma.WriteAt(img[:], r.pf.lay.DMABase+win)
-			switch kind % 3 {
-			case 0:
-				r.pf.vfs[1].sw.Store(w)
-			case 1:
-				r.pf.vfs[1].sw.Store(0)
-				r.pf.vfs[1].sr.Store(0)
-			case 2:
-				r.pf.vfs[1].sr.Store(w)
-			}
-			r.write(0, CommVHCRPost, 0)
-			r.pf.scan()
-			if !r.acked(0) {
-				t.Fatal("VF 0 was not served")
-			}
-			st := &r.pf.vfs[1]
-			switch st.lastCmd {
-			case CommReset, CommVHCR0, CommVHCR1, CommVHCR2:
-				if st.active {
-					t.Fatalf("VF 1 active in %v", st.lastCmd)
-				}
-			case CommVHCREn, CommVHCRPost:
-				if !st.active || st.vhcr&0xfff != 0 || st.vhcr+mlx4.VHCRSize > uint64(win) {
-					t.Fatalf("VF 1 in %v with vHCR %#x active=%v", st.lastCmd, st.vhcr, st.active)
-				}
-			default:
-				t.Fatalf("VF 1 in state %v", st.lastCmd)
-			}
-		}
-		for _, why := range ResetReasons() {
-			if why != ResetByVF && r.pf.stats.Reset(0, why) != 0 {
-				t.Fatalf("VF 0 reset for %v by VF 1's input", why)
-			}
-		}
-	})
-}
 
 // FuzzReadLayout: any header bytes either decode to a layout that fits the
 // region or are rejected; never a panic.

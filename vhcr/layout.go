@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr/config"
 )
 
 // Wire contract v1: the header page at offset 0 of the BAR region. Words are
@@ -58,6 +57,10 @@ const (
 	PFStateStopped = 2
 )
 
+// MaxVFs is the largest VF count the wire contract serves (one comm page
+// each; mlx4's limit of 126 VFs per PF with 2 ports is what it sizes for).
+const MaxVFs = 126
+
 // ErrHeader is wrapped by every header validation error.
 var ErrHeader = errors.New("vhcr: bad region header")
 
@@ -79,8 +82,8 @@ type Layout struct {
 // (0: right after the last comm page); else they start at dmaOff of a
 // separate region of dmaSize bytes (0: exactly n windows).
 func NewLayout(n int, window int64, dmaInBAR bool, dmaOff, dmaSize int64, dmaPath string) (Layout, error) {
-	if n < 1 || n > config.MaxVFs {
-		return Layout{}, fmt.Errorf("vhcr: %d VFs outside 1..%d", n, config.MaxVFs)
+	if n < 1 || n > MaxVFs {
+		return Layout{}, fmt.Errorf("vhcr: %d VFs outside 1..%d", n, MaxVFs)
 	}
 	if window < 3*bar.PageSize || window%bar.PageSize != 0 || window > 1<<40 {
 		return Layout{}, fmt.Errorf("vhcr: window %#x is not a multiple of 4 KiB between 12 KiB and 1 TiB", window)
@@ -197,8 +200,8 @@ func ReadLayout(r bar.Region) (Layout, error) {
 	if hs := rd(HdrHeaderSize); hs != HeaderSize {
 		return bad("header size %#x, want %#x", hs, HeaderSize)
 	}
-	if l.NumVFs < 1 || l.NumVFs > config.MaxVFs {
-		return bad("VF count %d outside 1..%d", l.NumVFs, config.MaxVFs)
+	if l.NumVFs < 1 || l.NumVFs > MaxVFs {
+		return bad("VF count %d outside 1..%d", l.NumVFs, MaxVFs)
 	}
 	if l.CommStride != CommPageSize || l.CommBase < HeaderSize || l.CommBase%bar.PageSize != 0 {
 		return bad("comm pages at %#x stride %#x", l.CommBase, l.CommStride)

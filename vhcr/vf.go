@@ -11,6 +11,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/internal/futex"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -55,7 +56,6 @@ type VF struct {
 	sw, sr, caps, flags bar.Reg
 	win                 *dma.Window
 	mem                 []byte // the VF's own DMA memory
-	table               *Table
 	toggle              uint32 // 0 or 1
 	doorbell, sleeping  *uint32
 	fence               atomic.Uint32
@@ -74,7 +74,7 @@ func NewVF(barR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &VF{Index: idx, Timeouts: DefaultTimeouts, table: NewTable(nil), nextPage: vfFirstFree}
+	v := &VF{Index: idx, Timeouts: DefaultTimeouts, nextPage: vfFirstFree}
 	if v.win, err = space.Window(idx); err != nil {
 		return nil, err
 	}
@@ -249,7 +249,7 @@ func (v *VF) ring() {
 	v.fence.Add(1) // a locked instruction: orders the slave_write store before the load below
 	if atomic.LoadUint32(v.sleeping) != 0 {
 		atomic.AddUint32(v.doorbell, 1)
-		futexWake(v.doorbell, 1)
+		futex.Wake(v.doorbell, 1)
 	}
 }
 
@@ -365,7 +365,7 @@ func (v *VF) Start(r *Request) error {
 	if v.sr.Load()>>31 != v.toggle {
 		return ErrBusy // the previous command still owns the vHCR
 	}
-	e := v.table.Lookup(r.Op)
+	info, _ := mlx4.CmdInfo(r.Op)
 	inParam := r.InParam
 	if r.In != nil {
 		if len(r.In) > mlx4.MailboxSize {
@@ -377,7 +377,7 @@ func (v *VF) Start(r *Request) error {
 		inParam = VFPageInbox * bar.PageSize
 	}
 	outParam := r.OutParam
-	v.hasOut = e != nil && e.Outbox
+	v.hasOut = info.HasOutbox
 	if v.hasOut {
 		outParam = VFPageOutbox * bar.PageSize
 	}
@@ -395,7 +395,7 @@ func (v *VF) Start(r *Request) error {
 	binary.BigEndian.PutUint32(vh[8:], r.InMod)
 	binary.BigEndian.PutUint32(vh[12:], 0)
 	binary.BigEndian.PutUint64(vh[16:], outParam)
-	binary.BigEndian.PutUint64(vh[24:], uint64(token)<<48|uint64(flags)<<16|uint64(r.OpMod&0xf)<<12|uint64(r.Op)&0xfff)
+	binary.BigEndian.PutUint64(vh[24:], mlx4.Word3(token, flags, r.OpMod, r.Op))
 	v.started = true
 	v.post(CommVHCRPost, 0)
 	return nil
@@ -465,7 +465,3 @@ func (v *VF) RequestReset(ctx context.Context) error {
 func Request2VHCR(op mlx4.Opcode, inParam, outParam uint64) mlx4.VHCR {
 	return mlx4.VHCR{InParam: inParam, OutParam: outParam, Token: mlx4.PollToken, Op: op}
 }
-
-// Table is the command table the VF uses to know which opcodes have
-// mailboxes.
-func (v *VF) Table() *Table { return v.table }

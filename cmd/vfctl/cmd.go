@@ -123,7 +123,7 @@ func runCmd(args []string) error {
 	}
 	el := time.Since(start)
 	fmt.Printf("VF %d %v: %s in %v\n", *vf, op, resp.Status.String(), el.Round(100*time.Nanosecond))
-	if e := v.Table().Lookup(op); e != nil && e.OutImm {
+	if in, _ := mlx4.CmdInfo(op); in.OutIsImm {
 		fmt.Printf("out_param: %#016x\n", resp.OutParam)
 	}
 	if resp.Out != nil {

@@ -40,7 +40,7 @@ func realisticWorker(ctx context.Context, a *vhcr.Attachment, v *vhcr.VF, r *vfR
 			r.samples = append(r.samples, now.Sub(last).Nanoseconds())
 		}
 		last = now
-		if e := v.Table().Lookup(op); e != nil && e.Inbox {
+		if in, _ := mlx4.CmdInfo(op); in.HasInbox {
 			r.inbox.Add(1)
 		}
 		if event {

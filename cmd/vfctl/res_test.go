@@ -6,68 +6,26 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
+	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
-// servePF runs a PF for n VFs over fresh files and returns the --bar spec.
-func servePF(t *testing.T, n int) (string, *hca.HCA, *vhcr.PF) {
+// servePF runs a PF for n VFs over fresh files (the rig's, as vhcrd serves
+// them) and returns the --bar spec.
+func servePF(t *testing.T, n int) (string, *hca.HCA, *master.PF) {
 	t.Helper()
-	dir := t.TempDir()
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		d, err := os.MkdirTemp("/dev/shm", "vfctl-test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		dir = d
-	}
-	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
-	l, err := vhcr.NewLayout(n, 1<<20, false, 0, 0, dmaPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := bar.CreateFile(barPath, l.BARSize())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	d, _, err := bar.CreateFile(dmaPath, l.DMASize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	h, err := hca.New(config.Default(), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := vhcr.New(vhcr.Options{BAR: b, DMA: d, Layout: l, HCA: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pf.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("PF: %v", err)
-		}
-	})
-	return "file:" + barPath, h, pf
+	r := vhcrtest.NewWith(t, n, vhcrtest.Options{Files: true, Window: 1 << 20})
+	r.Start(t)
+	return "file:" + r.BARPath, r.HCA, r.PF
 }
 
 // capture runs f with stdout captured.
@@ -96,7 +54,7 @@ func number(t *testing.T, out, re string) string {
 	return m[1]
 }
 
-func allZero(t *testing.T, h *hca.HCA, pf *vhcr.PF, vf int) {
+func allZero(t *testing.T, h *hca.HCA, pf *master.PF, vf int) {
 	t.Helper()
 	var c [restrack.NumTypes]int
 	if err := pf.Do(func() { c = h.Counts(vf) }); err != nil {

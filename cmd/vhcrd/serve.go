@@ -29,6 +29,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 )
 
 // Defaults of `vhcrd serve`, which vfctl shares.
@@ -135,7 +136,7 @@ func runServe(args []string) error {
 }
 
 type server struct {
-	pf         *vhcr.PF
+	pf         *master.PF
 	hca        *hca.HCA
 	barR, dmaR bar.Region
 	closers    []bar.Region
@@ -219,7 +220,7 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		s.close()
 		return nil, err
 	}
-	s.pf, err = vhcr.New(vhcr.Options{BAR: s.barR, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log})
+	s.pf, err = master.New(master.Options{BAR: s.barR, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log})
 	if err != nil {
 		s.close()
 		return nil, err

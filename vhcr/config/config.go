@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/vhcrd/vhcrd/vhcr"
 )
 
 //go:embed example.json
@@ -270,9 +272,8 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// MaxVFs is the largest VF count vhcrd serves (one comm page each; mlx4's
-// limit of 126 VFs per PF with 2 ports is what the wire contract sizes for).
-const MaxVFs = 126
+// MaxVFs is the largest VF count vhcrd serves: the wire contract's bound.
+const MaxVFs = vhcr.MaxVFs
 
 var portStates = map[string]uint8{"down": 1, "init": 2, "armed": 3, "active": 4}
 

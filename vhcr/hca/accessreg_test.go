@@ -35,7 +35,7 @@ type ptysReply struct {
 func (v *vf) accessReg(t *testing.T, in []byte) (mlx4.Status, *mlx4.Cmd, ptysReply) {
 	t.Helper()
 	c := v.cmd(mlx4.ACCESS_REG, 0, 0, 0, in, true)
-	s := v.run((*HCA).ACCESS_REG, c)
+	s := v.run(c)
 	st, p := mlx4.DecodeAccessRegPTYS(c.Outbox)
 	return s, c, ptysReply{
 		status: st, port: p.LocalPort, proto: p.ProtoMask,
@@ -59,7 +59,7 @@ func TestAccessRegPTYS(t *testing.T) {
 	// Without a MAD engine: 1X|4X supported, 4X active; SDR|DDR|QDR, QDR.
 	want := ptysReply{port: 2, proto: mlx4.PTYS_IB, widthCap: 0x5, widthAdm: 0x5, widthOp: 0x4, speedCap: 0x7, speedAdm: 0x7, speedOp: 0x4}
 	if got != want {
-		t.Fatalf("PTYS reply\n got %+v\nwant %+v", got, want)
+		t.Fatalf("mlx4.PTYS reply\n got %+v\nwant %+v", got, want)
 	}
 	if id := binary.BigEndian.Uint16(c.Outbox[mlx4.AccessRegRegID:]); id != mlx4.REG_ID_PTYS || c.Outbox[mlx4.AccessRegMethod] != mlx4.ACCESS_REG_QUERY {
 		t.Fatalf("outbox header: id %#x method %d", id, c.Outbox[mlx4.AccessRegMethod])
@@ -76,7 +76,7 @@ func TestAccessRegPTYS(t *testing.T) {
 	pi, _ := e.PortInfo(2)
 	_, _, got = v.accessReg(t, ptysInbox(mlx4.ACCESS_REG_QUERY, mlx4.REG_ID_PTYS, 1, mlx4.PTYS_IB))
 	if got.widthOp != ptysWidth(pi.LinkWidthActive) || got.speedOp != ptysSpeed(pi.LinkSpeedActive, pi.LinkSpeedExtActive) {
-		t.Fatalf("PTYS %+v does not follow PortInfo width %#x speed %#x", got, pi.LinkWidthActive, pi.LinkSpeedActive)
+		t.Fatalf("mlx4.PTYS %+v does not follow PortInfo width %#x speed %#x", got, pi.LinkWidthActive, pi.LinkSpeedActive)
 	}
 
 	// A VF whose link is forced down has no operational width or speed.
@@ -94,7 +94,7 @@ func TestAccessRegPTYSEthernet(t *testing.T) {
 		t.Fatalf("Ethernet PTYS %+v", got)
 	}
 	if (r.h.Cfg.Ports[0].State == "active") != (got.ethOper == want.ethOper) {
-		t.Fatalf("Ethernet PTYS oper %#x with port state %q", got.ethOper, r.h.Cfg.Ports[0].State)
+		t.Fatalf("Ethernet mlx4.PTYS oper %#x with port state %q", got.ethOper, r.h.Cfg.Ports[0].State)
 	}
 }
 
@@ -106,7 +106,7 @@ func TestAccessRegRefusals(t *testing.T) {
 	v := r.vf(0)
 	s, c, _ := v.accessReg(t, ptysInbox(mlx4.ACCESS_REG_WRITE, mlx4.REG_ID_PTYS, 1, mlx4.PTYS_IB))
 	if s != mlx4.BAD_OP || c.Reason != mlx4.ReasonPrivileged {
-		t.Fatalf("PTYS write: %v (%v), want BAD_OP", s, c.Reason)
+		t.Fatalf("mlx4.PTYS write: %v (%v), want BAD_OP", s, c.Reason)
 	}
 	if c.Outbox[mlx4.AccessRegRegID] != 0 || c.Outbox[mlx4.AccessRegRegID+1] != 0 {
 		t.Fatal("a refused write wrote the outbox")
@@ -145,7 +145,7 @@ func TestPTYSEncodings(t *testing.T) {
 		want  uint16
 	}{{0x1, 0x1}, {0x2, 0x4}, {0x3, 0x5}, {0x4, 0x8}, {0x8, 0x10}, {0x10, 0x2}, {0x1f, 0x1f}} {
 		if got := ptysWidth(tc.width); got != tc.want {
-			t.Errorf("PortInfo width %#x: PTYS %#x, want %#x", tc.width, got, tc.want)
+			t.Errorf("PortInfo width %#x: mlx4.PTYS %#x, want %#x", tc.width, got, tc.want)
 		}
 	}
 	if got := ptysSpeed(0x7, 0x3); got != 0x37 {
@@ -165,7 +165,7 @@ func FuzzAccessReg(f *testing.F) {
 		v := r.vf(0)
 		before := fingerprint(r.h, 1)
 		c := v.cmd(mlx4.ACCESS_REG, 0, 0, 0, in, true)
-		s := v.run((*HCA).ACCESS_REG, c)
+		s := v.run(c)
 		method := c.Inbox[mlx4.AccessRegMethod] & 0x7f
 		switch {
 		case method == mlx4.ACCESS_REG_WRITE:
@@ -185,7 +185,7 @@ func FuzzAccessReg(f *testing.F) {
 					found = found || p == phys
 				}
 				if !found {
-					t.Fatalf("PTYS answered for port %d", phys)
+					t.Fatalf("mlx4.PTYS answered for port %d", phys)
 				}
 			case mlx4.RegStatusNotSupported, mlx4.RegStatusClassNotSupported, mlx4.RegStatusMethodNotSupported, mlx4.RegStatusBadParameter:
 			default:
@@ -213,7 +213,7 @@ func TestPTYSCodec(t *testing.T) {
 	}
 	r := newRig(t, 1, nil)
 	c := r.vf(0).cmd(mlx4.ACCESS_REG, 0, 0, 0, in[:], true)
-	if s := r.vf(0).run((*HCA).ACCESS_REG, c); s != mlx4.OK {
+	if s := r.vf(0).run(c); s != mlx4.OK {
 		t.Fatal(s)
 	}
 	st, p := mlx4.DecodeAccessRegPTYS(c.Outbox)

@@ -2,15 +2,15 @@ package hca
 
 // CQ and SRQ executors.
 //
-//	opcode     inbox outbox imm  in_modifier
-//	SW2HW_CQ     ✓     -     -   CQN; inbox = struct mlx4_cq_context
-//	HW2SW_CQ     -     -     -   CQN
-//	QUERY_CQ     -     ✓     -   CQN
-//	MODIFY_CQ    ✓     -     ✓   CQN; op_modifier 0 resize, 1 moderation
-//	SW2HW_SRQ    ✓     -     -   SRQN; inbox = struct mlx4_srq_context
-//	HW2SW_SRQ    -     -     -   SRQN
-//	QUERY_SRQ    -     ✓     -   SRQN
-//	ARM_SRQ      -     -     -   SRQN; in_param = limit watermark
+//	opcode     in_modifier
+//	SW2HW_CQ   CQN; inbox = struct mlx4_cq_context
+//	HW2SW_CQ   CQN
+//	QUERY_CQ   CQN
+//	MODIFY_CQ  CQN; op_modifier 0 resize, 1 moderation
+//	SW2HW_SRQ  SRQN; inbox = struct mlx4_srq_context
+//	HW2SW_SRQ  SRQN
+//	QUERY_SRQ  SRQN
+//	ARM_SRQ    SRQN; in_param = limit watermark
 
 import (
 	"encoding/binary"
@@ -31,9 +31,6 @@ func (h *HCA) checkEQ(vf, eqn int) bool {
 // the VF (BAD_OP/INTERNAL_ERR, reason MTT) and its comp_eqn must be an EQ of
 // the VF in HW (model check). The CQ takes a reference on its MTT.
 func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	cqn := c.InMod & 0xffffff
 	ctx, _ := mlx4.DecodeCQContext(c.Inbox[:]) // a mailbox holds the context
 	o, err := h.Res.StartMove(c.VF, restrack.CQ, uint64(cqn), restrack.HW)
@@ -70,9 +67,6 @@ func (h *HCA) HW2SW_CQ(c *mlx4.Cmd) mlx4.Status {
 // ALLOCATED (HW2SW_CQ, HW2SW_SRQ): StartMove refuses one a QP still uses;
 // its references are dropped and forget removes the firmware's copy.
 func (h *HCA) toSW(c *mlx4.Cmd, ty restrack.Type, forget func(n uint32)) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	n := c.InMod & 0xffffff
 	o, err := h.Res.StartMove(c.VF, ty, uint64(n), restrack.Allocated)
 	if err != nil {
@@ -87,9 +81,6 @@ func (h *HCA) toSW(c *mlx4.Cmd, ty restrack.Type, forget func(n uint32)) mlx4.St
 // QUERY_CQ returns the CQ context. As in mlx4, a CQ that is the VF's but
 // not in HW answers OK without executing (a zero outbox).
 func (h *HCA) QUERY_CQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, true); s != mlx4.OK {
-		return s
-	}
 	cqn := c.InMod & 0xffffff
 	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
 	if err != nil {
@@ -108,9 +99,6 @@ func (h *HCA) QUERY_CQ(c *mlx4.Cmd) mlx4.Status {
 // set moderation (cq_period, cq_max_count). A CQ not in HW answers OK
 // without executing, as in mlx4.
 func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	cqn := c.InMod & 0xffffff
 	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
 	if err != nil {
@@ -153,9 +141,6 @@ func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
 // must equal the SRQN in the context (BAD_PARAM); the SRQ must be the VF's
 // and ALLOCATED; its MTT range must lie in an allocation of the VF.
 func (h *HCA) SW2HW_SRQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	srqn := c.InMod & 0xffffff
 	ctx, _ := mlx4.DecodeSRQContext(c.Inbox[:]) // a mailbox holds the context
 	if ctx.SRQN != srqn || c.InMod > 0xffffff {
@@ -204,9 +189,6 @@ func (h *HCA) hwSRQ(c *mlx4.Cmd) (*srqObj, mlx4.Status) {
 
 // QUERY_SRQ returns the SRQ context (with the armed limit watermark).
 func (h *HCA) QUERY_SRQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, true); s != mlx4.OK {
-		return s
-	}
 	obj, s := h.hwSRQ(c)
 	if s != mlx4.OK {
 		return s
@@ -218,9 +200,6 @@ func (h *HCA) QUERY_SRQ(c *mlx4.Cmd) mlx4.Status {
 
 // ARM_SRQ sets the SRQ limit watermark (in_param low 16 bits).
 func (h *HCA) ARM_SRQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	obj, s := h.hwSRQ(c)
 	if s != mlx4.OK {
 		return s

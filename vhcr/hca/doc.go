@@ -2,13 +2,16 @@
 // master would issue commands to. It holds the model device's configuration,
 // the resource tracker and the object tables a firmware keeps (QP, CQ, SRQ,
 // MPT, MTT and EQ contexts, counters, MAC/VLAN tables), and it implements one
-// executor per opcode: func (h *HCA) NAME(c *mlx4.Cmd) mlx4.Status.
+// executor per opcode: func (h *HCA) NAME(c *mlx4.Cmd) mlx4.Status, reached
+// through Exec, the one entry.
 //
 // Executors read only the command (decoded from the PF's shadow vHCR) and its
 // shadow inbox, write only the zeroed shadow outbox and c.OutParam, and touch
 // a VF's DMA memory only through c.Mem, which checks every access. Which
-// opcode has an inbox, an outbox or immediate output is said once, in the
-// command table of package vhcr; the executors here rely on it.
+// opcode has an inbox, an outbox or immediate output is said once, in
+// mlx4's cmd_info[] (mlx4.CmdInfo); Exec checks what a row promises before
+// any executor runs (the VF index in range, the mailboxes present, the
+// outbox zeroed), so the executors rely on it and do not restate it.
 //
 // An HCA is used by one goroutine at a time (the poller): it has no locks.
 package hca

@@ -2,11 +2,11 @@ package hca
 
 // EQ executors and event delivery into the VFs' EQ rings.
 //
-//	opcode     inbox outbox imm  in_modifier / in_param
-//	SW2HW_EQ     ✓     -     -   EQN (per function, < 1024); inbox = struct mlx4_eq_context
-//	HW2SW_EQ     -     -     -   EQN
-//	QUERY_EQ     -     ✓     -   EQN
-//	MAP_EQ       -     -     -   EQN in 9:0, bit 31 = unmap; in_param = 64-bit event mask
+//	opcode    in_modifier / in_param
+//	SW2HW_EQ  EQN (per function, < 1024); inbox = struct mlx4_eq_context
+//	HW2SW_EQ  EQN
+//	QUERY_EQ  EQN
+//	MAP_EQ    EQN in 9:0, bit 31 = unmap; in_param = 64-bit event mask
 //
 // The ring model. SW2HW_EQ reads the EQ context (log size, page size, MTT
 // base) and the MTT entries the VF wrote with WRITE_MTT: each entry is the
@@ -58,9 +58,6 @@ var (
 // reason MTT, if an entry was never written or points outside). An EQN out
 // of the VF's range → BAD_PARAM before anything (mlx4 does not check it).
 func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	if c.InMod > eqnMask {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
@@ -126,9 +123,6 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 // HW2SW_EQ destroys a VF EQ: HW→RESERVED, MTT reference dropped, untracked;
 // event types mapped to it are unmapped. Unknown EQ → INTERNAL_ERR.
 func (h *HCA) HW2SW_EQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	if c.InMod > eqnMask {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
@@ -159,9 +153,6 @@ func (h *HCA) dropEQ(vf, eqn int, id uint64) {
 // QUERY_EQ returns the EQ context with the current consumer and producer
 // indexes. The EQ must be in HW (else BAD_PARAM, as mlx4's -EINVAL).
 func (h *HCA) QUERY_EQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, true); s != mlx4.OK {
-		return s
-	}
 	if c.InMod > eqnMask {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
 	}
@@ -187,9 +178,6 @@ func (h *HCA) QUERY_EQ(c *mlx4.Cmd) mlx4.Status {
 // HW (BAD_PARAM, reason EQ); unmapping clears the types whatever they
 // pointed at, as mlx4.
 func (h *HCA) MAP_EQ(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	eqn := int(c.InMod & eqnMask)
 	unmap := c.InMod&eqUnmapBit != 0
 	if !unmap && !h.checkEQ(c.VF, eqn) {

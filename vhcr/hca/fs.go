@@ -2,9 +2,9 @@ package hca
 
 // Device-managed flow steering.
 //
-//	opcode                   inbox outbox imm  in_modifier / in_param
-//	QP_FLOW_STEERING_ATTACH    ✓     -     ✓   rule size in dwords; inbox = ctrl + headers; out_param = reg_id
-//	QP_FLOW_STEERING_DETACH    -     -     -   in_param = reg_id
+//	opcode                   in_modifier / in_param
+//	QP_FLOW_STEERING_ATTACH  rule size in dwords; inbox = ctrl + headers; out_param = reg_id
+//	QP_FLOW_STEERING_DETACH  in_param = reg_id
 //
 // mlx4 answers both with -EOPNOTSUPP (INTERNAL_ERR) unless the device runs
 // device-managed steering; the model runs B0 steering (QUERY_DEV_CAP does
@@ -34,9 +34,6 @@ func (h *HCA) SetDeviceManagedSteering(on bool) { h.fw.dmfs = on }
 // the port and the QP (in mlx4's order). The rule holds its QP. out_param
 // = the reg_id.
 func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	if !h.fw.dmfs {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonOpModifier)
 	}
@@ -101,9 +98,6 @@ func (h *HCA) hasMACOn(vf, phys int) bool {
 // QP_FLOW_STEERING_DETACH removes the VF's rule in_param (INTERNAL_ERR
 // unknown, BAD_OP another VF's) and releases its QP.
 func (h *HCA) QP_FLOW_STEERING_DETACH(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	if !h.fw.dmfs {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonOpModifier)
 	}

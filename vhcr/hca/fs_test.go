@@ -25,11 +25,11 @@ func TestFlowSteering(t *testing.T) {
 	a, b := r.vf(0), r.vf(1)
 	attach := func(v *vf, rule []byte) (uint64, mlx4.Status) {
 		c := v.cmd(mlx4.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
-		s := v.run((*HCA).QP_FLOW_STEERING_ATTACH, c)
+		s := v.run(c)
 		return c.OutParam, s
 	}
 	detach := func(v *vf, id uint64) mlx4.Status {
-		return v.run((*HCA).QP_FLOW_STEERING_DETACH, v.cmd(mlx4.QP_FLOW_STEERING_DETACH, id, 0, 0, nil, false))
+		return v.run(v.cmd(mlx4.QP_FLOW_STEERING_DETACH, id, 0, 0, nil, false))
 	}
 	qpn := a.mustAlloc(restrack.QP, resOpReserve, 1)
 	bqp := b.mustAlloc(restrack.QP, resOpReserve, 1)
@@ -40,7 +40,7 @@ func TestFlowSteering(t *testing.T) {
 	_, s = attach(a, fsRule(1, qpn, mlx4.NET_TRANS_RULE_ID_ETH, mac))
 	wantS(t, "MAC not the VF's", s, mlx4.BAD_PARAM)
 	c := a.cmd(mlx4.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
-	a.must(a.run((*HCA).ALLOC_RES, c), "MAC")
+	a.must(a.run(c), "MAC")
 	_, s = attach(b, fsRule(1, bqp, mlx4.NET_TRANS_RULE_ID_ETH, mac))
 	wantS(t, "VF 1 steering VF 0's MAC", s, mlx4.BAD_PARAM)
 	_, s = attach(a, fsRule(1, bqp, mlx4.NET_TRANS_RULE_ID_ETH, mac))

@@ -63,8 +63,6 @@ func (r *rig) vf(n int) *vf {
 	return &vf{r: r, n: n, w: w, eq: -1, page: 0x10000}
 }
 
-type exec func(*HCA, *mlx4.Cmd) mlx4.Status
-
 // cmd builds a command; inbox (if not nil) is copied into a heap shadow.
 func (v *vf) cmd(op mlx4.Opcode, inParam uint64, inMod uint32, opMod uint8, inbox []byte, outbox bool) *mlx4.Cmd {
 	c := &mlx4.Cmd{VF: v.n, InParam: inParam, InMod: inMod, Op: op, OpMod: opMod, Mem: v.w, Token: 0xffff}
@@ -78,8 +76,9 @@ func (v *vf) cmd(op mlx4.Opcode, inParam uint64, inMod uint32, opMod uint8, inbo
 	return c
 }
 
-func (v *vf) run(f exec, c *mlx4.Cmd) mlx4.Status {
-	s := f(v.r.h, c)
+// run executes c through Exec, as the PF does.
+func (v *vf) run(c *mlx4.Cmd) mlx4.Status {
+	s := v.r.h.Exec(c)
 	if s != mlx4.OK && c.Reason == mlx4.ReasonNone {
 		v.r.t.Errorf("%v from VF %d: status %v without a reason", c.Op, v.n, s)
 	}
@@ -96,12 +95,12 @@ func (v *vf) must(s mlx4.Status, what string) {
 // alloc runs ALLOC_RES and returns out_param's low word.
 func (v *vf) alloc(ty restrack.Type, op uint8, in uint64) (uint32, mlx4.Status) {
 	c := v.cmd(mlx4.ALLOC_RES, in, uint32(ty), op, nil, false)
-	s := v.run((*HCA).ALLOC_RES, c)
+	s := v.run(c)
 	return uint32(c.OutParam), s
 }
 
 func (v *vf) free(ty restrack.Type, op uint8, in uint64) mlx4.Status {
-	return v.run((*HCA).FREE_RES, v.cmd(mlx4.FREE_RES, in, uint32(ty), op, nil, false))
+	return v.run(v.cmd(mlx4.FREE_RES, in, uint32(ty), op, nil, false))
 }
 
 func (v *vf) mustAlloc(ty restrack.Type, op uint8, in uint64) uint32 {
@@ -130,7 +129,7 @@ func (v *vf) writeMTT(start uint64, ents []uint64) mlx4.Status {
 	if len(in) > mlx4.MailboxSize {
 		in = in[:mlx4.MailboxSize]
 	}
-	return v.run((*HCA).WRITE_MTT, v.cmd(mlx4.WRITE_MTT, 0, uint32(len(ents)), 0, in, false))
+	return v.run(v.cmd(mlx4.WRITE_MTT, 0, uint32(len(ents)), 0, in, false))
 }
 
 // newPage hands out one 4 KiB page of the VF's window, initialised as a
@@ -158,14 +157,14 @@ func eqContext(logSize int, mttBase uint32) []byte {
 func (v *vf) createEQ(eqn, logSize int) mlx4.Status {
 	v.r.t.Helper()
 	base := v.mtt(0, v.newPage())
-	return v.run((*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, uint32(eqn), 0, eqContext(logSize, base), false))
+	return v.run(v.cmd(mlx4.SW2HW_EQ, 0, uint32(eqn), 0, eqContext(logSize, base), false))
 }
 
 // setupEQ creates an EQ and maps every event type to it.
 func (v *vf) setupEQ(eqn, logSize int) {
 	v.r.t.Helper()
 	v.must(v.createEQ(eqn, logSize), "SW2HW_EQ")
-	v.must(v.run((*HCA).MAP_EQ, v.cmd(mlx4.MAP_EQ, ^uint64(0), uint32(eqn), 0, nil, false)), "MAP_EQ")
+	v.must(v.run(v.cmd(mlx4.MAP_EQ, ^uint64(0), uint32(eqn), 0, nil, false)), "MAP_EQ")
 	v.eq = eqn
 }
 
@@ -180,7 +179,7 @@ func (v *vf) createCQ() uint32 {
 	v.r.t.Helper()
 	cqn := v.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
 	base := v.mtt(0, v.newPage())
-	v.must(v.run((*HCA).SW2HW_CQ, v.cmd(mlx4.SW2HW_CQ, 0, cqn, 0, cqContext(7, v.eq, base), false)), "SW2HW_CQ")
+	v.must(v.run(v.cmd(mlx4.SW2HW_CQ, 0, cqn, 0, cqContext(7, v.eq, base), false)), "SW2HW_CQ")
 	return cqn
 }
 
@@ -194,7 +193,7 @@ func (v *vf) createSRQ() uint32 {
 	v.r.t.Helper()
 	srqn := v.mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
 	base := v.mtt(0, v.newPage())
-	v.must(v.run((*HCA).SW2HW_SRQ, v.cmd(mlx4.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, base), false)), "SW2HW_SRQ")
+	v.must(v.run(v.cmd(mlx4.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, base), false)), "SW2HW_SRQ")
 	return srqn
 }
 
@@ -243,40 +242,14 @@ func (v *vf) qpCmd(op mlx4.Opcode, qpn uint32, q *qpc) mlx4.Status {
 		in = q.bytes()
 	}
 	out := op == mlx4.QUERY_QP
-	var f exec
 	switch op {
-	case mlx4.RST2INIT_QP:
-		f = (*HCA).RST2INIT_QP
-	case mlx4.INIT2INIT_QP:
-		f = (*HCA).INIT2INIT_QP
-	case mlx4.INIT2RTR_QP:
-		f = (*HCA).INIT2RTR_QP
-	case mlx4.RTR2RTS_QP:
-		f = (*HCA).RTR2RTS_QP
-	case mlx4.RTS2RTS_QP:
-		f = (*HCA).RTS2RTS_QP
-	case mlx4.SQERR2RTS_QP:
-		f = (*HCA).SQERR2RTS_QP
-	case mlx4.TWO_ERR_QP:
-		f = (*HCA).TWO_ERR_QP
-	case mlx4.RTS2SQD_QP:
-		f = (*HCA).RTS2SQD_QP
-	case mlx4.SQD2SQD_QP:
-		f = (*HCA).SQD2SQD_QP
-	case mlx4.SQD2RTS_QP:
-		f = (*HCA).SQD2RTS_QP
-	case mlx4.TWO_RST_QP:
-		f = (*HCA).TWO_RST_QP
-	case mlx4.QUERY_QP:
-		f = (*HCA).QUERY_QP
-	case mlx4.SUSPEND_QP:
-		f = (*HCA).SUSPEND_QP
-	case mlx4.UNSUSPEND_QP:
-		f = (*HCA).UNSUSPEND_QP
+	case mlx4.RST2INIT_QP, mlx4.INIT2INIT_QP, mlx4.INIT2RTR_QP, mlx4.RTR2RTS_QP, mlx4.RTS2RTS_QP,
+		mlx4.SQERR2RTS_QP, mlx4.TWO_ERR_QP, mlx4.RTS2SQD_QP, mlx4.SQD2SQD_QP, mlx4.SQD2RTS_QP,
+		mlx4.TWO_RST_QP, mlx4.QUERY_QP, mlx4.SUSPEND_QP, mlx4.UNSUSPEND_QP:
 	default:
 		v.r.t.Fatalf("qpCmd %v", op)
 	}
-	return v.run(f, v.cmd(op, 0, qpn, 0, in, out))
+	return v.run(v.cmd(op, 0, qpn, 0, in, out))
 }
 
 // readEQE reads EQE i of the VF's ring page p.

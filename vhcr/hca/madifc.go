@@ -1,10 +1,7 @@
 package hca
 
-// MAD_IFC (0x24, inbox and outbox) and the mapping of the configuration
+// MAD_IFC (0x24) and the mapping of the configuration
 // onto the MAD engine (package mad).
-//
-//	opcode   inbox outbox imm
-//	MAD_IFC    ✓     ✓     -
 
 import (
 	"errors"

@@ -2,19 +2,19 @@ package hca
 
 // Port, Ethernet-filter, counter and miscellaneous executors.
 //
-//	opcode                   inbox outbox imm  in_modifier / in_param
-//	INIT_PORT                  -     -     -   VF port
-//	CLOSE_PORT                 -     -     -   VF port
-//	SET_PORT                   ✓     -     -   VF port in 7:0
-//	HW_HEALTH_CHECK            -     -     -
-//	CONF_SPECIAL_QP            -     -     -
-//	INFORM_FLR_DONE            -     -     -
-//	CONFIG_DEV                 -     ✓     -   op_modifier must be 1 (get)
-//	PROMISC                    -     -     -   in_param: QPN 31:0, VF port 63:62; in_modifier steer type
-//	SET_VLAN_FLTR              ✓     -     -   VF port in 7:0; inbox 128 BE32 VLAN bitmap
-//	SET_MCAST_FLTR             -     -     -   VF port in 7:0
-//	QUERY_IF_STAT              -     ✓     -   counter index in 15:0
-//	DUMP_ETH_STATS             -     ✓     -   VF port in 7:0
+//	opcode           in_modifier / in_param
+//	INIT_PORT        VF port
+//	CLOSE_PORT       VF port
+//	SET_PORT         VF port in 7:0
+//	HW_HEALTH_CHECK  -
+//	CONF_SPECIAL_QP  -
+//	INFORM_FLR_DONE  -
+//	CONFIG_DEV       op_modifier must be 1 (get)
+//	PROMISC          in_param: QPN 31:0, VF port 63:62; in_modifier steer type
+//	SET_VLAN_FLTR    VF port in 7:0; inbox 128 BE32 VLAN bitmap
+//	SET_MCAST_FLTR   VF port in 7:0
+//	QUERY_IF_STAT    counter index in 15:0
+//	DUMP_ETH_STATS   VF port in 7:0
 //
 // QP_FLOW_STEERING_ATTACH and _DETACH are in fs.go.
 
@@ -37,9 +37,6 @@ func (h *HCA) port(c *mlx4.Cmd, vport uint32) (int, mlx4.Status) {
 // INIT_PORT opens the VF's port (mlx4_INIT_PORT_wrapper: port converted,
 // BAD_PARAM if the VF has no such port; opening twice is OK).
 func (h *HCA) INIT_PORT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	phys, s := h.port(c, c.InMod)
 	if s != mlx4.OK {
 		return s
@@ -50,9 +47,6 @@ func (h *HCA) INIT_PORT(c *mlx4.Cmd) mlx4.Status {
 
 // CLOSE_PORT closes the VF's port (closing a closed port is OK).
 func (h *HCA) CLOSE_PORT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	phys, s := h.port(c, c.InMod)
 	if s != mlx4.OK {
 		return s
@@ -73,9 +67,6 @@ func (h *HCA) PortOpen(vf, phys int) bool {
 // the port's configuration (mlx4_common_set_port ignores or restricts the
 // VF's MTU, MAC, VLAN and GID tables), so the model accepts and ignores it.
 func (h *HCA) SET_PORT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	_, s := h.port(c, c.InMod&0xff)
 	return s
 }
@@ -95,9 +86,6 @@ func (h *HCA) INFORM_FLR_DONE(c *mlx4.Cmd) mlx4.Status { return mlx4.OK }
 // CONFIG_DEV: only op_modifier 1 (get) is allowed (else BAD_OP); the answer
 // is all zero (no VXLAN port, default checksum handling).
 func (h *HCA) CONFIG_DEV(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	if c.OpMod != 1 {
 		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonOpModifier)
 	}
@@ -109,9 +97,6 @@ func (h *HCA) CONFIG_DEV(c *mlx4.Cmd) mlx4.Status {
 // (BAD_PARAM); unicast steering (in_modifier 0) is a no-op in
 // multi-function mode. Stricter than Linux: the QP must be the VF's.
 func (h *HCA) PROMISC(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	phys, s := h.port(c, uint32(c.InParam>>62))
 	if s != mlx4.OK {
 		return s
@@ -129,9 +114,6 @@ func (h *HCA) PROMISC(c *mlx4.Cmd) mlx4.Status {
 
 // SET_VLAN_FLTR records the VF's VLAN filter for its port.
 func (h *HCA) SET_VLAN_FLTR(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	phys, s := h.port(c, c.InMod&0xff)
 	if s != mlx4.OK {
 		return s
@@ -145,9 +127,6 @@ func (h *HCA) SET_VLAN_FLTR(c *mlx4.Cmd) mlx4.Status {
 
 // SET_MCAST_FLTR records the VF's multicast filter mode for its port.
 func (h *HCA) SET_MCAST_FLTR(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	phys, s := h.port(c, c.InMod&0xff)
 	if s != mlx4.OK {
 		return s
@@ -160,9 +139,6 @@ func (h *HCA) SET_MCAST_FLTR(c *mlx4.Cmd) mlx4.Status {
 // (in_modifier 15:0) must be the VF's (INTERNAL_ERR unknown, BAD_OP
 // another VF's).
 func (h *HCA) QUERY_IF_STAT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	if _, err := h.Res.Peek(c.VF, restrack.Counter, uint64(c.InMod&0xffff)); err != nil {
 		return restrack.Refuse(c, err)
 	}
@@ -172,9 +148,6 @@ func (h *HCA) QUERY_IF_STAT(c *mlx4.Cmd) mlx4.Status {
 // DUMP_ETH_STATS: mlx4 answers a VF OK with an empty outbox; the model
 // also requires the port to be the VF's (BAD_PARAM).
 func (h *HCA) DUMP_ETH_STATS(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	_, s := h.port(c, c.InMod&0xff)
 	return s
 }

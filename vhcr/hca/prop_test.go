@@ -140,7 +140,7 @@ func (p *propState) note(ty restrack.Type, n uint32) { p.ids[ty] = append(p.ids[
 
 func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 	h := p.r.h
-	run := func(f exec, c *mlx4.Cmd) mlx4.Status { return v.run(f, c) }
+	run := v.run
 	k := p.rnd.IntN(25)
 	if k >= 21 {
 		k = 0 // allocate more often than anything else
@@ -150,7 +150,7 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 		qpn, f := p.pick(v, restrack.QP)
 		rule := fsRule(1, qpn, mlx4.NET_TRANS_RULE_ID_ETH, 0x01005e000001)
 		c := v.cmd(mlx4.QP_FLOW_STEERING_ATTACH, 0, uint32(len(rule)/4), 0, rule, false)
-		s := run((*HCA).QP_FLOW_STEERING_ATTACH, c)
+		s := run(c)
 		if s == mlx4.OK {
 			p.rules = append(p.rules, c.OutParam)
 		}
@@ -162,7 +162,7 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 		id := p.rules[p.rnd.IntN(len(p.rules))]
 		owner, err := h.Res.Owner(restrack.FSRule, id)
 		c := v.cmd(mlx4.QP_FLOW_STEERING_DETACH, id, 0, 0, nil, false)
-		return mlx4.QP_FLOW_STEERING_DETACH, run((*HCA).QP_FLOW_STEERING_DETACH, c), err == nil && owner != v.n
+		return mlx4.QP_FLOW_STEERING_DETACH, run(c), err == nil && owner != v.n
 	case 16: // a valid QP bring-up from the VF's own objects, when it has them
 		qpn, ok1 := p.ownIn(v, restrack.QP, restrack.Mapped)
 		cq, ok2 := p.ownIn(v, restrack.CQ, restrack.HW)
@@ -184,7 +184,7 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 		if !ok1 || !ok2 {
 			return mlx4.NOP, mlx4.OK, false
 		}
-		return mlx4.SW2HW_CQ, run((*HCA).SW2HW_CQ, v.cmd(mlx4.SW2HW_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)), false
+		return mlx4.SW2HW_CQ, run(v.cmd(mlx4.SW2HW_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)), false
 	case 18: // map an own reserved QP or MPT
 		ty := []restrack.Type{restrack.QP, restrack.MPT}[p.rnd.IntN(2)]
 		n, ok := p.ownIn(v, ty, restrack.Reserved)
@@ -250,18 +250,18 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 		cq, f1 := p.pick(v, restrack.CQ)
 		mtt, f2 := p.pick(v, restrack.MTT)
 		c := v.cmd(mlx4.SW2HW_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)
-		return mlx4.SW2HW_CQ, run((*HCA).SW2HW_CQ, c), f1 || f2
+		return mlx4.SW2HW_CQ, run(c), f1 || f2
 	case 4: // HW2SW_CQ / QUERY_CQ / MODIFY_CQ
 		cq, f := p.pick(v, restrack.CQ)
 		switch p.rnd.IntN(3) {
 		case 0:
-			return mlx4.HW2SW_CQ, run((*HCA).HW2SW_CQ, v.cmd(mlx4.HW2SW_CQ, 0, cq, 0, nil, false)), f
+			return mlx4.HW2SW_CQ, run(v.cmd(mlx4.HW2SW_CQ, 0, cq, 0, nil, false)), f
 		case 1:
-			return mlx4.QUERY_CQ, run((*HCA).QUERY_CQ, v.cmd(mlx4.QUERY_CQ, 0, cq, 0, nil, true)), f
+			return mlx4.QUERY_CQ, run(v.cmd(mlx4.QUERY_CQ, 0, cq, 0, nil, true)), f
 		}
 		mtt, f2 := p.pick(v, restrack.MTT)
 		c := v.cmd(mlx4.MODIFY_CQ, 0, cq, 0, cqContext(7, 1, mtt), false)
-		s := run((*HCA).MODIFY_CQ, c)
+		s := run(c)
 		// MODIFY_CQ of an own CQ not in HW answers OK without looking at the context.
 		if o, err := h.Res.Peek(v.n, restrack.CQ, uint64(cq)); err == nil && o.State != restrack.HW {
 			f2 = false
@@ -295,35 +295,35 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 		mtt, f2 := p.pick(v, restrack.MTT)
 		size := uint32(1 << p.mtts[mtt])
 		c := v.cmd(mlx4.SW2HW_MPT, 0, idx, 0, mptEntry(mlx4.MPT_FLAG_REGION, 0, mtt, size), false)
-		return mlx4.SW2HW_MPT, run((*HCA).SW2HW_MPT, c), f1 || f2
+		return mlx4.SW2HW_MPT, run(c), f1 || f2
 	case 9: // HW2SW_MPT / QUERY_MPT
 		idx, f := p.pick(v, restrack.MPT)
 		if p.rnd.IntN(2) == 0 {
-			return mlx4.HW2SW_MPT, run((*HCA).HW2SW_MPT, v.cmd(mlx4.HW2SW_MPT, 0, idx, 0, nil, false)), f
+			return mlx4.HW2SW_MPT, run(v.cmd(mlx4.HW2SW_MPT, 0, idx, 0, nil, false)), f
 		}
-		return mlx4.QUERY_MPT, run((*HCA).QUERY_MPT, v.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)), f
+		return mlx4.QUERY_MPT, run(v.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)), f
 	case 10: // WRITE_MTT / READ_MTT anywhere
 		mtt, f := p.pick(v, restrack.MTT)
 		if p.rnd.IntN(2) == 0 {
-			return mlx4.READ_MTT, run((*HCA).READ_MTT, v.cmd(mlx4.READ_MTT, uint64(mtt), 1, 0, nil, true)), f
+			return mlx4.READ_MTT, run(v.cmd(mlx4.READ_MTT, uint64(mtt), 1, 0, nil, true)), f
 		}
 		in := make([]byte, 24)
 		binary.BigEndian.PutUint64(in, uint64(mtt))
 		binary.BigEndian.PutUint64(in[16:], 0x5000)
-		return mlx4.WRITE_MTT, run((*HCA).WRITE_MTT, v.cmd(mlx4.WRITE_MTT, 0, 1, 0, in, false)), f
+		return mlx4.WRITE_MTT, run(v.cmd(mlx4.WRITE_MTT, 0, 1, 0, in, false)), f
 	case 11: // SRQ
 		srq, f1 := p.pick(v, restrack.SRQ)
 		switch p.rnd.IntN(4) {
 		case 0:
 			mtt, f2 := p.pick(v, restrack.MTT)
 			c := v.cmd(mlx4.SW2HW_SRQ, 0, srq, 0, srqContext(srq, mtt), false)
-			return mlx4.SW2HW_SRQ, run((*HCA).SW2HW_SRQ, c), f1 || f2
+			return mlx4.SW2HW_SRQ, run(c), f1 || f2
 		case 1:
-			return mlx4.HW2SW_SRQ, run((*HCA).HW2SW_SRQ, v.cmd(mlx4.HW2SW_SRQ, 0, srq, 0, nil, false)), f1
+			return mlx4.HW2SW_SRQ, run(v.cmd(mlx4.HW2SW_SRQ, 0, srq, 0, nil, false)), f1
 		case 2:
-			return mlx4.ARM_SRQ, run((*HCA).ARM_SRQ, v.cmd(mlx4.ARM_SRQ, 9, srq, 0, nil, false)), f1
+			return mlx4.ARM_SRQ, run(v.cmd(mlx4.ARM_SRQ, 9, srq, 0, nil, false)), f1
 		}
-		return mlx4.QUERY_SRQ, run((*HCA).QUERY_SRQ, v.cmd(mlx4.QUERY_SRQ, 0, srq, 0, nil, true)), f1
+		return mlx4.QUERY_SRQ, run(v.cmd(mlx4.QUERY_SRQ, 0, srq, 0, nil, true)), f1
 	case 12: // QP_ATTACH / UPDATE_QP / PROMISC
 		qpn, f := p.pick(v, restrack.QP)
 		gid := make([]byte, 16)
@@ -331,35 +331,33 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 		switch p.rnd.IntN(3) {
 		case 0:
 			c := v.cmd(mlx4.QP_ATTACH, 0, qpn, uint8(p.rnd.IntN(2)), gid, false)
-			return mlx4.QP_ATTACH, run((*HCA).QP_ATTACH, c), f
+			return mlx4.QP_ATTACH, run(c), f
 		case 1:
 			in := make([]byte, 512)
 			binary.BigEndian.PutUint64(in[mlx4.UpdQPPrimaryAddrPathMask:], updPathMaskMACIndex)
-			return mlx4.UPDATE_QP, run((*HCA).UPDATE_QP, v.cmd(mlx4.UPDATE_QP, 0, qpn, 0, in, false)), f
+			return mlx4.UPDATE_QP, run(v.cmd(mlx4.UPDATE_QP, 0, qpn, 0, in, false)), f
 		}
 		c := v.cmd(mlx4.PROMISC, uint64(qpn)|1<<62, 1, 1, nil, false)
-		return mlx4.PROMISC, run((*HCA).PROMISC, c), f
+		return mlx4.PROMISC, run(c), f
 	case 13: // counters
 		cnt, f := p.pick(v, restrack.Counter)
-		return mlx4.QUERY_IF_STAT, run((*HCA).QUERY_IF_STAT, v.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), f
+		return mlx4.QUERY_IF_STAT, run(v.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), f
 	case 14: // EQs: per-function numbers, nobody else's by construction
 		eqn := uint32(2 + p.rnd.IntN(3)) // EQ 1 (completions) stays
 		switch p.rnd.IntN(3) {
 		case 0:
 			return mlx4.SW2HW_EQ, v.createEQ(int(eqn), 3), false
 		case 1:
-			return mlx4.HW2SW_EQ, run((*HCA).HW2SW_EQ, v.cmd(mlx4.HW2SW_EQ, 0, eqn, 0, nil, false)), false
+			return mlx4.HW2SW_EQ, run(v.cmd(mlx4.HW2SW_EQ, 0, eqn, 0, nil, false)), false
 		}
-		return mlx4.MAP_EQ, run((*HCA).MAP_EQ, v.cmd(mlx4.MAP_EQ, 1<<mlx4.EventCmd, eqn, 0, nil, false)), false
+		return mlx4.MAP_EQ, run(v.cmd(mlx4.MAP_EQ, 1<<mlx4.EventCmd, eqn, 0, nil, false)), false
 	default: // MAC / VLAN
 		ty := []restrack.Type{restrack.MAC, restrack.VLAN}[p.rnd.IntN(2)]
 		val := uint64(p.rnd.IntN(4) + 2)
 		c := v.cmd(mlx4.ALLOC_RES, val, uint32(ty)|uint32(1+p.rnd.IntN(2))<<8, resOpReserveAndMap, nil, false)
-		f := (*HCA).ALLOC_RES
 		if p.rnd.IntN(2) == 0 {
 			c.Op = mlx4.FREE_RES
-			f = (*HCA).FREE_RES
 		}
-		return c.Op, run(f, c), false
+		return c.Op, run(c), false
 	}
 }

@@ -2,23 +2,23 @@ package hca
 
 // QP executors.
 //
-//	opcode        inbox outbox imm  in_modifier
-//	RST2INIT_QP     ✓     -     -   QPN (& 0x7fffff); inbox = optpar + QP context
-//	INIT2INIT_QP    ✓     -     -   QPN
-//	INIT2RTR_QP     ✓     -     -   QPN
-//	RTR2RTS_QP      ✓     -     -   QPN
-//	RTS2RTS_QP      ✓     -     -   QPN
-//	SQERR2RTS_QP    ✓     -     -   QPN
-//	2ERR_QP         -     -     -   QPN
-//	RTS2SQD_QP      -     -     -   QPN
-//	SQD2SQD_QP      ✓     -     -   QPN
-//	SQD2RTS_QP      ✓     -     -   QPN
-//	2RST_QP         -     -     -   QPN
-//	QUERY_QP        -     ✓     -   QPN; outbox = QP context at offset 8
-//	SUSPEND_QP      -     -     -   QPN
-//	UNSUSPEND_QP    -     -     -   QPN
-//	UPDATE_QP       ✓     -     -   QPN; inbox = struct mlx4_update_qp_context
-//	QP_ATTACH       ✓     -     -   QPN 23:0; op_modifier 1 attach, 0 detach; GID at inbox 0
+//	opcode        in_modifier
+//	RST2INIT_QP   QPN (& 0x7fffff); inbox = optpar + QP context
+//	INIT2INIT_QP  QPN
+//	INIT2RTR_QP   QPN
+//	RTR2RTS_QP    QPN
+//	RTS2RTS_QP    QPN
+//	SQERR2RTS_QP  QPN
+//	2ERR_QP       QPN
+//	RTS2SQD_QP    QPN
+//	SQD2SQD_QP    QPN
+//	SQD2RTS_QP    QPN
+//	2RST_QP       QPN
+//	QUERY_QP      QPN; outbox = QP context at offset 8
+//	SUSPEND_QP    QPN
+//	UNSUSPEND_QP  QPN
+//	UPDATE_QP     QPN; inbox = struct mlx4_update_qp_context
+//	QP_ATTACH     QPN 23:0; op_modifier 1 attach, 0 detach; GID at inbox 0
 //
 // Statuses of illegal transitions, as mlx4's master produces them:
 //   - any transition but RST2INIT on a QP that is not in HW (reset state,
@@ -60,21 +60,22 @@ const anyHWState = 1<<mlx4.QP_STATE_INIT | 1<<mlx4.QP_STATE_RTR | 1<<mlx4.QP_STA
 
 // qpTrans describes one modify-QP transition.
 type qpTrans struct {
-	from  uint8 // bit set of legal source states
-	to    mlx4.QPState
-	path  bool // verify_qp_parameters' GID checks, update_gid, alt path
-	smac  bool // RoCE source MAC check (INIT2RTR)
-	inbox bool // carries optpar + QP context
+	from uint8 // bit set of legal source states
+	to   mlx4.QPState
+	path bool // verify_qp_parameters' GID checks, update_gid, alt path
+	smac bool // RoCE source MAC check (INIT2RTR)
 }
 
+// The transitions with a mailbox (optpar + QP context) are those whose
+// cmd_info[] row has an inbox (mlx4.CmdInfo).
 var qpTransitions = map[mlx4.Opcode]qpTrans{
-	mlx4.INIT2INIT_QP: {from: 1 << mlx4.QP_STATE_INIT, to: mlx4.QP_STATE_INIT, inbox: true},
-	mlx4.INIT2RTR_QP:  {from: 1 << mlx4.QP_STATE_INIT, to: mlx4.QP_STATE_RTR, path: true, smac: true, inbox: true},
-	mlx4.RTR2RTS_QP:   {from: 1 << mlx4.QP_STATE_RTR, to: mlx4.QP_STATE_RTS, path: true, inbox: true},
-	mlx4.RTS2RTS_QP:   {from: 1 << mlx4.QP_STATE_RTS, to: mlx4.QP_STATE_RTS, path: true, inbox: true},
-	mlx4.SQERR2RTS_QP: {from: 1 << mlx4.QP_STATE_SQER, to: mlx4.QP_STATE_RTS, inbox: true},
-	mlx4.SQD2SQD_QP:   {from: 1 << mlx4.QP_STATE_SQD, to: mlx4.QP_STATE_SQD, path: true, inbox: true},
-	mlx4.SQD2RTS_QP:   {from: 1 << mlx4.QP_STATE_SQD, to: mlx4.QP_STATE_RTS, path: true, inbox: true},
+	mlx4.INIT2INIT_QP: {from: 1 << mlx4.QP_STATE_INIT, to: mlx4.QP_STATE_INIT},
+	mlx4.INIT2RTR_QP:  {from: 1 << mlx4.QP_STATE_INIT, to: mlx4.QP_STATE_RTR, path: true, smac: true},
+	mlx4.RTR2RTS_QP:   {from: 1 << mlx4.QP_STATE_RTR, to: mlx4.QP_STATE_RTS, path: true},
+	mlx4.RTS2RTS_QP:   {from: 1 << mlx4.QP_STATE_RTS, to: mlx4.QP_STATE_RTS, path: true},
+	mlx4.SQERR2RTS_QP: {from: 1 << mlx4.QP_STATE_SQER, to: mlx4.QP_STATE_RTS},
+	mlx4.SQD2SQD_QP:   {from: 1 << mlx4.QP_STATE_SQD, to: mlx4.QP_STATE_SQD, path: true},
+	mlx4.SQD2RTS_QP:   {from: 1 << mlx4.QP_STATE_SQD, to: mlx4.QP_STATE_RTS, path: true},
 	mlx4.TWO_ERR_QP:   {from: anyHWState, to: mlx4.QP_STATE_ERR},
 	mlx4.RTS2SQD_QP:   {from: 1 << mlx4.QP_STATE_RTS, to: mlx4.QP_STATE_SQD},
 }
@@ -236,9 +237,6 @@ func (h *HCA) ownedRef(c *mlx4.Cmd, ty restrack.Type, n uint32) (*restrack.Objec
 // rate limit and P_Key index as qpcVerify) where mlx4 rewrites the context;
 // references on the MTT, CQs and SRQ.
 func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	qpn := c.InMod & qpnMask
 	q, _ := mlx4.DecodeQPMailbox(c.Inbox[:]) // a mailbox holds the context
 	phys, alt, s := h.qpcPorts(c, &q)
@@ -315,12 +313,10 @@ func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 // other transitions, qpcModel), which mlx4 does not make.
 func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 	t := qpTransitions[op]
-	if s := h.pre(c, t.inbox, false); s != mlx4.OK {
-		return s
-	}
+	info, _ := mlx4.CmdInfo(op)
 	var q mlx4.QPMailbox
 	var phys, alt int
-	if t.inbox {
+	if info.HasInbox { // optpar + QP context
 		q, _ = mlx4.DecodeQPMailbox(c.Inbox[:])
 		var s mlx4.Status
 		if op != mlx4.INIT2INIT_QP { // mlx4's INIT2INIT converts no port
@@ -345,7 +341,7 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 	if t.from&(1<<qp.state) == 0 {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
-	if t.inbox {
+	if info.HasInbox {
 		if op == mlx4.INIT2INIT_QP {
 			var s mlx4.Status
 			if phys, alt, s = h.qpcPorts(c, &q); s != mlx4.OK {
@@ -413,9 +409,6 @@ func (h *HCA) RTS2SQD_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RT
 // TWO_RST_QP (2RST_QP) returns a QP to reset: HW→MAPPED, references on its
 // MTT, CQs and SRQ dropped. Not in HW → BAD_PARAM.
 func (h *HCA) TWO_RST_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	qpn := c.InMod & qpnMask
 	o, err := h.Res.StartMove(c.VF, restrack.QP, uint64(qpn), restrack.Mapped)
 	if err != nil {
@@ -437,9 +430,6 @@ func (h *HCA) resetQP(qpn uint32, o *restrack.Object) {
 // QUERY_QP returns the QP context at outbox offset 8, its state in bits
 // 31:28 of the flags word. Not in HW → RESOURCE_BUSY.
 func (h *HCA) QUERY_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, true); s != mlx4.OK {
-		return s
-	}
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -454,9 +444,6 @@ func (h *HCA) QUERY_QP(c *mlx4.Cmd) mlx4.Status {
 
 // SUSPEND_QP suspends a QP in HW (else RESOURCE_BUSY).
 func (h *HCA) SUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -468,9 +455,6 @@ func (h *HCA) SUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
 
 // UNSUSPEND_QP resumes a suspended QP in HW (else RESOURCE_BUSY).
 func (h *HCA) UNSUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -486,9 +470,6 @@ func (h *HCA) UNSUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
 // -EOPNOTSUPP); the new source MAC index must be one the VF registered on
 // the QP's port (INTERNAL_ERR, reason not_owner). The QP must be the VF's.
 func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	b := c.Inbox
 	pri := binary.BigEndian.Uint64(b[mlx4.UpdQPPrimaryAddrPathMask:])
 	if binary.BigEndian.Uint64(b[mlx4.UpdQPQPMask:]) != 0 || binary.BigEndian.Uint64(b[mlx4.UpdQPSecondaryAddrPathMask:]) != 0 ||
@@ -527,9 +508,6 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 // RESOURCE_BUSY until detached, across 2RST); at most 64 per QP
 // (EXCEED_LIM, a bound of the model).
 func (h *HCA) QP_ATTACH(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	qpn := c.InMod & 0xffffff
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {

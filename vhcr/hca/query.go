@@ -3,14 +3,6 @@ package hca
 // Query executors: NOP, QUERY_FW, QUERY_DEV_CAP, QUERY_FUNC_CAP, QUERY_PORT,
 // QUERY_ADAPTER. Offsets are those of mlx4 fw.c (QUERY_*_OFFSET); the VF
 // view is what the mlx4 *_wrapper functions make of the native answer.
-//
-//	opcode          inbox outbox imm
-//	NOP               -     -     -
-//	QUERY_FW          -     ✓     -
-//	QUERY_DEV_CAP     -     ✓     -
-//	QUERY_FUNC_CAP    -     ✓     -
-//	QUERY_PORT        -     ✓     -
-//	QUERY_ADAPTER     -     ✓     -
 
 import (
 	"encoding/binary"

@@ -2,9 +2,9 @@ package hca
 
 // Resource allocation executors and the firmware's object tables.
 //
-//	opcode     inbox outbox imm  op_modifier
-//	ALLOC_RES    -     -     ✓   0 RESERVE, 1 RESERVE_AND_MAP, 2 MAP_ICM
-//	FREE_RES     -     -     -   same
+//	opcode     op_modifier
+//	ALLOC_RES  0 RESERVE, 1 RESERVE_AND_MAP, 2 MAP_ICM
+//	FREE_RES   same
 //
 // in_modifier[7:0] is the resource type (restrack.Type wire values), for
 // MAC/VLAN in_modifier[15:8] the VF's port. Results go to out_param's low
@@ -203,21 +203,6 @@ func (h *HCA) Stats(vf int) *EventStats {
 	return &h.fw.vfs[vf].stats
 }
 
-// pre checks what the command table promises an executor: a VF index the
-// HCA has and the mailboxes the opcode needs. A mismatch is a PF bug, not
-// VF input; it gets INTERNAL_ERR instead of a panic.
-func (h *HCA) pre(c *mlx4.Cmd, inbox, outbox bool) mlx4.Status {
-	switch {
-	case c.VF < 0 || c.VF >= len(h.fw.vfs) || c.VF >= len(h.Funcs):
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotFound)
-	case inbox && c.Inbox == nil:
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
-	case outbox && c.Outbox == nil:
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonContext)
-	}
-	return mlx4.OK
-}
-
 func lo32(v uint64) uint32 { return uint32(v) }
 func hi32(v uint64) uint32 { return uint32(v >> 32) }
 
@@ -231,9 +216,6 @@ func setOutLo(c *mlx4.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uin
 // -ENOSPC); MAP_ICM of another VF's QP/MPT → BAD_OP, of an unknown one →
 // INTERNAL_ERR, in the wrong state → BAD_PARAM.
 func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	ty := restrack.Type(c.InMod & 0xff)
 	op := c.OpMod
 	lo := lo32(c.InParam)
@@ -415,9 +397,6 @@ func unregister(tab []tableEntry, idx int) {
 // as mlx4's -EPERM; busy or referenced → RESOURCE_BUSY; wrong MTT order →
 // BAD_PARAM.
 func (h *HCA) FREE_RES(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	ty := restrack.Type(c.InMod & 0xff)
 	op := c.OpMod
 	lo, hi := lo32(c.InParam), hi32(c.InParam)

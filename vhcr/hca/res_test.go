@@ -31,7 +31,7 @@ func TestQPContextNamesOtherVFsCQ(t *testing.T) {
 	qpn, q := a.newQP(acq)
 	q.scq = bcq
 	c := a.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
-	wantS(t, "send CQ of VF 1", a.run((*HCA).RST2INIT_QP, c), mlx4.BAD_OP)
+	wantS(t, "send CQ of VF 1", a.run(c), mlx4.BAD_OP)
 	if c.Reason != mlx4.ReasonNotOwner {
 		t.Fatalf("reason %v", c.Reason)
 	}
@@ -56,7 +56,7 @@ func TestQPContextUnknownCQAndSRQ(t *testing.T) {
 	qpn, q := v.newQP(cq)
 	q.rcq = 999
 	c := v.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
-	wantS(t, "unknown CQ", v.run((*HCA).RST2INIT_QP, c), mlx4.INTERNAL_ERR)
+	wantS(t, "unknown CQ", v.run(c), mlx4.INTERNAL_ERR)
 	if c.Reason != mlx4.ReasonNotFound {
 		t.Fatalf("reason %v", c.Reason)
 	}
@@ -72,14 +72,14 @@ func TestQPContextUnknownCQAndSRQ(t *testing.T) {
 	if o, _ := r.h.Res.Peek(0, restrack.SRQ, uint64(q.srq)); o.Refs != 1 {
 		t.Fatalf("SRQ refs %d", o.Refs)
 	}
-	wantS(t, "HW2SW_SRQ in use", v.run((*HCA).HW2SW_SRQ, v.cmd(mlx4.HW2SW_SRQ, 0, q.srq, 0, nil, false)), mlx4.RESOURCE_BUSY)
+	wantS(t, "HW2SW_SRQ in use", v.run(v.cmd(mlx4.HW2SW_SRQ, 0, q.srq, 0, nil, false)), mlx4.RESOURCE_BUSY)
 }
 
 func TestDestroyCQInUse(t *testing.T) {
 	r := newRig(t, 1, nil)
 	v := r.vf(0)
 	cq, qpn, _ := setupQP(t, v)
-	hw2sw := func() mlx4.Status { return v.run((*HCA).HW2SW_CQ, v.cmd(mlx4.HW2SW_CQ, 0, cq, 0, nil, false)) }
+	hw2sw := func() mlx4.Status { return v.run(v.cmd(mlx4.HW2SW_CQ, 0, cq, 0, nil, false)) }
 	wantS(t, "HW2SW_CQ used by a QP", hw2sw(), mlx4.RESOURCE_BUSY)
 	wantS(t, "2RST", v.qpCmd(mlx4.TWO_RST_QP, qpn, nil), mlx4.OK)
 	wantS(t, "HW2SW_CQ after 2RST", hw2sw(), mlx4.OK)
@@ -104,7 +104,7 @@ func TestFreeResOfObjectInHW(t *testing.T) {
 	v.must(v.free(restrack.QP, resOpMapICM, uint64(qpn)), "unmap QP")
 	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free QP")
 	v.must(v.free(restrack.MTT, resOpReserveAndMap, uint64(q.mtt)), "free MTT")
-	v.must(v.run((*HCA).HW2SW_CQ, v.cmd(mlx4.HW2SW_CQ, 0, cq, 0, nil, false)), "HW2SW_CQ")
+	v.must(v.run(v.cmd(mlx4.HW2SW_CQ, 0, cq, 0, nil, false)), "HW2SW_CQ")
 	v.must(v.free(restrack.CQ, resOpReserveAndMap, uint64(cq)), "free CQ")
 	v.must(v.free(restrack.MPT, resOpMapICM, uint64(mpt)), "unmap MPT")
 	v.must(v.free(restrack.MPT, resOpReserve, uint64(mpt)), "free MPT")
@@ -150,7 +150,7 @@ func TestQuotaExhaustion(t *testing.T) {
 					inMod |= 1 << 8 // VF port 1
 				}
 				c = v.cmd(mlx4.ALLOC_RES, in, inMod, tc.op, nil, false)
-				if s = v.run((*HCA).ALLOC_RES, c); s != mlx4.OK {
+				if s = v.run(c); s != mlx4.OK {
 					break
 				}
 			}
@@ -172,7 +172,7 @@ func TestQuotaExhaustion(t *testing.T) {
 					inMod |= 1 << 8
 				}
 				c := r.vf(1).cmd(mlx4.ALLOC_RES, in, inMod, tc.op, nil, false)
-				wantS(t, "VF 1", r.vf(1).run((*HCA).ALLOC_RES, c), mlx4.OK)
+				wantS(t, "VF 1", r.vf(1).run(c), mlx4.OK)
 			}
 		})
 	}
@@ -200,7 +200,7 @@ func TestPKeyIndex(t *testing.T) {
 		qpn, q := v.newQP(cq)
 		q.pkey = tc.pkey
 		c := v.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
-		s := v.run((*HCA).RST2INIT_QP, c)
+		s := v.run(c)
 		wantS(t, fmt.Sprintf("VF %d pkey_index %d", tc.vf, tc.pkey), s, tc.want)
 		if s != mlx4.OK {
 			if c.Reason != mlx4.ReasonPKey {
@@ -209,7 +209,7 @@ func TestPKeyIndex(t *testing.T) {
 			continue
 		}
 		out := v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)
-		v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
+		v.must(v.run(out), "QUERY_QP")
 		if got := out.Outbox[mlx4.QPMailboxPriPath+mlx4.PathPKeyIndex]; got != tc.physPKey {
 			t.Fatalf("VF %d virtual %d → physical %d, want %d", tc.vf, tc.pkey, got, tc.physPKey)
 		}
@@ -229,40 +229,39 @@ func TestPortTheVFDoesNotHave(t *testing.T) {
 	qpn, q := v.newQP(cq)
 	q.vfPort = 2
 	c := v.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
-	wantS(t, "QP on VF port 2", v.run((*HCA).RST2INIT_QP, c), mlx4.BAD_PARAM)
+	wantS(t, "QP on VF port 2", v.run(c), mlx4.BAD_PARAM)
 	if c.Reason != mlx4.ReasonPort {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	q.vfPort = 1
 	wantS(t, "QP on VF port 1", v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), mlx4.OK)
 	out := v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)
-	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
+	v.must(v.run(out), "QUERY_QP")
 	if out.Outbox[mlx4.QPMailboxPriPath+mlx4.PathSchedQueue]>>6&1 != 1 {
 		t.Fatal("sched_queue not rewritten to physical port 2")
 	}
 	for _, tc := range []struct {
 		op  mlx4.Opcode
-		f   exec
 		mod uint32
 		in  uint64
 	}{
-		{mlx4.INIT_PORT, (*HCA).INIT_PORT, 2, 0},
-		{mlx4.CLOSE_PORT, (*HCA).CLOSE_PORT, 2, 0},
-		{mlx4.SET_PORT, (*HCA).SET_PORT, 2, 0},
-		{mlx4.DUMP_ETH_STATS, (*HCA).DUMP_ETH_STATS, 0, 0},
-		{mlx4.SET_MCAST_FLTR, (*HCA).SET_MCAST_FLTR, 3, 0},
-		{mlx4.PROMISC, (*HCA).PROMISC, 1, 2 << 62},
+		{mlx4.INIT_PORT, 2, 0},
+		{mlx4.CLOSE_PORT, 2, 0},
+		{mlx4.SET_PORT, 2, 0},
+		{mlx4.DUMP_ETH_STATS, 0, 0},
+		{mlx4.SET_MCAST_FLTR, 3, 0},
+		{mlx4.PROMISC, 1, 2 << 62},
 	} {
 		c := v.cmd(tc.op, tc.in, tc.mod, 0, make([]byte, 512), true)
-		wantS(t, tc.op.String(), v.run(tc.f, c), mlx4.BAD_PARAM)
+		wantS(t, tc.op.String(), v.run(c), mlx4.BAD_PARAM)
 	}
-	v.must(v.run((*HCA).INIT_PORT, v.cmd(mlx4.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT 1")
+	v.must(v.run(v.cmd(mlx4.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT 1")
 	if !r.h.PortOpen(1, 2) || r.h.PortOpen(1, 1) {
 		t.Fatal("VF port 1 is physical port 2")
 	}
 	// MAC on a port the VF lacks.
 	c = v.cmd(mlx4.ALLOC_RES, 0x0002c9000001, uint32(restrack.MAC)|2<<8, resOpReserveAndMap, nil, false)
-	wantS(t, "MAC on VF port 2", v.run((*HCA).ALLOC_RES, c), mlx4.BAD_PARAM)
+	wantS(t, "MAC on VF port 2", v.run(c), mlx4.BAD_PARAM)
 }
 
 func TestWriteMTT(t *testing.T) {
@@ -294,7 +293,7 @@ func TestWriteMTT(t *testing.T) {
 		for i, e := range ents {
 			binary.BigEndian.PutUint64(c.Inbox[16+8*i:], e)
 		}
-		s := a.run((*HCA).WRITE_MTT, c)
+		s := a.run(c)
 		wantS(t, tc.name, s, tc.want)
 		if s != mlx4.OK && c.Reason != mlx4.ReasonMTT {
 			t.Fatalf("%s: reason %v", tc.name, c.Reason)
@@ -304,17 +303,17 @@ func TestWriteMTT(t *testing.T) {
 	big := a.mtt(10)
 	c := a.cmd(mlx4.WRITE_MTT, 0, 511, 0, make([]byte, 16), false)
 	binary.BigEndian.PutUint64(c.Inbox[:], uint64(big))
-	wantS(t, "511 entries", a.run((*HCA).WRITE_MTT, c), mlx4.BAD_PARAM)
+	wantS(t, "511 entries", a.run(c), mlx4.BAD_PARAM)
 	c = a.cmd(mlx4.WRITE_MTT, 0, 510, 0, make([]byte, 16), false)
 	binary.BigEndian.PutUint64(c.Inbox[:], uint64(big))
-	wantS(t, "510 entries", a.run((*HCA).WRITE_MTT, c), mlx4.OK)
+	wantS(t, "510 entries", a.run(c), mlx4.OK)
 	// READ_MTT reads back what was written, and only the VF's own.
 	out := a.cmd(mlx4.READ_MTT, base, 4, 0, nil, true)
-	a.must(a.run((*HCA).READ_MTT, out), "READ_MTT")
+	a.must(a.run(out), "READ_MTT")
 	if e := binary.BigEndian.Uint64(out.Outbox[16+8:]); e != 0x2000|1 {
 		t.Fatalf("entry 1 = %#x", e)
 	}
-	wantS(t, "READ_MTT of VF 1", a.run((*HCA).READ_MTT, a.cmd(mlx4.READ_MTT, other, 1, 0, nil, true)), mlx4.BAD_PARAM)
+	wantS(t, "READ_MTT of VF 1", a.run(a.cmd(mlx4.READ_MTT, other, 1, 0, nil, true)), mlx4.BAD_PARAM)
 }
 
 func mptEntry(flags, pd uint32, mttBase uint32, mttSize uint32) []byte {
@@ -338,7 +337,7 @@ func TestMPT(t *testing.T) {
 	}
 	sw2hw := func(idx uint32, e []byte) (mlx4.Status, *mlx4.Cmd) {
 		c := a.cmd(mlx4.SW2HW_MPT, 0, idx, 0, e, false)
-		return a.run((*HCA).SW2HW_MPT, c), c
+		return a.run(c), c
 	}
 	idx := newMPT()
 	s, c := sw2hw(idx, mptEntry(mlx4.MPT_FLAG_REGION, 5, other, 4))
@@ -360,13 +359,13 @@ func TestMPT(t *testing.T) {
 		t.Fatalf("MTT refs %d", o.Refs)
 	}
 	q := a.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)
-	a.must(a.run((*HCA).QUERY_MPT, q), "QUERY_MPT")
+	a.must(a.run(q), "QUERY_MPT")
 	if binary.BigEndian.Uint32(q.Outbox[mlx4.MPTMTTSz:]) != 4 {
 		t.Fatal("QUERY_MPT does not return the entry")
 	}
-	wantS(t, "QUERY_MPT of VF 0's MPT by VF 1", b.run((*HCA).QUERY_MPT, b.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)), mlx4.BAD_OP)
-	wantS(t, "HW2SW_MPT by VF 1", b.run((*HCA).HW2SW_MPT, b.cmd(mlx4.HW2SW_MPT, 0, idx, 0, nil, false)), mlx4.BAD_OP)
-	a.must(a.run((*HCA).HW2SW_MPT, a.cmd(mlx4.HW2SW_MPT, 0, idx, 0, nil, false)), "HW2SW_MPT")
+	wantS(t, "QUERY_MPT of VF 0's MPT by VF 1", b.run(b.cmd(mlx4.QUERY_MPT, 0, idx, 0, nil, true)), mlx4.BAD_OP)
+	wantS(t, "HW2SW_MPT by VF 1", b.run(b.cmd(mlx4.HW2SW_MPT, 0, idx, 0, nil, false)), mlx4.BAD_OP)
+	a.must(a.run(a.cmd(mlx4.HW2SW_MPT, 0, idx, 0, nil, false)), "HW2SW_MPT")
 	if o, _ := r.h.Res.Peek(0, restrack.MTT, uint64(own)); o.Refs != 0 {
 		t.Fatalf("MTT refs after HW2SW %d", o.Refs)
 	}
@@ -382,7 +381,7 @@ func TestCQChecks(t *testing.T) {
 	mtt := a.mtt(0, a.newPage())
 	sw2hw := func(v *vf, cq uint32, ctx []byte) (mlx4.Status, *mlx4.Cmd) {
 		c := v.cmd(mlx4.SW2HW_CQ, 0, cq, 0, ctx, false)
-		return v.run((*HCA).SW2HW_CQ, c), c
+		return v.run(c), c
 	}
 	// EQ 5 exists only for VF 1: VF 0 cannot use it (Linux does not check).
 	s, c := sw2hw(a, cqn, cqContext(7, 5, mtt))
@@ -398,15 +397,15 @@ func TestCQChecks(t *testing.T) {
 	s, _ = sw2hw(a, cqn, cqContext(7, 2, mtt))
 	wantS(t, "good CQ", s, mlx4.OK)
 	q := a.cmd(mlx4.QUERY_CQ, 0, cqn, 0, nil, true)
-	a.must(a.run((*HCA).QUERY_CQ, q), "QUERY_CQ")
+	a.must(a.run(q), "QUERY_CQ")
 	if q.Outbox[mlx4.CQCCompEQN] != 2 {
 		t.Fatal("QUERY_CQ context")
 	}
-	wantS(t, "QUERY_CQ by VF 1", b.run((*HCA).QUERY_CQ, b.cmd(mlx4.QUERY_CQ, 0, cqn, 0, nil, true)), mlx4.BAD_OP)
+	wantS(t, "QUERY_CQ by VF 1", b.run(b.cmd(mlx4.QUERY_CQ, 0, cqn, 0, nil, true)), mlx4.BAD_OP)
 	// MODIFY_CQ resize onto a bigger MTT moves the reference.
 	mtt2 := a.mtt(1, a.newPage(), a.newPage())
 	m := a.cmd(mlx4.MODIFY_CQ, 0, cqn, 0, cqContext(8, 2, mtt2), false)
-	a.must(a.run((*HCA).MODIFY_CQ, m), "MODIFY_CQ resize")
+	a.must(a.run(m), "MODIFY_CQ resize")
 	o1, _ := r.h.Res.Peek(0, restrack.MTT, uint64(mtt))
 	o2, _ := r.h.Res.Peek(0, restrack.MTT, uint64(mtt2))
 	if o1.Refs != 0 || o2.Refs != 1 {
@@ -414,10 +413,10 @@ func TestCQChecks(t *testing.T) {
 	}
 	bm := b.mtt(1)
 	m = a.cmd(mlx4.MODIFY_CQ, 0, cqn, 0, cqContext(8, 2, bm), false)
-	wantS(t, "resize onto VF 1's MTT", a.run((*HCA).MODIFY_CQ, m), mlx4.BAD_OP)
+	wantS(t, "resize onto VF 1's MTT", a.run(m), mlx4.BAD_OP)
 	// A CQ not in HW: QUERY_CQ and MODIFY_CQ answer OK without executing (mlx4).
 	cold := a.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
-	a.must(a.run((*HCA).QUERY_CQ, a.cmd(mlx4.QUERY_CQ, 0, cold, 0, nil, true)), "QUERY_CQ cold")
+	a.must(a.run(a.cmd(mlx4.QUERY_CQ, 0, cold, 0, nil, true)), "QUERY_CQ cold")
 }
 
 func TestSRQChecks(t *testing.T) {
@@ -426,16 +425,16 @@ func TestSRQChecks(t *testing.T) {
 	srqn := v.mustAlloc(restrack.SRQ, resOpReserveAndMap, 0)
 	mtt := v.mtt(0)
 	c := v.cmd(mlx4.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn+1, mtt), false)
-	wantS(t, "SRQN mismatch", v.run((*HCA).SW2HW_SRQ, c), mlx4.BAD_PARAM)
-	wantS(t, "QUERY_SRQ before HW", v.run((*HCA).QUERY_SRQ, v.cmd(mlx4.QUERY_SRQ, 0, srqn, 0, nil, true)), mlx4.RESOURCE_BUSY)
-	v.must(v.run((*HCA).SW2HW_SRQ, v.cmd(mlx4.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, mtt), false)), "SW2HW_SRQ")
-	v.must(v.run((*HCA).ARM_SRQ, v.cmd(mlx4.ARM_SRQ, 42, srqn, 0, nil, false)), "ARM_SRQ")
+	wantS(t, "SRQN mismatch", v.run(c), mlx4.BAD_PARAM)
+	wantS(t, "QUERY_SRQ before HW", v.run(v.cmd(mlx4.QUERY_SRQ, 0, srqn, 0, nil, true)), mlx4.RESOURCE_BUSY)
+	v.must(v.run(v.cmd(mlx4.SW2HW_SRQ, 0, srqn, 0, srqContext(srqn, mtt), false)), "SW2HW_SRQ")
+	v.must(v.run(v.cmd(mlx4.ARM_SRQ, 42, srqn, 0, nil, false)), "ARM_SRQ")
 	q := v.cmd(mlx4.QUERY_SRQ, 0, srqn, 0, nil, true)
-	v.must(v.run((*HCA).QUERY_SRQ, q), "QUERY_SRQ")
+	v.must(v.run(q), "QUERY_SRQ")
 	if binary.BigEndian.Uint16(q.Outbox[mlx4.SRQCLimitWatermark:]) != 42 {
 		t.Fatal("limit watermark")
 	}
-	v.must(v.run((*HCA).HW2SW_SRQ, v.cmd(mlx4.HW2SW_SRQ, 0, srqn, 0, nil, false)), "HW2SW_SRQ")
+	v.must(v.run(v.cmd(mlx4.HW2SW_SRQ, 0, srqn, 0, nil, false)), "HW2SW_SRQ")
 	v.must(v.free(restrack.SRQ, resOpReserveAndMap, uint64(srqn)), "free SRQ")
 }
 
@@ -523,7 +522,7 @@ func TestQPVerify(t *testing.T) {
 	q.mgid = 0
 	v.must(v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q), "INIT2RTR")
 	out := v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)
-	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP")
+	v.must(v.run(out), "QUERY_QP")
 	if out.Outbox[mlx4.QPMailboxPriPath+mlx4.PathMGIDIndex] != 1 { // slave & 0x7f for IB
 		t.Fatalf("mgid rewritten to %d", out.Outbox[mlx4.QPMailboxPriPath+mlx4.PathMGIDIndex])
 	}
@@ -535,7 +534,7 @@ func TestQPVerify(t *testing.T) {
 	q2.smac = 0
 	wantS(t, "unregistered smac", v.qpCmd(mlx4.INIT2RTR_QP, qpn2, &q2), mlx4.BAD_PARAM)
 	c := v.cmd(mlx4.ALLOC_RES, 0x0002c9aabbcc, uint32(restrack.MAC)|2<<8, resOpReserveAndMap, nil, false)
-	v.must(v.run((*HCA).ALLOC_RES, c), "MAC")
+	v.must(v.run(c), "MAC")
 	idx := uint32(c.OutParam)
 	q2.smac = uint8(idx)
 	v.must(v.qpCmd(mlx4.INIT2RTR_QP, qpn2, &q2), "INIT2RTR with own smac")
@@ -556,14 +555,14 @@ func TestQPAttachHoldsQP(t *testing.T) {
 	_, qpn, _ := setupQP(t, v)
 	gid := make([]byte, 16)
 	gid[0] = 0xff
-	v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
-	wantS(t, "attach by VF 1", r.vf(1).run((*HCA).QP_ATTACH, r.vf(1).cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), mlx4.BAD_OP)
-	wantS(t, "attach twice", v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), mlx4.INTERNAL_ERR)
+	v.must(v.run(v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
+	wantS(t, "attach by VF 1", r.vf(1).run(r.vf(1).cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), mlx4.BAD_OP)
+	wantS(t, "attach twice", v.run(v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), mlx4.INTERNAL_ERR)
 	// As mlx4's mcg_list, the attachment outlives 2RST and holds the QP.
 	v.must(v.qpCmd(mlx4.TWO_RST_QP, qpn, nil), "2RST")
 	v.must(v.free(restrack.QP, resOpMapICM, uint64(qpn)), "unmap")
 	wantS(t, "free while attached", v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), mlx4.RESOURCE_BUSY)
-	v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 0, gid, false)), "detach a QP in reset")
+	v.must(v.run(v.cmd(mlx4.QP_ATTACH, 0, qpn, 0, gid, false)), "detach a QP in reset")
 	v.must(v.free(restrack.QP, resOpReserve, 1<<32|uint64(qpn)), "free after detach")
 }
 
@@ -580,9 +579,9 @@ func TestSpecialProxyQP(t *testing.T) {
 	q := qpc{st: mlx4.QP_ST_UD, scq: cq, rcq: cq, mtt: v.mtt(0), sqLog: 3, rqLog: 3}
 	in := q.bytes()
 	binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCQKey:], 0x1234)
-	v.must(v.run((*HCA).RST2INIT_QP, v.cmd(mlx4.RST2INIT_QP, 0, uint32(own), 0, in, false)), "RST2INIT proxy")
+	v.must(v.run(v.cmd(mlx4.RST2INIT_QP, 0, uint32(own), 0, in, false)), "RST2INIT proxy")
 	out := v.cmd(mlx4.QUERY_QP, 0, uint32(own), 0, nil, true)
-	v.must(v.run((*HCA).QUERY_QP, out), "QUERY_QP proxy")
+	v.must(v.run(out), "QUERY_QP proxy")
 	if k := binary.BigEndian.Uint32(out.Outbox[mlx4.QPMailboxContext+mlx4.QPCQKey:]); k != mlx4.RESERVED_QKEY_BASE+8 {
 		t.Fatalf("proxy Q_Key %#x", k)
 	}
@@ -641,7 +640,7 @@ func TestEQOverrunAndOwnerBit(t *testing.T) {
 	}
 	// QUERY_EQ shows the indexes.
 	q := v.cmd(mlx4.QUERY_EQ, 0, 3, 0, nil, true)
-	v.must(v.run((*HCA).QUERY_EQ, q), "QUERY_EQ")
+	v.must(v.run(q), "QUERY_EQ")
 	if binary.BigEndian.Uint32(q.Outbox[mlx4.EQCProducerIndex:]) != 6 || binary.BigEndian.Uint32(q.Outbox[mlx4.EQCConsumerIndex:]) != 2 {
 		t.Fatal("QUERY_EQ indexes")
 	}
@@ -675,25 +674,25 @@ func TestEQRingChecked(t *testing.T) {
 	v := r.vf(0)
 	outside := v.mtt(0, testWindow) // one page beyond the window
 	c := v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, eqContext(4, outside), false)
-	wantS(t, "ring outside the window", v.run((*HCA).SW2HW_EQ, c), mlx4.BAD_PARAM)
+	wantS(t, "ring outside the window", v.run(c), mlx4.BAD_PARAM)
 	if c.Reason != mlx4.ReasonMTT {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	unwritten := v.mtt(0)
-	wantS(t, "MTT never written", v.run((*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, eqContext(4, unwritten), false)), mlx4.BAD_PARAM)
-	wantS(t, "ring bigger than its MTT", v.run((*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, eqContext(8, outside), false)), mlx4.BAD_OP)
-	wantS(t, "eqn 1024", v.run((*HCA).SW2HW_EQ, v.cmd(mlx4.SW2HW_EQ, 0, 1024, 0, eqContext(4, unwritten), false)), mlx4.BAD_PARAM)
+	wantS(t, "MTT never written", v.run(v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, eqContext(4, unwritten), false)), mlx4.BAD_PARAM)
+	wantS(t, "ring bigger than its MTT", v.run(v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, eqContext(8, outside), false)), mlx4.BAD_OP)
+	wantS(t, "eqn 1024", v.run(v.cmd(mlx4.SW2HW_EQ, 0, 1024, 0, eqContext(4, unwritten), false)), mlx4.BAD_PARAM)
 	if n := r.h.Counts(0)[restrack.EQ]; n != 0 {
 		t.Fatalf("failed SW2HW_EQ left %d EQs", n)
 	}
-	wantS(t, "MAP_EQ to no EQ", v.run((*HCA).MAP_EQ, v.cmd(mlx4.MAP_EQ, 1<<mlx4.EventCmd, 1, 0, nil, false)), mlx4.BAD_PARAM)
+	wantS(t, "MAP_EQ to no EQ", v.run(v.cmd(mlx4.MAP_EQ, 1<<mlx4.EventCmd, 1, 0, nil, false)), mlx4.BAD_PARAM)
 	v.setupEQ(1, 4)
 	wantS(t, "SW2HW_EQ twice", v.createEQ(1, 4), mlx4.INTERNAL_ERR)
-	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(mlx4.HW2SW_EQ, 0, 1, 0, nil, false)), "HW2SW_EQ")
+	v.must(v.run(v.cmd(mlx4.HW2SW_EQ, 0, 1, 0, nil, false)), "HW2SW_EQ")
 	if r.h.HasEQ(0, mlx4.EventCmd) {
 		t.Fatal("event map still points at a destroyed EQ")
 	}
-	wantS(t, "QUERY_EQ gone", v.run((*HCA).QUERY_EQ, v.cmd(mlx4.QUERY_EQ, 0, 1, 0, nil, true)), mlx4.INTERNAL_ERR)
+	wantS(t, "QUERY_EQ gone", v.run(v.cmd(mlx4.QUERY_EQ, 0, 1, 0, nil, true)), mlx4.INTERNAL_ERR)
 }
 
 func TestAsyncEventsRouteToOwner(t *testing.T) {
@@ -741,17 +740,17 @@ func TestMACVLANAndCounters(t *testing.T) {
 	a, b := r.vf(0), r.vf(1)
 	mac := uint64(0x0002c9010203)
 	c := a.cmd(mlx4.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
-	a.must(a.run((*HCA).ALLOC_RES, c), "MAC")
+	a.must(a.run(c), "MAC")
 	idx := int(uint32(c.OutParam))
 	c = b.cmd(mlx4.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
-	b.must(b.run((*HCA).ALLOC_RES, c), "same MAC by VF 1")
+	b.must(b.run(c), "same MAC by VF 1")
 	if r.h.fw.ports[0].mac[idx].refs != 2 {
 		t.Fatal("shared MAC table entry not refcounted")
 	}
 	// Old API: port in out_param.
 	c = a.cmd(mlx4.ALLOC_RES, mac+1, uint32(restrack.MAC), resOpReserveAndMap, nil, false)
 	c.OutParam = 1
-	a.must(a.run((*HCA).ALLOC_RES, c), "MAC old API")
+	a.must(a.run(c), "MAC old API")
 	wantS(t, "FREE MAC VF 1 never had", b.free(restrack.MAC, resOpReserveAndMap, mac+1), mlx4.BAD_PARAM)
 	r.h.ResetFunction(0)
 	if r.h.fw.ports[0].mac[idx].refs != 1 {
@@ -761,17 +760,17 @@ func TestMACVLANAndCounters(t *testing.T) {
 	// port it is BAD_PARAM (vlan_alloc_res).
 	c = a.cmd(mlx4.ALLOC_RES, 5, uint32(restrack.VLAN), resOpReserveAndMap, nil, false)
 	c.OutParam = 1
-	a.must(a.run((*HCA).ALLOC_RES, c), "VLAN old API")
-	wantS(t, "VLAN without a port", a.run((*HCA).ALLOC_RES, a.cmd(mlx4.ALLOC_RES, 5, uint32(restrack.VLAN), resOpReserveAndMap, nil, false)), mlx4.BAD_PARAM)
+	a.must(a.run(c), "VLAN old API")
+	wantS(t, "VLAN without a port", a.run(a.cmd(mlx4.ALLOC_RES, 5, uint32(restrack.VLAN), resOpReserveAndMap, nil, false)), mlx4.BAD_PARAM)
 	cnt := a.mustAlloc(restrack.Counter, resOpReserve, 0)
-	a.must(a.run((*HCA).QUERY_IF_STAT, a.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), "QUERY_IF_STAT")
-	wantS(t, "QUERY_IF_STAT of VF 0's counter", b.run((*HCA).QUERY_IF_STAT, b.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), mlx4.BAD_OP)
+	a.must(a.run(a.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), "QUERY_IF_STAT")
+	wantS(t, "QUERY_IF_STAT of VF 0's counter", b.run(b.cmd(mlx4.QUERY_IF_STAT, 0, cnt, 0, nil, true)), mlx4.BAD_OP)
 	wantS(t, "FREE_RES counter of VF 0", b.free(restrack.Counter, resOpReserve, uint64(cnt)), mlx4.BAD_OP)
 	b.must(b.free(restrack.Counter, resOpReserve, uint64(r.h.Cfg.Resources.Counters-1)), "sink counter")
-	wantS(t, "ALLOC_RES EQ", a.run((*HCA).ALLOC_RES, a.cmd(mlx4.ALLOC_RES, 0, uint32(restrack.EQ), 0, nil, false)), mlx4.BAD_PARAM)
-	wantS(t, "ALLOC_RES CQ RESERVE", a.run((*HCA).ALLOC_RES, a.cmd(mlx4.ALLOC_RES, 0, uint32(restrack.CQ), 0, nil, false)), mlx4.BAD_PARAM)
-	wantS(t, "CONFIG_DEV set", a.run((*HCA).CONFIG_DEV, a.cmd(mlx4.CONFIG_DEV, 0, 0, 0, nil, true)), mlx4.BAD_OP)
-	a.must(a.run((*HCA).CONFIG_DEV, a.cmd(mlx4.CONFIG_DEV, 0, 0, 1, nil, true)), "CONFIG_DEV get")
+	wantS(t, "ALLOC_RES EQ", a.run(a.cmd(mlx4.ALLOC_RES, 0, uint32(restrack.EQ), 0, nil, false)), mlx4.BAD_PARAM)
+	wantS(t, "ALLOC_RES CQ RESERVE", a.run(a.cmd(mlx4.ALLOC_RES, 0, uint32(restrack.CQ), 0, nil, false)), mlx4.BAD_PARAM)
+	wantS(t, "CONFIG_DEV set", a.run(a.cmd(mlx4.CONFIG_DEV, 0, 0, 0, nil, true)), mlx4.BAD_OP)
+	a.must(a.run(a.cmd(mlx4.CONFIG_DEV, 0, 0, 1, nil, true)), "CONFIG_DEV get")
 }
 
 func TestCompletionEQELayout(t *testing.T) {
@@ -788,16 +787,16 @@ func TestResetFunction(t *testing.T) {
 		_, qpn, _ := setupQP(t, v)
 		v.createSRQ()
 		gid := make([]byte, 16)
-		v.must(v.run((*HCA).QP_ATTACH, v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
+		v.must(v.run(v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), "attach")
 		mpt := v.mustAlloc(restrack.MPT, resOpReserve, 0)
 		v.mustAlloc(restrack.MPT, resOpMapICM, uint64(mpt))
 		mtt := v.mtt(1)
-		v.must(v.run((*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mlx4.MPT_FLAG_REGION, 0, mtt, 2), false)), "MPT")
+		v.must(v.run(v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mlx4.MPT_FLAG_REGION, 0, mtt, 2), false)), "MPT")
 		c := v.cmd(mlx4.ALLOC_RES, 0x0002c9000000|uint64(v.n), uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
-		v.must(v.run((*HCA).ALLOC_RES, c), "MAC")
+		v.must(v.run(c), "MAC")
 		v.mustAlloc(restrack.Counter, resOpReserve, 0)
 		v.mustAlloc(restrack.XRCD, resOpReserve, 0)
-		v.must(v.run((*HCA).INIT_PORT, v.cmd(mlx4.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT")
+		v.must(v.run(v.cmd(mlx4.INIT_PORT, 0, 1, 0, nil, false)), "INIT_PORT")
 	}
 	vfs := []*vf{r.vf(0), r.vf(1), r.vf(2)}
 	for _, v := range vfs {
@@ -872,19 +871,18 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	cq, qpn, q := setupQP(t, v)
 	mpt := v.mustAlloc(restrack.MPT, resOpReserve, 0)
 	v.mustAlloc(restrack.MPT, resOpMapICM, uint64(mpt))
-	v.must(v.run((*HCA).SW2HW_MPT, v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mlx4.MPT_FLAG_REGION, 0, q.mtt, 1), false)), "MPT")
+	v.must(v.run(v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mlx4.MPT_FLAG_REGION, 0, q.mtt, 1), false)), "MPT")
 	in := q.bytes()
 	cmds := []struct {
-		f exec
 		c *mlx4.Cmd
 	}{
-		{(*HCA).QUERY_QP, v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)},
-		{(*HCA).INIT2INIT_QP, v.cmd(mlx4.INIT2INIT_QP, 0, qpn, 0, in, false)},
-		{(*HCA).SUSPEND_QP, v.cmd(mlx4.SUSPEND_QP, 0, qpn, 0, nil, false)},
-		{(*HCA).QUERY_CQ, v.cmd(mlx4.QUERY_CQ, 0, cq, 0, nil, true)},
-		{(*HCA).QUERY_MPT, v.cmd(mlx4.QUERY_MPT, 0, mpt, 0, nil, true)},
-		{(*HCA).QUERY_EQ, v.cmd(mlx4.QUERY_EQ, 0, 1, 0, nil, true)},
-		{(*HCA).WRITE_MTT, v.cmd(mlx4.WRITE_MTT, 0, 1, 0, make([]byte, 24), false)},
+		{v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)},
+		{v.cmd(mlx4.INIT2INIT_QP, 0, qpn, 0, in, false)},
+		{v.cmd(mlx4.SUSPEND_QP, 0, qpn, 0, nil, false)},
+		{v.cmd(mlx4.QUERY_CQ, 0, cq, 0, nil, true)},
+		{v.cmd(mlx4.QUERY_MPT, 0, mpt, 0, nil, true)},
+		{v.cmd(mlx4.QUERY_EQ, 0, 1, 0, nil, true)},
+		{v.cmd(mlx4.WRITE_MTT, 0, 1, 0, make([]byte, 24), false)},
 	}
 	binary.BigEndian.PutUint64(cmds[len(cmds)-1].c.Inbox[:], uint64(q.mtt))
 	for _, x := range cmds {
@@ -897,7 +895,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 			if inbox != nil {
 				*inbox = saved // executors rewrite the shadow (P_Key, port)
 			}
-			if s := x.f(r.h, x.c); s != mlx4.OK {
+			if s := r.h.Exec(x.c); s != mlx4.OK {
 				t.Fatalf("%v: %v", x.c.Op, s)
 			}
 		})
@@ -946,7 +944,7 @@ func TestDoorbellReader(t *testing.T) {
 	// left from its earlier life (1): two EQEs, then an overrun, until the
 	// VF writes the word again.
 	word[3] = 1
-	v.must(v.run((*HCA).HW2SW_EQ, v.cmd(mlx4.HW2SW_EQ, 0, 3, 0, nil, false)), "HW2SW_EQ")
+	v.must(v.run(v.cmd(mlx4.HW2SW_EQ, 0, 3, 0, nil, false)), "HW2SW_EQ")
 	v.setupEQ(3, 1)
 	for i := range 2 {
 		if err := r.h.PostEQE(0, mlx4.EventCmd, &e); err != nil {

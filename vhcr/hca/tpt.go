@@ -2,13 +2,13 @@ package hca
 
 // Translation and protection table executors: MPTs and MTTs.
 //
-//	opcode     inbox outbox imm  in_modifier / in_param
-//	SW2HW_MPT    ✓     -     -   MPT index; inbox = struct mlx4_mpt_entry
-//	QUERY_MPT    -     ✓     -   MPT index
-//	HW2SW_MPT    -     -     -   MPT index
-//	WRITE_MTT    ✓     -     -   entry count; inbox = BE64 start, entries from 16
-//	READ_MTT     -     ✓     -   entry count; in_param = first entry (model-defined)
-//	SYNC_TPT     ✓     -     -   (no effect in the model)
+//	opcode     in_modifier / in_param
+//	SW2HW_MPT  MPT index; inbox = struct mlx4_mpt_entry
+//	QUERY_MPT  MPT index
+//	HW2SW_MPT  MPT index
+//	WRITE_MTT  entry count; inbox = BE64 start, entries from 16
+//	READ_MTT   entry count; in_param = first entry (model-defined)
+//	SYNC_TPT   (no effect in the model)
 
 import (
 	"encoding/binary"
@@ -34,9 +34,6 @@ func mttRefuse(c *mlx4.Cmd, err error) mlx4.Status {
 // are BAD_OP; a non-physical MPT's MTT range must lie in one MTT allocation
 // of the VF (BAD_OP, reason MTT) and gains a reference.
 func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	id := h.Res.MPTID(c.InMod)
 	m, _ := mlx4.DecodeMPT(c.Inbox[:]) // a mailbox holds the entry
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, id, restrack.QPHW)
@@ -87,9 +84,6 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 // refusal to the firmware, whose BAD_RES_STATE (0x09) comes back through
 // mlx4's status → errno → status round trip as INTERNAL_ERR (-EBADF).
 func (h *HCA) HW2SW_MPT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, false); s != mlx4.OK {
-		return s
-	}
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, h.Res.MPTID(c.InMod), restrack.Mapped)
 	if err != nil {
 		return restrack.Refuse(c, err)
@@ -107,9 +101,6 @@ func (h *HCA) HW2SW_MPT(c *mlx4.Cmd) mlx4.Status {
 // from its ICM then, so re-registration works from SW state); any other
 // state → RESOURCE_BUSY.
 func (h *HCA) QUERY_MPT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, true); s != mlx4.OK {
-		return s
-	}
 	id := h.Res.MPTID(c.InMod)
 	o, err := h.Res.Get(c.VF, restrack.MPT, id)
 	if err != nil {
@@ -132,9 +123,6 @@ func (h *HCA) QUERY_MPT(c *mlx4.Cmd) mlx4.Status {
 // fit the 4 KiB mailbox (else BAD_PARAM, reason range). Entries are stored
 // with the present bit set.
 func (h *HCA) WRITE_MTT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, true, false); s != mlx4.OK {
-		return s
-	}
 	n := int(c.InMod)
 	if n < 0 || n > mlx4.MaxWriteMTTEntries || c.InMod > mlx4.MaxWriteMTTEntries {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
@@ -180,9 +168,6 @@ func (h *HCA) mttRead(o *restrack.Object, i uint64) uint64 {
 // count (≤ 510), entries BE64 from outbox offset 16 like WRITE_MTT's inbox;
 // out of range → BAD_PARAM as WRITE_MTT's get_containing_mtt, reason MTT.
 func (h *HCA) READ_MTT(c *mlx4.Cmd) mlx4.Status {
-	if s := h.pre(c, false, true); s != mlx4.OK {
-		return s
-	}
 	if c.InMod > mlx4.MaxWriteMTTEntries {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
 	}

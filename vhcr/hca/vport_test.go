@@ -38,7 +38,7 @@ func udToRTR(t *testing.T, v *vf, edit func(b []byte)) (uint32, []byte) {
 	q.st = mlx4.QP_ST_UD
 	v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 	c := v.cmd(mlx4.ALLOC_RES, 0x0002c9aabb00+uint64(v.n), uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
-	v.must(v.run((*HCA).ALLOC_RES, c), "MAC")
+	v.must(v.run(c), "MAC")
 	q.smac = uint8(c.OutParam)
 	in := q.bytes()
 	binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCParam3:], mlx4.STRIP_VLAN)
@@ -46,7 +46,7 @@ func udToRTR(t *testing.T, v *vf, edit func(b []byte)) (uint32, []byte) {
 	if edit != nil {
 		edit(in)
 	}
-	v.must(v.run((*HCA).INIT2RTR_QP, v.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false)), "INIT2RTR")
+	v.must(v.run(v.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false)), "INIT2RTR")
 	return qpn, v.r.h.fw.qps[qpn].ctx[:]
 }
 
@@ -103,7 +103,7 @@ func TestVSTSurvivesLaterTransitions(t *testing.T) {
 	qpn, _ := udToRTR(t, v, nil)
 	q := qpc{st: mlx4.QP_ST_UD, optpar: mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH}
 	in := q.bytes()
-	v.must(v.run((*HCA).RTR2RTS_QP, v.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)), "RTR2RTS")
+	v.must(v.run(v.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)), "RTR2RTS")
 	ctx := r.h.fw.qps[qpn].ctx
 	if ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP]&(mlx4.FVL_FORCE_ETH_VLAN|mlx4.FSM_FORCE_ETH_SRC_MAC) != mlx4.FVL_FORCE_ETH_VLAN|mlx4.FSM_FORCE_ETH_SRC_MAC || ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex] != byte(r.h.fw.vfs[0].vport[0].vlanIdx) {
 		t.Fatalf("after RTR2RTS: feup %#x vlan_index %d", ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP], ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex])
@@ -155,7 +155,7 @@ func toRTR(t *testing.T, v *vf, cq uint32, idx byte) (uint32, mlx4.Status, byte)
 	v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 	in := q.bytes()
 	in[qpcPriCounter] = idx
-	s := v.run((*HCA).INIT2RTR_QP, v.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false))
+	s := v.run(v.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false))
 	return qpn, s, v.r.h.fw.qps[qpn].ctx[qpcPriCounter]
 }
 
@@ -199,7 +199,7 @@ func TestQPCounter(t *testing.T) {
 		in := q.bytes()
 		in[qpcPriCounter] = tc.idx
 		c := a.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false)
-		if s := a.run((*HCA).INIT2RTR_QP, c); s != mlx4.BAD_PARAM || c.Reason != tc.reason {
+		if s := a.run(c); s != mlx4.BAD_PARAM || c.Reason != tc.reason {
 			t.Errorf("INIT2RTR with %s: %v (%v), want BAD_PARAM (%v)", tc.name, s, c.Reason, tc.reason)
 		}
 	}
@@ -207,7 +207,7 @@ func TestQPCounter(t *testing.T) {
 	q := qpc{st: mlx4.QP_ST_RC}
 	in := q.bytes()
 	in[qpcPriCounter] = own
-	if s := a.run((*HCA).RTR2RTS_QP, a.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)); s != mlx4.BAD_PARAM {
+	if s := a.run(a.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)); s != mlx4.BAD_PARAM {
 		t.Fatalf("RTR2RTS naming another VF's counter: %v", s)
 	}
 	r.h.ResetFunction(0)

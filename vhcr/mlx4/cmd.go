@@ -3,11 +3,11 @@ package mlx4
 import "github.com/vhcrd/vhcrd/dma"
 
 // Cmd is one command as an executor sees it: decoded from the PF's private
-// shadow of the vHCR, with the shadow inbox already copied in and validated by
-// the command table's generic checks. Executors read only Cmd and the shadows,
-// never the VF's memory, except through Mem for data the command itself
-// addresses (EQ rings, MTT-described buffers), each access checked by the
-// window.
+// shadow of the vHCR, with the shadow inbox already copied in and checked
+// against its cmd_info[] row (hca.HCA.Exec). Executors read only Cmd and the
+// shadows, never the VF's memory, except through Mem for data the command
+// itself addresses (EQ rings, MTT-described buffers), each access checked by
+// the window.
 type Cmd struct {
 	VF       int    // 0-based VF index (mlx4 slave = VF+1)
 	InParam  uint64 // immediate input (inbox commands: the masked inbox address)

@@ -1,9 +1,11 @@
 // Package mlx4 mirrors the mlx4 command ABI that the vHCR carries: opcodes,
-// command statuses, the 32-byte vHCR layout and the decoded command an
-// executor receives, and the layouts the commands' mailboxes carry: the QP
-// context and its modify mailbox, the CQ, SRQ and EQ contexts, the MPT entry,
-// the WRITE_MTT inbox, the EQE, the QUERY_* outboxes and the ACCESS_REG
-// header with the PTYS register.
+// command statuses, the 32-byte vHCR layout with its one decoder
+// (VHCRWords, Cmd.DecodeVHCR), the decoded command an executor receives,
+// cmd_info[] (CmdInfo: which opcode has an inbox, an outbox or an immediate
+// output, which is EPERM, which op_modifiers are legal), and the layouts the
+// commands' mailboxes carry: the QP context and its modify mailbox, the CQ,
+// SRQ and EQ contexts, the MPT entry, the WRITE_MTT inbox, the EQE, the
+// QUERY_* outboxes and the ACCESS_REG header with the PTYS register.
 //
 // Each layout is written once, here, and checked by golden tests against
 // the kernel structure written out in the test; where both sides of the
@@ -13,12 +15,13 @@
 //
 // Names follow the Linux mlx4 driver so that they grep against it: opcodes
 // and statuses (MLX4_CMD_QUERY_FW is QUERY_FW, CMD_STAT_BAD_OP is BAD_OP),
-// flag and enum constants without the MLX4_ prefix (QP_OPTPAR_PKEY_INDEX),
-// the fw.c offset macros as they are (QUERY_DEV_CAP_MAX_COUNTERS_OFFSET),
-// and structure offsets after the field (QPCCQNSend is struct
-// mlx4_qp_context's cqn_send). Each group's comment names its header and
-// structure.
+// cmd_info[]'s fields (has_inbox is HasInbox), flag and enum constants
+// without the MLX4_ prefix (QP_OPTPAR_PKEY_INDEX), the fw.c offset macros
+// as they are (QUERY_DEV_CAP_MAX_COUNTERS_OFFSET), and structure offsets
+// after the field (QPCCQNSend is struct mlx4_qp_context's cqn_send). Each
+// group's comment names its header and structure.
 //
-// mlx4 is a leaf: it imports nothing of vhcrd but dma, and both the comm
-// channel (package vhcr) and the software HCA (package vhcr/hca) build on it.
+// mlx4 is a leaf: it imports nothing of vhcrd but dma, and both sides of
+// the comm channel (packages vhcr and vhcr/master) and the software HCA
+// (package vhcr/hca) build on it.
 package mlx4

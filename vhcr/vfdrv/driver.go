@@ -211,7 +211,7 @@ func (d *Driver) mustPoll(ctx context.Context, r *vhcr.Request) (Result, error) 
 
 func (d *Driver) count(op mlx4.Opcode, s mlx4.Status, event bool) {
 	d.Stats.Commands++
-	if e := d.VF.Table().Lookup(op); e != nil && e.Inbox {
+	if in, _ := mlx4.CmdInfo(op); in.HasInbox {
 		d.Stats.Inbox++
 	}
 	if event {

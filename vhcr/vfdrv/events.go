@@ -82,7 +82,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	if err := d.credit(ctx); err != nil {
 		return 0, err
 	}
-	ent := d.VF.Table().Lookup(r.Op)
+	ent, _ := mlx4.CmdInfo(r.Op)
 	inParam := r.InParam
 	if r.In != nil {
 		if len(r.In) > mlx4.MailboxSize {
@@ -95,7 +95,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	}
 	outParam := r.OutParam
 	slot := -1
-	if ent != nil && ent.Outbox {
+	if ent.HasOutbox {
 		var err error
 		if slot, outParam, err = d.outboxSlot(); err != nil {
 			return 0, err
@@ -108,8 +108,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	binary.BigEndian.PutUint32(vh[mlx4.OffInMod:], r.InMod)
 	binary.BigEndian.PutUint32(vh[mlx4.OffInMod+4:], 0)
 	binary.BigEndian.PutUint64(vh[mlx4.OffOutParam:], outParam)
-	binary.BigEndian.PutUint32(vh[mlx4.OffToken:], uint32(token)<<16)
-	binary.BigEndian.PutUint32(vh[mlx4.OffStatus:], uint32(mlx4.FlagE)<<16|uint32(r.Op)&0xfff|uint32(r.OpMod&0xf)<<12)
+	binary.BigEndian.PutUint64(vh[mlx4.OffToken:], mlx4.Word3(token, mlx4.FlagE, r.OpMod, r.Op))
 	if err := d.VF.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
 		return 0, err
 	}
@@ -130,7 +129,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 		d.Stats.Refused++
 		res.done = true
 		res.res = Result{Status: st, Token: token}
-		if ent != nil && ent.OutImm {
+		if ent.OutIsImm {
 			res.res.OutParam = binary.BigEndian.Uint64(vh[mlx4.OffOutParam:])
 		}
 		d.count(r.Op, st, true)

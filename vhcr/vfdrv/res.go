@@ -728,7 +728,7 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to mlx4.QPState) error {
 // The driver's view of the state is not changed.
 func (d *Driver) Transition(ctx context.Context, qp *QP, op mlx4.Opcode, optpar uint32) (mlx4.Status, error) {
 	r := vhcr.Request{Op: op, InMod: qp.QPN}
-	if e := d.VF.Table().Lookup(op); e != nil && e.Inbox {
+	if info, _ := mlx4.CmdInfo(op); info.HasInbox {
 		var in [mlx4.QPMailboxSize]byte
 		mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
 		r.In = in[:]

@@ -19,6 +19,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -130,7 +131,7 @@ func median(v []float64) float64 {
 
 // timeLoop runs iters iterations of f, timing each with the cycle counter.
 func timeLoop(iters int, f func() error) ([]float64, error) {
-	perNS := vhcr.TicksPerNS()
+	perNS := tick.PerNS()
 	out := make([]float64, 0, iters)
 	for i := 0; i < iters/10; i++ { // warm-up
 		if err := f(); err != nil {
@@ -138,11 +139,11 @@ func timeLoop(iters int, f func() error) ([]float64, error) {
 		}
 	}
 	for i := 0; i < iters; i++ {
-		t0 := vhcr.Ticks()
+		t0 := tick.Now()
 		if err := f(); err != nil {
 			return nil, err
 		}
-		out = append(out, float64(vhcr.Ticks()-t0)/perNS)
+		out = append(out, float64(tick.Now()-t0)/perNS)
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"math"
 	"runtime"
 	"slices"
@@ -62,7 +63,7 @@ type vfLoop struct {
 
 // NewDriver returns a Driver over vfs.
 func NewDriver(vfs []*vhcr.VF) *Driver {
-	return &Driver{VFs: vfs, st: make([]vfLoop, len(vfs)), perNS: vhcr.TicksPerNS(), req: vhcr.Request{Op: mlx4.NOP}}
+	return &Driver{VFs: vfs, st: make([]vfLoop, len(vfs)), perNS: tick.PerNS(), req: vhcr.Request{Op: mlx4.NOP}}
 }
 
 // Throughput keeps a NOP pending on each VF whose index (into VFs) is in
@@ -155,7 +156,7 @@ func (d *Driver) run(ctx context.Context, roles []role, gap, dur time.Duration, 
 	for i := range d.st {
 		d.st[i] = vfLoop{role: roles[i]}
 	}
-	start := vhcr.Ticks()
+	start := tick.Now()
 	end := start + uint64(float64(dur.Nanoseconds())*d.perNS)
 	posting := true
 	lastDone := start
@@ -169,7 +170,7 @@ func (d *Driver) run(ctx context.Context, roles []role, gap, dur time.Duration, 
 					inFlight = true
 					continue
 				}
-				now := vhcr.Ticks()
+				now := tick.Now()
 				s.pending, lastDone = false, now
 				if err != nil {
 					return samples, fmt.Errorf("VF %d: %w", d.VFs[i].Index, err)
@@ -185,10 +186,10 @@ func (d *Driver) run(ctx context.Context, roles []role, gap, dur time.Duration, 
 				}
 				s.due = now + gapT
 			}
-			if !posting || s.role == roleOff || (s.role == rolePaced && vhcr.Ticks() < s.due) {
+			if !posting || s.role == roleOff || (s.role == rolePaced && tick.Now() < s.due) {
 				continue
 			}
-			s.t0 = vhcr.Ticks()
+			s.t0 = tick.Now()
 			if err := d.VFs[i].Start(&d.req); err != nil {
 				return samples, fmt.Errorf("VF %d: %w", d.VFs[i].Index, err)
 			}
@@ -200,7 +201,7 @@ func (d *Driver) run(ctx context.Context, roles []role, gap, dur time.Duration, 
 		if pass&15 != 0 {
 			continue
 		}
-		now := vhcr.Ticks()
+		now := tick.Now()
 		if posting && (now > end || ctx.Err() != nil) {
 			posting = false
 		}

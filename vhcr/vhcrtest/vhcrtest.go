@@ -1,12 +1,22 @@
-// Package vhcrtest runs a PF over heap-backed regions for tests: the race
-// detector sees every access, and VFs in the same process talk to the poller
-// exactly as vfctl does over a file.
+// Package vhcrtest is the one test rig of the command path: a PF (package
+// vhcr/master) over heap-backed regions, or over files as vhcrd serves
+// them, with the software HCA behind it. Over the heap the race detector
+// sees every access, and VFs in the same process talk to the poller exactly
+// as vfctl does over a file.
+//
+// A rig runs its poller (Start) for tests that post through vhcr.VF, or is
+// driven by hand for tests of one scan at a time: Write stores a comm
+// command in a VF's slave_write as a VF does, SetVHCR writes its vHCR, and
+// Acked says whether the PF answered; the test then calls the PF's scan
+// through its own package's hooks.
 package vhcrtest
 
 import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,42 +24,109 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// Rig is a running PF with its regions.
+// Rig is a PF with its regions.
 type Rig struct {
-	BAR, DMA *bar.Mem
-	Layout   vhcr.Layout
-	HCA      *hca.HCA
-	PF       *vhcr.PF
-	Config   *config.Config
-	cancel   context.CancelFunc
-	done     chan error
+	BAR, DMA bar.Region
+	// BARPath is the BAR file of a rig over files (vfctl's --bar is
+	// "file:" + BARPath); empty over the heap.
+	BARPath string
+	Layout  vhcr.Layout
+	HCA     *hca.HCA
+	PF      *master.PF
+	Config  *config.Config
+
+	opts    Options
+	sw, sr  []bar.Reg // per VF: slave_write and slave_read
+	toggles []uint32  // per VF: the toggle of the last Write
+	cancel  context.CancelFunc
+	done    chan error
 }
 
-// Window is the DMA window size rigs use.
+// Window is the DMA window size rigs use unless Options say otherwise.
 const Window = 64 * 1024
+
+// Options vary a rig. The zero value is New's rig.
+type Options struct {
+	// Window is each VF's DMA window (0: Window).
+	Window int64
+	// Files puts the BAR and the DMA region in files of a fresh directory
+	// (under /dev/shm where there is one), as vhcrd serves them.
+	Files bool
+	// UnmappedDMA hides the DMA region's mapping from the PF, as a VFIO
+	// region without the mmap flag does: the PF must copy through
+	// ReadAt/WriteAt.
+	UnmappedDMA bool
+	// Idle is the poller's idle policy.
+	Idle master.Idle
+}
 
 // New builds a PF for n VFs over fresh heap regions (DMA in a separate
 // region) without starting it.
-func New(t testing.TB, n int) *Rig {
+func New(t testing.TB, n int) *Rig { return NewWith(t, n, Options{}) }
+
+// NewWith builds a PF for n VFs as o says, without starting it.
+func NewWith(t testing.TB, n int, o Options) *Rig {
 	t.Helper()
-	l, err := vhcr.NewLayout(n, Window, false, 0, 0, "mem:dma")
+	if o.Window == 0 {
+		o.Window = Window
+	}
+	r := &Rig{Config: config.Default(), opts: o, toggles: make([]uint32, n)}
+	dmaName := "mem:dma"
+	var dir string
+	if o.Files {
+		dir = t.TempDir()
+		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+			d, err := os.MkdirTemp("/dev/shm", "vhcrtest")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(d) })
+			dir = d
+		}
+		dmaName = filepath.Join(dir, "dma")
+	}
+	l, err := vhcr.NewLayout(n, o.Window, false, 0, 0, dmaName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bar.NewMem("bar", l.BARSize())
-	if err != nil {
-		t.Fatal(err)
+	r.Layout = l
+	if o.Files {
+		r.BARPath = filepath.Join(dir, "bar")
+		b, _, err := bar.CreateFile(r.BARPath, l.BARSize())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		d, _, err := bar.CreateFile(dmaName, l.DMASize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		r.BAR, r.DMA = b, d
+	} else {
+		b, err := bar.NewMem("bar", l.BARSize())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := bar.NewMem("dma", l.DMASize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.BAR, r.DMA = b, d
 	}
-	d, err := bar.NewMem("dma", l.DMASize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Rig{BAR: b, DMA: d, Layout: l, Config: config.Default()}
+	r.regs(t)
 	r.Rebuild(t)
 	return r
 }
+
+// unmapped hides a region's mapping.
+type unmapped struct{ bar.Region }
+
+func (unmapped) Bytes() ([]byte, error) { return nil, bar.ErrNotMapped }
 
 // Rebuild makes a new PF over the rig's regions (a PF restart).
 func (r *Rig) Rebuild(t testing.TB) {
@@ -58,7 +135,11 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := vhcr.New(vhcr.Options{BAR: r.BAR, DMA: r.DMA, Layout: r.Layout, HCA: h,
+	d := r.DMA
+	if r.opts.UnmappedDMA {
+		d = unmapped{d}
+	}
+	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -106,4 +187,70 @@ func (r *Rig) InitVF(t testing.TB, i int) *vhcr.VF {
 		t.Fatalf("VF %d init: %v", i, err)
 	}
 	return v
+}
+
+// regs opens every VF's slave_write and slave_read.
+func (r *Rig) regs(t testing.TB) {
+	t.Helper()
+	n := r.Layout.NumVFs
+	r.sw, r.sr = make([]bar.Reg, n), make([]bar.Reg, n)
+	for i := range n {
+		var err error
+		if r.sw[i], err = bar.NewReg(r.BAR, r.Layout.CommPage(i)+vhcr.RegSlaveWrite); err != nil {
+			t.Fatal(err)
+		}
+		if r.sr[i], err = bar.NewReg(r.BAR, r.Layout.CommPage(i)+vhcr.RegSlaveRead); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// SlaveWrite is VF i's slave_write register.
+func (r *Rig) SlaveWrite(i int) bar.Reg { return r.sw[i] }
+
+// SlaveRead is VF i's slave_read register.
+func (r *Rig) SlaveRead(i int) bar.Reg { return r.sr[i] }
+
+// Write posts comm command cmd for VF i with the next toggle, as a VF
+// does, and does not wait.
+func (r *Rig) Write(i int, cmd vhcr.CommCmd, param uint16) {
+	r.toggles[i] ^= 1
+	r.sw[i].Store(vhcr.CommWord(r.toggles[i], cmd, param))
+}
+
+// SetToggle makes t the toggle of VF i's last Write (after a test rewrote
+// the registers, as sync_toggles does).
+func (r *Rig) SetToggle(i int, t uint32) { r.toggles[i] = t & 1 }
+
+// Acked reports whether the PF acknowledged VF i's last Write.
+func (r *Rig) Acked(i int) bool { return r.sr[i].Load()>>31 == r.toggles[i] }
+
+// VHCRAddr is the DMA-region offset of VF i's vHCR (page 0 of its window,
+// where vhcr.VF and the rig's tests put it).
+func (r *Rig) VHCRAddr(i int) int64 { return r.Layout.DMABase + int64(i)*r.Layout.Window }
+
+// SetVHCR writes h into VF i's vHCR.
+func (r *Rig) SetVHCR(t testing.TB, i int, h mlx4.VHCR) {
+	t.Helper()
+	var img [mlx4.VHCRSize]byte
+	h.Encode(&img)
+	r.SetVHCRImage(t, i, img)
+}
+
+// SetVHCRImage writes a raw image into VF i's vHCR.
+func (r *Rig) SetVHCRImage(t testing.TB, i int, img [mlx4.VHCRSize]byte) {
+	t.Helper()
+	if _, err := r.DMA.WriteAt(img[:], r.VHCRAddr(i)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// VHCR reads VF i's vHCR image.
+func (r *Rig) VHCR(t testing.TB, i int) [mlx4.VHCRSize]byte {
+	t.Helper()
+	var img [mlx4.VHCRSize]byte
+	if _, err := r.DMA.ReadAt(img[:], r.VHCRAddr(i)); err != nil {
+		t.Fatal(err)
+	}
+	return img
 }

@@ -1,4 +1,4 @@
-package vhcr
+package master
 
 import (
 	"context"
@@ -10,25 +10,44 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/futex"
+	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 )
 
-// Idle policy of the poller. After the last work it spins (PAUSE) for
-// SpinFor, then yields the CPU (sched_yield, so that a VF spinning on the same
-// CPU runs) until YieldFor, then blocks: on the futex doorbell where the region
-// is shared memory, else in nanosleep with a backoff up to MaxSleep. Go's
-// time.Sleep cannot sleep under about 1.1 ms on these machines, which is why
-// the sleeps are raw syscalls on the locked thread.
-var (
-	SpinFor  = 50 * time.Microsecond
-	YieldFor = 1 * time.Millisecond
-	MaxSleep = 1 * time.Millisecond
+// Idle is the idle policy of the poller. After the last work it spins
+// (PAUSE) for SpinFor, then yields the CPU (sched_yield, so that a VF
+// spinning on the same CPU runs) until YieldFor, then blocks: on the futex
+// doorbell where the region is shared memory, at most FutexTimeout per
+// wait, else in nanosleep with a backoff up to MaxSleep. Go's time.Sleep
+// cannot sleep under about 1.1 ms on these machines, which is why the
+// sleeps are raw syscalls on the locked thread. A zero field takes its
+// default (DefaultIdle).
+type Idle struct {
+	SpinFor  time.Duration // default 50 µs
+	YieldFor time.Duration // default 1 ms
+	MaxSleep time.Duration // default 1 ms
 	// FutexTimeout bounds one futex wait, so that FLAGS handshakes and
-	// requests are seen even if no VF rings the doorbell.
-	FutexTimeout = 20 * time.Millisecond
-)
+	// requests are seen even if no VF rings the doorbell. Default 20 ms.
+	FutexTimeout time.Duration
+}
+
+// DefaultIdle is the poller's default idle policy.
+var DefaultIdle = Idle{SpinFor: 50 * time.Microsecond, YieldFor: time.Millisecond, MaxSleep: time.Millisecond, FutexTimeout: 20 * time.Millisecond}
+
+// withDefaults fills the zero fields of i from DefaultIdle.
+func (i Idle) withDefaults() Idle {
+	d := DefaultIdle
+	for _, x := range []struct{ f, def *time.Duration }{{&i.SpinFor, &d.SpinFor}, {&i.YieldFor, &d.YieldFor}, {&i.MaxSleep, &d.MaxSleep}, {&i.FutexTimeout, &d.FutexTimeout}} {
+		if *x.f <= 0 {
+			*x.f = *x.def
+		}
+	}
+	return i
+}
 
 // ErrStopped is returned by Do when the poller has stopped.
-var ErrStopped = errors.New("vhcr: poller stopped")
+var ErrStopped = errors.New("master: poller stopped")
 
 // Run serves the VFs until ctx is done or Stop is called. It locks its
 // goroutine to an OS thread. It clears the offline bit of every comm page when
@@ -39,7 +58,7 @@ func (p *PF) Run(ctx context.Context) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if !p.running.CompareAndSwap(false, true) {
-		return errors.New("vhcr: Run called twice")
+		return errors.New("master: Run called twice")
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -50,13 +69,13 @@ func (p *PF) Run(ctx context.Context) error {
 		case <-done:
 		}
 	}()
-	perNS := ticksPerNS()
-	spin := uint64(float64(SpinFor.Nanoseconds()) * perNS)
-	yield := uint64(float64(YieldFor.Nanoseconds()) * perNS)
+	perNS := tick.PerNS()
+	spin := uint64(float64(p.idle.SpinFor.Nanoseconds()) * perNS)
+	yield := uint64(float64(p.idle.YieldFor.Nanoseconds()) * perNS)
 	for i := range p.vfs {
-		p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ FlagsOffline)
+		p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ vhcr.FlagsOffline)
 	}
-	p.pfState.Store(PFStateServing)
+	p.pfState.Store(vhcr.PFStateServing)
 	p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
 
 	var idleSince uint64
@@ -92,7 +111,7 @@ func (p *PF) Run(ctx context.Context) error {
 		if p.stopping.Load() {
 			break
 		}
-		now := cputicks()
+		now := tick.Now()
 		if idleSince == 0 {
 			idleSince = now
 			if p.scans++; p.scans%64 == 0 {
@@ -107,7 +126,7 @@ func (p *PF) Run(ctx context.Context) error {
 		default:
 			p.checkFlags()
 			p.block(sleepNS)
-			if sleepNS < MaxSleep.Nanoseconds() {
+			if sleepNS < p.idle.MaxSleep.Nanoseconds() {
 				sleepNS *= 2
 			}
 		}
@@ -127,7 +146,7 @@ func (p *PF) block(sleepNS int64) {
 	atomic.StoreUint32(p.sleeping, 1) // XCHG: orders the flag before the re-check
 	seq := atomic.LoadUint32(p.doorbell)
 	if !p.peek() && p.pending.Load() == 0 && !p.stopping.Load() {
-		futexWait(p.doorbell, seq, FutexTimeout.Nanoseconds())
+		futex.Wait(p.doorbell, seq, p.idle.FutexTimeout.Nanoseconds())
 	}
 	atomic.StoreUint32(p.sleeping, 0)
 }
@@ -136,7 +155,7 @@ func (p *PF) block(sleepNS int64) {
 func (p *PF) wake() {
 	if p.doorbell != nil {
 		atomic.AddUint32(p.doorbell, 1)
-		futexWake(p.doorbell, 1)
+		futex.Wake(p.doorbell, 1)
 	}
 }
 
@@ -150,9 +169,9 @@ func (p *PF) shutdown() {
 	for i := range p.vfs {
 		p.persistVF(i)
 		st := &p.vfs[i]
-		st.flags.Store(st.flags.Load() | FlagsOffline)
+		st.flags.Store(st.flags.Load() | vhcr.FlagsOffline)
 	}
-	p.pfState.Store(PFStateStopped)
+	p.pfState.Store(vhcr.PFStateStopped)
 	p.running.Store(false)
 	p.log.Info("stopped; comm pages marked offline")
 }
@@ -194,7 +213,7 @@ func (p *PF) runRequests() {
 
 // VFInfo is a snapshot of one VF's channel state.
 type VFInfo struct {
-	LastCmd CommCmd
+	LastCmd vhcr.CommCmd
 	Active  bool
 	VHCR    uint64
 	Toggle  uint32
@@ -208,44 +227,6 @@ func (p *PF) Info(vf int) (VFInfo, error) {
 		in = VFInfo{LastCmd: st.lastCmd, Active: st.active, VHCR: st.vhcr, Toggle: st.ack >> 31}
 	})
 	return in, err
-}
-
-// BeginFLR starts a function-level reset of VF vf (the FLR event of mlx4
-// eq.c): the VF's resources are released at once and, until EndFLR, every
-// comm command but RESET is dropped without acknowledgement and RESET is
-// acknowledged without the version.
-func (p *PF) BeginFLR(vf int) error {
-	if vf < 0 || vf >= len(p.vfs) {
-		return errors.New("vhcr: no such VF")
-	}
-	return p.Do(func() {
-		p.resetFunction(vf, ResetFLR)
-		p.vfs[vf].lastCmd = CommFLR
-		p.persistVF(vf)
-	})
-}
-
-// EndFLR completes the FLR (mlx4's INFORM_FLR_DONE): the VF may start again
-// from RESET.
-func (p *PF) EndFLR(vf int) error {
-	if vf < 0 || vf >= len(p.vfs) {
-		return errors.New("vhcr: no such VF")
-	}
-	return p.Do(func() {
-		st := &p.vfs[vf]
-		if st.lastCmd == CommFLR {
-			st.lastCmd = CommReset
-			p.persistVF(vf)
-		}
-	})
-}
-
-// FLR runs a whole function-level reset of VF vf.
-func (p *PF) FLR(vf int) error {
-	if err := p.BeginFLR(vf); err != nil {
-		return err
-	}
-	return p.EndFLR(vf)
 }
 
 // schedYield gives the CPU to another runnable thread (x/sys/unix has no

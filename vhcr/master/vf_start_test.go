@@ -1,22 +1,21 @@
-package vhcr
+package master_test
 
 import (
 	"encoding/binary"
 	"errors"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// startRig is a step rig with VF 0 up and its VF library side open.
-func startRig(t *testing.T) (*stepRig, *VF) {
+// startRig is a step rig with VF 0 up and its VF library side open: the
+// VF's Start and Poll against the PF, one deterministic scan at a time.
+func startRig(t *testing.T) (stepRig, *vhcr.VF) {
 	t.Helper()
 	r := newStepRig(t, 1)
 	r.up(t, 0)
-	v, err := NewVF(r.bar, r.dma, r.pf.lay, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := r.VF(t, 0)
 	if err := v.SyncToggles(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -27,32 +26,32 @@ func startRig(t *testing.T) (*stepRig, *VF) {
 // PF has served the command and then returns what Post would have, once.
 func TestStartPoll(t *testing.T) {
 	r, v := startRig(t)
-	if _, _, err := v.Poll(); !errors.Is(err, ErrNotStarted) {
-		t.Fatalf("Poll before Start: %v, want ErrNotStarted", err)
+	if _, _, err := v.Poll(); !errors.Is(err, vhcr.ErrNotStarted) {
+		t.Fatalf("Poll before Start: %v, want vhcr.ErrNotStarted", err)
 	}
-	if err := v.Start(&Request{Op: mlx4.NOP}); err != nil {
+	if err := v.Start(&vhcr.Request{Op: mlx4.NOP}); err != nil {
 		t.Fatal(err)
 	}
 	if _, done, err := v.Poll(); done || err != nil {
 		t.Fatalf("Poll before the PF scanned: done=%v err=%v", done, err)
 	}
-	if err := v.Start(&Request{Op: mlx4.NOP}); !errors.Is(err, ErrBusy) {
-		t.Fatalf("second Start while in flight: %v, want ErrBusy", err)
+	if err := v.Start(&vhcr.Request{Op: mlx4.NOP}); !errors.Is(err, vhcr.ErrBusy) {
+		t.Fatalf("second Start while in flight: %v, want vhcr.ErrBusy", err)
 	}
-	r.pf.scan()
+	r.scan()
 	resp, done, err := v.Poll()
 	if !done || err != nil || resp.Status != mlx4.OK || resp.Out != nil {
 		t.Fatalf("NOP: done=%v err=%v status=%v out=%v", done, err, resp.Status, resp.Out != nil)
 	}
-	if _, _, err := v.Poll(); !errors.Is(err, ErrNotStarted) {
-		t.Fatalf("Poll after completion: %v, want ErrNotStarted", err)
+	if _, _, err := v.Poll(); !errors.Is(err, vhcr.ErrNotStarted) {
+		t.Fatalf("Poll after completion: %v, want vhcr.ErrNotStarted", err)
 	}
 
 	// An opcode with an outbox: the Response points at the outbox page.
-	if err := v.Start(&Request{Op: mlx4.QUERY_FW}); err != nil {
+	if err := v.Start(&vhcr.Request{Op: mlx4.QUERY_FW}); err != nil {
 		t.Fatal(err)
 	}
-	r.pf.scan()
+	r.scan()
 	resp, done, err = v.Poll()
 	if !done || err != nil || resp.Status != mlx4.OK || resp.Out == nil {
 		t.Fatalf("QUERY_FW: done=%v err=%v status=%v", done, err, resp.Status)
@@ -62,10 +61,10 @@ func TestStartPoll(t *testing.T) {
 	}
 
 	// A bad status is in the Response, not an error.
-	if err := v.Start(&Request{Op: 0xfff}); err != nil {
+	if err := v.Start(&vhcr.Request{Op: 0xfff}); err != nil {
 		t.Fatal(err)
 	}
-	r.pf.scan()
+	r.scan()
 	if resp, done, err = v.Poll(); !done || err != nil || resp.Status == mlx4.OK {
 		t.Fatalf("unknown opcode: done=%v err=%v status=%v", done, err, resp.Status)
 	}
@@ -74,13 +73,14 @@ func TestStartPoll(t *testing.T) {
 // TestPollInternalError: an acknowledgement with the internal-error bit
 // completes the command with ErrInternal.
 func TestPollInternalError(t *testing.T) {
-	_, v := startRig(t)
-	if err := v.Start(&Request{Op: mlx4.NOP}); err != nil {
+	r, v := startRig(t)
+	if err := v.Start(&vhcr.Request{Op: mlx4.NOP}); err != nil {
 		t.Fatal(err)
 	}
-	v.sr.Store(v.toggle<<31 | InternalErrBit)
-	if _, done, err := v.Poll(); !done || !errors.Is(err, ErrInternal) {
-		t.Fatalf("done=%v err=%v, want ErrInternal", done, err)
+	// The PF's answer to a violation: its toggle with bit 17.
+	r.SlaveRead(0).Store(r.SlaveWrite(0).Load()&vhcr.ToggleBit | vhcr.InternalErrBit)
+	if _, done, err := v.Poll(); !done || !errors.Is(err, vhcr.ErrInternal) {
+		t.Fatalf("done=%v err=%v, want vhcr.ErrInternal", done, err)
 	}
 }
 
@@ -88,12 +88,12 @@ func TestPollInternalError(t *testing.T) {
 // with Poll allocates nothing on the VF side.
 func TestStartPollAllocatesNothing(t *testing.T) {
 	r, v := startRig(t)
-	req := Request{Op: mlx4.NOP}
+	req := vhcr.Request{Op: mlx4.NOP}
 	allocs := testing.AllocsPerRun(1000, func() {
 		if err := v.Start(&req); err != nil {
 			t.Fatal(err)
 		}
-		r.pf.scan()
+		r.scan()
 		if _, done, err := v.Poll(); !done || err != nil {
 			t.Fatalf("done=%v err=%v", done, err)
 		}

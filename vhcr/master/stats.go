@@ -1,6 +1,7 @@
-package vhcr
+package master
 
 import (
+	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -99,7 +100,7 @@ func newStats(numVFs, numOps int) *Stats {
 		DMA:      make([]uint64, numVFs),
 		Dropped:  make([]uint64, numVFs),
 	}
-	perNS := ticksPerNS()
+	perNS := tick.PerNS()
 	for i, b := range LatencyBounds {
 		s.latencyTicks[i] = uint64(b * 1e9 * perNS)
 	}
@@ -154,7 +155,7 @@ func (s *Stats) sample() bool {
 }
 
 func (s *Stats) observe(ticks uint64) {
-	s.LatencyNS += ticksToNS(ticks, ticksPerNS())
+	s.LatencyNS += tick.ToNS(ticks, tick.PerNS())
 	for i, b := range s.latencyTicks {
 		if ticks <= b {
 			s.Latency[i]++

@@ -1,4 +1,4 @@
-package vhcr_test
+package master_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
@@ -165,7 +166,7 @@ func TestMailboxAddresses(t *testing.T) {
 	if sr&vhcr.InternalErrBit == 0 {
 		t.Fatalf("outbox fault did not reset the VF (slave_read %#x)", sr)
 	}
-	if n := r.PF.Stats().Reset(1, vhcr.ResetDMA); n != 1 {
+	if n := r.PF.Stats().Reset(1, master.ResetDMA); n != 1 {
 		t.Errorf("DMA resets %d, want 1", n)
 	}
 	if in, _ := r.PF.Info(1); in.LastCmd != vhcr.CommReset || in.Active {
@@ -187,25 +188,25 @@ func TestMailboxAddresses(t *testing.T) {
 func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		reason vhcr.ResetReason
+		reason master.ResetReason
 		do     func(v *vhcr.VF) error
 	}{
-		{"VHCR_POST before VHCR_EN", vhcr.ResetSequence, func(v *vhcr.VF) error {
+		{"VHCR_POST before VHCR_EN", master.ResetSequence, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
 			return v.Comm(ctx, vhcr.CommVHCRPost, 0, v.Timeouts.Comm)
 		}},
-		{"VHCR1 before VHCR0", vhcr.ResetSequence, func(v *vhcr.VF) error {
+		{"VHCR1 before VHCR0", master.ResetSequence, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
 			return v.Comm(ctx, vhcr.CommVHCR1, 0, v.Timeouts.Comm)
 		}},
-		{"unknown comm command", vhcr.ResetUnknownCmd, func(v *vhcr.VF) error {
+		{"unknown comm command", master.ResetUnknownCmd, func(v *vhcr.VF) error {
 			return v.Comm(ctx, 7, 0, v.Timeouts.Comm)
 		}},
-		{"vHCR outside the window", vhcr.ResetVHCRAddress, func(v *vhcr.VF) error {
+		{"vHCR outside the window", master.ResetVHCRAddress, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
@@ -216,7 +217,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 			}
 			return v.Comm(ctx, vhcr.CommVHCREn, 0, v.Timeouts.Comm) // address 0 is fine...
 		}},
-		{"vHCR not 4 KiB aligned", vhcr.ResetVHCRAddress, func(v *vhcr.VF) error {
+		{"vHCR not 4 KiB aligned", master.ResetVHCRAddress, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
@@ -227,7 +228,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 			}
 			return v.Comm(ctx, vhcr.CommVHCREn, 0x0800, v.Timeouts.Comm)
 		}},
-		{"vHCR beyond the window", vhcr.ResetVHCRAddress, func(v *vhcr.VF) error {
+		{"vHCR beyond the window", master.ResetVHCRAddress, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
@@ -294,7 +295,7 @@ func TestWrongToggle(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The PF answers with bit 17 and the unchanged toggle.
-	for i := 0; r.PF.Stats().Reset(1, vhcr.ResetToggle) == 0; i++ {
+	for i := 0; r.PF.Stats().Reset(1, master.ResetToggle) == 0; i++ {
 		if _, err := r.PF.Info(1); err != nil { // a request: at least one scan has run since
 			t.Fatal(err)
 		}
@@ -335,7 +336,7 @@ func TestZeroedRegistersResync(t *testing.T) {
 	if r.PF.Stats().Resyncs[0] == 0 {
 		t.Error("no resync counted")
 	}
-	if r.PF.Stats().Reset(0, vhcr.ResetToggle) != 0 {
+	if r.PF.Stats().Reset(0, master.ResetToggle) != 0 {
 		t.Error("zeroing was treated as a toggle violation")
 	}
 }
@@ -371,7 +372,7 @@ func TestResetRequestHandshake(t *testing.T) {
 	if err := v.RequestReset(ctx); err != nil {
 		t.Fatalf("reset request: %v", err)
 	}
-	if n := r.PF.Stats().Reset(1, vhcr.ResetRequest); n != 1 {
+	if n := r.PF.Stats().Reset(1, master.ResetRequest); n != 1 {
 		t.Errorf("reset-request resets: %d", n)
 	}
 	if in, _ := r.PF.Info(1); in.LastCmd != vhcr.CommReset {
@@ -417,7 +418,7 @@ func TestFLR(t *testing.T) {
 	if got := post(t, v2, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after FLR: %v", got.Status)
 	}
-	if n := r.PF.Stats().Reset(1, vhcr.ResetFLR); n != 1 {
+	if n := r.PF.Stats().Reset(1, master.ResetFLR); n != 1 {
 		t.Errorf("FLR resets %d", n)
 	}
 }
@@ -510,5 +511,16 @@ func TestAccessRegThroughTheChannel(t *testing.T) {
 	in[6] = mlx4.ACCESS_REG_WRITE
 	if got := post(t, v, vhcr.Request{Op: mlx4.ACCESS_REG, In: in}); got.Status != mlx4.BAD_OP {
 		t.Fatalf("PTYS write: %v, want BAD_OP", got.Status)
+	}
+}
+
+// TestNewRejectsSmallBAR: a fixed-size BAR (a device) that cannot hold the
+// VFs is refused with bar.ErrTooSmall.
+func TestNewRejectsSmallBAR(t *testing.T) {
+	l, _ := vhcr.NewLayout(8, 64<<10, true, 0, 0, "")
+	small, _ := bar.NewMem("bar", 0x10000)
+	_, err := master.New(master.Options{BAR: small, DMA: small, Layout: l})
+	if !errors.Is(err, bar.ErrTooSmall) {
+		t.Fatalf("PF over a too-small BAR: %v", err)
 	}
 }

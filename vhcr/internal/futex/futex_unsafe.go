@@ -1,4 +1,4 @@
-package vhcr
+package futex
 
 import (
 	"unsafe"
@@ -12,16 +12,16 @@ const (
 	futexWakeOp = 1 // FUTEX_WAKE
 )
 
-// futexWait blocks while *addr == val, at most timeoutNS nanoseconds. The word
+// Wait blocks while *addr == val, at most timeoutNS nanoseconds. The word
 // is shared between processes (no FUTEX_PRIVATE_FLAG). Spurious returns are
 // fine: callers re-check their condition.
-func futexWait(addr *uint32, val uint32, timeoutNS int64) {
+func Wait(addr *uint32, val uint32, timeoutNS int64) {
 	ts := unix.NsecToTimespec(timeoutNS)
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
 		uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
-// futexWake wakes up to n waiters on addr.
-func futexWake(addr *uint32, n int) {
+// Wake wakes up to n waiters on addr.
+func Wake(addr *uint32, n int) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, uintptr(n), 0, 0, 0)
 }

@@ -1,7 +1,7 @@
 #include "textflag.h"
 
-// func cputicks() uint64
-TEXT ·cputicks(SB), NOSPLIT, $0-8
+// func Now() uint64
+TEXT ·Now(SB), NOSPLIT, $0-8
 	RDTSC
 	SHLQ $32, DX
 	ORQ DX, AX

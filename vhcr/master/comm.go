@@ -1,0 +1,194 @@
+package master
+
+import (
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr"
+)
+
+// The comm channel state machine (mlx4_master_do_cmd): scanning the comm
+// pages, the per-VF sequence RESET, VHCR0..VHCR2, VHCR_EN, VHCR_POST, and
+// the resets that answer violations.
+
+// scan serves every VF with a new slave_write once, round-robin from a start
+// that advances every scan. It reports whether any VF had work.
+func (p *PF) scan() bool {
+	n := len(p.vfs)
+	i := p.next
+	busy := false
+	for k := 0; k < n; k++ {
+		st := &p.vfs[i]
+		if w := st.sw.Load(); w != st.lastWord {
+			p.serve(i, w)
+			busy = true
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	if p.next++; p.next == n {
+		p.next = 0
+	}
+	return busy
+}
+
+// peek reports whether any VF has written slave_write since last served.
+func (p *PF) peek() bool {
+	for i := range p.vfs {
+		if p.vfs[i].sw.Load() != p.vfs[i].lastWord {
+			return true
+		}
+	}
+	return false
+}
+
+// serve handles a changed slave_write word w of VF i (mlx4_master_do_cmd).
+func (p *PF) serve(i int, w uint32) {
+	st := &p.vfs[i]
+	if w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack && st.lastCmd == vhcr.CommVHCRPost && p.postFast(i, st, w) {
+		return
+	}
+	// slave_read is the reference, as in mlx4's scan: if it no longer holds
+	// our last acknowledgement, the VF rewrote its registers (sync_toggles
+	// zeroes both after a misbehaved predecessor); resynchronise from it.
+	sr := st.sr.Load()
+	resynced := sr&vhcr.ToggleBit != st.ack
+	if resynced {
+		st.ack = sr & vhcr.ToggleBit
+		p.stats.Resyncs[i]++
+	}
+	if w&vhcr.ToggleBit == st.ack {
+		st.lastWord = w
+		if resynced {
+			return // nothing pending after all
+		}
+		if w == 0 && sr == 0 {
+			// Both registers zeroed while our toggle was already 0.
+			p.stats.Resyncs[i]++
+			return
+		}
+		// slave_write rewritten without a toggle flip: a VF that flipped
+		// twice, or wrote over a pending command.
+		p.violation(i, st.ack, ResetToggle, "slave_write rewritten without a toggle flip", w)
+		return
+	}
+	st.lastWord = w
+	toggle := w & vhcr.ToggleBit
+	cmd, param := vhcr.SplitCommWord(w)
+	if w&^vhcr.SlaveWriteValid != 0 {
+		p.violation(i, toggle, ResetUnknownCmd, "reserved bits set in slave_write", w)
+		return
+	}
+	if st.lastCmd == vhcr.CommFLR && cmd != vhcr.CommReset {
+		// FLR in progress: drop without acknowledgement (mlx4 §1.7 step 4).
+		p.stats.Dropped[i]++
+		return
+	}
+	reply := toggle
+	switch cmd {
+	case vhcr.CommReset:
+		if st.lastCmd == vhcr.CommFLR {
+			// RESET during FLR: acknowledged without the version and without
+			// cleanup (the FLR released everything).
+			st.lastCmd, st.active, st.vhcr = vhcr.CommReset, false, 0
+		} else {
+			p.resetFunction(i, ResetByVF)
+			reply |= vhcr.CommVersion
+		}
+	case vhcr.CommVHCR0:
+		if st.lastCmd != vhcr.CommReset {
+			p.violation(i, toggle, ResetSequence, "VHCR0 not after RESET", w)
+			return
+		}
+		st.vhcr = uint64(param) << 48
+	case vhcr.CommVHCR1:
+		if st.lastCmd != vhcr.CommVHCR0 {
+			p.violation(i, toggle, ResetSequence, "VHCR1 not after VHCR0", w)
+			return
+		}
+		st.vhcr |= uint64(param) << 32
+	case vhcr.CommVHCR2:
+		if st.lastCmd != vhcr.CommVHCR1 {
+			p.violation(i, toggle, ResetSequence, "VHCR2 not after VHCR1", w)
+			return
+		}
+		st.vhcr |= uint64(param) << 16
+	case vhcr.CommVHCREn:
+		if st.lastCmd != vhcr.CommVHCR2 {
+			p.violation(i, toggle, ResetSequence, "VHCR_EN not after VHCR2", w)
+			return
+		}
+		st.vhcr |= uint64(param)
+		// Stricter than mlx4, which finds a bad address at the first
+		// VHCR_POST: the vHCR must be 4 KiB aligned (ACCESS_MEM's rule) and
+		// inside the window now.
+		if err := st.mapVHCR(); err != nil {
+			p.violation(i, toggle, ResetVHCRAddress, "vHCR address: "+err.Error(), w)
+			return
+		}
+		// mlx4_master_activate_admin_state: VST VLAN and spoof-checked MAC
+		// registered; no room resets the VF, as mlx4 does.
+		if err := p.hca.ActivateVF(i); err != nil {
+			p.violation(i, toggle, ResetAdminState, err.Error(), w)
+			return
+		}
+		st.active = true
+	case vhcr.CommVHCRPost:
+		if st.lastCmd != vhcr.CommVHCREn && st.lastCmd != vhcr.CommVHCRPost {
+			p.violation(i, toggle, ResetSequence, "VHCR_POST before VHCR_EN", w)
+			return
+		}
+		if err := p.post(i, toggle); err != nil {
+			p.violation(i, toggle, ResetDMA, err.Error(), w)
+		}
+		return
+	default:
+		p.violation(i, toggle, ResetUnknownCmd, "unknown comm command", w)
+		return
+	}
+	p.acknowledge(i, cmd, reply)
+}
+
+// acknowledge records cmd as the VF's last command and writes the reply.
+func (p *PF) acknowledge(i int, cmd vhcr.CommCmd, reply uint32) {
+	st := &p.vfs[i]
+	changed := st.lastCmd != cmd
+	st.lastCmd = cmd
+	st.reply(reply)
+	if changed {
+		p.persistVF(i)
+	}
+}
+
+// reply writes slave_read and records its toggle as acknowledged; the
+// VF's last command is unchanged.
+func (st *vfState) reply(r uint32) {
+	st.ack = r & vhcr.ToggleBit
+	st.sr.Store(r)
+}
+
+// violation resets VF i's channel (releasing its resources) and acknowledges
+// with bit 17 so that the VF resets itself at once instead of timing out.
+func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word uint32) {
+	p.resetFunction(i, why)
+	st := &p.vfs[i]
+	st.lastCmd = vhcr.CommReset
+	st.ack = toggle
+	st.sr.Store(toggle | vhcr.InternalErrBit)
+	p.persistVF(i)
+	if p.limit.allow() {
+		p.log.Warn("resetting VF after a comm channel violation", "vf", i, "reason", why.String(), "detail", msg, "slave_write", fmt.Sprintf("%#08x", word))
+	}
+}
+
+// resetFunction releases VF i's resources and returns it to RESET.
+func (p *PF) resetFunction(i int, why ResetReason) {
+	st := &p.vfs[i]
+	if p.reset != nil {
+		p.reset.ResetFunction(i)
+	}
+	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil
+	st.lastCmd = vhcr.CommReset
+	p.stats.countReset(i, why)
+}

@@ -1,0 +1,26 @@
+// Package master is the PF side of the mlx4 SR-IOV command path (mlx4 calls
+// the PF "master"): PF polls every VF's comm page with single 32-bit loads of
+// slave_write, runs the per-VF state machine of mlx4_master_do_cmd (RESET,
+// VHCR0..VHCR2, VHCR_EN, VHCR_POST; violations reset the VF with bit 17),
+// and processes VHCR_POST (post.go) in one path of shared helpers: read the
+// vHCR once into a four-word shadow; decode it with mlx4's decoder; admit it
+// against its row of the command table (Table, which is mlx4's cmd_info[]:
+// no row BAD_PARAM, EPERM BAD_OP, an op_modifier the row does not allow
+// BAD_PARAM); check the outbox and copy the 4 KiB inbox into a shadow, both
+// through dma.Window.Mailbox; execute on the software HCA (hca.HCA.Exec,
+// package vhcr/hca); copy the outbox out; write the status and the immediate
+// output back; acknowledge by toggling slave_read; account. The common
+// command (no mailbox, not EPERM) takes a fast path in front of the same
+// helpers. With the vHCR 'e' bit the PF acknowledges first and reports
+// completion, status and immediate output in a completion EQE carrying the
+// VF's token (EventSink).
+//
+// It also owns: persistence of each VF's channel state in the header (a
+// restarted PF resumes the VFs' channels), the FLAGS reset handshake, FLR,
+// the poller's idle policy (spin, yield, futex doorbell), and the counters
+// the poller keeps without atomics (Stats). Every VF-supplied value is read
+// once into PF-private memory and only that copy is checked and used.
+//
+// The wire contract and the VF half are package vhcr; the per-opcode ABI
+// facts (cmd_info[]) are package vhcr/mlx4.
+package master

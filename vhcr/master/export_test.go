@@ -1,0 +1,49 @@
+package master
+
+import "github.com/vhcrd/vhcrd/vhcr"
+
+// Hooks for the package's external tests, which drive a vhcrtest rig one
+// scan at a time (compiled into this package's tests only).
+
+// Scan runs one scan of every VF.
+func (p *PF) Scan() bool { return p.scan() }
+
+// ScanStart is the VF the next scan starts at; SetScanStart moves it.
+func (p *PF) ScanStart() int { return p.next }
+
+func (p *PF) SetScanStart(i int) { p.next = i }
+
+// Counters are the poller's own counters (not a copy).
+func (p *PF) Counters() *Stats { return p.stats }
+
+// PostFast runs the fast path on VF i's current slave_write.
+func (p *PF) PostFast(i int) bool {
+	st := &p.vfs[i]
+	return p.postFast(i, st, st.sw.Load())
+}
+
+// VFState is what the tests look at of a VF's channel state.
+type VFState struct {
+	LastCmd        vhcr.CommCmd
+	Active         bool
+	VHCR           uint64
+	Ack, LastWord  uint32
+	VHCRMapped     bool
+	VHCRBoxChecked bool
+}
+
+// State returns VF i's channel state.
+func (p *PF) State(i int) VFState {
+	st := &p.vfs[i]
+	return VFState{LastCmd: st.lastCmd, Active: st.active, VHCR: st.vhcr, Ack: st.ack, LastWord: st.lastWord,
+		VHCRMapped: st.vhcrMem != nil, VHCRBoxChecked: st.vhcrBox.Perm() != 0}
+}
+
+// Plain is the row's fast-path flag.
+func (e *Entry) Plain() bool { return e.plain }
+
+// WithDefaults is Idle.withDefaults.
+func (i Idle) WithDefaults() Idle { return i.withDefaults() }
+
+// IdlePolicy is the policy the PF's poller runs with.
+func (p *PF) IdlePolicy() Idle { return p.idle }

@@ -1,0 +1,69 @@
+package master
+
+import (
+	"errors"
+
+	"github.com/vhcrd/vhcrd/vhcr"
+)
+
+// Function resets besides RESET: the FLAGS handshake a VF in its error
+// state starts, and the FLR the operator starts.
+
+// checkFlags answers VF reset requests: a VF in its error state toggles
+// FLAGS bit 16; the PF resets the function and copies bit 16 into bit 8
+// (the handshake mlx4_reset_slave waits for, up to 10 s).
+func (p *PF) checkFlags() {
+	for i := range p.vfs {
+		st := &p.vfs[i]
+		f := st.flags.Load()
+		req := f&vhcr.FlagsResetReq != 0
+		if req == (f&vhcr.FlagsResetAck != 0) {
+			continue
+		}
+		p.resetFunction(i, ResetRequest)
+		p.persistVF(i)
+		f &^= vhcr.FlagsResetAck
+		if req {
+			f |= vhcr.FlagsResetAck
+		}
+		st.flags.Store(f)
+	}
+}
+
+// BeginFLR starts a function-level reset of VF vf (the FLR event of mlx4
+// eq.c): the VF's resources are released at once and, until EndFLR, every
+// comm command but RESET is dropped without acknowledgement and RESET is
+// acknowledged without the version.
+func (p *PF) BeginFLR(vf int) error {
+	if vf < 0 || vf >= len(p.vfs) {
+		return errors.New("master: no such VF")
+	}
+	return p.Do(func() {
+		p.resetFunction(vf, ResetFLR)
+		p.vfs[vf].lastCmd = vhcr.CommFLR
+		p.persistVF(vf)
+	})
+}
+
+// EndFLR completes the FLR (mlx4's INFORM_FLR_DONE): the VF may start again
+// from RESET.
+func (p *PF) EndFLR(vf int) error {
+	if vf < 0 || vf >= len(p.vfs) {
+		return errors.New("master: no such VF")
+	}
+	return p.Do(func() {
+		st := &p.vfs[vf]
+		if st.lastCmd == vhcr.CommFLR {
+			st.lastCmd = vhcr.CommReset
+			p.persistVF(vf)
+		}
+	})
+}
+
+// FLR runs a whole function-level reset of VF vf.
+func (p *PF) FLR(vf int) error {
+	if err := p.BeginFLR(vf); err != nil {
+		return err
+	}
+	return p.EndFLR(vf)
+}

@@ -1,0 +1,76 @@
+package master_test
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// FuzzCommChannel drives VF 1's comm page with arbitrary slave_write words,
+// slave_read rewrites and vHCR images, and checks what must hold whatever a
+// VF does: no panic, VF 1's state is one of the machine's states, an active
+// VF has a valid vHCR address, and VF 0 — which posts a NOP between every
+// step — is always served and never reset.
+//
+// Input: a sequence of 9-byte steps: kind, word (4), and 4 bytes that seed
+// the vHCR image (opcode, op_mod, flags, in_param page).
+func FuzzCommChannel(f *testing.F) {
+	up := []byte{}
+	for i, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn, vhcr.CommVHCRPost, vhcr.CommVHCRPost} {
+		w := vhcr.CommWord(uint32(i+1)&1, c, 0)
+		up = append(up, 0, byte(w>>24), byte(w>>16), byte(w>>8), byte(w), 0x00, 0x31, 0, 0)
+	}
+	f.Add(up)
+	f.Add(append(append([]byte{}, up...), 0, 0x80, 0x07, 0, 0, 0, 0, 0, 0))             // unknown comm command 7
+	f.Add(append(append([]byte{}, up...), 1, 0, 0, 0, 0, 0, 0, 0, 0))                   // zero the registers
+	f.Add(append(append([]byte{}, up...), 0, 0x00, 0x05, 0, 0x55, 0x0f, 0x0a, 0x40, 3)) // POST without a flip
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := newStepRig(t, 2)
+		r.up(t, 0)
+		r.vhcr(0, mlx4.NOP, 0)
+		win := r.Layout.Window
+		for len(in) >= 9 {
+			kind, w, seed := in[0], binary.BigEndian.Uint32(in[1:5]), in[5:9]
+			in = in[9:]
+			// The vHCR image VF 1 leaves in its page 0.
+			h := mlx4.VHCR{Op: mlx4.Opcode(binary.BigEndian.Uint16(seed[0:2]) & 0xfff), OpMod: seed[0] >> 4, Flags: seed[2],
+				InParam: uint64(seed[3]) * 0x1000, OutParam: uint64(seed[3]^1) * 0x1000, Token: mlx4.PollToken}
+			r.SetVHCR(t, 1, h)
+			switch kind % 3 {
+			case 0:
+				r.SlaveWrite(1).Store(w)
+			case 1:
+				r.SlaveWrite(1).Store(0)
+				r.SlaveRead(1).Store(0)
+			case 2:
+				r.SlaveRead(1).Store(w)
+			}
+			r.write(0, vhcr.CommVHCRPost, 0)
+			r.scan()
+			if !r.acked(0) {
+				t.Fatal("VF 0 was not served")
+			}
+			st := r.PF.State(1)
+			switch st.LastCmd {
+			case vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2:
+				if st.Active {
+					t.Fatalf("VF 1 active in %v", st.LastCmd)
+				}
+			case vhcr.CommVHCREn, vhcr.CommVHCRPost:
+				if !st.Active || st.VHCR&0xfff != 0 || st.VHCR+mlx4.VHCRSize > uint64(win) || !st.VHCRMapped {
+					t.Fatalf("VF 1 in %v with vHCR %#x active=%v mapped=%v", st.LastCmd, st.VHCR, st.Active, st.VHCRMapped)
+				}
+			default:
+				t.Fatalf("VF 1 in state %v", st.LastCmd)
+			}
+		}
+		for _, why := range master.ResetReasons() {
+			if why != master.ResetByVF && r.PF.Counters().Reset(0, why) != 0 {
+				t.Fatalf("VF 0 reset for %v by VF 1's input", why)
+			}
+		}
+	})
+}

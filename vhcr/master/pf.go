@@ -1,0 +1,234 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+// EventSink delivers EQEs to VFs: the software HCA, which models EQs.
+// Without one, commands with the 'e' bit are refused.
+type EventSink interface {
+	// HasEQ reports whether VF vf has an EQ in HW state mapped for
+	// eventType (0x0a: command completions).
+	HasEQ(vf int, eventType uint8) bool
+	// PostEQE writes eqe to the EQ VF vf mapped for eventType. It never
+	// blocks; a full EQ is counted as an overrun and reported as an error.
+	PostEQE(vf int, eventType uint8, eqe *[32]byte) error
+}
+
+// FunctionResetter releases every resource a VF holds (RESET, FLR, protocol
+// violations), in mlx4's cleanup order.
+type FunctionResetter interface {
+	ResetFunction(vf int) restrack.Released
+}
+
+// Options configure a PF.
+type Options struct {
+	BAR    bar.Region // the comm pages (and the header)
+	DMA    bar.Region // the region holding the DMA windows; may be BAR
+	Layout vhcr.Layout
+	HCA    *hca.HCA
+	Events EventSink    // nil: the HCA if it implements EventSink
+	Logger *slog.Logger // nil: slog.Default()
+	Idle   Idle         // the poller's idle policy; zero fields: DefaultIdle's
+}
+
+// PF is the master side of the comm channel for all VFs of one region.
+type PF struct {
+	lay    vhcr.Layout
+	bar    bar.Region
+	space  *dma.Space
+	hca    *hca.HCA
+	table  *Table
+	events EventSink
+	reset  FunctionResetter
+	stats  *Stats
+	log    *slog.Logger
+	limit  rateLimiter
+	idle   Idle
+	vfs    []vfState
+
+	// shadows: the only copies of VF data the PF validates and uses
+	shadow [mlx4.VHCRSize]byte // the vHCR where the window is not mapped
+	inbox  [mlx4.MailboxSize]byte
+	outbox [mlx4.MailboxSize]byte
+	cmd    mlx4.Cmd
+	eqe    [mlx4.EQESize]byte
+
+	next     int
+	doorbell *uint32 // nil where the region is not shared memory
+	sleeping *uint32
+	pfState  bar.Reg
+
+	// requests from other goroutines, run by the poller between scans
+	mu       sync.Mutex
+	reqs     []func()
+	pending  atomic.Uint32
+	running  atomic.Bool
+	stopping atomic.Bool
+	scans    uint64
+}
+
+type vfState struct {
+	sw, sr, caps, flags bar.Reg // comm page registers
+	persist             [4]bar.Reg
+	win                 *dma.Window
+	lastWord            uint32 // slave_write as last seen
+	ack                 uint32 // toggle last acknowledged: 0 or ToggleBit
+	lastCmd             vhcr.CommCmd
+	active              bool
+	vhcr                uint64
+	// vhcrBox is the vHCR's page, checked once at VHCR_EN (4 KiB aligned,
+	// inside the window, readable and writable); vhcrMem is the vHCR in it
+	// where the window is mapped, so that VHCR_POST reads and writes it
+	// with plain loads and stores, else nil (vhcrBox's copies then).
+	vhcrBox dma.Mailbox
+	vhcrMem *[mlx4.VHCRSize]byte
+}
+
+// mapVHCR checks the vHCR's page at st.vhcr and keeps it for VHCR_POST.
+func (st *vfState) mapVHCR() error {
+	st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
+	box, err := st.win.Mailbox(st.vhcr, dma.ReadWrite)
+	if err != nil {
+		return err
+	}
+	st.vhcrBox = box
+	if m := box.Mapped(); m != nil {
+		st.vhcrMem = (*[mlx4.VHCRSize]byte)(m[:mlx4.VHCRSize])
+	}
+	return nil
+}
+
+// New sets up the PF over the regions: it validates sizes, restores per-VF
+// state a previous PF left in the header when the layout matches (so posted
+// commands survive a PF restart), otherwise clears the comm registers, and
+// marks every comm page offline until Run starts.
+func New(o Options) (*PF, error) {
+	l := o.Layout
+	if o.BAR.Size() < l.BARSize() {
+		return nil, fmt.Errorf("%s: %w: %d VFs need %#x bytes, the region has %#x", o.BAR.Name(), bar.ErrTooSmall, l.NumVFs, l.BARSize(), o.BAR.Size())
+	}
+	if o.DMA.Size() < l.DMASize {
+		return nil, fmt.Errorf("%s: %w: %d windows of %#x from %#x need %#x bytes, the region has %#x",
+			o.DMA.Name(), bar.ErrTooSmall, l.NumVFs, l.Window, l.DMABase, l.DMASize, o.DMA.Size())
+	}
+	if o.HCA == nil || o.HCA.NumVFs != l.NumVFs {
+		return nil, errors.New("master: the HCA model must be built for the layout's VF count")
+	}
+	space, err := dma.NewSpace(o.DMA, l.DMABase, l.Window, l.NumVFs)
+	if err != nil {
+		return nil, err
+	}
+	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults()}
+	p.table = NewTable()
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	if p.events == nil {
+		if s, ok := any(o.HCA).(EventSink); ok {
+			p.events = s
+		}
+	}
+	if r, ok := any(o.HCA).(FunctionResetter); ok {
+		p.reset = r
+	}
+	if d, ok := any(o.HCA).(interface {
+		SetDoorbellReader(func(vf, eqn int) (uint32, bool))
+	}); ok {
+		d.SetDoorbellReader(p.eqDoorbell)
+	}
+	p.stats = newStats(l.NumVFs, p.table.NumOps())
+	p.limit = rateLimiter{perSec: 10}
+	if p.pfState, err = bar.NewReg(o.BAR, vhcr.HdrPFState); err != nil {
+		return nil, err
+	}
+	old, oldErr := vhcr.ReadLayout(o.BAR)
+	restore := oldErr == nil && old == l
+	p.vfs = make([]vfState, l.NumVFs)
+	for i := range p.vfs {
+		st := &p.vfs[i]
+		page := l.CommPage(i)
+		for _, x := range []struct {
+			r   *bar.Reg
+			off int64
+		}{{&st.sw, page + vhcr.RegSlaveWrite}, {&st.sr, page + vhcr.RegSlaveRead}, {&st.caps, page + vhcr.RegCaps}, {&st.flags, page + vhcr.RegFlags}} {
+			if *x.r, err = bar.NewReg(o.BAR, x.off); err != nil {
+				return nil, err
+			}
+		}
+		for k := range st.persist {
+			if st.persist[k], err = bar.NewReg(o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize+int64(4*k)); err != nil {
+				return nil, err
+			}
+		}
+		st.win, _ = space.Window(i)
+		st.flags.Store(vhcr.FlagsOffline)
+		st.caps.Store(vhcr.CapsVFReset)
+		if restore && p.restoreVF(i) {
+			continue
+		}
+		st.sw.Store(0)
+		st.sr.Store(0)
+		st.lastWord, st.ack, st.lastCmd, st.active, st.vhcr = 0, 0, vhcr.CommReset, false, 0
+		st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
+		p.persistVF(i)
+	}
+	if err := l.Write(o.BAR); err != nil {
+		return nil, err
+	}
+	if l.Doorbell && o.BAR.Shared() {
+		p.doorbell, _ = bar.Word(o.BAR, vhcr.HdrDoorbell)
+		p.sleeping, _ = bar.Word(o.BAR, vhcr.HdrPFSleeping)
+	}
+	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
+	_ = o.BAR.Store32(vhcr.HdrPFGen, gen+1)
+	p.pfState.Store(vhcr.PFStateInit)
+	if restore {
+		p.log.Info("restored comm channel state from the previous PF", "vfs", l.NumVFs, "generation", gen+1)
+	}
+	return p, nil
+}
+
+// Stats returns a copy of the poller-owned counters, made by the poller
+// between scans.
+func (p *PF) Stats() *Stats {
+	var s Stats
+	if err := p.Do(func() { p.stats.copyTo(&s) }); err != nil {
+		return newStats(len(p.vfs), p.stats.numOps) // the poller is stuck: report nothing rather than race
+	}
+	return &s
+}
+
+// Table returns the command table.
+func (p *PF) Table() *Table { return p.table }
+
+// Layout returns the wire layout served.
+func (p *PF) Layout() vhcr.Layout { return p.lay }
+
+// rateLimiter allows perSec log lines a second.
+type rateLimiter struct {
+	perSec int
+	sec    int64
+	n      int
+}
+
+func (r *rateLimiter) allow() bool {
+	now := time.Now().Unix()
+	if now != r.sec {
+		r.sec, r.n = now, 0
+	}
+	r.n++
+	return r.n <= r.perSec
+}

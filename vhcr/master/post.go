@@ -1,0 +1,207 @@
+package master
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// VHCR_POST (mlx4_master_process_vhcr) is one path built from the helpers
+// below, in this order: read the vHCR once into a four-word shadow; decode
+// it (mlx4's decoder); admit the command against its table row; copy the
+// mailboxes; execute (hca.HCA.Exec); finish: write the status word and the
+// immediate output back, acknowledge, and account. postFast is the same
+// path for the common command with the steps it does not need left out,
+// and an early-return test in front of it.
+
+// postFast is VHCR_POST's fast path, in front of the general one as
+// sync.Mutex's Lock is in front of lockSlow: the channel is in sequence (the
+// previous command was a VHCR_POST and slave_read still holds its
+// acknowledgement), the vHCR is mapped, and the decoded command's row has
+// the plain flag (no mailbox, not EPERM, executed; computed once in
+// NewTable), its op_modifier is legal and the 'e' bit is clear. For such a
+// command it runs the same helpers and reports true; for any other it
+// returns false having changed nothing the VF sees, and serve takes the
+// general path, which reads the vHCR afresh.
+func (p *PF) postFast(i int, st *vfState, w uint32) bool {
+	m := st.vhcrMem
+	if m == nil || st.sr.Load()&vhcr.ToggleBit != st.ack {
+		return false
+	}
+	w0, w1, w2, w3 := mlx4.VHCRWords(m)
+	c := p.decode(i, st, w0, w1, w2, w3)
+	e := p.table.Lookup(c.Op)
+	if e == nil || !e.plain || c.EBit || !e.OpModOK(c.OpMod) {
+		return false
+	}
+	t0, timed := p.start()
+	status := p.hca.Exec(c)
+	storeBack(m, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3))
+	st.lastWord = w
+	st.reply(w & vhcr.ToggleBit) // acknowledge: the last command stays VHCR_POST
+	p.account(i, e, status, c.Reason, timed, t0)
+	return true
+}
+
+// post processes VHCR_POST for VF i in general: it acknowledges (first, for
+// a command with the 'e' bit that is completed by an EQE) and accounts. An
+// error is a DMA failure that must reset the VF (vHCR unreadable, outbox
+// unwritable, write-back failed); the command is then not accounted.
+func (p *PF) post(i int, toggle uint32) error {
+	st := &p.vfs[i]
+	t0, timed := p.start()
+	w0, w1, w2, w3, err := p.readVHCR(st)
+	if err != nil {
+		p.stats.DMA[i]++
+		return fmt.Errorf("reading the vHCR: %w", err)
+	}
+	c := p.decode(i, st, w0, w1, w2, w3)
+	e, status := p.admit(c)
+	var out dma.Mailbox
+	if status == mlx4.OK && e.HasOutbox {
+		// The outbox must be writable before anything executes: a command
+		// whose results cannot be delivered must have no effect (mlx4 only
+		// finds out after executing, then resets the VF; we reset too).
+		if out, err = st.win.Mailbox(c.OutParam, dma.Write); err != nil {
+			p.stats.DMA[i]++
+			return fmt.Errorf("outbox: %w", err)
+		}
+		c.Outbox = &p.outbox
+	}
+	if status == mlx4.OK && e.HasInbox {
+		// The inbox, copied once into the shadow (low 8 bits masked, as
+		// INBOX_MASK does; ACCESS_MEM needs 4 KiB alignment).
+		c.InParam &= mlx4.InboxMask
+		if in, err := st.win.Mailbox(c.InParam, dma.Read); err != nil || in.CopyIn(p.inbox[:], 0) != nil {
+			p.stats.DMA[i]++
+			status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
+		} else {
+			c.Inbox = &p.inbox
+		}
+	}
+	event := c.EBit && p.events != nil && p.events.HasEQ(i, EventTypeCmd)
+	if status == mlx4.OK && c.EBit && !event {
+		// No EQ mapped for command completions: mlx4 would accept and never
+		// complete, leaving the VF to time out. Refuse at once instead.
+		status = c.Refuse(mlx4.BAD_SYS_STATE, mlx4.ReasonEventsNoEQ)
+	}
+	if event {
+		// Accept now: the VF may post its next command.
+		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
+	}
+	if status == mlx4.OK {
+		status = p.hca.Exec(c)
+	}
+	if status == mlx4.OK && c.Outbox != nil {
+		if err := out.CopyOut(0, p.outbox[:]); err != nil {
+			p.stats.DMA[i]++
+			return fmt.Errorf("writing the outbox: %w", err)
+		}
+	}
+	imm := e != nil && e.OutIsImm
+	if event {
+		p.completionEQE(i, c.Token, status, imm, c.OutParam)
+	} else {
+		if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(status, w3)); err != nil {
+			p.stats.DMA[i]++
+			return fmt.Errorf("writing the vHCR: %w", err)
+		}
+		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
+	}
+	p.account(i, e, status, c.Reason, timed, t0)
+	return nil
+}
+
+// readVHCR copies VF i's vHCR once into the four-word shadow: four 8-byte
+// loads from a mapped window, else through the vHCR's mailbox. The shadow
+// is held in registers (an array or a decoded struct would live on the
+// stack and put a store-to-load round trip on every field).
+func (p *PF) readVHCR(st *vfState) (w0, w1, w2, w3 uint64, err error) {
+	if m := st.vhcrMem; m != nil {
+		w0, w1, w2, w3 = mlx4.VHCRWords(m)
+		return w0, w1, w2, w3, nil
+	}
+	if err = st.vhcrBox.CopyIn(p.shadow[:], 0); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	w0, w1, w2, w3 = mlx4.VHCRWords(&p.shadow)
+	return w0, w1, w2, w3, nil
+}
+
+// decode fills the PF's reused command from VF i's vHCR shadow with mlx4's
+// decoder and clears what the previous command left.
+func (p *PF) decode(i int, st *vfState, w0, w1, w2, w3 uint64) *mlx4.Cmd {
+	c := &p.cmd
+	c.DecodeVHCR(w0, w1, w2, w3)
+	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = i, st.win, mlx4.ReasonNone, nil, nil
+	return c
+}
+
+// admit applies the table's rules: an opcode without a row is BAD_PARAM
+// (as mlx4 answers unknown opcodes; e is nil), an EPERM row BAD_OP, an
+// op_modifier the row does not allow BAD_PARAM.
+func (p *PF) admit(c *mlx4.Cmd) (*Entry, mlx4.Status) {
+	e := p.table.Lookup(c.Op)
+	switch {
+	case e == nil:
+		return nil, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode)
+	case e.EPERM:
+		return e, c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
+	case !e.OpModOK(c.OpMod):
+		return e, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+	}
+	return e, mlx4.OK
+}
+
+// writeBack writes what the PF owns of the vHCR: the immediate output for
+// an out_is_imm row, then the status word (mlx4.StatusWord: the status and
+// the flags and opcode as the VF wrote them). Plain stores where the window
+// is mapped, else through the vHCR's mailbox.
+func (p *PF) writeBack(st *vfState, imm bool, out uint64, word uint32) error {
+	if m := st.vhcrMem; m != nil {
+		storeBack(m, imm, out, word)
+		return nil
+	}
+	if imm {
+		binary.BigEndian.PutUint64(p.shadow[mlx4.OffOutParam:], out)
+		if err := st.vhcrBox.CopyOut(mlx4.OffOutParam, p.shadow[mlx4.OffOutParam:mlx4.OffOutParam+8]); err != nil {
+			return err
+		}
+	}
+	binary.BigEndian.PutUint32(p.shadow[mlx4.OffStatus:], word)
+	return st.vhcrBox.CopyOut(mlx4.OffStatus, p.shadow[mlx4.OffStatus:mlx4.OffStatus+4])
+}
+
+// storeBack is writeBack into a mapped vHCR.
+func storeBack(m *[mlx4.VHCRSize]byte, imm bool, out uint64, word uint32) {
+	if imm {
+		binary.BigEndian.PutUint64(m[mlx4.OffOutParam:], out)
+	}
+	binary.BigEndian.PutUint32(m[mlx4.OffStatus:], word)
+}
+
+// start begins timing the command if it is sampled.
+func (p *PF) start() (t0 uint64, timed bool) {
+	if p.stats.sample() {
+		return tick.Now(), true
+	}
+	return 0, false
+}
+
+// account counts a command of VF i after its acknowledgement, off the VF's
+// critical path; e is nil for an opcode not in the table.
+func (p *PF) account(i int, e *Entry, status mlx4.Status, reason mlx4.Reason, timed bool, t0 uint64) {
+	idx := 0
+	if e != nil {
+		idx = e.index
+	}
+	p.stats.countCommand(i, idx, status)
+	p.stats.countRefusal(i, reason)
+	if timed {
+		p.stats.observe(tick.Now() - t0)
+	}
+}

@@ -1,0 +1,97 @@
+package master
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+var updateREADME = flag.Bool("update-readme", false, "rewrite the README's opcode list from the command table")
+
+const (
+	readmePath  = "../../README.md"
+	readmeBegin = "<!-- opcode list: generated from master.NewTable by go test ./vhcr/master -update-readme -->\n"
+	readmeEnd   = "<!-- end of opcode list -->\n"
+)
+
+// opcodeList renders the command table as the README's opcode list: the
+// mailbox facts of each row and what the PF checks before the executor runs,
+// with the status a VF gets on refusal.
+func opcodeList(t *Table) string {
+	var b strings.Builder
+	b.WriteString("| opcode | value | inbox | outbox | imm | checked by the PF first (status on refusal) | executor |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	mark := func(v bool) string {
+		if v {
+			return "✓"
+		}
+		return ""
+	}
+	for _, e := range t.Entries() {
+		var checks []string
+		exec := "-"
+		if e.EPERM {
+			checks = append(checks, "refused: `mlx4_CMD_EPERM_wrapper` (`BAD_OP`)")
+		} else {
+			if e.OpMods != 0 {
+				var legal []string
+				for m := 0; m < 16; m++ {
+					if e.OpMods&(1<<m) != 0 {
+						legal = append(legal, fmt.Sprint(m))
+					}
+				}
+				checks = append(checks, "op_modifier in {"+strings.Join(legal, ", ")+"} (`BAD_PARAM`)")
+			}
+			if e.HasOutbox {
+				checks = append(checks, "outbox 4 KiB aligned and writable (else the VF is reset)")
+			}
+			if e.HasInbox {
+				checks = append(checks, "inbox 4 KiB aligned and readable (`INTERNAL_ERR`)")
+			}
+			exec = "`hca." + goName(e.Op) + "`"
+		}
+		if len(checks) == 0 {
+			checks = append(checks, "-")
+		}
+		fmt.Fprintf(&b, "| %s | %#03x | %s | %s | %s | %s | %s |\n", e.Op, uint16(e.Op), mark(e.HasInbox), mark(e.HasOutbox), mark(e.OutIsImm), strings.Join(checks, "; "), exec)
+	}
+	return b.String()
+}
+
+// goName is the executor's method name: mlx4's name, with 2ERR_QP and
+// 2RST_QP spelled TWO_ERR_QP and TWO_RST_QP.
+func goName(op mlx4.Opcode) string {
+	n := op.String()
+	if strings.HasPrefix(n, "2") {
+		n = "TWO_" + n[1:]
+	}
+	return n
+}
+
+// TestREADMEOpcodeList: the README's opcode list is the command table's.
+func TestREADMEOpcodeList(t *testing.T) {
+	raw, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	i, j := strings.Index(s, readmeBegin), strings.Index(s, readmeEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no opcode list between %q and %q", readmePath, readmeBegin, readmeEnd)
+	}
+	want := opcodeList(NewTable())
+	got := s[i+len(readmeBegin) : j]
+	if got == want {
+		return
+	}
+	if !*updateREADME {
+		t.Fatalf("the README's opcode list differs from the command table; run go test ./vhcr/master -run TestREADMEOpcodeList -update-readme")
+	}
+	if err := os.WriteFile(readmePath, []byte(s[:i+len(readmeBegin)]+want+s[j:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

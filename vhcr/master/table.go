@@ -1,0 +1,53 @@
+package master
+
+import (
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// Entry is one row of the command table: the opcode's row of mlx4's
+// cmd_info[] (mailboxes, immediate output, EPERM, legal op_modifiers) and
+// what the PF derives from it. The executor is the software HCA's
+// (hca.HCA.Exec), which holds one per row that is not EPERM.
+type Entry struct {
+	mlx4.Info
+
+	index int  // dense index for counters; 0 is "not in the table"
+	plain bool // no mailbox, not EPERM: VHCR_POST's fast path may run it
+}
+
+// Table is the command table indexed by opcode: cmd_info[] of mlx4 cmd.c
+// (66 rows), in its order. Opcodes absent from it answer BAD_PARAM (0x03),
+// as mlx4 answers them.
+type Table struct {
+	byOp    [4096]*Entry
+	entries []Entry
+}
+
+// NumOps is the number of dense opcode indexes (0 = not in the table).
+func (t *Table) NumOps() int { return len(t.entries) + 1 }
+
+// OpAt returns the opcode of dense index i (i >= 1).
+func (t *Table) OpAt(i int) mlx4.Opcode { return t.entries[i-1].Op }
+
+// Lookup returns the entry for op, or nil.
+func (t *Table) Lookup(op mlx4.Opcode) *Entry { return t.byOp[op&0xfff] }
+
+// Entries returns the rows in table order.
+func (t *Table) Entries() []Entry { return t.entries }
+
+// NewTable builds the table from mlx4's cmd_info[].
+func NewTable() *Table {
+	infos := mlx4.CmdInfos()
+	t := &Table{entries: make([]Entry, len(infos))}
+	for i, in := range infos {
+		e := &t.entries[i]
+		e.Info, e.index = in, i+1
+		e.plain = !in.EPERM && !in.HasInbox && !in.HasOutbox && hca.Executes(in.Op)
+		t.byOp[in.Op] = e
+	}
+	return t
+}
+
+// Index is the entry's dense counter index (1..NumOps-1).
+func (e *Entry) Index() int { return e.index }
