@@ -182,6 +182,9 @@ func (r *Ring) Restart(t uint64, vf int, adopted bool) {
 	r.put(t, 0, 0, 0, hdr(KindRestart, 0, uint16(vf), 0, 0), misc(0, 0, 0, 0, a))
 }
 
+// afterCopy, if set (by tests), runs between a Read's copy and its check.
+var afterCopy func()
+
 // Reader copies records out of a Ring. It never blocks or slows the writer:
 // a reader that falls more than the ring's capacity behind loses the
 // records overwritten meanwhile, and Read says how many. A Reader is for
@@ -233,6 +236,9 @@ func (rd *Reader) Read(dst []Record) (n int, lost uint64) {
 		dst[n].Seq = rd.next
 		n++
 		rd.next++
+	}
+	if afterCopy != nil {
+		afterCopy()
 	}
 	if c2 := loadCursor(&r.cursor); c2 >= size && first < c2-size+1 {
 		torn := min(c2-size+1-first, uint64(n))
