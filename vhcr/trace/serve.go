@@ -204,6 +204,11 @@ func ServeConn(ctx context.Context, conn net.Conn, r *Ring) error {
 	defer conn.Close()
 	br := bufio.NewReaderSize(conn, MaxRequest+1)
 	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		err = fmt.Errorf("%w: longer than %d bytes", ErrRequest, MaxRequest)
+		fmt.Fprintf(conn, "# error: %v\n", err)
+		return err
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
