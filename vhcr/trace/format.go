@@ -29,7 +29,8 @@ const KindLost = "lost"
 //
 // in_param and out_param are hexadecimal strings ("0x5000"): 64-bit values
 // do not survive a trip through a double. time is RFC 3339 with nanoseconds,
-// in UTC.
+// in UTC. latency_ns is null for a command whose latency was not measured
+// (Ring.PostUntimed).
 type Entry struct {
 	Seq         uint64    `json:"seq"`
 	Time        time.Time `json:"time"`
@@ -47,7 +48,8 @@ type Entry struct {
 	Token       uint16    `json:"token"`
 	Status      string    `json:"status"`
 	Reason      string    `json:"reason"`
-	LatencyNS   int64     `json:"latency_ns"`
+	LatencyNS   int64     `json:"-"` // latency_ns: a number, or null if not Timed
+	Timed       bool      `json:"-"`
 	EventType   uint8     `json:"event_type"`
 	EQ          uint32    `json:"eq"`
 	Vector      uint32    `json:"vector"`
@@ -92,7 +94,10 @@ func (c *Clock) EntryOf(rec *Record) Entry {
 		e.Comm, e.Toggle = CommName(rec.Comm), rec.Toggle()
 		e.Opcode, e.OpMod, e.InMod = rec.Op.String(), rec.OpMod, rec.Arg
 		e.InParam, e.OutParam, e.E, e.Token = Hex64(rec.InParam), Hex64(rec.OutParam), rec.EBit(), rec.Token
-		e.Status, e.Reason, e.LatencyNS = rec.Status.Name(), rec.Reason.String(), int64(c.Duration(rec.Latency))
+		e.Status, e.Reason = rec.Status.Name(), rec.Reason.String()
+		if rec.Timed() {
+			e.LatencyNS, e.Timed = int64(c.Duration(rec.Latency)), true
+		}
 	case KindEQE:
 		e.EventType, e.EQ, e.Token = rec.Aux, rec.Arg, rec.Token
 	case KindIRQ:
@@ -117,6 +122,7 @@ func LostEntry(n uint64) Entry { return Entry{Kind: KindLost, Lost: n} }
 //
 //	03:21:19.123456789 vf3 POST  QUERY_FUNC_CAP op_mod=1 in_mod=0x2 in=0x0 out=0x5000 tok=0xffff poll  OK  1.2µs
 //	03:21:19.123457000 vf3 POST  SW2HW_MPT op_mod=0 in_mod=0x7 in=0x1000 out=0x0 tok=0x3 event  BAD_RESOURCE reason=not_owner  3.1µs
+//	03:21:19.123457500 vf3 POST  NOP op_mod=0 in_mod=0x0 in=0x0 out=0x0 tok=0x4 poll  OK
 //	03:21:19.123458000 vf3 COMM VHCR_EN toggle=1 param=0x0
 //	03:21:19.123459000 vf3 EQE type=0x0a eq=2 tok=0x12
 //	03:21:19.123460000 vf3 IRQ vector=2
@@ -125,7 +131,7 @@ func LostEntry(n uint64) Entry { return Entry{Kind: KindLost, Lost: n} }
 //	03:21:19.123463000 vf3 RESTART adopted
 //	# lost 1200 records
 //
-// Times are UTC, to the nanosecond.
+// Times are UTC, to the nanosecond. A command not timed has no latency.
 func AppendText(b []byte, e *Entry) []byte {
 	if e.Kind == KindLost {
 		b = append(b, "# lost "...)
@@ -161,7 +167,9 @@ func AppendText(b []byte, e *Entry) []byte {
 		if e.Reason != "" && e.Reason != "none" {
 			b = append(append(b, " reason="...), e.Reason...)
 		}
-		b = appendLatency(append(b, "  "...), e.LatencyNS)
+		if e.Timed {
+			b = appendLatency(append(b, "  "...), e.LatencyNS)
+		}
 	case "eqe":
 		b = append(b, " EQE type=0x"...)
 		if e.EventType < 0x10 {
@@ -238,7 +246,11 @@ func AppendJSON(b []byte, e *Entry) []byte {
 		b = strconv.AppendUint(append(b, `,"token":`...), uint64(e.Token), 10)
 		b = appendString(append(b, `,"status":`...), e.Status)
 		b = appendString(append(b, `,"reason":`...), e.Reason)
-		b = strconv.AppendInt(append(b, `,"latency_ns":`...), e.LatencyNS, 10)
+		if e.Timed {
+			b = strconv.AppendInt(append(b, `,"latency_ns":`...), e.LatencyNS, 10)
+		} else {
+			b = append(b, `,"latency_ns":null`...)
+		}
 	case "eqe":
 		b = strconv.AppendUint(append(b, `,"event_type":`...), uint64(e.EventType), 10)
 		b = strconv.AppendUint(append(b, `,"eq":`...), uint64(e.EQ), 10)
@@ -273,10 +285,14 @@ func appendString(b []byte, s string) []byte {
 // ignored and so are the fields of other kinds (they are left zero), so that
 // ParseJSON(AppendJSON(e)) is e for any e ParseJSON returned.
 func ParseJSON(line []byte) (Entry, error) {
-	var in Entry
-	if err := json.Unmarshal(line, &in); err != nil {
+	var wire struct {
+		Entry
+		Latency *int64 `json:"latency_ns"`
+	}
+	if err := json.Unmarshal(line, &wire); err != nil {
 		return Entry{}, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
+	in := &wire.Entry
 	if in.Kind == KindLost {
 		return LostEntry(in.Lost), nil
 	}
@@ -300,7 +316,10 @@ func ParseJSON(line []byte) (Entry, error) {
 	case KindPost:
 		e.Comm, e.Toggle, e.Opcode, e.OpMod, e.InMod = in.Comm, in.Toggle, in.Opcode, in.OpMod, in.InMod
 		e.InParam, e.OutParam, e.E, e.Token = in.InParam, in.OutParam, in.E, in.Token
-		e.Status, e.Reason, e.LatencyNS = in.Status, in.Reason, in.LatencyNS
+		e.Status, e.Reason = in.Status, in.Reason
+		if wire.Latency != nil {
+			e.LatencyNS, e.Timed = *wire.Latency, true
+		}
 	case KindEQE:
 		e.EventType, e.EQ, e.Token = in.EventType, in.EQ, in.Token
 	case KindIRQ:

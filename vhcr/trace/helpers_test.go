@@ -43,6 +43,8 @@ func script(r *Ring) {
 	r.IRQ(t+12150, 3, 2)
 	c = mlx4.Cmd{VF: 3, Op: mlx4.Opcode(0xabc), Token: 3, Reason: mlx4.ReasonUnknownOpcode}
 	r.Post(t+13000, t+260000, 1, &c, mlx4.BAD_PARAM)
+	c = mlx4.Cmd{VF: 4, Op: mlx4.NOP, Token: 4, EBit: true}
+	r.PostUntimed(t+280000, 0, &c, mlx4.OK)
 	r.Reset(t+300000, 3, 3)
 	r.FLR(t+400000, 4, true)
 	r.FLR(t+2_400_000_000, 4, false)

@@ -87,6 +87,7 @@ func ResetReasonName(r uint8) string {
 const (
 	FlagToggle = 1 << 0 // the toggle bit of the slave_write word
 	FlagE      = 1 << 1 // VHCR_POST: the 'e' bit (completion by EQE)
+	FlagTimed  = 1 << 2 // VHCR_POST: Latency was measured
 )
 
 // Record is one trace record, unpacked. Which fields mean something depends
@@ -94,9 +95,9 @@ const (
 //
 //	all       Seq, Ticks, Kind, VF
 //	COMM      Comm, Flags (toggle), Arg (the 16-bit comm parameter)
-//	POST      Comm (VHCR_POST), Flags (toggle, 'e'), Op, OpMod, Arg
+//	POST      Comm (VHCR_POST), Flags (toggle, 'e', timed), Op, OpMod, Arg
 //	          (in_modifier), InParam, OutParam, Token, Status, Reason,
-//	          Latency
+//	          Latency (if timed)
 //	EQE       Aux (event type), Arg (EQ number), Token
 //	IRQ       Arg (vector)
 //	RESET     Aux (vhcr.ResetReason)
@@ -128,6 +129,9 @@ func (r *Record) Toggle() uint8 { return r.Flags & FlagToggle }
 
 // EBit reports the 'e' bit of a VHCR_POST.
 func (r *Record) EBit() bool { return r.Flags&FlagE != 0 }
+
+// Timed reports whether a VHCR_POST's Latency was measured.
+func (r *Record) Timed() bool { return r.Flags&FlagTimed != 0 }
 
 // Words is a record's packed form: what a ring slot holds.
 type Words [6]uint64

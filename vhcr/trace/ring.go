@@ -132,15 +132,31 @@ func (r *Ring) Comm(t uint64, vf int, cmd uint8, toggle uint32, param uint16) {
 	r.put(t, 0, 0, 0, hdr(KindComm, cmd, uint16(vf), 0, 0), misc(uint32(param), 0, 0, toggleFlag(toggle), 0))
 }
 
-// Post records a VHCR_POST: the command as decoded (c, with the refusal
-// reason its executor set), the status returned, the toggle, and the ticks
-// at detection (t0) and completion (t1).
+// Post records a timed VHCR_POST: the command as decoded (c, with the
+// refusal reason its executor set), the status returned, the toggle, and
+// the ticks at detection (t0) and completion (t1).
 func (r *Ring) Post(t0, t1 uint64, toggle uint32, c *mlx4.Cmd, status mlx4.Status) {
-	f := toggleFlag(toggle)
+	f := toggleFlag(toggle) | FlagTimed
 	if c.EBit {
 		f |= FlagE
 	}
 	r.put(t0, c.InParam, c.OutParam, t1-t0,
+		hdr(KindPost, CommVHCRPost, uint16(c.VF), uint16(c.Op)&0xfff|uint16(c.OpMod&0xf)<<12, c.Token),
+		misc(c.InMod, status, c.Reason, f, 0))
+}
+
+// PostUntimed records a VHCR_POST whose latency was not measured, stamped
+// t: the poller reads its clock once per command for it, not twice (see
+// the package documentation for the cost).
+func (r *Ring) PostUntimed(t uint64, toggle uint32, c *mlx4.Cmd, status mlx4.Status) {
+	r.post(t, 0, toggleFlag(toggle), c, status)
+}
+
+func (r *Ring) post(t, latency uint64, f uint8, c *mlx4.Cmd, status mlx4.Status) {
+	if c.EBit {
+		f |= FlagE
+	}
+	r.put(t, c.InParam, c.OutParam, latency,
 		hdr(KindPost, CommVHCRPost, uint16(c.VF), uint16(c.Op)&0xfff|uint16(c.OpMod&0xf)<<12, c.Token),
 		misc(c.InMod, status, c.Reason, f, 0))
 }

@@ -27,20 +27,21 @@ var wantScript = []Record{
 	{Seq: 5, Ticks: 1400, Kind: KindComm, VF: 3, Comm: CommVHCR2, Arg: 3},
 	{Seq: 6, Ticks: 1500, Kind: KindComm, VF: 3, Comm: CommVHCREn, Flags: FlagToggle, Arg: 0x4000},
 	{Seq: 7, Ticks: 2000, Latency: 2400, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.QUERY_FUNC_CAP,
-		OpMod: 1, Arg: 2, OutParam: 0x5000, Token: 0xffff},
+		OpMod: 1, Arg: 2, OutParam: 0x5000, Token: 0xffff, Flags: FlagTimed},
 	{Seq: 8, Ticks: 5000, Latency: 250, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.NOP, Token: 1,
-		Flags: FlagToggle},
+		Flags: FlagToggle | FlagTimed},
 	{Seq: 9, Ticks: 6000, Latency: 300, Kind: KindPost, VF: 4, Comm: CommVHCRPost, Op: mlx4.QUERY_FUNC_CAP,
-		OpMod: 7, Token: 2, Flags: FlagToggle, Status: mlx4.BAD_PARAM, Reason: mlx4.ReasonOpModifier},
+		OpMod: 7, Token: 2, Flags: FlagToggle | FlagTimed, Status: mlx4.BAD_PARAM, Reason: mlx4.ReasonOpModifier},
 	{Seq: 10, Ticks: 7000, Latency: 6200, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.SW2HW_MPT, Arg: 7,
-		InParam: 0x7f0001000, Token: 0x12, Flags: FlagE, Status: mlx4.BAD_RESOURCE, Reason: mlx4.ReasonNotOwner},
+		InParam: 0x7f0001000, Token: 0x12, Flags: FlagE | FlagTimed, Status: mlx4.BAD_RESOURCE, Reason: mlx4.ReasonNotOwner},
 	{Seq: 11, Ticks: 13100, Kind: KindEQE, VF: 3, Aux: mlx4.EventCmd, Arg: 2, Token: 0x12},
 	{Seq: 12, Ticks: 13150, Kind: KindIRQ, VF: 3, Arg: 2},
 	{Seq: 13, Ticks: 14000, Latency: 247000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: 0xabc, Token: 3,
-		Flags: FlagToggle, Status: mlx4.BAD_PARAM, Reason: mlx4.ReasonUnknownOpcode},
-	{Seq: 14, Ticks: 301000, Kind: KindReset, VF: 3, Aux: 3},
-	{Seq: 15, Ticks: 401000, Kind: KindFLR, VF: 4, Comm: CommFLR, Aux: 1},
-	{Seq: 16, Ticks: 2_400_001_000, Kind: KindFLR, VF: 4, Comm: CommFLR},
+		Flags: FlagToggle | FlagTimed, Status: mlx4.BAD_PARAM, Reason: mlx4.ReasonUnknownOpcode},
+	{Seq: 14, Ticks: 281000, Kind: KindPost, VF: 4, Comm: CommVHCRPost, Op: mlx4.NOP, Token: 4, Flags: FlagE},
+	{Seq: 15, Ticks: 301000, Kind: KindReset, VF: 3, Aux: 3},
+	{Seq: 16, Ticks: 401000, Kind: KindFLR, VF: 4, Comm: CommFLR, Aux: 1},
+	{Seq: 17, Ticks: 2_400_001_000, Kind: KindFLR, VF: 4, Comm: CommFLR},
 }
 
 func readAll(t *testing.T, rd *Reader) ([]Record, uint64) {
@@ -127,6 +128,7 @@ func TestFilter(t *testing.T) {
 	got := streamScript(t, Options{Filter: Filter{VF: 4}})
 	want := `03:21:19.123456790 vf4 RESTART fresh
 03:21:19.123459289 vf4 POST  QUERY_FUNC_CAP op_mod=7 in_mod=0x0 in=0x0 out=0x0 tok=0x2 poll  BAD_PARAM reason=op_modifier  150ns
+03:21:19.123596789 vf4 POST  NOP op_mod=0 in_mod=0x0 in=0x0 out=0x0 tok=0x4 event  OK
 03:21:19.123656789 vf4 FLR begin
 03:21:20.323456789 vf4 FLR end
 `
