@@ -54,8 +54,7 @@ type Ring struct {
 	holds atomic.Int32
 	_     [64]byte
 	// cursor counts the records written: records [0, cursor) are complete.
-	// Only the writer stores it (publish, after the record's words); it
-	// reads it back with a plain load.
+	// Only the writer stores it (publish, after the record's words).
 	cursor uint64
 	_      [56]byte
 }
@@ -110,9 +109,13 @@ func (r *Ring) Hold() (release func()) {
 	return sync.OnceFunc(func() { r.holds.Add(-1) })
 }
 
-// put writes the next record and publishes it.
+// put writes the next record and publishes it. The cursor is read back with
+// loadCursor, not a plain load: were two puts inlined into one block, the
+// compiler could forward the first publish to the second's plain load and
+// drop the first publish as a dead store, and a reader could then see the
+// old cursor while the second record overwrote a slot.
 func (r *Ring) put(w0, w1, w2, w3, w4, w5 uint64) {
-	n := r.cursor
+	n := loadCursor(&r.cursor)
 	storeSlot(&r.slots[n&r.mask], w0, w1, w2, w3, w4, w5)
 	publish(&r.cursor, n+1)
 }
