@@ -193,12 +193,10 @@ func (q *Request) Options() (Options, error) {
 }
 
 // ServeConn serves one trace client on conn: it reads the client's
-// Request line, holds r, and streams records from then on (or from the
-// start, as asked) until the client closes its end or ctx is done. A bad
-// request is answered with "# error: …". ServeConn closes conn.
+// Request line, then streams as ServeRequest does. A bad request is answered
+// with "# error: …" and returned (wrapping ErrRequest). ServeConn closes
+// conn.
 func ServeConn(ctx context.Context, conn net.Conn, r *Ring) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	defer conn.Close()
@@ -220,7 +218,26 @@ func ServeConn(ctx context.Context, conn net.Conn, r *Ring) error {
 		fmt.Fprintf(conn, "# error: %v\n", err)
 		return err
 	}
-	o, _ := q.Options() // checked by ParseRequest
+	return ServeRequest(ctx, conn, r, q)
+}
+
+// ServeRequest streams r to a client whose request q has been read (by
+// ServeConn, or by an admin socket that reads its own command line): it
+// holds r, and streams records from now on (or from the oldest the ring
+// holds, as asked) until the client closes its end (a read on conn returns)
+// or ctx is done; both return nil. ServeRequest closes conn.
+func ServeRequest(ctx context.Context, conn net.Conn, r *Ring, q Request) error {
+	o, err := q.Options()
+	if err != nil {
+		fmt.Fprintf(conn, "# error: %v\n", err)
+		conn.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	defer conn.Close()
 	release := r.Hold()
 	defer release()
 	rd := r.NewReader()
@@ -230,7 +247,7 @@ func ServeConn(ctx context.Context, conn net.Conn, r *Ring) error {
 	go func() {
 		// The client sends nothing more: a read returns when it closes
 		// its end (or conn is closed here).
-		_, _ = io.Copy(io.Discard, br)
+		_, _ = io.Copy(io.Discard, conn)
 		cancel()
 	}()
 	err = Stream(ctx, conn, rd, o)

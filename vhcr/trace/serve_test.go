@@ -146,3 +146,21 @@ func TestParseRequest(t *testing.T) {
 		t.Errorf("%+v, %v", o, err)
 	}
 }
+
+// TestServeRequest: a request an admin socket parsed itself is checked
+// again and refused with an error line.
+func TestServeRequest(t *testing.T) {
+	r := testRing(8)
+	srv, cli := net.Pipe()
+	vf := -5
+	done := make(chan error, 1)
+	go func() { done <- ServeRequest(context.Background(), srv, r, Request{VF: &vf}) }()
+	l, _ := bufio.NewReader(cli).ReadString('\n')
+	if !strings.HasPrefix(l, "# error: trace: bad request: vf -5") {
+		t.Errorf("answered %q", l)
+	}
+	if err := <-done; !errors.Is(err, ErrRequest) {
+		t.Errorf("ServeRequest: %v", err)
+	}
+	cli.Close()
+}
