@@ -149,8 +149,8 @@ func (r *Ring) Post(t0, t1 uint64, toggle uint32, c *mlx4.Cmd, status mlx4.Statu
 }
 
 // PostUntimed records a VHCR_POST whose latency was not measured, stamped
-// t: the poller reads its clock once per command for it, not twice (see
-// the package documentation for the cost).
+// t: typically the poller's latest clock reading, so that tracing the
+// command adds no read of the clock (see the package documentation).
 func (r *Ring) PostUntimed(t uint64, toggle uint32, c *mlx4.Cmd, status mlx4.Status) {
 	r.post(t, 0, toggleFlag(toggle), c, status)
 }
