@@ -19,7 +19,7 @@ const KindLost = "lost"
 //	every kind   seq, time, kind, vf
 //	comm         comm, toggle, param
 //	post         comm, toggle, opcode, op_mod, in_mod, in_param, out_param,
-//	             e, token, status, reason, latency_ns
+//	             e_bit, token, status, reason, latency_ns
 //	eqe          event_type, eq, token
 //	irq          vector
 //	reset        reset_reason
@@ -44,7 +44,7 @@ type Entry struct {
 	InMod       uint32    `json:"in_mod"`
 	InParam     Hex64     `json:"in_param"`
 	OutParam    Hex64     `json:"out_param"`
-	E           bool      `json:"e"`
+	E           bool      `json:"e_bit"` // the 'e' bit: completion by EQE
 	Token       uint16    `json:"token"`
 	Status      string    `json:"status"`
 	Reason      string    `json:"reason"`
@@ -242,7 +242,7 @@ func AppendJSON(b []byte, e *Entry) []byte {
 		b = strconv.AppendUint(append(b, `,"in_mod":`...), uint64(e.InMod), 10)
 		b = append(appendHex(append(b, `,"in_param":"`...), uint64(e.InParam)), '"')
 		b = append(appendHex(append(b, `,"out_param":"`...), uint64(e.OutParam)), '"')
-		b = strconv.AppendBool(append(b, `,"e":`...), e.E)
+		b = strconv.AppendBool(append(b, `,"e_bit":`...), e.E)
 		b = strconv.AppendUint(append(b, `,"token":`...), uint64(e.Token), 10)
 		b = appendString(append(b, `,"status":`...), e.Status)
 		b = appendString(append(b, `,"reason":`...), e.Reason)

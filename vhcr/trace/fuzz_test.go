@@ -60,7 +60,7 @@ func FuzzRecord(f *testing.F) {
 // FuzzParseJSON decodes arbitrary lines as a client would: no panic, and
 // an entry it accepts encodes to a line it decodes to the same entry.
 func FuzzParseJSON(f *testing.F) {
-	f.Add([]byte(`{"seq":7,"time":"2026-12-01T03:21:19.123457289Z","kind":"post","vf":3,"comm":"VHCR_POST","toggle":0,"opcode":"QUERY_FUNC_CAP","op_mod":1,"in_mod":2,"in_param":"0x0","out_param":"0x5000","e":false,"token":65535,"status":"OK","reason":"none","latency_ns":1200}`))
+	f.Add([]byte(`{"seq":7,"time":"2026-12-01T03:21:19.123457289Z","kind":"post","vf":3,"comm":"VHCR_POST","toggle":0,"opcode":"QUERY_FUNC_CAP","op_mod":1,"in_mod":2,"in_param":"0x0","out_param":"0x5000","e_bit":false,"token":65535,"status":"OK","reason":"none","latency_ns":1200}`))
 	f.Add([]byte(`{"kind":"lost","lost":12}`))
 	f.Add([]byte(`{"seq":1,"time":"2026-12-01T03:21:19Z","kind":"flr","vf":4,"phase":"begin"}`))
 	f.Add([]byte(`{"kind":"comm","comm":"\u00e9\"\\","time":"9999-12-31T23:00:00-05:00"}`))

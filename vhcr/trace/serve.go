@@ -52,7 +52,8 @@ const batch = 256
 
 // Stream writes the records rd reads, filtered, as text or JSON lines,
 // and a "lost" line (text: "# lost N records"; JSON: {"kind":"lost",
-// "lost":N}) wherever rd lost records. It looks for new records every Poll
+// "lost":N}) wherever rd lost records (of any VF: the filter applies to the
+// records read, not to the count of those lost). It looks for new records every Poll
 // when caught up and flushes w then. With Follow it returns nil when ctx is
 // done, after writing what the ring held at that moment; it returns the
 // first write error.
