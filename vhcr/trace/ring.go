@@ -233,7 +233,8 @@ func (rd *Reader) Ring() *Ring { return rd.r }
 // Read copies the oldest unread records, up to len(dst), into dst in
 // order. It returns how many it copied and how many records were lost
 // (overwritten before they could be copied) since the previous Read; the
-// records copied follow the lost ones. n is 0 when the reader is caught up.
+// records copied follow the lost ones. n is 0 when the reader is caught up,
+// or when all it copied was overwritten meanwhile (lost is then non-zero).
 //
 // A record s is intact if the writer had not begun record s+capacity, which
 // overwrites its slot, when the copy ended: the writer publishes the cursor
