@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // KindLost is the Entry kind of a "records lost" notice in a stream.
@@ -92,9 +95,9 @@ func (c *Clock) EntryOf(rec *Record) Entry {
 		e.Comm, e.Toggle, e.Param = CommName(rec.Comm), rec.Toggle(), uint16(rec.Arg)
 	case KindPost:
 		e.Comm, e.Toggle = CommName(rec.Comm), rec.Toggle()
-		e.Opcode, e.OpMod, e.InMod = rec.Op.String(), rec.OpMod, rec.Arg
+		e.Opcode, e.OpMod, e.InMod = names().op[rec.Op&0xfff], rec.OpMod, rec.Arg
 		e.InParam, e.OutParam, e.E, e.Token = Hex64(rec.InParam), Hex64(rec.OutParam), rec.EBit(), rec.Token
-		e.Status, e.Reason = rec.Status.Name(), rec.Reason.String()
+		e.Status, e.Reason = names().status[rec.Status], rec.Reason.String()
 		if rec.Timed() {
 			e.LatencyNS, e.Timed = int64(c.Duration(rec.Latency)), true
 		}
@@ -138,7 +141,7 @@ func AppendText(b []byte, e *Entry) []byte {
 		b = strconv.AppendUint(b, e.Lost, 10)
 		return append(b, " records\n"...)
 	}
-	b = e.Time.UTC().AppendFormat(b, "15:04:05.000000000")
+	b = appendTimeOfDay(b, e.Time)
 	b = append(b, " vf"...)
 	b = strconv.AppendInt(b, int64(e.VF), 10)
 	switch e.Kind {
@@ -194,6 +197,38 @@ func AppendText(b []byte, e *Entry) []byte {
 		b = append(append(b, " "...), e.Kind...)
 	}
 	return append(b, '\n')
+}
+
+// names caches mlx4's opcode and status names (maps and Sprintf) for
+// every value a record can hold.
+var names = sync.OnceValue(func() *nameTables {
+	t := new(nameTables)
+	for i := range t.op {
+		t.op[i] = mlx4.Opcode(i).String()
+	}
+	for i := range t.status {
+		t.status[i] = mlx4.Status(i).Name()
+	}
+	return t
+})
+
+type nameTables struct {
+	op     [0x1000]string
+	status [0x100]string
+}
+
+// appendTimeOfDay appends t's UTC time of day as 15:04:05.000000000.
+func appendTimeOfDay(b []byte, t time.Time) []byte {
+	h, m, s := t.UTC().Clock()
+	ns := t.Nanosecond()
+	b = append(b, byte('0'+h/10), byte('0'+h%10), ':', byte('0'+m/10), byte('0'+m%10), ':',
+		byte('0'+s/10), byte('0'+s%10), '.')
+	var d [9]byte
+	for i := 8; i >= 0; i-- {
+		d[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	return append(b, d[:]...)
 }
 
 func appendHex(b []byte, v uint64) []byte {

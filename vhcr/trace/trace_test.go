@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -385,6 +386,28 @@ func TestLatencyText(t *testing.T) {
 		123_456: "123µs", 1_250_000: "1.2ms", 2_500_000_000: "2.50s"} {
 		if got := string(appendLatency(nil, ns)); got != want {
 			t.Errorf("%d: %q, want %q", ns, got, want)
+		}
+	}
+}
+
+func TestTimeOfDay(t *testing.T) {
+	for _, tm := range []time.Time{anchor, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 2, 23, 59, 59, 999999999, time.UTC), time.Date(2026, 1, 2, 9, 5, 7, 1, time.FixedZone("x", 3600))} {
+		if got, want := string(appendTimeOfDay(nil, tm)), tm.UTC().Format("15:04:05.000000000"); got != want {
+			t.Errorf("%v: %s, want %s", tm, got, want)
+		}
+	}
+}
+
+func TestNameTables(t *testing.T) {
+	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.QUERY_FUNC_CAP, 0xabc, 0xfff} {
+		if names().op[op] != op.String() {
+			t.Errorf("%v: %q", op, names().op[op])
+		}
+	}
+	for _, s := range []mlx4.Status{mlx4.OK, mlx4.BAD_PARAM, 0x77, 0xff} {
+		if names().status[s] != s.Name() {
+			t.Errorf("%v: %q", s, names().status[s])
 		}
 	}
 }
