@@ -16,7 +16,8 @@ import (
 // no ring or an unheld one, Post the check and a record, with the ticks the
 // poller already has (reads=0), with one read of the cycle counter
 // (PostUntimed, reads=1) or two, detection and completion (reads=2). Rings
-// of 64 records stay in L1; the default ring (4 MiB) streams to memory.
+// of 64 records stay in L1; the default ring (1 MiB) in L2, if the core
+// has 1 MiB of it.
 
 var (
 	cmd  mlx4.Cmd

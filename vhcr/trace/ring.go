@@ -16,7 +16,7 @@ const (
 	SlotSize       = 64
 	MinRecords     = 4
 	MaxRecords     = 1 << 22 // 256 MiB
-	DefaultRecords = 1 << 16 // 4 MiB, about half a second of back-to-back NOPs
+	DefaultRecords = 1 << 14 // 1 MiB, a core's L2; 10 ms of commands at 1.6 M/s
 )
 
 // ErrConfig is returned, wrapped, by New for an unusable Config.
