@@ -82,9 +82,9 @@
 // be fetched for ownership once the ring no longer fits in the poller's
 // cache. With the record and no clock read, fastest of 12 runs on the same
 // path: 4096 records 28.5 ns, 65536 records (4 MiB) 34.1 ns, untraced 24.2
-// ns. DefaultRecords (1 MiB) is the L2 of one core on the machines vhcrd
-// targets; a larger ring lets a slow reader fall further behind before it
-// loses records.
+// ns. DefaultRecords (1 MiB) is the L2 of one Zen 4 or 5 core (recent Xeons
+// have 2 MiB); a larger ring lets a slow reader fall further behind before
+// it loses records.
 //
 // Comm steps, EQEs, interrupts, resets, FLRs and restarts are rare next to
 // commands and can be stamped with a fresh read, or with the ticks of the
