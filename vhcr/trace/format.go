@@ -1,0 +1,373 @@
+package trace
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// KindLost is the Entry kind of a "records lost" notice in a stream.
+const KindLost = "lost"
+
+// Entry is a record as people and scripts read it: names instead of
+// numbers, wall time instead of ticks. Its JSON form (AppendJSON, one object
+// per line) has these field names, stable across versions; an object carries
+// the fields of its kind only:
+//
+//	every kind   seq, time, kind, vf
+//	comm         comm, toggle, param
+//	post         comm, toggle, opcode, op_mod, in_mod, in_param, out_param,
+//	             e_bit, token, status, reason, latency_ns
+//	eqe          event_type, eq, token
+//	irq          vector
+//	reset        reset_reason
+//	flr          phase ("begin" or "end")
+//	restart      adopted
+//	lost         lost (only: the number of records a slow reader lost)
+//
+// in_param and out_param are hexadecimal strings ("0x5000"): 64-bit values
+// do not survive a trip through a double. time is RFC 3339 with nanoseconds,
+// in UTC. latency_ns is null for a command whose latency was not measured
+// (Ring.PostUntimed).
+type Entry struct {
+	Seq         uint64    `json:"seq"`
+	Time        time.Time `json:"time"`
+	Kind        string    `json:"kind"`
+	VF          int       `json:"vf"`
+	Comm        string    `json:"comm"`
+	Toggle      uint8     `json:"toggle"`
+	Param       uint16    `json:"param"`
+	Opcode      string    `json:"opcode"`
+	OpMod       uint8     `json:"op_mod"`
+	InMod       uint32    `json:"in_mod"`
+	InParam     Hex64     `json:"in_param"`
+	OutParam    Hex64     `json:"out_param"`
+	E           bool      `json:"e_bit"` // the 'e' bit: completion by EQE
+	Token       uint16    `json:"token"`
+	Status      string    `json:"status"`
+	Reason      string    `json:"reason"`
+	LatencyNS   int64     `json:"-"` // latency_ns: a number, or null if not Timed
+	Timed       bool      `json:"-"`
+	EventType   uint8     `json:"event_type"`
+	EQ          uint32    `json:"eq"`
+	Vector      uint32    `json:"vector"`
+	ResetReason string    `json:"reset_reason"`
+	Phase       string    `json:"phase"`
+	Adopted     bool      `json:"adopted"`
+	Lost        uint64    `json:"lost"`
+}
+
+// Hex64 is a 64-bit value written in JSON as a hexadecimal string.
+type Hex64 uint64
+
+// MarshalJSON writes "0x…".
+func (h Hex64) MarshalJSON() ([]byte, error) {
+	return strconv.AppendQuote(nil, "0x"+strconv.FormatUint(uint64(h), 16)), nil
+}
+
+// UnmarshalJSON reads a string "0x…" (or a decimal string).
+func (h *Hex64) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%w: want a hexadecimal string: %v", ErrDecode, err)
+	}
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrDecode, s, err)
+	}
+	*h = Hex64(v)
+	return nil
+}
+
+// ErrDecode is returned, wrapped, for a line that is not a trace entry.
+var ErrDecode = errors.New("trace: not a trace entry")
+
+// EntryOf names and timestamps record rec.
+func (c *Clock) EntryOf(rec *Record) Entry {
+	e := Entry{Seq: rec.Seq, Time: c.Time(rec.Ticks).UTC(), Kind: rec.Kind.String(), VF: int(rec.VF)}
+	switch rec.Kind {
+	case KindComm:
+		e.Comm, e.Toggle, e.Param = CommName(rec.Comm), rec.Toggle(), uint16(rec.Arg)
+	case KindPost:
+		e.Comm, e.Toggle = CommName(rec.Comm), rec.Toggle()
+		e.Opcode, e.OpMod, e.InMod = names().op[rec.Op&0xfff], rec.OpMod, rec.Arg
+		e.InParam, e.OutParam, e.E, e.Token = Hex64(rec.InParam), Hex64(rec.OutParam), rec.EBit(), rec.Token
+		e.Status, e.Reason = names().status[rec.Status], rec.Reason.String()
+		if rec.Timed() {
+			e.LatencyNS, e.Timed = int64(c.Duration(rec.Latency)), true
+		}
+	case KindEQE:
+		e.EventType, e.EQ, e.Token = rec.Aux, rec.Arg, rec.Token
+	case KindIRQ:
+		e.Vector = rec.Arg
+	case KindReset:
+		e.ResetReason = ResetReasonName(rec.Aux)
+	case KindFLR:
+		e.Phase = "end"
+		if rec.Aux != 0 {
+			e.Phase = "begin"
+		}
+	case KindRestart:
+		e.Adopted = rec.Aux != 0
+	}
+	return e
+}
+
+// LostEntry is the notice that n records were lost.
+func LostEntry(n uint64) Entry { return Entry{Kind: KindLost, Lost: n} }
+
+// AppendText appends e as one line of text, newline included:
+//
+//	03:21:19.123456789 vf3 POST  QUERY_FUNC_CAP op_mod=1 in_mod=0x2 in=0x0 out=0x5000 tok=0xffff poll  OK  1.2µs
+//	03:21:19.123457000 vf3 POST  SW2HW_MPT op_mod=0 in_mod=0x7 in=0x1000 out=0x0 tok=0x3 event  BAD_RESOURCE reason=not_owner  3.1µs
+//	03:21:19.123457500 vf3 POST  NOP op_mod=0 in_mod=0x0 in=0x0 out=0x0 tok=0x4 poll  OK
+//	03:21:19.123458000 vf3 COMM VHCR_EN toggle=1 param=0x0
+//	03:21:19.123459000 vf3 EQE type=0x0a eq=2 tok=0x12
+//	03:21:19.123460000 vf3 IRQ vector=2
+//	03:21:19.123461000 vf3 RESET reason=toggle
+//	03:21:19.123462000 vf3 FLR begin
+//	03:21:19.123463000 vf3 RESTART adopted
+//	# lost 1200 records
+//
+// Times are UTC, to the nanosecond. A command not timed has no latency.
+func AppendText(b []byte, e *Entry) []byte {
+	if e.Kind == KindLost {
+		b = append(b, "# lost "...)
+		b = strconv.AppendUint(b, e.Lost, 10)
+		return append(b, " records\n"...)
+	}
+	b = appendTimeOfDay(b, e.Time)
+	b = append(b, " vf"...)
+	b = strconv.AppendInt(b, int64(e.VF), 10)
+	switch e.Kind {
+	case "comm":
+		b = append(b, " COMM "...)
+		b = append(b, e.Comm...)
+		b = append(b, " toggle="...)
+		b = strconv.AppendUint(b, uint64(e.Toggle), 10)
+		if e.Comm != "RESET" {
+			b = appendHex(append(b, " param="...), uint64(e.Param))
+		}
+	case "post":
+		b = append(b, " POST  "...)
+		b = append(b, e.Opcode...)
+		b = strconv.AppendUint(append(b, " op_mod="...), uint64(e.OpMod), 10)
+		b = appendHex(append(b, " in_mod="...), uint64(e.InMod))
+		b = appendHex(append(b, " in="...), uint64(e.InParam))
+		b = appendHex(append(b, " out="...), uint64(e.OutParam))
+		b = appendHex(append(b, " tok="...), uint64(e.Token))
+		if e.E {
+			b = append(b, " event  "...)
+		} else {
+			b = append(b, " poll  "...)
+		}
+		b = append(b, e.Status...)
+		if e.Reason != "" && e.Reason != "none" {
+			b = append(append(b, " reason="...), e.Reason...)
+		}
+		if e.Timed {
+			b = appendLatency(append(b, "  "...), e.LatencyNS)
+		}
+	case "eqe":
+		b = append(b, " EQE type=0x"...)
+		if e.EventType < 0x10 {
+			b = append(b, '0')
+		}
+		b = strconv.AppendUint(b, uint64(e.EventType), 16)
+		b = strconv.AppendUint(append(b, " eq="...), uint64(e.EQ), 10)
+		b = appendHex(append(b, " tok="...), uint64(e.Token))
+	case "irq":
+		b = strconv.AppendUint(append(b, " IRQ vector="...), uint64(e.Vector), 10)
+	case "reset":
+		b = append(append(b, " RESET reason="...), e.ResetReason...)
+	case "flr":
+		b = append(append(b, " FLR "...), e.Phase...)
+	case "restart":
+		if e.Adopted {
+			b = append(b, " RESTART adopted"...)
+		} else {
+			b = append(b, " RESTART fresh"...)
+		}
+	default:
+		b = append(append(b, " "...), e.Kind...)
+	}
+	return append(b, '\n')
+}
+
+// names caches mlx4's opcode and status names (maps and Sprintf) for
+// every value a record can hold.
+var names = sync.OnceValue(func() *nameTables {
+	t := new(nameTables)
+	for i := range t.op {
+		t.op[i] = mlx4.Opcode(i).String()
+	}
+	for i := range t.status {
+		t.status[i] = mlx4.Status(i).Name()
+	}
+	return t
+})
+
+type nameTables struct {
+	op     [0x1000]string
+	status [0x100]string
+}
+
+// appendTimeOfDay appends t's UTC time of day as 15:04:05.000000000.
+func appendTimeOfDay(b []byte, t time.Time) []byte {
+	h, m, s := t.UTC().Clock()
+	ns := t.Nanosecond()
+	b = append(b, byte('0'+h/10), byte('0'+h%10), ':', byte('0'+m/10), byte('0'+m%10), ':',
+		byte('0'+s/10), byte('0'+s%10), '.')
+	var d [9]byte
+	for i := 8; i >= 0; i-- {
+		d[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	return append(b, d[:]...)
+}
+
+func appendHex(b []byte, v uint64) []byte {
+	return strconv.AppendUint(append(b, "0x"...), v, 16)
+}
+
+// appendLatency writes ns with three significant digits at most: 850ns,
+// 1.2µs, 12.3µs, 123µs, 1.2ms, 1.50s.
+func appendLatency(b []byte, ns int64) []byte {
+	switch {
+	case ns < 1000:
+		return append(strconv.AppendInt(b, ns, 10), "ns"...)
+	case ns < 100_000:
+		return append(strconv.AppendFloat(b, float64(ns)/1e3, 'f', 1, 64), "µs"...)
+	case ns < 1_000_000:
+		return append(strconv.AppendInt(b, ns/1000, 10), "µs"...)
+	case ns < 1_000_000_000:
+		return append(strconv.AppendFloat(b, float64(ns)/1e6, 'f', 1, 64), "ms"...)
+	}
+	return append(strconv.AppendFloat(b, float64(ns)/1e9, 'f', 2, 64), "s"...)
+}
+
+// AppendJSON appends e as one JSON object and a newline, with the fields of
+// its kind (see Entry).
+func AppendJSON(b []byte, e *Entry) []byte {
+	if e.Kind == KindLost {
+		b = append(b, `{"kind":"lost","lost":`...)
+		b = strconv.AppendUint(b, e.Lost, 10)
+		return append(b, "}\n"...)
+	}
+	b = strconv.AppendUint(append(b, `{"seq":`...), e.Seq, 10)
+	b = append(b, `,"time":"`...)
+	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = appendString(append(b, `","kind":`...), e.Kind)
+	b = strconv.AppendInt(append(b, `,"vf":`...), int64(e.VF), 10)
+	switch e.Kind {
+	case "comm":
+		b = appendString(append(b, `,"comm":`...), e.Comm)
+		b = strconv.AppendUint(append(b, `,"toggle":`...), uint64(e.Toggle), 10)
+		b = strconv.AppendUint(append(b, `,"param":`...), uint64(e.Param), 10)
+	case "post":
+		b = appendString(append(b, `,"comm":`...), e.Comm)
+		b = strconv.AppendUint(append(b, `,"toggle":`...), uint64(e.Toggle), 10)
+		b = appendString(append(b, `,"opcode":`...), e.Opcode)
+		b = strconv.AppendUint(append(b, `,"op_mod":`...), uint64(e.OpMod), 10)
+		b = strconv.AppendUint(append(b, `,"in_mod":`...), uint64(e.InMod), 10)
+		b = append(appendHex(append(b, `,"in_param":"`...), uint64(e.InParam)), '"')
+		b = append(appendHex(append(b, `,"out_param":"`...), uint64(e.OutParam)), '"')
+		b = strconv.AppendBool(append(b, `,"e_bit":`...), e.E)
+		b = strconv.AppendUint(append(b, `,"token":`...), uint64(e.Token), 10)
+		b = appendString(append(b, `,"status":`...), e.Status)
+		b = appendString(append(b, `,"reason":`...), e.Reason)
+		if e.Timed {
+			b = strconv.AppendInt(append(b, `,"latency_ns":`...), e.LatencyNS, 10)
+		} else {
+			b = append(b, `,"latency_ns":null`...)
+		}
+	case "eqe":
+		b = strconv.AppendUint(append(b, `,"event_type":`...), uint64(e.EventType), 10)
+		b = strconv.AppendUint(append(b, `,"eq":`...), uint64(e.EQ), 10)
+		b = strconv.AppendUint(append(b, `,"token":`...), uint64(e.Token), 10)
+	case "irq":
+		b = strconv.AppendUint(append(b, `,"vector":`...), uint64(e.Vector), 10)
+	case "reset":
+		b = appendString(append(b, `,"reset_reason":`...), e.ResetReason)
+	case "flr":
+		b = appendString(append(b, `,"phase":`...), e.Phase)
+	case "restart":
+		b = strconv.AppendBool(append(b, `,"adopted":`...), e.Adopted)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendString appends s as a JSON string: names are plain ASCII and are
+// copied; anything else goes through encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// ParseJSON decodes one line of AppendJSON output. Unknown fields are
+// ignored and so are the fields of other kinds (they are left zero), so that
+// ParseJSON(AppendJSON(e)) is e for any e ParseJSON returned.
+func ParseJSON(line []byte) (Entry, error) {
+	var wire struct {
+		Entry
+		Latency *int64 `json:"latency_ns"`
+	}
+	if err := json.Unmarshal(line, &wire); err != nil {
+		return Entry{}, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	in := &wire.Entry
+	if in.Kind == KindLost {
+		return LostEntry(in.Lost), nil
+	}
+	k, ok := parseKind(in.Kind)
+	if !ok {
+		return Entry{}, fmt.Errorf("%w: kind %q", ErrDecode, in.Kind)
+	}
+	if in.VF < 0 || in.VF > 0xffff {
+		return Entry{}, fmt.Errorf("%w: vf %d", ErrDecode, in.VF)
+	}
+	if in.Toggle > 1 || in.OpMod > 0xf {
+		return Entry{}, fmt.Errorf("%w: toggle %d, op_mod %d", ErrDecode, in.Toggle, in.OpMod)
+	}
+	if y := in.Time.UTC().Year(); y < 0 || y > 9999 {
+		return Entry{}, fmt.Errorf("%w: time %v out of range", ErrDecode, in.Time)
+	}
+	e := Entry{Seq: in.Seq, Time: in.Time.UTC(), Kind: in.Kind, VF: in.VF}
+	switch k {
+	case KindComm:
+		e.Comm, e.Toggle, e.Param = in.Comm, in.Toggle, in.Param
+	case KindPost:
+		e.Comm, e.Toggle, e.Opcode, e.OpMod, e.InMod = in.Comm, in.Toggle, in.Opcode, in.OpMod, in.InMod
+		e.InParam, e.OutParam, e.E, e.Token = in.InParam, in.OutParam, in.E, in.Token
+		e.Status, e.Reason = in.Status, in.Reason
+		if wire.Latency != nil {
+			e.LatencyNS, e.Timed = *wire.Latency, true
+		}
+	case KindEQE:
+		e.EventType, e.EQ, e.Token = in.EventType, in.EQ, in.Token
+	case KindIRQ:
+		e.Vector = in.Vector
+	case KindReset:
+		e.ResetReason = in.ResetReason
+	case KindFLR:
+		if in.Phase != "begin" && in.Phase != "end" {
+			return Entry{}, fmt.Errorf("%w: flr phase %q", ErrDecode, in.Phase)
+		}
+		e.Phase = in.Phase
+	case KindRestart:
+		e.Adopted = in.Adopted
+	}
+	return e, nil
+}
