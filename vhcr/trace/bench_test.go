@@ -2,11 +2,11 @@ package trace_test
 
 import (
 	"context"
+	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"io"
 	"strconv"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -25,7 +25,7 @@ var (
 )
 
 func newRing(b *testing.B, records int, held bool) *trace.Ring {
-	r, err := trace.New(trace.Config{Records: records, Ticks: vhcr.Ticks, TicksPerNS: vhcr.TicksPerNS()})
+	r, err := trace.New(trace.Config{Records: records, Ticks: tick.Now, TicksPerNS: tick.PerNS()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,10 +78,10 @@ func benchPost(b *testing.B, records int, reads int) {
 			case 0:
 				r.Post(uint64(i), uint64(i)+100, uint32(i&1), &cmd, mlx4.OK)
 			case 1:
-				r.PostUntimed(vhcr.Ticks(), uint32(i&1), &cmd, mlx4.OK)
+				r.PostUntimed(tick.Now(), uint32(i&1), &cmd, mlx4.OK)
 			default:
-				t0 := vhcr.Ticks()
-				r.Post(t0, vhcr.Ticks(), uint32(i&1), &cmd, mlx4.OK)
+				t0 := tick.Now()
+				r.Post(t0, tick.Now(), uint32(i&1), &cmd, mlx4.OK)
 			}
 		}
 	}
@@ -109,7 +109,7 @@ func BenchmarkComm(b *testing.B) {
 func BenchmarkTicks(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		sink += vhcr.Ticks()
+		sink += tick.Now()
 	}
 }
 

@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestCommNamesMatchVHCR(t *testing.T) {
 }
 
 func TestResetReasonNamesMatchVHCR(t *testing.T) {
-	reasons := vhcr.ResetReasons()
+	reasons := master.ResetReasons()
 	for _, r := range reasons {
 		if got, want := trace.ResetReasonName(uint8(r)), r.String(); got != want {
 			t.Errorf("reset reason %d: %q, vhcr says %q", r, got, want)
