@@ -47,3 +47,13 @@ func (i Idle) WithDefaults() Idle { return i.withDefaults() }
 
 // IdlePolicy is the policy the PF's poller runs with.
 func (p *PF) IdlePolicy() Idle { return p.idle }
+
+// Saved returns the channel state persisted for VF i in the header (ok is
+// false where there is no valid record).
+func (p *PF) Saved(i int) (s VFState, ok bool) {
+	rec, ok := p.vfs[i].saved()
+	return VFState{LastCmd: rec.lastCmd, Active: rec.active, VHCR: rec.vhcr}, ok
+}
+
+// CheckFlags runs the FLAGS handshake check once.
+func (p *PF) CheckFlags() { p.checkFlags() }

@@ -95,6 +95,9 @@ type vfState struct {
 	// with plain loads and stores, else nil (vhcrBox's copies then).
 	vhcrBox dma.Mailbox
 	vhcrMem *[mlx4.VHCRSize]byte
+	// rec is the record last written to persist (valid if recOK).
+	rec   record
+	recOK bool
 }
 
 // mapVHCR checks the vHCR's page at st.vhcr and keeps it for VHCR_POST.
