@@ -120,6 +120,10 @@ func (p *PF) serve(i int, w uint32) {
 			return
 		}
 		st.vhcr |= uint64(param)
+		if st.unbacked && !p.backedAgain(i) {
+			p.violation(i, toggle, ResetRegionLost, "DMA window still not backed by the region's file", w)
+			return
+		}
 		// Stricter than mlx4, which finds a bad address at the first
 		// VHCR_POST: the vHCR must be 4 KiB aligned (ACCESS_MEM's rule) and
 		// inside the window now.

@@ -48,6 +48,7 @@ type Options struct {
 type PF struct {
 	lay    vhcr.Layout
 	bar    bar.Region
+	dma    bar.Region
 	space  *dma.Space
 	hca    *hca.HCA
 	table  *Table
@@ -96,6 +97,9 @@ type vfState struct {
 	// with plain loads and stores, else nil (vhcrBox's copies then).
 	vhcrBox dma.Mailbox
 	vhcrMem *[mlx4.VHCRSize]byte
+	// unbacked: the window was lost to a shrunk DMA region (fault.go);
+	// it is not touched until VHCR_EN finds it backed again.
+	unbacked bool
 	// rec is the record last written to persist (valid if recOK).
 	rec   record
 	recOK bool
@@ -136,7 +140,7 @@ func New(o Options) (*PF, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults()}
+	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults()}
 	p.table = NewTable()
 	if p.log == nil {
 		p.log = slog.Default()
