@@ -192,7 +192,7 @@ func (p *PF) Stop() {
 func (p *PF) shutdown() {
 	// Guarded: after the BAR region shrank, what is left of it is written
 	// and the rest given up.
-	_ = bar.Guard(func() {
+	err := bar.Guard(func() {
 		for i := range p.vfs {
 			p.persistVF(i)
 			st := &p.vfs[i]
@@ -201,6 +201,10 @@ func (p *PF) shutdown() {
 		p.pfState.Store(vhcr.PFStateStopped)
 	})
 	p.running.Store(false)
+	if err != nil {
+		p.log.Info("stopped; the comm pages are not all there to be marked offline")
+		return
+	}
 	p.log.Info("stopped; comm pages marked offline")
 }
 
