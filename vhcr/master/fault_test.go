@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -117,5 +118,13 @@ func TestBARRegionShrinks(t *testing.T) {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("the error %q does not say %q", err, s)
 		}
+	}
+	// A request after the poller stopped runs guarded too: an FLR whose
+	// header write faults is an error for its caller, not a SIGBUS.
+	if err := os.Truncate(r.BARPath, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.PF.FLR(1); !errors.Is(err, bar.ErrFault) {
+		t.Fatalf("FLR over a lost header: %v, want a fault error", err)
 	}
 }

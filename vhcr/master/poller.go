@@ -213,10 +213,11 @@ func (p *PF) shutdown() {
 // state: FLR, inspection, event injection.
 func (p *PF) Do(f func()) error {
 	if !p.running.Load() {
+		// Guarded as the poller is: after Run stopped on a shrunk region,
+		// a request (an operator's FLR) must not SIGBUS its caller.
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		f()
-		return nil
+		return bar.Guard(f)
 	}
 	ch := make(chan struct{})
 	p.mu.Lock()
