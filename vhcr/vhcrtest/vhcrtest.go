@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -162,6 +163,20 @@ func (r *Rig) Start(t testing.TB) {
 	r.cancel, r.done = cancel, make(chan error, 1)
 	go func() { r.done <- r.PF.Run(ctx) }()
 	t.Cleanup(func() { r.Stop(t) })
+	// Wait until the poller serves, so that requests (PF.Do) made by the
+	// test from now on run on it and not beside its start.
+	for {
+		if v, _ := r.BAR.Load32(vhcr.HdrPFState); v == vhcr.PFStateServing {
+			return
+		}
+		select {
+		case err := <-r.done:
+			r.cancel = nil
+			t.Fatalf("poller returned before serving: %v", err)
+		default:
+			runtime.Gosched()
+		}
+	}
 }
 
 // Stop stops the poller and waits for it.
