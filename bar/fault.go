@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrFault means an access to mapped memory faulted: the file behind a
@@ -58,4 +60,36 @@ func Contains(r Region, addr uintptr) (off int64, ok bool) {
 		return 0, false
 	}
 	return int64(addr - base), true
+}
+
+// Backed reports how many bytes from the start of r the file behind it
+// still holds (fstat of the file the region maps, clamped to the region);
+// ok is false for regions that are not backed by a file (heap memory,
+// device BARs), which cannot shrink under their mapping. It costs a
+// syscall: for fault handling, not the hot path.
+func Backed(r Region) (n int64, ok bool) {
+	b, is := r.(interface{ backed() (int64, bool) })
+	if !is {
+		return 0, false
+	}
+	return b.backed()
+}
+
+func (r *File) backed() (int64, bool) {
+	if r.fd < 0 {
+		return 0, false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(r.fd, &st); err != nil {
+		return 0, false
+	}
+	return min(max(st.Size, 0), r.Size()), true
+}
+
+func (v *view) backed() (int64, bool) {
+	n, ok := Backed(v.parent)
+	if !ok {
+		return 0, false
+	}
+	return min(max(n-v.off, 0), v.size), true
 }

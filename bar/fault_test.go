@@ -68,3 +68,42 @@ func TestGuardPassesOtherPanicsOn(t *testing.T) {
 	_ = bar.Guard(func() { panic("not a fault") })
 	t.Fatal("Guard swallowed a panic that was not a fault")
 }
+
+// Backed follows the file behind a mapping (and a view of it) as it
+// shrinks and grows; heap memory is not file-backed.
+func TestBacked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dma")
+	r, _, err := bar.CreateFile(path, 4*bar.PageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	v, err := bar.Sub(r, 2*bar.PageSize, 2*bar.PageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int64{4 * bar.PageSize, 3 * bar.PageSize, bar.PageSize, 0, 8 * bar.PageSize} {
+		if err := os.Truncate(path, size); err != nil {
+			t.Fatal(err)
+		}
+		want := min(size, 4*bar.PageSize)
+		if n, ok := bar.Backed(r); !ok || n != want {
+			t.Errorf("file of %#x bytes: Backed = %#x, %v; want %#x", size, n, ok, want)
+		}
+		wantView := min(max(size-2*bar.PageSize, 0), 2*bar.PageSize)
+		if n, ok := bar.Backed(v); !ok || n != wantView {
+			t.Errorf("file of %#x bytes: the view's Backed = %#x, %v; want %#x", size, n, ok, wantView)
+		}
+	}
+	m, err := bar.NewMem("heap", bar.PageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := bar.Backed(m); ok {
+		t.Error("heap memory reports a backing file")
+	}
+	r.Close()
+	if _, ok := bar.Backed(r); ok {
+		t.Error("a closed file reports a backing file")
+	}
+}

@@ -15,6 +15,7 @@ type File struct {
 	path     string
 	buf      []byte
 	readOnly bool
+	fd       int // a duplicate of the mapped file's descriptor, for Backed; -1 once closed
 }
 
 // PageSize is the granule of file regions and of the wire layout.
@@ -83,7 +84,14 @@ func mapFile(f *os.File, path string, size int64, readOnly bool) (*File, error) 
 	if err != nil {
 		return nil, fmt.Errorf("file:%s: mmap %d bytes: %w", path, size, err)
 	}
-	return &File{name: "file:" + path, path: path, buf: buf, readOnly: readOnly}, nil
+	// Keep the file (not its path, which may be replaced) to tell how much
+	// of the mapping it still backs.
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		_ = unix.Munmap(buf)
+		return nil, fmt.Errorf("file:%s: dup: %w", path, err)
+	}
+	return &File{name: "file:" + path, path: path, buf: buf, readOnly: readOnly, fd: fd}, nil
 }
 
 func (r *File) Name() string   { return r.name }
@@ -153,6 +161,8 @@ func (r *File) Close() error {
 	}
 	err := unix.Munmap(r.buf)
 	r.buf = nil
+	_ = unix.Close(r.fd)
+	r.fd = -1
 	if err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("%s: munmap: %w", r.name, err)
 	}

@@ -32,17 +32,23 @@ const (
 	HdrPFGen       = 0x03c // incremented at every PF start
 	HdrDoorbell    = 0x040 // native-order: VFs increment it and futex-wake the PF
 	HdrPFSleeping  = 0x044 // native-order: non-zero while the PF waits on the doorbell
+	HdrStateVer    = 0x048 // format of the per-VF state records (StateVersion)
 	HdrDMAPath     = 0x080 // NUL-terminated path of a separate DMA file (empty: DMA in this region)
 	HdrDMAPathLen  = 0x100
 	HdrVFState     = 0x400 // per-VF PF state, HdrVFStateSize bytes each (PF-private, read only at PF start)
 	HdrVFStateSize = 16
 
-	// per-VF state words
+	// per-VF state words, written in the order 0x0, 0x8, 0xc, 0x4: the
+	// check word last, so that a PF killed between two stores leaves a
+	// record whose check fails
 	vfStLastCmd = 0x0 // last comm command | active<<8 | valid<<31
-	vfStToggle  = 0x4 // toggle last acknowledged (bit 31)
+	vfStCheck   = 0x4 // CRC32C of words 0x0, 0x8, 0xc, the VF number and the PF_GEN it was written under
 	vfStVHCRHi  = 0x8
 	vfStVHCRLo  = 0xc
 )
+
+// StateVersion is the format of the per-VF state records at HdrVFState.
+const StateVersion = 1
 
 const (
 	Magic         = 0x56484352 // "VHCR"

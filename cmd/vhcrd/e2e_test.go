@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -464,5 +465,54 @@ func TestDaemonMADInterop(t *testing.T) {
 	// And smpquery's own exchange.
 	if !strings.Contains(string(ts), "0x01,0x81,0x0015") {
 		t.Errorf("smpquery's GetResp(PortInfo) is not in the capture:\n%s", ts)
+	}
+}
+
+// TestTruncatedBARStopsTheDaemon: the BAR file is truncated under vhcrd
+// serve. The daemon stops serving with a clear error naming the file and
+// its size and exits with status 1, not with SIGBUS.
+func TestTruncatedBARStopsTheDaemon(t *testing.T) {
+	dir := shmDir(t)
+	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
+	cmd := exec.Command(filepath.Join(binDir, "vhcrd"), "serve", "--bar", "file:"+barPath, "--dma", "file:"+dmaPath,
+		"--vfs", "4", "--window", "256K", "--metrics-addr", "")
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); pw.Close() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	var out strings.Builder
+	sc := bufio.NewScanner(pr)
+	truncated := false
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if !truncated && strings.Contains(sc.Text(), "msg=serving") {
+			// The header page stays; every comm page goes.
+			if err := os.Truncate(barPath, bar.PageSize); err != nil {
+				t.Fatal(err)
+			}
+			truncated = true
+		}
+	}
+	err := <-exited
+	if !truncated {
+		t.Fatalf("vhcrd never served:\n%s", out.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("vhcrd ended with %v, want exit status 1 (a signal means it died of the fault):\n%s", err, out.String())
+	}
+	for _, want := range []string{"vhcrd serve: file:" + barPath, "region shrank under the PF", "now has 4096 bytes"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not say %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -120,6 +120,10 @@ func (p *PF) serve(i int, w uint32) {
 			return
 		}
 		st.vhcr |= uint64(param)
+		if st.unbacked && !p.backedAgain(i) {
+			p.violation(i, toggle, ResetRegionLost, "DMA window still not backed by the region's file", w)
+			return
+		}
 		// Stricter than mlx4, which finds a bad address at the first
 		// VHCR_POST: the vHCR must be 4 KiB aligned (ACCESS_MEM's rule) and
 		// inside the window now.
@@ -150,15 +154,16 @@ func (p *PF) serve(i int, w uint32) {
 	p.acknowledge(i, cmd, reply)
 }
 
-// acknowledge records cmd as the VF's last command and writes the reply.
+// acknowledge records cmd as the VF's last command, persists the channel
+// state, and only then writes the reply: a PF killed at any point between
+// the two leaves a state the next PF continues from (the command not yet
+// acknowledged is served again, and its effect on the channel state is
+// idempotent).
 func (p *PF) acknowledge(i int, cmd vhcr.CommCmd, reply uint32) {
 	st := &p.vfs[i]
-	changed := st.lastCmd != cmd
 	st.lastCmd = cmd
+	p.persistVF(i)
 	st.reply(reply)
-	if changed {
-		p.persistVF(i)
-	}
 }
 
 // reply writes slave_read and records its toggle as acknowledged; the
@@ -174,9 +179,9 @@ func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word u
 	p.resetFunction(i, why)
 	st := &p.vfs[i]
 	st.lastCmd = vhcr.CommReset
+	p.persistVF(i) // before the VF can see the reset
 	st.ack = toggle
 	st.sr.Store(toggle | vhcr.InternalErrBit)
-	p.persistVF(i)
 	if p.limit.allow() {
 		p.log.Warn("resetting VF after a comm channel violation", "vf", i, "reason", why.String(), "detail", msg, "slave_write", fmt.Sprintf("%#08x", word))
 	}

@@ -15,8 +15,13 @@
 // completion, status and immediate output in a completion EQE carrying the
 // VF's token (EventSink).
 //
-// It also owns: persistence of each VF's channel state in the header (a
-// restarted PF resumes the VFs' channels), the FLAGS reset handshake, FLR,
+// It also owns: persistence of each VF's channel state in the header,
+// written before every acknowledgement that changes it, in records with a
+// CRC32C check word over the PF generation (a restarted PF resumes the VFs'
+// channels, and tells with bit 17 every VF whose saved state it cannot
+// trust; persist.go), regions that shrink under the PF (the poll loop runs
+// under bar.Guard: a lost DMA range resets the VFs it backed, a lost BAR
+// ends Run with ErrRegionLost; fault.go), the FLAGS reset handshake, FLR,
 // the poller's idle policy (spin, yield, futex doorbell), and the counters
 // the poller keeps without atomics (Stats). Every VF-supplied value is read
 // once into PF-private memory and only that copy is checked and used.

@@ -47,3 +47,21 @@ func (i Idle) WithDefaults() Idle { return i.withDefaults() }
 
 // IdlePolicy is the policy the PF's poller runs with.
 func (p *PF) IdlePolicy() Idle { return p.idle }
+
+// Saved returns the channel state persisted for VF i in the header (ok is
+// false where there is no valid record).
+func (p *PF) Saved(i int) (s VFState, ok bool) {
+	rec, cause := p.vfs[i].saved(i, p.gen-1) // written under p.gen
+	return VFState{LastCmd: rec.lastCmd, Active: rec.active, VHCR: rec.vhcr}, cause == ""
+}
+
+// CheckFlags runs the FLAGS handshake check once.
+func (p *PF) CheckFlags() { p.checkFlags() }
+
+// SaveState writes s as VF i's saved channel state, as this PF writes it
+// (a record the next PF's checks find intact).
+func (p *PF) SaveState(i int, s VFState) {
+	st := &p.vfs[i]
+	st.lastCmd, st.active, st.vhcr, st.recOK = s.LastCmd, s.Active, s.VHCR, false
+	p.persistVF(i)
+}

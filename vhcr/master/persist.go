@@ -1,36 +1,136 @@
 package master
 
-import "github.com/vhcrd/vhcrd/vhcr"
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
 
-// Persistence: each VF's channel state is kept in the header (PF-private
-// words, read only at PF start), so that a restarted PF resumes the
-// channels, posted commands included.
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr"
+)
 
-// restoreVF adopts the state a previous PF persisted for VF i, if it is
-// consistent; the acknowledged toggle is the one in slave_read.
-func (p *PF) restoreVF(i int) bool {
-	st := &p.vfs[i]
-	w0 := st.persist[0].Load()
-	if w0&(1<<31) == 0 {
-		return false
+// Persistence: each VF's channel state is kept in a record in the header
+// (PF-private words, read only at PF start), so that a restarted PF resumes
+// the channels, posted commands included. Every change of the state is
+// written here before the VF can see it acknowledged (acknowledge,
+// violation); a VHCR_POST after a VHCR_POST changes nothing and writes
+// nothing, so the hot path does not pay for it.
+//
+// A record is four words: the last command with the active and valid bits,
+// a check word, and the vHCR address. The check word is the CRC32C of the
+// three others, the VF's number and the PF_GEN the record was written
+// under, and is stored last: a PF killed between two stores of a record
+// leaves a record whose check fails. A restarted PF trusts a record checked
+// under the header's PF_GEN, or under PF_GEN+1 (a PF that died while it
+// rewrote the records at its start, before it advanced PF_GEN). What it
+// cannot trust it says, one log line per cause, and it tells each VF that
+// was using its channel the way mlx4 does when its PF goes away: bit 17 in
+// slave_read with the VF's own toggle, so that a pending post is answered
+// and the VF resets itself.
+
+// record is the persisted part of a VF's channel state.
+type record struct {
+	lastCmd vhcr.CommCmd
+	active  bool
+	vhcr    uint64
+}
+
+const (
+	recValid  = 1 << 31
+	recActive = 1 << 8
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// recordCheck is the check word of a record of VF i written under gen.
+func recordCheck(w0, hi, lo uint32, i int, gen uint32) uint32 {
+	var b [20]byte
+	binary.BigEndian.PutUint32(b[0:], w0)
+	binary.BigEndian.PutUint32(b[4:], hi)
+	binary.BigEndian.PutUint32(b[8:], lo)
+	binary.BigEndian.PutUint32(b[12:], uint32(i))
+	binary.BigEndian.PutUint32(b[16:], gen)
+	return crc32.Checksum(b[:], castagnoli)
+}
+
+// saved decodes VF i's record from the header as written under generation
+// gen or gen+1; an empty cause means it is intact.
+func (st *vfState) saved(i int, gen uint32) (rec record, cause string) {
+	w0, check := st.persist[0].Load(), st.persist[1].Load()
+	hi, lo := st.persist[2].Load(), st.persist[3].Load()
+	if w0&recValid == 0 {
+		return record{}, "no state record"
 	}
-	cmd := vhcr.CommCmd(w0 & 0xff)
-	addr := uint64(st.persist[2].Load())<<32 | uint64(st.persist[3].Load())
-	switch cmd {
-	case vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2:
+	if check != recordCheck(w0, hi, lo, i, gen) && check != recordCheck(w0, hi, lo, i, gen+1) {
+		return record{}, "state record checksum mismatch (torn, corrupted, or written under another PF generation)"
+	}
+	rec.lastCmd = vhcr.CommCmd(w0 & 0xff)
+	rec.active = w0&recActive != 0
+	rec.vhcr = uint64(hi)<<32 | uint64(lo)
+	if w0&^(recValid|recActive|0xff) != 0 {
+		return rec, fmt.Sprintf("state record word %#08x has unknown bits", w0)
+	}
+	return rec, ""
+}
+
+// plausible checks a record against the channel sequence: the address
+// bits a command has not set yet are zero, only VHCR_EN and VHCR_POST are
+// active, an FLR is not.
+func (rec record) plausible() string {
+	var unset uint64
+	switch rec.lastCmd {
+	case vhcr.CommReset, vhcr.CommFLR:
+		unset = ^uint64(0)
+	case vhcr.CommVHCR0:
+		unset = 1<<48 - 1
+	case vhcr.CommVHCR1:
+		unset = 1<<32 - 1
+	case vhcr.CommVHCR2:
+		unset = 1<<16 - 1
 	case vhcr.CommVHCREn, vhcr.CommVHCRPost:
-		st.vhcr = addr
-		if st.mapVHCR() != nil {
-			return false
+		if !rec.active {
+			return fmt.Sprintf("saved state %v without the active bit", rec.lastCmd)
 		}
+		return ""
 	default:
-		return false
+		return fmt.Sprintf("saved last command %#x is not a comm command", uint8(rec.lastCmd))
 	}
-	active := w0&(1<<8) != 0
-	if active && p.hca.ActivateVF(i) != nil {
-		return false
+	if rec.active || rec.vhcr&unset != 0 {
+		return fmt.Sprintf("saved state %v active=%v with vHCR address %#x is not a state of the channel sequence", rec.lastCmd, rec.active, rec.vhcr)
 	}
-	st.lastCmd, st.active, st.vhcr = cmd, active, addr
+	return ""
+}
+
+// restoreVF adopts the state a previous PF persisted for VF i under gen
+// and returns "", or says why it cannot be trusted and changes nothing.
+// The acknowledged toggle is the one in slave_read.
+func (p *PF) restoreVF(i int, gen uint32) string {
+	st := &p.vfs[i]
+	rec, cause := st.saved(i, gen)
+	if cause == "" {
+		cause = rec.plausible()
+	}
+	if cause != "" {
+		return cause
+	}
+	if rec.lastCmd == vhcr.CommFLR {
+		// An FLR was in progress: it released everything, and no EndFLR
+		// will come to this PF; the VF starts again from RESET.
+		rec = record{lastCmd: vhcr.CommReset}
+	}
+	if rec.active {
+		st.vhcr = rec.vhcr
+		if err := st.mapVHCR(); err != nil {
+			st.vhcr = 0
+			return fmt.Sprintf("saved vHCR address %#x: %v", rec.vhcr, err)
+		}
+		if err := p.hca.ActivateVF(i); err != nil {
+			st.vhcr, st.vhcrBox, st.vhcrMem = 0, dma.Mailbox{}, nil
+			return "reactivating the VF's admin state: " + err.Error()
+		}
+	}
+	st.lastCmd, st.active, st.vhcr = rec.lastCmd, rec.active, rec.vhcr
 	st.ack = st.sr.Load() & vhcr.ToggleBit
 	w := st.sw.Load()
 	if w&vhcr.ToggleBit == st.ack {
@@ -38,17 +138,92 @@ func (p *PF) restoreVF(i int) bool {
 	} else {
 		st.lastWord = ^w // a command was posted and not acknowledged: serve it
 	}
+	return ""
+}
+
+// distrust handles VF i whose saved state cannot be trusted. A VF whose
+// registers are both zero never used its channel: it starts from RESET
+// and nothing is said. Any other VF is reset and told with bit 17 and the
+// toggle of its slave_write (answering a pending post); its registers are
+// never zeroed. It reports whether the VF was told.
+func (p *PF) distrust(i int) bool {
+	st := &p.vfs[i]
+	w, sr := st.sw.Load(), st.sr.Load()
+	st.lastCmd, st.active, st.vhcr = vhcr.CommReset, false, 0
+	st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
+	st.lastWord, st.ack = w, w&vhcr.ToggleBit
+	if w == 0 && sr == 0 {
+		return false
+	}
+	p.resetFunction(i, ResetSavedState)
+	p.persistVF(i)
+	st.sr.Store(st.ack | vhcr.InternalErrBit)
 	return true
 }
 
+// persistVF writes VF i's channel state to the header if it changed since
+// the last write (a VHCR_POST after a VHCR_POST changes nothing): the
+// record's words, then its check word.
 func (p *PF) persistVF(i int) {
 	st := &p.vfs[i]
-	w0 := uint32(1)<<31 | uint32(st.lastCmd)
-	if st.active {
-		w0 |= 1 << 8
+	rec := record{st.lastCmd, st.active, st.vhcr}
+	if st.recOK && rec == st.rec {
+		return
 	}
+	w0 := recValid | uint32(rec.lastCmd)
+	if rec.active {
+		w0 |= recActive
+	}
+	hi, lo := uint32(rec.vhcr>>32), uint32(rec.vhcr)
 	st.persist[0].Store(w0)
-	st.persist[1].Store(st.ack)
-	st.persist[2].Store(uint32(st.vhcr >> 32))
-	st.persist[3].Store(uint32(st.vhcr))
+	st.persist[2].Store(hi)
+	st.persist[3].Store(lo)
+	st.persist[1].Store(recordCheck(w0, hi, lo, i, p.gen))
+	st.rec, st.recOK = rec, true
+}
+
+// restore adopts the state saved in the header of b for every VF where it
+// can be trusted and distrusts the others; it logs one line per cause and
+// returns the number of VFs restored. A region never served (magic and
+// PF_GEN zero) is a first start: its registers are cleared silently.
+func (p *PF) restore(b bar.Region, l vhcr.Layout, gen uint32) int {
+	magic, _ := b.Load32(vhcr.HdrMagic)
+	if magic == 0 && gen == 0 {
+		for i := range p.vfs {
+			p.vfs[i].sw.Store(0)
+			p.vfs[i].sr.Store(0)
+		}
+		return 0
+	}
+	global := ""
+	if old, err := vhcr.ReadLayout(b); err != nil {
+		global = err.Error()
+	} else if old != l {
+		global = fmt.Sprintf("the header describes another layout (%d VFs, windows of %#x at %#x) than this PF serves (%d VFs, windows of %#x at %#x)",
+			old.NumVFs, old.Window, old.DMABase, l.NumVFs, l.Window, l.DMABase)
+	} else if v, _ := b.Load32(vhcr.HdrStateVer); v != vhcr.StateVersion {
+		global = fmt.Sprintf("saved state version %d, this build writes %d", v, vhcr.StateVersion)
+	}
+	told := map[string][]int{}
+	var causes []string
+	n := 0
+	for i := range p.vfs {
+		cause := global
+		if cause == "" {
+			if cause = p.restoreVF(i, gen); cause == "" {
+				n++
+				continue
+			}
+		}
+		if p.distrust(i) {
+			if told[cause] == nil {
+				causes = append(causes, cause)
+			}
+			told[cause] = append(told[cause], i)
+		}
+	}
+	for _, c := range causes {
+		p.log.Warn("saved comm channel state not trusted: resetting its VFs with bit 17", "cause", c, "vfs", told[c], "generation", gen)
+	}
+	return n
 }

@@ -48,6 +48,7 @@ type Options struct {
 type PF struct {
 	lay    vhcr.Layout
 	bar    bar.Region
+	dma    bar.Region
 	space  *dma.Space
 	hca    *hca.HCA
 	table  *Table
@@ -78,6 +79,7 @@ type PF struct {
 	running  atomic.Bool
 	stopping atomic.Bool
 	scans    uint64
+	gen      uint32 // PF_GEN of this PF: the generation its state records are written under
 }
 
 type vfState struct {
@@ -95,6 +97,12 @@ type vfState struct {
 	// with plain loads and stores, else nil (vhcrBox's copies then).
 	vhcrBox dma.Mailbox
 	vhcrMem *[mlx4.VHCRSize]byte
+	// unbacked: the window was lost to a shrunk DMA region (fault.go);
+	// it is not touched until VHCR_EN finds it backed again.
+	unbacked bool
+	// rec is the record last written to persist (valid if recOK).
+	rec   record
+	recOK bool
 }
 
 // mapVHCR checks the vHCR's page at st.vhcr and keeps it for VHCR_POST.
@@ -111,10 +119,11 @@ func (st *vfState) mapVHCR() error {
 	return nil
 }
 
-// New sets up the PF over the regions: it validates sizes, restores per-VF
-// state a previous PF left in the header when the layout matches (so posted
-// commands survive a PF restart), otherwise clears the comm registers, and
-// marks every comm page offline until Run starts.
+// New sets up the PF over the regions: it validates sizes, restores the
+// per-VF state a previous PF left in the header where it can be trusted (so
+// posted commands survive a PF restart), resets with bit 17 every VF whose
+// state cannot be (persist.go), and marks every comm page offline until Run
+// starts.
 func New(o Options) (*PF, error) {
 	l := o.Layout
 	if o.BAR.Size() < l.BARSize() {
@@ -131,7 +140,7 @@ func New(o Options) (*PF, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults()}
+	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults()}
 	p.table = NewTable()
 	if p.log == nil {
 		p.log = slog.Default()
@@ -154,8 +163,6 @@ func New(o Options) (*PF, error) {
 	if p.pfState, err = bar.NewReg(o.BAR, vhcr.HdrPFState); err != nil {
 		return nil, err
 	}
-	old, oldErr := vhcr.ReadLayout(o.BAR)
-	restore := oldErr == nil && old == l
 	p.vfs = make([]vfState, l.NumVFs)
 	for i := range p.vfs {
 		st := &p.vfs[i]
@@ -176,13 +183,18 @@ func New(o Options) (*PF, error) {
 		st.win, _ = space.Window(i)
 		st.flags.Store(vhcr.FlagsOffline)
 		st.caps.Store(vhcr.CapsVFReset)
-		if restore && p.restoreVF(i) {
-			continue
-		}
-		st.sw.Store(0)
-		st.sr.Store(0)
-		st.lastWord, st.ack, st.lastCmd, st.active, st.vhcr = 0, 0, vhcr.CommReset, false, 0
-		st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
+		st.lastCmd = vhcr.CommReset
+	}
+	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
+	// Every record is written under the new generation, then PF_GEN is
+	// advanced (a PF killed in between leaves records a restart trusts).
+	p.gen = gen + 1
+	restored := p.restore(o.BAR, l, gen)
+	if err := o.BAR.Store32(vhcr.HdrStateVer, vhcr.StateVersion); err != nil {
+		return nil, err
+	}
+	for i := range p.vfs {
+		p.vfs[i].recOK = false
 		p.persistVF(i)
 	}
 	if err := l.Write(o.BAR); err != nil {
@@ -192,11 +204,12 @@ func New(o Options) (*PF, error) {
 		p.doorbell, _ = bar.Word(o.BAR, vhcr.HdrDoorbell)
 		p.sleeping, _ = bar.Word(o.BAR, vhcr.HdrPFSleeping)
 	}
-	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
-	_ = o.BAR.Store32(vhcr.HdrPFGen, gen+1)
+	if err := o.BAR.Store32(vhcr.HdrPFGen, p.gen); err != nil {
+		return nil, err
+	}
 	p.pfState.Store(vhcr.PFStateInit)
-	if restore {
-		p.log.Info("restored comm channel state from the previous PF", "vfs", l.NumVFs, "generation", gen+1)
+	if restored > 0 {
+		p.log.Info("restored comm channel state from the previous PF", "vfs", restored, "generation", p.gen)
 	}
 	return p, nil
 }

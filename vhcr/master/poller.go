@@ -72,11 +72,37 @@ func (p *PF) Run(ctx context.Context) error {
 	perNS := tick.PerNS()
 	spin := uint64(float64(p.idle.SpinFor.Nanoseconds()) * perNS)
 	yield := uint64(float64(p.idle.YieldFor.Nanoseconds()) * perNS)
-	for i := range p.vfs {
-		p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ vhcr.FlagsOffline)
+	// The loop runs under bar.Guard (on this goroutine: the fault mode is
+	// per goroutine), entered once and again after each fault it handled
+	// (fault.go): a region that shrinks under the PF is an error, not a
+	// SIGBUS.
+	start := true
+	for {
+		err := bar.Guard(func() { p.loop(start, spin, yield) })
+		start = false
+		if err == nil {
+			break
+		}
+		if err = p.fault(err); err != nil {
+			p.shutdown()
+			p.log.Error("stopped serving", "err", err)
+			return err
+		}
 	}
-	p.pfState.Store(vhcr.PFStateServing)
-	p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
+	p.shutdown()
+	return nil
+}
+
+// loop is Run's poll loop; start is true the first time it is entered.
+// It returns when the PF is asked to stop.
+func (p *PF) loop(start bool, spin, yield uint64) {
+	if start {
+		for i := range p.vfs {
+			p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ vhcr.FlagsOffline)
+		}
+		p.pfState.Store(vhcr.PFStateServing)
+		p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
+	}
 
 	var idleSince uint64
 	idle := false
@@ -109,7 +135,7 @@ func (p *PF) Run(ctx context.Context) error {
 			continue
 		}
 		if p.stopping.Load() {
-			break
+			return
 		}
 		now := tick.Now()
 		if idleSince == 0 {
@@ -131,8 +157,6 @@ func (p *PF) Run(ctx context.Context) error {
 			}
 		}
 	}
-	p.shutdown()
-	return nil
 }
 
 // block waits for work: on the futex doorbell if there is one, else sleeps.
@@ -166,13 +190,21 @@ func (p *PF) Stop() {
 }
 
 func (p *PF) shutdown() {
-	for i := range p.vfs {
-		p.persistVF(i)
-		st := &p.vfs[i]
-		st.flags.Store(st.flags.Load() | vhcr.FlagsOffline)
-	}
-	p.pfState.Store(vhcr.PFStateStopped)
+	// Guarded: after the BAR region shrank, what is left of it is written
+	// and the rest given up.
+	err := bar.Guard(func() {
+		for i := range p.vfs {
+			p.persistVF(i)
+			st := &p.vfs[i]
+			st.flags.Store(st.flags.Load() | vhcr.FlagsOffline)
+		}
+		p.pfState.Store(vhcr.PFStateStopped)
+	})
 	p.running.Store(false)
+	if err != nil {
+		p.log.Info("stopped; the comm pages are not all there to be marked offline")
+		return
+	}
 	p.log.Info("stopped; comm pages marked offline")
 }
 
@@ -181,10 +213,11 @@ func (p *PF) shutdown() {
 // state: FLR, inspection, event injection.
 func (p *PF) Do(f func()) error {
 	if !p.running.Load() {
+		// Guarded as the poller is: after Run stopped on a shrunk region,
+		// a request (an operator's FLR) must not SIGBUS its caller.
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		f()
-		return nil
+		return bar.Guard(f)
 	}
 	ch := make(chan struct{})
 	p.mu.Lock()

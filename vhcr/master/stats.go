@@ -18,10 +18,12 @@ const (
 	ResetFLR                            // function-level reset by the operator
 	ResetRequest                        // the VF's reset request (FLAGS bit 16)
 	ResetAdminState                     // VHCR_EN: no room for the VF's VST VLAN or spoof-checked MAC
+	ResetSavedState                     // PF start: the channel state a previous PF saved cannot be trusted
+	ResetRegionLost                     // the DMA region behind the VF's window shrank
 	numResetReasons
 )
 
-var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "toggle", "vhcr_address", "dma", "flr", "reset_request", "admin_state"}
+var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "toggle", "vhcr_address", "dma", "flr", "reset_request", "admin_state", "saved_state", "region_lost"}
 
 func (r ResetReason) String() string { return resetReasonNames[r] }
 

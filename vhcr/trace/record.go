@@ -72,7 +72,7 @@ func CommName(c uint8) string {
 // resetReasonNames mirrors vhcr.ResetReason's names, in value order (a test
 // checks that they match).
 var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "toggle", "vhcr_address",
-	"dma", "flr", "reset_request", "admin_state"}
+	"dma", "flr", "reset_request", "admin_state", "saved_state", "region_lost"}
 
 // ResetReasonName is the name of a reset reason (vhcr.ResetReason) as the
 // metrics label it: "toggle".

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -62,6 +63,8 @@ type Options struct {
 	UnmappedDMA bool
 	// Idle is the poller's idle policy.
 	Idle master.Idle
+	// Logger receives the PF's log (nil: discarded).
+	Logger *slog.Logger
 }
 
 // New builds a PF for n VFs over fresh heap regions (DMA in a separate
@@ -139,13 +142,19 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if r.opts.UnmappedDMA {
 		d = unmapped{d}
 	}
-	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	log := r.opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.HCA, r.PF = h, pf
 }
+
+// SetLogger sends the log of the PFs Rebuild makes to l.
+func (r *Rig) SetLogger(l *slog.Logger) { r.opts.Logger = l }
 
 // Start runs the poller until the test ends (or Stop).
 func (r *Rig) Start(t testing.TB) {
@@ -154,6 +163,20 @@ func (r *Rig) Start(t testing.TB) {
 	r.cancel, r.done = cancel, make(chan error, 1)
 	go func() { r.done <- r.PF.Run(ctx) }()
 	t.Cleanup(func() { r.Stop(t) })
+	// Wait until the poller serves, so that requests (PF.Do) made by the
+	// test from now on run on it and not beside its start.
+	for {
+		if v, _ := r.BAR.Load32(vhcr.HdrPFState); v == vhcr.PFStateServing {
+			return
+		}
+		select {
+		case err := <-r.done:
+			r.cancel = nil
+			t.Fatalf("poller returned before serving: %v", err)
+		default:
+			runtime.Gosched()
+		}
+	}
 }
 
 // Stop stops the poller and waits for it.

@@ -1,0 +1,98 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
+)
+
+// Regions that shrink under the PF (another process truncated a file):
+// the poller runs under bar.Guard, and a fault comes here. A fault in the
+// DMA region is a fault of the VFs whose windows the file no longer backs:
+// they are reset with bit 17, and their windows are not touched again until
+// a VHCR_EN finds them backed. A fault in the BAR region ends the service.
+
+// ErrRegionLost is wrapped by the error Run returns when the BAR region
+// shrank under the PF.
+var ErrRegionLost = errors.New("master: region shrank under the PF")
+
+// fault handles a fault the poll loop stopped at. It returns nil when the
+// PF may go on serving, else the error Run returns.
+func (p *PF) fault(err error) error {
+	var fe *bar.FaultError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	if _, ok := bar.Contains(p.bar, fe.Addr); ok {
+		return p.regionError(p.bar, p.lay.BARSize())
+	}
+	off, ok := bar.Contains(p.dma, fe.Addr)
+	if !ok {
+		return fmt.Errorf("master: %w at %#x, in neither the BAR nor the DMA region", err, fe.Addr)
+	}
+	backed, known := bar.Backed(p.dma)
+	if !known || backed > off {
+		backed = off &^ (bar.PageSize - 1) // the fault proves at least this page lost
+	}
+	var lost []int
+	herr := bar.Guard(func() {
+		for i := range p.vfs {
+			if p.windowEnd(i) > backed && !p.vfs[i].unbacked {
+				p.regionLost(i)
+				lost = append(lost, i)
+			}
+		}
+	})
+	if herr != nil {
+		return fmt.Errorf("master: resetting the VFs of the lost DMA range: %w", herr)
+	}
+	if len(lost) == 0 {
+		// The fault was in no VF's window, or in one already given up: the
+		// PF touched what it must not; serving on would fault again.
+		return fmt.Errorf("%s: %w: fault at offset %#x outside every live VF window", p.dma.Name(), ErrRegionLost, off)
+	}
+	if p.limit.allow() {
+		p.log.Warn("DMA region shrank under the PF: resetting the VFs whose windows it no longer backs",
+			"region", p.dma.Name(), "backed", backed, "size", p.dma.Size(), "vfs", lost)
+	}
+	return nil
+}
+
+// regionError is the error that ends the service when region r, which the
+// layout needs need bytes of, shrank.
+func (p *PF) regionError(r bar.Region, need int64) error {
+	if n, ok := bar.Backed(r); ok {
+		return fmt.Errorf("%s: %w: the file now has %d bytes, the PF maps %d and needs %d", r.Name(), ErrRegionLost, n, r.Size(), need)
+	}
+	return fmt.Errorf("%s: %w: an access to it faulted", r.Name(), ErrRegionLost)
+}
+
+// windowEnd is the DMA-region offset just past VF i's window.
+func (p *PF) windowEnd(i int) int64 { return p.lay.DMABase + int64(i+1)*p.lay.Window }
+
+// regionLost resets VF i, whose window the DMA region no longer backs: its
+// resources are released, the reset is counted, and slave_read says bit 17
+// with the toggle of its slave_write (a pending post is answered). Its
+// window is not touched until VHCR_EN finds it backed again.
+func (p *PF) regionLost(i int) {
+	st := &p.vfs[i]
+	p.resetFunction(i, ResetRegionLost)
+	st.unbacked = true
+	p.persistVF(i)
+	w := st.sw.Load()
+	st.lastWord, st.ack = w, w&vhcr.ToggleBit
+	st.sr.Store(st.ack | vhcr.InternalErrBit)
+}
+
+// backedAgain reports whether VF i's window, given up after a fault, is
+// backed by the DMA region's file again (at VHCR_EN).
+func (p *PF) backedAgain(i int) bool {
+	n, ok := bar.Backed(p.dma)
+	if ok && n >= p.windowEnd(i) {
+		p.vfs[i].unbacked = false
+		return true
+	}
+	return false
+}

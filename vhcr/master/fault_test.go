@@ -1,0 +1,130 @@
+package master_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+)
+
+// TestDMARegionShrinks: the DMA file is truncated under a serving PF so
+// that it no longer backs the windows of VFs 2 and 3. The PF takes the
+// fault instead of dying: VF 3, which posts, and VF 2, which is idle, are
+// reset with bit 17 and their own toggles; VFs 0 and 1 keep serving. VF 3's
+// VHCR_EN is refused (bit 17, no second fault) while its window is not
+// backed, and accepted once the file has grown back.
+func TestDMARegionShrinks(t *testing.T) {
+	r := vhcrtest.NewWith(t, 4, vhcrtest.Options{Files: true})
+	r.Start(t)
+	var vfs [2]*vhcr.VF
+	for i := range vfs {
+		vfs[i] = r.InitVF(t, i)
+	}
+	// VFs 2 and 3 are driven through the rig's registers: a VF process
+	// would take the fault itself when it touched its lost window.
+	for i := 2; i < 4; i++ {
+		for _, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+			r.Write(i, c, 0)
+			waitAck(t, r, i)
+		}
+		r.SetVHCR(t, i, mlx4.VHCR{Op: mlx4.NOP, Token: mlx4.PollToken})
+		r.Write(i, vhcr.CommVHCRPost, 0)
+		waitAck(t, r, i)
+	}
+	if err := os.Truncate(r.Layout.DMAPath, r.Layout.DMABase+2*r.Layout.Window); err != nil {
+		t.Fatal(err)
+	}
+	r.Write(3, vhcr.CommVHCRPost, 0) // the PF's read of the vHCR faults
+	waitAck(t, r, 3)
+	for i := 2; i < 4; i++ {
+		want := r.SlaveWrite(i).Load()&vhcr.ToggleBit | vhcr.InternalErrBit
+		if got := r.SlaveRead(i).Load(); got != want {
+			t.Errorf("VF %d's slave_read %#08x, want %#08x (its toggle and bit 17)", i, got, want)
+		}
+		if n := r.PF.Stats().Reset(i, master.ResetRegionLost); n != 1 {
+			t.Errorf("VF %d: %d region-lost resets, want 1", i, n)
+		}
+	}
+	for round := 0; round < 3; round++ {
+		for i, v := range vfs {
+			if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+				t.Fatalf("VF %d below the lost range: %v", i, got.Status)
+			}
+		}
+	}
+	// VF 3 starts again while its window is still lost: refused at VHCR_EN.
+	r.SetToggle(3, r.SlaveRead(3).Load()>>31)
+	for _, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+		r.Write(3, c, 0)
+		waitAck(t, r, 3)
+	}
+	if r.SlaveRead(3).Load()&vhcr.InternalErrBit == 0 {
+		t.Fatal("VHCR_EN of an unbacked window accepted")
+	}
+	if n := r.PF.Stats().Reset(3, master.ResetRegionLost); n != 2 {
+		t.Errorf("VF 3: %d region-lost resets, want 2", n)
+	}
+	// The file grows back: VF 3 comes up and serves again.
+	if err := os.Truncate(r.Layout.DMAPath, r.Layout.DMASize); err != nil {
+		t.Fatal(err)
+	}
+	v := r.InitVF(t, 3)
+	if got := post(t, v, vhcr.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
+		t.Fatalf("VF 3 after the file grew back: %v", got.Status)
+	}
+	if got := post(t, vfs[0], vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+		t.Fatalf("VF 0: %v", got.Status)
+	}
+}
+
+// waitAck waits, through the poller's request queue (each request runs
+// between two scans), for the PF to answer VF i's last Write.
+func waitAck(t *testing.T, r *vhcrtest.Rig, i int) {
+	t.Helper()
+	for k := 0; !r.Acked(i); k++ {
+		if _, err := r.PF.Info(i); err != nil {
+			t.Fatal(err)
+		}
+		if k > 10000 {
+			t.Fatalf("VF %d: no answer (slave_read %#08x)", i, r.SlaveRead(i).Load())
+		}
+	}
+}
+
+// TestBARRegionShrinks: the BAR file is truncated under a serving PF; Run
+// returns an error naming the file and its size instead of the process
+// dying of SIGBUS.
+func TestBARRegionShrinks(t *testing.T) {
+	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Files: true})
+	done := make(chan error, 1)
+	go func() { done <- r.PF.Run(t.Context()) }()
+	v := r.InitVF(t, 0)
+	post(t, v, vhcr.Request{Op: mlx4.NOP})
+	// The header and VF 0's comm page stay; VF 1's page goes.
+	if err := os.Truncate(r.BARPath, r.Layout.CommPage(1)); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	if !errors.Is(err, master.ErrRegionLost) {
+		t.Fatalf("Run returned %v, want ErrRegionLost", err)
+	}
+	for _, s := range []string{r.BARPath, "8192 bytes"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("the error %q does not say %q", err, s)
+		}
+	}
+	// A request after the poller stopped runs guarded too: an FLR whose
+	// header write faults is an error for its caller, not a SIGBUS.
+	if err := os.Truncate(r.BARPath, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.PF.FLR(1); !errors.Is(err, bar.ErrFault) {
+		t.Fatalf("FLR over a lost header: %v, want a fault error", err)
+	}
+}
