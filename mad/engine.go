@@ -134,7 +134,6 @@ type port struct {
 	pending     [maxPending]pendingTrap
 	lastNew     time.Time
 	haveLastNew bool
-	noticeCount uint16
 }
 
 // Engine is a model channel adapter's MAD processing: SMA, PMA and BMA.

@@ -125,7 +125,13 @@ func (e *Engine) checkMKey(flags Flags, p *port, wc *WC, in *MAD) (ok, hide bool
 	if p.mkeyLease.running && p.mkeyLease.expired(e.now()) {
 		p.pi.MKeyProtectBits = 0
 	}
-	if flags&IgnoreMKey != 0 || p.pi.MKey == 0 || p.pi.MKey == in.MKey() {
+	if flags&IgnoreMKey != 0 {
+		// A local query (MAD_IFC, the ibsim server's own Gets) carries no
+		// key: it neither stops nor starts the lease.
+		return true, false
+	}
+	if p.pi.MKey == 0 || p.pi.MKey == in.MKey() {
+		// Only an SMP with the right M_Key stops a running lease.
 		p.mkeyLease.running = false
 		return true, false
 	}
