@@ -131,6 +131,9 @@ type port struct {
 	bmCPI     ClassPortInfo
 	pc        pmaCounters
 
+	// MLNXExtendedPortInfo (0xFF90).
+	mlnxStateChangeEnable, mlnxSpeedSupported, mlnxSpeedEnabled uint8
+
 	pending     [maxPending]pendingTrap
 	lastNew     time.Time
 	haveLastNew bool

@@ -1157,7 +1157,8 @@ func TestMKeyLeaseRules(t *testing.T) {
 	}
 	f.clock.Advance(4 * time.Second)
 	local() // must not stop the lease
-	if bad() != mad.Success|mad.Consumed { // must not restart it
+	// A second violation must not restart it.
+	if bad() != mad.Success|mad.Consumed {
 		t.Fatal("second violation answered")
 	}
 	f.clock.Advance(5 * time.Second)

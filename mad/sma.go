@@ -278,9 +278,32 @@ func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint1
 			}
 			data[2*i], data[2*i+1] = tbl[idx].VL, tbl[idx].Weight
 		}
+	case AttrMLNXExtPortInfo:
+		return e.mlnxExtPortInfo(p, set, mod, src, data)
 	default:
 		return StatusUnsupportedAttr
 	}
+	return 0
+}
+
+// mlnxExtPortInfo answers MLNXExtendedPortInfo (0xFF90) as a ConnectX-3
+// does, in OpenSM's layout (ib_mlnx_ext_port_info_t): byte 3
+// StateChangeEnable, byte 7 LinkSpeedSupported, byte 11 LinkSpeedEnabled,
+// byte 15 LinkSpeedActive (bit 0: FDR10). The model's links are QDR: no
+// FDR10 supported, so only StateChangeEnable and an empty enable mask can be
+// set.
+func (e *Engine) mlnxExtPortInfo(p *port, set bool, mod uint32, src, data []byte) uint16 {
+	if mod != 0 {
+		return StatusInvalidField
+	}
+	if set {
+		if src[11]&^p.mlnxSpeedSupported != 0 || src[3] > 1 {
+			return StatusInvalidField
+		}
+		p.mlnxStateChangeEnable, p.mlnxSpeedEnabled = src[3], src[11]
+	}
+	clear(data)
+	data[3], data[7], data[11] = p.mlnxStateChangeEnable, p.mlnxSpeedSupported, p.mlnxSpeedEnabled
 	return 0
 }
 
@@ -318,30 +341,8 @@ func (e *Engine) setPortInfo(p *port, src []byte) uint16 {
 	default:
 		c.LinkWidthEnabled = w
 	}
-	switch np.PortState {
-	case PortNoChange:
-	case PortDown:
-		c.PortState = PortDown
-	case PortArmed:
-		if c.PortState != PortInit && c.PortState != PortArmed {
-			return StatusInvalidField
-		}
-		c.PortState = PortArmed
-	case PortActive:
-		if c.PortState != PortArmed && c.PortState != PortActive {
-			return StatusInvalidField
-		}
-		c.PortState = PortActive
-	default:
-		return StatusInvalidField
-	}
-	switch np.PortPhysicalState {
-	case PhysNoChange:
-	case PhysPolling, PhysDisabled:
-		c.PortPhysicalState = np.PortPhysicalState
-		c.PortState = PortDown
-	default:
-		return StatusInvalidField
+	if st := portStateSet(&c, np.PortState, np.PortPhysicalState); st != 0 {
+		return st
 	}
 	switch np.LinkDownDefaultState {
 	case 0:
