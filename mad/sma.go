@@ -279,7 +279,16 @@ func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint1
 			data[2*i], data[2*i+1] = tbl[idx].VL, tbl[idx].Weight
 		}
 	case AttrMLNXExtPortInfo:
-		return e.mlnxExtPortInfo(p, set, mod, src, data)
+		// The modifier names the port as PortInfo's does (OpenSM sends
+		// the port number; 0 is the arrival port).
+		if mod > uint32(len(e.ports)) {
+			return StatusInvalidField
+		}
+		tp := p
+		if mod != 0 {
+			tp = &e.ports[mod-1]
+		}
+		return e.mlnxExtPortInfo(tp, set, src, data)
 	default:
 		return StatusUnsupportedAttr
 	}
@@ -292,10 +301,7 @@ func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint1
 // byte 15 LinkSpeedActive (bit 0: FDR10). The model's links are QDR: no
 // FDR10 supported, so only StateChangeEnable and an empty enable mask can be
 // set.
-func (e *Engine) mlnxExtPortInfo(p *port, set bool, mod uint32, src, data []byte) uint16 {
-	if mod != 0 {
-		return StatusInvalidField
-	}
+func (e *Engine) mlnxExtPortInfo(p *port, set bool, src, data []byte) uint16 {
 	if set {
 		if src[11]&^p.mlnxSpeedSupported != 0 || src[3] > 1 {
 			return StatusInvalidField

@@ -139,6 +139,13 @@ func TestMLNXExtendedPortInfo(t *testing.T) {
 	if d := out.SMPData(); d[3] != 1 || d[7] != 0 || d[11] != 0 || d[15] != 0 {
 		t.Fatalf("MEPI % x", d[:16])
 	}
+	out, res = f.e.ProcessMAD(0, 1, madtest.SMIWC(1), nil, madtest.SMP(mad.MethodGet, mad.AttrMLNXExtPortInfo, 2, 0, nil))
+	wantReply(t, res, &out, 0)
+	if out.SMPData()[3] != 0 {
+		t.Fatal("port 2's MEPI shows port 1's Set")
+	}
+	out, res = f.e.ProcessMAD(0, 1, madtest.SMIWC(1), nil, madtest.SMP(mad.MethodGet, mad.AttrMLNXExtPortInfo, 3, 0, nil))
+	wantReply(t, res, &out, mad.StatusInvalidField)
 	data[11] = 1 // FDR10 enabled on a port that does not support it
 	out, res = f.e.ProcessMAD(0, 1, madtest.SMIWC(1), nil, madtest.SMP(mad.MethodSet, mad.AttrMLNXExtPortInfo, 0, 0, data))
 	wantReply(t, res, &out, mad.StatusInvalidField)

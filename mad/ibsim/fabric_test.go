@@ -1,0 +1,144 @@
+package ibsim_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/mad/ibsim"
+	"github.com/vhcrd/vhcrd/mad/madtest"
+)
+
+// fabricServer: the engine's ports 1 and 2 (fresh: Down, LID 0) cabled to
+// switch ports 3 and 5.
+func fabricServer(t *testing.T) (*mad.Engine, *mad.Switch, *ibsim.Server) {
+	t.Helper()
+	cfg := madtest.Node()
+	for i := range cfg.Ports {
+		cfg.Ports[i].LID, cfg.Ports[i].State = 0, mad.PortDown
+	}
+	e, err := mad.New(cfg, mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, Description: "sw", NumPorts: 8, VendorID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
+	s, err := ibsim.Listen(name, e, ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return e, sw, s
+}
+
+// drSent is a directed-route SMP as the SM sends it: hop pointer 0, the
+// initial path from index 1.
+func drSent(method uint8, attr uint16, hc uint8, path ...byte) *mad.MAD {
+	m := madtest.DRSMP(method, attr, 0, 0, hc, path...)
+	m[6] = 0
+	return m
+}
+
+func simRequest(dlid uint16, dqp uint32, m *mad.MAD) []byte {
+	req := make([]byte, 288)
+	be.PutUint16(req[0:], dlid)
+	be.PutUint32(req[8:], dqp)
+	copy(req[32:], m[:])
+	return req
+}
+
+func reply(t *testing.T, req []byte) mad.MAD {
+	t.Helper()
+	if st := be.Uint32(req[16:]); st != 0 {
+		t.Fatalf("sim status %d", st)
+	}
+	var m mad.MAD
+	copy(m[:], req[32:])
+	return m
+}
+
+func TestFabricDirectedRoute(t *testing.T) {
+	e, _, s := fabricServer(t)
+	if pi, _ := e.PortInfo(1); pi.PortState != mad.PortInit || pi.PortPhysicalState != mad.PhysLinkUp || pi.LID != 0 {
+		t.Fatalf("cabled fresh port: state %d phys %d LID %d, want Init LinkUp 0", pi.PortState, pi.PortPhysicalState, pi.LID)
+	}
+	// Hop 1: the switch, arriving on its port 3.
+	req := simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 1, 1))
+	if !s.Handle(req) {
+		t.Fatal("no reply")
+	}
+	out := reply(t, req)
+	var ni mad.NodeInfo
+	_ = ni.Decode(out.SMPData())
+	if ni.NodeType != mad.NodeTypeSwitch || ni.LocalPortNum != 3 || !out.Direction() || out[192+1] != 3 {
+		t.Fatalf("hop 1: NodeInfo %+v D %v return path % x", ni, out.Direction(), out[192:195])
+	}
+	// Hop 2: out of switch port 5 to the engine's port 2.
+	req = simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 2, 1, 5))
+	s.Handle(req)
+	out = reply(t, req)
+	_ = ni.Decode(out.SMPData())
+	if ni.NodeType != mad.NodeTypeCA || ni.LocalPortNum != 2 || out[192+2] != 2 {
+		t.Fatalf("hop 2: NodeInfo %+v return path % x", ni, out[192:195])
+	}
+	// Discarded: an uncabled switch port, a CA asked to forward, a first
+	// hop that is not the SM's port.
+	for _, path := range [][]byte{{1, 4}, {1, 5, 1}, {2}} {
+		req = simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, uint8(len(path)), path...))
+		s.Handle(req)
+		if st := be.Uint32(req[16:]); st != ibsim.StatusDropped {
+			t.Errorf("path %v: status %d, want dropped", path, st)
+		}
+	}
+}
+
+func TestFabricLIDRouted(t *testing.T) {
+	e, sw, s := fabricServer(t)
+	// The SM gives the switch LID 7 (through its directed route).
+	pi, _ := sw.PortInfo(0)
+	pi.LID, pi.PortState, pi.PortPhysicalState = 7, mad.PortNoChange, mad.PhysNoChange
+	data := make([]byte, 64)
+	_ = pi.Encode(data)
+	req := simRequest(0xFFFF, 0, drSent(mad.MethodSet, mad.AttrPortInfo, 1, 1))
+	copy(req[32+64:], data)
+	s.Handle(req)
+	if out := reply(t, req); out.Status()&0x7FFF != 0 {
+		t.Fatalf("Set status 0x%x", out.Status())
+	}
+	req = simRequest(7, 0, madtest.SMP(mad.MethodGet, mad.AttrSwitchInfo, 0, 0, nil))
+	s.Handle(req)
+	if out := reply(t, req); out.Status() != 0 || be.Uint16(req[4:]) != 7 {
+		t.Fatalf("LID-routed SwitchInfo: status 0x%x from LID %d", out.Status(), be.Uint16(req[4:]))
+	}
+	// An engine port with a LID is reachable through the switch.
+	if err := e.SetPortState(2, mad.PortInit); err != nil {
+		t.Fatal(err)
+	}
+	req = simRequest(9, 0, madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 0, 0, nil))
+	s.Handle(req)
+	if st := be.Uint32(req[16:]); st != ibsim.StatusDropped {
+		t.Fatalf("LID 9 (nobody's) answered: %d", st)
+	}
+}
+
+// A MAD that expects no response gets no datagram: TrapRepress, a response.
+func TestConsumedMADsGetNoReply(t *testing.T) {
+	_, _, s := fabricServer(t)
+	if s.Handle(simRequest(0xFFFF, 0, drSent(mad.MethodTrapRepress, mad.AttrNotice, 0))) {
+		t.Error("TrapRepress (directed) answered")
+	}
+	if s.Handle(simRequest(0, 0, madtest.SMP(mad.MethodTrapRepress, mad.AttrNotice, 0, 0, nil))) {
+		t.Error("TrapRepress (LID-routed) answered")
+	}
+	resp := madtest.SMP(mad.MethodGetResp, mad.AttrNodeInfo, 0, 0, nil)
+	if s.Handle(simRequest(0xFFFF, 0, resp)) {
+		t.Error("a response answered")
+	}
+	if !s.Handle(simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 0))) {
+		t.Error("a Get not answered")
+	}
+}
