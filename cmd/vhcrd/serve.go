@@ -402,7 +402,11 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 	}
 	if f.ibsim != "" {
 		maj, min, sub := cfg.Device.FW()
-		srv, err := ibsim.Listen(f.ibsim, s.mad, ibsim.Options{Capture: capw, Logger: log,
+		fab, err := fabric(cfg)
+		if err != nil {
+			return fmt.Errorf("fabric: %w", err)
+		}
+		srv, err := ibsim.Listen(f.ibsim, s.mad, ibsim.Options{Capture: capw, Logger: log, Fabric: fab,
 			FWVersion: uint64(maj)<<32 | uint64(min)<<16 | uint64(sub)})
 		if err != nil {
 			return fmt.Errorf("--ibsim: %w", err)
@@ -443,4 +447,27 @@ func (c *ifcCapture) Reply(port uint8, out *mad.MAD) {
 		c.tap.Reply(&c.req, out)
 		c.ok = false
 	}
+}
+
+// fabric builds the config's switch and cables for the ibsim server (nil
+// when the config has no fabric).
+func fabric(cfg *config.Config) (*ibsim.Fabric, error) {
+	fc := cfg.Fabric
+	if fc == nil {
+		return nil, nil
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: uint64(fc.Switch.NodeGUID), Description: fc.Switch.NodeDescription,
+		NumPorts: fc.Switch.Ports, VendorID: uint32(fc.Switch.VendorID), DeviceID: uint16(fc.Switch.DeviceID)})
+	if err != nil {
+		return nil, err
+	}
+	f := &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{}}
+	for k, sp := range fc.Cables {
+		p, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, err // Validate has checked the keys
+		}
+		f.Cables[uint8(p)] = uint8(sp)
+	}
+	return f, nil
 }
