@@ -155,6 +155,9 @@ type Engine struct {
 	lastLog   time.Time
 	outbox    [outboxSize]Trap
 	nout      int
+	observer  PortObserver
+	changes   [MaxPorts]PortChange
+	changed   uint8 // ports with a recorded change
 
 	counters Counters
 }
@@ -332,10 +335,13 @@ func (e *Engine) ProcessMAD(flags Flags, port uint8, wc *WC, grh *GRH, in *MAD) 
 	}
 	e.mu.Lock()
 	res = e.process(flags, port, wc, grh, in, &out)
-	pending := e.nout
+	pending, changed := e.nout, e.changed
 	e.mu.Unlock()
 	if pending > 0 {
 		e.flush()
+	}
+	if changed != 0 {
+		e.notify()
 	}
 	e.counters.mads[classLabel(in[1])][methodLabel(in[3])][resultLabel(res)].Add(1)
 	return out, res

@@ -192,7 +192,10 @@ func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint1
 				continue
 			}
 			if set && idx != 0 { // entry 0, the port GUID, is read-only
-				p.guids[idx] = be.Uint64(src[8*i:])
+				if g := be.Uint64(src[8*i:]); g != p.guids[idx] {
+					p.guids[idx] = g
+					e.portChanged(p, ChangeGUIDs).GUIDs |= 1 << idx
+				}
 			}
 			be.PutUint64(data[8*i:], p.guids[idx])
 		}
@@ -236,7 +239,10 @@ func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint1
 				continue
 			}
 			if set {
-				p.pkeys[idx] = be.Uint16(src[2*i:])
+				if k := be.Uint16(src[2*i:]); k != p.pkeys[idx] {
+					p.pkeys[idx] = k
+					e.portChanged(p, ChangePKeys).PKeys[idx/64] |= 1 << (idx % 64)
+				}
 			}
 			be.PutUint16(data[2*i:], p.pkeys[idx])
 		}
@@ -398,6 +404,29 @@ func (e *Engine) setPortInfo(p *port, src []byte) uint16 {
 	if c.MKeyLeasePeriod == 0 {
 		p.mkeyLease.running = false
 	}
+	old := p.pi
 	p.pi = c
+	var what ChangeFlags
+	if old.PortState != c.PortState {
+		what |= ChangeState
+	}
+	if old.LID != c.LID {
+		what |= ChangeLID
+	}
+	if old.MasterSMLID != c.MasterSMLID {
+		what |= ChangeSMLID
+	}
+	if old.MasterSMSL != c.MasterSMSL {
+		what |= ChangeSMSL
+	}
+	if old.GIDPrefix != c.GIDPrefix {
+		what |= ChangeGIDPrefix
+	}
+	if np.ClientReregister {
+		what |= ChangeClientRereg
+	}
+	if what != 0 {
+		e.portChanged(p, what)
+	}
 	return 0
 }
