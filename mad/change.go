@@ -1,5 +1,7 @@
 package mad
 
+import "fmt"
+
 // PortChange says what an SM's Set changed on one port: what mlx4's PF
 // snoops from the SMPs it passes to its firmware (smp_snoop) and turns into
 // events for its VFs.
@@ -88,4 +90,47 @@ func (e *Engine) notify() {
 			obs(&out[i])
 		}
 	}
+}
+
+// GUID returns GUIDInfo entry idx of a port (false beyond GUIDCap).
+func (e *Engine) GUID(portNum uint8, idx int) (uint64, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if portNum < 1 || int(portNum) > len(e.ports) || idx < 0 || idx >= int(e.ports[portNum-1].pi.GUIDCap) {
+		return 0, false
+	}
+	return e.ports[portNum-1].guids[idx], true
+}
+
+var changeNames = [...]string{"state", "lid", "sm_lid", "sm_sl", "gid_prefix", "client_rereg", "pkeys", "guids"}
+
+// String names the changes, "|"-separated.
+func (f ChangeFlags) String() string {
+	s := ""
+	for i, n := range changeNames {
+		if f&(1<<i) != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += n
+		}
+	}
+	return s
+}
+
+// String is the state's PortInfo name.
+func (s PortState) String() string {
+	switch s {
+	case PortNoChange:
+		return "NoChange"
+	case PortDown:
+		return "Down"
+	case PortInit:
+		return "Init"
+	case PortArmed:
+		return "Armed"
+	case PortActive:
+		return "Active"
+	}
+	return fmt.Sprintf("PortState(%d)", uint8(s))
 }
