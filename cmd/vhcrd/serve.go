@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -415,6 +416,7 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 		s.stopMAD = append(s.stopMAD, func() { _ = srv.Close() })
 		log.Info("ibsim server", "IBSIM_SOCKNAME", f.ibsim)
 	}
+	s.watchPorts(ctx, log)
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
@@ -470,4 +472,49 @@ func fabric(cfg *config.Config) (*ibsim.Fabric, error) {
 		f.Cables[uint8(p)] = uint8(sp)
 	}
 	return f, nil
+}
+
+// watchPorts carries the port changes an SM makes (the MAD engine's
+// observer, called on whichever goroutine ran the SMP) to the poller, which
+// delivers them to the VFs. Changes wait merged per port, so a burst of
+// Sets costs at most one pending record per port and never blocks the
+// engine's caller.
+func (s *server) watchPorts(ctx context.Context, log *slog.Logger) {
+	var mu sync.Mutex
+	var pending [mad.MaxPorts]mad.PortChange
+	kick := make(chan struct{}, 1)
+	s.mad.Observe(func(c *mad.PortChange) {
+		mu.Lock()
+		pending[c.Port-1].Merge(c)
+		mu.Unlock()
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			}
+			mu.Lock()
+			batch := pending
+			pending = [mad.MaxPorts]mad.PortChange{}
+			mu.Unlock()
+			for i := range batch {
+				c := &batch[i]
+				if c.What == 0 {
+					continue
+				}
+				var n int
+				var perr error
+				if err := s.pf.Do(func() { n, perr = s.hca.PortMgmtChange(c) }); err != nil {
+					return // the poller has stopped
+				}
+				log.Info("port change", "port", c.Port, "state", c.State, "what", c.What, "eqes", n, "err", perr)
+			}
+		}
+	}()
 }
