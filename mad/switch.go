@@ -12,6 +12,7 @@ const (
 	switchMFTCap   = 1024   // MulticastFDBCap: MLIDs 0xC000..0xC3FF
 	lftBlock       = 64     // LFT entries per block
 	mftBlock       = 32     // MFT entries per block
+	switchPKeyCap  = 32     // port 0's P_Key table: one block
 )
 
 // SwitchConfig describes a simulated switch: the link partner of the HCA's
@@ -113,6 +114,7 @@ type Switch struct {
 	ports    []swPort             // 0..NumPorts
 	lft      []uint8              // by LID, up to LinearFDBCap
 	mft      [switchMFTCap]uint64 // port masks, bit p for port p
+	pkeys    [switchPKeyCap]uint16
 	mkeyViol uint16
 }
 
@@ -124,7 +126,7 @@ func NewSwitch(c SwitchConfig) (*Switch, error) {
 	}
 	s := &Switch{lft: make([]uint8, switchLFTCap)}
 	s.node = NodeInfo{BaseVersion: 1, ClassVersion: 1, NodeType: NodeTypeSwitch, NumPorts: uint8(c.NumPorts),
-		SystemImageGUID: c.NodeGUID, NodeGUID: c.NodeGUID, PortGUID: c.NodeGUID, PartitionCap: 1,
+		SystemImageGUID: c.NodeGUID, NodeGUID: c.NodeGUID, PortGUID: c.NodeGUID, PartitionCap: switchPKeyCap,
 		DeviceID: c.DeviceID, VendorID: c.VendorID}
 	copy(s.nodeDesc[:], c.Description)
 	s.si = SwitchInfo{LinearFDBCap: switchLFTCap, MulticastFDBCap: switchMFTCap, LinearFDBTop: 0,
@@ -133,6 +135,7 @@ func NewSwitch(c SwitchConfig) (*Switch, error) {
 	for i := range s.lft {
 		s.lft[i] = 0xFF // unassigned: drop
 	}
+	s.pkeys[0] = DefaultPKey
 	s.ports = make([]swPort, c.NumPorts+1)
 	for i := range s.ports {
 		p := &s.ports[i]
@@ -318,11 +321,17 @@ func (s *Switch) attr(arrival uint8, in, out *MAD, hide bool) uint16 {
 		}
 		s.encodePI(uint8(pn), arrival, data, hide)
 	case AttrPKeyTable:
-		if mod&0xFFFF != 0 || mod>>16 > n {
+		// Port 0's table (NodeInfo.PartitionCap entries, one block); the
+		// external ports have none (PartitionEnforcementCap 0).
+		if mod != 0 {
 			return StatusInvalidField
 		}
-		clear(data)
-		be.PutUint16(data, DefaultPKey) // PartitionCap 1: the default P_Key only
+		for i := range s.pkeys {
+			if set {
+				s.pkeys[i] = be.Uint16(src[2*i:])
+			}
+			be.PutUint16(data[2*i:], s.pkeys[i])
+		}
 	case AttrSLtoVLTable:
 		in, outp := mod>>8&0xFF, mod&0xFF
 		if mod>>16 != 0 || in > n || outp > n {

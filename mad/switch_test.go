@@ -163,3 +163,21 @@ func TestPortDownRetrainsToInit(t *testing.T) {
 		t.Fatalf("state %d phys %d, want Init LinkUp", got.PortState, got.PortPhysicalState)
 	}
 }
+
+// Port 0 keeps a P_Key table an SM can fill (OpenSM adds every partition
+// to a switch's management port); the external ports have none.
+func TestSwitchPKeyTable(t *testing.T) {
+	s := newSwitch(t)
+	data := make([]byte, 64)
+	be.PutUint16(data[0:], 0xFFFF)
+	be.PutUint16(data[2:], 0x8005)
+	out, res := s.ProcessSMP(1, madtest.SMP(mad.MethodSet, mad.AttrPKeyTable, 0, 0, data))
+	wantReply(t, res, &out, 0)
+	out, res = s.ProcessSMP(1, madtest.SMP(mad.MethodGet, mad.AttrPKeyTable, 0, 0, nil))
+	wantReply(t, res, &out, 0)
+	if be.Uint16(out.SMPData()[2:]) != 0x8005 {
+		t.Fatalf("P_Key table % x", out.SMPData()[:8])
+	}
+	out, res = s.ProcessSMP(1, madtest.SMP(mad.MethodGet, mad.AttrPKeyTable, 1<<16, 0, nil))
+	wantReply(t, res, &out, mad.StatusInvalidField)
+}
