@@ -142,3 +142,43 @@ func TestConsumedMADsGetNoReply(t *testing.T) {
 		t.Error("a Get not answered")
 	}
 }
+
+// FuzzFabricHandle feeds arbitrary sim_requests to a server with a fabric:
+// no panic; a reply carries status 0 or 110 and the request's TID; a
+// request that gets no reply is left as it was.
+func FuzzFabricHandle(f *testing.F) {
+	f.Add(simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 1, 1)))
+	f.Add(simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrPortInfo, 2, 1, 5)))
+	f.Add(simRequest(0xFFFF, 0, drSent(mad.MethodSet, mad.AttrLinearFwdTable, 1, 1)))
+	f.Add(simRequest(7, 0, madtest.SMP(mad.MethodGet, mad.AttrSwitchInfo, 0, 0, nil)))
+	f.Add(simRequest(0, 0, madtest.SMP(mad.MethodTrapRepress, mad.AttrNotice, 0, 0, nil)))
+	cfg := madtest.Node()
+	e, err := mad.New(cfg, mad.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, NumPorts: 8})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, err := ibsim.Listen(fmt.Sprintf("vhcrdfuzzfab%d", os.Getpid()), e, ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	f.Fuzz(func(t *testing.T, req []byte) {
+		orig := append([]byte(nil), req...)
+		if !s.Handle(req) {
+			if string(req) != string(orig) {
+				t.Fatal("a request without a reply was modified")
+			}
+			return
+		}
+		if st := be.Uint32(req[16:]); st != 0 && st != ibsim.StatusDropped {
+			t.Fatalf("status %d", st)
+		}
+		if string(req[40:48]) != string(orig[40:48]) {
+			t.Fatal("TID changed")
+		}
+	})
+}
