@@ -114,14 +114,51 @@ func TestFabricLIDRouted(t *testing.T) {
 	if out := reply(t, req); out.Status() != 0 || be.Uint16(req[4:]) != 7 {
 		t.Fatalf("LID-routed SwitchInfo: status 0x%x from LID %d", out.Status(), be.Uint16(req[4:]))
 	}
-	// An engine port with a LID is reachable through the switch.
-	if err := e.SetPortState(2, mad.PortInit); err != nil {
-		t.Fatal(err)
-	}
-	req = simRequest(9, 0, madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 0, 0, nil))
+	// The engine's port 2 gets LID 9 through the switch (path 1,5).
+	pi2, _ := e.PortInfo(2)
+	pi2.LID, pi2.PortState, pi2.PortPhysicalState = 9, mad.PortNoChange, mad.PhysNoChange
+	_ = pi2.Encode(data)
+	req = simRequest(0xFFFF, 0, drSent(mad.MethodSet, mad.AttrPortInfo, 2, 1, 5))
+	copy(req[32+64:], data)
 	s.Handle(req)
-	if st := be.Uint32(req[16:]); st != ibsim.StatusDropped {
-		t.Fatalf("LID 9 (nobody's) answered: %d", st)
+	if out := reply(t, req); out.Status()&0x7FFF != 0 {
+		t.Fatalf("Set port 2 LID: status 0x%x", out.Status())
+	}
+	get9 := func(dqp uint32) uint32 {
+		m := madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 0, 0, nil)
+		if dqp == 1 {
+			m = madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 2, 0)
+		}
+		req := simRequest(9, dqp, m)
+		s.Handle(req)
+		return be.Uint32(req[16:])
+	}
+	if get9(0) != ibsim.StatusDropped {
+		t.Fatal("LID 9 reached with an empty forwarding table")
+	}
+	// The SM programs the LFT: LID 9 leaves by port 5.
+	var si mad.SwitchInfo
+	si.LinearFDBTop, si.LifeTimeValue = 9, 18
+	clear(data)
+	_ = si.Encode(data)
+	req = simRequest(7, 0, madtest.SMP(mad.MethodSet, mad.AttrSwitchInfo, 0, 0, data))
+	s.Handle(req)
+	lft := make([]byte, 64)
+	for i := range lft {
+		lft[i] = 0xFF
+	}
+	lft[9] = 5
+	req = simRequest(7, 0, madtest.SMP(mad.MethodSet, mad.AttrLinearFwdTable, 0, 0, lft))
+	s.Handle(req)
+	if out := reply(t, req); out.Status() != 0 {
+		t.Fatalf("LFT Set: status 0x%x", out.Status())
+	}
+	if st := get9(0); st != 0 {
+		t.Fatalf("LID-routed SMP to LID 9 through the LFT: status %d", st)
+	}
+	// A PerfMgt Get is a data packet: not through ports in Init.
+	if get9(1) != ibsim.StatusDropped {
+		t.Fatal("a GMP crossed links that are not Active")
 	}
 }
 

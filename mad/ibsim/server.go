@@ -408,7 +408,8 @@ func (s *Server) serveData(i int) {
 // (big-endian in the first two bytes of each LID word) must be the port's
 // LID, one of its LMC aliases, or the permissive LID for a directed-route
 // SMP; with a Fabric, a directed-route SMP with a hop count travels its
-// path and a LID-routed SMP may name the switch or another cabled port.
+// path and a LID-routed MAD may name the switch or, through its forwarding
+// table, another cabled port.
 // A request nobody answers gets StatusDropped, ibsim's timeout.
 func (s *Server) Handle(req []byte) bool {
 	if len(req) != requestSize {
@@ -449,7 +450,7 @@ func (s *Server) Handle(req []byte) bool {
 			out, status = resp, 0
 		}
 	case f != nil && !local && dqp <= 1:
-		if at, ok := s.lidRoute(dlid); ok {
+		if at, ok := s.lidRoute(dlid, dqp); ok {
 			if resp, ok := s.at(at, slid, sqp, dqp, &in); ok {
 				out, status, from = resp, 0, dlid
 			}
@@ -492,32 +493,39 @@ func (s *Server) at(n node, slid uint16, sqp, dqp uint32, in *mad.MAD) (mad.MAD,
 }
 
 // lidRoute finds the node a LID-routed MAD from the SM's port reaches: the
-// switch (its port 0 LID) or another engine port cabled to it, with every
-// link on the way up.
-func (s *Server) lidRoute(dlid uint16) (node, bool) {
+// switch (its port 0 LID), or the engine port the switch's linear
+// forwarding table sends dlid to. A MAD on QP1 is a data packet: every port
+// on the way must be Active (IBA 7.2: Init and Armed ports pass only SMPs);
+// an SMP needs the links up.
+func (s *Server) lidRoute(dlid uint16, dqp uint32) (node, bool) {
 	f := s.opt.Fabric
 	sp, ok := f.Cables[s.opt.Port]
 	if !ok || dlid == 0 || dlid >= mad.LIDMulticastBase {
 		return node{}, false
 	}
-	if pi, _ := f.Switch.PortInfo(int(sp)); pi.PortPhysicalState != mad.PhysLinkUp {
+	pass := func(st mad.PortState, phys mad.PhysState) bool {
+		return phys == mad.PhysLinkUp && (dqp == 0 || st == mad.PortActive)
+	}
+	if pi, _ := s.e.PortInfo(s.opt.Port); !pass(pi.PortState, pi.PortPhysicalState) {
+		return node{}, false
+	}
+	if pi, _ := f.Switch.PortInfo(int(sp)); !pass(pi.PortState, pi.PortPhysicalState) {
 		return node{}, false
 	}
 	if dlid == f.Switch.LID() {
 		return node{sw: true, port: sp}, true
 	}
-	for hp, osp := range f.Cables {
-		if hp == s.opt.Port {
-			continue
-		}
-		pi, err := s.e.PortInfo(hp)
-		if err != nil || pi.LID == 0 || dlid&^(uint16(1)<<pi.LMC-1) != pi.LID {
-			continue
-		}
-		if spi, _ := f.Switch.PortInfo(int(osp)); spi.PortPhysicalState != mad.PhysLinkUp {
-			return node{}, false
-		}
-		return node{port: hp}, true
+	out := f.Switch.Forward(dlid)
+	hp := f.hcaPeer(out)
+	if hp == 0 || hp == s.opt.Port {
+		return node{}, false
 	}
-	return node{}, false
+	if spi, _ := f.Switch.PortInfo(int(out)); !pass(spi.PortState, spi.PortPhysicalState) {
+		return node{}, false
+	}
+	pi, err := s.e.PortInfo(hp)
+	if err != nil || !pass(pi.PortState, pi.PortPhysicalState) || pi.LID == 0 || dlid&^(uint16(1)<<pi.LMC-1) != pi.LID {
+		return node{}, false
+	}
+	return node{port: hp}, true
 }
