@@ -105,7 +105,11 @@ type swPort struct {
 // Switch is a simulated switch's SMA: NodeInfo (type 2), NodeDescription,
 // SwitchInfo, PortInfo of port 0 and of every external port, the
 // SLtoVL and VLArbitration tables, and the linear and multicast forwarding
-// tables. Port 0 holds the switch's LID and M_Key. Safe for concurrent use.
+// tables. Port 0 holds the switch's LID and M_Key: a Set with the wrong key,
+// or a Get at protection 2 or 3, is dropped and counted in
+// PortInfo.M_KeyViolations. The model sends no traps from the switch and
+// has no M_Key lease there (protection never lapses). Safe for concurrent
+// use.
 type Switch struct {
 	mu       sync.Mutex
 	node     NodeInfo
