@@ -16,6 +16,10 @@ type Fabric struct {
 	// Cables maps an engine port (1..NumPorts) to the switch port
 	// (1..Switch.NumPorts()) it is cabled to.
 	Cables map[uint8]uint8
+	// Peers are other channel adapters on the switch: switch port → an
+	// engine cabled by its port 1. The SM manages them like the served
+	// engine; no client sits on them.
+	Peers map[uint8]*mad.Engine
 }
 
 // validate checks the cables and brings their links up: the switch ports
@@ -35,19 +39,38 @@ func (f *Fabric) validate(e *mad.Engine) error {
 		}
 		used[sp] = true
 	}
+	for sp, pe := range f.Peers {
+		if pe == nil || pe == e || sp < 1 || int(sp) > f.Switch.NumPorts() || used[sp] {
+			return fmt.Errorf("ibsim: fabric: peer on switch port %d (of %d): missing, the served engine, or cabled twice", sp, f.Switch.NumPorts())
+		}
+		used[sp] = true
+		if err := f.Switch.SetLink(int(sp), true); err != nil {
+			return err
+		}
+		if err := linkUp(pe, 1); err != nil {
+			return err
+		}
+	}
 	for hp, sp := range f.Cables {
 		if err := f.Switch.SetLink(int(sp), true); err != nil {
 			return err
 		}
-		pi, err := e.PortInfo(hp)
-		if err != nil {
+		if err := linkUp(e, hp); err != nil {
 			return err
 		}
-		if pi.PortState == mad.PortDown && pi.PortPhysicalState != mad.PhysDisabled {
-			if err := e.SetPortState(hp, mad.PortInit); err != nil {
-				return err
-			}
-		}
+	}
+	return nil
+}
+
+// linkUp trains a cabled engine port that is Down (and not Disabled) to
+// Init.
+func linkUp(e *mad.Engine, port uint8) error {
+	pi, err := e.PortInfo(port)
+	if err != nil {
+		return err
+	}
+	if pi.PortState == mad.PortDown && pi.PortPhysicalState != mad.PhysDisabled {
+		return e.SetPortState(port, mad.PortInit)
 	}
 	return nil
 }
@@ -62,10 +85,23 @@ func (f *Fabric) hcaPeer(sp uint8) uint8 {
 	return 0
 }
 
-// node is a place on the fabric: the engine (sw false) or the switch.
+// node is a place on the fabric: the served engine, a peer engine or the
+// switch.
 type node struct {
 	sw   bool
-	port uint8 // the port the SMP arrived on
+	peer *mad.Engine // a peer CA (port is then 1)
+	port uint8       // the port the SMP arrived on
+}
+
+// caPeer returns the CA node behind switch port sp, if one is cabled there.
+func (f *Fabric) caPeer(sp uint8) (node, *mad.Engine, bool) {
+	if hp := f.hcaPeer(sp); hp != 0 {
+		return node{port: hp}, nil, true
+	}
+	if pe := f.Peers[sp]; pe != nil {
+		return node{peer: pe, port: 1}, pe, true
+	}
+	return node{}, nil, false
 }
 
 // directed walks a directed-route SMP with hop count hc > 0 from the
@@ -109,11 +145,11 @@ func (f *Fabric) directed(m *mad.MAD, from uint8) (node, bool) {
 				return node{}, false
 			}
 			pi, _ := f.Switch.PortInfo(int(exit))
-			hp := f.hcaPeer(exit)
-			if pi.PortPhysicalState != mad.PhysLinkUp || hp == 0 {
+			n, _, ok := f.caPeer(exit)
+			if pi.PortPhysicalState != mad.PhysLinkUp || !ok {
 				return node{}, false
 			}
-			next = node{port: hp}
+			next = n
 		}
 		ret[i] = next.port
 		at = next

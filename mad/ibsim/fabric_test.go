@@ -219,3 +219,49 @@ func FuzzFabricHandle(f *testing.F) {
 		}
 	})
 }
+
+// A second CA on the switch: reached by its directed route, counted by the
+// switch as a cabled port, never forwarding.
+func TestFabricPeerCA(t *testing.T) {
+	e, err := mad.New(madtest.Node(), mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg := madtest.Node()
+	pcfg.NodeGUID, pcfg.Ports = 0x7000, pcfg.Ports[:1]
+	pcfg.Ports[0].PortGUID, pcfg.Ports[0].LID, pcfg.Ports[0].State = 0x7001, 0, mad.PortDown
+	peer, err := mad.New(pcfg, mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, NumPorts: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fab := &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3}, Peers: map[uint8]*mad.Engine{7: peer}}
+	s, err := ibsim.Listen(fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1)), e, ibsim.Options{Fabric: fab})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if pi, _ := peer.PortInfo(1); pi.PortState != mad.PortInit {
+		t.Fatalf("peer port state %d, want Init", pi.PortState)
+	}
+	req := simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 2, 1, 7))
+	s.Handle(req)
+	out := reply(t, req)
+	var ni mad.NodeInfo
+	_ = ni.Decode(out.SMPData())
+	if ni.NodeType != mad.NodeTypeCA || ni.NodeGUID != 0x7000 || ni.PortGUID != 0x7001 || ni.LocalPortNum != 1 {
+		t.Fatalf("peer NodeInfo %+v", ni)
+	}
+	req = simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 3, 1, 7, 1))
+	s.Handle(req)
+	if st := be.Uint32(req[16:]); st != ibsim.StatusDropped {
+		t.Fatalf("a peer CA forwarded: status %d", st)
+	}
+	bad := &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3}, Peers: map[uint8]*mad.Engine{3: peer}}
+	if _, err := ibsim.Listen(fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1)), e, ibsim.Options{Fabric: bad}); err == nil {
+		t.Fatal("a peer on a cabled switch port accepted")
+	}
+}

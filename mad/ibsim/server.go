@@ -487,8 +487,12 @@ func (s *Server) at(n node, slid uint16, sqp, dqp uint32, in *mad.MAD) (mad.MAD,
 		out, res := s.opt.Fabric.Switch.ProcessSMP(n.port, in)
 		return out, res&mad.Reply != 0
 	}
+	e := s.e
+	if n.peer != nil {
+		e = n.peer
+	}
 	wc := mad.WC{SLID: slid, SrcQP: sqp & 0xFFFFFF, QPN: dqp}
-	out, res := s.e.ProcessMAD(0, n.port, &wc, nil, in)
+	out, res := e.ProcessMAD(0, n.port, &wc, nil, in)
 	return out, res&mad.Reply != 0
 }
 
@@ -516,16 +520,19 @@ func (s *Server) lidRoute(dlid uint16, dqp uint32) (node, bool) {
 		return node{sw: true, port: sp}, true
 	}
 	out := f.Switch.Forward(dlid)
-	hp := f.hcaPeer(out)
-	if hp == 0 || hp == s.opt.Port {
+	n, pe, ok := f.caPeer(out)
+	if !ok || pe == nil && n.port == s.opt.Port {
 		return node{}, false
+	}
+	if pe == nil {
+		pe = s.e
 	}
 	if spi, _ := f.Switch.PortInfo(int(out)); !pass(spi.PortState, spi.PortPhysicalState) {
 		return node{}, false
 	}
-	pi, err := s.e.PortInfo(hp)
+	pi, err := pe.PortInfo(n.port)
 	if err != nil || !pass(pi.PortState, pi.PortPhysicalState) || pi.LID == 0 || dlid&^(uint16(1)<<pi.LMC-1) != pi.LID {
 		return node{}, false
 	}
-	return node{port: hp}, true
+	return n, true
 }
