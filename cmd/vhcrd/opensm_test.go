@@ -1,7 +1,7 @@
 package main
 
 // The OpenSM tier: Debian's opensm manages vhcrd's fabric (the HCA's two
-// ports cabled to a simulated switch) through libumad2sim, as
+// ports and a peer CA cabled to a simulated switch) through libumad2sim, as
 // infiniband-diags do in TestDaemonMADInterop. It must discover the switch
 // and the HCA, assign LIDs, bring every port Active, program M_Key and
 // P_Keys, report a wrong-key Set as a Bad M_Key notice and repress it; a VF
@@ -34,7 +34,7 @@ const (
 )
 
 // fabricConfig is the default config with both ports fresh (down, LID 0)
-// and cabled to an 8-port switch.
+// and cabled to an 8-port switch, with a second CA on switch port 5.
 func fabricConfig(t *testing.T, dir string) string {
 	t.Helper()
 	ex, err := exec.Command(filepath.Join(binDir, "vhcrd"), "config").Output()
@@ -52,6 +52,8 @@ func fabricConfig(t *testing.T, dir string) string {
 	cfg["fabric"] = map[string]any{
 		"switch": map[string]any{"node_guid": "0x0002c90300f00000", "node_description": "vhcrd switch", "ports": 8, "vendor_id": "0x000001"},
 		"cables": map[string]int{"1": 1, "2": 2},
+		"peers": []map[string]any{{"node_guid": "0x0002c90300c0ffe0", "port_guid": "0x0002c90300c0ffe1",
+			"node_description": "peer HCA", "switch_port": 5}},
 	}
 	b, _ := json.MarshalIndent(cfg, "", " ")
 	path := filepath.Join(dir, "fabric.json")
@@ -176,8 +178,12 @@ dump_files_dir %s
 			t.Errorf("iblinkinfo: switch port %s is not an Active link to HCA port %s", p, p)
 		}
 	}
+	if !regexp.MustCompile(`(?m)^\s+\d+\s+5\[  \] ==\( 4X\s+10.0 Gbps Active/  LinkUp\)==>\s+\d+\s+1\[  \] "peer HCA"`).MatchString(links) {
+		t.Errorf("iblinkinfo: switch port 5 is not an Active link to the peer HCA")
+	}
 	topo := run("ibnetdiscover")
-	for _, w := range []string{`Switch	8 "S-0002c90300f00000"`, `Ca	2 "H-0002c90300a0b0c0"`} {
+	t.Logf("ibnetdiscover:\n%s", topo)
+	for _, w := range []string{`Switch	8 "S-0002c90300f00000"`, `Ca	2 "H-0002c90300a0b0c0"`, `Ca	1 "H-0002c90300c0ffe0"`} {
 		if !strings.Contains(topo, w) {
 			t.Errorf("ibnetdiscover lacks %q:\n%s", w, topo)
 		}

@@ -403,7 +403,7 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 	}
 	if f.ibsim != "" {
 		maj, min, sub := cfg.Device.FW()
-		fab, err := fabric(cfg)
+		fab, err := fabric(cfg, &s.traps, log)
 		if err != nil {
 			return fmt.Errorf("fabric: %w", err)
 		}
@@ -453,7 +453,7 @@ func (c *ifcCapture) Reply(port uint8, out *mad.MAD) {
 
 // fabric builds the config's switch and cables for the ibsim server (nil
 // when the config has no fabric).
-func fabric(cfg *config.Config) (*ibsim.Fabric, error) {
+func fabric(cfg *config.Config, traps mad.TrapSink, log *slog.Logger) (*ibsim.Fabric, error) {
 	fc := cfg.Fabric
 	if fc == nil {
 		return nil, nil
@@ -470,6 +470,22 @@ func fabric(cfg *config.Config) (*ibsim.Fabric, error) {
 			return nil, err // Validate has checked the keys
 		}
 		f.Cables[uint8(p)] = uint8(sp)
+	}
+	// Peers: single-port CAs with the HCA's vendor and device IDs, fresh
+	// (Down, LID 0) until the SM configures them; their traps go where the
+	// HCA's go.
+	for _, pc := range fc.Peers {
+		e, err := mad.New(mad.NodeConfig{NodeGUID: uint64(pc.NodeGUID), Description: pc.NodeDescription,
+			DeviceID: uint16(cfg.Device.DeviceID), Revision: uint32(cfg.Device.Revision), VendorID: uint32(cfg.Device.VendorID),
+			Ports: []mad.PortConfig{{PortGUID: uint64(pc.PortGUID), State: mad.PortDown}}},
+			mad.Options{Sink: traps, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("peer %#x: %w", uint64(pc.NodeGUID), err)
+		}
+		if f.Peers == nil {
+			f.Peers = map[uint8]*mad.Engine{}
+		}
+		f.Peers[uint8(pc.SwitchPort)] = e
 	}
 	return f, nil
 }

@@ -54,6 +54,17 @@ type Fabric struct {
 	Switch Switch `json:"switch"`
 	// Cables maps an HCA port ("1", "2") to a switch port.
 	Cables map[string]int `json:"cables"`
+	// Peers are further single-port channel adapters on the switch,
+	// managed by the SM like vhcrd's own ports (fresh: down, LID 0).
+	Peers []Peer `json:"peers,omitempty"`
+}
+
+// Peer is another channel adapter cabled to the switch.
+type Peer struct {
+	NodeGUID        Hex    `json:"node_guid"`
+	PortGUID        Hex    `json:"port_guid"`
+	NodeDescription string `json:"node_description"`
+	SwitchPort      int    `json:"switch_port"`
 }
 
 // Switch describes the simulated switch.
@@ -548,6 +559,21 @@ func (fb *Fabric) validate(c *Config) error {
 			return fieldErr("fabric.cables."+k, "switch port %d is already cabled to port %s", sp, o)
 		}
 		used[sp] = k
+	}
+	for i, p := range fb.Peers {
+		f := fmt.Sprintf("fabric.peers[%d]", i)
+		switch {
+		case p.NodeGUID == 0 || p.PortGUID == 0:
+			return fieldErr(f, "node_guid and port_guid must be non-zero")
+		case len(p.NodeDescription) > 64:
+			return fieldErr(f+".node_description", "longer than 64 bytes")
+		case p.SwitchPort < 1 || p.SwitchPort > sw.Ports:
+			return fieldErr(f+".switch_port", "%d outside 1..%d", p.SwitchPort, sw.Ports)
+		}
+		if o, dup := used[p.SwitchPort]; dup {
+			return fieldErr(f+".switch_port", "switch port %d is already cabled to %s", p.SwitchPort, o)
+		}
+		used[p.SwitchPort] = f
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -112,6 +113,15 @@ func TestFabric(t *testing.T) {
 	}
 	if _, err := Parse(strings.NewReader(fabricJSON(`{"1": 1, "2": 1}`))); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "already cabled") {
 		t.Errorf("two ports on one switch port: %v", err)
+	}
+	peer := func(sp int) string {
+		return fmt.Sprintf(`{"1": 1}, "peers": [{"node_guid": "0x10", "port_guid": "0x11", "node_description": "peer", "switch_port": %d}]`, sp)
+	}
+	if c, err := Parse(strings.NewReader(fabricJSON(peer(3)))); err != nil || len(c.Fabric.Peers) != 1 || c.Fabric.Peers[0].SwitchPort != 3 {
+		t.Errorf("a peer on switch port 3: %v", err)
+	}
+	if _, err := Parse(strings.NewReader(fabricJSON(peer(1)))); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "fabric.peers[0].switch_port") {
+		t.Errorf("a peer on a cabled switch port: %v", err)
 	}
 	// LID 0 is only for a port the SM has not configured yet.
 	src := strings.Replace(string(Example()), `"lid": 5,`, `"lid": 0,`, 1)
