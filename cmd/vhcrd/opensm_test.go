@@ -222,6 +222,13 @@ dump_files_dir %s
 	if !linkUp(t, barPath) {
 		t.Error("VF 0 sees port 1 down after the SM made it Active")
 	}
+	// Its MAD_IFC PortInfo shows the LID and SM LID the SM assigned (the
+	// SM's own port is LID 1 on this fabric) and the port Active.
+	out, code := vfctl(t, barPath, "mad", "--vf", "0", "get", "portinfo")
+	t.Logf("VF 0 MAD_IFC PortInfo:\n%s", out)
+	if lm := regexp.MustCompile(`LID (\d+) LMC \d+ SM LID (\d+) SM SL \d+ State 4`).FindStringSubmatch(out); code != 0 || lm == nil || lm[1] == "0" || lm[2] != "1" {
+		t.Errorf("VF 0's MAD_IFC PortInfo does not show the SM's LIDs and Active:\n%s", out)
+	}
 	var evs []string
 	waitFor(t, "PORT_CHANGE up and a LID change in VF 0's EQ", func() bool {
 		evs = vfEvents(t, barPath, dmaPath, ringIOVA)
@@ -260,6 +267,13 @@ func vfEvents(t *testing.T, barPath, dmaPath string, iova uint64) []string {
 	ring := make([]byte, 64*mlx4.EQESize)
 	if _, err := f.ReadAt(ring, l.DMABase+int64(iova)); err != nil {
 		t.Fatal(err)
+	}
+	// Its MAD_IFC PortInfo shows the LID and SM LID the SM assigned (the
+	// SM's own port is LID 1 on this fabric) and the port Active.
+	out, code := vfctl(t, barPath, "mad", "--vf", "0", "get", "portinfo")
+	t.Logf("VF 0 MAD_IFC PortInfo:\n%s", out)
+	if lm := regexp.MustCompile(`LID (\d+) LMC \d+ SM LID (\d+) SM SL \d+ State 4`).FindStringSubmatch(out); code != 0 || lm == nil || lm[1] == "0" || lm[2] != "1" {
+		t.Errorf("VF 0's MAD_IFC PortInfo does not show the SM's LIDs and Active:\n%s", out)
 	}
 	var evs []string
 	for i := 0; i < 64; i++ {
