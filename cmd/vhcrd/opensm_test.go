@@ -191,8 +191,9 @@ dump_files_dir %s
 	for _, port := range []string{"1", "2"} {
 		// Port 2 is reached through the switch: DR path 0,1,2.
 		path := map[string]string{"1": "0", "2": "0,1,2"}[port]
-		pi := run("smpquery", "-y", osmMKey, "-D", "portinfo", path, port)
-		for _, w := range []string{"LinkState:.......................Active", "ProtectBits:.....................1"} {
+		pi := run("smpquery", "-K", "-y", osmMKey, "-D", "portinfo", path, port)
+		for _, w := range []string{"LinkState:.......................Active", "ProtectBits:.....................1",
+			"Mkey:............................" + osmMKey, "MkeyLeasePeriod:.................60"} {
 			if !strings.Contains(pi, w) {
 				t.Errorf("port %s PortInfo lacks %q:\n%s", port, w, pi)
 			}
