@@ -3,6 +3,7 @@ package mad
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Switch limits of the model.
@@ -26,6 +27,8 @@ type SwitchConfig struct {
 	// vendor keeps OpenSM from asking the switch for vendor attributes.
 	VendorID uint32
 	DeviceID uint16
+	// Now is the clock of the M_Key lease; nil means time.Now.
+	Now func() time.Time
 }
 
 // Validate checks the switch description.
@@ -107,9 +110,9 @@ type swPort struct {
 // SLtoVL and VLArbitration tables, and the linear and multicast forwarding
 // tables. Port 0 holds the switch's LID and M_Key: a Set with the wrong key,
 // or a Get at protection 2 or 3, is dropped and counted in
-// PortInfo.M_KeyViolations. The model sends no traps from the switch and
-// has no M_Key lease there (protection never lapses). Safe for concurrent
-// use.
+// PortInfo.M_KeyViolations, and starts the M_Key lease (if it is not
+// running) after which protection drops to 0; the right key stops it. The
+// model sends no traps from the switch. Safe for concurrent use.
 type Switch struct {
 	mu       sync.Mutex
 	node     NodeInfo
@@ -119,6 +122,8 @@ type Switch struct {
 	lft      []uint8              // by LID, up to LinearFDBCap
 	mft      [switchMFTCap]uint64 // port masks, bit p for port p
 	pkeys    [switchPKeyCap]uint16
+	now      func() time.Time
+	lease    lease // port 0's M_Key lease
 	mkeyViol uint16
 }
 
@@ -128,7 +133,10 @@ func NewSwitch(c SwitchConfig) (*Switch, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Switch{lft: make([]uint8, switchLFTCap)}
+	s := &Switch{lft: make([]uint8, switchLFTCap), now: c.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	s.node = NodeInfo{BaseVersion: 1, ClassVersion: 1, NodeType: NodeTypeSwitch, NumPorts: uint8(c.NumPorts),
 		SystemImageGUID: c.NodeGUID, NodeGUID: c.NodeGUID, PortGUID: c.NodeGUID, PartitionCap: switchPKeyCap,
 		DeviceID: c.DeviceID, VendorID: c.VendorID}
@@ -246,9 +254,16 @@ func (s *Switch) ProcessSMP(arrival uint8, in *MAD) (out MAD, res Result) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p0 := &s.ports[0].pi
+	if s.lease.expired(s.now()) {
+		p0.MKeyProtectBits = 0
+	}
+	if p0.MKey != 0 && in.MKey() == p0.MKey {
+		s.lease.running = false // only the right key stops the lease
+	}
 	if p0.MKey != 0 && in.MKey() != p0.MKey && (method == MethodSet || p0.MKeyProtectBits >= 2) {
 		satInc16(&s.mkeyViol)
 		satInc16(&p0.MKeyViolations)
+		s.lease.start(s.now(), p0.MKeyLeasePeriod)
 		return out, Success | Consumed
 	}
 	hide := p0.MKey != 0 && in.MKey() != p0.MKey && p0.MKeyProtectBits == 1

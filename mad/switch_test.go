@@ -2,6 +2,7 @@ package mad_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/mad/madtest"
@@ -180,4 +181,47 @@ func TestSwitchPKeyTable(t *testing.T) {
 	}
 	out, res = s.ProcessSMP(1, madtest.SMP(mad.MethodGet, mad.AttrPKeyTable, 1<<16, 0, nil))
 	wantReply(t, res, &out, mad.StatusInvalidField)
+}
+
+// The switch's M_Key lease: started by a violation, not restarted by the
+// next, stopped only by the right key; when it runs out protection drops.
+func TestSwitchMKeyLease(t *testing.T) {
+	clock := madtest.NewClock()
+	s, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x1000, NumPorts: 8, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pi, _ := s.PortInfo(0)
+	pi.LID, pi.MKey, pi.MKeyProtectBits, pi.MKeyLeasePeriod = 9, 0x77, 2, 10
+	pi.PortState, pi.PortPhysicalState = mad.PortNoChange, mad.PhysNoChange
+	out, res := s.ProcessSMP(1, madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 0, 0, portInfoSetData(t, pi)))
+	wantReply(t, res, &out, 0)
+	bad := func() mad.Result {
+		_, res := s.ProcessSMP(1, madtest.SMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0x1, nil))
+		return res
+	}
+	if bad() != mad.Success|mad.Consumed {
+		t.Fatal("protection 2 Get with a wrong key answered")
+	}
+	clock.Advance(6 * time.Second)
+	if bad() != mad.Success|mad.Consumed {
+		t.Fatal("second violation answered")
+	}
+	clock.Advance(4 * time.Second) // 10 s after the first violation
+	if bad() != mad.Success|mad.Reply {
+		t.Fatal("the lease did not run out 10 s after the first violation")
+	}
+	// The right key stops a running lease.
+	pi, _ = s.PortInfo(0)
+	pi.MKeyProtectBits, pi.PortState, pi.PortPhysicalState = 2, mad.PortNoChange, mad.PhysNoChange
+	out, res = s.ProcessSMP(1, madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 0, 0x77, portInfoSetData(t, pi)))
+	wantReply(t, res, &out, 0)
+	bad()
+	if _, res := s.ProcessSMP(1, madtest.SMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0x77, nil)); res != mad.Success|mad.Reply {
+		t.Fatal("right key refused")
+	}
+	clock.Advance(time.Hour)
+	if bad() != mad.Success|mad.Consumed {
+		t.Fatal("protection dropped after the SM stopped the lease")
+	}
 }
