@@ -36,6 +36,13 @@ const (
 	AttrSLtoVLTable     uint16 = 0x0017
 	AttrVLArbTable      uint16 = 0x0018
 	AttrSMInfo          uint16 = 0x0020
+	// Switch forwarding tables (IBA 14.2.5.10, 14.2.5.12).
+	AttrLinearFwdTable    uint16 = 0x0019
+	AttrMulticastFwdTable uint16 = 0x001B
+	// AttrMLNXExtPortInfo is Mellanox's vendor-specific SMP attribute
+	// (OpenSM's IB_MAD_ATTR_MLNX_EXTENDED_PORT_INFO), which ConnectX-3
+	// answers and OpenSM reads from Mellanox ports.
+	AttrMLNXExtPortInfo uint16 = 0xFF90
 )
 
 // GS attribute IDs.

@@ -45,5 +45,19 @@
 // result, traps, key violations, missing WC/GRH) are atomic and read at
 // scrape time through Engine.Snapshot.
 //
+// The switch. Switch is a simulated switch's SMA (NodeInfo type 2,
+// SwitchInfo, PortInfo of port 0 and of each external port, port 0's
+// P_KeyTable, SLtoVL and VLArbitration tables, the linear and multicast
+// forwarding tables): the link partner the ibsim server cables the engine's
+// ports to, so that a subnet manager finds a fabric.
+//
+// Port state. A PortInfo Set moves PortState as IBA 7.2 allows (Armed only
+// from Init, Active only from Armed; Down with the link up retrains to
+// Init). Engine.Observe hears what each Set changed (PortChange: state, LID,
+// SM LID/SL, GID prefix, client reregister, P_Key entries, alias GUIDs),
+// which is what mlx4's PF snoops to raise its VFs' events. Traps carry
+// Toggle and Count 0; only an SMP with the right M_Key stops a running
+// M_Key lease.
+//
 // mad knows nothing about BARs, comm channels or the VFs' DMA windows.
 package mad

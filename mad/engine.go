@@ -131,10 +131,12 @@ type port struct {
 	bmCPI     ClassPortInfo
 	pc        pmaCounters
 
+	// MLNXExtendedPortInfo (0xFF90).
+	mlnxStateChangeEnable, mlnxSpeedSupported, mlnxSpeedEnabled uint8
+
 	pending     [maxPending]pendingTrap
 	lastNew     time.Time
 	haveLastNew bool
-	noticeCount uint16
 }
 
 // Engine is a model channel adapter's MAD processing: SMA, PMA and BMA.
@@ -153,6 +155,9 @@ type Engine struct {
 	lastLog   time.Time
 	outbox    [outboxSize]Trap
 	nout      int
+	observer  PortObserver
+	changes   [MaxPorts]PortChange
+	changed   uint8 // ports with a recorded change
 
 	counters Counters
 }
@@ -330,10 +335,13 @@ func (e *Engine) ProcessMAD(flags Flags, port uint8, wc *WC, grh *GRH, in *MAD) 
 	}
 	e.mu.Lock()
 	res = e.process(flags, port, wc, grh, in, &out)
-	pending := e.nout
+	pending, changed := e.nout, e.changed
 	e.mu.Unlock()
 	if pending > 0 {
 		e.flush()
+	}
+	if changed != 0 {
+		e.notify()
 	}
 	e.counters.mads[classLabel(in[1])][methodLabel(in[3])][resultLabel(res)].Add(1)
 	return out, res

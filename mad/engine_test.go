@@ -1112,3 +1112,65 @@ func TestGetPathAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocs per SubnGet(PortInfo)", n)
 	}
 }
+
+// IBA 13.4.8.2: a Trap's Notice has Toggle and Count 0, however many traps
+// the port has sent.
+func TestTrapNoticeToggleCountZero(t *testing.T) {
+	f := newFixture(t, mkeyNode(1, 0))
+	for i := range 4 {
+		in := madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 1, 0xBAD, nil)
+		be.PutUint64(in[8:], uint64(i+100)) // a fresh TID per violation
+		f.e.ProcessMAD(0, 1, madtest.SMIWC(0x33), nil, in)
+		f.clock.Advance(time.Minute) // past the pacing interval
+	}
+	traps := f.sink.Traps()
+	if len(traps) < 4 {
+		t.Fatalf("%d traps, want 4", len(traps))
+	}
+	for i, tr := range traps {
+		var n mad.Notice
+		if err := n.Decode(tr.MAD.SMPData()); err != nil {
+			t.Fatal(err)
+		}
+		if n.Toggle || n.Count != 0 {
+			t.Fatalf("trap %d: Toggle %v Count %d, want false 0", i, n.Toggle, n.Count)
+		}
+	}
+}
+
+// The lease rules: a local query with the ignore flags neither stops nor
+// restarts a running lease; a second violation does not restart it; only
+// an SMP carrying the right M_Key stops it.
+func TestMKeyLeaseRules(t *testing.T) {
+	f := newFixture(t, mkeyNode(2, 10))
+	bad := func() mad.Result {
+		_, res := f.e.ProcessMAD(0, 1, madtest.SMIWC(9), nil, madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 1, 0xBAD, nil))
+		return res
+	}
+	local := func() {
+		if _, res := f.e.ProcessMAD(mad.IgnoreAll, 1, nil, nil, madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 1, 0, nil)); res != mad.Success|mad.Reply {
+			t.Fatalf("local Get: %d", res)
+		}
+	}
+	if bad() != mad.Success|mad.Consumed { // the lease starts: deadline t0+10s
+		t.Fatal("level 2 Get with a wrong key answered")
+	}
+	f.clock.Advance(4 * time.Second)
+	local() // must not stop the lease
+	// A second violation must not restart it.
+	if bad() != mad.Success|mad.Consumed {
+		t.Fatal("second violation answered")
+	}
+	f.clock.Advance(5 * time.Second)
+	local()
+	if f.portInfo(t, 1).MKeyProtectBits != 2 {
+		t.Fatal("protection dropped before the lease ran out")
+	}
+	f.clock.Advance(time.Second) // t0+10s: the first violation's lease ends
+	if bad() != mad.Success|mad.Reply {
+		t.Fatal("the lease was restarted by a second violation or stopped by a local query")
+	}
+	if pi := f.portInfo(t, 1); pi.MKeyProtectBits != 0 {
+		t.Fatalf("protect bits %d after expiry", pi.MKeyProtectBits)
+	}
+}

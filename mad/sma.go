@@ -125,7 +125,13 @@ func (e *Engine) checkMKey(flags Flags, p *port, wc *WC, in *MAD) (ok, hide bool
 	if p.mkeyLease.running && p.mkeyLease.expired(e.now()) {
 		p.pi.MKeyProtectBits = 0
 	}
-	if flags&IgnoreMKey != 0 || p.pi.MKey == 0 || p.pi.MKey == in.MKey() {
+	if flags&IgnoreMKey != 0 {
+		// A local query (MAD_IFC, the ibsim server's own Gets) carries no
+		// key: it neither stops nor starts the lease.
+		return true, false
+	}
+	if p.pi.MKey == 0 || p.pi.MKey == in.MKey() {
+		// Only an SMP with the right M_Key stops a running lease.
 		p.mkeyLease.running = false
 		return true, false
 	}
@@ -186,7 +192,10 @@ func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint1
 				continue
 			}
 			if set && idx != 0 { // entry 0, the port GUID, is read-only
-				p.guids[idx] = be.Uint64(src[8*i:])
+				if g := be.Uint64(src[8*i:]); g != p.guids[idx] {
+					p.guids[idx] = g
+					e.portChanged(p, ChangeGUIDs).GUIDs |= 1 << idx
+				}
 			}
 			be.PutUint64(data[8*i:], p.guids[idx])
 		}
@@ -230,7 +239,10 @@ func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint1
 				continue
 			}
 			if set {
-				p.pkeys[idx] = be.Uint16(src[2*i:])
+				if k := be.Uint16(src[2*i:]); k != p.pkeys[idx] {
+					p.pkeys[idx] = k
+					e.portChanged(p, ChangePKeys).PKeys[idx/64] |= 1 << (idx % 64)
+				}
 			}
 			be.PutUint16(data[2*i:], p.pkeys[idx])
 		}
@@ -272,9 +284,38 @@ func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint1
 			}
 			data[2*i], data[2*i+1] = tbl[idx].VL, tbl[idx].Weight
 		}
+	case AttrMLNXExtPortInfo:
+		// The modifier names the port as PortInfo's does (OpenSM sends
+		// the port number; 0 is the arrival port).
+		if mod > uint32(len(e.ports)) {
+			return StatusInvalidField
+		}
+		tp := p
+		if mod != 0 {
+			tp = &e.ports[mod-1]
+		}
+		return e.mlnxExtPortInfo(tp, set, src, data)
 	default:
 		return StatusUnsupportedAttr
 	}
+	return 0
+}
+
+// mlnxExtPortInfo answers MLNXExtendedPortInfo (0xFF90) as a ConnectX-3
+// does, in OpenSM's layout (ib_mlnx_ext_port_info_t): byte 3
+// StateChangeEnable, byte 7 LinkSpeedSupported, byte 11 LinkSpeedEnabled,
+// byte 15 LinkSpeedActive (bit 0: FDR10). The model's links are QDR: no
+// FDR10 supported, so only StateChangeEnable and an empty enable mask can be
+// set.
+func (e *Engine) mlnxExtPortInfo(p *port, set bool, src, data []byte) uint16 {
+	if set {
+		if src[11]&^p.mlnxSpeedSupported != 0 || src[3] > 1 {
+			return StatusInvalidField
+		}
+		p.mlnxStateChangeEnable, p.mlnxSpeedEnabled = src[3], src[11]
+	}
+	clear(data)
+	data[3], data[7], data[11] = p.mlnxStateChangeEnable, p.mlnxSpeedSupported, p.mlnxSpeedEnabled
 	return 0
 }
 
@@ -312,30 +353,8 @@ func (e *Engine) setPortInfo(p *port, src []byte) uint16 {
 	default:
 		c.LinkWidthEnabled = w
 	}
-	switch np.PortState {
-	case PortNoChange:
-	case PortDown:
-		c.PortState = PortDown
-	case PortArmed:
-		if c.PortState != PortInit && c.PortState != PortArmed {
-			return StatusInvalidField
-		}
-		c.PortState = PortArmed
-	case PortActive:
-		if c.PortState != PortArmed && c.PortState != PortActive {
-			return StatusInvalidField
-		}
-		c.PortState = PortActive
-	default:
-		return StatusInvalidField
-	}
-	switch np.PortPhysicalState {
-	case PhysNoChange:
-	case PhysPolling, PhysDisabled:
-		c.PortPhysicalState = np.PortPhysicalState
-		c.PortState = PortDown
-	default:
-		return StatusInvalidField
+	if st := portStateSet(&c, np.PortState, np.PortPhysicalState); st != 0 {
+		return st
 	}
 	switch np.LinkDownDefaultState {
 	case 0:
@@ -385,6 +404,29 @@ func (e *Engine) setPortInfo(p *port, src []byte) uint16 {
 	if c.MKeyLeasePeriod == 0 {
 		p.mkeyLease.running = false
 	}
+	old := p.pi
 	p.pi = c
+	var what ChangeFlags
+	if old.PortState != c.PortState {
+		what |= ChangeState
+	}
+	if old.LID != c.LID {
+		what |= ChangeLID
+	}
+	if old.MasterSMLID != c.MasterSMLID {
+		what |= ChangeSMLID
+	}
+	if old.MasterSMSL != c.MasterSMSL {
+		what |= ChangeSMSL
+	}
+	if old.GIDPrefix != c.GIDPrefix {
+		what |= ChangeGIDPrefix
+	}
+	if np.ClientReregister {
+		what |= ChangeClientRereg
+	}
+	if what != 0 {
+		e.portChanged(p, what)
+	}
 	return 0
 }

@@ -14,14 +14,14 @@ func (p *port) gid() (g [16]byte) {
 }
 
 func (e *Engine) securityNotice(p *port, num uint16) Notice {
-	p.noticeCount = (p.noticeCount + 1) & 0x7FFF
+	// IBA 13.4.8.2: for a Trap, Toggle and Count are 0 (they count
+	// Notices in a Notice queue, which this port does not keep).
 	return Notice{
 		IsGeneric: true,
 		Type:      NoticeSecurity,
 		Producer:  uint32(e.node.NodeType),
 		TrapNum:   num,
 		IssuerLID: p.pi.LID,
-		Count:     p.noticeCount,
 		IssuerGID: p.gid(),
 	}
 }

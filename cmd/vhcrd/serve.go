@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -402,7 +403,11 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 	}
 	if f.ibsim != "" {
 		maj, min, sub := cfg.Device.FW()
-		srv, err := ibsim.Listen(f.ibsim, s.mad, ibsim.Options{Capture: capw, Logger: log,
+		fab, err := fabric(cfg, &s.traps, log)
+		if err != nil {
+			return fmt.Errorf("fabric: %w", err)
+		}
+		srv, err := ibsim.Listen(f.ibsim, s.mad, ibsim.Options{Capture: capw, Logger: log, Fabric: fab,
 			FWVersion: uint64(maj)<<32 | uint64(min)<<16 | uint64(sub)})
 		if err != nil {
 			return fmt.Errorf("--ibsim: %w", err)
@@ -411,6 +416,7 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 		s.stopMAD = append(s.stopMAD, func() { _ = srv.Close() })
 		log.Info("ibsim server", "IBSIM_SOCKNAME", f.ibsim)
 	}
+	s.watchPorts(ctx, log)
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
@@ -443,4 +449,88 @@ func (c *ifcCapture) Reply(port uint8, out *mad.MAD) {
 		c.tap.Reply(&c.req, out)
 		c.ok = false
 	}
+}
+
+// fabric builds the config's switch and cables for the ibsim server (nil
+// when the config has no fabric).
+func fabric(cfg *config.Config, traps mad.TrapSink, log *slog.Logger) (*ibsim.Fabric, error) {
+	fc := cfg.Fabric
+	if fc == nil {
+		return nil, nil
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: uint64(fc.Switch.NodeGUID), Description: fc.Switch.NodeDescription,
+		NumPorts: fc.Switch.Ports, VendorID: uint32(fc.Switch.VendorID), DeviceID: uint16(fc.Switch.DeviceID)})
+	if err != nil {
+		return nil, err
+	}
+	f := &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{}}
+	for k, sp := range fc.Cables {
+		p, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, err // Validate has checked the keys
+		}
+		f.Cables[uint8(p)] = uint8(sp)
+	}
+	// Peers: single-port CAs with the HCA's vendor and device IDs, fresh
+	// (Down, LID 0) until the SM configures them; their traps go where the
+	// HCA's go.
+	for _, pc := range fc.Peers {
+		e, err := mad.New(mad.NodeConfig{NodeGUID: uint64(pc.NodeGUID), Description: pc.NodeDescription,
+			DeviceID: uint16(cfg.Device.DeviceID), Revision: uint32(cfg.Device.Revision), VendorID: uint32(cfg.Device.VendorID),
+			Ports: []mad.PortConfig{{PortGUID: uint64(pc.PortGUID), State: mad.PortDown}}},
+			mad.Options{Sink: traps, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("peer %#x: %w", uint64(pc.NodeGUID), err)
+		}
+		if f.Peers == nil {
+			f.Peers = map[uint8]*mad.Engine{}
+		}
+		f.Peers[uint8(pc.SwitchPort)] = e
+	}
+	return f, nil
+}
+
+// watchPorts carries the port changes an SM makes (the MAD engine's
+// observer, called on whichever goroutine ran the SMP) to the poller, which
+// delivers them to the VFs. Changes wait merged per port, so a burst of
+// Sets costs at most one pending record per port and never blocks the
+// engine's caller.
+func (s *server) watchPorts(ctx context.Context, log *slog.Logger) {
+	var mu sync.Mutex
+	var pending [mad.MaxPorts]mad.PortChange
+	kick := make(chan struct{}, 1)
+	s.mad.Observe(func(c *mad.PortChange) {
+		mu.Lock()
+		pending[c.Port-1].Merge(c)
+		mu.Unlock()
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			}
+			mu.Lock()
+			batch := pending
+			pending = [mad.MaxPorts]mad.PortChange{}
+			mu.Unlock()
+			for i := range batch {
+				c := &batch[i]
+				if c.What == 0 {
+					continue
+				}
+				var n int
+				var perr error
+				if err := s.pf.Do(func() { n, perr = s.hca.PortMgmtChange(c) }); err != nil {
+					return // the poller has stopped
+				}
+				log.Info("port change", "port", c.Port, "state", c.State, "what", c.What, "eqes", n, "err", perr)
+			}
+		}
+	}()
 }

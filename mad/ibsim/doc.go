@@ -15,6 +15,14 @@
 // which the tools report at once. Only the local (abstract socket) mode is
 // implemented, not ibsim's UDP mode.
 //
+// With Options.Fabric the engine's ports are cabled to a mad.Switch: a
+// directed-route SMP with a hop count above 0 travels its initial path port
+// by port (IBA 14.2.2; the return path is recorded, a CA never forwards, an
+// uncabled or down port drops it), and a LID-routed SMP reaches the switch's
+// LID or another cabled port's. OpenSM runs against such a fabric (see
+// cmd/vhcrd's TestOpenSMFabric). A MAD that expects no response
+// (TrapRepress, a response) gets no datagram back, as on a real link.
+//
 // Traps the engine sends reach clients attached as an SM (Server is a
 // mad.TrapSink). Options.Capture records the clients' MADs and replies.
 //

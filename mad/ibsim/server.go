@@ -54,6 +54,10 @@ type Options struct {
 	FWVersion uint64
 	// Logger, if set, gets one line per malformed datagram.
 	Logger *slog.Logger
+	// Fabric, if set, is the link partner of the engine's ports: SMPs
+	// routed beyond the port reach its switch and the engine's other
+	// cabled ports.
+	Fabric *Fabric
 	// Capture, if set, records every MAD the clients send and every reply
 	// as it would cross the link (traps are recorded by giving the same
 	// Writer to the engine as a sink).
@@ -100,6 +104,11 @@ func Listen(name string, e *mad.Engine, opt Options) (*Server, error) {
 	}
 	if opt.NodeID == "" {
 		opt.NodeID = "vhcrd"
+	}
+	if opt.Fabric != nil {
+		if err := opt.Fabric.validate(e); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{e: e, name: name, opt: opt}
 	var err error
@@ -387,19 +396,24 @@ func (s *Server) serveData(i int) {
 			continue
 		}
 		req := buf[:requestSize]
-		s.Handle(req)
-		_, _ = conn.WriteToUnix(req, to)
+		if s.Handle(req) {
+			_, _ = conn.WriteToUnix(req, to)
+		}
 	}
 }
 
-// Handle turns one 288-byte sim_request into its reply, in place. The
-// request's DLID (big-endian in the first two bytes of each LID word) must
-// be the port's LID, one of its LMC aliases, or the permissive LID for a
-// directed-route SMP; anything else, and any MAD the engine does not
-// answer, gets StatusDropped.
-func (s *Server) Handle(req []byte) {
+// Handle turns one 288-byte sim_request into its reply, in place, and
+// reports whether the reply is to be sent. A MAD that expects no response
+// (TrapRepress, a response) gets none, as on a real link. The request's DLID
+// (big-endian in the first two bytes of each LID word) must be the port's
+// LID, one of its LMC aliases, or the permissive LID for a directed-route
+// SMP; with a Fabric, a directed-route SMP with a hop count travels its
+// path and a LID-routed MAD may name the switch or, through its forwarding
+// table, another cabled port.
+// A request nobody answers gets StatusDropped, ibsim's timeout.
+func (s *Server) Handle(req []byte) bool {
 	if len(req) != requestSize {
-		return
+		return false
 	}
 	dlid := be.Uint16(req[0:])
 	slid := be.Uint16(req[4:])
@@ -413,30 +427,112 @@ func (s *Server) Handle(req []byte) {
 		slid = pi.LID // umad2sim's "auto": the client sits on this port
 	}
 	s.record(slid, dlid, sqp, dqp, &in)
+	noReply := in.Method() == mad.MethodTrapRepress || in.IsResponse()
 	status := uint32(StatusDropped)
 	var out mad.MAD
-	local := dlid&^mask == pi.LID || dlid == mad.LIDPermissive && in.MgmtClass() == mad.ClassSubnDirected
-	// The SMI steps of a directed-route SMP are the port's, not the SMA's.
-	if local && dqp <= 1 && mad.SMIRecv(&in, s.opt.Port) {
+	from := pi.LID | dlid&mask
+	dr := in.MgmtClass() == mad.ClassSubnDirected
+	local := dlid&^mask == pi.LID || dlid == mad.LIDPermissive && dr
+	f := s.opt.Fabric
+	switch {
+	case f != nil && dr && local && in.HopCount() > 0 && !in.Direction():
+		if at, ok := f.directed(&in, s.opt.Port); ok && dqp == 0 {
+			if resp, ok := s.at(at, slid, sqp, dqp, &in); ok {
+				resp[6] = 0 // back at the source: the reverse path is walked
+				out, status = resp, 0
+			}
+		}
+	case local && dqp <= 1 && mad.SMIRecv(&in, s.opt.Port):
+		// The SMI steps of a directed-route SMP are the port's, not the SMA's.
 		wc := mad.WC{SLID: slid, SrcQP: sqp & 0xFFFFFF, QPN: dqp, DLIDPathBits: uint8(dlid & mask)}
 		resp, res := s.e.ProcessMAD(0, s.opt.Port, &wc, nil, &in)
 		if res&mad.Reply != 0 && mad.SMISend(&resp) {
 			out, status = resp, 0
 		}
+	case f != nil && !local && dqp <= 1:
+		if at, ok := s.lidRoute(dlid, dqp); ok {
+			if resp, ok := s.at(at, slid, sqp, dqp, &in); ok {
+				out, status, from = resp, 0, dlid
+			}
+		}
+	}
+	if noReply {
+		return false
 	}
 	if status != 0 {
 		out = in
 	} else {
-		s.record(pi.LID|dlid&mask, slid, dqp, sqp, &out)
+		s.record(from, slid, dqp, sqp, &out)
 	}
 	// Reply: from the port to the requester.
 	be.PutUint16(req[0:], slid)
 	req[2], req[3] = 0, 0
-	be.PutUint16(req[4:], pi.LID|dlid&mask)
+	be.PutUint16(req[4:], from)
 	req[6], req[7] = 0, 0
 	be.PutUint32(req[8:], sqp)
 	be.PutUint32(req[12:], dqp)
 	be.PutUint32(req[16:], status)
 	be.PutUint64(req[24:], mad.Size)
 	copy(req[32:], out[:])
+	return true
+}
+
+// at hands a MAD that reached a node of the fabric to that node's agent and
+// returns the response, if there is one to send.
+func (s *Server) at(n node, slid uint16, sqp, dqp uint32, in *mad.MAD) (mad.MAD, bool) {
+	if n.sw {
+		if dqp != 0 {
+			return mad.MAD{}, false // no GSI on the model switch
+		}
+		out, res := s.opt.Fabric.Switch.ProcessSMP(n.port, in)
+		return out, res&mad.Reply != 0
+	}
+	e := s.e
+	if n.peer != nil {
+		e = n.peer
+	}
+	wc := mad.WC{SLID: slid, SrcQP: sqp & 0xFFFFFF, QPN: dqp}
+	out, res := e.ProcessMAD(0, n.port, &wc, nil, in)
+	return out, res&mad.Reply != 0
+}
+
+// lidRoute finds the node a LID-routed MAD from the SM's port reaches: the
+// switch (its port 0 LID), or the engine port the switch's linear
+// forwarding table sends dlid to. A MAD on QP1 is a data packet: every port
+// on the way must be Active (IBA 7.2: Init and Armed ports pass only SMPs);
+// an SMP needs the links up.
+func (s *Server) lidRoute(dlid uint16, dqp uint32) (node, bool) {
+	f := s.opt.Fabric
+	sp, ok := f.Cables[s.opt.Port]
+	if !ok || dlid == 0 || dlid >= mad.LIDMulticastBase {
+		return node{}, false
+	}
+	pass := func(st mad.PortState, phys mad.PhysState) bool {
+		return phys == mad.PhysLinkUp && (dqp == 0 || st == mad.PortActive)
+	}
+	if pi, _ := s.e.PortInfo(s.opt.Port); !pass(pi.PortState, pi.PortPhysicalState) {
+		return node{}, false
+	}
+	if pi, _ := f.Switch.PortInfo(int(sp)); !pass(pi.PortState, pi.PortPhysicalState) {
+		return node{}, false
+	}
+	if dlid == f.Switch.LID() {
+		return node{sw: true, port: sp}, true
+	}
+	out := f.Switch.Forward(dlid)
+	n, pe, ok := f.caPeer(out)
+	if !ok || pe == nil && n.port == s.opt.Port {
+		return node{}, false
+	}
+	if pe == nil {
+		pe = s.e
+	}
+	if spi, _ := f.Switch.PortInfo(int(out)); !pass(spi.PortState, spi.PortPhysicalState) {
+		return node{}, false
+	}
+	pi, err := pe.PortInfo(n.port)
+	if err != nil || !pass(pi.PortState, pi.PortPhysicalState) || pi.LID == 0 || dlid&^(uint16(1)<<pi.LMC-1) != pi.LID {
+		return node{}, false
+	}
+	return n, true
 }

@@ -43,6 +43,37 @@ type Config struct {
 	Resources Resources `json:"resources"`
 	Ports     []Port    `json:"ports"`
 	VFs       VFs       `json:"vfs"`
+	// Fabric, if set, cables the IB ports to a simulated switch (the
+	// ibsim server's link partner, what an SM such as OpenSM discovers).
+	Fabric *Fabric `json:"fabric,omitempty"`
+}
+
+// Fabric is a one-switch topology: the switch and which of the HCA's ports
+// are cabled to which of its ports.
+type Fabric struct {
+	Switch Switch `json:"switch"`
+	// Cables maps an HCA port ("1", "2") to a switch port.
+	Cables map[string]int `json:"cables"`
+	// Peers are further single-port channel adapters on the switch,
+	// managed by the SM like vhcrd's own ports (fresh: down, LID 0).
+	Peers []Peer `json:"peers,omitempty"`
+}
+
+// Peer is another channel adapter cabled to the switch.
+type Peer struct {
+	NodeGUID        Hex    `json:"node_guid"`
+	PortGUID        Hex    `json:"port_guid"`
+	NodeDescription string `json:"node_description"`
+	SwitchPort      int    `json:"switch_port"`
+}
+
+// Switch describes the simulated switch.
+type Switch struct {
+	NodeGUID        Hex    `json:"node_guid"`
+	NodeDescription string `json:"node_description"`
+	Ports           int    `json:"ports"`     // external ports, 1..36
+	VendorID        Hex    `json:"vendor_id"` // 24 bits
+	DeviceID        Hex    `json:"device_id"` // 16 bits
 }
 
 // Device describes the model HCA.
@@ -251,6 +282,11 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	if c.Fabric != nil {
+		if err := c.Fabric.validate(c); err != nil {
+			return err
+		}
+	}
 	if err := c.VFs.Default.validate("vfs.default", c, true); err != nil {
 		return err
 	}
@@ -286,8 +322,9 @@ func (p *Port) validate(f string) error {
 	default:
 		return fieldErr(f+".link_layer", "%q is neither \"ib\" nor \"eth\"", p.LinkLayer)
 	}
-	if p.LinkLayer == "ib" && (p.LID == 0 || p.LID >= 0xc000) {
-		return fieldErr(f+".lid", "%d is not a unicast LID (1..0xbfff)", p.LID)
+	if p.LinkLayer == "ib" && (p.LID >= 0xc000 || p.LID == 0 && p.State != "down" && p.State != "init") {
+		// LID 0 is a port the SM has not configured yet: a fresh fabric.
+		return fieldErr(f+".lid", "%d is not a unicast LID (1..0xbfff; 0 only for a down or init port)", p.LID)
 	}
 	if p.LMC > 7 {
 		return fieldErr(f+".lmc", "%d outside 0..7", p.LMC)
@@ -492,3 +529,51 @@ func (c *Config) Function(vf int) Function {
 
 // PortGUIDValue is the port GUID as a number.
 func (p *Port) PortGUIDValue() uint64 { return uint64(p.PortGUID) }
+
+func (fb *Fabric) validate(c *Config) error {
+	sw := &fb.Switch
+	switch {
+	case sw.NodeGUID == 0:
+		return fieldErr("fabric.switch.node_guid", "must be non-zero")
+	case sw.Ports < 1 || sw.Ports > 36:
+		return fieldErr("fabric.switch.ports", "%d outside 1..36", sw.Ports)
+	case sw.VendorID > 0xffffff:
+		return fieldErr("fabric.switch.vendor_id", "%#x does not fit 24 bits", uint64(sw.VendorID))
+	case sw.DeviceID > 0xffff:
+		return fieldErr("fabric.switch.device_id", "%#x does not fit 16 bits", uint64(sw.DeviceID))
+	case len(sw.NodeDescription) > 64:
+		return fieldErr("fabric.switch.node_description", "longer than 64 bytes")
+	case len(fb.Cables) == 0:
+		return fieldErr("fabric.cables", "no port is cabled")
+	}
+	used := map[int]string{}
+	for k, sp := range fb.Cables {
+		p, err := strconv.Atoi(k)
+		if err != nil || p < 1 || p > len(c.Ports) || c.Ports[p-1].LinkLayer != "ib" {
+			return fieldErr("fabric.cables."+k, "key must be an IB port number 1..%d", len(c.Ports))
+		}
+		if sp < 1 || sp > sw.Ports {
+			return fieldErr("fabric.cables."+k, "switch port %d outside 1..%d", sp, sw.Ports)
+		}
+		if o, dup := used[sp]; dup {
+			return fieldErr("fabric.cables."+k, "switch port %d is already cabled to port %s", sp, o)
+		}
+		used[sp] = k
+	}
+	for i, p := range fb.Peers {
+		f := fmt.Sprintf("fabric.peers[%d]", i)
+		switch {
+		case p.NodeGUID == 0 || p.PortGUID == 0:
+			return fieldErr(f, "node_guid and port_guid must be non-zero")
+		case len(p.NodeDescription) > 64:
+			return fieldErr(f+".node_description", "longer than 64 bytes")
+		case p.SwitchPort < 1 || p.SwitchPort > sw.Ports:
+			return fieldErr(f+".switch_port", "%d outside 1..%d", p.SwitchPort, sw.Ports)
+		}
+		if o, dup := used[p.SwitchPort]; dup {
+			return fieldErr(f+".switch_port", "switch port %d is already cabled to %s", p.SwitchPort, o)
+		}
+		used[p.SwitchPort] = f
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -78,5 +79,53 @@ func TestVSTAndSpoofCheck(t *testing.T) {
 	}
 	if fn := c.Function(2); fn.VST != nil || fn.SpoofCheck {
 		t.Fatalf("VF 2 took VF 3's vport state: VST %+v spoof check %v", fn.VST, fn.SpoofCheck)
+	}
+}
+
+// fabricJSON is a fresh fabric: both ports cabled to one switch, down with
+// LID 0 until an SM configures them.
+func fabricJSON(cables string) string {
+	src := strings.Replace(string(Example()), `"vfs": {`, `"fabric": {
+    "switch": {"node_guid": "0x0002c90300f00000", "node_description": "vhcrd switch", "ports": 8, "vendor_id": "0x000001"},
+    "cables": `+cables+`
+  },
+  "vfs": {`, 1)
+	src = strings.Replace(src, `"lid": 5,`, `"lid": 0,`, 1)
+	return strings.Replace(src, `"state": "active",`, `"state": "down",`, 1)
+}
+
+func TestFabric(t *testing.T) {
+	c, err := Parse(strings.NewReader(fabricJSON(`{"1": 1, "2": 2}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Fabric == nil || c.Fabric.Switch.Ports != 8 || c.Fabric.Cables["2"] != 2 || c.Ports[0].LID != 0 {
+		t.Fatalf("fabric %+v, port 1 LID %d", c.Fabric, c.Ports[0].LID)
+	}
+	for _, tc := range []struct{ cables, field string }{
+		{`{"1": 9}`, "fabric.cables.1"},
+		{`{"3": 1}`, "fabric.cables.3"},
+		{`{}`, "fabric.cables"},
+	} {
+		if _, err := Parse(strings.NewReader(fabricJSON(tc.cables))); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("cables %s: error %v does not name %s", tc.cables, err, tc.field)
+		}
+	}
+	if _, err := Parse(strings.NewReader(fabricJSON(`{"1": 1, "2": 1}`))); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "already cabled") {
+		t.Errorf("two ports on one switch port: %v", err)
+	}
+	peer := func(sp int) string {
+		return fmt.Sprintf(`{"1": 1}, "peers": [{"node_guid": "0x10", "port_guid": "0x11", "node_description": "peer", "switch_port": %d}]`, sp)
+	}
+	if c, err := Parse(strings.NewReader(fabricJSON(peer(3)))); err != nil || len(c.Fabric.Peers) != 1 || c.Fabric.Peers[0].SwitchPort != 3 {
+		t.Errorf("a peer on switch port 3: %v", err)
+	}
+	if _, err := Parse(strings.NewReader(fabricJSON(peer(1)))); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "fabric.peers[0].switch_port") {
+		t.Errorf("a peer on a cabled switch port: %v", err)
+	}
+	// LID 0 is only for a port the SM has not configured yet.
+	src := strings.Replace(string(Example()), `"lid": 5,`, `"lid": 0,`, 1)
+	if _, err := Parse(strings.NewReader(src)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ports[0].lid") {
+		t.Errorf("active port with LID 0: %v", err)
 	}
 }

@@ -28,7 +28,8 @@ func MADNode(c *config.Config) mad.NodeConfig {
 		maxPKeys = max(maxPKeys, len(p.PKeys))
 	}
 	n.PartitionCap = uint16((maxPKeys + 31) / 32 * 32)
-	for _, p := range c.Ports {
+	for i, p := range c.Ports {
+		portNum := i + 1
 		pc := mad.PortConfig{
 			LID: p.LID, LMC: p.LMC, GIDPrefix: uint64(p.GIDPrefix), PortGUID: uint64(p.PortGUID),
 			State: mad.PortState(p.StateValue()), CapabilityMask: uint32(p.CapabilityMask),
@@ -39,6 +40,11 @@ func MADNode(c *config.Config) mad.NodeConfig {
 		}
 		for _, k := range p.PKeys {
 			pc.PKeys = append(pc.PKeys, uint16(k))
+		}
+		// GUIDInfo holds the VFs' alias GUIDs: slave s (VF s-1) owns index
+		// s, as on mlx4's PF; an SM may set them.
+		for vf := 0; vf < mad.MaxGUIDCap-1 && vf < config.MaxVFs; vf++ {
+			pc.GUIDs = append(pc.GUIDs, c.Function(vf).PortGUID[portNum])
 		}
 		// GS traps go to the master SM on QP1 unless configured otherwise.
 		if p.MasterSMLID != 0 {

@@ -1,0 +1,159 @@
+package ibsim
+
+import (
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/mad"
+)
+
+// Fabric is the link partner of the engine's ports: one switch, with some
+// of the engine's ports cabled to switch ports. A directed-route SMP with a
+// hop count above 0 travels its initial path across these cables (IBA
+// 14.2.2); a LID-routed SMP reaches the switch's port 0 LID or another
+// cabled engine port's LID.
+type Fabric struct {
+	Switch *mad.Switch
+	// Cables maps an engine port (1..NumPorts) to the switch port
+	// (1..Switch.NumPorts()) it is cabled to.
+	Cables map[uint8]uint8
+	// Peers are other channel adapters on the switch: switch port → an
+	// engine cabled by its port 1. The SM manages them like the served
+	// engine; no client sits on them.
+	Peers map[uint8]*mad.Engine
+}
+
+// validate checks the cables and brings their links up: the switch ports
+// and the engine ports train to Init (a port already Init or above keeps
+// its state), IBA 7.2.
+func (f *Fabric) validate(e *mad.Engine) error {
+	if f.Switch == nil {
+		return fmt.Errorf("ibsim: fabric without a switch")
+	}
+	used := map[uint8]bool{}
+	for hp, sp := range f.Cables {
+		if hp < 1 || int(hp) > e.NumPorts() {
+			return fmt.Errorf("ibsim: fabric: engine port %d of %d", hp, e.NumPorts())
+		}
+		if sp < 1 || int(sp) > f.Switch.NumPorts() || used[sp] {
+			return fmt.Errorf("ibsim: fabric: switch port %d (of %d) missing or cabled twice", sp, f.Switch.NumPorts())
+		}
+		used[sp] = true
+	}
+	for sp, pe := range f.Peers {
+		if pe == nil || pe == e || sp < 1 || int(sp) > f.Switch.NumPorts() || used[sp] {
+			return fmt.Errorf("ibsim: fabric: peer on switch port %d (of %d): missing, the served engine, or cabled twice", sp, f.Switch.NumPorts())
+		}
+		used[sp] = true
+		if err := f.Switch.SetLink(int(sp), true); err != nil {
+			return err
+		}
+		if err := linkUp(pe, 1); err != nil {
+			return err
+		}
+	}
+	for hp, sp := range f.Cables {
+		if err := f.Switch.SetLink(int(sp), true); err != nil {
+			return err
+		}
+		if err := linkUp(e, hp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkUp trains a cabled engine port that is Down (and not Disabled) to
+// Init.
+func linkUp(e *mad.Engine, port uint8) error {
+	pi, err := e.PortInfo(port)
+	if err != nil {
+		return err
+	}
+	if pi.PortState == mad.PortDown && pi.PortPhysicalState != mad.PhysDisabled {
+		return e.SetPortState(port, mad.PortInit)
+	}
+	return nil
+}
+
+// hcaPeer returns the engine port cabled to switch port sp (0: none).
+func (f *Fabric) hcaPeer(sp uint8) uint8 {
+	for hp, s := range f.Cables {
+		if s == sp {
+			return hp
+		}
+	}
+	return 0
+}
+
+// node is a place on the fabric: the served engine, a peer engine or the
+// switch.
+type node struct {
+	sw   bool
+	peer *mad.Engine // a peer CA (port is then 1)
+	port uint8       // the port the SMP arrived on
+}
+
+// caPeer returns the CA node behind switch port sp, if one is cabled there.
+func (f *Fabric) caPeer(sp uint8) (node, *mad.Engine, bool) {
+	if hp := f.hcaPeer(sp); hp != 0 {
+		return node{port: hp}, nil, true
+	}
+	if pe := f.Peers[sp]; pe != nil {
+		return node{peer: pe, port: 1}, pe, true
+	}
+	return node{}, nil, false
+}
+
+// directed walks a directed-route SMP with hop count hc > 0 from the
+// engine's port `from` (the SM's port) along its initial path, as each
+// node's SMI would (smi_handle_dr_smp_send/recv, C14-9): it records the
+// arrival port of each hop in the return path and leaves the hop pointer at
+// hc+1 for the SMA at the end. It reports where the SMP ends, or false when
+// a node on the way would discard it (a CA that would have to forward, a
+// port with no cable or with its link down, a bad first hop).
+func (f *Fabric) directed(m *mad.MAD, from uint8) (node, bool) {
+	hc := m.HopCount()
+	if hc == 0 || hc >= mad.MaxHops || m.HopPointer() != 0 || m.Direction() ||
+		m.DrSLID() != mad.LIDPermissive || m.DrDLID() != mad.LIDPermissive {
+		return node{}, false
+	}
+	path := m[128 : 128+mad.MaxHops]
+	ret := m[192 : 192+mad.MaxHops]
+	// The source: a CA sends out of the port its initial path names,
+	// which must be the port it sends on.
+	if path[1] != from {
+		return node{}, false
+	}
+	at := node{port: from}
+	for i := 1; i <= int(hc); i++ {
+		exit := path[i]
+		var next node
+		if !at.sw {
+			if i > 1 {
+				return node{}, false // a CA does not forward
+			}
+			sp, ok := f.Cables[exit]
+			if !ok {
+				return node{}, false
+			}
+			if pi, _ := f.Switch.PortInfo(int(sp)); pi.PortPhysicalState != mad.PhysLinkUp {
+				return node{}, false
+			}
+			next = node{sw: true, port: sp}
+		} else {
+			if exit == 0 || int(exit) > f.Switch.NumPorts() {
+				return node{}, false
+			}
+			pi, _ := f.Switch.PortInfo(int(exit))
+			n, _, ok := f.caPeer(exit)
+			if pi.PortPhysicalState != mad.PhysLinkUp || !ok {
+				return node{}, false
+			}
+			next = n
+		}
+		ret[i] = next.port
+		at = next
+	}
+	m[6] = hc + 1
+	return at, true
+}

@@ -1,0 +1,267 @@
+package ibsim_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/mad/ibsim"
+	"github.com/vhcrd/vhcrd/mad/madtest"
+)
+
+// fabricServer: the engine's ports 1 and 2 (fresh: Down, LID 0) cabled to
+// switch ports 3 and 5.
+func fabricServer(t *testing.T) (*mad.Engine, *mad.Switch, *ibsim.Server) {
+	t.Helper()
+	cfg := madtest.Node()
+	for i := range cfg.Ports {
+		cfg.Ports[i].LID, cfg.Ports[i].State = 0, mad.PortDown
+	}
+	e, err := mad.New(cfg, mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, Description: "sw", NumPorts: 8, VendorID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
+	s, err := ibsim.Listen(name, e, ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return e, sw, s
+}
+
+// drSent is a directed-route SMP as the SM sends it: hop pointer 0, the
+// initial path from index 1.
+func drSent(method uint8, attr uint16, hc uint8, path ...byte) *mad.MAD {
+	m := madtest.DRSMP(method, attr, 0, 0, hc, path...)
+	m[6] = 0
+	return m
+}
+
+func simRequest(dlid uint16, dqp uint32, m *mad.MAD) []byte {
+	req := make([]byte, 288)
+	be.PutUint16(req[0:], dlid)
+	be.PutUint32(req[8:], dqp)
+	copy(req[32:], m[:])
+	return req
+}
+
+func reply(t *testing.T, req []byte) mad.MAD {
+	t.Helper()
+	if st := be.Uint32(req[16:]); st != 0 {
+		t.Fatalf("sim status %d", st)
+	}
+	var m mad.MAD
+	copy(m[:], req[32:])
+	return m
+}
+
+func TestFabricDirectedRoute(t *testing.T) {
+	e, _, s := fabricServer(t)
+	if pi, _ := e.PortInfo(1); pi.PortState != mad.PortInit || pi.PortPhysicalState != mad.PhysLinkUp || pi.LID != 0 {
+		t.Fatalf("cabled fresh port: state %d phys %d LID %d, want Init LinkUp 0", pi.PortState, pi.PortPhysicalState, pi.LID)
+	}
+	// Hop 1: the switch, arriving on its port 3.
+	req := simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 1, 1))
+	if !s.Handle(req) {
+		t.Fatal("no reply")
+	}
+	out := reply(t, req)
+	var ni mad.NodeInfo
+	_ = ni.Decode(out.SMPData())
+	if ni.NodeType != mad.NodeTypeSwitch || ni.LocalPortNum != 3 || !out.Direction() || out[192+1] != 3 {
+		t.Fatalf("hop 1: NodeInfo %+v D %v return path % x", ni, out.Direction(), out[192:195])
+	}
+	// Hop 2: out of switch port 5 to the engine's port 2.
+	req = simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 2, 1, 5))
+	s.Handle(req)
+	out = reply(t, req)
+	_ = ni.Decode(out.SMPData())
+	if ni.NodeType != mad.NodeTypeCA || ni.LocalPortNum != 2 || out[192+2] != 2 {
+		t.Fatalf("hop 2: NodeInfo %+v return path % x", ni, out[192:195])
+	}
+	// Discarded: an uncabled switch port, a CA asked to forward, a first
+	// hop that is not the SM's port.
+	for _, path := range [][]byte{{1, 4}, {1, 5, 1}, {2}} {
+		req = simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, uint8(len(path)), path...))
+		s.Handle(req)
+		if st := be.Uint32(req[16:]); st != ibsim.StatusDropped {
+			t.Errorf("path %v: status %d, want dropped", path, st)
+		}
+	}
+}
+
+func TestFabricLIDRouted(t *testing.T) {
+	e, sw, s := fabricServer(t)
+	// The SM gives the switch LID 7 (through its directed route).
+	pi, _ := sw.PortInfo(0)
+	pi.LID, pi.PortState, pi.PortPhysicalState = 7, mad.PortNoChange, mad.PhysNoChange
+	data := make([]byte, 64)
+	_ = pi.Encode(data)
+	req := simRequest(0xFFFF, 0, drSent(mad.MethodSet, mad.AttrPortInfo, 1, 1))
+	copy(req[32+64:], data)
+	s.Handle(req)
+	if out := reply(t, req); out.Status()&0x7FFF != 0 {
+		t.Fatalf("Set status 0x%x", out.Status())
+	}
+	req = simRequest(7, 0, madtest.SMP(mad.MethodGet, mad.AttrSwitchInfo, 0, 0, nil))
+	s.Handle(req)
+	if out := reply(t, req); out.Status() != 0 || be.Uint16(req[4:]) != 7 {
+		t.Fatalf("LID-routed SwitchInfo: status 0x%x from LID %d", out.Status(), be.Uint16(req[4:]))
+	}
+	// The engine's port 2 gets LID 9 through the switch (path 1,5).
+	pi2, _ := e.PortInfo(2)
+	pi2.LID, pi2.PortState, pi2.PortPhysicalState = 9, mad.PortNoChange, mad.PhysNoChange
+	_ = pi2.Encode(data)
+	req = simRequest(0xFFFF, 0, drSent(mad.MethodSet, mad.AttrPortInfo, 2, 1, 5))
+	copy(req[32+64:], data)
+	s.Handle(req)
+	if out := reply(t, req); out.Status()&0x7FFF != 0 {
+		t.Fatalf("Set port 2 LID: status 0x%x", out.Status())
+	}
+	get9 := func(dqp uint32) uint32 {
+		m := madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 0, 0, nil)
+		if dqp == 1 {
+			m = madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 2, 0)
+		}
+		req := simRequest(9, dqp, m)
+		s.Handle(req)
+		return be.Uint32(req[16:])
+	}
+	if get9(0) != ibsim.StatusDropped {
+		t.Fatal("LID 9 reached with an empty forwarding table")
+	}
+	// The SM programs the LFT: LID 9 leaves by port 5.
+	var si mad.SwitchInfo
+	si.LinearFDBTop, si.LifeTimeValue = 9, 18
+	clear(data)
+	_ = si.Encode(data)
+	req = simRequest(7, 0, madtest.SMP(mad.MethodSet, mad.AttrSwitchInfo, 0, 0, data))
+	s.Handle(req)
+	lft := make([]byte, 64)
+	for i := range lft {
+		lft[i] = 0xFF
+	}
+	lft[9] = 5
+	req = simRequest(7, 0, madtest.SMP(mad.MethodSet, mad.AttrLinearFwdTable, 0, 0, lft))
+	s.Handle(req)
+	if out := reply(t, req); out.Status() != 0 {
+		t.Fatalf("LFT Set: status 0x%x", out.Status())
+	}
+	if st := get9(0); st != 0 {
+		t.Fatalf("LID-routed SMP to LID 9 through the LFT: status %d", st)
+	}
+	// A PerfMgt Get is a data packet: not through ports in Init.
+	if get9(1) != ibsim.StatusDropped {
+		t.Fatal("a GMP crossed links that are not Active")
+	}
+}
+
+// A MAD that expects no response gets no datagram: TrapRepress, a response.
+func TestConsumedMADsGetNoReply(t *testing.T) {
+	_, _, s := fabricServer(t)
+	if s.Handle(simRequest(0xFFFF, 0, drSent(mad.MethodTrapRepress, mad.AttrNotice, 0))) {
+		t.Error("TrapRepress (directed) answered")
+	}
+	if s.Handle(simRequest(0, 0, madtest.SMP(mad.MethodTrapRepress, mad.AttrNotice, 0, 0, nil))) {
+		t.Error("TrapRepress (LID-routed) answered")
+	}
+	resp := madtest.SMP(mad.MethodGetResp, mad.AttrNodeInfo, 0, 0, nil)
+	if s.Handle(simRequest(0xFFFF, 0, resp)) {
+		t.Error("a response answered")
+	}
+	if !s.Handle(simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 0))) {
+		t.Error("a Get not answered")
+	}
+}
+
+// FuzzFabricHandle feeds arbitrary sim_requests to a server with a fabric:
+// no panic; a reply carries status 0 or 110 and the request's TID; a
+// request that gets no reply is left as it was.
+func FuzzFabricHandle(f *testing.F) {
+	f.Add(simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 1, 1)))
+	f.Add(simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrPortInfo, 2, 1, 5)))
+	f.Add(simRequest(0xFFFF, 0, drSent(mad.MethodSet, mad.AttrLinearFwdTable, 1, 1)))
+	f.Add(simRequest(7, 0, madtest.SMP(mad.MethodGet, mad.AttrSwitchInfo, 0, 0, nil)))
+	f.Add(simRequest(0, 0, madtest.SMP(mad.MethodTrapRepress, mad.AttrNotice, 0, 0, nil)))
+	cfg := madtest.Node()
+	e, err := mad.New(cfg, mad.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, NumPorts: 8})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, err := ibsim.Listen(fmt.Sprintf("vhcrdfuzzfab%d", os.Getpid()), e, ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	f.Fuzz(func(t *testing.T, req []byte) {
+		orig := append([]byte(nil), req...)
+		if !s.Handle(req) {
+			if string(req) != string(orig) {
+				t.Fatal("a request without a reply was modified")
+			}
+			return
+		}
+		if st := be.Uint32(req[16:]); st != 0 && st != ibsim.StatusDropped {
+			t.Fatalf("status %d", st)
+		}
+		if string(req[40:48]) != string(orig[40:48]) {
+			t.Fatal("TID changed")
+		}
+	})
+}
+
+// A second CA on the switch: reached by its directed route, counted by the
+// switch as a cabled port, never forwarding.
+func TestFabricPeerCA(t *testing.T) {
+	e, err := mad.New(madtest.Node(), mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg := madtest.Node()
+	pcfg.NodeGUID, pcfg.Ports = 0x7000, pcfg.Ports[:1]
+	pcfg.Ports[0].PortGUID, pcfg.Ports[0].LID, pcfg.Ports[0].State = 0x7001, 0, mad.PortDown
+	peer, err := mad.New(pcfg, mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, NumPorts: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fab := &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3}, Peers: map[uint8]*mad.Engine{7: peer}}
+	s, err := ibsim.Listen(fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1)), e, ibsim.Options{Fabric: fab})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if pi, _ := peer.PortInfo(1); pi.PortState != mad.PortInit {
+		t.Fatalf("peer port state %d, want Init", pi.PortState)
+	}
+	req := simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 2, 1, 7))
+	s.Handle(req)
+	out := reply(t, req)
+	var ni mad.NodeInfo
+	_ = ni.Decode(out.SMPData())
+	if ni.NodeType != mad.NodeTypeCA || ni.NodeGUID != 0x7000 || ni.PortGUID != 0x7001 || ni.LocalPortNum != 1 {
+		t.Fatalf("peer NodeInfo %+v", ni)
+	}
+	req = simRequest(0xFFFF, 0, drSent(mad.MethodGet, mad.AttrNodeInfo, 3, 1, 7, 1))
+	s.Handle(req)
+	if st := be.Uint32(req[16:]); st != ibsim.StatusDropped {
+		t.Fatalf("a peer CA forwarded: status %d", st)
+	}
+	bad := &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3}, Peers: map[uint8]*mad.Engine{3: peer}}
+	if _, err := ibsim.Listen(fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1)), e, ibsim.Options{Fabric: bad}); err == nil {
+		t.Fatal("a peer on a cabled switch port accepted")
+	}
+}

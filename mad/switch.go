@@ -1,0 +1,542 @@
+package mad
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Switch limits of the model.
+const (
+	MaxSwitchPorts = 36     // external ports 1..36, as a 36-port QDR/FDR switch
+	switchLFTCap   = 0xC000 // LinearFDBCap: every unicast LID
+	switchMFTCap   = 1024   // MulticastFDBCap: MLIDs 0xC000..0xC3FF
+	lftBlock       = 64     // LFT entries per block
+	mftBlock       = 32     // MFT entries per block
+	switchPKeyCap  = 32     // port 0's P_Key table: one block
+)
+
+// SwitchConfig describes a simulated switch: the link partner of the HCA's
+// ports. Its SMA is a base switch port 0 (no enhanced port 0, no GSI).
+type SwitchConfig struct {
+	NodeGUID    uint64 // required; port 0's GUID is the node GUID
+	Description string // NodeDescription, UTF-8, at most 64 bytes
+	// NumPorts is the number of external ports, 1..MaxSwitchPorts.
+	NumPorts int
+	// VendorID (24 bits) and DeviceID; NodeInfo reports them. A non-Mellanox
+	// vendor keeps OpenSM from asking the switch for vendor attributes.
+	VendorID uint32
+	DeviceID uint16
+	// Now is the clock of the M_Key lease; nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate checks the switch description.
+func (c *SwitchConfig) Validate() error {
+	switch {
+	case c.NodeGUID == 0:
+		return cfgErr("Switch.NodeGUID", "must be non-zero")
+	case c.NumPorts < 1 || c.NumPorts > MaxSwitchPorts:
+		return cfgErr("Switch.NumPorts", "%d, want 1..%d", c.NumPorts, MaxSwitchPorts)
+	case c.VendorID > 0xFFFFFF:
+		return cfgErr("Switch.VendorID", "0x%x exceeds 24 bits", c.VendorID)
+	}
+	var d NodeDescription
+	if len(c.Description) > NodeDescriptionSize {
+		return cfgErr("Switch.Description", "more than %d bytes", NodeDescriptionSize)
+	}
+	copy(d[:], c.Description)
+	return nil
+}
+
+// SwitchInfoSize is the size of SwitchInfo as encoded.
+const SwitchInfoSize = 19
+
+// SwitchInfo (0x0012), IBA 14.2.5.4.
+type SwitchInfo struct {
+	LinearFDBCap, RandomFDBCap, MulticastFDBCap, LinearFDBTop  uint16
+	DefaultPort, DefaultMCPrimaryPort, DefaultMCNotPrimaryPort uint8
+	LifeTimeValue                                              uint8 // 5 bits
+	PortStateChange                                            bool
+	OptimizedSLtoVL                                            uint8 // 2 bits
+	LIDsPerPort, PartitionEnforcementCap                       uint16
+	EnforcementCaps                                            uint8 // in, out, raw in, raw out
+	EnhancedPort0                                              bool
+	MulticastFDBTop                                            uint16
+}
+
+// Decode reads a SwitchInfo.
+func (s *SwitchInfo) Decode(b []byte) error {
+	if len(b) < SwitchInfoSize {
+		return short("SwitchInfo", len(b), SwitchInfoSize)
+	}
+	s.LinearFDBCap, s.RandomFDBCap = be.Uint16(b[0:]), be.Uint16(b[2:])
+	s.MulticastFDBCap, s.LinearFDBTop = be.Uint16(b[4:]), be.Uint16(b[6:])
+	s.DefaultPort, s.DefaultMCPrimaryPort, s.DefaultMCNotPrimaryPort = b[8], b[9], b[10]
+	s.LifeTimeValue, s.PortStateChange, s.OptimizedSLtoVL = b[11]>>3, b[11]&0x04 != 0, b[11]&0x3
+	s.LIDsPerPort, s.PartitionEnforcementCap = be.Uint16(b[12:]), be.Uint16(b[14:])
+	s.EnforcementCaps, s.EnhancedPort0 = b[16]>>4, b[16]&0x08 != 0
+	s.MulticastFDBTop = be.Uint16(b[17:])
+	return nil
+}
+
+// Encode writes a SwitchInfo.
+func (s *SwitchInfo) Encode(b []byte) error {
+	if len(b) < SwitchInfoSize {
+		return short("SwitchInfo", len(b), SwitchInfoSize)
+	}
+	be.PutUint16(b[0:], s.LinearFDBCap)
+	be.PutUint16(b[2:], s.RandomFDBCap)
+	be.PutUint16(b[4:], s.MulticastFDBCap)
+	be.PutUint16(b[6:], s.LinearFDBTop)
+	b[8], b[9], b[10] = s.DefaultPort, s.DefaultMCPrimaryPort, s.DefaultMCNotPrimaryPort
+	b[11] = s.LifeTimeValue<<3 | bit(s.PortStateChange, 0x04) | s.OptimizedSLtoVL&0x3
+	be.PutUint16(b[12:], s.LIDsPerPort)
+	be.PutUint16(b[14:], s.PartitionEnforcementCap)
+	b[16] = s.EnforcementCaps<<4 | bit(s.EnhancedPort0, 0x08)
+	be.PutUint16(b[17:], s.MulticastFDBTop)
+	return nil
+}
+
+type swPort struct {
+	pi     PortInfo
+	sl2vl  [MaxSwitchPorts + 1]SLtoVL // by input port
+	vlLow  [MaxVLArbEntries]VLArbEntry
+	vlHigh [MaxVLArbEntries]VLArbEntry
+}
+
+// Switch is a simulated switch's SMA: NodeInfo (type 2), NodeDescription,
+// SwitchInfo, PortInfo of port 0 and of every external port, the
+// SLtoVL and VLArbitration tables, and the linear and multicast forwarding
+// tables. Port 0 holds the switch's LID and M_Key: a Set with the wrong key,
+// or a Get at protection 2 or 3, is dropped and counted in
+// PortInfo.M_KeyViolations, and starts the M_Key lease (if it is not
+// running) after which protection drops to 0; the right key stops it. The
+// model sends no traps from the switch. Safe for concurrent use.
+type Switch struct {
+	mu       sync.Mutex
+	node     NodeInfo
+	nodeDesc NodeDescription
+	si       SwitchInfo
+	ports    []swPort             // 0..NumPorts
+	lft      []uint8              // by LID, up to LinearFDBCap
+	mft      [switchMFTCap]uint64 // port masks, bit p for port p
+	pkeys    [switchPKeyCap]uint16
+	now      func() time.Time
+	lease    lease // port 0's M_Key lease
+	mkeyViol uint16
+}
+
+// NewSwitch builds a switch with every external port Down (Polling) until
+// Connect cables it.
+func NewSwitch(c SwitchConfig) (*Switch, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Switch{lft: make([]uint8, switchLFTCap), now: c.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.node = NodeInfo{BaseVersion: 1, ClassVersion: 1, NodeType: NodeTypeSwitch, NumPorts: uint8(c.NumPorts),
+		SystemImageGUID: c.NodeGUID, NodeGUID: c.NodeGUID, PortGUID: c.NodeGUID, PartitionCap: switchPKeyCap,
+		DeviceID: c.DeviceID, VendorID: c.VendorID}
+	copy(s.nodeDesc[:], c.Description)
+	s.si = SwitchInfo{LinearFDBCap: switchLFTCap, MulticastFDBCap: switchMFTCap, LinearFDBTop: 0,
+		DefaultPort: 0, DefaultMCPrimaryPort: 0xFF, DefaultMCNotPrimaryPort: 0xFF, LifeTimeValue: 18,
+		LIDsPerPort: 0, MulticastFDBTop: LIDMulticastBase - 1}
+	for i := range s.lft {
+		s.lft[i] = 0xFF // unassigned: drop
+	}
+	s.pkeys[0] = DefaultPKey
+	s.ports = make([]swPort, c.NumPorts+1)
+	for i := range s.ports {
+		p := &s.ports[i]
+		p.pi = PortInfo{
+			GIDPrefix: DefaultGIDPrefix, LocalPortNum: uint8(i),
+			LinkWidthSupported: defaultLinkWidthSupp, LinkWidthEnabled: defaultLinkWidthSupp, LinkWidthActive: defaultLinkWidthActive,
+			LinkSpeedSupported: defaultLinkSpeedSupp, LinkSpeedEnabled: defaultLinkSpeedSupp, LinkSpeedActive: defaultLinkSpeedActive,
+			PortState: PortDown, PortPhysicalState: PhysPolling, LinkDownDefaultState: 2,
+			NeighborMTU: defaultMTU, MTUCap: defaultMTU, VLCap: defaultVLCap, OperationalVLs: defaultVLCap,
+			VLArbitrationHighCap: defaultVLArbCap, VLArbitrationLowCap: defaultVLArbCap,
+			HOQLife: 16, VLStallCount: 7, RespTimeValue: defaultRespTime, SubnetTimeOut: 18,
+		}
+		if i == 0 {
+			// Base switch port 0: no physical link; reported LinkUp and
+			// Init until the SM makes the switch Active.
+			p.pi.PortState, p.pi.PortPhysicalState = PortInit, PhysLinkUp
+			p.pi.CapabilityMask = CapIsTrapSupported
+			p.pi.GUIDCap = 1
+		}
+	}
+	return s, nil
+}
+
+// NumPorts returns the number of external ports.
+func (s *Switch) NumPorts() int { return len(s.ports) - 1 }
+
+// NodeGUID returns the switch's node GUID.
+func (s *Switch) NodeGUID() uint64 { return s.node.NodeGUID }
+
+// LID returns port 0's LID, the switch's (0 until the SM assigns one).
+func (s *Switch) LID() uint16 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ports[0].pi.LID
+}
+
+// SetLink brings an external port's physical link up (the port trains to
+// Init, IBA 7.2) or takes it down (Down, Polling).
+func (s *Switch) SetLink(port int, up bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if port < 1 || port >= len(s.ports) {
+		return fmt.Errorf("mad: switch port %d of %d: %w", port, len(s.ports)-1, ErrInvalid)
+	}
+	pi := &s.ports[port].pi
+	if up {
+		pi.PortState, pi.PortPhysicalState = PortInit, PhysLinkUp
+	} else {
+		pi.PortState, pi.PortPhysicalState = PortDown, PhysPolling
+	}
+	s.si.PortStateChange = true
+	return nil
+}
+
+// PortInfo returns a copy of a port's PortInfo (0..NumPorts).
+func (s *Switch) PortInfo(port int) (PortInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if port < 0 || port >= len(s.ports) {
+		return PortInfo{}, false
+	}
+	return s.ports[port].pi, true
+}
+
+// Forward returns the LFT's output port for a unicast LID (0xFF: none).
+func (s *Switch) Forward(lid uint16) uint8 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int(lid) >= len(s.lft) || lid > s.si.LinearFDBTop {
+		return 0xFF
+	}
+	return s.lft[lid]
+}
+
+// ProcessSMP answers an SMP that reached the switch's SMA through external
+// port arrival (0 for an SMP generated at port 0). A directed-route SMP
+// must have been through the SMI steps already (hop pointer HopCount+1).
+// It returns the response and Success|Reply, Success|Consumed (a key
+// violation or TrapRepress: nothing is sent) or Failure (dropped).
+func (s *Switch) ProcessSMP(arrival uint8, in *MAD) (out MAD, res Result) {
+	if in.BaseVersion() != 1 || int(arrival) >= len(s.ports) {
+		return out, Failure
+	}
+	switch in.MgmtClass() {
+	case ClassSubnLID, ClassSubnDirected:
+	default:
+		return out, Failure // no GSI on a base switch port 0 model
+	}
+	method := in.Method()
+	switch method {
+	case MethodGet, MethodSet:
+	case MethodTrapRepress:
+		return out, Success | Consumed
+	default:
+		if method&MethodResp != 0 {
+			return out, Failure
+		}
+		respond(in, &out)
+		return out, s.reply(in, &out, StatusUnsupportedMethod)
+	}
+	if in.AttrID() == AttrSMInfo {
+		return out, Failure // no SM on the switch
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p0 := &s.ports[0].pi
+	if s.lease.expired(s.now()) {
+		p0.MKeyProtectBits = 0
+	}
+	if p0.MKey != 0 && in.MKey() == p0.MKey {
+		s.lease.running = false // only the right key stops the lease
+	}
+	if p0.MKey != 0 && in.MKey() != p0.MKey && (method == MethodSet || p0.MKeyProtectBits >= 2) {
+		satInc16(&s.mkeyViol)
+		satInc16(&p0.MKeyViolations)
+		s.lease.start(s.now(), p0.MKeyLeasePeriod)
+		return out, Success | Consumed
+	}
+	hide := p0.MKey != 0 && in.MKey() != p0.MKey && p0.MKeyProtectBits == 1
+	respond(in, &out)
+	if in.ClassVersion() != 1 {
+		return out, s.reply(in, &out, StatusBadVersion)
+	}
+	return out, s.reply(in, &out, s.attr(arrival, in, &out, hide))
+}
+
+func (s *Switch) reply(in, out *MAD, status uint16) Result {
+	if in.MgmtClass() == ClassSubnDirected {
+		status |= StatusDirection
+	}
+	out.SetStatus(status)
+	return Success | Reply
+}
+
+func (s *Switch) attr(arrival uint8, in, out *MAD, hide bool) uint16 {
+	set := in.Method() == MethodSet
+	mod := in.AttrMod()
+	src := in[offSMPData : offSMPData+smpDataSize]
+	data := out.SMPData()
+	n := uint32(len(s.ports) - 1)
+	switch in.AttrID() {
+	case AttrNodeDescription:
+		if set || mod != 0 {
+			return StatusUnsupportedAttr
+		}
+		_ = s.nodeDesc.Encode(data)
+	case AttrNodeInfo:
+		if set {
+			return StatusUnsupportedAttr
+		}
+		ni := s.node
+		ni.LocalPortNum = arrival
+		clear(data)
+		_ = ni.Encode(data)
+	case AttrSwitchInfo:
+		if set {
+			var ns SwitchInfo
+			_ = ns.Decode(src)
+			if ns.LinearFDBTop >= switchLFTCap || ns.LifeTimeValue > 0x1F ||
+				ns.MulticastFDBTop != 0 && (ns.MulticastFDBTop < LIDMulticastBase-1 || ns.MulticastFDBTop >= LIDMulticastBase+switchMFTCap) {
+				return StatusInvalidField
+			}
+			s.si.LinearFDBTop, s.si.LifeTimeValue = ns.LinearFDBTop, ns.LifeTimeValue
+			s.si.DefaultPort, s.si.DefaultMCPrimaryPort, s.si.DefaultMCNotPrimaryPort = ns.DefaultPort, ns.DefaultMCPrimaryPort, ns.DefaultMCNotPrimaryPort
+			if ns.MulticastFDBTop != 0 {
+				s.si.MulticastFDBTop = ns.MulticastFDBTop
+			}
+			if ns.PortStateChange { // write 1 to clear
+				s.si.PortStateChange = false
+			}
+		}
+		clear(data)
+		_ = s.si.Encode(data)
+	case AttrPortInfo:
+		pn := mod & 0xFF
+		if mod>>8 != 0 || pn > n {
+			return StatusInvalidField
+		}
+		p := &s.ports[pn]
+		if set {
+			if st := setSwitchPortInfo(&p.pi, pn == 0, src); st != 0 {
+				s.encodePI(uint8(pn), arrival, data, hide)
+				return st
+			}
+			if pn == 0 {
+				// Port 0's state is the switch's: Active once the SM
+				// makes it so; it has no link to lose.
+				hide = false
+			}
+		}
+		s.encodePI(uint8(pn), arrival, data, hide)
+	case AttrPKeyTable:
+		// Port 0's table (NodeInfo.PartitionCap entries, one block); the
+		// external ports have none (PartitionEnforcementCap 0).
+		if mod != 0 {
+			return StatusInvalidField
+		}
+		for i := range s.pkeys {
+			if set {
+				s.pkeys[i] = be.Uint16(src[2*i:])
+			}
+			be.PutUint16(data[2*i:], s.pkeys[i])
+		}
+	case AttrSLtoVLTable:
+		in, outp := mod>>8&0xFF, mod&0xFF
+		if mod>>16 != 0 || in > n || outp > n {
+			return StatusInvalidField
+		}
+		t := &s.ports[outp].sl2vl[in]
+		if set {
+			_ = t.Decode(src)
+			for i := range t {
+				t[i] &= 0xF
+			}
+		}
+		clear(data)
+		_ = t.Encode(data)
+	case AttrVLArbTable:
+		pn := mod & 0xFF
+		if pn > n || mod>>8&0xFF != 0 {
+			return StatusInvalidField
+		}
+		p := &s.ports[pn]
+		var tbl []VLArbEntry
+		switch mod >> 16 {
+		case 1, 2:
+			tbl = p.vlLow[:defaultVLArbCap]
+		case 3, 4:
+			tbl = p.vlHigh[:defaultVLArbCap]
+		default:
+			return StatusInvalidField
+		}
+		if (mod>>16)%2 == 0 {
+			return StatusInvalidField // capacity 8: no second block
+		}
+		clear(data)
+		for i := range tbl {
+			if set {
+				tbl[i] = VLArbEntry{VL: src[2*i] & 0xF, Weight: src[2*i+1]}
+			}
+			data[2*i], data[2*i+1] = tbl[i].VL, tbl[i].Weight
+		}
+	case AttrLinearFwdTable:
+		if mod >= switchLFTCap/lftBlock {
+			return StatusInvalidField
+		}
+		b := s.lft[mod*lftBlock : (mod+1)*lftBlock]
+		if set {
+			for i := range b {
+				if v := src[i]; uint32(v) <= n || v == 0xFF {
+					b[i] = v
+				} else {
+					return StatusInvalidField
+				}
+			}
+		}
+		copy(data, b)
+	case AttrMulticastFwdTable:
+		block, pos := mod&0x1FF, mod>>28
+		if block >= switchMFTCap/mftBlock || mod&0x0FFFFE00 != 0 || pos*16 > n {
+			return StatusInvalidField
+		}
+		base := int(block) * mftBlock
+		// Position pos holds ports 16*pos..16*pos+15 of each mask.
+		shift := 16 * pos
+		valid := portMask(n) >> shift & 0xFFFF
+		for i := range mftBlock {
+			if set && uint64(be.Uint16(src[2*i:]))&^valid != 0 {
+				return StatusInvalidField
+			}
+		}
+		for i := range mftBlock {
+			e := &s.mft[base+i]
+			if set {
+				*e = *e&^(0xFFFF<<shift) | uint64(be.Uint16(src[2*i:]))<<shift
+			}
+			be.PutUint16(data[2*i:], uint16(*e>>shift))
+		}
+	default:
+		return StatusUnsupportedAttr
+	}
+	return 0
+}
+
+// portMask has the bits of ports 0..n.
+func portMask(n uint32) uint64 { return 1<<(n+1) - 1 }
+
+func (s *Switch) encodePI(pn, arrival uint8, data []byte, hide bool) {
+	pi := s.ports[pn].pi
+	pi.LocalPortNum = arrival
+	if pn != 0 {
+		// External ports report port 0's keys and LID fields: they have
+		// none of their own (IBA 14.2.5.6, "switch port 0 only").
+		p0 := &s.ports[0].pi
+		pi.MKey, pi.GIDPrefix, pi.LID, pi.MasterSMLID = p0.MKey, p0.GIDPrefix, p0.LID, p0.MasterSMLID
+		pi.MKeyProtectBits, pi.MKeyLeasePeriod, pi.LMC, pi.CapabilityMask = p0.MKeyProtectBits, p0.MKeyLeasePeriod, p0.LMC, p0.CapabilityMask
+	}
+	if hide {
+		pi.MKey = 0
+	}
+	_ = pi.Encode(data)
+}
+
+// setSwitchPortInfo applies a SubnSet(PortInfo) to switch port 0 (LID and
+// keys) or an external port (link fields and state). An invalid value fails
+// the Set with StatusInvalidField and changes nothing.
+func setSwitchPortInfo(pi *PortInfo, port0 bool, src []byte) uint16 {
+	var np PortInfo
+	if np.Decode(src) != nil {
+		return StatusInvalidField
+	}
+	c := *pi
+	if port0 {
+		if !validUnicast(np.LID) || np.MasterSMLID >= LIDMulticastBase || np.LMC != 0 {
+			return StatusInvalidField
+		}
+		c.MKey, c.GIDPrefix, c.LID, c.MasterSMLID = np.MKey, np.GIDPrefix, np.LID, np.MasterSMLID
+		c.MKeyLeasePeriod, c.MKeyProtectBits, c.MasterSMSL = np.MKeyLeasePeriod, np.MKeyProtectBits, np.MasterSMSL
+		c.SubnetTimeOut = np.SubnetTimeOut
+	}
+	if st := portStateSet(&c, np.PortState, np.PortPhysicalState); st != 0 {
+		return st
+	}
+	if !port0 {
+		switch w := np.LinkWidthEnabled; {
+		case w == 0:
+		case w == 0xFF:
+			c.LinkWidthEnabled = c.LinkWidthSupported
+		case w&^c.LinkWidthSupported != 0:
+			return StatusInvalidField
+		default:
+			c.LinkWidthEnabled = w
+		}
+		switch sp := np.LinkSpeedEnabled; {
+		case sp == 0:
+		case sp == 0xF:
+			c.LinkSpeedEnabled = c.LinkSpeedSupported
+		case sp&^c.LinkSpeedSupported != 0:
+			return StatusInvalidField
+		default:
+			c.LinkSpeedEnabled = sp
+		}
+		if np.NeighborMTU == 0 || np.NeighborMTU > c.MTUCap || np.OperationalVLs > c.VLCap {
+			return StatusInvalidField
+		}
+		c.NeighborMTU = np.NeighborMTU
+		if np.OperationalVLs != 0 {
+			c.OperationalVLs = np.OperationalVLs
+		}
+		c.VLHighLimit, c.HOQLife, c.VLStallCount = np.VLHighLimit, np.HOQLife, np.VLStallCount
+		c.PartitionEnforcementIn, c.PartitionEnforcementOut = np.PartitionEnforcementIn, np.PartitionEnforcementOut
+		c.FilterRawInbound, c.FilterRawOutbound = np.FilterRawInbound, np.FilterRawOutbound
+	}
+	*pi = c
+	return 0
+}
+
+// portStateSet applies the PortState and PortPhysicalState of a PortInfo
+// Set (IBA 7.2, 14.2.5.6): Armed only from Init or Armed, Active only from
+// Armed or Active; Down with the physical link up means the link retrains
+// and the port comes back in Init; Polling or Disabled take the link down.
+func portStateSet(c *PortInfo, st PortState, phys PhysState) uint16 {
+	switch st {
+	case PortNoChange:
+	case PortDown:
+		c.PortState = PortDown
+		if c.PortPhysicalState == PhysLinkUp {
+			c.PortState = PortInit // link retraining brings it back
+		}
+	case PortArmed:
+		if c.PortState != PortInit && c.PortState != PortArmed {
+			return StatusInvalidField
+		}
+		c.PortState = PortArmed
+	case PortActive:
+		if c.PortState != PortArmed && c.PortState != PortActive {
+			return StatusInvalidField
+		}
+		c.PortState = PortActive
+	default:
+		return StatusInvalidField
+	}
+	switch phys {
+	case PhysNoChange:
+	case PhysPolling, PhysDisabled:
+		c.PortPhysicalState = phys
+		c.PortState = PortDown
+	default:
+		return StatusInvalidField
+	}
+	return 0
+}
