@@ -22,7 +22,6 @@ import (
 
 	"github.com/vhcrd/vhcrd/hack/testenv"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -113,7 +112,7 @@ func TestOpenSMFabric(t *testing.T) {
 		t.Fatalf("vfctl eq create: %v\n%s", err, eqOut)
 	}
 	ringIOVA, _ := strconv.ParseUint(string(m[1]), 0, 64)
-	mask := uint64(1)<<mlx4.EventPortChange | uint64(1)<<hca.EventPortMgmtChange
+	mask := uint64(1)<<mlx4.EventPortChange | uint64(1)<<mlx4.EventPortMngChg
 	if out, code := vfctl(t, barPath, "cmd", "--vf", "0", "--in-param", fmt.Sprintf("%#x", mask), "--in-mod", "1", "MAP_EQ"); code != 0 {
 		t.Fatalf("MAP_EQ: exit %d\n%s", code, out)
 	}
@@ -282,11 +281,11 @@ func vfEvents(t *testing.T, barPath, dmaPath string, iova uint64) []string {
 		switch e[mlx4.EQEType] {
 		case mlx4.EventPortChange:
 			evs = append(evs, fmt.Sprintf("PORT_CHANGE %s port %d", map[byte]string{1: "down", 4: "active"}[e[mlx4.EQESubtype]], e[mlx4.EQEPortChangePort]>>4))
-		case hca.EventPortMgmtChange:
-			sub := map[byte]string{hca.PMCSubtypePortInfo: "PORT_INFO", hca.PMCSubtypePKeyTable: "PKEY_TABLE", hca.PMCSubtypeGUIDInfo: "GUID_INFO"}[e[mlx4.EQESubtype]]
-			s := fmt.Sprintf("PORT_MNG_CHG %s port %d", sub, e[hca.EQEPMCPort])
-			if e[mlx4.EQESubtype] == hca.PMCSubtypePortInfo {
-				s += fmt.Sprintf(" changed_attr %#x", uint32(e[hca.EQEPMCChangedAttr])<<24|uint32(e[hca.EQEPMCChangedAttr+1])<<16|uint32(e[hca.EQEPMCChangedAttr+2])<<8|uint32(e[hca.EQEPMCChangedAttr+3]))
+		case mlx4.EventPortMngChg:
+			sub := map[byte]string{mlx4.DEV_PMC_SUBTYPE_PORT_INFO: "PORT_INFO", mlx4.DEV_PMC_SUBTYPE_PKEY_TABLE: "PKEY_TABLE", mlx4.DEV_PMC_SUBTYPE_GUID_INFO: "GUID_INFO"}[e[mlx4.EQESubtype]]
+			s := fmt.Sprintf("PORT_MNG_CHG %s port %d", sub, e[mlx4.EQEPortMngChgPort])
+			if e[mlx4.EQESubtype] == mlx4.DEV_PMC_SUBTYPE_PORT_INFO {
+				s += fmt.Sprintf(" changed_attr %#x", uint32(e[mlx4.EQEPortMngChgChangedAttr])<<24|uint32(e[mlx4.EQEPortMngChgChangedAttr+1])<<16|uint32(e[mlx4.EQEPortMngChgChangedAttr+2])<<8|uint32(e[mlx4.EQEPortMngChgChangedAttr+3]))
 			}
 			evs = append(evs, s)
 		}

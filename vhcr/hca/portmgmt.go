@@ -24,24 +24,6 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// PORT_MNG_CHG (MLX4_EVENT_TYPE_PORT_MNG_CHG_EVENT) and its layout in the
-// EQE (struct mlx4_eqe, event.port_mgmt_change, packed; the event union
-// starts at 0x04).
-const (
-	EventPortMgmtChange = 0x1d
-	PMCSubtypeGUIDInfo  = 0x14
-	PMCSubtypePortInfo  = 0x15
-	PMCSubtypePKeyTable = 0x16
-	EQEPMCPort          = 0x06 // u8 port
-	EQEPMCChangedAttr   = 0x0b // BE32 params.port_info.changed_attr
-	// changed_attr bits (MLX4_EQ_PORT_INFO_*_MASK).
-	PMCMstrSMLIDChange = 1 << 0
-	PMCGIDPrefixChange = 1 << 1
-	PMCLIDChange       = 1 << 2
-	PMCClientRereg     = 1 << 3
-	PMCMstrSMSLChange  = 1 << 4
-)
-
 var madStateNames = [...]string{mad.PortDown: "down", mad.PortInit: "init", mad.PortArmed: "armed", mad.PortActive: "active"}
 
 // PortMgmtChange delivers one port's changes to the VFs (see the table
@@ -90,13 +72,13 @@ func (h *HCA) PortMgmtChange(c *mad.PortChange) (int, error) {
 	}
 	var attr uint32
 	if c.What&mad.ChangeLID != 0 {
-		attr |= PMCLIDChange
+		attr |= mlx4.EQ_PORT_INFO_LID_CHANGE_MASK
 	}
 	if c.What&mad.ChangeGIDPrefix != 0 {
-		attr |= PMCGIDPrefixChange
+		attr |= mlx4.EQ_PORT_INFO_GID_PFX_CHANGE_MASK
 	}
 	if c.What&mad.ChangeClientRereg != 0 {
-		attr |= PMCClientRereg
+		attr |= mlx4.EQ_PORT_INFO_CLIENT_REREG_MASK
 	}
 	for vf := range h.Funcs {
 		vport := h.vfPort(vf, phys)
@@ -105,15 +87,15 @@ func (h *HCA) PortMgmtChange(c *mad.PortChange) (int, error) {
 		}
 		if attr != 0 {
 			var e [mlx4.EQESize]byte
-			e[mlx4.EQESubtype], e[EQEPMCPort] = PMCSubtypePortInfo, byte(vport)
-			binary.BigEndian.PutUint32(e[EQEPMCChangedAttr:], attr)
+			e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_PORT_INFO, byte(vport)
+			binary.BigEndian.PutUint32(e[mlx4.EQEPortMngChgChangedAttr:], attr)
 			note(h.postCount(vf, &e))
 		}
 		if c.What&mad.ChangePKeys != 0 {
 			for _, idx := range h.Funcs[vf].PKeyMap[phys] {
 				if c.PKeyChanged(idx) {
 					var e [mlx4.EQESize]byte
-					e[mlx4.EQESubtype], e[EQEPMCPort] = PMCSubtypePKeyTable, byte(vport)
+					e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_PKEY_TABLE, byte(vport)
 					note(h.postCount(vf, &e))
 					break
 				}
@@ -121,7 +103,7 @@ func (h *HCA) PortMgmtChange(c *mad.PortChange) (int, error) {
 		}
 		if slot := vf + 1; c.What&mad.ChangeGUIDs != 0 && slot < 64 && c.GUIDs&(1<<slot) != 0 {
 			var e [mlx4.EQESize]byte
-			e[mlx4.EQESubtype], e[EQEPMCPort] = PMCSubtypeGUIDInfo, byte(vport)
+			e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_GUID_INFO, byte(vport)
 			note(h.postCount(vf, &e))
 		}
 	}
@@ -129,7 +111,7 @@ func (h *HCA) PortMgmtChange(c *mad.PortChange) (int, error) {
 }
 
 func (h *HCA) postCount(vf int, e *[mlx4.EQESize]byte) (int, error) {
-	if err := h.PostEQE(vf, EventPortMgmtChange, e); err != nil {
+	if err := h.PostEQE(vf, mlx4.EventPortMngChg, e); err != nil {
 		return 0, err
 	}
 	return 1, nil

@@ -71,23 +71,23 @@ func TestPortMgmtChange(t *testing.T) {
 
 	type ev struct{ typ, sub, port uint8 }
 	want := map[*vf][]ev{
-		v0: {{mlx4.EventPortChange, 1, 1}, {mlx4.EventPortChange, 4, 1}, {EventPortMgmtChange, PMCSubtypePortInfo, 1},
-			{EventPortMgmtChange, PMCSubtypePKeyTable, 1}},
-		v1: {{mlx4.EventPortChange, 1, 1}, {mlx4.EventPortChange, 4, 1}, {EventPortMgmtChange, PMCSubtypePortInfo, 1},
-			{EventPortMgmtChange, PMCSubtypePKeyTable, 1}, {EventPortMgmtChange, PMCSubtypeGUIDInfo, 1}},
+		v0: {{mlx4.EventPortChange, 1, 1}, {mlx4.EventPortChange, 4, 1}, {mlx4.EventPortMngChg, mlx4.DEV_PMC_SUBTYPE_PORT_INFO, 1},
+			{mlx4.EventPortMngChg, mlx4.DEV_PMC_SUBTYPE_PKEY_TABLE, 1}},
+		v1: {{mlx4.EventPortChange, 1, 1}, {mlx4.EventPortChange, 4, 1}, {mlx4.EventPortMngChg, mlx4.DEV_PMC_SUBTYPE_PORT_INFO, 1},
+			{mlx4.EventPortMngChg, mlx4.DEV_PMC_SUBTYPE_PKEY_TABLE, 1}, {mlx4.EventPortMngChg, mlx4.DEV_PMC_SUBTYPE_GUID_INFO, 1}},
 	}
 	for v, evs := range want {
 		for i, w := range evs {
 			e := v.readEQE(ring, i)
-			port := e[EQEPMCPort]
+			port := e[mlx4.EQEPortMngChgPort]
 			if w.typ == mlx4.EventPortChange {
 				port = e[mlx4.EQEPortChangePort] >> 4
 			}
 			if e[mlx4.EQEType] != w.typ || e[mlx4.EQESubtype] != w.sub || port != w.port {
 				t.Errorf("VF %d EQE %d: % x, want type 0x%x subtype 0x%x port %d", v.n, i, e[:16], w.typ, w.sub, w.port)
 			}
-			if w.sub == PMCSubtypePortInfo && w.typ == EventPortMgmtChange {
-				if got := binary.BigEndian.Uint32(e[EQEPMCChangedAttr:]); got != PMCLIDChange|PMCClientRereg {
+			if w.sub == mlx4.DEV_PMC_SUBTYPE_PORT_INFO && w.typ == mlx4.EventPortMngChg {
+				if got := binary.BigEndian.Uint32(e[mlx4.EQEPortMngChgChangedAttr:]); got != mlx4.EQ_PORT_INFO_LID_CHANGE_MASK|mlx4.EQ_PORT_INFO_CLIENT_REREG_MASK {
 					t.Errorf("VF %d changed_attr %#x, want LID_CHANGE|CLIENT_REREG", v.n, got)
 				}
 			}

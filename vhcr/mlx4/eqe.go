@@ -35,6 +35,26 @@ const (
 	EventSRQCatasError = 0x12
 	EventSRQLastWQE    = 0x13
 	EventSRQLimit      = 0x14
+	EventPortMngChg    = 0x1d // MLX4_EVENT_TYPE_PORT_MNG_CHG_EVENT
+)
+
+// PORT_MNG_CHG: its subtypes (MLX4_DEV_PMC_SUBTYPE_*), where
+// event.port_mgmt_change (packed) puts the port and port_info's
+// changed_attr, and changed_attr's bits (MLX4_EQ_PORT_INFO_*_MASK), from
+// include/linux/mlx4/device.h.
+const (
+	DEV_PMC_SUBTYPE_GUID_INFO  = 0x14
+	DEV_PMC_SUBTYPE_PORT_INFO  = 0x15
+	DEV_PMC_SUBTYPE_PKEY_TABLE = 0x16
+
+	EQEPortMngChgPort        = 0x06 // u8 port
+	EQEPortMngChgChangedAttr = 0x0b // BE32 params.port_info.changed_attr
+
+	EQ_PORT_INFO_MSTR_SM_LID_CHANGE_MASK = 1 << 0
+	EQ_PORT_INFO_GID_PFX_CHANGE_MASK     = 1 << 1
+	EQ_PORT_INFO_LID_CHANGE_MASK         = 1 << 2
+	EQ_PORT_INFO_CLIENT_REREG_MASK       = 1 << 3
+	EQ_PORT_INFO_MSTR_SM_SL_CHANGE_MASK  = 1 << 4
 )
 
 // CompletionEQE fills e with a command-completion EQE (type 0x0a): the VF's

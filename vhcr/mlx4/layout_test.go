@@ -403,7 +403,11 @@ func TestEQELayout(t *testing.T) {
 		{"type", EQEType, 1}, {"subtype", EQESubtype, 3}, {"event", EQEData, 4},
 		{"event.cmd.token", EQECmdToken, 4 + 2}, {"event.cmd.status", EQECmdStatus, 4 + 11},
 		{"event.cmd.out_param", EQECmdOutParam, 4 + 12}, {"event.port_change.port", EQEPortChangePort, 4 + 8},
-		{"event.cq_err.syndrome", EQECQErrSyndrome, 4 + 11}, {"slave_id", EQESlaveID, 28}, {"owner", EQEOwner, 31},
+		{"event.cq_err.syndrome", EQECQErrSyndrome, 4 + 11},
+		// port_mgmt_change is packed: reserved1[2], port, then params.
+		{"event.port_mgmt_change.port", EQEPortMngChgPort, 4 + 2},
+		{"event.port_mgmt_change.params.port_info.changed_attr", EQEPortMngChgChangedAttr, 4 + 3 + 2 + 2},
+		{"slave_id", EQESlaveID, 28}, {"owner", EQEOwner, 31},
 		{"sizeof", EQESize, 32},
 	})
 }

@@ -8,11 +8,14 @@ import (
 )
 
 // AsyncEventMask is the event types a VF maps to its async EQ besides
-// command completions: QP, SRQ and CQ errors and port changes
-// (MLX4_ASYNC_EVENT_MASK's per-object part).
+// command completions: QP, SRQ and CQ errors, port changes and port
+// management changes (MLX4_ASYNC_EVENT_MASK's per-object part, and
+// PORT_MNG_CHG as mlx4 adds it when QUERY_DEV_CAP advertises
+// PORT_MNG_CHG_EV, which the model does).
 const AsyncEventMask = 1<<mlx4.EventPathMig | 1<<mlx4.EventCommEst | 1<<mlx4.EventSQDrained | 1<<mlx4.EventCQError |
 	1<<mlx4.EventWQCatasError | 1<<mlx4.EventPathMigFailed | 1<<mlx4.EventPortChange | 1<<mlx4.EventWQInvalReq |
-	1<<mlx4.EventWQAccessError | 1<<mlx4.EventSRQCatasError | 1<<mlx4.EventSRQLastWQE | 1<<mlx4.EventSRQLimit
+	1<<mlx4.EventWQAccessError | 1<<mlx4.EventSRQCatasError | 1<<mlx4.EventSRQLastWQE | 1<<mlx4.EventSRQLimit |
+	1<<mlx4.EventPortMngChg
 
 // EQE is a decoded event queue entry.
 type EQE struct {
