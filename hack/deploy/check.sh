@@ -38,5 +38,5 @@ if need systemd-analyze systemd; then
   echo "systemd-analyze verify systemd/vhcrd.service: OK"
 fi
 
-$GO test -count=1 . 
+$GO test -count=1 .
 $GO test -count=1 -run 'Dashboard' ../../cmd/vhcrd
