@@ -12,6 +12,7 @@ import (
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -167,5 +168,27 @@ func TestBuildInfo(t *testing.T) {
 	v, rev, mod := metrics.BuildInfo()
 	if labels["version"] != v || labels["revision"] != rev || labels["modified"] != strconv.FormatBool(mod) || labels["goversion"] == "" {
 		t.Errorf("build_info labels %v, want version %q revision %q modified %v", labels, v, rev, mod)
+	}
+}
+
+// A VF that maps an EQ for command completions (mlx4_cmd_use_events) shows
+// completion mode "event"; the others "poll".
+func TestCompletionModeGauge(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.BAR, Layout: r.Layout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.EnableEvents(context.Background(), 4, 7); err != nil {
+		t.Fatal(err)
+	}
+	f := gather(t, metrics.NewPFCollector(r.PF))["vhcrd_vf_completion_mode"]
+	got := map[string]string{}
+	for _, l := range f.labels {
+		got[l["vf"]] = l["mode"]
+	}
+	if len(f.labels) != 2 || got["0"] != "poll" || got["1"] != "event" {
+		t.Errorf("completion modes %v, want VF 0 poll, VF 1 event", got)
 	}
 }
