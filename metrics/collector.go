@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"runtime"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,8 +11,44 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// Version is set by the build (-ldflags -X).
-var Version = "dev"
+// Version and Revision may be set by the build (-ldflags -X). Version
+// empty: the module version from the binary's build information. Revision
+// is the fallback for builds that Go does not stamp with vcs.revision (a
+// git worktree, -buildvcs=false); the stamp wins where there is one.
+var Version, Revision = "", ""
+
+// BuildInfo returns the module version and the VCS revision the binary was
+// built from (runtime/debug.ReadBuildInfo; "unknown" where the build
+// recorded none, as in `go test` binaries), and whether the tree had
+// uncommitted changes.
+func BuildInfo() (version, revision string, modified bool) {
+	version, revision = Version, Revision
+	if revision == "" {
+		revision = "unknown"
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		if version == "" {
+			version = "unknown"
+		}
+		return
+	}
+	if version == "" {
+		version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if version == "" {
+		version = "unknown"
+	}
+	return
+}
 
 // PFCollector exports one PF's counters.
 type PFCollector struct {
@@ -20,14 +57,18 @@ type PFCollector struct {
 	ops    []string
 	status []string
 
-	commands, resets, refusals, dma, resyncs, dropped *prometheus.Desc
-	runs, busy, sleeps, eqes, latency, info, numVFs   *prometheus.Desc
-	completed                                         *prometheus.Desc
+	info []string // version, revision, goversion, modified
+
+	vfCommands, opCommands, resets, refusals, dma, resyncs, dropped *prometheus.Desc
+	runs, busy, sleeps, eqes, latency, buildInfo, numVFs            *prometheus.Desc
+	completed, state, active, completion                            *prometheus.Desc
 }
 
 // NewPFCollector returns a collector for pf.
 func NewPFCollector(pf *master.PF) *PFCollector {
 	c := &PFCollector{pf: pf}
+	v, rev, mod := BuildInfo()
+	c.info = []string{v, rev, runtime.Version(), strconv.FormatBool(mod)}
 	for i := 0; i < pf.Layout().NumVFs; i++ {
 		c.vfs = append(c.vfs, strconv.Itoa(i))
 	}
@@ -43,7 +84,8 @@ func NewPFCollector(pf *master.PF) *PFCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("vhcrd_"+name, help, labels, nil)
 	}
-	c.commands = d("commands_total", "Commands posted through the vHCR, by VF, opcode and completion status.", "vf", "opcode", "status")
+	c.vfCommands = d("vf_commands_total", "Commands a VF posted through the vHCR, by completion status.", "vf", "status")
+	c.opCommands = d("opcode_commands_total", "Commands posted through the vHCR by all VFs, by opcode and completion status.", "opcode", "status")
 	c.resets = d("comm_resets_total", "Comm channel resets of a VF (its resources released), by reason.", "vf", "reason")
 	c.refusals = d("command_refusals_total", "Commands refused by validation, by reason.", "vf", "reason")
 	c.dma = d("dma_faults_total", "DMA accesses to a VF's window that failed checks (vHCR, inbox, outbox).", "vf")
@@ -53,17 +95,20 @@ func NewPFCollector(pf *master.PF) *PFCollector {
 	c.busy = d("poller_busy_runs_total", "Poller scans that found at least one command.")
 	c.sleeps = d("poller_sleeps_total", "Times the idle poller blocked (futex doorbell or nanosleep).")
 	c.eqes = d("completion_eqes_total", "Command completion EQEs written to VFs' event queues.")
-	c.latency = d("command_duration_seconds", "Time from the PF seeing VHCR_POST to the command's completion being written (one command in 8 is timed).")
+	c.latency = d("command_duration_seconds", "Time from the PF seeing VHCR_POST to the command's completion being written, by command class (one command in "+strconv.Itoa(master.LatencySample)+" is timed).", "class")
 	c.completed = d("commands_completed_total", "Commands completed, all VFs and statuses.")
-	c.info = d("build_info", "Build information.", "version", "goversion")
+	c.buildInfo = d("build_info", "Build information: module version, VCS revision, Go version, uncommitted changes.", "version", "revision", "goversion", "modified")
 	c.numVFs = d("vfs", "VFs served by this PF.")
+	c.state = d("vf_channel_state", "The last comm command the PF served for a VF (RESET, VHCR0..2, VHCR_EN, VHCR_POST; FLR while one runs): one series per VF, value 1.", "vf", "state")
+	c.active = d("vf_active", "1 while a VF's channel is up (VHCR_EN accepted, no reset since), else 0.", "vf")
+	c.completion = d("vf_completion_mode", "How a VF's commands complete: event (it mapped an EQ for command completions) or poll; one series per VF, value 1.", "vf", "mode")
 	return c
 }
 
 // Describe implements prometheus.Collector.
 func (c *PFCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.commands, c.resets, c.refusals, c.dma, c.resyncs, c.dropped,
-		c.runs, c.busy, c.sleeps, c.eqes, c.latency, c.info, c.numVFs, c.completed} {
+	for _, d := range []*prometheus.Desc{c.vfCommands, c.opCommands, c.resets, c.refusals, c.dma, c.resyncs, c.dropped,
+		c.runs, c.busy, c.sleeps, c.eqes, c.latency, c.buildInfo, c.numVFs, c.completed, c.state, c.active, c.completion} {
 		ch <- d
 	}
 }
@@ -76,11 +121,14 @@ func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 		}
 	}
+	for op := range c.ops {
+		for slot := range c.status {
+			counter(c.opCommands, s.Op(op, slot), c.ops[op], c.status[slot])
+		}
+	}
 	for vf, vfl := range c.vfs {
-		for op := range c.ops {
-			for slot := range c.status {
-				counter(c.commands, s.Command(vf, op, slot), vfl, c.ops[op], c.status[slot])
-			}
+		for slot := range c.status {
+			counter(c.vfCommands, s.VF(vf, slot), vfl, c.status[slot])
 		}
 		for _, r := range master.ResetReasons() {
 			counter(c.resets, s.Reset(vf, r), vfl, r.String())
@@ -88,23 +136,47 @@ func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
 		for r := mlx4.Reason(1); int(r) < mlx4.NumReasons; r++ {
 			counter(c.refusals, s.Refusal(vf, r), vfl, r.String())
 		}
-		counter(c.dma, s.DMA[vf], vfl)
-		counter(c.resyncs, s.Resyncs[vf], vfl)
-		counter(c.dropped, s.Dropped[vf], vfl)
+		// Always exported, zeros too: alerts take increase() of them, which
+		// misses the first fault of a series that appears at 1.
+		ch <- prometheus.MustNewConstMetric(c.dma, prometheus.CounterValue, float64(s.DMA[vf]), vfl)
+		ch <- prometheus.MustNewConstMetric(c.resyncs, prometheus.CounterValue, float64(s.Resyncs[vf]), vfl)
+		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Dropped[vf]), vfl)
 	}
 	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, float64(s.Runs))
 	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, float64(s.BusyRuns))
 	ch <- prometheus.MustNewConstMetric(c.sleeps, prometheus.CounterValue, float64(s.Sleeps))
 	ch <- prometheus.MustNewConstMetric(c.eqes, prometheus.CounterValue, float64(s.EQEs))
-	buckets := make(map[float64]uint64, len(master.LatencyBounds))
-	var cum uint64
-	for i, b := range master.LatencyBounds {
-		cum += s.Latency[i]
-		buckets[b] = cum
+	for cl := master.Class(0); cl < master.NumClasses; cl++ {
+		buckets := make(map[float64]uint64, len(master.LatencyBounds))
+		var cum uint64
+		for i, b := range master.LatencyBounds {
+			cum += s.Latency[cl][i]
+			buckets[b] = cum
+		}
+		cum += s.Latency[cl][len(master.LatencyBounds)]
+		ch <- prometheus.MustNewConstHistogram(c.latency, cum, float64(s.LatencyNS[cl])*1e-9, buckets, cl.String())
 	}
-	cum += s.Latency[len(master.LatencyBounds)]
-	ch <- prometheus.MustNewConstHistogram(c.latency, cum, float64(s.LatencyNS)*1e-9, buckets)
 	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(s.Done))
-	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, Version, runtime.Version())
+	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, c.info...)
 	ch <- prometheus.MustNewConstMetric(c.numVFs, prometheus.GaugeValue, float64(len(c.vfs)))
+	// Collect may run concurrently (several scrapes): the channel snapshot
+	// is per call, which is one small allocation per scrape.
+	chans := make([]master.Channel, len(c.vfs))
+	if err := c.pf.Channels(chans); err != nil {
+		return // the poller is stuck: no state rather than a stale one
+	}
+	for vf, vfl := range c.vfs {
+		st := chans[vf]
+		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, vfl, st.State.String())
+		active := 0.0
+		if st.Active {
+			active = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active, vfl)
+		mode := "poll"
+		if st.Events {
+			mode = "event"
+		}
+		ch <- prometheus.MustNewConstMetric(c.completion, prometheus.GaugeValue, 1, vfl, mode)
+	}
 }

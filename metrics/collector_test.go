@@ -32,14 +32,32 @@ func TestCollectorLintsAndCounts(t *testing.T) {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 	want := `
-# HELP vhcrd_commands_total Commands posted through the vHCR, by VF, opcode and completion status.
-# TYPE vhcrd_commands_total counter
-vhcrd_commands_total{opcode="MAD_DEMUX",status="BAD_OP",vf="1"} 1
-vhcrd_commands_total{opcode="NOP",status="OK",vf="1"} 2
-vhcrd_commands_total{opcode="QUERY_FW",status="OK",vf="1"} 1
-vhcrd_commands_total{opcode="unknown",status="BAD_PARAM",vf="1"} 1
+# HELP vhcrd_opcode_commands_total Commands posted through the vHCR by all VFs, by opcode and completion status.
+# TYPE vhcrd_opcode_commands_total counter
+vhcrd_opcode_commands_total{opcode="MAD_DEMUX",status="BAD_OP"} 1
+vhcrd_opcode_commands_total{opcode="NOP",status="OK"} 2
+vhcrd_opcode_commands_total{opcode="QUERY_FW",status="OK"} 1
+vhcrd_opcode_commands_total{opcode="unknown",status="BAD_PARAM"} 1
+# HELP vhcrd_vf_commands_total Commands a VF posted through the vHCR, by completion status.
+# TYPE vhcrd_vf_commands_total counter
+vhcrd_vf_commands_total{status="BAD_OP",vf="1"} 1
+vhcrd_vf_commands_total{status="BAD_PARAM",vf="1"} 1
+vhcrd_vf_commands_total{status="OK",vf="1"} 3
+# HELP vhcrd_vf_active 1 while a VF's channel is up (VHCR_EN accepted, no reset since), else 0.
+# TYPE vhcrd_vf_active gauge
+vhcrd_vf_active{vf="0"} 0
+vhcrd_vf_active{vf="1"} 1
+# HELP vhcrd_vf_channel_state The last comm command the PF served for a VF (RESET, VHCR0..2, VHCR_EN, VHCR_POST; FLR while one runs): one series per VF, value 1.
+# TYPE vhcrd_vf_channel_state gauge
+vhcrd_vf_channel_state{state="RESET",vf="0"} 1
+vhcrd_vf_channel_state{state="VHCR_POST",vf="1"} 1
+# HELP vhcrd_vf_completion_mode How a VF's commands complete: event (it mapped an EQ for command completions) or poll; one series per VF, value 1.
+# TYPE vhcrd_vf_completion_mode gauge
+vhcrd_vf_completion_mode{mode="poll",vf="0"} 1
+vhcrd_vf_completion_mode{mode="poll",vf="1"} 1
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "vhcrd_commands_total"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "vhcrd_vf_commands_total", "vhcrd_opcode_commands_total",
+		"vhcrd_vf_active", "vhcrd_vf_channel_state", "vhcrd_vf_completion_mode"); err != nil {
 		t.Error(err)
 	}
 	reg := prometheus.NewPedanticRegistry()

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,13 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/vhcrd/vhcrd/cmd/vhcrd", "github.com/vhcrd/vhcrd/cmd/vfctl").CombinedOutput()
+	// As the Makefile builds: the revision also through -X, for trees Go
+	// does not stamp (a git worktree, GOFLAGS=-buildvcs=false).
+	build := []string{"build", "-o", dir + "/"}
+	if rev, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		build = append(build, "-ldflags", "-X github.com/vhcrd/vhcrd/metrics.Revision="+strings.TrimSpace(string(rev)))
+	}
+	out, err := exec.Command("go", append(build, "github.com/vhcrd/vhcrd/cmd/vhcrd", "github.com/vhcrd/vhcrd/cmd/vfctl")...).CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building the binaries: %v\n%s", err, out)
 		os.Exit(1)
@@ -196,8 +203,10 @@ func TestDaemonAndVFToolsAcrossProcesses(t *testing.T) {
 	}
 	m := get(t, d.metrics+"/metrics")
 	for _, want := range []string{
-		`vhcrd_commands_total{opcode="QUERY_FUNC_CAP",status="OK",vf="3"} `,
-		`vhcrd_commands_total{opcode="MAD_DEMUX",status="BAD_OP",vf="3"} 1`,
+		`vhcrd_opcode_commands_total{opcode="QUERY_FUNC_CAP",status="OK"} `,
+		`vhcrd_opcode_commands_total{opcode="MAD_DEMUX",status="BAD_OP"} 1`,
+		`vhcrd_vf_commands_total{status="OK",vf="3"} `,
+		`vhcrd_vf_completion_mode{mode="poll",vf="3"} 1`,
 		`vhcrd_command_refusals_total{reason="unknown_opcode",vf="1"} 1`,
 		`vhcrd_vfs 4`,
 	} {
@@ -398,9 +407,28 @@ func TestMetricsWithPromtoolAndPrometheus(t *testing.T) {
 			t.Fatalf("Prometheus scraped vhcrd %d times in 60 s; its log:\n%s", n, plog.String())
 		}
 	}
-	b := get(t, "http://"+promAddr+`/api/v1/query?query=vhcrd_commands_total%7Bopcode%3D%22QUERY_FW%22%7D`)
-	if !strings.Contains(b, `"vf":"0"`) || !strings.Contains(b, `"1"]`) {
-		t.Fatalf("Prometheus query for vhcrd_commands_total{opcode=\"QUERY_FW\"}: %s\nits log:\n%s", b, plog.String())
+	query := func(q string) string {
+		return get(t, "http://"+promAddr+"/api/v1/query?query="+url.QueryEscape(q))
+	}
+	if b := query(`vhcrd_opcode_commands_total{opcode="QUERY_FW",status="OK"}`); !strings.Contains(b, `"1"]`) || strings.Contains(b, `"vf"`) {
+		t.Fatalf("Prometheus query for vhcrd_opcode_commands_total{opcode=\"QUERY_FW\"}: %s\nits log:\n%s", b, plog.String())
+	}
+	if b := query(`vhcrd_vf_commands_total{vf="0",status="OK"}`); !strings.Contains(b, `"1"]`) {
+		t.Fatalf("Prometheus query for vhcrd_vf_commands_total{vf=\"0\"}: %s", b)
+	}
+	if b := query(`vhcrd_vf_channel_state{vf="0",state="VHCR_POST"} * on(vf) vhcrd_vf_active`); !strings.Contains(b, `"1"]`) {
+		t.Fatalf("Prometheus query for VF 0's state: %s", b)
+	}
+	if b := query(`count(vhcrd_command_duration_seconds_count) by (class)`); strings.Count(b, `"class"`) != 6 {
+		t.Fatalf("Prometheus query for the latency classes: %s", b)
+	}
+	// build_info names the revision the binary was built from (the test
+	// built it from this tree: go build stamps vcs.revision).
+	if rev, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		want := `"revision":"` + strings.TrimSpace(string(rev)) + `"`
+		if b := query(`vhcrd_build_info`); !strings.Contains(b, want) {
+			t.Fatalf("vhcrd_build_info: %s, want %s", b, want)
+		}
 	}
 }
 

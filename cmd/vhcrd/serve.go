@@ -52,6 +52,7 @@ func runConfig(args []string) error {
 
 type serveFlags struct {
 	bar, dma, configPath, metricsAddr, logLevel string
+	logFormat                                   string
 	ibsim, capture, cpuProfile                  string
 	vfs                                         int
 	window                                      string
@@ -67,6 +68,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.configPath, "config", "", "configuration file (default: the embedded example; see `vhcrd config`)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "address of the /metrics and /admin HTTP endpoint (empty: off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log lines as text (key=value) or json (one object per line)")
 	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine to infiniband-diags under libumad2sim on this IBSIM_SOCKNAME")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&f.capture, "capture", "", "record every MAD in and out (and every trap) to this pcap file (tshark reads it)")
@@ -76,11 +78,10 @@ func runServe(args []string) error {
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := newLogger(os.Stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	slog.SetDefault(log)
 
 	cfg := config.Default()

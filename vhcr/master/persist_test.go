@@ -169,7 +169,7 @@ func TestRestartContinuesEveryStep(t *testing.T) {
 			t.Fatalf("QUERY_FW across the restart: %v", st)
 		}
 		r.scan()
-		if n := r.PF.Counters().Command(1, r.PF.Table().Lookup(mlx4.QUERY_FW).Index(), 0); n != 1 {
+		if n := r.PF.Counters().Op(r.PF.Table().Lookup(mlx4.QUERY_FW).Index(), 0); n != 1 {
 			t.Errorf("QUERY_FW ran %d times, want 1", n)
 		}
 		nop(t, r, 0)

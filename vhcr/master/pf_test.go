@@ -360,7 +360,7 @@ func TestPostAndNeverLookAgain(t *testing.T) {
 		}
 	}
 	// The abandoned command was executed once and completed.
-	if n := r.PF.Stats().Command(1, r.PF.Table().Lookup(mlx4.QUERY_FW).Index(), 0); n != 1 {
+	if n := r.PF.Stats().Op(r.PF.Table().Lookup(mlx4.QUERY_FW).Index(), 0); n != 1 {
 		t.Errorf("VF 1 QUERY_FW executed %d times, want 1", n)
 	}
 }
@@ -450,7 +450,7 @@ func TestPFRestartKeepsChannels(t *testing.T) {
 		t.Fatalf("NOP after restart: %v", got.Status)
 	}
 	idx := r.PF.Table().Lookup(mlx4.QUERY_FW).Index()
-	if n := r.PF.Stats().Command(1, idx, 0); n != 1 {
+	if n := r.PF.Stats().Op(idx, 0); n != 1 {
 		t.Errorf("QUERY_FW posted across the restart ran %d times, want 1", n)
 	}
 }

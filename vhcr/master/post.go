@@ -202,6 +202,6 @@ func (p *PF) account(i int, e *Entry, status mlx4.Status, reason mlx4.Reason, ti
 	p.stats.countCommand(i, idx, status)
 	p.stats.countRefusal(i, reason)
 	if timed {
-		p.stats.observe(tick.Now() - t0)
+		p.stats.observe(classOf(e), tick.Now()-t0)
 	}
 }

@@ -121,7 +121,7 @@ func TestUntrustedSavedState(t *testing.T) {
 			if n := r.PF.Stats().Reset(1, master.ResetSavedState); n != 1 {
 				t.Errorf("saved-state resets of VF 1: %d", n)
 			}
-			if n := r.PF.Stats().Command(1, r.PF.Table().Lookup(mlx4.QUERY_FW).Index(), 0); n != 0 {
+			if n := r.PF.Stats().Op(r.PF.Table().Lookup(mlx4.QUERY_FW).Index(), 0); n != 0 {
 				t.Errorf("the post made before the untrusted restart ran %d times", n)
 			}
 		})

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -58,30 +59,97 @@ var SlotStatuses = []mlx4.Status{mlx4.OK, mlx4.INTERNAL_ERR, mlx4.BAD_OP, mlx4.B
 var NumStatusSlots = len(SlotStatuses) + 1
 
 // LatencyBounds are the upper bounds, in seconds, of the command latency
-// histogram (from detection of the post to completion).
+// histograms (from detection of the post to completion).
 var LatencyBounds = []float64{250e-9, 500e-9, 1e-6, 2e-6, 4e-6, 8e-6, 16e-6, 32e-6, 64e-6, 128e-6, 256e-6, 512e-6, 1e-3, 4e-3, 16e-3}
+
+// Class groups the command table's rows by the work the PF does for them,
+// for the latency histograms: one histogram per class, so that a slow
+// MAD_IFC does not hide in the distribution of NOPs.
+type Class uint8
+
+const (
+	ClassPlain    Class = iota // no mailbox, no tracked resource: NOP, INIT_PORT, SET_MCAST_FLTR, ...
+	ClassMailbox               // an inbox or an outbox, no tracked resource: QUERY_FW, QUERY_PORT, SET_PORT, ACCESS_REG, ...
+	ClassResource              // the resource tracker's wrappers other than QPs': ALLOC_RES, FREE_RES, SW2HW_*/HW2SW_*, MTT, queries of MPT/EQ/CQ/SRQ, attaches
+	ClassQP                    // QP state transitions and QP queries (mlx4's *_QP_wrapper family)
+	ClassMAD                   // MAD_IFC (the MAD engine and the VF policy)
+	ClassDenied                // not in the table or EPERM: answered without executing anything
+	NumClasses
+)
+
+var classNames = [NumClasses]string{"plain", "mailbox", "resource", "qp", "mad", "denied"}
+
+func (c Class) String() string { return classNames[c] }
+
+// resourceOps are the rows whose wrappers in mlx4's resource_tracker.c
+// look up, add or remove a tracked object (QPs aside).
+var resourceOps = []mlx4.Opcode{mlx4.ALLOC_RES, mlx4.FREE_RES, mlx4.MAP_EQ,
+	mlx4.SW2HW_EQ, mlx4.HW2SW_EQ, mlx4.QUERY_EQ,
+	mlx4.SW2HW_MPT, mlx4.HW2SW_MPT, mlx4.QUERY_MPT, mlx4.READ_MTT, mlx4.WRITE_MTT, mlx4.SYNC_TPT,
+	mlx4.SW2HW_CQ, mlx4.HW2SW_CQ, mlx4.QUERY_CQ, mlx4.MODIFY_CQ,
+	mlx4.SW2HW_SRQ, mlx4.HW2SW_SRQ, mlx4.QUERY_SRQ, mlx4.ARM_SRQ,
+	mlx4.QP_ATTACH, mlx4.QP_FLOW_STEERING_ATTACH, mlx4.QP_FLOW_STEERING_DETACH}
+
+// qpOps are the QP state machine's rows (mlx4's *_QP_wrapper family).
+var qpOps = []mlx4.Opcode{mlx4.RST2INIT_QP, mlx4.INIT2INIT_QP, mlx4.INIT2RTR_QP, mlx4.RTR2RTS_QP,
+	mlx4.RTS2RTS_QP, mlx4.SQERR2RTS_QP, mlx4.TWO_ERR_QP, mlx4.RTS2SQD_QP, mlx4.SQD2SQD_QP,
+	mlx4.SQD2RTS_QP, mlx4.TWO_RST_QP, mlx4.QUERY_QP, mlx4.SUSPEND_QP, mlx4.UNSUSPEND_QP, mlx4.UPDATE_QP}
+
+// opClass is every opcode's class, from cmd_info[]: an opcode without a
+// row, or with EPERM, is denied.
+var opClass = func() (x [4096]Class) {
+	for i := range x {
+		x[i] = ClassDenied
+	}
+	for _, in := range mlx4.CmdInfos() {
+		switch {
+		case in.EPERM:
+			x[in.Op] = ClassDenied
+		case in.HasInbox || in.HasOutbox:
+			x[in.Op] = ClassMailbox
+		default:
+			x[in.Op] = ClassPlain
+		}
+	}
+	for _, op := range resourceOps {
+		x[op] = ClassResource
+	}
+	for _, op := range qpOps {
+		x[op] = ClassQP
+	}
+	x[mlx4.MAD_IFC] = ClassMAD
+	return
+}()
+
+// ClassOf returns the latency class of op.
+func ClassOf(op mlx4.Opcode) Class { return opClass[op&0xfff] }
 
 // Stats are counters the poller owns: plain integers that only the poller
 // thread writes, with no atomic or locked instruction on the hot path.
 // Readers get a copy through PF.Stats, which the poller makes between two
 // scans (or directly when it is not running); collectors call it at scrape
 // time.
+//
+// Commands are counted twice, never per VF and opcode together (that
+// product is what makes a label set unbounded in practice): per VF by
+// status, and per opcode by status. Refusals say per VF why.
 type Stats struct {
 	numOps   int
-	Commands []uint64 // [vf][op index][status slot]
+	VFStatus []uint64 // [vf][status slot]
+	OpStatus []uint64 // [op index][status slot]
 	Resets   []uint64 // [vf][reason]
 	Refusals []uint64 // [vf][mlx4.Reason]
 	Resyncs  []uint64 // [vf]: the VF rewrote its registers (zeroed, §6.5)
 	DMA      []uint64 // [vf]: DMA faults (vHCR, inbox, outbox)
 	Dropped  []uint64 // [vf]: comm commands dropped during FLR
 
-	Runs      uint64     // scans of all VFs
-	BusyRuns  uint64     // scans that found work
-	Sleeps    uint64     // times the poller blocked (futex or sleep)
-	Done      uint64     // commands completed
-	Latency   [16]uint64 // sampled: one command in LatencySample is timed
-	LatencyNS uint64     // sum of the sampled latencies
-	EQEs      uint64     // completion EQEs written
+	Runs      uint64                 // scans of all VFs
+	BusyRuns  uint64                 // scans that found work
+	Sleeps    uint64                 // times the poller blocked (futex or sleep)
+	Done      uint64                 // commands completed
+	Latency   [NumClasses][16]uint64 // sampled: one command in LatencySample is timed
+	LatencyNS [NumClasses]uint64     // sum of the sampled latencies
+	EQEs      uint64                 // completion EQEs written
 
 	latencyTicks [15]uint64 // LatencyBounds in cycle-counter ticks
 	sampleCount  uint32
@@ -95,7 +163,8 @@ const LatencySample = 8
 func newStats(numVFs, numOps int) *Stats {
 	s := &Stats{
 		numOps:   numOps,
-		Commands: make([]uint64, numVFs*numOps*NumStatusSlots),
+		VFStatus: make([]uint64, numVFs*NumStatusSlots),
+		OpStatus: make([]uint64, numOps*NumStatusSlots),
 		Resets:   make([]uint64, numVFs*int(numResetReasons)),
 		Refusals: make([]uint64, numVFs*mlx4.NumReasons),
 		Resyncs:  make([]uint64, numVFs),
@@ -111,9 +180,10 @@ func newStats(numVFs, numOps int) *Stats {
 
 // copyTo copies s into d (same shape), reusing d's slices.
 func (s *Stats) copyTo(d *Stats) {
-	cmd, res, ref, rsy, dm, drp := d.Commands, d.Resets, d.Refusals, d.Resyncs, d.DMA, d.Dropped
+	vs, ops, res, ref, rsy, dm, drp := d.VFStatus, d.OpStatus, d.Resets, d.Refusals, d.Resyncs, d.DMA, d.Dropped
 	*d = *s
-	d.Commands = append(cmd[:0], s.Commands...)
+	d.VFStatus = append(vs[:0], s.VFStatus...)
+	d.OpStatus = append(ops[:0], s.OpStatus...)
 	d.Resets = append(res[:0], s.Resets...)
 	d.Refusals = append(ref[:0], s.Refusals...)
 	d.Resyncs = append(rsy[:0], s.Resyncs...)
@@ -121,11 +191,15 @@ func (s *Stats) copyTo(d *Stats) {
 	d.Dropped = append(drp[:0], s.Dropped...)
 }
 
-// Command returns the count of commands of VF vf, dense opcode index op and
-// status slot s.
-func (s *Stats) Command(vf, op, slot int) uint64 {
-	return s.Commands[(vf*s.numOps+op)*NumStatusSlots+slot]
-}
+// NumOps is the number of dense opcode indexes (Table.NumOps).
+func (s *Stats) NumOps() int { return s.numOps }
+
+// VF returns the commands of VF vf completed with status slot slot.
+func (s *Stats) VF(vf, slot int) uint64 { return s.VFStatus[vf*NumStatusSlots+slot] }
+
+// Op returns the commands of dense opcode index op (0: not in the table),
+// all VFs, completed with status slot slot.
+func (s *Stats) Op(op, slot int) uint64 { return s.OpStatus[op*NumStatusSlots+slot] }
 
 // Reset returns the resets of VF vf for reason r.
 func (s *Stats) Reset(vf int, r ResetReason) uint64 {
@@ -138,7 +212,9 @@ func (s *Stats) Refusal(vf int, r mlx4.Reason) uint64 {
 }
 
 func (s *Stats) countCommand(vf, op int, st mlx4.Status) {
-	s.Commands[(vf*s.numOps+op)*NumStatusSlots+int(statusSlots[st])]++
+	slot := int(statusSlots[st])
+	s.VFStatus[vf*NumStatusSlots+slot]++
+	s.OpStatus[op*NumStatusSlots+slot]++
 	s.Done++
 }
 
@@ -156,17 +232,52 @@ func (s *Stats) sample() bool {
 	return s.sampleCount%LatencySample == 0
 }
 
-func (s *Stats) observe(ticks uint64) {
-	s.LatencyNS += tick.ToNS(ticks, tick.PerNS())
+// classOf is the class of a table row (nil: an opcode not in the table).
+func classOf(e *Entry) Class {
+	if e == nil {
+		return ClassDenied
+	}
+	return opClass[e.Op&0xfff]
+}
+
+// observe records a timed command of class c.
+func (s *Stats) observe(c Class, ticks uint64) {
+	s.LatencyNS[c] += tick.ToNS(ticks, tick.PerNS())
 	for i, b := range s.latencyTicks {
 		if ticks <= b {
-			s.Latency[i]++
+			s.Latency[c][i]++
 			return
 		}
 	}
-	s.Latency[len(LatencyBounds)]++
+	s.Latency[c][len(LatencyBounds)]++
 }
 
 // Completed returns the number of commands completed (all VFs, all
 // statuses).
 func (s *Stats) Completed() uint64 { return s.Done }
+
+// Channel is one VF's channel state, as the per-VF state gauges show it.
+type Channel struct {
+	State  vhcr.CommCmd // the last comm command served (CommFLR: an FLR is in progress)
+	Active bool         // VHCR_EN accepted and no reset since (mlx4's slave_state[].active)
+	// Events: the VF mapped an EQ for command completions (MAP_EQ of the
+	// command event, as mlx4_cmd_use_events does), so commands it posts
+	// with the 'e' bit complete by EQE; else it polls the vHCR's go bit.
+	Events bool
+}
+
+// Channels fills dst[i] with VF i's channel state for the first len(dst)
+// VFs, in one request to the poller (one round trip per scrape, not one
+// per VF).
+func (p *PF) Channels(dst []Channel) error {
+	if len(dst) > len(p.vfs) {
+		dst = dst[:len(p.vfs)]
+	}
+	return p.Do(func() {
+		for i := range dst {
+			st := &p.vfs[i]
+			dst[i] = Channel{State: st.lastCmd, Active: st.active,
+				Events: p.events != nil && p.events.HasEQ(i, EventTypeCmd)}
+		}
+	})
+}

@@ -283,8 +283,11 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 			}
 			gs, fs := g.PF.Stats(), f.PF.Stats()
 			for slot := 0; slot < master.NumStatusSlots; slot++ {
-				if a, b := gs.Command(0, e.Index(), slot)-gs0.Command(0, e.Index(), slot), fs.Command(0, e.Index(), slot)-fs0.Command(0, e.Index(), slot); a != b {
+				if a, b := gs.Op(e.Index(), slot)-gs0.Op(e.Index(), slot), fs.Op(e.Index(), slot)-fs0.Op(e.Index(), slot); a != b {
 					t.Fatalf("%v op_mod %d: status slot %d counted %d by the general path, %d by postFast", e.Op, opMod, slot, a, b)
+				}
+				if a, b := gs.VF(0, slot)-gs0.VF(0, slot), fs.VF(0, slot)-fs0.VF(0, slot); a != b {
+					t.Fatalf("%v op_mod %d: VF 0 status slot %d counted %d by the general path, %d by postFast", e.Op, opMod, slot, a, b)
 				}
 			}
 			for r := mlx4.Reason(1); int(r) < mlx4.NumReasons; r++ {

@@ -1,0 +1,194 @@
+package metrics_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vhcrd/vhcrd/metrics"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+)
+
+// scrape is what a pedantic registry gathers from cs: per family, its
+// series (a histogram's buckets, +Inf, _sum and _count), each metric's
+// labels, and each histogram's sample count.
+type scrape map[string]*family
+
+type family struct {
+	series  int
+	labels  []map[string]string
+	samples []uint64
+}
+
+func gather(t *testing.T, cs ...prometheus.Collector) scrape {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := scrape{}
+	for _, mf := range mfs {
+		f := &family{}
+		for _, m := range mf.Metric {
+			l := map[string]string{}
+			for _, lp := range m.Label {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			f.labels = append(f.labels, l)
+			if h := m.GetHistogram(); h != nil {
+				f.series += len(h.Bucket) + 1 + 2
+				f.samples = append(f.samples, h.GetSampleCount())
+				continue
+			}
+			f.series++
+		}
+		out[mf.GetName()] = f
+	}
+	return out
+}
+
+// Every family the collectors export has a written-down bound, and a live
+// PF with traffic of every kind stays within it; the documented worst case
+// for the largest layout is the sum of the bounds.
+func TestCardinalityBounded(t *testing.T) {
+	const vfs = 3
+	r := vhcrtest.New(t, vfs)
+	r.Start(t)
+	for vf := 0; vf < vfs; vf++ {
+		v := r.InitVF(t, vf)
+		for op := 0; op < 0x100; op++ {
+			if _, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.Opcode(op), OpMod: uint8(op)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bounds := map[string]metrics.Family{}
+	for _, f := range metrics.Families(vfs) {
+		bounds[f.Name] = f
+	}
+	got := gather(t, metrics.NewPFCollector(r.PF), metrics.NewHCACollector(r.PF, r.HCA, nil))
+	described := map[string]bool{}
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		metrics.NewPFCollector(r.PF).Describe(ch)
+		metrics.NewHCACollector(r.PF, r.HCA, nil).Describe(ch)
+		close(ch)
+	}()
+	for d := range ch {
+		s := d.String()
+		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
+		name := s[i : i+strings.IndexByte(s[i:], '"')]
+		described[name] = true
+		if _, ok := bounds[name]; !ok {
+			t.Errorf("%s: exported without a bound in metrics.Families", name)
+		}
+	}
+	for name := range bounds {
+		if !described[name] {
+			t.Errorf("%s: bounded in metrics.Families but not exported", name)
+		}
+	}
+	for name, f := range got {
+		if n := f.series; n > bounds[name].Series {
+			t.Errorf("%s: %d series with %d VFs, bound %d (%s)", name, n, vfs, bounds[name].Series, bounds[name].Bound)
+		}
+	}
+	if n := got["vhcrd_opcode_commands_total"].series; n < 60 {
+		t.Errorf("vhcrd_opcode_commands_total: %d series after every opcode was posted; the test did not exercise the table", n)
+	}
+	worst := strconv.Itoa(metrics.WorstCase(vhcr.MaxVFs))
+	for _, file := range []string{"doc.go", "../README.md"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), worst+" series") {
+			t.Errorf("%s does not state the worst case per PF, %s series (%d VFs)", file, worst, vhcr.MaxVFs)
+		}
+	}
+}
+
+// Sampled commands land in the histogram of their class: 16 consecutive
+// QUERY_FWs are 2 sampled commands, both in "mailbox".
+func TestLatencyByClass(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	r.Start(t)
+	v := r.InitVF(t, 0)
+	c := metrics.NewPFCollector(r.PF)
+	counts := func() map[string]uint64 {
+		out := map[string]uint64{}
+		f := gather(t, c)["vhcrd_command_duration_seconds"]
+		for i, l := range f.labels {
+			out[l["class"]] = f.samples[i]
+		}
+		return out
+	}
+	before := counts()
+	if len(before) != 6 {
+		t.Fatalf("classes %v, want 6", before)
+	}
+	for i := 0; i < 16; i++ {
+		if _, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.QUERY_FW}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := counts()
+	for cl, n := range after {
+		want := before[cl]
+		if cl == "mailbox" {
+			want += 2
+		}
+		if n != want {
+			t.Errorf("class %s: %d samples, want %d", cl, n, want)
+		}
+	}
+}
+
+// build_info carries the module version and the VCS revision labels.
+func TestBuildInfo(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	f := gather(t, metrics.NewPFCollector(r.PF))["vhcrd_build_info"]
+	if f == nil || len(f.labels) != 1 {
+		t.Fatal("no vhcrd_build_info")
+	}
+	labels := f.labels[0]
+	v, rev, mod := metrics.BuildInfo()
+	if labels["version"] != v || labels["revision"] != rev || labels["modified"] != strconv.FormatBool(mod) || labels["goversion"] == "" {
+		t.Errorf("build_info labels %v, want version %q revision %q modified %v", labels, v, rev, mod)
+	}
+}
+
+// A VF that maps an EQ for command completions (mlx4_cmd_use_events) shows
+// completion mode "event"; the others "poll".
+func TestCompletionModeGauge(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.BAR, Layout: r.Layout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.EnableEvents(context.Background(), 4, 7); err != nil {
+		t.Fatal(err)
+	}
+	f := gather(t, metrics.NewPFCollector(r.PF))["vhcrd_vf_completion_mode"]
+	got := map[string]string{}
+	for _, l := range f.labels {
+		got[l["vf"]] = l["mode"]
+	}
+	if len(f.labels) != 2 || got["0"] != "poll" || got["1"] != "event" {
+		t.Errorf("completion modes %v, want VF 0 poll, VF 1 event", got)
+	}
+}
