@@ -14,6 +14,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
+	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
 // EventSink delivers EQEs to VFs: the software HCA, which models EQs.
@@ -42,6 +43,9 @@ type Options struct {
 	Events EventSink    // nil: the HCA if it implements EventSink
 	Logger *slog.Logger // nil: slog.Default()
 	Idle   Idle         // the poller's idle policy; zero fields: DefaultIdle's
+	// Trace is the command trace the poller writes (NewTrace), or nil:
+	// off. A ring nobody holds costs one load per record site.
+	Trace *trace.Ring
 }
 
 // PF is the master side of the comm channel for all VFs of one region.
@@ -58,6 +62,13 @@ type PF struct {
 	limit  rateLimiter
 	idle   Idle
 	vfs    []vfState
+
+	// the command trace (trace.go): the ring, the poller's latest clock
+	// reading, and a completion EQE held until its command is recorded
+	trace   *trace.Ring
+	now     uint64
+	holdEQE bool
+	held    heldEQE
 
 	// shadows: the only copies of VF data the PF validates and uses
 	shadow [mlx4.VHCRSize]byte // the vHCR where the window is not mapped
@@ -131,7 +142,7 @@ func New(o Options) (*PF, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults()}
+	p := &PF{lay: l, bar: o.BAR, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults(), trace: o.Trace}
 	p.table = NewTable()
 	if p.log == nil {
 		p.log = slog.Default()
@@ -148,6 +159,13 @@ func New(o Options) (*PF, error) {
 		SetDoorbellReader(func(vf, eqn int) (uint32, bool))
 	}); ok {
 		d.SetDoorbellReader(p.eqDoorbell)
+	}
+	if o.Trace != nil {
+		if ob, ok := any(o.HCA).(interface {
+			SetEQEObserver(func(vf, eqn int, eqe *[mlx4.EQESize]byte))
+		}); ok {
+			ob.SetEQEObserver(p.eqePosted)
+		}
 	}
 	p.stats = newStats(l.NumVFs, p.table.NumOps())
 	p.limit = rateLimiter{perSec: 10}
@@ -176,8 +194,14 @@ func New(o Options) (*PF, error) {
 		st.win, _ = space.Window(i)
 		st.flags.Store(vhcr.FlagsOffline)
 		st.caps.Store(vhcr.CapsVFReset)
-		if restore && p.restoreVF(i) {
-			continue
+		if restore {
+			adopted := p.restoreVF(i)
+			if p.trace.Enabled() {
+				p.trace.Restart(p.stamp(), i, adopted)
+			}
+			if adopted {
+				continue
+			}
 		}
 		st.sw.Store(0)
 		st.sr.Store(0)

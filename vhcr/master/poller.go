@@ -112,6 +112,7 @@ func (p *PF) Run(ctx context.Context) error {
 			break
 		}
 		now := tick.Now()
+		p.now = now
 		if idleSince == 0 {
 			idleSince = now
 			if p.scans++; p.scans%64 == 0 {
@@ -126,6 +127,7 @@ func (p *PF) Run(ctx context.Context) error {
 		default:
 			p.checkFlags()
 			p.block(sleepNS)
+			p.now = tick.Now() // the stamp of the commands that woke the poller
 			if sleepNS < p.idle.MaxSleep.Nanoseconds() {
 				sleepNS *= 2
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
 // Rig is a PF with its regions.
@@ -62,6 +63,8 @@ type Options struct {
 	UnmappedDMA bool
 	// Idle is the poller's idle policy.
 	Idle master.Idle
+	// Trace is the PF's command trace (master.Options.Trace); nil: off.
+	Trace *trace.Ring
 }
 
 // New builds a PF for n VFs over fresh heap regions (DMA in a separate
@@ -139,7 +142,7 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if r.opts.UnmappedDMA {
 		d = unmapped{d}
 	}
-	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle,
+	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
