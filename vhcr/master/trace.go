@@ -21,6 +21,11 @@ import (
 // the cycle counter to a command: such records carry no latency and the
 // time of that reading. Comm steps, EQEs, resets, FLRs and restarts are
 // rare and read the clock afresh.
+//
+// Measured (BenchmarkPost/NOP, 8 runs each, 2 shared vCPUs): untraced
+// 32.8 ns fastest, 42.4 ns median; traced as above 35.3 / 43.3 ns; traced
+// with both ticks read for every command 56.7 / 69.0 ns (untraced 30.6 /
+// 40.1 ns in that run). Hence the sampled stamps.
 
 // NewTrace returns a ring of records stamped with the poller's cycle
 // counter (records: a power of two; 0 for trace.DefaultRecords), to pass
