@@ -24,7 +24,7 @@ import (
 //
 // Measured (BenchmarkPost/NOP, 8 runs each, 2 shared vCPUs): untraced
 // 32.8 ns fastest, 42.4 ns median; traced as above 35.3 / 43.3 ns; traced
-// with both ticks read for every command 56.7 / 69.0 ns (untraced 30.6 /
+// with both ticks read for every command 56.7 / 72.5 ns (untraced 30.6 /
 // 40.1 ns in that run). Hence the sampled stamps.
 
 // NewTrace returns a ring of records stamped with the poller's cycle
