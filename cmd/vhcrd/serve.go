@@ -176,7 +176,7 @@ func (s *server) startTrace(f serveFlags, log *slog.Logger) (stop func(), err er
 	}
 	if f.traceFile != "" {
 		// Fail now, not in the writer, if the file cannot be written.
-		fh, err := os.OpenFile(f.traceFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		fh, err := os.OpenFile(f.traceFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			stop()
 			return nil, fmt.Errorf("--trace: %w", err)
