@@ -108,15 +108,12 @@ func followTrace(ctx context.Context, path string, q trace.Request, out io.Write
 				return errors.New("vhcrd: " + strings.TrimSpace(msg))
 			}
 			if _, werr := bw.Write(line); werr != nil {
-				return werr
+				return outErr(ctx, werr)
 			}
 		}
 		if br.Buffered() == 0 || err != nil {
 			if ferr := bw.Flush(); ferr != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return ferr
+				return outErr(ctx, ferr)
 			}
 		}
 		switch {
@@ -124,7 +121,7 @@ func followTrace(ctx context.Context, path string, q trace.Request, out io.Write
 		case errors.Is(err, bufio.ErrBufferFull):
 			// A line longer than the buffer: not a trace line; pass it on.
 			if _, werr := bw.Write(line); werr != nil {
-				return werr
+				return outErr(ctx, werr)
 			}
 		case ctx.Err() != nil, errors.Is(err, io.EOF):
 			_ = bw.Flush()
@@ -133,4 +130,13 @@ func followTrace(ctx context.Context, path string, q trace.Request, out io.Write
 			return fmt.Errorf("admin socket: %w", err)
 		}
 	}
+}
+
+// outErr is a failed write to the output: none when interrupted or when
+// the reader of a pipe went away (`vhcrd trace | head`).
+func outErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	return err
 }
