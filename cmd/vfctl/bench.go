@@ -51,11 +51,12 @@ func runBench(args []string) error {
 		}{res, fr})
 	}
 	fmt.Printf("%-34s %10s %10s   (medians over %d rounds)\n", "round trip", "median", "p99", *rounds)
-	for _, f := range []vhcrbench.Figure{res.Physical, res.NOP, res.Socket} {
+	for _, f := range []vhcrbench.Figure{res.Physical, res.NOP, res.Socket, res.TracedNOP} {
 		fmt.Printf("%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
 	}
 	fmt.Printf("b/a = %.2f   (vhcrd NOP / physical limit; target <= 1.5)\n", res.BOverA)
 	fmt.Printf("c/b = %.1f    (UNIX socket / vhcrd NOP; target >= 15)\n", res.COverB)
+	fmt.Printf("traced/untraced = %.3f   (vhcrd --trace /dev/null against vhcrd, NOP medians, median over rounds; target <= 1.1)\n", res.TracedOverNOP)
 	if fr != nil {
 		printFair(fr)
 	}

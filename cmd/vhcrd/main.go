@@ -3,6 +3,7 @@
 // polling thread and exports Prometheus metrics.
 //
 //	vhcrd serve [flags]      serve VFs (the default command)
+//	vhcrd trace [flags]      stream the command trace of a running vhcrd
 //	vhcrd config             print the embedded default configuration
 //	vhcrd help               list commands
 package main
@@ -48,9 +49,19 @@ func main() {
 			return
 		}
 		fmt.Fprintf(os.Stderr, "vhcrd %s: %v\n", name, err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
+
+// usageError is a command's usage error: exit status 2 (other errors: 1).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: vhcrd COMMAND [flags]\n\ncommands:")

@@ -31,6 +31,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
 // Defaults of `vhcrd serve`, which vfctl shares.
@@ -56,6 +57,8 @@ type serveFlags struct {
 	ibsim, capture, cpuProfile                  string
 	vfs                                         int
 	window                                      string
+	adminSocket, traceFile                      string
+	traceJSON                                   bool
 }
 
 func runServe(args []string) error {
@@ -72,11 +75,24 @@ func runServe(args []string) error {
 	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine to infiniband-diags under libumad2sim on this IBSIM_SOCKNAME")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&f.capture, "capture", "", "record every MAD in and out (and every trap) to this pcap file (tshark reads it)")
+	fs.StringVar(&f.adminSocket, "admin-socket", "", "admin unix socket, mode 0600 (`vhcrd trace` uses it; default: the BAR file's path + .sock, /run/vhcrd/... for a device; off: none)")
+	fs.StringVar(&f.traceFile, "trace", "", "write the command trace to this file from the first command (text; see --trace-json)")
+	fs.BoolVar(&f.traceJSON, "trace-json", false, "write --trace as JSON lines")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if f.adminSocket == "" {
+		p, err := defaultAdminSocket(f.bar)
+		if err != nil {
+			return usageError{err}
+		}
+		f.adminSocket = p
 	}
 	log, err := newLogger(os.Stderr, f.logFormat, f.logLevel)
 	if err != nil {
@@ -130,11 +146,55 @@ func runServe(args []string) error {
 	if err := srv.startMAD(ctx, f, cfg, log); err != nil {
 		return err
 	}
+	stopSide, err := srv.startTrace(f, log)
+	if err != nil {
+		return err
+	}
 	log.Info("vhcrd starting", "bar", srv.barR.Name(), "dma", srv.dmaR.Name(), "vfs", f.vfs, "window", window)
 	go srv.logActivity(ctx, log, 5*time.Second)
 	err = srv.pf.Run(ctx)
+	stopSide()
 	log.Info("vhcrd stopped")
 	return err
+}
+
+// startTrace serves the admin socket and writes --trace. The returned
+// function, called once the poller has stopped, writes the trace's last
+// records, closes the admin socket (removing its file) and waits for both.
+func (s *server) startTrace(f serveFlags, log *slog.Logger) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	stop = func() { cancel(); wg.Wait() }
+	if f.adminSocket != "off" {
+		a, err := listenAdmin(f.adminSocket, s.trace, log)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); a.serve(ctx) }()
+		log.Info("admin socket", "path", f.adminSocket)
+	}
+	if f.traceFile != "" {
+		// Fail now, not in the writer, if the file cannot be written.
+		fh, err := os.OpenFile(f.traceFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("--trace: %w", err)
+		}
+		fh.Close()
+		o := trace.Options{Filter: trace.All, JSON: f.traceJSON}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.traceHold()
+			if err := trace.WriteFile(ctx, f.traceFile, s.trace, o); err != nil {
+				log.Error("--trace", "err", err)
+			}
+		}()
+		log.Info("tracing", "file", f.traceFile, "records", s.trace.Records())
+	}
+	return stop, nil
 }
 
 type server struct {
@@ -147,6 +207,10 @@ type server struct {
 	mad        *mad.Engine
 	traps      trapFanout
 	stopMAD    []func()
+	// trace is the command trace; traceHold releases the hold that --trace
+	// takes before the PF starts (a no-op without --trace)
+	trace     *trace.Ring
+	traceHold func()
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -222,7 +286,16 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		s.close()
 		return nil, err
 	}
-	s.pf, err = master.New(master.Options{BAR: s.barR, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log})
+	if s.trace, err = master.NewTrace(0); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.traceHold = func() {}
+	if f.traceFile != "" {
+		// From the first record: the restart records New writes included.
+		s.traceHold = s.trace.Hold()
+	}
+	s.pf, err = master.New(master.Options{BAR: s.barR, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace})
 	if err != nil {
 		s.close()
 		return nil, err

@@ -11,4 +11,8 @@
 // configuration in /etc/vmtest.json. The test itself is vmtest_test.go; it
 // runs when VHCRD_VMTEST=1 (make vmtest, through hack/vmtest.sh), with the
 // kernel that hack/fetch-vmkernel.sh unpacks into .cache/vmkernel.
+//
+// Each guest run's vhcrd writes its command trace to the VM's second serial
+// port, which QEMU copies to a file in the test's temp dir; a failing run
+// prints the first refused or failed command with its neighbours (trace.go).
 package vmtest

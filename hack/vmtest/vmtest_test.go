@@ -20,6 +20,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/hack/testenv"
+	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
 // Environment:
@@ -34,6 +35,14 @@ import (
 // the same BAR (one ivshmem device holds both), below the words the test
 // itself uses at 0xff000.
 const defaultServe = "serve --bar vfio:{BDF}#region2 --dma bar@0x40000 --vfs 2 --window 64K --metrics-addr="
+
+// traceArgs make each guest run's vhcrd write its command trace to the
+// VM's second serial port as JSON lines (see trace.go).
+var traceArgs = []string{"--trace", "/dev/ttyS1", "--trace-json"}
+
+// expectedRefusal is the refusal vfChecks provokes: opcode 0x7ff, which no
+// table knows.
+func expectedRefusal(e *trace.Entry) bool { return e.Opcode == "0x7ff" && e.Status == "BAD_PARAM" }
 
 // defaultServeSysfs is the second run: the same layout through the sysfs
 // resource2 file.
@@ -136,6 +145,22 @@ func (s *serial) expect(t *testing.T, ctx context.Context, want string) string {
 	}
 }
 
+// drainUntil reads lines until one contains want, the output ends or d
+// has passed (no failure: the test has failed already).
+func drainUntil(s *serial, want string, d time.Duration) {
+	deadline := time.After(d)
+	for {
+		select {
+		case line, ok := <-s.lines:
+			if !ok || strings.Contains(line, want) {
+				return
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
 // pollWord polls a 32-bit word of the shared file until cond holds or the
 // context ends. The guest writes it from another machine: polling is the
 // only way to observe it.
@@ -175,6 +200,7 @@ func TestVM(t *testing.T) {
 		testenv.SkipOrFail(t, "VM tier: no kernel at %s (run hack/fetch-vmkernel.sh)", kernel)
 	}
 	tmp := t.TempDir()
+	guestTrace := filepath.Join(tmp, "trace.jsonl")
 	cfg := DefaultGuestConfig()
 	im := Image{Init: filepath.Join(tmp, "guest"), Files: map[string]string{}, Modules: filepath.Join(kdir, "mods"), Config: cfg}
 	pkgs := []string{"./hack/vmtest/guest"}
@@ -187,8 +213,10 @@ func TestVM(t *testing.T) {
 		if serve == "" {
 			serve = defaultServe
 		}
-		im.Config.Serve = strings.Fields(serve)
-		im.Config.ServeSysfs = strings.Fields(defaultServeSysfs)
+		// The trace of each run goes to the second serial port, which
+		// QEMU writes to guestTrace on the host.
+		im.Config.Serve = append(strings.Fields(serve), traceArgs...)
+		im.Config.ServeSysfs = append(strings.Fields(defaultServeSysfs), traceArgs...)
 		if _, err := os.Stat(filepath.Join(root, "cmd", "vfctl")); err == nil {
 			pkgs = append(pkgs, "./cmd/vfctl") // runs on the host; static is fine
 			vfctl = filepath.Join(tmp, "vfctl")
@@ -234,7 +262,7 @@ func TestVM(t *testing.T) {
 		"-device", "ivshmem-plain,memdev=hm",
 		"-kernel", kernel, "-initrd", initrd,
 		"-append", "console=ttyS0 panic=-1 intel_iommu=on",
-		"-display", "none", "-serial", "stdio", "-monitor", "none", "-nodefaults", "-no-reboot")
+		"-display", "none", "-serial", "stdio", "-serial", "file:"+guestTrace, "-monitor", "none", "-nodefaults", "-no-reboot")
 	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
 	defer cancel()
 	cmd := exec.Command(qemuPath, args...)
@@ -275,9 +303,21 @@ func TestVM(t *testing.T) {
 		if t.Failed() {
 			<-con.done
 			t.Logf("serial log:\n%s", con.log.String())
+			if f, err := os.Open(guestTrace); err == nil {
+				t.Logf("vhcrd's command trace (%s):\n%s", guestTrace, traceSummary(f, expectedRefusal))
+				f.Close()
+			}
 		}
 	})
 	t.Logf("qemu %s, kernel %s, shared file %s", strings.Join(accel, " "), release, shm)
+	// On a failure, before the deferred cancel kills QEMU: stop vhcrd if it
+	// still runs, so that it writes the trace's last records.
+	defer func() {
+		if t.Failed() && withVhcrd && ctx.Err() == nil {
+			io.WriteString(stdin, "stop\n")
+			drainUntil(con, "vmtest: vhcrd exit status", 10*time.Second)
+		}
+	}()
 
 	con.expect(t, ctx, "vmtest: modules loaded")
 	con.expect(t, ctx, "vmtest: sysfs ")

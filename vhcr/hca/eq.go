@@ -262,6 +262,11 @@ func (h *HCA) refreshCI(eq *eqObj) {
 // read. PostEQE consults it when an EQ looks full.
 func (h *HCA) SetDoorbellReader(read func(vf, eqn int) (uint32, bool)) { h.fw.doorbell = read }
 
+// SetEQEObserver installs posted, which PostEQE calls after writing an EQE
+// into VF vf's EQ eqn (eqe as written: type, slave_id and owner set), on the
+// goroutine that posted it: the PF's command trace.
+func (h *HCA) SetEQEObserver(posted func(vf, eqn int, eqe *[mlx4.EQESize]byte)) { h.fw.posted = posted }
+
 // PostEQE writes eqe as the next EQE of the EQ VF vf mapped for eventType:
 // bytes 0..0x1e as given except the type (set to eventType) and slave_id
 // (0x1c, VF+1), then the owner byte. Nothing mapped → ErrNoEQ (counted);
@@ -306,6 +311,9 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 	st.EQEs.Add(1)
 	if eventType == mlx4.EventCmd {
 		st.Completes.Add(1)
+	}
+	if h.fw.posted != nil {
+		h.fw.posted(vf, eq.eqn, buf)
 	}
 	return nil
 }

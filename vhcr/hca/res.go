@@ -50,7 +50,8 @@ type firmware struct {
 	ports []portTables // per physical port
 	vfs   []vfFW
 
-	doorbell func(vf, eqn int) (uint32, bool) // EQ doorbell reader, or nil
+	doorbell func(vf, eqn int) (uint32, bool)           // EQ doorbell reader, or nil
+	posted   func(vf, eqn int, eqe *[mlx4.EQESize]byte) // EQE observer, or nil
 
 	counterPort map[uint64]int // counter index → physical port it counts (handleCounter)
 

@@ -76,6 +76,9 @@ func (p *PF) serve(i int, w uint32) {
 	st.lastWord = w
 	toggle := w & vhcr.ToggleBit
 	cmd, param := vhcr.SplitCommWord(w)
+	if cmd != vhcr.CommVHCRPost || st.lastCmd != vhcr.CommVHCREn && st.lastCmd != vhcr.CommVHCRPost {
+		p.traceComm(i, cmd, toggle, param) // a VHCR_POST in sequence is recorded by post
+	}
 	if w&^vhcr.SlaveWriteValid != 0 {
 		p.violation(i, toggle, ResetUnknownCmd, "reserved bits set in slave_write", w)
 		return
@@ -144,6 +147,7 @@ func (p *PF) serve(i int, w uint32) {
 			return
 		}
 		if err := p.post(i, toggle); err != nil {
+			p.traceComm(i, cmd, toggle, param) // no status: the channel is reset
 			p.violation(i, toggle, ResetDMA, err.Error(), w)
 		}
 		return
@@ -196,4 +200,5 @@ func (p *PF) resetFunction(i int, why ResetReason) {
 	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil
 	st.lastCmd = vhcr.CommReset
 	p.stats.countReset(i, why)
+	p.traceReset(i, why)
 }

@@ -18,7 +18,10 @@ func (p *PF) completionEQE(i int, token uint16, status mlx4.Status, imm bool, ou
 		out = 0
 	}
 	mlx4.CompletionEQE(&p.eqe, token, status, out)
-	if err := p.events.PostEQE(i, EventTypeCmd, &p.eqe); err != nil {
+	p.holdEQE = true // recorded after the command (flushEQE)
+	err := p.events.PostEQE(i, EventTypeCmd, &p.eqe)
+	p.holdEQE = false
+	if err != nil {
 		if p.limit.allow() {
 			p.log.Warn("completion EQE not delivered", "vf", i, "err", err)
 		}

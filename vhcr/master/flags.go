@@ -39,6 +39,9 @@ func (p *PF) BeginFLR(vf int) error {
 		return errors.New("master: no such VF")
 	}
 	return p.Do(func() {
+		if p.trace.Enabled() {
+			p.trace.FLR(p.stamp(), vf, true)
+		}
 		p.resetFunction(vf, ResetFLR)
 		p.vfs[vf].lastCmd = vhcr.CommFLR
 		p.persistVF(vf)
@@ -54,6 +57,9 @@ func (p *PF) EndFLR(vf int) error {
 	return p.Do(func() {
 		st := &p.vfs[vf]
 		if st.lastCmd == vhcr.CommFLR {
+			if p.trace.Enabled() {
+				p.trace.FLR(p.stamp(), vf, false)
+			}
 			st.lastCmd = vhcr.CommReset
 			p.persistVF(vf)
 		}

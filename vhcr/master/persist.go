@@ -210,10 +210,14 @@ func (p *PF) restore(b bar.Region, l vhcr.Layout, gen uint32) int {
 	for i := range p.vfs {
 		cause := global
 		if cause == "" {
-			if cause = p.restoreVF(i, gen); cause == "" {
-				n++
-				continue
-			}
+			cause = p.restoreVF(i, gen)
+		}
+		if p.trace.Enabled() {
+			p.trace.Restart(p.stamp(), i, cause == "")
+		}
+		if cause == "" {
+			n++
+			continue
 		}
 		if p.distrust(i) {
 			if told[cause] == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
+	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
 // EventSink delivers EQEs to VFs: the software HCA, which models EQs.
@@ -42,6 +43,9 @@ type Options struct {
 	Events EventSink    // nil: the HCA if it implements EventSink
 	Logger *slog.Logger // nil: slog.Default()
 	Idle   Idle         // the poller's idle policy; zero fields: DefaultIdle's
+	// Trace is the command trace the poller writes (NewTrace), or nil:
+	// off. A ring nobody holds costs one load per record site.
+	Trace *trace.Ring
 }
 
 // PF is the master side of the comm channel for all VFs of one region.
@@ -59,6 +63,13 @@ type PF struct {
 	limit  rateLimiter
 	idle   Idle
 	vfs    []vfState
+
+	// the command trace (trace.go): the ring, the poller's latest clock
+	// reading, and a completion EQE held until its command is recorded
+	trace   *trace.Ring
+	now     uint64
+	holdEQE bool
+	held    heldEQE
 
 	// shadows: the only copies of VF data the PF validates and uses
 	shadow [mlx4.VHCRSize]byte // the vHCR where the window is not mapped
@@ -140,7 +151,7 @@ func New(o Options) (*PF, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults()}
+	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults(), trace: o.Trace}
 	p.table = NewTable()
 	if p.log == nil {
 		p.log = slog.Default()
@@ -157,6 +168,13 @@ func New(o Options) (*PF, error) {
 		SetDoorbellReader(func(vf, eqn int) (uint32, bool))
 	}); ok {
 		d.SetDoorbellReader(p.eqDoorbell)
+	}
+	if o.Trace != nil {
+		if ob, ok := any(o.HCA).(interface {
+			SetEQEObserver(func(vf, eqn int, eqe *[mlx4.EQESize]byte))
+		}); ok {
+			ob.SetEQEObserver(p.eqePosted)
+		}
 	}
 	p.stats = newStats(l.NumVFs, p.table.NumOps())
 	p.limit = rateLimiter{perSec: 10}

@@ -138,6 +138,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 			return
 		}
 		now := tick.Now()
+		p.now = now
 		if idleSince == 0 {
 			idleSince = now
 			if p.scans++; p.scans%64 == 0 {
@@ -152,6 +153,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		default:
 			p.checkFlags()
 			p.block(sleepNS)
+			p.now = tick.Now() // the stamp of the commands that woke the poller
 			if sleepNS < p.idle.MaxSleep.Nanoseconds() {
 				sleepNS *= 2
 			}

@@ -43,7 +43,7 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	storeBack(m, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3))
 	st.lastWord = w
 	st.reply(w & vhcr.ToggleBit) // acknowledge: the last command stays VHCR_POST
-	p.account(i, e, status, c.Reason, timed, t0)
+	p.account(i, e, c, status, w&vhcr.ToggleBit, timed, t0)
 	return true
 }
 
@@ -112,7 +112,10 @@ func (p *PF) post(i int, toggle uint32) error {
 		}
 		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
 	}
-	p.account(i, e, status, c.Reason, timed, t0)
+	p.account(i, e, c, status, toggle, timed, t0)
+	if event {
+		p.flushEQE()
+	}
 	return nil
 }
 
@@ -192,16 +195,23 @@ func (p *PF) start() (t0 uint64, timed bool) {
 	return 0, false
 }
 
-// account counts a command of VF i after its acknowledgement, off the VF's
-// critical path; e is nil for an opcode not in the table.
-func (p *PF) account(i int, e *Entry, status mlx4.Status, reason mlx4.Reason, timed bool, t0 uint64) {
+// account counts and traces command c of VF i after its acknowledgement,
+// off the VF's critical path; e is nil for an opcode not in the table.
+func (p *PF) account(i int, e *Entry, c *mlx4.Cmd, status mlx4.Status, toggle uint32, timed bool, t0 uint64) {
 	idx := 0
 	if e != nil {
 		idx = e.index
 	}
 	p.stats.countCommand(i, idx, status)
-	p.stats.countRefusal(i, reason)
+	p.stats.countRefusal(i, c.Reason)
 	if timed {
-		p.stats.observe(classOf(e), tick.Now()-t0)
+		t1 := tick.Now()
+		p.stats.observe(classOf(e), t1-t0)
+		p.now = t1
+		if p.trace.Enabled() {
+			p.trace.Post(t0, t1, toggle, c, status)
+		}
+	} else if p.trace.Enabled() {
+		p.trace.PostUntimed(p.now, toggle, c, status)
 	}
 }

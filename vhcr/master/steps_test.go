@@ -7,6 +7,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/trace"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -92,7 +93,17 @@ func TestRoundRobinFairness(t *testing.T) {
 // TestPostAllocatesNothing: the whole VHCR_POST path, from the load of
 // slave_write to the acknowledgement, allocates nothing.
 func TestPostAllocatesNothing(t *testing.T) {
-	r := newStepRig(t, 2)
+	t.Run("untraced", func(t *testing.T) { postAllocatesNothing(t, nil) })
+	ring, err := master.NewTrace(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ring.Hold()()
+	t.Run("traced", func(t *testing.T) { postAllocatesNothing(t, ring) })
+}
+
+func postAllocatesNothing(t *testing.T, ring *trace.Ring) {
+	r := newStepRigWith(t, 2, vhcrtest.Options{Trace: ring})
 	r.up(t, 1)
 	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.QUERY_FUNC_CAP, mlx4.INIT_HCA, mlx4.MAD_DEMUX} {
 		r.vhcr(1, op, 2*4096)
@@ -153,13 +164,31 @@ func TestFLRDropsCommands(t *testing.T) {
 
 // BenchmarkPost measures the PF's whole VHCR_POST path for one command
 // (detection, shadow copies, table lookup, execution, write-back,
-// acknowledgement) on heap memory, in one goroutine.
+// acknowledgement) on heap memory, in one goroutine. NOP/traced is NOP with
+// the command trace on (a default-sized ring, held), to set against NOP in
+// the same run.
 func BenchmarkPost(b *testing.B) {
-	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.QUERY_FUNC_CAP, mlx4.INIT_HCA} {
-		b.Run(op.String(), func(b *testing.B) {
-			r := newStepRig(b, 8)
+	for _, tc := range []struct {
+		op     mlx4.Opcode
+		traced bool
+	}{{mlx4.NOP, false}, {mlx4.NOP, true}, {mlx4.QUERY_FUNC_CAP, false}, {mlx4.INIT_HCA, false}} {
+		name := tc.op.String()
+		if tc.traced {
+			name += "/traced"
+		}
+		b.Run(name, func(b *testing.B) {
+			var o vhcrtest.Options
+			if tc.traced {
+				ring, err := master.NewTrace(0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer ring.Hold()()
+				o.Trace = ring
+			}
+			r := newStepRigWith(b, 8, o)
 			r.up(b, 3)
-			r.vhcr(3, op, 2*4096)
+			r.vhcr(3, tc.op, 2*4096)
 			b.ReportAllocs()
 			for b.Loop() {
 				r.write(3, vhcr.CommVHCRPost, 0)

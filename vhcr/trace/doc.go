@@ -95,7 +95,9 @@
 //
 // ServeConn is the server side of a local socket: a client (Follow) sends
 // one Request line, {"vf":3,"opcode":"NOP","json":true}, and receives
-// records until it closes the connection. Stream writes a Reader's records
+// records until it closes the connection. vhcrd's admin socket reads its
+// own request line ({"cmd":"trace",...}, the same fields) and hands the
+// Request to ServeRequest. Stream writes a Reader's records
 // to any io.Writer with a Filter (VF, opcode); WriteFile copies a ring from
 // its first record to a file. ParseJSON decodes the JSON lines for
 // scripts and tests.

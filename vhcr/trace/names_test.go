@@ -9,8 +9,9 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
-// The trace names comm commands and reset reasons without importing the
-// channel; these tables must stay the channel's.
+// The trace names comm commands with vhcr.CommCmd and holds them as uint8
+// constants; it names reset reasons from its own table, since package master
+// (which defines them) imports the trace. Both must stay the channel's.
 
 func TestCommNamesMatchVHCR(t *testing.T) {
 	for c := range 256 {

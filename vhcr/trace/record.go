@@ -3,6 +3,7 @@ package trace
 import (
 	"strconv"
 
+	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -43,31 +44,19 @@ func parseKind(s string) (Kind, bool) {
 	return 0, false
 }
 
-// Comm command values (MLX4_COMM_CMD_*, as package vhcr's CommCmd).
+// Comm command values (vhcr.CommCmd's, as the uint8 a record holds).
 const (
-	CommReset    = 0
-	CommVHCR0    = 1
-	CommVHCR1    = 2
-	CommVHCR2    = 3
-	CommVHCREn   = 4
-	CommVHCRPost = 5
-	CommFLR      = 254
+	CommReset    = uint8(vhcr.CommReset)
+	CommVHCR0    = uint8(vhcr.CommVHCR0)
+	CommVHCR1    = uint8(vhcr.CommVHCR1)
+	CommVHCR2    = uint8(vhcr.CommVHCR2)
+	CommVHCREn   = uint8(vhcr.CommVHCREn)
+	CommVHCRPost = uint8(vhcr.CommVHCRPost)
+	CommFLR      = uint8(vhcr.CommFLR)
 )
 
-var commNames = [...]string{CommReset: "RESET", CommVHCR0: "VHCR0", CommVHCR1: "VHCR1", CommVHCR2: "VHCR2",
-	CommVHCREn: "VHCR_EN", CommVHCRPost: "VHCR_POST"}
-
-// CommName is the mlx4 name of a comm command ("VHCR_EN"); the same names as
-// vhcr.CommCmd.String.
-func CommName(c uint8) string {
-	if int(c) < len(commNames) {
-		return commNames[c]
-	}
-	if c == CommFLR {
-		return "FLR"
-	}
-	return "comm_cmd_" + strconv.Itoa(int(c))
-}
+// CommName is the mlx4 name of a comm command ("VHCR_EN"): vhcr.CommCmd's.
+func CommName(c uint8) string { return vhcr.CommCmd(c).String() }
 
 // resetReasonNames mirrors vhcr.ResetReason's names, in value order (a test
 // checks that they match).

@@ -120,12 +120,12 @@ func Stream(ctx context.Context, w io.Writer, rd *Reader, o Options) error {
 	}
 }
 
-// WriteFile copies r to the file at path (created or truncated), from the
+// WriteFile copies r to the file at path (created mode 0600, or truncated), from the
 // ring's first record, as Stream with Follow and o's format and filter, until
 // ctx is done. It holds r meanwhile; to trace from the first command, Hold
 // r before the poller starts as well.
 func WriteFile(ctx context.Context, path string, r *Ring, o Options) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -51,6 +52,13 @@ type Result struct {
 	Socket   Figure  `json:"unix_socket_64b"`
 	BOverA   float64 `json:"ratio_b_over_a"`
 	COverB   float64 `json:"ratio_c_over_b"`
+	// TracedNOP is (b) against a second vhcrd whose command trace is on
+	// (serve --trace /dev/null: the ring held and read from the start);
+	// TracedOverNOP the median over rounds of each round's traced/untraced
+	// median.
+	TracedNOP     Figure    `json:"vhcrd_nop_traced"`
+	TracedOverNOP float64   `json:"ratio_traced_over_untraced"`
+	RoundTraced   []float64 `json:"round_ratios_traced_over_untraced"`
 }
 
 // Run measures (a), (b) and (c).
@@ -79,12 +87,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	res := &Result{Physical: Figure{Name: "physical limit (bare responder)"}, NOP: Figure{Name: "NOP through vhcrd"},
-		Socket: Figure{Name: "64-byte UNIX socket round trip"}}
+		Socket: Figure{Name: "64-byte UNIX socket round trip"}, TracedNOP: Figure{Name: "NOP through vhcrd, traced"}}
 	nop, err := startVHCRD(ctx, o, 1)
 	if err != nil {
 		return nil, err
 	}
 	defer nop.close()
+	traced, err := startVHCRD(ctx, o, 1, "--trace", os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer traced.close()
 	for r := 0; r < o.Rounds; r++ {
 		s, err := physical(ctx, o)
 		if err != nil {
@@ -96,6 +109,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("vhcrd NOP: %w", err)
 		}
 		add(&res.NOP, s)
+		s, err = traced.round(ctx, o.Iters)
+		if err != nil {
+			return nil, fmt.Errorf("traced vhcrd NOP: %w", err)
+		}
+		add(&res.TracedNOP, s)
+		res.RoundTraced = append(res.RoundTraced, res.TracedNOP.RoundMedian[r]/res.NOP.RoundMedian[r])
 		// The socket peer is measured from an ordinary goroutine: the
 		// netpoller is how a Go user talks over a socket, and a goroutine
 		// locked to its thread pays a handoff on every wake.
@@ -106,14 +125,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("unix socket: %w", err)
 		}
 		add(&res.Socket, s)
-		fmt.Fprintf(o.Log, "round %d: physical p50 %.0f ns, vhcrd NOP p50 %.0f ns, socket p50 %.0f ns\n", r+1,
-			res.Physical.RoundMedian[r], res.NOP.RoundMedian[r], res.Socket.RoundMedian[r])
+		fmt.Fprintf(o.Log, "round %d: physical p50 %.0f ns, vhcrd NOP p50 %.0f ns (traced %.0f ns), socket p50 %.0f ns\n", r+1,
+			res.Physical.RoundMedian[r], res.NOP.RoundMedian[r], res.TracedNOP.RoundMedian[r], res.Socket.RoundMedian[r])
 	}
-	for _, f := range []*Figure{&res.Physical, &res.NOP, &res.Socket} {
+	for _, f := range []*Figure{&res.Physical, &res.NOP, &res.Socket, &res.TracedNOP} {
 		f.MedianNS, f.P99NS = median(f.RoundMedian), median(f.RoundP99)
 	}
 	res.BOverA = res.NOP.MedianNS / res.Physical.MedianNS
 	res.COverB = res.Socket.MedianNS / res.NOP.MedianNS
+	res.TracedOverNOP = median(res.RoundTraced)
 	return res, nil
 }
 
@@ -248,15 +268,17 @@ type nopPeer struct {
 	vf       *vhcr.VF
 }
 
-// startVHCRD starts `vhcrd serve` with vfs VFs and brings VF 0 up.
-func startVHCRD(ctx context.Context, o Options, vfs int) (*nopPeer, error) {
+// startVHCRD starts `vhcrd serve` with vfs VFs (and extra arguments) and
+// brings VF 0 up. Each daemon of a run has its own region files.
+func startVHCRD(ctx context.Context, o Options, vfs int, extra ...string) (*nopPeer, error) {
 	if o.VHCRD == "" {
 		return nil, errors.New("no vhcrd binary given")
 	}
-	p := &nopPeer{bar: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-bar-%d", os.Getpid())),
-		dma: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-dma-%d", os.Getpid()))}
-	p.cmd = exec.CommandContext(ctx, o.VHCRD, "serve", "--bar", "file:"+p.bar, "--dma", "file:"+p.dma,
-		"--vfs", strconv.Itoa(vfs), "--window", "64K", "--metrics-addr", "", "--log-level", "warn")
+	n := daemons.Add(1)
+	p := &nopPeer{bar: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-bar-%d-%d", os.Getpid(), n)),
+		dma: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-dma-%d-%d", os.Getpid(), n))}
+	p.cmd = exec.CommandContext(ctx, o.VHCRD, append([]string{"serve", "--bar", "file:" + p.bar, "--dma", "file:" + p.dma,
+		"--vfs", strconv.Itoa(vfs), "--window", "64K", "--metrics-addr", "", "--log-level", "warn"}, extra...)...)
 	p.cmd.Stderr = os.Stderr
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
@@ -288,6 +310,9 @@ func startVHCRD(ctx context.Context, o Options, vfs int) (*nopPeer, error) {
 	}
 	return p, nil
 }
+
+// daemons numbers the vhcrd processes a run starts.
+var daemons atomic.Int32
 
 func (p *nopPeer) round(ctx context.Context, iters int) ([]float64, error) {
 	req := vhcr.Request{Op: mlx4.NOP}

@@ -27,6 +27,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
 // Rig is a PF with its regions.
@@ -65,6 +66,8 @@ type Options struct {
 	Idle master.Idle
 	// Logger receives the PF's log (nil: discarded).
 	Logger *slog.Logger
+	// Trace is the PF's command trace (master.Options.Trace); nil: off.
+	Trace *trace.Ring
 }
 
 // New builds a PF for n VFs over fresh heap regions (DMA in a separate
@@ -146,7 +149,7 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Logger: log})
+	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
