@@ -3,7 +3,10 @@ package master
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -95,3 +98,61 @@ func TestREADMEOpcodeList(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestREADMEDifferencesNameTheirTests: every bullet of the README's "Where
+// vhcrd differs from mlx4" names at least one test, and every test it names
+// is defined somewhere in the repository, so a difference the README claims
+// is one a test proves.
+func TestREADMEDifferencesNameTheirTests(t *testing.T) {
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "## Where vhcrd differs from mlx4")
+	if i < 0 {
+		t.Fatal(`README.md has no "Where vhcrd differs from mlx4" section`)
+	}
+	s = s[i+3:]
+	if j := strings.Index(s, "\n## "); j >= 0 {
+		s = s[:j]
+	}
+	defined := map[string]bool{}
+	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range testFuncRE.FindAllStringSubmatch(string(src), -1) {
+			defined[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bullets := strings.Split(s, "\n- ")[1:]
+	if len(bullets) == 0 {
+		t.Fatal("the section has no bullets")
+	}
+	for _, bl := range bullets {
+		head, _, _ := strings.Cut(bl, "\n")
+		names := testNameRE.FindAllStringSubmatch(bl, -1)
+		if len(names) == 0 {
+			t.Errorf("bullet %q names no test", head)
+		}
+		for _, n := range names {
+			if !defined[n[1]] {
+				t.Errorf("bullet %q names %s, which no _test.go file defines", head, n[1])
+			}
+		}
+	}
+}
+
+var (
+	testFuncRE = regexp.MustCompile(`(?m)^func ((?:Test|Fuzz)\w+)\(`)
+	testNameRE = regexp.MustCompile("`((?:Test|Fuzz)[A-Z]\\w*)`")
+)
