@@ -344,14 +344,8 @@ func (e *Engine) setPortInfo(p *port, src []byte) uint16 {
 	}
 	c.MKey, c.GIDPrefix, c.LID, c.MasterSMLID = np.MKey, np.GIDPrefix, np.LID, np.MasterSMLID
 	c.MKeyLeasePeriod = np.MKeyLeasePeriod
-	switch w := np.LinkWidthEnabled; {
-	case w == 0:
-	case w == 0xFF:
-		c.LinkWidthEnabled = c.LinkWidthSupported
-	case w&^c.LinkWidthSupported != 0:
+	if !enable(&c.LinkWidthEnabled, np.LinkWidthEnabled, c.LinkWidthSupported, 0xFF) {
 		return StatusInvalidField
-	default:
-		c.LinkWidthEnabled = w
 	}
 	if st := portStateSet(&c, np.PortState, np.PortPhysicalState); st != 0 {
 		return st
@@ -364,14 +358,8 @@ func (e *Engine) setPortInfo(p *port, src []byte) uint16 {
 		return StatusInvalidField
 	}
 	c.MKeyProtectBits, c.LMC = np.MKeyProtectBits, np.LMC
-	switch s := np.LinkSpeedEnabled; {
-	case s == 0:
-	case s == 0xF:
-		c.LinkSpeedEnabled = c.LinkSpeedSupported
-	case s&^c.LinkSpeedSupported != 0:
+	if !enable(&c.LinkSpeedEnabled, np.LinkSpeedEnabled, c.LinkSpeedSupported, 0xF) {
 		return StatusInvalidField
-	default:
-		c.LinkSpeedEnabled = s
 	}
 	if np.NeighborMTU == 0 || np.NeighborMTU > c.MTUCap {
 		return StatusInvalidField
@@ -391,14 +379,8 @@ func (e *Engine) setPortInfo(p *port, src []byte) uint16 {
 	c.MKeyViolations, c.PKeyViolations, c.QKeyViolations = np.MKeyViolations, np.PKeyViolations, np.QKeyViolations
 	c.MulticastPKeyTrapSuppress, c.SubnetTimeOut = np.MulticastPKeyTrapSuppress, np.SubnetTimeOut
 	c.LocalPhyErrors, c.OverrunErrors = np.LocalPhyErrors, np.OverrunErrors
-	switch s := np.LinkSpeedExtEnabled; {
-	case s == 0:
-	case s == 0x1F:
-		c.LinkSpeedExtEnabled = c.LinkSpeedExtSupported
-	case s&^c.LinkSpeedExtSupported != 0:
+	if !enable(&c.LinkSpeedExtEnabled, np.LinkSpeedExtEnabled, c.LinkSpeedExtSupported, 0x1F) {
 		return StatusInvalidField
-	default:
-		c.LinkSpeedExtEnabled = s
 	}
 	// ClientReregister is an event, not state: it reads back as 0.
 	if c.MKeyLeasePeriod == 0 {

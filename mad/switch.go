@@ -472,23 +472,9 @@ func setSwitchPortInfo(pi *PortInfo, port0 bool, src []byte) uint16 {
 		return st
 	}
 	if !port0 {
-		switch w := np.LinkWidthEnabled; {
-		case w == 0:
-		case w == 0xFF:
-			c.LinkWidthEnabled = c.LinkWidthSupported
-		case w&^c.LinkWidthSupported != 0:
+		if !enable(&c.LinkWidthEnabled, np.LinkWidthEnabled, c.LinkWidthSupported, 0xFF) ||
+			!enable(&c.LinkSpeedEnabled, np.LinkSpeedEnabled, c.LinkSpeedSupported, 0xF) {
 			return StatusInvalidField
-		default:
-			c.LinkWidthEnabled = w
-		}
-		switch sp := np.LinkSpeedEnabled; {
-		case sp == 0:
-		case sp == 0xF:
-			c.LinkSpeedEnabled = c.LinkSpeedSupported
-		case sp&^c.LinkSpeedSupported != 0:
-			return StatusInvalidField
-		default:
-			c.LinkSpeedEnabled = sp
 		}
 		if np.NeighborMTU == 0 || np.NeighborMTU > c.MTUCap || np.OperationalVLs > c.VLCap {
 			return StatusInvalidField
@@ -503,6 +489,23 @@ func setSwitchPortInfo(pi *PortInfo, port0 bool, src []byte) uint16 {
 	}
 	*pi = c
 	return 0
+}
+
+// enable applies a Set's LinkWidthEnabled, LinkSpeedEnabled or
+// LinkSpeedExtEnabled value v to *field (IBA 14.2.5.6): 0 changes nothing,
+// all (every bit of the field) enables every supported value, anything else
+// must be a subset of supported. It reports false for a value outside it.
+func enable(field *uint8, v, supported, all uint8) bool {
+	switch {
+	case v == 0:
+	case v == all:
+		*field = supported
+	case v&^supported != 0:
+		return false
+	default:
+		*field = v
+	}
+	return true
 }
 
 // portStateSet applies the PortState and PortPhysicalState of a PortInfo
