@@ -111,6 +111,11 @@ type vfState struct {
 	// unbacked: the window was lost to a shrunk DMA region (fault.go);
 	// it is not touched until VHCR_EN finds it backed again.
 	unbacked bool
+	// completions is how 'e' commands complete (complete.go); cmdToken is
+	// mlx4's event_eq[CMD].token, the token of the last completion EQE
+	// sent the mlx4 way, zeroed with the channel (resetFunction).
+	completions Completions
+	cmdToken    uint16
 	// rec is the record last written to persist (valid if recOK).
 	rec   record
 	recOK bool
@@ -202,6 +207,11 @@ func New(o Options) (*PF, error) {
 		st.flags.Store(vhcr.FlagsOffline)
 		st.caps.Store(vhcr.CapsVFReset)
 		st.lastCmd = vhcr.CommReset
+		if i < len(o.HCA.Funcs) {
+			if st.completions, err = ParseCompletions(o.HCA.Funcs[i].Completions); err != nil {
+				return nil, fmt.Errorf("VF %d: %w", i, err)
+			}
+		}
 	}
 	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
 	// Every record is written under the new generation, then PF_GEN is
