@@ -116,6 +116,7 @@ type vfState struct {
 	// sent the mlx4 way, zeroed with the channel (resetFunction).
 	completions Completions
 	cmdToken    uint16
+	lastMlx4    bool // the last 'e' command went mlx4's way (Channel.Mlx4)
 	// rec is the record last written to persist (valid if recOK).
 	rec   record
 	recOK bool
@@ -211,6 +212,7 @@ func New(o Options) (*PF, error) {
 			if st.completions, err = ParseCompletions(o.HCA.Funcs[i].Completions); err != nil {
 				return nil, fmt.Errorf("VF %d: %w", i, err)
 			}
+			st.lastMlx4 = st.completions == CompletionsMlx4
 		}
 	}
 	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)

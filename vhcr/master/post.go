@@ -91,6 +91,9 @@ func (p *PF) post(i int, toggle uint32) error {
 		status = c.Refuse(mlx4.BAD_SYS_STATE, mlx4.ReasonEventsNoEQ)
 	}
 	seed := event && !st.mlx4Way(c.Token)
+	if event {
+		st.lastMlx4 = !seed
+	}
 	if seed {
 		// The seed's way: accept now, the VF may post its next command.
 		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
