@@ -233,7 +233,10 @@ func (d *Driver) completeMlx4(ctx context.Context, op mlx4.Opcode, outImm bool, 
 	res := &e.results[t%resultRing]
 	st := mlx4.Status(vh[mlx4.OffStatus])
 	res.ticket, res.done, res.err = t, true, nil
-	res.res = Result{Status: st, Token: want, Event: !refused}
+	res.res = Result{Status: st, Event: !refused}
+	if !refused {
+		res.res.Token = want
+	}
 	if outImm {
 		res.res.OutParam = binary.BigEndian.Uint64(vh[mlx4.OffOutParam:])
 	}
