@@ -129,3 +129,49 @@ func TestTraceOfBothCompletions(t *testing.T) {
 		"vf1 EQE type=0x0a eq=2 tok=0x2",
 	})
 }
+
+// TestMlx4TokenZeroedByResetAndFLR: the counter counts mlx4's completions
+// only, and RESET and FLR zero it (mlx4_master_do_cmd's RESET sets
+// event_eq[].token = 0; an FLR releases the function as a reset does).
+func TestMlx4TokenZeroedByResetAndFLR(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	ctx := context.Background()
+	up := func(i int, mode vfdrv.Completions) *vfdrv.Driver {
+		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.EnableEvents(ctx, 2, 3); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	lx, seed := up(0, vfdrv.CompletionsMlx4), up(1, vfdrv.CompletionsSeed)
+	for range 3 {
+		for _, d := range []*vfdrv.Driver{lx, seed} {
+			if _, err := d.Do(ctx, &vhcr.Request{Op: mlx4.NOP}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if a, b := r.PF.CmdToken(0), r.PF.CmdToken(1); a != 3 || b != 0 {
+		t.Fatalf("counters %d and %d, want 3 (mlx4 VF) and 0 (seed VF)", a, b)
+	}
+	if err := r.PF.FLR(0); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.PF.CmdToken(0); n != 0 {
+		t.Fatalf("counter %d after FLR", n)
+	}
+	lx = up(0, vfdrv.CompletionsMlx4)
+	if _, err := lx.Do(ctx, &vhcr.Request{Op: mlx4.NOP}); err != nil || r.PF.CmdToken(0) != 1 {
+		t.Fatalf("after FLR and RESET: %v, counter %d", err, r.PF.CmdToken(0))
+	}
+	if err := lx.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.PF.CmdToken(0); n != 0 {
+		t.Fatalf("counter %d after RESET", n)
+	}
+}
