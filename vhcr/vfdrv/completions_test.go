@@ -164,3 +164,14 @@ func TestCompletionsSeedOverride(t *testing.T) {
 		t.Fatalf("stats %+v", lx.Stats)
 	}
 }
+
+// An mlx4-mode driver without an EQ for completions refuses to post an 'e'
+// command (it could only wait out its timeout).
+func TestMlx4SubmitWithoutEQ(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	r.Start(t)
+	d := newDriver(t, r, 0, Options{Completions: CompletionsMlx4})
+	if _, err := d.Submit(context.Background(), &vhcr.Request{Op: mlx4.NOP}); !errors.Is(err, ErrNoEvents) {
+		t.Fatalf("Submit without an EQ: %v, want ErrNoEvents", err)
+	}
+}

@@ -135,6 +135,9 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 		}
 	}
 	mlx4Mode := d.opt.Completions == CompletionsMlx4
+	if mlx4Mode && e.eq == nil {
+		return 0, ErrNoEvents // it could only wait out its timeout
+	}
 	var token uint16
 	if mlx4Mode {
 		token = mlx4.PollToken // mlx4_slave_cmd: vhcr->token = CMD_POLL_TOKEN
