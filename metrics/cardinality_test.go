@@ -192,3 +192,32 @@ func TestCompletionModeGauge(t *testing.T) {
 		t.Errorf("completion modes %v, want VF 0 poll, VF 1 event", got)
 	}
 }
+
+// A VF whose 'e' commands complete as Linux's PF completes them (token
+// 0xffff under auto) shows completion mode "event_mlx4"; a seed VF "event";
+// still one series per VF.
+func TestCompletionModeGaugeMlx4(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	ctx := context.Background()
+	for i, mode := range []vfdrv.Completions{vfdrv.CompletionsSeed, vfdrv.CompletionsMlx4} {
+		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.EnableEvents(ctx, 4, 7); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Do(ctx, &vhcr.Request{Op: mlx4.NOP}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := gather(t, metrics.NewPFCollector(r.PF))["vhcrd_vf_completion_mode"]
+	got := map[string]string{}
+	for _, l := range f.labels {
+		got[l["vf"]] = l["mode"]
+	}
+	if len(f.labels) != 2 || got["0"] != "event" || got["1"] != "event_mlx4" {
+		t.Errorf("completion modes %v, want VF 0 event, VF 1 event_mlx4", got)
+	}
+}

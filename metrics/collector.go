@@ -101,7 +101,7 @@ func NewPFCollector(pf *master.PF) *PFCollector {
 	c.numVFs = d("vfs", "VFs served by this PF.")
 	c.state = d("vf_channel_state", "The last comm command the PF served for a VF (RESET, VHCR0..2, VHCR_EN, VHCR_POST; FLR while one runs): one series per VF, value 1.", "vf", "state")
 	c.active = d("vf_active", "1 while a VF's channel is up (VHCR_EN accepted, no reset since), else 0.", "vf")
-	c.completion = d("vf_completion_mode", "How a VF's commands complete: event (it mapped an EQ for command completions) or poll; one series per VF, value 1.", "vf", "mode")
+	c.completion = d("vf_completion_mode", "How a VF's commands complete: event (it mapped an EQ for command completions; the seed's accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll; one series per VF, value 1.", "vf", "mode")
 	return c
 }
 
@@ -174,7 +174,9 @@ func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active, vfl)
 		mode := "poll"
-		if st.Events {
+		if st.Events && st.Mlx4 {
+			mode = "event_mlx4"
+		} else if st.Events {
 			mode = "event"
 		}
 		ch <- prometheus.MustNewConstMetric(c.completion, prometheus.GaugeValue, 1, vfl, mode)

@@ -51,7 +51,7 @@ vhcrd_vf_active{vf="1"} 1
 # TYPE vhcrd_vf_channel_state gauge
 vhcrd_vf_channel_state{state="RESET",vf="0"} 1
 vhcrd_vf_channel_state{state="VHCR_POST",vf="1"} 1
-# HELP vhcrd_vf_completion_mode How a VF's commands complete: event (it mapped an EQ for command completions) or poll; one series per VF, value 1.
+# HELP vhcrd_vf_completion_mode How a VF's commands complete: event (it mapped an EQ for command completions; the seed's accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll; one series per VF, value 1.
 # TYPE vhcrd_vf_completion_mode gauge
 vhcrd_vf_completion_mode{mode="poll",vf="0"} 1
 vhcrd_vf_completion_mode{mode="poll",vf="1"} 1

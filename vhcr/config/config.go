@@ -167,6 +167,12 @@ type VF struct {
 	// SpoofCheck forces the source MAC of the function's Ethernet QPs to
 	// its own (ip link set ... vf N spoofchk on).
 	SpoofCheck *bool `json:"spoof_check"`
+	// Completions is how the PF completes the function's 'e'-bit commands:
+	// "auto" (absent: the default's, else auto) decides per command from
+	// the token the VF wrote (0xffff, mlx4's CMD_POLL_TOKEN: as Linux's PF
+	// does; any other: the seed's accept-early EQE), "mlx4" always as
+	// Linux's PF, "seed" always the seed's way (master.Completions).
+	Completions string `json:"completions"`
 }
 
 // VST is a VF's VLAN switch tagging: the VLAN its traffic is tagged with
@@ -394,6 +400,11 @@ func (v *VF) validate(f string, c *Config, isDefault bool) error {
 	default:
 		return fieldErr(f+".link_state", "%q is not auto, up or down", v.LinkState)
 	}
+	switch v.Completions {
+	case "", "auto", "mlx4", "seed":
+	default:
+		return fieldErr(f+".completions", "%q is not auto, mlx4 or seed", v.Completions)
+	}
 	if v.VST != nil {
 		if v.VST.VLAN < 0 || v.VST.VLAN > 4094 {
 			return fieldErr(f+".vst.vlan", "%d outside 0..4094 (0: priority tagged)", v.VST.VLAN)
@@ -455,6 +466,8 @@ type Function struct {
 	Quotas     map[string]Quota
 	VST        *VST // nil: VGT
 	SpoofCheck bool
+	// Completions is auto, mlx4 or seed (VF.Completions).
+	Completions string
 }
 
 // Function resolves VF vf.
@@ -515,6 +528,13 @@ func (c *Config) Function(vf int) Function {
 	}
 	if hasO && o.SpoofCheck != nil {
 		fn.SpoofCheck = *o.SpoofCheck
+	}
+	fn.Completions = d.Completions
+	if hasO && o.Completions != "" {
+		fn.Completions = o.Completions
+	}
+	if fn.Completions == "" {
+		fn.Completions = "auto"
 	}
 	for k, q := range d.Quotas {
 		fn.Quotas[k] = q

@@ -129,3 +129,38 @@ func TestFabric(t *testing.T) {
 		t.Errorf("active port with LID 0: %v", err)
 	}
 }
+
+// TestCompletions: the completion mode is checked and named, an override
+// wins over the default, and the embedded default serves both kinds of VF
+// (auto).
+func TestCompletions(t *testing.T) {
+	for _, bad := range []string{`"completions": "linux",`, `"completions": "AUTO",`} {
+		src := strings.Replace(string(Example()), `"completions": "auto",`, bad, 1)
+		if _, err := Parse(strings.NewReader(src)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "vfs.default.completions") {
+			t.Errorf("%s: error %v does not name vfs.default.completions", bad, err)
+		}
+	}
+	src := strings.Replace(string(Example()), `"3": { "pkey_map"`, `"3": { "completions": "bogus", "pkey_map"`, 1)
+	if _, err := Parse(strings.NewReader(src)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "vfs.overrides.3.completions") {
+		t.Errorf("override: error %v does not name vfs.overrides.3.completions", err)
+	}
+	if fn := Default().Function(0); fn.Completions != "auto" {
+		t.Fatalf("embedded default: VF 0 completions %q, want auto", fn.Completions)
+	}
+	src = strings.Replace(string(Example()), `"completions": "auto",`, `"completions": "seed",`, 1)
+	src = strings.Replace(src, `"3": { "pkey_map"`, `"3": { "completions": "mlx4", "pkey_map"`, 1)
+	c, err := Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Function(3).Completions; got != "mlx4" {
+		t.Fatalf("VF 3: %q, want the override's mlx4", got)
+	}
+	if got := c.Function(2).Completions; got != "seed" {
+		t.Fatalf("VF 2: %q, want the default's seed", got)
+	}
+	src = strings.Replace(string(Example()), `"completions": "auto",`, ``, 1)
+	if c, err = Parse(strings.NewReader(src)); err != nil || c.Function(0).Completions != "auto" {
+		t.Fatalf("absent: %v, %q; want auto", err, c.Function(0).Completions)
+	}
+}

@@ -15,7 +15,10 @@ package hca
 // (struct mlx4_eqe); the PF writes EQE number prod at ring offset
 // (prod mod nent)*32, with the owner bit (byte 0x1f bit 7) set on odd passes
 // over the ring (prod & nent), written after the other 31 bytes, as
-// firmware does; the VF initialised every owner byte to 0x80 (HW-owned).
+// firmware does. SW2HW_EQ hands the ring over with every EQE HW-owned
+// (handOver): the VF's buffer may be zeroed, as Linux's is. The model
+// writes no CQEs (no work request ever completes: there is no data path),
+// so there is no CQ ownership to hand over.
 //
 // Flow control. The VF reports its consumer index as the EQ doorbell value
 // of mlx4's eq_set_ci (cons_index & 0xffffff | req_not << 31), which on
@@ -112,12 +115,41 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 	copy(eq.ctx[:], c.Inbox[:])
 	// Hardware starts the indexes from the context (mlx4 writes zeros).
 	eq.cons, eq.prod = ctx.Consumer, ctx.Producer
+	if err := eq.handOver(); err != nil {
+		undo()
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
+	}
 	if h.fw.doorbell != nil {
 		eq.dbAtCreate, eq.dbStale = h.fw.doorbell(c.VF, eqn)
 	}
 	h.fw.eqs[o.ID] = eq
 	h.Res.EndMove(o)
 	return mlx4.OK
+}
+
+// handOver makes every EQE of the ring hardware-owned, as firmware does at
+// SW2HW_EQ: Linux's mlx4_create_eq hands over a zeroed buffer, and its
+// next_eqe_sw takes an entry as software's when its owner bit equals the
+// pass bit cons & nent, so a zero owner byte would read as a valid EQE on
+// the first pass. Slot s is next written by EQE number n (the first n ≥ prod
+// with n mod nent = s), with the owner bit n & nent; until then it holds the
+// opposite. Only the owner byte is written: the rest stays as the VF left
+// it.
+func (eq *eqObj) handOver() error {
+	var b [1]byte
+	for k := range eq.nent {
+		n := (eq.prod + k) & mlx4.EQIndexMask
+		b[0] = mlx4.EQEOwnerHW
+		if n&eq.nent != 0 {
+			b[0] = 0
+		}
+		off := uint64(n&(eq.nent-1)) * mlx4.EQESize
+		addr := eq.pages[off>>eq.pageShift] + off&(1<<eq.pageShift-1)
+		if err := eq.win.CopyOut(addr+mlx4.EQEOwner, b[:]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // HW2SW_EQ destroys a VF EQ: HW→RESERVED, MTT reference dropped, untracked;

@@ -132,15 +132,12 @@ func (v *vf) writeMTT(start uint64, ents []uint64) mlx4.Status {
 	return v.run(v.cmd(mlx4.WRITE_MTT, 0, uint32(len(ents)), 0, in, false))
 }
 
-// newPage hands out one 4 KiB page of the VF's window, initialised as a
-// VF driver initialises EQ memory (every owner byte 0x80).
+// newPage hands out one zeroed 4 KiB page of the VF's window, as Linux's
+// mlx4_create_eq allocates EQ memory (SW2HW_EQ sets the owner bits).
 func (v *vf) newPage() uint64 {
 	p := v.page
 	v.page += 0x1000
 	buf := make([]byte, 0x1000)
-	for i := mlx4.EQESize - 1; i < len(buf); i += mlx4.EQESize {
-		buf[i] = mlx4.EQEOwnerHW
-	}
 	if err := v.w.CopyOut(p, buf); err != nil {
 		v.r.t.Fatal(err)
 	}

@@ -199,6 +199,8 @@ func (p *PF) resetFunction(i int, why ResetReason) {
 	}
 	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil
 	st.lastCmd = vhcr.CommReset
+	st.cmdToken = 0 // mlx4_master_do_cmd's RESET: event_eq[].token = 0
+	st.lastMlx4 = st.completions == CompletionsMlx4
 	p.stats.countReset(i, why)
 	p.traceReset(i, why)
 }

@@ -65,3 +65,9 @@ func (p *PF) SaveState(i int, s VFState) {
 	st.lastCmd, st.active, st.vhcr, st.recOK = s.LastCmd, s.Active, s.VHCR, false
 	p.persistVF(i)
 }
+
+// CmdToken is VF i's token counter of mlx4's completions.
+func (p *PF) CmdToken(i int) (tok uint16) {
+	_ = p.Do(func() { tok = p.vfs[i].cmdToken })
+	return tok
+}

@@ -111,6 +111,12 @@ type vfState struct {
 	// unbacked: the window was lost to a shrunk DMA region (fault.go);
 	// it is not touched until VHCR_EN finds it backed again.
 	unbacked bool
+	// completions is how 'e' commands complete (complete.go); cmdToken is
+	// mlx4's event_eq[CMD].token, the token of the last completion EQE
+	// sent the mlx4 way, zeroed with the channel (resetFunction).
+	completions Completions
+	cmdToken    uint16
+	lastMlx4    bool // the last 'e' command went mlx4's way (Channel.Mlx4)
 	// rec is the record last written to persist (valid if recOK).
 	rec   record
 	recOK bool
@@ -202,6 +208,12 @@ func New(o Options) (*PF, error) {
 		st.flags.Store(vhcr.FlagsOffline)
 		st.caps.Store(vhcr.CapsVFReset)
 		st.lastCmd = vhcr.CommReset
+		if i < len(o.HCA.Funcs) {
+			if st.completions, err = ParseCompletions(o.HCA.Funcs[i].Completions); err != nil {
+				return nil, fmt.Errorf("VF %d: %w", i, err)
+			}
+			st.lastMlx4 = st.completions == CompletionsMlx4
+		}
 	}
 	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
 	// Every record is written under the new generation, then PF_GEN is

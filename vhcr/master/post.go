@@ -48,7 +48,8 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 }
 
 // post processes VHCR_POST for VF i in general: it acknowledges (first, for
-// a command with the 'e' bit that is completed by an EQE) and accounts. An
+// a command with the 'e' bit completed the seed's way; after the write-back
+// and the EQE for one completed mlx4's way: complete.go) and accounts. An
 // error is a DMA failure that must reset the VF (vHCR unreadable, outbox
 // unwritable, write-back failed); the command is then not accounted.
 func (p *PF) post(i int, toggle uint32) error {
@@ -89,8 +90,12 @@ func (p *PF) post(i int, toggle uint32) error {
 		// complete, leaving the VF to time out. Refuse at once instead.
 		status = c.Refuse(mlx4.BAD_SYS_STATE, mlx4.ReasonEventsNoEQ)
 	}
+	seed := event && !st.mlx4Way(c.Token)
 	if event {
-		// Accept now: the VF may post its next command.
+		st.lastMlx4 = !seed
+	}
+	if seed {
+		// The seed's way: accept now, the VF may post its next command.
 		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
 	}
 	if status == mlx4.OK {
@@ -103,12 +108,19 @@ func (p *PF) post(i int, toggle uint32) error {
 		}
 	}
 	imm := e != nil && e.OutIsImm
-	if event {
+	if seed {
 		p.completionEQE(i, c.Token, status, imm, c.OutParam)
 	} else {
 		if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(status, w3)); err != nil {
 			p.stats.DMA[i]++
 			return fmt.Errorf("writing the vHCR: %w", err)
+		}
+		if event {
+			// mlx4's way (complete.go): the vHCR written back, then the
+			// EQE with ++event_eq[CMD].token, status 0, out_param 0, then
+			// the toggle.
+			st.cmdToken++
+			p.completionEQE(i, st.cmdToken, mlx4.OK, false, 0)
 		}
 		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
 	}

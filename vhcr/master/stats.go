@@ -264,6 +264,9 @@ type Channel struct {
 	// command event, as mlx4_cmd_use_events does), so commands it posts
 	// with the 'e' bit complete by EQE; else it polls the vHCR's go bit.
 	Events bool
+	// Mlx4: the VF's last 'e' command completed as Linux's PF completes it
+	// (complete.go); before any, whether its configuration forces mlx4.
+	Mlx4 bool
 }
 
 // Channels fills dst[i] with VF i's channel state for the first len(dst)
@@ -277,7 +280,7 @@ func (p *PF) Channels(dst []Channel) error {
 		for i := range dst {
 			st := &p.vfs[i]
 			dst[i] = Channel{State: st.lastCmd, Active: st.active,
-				Events: p.events != nil && p.events.HasEQ(i, EventTypeCmd)}
+				Events: p.events != nil && p.events.HasEQ(i, EventTypeCmd), Mlx4: st.lastMlx4}
 		}
 	})
 }

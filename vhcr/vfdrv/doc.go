@@ -17,7 +17,13 @@
 //     Wait, Pipeline; one outbox page per position in flight), and the EQ
 //     consumer-index doorbell in the VF's comm page (vhcr.RegEQDoorbell +
 //     4*eqn, BE32, consumer index 23:0, arm bit 31), with an in-place
-//     re-creation of the EQ for PFs that do not read it (RecycleEQ);
+//     re-creation of the EQ for PFs that do not read it (RecycleEQ); ring
+//     buffers are zeroed, as Linux's, and rely on the PF's SW2HW_EQ to make
+//     every EQE hardware-owned;
+//   - event mode as Linux's mlx4_core speaks it (Options.Completions =
+//     CompletionsMlx4): token 0xffff, one command at a time, the CMD EQE
+//     matched against the context token 1, 2, 3, ... from RESET, status
+//     and immediate output read from the vHCR the PF wrote back;
 //   - adoption of objects another process of the same VF created, learnt
 //     from the PF with QUERY_EQ/CQ/MPT/QP and READ_MTT (objects live in the
 //     PF, so a vfctl process can pick up where the previous one stopped);

@@ -33,6 +33,11 @@ var (
 	ErrNoMemory = errors.New("vfdrv: VF DMA window exhausted")
 	// ErrArgument: a caller's argument the driver rejects before posting.
 	ErrArgument = errors.New("vfdrv: bad argument")
+	// ErrStrayCompletion: in mlx4 mode, a command-completion EQE carried a
+	// token other than the one the command waits for (Linux's
+	// mlx4_cmd_event ignores it and the command times out after 70 s; the
+	// model fails at once).
+	ErrStrayCompletion = errors.New("vfdrv: completion EQE with another token")
 )
 
 // CommandError is a non-OK completion.
@@ -78,6 +83,9 @@ type Options struct {
 	// OnEvent, if set, receives asynchronous EQEs (every type but 0x0a)
 	// consumed while waiting for completions.
 	OnEvent func(EQE)
+	// Completions is the 'e'-bit protocol the driver speaks (events.go):
+	// the seed's (zero value, pipelined) or Linux mlx4_core's.
+	Completions Completions
 }
 
 // Stats are the driver's counters.

@@ -101,12 +101,11 @@ type ring struct {
 	cons uint32 // consumer index, 24 bits
 }
 
-// reset hands every entry to hardware (owner bit set) and zeroes the
-// consumer index, as mlx4_create_eq initialises its pages.
+// reset zeroes the ring and the consumer index, as mlx4_create_eq
+// allocates its pages: the PF's SW2HW_EQ makes every entry hardware-owned,
+// as firmware does.
 func (r *ring) reset() {
-	for i := mlx4.EQEOwner; i < len(r.mem); i += mlx4.EQESize {
-		r.mem[i] = mlx4.EQEOwnerHW
-	}
+	clear(r.mem)
 	r.cons = 0
 }
 

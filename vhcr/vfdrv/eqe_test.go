@@ -27,13 +27,28 @@ func (f *fakePF) post(e EQE) {
 	f.prod = (f.prod + 1) & mlx4.EQIndexMask
 }
 
+// handOver is SW2HW_EQ's: every entry hardware-owned for the first pass.
+func (f *fakePF) handOver() {
+	for i := mlx4.EQEOwner; i < len(f.mem); i += mlx4.EQESize {
+		f.mem[i] = mlx4.EQEOwnerHW
+	}
+}
+
 func TestRingOwnerBitAcrossPasses(t *testing.T) {
 	mem := make([]byte, 4*mlx4.EQESize)
+	for i := range mem {
+		mem[i] = 0xa5 // what the memory held before
+	}
 	r := ring{mem: mem, nent: 4}
 	r.reset()
+	if _, ok := r.next(); !ok {
+		t.Fatal("a zeroed ring not yet handed over reads as hardware-owned: the driver would not need the PF's SW2HW_EQ")
+	}
+	r.cons = 0
 	pf := &fakePF{mem: mem, nent: 4}
+	pf.handOver()
 	if _, ok := r.next(); ok {
-		t.Fatal("a fresh ring (every owner bit set) yielded an EQE")
+		t.Fatal("a fresh ring (every owner bit set by SW2HW_EQ) yielded an EQE")
 	}
 	token := uint16(1)
 	for pass := range 3 {
@@ -144,6 +159,7 @@ func TestDispatchLostAndStray(t *testing.T) {
 	mem := make([]byte, 8*mlx4.EQESize)
 	q := &EQ{ring: ring{mem: mem, nent: 8}}
 	q.ring.reset()
+	(&fakePF{mem: mem, nent: 8}).handOver()
 	d.ev.eq, d.ev.on = q, true
 	for i := range 3 {
 		d.ev.results[i].ticket = Ticket(i)

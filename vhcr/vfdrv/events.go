@@ -11,6 +11,31 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
+// Completions is the 'e'-bit protocol a driver speaks.
+type Completions uint8
+
+const (
+	// CompletionsSeed: a token per command (1, 2, 3, ..., never 0 or
+	// 0xffff), the PF accepts at once, the EQE echoes the token and
+	// carries the status and immediate output; up to MaxInFlight commands
+	// in flight.
+	CompletionsSeed Completions = iota
+	// CompletionsMlx4: as Linux's mlx4_core VF in event mode
+	// (mlx4_slave_cmd, mlx4_comm_cmd_wait, mlx4_cmd_event): token 0xffff
+	// (CMD_POLL_TOKEN) in the vHCR, one command at a time; it waits for the
+	// CMD EQE whose token is its context's (1, 2, 3, ... from RESET, one per
+	// command posted), then for the toggle, and reads status and immediate
+	// output from the vHCR written back.
+	CompletionsMlx4
+)
+
+func (c Completions) String() string {
+	if c == CompletionsMlx4 {
+		return "mlx4"
+	}
+	return "seed"
+}
+
 // resultRing is how many completed results the driver keeps for Wait.
 const resultRing = 64
 
@@ -24,6 +49,14 @@ type events struct {
 	inflight []pending
 	results  [resultRing]result
 	slots    []uint64 // one outbox page per in-flight position
+
+	// mlx4 mode: the context token (mlx4_cmd_context.token), advanced per
+	// command posted; what dispatch saw of the command it waits for.
+	ctxToken uint16
+	waiting  bool
+	matched  bool
+	stray    bool
+	strayTok uint16
 }
 
 type pending struct {
@@ -101,7 +134,17 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 			return 0, err
 		}
 	}
-	token := e.nextToken()
+	mlx4Mode := d.opt.Completions == CompletionsMlx4
+	if mlx4Mode && e.eq == nil {
+		return 0, ErrNoEvents // it could only wait out its timeout
+	}
+	var token uint16
+	if mlx4Mode {
+		token = mlx4.PollToken // mlx4_slave_cmd: vhcr->token = CMD_POLL_TOKEN
+	} else {
+		token = e.nextToken()
+	}
+	toggle := d.VF.SlaveRead() >> 31 // idle: the VF's toggle; the post flips it
 	// The vHCR in place, as vhcr.VF.Post writes it, with the 'e' bit.
 	vh := d.mem[vhcr.VFPageVHCR*bar.PageSize : vhcr.VFPageVHCR*bar.PageSize+mlx4.VHCRSize]
 	binary.BigEndian.PutUint64(vh[mlx4.OffInParam:], inParam)
@@ -111,6 +154,9 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	binary.BigEndian.PutUint64(vh[mlx4.OffToken:], mlx4.Word3(token, mlx4.FlagE, r.OpMod, r.Op))
 	if err := d.VF.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
 		return 0, err
+	}
+	if mlx4Mode {
+		return d.completeMlx4(ctx, r.Op, ent.OutIsImm, slot, vh, toggle^1)
 	}
 	if err := d.VF.WaitAck(ctx); err != nil {
 		if errors.Is(err, vhcr.ErrInternal) {
@@ -136,6 +182,81 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 		return t, nil
 	}
 	e.inflight = append(e.inflight, pending{ticket: t, token: token, op: r.Op, slot: slot})
+	return t, nil
+}
+
+// completeMlx4 completes a command posted in mlx4 mode, as Linux's
+// mlx4_comm_cmd_wait: the context token advances (context->token +=
+// token_mask + 1, the mask 0 for a VF's one context); the driver consumes
+// EQEs until the CMD EQE with that token, then waits for the toggle
+// (comm_pending), then reads the status and the immediate output from the
+// vHCR (mlx4_slave_cmd) and the outbox. A CMD EQE with another token fails
+// the command (ErrStrayCompletion). An acknowledgement without an EQE and
+// a non-OK status in the vHCR is the PF's refusal at acceptance (no EQ for
+// completions: Linux would wait out its timeout); with bit 17 the PF reset
+// the function. It returns an already completed ticket.
+func (d *Driver) completeMlx4(ctx context.Context, op mlx4.Opcode, outImm bool, slot int, vh []byte, toggle uint32) (Ticket, error) {
+	e := &d.ev
+	e.ctxToken++
+	want := e.ctxToken
+	e.waiting, e.matched, e.stray = true, false, false
+	defer func() { e.waiting = false }()
+	refused := false
+	var w waiter
+	for !e.matched {
+		sr := d.VF.SlaveRead()
+		acked := sr>>31 == toggle
+		if acked && sr&vhcr.InternalErrBit != 0 {
+			d.abandon(vhcr.ErrInternal)
+			return 0, fmt.Errorf("%v: %w", op, vhcr.ErrInternal)
+		}
+		if d.pump(e.eq) > 0 {
+			w = waiter{}
+			continue
+		}
+		if e.stray {
+			return 0, fmt.Errorf("%v: token %d, waiting for %d: %w", op, e.strayTok, want, ErrStrayCompletion)
+		}
+		if acked && mlx4.Status(vh[mlx4.OffStatus]) != mlx4.OK {
+			refused = true
+			break
+		}
+		if err := w.wait(ctx, d.VF.Timeouts.Post); err != nil {
+			return 0, fmt.Errorf("%v token %d: %w", op, want, err)
+		}
+	}
+	if err := d.VF.WaitAck(ctx); err != nil {
+		if errors.Is(err, vhcr.ErrInternal) {
+			d.abandon(err)
+		}
+		return 0, fmt.Errorf("%v completed, toggle: %w", op, err)
+	}
+	t := Ticket(e.seq)
+	e.seq++
+	res := &e.results[t%resultRing]
+	st := mlx4.Status(vh[mlx4.OffStatus])
+	res.ticket, res.done, res.err = t, true, nil
+	res.res = Result{Status: st, Event: !refused}
+	if !refused {
+		res.res.Token = want
+	}
+	if outImm {
+		res.res.OutParam = binary.BigEndian.Uint64(vh[mlx4.OffOutParam:])
+	}
+	if refused {
+		d.Stats.Refused++
+	} else {
+		d.Stats.Completions++
+	}
+	if slot >= 0 && st == mlx4.OK && slot < len(e.slots) {
+		if res.out == nil {
+			res.out = make([]byte, mlx4.MailboxSize)
+		}
+		off := e.slots[slot]
+		dmaCopy(res.out, d.mem[off:off+mlx4.MailboxSize])
+		res.res.Out = res.out
+	}
+	d.count(op, st, true)
 	return t, nil
 }
 
@@ -261,6 +382,19 @@ func (d *Driver) dispatch(eqe *EQE) {
 		return
 	}
 	e := &d.ev
+	if d.opt.Completions == CompletionsMlx4 {
+		// mlx4_cmd_event: only the token the command waits for completes it.
+		switch {
+		case e.waiting && !e.matched && eqe.Token == e.ctxToken:
+			e.matched = true
+		default:
+			d.Stats.Stray++
+			if e.waiting && !e.stray {
+				e.stray, e.strayTok = true, eqe.Token
+			}
+		}
+		return
+	}
 	for i, p := range e.inflight {
 		if p.token != eqe.Token {
 			continue
