@@ -62,6 +62,39 @@ func (a *Attachment) VF(idx int) (*VF, error) { return NewVF(a.BAR, a.DMA, a.Lay
 // PFState returns the PF state word (PFStateInit, PFStateServing, PFStateStopped).
 func (a *Attachment) PFState() uint32 { v, _ := a.BAR.Load32(HdrPFState); return v }
 
+// PFGen returns the PF generation word (incremented at every PF start).
+func (a *Attachment) PFGen() uint32 { v, _ := a.BAR.Load32(HdrPFGen); return v }
+
+// ErrNoPF is returned, wrapped, by Serving when the header says that no PF
+// serves the region.
+var ErrNoPF = errors.New("vhcr: no PF is serving the region")
+
+// PFStateName names a PF_STATE value.
+func PFStateName(st uint32) string {
+	switch st {
+	case PFStateInit:
+		return "starting (or never started)"
+	case PFStateServing:
+		return "serving"
+	case PFStateStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("unknown (%#x)", st)
+}
+
+// Serving returns nil when PF_STATE says a PF serves the region, and an
+// error wrapping ErrNoPF that names the state and PF_GEN otherwise: a VF
+// tool fails at once instead of waiting out mlx4's comm channel timeouts.
+// A PF that was killed without stopping leaves SERVING in the header;
+// only a timeout tells that case.
+func (a *Attachment) Serving() error {
+	st := a.PFState()
+	if st == PFStateServing {
+		return nil
+	}
+	return fmt.Errorf("%w: PF_STATE %s, PF_GEN %d", ErrNoPF, PFStateName(st), a.PFGen())
+}
+
 // Close unmaps what AttachFile opened.
 func (a *Attachment) Close() error {
 	var errs []error
