@@ -26,7 +26,7 @@ func runBench(args []string) error {
 	fair := fs.Bool("fair", true, "also measure fairness: VFs driven from one thread against vhcrd --vfs --fair-vfs")
 	fairVFs := fs.Int("fair-vfs", 64, "VFs vhcrd serves for the fairness figures")
 	phase := fs.Duration("fair-phase", 500*time.Millisecond, "length of one fairness phase")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	o := vhcrbench.Options{PeerArg: "bench-peer", VHCRD: *vhcrd, Rounds: *rounds, Iters: *iters, SockIters: *sock, Log: os.Stderr}

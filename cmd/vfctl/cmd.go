@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -34,7 +34,7 @@ func openVF(barSpec string, idx int, forceInit bool) (*vhcr.Attachment, *vhcr.VF
 		a.Close()
 		return nil, nil, err
 	}
-	ctx := context.Background()
+	ctx := opCtx()
 	if forceInit || !a.ChannelUp(idx) {
 		if err := v.Init(ctx); err != nil {
 			a.Close()
@@ -50,8 +50,8 @@ func openVF(barSpec string, idx int, forceInit bool) (*vhcr.Attachment, *vhcr.VF
 func runInit(args []string) error {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
 	barSpec := barFlag(fs)
-	vf := fs.Int("vf", 0, "VF index")
-	if err := fs.Parse(args); err != nil {
+	vf := vfFlag(fs)
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -69,7 +69,7 @@ func parseU64(s string) (uint64, error) { return strconv.ParseUint(s, 0, 64) }
 func runCmd(args []string) error {
 	fs := flag.NewFlagSet("cmd", flag.ContinueOnError)
 	barSpec := barFlag(fs)
-	vf := fs.Int("vf", 0, "VF index")
+	vf := vfFlag(fs)
 	opMod := fs.Uint("op-mod", 0, "op_modifier (0..15)")
 	inMod := fs.String("in-mod", "0", "in_modifier")
 	inParam := fs.String("in-param", "0", "immediate in_param (ignored with --in)")
@@ -117,7 +117,7 @@ func runCmd(args []string) error {
 	}
 	defer a.Close()
 	start := time.Now()
-	resp, err := v.Post(context.Background(), &req)
+	resp, err := v.Post(opCtx(), &req)
 	if err != nil {
 		return err
 	}
@@ -138,22 +138,39 @@ func runCmd(args []string) error {
 
 func runFLR(args []string) error {
 	fs := flag.NewFlagSet("flr", flag.ContinueOnError)
-	_ = barFlag(fs) // accepted for symmetry; the FLR goes through the admin endpoint
-	vf := fs.Int("vf", 0, "VF index")
-	admin := fs.String("admin", "http://127.0.0.1:9464", "vhcrd's HTTP endpoint (its --metrics-addr)")
-	if err := fs.Parse(args); err != nil {
+	barSpec := barFlag(fs)
+	vf := vfFlag(fs)
+	sock := fs.String("admin-socket", "", "vhcrd's admin socket (default: the --bar file's path + .sock)")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return postAdmin(*admin + "/admin/flr?vf=" + strconv.Itoa(*vf))
+	path, err := adminSocket(*sock, *barSpec)
+	if err != nil {
+		return err
+	}
+	if err := postAdmin(path, map[string]any{"cmd": "vf.flr", "vf": *vf}, *timeout); err != nil {
+		return err
+	}
+	fmt.Printf("FLR of VF %d done\n", *vf)
+	return nil
 }
 
 func runPort(args []string) error {
 	fs := flag.NewFlagSet("port", flag.ContinueOnError)
-	port := fs.Int("port", 1, "physical port")
-	state := fs.String("state", "down", "down or active")
-	admin := fs.String("admin", "http://127.0.0.1:9464", "vhcrd's HTTP endpoint (its --metrics-addr)")
-	if err := fs.Parse(args); err != nil {
+	barSpec := barFlag(fs)
+	port := fs.Int("phys-port", 0, "physical port (required)")
+	state := fs.String("state", "", "down or active (required)")
+	sock := fs.String("admin-socket", "", "vhcrd's admin socket (default: the --bar file's path + .sock)")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return postAdmin(fmt.Sprintf("%s/admin/port?port=%d&state=%s", *admin, *port, *state))
+	word := map[string]string{"down": "down", "active": "up"}[*state]
+	if *port < 1 || word == "" {
+		return usageErr(errors.New("want --phys-port P (1, 2) and --state down|active"))
+	}
+	if err := postAdminAt(*sock, *barSpec, map[string]any{"cmd": "port", "port": *port, "state": word}, *timeout); err != nil {
+		return err
+	}
+	fmt.Printf("port %d %s\n", *port, *state)
+	return nil
 }

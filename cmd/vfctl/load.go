@@ -126,7 +126,7 @@ func runLoad(args []string) error {
 	oneThread := fs.Bool("one-thread", false, "drive every VF from one OS thread (an event loop, a NOP always pending per VF) and print per-VF throughput: figures of the PF, not of goroutine scheduling")
 	bystander := fs.Int("bystander", -1, "with --one-thread: this VF of --vfs posts a NOP every --gap and its latency is measured alone and while the other VFs flood, in --rounds alternating phases")
 	gap := fs.Duration("gap", 5*time.Microsecond, "with --bystander: the bystander's pause between commands")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *oneThread {

@@ -15,12 +15,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr"
 )
@@ -52,13 +55,19 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
-	if err := c.run(os.Args[2:]); err != nil {
+	err := c.run(os.Args[2:])
+	opCancel()
+	if err != nil {
 		var ee exitError
+		var ue usageError
 		switch {
 		case errors.As(err, &ee):
 			os.Exit(ee.code)
 		case errors.Is(err, flag.ErrHelp):
 			return
+		case errors.As(err, &ue):
+			fmt.Fprintf(os.Stderr, "vfctl %s: %v\n", os.Args[1], err)
+			os.Exit(2)
 		}
 		fmt.Fprintf(os.Stderr, "vfctl %s: %v\n", os.Args[1], err)
 		os.Exit(1)
@@ -77,11 +86,37 @@ func usage() {
 	}
 }
 
+// usageError is a usage error: exit status 2 (a refusal or failure: 1).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usageErr(err error) error { return usageError{err} }
+
+// parseFlags parses fs: a bad flag is a usage error, and so is a missing
+// --vf where fs has one (vfFlag).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageErr(err)
+	}
+	if f := fs.Lookup("vf"); f != nil && f.Value.String() == "-1" {
+		return usageErr(errors.New("--vf N is required (the VF to act as)"))
+	}
+	return nil
+}
+
+// vfFlag adds the required --vf to fs (parseFlags checks it).
+func vfFlag(fs *flag.FlagSet) *int { return fs.Int("vf", -1, "VF index (required)") }
+
 // parseInterspersed parses flags that may follow positional arguments.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
@@ -93,8 +128,23 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// barFlag adds --bar to fs.
+// timeout is --timeout, which barFlag adds to every command.
+var timeout = new(time.Duration)
+
+// opCtx is the context of the command's waits: it ends --timeout after the
+// command started.
+var opCtx = sync.OnceValue(func() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	opCancel = cancel
+	return ctx
+})
+
+// opCancel releases opCtx's timer; main calls it when the command ends.
+var opCancel = func() {}
+
+// barFlag adds --bar and --timeout to fs.
 func barFlag(fs *flag.FlagSet) *string {
+	fs.DurationVar(timeout, "timeout", 30*time.Second, "bound on the command's waits: bring-up, each command, the admin socket (load and bench: the bring-up; their run is --duration)")
 	return fs.String("bar", "file:"+vhcr.DefaultBARPath, "the BAR region vhcrd serves (file:PATH); the layout comes from its header")
 }
 
@@ -109,6 +159,16 @@ func attach(spec string) (*vhcr.Attachment, error) {
 			return nil, fmt.Errorf("%w (is `vhcrd serve` running? `make run` starts it)", err)
 		}
 		return nil, err
+	}
+	// Fail fast: the header says whether a PF serves; without one every
+	// comm command would wait out mlx4's timeouts (30 s, 70 s).
+	if err := a.Serving(); err != nil {
+		a.Close()
+		since := ""
+		if st, serr := os.Stat(path); serr == nil {
+			since = ", region last written " + st.ModTime().UTC().Format(time.RFC3339)
+		}
+		return nil, fmt.Errorf("%s: %w%s (start `vhcrd serve --bar %s`)", path, err, since, spec)
 	}
 	return a, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"strings"
@@ -17,7 +16,7 @@ func init() {
 func runPTYS(args []string) error {
 	fs := flag.NewFlagSet("ptys", flag.ContinueOnError)
 	barSpec := barFlag(fs)
-	vf := fs.Int("vf", 0, "VF index")
+	vf := vfFlag(fs)
 	port := fs.Uint("port", 1, "the VF's port")
 	proto := fs.String("proto", "ib", "protocol asked for: ib or eth")
 	if _, err := parseInterspersed(fs, args); err != nil {
@@ -34,7 +33,7 @@ func runPTYS(args []string) error {
 		return err
 	}
 	defer a.Close()
-	resp, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.ACCESS_REG, In: in[:]})
+	resp, err := v.Post(opCtx(), &vhcr.Request{Op: mlx4.ACCESS_REG, In: in[:]})
 	if err != nil {
 		return err
 	}
