@@ -20,11 +20,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr"
 )
 
@@ -47,6 +49,14 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 func main() {
 	if len(os.Args) < 2 || os.Args[1] == "help" || os.Args[1] == "-h" || os.Args[1] == "--help" {
 		usage()
+		return
+	}
+	if os.Args[1] == "version" || os.Args[1] == "--version" {
+		v, r, mod := metrics.BuildInfo()
+		if mod {
+			r += " (modified)"
+		}
+		fmt.Printf("vfctl %s revision %s %s\n", v, r, runtime.Version())
 		return
 	}
 	c, ok := commands[os.Args[1]]
@@ -75,7 +85,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: vfctl COMMAND [flags]\n\ncommands:")
+	fmt.Fprintln(os.Stderr, "usage: vfctl COMMAND [flags]     (vfctl COMMAND --help: its flags)\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -84,6 +94,18 @@ func usage() {
 	for _, n := range names {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprint(os.Stderr, `  version  print the version and VCS revision (also --version)
+
+examples:
+  vfctl init --vf 3
+  vfctl cmd --vf 3 QUERY_FUNC_CAP
+  vfctl qp create --vf 3 --cq 1 --type ud
+  vfctl load --vfs 0-7 --duration 5s --json
+  vfctl flr --vf 3
+
+every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF
+serves is reported at once. exit status: 0 done, 1 refused or failed, 2 usage
+`)
 }
 
 // usageError is a usage error: exit status 2 (a refusal or failure: 1).

@@ -146,3 +146,28 @@ func TestAdminPlane(t *testing.T) {
 		t.Errorf("vfctl init without --vf: exit %d\n%s", code, out)
 	}
 }
+
+// --version and --help answer with status 0; an unknown command is a usage
+// error.
+func TestVersionAndHelp(t *testing.T) {
+	if out, code := vhcrdCmd(t, "--version"); code != 0 || !strings.HasPrefix(out, "vhcrd ") || !strings.Contains(out, "revision") {
+		t.Errorf("vhcrd --version: exit %d\n%s", code, out)
+	}
+	if out, code := vhcrdCmd(t, "--help"); code != 0 || !strings.Contains(out, "examples:") || !strings.Contains(out, "vf ") {
+		t.Errorf("vhcrd --help: exit %d\n%s", code, out)
+	}
+	if out, code := vhcrdCmd(t, "vf", "--help"); code != 0 || !strings.Contains(out, "set N") {
+		t.Errorf("vhcrd vf --help: exit %d\n%s", code, out)
+	}
+	if _, code := vhcrdCmd(t, "frobnicate"); code != 2 {
+		t.Errorf("vhcrd frobnicate: exit %d, want 2", code)
+	}
+	vout, err := exec.Command(filepath.Join(binDir, "vfctl"), "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(vout), "vfctl ") {
+		t.Errorf("vfctl --version: %v\n%s", err, vout)
+	}
+	out, err := exec.Command(filepath.Join(binDir, "vfctl"), "eq", "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "create, destroy, query") {
+		t.Errorf("vfctl eq --help: %v\n%s", err, out)
+	}
+}
