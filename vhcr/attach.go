@@ -3,6 +3,7 @@ package vhcr
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
 )
@@ -92,7 +93,21 @@ func (a *Attachment) Serving() error {
 	if st == PFStateServing {
 		return nil
 	}
-	return fmt.Errorf("%w: PF_STATE %s, PF_GEN %d", ErrNoPF, PFStateName(st), a.PFGen())
+	err := fmt.Errorf("%w: PF_STATE %s, PF_GEN %d", ErrNoPF, PFStateName(st), a.PFGen())
+	if t := a.PFStopped(); st == PFStateStopped && !t.IsZero() {
+		err = fmt.Errorf("%w, since %s (PF_STOPPED)", err, t.UTC().Format(time.RFC3339))
+	}
+	return err
+}
+
+// PFStopped returns the time of the PF's last orderly stop (PF_STOPPED),
+// zero if none was recorded.
+func (a *Attachment) PFStopped() time.Time {
+	v, _ := a.BAR.Load32(HdrPFStopped)
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.Unix(int64(v), 0)
 }
 
 // Close unmaps what AttachFile opened.

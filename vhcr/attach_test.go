@@ -39,6 +39,15 @@ func TestAttachmentServing(t *testing.T) {
 			t.Errorf("PF_STATE %d: %v", st, err)
 		}
 	}
+	if err := m.Store32(vhcr.HdrPFStopped, 1800000000); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Store32(vhcr.HdrPFState, vhcr.PFStateStopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Serving(); err == nil || !strings.Contains(err.Error(), "since 2027-01-15T08:00:00Z (PF_STOPPED)") {
+		t.Errorf("stopped with PF_STOPPED: %v", err)
+	}
 	if err := m.Store32(vhcr.HdrPFState, vhcr.PFStateServing); err != nil {
 		t.Fatal(err)
 	}

@@ -186,11 +186,7 @@ func attach(spec string) (*vhcr.Attachment, error) {
 	// comm command would wait out mlx4's timeouts (30 s, 70 s).
 	if err := a.Serving(); err != nil {
 		a.Close()
-		since := ""
-		if st, serr := os.Stat(path); serr == nil {
-			since = ", region last written " + st.ModTime().UTC().Format(time.RFC3339)
-		}
-		return nil, fmt.Errorf("%s: %w%s (start `vhcrd serve --bar %s`)", path, err, since, spec)
+		return nil, fmt.Errorf("%s: %w (start `vhcrd serve --bar %s`)", path, err, spec)
 	}
 	return a, nil
 }

@@ -138,7 +138,7 @@ func TestAdminPlane(t *testing.T) {
 	}
 	for _, args := range [][]string{{"init", "--vf", "0"}, {"cmd", "--vf", "0", "QUERY_FW"}} {
 		out, code := vfctl(t, barPath, args...)
-		if code != 1 || !strings.Contains(out, "no PF is serving") || !strings.Contains(out, "PF_STATE stopped") || !strings.Contains(out, "region last written") {
+		if code != 1 || !strings.Contains(out, "no PF is serving") || !strings.Contains(out, "PF_STATE stopped") || !strings.Contains(out, "(PF_STOPPED)") {
 			t.Errorf("vfctl %v against a stopped PF: exit %d\n%s", args, code, out)
 		}
 	}
