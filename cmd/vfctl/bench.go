@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrbench"
 )
 
@@ -17,7 +18,7 @@ func init() {
 }
 
 func runBench(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("bench", flag.ContinueOnError)
 	vhcrd := fs.String("vhcrd", "bin/vhcrd", "the vhcrd binary to measure")
 	rounds := fs.Int("rounds", 5, "interleaved rounds")
 	iters := fs.Int("iters", 100000, "round trips per round for the shared-memory figures")

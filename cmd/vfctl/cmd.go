@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -48,7 +49,7 @@ func openVF(barSpec string, idx int, forceInit bool) (*vhcr.Attachment, *vhcr.VF
 }
 
 func runInit(args []string) error {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("init", flag.ContinueOnError)
 	barSpec := barFlag(fs)
 	vf := vfFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -67,7 +68,7 @@ func runInit(args []string) error {
 func parseU64(s string) (uint64, error) { return strconv.ParseUint(s, 0, 64) }
 
 func runCmd(args []string) error {
-	fs := flag.NewFlagSet("cmd", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("cmd", flag.ContinueOnError)
 	barSpec := barFlag(fs)
 	vf := vfFlag(fs)
 	opMod := fs.Uint("op-mod", 0, "op_modifier (0..15)")
@@ -137,7 +138,7 @@ func runCmd(args []string) error {
 }
 
 func runFLR(args []string) error {
-	fs := flag.NewFlagSet("flr", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("flr", flag.ContinueOnError)
 	barSpec := barFlag(fs)
 	vf := vfFlag(fs)
 	sock := fs.String("admin-socket", "", "vhcrd's admin socket (default: the --bar file's path + .sock)")
@@ -156,7 +157,7 @@ func runFLR(args []string) error {
 }
 
 func runPort(args []string) error {
-	fs := flag.NewFlagSet("port", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("port", flag.ContinueOnError)
 	barSpec := barFlag(fs)
 	port := fs.Int("phys-port", 0, "physical port (required)")
 	state := fs.String("state", "", "down or active (required)")

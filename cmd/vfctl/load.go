@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -112,7 +113,7 @@ type vfRun struct {
 }
 
 func runLoad(args []string) error {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("load", flag.ContinueOnError)
 	barSpec := barFlag(fs)
 	vfsFlag := fs.String("vfs", "0-7", "VFs to drive: 0-7, 3, 0,2,5-6")
 	dur := fs.Duration("duration", 10*time.Second, "how long to run")

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -23,7 +24,7 @@ var smpAttrs = map[string]uint16{
 }
 
 func runMAD(args []string) error {
-	fs := flag.NewFlagSet("mad", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("mad", flag.ContinueOnError)
 	barSpec := barFlag(fs)
 	vf := vfFlag(fs)
 	port := fs.Uint("port", 1, "the VF's port")

@@ -87,8 +87,10 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: vfctl COMMAND [flags]     (vfctl COMMAND --help: its flags)\n\ncommands:")
 	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	for n, c := range commands {
+		if !internal(c.summary) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {

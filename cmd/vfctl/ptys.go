@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -14,7 +15,7 @@ func init() {
 }
 
 func runPTYS(args []string) error {
-	fs := flag.NewFlagSet("ptys", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("ptys", flag.ContinueOnError)
 	barSpec := barFlag(fs)
 	vf := vfFlag(fs)
 	port := fs.Uint("port", 1, "the VF's port")

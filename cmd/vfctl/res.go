@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
@@ -64,7 +65,7 @@ type resCmd struct {
 }
 
 func newResCmd(name string) *resCmd {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := clidoc.NewFlagSet(name, flag.ContinueOnError)
 	c := &resCmd{fs: fs, bar: barFlag(fs)}
 	c.vf = vfFlag(fs)
 	c.events = fs.Bool("events", false, "post with the 'e' bit: completions by EQE in the EQ of --cmd-eqn")

@@ -89,7 +89,9 @@ func usage() {
 	fmt.Fprintln(os.Stderr, "usage: vhcrd COMMAND [flags]     (vhcrd COMMAND --help: its flags)\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
-		names = append(names, n)
+		if !hidden[n] {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/mad/capture"
 	"github.com/vhcrd/vhcrd/mad/ibsim"
@@ -47,6 +48,19 @@ func init() {
 }
 
 func runConfig(args []string) error {
+	fs := clidoc.NewFlagSet("config", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: vhcrd config > vhcrd.json\n\nprints the embedded default configuration; edit a copy and pass it to vhcrd serve --config FILE")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() != 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
 	_, err := os.Stdout.Write(config.Example())
 	return err
 }
@@ -62,7 +76,7 @@ type serveFlags struct {
 }
 
 func runServe(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("serve", flag.ContinueOnError)
 	var f serveFlags
 	fs.StringVar(&f.bar, "bar", DefaultBAR, "BAR region: file:PATH, sysfs:BDF#resourceN or vfio:BDF[#regionN][@OFFSET]")
 	fs.StringVar(&f.dma, "dma", DefaultDMA, "DMA region: file:PATH, or bar[@OFFSET] for a range of the BAR region")

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -27,7 +28,7 @@ func init() {
 // daemon ends it. Usage errors exit 2, a daemon that cannot be reached or
 // refuses the request 1.
 func runTrace(args []string) error {
-	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("trace", flag.ContinueOnError)
 	vf := fs.Int("vf", -1, "only this VF's records (-1: every VF)")
 	opcode := fs.String("opcode", "", "only the VHCR_POSTs of this opcode (mlx4 name, e.g. QUERY_FUNC_CAP, or number)")
 	jsonOut := fs.Bool("json", false, "JSON lines instead of text")

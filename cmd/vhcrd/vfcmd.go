@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 )
 
 func init() {
@@ -194,7 +196,7 @@ func runVF(args []string) error {
 		return flag.ErrHelp
 	}
 	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("vf "+sub, flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("vf "+sub, flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, vfUsage) }
 	var af adminFlags
 	af.add(fs)
@@ -308,7 +310,7 @@ func runPortCmd(args []string) error {
 		fmt.Fprint(os.Stderr, portUsage)
 		return usageError{fmt.Errorf("unknown port command %q: want up or down", state)}
 	}
-	fs := flag.NewFlagSet("port "+state, flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("port "+state, flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, portUsage) }
 	var af adminFlags
 	af.add(fs)
