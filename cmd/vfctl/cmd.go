@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -52,6 +53,7 @@ func runInit(args []string) error {
 	fs := clidoc.NewFlagSet("init", flag.ContinueOnError)
 	barSpec := barFlag(fs)
 	vf := vfFlag(fs)
+	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -61,6 +63,10 @@ func runInit(args []string) error {
 		return err
 	}
 	defer a.Close()
+	if *jsonOut {
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"vf": *vf, "channel": "up", "pf_gen": a.PFGen(),
+			"elapsed_ns": time.Since(start).Nanoseconds()})
+	}
 	fmt.Printf("VF %d: comm channel up (RESET acknowledged with version 0x0101, vHCR at IOVA 0x0) in %v\n", *vf, time.Since(start).Round(time.Microsecond))
 	return nil
 }
@@ -77,6 +83,7 @@ func runCmd(args []string) error {
 	outParam := fs.String("out-param", "0", "immediate out_param (for immediate-output commands)")
 	inFile := fs.String("in", "", "file whose bytes are the inbox (up to 4096)")
 	outLen := fs.Int("out-len", 256, "bytes of the outbox to print")
+	jsonOut := fs.Bool("json", false, "print the status, out_param and outbox as one JSON object")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -123,6 +130,20 @@ func runCmd(args []string) error {
 		return err
 	}
 	el := time.Since(start)
+	if *jsonOut {
+		r := map[string]any{"vf": *vf, "opcode": op.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status),
+			"elapsed_ns": el.Nanoseconds(), "out_param": fmt.Sprintf("%#x", resp.OutParam)}
+		if resp.Out != nil {
+			r["outbox"] = hex.EncodeToString(resp.Out[:min(max(*outLen, 0), len(resp.Out))])
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+			return err
+		}
+		if resp.Status != mlx4.OK {
+			return exitError{1}
+		}
+		return nil
+	}
 	fmt.Printf("VF %d %v: %s in %v\n", *vf, op, resp.Status.String(), el.Round(100*time.Nanosecond))
 	if in, _ := mlx4.CmdInfo(op); in.OutIsImm {
 		fmt.Printf("out_param: %#016x\n", resp.OutParam)

@@ -93,6 +93,19 @@ func TestAdminPlane(t *testing.T) {
 	if st.Setting.VLAN != 100 || len(st.Setting.Oper) == 0 || !st.Setting.Oper[0].VST || st.Setting.Oper[0].VLAN != 100 || st.Setting.Oper[0].QoS != 2 {
 		t.Fatalf("vf show after the VF's reset: %+v", st.Setting)
 	}
+	for args, want := range map[string][]string{
+		"init": {"init", "--vf", "1", "--json"},
+		"cmd":  {"cmd", "--vf", "1", "--json", "--out-len", "16", "QUERY_FW"},
+	} {
+		out, code := vfctl(t, barPath, want...)
+		var r map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r["vf"] != 1.0 {
+			t.Errorf("vfctl %s --json: exit %d\n%s", args, code, out)
+		}
+		if args == "cmd" && (r["status"] != "OK" || r["outbox"] == nil) {
+			t.Errorf("vfctl cmd --json: %v", r)
+		}
+	}
 	if out, code := vhcrdCmd(t, "vf", "list", sock); code != 0 || !strings.Contains(out, "100") {
 		t.Fatalf("vf list: exit %d\n%s", code, out)
 	}
