@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -265,6 +267,9 @@ func runLoad(args []string) error {
 	go func() { wg.Wait(); close(done) }()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// The progress line only on a terminal: no escapes in a log or a pipe.
+	_, terr := unix.IoctlGetTermios(int(os.Stderr.Fd()), unix.TCGETS)
+	tty := terr == nil
 	var last uint64
 	lastT := start
 progress:
@@ -279,10 +284,14 @@ progress:
 			}
 			rate := float64(n-last) / now.Sub(lastT).Seconds()
 			last, lastT = n, now
-			fmt.Fprintf(os.Stderr, "\r%5.1fs  %10d commands  %9.0f/s   ", now.Sub(start).Seconds(), n, rate)
+			if tty {
+				fmt.Fprintf(os.Stderr, "\r%5.1fs  %10d commands  %9.0f/s   ", now.Sub(start).Seconds(), n, rate)
+			}
 		}
 	}
-	fmt.Fprint(os.Stderr, "\r\033[K")
+	if tty {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
 	el := time.Since(start)
 	res := summarize(vfIdx, *mixName, el, runs)
 	res.Events = *events

@@ -189,6 +189,9 @@ func TestDaemonAndVFToolsAcrossProcesses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("load: exit %d\n%s", code, out)
 	}
+	if strings.ContainsAny(out, "\r\033") {
+		t.Errorf("load wrote terminal escapes to a pipe: %q", out)
+	}
 	var res struct {
 		Commands       uint64            `json:"commands"`
 		ProtocolErrors uint64            `json:"protocol_errors"`
