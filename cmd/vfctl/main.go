@@ -118,9 +118,45 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usageErr(err error) error { return usageError{err} }
 
+// examples are each command's --help examples, by FlagSet name.
+var examples = map[string][]string{
+	"init":       {"vfctl init --vf 3", "vfctl init --vf 3 --json --timeout 5s"},
+	"cmd":        {"vfctl cmd --vf 3 QUERY_FUNC_CAP", "vfctl cmd --vf 3 QUERY_FUNC_CAP --op-mod 1 --in-mod 2", "vfctl cmd --vf 3 --json QUERY_FW"},
+	"flr":        {"vfctl flr --vf 3"},
+	"port":       {"vfctl port --phys-port 1 --state down", "vfctl port --phys-port 1 --state active"},
+	"load":       {"vfctl load --vfs 0-7 --duration 5s --json", "vfctl load --one-thread --vfs 0-7 --bystander 0"},
+	"mad":        {"vfctl mad --vf 3 get pkeys", "vfctl mad --vf 7 bm-set --bkey 0x1 --slid 9 --sgid fe80::2:c903:0:7"},
+	"ptys":       {"vfctl ptys --vf 2 --port 1"},
+	"res":        {"vfctl res --vf 2 --events"},
+	"bench":      {"vfctl bench --vhcrd bin/vhcrd"},
+	"eq create":  {"vfctl eq create --vf 0 --eqn 1 --log-size 6 --map-events"},
+	"cq create":  {"vfctl cq create --vf 0"},
+	"qp create":  {"vfctl qp create --vf 0 --cq 128 --type ud --port 1"},
+	"qp modify":  {"vfctl qp modify --vf 0 --qpn 2120 --mtt 73 --cq 128 --type ud --to init"},
+	"qp query":   {"vfctl qp query --vf 0 --qpn 2120 --mtt 73 --cq 128"},
+	"mr create":  {"vfctl mr create --vf 0"},
+	"eq query":   {"vfctl eq query --vf 0 --eqn 1"},
+	"eq destroy": {"vfctl eq destroy --vf 0 --eqn 1"},
+}
+
+// setUsage gives fs a usage text: its flags, its examples and the exit
+// statuses.
+func setUsage(fs *flag.FlagSet) {
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: vfctl %s [flags]\n\nflags:\n", fs.Name())
+		fs.PrintDefaults()
+		if ex := examples[fs.Name()]; len(ex) > 0 {
+			fmt.Fprintf(w, "\nexamples:\n  %s\n", strings.Join(ex, "\n  "))
+		}
+		fmt.Fprintln(w, "\nexit status: 0 done, 1 refused or failed, 2 usage")
+	}
+}
+
 // parseFlags parses fs: a bad flag is a usage error, and so is a missing
 // --vf where fs has one (vfFlag).
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	setUsage(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

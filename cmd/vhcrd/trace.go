@@ -35,6 +35,18 @@ func runTrace(args []string) error {
 	fromStart := fs.Bool("from-start", false, "begin with the oldest record the daemon's ring holds, not with the next one")
 	sock := fs.String("admin-socket", "", "the daemon's admin socket (default: derived from --bar)")
 	barSpec := fs.String("bar", DefaultBAR, "the daemon's BAR region, to find its admin socket")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: vhcrd trace [flags]\n\nflags:")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), `
+examples:
+  vhcrd trace
+  vhcrd trace --vf 2 --opcode QUERY_QP
+  vhcrd trace --json --from-start
+
+exit status: 0 interrupted or ended by the daemon, 1 refused or unreachable, 2 usage
+`)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
