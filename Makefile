@@ -52,7 +52,7 @@ fuzz-smoke:
 
 # Benchmarks print figures, never assert them: Go microbenchmarks with
 # allocs/op, then the cross-process round trips with medians and ratios, and
-# fairness against vhcrd --vfs 64 (per-VF throughput max/min with 8 and 64
+# fairness against vhcrd --num-vfs 64 (per-VF throughput max/min with 8 and 64
 # busy VFs, a bystander's latency beside a flooding VF).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 $(PKGS)

@@ -53,6 +53,7 @@ func Families(numVFs int) []Family {
 		{"vhcrd_traps_suppressed_total", mad.NumSuppressLabels, "reason"},
 		{"vhcrd_key_violations_total", mad.NumKeyLabels, "key"},
 		{"vhcrd_vf_mad_ifc_total", 3, "outcome"},
+		{"vhcrd_admin_changes_total", len(AdminActions) * len(adminResults), "admin action × result (AdminCounter)"},
 	}
 }
 

@@ -85,6 +85,7 @@ func TestCardinalityBounded(t *testing.T) {
 	go func() {
 		metrics.NewPFCollector(r.PF).Describe(ch)
 		metrics.NewHCACollector(r.PF, r.HCA, nil).Describe(ch)
+		metrics.NewAdminCounter().Describe(ch)
 		close(ch)
 	}()
 	for d := range ch {

@@ -15,7 +15,7 @@
 // {vf,reason} and vhcrd_dma_faults_total{vf}. Enumerated state
 // (vhcrd_vf_channel_state, vhcrd_vf_completion_mode) has one series per VF,
 // the current value's. Families lists every family with its bound; with 126
-// VFs the worst case is 9723 series per PF (the Go and process collectors'
+// VFs the worst case is 9741 series per PF (the Go and process collectors'
 // fixed set aside), against about 177k when commands were counted by vf,
 // opcode and status together. Counters that are zero are not emitted (but
 // for the per-VF fault counters that alerts take increase() of: DMA faults,

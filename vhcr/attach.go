@@ -3,6 +3,7 @@ package vhcr
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
 )
@@ -61,6 +62,53 @@ func (a *Attachment) VF(idx int) (*VF, error) { return NewVF(a.BAR, a.DMA, a.Lay
 
 // PFState returns the PF state word (PFStateInit, PFStateServing, PFStateStopped).
 func (a *Attachment) PFState() uint32 { v, _ := a.BAR.Load32(HdrPFState); return v }
+
+// PFGen returns the PF generation word (incremented at every PF start).
+func (a *Attachment) PFGen() uint32 { v, _ := a.BAR.Load32(HdrPFGen); return v }
+
+// ErrNoPF is returned, wrapped, by Serving when the header says that no PF
+// serves the region.
+var ErrNoPF = errors.New("vhcr: no PF is serving the region")
+
+// PFStateName names a PF_STATE value.
+func PFStateName(st uint32) string {
+	switch st {
+	case PFStateInit:
+		return "starting (or never started)"
+	case PFStateServing:
+		return "serving"
+	case PFStateStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("unknown (%#x)", st)
+}
+
+// Serving returns nil when PF_STATE says a PF serves the region, and an
+// error wrapping ErrNoPF that names the state and PF_GEN otherwise: a VF
+// tool fails at once instead of waiting out mlx4's comm channel timeouts.
+// A PF that was killed without stopping leaves SERVING in the header;
+// only a timeout tells that case.
+func (a *Attachment) Serving() error {
+	st := a.PFState()
+	if st == PFStateServing {
+		return nil
+	}
+	err := fmt.Errorf("%w: PF_STATE %s, PF_GEN %d", ErrNoPF, PFStateName(st), a.PFGen())
+	if t := a.PFStopped(); st == PFStateStopped && !t.IsZero() {
+		err = fmt.Errorf("%w, since %s (PF_STOPPED)", err, t.UTC().Format(time.RFC3339))
+	}
+	return err
+}
+
+// PFStopped returns the time of the PF's last orderly stop (PF_STOPPED),
+// zero if none was recorded.
+func (a *Attachment) PFStopped() time.Time {
+	v, _ := a.BAR.Load32(HdrPFStopped)
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.Unix(int64(v), 0)
+}
 
 // Close unmaps what AttachFile opened.
 func (a *Attachment) Close() error {

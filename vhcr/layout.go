@@ -33,6 +33,7 @@ const (
 	HdrDoorbell    = 0x040 // native-order: VFs increment it and futex-wake the PF
 	HdrPFSleeping  = 0x044 // native-order: non-zero while the PF waits on the doorbell
 	HdrStateVer    = 0x048 // format of the per-VF state records (StateVersion)
+	HdrPFStopped   = 0x04c // Unix seconds of the PF's last orderly stop, written before PF_STATE = stopped (0: none)
 	HdrDMAPath     = 0x080 // NUL-terminated path of a separate DMA file (empty: DMA in this region)
 	HdrDMAPathLen  = 0x100
 	HdrVFState     = 0x400 // per-VF PF state, HdrVFStateSize bytes each (PF-private, read only at PF start)

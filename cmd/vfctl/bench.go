@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrbench"
 )
 
@@ -17,7 +18,7 @@ func init() {
 }
 
 func runBench(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("bench", flag.ContinueOnError)
 	vhcrd := fs.String("vhcrd", "bin/vhcrd", "the vhcrd binary to measure")
 	rounds := fs.Int("rounds", 5, "interleaved rounds")
 	iters := fs.Int("iters", 100000, "round trips per round for the shared-memory figures")
@@ -26,7 +27,7 @@ func runBench(args []string) error {
 	fair := fs.Bool("fair", true, "also measure fairness: VFs driven from one thread against vhcrd --vfs --fair-vfs")
 	fairVFs := fs.Int("fair-vfs", 64, "VFs vhcrd serves for the fairness figures")
 	phase := fs.Duration("fair-phase", 500*time.Millisecond, "length of one fairness phase")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	o := vhcrbench.Options{PeerArg: "bench-peer", VHCRD: *vhcrd, Rounds: *rounds, Iters: *iters, SockIters: *sock, Log: os.Stderr}

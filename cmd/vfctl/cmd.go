@@ -1,14 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -34,7 +36,7 @@ func openVF(barSpec string, idx int, forceInit bool) (*vhcr.Attachment, *vhcr.VF
 		a.Close()
 		return nil, nil, err
 	}
-	ctx := context.Background()
+	ctx := opCtx()
 	if forceInit || !a.ChannelUp(idx) {
 		if err := v.Init(ctx); err != nil {
 			a.Close()
@@ -48,10 +50,11 @@ func openVF(barSpec string, idx int, forceInit bool) (*vhcr.Attachment, *vhcr.VF
 }
 
 func runInit(args []string) error {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("init", flag.ContinueOnError)
 	barSpec := barFlag(fs)
-	vf := fs.Int("vf", 0, "VF index")
-	if err := fs.Parse(args); err != nil {
+	vf := vfFlag(fs)
+	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -60,6 +63,10 @@ func runInit(args []string) error {
 		return err
 	}
 	defer a.Close()
+	if *jsonOut {
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"vf": *vf, "channel": "up", "pf_gen": a.PFGen(),
+			"elapsed_ns": time.Since(start).Nanoseconds()})
+	}
 	fmt.Printf("VF %d: comm channel up (RESET acknowledged with version 0x0101, vHCR at IOVA 0x0) in %v\n", *vf, time.Since(start).Round(time.Microsecond))
 	return nil
 }
@@ -67,15 +74,16 @@ func runInit(args []string) error {
 func parseU64(s string) (uint64, error) { return strconv.ParseUint(s, 0, 64) }
 
 func runCmd(args []string) error {
-	fs := flag.NewFlagSet("cmd", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("cmd", flag.ContinueOnError)
 	barSpec := barFlag(fs)
-	vf := fs.Int("vf", 0, "VF index")
+	vf := vfFlag(fs)
 	opMod := fs.Uint("op-mod", 0, "op_modifier (0..15)")
 	inMod := fs.String("in-mod", "0", "in_modifier")
 	inParam := fs.String("in-param", "0", "immediate in_param (ignored with --in)")
 	outParam := fs.String("out-param", "0", "immediate out_param (for immediate-output commands)")
 	inFile := fs.String("in", "", "file whose bytes are the inbox (up to 4096)")
 	outLen := fs.Int("out-len", 256, "bytes of the outbox to print")
+	jsonOut := fs.Bool("json", false, "print the status, out_param and outbox as one JSON object")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -117,11 +125,25 @@ func runCmd(args []string) error {
 	}
 	defer a.Close()
 	start := time.Now()
-	resp, err := v.Post(context.Background(), &req)
+	resp, err := v.Post(opCtx(), &req)
 	if err != nil {
 		return err
 	}
 	el := time.Since(start)
+	if *jsonOut {
+		r := map[string]any{"vf": *vf, "opcode": op.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status),
+			"elapsed_ns": el.Nanoseconds(), "out_param": fmt.Sprintf("%#x", resp.OutParam)}
+		if resp.Out != nil {
+			r["outbox"] = hex.EncodeToString(resp.Out[:min(max(*outLen, 0), len(resp.Out))])
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+			return err
+		}
+		if resp.Status != mlx4.OK {
+			return exitError{1}
+		}
+		return nil
+	}
 	fmt.Printf("VF %d %v: %s in %v\n", *vf, op, resp.Status.String(), el.Round(100*time.Nanosecond))
 	if in, _ := mlx4.CmdInfo(op); in.OutIsImm {
 		fmt.Printf("out_param: %#016x\n", resp.OutParam)
@@ -137,23 +159,40 @@ func runCmd(args []string) error {
 }
 
 func runFLR(args []string) error {
-	fs := flag.NewFlagSet("flr", flag.ContinueOnError)
-	_ = barFlag(fs) // accepted for symmetry; the FLR goes through the admin endpoint
-	vf := fs.Int("vf", 0, "VF index")
-	admin := fs.String("admin", "http://127.0.0.1:9464", "vhcrd's HTTP endpoint (its --metrics-addr)")
-	if err := fs.Parse(args); err != nil {
+	fs := clidoc.NewFlagSet("flr", flag.ContinueOnError)
+	barSpec := barFlag(fs)
+	vf := vfFlag(fs)
+	sock := fs.String("admin-socket", "", "vhcrd's admin socket (default: the --bar file's path + .sock)")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return postAdmin(*admin + "/admin/flr?vf=" + strconv.Itoa(*vf))
+	path, err := adminSocket(*sock, *barSpec)
+	if err != nil {
+		return err
+	}
+	if err := postAdmin(path, map[string]any{"cmd": "vf.flr", "vf": *vf}, *timeout); err != nil {
+		return err
+	}
+	fmt.Printf("FLR of VF %d done\n", *vf)
+	return nil
 }
 
 func runPort(args []string) error {
-	fs := flag.NewFlagSet("port", flag.ContinueOnError)
-	port := fs.Int("port", 1, "physical port")
-	state := fs.String("state", "down", "down or active")
-	admin := fs.String("admin", "http://127.0.0.1:9464", "vhcrd's HTTP endpoint (its --metrics-addr)")
-	if err := fs.Parse(args); err != nil {
+	fs := clidoc.NewFlagSet("port", flag.ContinueOnError)
+	barSpec := barFlag(fs)
+	port := fs.Int("phys-port", 0, "physical port (required)")
+	state := fs.String("state", "", "down or active (required)")
+	sock := fs.String("admin-socket", "", "vhcrd's admin socket (default: the --bar file's path + .sock)")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return postAdmin(fmt.Sprintf("%s/admin/port?port=%d&state=%s", *admin, *port, *state))
+	word := map[string]string{"down": "down", "active": "up"}[*state]
+	if *port < 1 || word == "" {
+		return usageErr(errors.New("want --phys-port P (1, 2) and --state down|active"))
+	}
+	if err := postAdminAt(*sock, *barSpec, map[string]any{"cmd": "port", "port": *port, "state": word}, *timeout); err != nil {
+		return err
+	}
+	fmt.Printf("port %d %s\n", *port, *state)
+	return nil
 }

@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -112,7 +115,7 @@ type vfRun struct {
 }
 
 func runLoad(args []string) error {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("load", flag.ContinueOnError)
 	barSpec := barFlag(fs)
 	vfsFlag := fs.String("vfs", "0-7", "VFs to drive: 0-7, 3, 0,2,5-6")
 	dur := fs.Duration("duration", 10*time.Second, "how long to run")
@@ -126,7 +129,7 @@ func runLoad(args []string) error {
 	oneThread := fs.Bool("one-thread", false, "drive every VF from one OS thread (an event loop, a NOP always pending per VF) and print per-VF throughput: figures of the PF, not of goroutine scheduling")
 	bystander := fs.Int("bystander", -1, "with --one-thread: this VF of --vfs posts a NOP every --gap and its latency is measured alone and while the other VFs flood, in --rounds alternating phases")
 	gap := fs.Duration("gap", 5*time.Microsecond, "with --bystander: the bystander's pause between commands")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *oneThread {
@@ -264,6 +267,9 @@ func runLoad(args []string) error {
 	go func() { wg.Wait(); close(done) }()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// The progress line only on a terminal: no escapes in a log or a pipe.
+	_, terr := unix.IoctlGetTermios(int(os.Stderr.Fd()), unix.TCGETS)
+	tty := terr == nil
 	var last uint64
 	lastT := start
 progress:
@@ -278,10 +284,14 @@ progress:
 			}
 			rate := float64(n-last) / now.Sub(lastT).Seconds()
 			last, lastT = n, now
-			fmt.Fprintf(os.Stderr, "\r%5.1fs  %10d commands  %9.0f/s   ", now.Sub(start).Seconds(), n, rate)
+			if tty {
+				fmt.Fprintf(os.Stderr, "\r%5.1fs  %10d commands  %9.0f/s   ", now.Sub(start).Seconds(), n, rate)
+			}
 		}
 	}
-	fmt.Fprint(os.Stderr, "\r\033[K")
+	if tty {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
 	el := time.Since(start)
 	res := summarize(vfIdx, *mixName, el, runs)
 	res.Events = *events

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -24,9 +24,9 @@ var smpAttrs = map[string]uint16{
 }
 
 func runMAD(args []string) error {
-	fs := flag.NewFlagSet("mad", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("mad", flag.ContinueOnError)
 	barSpec := barFlag(fs)
-	vf := fs.Int("vf", 0, "VF index")
+	vf := vfFlag(fs)
 	port := fs.Uint("port", 1, "the VF's port")
 	mod := fs.Uint("mod", 0, "attribute modifier (P_Key or GUID block)")
 	bkey := fs.String("bkey", "0", "B_Key of a bm-get")
@@ -97,7 +97,7 @@ func runMAD(args []string) error {
 		return err
 	}
 	defer a.Close()
-	resp, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.MAD_IFC, OpMod: opMod, InMod: inMod, In: inbox})
+	resp, err := v.Post(opCtx(), &vhcr.Request{Op: mlx4.MAD_IFC, OpMod: opMod, InMod: inMod, In: inbox})
 	if err != nil {
 		return err
 	}

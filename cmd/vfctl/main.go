@@ -15,13 +15,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr"
 )
 
@@ -46,19 +51,33 @@ func main() {
 		usage()
 		return
 	}
+	if os.Args[1] == "version" || os.Args[1] == "--version" {
+		v, r, mod := metrics.BuildInfo()
+		if mod {
+			r += " (modified)"
+		}
+		fmt.Printf("vfctl %s revision %s %s\n", v, r, runtime.Version())
+		return
+	}
 	c, ok := commands[os.Args[1]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "vfctl: unknown command %q\n", os.Args[1])
 		usage()
 		os.Exit(2)
 	}
-	if err := c.run(os.Args[2:]); err != nil {
+	err := c.run(os.Args[2:])
+	opCancel()
+	if err != nil {
 		var ee exitError
+		var ue usageError
 		switch {
 		case errors.As(err, &ee):
 			os.Exit(ee.code)
 		case errors.Is(err, flag.ErrHelp):
 			return
+		case errors.As(err, &ue):
+			fmt.Fprintf(os.Stderr, "vfctl %s: %v\n", os.Args[1], err)
+			os.Exit(2)
 		}
 		fmt.Fprintf(os.Stderr, "vfctl %s: %v\n", os.Args[1], err)
 		os.Exit(1)
@@ -66,22 +85,98 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: vfctl COMMAND [flags]\n\ncommands:")
+	fmt.Fprintln(os.Stderr, "usage: vfctl COMMAND [flags]     (vfctl COMMAND --help: its flags)\n\ncommands:")
 	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	for n, c := range commands {
+		if !internal(c.summary) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprint(os.Stderr, `  version  print the version and VCS revision (also --version)
+
+examples:
+  vfctl init --vf 3
+  vfctl cmd --vf 3 QUERY_FUNC_CAP
+  vfctl qp create --vf 3 --cq 1 --type ud
+  vfctl load --vfs 0-7 --duration 5s --json
+  vfctl flr --vf 3
+
+every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF
+serves is reported at once. exit status: 0 done, 1 refused or failed, 2 usage
+`)
 }
+
+// usageError is a usage error: exit status 2 (a refusal or failure: 1).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usageErr(err error) error { return usageError{err} }
+
+// examples are each command's --help examples, by FlagSet name.
+var examples = map[string][]string{
+	"init":       {"vfctl init --vf 3", "vfctl init --vf 3 --json --timeout 5s"},
+	"cmd":        {"vfctl cmd --vf 3 QUERY_FUNC_CAP", "vfctl cmd --vf 3 QUERY_FUNC_CAP --op-mod 1 --in-mod 2", "vfctl cmd --vf 3 --json QUERY_FW"},
+	"flr":        {"vfctl flr --vf 3"},
+	"port":       {"vfctl port --phys-port 1 --state down", "vfctl port --phys-port 1 --state active"},
+	"load":       {"vfctl load --vfs 0-7 --duration 5s --json", "vfctl load --one-thread --vfs 0-7 --bystander 0"},
+	"mad":        {"vfctl mad --vf 3 get pkeys", "vfctl mad --vf 7 bm-set --bkey 0x1 --slid 9 --sgid fe80::2:c903:0:7"},
+	"ptys":       {"vfctl ptys --vf 2 --port 1"},
+	"res":        {"vfctl res --vf 2 --events"},
+	"bench":      {"vfctl bench --vhcrd bin/vhcrd"},
+	"eq create":  {"vfctl eq create --vf 0 --eqn 1 --log-size 6 --map-events"},
+	"cq create":  {"vfctl cq create --vf 0"},
+	"qp create":  {"vfctl qp create --vf 0 --cq 128 --type ud --port 1"},
+	"qp modify":  {"vfctl qp modify --vf 0 --qpn 2120 --mtt 73 --cq 128 --type ud --to init"},
+	"qp query":   {"vfctl qp query --vf 0 --qpn 2120 --mtt 73 --cq 128"},
+	"mr create":  {"vfctl mr create --vf 0"},
+	"eq query":   {"vfctl eq query --vf 0 --eqn 1"},
+	"eq destroy": {"vfctl eq destroy --vf 0 --eqn 1"},
+}
+
+// setUsage gives fs a usage text: its flags, its examples and the exit
+// statuses.
+func setUsage(fs *flag.FlagSet) {
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: vfctl %s [flags]\n\nflags:\n", fs.Name())
+		fs.PrintDefaults()
+		if ex := examples[fs.Name()]; len(ex) > 0 {
+			fmt.Fprintf(w, "\nexamples:\n  %s\n", strings.Join(ex, "\n  "))
+		}
+		fmt.Fprintln(w, "\nexit status: 0 done, 1 refused or failed, 2 usage")
+	}
+}
+
+// parseFlags parses fs: a bad flag is a usage error, and so is a missing
+// --vf where fs has one (vfFlag).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	setUsage(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageErr(err)
+	}
+	if f := fs.Lookup("vf"); f != nil && f.Value.String() == "-1" {
+		return usageErr(errors.New("--vf N is required (the VF to act as)"))
+	}
+	return nil
+}
+
+// vfFlag adds the required --vf to fs (parseFlags checks it).
+func vfFlag(fs *flag.FlagSet) *int { return fs.Int("vf", -1, "VF index (required)") }
 
 // parseInterspersed parses flags that may follow positional arguments.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
@@ -93,8 +188,23 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// barFlag adds --bar to fs.
+// timeout is --timeout, which barFlag adds to every command.
+var timeout = new(time.Duration)
+
+// opCtx is the context of the command's waits: it ends --timeout after the
+// command started.
+var opCtx = sync.OnceValue(func() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	opCancel = cancel
+	return ctx
+})
+
+// opCancel releases opCtx's timer; main calls it when the command ends.
+var opCancel = func() {}
+
+// barFlag adds --bar and --timeout to fs.
 func barFlag(fs *flag.FlagSet) *string {
+	fs.DurationVar(timeout, "timeout", 30*time.Second, "bound on the command's waits: bring-up, each command, the admin socket (load and bench: the bring-up; their run is --duration)")
 	return fs.String("bar", "file:"+vhcr.DefaultBARPath, "the BAR region vhcrd serves (file:PATH); the layout comes from its header")
 }
 
@@ -109,6 +219,12 @@ func attach(spec string) (*vhcr.Attachment, error) {
 			return nil, fmt.Errorf("%w (is `vhcrd serve` running? `make run` starts it)", err)
 		}
 		return nil, err
+	}
+	// Fail fast: the header says whether a PF serves; without one every
+	// comm command would wait out mlx4's timeouts (30 s, 70 s).
+	if err := a.Serving(); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("%s: %w (start `vhcrd serve --bar %s`)", path, err, spec)
 	}
 	return a, nil
 }

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"strings"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -15,9 +15,9 @@ func init() {
 }
 
 func runPTYS(args []string) error {
-	fs := flag.NewFlagSet("ptys", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("ptys", flag.ContinueOnError)
 	barSpec := barFlag(fs)
-	vf := fs.Int("vf", 0, "VF index")
+	vf := vfFlag(fs)
 	port := fs.Uint("port", 1, "the VF's port")
 	proto := fs.String("proto", "ib", "protocol asked for: ib or eth")
 	if _, err := parseInterspersed(fs, args); err != nil {
@@ -34,7 +34,7 @@ func runPTYS(args []string) error {
 		return err
 	}
 	defer a.Close()
-	resp, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.ACCESS_REG, In: in[:]})
+	resp, err := v.Post(opCtx(), &vhcr.Request{Op: mlx4.ACCESS_REG, In: in[:]})
 	if err != nil {
 		return err
 	}

@@ -26,9 +26,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
@@ -63,9 +65,9 @@ type resCmd struct {
 }
 
 func newResCmd(name string) *resCmd {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := clidoc.NewFlagSet(name, flag.ContinueOnError)
 	c := &resCmd{fs: fs, bar: barFlag(fs)}
-	c.vf = fs.Int("vf", 0, "VF index")
+	c.vf = vfFlag(fs)
 	c.events = fs.Bool("events", false, "post with the 'e' bit: completions by EQE in the EQ of --cmd-eqn")
 	c.cmdEQN = fs.Int("cmd-eqn", 0, "EQ receiving command completions with --events")
 	return c
@@ -118,15 +120,20 @@ func done(err error) error {
 
 // action splits "create --vf 0" into the action and the rest.
 func action(args []string, allowed ...string) (string, []string, error) {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprintf(os.Stderr, "actions: %s\nexample: vfctl %s %s --vf 0 --help (that action's flags)\n",
+			strings.Join(allowed, ", "), os.Args[1], allowed[0])
+		return "", nil, flag.ErrHelp
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return "", nil, fmt.Errorf("want an action first: %s", strings.Join(allowed, ", "))
+		return "", nil, usageErr(fmt.Errorf("want an action first: %s", strings.Join(allowed, ", ")))
 	}
 	for _, a := range allowed {
 		if args[0] == a {
 			return a, args[1:], nil
 		}
 	}
-	return "", nil, fmt.Errorf("unknown action %q: want %s", args[0], strings.Join(allowed, ", "))
+	return "", nil, usageErr(fmt.Errorf("unknown action %q: want %s", args[0], strings.Join(allowed, ", ")))
 }
 
 func runEQ(args []string) error {
@@ -139,7 +146,7 @@ func runEQ(args []string) error {
 	logSize := c.fs.Int("log-size", 10, fmt.Sprintf("log2 of the EQE count (0..%d)", maxCLILogEQE))
 	mapCmd := c.fs.Bool("map-events", false, "create: map command completions and async events to the EQ")
 	c.fs.BoolVar(mapCmd, "map", false, "alias of --map-events")
-	if err := c.fs.Parse(args); err != nil {
+	if err := parseFlags(c.fs, args); err != nil {
 		return err
 	}
 	// On `eq create`, --events means "this EQ receives completions": map
@@ -147,7 +154,7 @@ func runEQ(args []string) error {
 	if act == "create" && *c.events {
 		*mapCmd, *c.events = true, false
 	}
-	ctx := context.Background()
+	ctx := opCtx()
 	if err := c.open(ctx); err != nil {
 		return done(err)
 	}
@@ -202,10 +209,10 @@ func runCQ(args []string) error {
 	eqn := c.fs.Int("eqn", 1, "create: the CQ's completion EQ")
 	logSize := c.fs.Int("log-size", 7, "create: log2 of the CQE count")
 	cqn := c.fs.Uint("cqn", 0, "destroy, query: the CQ")
-	if err := c.fs.Parse(args); err != nil {
+	if err := parseFlags(c.fs, args); err != nil {
 		return err
 	}
-	ctx := context.Background()
+	ctx := opCtx()
 	if err := c.open(ctx); err != nil {
 		return done(err)
 	}
@@ -243,10 +250,10 @@ func runMR(args []string) error {
 	pages := c.fs.Int("pages", 2, "create: pages of the VF's memory to register")
 	pd := c.fs.Uint("pd", 1, "create: protection domain")
 	mpt := c.fs.Uint("mpt", 0, "destroy, query: the MPT index")
-	if err := c.fs.Parse(args); err != nil {
+	if err := parseFlags(c.fs, args); err != nil {
 		return err
 	}
-	ctx := context.Background()
+	ctx := opCtx()
 	if err := c.open(ctx); err != nil {
 		return done(err)
 	}
@@ -292,7 +299,7 @@ func runQP(args []string) error {
 	mttBase := c.fs.Uint64("mtt", 0, "modify from RST, destroy in RST: the QP's MTT base (qp create prints it)")
 	to := c.fs.String("to", "", "modify: target state (init, rtr, rts, sqd, err, rst)")
 	rawOp := c.fs.String("op", "", "modify: post this transition opcode as is (e.g. RTR2RTS_QP), legal or not, instead of --to")
-	if err := c.fs.Parse(args); err != nil {
+	if err := parseFlags(c.fs, args); err != nil {
 		return err
 	}
 	st, ok := qpTypes[*typ]
@@ -315,7 +322,7 @@ func runQP(args []string) error {
 			return fmt.Errorf("--to %q: init, rtr, rts, sqd, err or rst", *to)
 		}
 	}
-	ctx := context.Background()
+	ctx := opCtx()
 	if err := c.open(ctx); err != nil {
 		return done(err)
 	}
@@ -368,12 +375,12 @@ func runRes(args []string) error {
 	c := newResCmd("res")
 	eqn := c.fs.Int("eqn", 2, "the async EQ (command completions with --events); its twin eqn+1 is the CQs' completion EQ")
 	logSize := c.fs.Int("log-size", 8, "log2 of the EQE count")
-	if err := c.fs.Parse(args); err != nil {
+	if err := parseFlags(c.fs, args); err != nil {
 		return err
 	}
 	events := *c.events
 	*c.events = false // the EQ is made here, not adopted
-	ctx := context.Background()
+	ctx := opCtx()
 	if err := c.open(ctx); err != nil {
 		return done(err)
 	}

@@ -27,6 +27,9 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/metrics"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
@@ -46,6 +49,10 @@ var errAdminRequest = errors.New("admin: bad request")
 type adminRequest struct {
 	Cmd string `json:"cmd"`
 	trace.Request
+	// vf.set's settings; port's port number and state (adminvf.go).
+	Set   *vfSetRequest `json:"set,omitempty"`
+	Port  int           `json:"port,omitempty"`
+	State string        `json:"state,omitempty"`
 }
 
 // adminHandler serves request q on conn, whose request line has been read.
@@ -84,7 +91,12 @@ type adminServer struct {
 	ring  *trace.Ring
 	log   *slog.Logger
 	slots chan struct{}
-	wg    sync.WaitGroup
+	// the PF and its HCA that the vf and port commands change (nil: those
+	// commands answer that no PF is served), and their counter
+	pf      *master.PF
+	hca     *hca.HCA
+	changes *metrics.AdminCounter
+	wg      sync.WaitGroup
 }
 
 // ErrAdminSocketInUse is returned, wrapped, when a live server answers on
@@ -205,10 +217,11 @@ func parseAdminRequest(line []byte) (adminRequest, error) {
 		}
 		return adminRequest{}, fmt.Errorf("%w: unknown cmd %q (want one of %s)", errAdminRequest, q.Cmd, strings.Join(cmds, ", "))
 	}
-	if q.Cmd == "trace" {
-		if _, err := q.Request.Options(); err != nil {
-			return adminRequest{}, err
-		}
+	if _, err := q.Request.Options(); err != nil {
+		return adminRequest{}, err
+	}
+	if err := checkAdminFields(&q); err != nil {
+		return adminRequest{}, err
 	}
 	return q, nil
 }

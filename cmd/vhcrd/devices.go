@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/vhcrd/vhcrd/bar/pci"
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 )
 
 func init() {
@@ -17,7 +18,7 @@ func init() {
 
 // devicesFlags parses the flags of devices, bind and unbind.
 func devicesFlags(name string, args []string, usage string) (*flag.FlagSet, *string, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := clidoc.NewFlagSet(name, flag.ContinueOnError)
 	root := fs.String("sysfs", sysfsRoot, "sysfs mount point")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: vhcrd %s %s\n", name, usage)

@@ -81,7 +81,7 @@ type daemon struct {
 // the metrics URL, then the region header in the serving state).
 func startDaemon(t *testing.T, barPath, dmaPath string, extra ...string) *daemon {
 	t.Helper()
-	args := append([]string{"serve", "--bar", "file:" + barPath, "--dma", "file:" + dmaPath, "--vfs", "4",
+	args := append([]string{"serve", "--bar", "file:" + barPath, "--dma", "file:" + dmaPath, "--num-vfs", "4",
 		"--window", "256K", "--metrics-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(filepath.Join(binDir, "vhcrd"), args...)
 	pr, pw := io.Pipe()
@@ -189,6 +189,9 @@ func TestDaemonAndVFToolsAcrossProcesses(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("load: exit %d\n%s", code, out)
 	}
+	if strings.ContainsAny(out, "\r\033") {
+		t.Errorf("load wrote terminal escapes to a pipe: %q", out)
+	}
 	var res struct {
 		Commands       uint64            `json:"commands"`
 		ProtocolErrors uint64            `json:"protocol_errors"`
@@ -219,7 +222,7 @@ func TestDaemonAndVFToolsAcrossProcesses(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	out, code = vfctl(t, barPath, "flr", "--vf", "2", "--admin", d.metrics)
+	out, code = vfctl(t, barPath, "flr", "--vf", "2")
 	if code != 0 || !strings.Contains(out, "FLR of VF 2 done") {
 		t.Fatalf("flr: exit %d\n%s", code, out)
 	}
@@ -270,7 +273,7 @@ func TestSecondPFOnTheSameRegionsIsRefused(t *testing.T) {
 	}
 	for _, files := range [][2]string{{barPath, dmaPath}, {barPath, filepath.Join(dir, "dma2")}, {filepath.Join(dir, "bar2"), dmaPath}} {
 		second := exec.Command(filepath.Join(binDir, "vhcrd"), "serve", "--bar", "file:"+files[0], "--dma", "file:"+files[1],
-			"--vfs", "8", "--window", "128K", "--metrics-addr", "127.0.0.1:0")
+			"--num-vfs", "8", "--window", "128K", "--metrics-addr", "127.0.0.1:0")
 		out := refusedOrServing(t, second)
 		if want := fmt.Sprintf("pid %d", d.cmd.Process.Pid); !strings.Contains(out, "owned by another process") || !strings.Contains(out, want) {
 			t.Errorf("second vhcrd on %v: the error does not name the owner (%s):\n%s", files, want, out)
@@ -327,11 +330,11 @@ func TestBadFlagsAndFilesAreClearErrors(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out := run("serve", "--vfs", "0"); !strings.Contains(out, "--vfs 0") {
-		t.Errorf("--vfs 0: %s", out)
+	if out := run("serve", "--num-vfs", "0"); !strings.Contains(out, "--num-vfs 0") {
+		t.Errorf("--num-vfs 0: %s", out)
 	}
-	if out := run("serve", "--vfs", "127"); !strings.Contains(out, "1..126") {
-		t.Errorf("--vfs 127: %s", out)
+	if out := run("serve", "--num-vfs", "127"); !strings.Contains(out, "1..126") {
+		t.Errorf("--num-vfs 127: %s", out)
 	}
 	if out := run("serve", "--window", "5000", "--bar", "file:"+dir+"/b", "--dma", "file:"+dir+"/d"); !strings.Contains(out, "window") {
 		t.Errorf("--window 5000: %s", out)
@@ -457,7 +460,7 @@ func TestDaemonMADInterop(t *testing.T) {
 	dir := shmDir(t)
 	barPath, dmaPath, capPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma"), filepath.Join(dir, "mads.pcap")
 	sock := fmt.Sprintf("vhcrd-e2e-%d", os.Getpid())
-	d := startDaemon(t, barPath, dmaPath, "--ibsim", sock, "--capture", capPath, "--vfs", "8")
+	d := startDaemon(t, barPath, dmaPath, "--ibsim", sock, "--capture", capPath, "--num-vfs", "8")
 
 	q := exec.Command("timeout", "20", "smpquery", "portinfo", "5", "1")
 	q.Env = append(os.Environ(), "IBSIM_SOCKNAME="+sock, "LD_PRELOAD="+lib)
@@ -508,7 +511,7 @@ func TestTruncatedBARStopsTheDaemon(t *testing.T) {
 	dir := shmDir(t)
 	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
 	cmd := exec.Command(filepath.Join(binDir, "vhcrd"), "serve", "--bar", "file:"+barPath, "--dma", "file:"+dmaPath,
-		"--vfs", "4", "--window", "256K", "--metrics-addr", "")
+		"--num-vfs", "4", "--window", "256K", "--metrics-addr", "")
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {

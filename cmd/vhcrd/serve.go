@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"log/slog"
 	"net"
 	"net/http"
@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/mad/capture"
 	"github.com/vhcrd/vhcrd/mad/ibsim"
@@ -47,6 +48,19 @@ func init() {
 }
 
 func runConfig(args []string) error {
+	fs := clidoc.NewFlagSet("config", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: vhcrd config > vhcrd.json\n\nprints the embedded default configuration; edit a copy and pass it to vhcrd serve --config FILE")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() != 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
 	_, err := os.Stdout.Write(config.Example())
 	return err
 }
@@ -62,22 +76,34 @@ type serveFlags struct {
 }
 
 func runServe(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("serve", flag.ContinueOnError)
 	var f serveFlags
 	fs.StringVar(&f.bar, "bar", DefaultBAR, "BAR region: file:PATH, sysfs:BDF#resourceN or vfio:BDF[#regionN][@OFFSET]")
 	fs.StringVar(&f.dma, "dma", DefaultDMA, "DMA region: file:PATH, or bar[@OFFSET] for a range of the BAR region")
-	fs.IntVar(&f.vfs, "vfs", 8, "number of VFs (1..126)")
+	fs.IntVar(&f.vfs, "num-vfs", 8, "number of VFs to serve (1..126)")
 	fs.StringVar(&f.window, "window", "1M", "DMA window per VF (a multiple of 4K)")
-	fs.StringVar(&f.configPath, "config", "", "configuration file (default: the embedded example; see `vhcrd config`)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "address of the /metrics and /admin HTTP endpoint (empty: off)")
+	fs.StringVar(&f.configPath, "config", "", "configuration `FILE` (default: the embedded example, which vhcrd config prints)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "address of the HTTP listener: /metrics, /healthz, /readyz (empty: off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log lines as text (key=value) or json (one object per line)")
 	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine to infiniband-diags under libumad2sim on this IBSIM_SOCKNAME")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&f.capture, "capture", "", "record every MAD in and out (and every trap) to this pcap file (tshark reads it)")
-	fs.StringVar(&f.adminSocket, "admin-socket", "", "admin unix socket, mode 0600 (`vhcrd trace` uses it; default: the BAR file's path + .sock, /run/vhcrd/... for a device; off: none)")
+	fs.StringVar(&f.adminSocket, "admin-socket", "", "admin unix socket `PATH`, mode 0600 (vhcrd trace, vf and port use it; default: the BAR file's path + .sock, /run/vhcrd/... for a device; off: none)")
 	fs.StringVar(&f.traceFile, "trace", "", "write the command trace to this file from the first command (text; see --trace-json)")
 	fs.BoolVar(&f.traceJSON, "trace-json", false, "write --trace as JSON lines")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: vhcrd serve [flags]\n\nflags:")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), `
+examples:
+  vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464
+  vhcrd serve --config my.json --ibsim vhcrd0 --capture mads.pcap
+  vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K
+
+exit status: 0 stopped by SIGINT or SIGTERM, 1 failed, 2 usage
+`)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -108,7 +134,7 @@ func runServe(args []string) error {
 		}
 	}
 	if f.vfs < 1 || f.vfs > config.MaxVFs {
-		return fmt.Errorf("--vfs %d: want 1..%d", f.vfs, config.MaxVFs)
+		return usageError{fmt.Errorf("--num-vfs %d: want 1..%d", f.vfs, config.MaxVFs)}
 	}
 	window, err := bar.ParseSize(f.window)
 	if err != nil {
@@ -171,6 +197,7 @@ func (s *server) startTrace(f serveFlags, log *slog.Logger) (stop func(), err er
 			stop()
 			return nil, err
 		}
+		a.pf, a.hca, a.changes = s.pf, s.hca, s.changes
 		wg.Add(1)
 		go func() { defer wg.Done(); a.serve(ctx) }()
 		log.Info("admin socket", "path", f.adminSocket)
@@ -204,6 +231,7 @@ type server struct {
 	closers    []bar.Region
 	owners     []*bar.Owner
 	reg        *prometheus.Registry
+	changes    *metrics.AdminCounter // the admin socket's vf and port changes
 	mad        *mad.Engine
 	traps      trapFanout
 	stopMAD    []func()
@@ -260,7 +288,7 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	s.closers = append(s.closers, s.barR)
 	if s.barR.Size() < lay.BARSize() {
 		s.close()
-		return nil, fmt.Errorf("--bar %s: %w: %d VFs with these windows need %#x bytes, the region has %#x (fewer --vfs or a smaller --window)",
+		return nil, fmt.Errorf("--bar %s: %w: %d VFs with these windows need %#x bytes, the region has %#x (fewer --num-vfs or a smaller --window)",
 			s.barR.Name(), bar.ErrTooSmall, f.vfs, lay.BARSize(), s.barR.Size())
 	}
 	if dmaInBAR {
@@ -301,7 +329,8 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		return nil, err
 	}
 	s.reg = prometheus.NewRegistry()
-	s.reg.MustRegister(metrics.NewPFCollector(s.pf), metrics.NewHCACollector(s.pf, h, s.mad), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.changes = metrics.NewAdminCounter()
+	s.reg.MustRegister(s.changes, metrics.NewPFCollector(s.pf), metrics.NewHCACollector(s.pf, h, s.mad), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return s, nil
 }
 
@@ -348,70 +377,31 @@ type ownedView struct {
 
 func (o *ownedView) Close() error { return o.parent.Close() }
 
-// mux serves /metrics and the operator's admin endpoints.
+// mux serves the metrics listener: /metrics, /healthz (the process
+// answers), /readyz (the poller is serving: PF_STATE in the region's header
+// is SERVING) and a landing page at /, nothing else. Changes are the admin
+// socket's (adminvf.go), never this listener's.
 func (s *server) mux() *http.ServeMux {
 	m := http.NewServeMux()
-	m.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	m.HandleFunc("/admin/flr", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.Error(w, "POST only", http.StatusMethodNotAllowed)
-			return
-		}
-		vf, err := strconv.Atoi(r.URL.Query().Get("vf"))
-		if err != nil || vf < 0 || vf >= s.pf.Layout().NumVFs {
-			http.Error(w, "vf must be 0.."+strconv.Itoa(s.pf.Layout().NumVFs-1), http.StatusBadRequest)
-			return
-		}
-		if err := s.pf.FLR(vf); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		slog.Info("FLR", "vf", vf)
-		fmt.Fprintf(w, "FLR of VF %d done\n", vf)
+	m.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
 	})
-	m.HandleFunc("/admin/port", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+	m.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		st, err := s.barR.Load32(vhcr.HdrPFState)
+		if err != nil || st != vhcr.PFStateServing {
+			http.Error(w, fmt.Sprintf("not serving (PF_STATE %d)", st), http.StatusServiceUnavailable)
 			return
 		}
-		port, err := strconv.Atoi(r.URL.Query().Get("port"))
-		state := r.URL.Query().Get("state")
-		if err != nil {
-			http.Error(w, "port must be a number", http.StatusBadRequest)
-			return
-		}
-		var n int
-		var perr error
-		if err := s.pf.Do(func() { n, perr = s.hca.SetPortState(port, state) }); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		if perr != nil {
-			http.Error(w, perr.Error(), http.StatusBadRequest)
-			return
-		}
-		slog.Info("port state", "port", port, "state", state, "vfs_notified", n)
-		fmt.Fprintf(w, "port %d %s: PORT_CHANGE sent to %d VFs\n", port, state, n)
+		fmt.Fprintln(w, "serving")
 	})
-	m.HandleFunc("/admin/vfs", func(w http.ResponseWriter, r *http.Request) {
-		type vfJSON struct {
-			VF     int    `json:"vf"`
-			State  string `json:"state"`
-			Active bool   `json:"active"`
-			VHCR   string `json:"vhcr"`
-			Toggle uint32 `json:"toggle"`
-		}
-		var out []vfJSON
-		for i := 0; i < s.pf.Layout().NumVFs; i++ {
-			in, err := s.pf.Info(i)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-			out = append(out, vfJSON{i, in.LastCmd.String(), in.Active, fmt.Sprintf("%#x", in.VHCR), in.Toggle})
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(out)
+	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		version, revision, _ := metrics.BuildInfo()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><title>vhcrd</title><h1>vhcrd %s</h1><p>%d VFs on %s</p><ul>"+
+			"<li><a href=\"/metrics\">/metrics</a><li><a href=\"/healthz\">/healthz</a><li><a href=\"/readyz\">/readyz</a></ul>"+
+			"<p>Operator changes go through the admin socket: <code>vhcrd vf --help</code>, <code>vhcrd port --help</code>.</p>\n",
+			html.EscapeString(version+" "+revision), s.pf.Layout().NumVFs, html.EscapeString(s.barR.Name()))
 	})
 	return m
 }

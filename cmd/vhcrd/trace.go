@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -27,13 +28,25 @@ func init() {
 // daemon ends it. Usage errors exit 2, a daemon that cannot be reached or
 // refuses the request 1.
 func runTrace(args []string) error {
-	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
+	fs := clidoc.NewFlagSet("trace", flag.ContinueOnError)
 	vf := fs.Int("vf", -1, "only this VF's records (-1: every VF)")
 	opcode := fs.String("opcode", "", "only the VHCR_POSTs of this opcode (mlx4 name, e.g. QUERY_FUNC_CAP, or number)")
 	jsonOut := fs.Bool("json", false, "JSON lines instead of text")
 	fromStart := fs.Bool("from-start", false, "begin with the oldest record the daemon's ring holds, not with the next one")
 	sock := fs.String("admin-socket", "", "the daemon's admin socket (default: derived from --bar)")
 	barSpec := fs.String("bar", DefaultBAR, "the daemon's BAR region, to find its admin socket")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: vhcrd trace [flags]\n\nflags:")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), `
+examples:
+  vhcrd trace
+  vhcrd trace --vf 2 --opcode QUERY_QP
+  vhcrd trace --json --from-start
+
+exit status: 0 interrupted or ended by the daemon, 1 refused or unreachable, 2 usage
+`)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

@@ -143,7 +143,7 @@ func TestAdminSocketStaleAndLive(t *testing.T) {
 	}
 	other := filepath.Join(dir, "other")
 	cmd := exec.Command(filepath.Join(binDir, "vhcrd"), "serve", "--bar", "file:"+other+"-bar", "--dma", "file:"+other+"-dma",
-		"--vfs", "1", "--window", "256K", "--metrics-addr", "", "--admin-socket", barPath+".sock")
+		"--num-vfs", "1", "--window", "256K", "--metrics-addr", "", "--admin-socket", barPath+".sock")
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "admin socket in use") {
 		t.Fatalf("a second vhcrd on a live admin socket: %v\n%s", err, out)

@@ -34,7 +34,7 @@ import (
 // defaultServe runs vhcrd on BAR2 through vfio-pci with the DMA windows in
 // the same BAR (one ivshmem device holds both), below the words the test
 // itself uses at 0xff000.
-const defaultServe = "serve --bar vfio:{BDF}#region2 --dma bar@0x40000 --vfs 2 --window 64K --metrics-addr="
+const defaultServe = "serve --bar vfio:{BDF}#region2 --dma bar@0x40000 --num-vfs 2 --window 64K --metrics-addr="
 
 // traceArgs make each guest run's vhcrd write its command trace to the
 // VM's second serial port as JSON lines (see trace.go).
@@ -46,7 +46,7 @@ func expectedRefusal(e *trace.Entry) bool { return e.Opcode == "0x7ff" && e.Stat
 
 // defaultServeSysfs is the second run: the same layout through the sysfs
 // resource2 file.
-const defaultServeSysfs = "serve --bar sysfs:{BDF}#resource2 --dma bar@0x40000 --vfs 2 --window 64K --metrics-addr="
+const defaultServeSysfs = "serve --bar sysfs:{BDF}#resource2 --dma bar@0x40000 --num-vfs 2 --window 64K --metrics-addr="
 
 const (
 	bootTimeout = 50 * time.Second // QEMU is killed after this, whatever happens

@@ -285,8 +285,12 @@ func (h *HCA) VFLinkUp(vf, phys int) bool {
 }
 
 // VFMAC is the MAC address the model assigns to VF vf on a physical port:
-// locally administered, unique per (VF, port).
+// the operator's MAC made operational at the VF's last activation
+// (vfadmin.go), else locally administered, unique per (VF, port).
 func (h *HCA) VFMAC(vf, phys int) uint64 {
+	if m := h.fw.vfs[vf].vport[phys-1].mac; m != 0 {
+		return m
+	}
 	return 0x02c903000000 | uint64(phys)<<16 | uint64(vf+1)
 }
 

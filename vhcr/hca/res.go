@@ -80,6 +80,7 @@ type vfFW struct {
 	vlanFltr [2][128]uint32
 	mcastOn  [2]bool
 	vport    [2]vportOper // physical port index (vport.go)
+	adminMAC [2]uint64    // operator's MAC per physical port, 0 = default (vfadmin.go)
 	stats    EventStats
 }
 

@@ -23,8 +23,9 @@ type vportOper struct {
 	vlan    int
 	qos     int
 	spoof   bool
-	vlanIdx int // index of the VST VLAN in the port's VLAN table, -1 none
-	macIdx  int // index of the VF's MAC in the port's MAC table, -1 none
+	vlanIdx int    // index of the VST VLAN in the port's VLAN table, -1 none
+	macIdx  int    // index of the VF's MAC in the port's MAC table, -1 none
+	mac     uint64 // the admin MAC when activated (vfadmin.go), 0 = default
 }
 
 // ActivateVF is mlx4_master_activate_admin_state, run when VF vf enables
@@ -43,7 +44,7 @@ func (h *HCA) ActivateVF(vf int) error {
 		if op.active {
 			continue
 		}
-		*op = vportOper{active: true, vlanIdx: -1, macIdx: -1}
+		*op = vportOper{active: true, vlanIdx: -1, macIdx: -1, mac: h.fw.vfs[vf].adminMAC[phys-1]}
 		if !h.isEth(phys) {
 			continue
 		}

@@ -200,6 +200,7 @@ func (p *PF) shutdown() {
 			st := &p.vfs[i]
 			st.flags.Store(st.flags.Load() | vhcr.FlagsOffline)
 		}
+		_ = p.bar.Store32(vhcr.HdrPFStopped, uint32(time.Now().Unix()))
 		p.pfState.Store(vhcr.PFStateStopped)
 	})
 	p.running.Store(false)

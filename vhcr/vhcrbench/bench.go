@@ -278,7 +278,7 @@ func startVHCRD(ctx context.Context, o Options, vfs int, extra ...string) (*nopP
 	p := &nopPeer{bar: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-bar-%d-%d", os.Getpid(), n)),
 		dma: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-dma-%d-%d", os.Getpid(), n))}
 	p.cmd = exec.CommandContext(ctx, o.VHCRD, append([]string{"serve", "--bar", "file:" + p.bar, "--dma", "file:" + p.dma,
-		"--vfs", strconv.Itoa(vfs), "--window", "64K", "--metrics-addr", "", "--log-level", "warn"}, extra...)...)
+		"--num-vfs", strconv.Itoa(vfs), "--window", "64K", "--metrics-addr", "", "--log-level", "warn"}, extra...)...)
 	p.cmd.Stderr = os.Stderr
 	if err := p.cmd.Start(); err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 
 // Fair configures the fairness figures of RunFair.
 type Fair struct {
-	VFs  int   // VFs vhcrd serves (--vfs); 64 by default
+	VFs  int   // VFs vhcrd serves (--num-vfs); 64 by default
 	Busy []int // numbers of busy VFs for the throughput figures (VFs 0..n-1); 8 and 64 by default
 	// Flooders are the sets of VFs that flood beside bystander VF 0, one
 	// latency figure each. By default VF VFs-1 alone, which the PF's scan
@@ -64,7 +64,7 @@ type FairResult struct {
 	Bystander  []BystanderFigure  `json:"bystander"`
 }
 
-// RunFair starts `vhcrd serve --vfs f.VFs`, brings every VF up and drives
+// RunFair starts `vhcrd serve --num-vfs f.VFs`, brings every VF up and drives
 // them from one thread (Driver): per round, a throughput phase for each
 // entry of f.Busy and a bystander phase (Driver.Bystander) for each set of
 // f.Flooders. o gives the vhcrd binary, the directory of its regions, the

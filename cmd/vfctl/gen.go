@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
+)
+
+// `vfctl gen DIR` (hidden) writes shell completion (vfctl.bash, _vfctl,
+// vfctl.fish) and man pages (vfctl.1, vfctl-COMMAND.1) generated from the
+// command tree: every command's flags are those it parses.
+
+// actions are the commands that take an action word first (res.go).
+var actions = map[string][][2]string{
+	"eq": {{"create", "create an EQ (--map-events: command completions and async events to it)"}, {"destroy", "destroy an EQ"}, {"query", "query an EQ"}},
+	"cq": {{"create", "create a CQ"}, {"destroy", "destroy a CQ"}, {"query", "query a CQ"}},
+	"mr": {{"create", "create a memory region"}, {"destroy", "destroy a memory region"}, {"query", "query a memory region"}},
+	"qp": {{"create", "create a QP (state RST)"}, {"modify", "take a QP to --to init|rtr|rts|sqd|err|rst"}, {"query", "query a QP"}, {"destroy", "destroy a QP"}},
+}
+
+func init() {
+	register("gen", "(internal) write shell completion and man pages into DIR", runGen)
+}
+
+// internal commands are left out of the tree and the usage.
+func internal(summary string) bool { return strings.HasPrefix(summary, "(internal)") }
+
+func toolTree() *clidoc.Tool {
+	t := &clidoc.Tool{Name: "vfctl", Summary: "the VF side of vhcrd as a tool",
+		Description: "vfctl attaches to the region a running vhcrd serve maps (its layout comes from the region's header), brings VF comm channels up, posts commands and drives load. It reads PF_STATE first: a region no PF serves is reported at once.",
+		Examples: []string{"vfctl init --vf 3", "vfctl cmd --vf 3 QUERY_FUNC_CAP", "vfctl qp create --vf 3 --cq 128 --type ud",
+			"vfctl load --vfs 0-7 --duration 5s --json", "vfctl flr --vf 3"},
+		ExitStatus: "0 done, 1 refused or failed (the device said no, or no PF serves), 2 usage error."}
+	names := make([]string, 0, len(commands))
+	for n, c := range commands {
+		if !internal(c.summary) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := clidoc.Command{Name: n, Summary: commands[n].summary}
+		if subs, ok := actions[n]; ok {
+			for _, s := range subs {
+				c.Subs = append(c.Subs, clidoc.Command{Name: s[0], Summary: s[1], Flags: clidoc.Record(commands[n].run, s[0])})
+			}
+		} else {
+			c.Flags = clidoc.Record(commands[n].run)
+		}
+		t.Commands = append(t.Commands, c)
+	}
+	return t
+}
+
+func runGen(args []string) error {
+	if len(args) != 1 || args[0] == "" || args[0][0] == '-' {
+		return usageErr(errors.New("usage: vfctl gen DIR"))
+	}
+	if err := clidoc.Generate(toolTree(), args[0], time.Now()); err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	return nil
+}

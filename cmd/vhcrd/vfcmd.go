@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
+)
+
+func init() {
+	register("vf", "show and change VFs: list, show N, set N, flr N (admin socket)", runVF)
+	register("port", "take a physical port up or down: port up|down P (admin socket)", runPortCmd)
+}
+
+const vfUsage = `usage: vhcrd vf COMMAND [flags]
+
+commands:
+  list            every VF: channel state, vHCR, admin and operational vport state
+  show N          one VF
+  set N [flags]   change VF N's settings as ip link set DEV vf N does on an mlx4 host
+  flr N           function-level reset of VF N
+
+vf set flags (what mlx4 applies at once and what at the VF's next reset):
+  --mac XX:XX:XX:XX:XX:XX   admin MAC (next reset; --phys-port for one port only)
+  --vlan V --qos Q          VST VLAN 1..4095 and priority 0..7; vlan 0 qos 0 = VGT (next reset:
+                            mlx4 activates at once only with UPDATE_QP, which this device lacks)
+  --spoof-check on|off      force the source MAC of the VF's Ethernet QPs (next reset)
+  --link-state auto|enable|disable   the VF's link (at once: a PORT_CHANGE event to the VF)
+  --trust on|off            refused: mlx4_en has no ndo_set_vf_trust (EOPNOTSUPP)
+  --max-tx-rate/--min-tx-rate Mb/s   refused: needs vport QoS (MLX4_DEV_CAP_FLAG2_QOS_VPP)
+
+common flags: --admin-socket PATH | --bar SPEC (to find the socket), --json
+
+examples:
+  vhcrd vf list
+  vhcrd vf show 3 --json
+  vhcrd vf set 3 --vlan 100 --qos 2
+  vhcrd vf set 3 --link-state disable
+  vhcrd vf flr 3
+
+exit status: 0 done, 1 refused or failed, 2 usage
+`
+
+const portUsage = `usage: vhcrd port up|down P [--admin-socket PATH | --bar SPEC] [--json]
+
+Sets physical port P's state (what QUERY_PORT and MAD_IFC show the VFs) and
+sends PORT_CHANGE to every VF with that port and link-state auto.
+
+examples:
+  vhcrd port down 1
+  vhcrd port up 1
+
+exit status: 0 done, 1 refused or failed, 2 usage
+`
+
+// adminFlags are the flags every admin client command takes.
+type adminFlags struct {
+	sock, bar string
+	json      bool
+}
+
+func (a *adminFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&a.sock, "admin-socket", "", "the daemon's admin socket (default: derived from --bar)")
+	fs.StringVar(&a.bar, "bar", DefaultBAR, "the daemon's BAR region, to find its admin socket")
+	fs.BoolVar(&a.json, "json", false, "print the daemon's answer as JSON")
+}
+
+func (a *adminFlags) path() (string, error) {
+	if a.sock != "" {
+		return a.sock, nil
+	}
+	return defaultAdminSocket(a.bar)
+}
+
+// adminCall sends q to the admin socket at path and decodes the one-line
+// answer into v; an error line is returned as an error.
+func adminCall(path string, q adminRequest, raw *[]byte) error {
+	conn, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("admin socket: %w (is vhcrd serving? see --admin-socket)", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	b, err := json.Marshal(q)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	line, err := bufio.NewReaderSize(conn, 1<<20).ReadString('\n')
+	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	if msg, ok := strings.CutPrefix(line, "# error: "); ok {
+		return errors.New("vhcrd: " + strings.TrimSpace(msg))
+	}
+	*raw = []byte(line)
+	return nil
+}
+
+// parseArgs parses fs with flags and positional arguments in any order.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func vfArg(pos []string, cmd string) (int, error) {
+	if len(pos) != 1 {
+		return 0, usageError{fmt.Errorf("%s wants one VF number, got %q", cmd, pos)}
+	}
+	n, err := strconv.Atoi(pos[0])
+	if err != nil || n < 0 {
+		return 0, usageError{fmt.Errorf("%s: VF %q is not a number 0..125", cmd, pos[0])}
+	}
+	return n, nil
+}
+
+// onOff is a flag of ip link's on|off.
+type onOff struct{ v **bool }
+
+func (o onOff) String() string {
+	if o.v == nil || *o.v == nil {
+		return ""
+	}
+	return map[bool]string{true: "on", false: "off"}[**o.v]
+}
+
+func (o onOff) Set(s string) error {
+	b, ok := map[string]bool{"on": true, "off": false}[s]
+	if !ok {
+		return errors.New("want on or off")
+	}
+	*o.v = &b
+	return nil
+}
+
+// optInt is an int flag that records whether it was given.
+type optInt struct{ v **int }
+
+func (o optInt) String() string {
+	if o.v == nil || *o.v == nil {
+		return ""
+	}
+	return strconv.Itoa(**o.v)
+}
+
+func (o optInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return err
+	}
+	*o.v = &n
+	return nil
+}
+
+type optString struct{ v **string }
+
+func (o optString) String() string {
+	if o.v == nil || *o.v == nil {
+		return ""
+	}
+	return **o.v
+}
+
+func (o optString) Set(s string) error { *o.v = &s; return nil }
+
+func runVF(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(os.Stderr, vfUsage)
+		if len(args) == 0 {
+			return usageError{errors.New("want a command: list, show, set or flr")}
+		}
+		return flag.ErrHelp
+	}
+	sub, args := args[0], args[1:]
+	fs := clidoc.NewFlagSet("vf "+sub, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, vfUsage) }
+	var af adminFlags
+	af.add(fs)
+	q := adminRequest{Cmd: "vf." + sub}
+	var set vfSetRequest
+	switch sub {
+	case "list", "show", "flr":
+	case "set":
+		fs.IntVar(&set.PhysPort, "phys-port", 0, "physical port of --mac (default: every port of the VF)")
+		fs.StringVar(&set.MAC, "mac", "", "admin MAC")
+		fs.Var(optInt{&set.VLAN}, "vlan", "VST VLAN (0 with qos 0: VGT)")
+		fs.Var(optInt{&set.QoS}, "qos", "VST priority 0..7")
+		fs.Var(onOff{&set.SpoofCheck}, "spoof-check", "on or off")
+		fs.Var(onOff{&set.Trust}, "trust", "on or off (mlx4 refuses it)")
+		fs.Var(optString{&set.LinkState}, "link-state", "auto, enable or disable")
+		fs.Var(optInt{&set.MaxTxRate}, "max-tx-rate", "Mb/s (mlx4 refuses it without vport QoS)")
+		fs.Var(optInt{&set.MinTxRate}, "min-tx-rate", "Mb/s (mlx4 refuses it)")
+		q.Set = &set
+	default:
+		fmt.Fprint(os.Stderr, vfUsage)
+		return usageError{fmt.Errorf("unknown vf command %q", sub)}
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if sub == "list" {
+		if len(pos) != 0 {
+			return usageError{fmt.Errorf("list takes no arguments, got %q", pos)}
+		}
+	} else {
+		n, err := vfArg(pos, sub)
+		if err != nil {
+			return err
+		}
+		q.VF = &n
+	}
+	if err := checkAdminFields(&q); err != nil {
+		return usageError{err}
+	}
+	path, err := af.path()
+	if err != nil {
+		return usageError{err}
+	}
+	var raw []byte
+	if err := adminCall(path, q, &raw); err != nil {
+		return err
+	}
+	if af.json {
+		_, err := os.Stdout.Write(raw)
+		return err
+	}
+	switch sub {
+	case "list":
+		var vfs []vfStatus
+		if err := json.Unmarshal(raw, &vfs); err != nil {
+			return err
+		}
+		fmt.Printf("%-4s %-10s %-6s %-5s %-5s %-11s %s\n", "VF", "STATE", "ACTIVE", "VLAN", "QOS", "SPOOFCHK", "LINK")
+		for _, v := range vfs {
+			fmt.Printf("%-4d %-10s %-6v %-5d %-5d %-11v %s\n", v.VF, v.State, v.Active, v.Setting.VLAN, v.Setting.QoS, v.Setting.SpoofCheck, v.Setting.LinkState)
+		}
+	case "show":
+		var v vfStatus
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		s := v.Setting
+		fmt.Printf("VF %d: channel %s, active %v, vHCR %s, toggle %d\n", v.VF, v.State, v.Active, v.VHCR, v.Toggle)
+		fmt.Printf("admin (ip link): vlan %d, qos %d, spoof checking %s, trust off, link-state %s\n", s.VLAN, s.QoS, map[bool]string{true: "on", false: "off"}[s.SpoofCheck], s.LinkState)
+		ports := make([]int, 0, len(s.MAC))
+		for p := range s.MAC {
+			ports = append(ports, p)
+		}
+		sort.Ints(ports)
+		for _, p := range ports {
+			fmt.Printf("  port %d: mac %s\n", p, s.MAC[p])
+		}
+		if len(s.Oper) == 0 {
+			fmt.Println("operational: none (the VF has not enabled its vHCR since its last reset)")
+		}
+		for _, o := range s.Oper {
+			fmt.Printf("operational port %d: mac %s, vst %v, vlan %d, qos %d, spoof checking %v\n", o.Port, o.MAC, o.VST, o.VLAN, o.QoS, o.SpoofCheck)
+		}
+	case "set":
+		var r struct {
+			Applied []string `json:"applied"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		for _, a := range r.Applied {
+			fmt.Printf("VF %d %s\n", *q.VF, a)
+		}
+	case "flr":
+		fmt.Printf("FLR of VF %d done\n", *q.VF)
+	}
+	return nil
+}
+
+func runPortCmd(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(os.Stderr, portUsage)
+		if len(args) == 0 {
+			return usageError{errors.New("want up or down")}
+		}
+		return flag.ErrHelp
+	}
+	state, args := args[0], args[1:]
+	if state != "up" && state != "down" {
+		fmt.Fprint(os.Stderr, portUsage)
+		return usageError{fmt.Errorf("unknown port command %q: want up or down", state)}
+	}
+	fs := clidoc.NewFlagSet("port "+state, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, portUsage) }
+	var af adminFlags
+	af.add(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("port %s wants one physical port number, got %q", state, pos)}
+	}
+	p, err := strconv.Atoi(pos[0])
+	if err != nil || p < 1 {
+		return usageError{fmt.Errorf("port %q is not a physical port number (1, 2)", pos[0])}
+	}
+	path, err := af.path()
+	if err != nil {
+		return usageError{err}
+	}
+	var raw []byte
+	if err := adminCall(path, adminRequest{Cmd: "port", Port: p, State: state}, &raw); err != nil {
+		return err
+	}
+	if af.json {
+		_, err := os.Stdout.Write(raw)
+		return err
+	}
+	var r struct {
+		N int `json:"vfs_notified"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return err
+	}
+	fmt.Printf("port %d %s: PORT_CHANGE sent to %d VFs\n", p, state, r.N)
+	return nil
+}

@@ -1,0 +1,238 @@
+package hca
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// Operators' VF settings: what `ip link set DEV vf N ...` does on an mlx4
+// host (en_netdev.c's ndo_set_vf_* calling cmd.c's mlx4_set_vf_*). The
+// admin state (struct mlx4_vport_state in vf_admin) is written at once; it
+// becomes the operational state (vf_oper) at the VF's next VHCR_EN
+// (mlx4_master_activate_admin_state, ActivateVF here). The exceptions are
+// mlx4's: link state also sends the VF a PORT_CHANGE event at once, and
+// VLAN/QoS is activated at once by mlx4_master_immediate_activate_vlan_qos
+// only on a device with MLX4_DEV_CAP_FLAG2_UPDATE_QP, which the model's
+// device does not advertise, so mlx4 prints "updating vf %d port %d config
+// will take effect on next VF restart" and so does the model.
+
+// Errors of SetVF, each the errno mlx4 returns for the case.
+var (
+	// ErrVFSettingInvalid is -EINVAL: a VLAN beyond 4095, a QoS beyond 7,
+	// a multicast MAC, an unknown link state.
+	ErrVFSettingInvalid = errors.New("hca: invalid VF setting (EINVAL)")
+	// ErrVFSettingNotSupported is -EOPNOTSUPP / -EPROTONOSUPPORT: trust
+	// (mlx4_en has no ndo_set_vf_trust) and rate (mlx4_set_vf_rate needs
+	// MLX4_DEV_CAP_FLAG2_QOS_VPP, which the model does not advertise).
+	ErrVFSettingNotSupported = errors.New("hca: VF setting not supported by mlx4 (EOPNOTSUPP)")
+	// ErrVFSettingPerm is -EPERM: spoof check on a VF without a valid MAC.
+	ErrVFSettingPerm = errors.New("hca: VF setting not permitted (EPERM)")
+)
+
+// VFSettingsChange is one `ip link set DEV vf N ...`: nil fields are left
+// as they are. MAC is per physical port (DEV names the port's netdev).
+type VFSettingsChange struct {
+	Phys       int     // physical port of the MAC (0: every Ethernet port of the VF)
+	MAC        *uint64 // 48-bit
+	VLAN       *int    // 0: with QoS 0, back to VGT
+	QoS        *int
+	SpoofCheck *bool
+	Trust      *bool
+	LinkState  *string // auto, enable, disable (ip link's words)
+	MaxTxRate  *int    // Mb/s
+	MinTxRate  *int    // Mb/s
+}
+
+// VFSettings is a VF's admin vport state and what is operational now.
+type VFSettings struct {
+	VF         int            `json:"vf"`
+	Ports      []int          `json:"ports"`
+	MAC        map[int]string `json:"mac"` // physical port -> admin MAC
+	VLAN       int            `json:"vlan"`
+	QoS        int            `json:"qos"`
+	SpoofCheck bool           `json:"spoof_check"`
+	Trust      bool           `json:"trust"`
+	LinkState  string         `json:"link_state"` // auto, enable, disable
+	// Oper is the operational vport state per physical port (empty while
+	// the VF has not enabled its vHCR since its last reset).
+	Oper []VportOper `json:"oper"`
+}
+
+// VportOper is a VF's operational vport state on one physical port.
+type VportOper struct {
+	Port       int    `json:"port"`
+	MAC        string `json:"mac"`
+	VST        bool   `json:"vst"`
+	VLAN       int    `json:"vlan"`
+	QoS        int    `json:"qos"`
+	SpoofCheck bool   `json:"spoof_check"`
+}
+
+// linkWords maps ip link's link-state words to the config's.
+var linkWords = map[string]string{"auto": "auto", "enable": "up", "disable": "down"}
+
+func linkWord(cfg string) string {
+	for w, c := range linkWords {
+		if c == cfg {
+			return w
+		}
+	}
+	return cfg
+}
+
+// MACString formats a 48-bit MAC.
+func MACString(m uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], m)
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", b[2], b[3], b[4], b[5], b[6], b[7])
+}
+
+// adminMAC is VF vf's admin MAC on physical port phys.
+func (h *HCA) adminMAC(vf, phys int) uint64 {
+	if m := h.fw.vfs[vf].adminMAC[phys-1]; m != 0 {
+		return m
+	}
+	return 0x02c903000000 | uint64(phys)<<16 | uint64(vf+1)
+}
+
+// VFSettings returns VF vf's settings. Runs on the poller.
+func (h *HCA) VFSettings(vf int) (VFSettings, error) {
+	if vf < 0 || vf >= len(h.Funcs) {
+		return VFSettings{}, fmt.Errorf("%w: VF %d outside 0..%d", ErrVFSettingInvalid, vf, len(h.Funcs)-1)
+	}
+	fn := &h.Funcs[vf]
+	s := VFSettings{VF: vf, Ports: append([]int(nil), fn.Ports...), MAC: map[int]string{},
+		SpoofCheck: fn.SpoofCheck, Trust: false, LinkState: linkWord(fn.LinkState), Oper: []VportOper{}}
+	if fn.VST != nil {
+		s.VLAN, s.QoS = fn.VST.VLAN, fn.VST.QoS
+	}
+	for _, p := range fn.Ports {
+		s.MAC[p] = MACString(h.adminMAC(vf, p))
+		op := &h.fw.vfs[vf].vport[p-1]
+		if op.active {
+			s.Oper = append(s.Oper, VportOper{Port: p, MAC: MACString(h.VFMAC(vf, p)), VST: op.vst, VLAN: op.vlan, QoS: op.qos, SpoofCheck: op.spoof})
+		}
+	}
+	return s, nil
+}
+
+// SetVF applies ch to VF vf's admin state as mlx4_set_vf_* do, checking
+// every field before changing any. It returns what was done, one line per
+// setting, saying whether it applies now or at the VF's next reset. Runs on
+// the poller.
+func (h *HCA) SetVF(vf int, ch VFSettingsChange) ([]string, error) {
+	if vf < 0 || vf >= len(h.Funcs) {
+		return nil, fmt.Errorf("%w: VF %d outside 0..%d", ErrVFSettingInvalid, vf, len(h.Funcs)-1)
+	}
+	fn := &h.Funcs[vf]
+	// Checks first, in mlx4's order of errnos.
+	if ch.Trust != nil {
+		return nil, fmt.Errorf("%w: trust: mlx4_en implements no ndo_set_vf_trust", ErrVFSettingNotSupported)
+	}
+	if ch.MaxTxRate != nil || ch.MinTxRate != nil {
+		return nil, fmt.Errorf("%w: rate: mlx4_set_vf_rate needs vport QoS (MLX4_DEV_CAP_FLAG2_QOS_VPP), which this device does not have", ErrVFSettingNotSupported)
+	}
+	if ch.Phys != 0 && !contains(fn.Ports, ch.Phys) {
+		return nil, fmt.Errorf("%w: VF %d has no physical port %d (its ports: %v)", ErrVFSettingInvalid, vf, ch.Phys, fn.Ports)
+	}
+	if ch.MAC != nil && (*ch.MAC>>48 != 0 || *ch.MAC&(1<<40) != 0) {
+		return nil, fmt.Errorf("%w: mac %s is multicast or not 48-bit", ErrVFSettingInvalid, MACString(*ch.MAC))
+	}
+	if ch.MAC != nil && *ch.MAC == 0 && ch.SpoofCheck == nil && fn.SpoofCheck {
+		// mlx4_set_vf_mac: "MAC invalidation is not allowed when spoofchk is on"
+		return nil, fmt.Errorf("%w: mac 00:00:00:00:00:00 with spoof check on", ErrVFSettingPerm)
+	}
+	if ch.VLAN != nil && (*ch.VLAN < 0 || *ch.VLAN > 4095) {
+		return nil, fmt.Errorf("%w: vlan %d: want 0..4095", ErrVFSettingInvalid, *ch.VLAN)
+	}
+	if ch.QoS != nil && (*ch.QoS < 0 || *ch.QoS > 7) {
+		return nil, fmt.Errorf("%w: qos %d: want 0..7", ErrVFSettingInvalid, *ch.QoS)
+	}
+	if ch.QoS != nil && ch.VLAN == nil && fn.VST == nil && *ch.QoS != 0 {
+		return nil, fmt.Errorf("%w: qos without vlan (ip link sets them together)", ErrVFSettingInvalid)
+	}
+	if ch.LinkState != nil {
+		if _, ok := linkWords[*ch.LinkState]; !ok {
+			return nil, fmt.Errorf("%w: link-state %q: want auto, enable or disable", ErrVFSettingInvalid, *ch.LinkState)
+		}
+	}
+	ports := fn.Ports
+	if ch.Phys != 0 {
+		ports = []int{ch.Phys}
+	}
+	if ch.SpoofCheck != nil && *ch.SpoofCheck {
+		for _, p := range fn.Ports {
+			m := h.adminMAC(vf, p)
+			if ch.MAC != nil && contains(ports, p) {
+				m = *ch.MAC
+			}
+			if m == 0 {
+				return nil, fmt.Errorf("%w: spoof check with MAC 00:00:00:00:00:00 on port %d (mlx4: \"Illegal MAC with spoofchk\")", ErrVFSettingPerm, p)
+			}
+		}
+	}
+	var done []string
+	later := func(what string) { done = append(done, what+": at the VF's next reset") }
+	if ch.MAC != nil {
+		for _, p := range ports {
+			h.fw.vfs[vf].adminMAC[p-1] = *ch.MAC
+		}
+		later(fmt.Sprintf("mac %s on port %v", MACString(*ch.MAC), ports))
+	}
+	if ch.VLAN != nil || ch.QoS != nil {
+		vlan, qos := 0, 0
+		if fn.VST != nil {
+			vlan, qos = fn.VST.VLAN, fn.VST.QoS
+		}
+		if ch.VLAN != nil {
+			vlan = *ch.VLAN
+		}
+		if ch.QoS != nil {
+			qos = *ch.QoS
+		}
+		if vlan == 0 && qos == 0 {
+			fn.VST = nil // MLX4_VGT
+			later("vlan 0 qos 0 (VGT)")
+		} else {
+			fn.VST = &config.VST{VLAN: vlan, QoS: qos}
+			later(fmt.Sprintf("vlan %d qos %d (VST)", vlan, qos))
+		}
+	}
+	if ch.SpoofCheck != nil {
+		fn.SpoofCheck = *ch.SpoofCheck
+		later(fmt.Sprintf("spoof-check %v", *ch.SpoofCheck))
+	}
+	if ch.LinkState != nil {
+		fn.LinkState = linkWords[*ch.LinkState]
+		n := 0
+		for i, p := range fn.Ports {
+			// mlx4_set_vf_link_state: auto follows the port's state.
+			// Subtypes MLX4_PORT_CHANGE_SUBTYPE_DOWN 1, _ACTIVE 4.
+			sub := uint8(1)
+			if h.VFLinkUp(vf, p) {
+				sub = 4
+			}
+			var e [mlx4.EQESize]byte
+			e[mlx4.EQESubtype] = sub
+			binary.BigEndian.PutUint32(e[mlx4.EQEPortChangePort:], uint32(i+1)<<28)
+			if h.PostEQE(vf, mlx4.EventPortChange, &e) == nil {
+				n++
+			}
+		}
+		done = append(done, fmt.Sprintf("link-state %s: now (PORT_CHANGE to the VF on %d of its %d ports)", *ch.LinkState, n, len(fn.Ports)))
+	}
+	return done, nil
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
