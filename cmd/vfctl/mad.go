@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 
@@ -33,6 +35,7 @@ func runMAD(args []string) error {
 	slid := fs.Uint("slid", 0, "with bm-get: the requester's LID for the work completion (0: no work completion)")
 	srcQP := fs.Uint("src-qp", 1, "with --slid: the requester's QP")
 	sgid := fs.String("sgid", "", "with --slid: the requester's GID (adds a GRH)")
+	jsonOut := fs.Bool("json", false, "print the status and the decoded MAD as one JSON object")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -101,11 +104,25 @@ func runMAD(args []string) error {
 	if err != nil {
 		return err
 	}
+	var out mad.MAD
+	if *jsonOut {
+		r := map[string]any{"vf": *vf, "opcode": mlx4.MAD_IFC.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status)}
+		if resp.Status == mlx4.OK {
+			copy(out[:], resp.Out[:])
+			r["mad"] = madFields(&out)
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+			return err
+		}
+		if resp.Status != mlx4.OK || out.Status() != 0 {
+			return exitError{1}
+		}
+		return nil
+	}
 	fmt.Printf("VF %d MAD_IFC: %s\n", *vf, resp.Status.String())
 	if resp.Status != mlx4.OK {
 		return exitError{1}
 	}
-	var out mad.MAD
 	copy(out[:], resp.Out[:])
 	printMAD(&out)
 	if out.Status() != 0 {
@@ -161,4 +178,57 @@ func printMAD(m *mad.MAD) {
 	default:
 		fmt.Println("data:", strconv.Quote(string(m.GSData()[:32])))
 	}
+}
+
+// madFields is the --json form of a MAD_IFC response: its header and, for
+// a successful reply, the attribute printMAD decodes.
+func madFields(m *mad.MAD) map[string]any {
+	r := map[string]any{"mgmt_class": m.MgmtClass(), "method": m.Method(), "attr_id": m.AttrID(), "attr_mod": m.AttrMod(), "mad_status": m.Status()}
+	if m.Status() != 0 {
+		return r
+	}
+	switch {
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrNodeInfo:
+		var n mad.NodeInfo
+		if n.Decode(m.SMPData()) == nil {
+			r["node_info"] = map[string]any{"node_type": n.NodeType, "num_ports": n.NumPorts, "node_guid": fmt.Sprintf("%#016x", n.NodeGUID),
+				"port_guid": fmt.Sprintf("%#016x", n.PortGUID), "sys_image_guid": fmt.Sprintf("%#016x", n.SystemImageGUID), "partition_cap": n.PartitionCap,
+				"device_id": n.DeviceID, "revision": n.Revision, "local_port": n.LocalPortNum, "vendor_id": n.VendorID}
+		}
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrPortInfo:
+		var p mad.PortInfo
+		if p.Decode(m.SMPData()) == nil {
+			r["port_info"] = map[string]any{"lid": p.LID, "lmc": p.LMC, "sm_lid": p.MasterSMLID, "sm_sl": p.MasterSMSL, "port_state": p.PortState,
+				"capability_mask": p.CapabilityMask, "gid_prefix": fmt.Sprintf("%#016x", p.GIDPrefix), "local_port": p.LocalPortNum,
+				"m_key_violations": p.MKeyViolations, "p_key_violations": p.PKeyViolations, "q_key_violations": p.QKeyViolations}
+		}
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrPKeyTable:
+		keys := map[string]string{}
+		d := m.SMPData()
+		for i := 0; i < 32; i++ {
+			if k := binary.BigEndian.Uint16(d[2*i:]); k != 0 {
+				keys[strconv.Itoa(int(m.AttrMod()&0xffff)*32+i)] = fmt.Sprintf("%#04x", k)
+			}
+		}
+		r["p_keys"] = keys
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrGUIDInfo:
+		var g mad.GUIDInfo
+		if g.Decode(m.SMPData()) == nil {
+			guids := map[string]string{}
+			for i, x := range g {
+				if x != 0 {
+					guids[strconv.Itoa(int(m.AttrMod())*8+i)] = fmt.Sprintf("%#016x", x)
+				}
+			}
+			r["guids"] = guids
+		}
+	case m.MgmtClass() == mad.ClassSubnLID && m.AttrID() == mad.AttrNodeDescription:
+		r["node_description"] = strings.TrimRight(string(m.SMPData()), "\x00")
+	case m.MgmtClass() == mad.ClassBM && m.AttrID() == mad.AttrBKeyInfo:
+		var k mad.BKeyInfo
+		if k.Decode(m.GSData()) == nil {
+			r["b_key_info"] = map[string]any{"b_key": fmt.Sprintf("%#016x", k.BKey), "protect": k.BKeyProtectBit, "lease_period": k.BKeyLeasePeriod, "violations": k.BKeyViolations}
+		}
+	}
+	return r
 }

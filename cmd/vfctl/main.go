@@ -156,6 +156,14 @@ func setUsage(fs *flag.FlagSet) {
 // parseFlags parses fs: a bad flag is a usage error, and so is a missing
 // --vf where fs has one (vfFlag).
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseOnly(fs, args); err != nil {
+		return err
+	}
+	return checkVF(fs)
+}
+
+// parseOnly parses fs: a bad flag is a usage error.
+func parseOnly(fs *flag.FlagSet, args []string) error {
 	setUsage(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -163,6 +171,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 		return usageErr(err)
 	}
+	return nil
+}
+
+// checkVF is the usage error of a missing --vf where fs has one (vfFlag).
+func checkVF(fs *flag.FlagSet) error {
 	if f := fs.Lookup("vf"); f != nil && f.Value.String() == "-1" {
 		return usageErr(errors.New("--vf N is required (the VF to act as)"))
 	}
@@ -176,12 +189,12 @@ func vfFlag(fs *flag.FlagSet) *int { return fs.Int("vf", -1, "VF index (required
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := parseFlags(fs, args); err != nil {
+		if err := parseOnly(fs, args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return pos, nil
+			return pos, checkVF(fs)
 		}
 		pos = append(pos, args[0])
 		args = args[1:]

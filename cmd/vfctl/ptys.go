@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
@@ -20,6 +22,7 @@ func runPTYS(args []string) error {
 	vf := vfFlag(fs)
 	port := fs.Uint("port", 1, "the VF's port")
 	proto := fs.String("proto", "ib", "protocol asked for: ib or eth")
+	jsonOut := fs.Bool("json", false, "print the status and the register as one JSON object")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
@@ -37,6 +40,37 @@ func runPTYS(args []string) error {
 	resp, err := v.Post(opCtx(), &vhcr.Request{Op: mlx4.ACCESS_REG, In: in[:]})
 	if err != nil {
 		return err
+	}
+	if *jsonOut {
+		r := map[string]any{"vf": *vf, "opcode": mlx4.ACCESS_REG.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status)}
+		var st uint8
+		if resp.Status == mlx4.OK {
+			var p mlx4.PTYS
+			st, p = mlx4.DecodeAccessRegPTYS(resp.Out)
+			r["reg_status"] = st
+			if st == mlx4.RegStatusOK {
+				ptys := map[string]any{"local_port": p.LocalPort, "proto_mask": p.ProtoMask}
+				if p.ProtoMask&mlx4.PTYS_EN != 0 {
+					ptys["eth_proto_cap"], ptys["eth_proto_admin"], ptys["eth_proto_oper"] = p.EthProtoCap, p.EthProtoAdmin, p.EthProtoOper
+				}
+				if p.ProtoMask&mlx4.PTYS_IB != 0 {
+					ptys["ib_width_cap"] = bitNames(uint32(p.IBWidthCap), mlx4.PTYSWidths)
+					ptys["ib_width_admin"] = bitNames(uint32(p.IBWidthAdmin), mlx4.PTYSWidths)
+					ptys["ib_width_oper"] = bitNames(uint32(p.IBWidthOper), mlx4.PTYSWidths)
+					ptys["ib_speed_cap"] = bitNames(uint32(p.IBSpeedCap), mlx4.PTYSSpeeds)
+					ptys["ib_speed_admin"] = bitNames(uint32(p.IBSpeedAdmin), mlx4.PTYSSpeeds)
+					ptys["ib_speed_oper"] = bitNames(uint32(p.IBSpeedOper), mlx4.PTYSSpeeds)
+				}
+				r["ptys"] = ptys
+			}
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+			return err
+		}
+		if resp.Status != mlx4.OK || st != mlx4.RegStatusOK {
+			return exitError{1}
+		}
+		return nil
 	}
 	fmt.Printf("VF %d ACCESS_REG PTYS: %s\n", *vf, resp.Status.String())
 	if resp.Status != mlx4.OK {

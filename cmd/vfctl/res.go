@@ -23,6 +23,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,6 +61,8 @@ type resCmd struct {
 	vf     *int
 	events *bool
 	cmdEQN *int
+	json   *bool
+	cmds   []cmdResult // with --json: every command posted
 	a      *vhcr.Attachment
 	d      *vfdrv.Driver
 }
@@ -70,6 +73,7 @@ func newResCmd(name string) *resCmd {
 	c.vf = vfFlag(fs)
 	c.events = fs.Bool("events", false, "post with the 'e' bit: completions by EQE in the EQ of --cmd-eqn")
 	c.cmdEQN = fs.Int("cmd-eqn", 0, "EQ receiving command completions with --events")
+	c.json = fs.Bool("json", false, "print the result as one JSON object (every command posted and the object's fields)")
 	return c
 }
 
@@ -84,6 +88,52 @@ func traceTo(vf int) func(mlx4.Opcode, mlx4.Status, bool) {
 	}
 }
 
+// cmdResult is one command posted, in --json output.
+type cmdResult struct {
+	Opcode     string `json:"opcode"`
+	Status     string `json:"status"`
+	StatusCode uint8  `json:"status_code"`
+	Mode       string `json:"mode"`
+}
+
+// trace prints every command the driver completes or, with --json,
+// collects it.
+func (c *resCmd) trace() func(mlx4.Opcode, mlx4.Status, bool) {
+	if !*c.json {
+		return traceTo(*c.vf)
+	}
+	return func(op mlx4.Opcode, s mlx4.Status, event bool) {
+		mode := "poll"
+		if event {
+			mode = "event"
+		}
+		c.cmds = append(c.cmds, cmdResult{Opcode: op.String(), Status: s.Name(), StatusCode: uint8(s), Mode: mode})
+	}
+}
+
+// result ends a command: with --json it prints one object (vf, command,
+// commands, the fields given and, on failure, error); either way a failed
+// command exits 1 (see done).
+func (c *resCmd) result(fields map[string]any, err error) error {
+	if !*c.json || c.d == nil {
+		return done(err)
+	}
+	obj := map[string]any{"vf": *c.vf, "command": c.fs.Name(), "commands": c.cmds}
+	if c.cmds == nil {
+		obj["commands"] = []cmdResult{}
+	}
+	for k, v := range fields {
+		obj[k] = v
+	}
+	if err != nil {
+		obj["error"] = err.Error()
+	}
+	if jerr := json.NewEncoder(os.Stdout).Encode(obj); jerr != nil && err == nil {
+		return jerr
+	}
+	return done(err)
+}
+
 // open attaches, brings the VF up if needed and builds the driver; with
 // --events it adopts the completion EQ.
 func (c *resCmd) open(ctx context.Context) error {
@@ -92,7 +142,7 @@ func (c *resCmd) open(ctx context.Context) error {
 		return err
 	}
 	c.a = a
-	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.BAR, Layout: a.Layout, Trace: traceTo(*c.vf)}); err != nil {
+	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.BAR, Layout: a.Layout, Trace: c.trace()}); err != nil {
 		return err
 	}
 	if *c.events {
@@ -171,12 +221,15 @@ func runEQ(args []string) error {
 		}
 		q, err := d.CreateEQAt(ctx, *eqn, *logSize, uint64(iova))
 		if err != nil {
-			return done(err)
+			return c.result(nil, err)
 		}
 		if *mapCmd {
 			if err := d.MapEQ(ctx, q, 1<<mlx4.EventCmd|vfdrv.AsyncEventMask); err != nil {
-				return done(err)
+				return c.result(map[string]any{"eqn": q.EQN}, err)
 			}
+		}
+		if *c.json {
+			return c.result(map[string]any{"eqn": q.EQN, "eqes": 1 << q.LogSize, "iova": q.IOVA, "mtt_base": q.MTT.Base, "mtt_order": q.MTT.Order, "mapped": *mapCmd}, nil)
 		}
 		fmt.Printf("EQ %d: %d EQEs, ring at IOVA %#x, MTT base %d order %d\n", q.EQN, 1<<q.LogSize, q.IOVA, q.MTT.Base, q.MTT.Order)
 		if *mapCmd {
@@ -185,14 +238,17 @@ func runEQ(args []string) error {
 	case "destroy":
 		q, err := d.AdoptEQ(ctx, *eqn, false)
 		if err != nil {
-			return done(err)
+			return c.result(map[string]any{"eqn": *eqn}, err)
 		}
-		return done(d.DestroyEQ(ctx, q))
+		return c.result(map[string]any{"eqn": *eqn}, d.DestroyEQ(ctx, q))
 	case "query":
 		q := &vfdrv.EQ{EQN: *eqn}
 		ec, err := d.QueryEQ(ctx, q)
 		if err != nil {
-			return done(err)
+			return c.result(map[string]any{"eqn": *eqn}, err)
+		}
+		if *c.json {
+			return c.result(map[string]any{"eqn": *eqn, "log_size": ec.LogSize, "log_page_size": ec.LogPageSize, "mtt_base": ec.MTTBase, "consumer": ec.Consumer, "producer": ec.Producer}, nil)
 		}
 		fmt.Printf("EQ %d: log_size %d, log_page_size %d, MTT base %d, consumer %d, producer %d\n",
 			*eqn, ec.LogSize, ec.LogPageSize, ec.MTTBase, ec.Consumer, ec.Producer)
@@ -222,19 +278,25 @@ func runCQ(args []string) error {
 	case "create":
 		cq, err := d.CreateCQ(ctx, *logSize, *eqn)
 		if err != nil {
-			return done(err)
+			return c.result(nil, err)
+		}
+		if *c.json {
+			return c.result(map[string]any{"cqn": cq.CQN, "cqes": 1 << cq.LogSize, "eqn": cq.EQN, "mtt_base": cq.MTT.Base, "mtt_order": cq.MTT.Order}, nil)
 		}
 		fmt.Printf("CQ %d: %d CQEs, EQ %d, MTT base %d order %d\n", cq.CQN, 1<<cq.LogSize, cq.EQN, cq.MTT.Base, cq.MTT.Order)
 	case "destroy":
 		cq, err := d.AdoptCQ(ctx, uint32(*cqn))
 		if err != nil {
-			return done(err)
+			return c.result(map[string]any{"cqn": *cqn}, err)
 		}
-		return done(d.DestroyCQ(ctx, cq))
+		return c.result(map[string]any{"cqn": *cqn}, d.DestroyCQ(ctx, cq))
 	case "query":
 		cc, err := d.QueryCQ(ctx, &vfdrv.CQ{CQN: uint32(*cqn)})
 		if err != nil {
-			return done(err)
+			return c.result(map[string]any{"cqn": *cqn}, err)
+		}
+		if *c.json {
+			return c.result(map[string]any{"cqn": *cqn, "log_size": cc.LogSize, "comp_eqn": cc.CompEQN, "mtt_base": cc.MTTBase, "log_page_size": cc.LogPageSize}, nil)
 		}
 		fmt.Printf("CQ %d: log_size %d, comp_eqn %d, MTT base %d, log_page_size %d\n", *cqn, cc.LogSize, cc.CompEQN, cc.MTTBase, cc.LogPageSize)
 	}
@@ -263,19 +325,25 @@ func runMR(args []string) error {
 	case "create":
 		mr, err := d.CreateMR(ctx, *pages, mlx4.PERM_LOCAL_READ|mlx4.PERM_LOCAL_WRITE|mlx4.PERM_REMOTE_READ, uint32(*pd))
 		if err != nil {
-			return done(err)
+			return c.result(nil, err)
+		}
+		if *c.json {
+			return c.result(map[string]any{"mpt": mr.Index, "key": mr.Key, "iova": mr.IOVA, "pages": mr.Pages, "mtt_base": mr.MTT.Base, "mtt_order": mr.MTT.Order}, nil)
 		}
 		fmt.Printf("MR: MPT %d, key %#08x, IOVA %#x, %d pages, MTT base %d order %d\n", mr.Index, mr.Key, mr.IOVA, mr.Pages, mr.MTT.Base, mr.MTT.Order)
 	case "destroy":
 		mr, err := d.AdoptMR(ctx, uint32(*mpt))
 		if err != nil {
-			return done(err)
+			return c.result(map[string]any{"mpt": *mpt}, err)
 		}
-		return done(d.DestroyMR(ctx, mr))
+		return c.result(map[string]any{"mpt": *mpt}, d.DestroyMR(ctx, mr))
 	case "query":
 		m, err := d.QueryMR(ctx, &vfdrv.MR{Index: uint32(*mpt)})
 		if err != nil {
-			return done(err)
+			return c.result(map[string]any{"mpt": *mpt}, err)
+		}
+		if *c.json {
+			return c.result(map[string]any{"mpt": *mpt, "key": m.Key, "pd": m.PD, "start": m.Start, "length": m.Length, "mtt_base": m.MTTBase, "mtt_entries": m.MTTSize}, nil)
 		}
 		fmt.Printf("MPT %d: key %#08x, pd %d, start %#x, length %#x, MTT base %d, %d entries\n", *mpt, m.Key, m.PD, m.Start, m.Length, m.MTTBase, m.MTTSize)
 	}
@@ -331,7 +399,10 @@ func runQP(args []string) error {
 	if act == "create" {
 		qp, err := d.CreateQP(ctx, cfg)
 		if err != nil {
-			return done(err)
+			return c.result(nil, err)
+		}
+		if *c.json {
+			return c.result(map[string]any{"qpn": qp.QPN, "type": *typ, "state": qp.State.String(), "mtt_base": qp.MTT.Base, "mtt_order": qp.MTT.Order}, nil)
 		}
 		fmt.Printf("QP %d (%s): state RST, MTT base %d order %d\nnext: vfctl qp modify --vf %d --qpn %d --mtt %d --cq %d --to init\n",
 			qp.QPN, *typ, qp.MTT.Base, qp.MTT.Order, *c.vf, qp.QPN, qp.MTT.Base, cfg.SendCQ)
@@ -339,7 +410,7 @@ func runQP(args []string) error {
 	}
 	qp, err := d.AdoptQP(ctx, uint32(*qpn), cfg, vfdrv.MTT{Base: *mttBase, Order: 0})
 	if err != nil {
-		return done(err)
+		return c.result(map[string]any{"qpn": *qpn}, err)
 	}
 	switch act {
 	case "modify":
@@ -350,22 +421,35 @@ func runQP(args []string) error {
 				return err
 			}
 			if s != mlx4.OK {
+				if *c.json {
+					return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, fmt.Errorf("%v: %w: %s", op, vfdrv.ErrCommand, s.Name()))
+				}
 				return exitError{1}
 			}
 			if _, err := d.QueryQP(ctx, qp); err == nil {
+				if *c.json {
+					return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, nil)
+				}
 				fmt.Printf("QP %d: %v → %v\n", qp.QPN, from, qp.State)
 			}
 			return nil
 		}
 		if err := d.Modify(ctx, qp, target); err != nil {
-			return done(err)
+			return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, err)
+		}
+		if *c.json {
+			return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, nil)
 		}
 		fmt.Printf("QP %d: %v → %v\n", qp.QPN, from, qp.State)
 	case "query":
+		if *c.json {
+			return c.result(map[string]any{"qpn": qp.QPN, "state": qp.State.String(), "type": qp.Cfg.ST, "send_cq": qp.Cfg.SendCQ, "recv_cq": qp.Cfg.RecvCQ,
+				"use_srq": qp.Cfg.UseSRQ, "srqn": qp.Cfg.SRQN, "mtt_base": qp.MTT.Base}, nil)
+		}
 		fmt.Printf("QP %d: state %v, type %d, send CQ %d, recv CQ %d, SRQ %v/%d, MTT base %d\n",
 			qp.QPN, qp.State, qp.Cfg.ST, qp.Cfg.SendCQ, qp.Cfg.RecvCQ, qp.Cfg.UseSRQ, qp.Cfg.SRQN, qp.MTT.Base)
 	case "destroy":
-		return done(d.DestroyQP(ctx, qp))
+		return c.result(map[string]any{"qpn": qp.QPN}, d.DestroyQP(ctx, qp))
 	}
 	return nil
 }
@@ -386,7 +470,11 @@ func runRes(args []string) error {
 	}
 	defer c.close()
 	start := time.Now()
-	n, err := lifecycleOnce(ctx, c.d, *eqn, *logSize, events, true)
+	n, err := lifecycleOnce(ctx, c.d, *eqn, *logSize, events, !*c.json)
+	if *c.json {
+		return c.result(map[string]any{"commands_posted": n, "inbox": c.d.Stats.Inbox, "by_eqe": c.d.Stats.Events,
+			"elapsed_ns": time.Since(start).Nanoseconds(), "done": err == nil}, err)
+	}
 	if err != nil {
 		return done(err)
 	}
