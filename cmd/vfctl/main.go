@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr"
 )
@@ -47,11 +48,26 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "help" || os.Args[1] == "-h" || os.Args[1] == "--help" {
+	if len(os.Args) < 2 {
+		cli.UsageError(os.Stderr, "vfctl", errors.New("want a command"))
+		os.Exit(cli.ExitUsage)
+	}
+	if cli.IsHelp(os.Args[1]) {
 		usage()
 		return
 	}
 	if os.Args[1] == "version" || os.Args[1] == "--version" {
+		if len(os.Args) > 2 && cli.IsHelp(os.Args[2]) {
+			h := cli.Help{Usage: "vfctl version     (or vfctl --version)",
+				About:    "prints the module version, the VCS revision the binary was built from (\"(modified)\" for a dirty tree) and the Go version",
+				Examples: []string{"vfctl version", "vfctl --version"}, Exit: "0"}
+			h.Write(os.Stdout)
+			return
+		}
+		if len(os.Args) > 2 {
+			cli.UsageError(os.Stderr, "vfctl version", fmt.Errorf("unexpected arguments %q", os.Args[2:]))
+			os.Exit(cli.ExitUsage)
+		}
 		v, r, mod := metrics.BuildInfo()
 		if mod {
 			r += " (modified)"
@@ -61,9 +77,8 @@ func main() {
 	}
 	c, ok := commands[os.Args[1]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "vfctl: unknown command %q\n", os.Args[1])
-		usage()
-		os.Exit(2)
+		cli.UsageError(os.Stderr, "vfctl", fmt.Errorf("unknown command %q", os.Args[1]))
+		os.Exit(cli.ExitUsage)
 	}
 	err := c.run(os.Args[2:])
 	opCancel()
@@ -76,16 +91,19 @@ func main() {
 		case errors.Is(err, flag.ErrHelp):
 			return
 		case errors.As(err, &ue):
-			fmt.Fprintf(os.Stderr, "vfctl %s: %v\n", os.Args[1], err)
-			os.Exit(2)
+			cli.UsageError(os.Stderr, "vfctl "+os.Args[1], err)
+			os.Exit(cli.ExitUsage)
 		}
 		fmt.Fprintf(os.Stderr, "vfctl %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
 }
 
+// exitStatus is every vfctl command's exit statuses.
+const exitStatus = "0 done, 1 refused or failed, 2 usage"
+
+// usage is `vfctl --help`: the commands, on stdout.
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: vfctl COMMAND [flags]     (vfctl COMMAND --help: its flags)\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n, c := range commands {
 		if !internal(c.summary) {
@@ -93,21 +111,16 @@ func usage() {
 		}
 	}
 	sort.Strings(names)
+	h := cli.Help{Usage: "vfctl COMMAND [flags]     (vfctl COMMAND --help: its flags)",
+		About: "every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF\nserves is reported at once.",
+		Examples: []string{"vfctl init --vf 3", "vfctl cmd --vf 3 QUERY_FUNC_CAP", "vfctl qp create --vf 3 --cq 1 --type ud",
+			"vfctl load --vfs 0-7 --duration 5s --json", "vfctl flr --vf 3"},
+		Exit: exitStatus}
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].summary)
+		h.Subs = append(h.Subs, cli.Sub{Name: n, Summary: commands[n].summary})
 	}
-	fmt.Fprint(os.Stderr, `  version  print the version and VCS revision (also --version)
-
-examples:
-  vfctl init --vf 3
-  vfctl cmd --vf 3 QUERY_FUNC_CAP
-  vfctl qp create --vf 3 --cq 1 --type ud
-  vfctl load --vfs 0-7 --duration 5s --json
-  vfctl flr --vf 3
-
-every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF
-serves is reported at once. exit status: 0 done, 1 refused or failed, 2 usage
-`)
+	h.Subs = append(h.Subs, cli.Sub{Name: "version", Summary: "print the version and VCS revision (also --version)"})
+	h.Write(os.Stdout)
 }
 
 // usageError is a usage error: exit status 2 (a refusal or failure: 1).
@@ -126,11 +139,20 @@ var examples = map[string][]string{
 	"port":       {"vfctl port --phys-port 1 --state down", "vfctl port --phys-port 1 --state active"},
 	"load":       {"vfctl load --vfs 0-7 --duration 5s --json", "vfctl load --one-thread --vfs 0-7 --bystander 0"},
 	"mad":        {"vfctl mad --vf 3 get pkeys", "vfctl mad --vf 7 bm-set --bkey 0x1 --slid 9 --sgid fe80::2:c903:0:7"},
-	"ptys":       {"vfctl ptys --vf 2 --port 1"},
-	"res":        {"vfctl res --vf 2 --events"},
+	"res":        {"vfctl res --vf 2 --events", "vfctl res --vf 2 --json"},
+	"ptys":       {"vfctl ptys --vf 2 --port 1", "vfctl ptys --vf 2 --port 1 --json"},
 	"bench":      {"vfctl bench --vhcrd bin/vhcrd"},
 	"eq create":  {"vfctl eq create --vf 0 --eqn 1 --log-size 6 --map-events"},
 	"cq create":  {"vfctl cq create --vf 0"},
+	"cq query":   {"vfctl cq query --vf 0 --cqn 128"},
+	"cq destroy": {"vfctl cq destroy --vf 0 --cqn 128"},
+	"mr query":   {"vfctl mr query --vf 0 --mpt 1 --json"},
+	"mr destroy": {"vfctl mr destroy --vf 0 --mpt 1"},
+	"qp destroy": {"vfctl qp destroy --vf 0 --qpn 2120 --mtt 73"},
+	"eq":         {"vfctl eq create --vf 0 --eqn 1 --map-events", "vfctl eq query --vf 0 --eqn 1 --json"},
+	"cq":         {"vfctl cq create --vf 0 --eqn 1", "vfctl cq query --vf 0 --cqn 128"},
+	"mr":         {"vfctl mr create --vf 0 --pages 4", "vfctl mr destroy --vf 0 --mpt 1"},
+	"qp":         {"vfctl qp create --vf 0 --cq 128 --type ud", "vfctl qp modify --vf 0 --qpn 2120 --mtt 73 --cq 128 --to init"},
 	"qp create":  {"vfctl qp create --vf 0 --cq 128 --type ud --port 1"},
 	"qp modify":  {"vfctl qp modify --vf 0 --qpn 2120 --mtt 73 --cq 128 --type ud --to init"},
 	"qp query":   {"vfctl qp query --vf 0 --qpn 2120 --mtt 73 --cq 128"},
@@ -139,18 +161,29 @@ var examples = map[string][]string{
 	"eq destroy": {"vfctl eq destroy --vf 0 --eqn 1"},
 }
 
-// setUsage gives fs a usage text: its flags, its examples and the exit
-// statuses.
-func setUsage(fs *flag.FlagSet) {
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "usage: vfctl %s [flags]\n\nflags:\n", fs.Name())
-		fs.PrintDefaults()
-		if ex := examples[fs.Name()]; len(ex) > 0 {
-			fmt.Fprintf(w, "\nexamples:\n  %s\n", strings.Join(ex, "\n  "))
-		}
-		fmt.Fprintln(w, "\nexit status: 0 done, 1 refused or failed, 2 usage")
+// synopses are the usage lines of commands with positional arguments.
+var synopses = map[string]string{
+	"cmd": "vfctl cmd OPCODE [flags]",
+	"mad": "vfctl mad get nodeinfo|portinfo|pkeys|guids|nodedesc | bm-get | bm-set [flags]",
+}
+
+// help is the --help of the command or action fs parses.
+func help(fs *flag.FlagSet) *cli.Help {
+	u := synopses[fs.Name()]
+	if u == "" {
+		u = "vfctl " + fs.Name() + " [flags]"
 	}
+	summary := ""
+	if c, ok := commands[fs.Name()]; ok {
+		summary = c.summary
+	} else if cmd, act, ok := strings.Cut(fs.Name(), " "); ok {
+		for _, a := range actions[cmd] {
+			if a[0] == act {
+				summary = a[1]
+			}
+		}
+	}
+	return &cli.Help{Usage: u, About: summary, Examples: examples[fs.Name()], Exit: exitStatus}
 }
 
 // parseFlags parses fs: a bad flag is a usage error, and so is a missing
@@ -164,8 +197,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 
 // parseOnly parses fs: a bad flag is a usage error.
 func parseOnly(fs *flag.FlagSet, args []string) error {
-	setUsage(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, help(fs)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

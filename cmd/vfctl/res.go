@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -168,11 +169,16 @@ func done(err error) error {
 	return err
 }
 
-// action splits "create --vf 0" into the action and the rest.
-func action(args []string, allowed ...string) (string, []string, error) {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintf(os.Stderr, "actions: %s\nexample: vfctl %s %s --vf 0 --help (that action's flags)\n",
-			strings.Join(allowed, ", "), os.Args[1], allowed[0])
+// action splits "create --vf 0" into the action and the rest; --help lists
+// the actions.
+func action(cmd string, args []string, allowed ...string) (string, []string, error) {
+	if len(args) > 0 && cli.IsHelp(args[0]) {
+		h := cli.Help{Usage: fmt.Sprintf("vfctl %s ACTION [flags]     (vfctl %s ACTION --help: its flags)", cmd, cmd),
+			About: commands[cmd].summary, SubsName: "actions", Examples: examples[cmd], Exit: exitStatus}
+		for _, a := range actions[cmd] {
+			h.Subs = append(h.Subs, cli.Sub{Name: a[0], Summary: a[1]})
+		}
+		h.Write(os.Stdout)
 		return "", nil, flag.ErrHelp
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -187,7 +193,7 @@ func action(args []string, allowed ...string) (string, []string, error) {
 }
 
 func runEQ(args []string) error {
-	act, args, err := action(args, "create", "destroy", "query")
+	act, args, err := action("eq", args, "create", "destroy", "query")
 	if err != nil {
 		return err
 	}
@@ -257,7 +263,7 @@ func runEQ(args []string) error {
 }
 
 func runCQ(args []string) error {
-	act, args, err := action(args, "create", "destroy", "query")
+	act, args, err := action("cq", args, "create", "destroy", "query")
 	if err != nil {
 		return err
 	}
@@ -304,7 +310,7 @@ func runCQ(args []string) error {
 }
 
 func runMR(args []string) error {
-	act, args, err := action(args, "create", "destroy", "query")
+	act, args, err := action("mr", args, "create", "destroy", "query")
 	if err != nil {
 		return err
 	}
@@ -353,7 +359,7 @@ func runMR(args []string) error {
 var qpTypes = map[string]uint8{"rc": mlx4.QP_ST_RC, "uc": mlx4.QP_ST_UC, "ud": mlx4.QP_ST_UD}
 
 func runQP(args []string) error {
-	act, args, err := action(args, "create", "modify", "query", "destroy")
+	act, args, err := action("qp", args, "create", "modify", "query", "destroy")
 	if err != nil {
 		return err
 	}

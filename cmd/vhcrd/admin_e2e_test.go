@@ -169,7 +169,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if out, code := vhcrdCmd(t, "--help"); code != 0 || !strings.Contains(out, "examples:") || !strings.Contains(out, "vf ") {
 		t.Errorf("vhcrd --help: exit %d\n%s", code, out)
 	}
-	if out, code := vhcrdCmd(t, "vf", "--help"); code != 0 || !strings.Contains(out, "set N") {
+	if out, code := vhcrdCmd(t, "vf", "--help"); code != 0 || !strings.Contains(out, "\n  set ") || !strings.Contains(out, "vhcrd vf set 3") {
 		t.Errorf("vhcrd vf --help: exit %d\n%s", code, out)
 	}
 	if _, code := vhcrdCmd(t, "frobnicate"); code != 2 {
@@ -180,7 +180,7 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Errorf("vfctl --version: %v\n%s", err, vout)
 	}
 	out, err := exec.Command(filepath.Join(binDir, "vfctl"), "eq", "--help").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "create, destroy, query") {
+	if err != nil || !strings.Contains(string(out), "\nactions:\n  create ") {
 		t.Errorf("vfctl eq --help: %v\n%s", err, out)
 	}
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/vhcrd/vhcrd/bar/pci"
+	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 )
 
@@ -20,11 +22,21 @@ func init() {
 func devicesFlags(name string, args []string, usage string) (*flag.FlagSet, *string, error) {
 	fs := clidoc.NewFlagSet(name, flag.ContinueOnError)
 	root := fs.String("sysfs", sysfsRoot, "sysfs mount point")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: vhcrd %s %s\n", name, usage)
-		fs.PrintDefaults()
+	h := &cli.Help{Usage: "vhcrd " + name + " " + usage, About: commands[name].summary, Examples: devicesExamples[name], Exit: exitStatus}
+	if err := cli.Parse(fs, args, h); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return fs, root, err
+		}
+		return fs, root, usageError{err}
 	}
-	return fs, root, fs.Parse(args)
+	return fs, root, nil
+}
+
+// devicesExamples are the --help examples of devices, bind and unbind.
+var devicesExamples = map[string][]string{
+	"devices": {"vhcrd devices", "vhcrd devices --sysfs /tmp/fake-sysfs"},
+	"bind":    {"vhcrd bind 0000:03:00.1", "vhcrd serve --bar vfio:0000:03:00.1#region2 --dma bar@0x40000"},
+	"unbind":  {"vhcrd unbind 0000:03:00.1"},
 }
 
 func runDevices(w io.Writer, args []string) error {
@@ -41,8 +53,7 @@ func runDevices(w io.Writer, args []string) error {
 
 func oneAddr(fs *flag.FlagSet) (string, error) {
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return "", fmt.Errorf("want one PCI address, like 0000:00:01.0 (see 'vhcrd devices')")
+		return "", usageError{fmt.Errorf("want one PCI address, like 0000:00:01.0 (see 'vhcrd devices')")}
 	}
 	return fs.Arg(0), nil
 }

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"sort"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/metrics"
 )
 
@@ -42,29 +43,37 @@ func main() {
 	} else if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		name, args = args[0], args[1:]
 	}
-	if name == "help" || name == "-h" || name == "--help" {
+	if cli.IsHelp(name) {
 		usage()
 		return
 	}
 	if name == "version" || name == "--version" {
+		if len(args) > 0 && cli.IsHelp(args[0]) {
+			versionHelp("vhcrd").Write(os.Stdout)
+			return
+		}
+		if len(args) > 0 {
+			cli.UsageError(os.Stderr, "vhcrd version", fmt.Errorf("unexpected arguments %q", args))
+			os.Exit(cli.ExitUsage)
+		}
 		printVersion("vhcrd")
 		return
 	}
 	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "vhcrd: unknown command %q\n", name)
-		usage()
-		os.Exit(2)
+		cli.UsageError(os.Stderr, "vhcrd", fmt.Errorf("unknown command %q", name))
+		os.Exit(cli.ExitUsage)
 	}
 	if err := c.run(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
-		fmt.Fprintf(os.Stderr, "vhcrd %s: %v\n", name, err)
 		var ue usageError
 		if errors.As(err, &ue) {
-			os.Exit(2)
+			cli.UsageError(os.Stderr, "vhcrd "+name, err)
+			os.Exit(cli.ExitUsage)
 		}
+		fmt.Fprintf(os.Stderr, "vhcrd %s: %v\n", name, err)
 		os.Exit(1)
 	}
 }
@@ -85,8 +94,18 @@ func printVersion(tool string) {
 	fmt.Printf("%s %s revision %s %s\n", tool, v, r, runtime.Version())
 }
 
+// exitStatus is the exit statuses of vhcrd's client commands.
+const exitStatus = "0 done, 1 refused or failed, 2 usage"
+
+// versionHelp is `TOOL version --help`.
+func versionHelp(tool string) *cli.Help {
+	return &cli.Help{Usage: tool + " version     (or " + tool + " --version)",
+		About:    "prints the module version, the VCS revision the binary was built from (\"(modified)\" for a dirty tree) and the Go version",
+		Examples: []string{tool + " version", tool + " --version"}, Exit: "0"}
+}
+
+// usage is `vhcrd --help`: the commands, on stdout.
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: vhcrd COMMAND [flags]     (vhcrd COMMAND --help: its flags)\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		if !hidden[n] {
@@ -94,18 +113,13 @@ func usage() {
 		}
 	}
 	sort.Strings(names)
+	h := cli.Help{Usage: "vhcrd COMMAND [flags]     (vhcrd COMMAND --help: its flags; no COMMAND: serve)",
+		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464", "vhcrd vf list", "vhcrd vf set 3 --vlan 100 --qos 2",
+			"vhcrd port down 1", "vhcrd trace --vf 3 --json"},
+		Exit: exitStatus}
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+		h.Subs = append(h.Subs, cli.Sub{Name: n, Summary: commands[n].summary})
 	}
-	fmt.Fprint(os.Stderr, `  version    print the version and VCS revision (also --version)
-
-examples:
-  vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464
-  vhcrd vf list
-  vhcrd vf set 3 --vlan 100 --qos 2
-  vhcrd port down 1
-  vhcrd trace --vf 3 --json
-
-exit status: 0 done, 1 refused or failed, 2 usage
-`)
+	h.Subs = append(h.Subs, cli.Sub{Name: "version", Summary: "print the version and VCS revision (also --version)"})
+	h.Write(os.Stdout)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/mad/capture"
@@ -49,10 +50,10 @@ func init() {
 
 func runConfig(args []string) error {
 	fs := clidoc.NewFlagSet("config", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: vhcrd config > vhcrd.json\n\nprints the embedded default configuration; edit a copy and pass it to vhcrd serve --config FILE")
-	}
-	if err := fs.Parse(args); err != nil {
+	h := &cli.Help{Usage: "vhcrd config > vhcrd.json",
+		About:    "prints the embedded default configuration; edit a copy and pass it to vhcrd serve --config FILE",
+		Examples: []string{"vhcrd config > vhcrd.json", "vhcrd serve --config vhcrd.json"}, Exit: "0 printed, 2 usage"}
+	if err := cli.Parse(fs, args, h); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -92,19 +93,12 @@ func runServe(args []string) error {
 	fs.StringVar(&f.adminSocket, "admin-socket", "", "admin unix socket `PATH`, mode 0600 (vhcrd trace, vf and port use it; default: the BAR file's path + .sock, /run/vhcrd/... for a device; off: none)")
 	fs.StringVar(&f.traceFile, "trace", "", "write the command trace to this file from the first command (text; see --trace-json)")
 	fs.BoolVar(&f.traceJSON, "trace-json", false, "write --trace as JSON lines")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: vhcrd serve [flags]\n\nflags:")
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), `
-examples:
-  vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464
-  vhcrd serve --config my.json --ibsim vhcrd0 --capture mads.pcap
-  vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K
-
-exit status: 0 stopped by SIGINT or SIGTERM, 1 failed, 2 usage
-`)
-	}
-	if err := fs.Parse(args); err != nil {
+	h := &cli.Help{Usage: "vhcrd serve [flags]", About: commands["serve"].summary,
+		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464",
+			"vhcrd serve --config my.json --ibsim vhcrd0 --capture mads.pcap",
+			"vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K"},
+		Exit: "0 stopped by SIGINT or SIGTERM, 1 failed, 2 usage"}
+	if err := cli.Parse(fs, args, h); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
@@ -35,19 +36,10 @@ func runTrace(args []string) error {
 	fromStart := fs.Bool("from-start", false, "begin with the oldest record the daemon's ring holds, not with the next one")
 	sock := fs.String("admin-socket", "", "the daemon's admin socket (default: derived from --bar)")
 	barSpec := fs.String("bar", DefaultBAR, "the daemon's BAR region, to find its admin socket")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: vhcrd trace [flags]\n\nflags:")
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), `
-examples:
-  vhcrd trace
-  vhcrd trace --vf 2 --opcode QUERY_QP
-  vhcrd trace --json --from-start
-
-exit status: 0 interrupted or ended by the daemon, 1 refused or unreachable, 2 usage
-`)
-	}
-	if err := fs.Parse(args); err != nil {
+	h := &cli.Help{Usage: "vhcrd trace [flags]", About: commands["trace"].summary,
+		Examples: []string{"vhcrd trace", "vhcrd trace --vf 2 --opcode QUERY_QP", "vhcrd trace --json --from-start"},
+		Exit:     "0 interrupted or ended by the daemon, 1 refused or unreachable, 2 usage"}
+	if err := cli.Parse(fs, args, h); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 )
 
@@ -22,46 +23,59 @@ func init() {
 	register("port", "take a physical port up or down: port up|down P (admin socket)", runPortCmd)
 }
 
-const vfUsage = `usage: vhcrd vf COMMAND [flags]
+// vfSetAbout is `vhcrd vf set --help`'s account of what mlx4 applies at
+// once and what at the VF's next reset.
+const vfSetAbout = `change VF N's settings as ip link set DEV vf N does on an mlx4 host:
+  --mac             admin MAC (next reset; --phys-port for one port only)
+  --vlan, --qos     VST VLAN 1..4095 and priority 0..7; vlan 0 qos 0 = VGT (next reset:
+                    mlx4 activates at once only with UPDATE_QP, which this device lacks)
+  --spoof-check     force the source MAC of the VF's Ethernet QPs (next reset)
+  --link-state      the VF's link (at once: a PORT_CHANGE event to the VF)
+  --trust           refused: mlx4_en has no ndo_set_vf_trust (EOPNOTSUPP)
+  --max-tx-rate, --min-tx-rate   refused: needs vport QoS (MLX4_DEV_CAP_FLAG2_QOS_VPP)`
 
-commands:
-  list            every VF: channel state, vHCR, admin and operational vport state
-  show N          one VF
-  set N [flags]   change VF N's settings as ip link set DEV vf N does on an mlx4 host
-  flr N           function-level reset of VF N
+// vfHelp is the --help of `vhcrd vf` (sub "") and of its commands.
+func vfHelp(sub string) *cli.Help {
+	ex := map[string][]string{
+		"":     {"vhcrd vf list", "vhcrd vf show 3 --json", "vhcrd vf set 3 --vlan 100 --qos 2", "vhcrd vf set 3 --link-state disable", "vhcrd vf flr 3"},
+		"list": {"vhcrd vf list", "vhcrd vf list --json"},
+		"show": {"vhcrd vf show 3", "vhcrd vf show 3 --json"},
+		"set":  {"vhcrd vf set 3 --vlan 100 --qos 2", "vhcrd vf set 3 --mac 00:11:22:33:44:55 --phys-port 1", "vhcrd vf set 3 --link-state disable"},
+		"flr":  {"vhcrd vf flr 3"},
+	}
+	h := &cli.Help{Usage: "vhcrd vf " + map[string]string{"": "COMMAND [flags]     (vhcrd vf COMMAND --help: its flags)",
+		"list": "list [flags]", "show": "show N [flags]", "set": "set N [flags]", "flr": "flr N [flags]"}[sub],
+		Examples: ex[sub], Exit: exitStatus}
+	for _, c := range subcommands["vf"] {
+		if sub == "" {
+			h.Subs = append(h.Subs, cli.Sub{Name: c[0], Summary: c[1]})
+		} else if c[0] == sub {
+			h.About = c[1]
+		}
+	}
+	switch sub {
+	case "":
+		h.About = "shows and changes VFs through the daemon's admin socket (--admin-socket PATH, or --bar SPEC to find it)"
+	case "set":
+		h.About = vfSetAbout
+	}
+	return h
+}
 
-vf set flags (what mlx4 applies at once and what at the VF's next reset):
-  --mac XX:XX:XX:XX:XX:XX   admin MAC (next reset; --phys-port for one port only)
-  --vlan V --qos Q          VST VLAN 1..4095 and priority 0..7; vlan 0 qos 0 = VGT (next reset:
-                            mlx4 activates at once only with UPDATE_QP, which this device lacks)
-  --spoof-check on|off      force the source MAC of the VF's Ethernet QPs (next reset)
-  --link-state auto|enable|disable   the VF's link (at once: a PORT_CHANGE event to the VF)
-  --trust on|off            refused: mlx4_en has no ndo_set_vf_trust (EOPNOTSUPP)
-  --max-tx-rate/--min-tx-rate Mb/s   refused: needs vport QoS (MLX4_DEV_CAP_FLAG2_QOS_VPP)
-
-common flags: --admin-socket PATH | --bar SPEC (to find the socket), --json
-
-examples:
-  vhcrd vf list
-  vhcrd vf show 3 --json
-  vhcrd vf set 3 --vlan 100 --qos 2
-  vhcrd vf set 3 --link-state disable
-  vhcrd vf flr 3
-
-exit status: 0 done, 1 refused or failed, 2 usage
-`
-
-const portUsage = `usage: vhcrd port up|down P [--admin-socket PATH | --bar SPEC] [--json]
-
-Sets physical port P's state (what QUERY_PORT and MAD_IFC show the VFs) and
-sends PORT_CHANGE to every VF with that port and link-state auto.
-
-examples:
-  vhcrd port down 1
-  vhcrd port up 1
-
-exit status: 0 done, 1 refused or failed, 2 usage
-`
+// portHelp is the --help of `vhcrd port` (state "") and of up and down.
+func portHelp(state string) *cli.Help {
+	h := &cli.Help{Usage: "vhcrd port up|down P [flags]",
+		About:    "Sets physical port P's state (what QUERY_PORT and MAD_IFC show the VFs) and\nsends PORT_CHANGE to every VF with that port and link-state auto.",
+		Examples: []string{"vhcrd port down 1", "vhcrd port up 1", "vhcrd port up 2 --json"}, Exit: exitStatus}
+	if state == "" {
+		for _, c := range subcommands["port"] {
+			h.Subs = append(h.Subs, cli.Sub{Name: c[0], Summary: c[1]})
+		}
+	} else {
+		h.Usage = "vhcrd port " + state + " P [flags]"
+	}
+	return h
+}
 
 // adminFlags are the flags every admin client command takes.
 type adminFlags struct {
@@ -110,10 +124,10 @@ func adminCall(path string, q adminRequest, raw *[]byte) error {
 }
 
 // parseArgs parses fs with flags and positional arguments in any order.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseArgs(fs *flag.FlagSet, args []string, h *cli.Help) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := cli.Parse(fs, args, h); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
@@ -188,16 +202,15 @@ func (o optString) String() string {
 func (o optString) Set(s string) error { *o.v = &s; return nil }
 
 func runVF(args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, vfUsage)
-		if len(args) == 0 {
-			return usageError{errors.New("want a command: list, show, set or flr")}
-		}
+	if len(args) == 0 {
+		return usageError{errors.New("want a command: list, show, set or flr")}
+	}
+	if cli.IsHelp(args[0]) {
+		vfHelp("").Write(os.Stdout)
 		return flag.ErrHelp
 	}
 	sub, args := args[0], args[1:]
 	fs := clidoc.NewFlagSet("vf "+sub, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, vfUsage) }
 	var af adminFlags
 	af.add(fs)
 	q := adminRequest{Cmd: "vf." + sub}
@@ -216,10 +229,9 @@ func runVF(args []string) error {
 		fs.Var(optInt{&set.MinTxRate}, "min-tx-rate", "Mb/s (mlx4 refuses it)")
 		q.Set = &set
 	default:
-		fmt.Fprint(os.Stderr, vfUsage)
-		return usageError{fmt.Errorf("unknown vf command %q", sub)}
+		return usageError{fmt.Errorf("unknown vf command %q: want list, show, set or flr", sub)}
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, vfHelp(sub))
 	if err != nil {
 		return err
 	}
@@ -298,23 +310,21 @@ func runVF(args []string) error {
 }
 
 func runPortCmd(args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(os.Stderr, portUsage)
-		if len(args) == 0 {
-			return usageError{errors.New("want up or down")}
-		}
+	if len(args) == 0 {
+		return usageError{errors.New("want up or down")}
+	}
+	if cli.IsHelp(args[0]) {
+		portHelp("").Write(os.Stdout)
 		return flag.ErrHelp
 	}
 	state, args := args[0], args[1:]
 	if state != "up" && state != "down" {
-		fmt.Fprint(os.Stderr, portUsage)
 		return usageError{fmt.Errorf("unknown port command %q: want up or down", state)}
 	}
 	fs := clidoc.NewFlagSet("port "+state, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, portUsage) }
 	var af adminFlags
 	af.add(fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, portHelp(state))
 	if err != nil {
 		return err
 	}

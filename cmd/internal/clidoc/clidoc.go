@@ -53,19 +53,19 @@ func NewFlagSet(name string, h flag.ErrorHandling) *flag.FlagSet {
 
 // Record runs run(args) (a command's entry with "--help" at the end of
 // args) and returns the flags of the last FlagSet it made with NewFlagSet.
-// The command's own help output is discarded.
+// The command's own help output (stdout and stderr) is discarded.
 func Record(run func([]string) error, args ...string) []Flag {
 	var sets []*flag.FlagSet
 	mu.Lock()
 	rec = &sets
 	mu.Unlock()
-	stderr := os.Stderr
-	if devnull, err := os.Open(os.DevNull); err == nil {
-		os.Stderr = devnull
+	stdout, stderr := os.Stdout, os.Stderr
+	if devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
+		os.Stdout, os.Stderr = devnull, devnull
 		defer devnull.Close()
 	}
 	_ = run(append(args, "--help"))
-	os.Stderr = stderr
+	os.Stdout, os.Stderr = stdout, stderr
 	mu.Lock()
 	rec = nil
 	mu.Unlock()

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// ExitUsage is the exit status of a usage error (1: refused or failed).
+const ExitUsage = 2
+
+// Sub is a subcommand or action in a --help listing.
+type Sub struct{ Name, Summary string }
+
+// Help is what --help prints at one level of a command tree.
+type Help struct {
+	Usage    string        // synopsis after "usage: ", e.g. "vfctl eq ACTION [flags]"
+	About    string        // optional paragraph under the synopsis
+	Subs     []Sub         // subcommands or actions
+	SubsName string        // heading of Subs: "commands" unless set
+	Flags    *flag.FlagSet // flags of this level, nil: none
+	Examples []string      // at least one
+	Exit     string        // exit statuses, e.g. "0 done, 1 refused or failed, 2 usage"
+}
+
+// Write writes h to w.
+func (h *Help) Write(w io.Writer) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: %s\n", h.Usage)
+	if h.About != "" {
+		fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(h.About, "\n"))
+	}
+	if len(h.Subs) > 0 {
+		name := h.SubsName
+		if name == "" {
+			name = "commands"
+		}
+		width := 0
+		for _, s := range h.Subs {
+			width = max(width, len(s.Name))
+		}
+		fmt.Fprintf(&b, "\n%s:\n", name)
+		for _, s := range h.Subs {
+			fmt.Fprintf(&b, "  %-*s  %s\n", width, s.Name, s.Summary)
+		}
+	}
+	if h.Flags != nil {
+		n := 0
+		h.Flags.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			b.WriteString("\nflags:\n")
+			WriteFlags(&b, h.Flags)
+		}
+	}
+	if len(h.Examples) > 0 {
+		fmt.Fprintf(&b, "\nexamples:\n  %s\n", strings.Join(h.Examples, "\n  "))
+	}
+	if h.Exit != "" {
+		fmt.Fprintf(&b, "\nexit status: %s\n", h.Exit)
+	}
+	_, _ = io.WriteString(w, b.String())
+}
+
+// WriteFlags lists fs's flags in the GNU form: "--name ARG", then the
+// usage and the default on the next line.
+func WriteFlags(w io.Writer, fs *flag.FlagSet) {
+	var b strings.Builder
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(&b, "  --%s", f.Name)
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); !(ok && bf.IsBoolFlag()) {
+			if arg == "" {
+				arg = "value"
+			}
+			fmt.Fprintf(&b, " %s", arg)
+		}
+		b.WriteString("\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if d := f.DefValue; d != "" && d != "false" && d != "0" && d != "[]" && !strings.Contains(usage, "(required)") {
+			fmt.Fprintf(&b, " (default: %s)", d)
+		}
+		b.WriteString("\n")
+	})
+	_, _ = io.WriteString(w, b.String())
+}
+
+// Parse parses args into fs. On -h or --help it writes h (with fs's
+// flags) to stdout and returns flag.ErrHelp; a bad flag is returned as is
+// (the caller's usage error). The flag package prints nothing.
+func Parse(fs *flag.FlagSet, args []string, h *Help) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		hh := *h
+		hh.Flags = fs
+		hh.Write(os.Stdout)
+		return err
+	}
+	if err != nil {
+		// The flag package names flags with one dash: "-bogus".
+		return errors.New(strings.Replace(err.Error(), ": -", ": --", 1))
+	}
+	return nil
+}
+
+// IsHelp reports whether arg asks for help (help, -h, -help, --help).
+func IsHelp(arg string) bool {
+	return arg == "help" || arg == "-h" || arg == "-help" || arg == "--help"
+}
+
+// UsageError writes a usage error to w: one line, "PATH: ERR", and a
+// pointer to PATH --help.
+func UsageError(w io.Writer, path string, err error) {
+	fmt.Fprintf(w, "%s: %s\nrun '%s --help' for usage\n", path, strings.ReplaceAll(err.Error(), "\n", " "), path)
+}
