@@ -89,26 +89,26 @@ func runCmd(args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("want exactly one OPCODE (a name like QUERY_FUNC_CAP or a number), got %q", pos)
+		return usageErr(fmt.Errorf("want exactly one OPCODE (a name like QUERY_FUNC_CAP or a number), got %q", pos))
 	}
 	op, err := mlx4.ParseOpcode(pos[0])
 	if err != nil {
 		return err
 	}
 	if *opMod > 15 {
-		return fmt.Errorf("--op-mod %d: 4 bits", *opMod)
+		return usageErr(fmt.Errorf("--op-mod %d: 4 bits", *opMod))
 	}
 	im, err := parseU64(*inMod)
 	if err != nil || im > 0xffffffff {
-		return fmt.Errorf("--in-mod %q: want a 32-bit number", *inMod)
+		return usageErr(fmt.Errorf("--in-mod %q: want a 32-bit number", *inMod))
 	}
 	ip, err := parseU64(*inParam)
 	if err != nil {
-		return fmt.Errorf("--in-param: %w", err)
+		return usageErr(fmt.Errorf("--in-param: %w", err))
 	}
 	outp, err := parseU64(*outParam)
 	if err != nil {
-		return fmt.Errorf("--out-param: %w", err)
+		return usageErr(fmt.Errorf("--out-param: %w", err))
 	}
 	req := vhcr.Request{Op: op, OpMod: uint8(*opMod), InMod: uint32(im), InParam: ip, OutParam: outp}
 	if *inFile != "" {

@@ -170,3 +170,36 @@ func TestJSON(t *testing.T) {
 		t.Fatalf("mad get pkeys: %v", m)
 	}
 }
+
+// TestUsageErrorsInProcess: a flag value no command could take is a usage
+// error (exit 2), found before anything is posted.
+func TestUsageErrorsInProcess(t *testing.T) {
+	spec, _, _ := servePF(t, 1)
+	b := []string{"--bar", spec, "--vf", "0"}
+	for _, c := range []struct {
+		run  func([]string) error
+		args []string
+	}{
+		{runMAD, []string{"get", "nosuchattr"}},
+		{runMAD, []string{"frob"}},
+		{runMAD, []string{"bm-get", "--bkey", "xyz"}},
+		{runPTYS, []string{"--proto", "fc"}},
+		{runQP, []string{"create", "--type", "xrc"}},
+		{runQP, []string{"modify", "--qpn", "1", "--to", "up"}},
+		{runQP, []string{"modify", "--qpn", "1", "--op", "NO_SUCH_OP"}},
+		{runCmd, []string{"QUERY_FW", "QUERY_FW"}},
+		{runCmd, []string{"QUERY_FW", "--op-mod", "99"}},
+		{runEQ, []string{"frob"}},
+		{runInit, []string{"--bar", spec, "--json"}}, // no --vf
+	} {
+		args := c.args
+		if args[0] != "--bar" {
+			args = append(append([]string(nil), args...), b...)
+		}
+		out, err := capture(t, func() error { return c.run(args) })
+		var ue usageError
+		if !errors.As(err, &ue) || out != "" {
+			t.Errorf("%v: %v (want a usage error), stdout %q", c.args, err, out)
+		}
+	}
+}

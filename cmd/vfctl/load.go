@@ -143,21 +143,21 @@ func runLoad(args []string) error {
 			}
 		})
 		if bad != nil {
-			return bad
+			return usageErr(bad)
 		}
 	} else if *bystander >= 0 {
-		return fmt.Errorf("--bystander: only with --one-thread")
+		return usageErr(fmt.Errorf("--bystander: only with --one-thread"))
 	}
 	mix, ok := mixes[*mixName]
 	if !ok {
-		return fmt.Errorf("--mix %q: unknown", *mixName)
+		return usageErr(fmt.Errorf("--mix %q: unknown", *mixName))
 	}
 	realistic := *mixName == "realistic"
 	if *compare && (!realistic || *events || *rounds < 1) {
-		return fmt.Errorf("--compare: with --mix realistic, without --events, --rounds ≥ 1")
+		return usageErr(fmt.Errorf("--compare: with --mix realistic, without --events, --rounds ≥ 1"))
 	}
 	if *events && !realistic {
-		return fmt.Errorf("--events: only with --mix realistic (the other mixes post single commands in poll mode)")
+		return usageErr(fmt.Errorf("--events: only with --mix realistic (the other mixes post single commands in poll mode)"))
 	}
 	if *procs > 0 {
 		runtime.GOMAXPROCS(*procs)

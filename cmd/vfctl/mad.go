@@ -46,7 +46,7 @@ func runMAD(args []string) error {
 	case len(pos) == 2 && pos[0] == "get":
 		attr, ok := smpAttrs[pos[1]]
 		if !ok {
-			return fmt.Errorf("get %q: want nodeinfo, portinfo, pkeys, guids or nodedesc", pos[1])
+			return usageErr(fmt.Errorf("get %q: want nodeinfo, portinfo, pkeys, guids or nodedesc", pos[1]))
 		}
 		smp := mad.SMP{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassSubnLID, ClassVersion: 1,
 			Method: mad.MethodGet, TID: 0x7663746c, AttrID: attr, AttrMod: uint32(*mod)}}
@@ -59,7 +59,7 @@ func runMAD(args []string) error {
 	case len(pos) == 1 && (pos[0] == "bm-get" || pos[0] == "bm-set"):
 		k, err := parseU64(*bkey)
 		if err != nil {
-			return fmt.Errorf("--bkey: %w", err)
+			return usageErr(fmt.Errorf("--bkey: %w", err))
 		}
 		g := mad.GSMAD{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassBM, ClassVersion: 1,
 			Method: mad.MethodGet, TID: 0x7663746d, AttrID: mad.AttrBKeyInfo}, BKey: k}
@@ -81,14 +81,14 @@ func runMAD(args []string) error {
 			if *sgid != "" {
 				a, err := netip.ParseAddr(*sgid)
 				if err != nil || !a.Is6() {
-					return fmt.Errorf("--sgid %q: want an IPv6-form GID", *sgid)
+					return usageErr(fmt.Errorf("--sgid %q: want an IPv6-form GID", *sgid))
 				}
 				in.WC.GRHPresent, in.HasGRH = true, true
 				in.GRH = mad.GRH{IPVer: 6, NextHeader: 0x1b, HopLimit: 255, SGID: a.As16(), PayLen: 256 + 8 + 4}
 			}
 		}
 	default:
-		return fmt.Errorf("want: get nodeinfo|portinfo|pkeys|guids|nodedesc, bm-get or bm-set")
+		return usageErr(fmt.Errorf("want: get nodeinfo|portinfo|pkeys|guids|nodedesc, bm-get or bm-set"))
 	}
 	inbox := make([]byte, mlx4.MailboxSize)
 	opMod, inMod, err := mad.EncodeMADIFCInbox(&in, inbox)

@@ -62,10 +62,10 @@ func runOneThread(ctx context.Context, vfs []*vhcr.VF, vfIdx []int, dur time.Dur
 	} else {
 		by := slices.Index(vfIdx, bystander)
 		if by < 0 {
-			return fmt.Errorf("--bystander %d: not one of --vfs %v", bystander, vfIdx)
+			return usageErr(fmt.Errorf("--bystander %d: not one of --vfs %v", bystander, vfIdx))
 		}
 		if rounds < 1 {
-			return fmt.Errorf("--rounds %d: want ≥ 1", rounds)
+			return usageErr(fmt.Errorf("--rounds %d: want ≥ 1", rounds))
 		}
 		var flood []int
 		b := &BystanderResult{VF: bystander, Rounds: rounds, GapNS: gap.Nanoseconds()}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -50,7 +51,8 @@ func TestLoadOneThreadFlags(t *testing.T) {
 	} {
 		args := append([]string{"--bar", spec, "--vfs", "0-1", "--duration", "10ms", "--procs", "0"}, c.args...)
 		_, err := capture(t, func() error { return runLoad(args) })
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
 	}

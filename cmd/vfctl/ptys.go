@@ -28,7 +28,7 @@ func runPTYS(args []string) error {
 	}
 	mask := map[string]uint8{"ib": mlx4.PTYS_IB, "eth": mlx4.PTYS_EN}[*proto]
 	if mask == 0 {
-		return fmt.Errorf("--proto %q: want ib or eth", *proto)
+		return usageErr(fmt.Errorf("--proto %q: want ib or eth", *proto))
 	}
 	var in [mlx4.MailboxSize]byte
 	mlx4.EncodeAccessRegPTYS(&in, mlx4.ACCESS_REG_QUERY, uint8(*port), mask)

@@ -219,11 +219,11 @@ func runEQ(args []string) error {
 	switch act {
 	case "create":
 		if *logSize < 0 || *logSize > maxCLILogEQE {
-			return fmt.Errorf("--log-size %d: 0..%d", *logSize, maxCLILogEQE)
+			return usageErr(fmt.Errorf("--log-size %d: 0..%d", *logSize, maxCLILogEQE))
 		}
 		iova := c.a.Layout.Window - int64(*eqn+1)*eqSlot
 		if *eqn < 0 || *eqn > vfdrv.MaxEQN || iova < c.a.Layout.Window/2 {
-			return fmt.Errorf("--eqn %d: vfctl places EQ rings in the top half of the %d KiB window, 64 KiB each", *eqn, c.a.Layout.Window>>10)
+			return usageErr(fmt.Errorf("--eqn %d: vfctl places EQ rings in the top half of the %d KiB window, 64 KiB each", *eqn, c.a.Layout.Window>>10))
 		}
 		q, err := d.CreateEQAt(ctx, *eqn, *logSize, uint64(iova))
 		if err != nil {
@@ -378,7 +378,7 @@ func runQP(args []string) error {
 	}
 	st, ok := qpTypes[*typ]
 	if !ok {
-		return fmt.Errorf("--type %q: rc, uc or ud", *typ)
+		return usageErr(fmt.Errorf("--type %q: rc, uc or ud", *typ))
 	}
 	cfg := vfdrv.QPConfig{ST: st, SendCQ: uint32(*scq), RecvCQ: uint32(*scq), Port: *port, PKeyIndex: uint8(*pkey), PD: 1, QKey: 0x80010000}
 	if *rcq >= 0 {
@@ -389,11 +389,11 @@ func runQP(args []string) error {
 	if act == "modify" && *rawOp != "" {
 		var err error
 		if op, err = mlx4.ParseOpcode(*rawOp); err != nil {
-			return fmt.Errorf("--op: %w", err)
+			return usageErr(fmt.Errorf("--op: %w", err))
 		}
 	} else if act == "modify" {
 		if target, ok = mlx4.ParseQPState(*to); !ok {
-			return fmt.Errorf("--to %q: init, rtr, rts, sqd, err or rst", *to)
+			return usageErr(fmt.Errorf("--to %q: init, rtr, rts, sqd, err or rst", *to))
 		}
 	}
 	ctx := opCtx()
