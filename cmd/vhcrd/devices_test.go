@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -26,6 +27,21 @@ func TestDevicesCommand(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	out.Reset()
+	if err := runDevices(&out, []string{"--sysfs", tr.Root, "--json"}); err != nil {
+		t.Fatal(err)
+	}
+	var js []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &js); err != nil {
+		t.Fatalf("devices --json: %v\n%s", err, out.String())
+	}
+	if len(js) != 1 || js[0]["addr"] != "0000:00:01.0" || js[0]["vendor"] != "0x1af4" || js[0]["device"] != "0x1110" ||
+		js[0]["driver"] != "vfio-pci" || js[0]["iommu_group"] != float64(1) || js[0]["sriov"] != nil {
+		t.Errorf("devices --json: %s", out.String())
+	}
+	if bars, _ := js[0]["bars"].([]any); len(bars) != 1 || bars[0].(map[string]any)["size"] != float64(1<<20) || bars[0].(map[string]any)["index"] != float64(2) {
+		t.Errorf("devices --json BARs: %s", out.String())
 	}
 	if err := runBind([]string{"--sysfs", tr.Root}); err == nil {
 		t.Error("bind without an address succeeded")
