@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -35,25 +34,13 @@ func toolTree() *clidoc.Tool {
 		Examples: []string{"vfctl init --vf 3", "vfctl cmd --vf 3 QUERY_FUNC_CAP", "vfctl qp create --vf 3 --cq 128 --type ud",
 			"vfctl load --vfs 0-7 --duration 5s --json", "vfctl flr --vf 3"},
 		ExitStatus: "0 done, 1 refused or failed (the device said no, or no PF serves), 2 usage error."}
-	names := make([]string, 0, len(commands))
+	entries := map[string]clidoc.Entry{}
 	for n, c := range commands {
 		if !internal(c.summary) {
-			names = append(names, n)
+			entries[n] = clidoc.Entry{Summary: c.summary, Run: c.run, Actions: actions[n]}
 		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		c := clidoc.Command{Name: n, Summary: commands[n].summary}
-		if subs, ok := actions[n]; ok {
-			for _, s := range subs {
-				c.Subs = append(c.Subs, clidoc.Command{Name: s[0], Summary: s[1], Flags: clidoc.Record(commands[n].run, s[0])})
-			}
-		} else {
-			c.Flags = clidoc.Record(commands[n].run)
-		}
-		t.Commands = append(t.Commands, c)
-	}
-	return t
+	return t.Add(entries)
 }
 
 func runGen(args []string) error {

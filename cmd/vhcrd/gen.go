@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
@@ -33,25 +32,13 @@ func toolTree() *clidoc.Tool {
 		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464", "vhcrd vf list", "vhcrd vf set 3 --vlan 100 --qos 2",
 			"vhcrd vf flr 3", "vhcrd port down 1", "vhcrd trace --vf 3 --json"},
 		ExitStatus: "0 done, 1 refused or failed (the device or the daemon said no), 2 usage error."}
-	names := make([]string, 0, len(commands))
-	for n := range commands {
+	entries := map[string]clidoc.Entry{}
+	for n, c := range commands {
 		if !hidden[n] {
-			names = append(names, n)
+			entries[n] = clidoc.Entry{Summary: c.summary, Run: c.run, Actions: subcommands[n]}
 		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		c := clidoc.Command{Name: n, Summary: commands[n].summary}
-		if subs, ok := subcommands[n]; ok {
-			for _, s := range subs {
-				c.Subs = append(c.Subs, clidoc.Command{Name: s[0], Summary: s[1], Flags: clidoc.Record(commands[n].run, s[0])})
-			}
-		} else {
-			c.Flags = clidoc.Record(commands[n].run)
-		}
-		t.Commands = append(t.Commands, c)
-	}
-	return t
+	return t.Add(entries)
 }
 
 func runGen(args []string) error {

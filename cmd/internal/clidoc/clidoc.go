@@ -325,3 +325,35 @@ func manFlags(b *strings.Builder, fl []Flag) {
 		b.WriteString("\n")
 	}
 }
+
+// Entry is one command of a tool's table as Add reads it: its summary, the
+// function that parses and runs it, and its actions (name, summary), if it
+// has any.
+type Entry struct {
+	Summary string
+	Run     func([]string) error
+	Actions [][2]string
+}
+
+// Add appends the entries to t's commands in name order, each with the
+// flags its Run (or each action's) really parses, and returns t.
+func (t *Tool) Add(entries map[string]Entry) *Tool {
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := entries[n]
+		c := Command{Name: n, Summary: e.Summary}
+		if len(e.Actions) > 0 {
+			for _, s := range e.Actions {
+				c.Subs = append(c.Subs, Command{Name: s[0], Summary: s[1], Flags: Record(e.Run, s[0])})
+			}
+		} else {
+			c.Flags = Record(e.Run)
+		}
+		t.Commands = append(t.Commands, c)
+	}
+	return t
+}
