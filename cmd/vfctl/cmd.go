@@ -166,11 +166,7 @@ func runFLR(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	path, err := adminSocket(*sock, *barSpec)
-	if err != nil {
-		return err
-	}
-	if err := postAdmin(path, map[string]any{"cmd": "vf.flr", "vf": *vf}, *timeout); err != nil {
+	if err := postAdminAt(*sock, *barSpec, map[string]any{"cmd": "vf.flr", "vf": *vf}, *timeout); err != nil {
 		return err
 	}
 	fmt.Printf("FLR of VF %d done\n", *vf)

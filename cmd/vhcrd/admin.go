@@ -20,13 +20,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/master"
@@ -64,24 +62,6 @@ var adminHandlers = map[string]adminHandler{
 	"trace": func(ctx context.Context, a *adminServer, conn net.Conn, q *adminRequest) error {
 		return trace.ServeRequest(ctx, conn, a.ring, q.Request)
 	},
-}
-
-// defaultAdminSocket is the admin socket of the BAR spec: the BAR file's
-// path with ".sock" appended, or for a device a path under /run/vhcrd
-// named after it ("/run/vhcrd/vfio-0000:03:00.0-0.sock").
-func defaultAdminSocket(barSpec string) (string, error) {
-	sp, err := bar.ParseSpec(barSpec)
-	if err != nil {
-		return "", fmt.Errorf("--bar: %w", err)
-	}
-	if sp.Scheme == "file" {
-		return sp.Path + ".sock", nil
-	}
-	name := sp.Scheme + "-" + strings.ReplaceAll(sp.Path, "/", "_")
-	if sp.Index >= 0 {
-		name += "-" + strconv.Itoa(sp.Index)
-	}
-	return filepath.Join("/run/vhcrd", name+".sock"), nil
 }
 
 // adminServer serves the admin socket.

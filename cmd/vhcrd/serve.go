@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"html"
 	"log/slog"
 	"net"
@@ -108,7 +109,7 @@ func runServe(args []string) error {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	if f.adminSocket == "" {
-		p, err := defaultAdminSocket(f.bar)
+		p, err := adminc.DefaultSocket(f.bar)
 		if err != nil {
 			return usageError{err}
 		}

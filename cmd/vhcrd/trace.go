@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"io"
 	"net"
 	"os"
@@ -72,7 +73,7 @@ func runTrace(args []string) error {
 	path := *sock
 	if path == "" {
 		var err error
-		if path, err = defaultAdminSocket(*barSpec); err != nil {
+		if path, err = adminc.DefaultSocket(*barSpec); err != nil {
 			return usageError{err}
 		}
 	}

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
+	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
@@ -93,35 +90,11 @@ func (a *adminFlags) path() (string, error) {
 	if a.sock != "" {
 		return a.sock, nil
 	}
-	return defaultAdminSocket(a.bar)
+	return adminc.DefaultSocket(a.bar)
 }
 
-// adminCall sends q to the admin socket at path and decodes the one-line
-// answer into v; an error line is returned as an error.
-func adminCall(path string, q adminRequest, raw *[]byte) error {
-	conn, err := net.DialTimeout("unix", path, 5*time.Second)
-	if err != nil {
-		return fmt.Errorf("admin socket: %w (is vhcrd serving? see --admin-socket)", err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	b, err := json.Marshal(q)
-	if err != nil {
-		return err
-	}
-	if _, err := conn.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("admin socket: %w", err)
-	}
-	line, err := bufio.NewReaderSize(conn, 1<<20).ReadString('\n')
-	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
-		return fmt.Errorf("admin socket: %w", err)
-	}
-	if msg, ok := strings.CutPrefix(line, "# error: "); ok {
-		return errors.New("vhcrd: " + strings.TrimSpace(msg))
-	}
-	*raw = []byte(line)
-	return nil
-}
+// adminTimeout bounds one exchange on the admin socket.
+const adminTimeout = 30 * time.Second
 
 // parseArgs parses fs with flags and positional arguments in any order.
 func parseArgs(fs *flag.FlagSet, args []string, h *cli.Help) ([]string, error) {
@@ -253,8 +226,8 @@ func runVF(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	var raw []byte
-	if err := adminCall(path, q, &raw); err != nil {
+	raw, err := adminc.Call(path, q, adminTimeout)
+	if err != nil {
 		return err
 	}
 	if af.json {
@@ -339,8 +312,8 @@ func runPortCmd(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	var raw []byte
-	if err := adminCall(path, adminRequest{Cmd: "port", Port: p, State: state}, &raw); err != nil {
+	raw, err := adminc.Call(path, adminRequest{Cmd: "port", Port: p, State: state}, adminTimeout)
+	if err != nil {
 		return err
 	}
 	if af.json {
