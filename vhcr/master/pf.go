@@ -25,7 +25,7 @@ type EventSink interface {
 	HasEQ(vf int, eventType uint8) bool
 	// PostEQE writes eqe to the EQ VF vf mapped for eventType. It never
 	// blocks; a full EQ is counted as an overrun and reported as an error.
-	PostEQE(vf int, eventType uint8, eqe *[32]byte) error
+	PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error
 }
 
 // FunctionResetter releases every resource a VF holds (RESET, FLR, protocol
