@@ -123,3 +123,18 @@ func usage() {
 	h.Subs = append(h.Subs, cli.Sub{Name: "version", Summary: "print the version and VCS revision (also --version)"})
 	h.Write(os.Stdout)
 }
+
+// parseNoArgs parses a command that takes flags only: --help returns
+// flag.ErrHelp, a bad flag or a stray argument is a usage error (exit 2).
+func parseNoArgs(fs *flag.FlagSet, args []string, h *cli.Help) error {
+	if err := cli.Parse(fs, args, h); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() != 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return nil
+}

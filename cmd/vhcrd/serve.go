@@ -54,14 +54,8 @@ func runConfig(args []string) error {
 	h := &cli.Help{Usage: "vhcrd config > vhcrd.json",
 		About:    "prints the embedded default configuration; edit a copy and pass it to vhcrd serve --config FILE",
 		Examples: []string{"vhcrd config > vhcrd.json", "vhcrd serve --config vhcrd.json"}, Exit: "0 printed, 2 usage"}
-	if err := cli.Parse(fs, args, h); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() != 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	if err := parseNoArgs(fs, args, h); err != nil {
+		return err
 	}
 	_, err := os.Stdout.Write(config.Example())
 	return err
@@ -99,14 +93,8 @@ func runServe(args []string) error {
 			"vhcrd serve --config my.json --ibsim vhcrd0 --capture mads.pcap",
 			"vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K"},
 		Exit: "0 stopped by SIGINT or SIGTERM, 1 failed, 2 usage"}
-	if err := cli.Parse(fs, args, h); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() != 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	if err := parseNoArgs(fs, args, h); err != nil {
+		return err
 	}
 	if f.adminSocket == "" {
 		p, err := adminc.DefaultSocket(f.bar)

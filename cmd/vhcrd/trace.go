@@ -40,14 +40,8 @@ func runTrace(args []string) error {
 	h := &cli.Help{Usage: "vhcrd trace [flags]", About: commands["trace"].summary,
 		Examples: []string{"vhcrd trace", "vhcrd trace --vf 2 --opcode QUERY_QP", "vhcrd trace --json --from-start"},
 		Exit:     "0 interrupted or ended by the daemon, 1 refused or unreachable, 2 usage"}
-	if err := cli.Parse(fs, args, h); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() != 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	if err := parseNoArgs(fs, args, h); err != nil {
+		return err
 	}
 	both := 0
 	fs.Visit(func(f *flag.Flag) {
