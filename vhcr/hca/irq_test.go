@@ -277,8 +277,7 @@ func FuzzEQInterrupts(f *testing.F) {
 	f.Add([]byte{0x1c, 0x0a, 0x00, 0x07, 0x03, 0x01, 0x02})
 	f.Add([]byte{0x3c, 0x3c, 0x0e, 0x04, 0x12, 0x03})
 	f.Fuzz(func(t *testing.T, sched []byte) {
-		r := newIRQRig(&testing.T{}, 8)
-		r.rig.t = t
+		r := newIRQRig(t, 8)
 		v := r.vf(0)
 		r.eq(v, 1, 0, 0)
 		const nent = 16
