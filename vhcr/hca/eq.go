@@ -323,7 +323,10 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 		return err
 	}
 	st := &h.fw.vfs[vf].stats
-	if (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {
+	if h.fw.irq != nil || (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {
+		// With interrupts, every EQE first takes the arms the VF wrote
+		// before it (irq.go); without, the index only when the ring
+		// looks full.
 		h.refreshCI(eq)
 	}
 	if (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {

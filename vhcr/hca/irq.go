@@ -27,7 +27,10 @@ package hca
 // arm is taken once however often the word is read; the same value
 // written twice is one write (the second would re-arm an armed EQ, or
 // arm with ci = what the PF already knows, which raises nothing the
-// first did not). The word is read after every EQE written, and by
+// first did not). The word is read before every EQE written (not after:
+// a VF that consumes the new EQE and re-arms before the PF looks would
+// have its arm for the next EQE taken by this one, as if the device had
+// fired after the arm), and by
 // CheckArms for each EQ that is disarmed with EQEs pending (the watch
 // list): the only EQs where an arm the PF has not seen yet owes the VF an
 // interrupt. The poller calls CheckArms when it goes idle and before it
@@ -78,9 +81,9 @@ func (h *HCA) raise(eq *eqObj) {
 	st.Interrupts.Add(1)
 }
 
-// eqeWritten is PostEQE's interrupt step, after the EQE is written.
+// eqeWritten is PostEQE's interrupt step, after the EQE is written (and
+// the doorbell word read before it).
 func (h *HCA) eqeWritten(eq *eqObj) {
-	h.refreshCI(eq)
 	if eq.armed || eq.always {
 		h.raise(eq)
 	} else {
