@@ -175,6 +175,7 @@ func (h *HCA) HW2SW_EQ(c *mlx4.Cmd) mlx4.Status {
 }
 
 func (h *HCA) dropEQ(vf, eqn int, id uint64) {
+	h.unwatch(h.fw.eqs[id])
 	delete(h.fw.eqs, id)
 	v := &h.fw.vfs[vf]
 	for i := range v.eventEQ {

@@ -33,8 +33,9 @@ package hca
 // fired after the arm), and by
 // CheckArms for each EQ that is disarmed with EQEs pending (the watch
 // list): the only EQs where an arm the PF has not seen yet owes the VF an
-// interrupt. The poller calls CheckArms when it goes idle and before it
-// sleeps, so a re-arm with EQEs pending raises within one sleep.
+// interrupt. The poller calls CheckArms when it goes idle, before it
+// sleeps and every 1024 busy scans, so a re-arm with EQEs pending raises
+// within one sleep or 1024 scans.
 // EQDoorbell (a caller that traps the writes) applies a write at once.
 //
 // A vector at or above the VF's count is the VF's error (Interrupts
@@ -95,9 +96,29 @@ func (h *HCA) eqeWritten(eq *eqObj) {
 	}
 }
 
+// unwatch takes a destroyed EQ off the watch list, so that the list holds
+// live EQs only, however fast a VF creates and destroys them.
+func (h *HCA) unwatch(eq *eqObj) {
+	if eq == nil || !eq.watched {
+		return
+	}
+	eq.watched = false
+	for i, w := range h.fw.watch {
+		if w == eq {
+			last := len(h.fw.watch) - 1
+			h.fw.watch[i] = h.fw.watch[last]
+			h.fw.watch[last] = nil
+			h.fw.watch = h.fw.watch[:last]
+			return
+		}
+	}
+}
+
 // CheckArms reads the doorbell of every EQ that is disarmed with EQEs
 // pending and raises those the VF has re-armed since. It returns how many
-// it raised. The poller calls it between scans when idle.
+// it raised. The poller calls it when it goes idle, before it sleeps, and
+// every 1024 busy scans (so that a VF flooding the channel cannot delay
+// another VF's interrupt).
 func (h *HCA) CheckArms() int {
 	n := 0
 	for i := 0; i < len(h.fw.watch); {
