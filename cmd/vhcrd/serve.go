@@ -33,6 +33,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -225,6 +226,9 @@ type server struct {
 	// takes before the PF starts (a no-op without --trace)
 	trace     *trace.Ring
 	traceHold func()
+	// irq is every VF's MSI-X vectors (irq.DefaultVectors eventfds each),
+	// raised by the HCA's armed EQs; handed over to whoever delivers them
+	irq *irq.Set
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -317,7 +321,11 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		// From the first record: the restart records New writes included.
 		s.traceHold = s.trace.Hold()
 	}
-	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace})
+	if s.irq, err = irq.NewSet(f.vfs, irq.DefaultVectors); err != nil {
+		s.close()
+		return nil, fmt.Errorf("MSI-X vectors: %w", err)
+	}
+	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq})
 	if err != nil {
 		s.close()
 		return nil, err
@@ -331,6 +339,9 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 func (s *server) close() {
 	for i := len(s.stopMAD) - 1; i >= 0; i-- {
 		s.stopMAD[i]()
+	}
+	if s.irq != nil {
+		_ = s.irq.Close()
 	}
 	s.regions.close()
 	for _, o := range s.owners {
