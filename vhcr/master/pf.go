@@ -98,6 +98,7 @@ type PF struct {
 	pending  atomic.Uint32
 	running  atomic.Bool
 	stopping atomic.Bool
+	guests   atomic.Int32 // guests' VFs attached (GuestAttached)
 	scans    uint64
 	gen      uint32 // PF_GEN of this PF: the generation its state records are written under
 }
