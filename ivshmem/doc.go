@@ -16,7 +16,9 @@
 // as EOF on the socket.
 //
 // A Server serves one client at a time: a second client is refused (its
-// connection closed at once, a log line) while the first is connected.
+// connection closed at once, a log line) while the first is connected; one
+// that connects while the first one's end is being handled (OnDisconnect,
+// vhcrd's reset of the VF) is served after it.
 //
 // Client decodes the server's messages (SetupState is its state machine,
 // fuzzed) for tests and for tools; it is what QEMU's ivshmem_recv_setup

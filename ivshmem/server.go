@@ -48,6 +48,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	cur     *net.UnixConn // the connected client, or nil
+	ending  chan struct{} // closed when the ending client's OnDisconnect has run; nil while it is connected
 	closed  bool
 	nextID  int64
 	clients int
@@ -105,7 +106,9 @@ func Listen(path string, o Options) (*Server, error) {
 func (s *Server) Path() string { return s.path }
 
 // Serve accepts clients until Close. A client that connects while another
-// is connected is refused: its connection is closed at once.
+// is connected is refused: its connection is closed at once. One that
+// connects while the previous one's end is being handled (OnDisconnect:
+// the VF's reset) is served once that is done.
 func (s *Server) Serve() error {
 	for {
 		c, err := s.ln.AcceptUnix()
@@ -122,6 +125,11 @@ func (s *Server) Serve() error {
 			return fmt.Errorf("ivshmem %s: accept: %w", s.path, err)
 		}
 		s.mu.Lock()
+		if ch := s.ending; s.cur != nil && ch != nil {
+			s.mu.Unlock()
+			<-ch
+			s.mu.Lock()
+		}
 		if s.closed || s.cur != nil {
 			s.refused++
 			s.mu.Unlock()
@@ -141,11 +149,13 @@ func (s *Server) Serve() error {
 // client sends c its setup and waits for its end.
 func (s *Server) client(c *net.UnixConn, id int64) {
 	defer s.wg.Done()
+	ending := make(chan struct{})
 	defer func() {
 		c.Close()
 		s.mu.Lock()
-		s.cur = nil
+		s.cur, s.ending = nil, nil
 		s.mu.Unlock()
+		close(ending)
 	}()
 	_ = c.SetWriteDeadline(time.Now().Add(s.o.SetupTimeout))
 	vec := s.o.Vectors()
@@ -172,6 +182,9 @@ func (s *Server) client(c *net.UnixConn, id int64) {
 			break
 		}
 	}
+	s.mu.Lock()
+	s.ending = ending
+	s.mu.Unlock()
 	s.o.Logger.Info("ivshmem client gone", "socket", s.path, "id", id)
 	if s.o.OnDisconnect != nil {
 		s.o.OnDisconnect(id)
