@@ -143,13 +143,14 @@ func until(t *testing.T, what string, cond func() bool) {
 // BAR region, a vector vhcrd raises is consumed by QEMU (its eventfd, which
 // QEMU watches, is read empty), a driver on the VF's BAR region and the
 // guest's RAM allocates, killing QEMU resets the VF as an FLR does (the
-// allocation released, VF 1 untouched), and the next QEMU is served.
+// allocation released, VF 1 and its own guest untouched), and the next
+// QEMU is served.
 func TestQEMUGuestVF(t *testing.T) {
 	qemu := testenv.LookPath(t, "qemu-system-x86_64", "qemu-system-x86")
 	dir := shmDir(t)
 	ram := filepath.Join(dir, "ram0")
 	f := serveFlags{bar: "file:" + filepath.Join(dir, "bar"), dma: "file:" + filepath.Join(dir, "dma"), vfs: 2,
-		vfBARs: vfSpecs{}, guests: vfSpecs{0: ram + ",size=64M"}, vectors: 6}
+		vfBARs: vfSpecs{}, guests: vfSpecs{0: ram + ",size=64M", 1: filepath.Join(dir, "ram1") + ",size=64M"}, vectors: 6}
 	s, err := openServer(f, config.Default(), 256<<10, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +172,16 @@ func TestQEMUGuestVF(t *testing.T) {
 	if got := q.ivshmemBAR2(t); got != vhcr.VFBARSize {
 		t.Fatalf("BAR2 of %d bytes, want the VF BAR region's %d", got, vhcr.VFBARSize)
 	}
+	// A second guest at once, with VF 1, its own RAM file and socket.
+	q1 := startQEMU(t, qemu, filepath.Join(dir, "ram1"), vhcr.VFBARPath(filepath.Join(dir, "bar"), 1)+".sock")
+	if got := q1.ivshmemBAR2(t); got != vhcr.VFBARSize {
+		t.Fatalf("VF 1's guest: BAR2 of %d bytes", got)
+	}
+	srv1 := s.guests[1].srv
+	if srv1 == srv {
+		t.Fatal("VF 1 shares VF 0's ivshmem server")
+	}
+	until(t, "VF 1's ivshmem client", func() bool { _, _, c := srv1.Stats(); return c })
 	until(t, "the ivshmem client", func() bool { _, _, c := srv.Stats(); return c })
 	// QEMU watches the eventfds of its 4 vectors and closes the 2 extra
 	// ones vhcrd sends: a raise of vector 3 is read by QEMU, one of vector
@@ -241,6 +252,9 @@ func TestQEMUGuestVF(t *testing.T) {
 	}
 	if n := s.pf.Stats().Reset(1, master.ResetFLR); n != 0 {
 		t.Errorf("VF 1 reset %d times", n)
+	}
+	if _, _, c := srv1.Stats(); !c {
+		t.Error("VF 1's guest lost its connection when VF 0's went")
 	}
 
 	q2 := startQEMU(t, qemu, ram, sock)
