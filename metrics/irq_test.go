@@ -38,7 +38,7 @@ func TestInterruptMetrics(t *testing.T) {
 	}
 	f := os.NewFile(uintptr(dup), "irq")
 	t.Cleanup(func() { f.Close() })
-	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: vfdrv.CompletionsMlx4, IRQ: f})
+	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: vfdrv.CompletionsMlx4, IRQ: f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,9 +64,11 @@ type VF struct {
 	started, hasOut     bool // a Start awaits Poll; its opcode has an outbox
 }
 
-// NewVF opens VF idx's side over the regions described by l. The DMA region
-// must be mapped: the VF writes its vHCR and mailboxes into its own memory.
-func NewVF(barR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
+// NewVF opens VF idx's side over the regions described by l: the control
+// region ctrl (the futex doorbell), the VF's own BAR region vfBAR (its comm
+// page at 0) and the DMA region. The DMA region must be mapped: the VF
+// writes its vHCR and mailboxes into its own memory.
+func NewVF(ctrl, vfBAR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
 	if idx < 0 || idx >= l.NumVFs {
 		return nil, fmt.Errorf("vhcr: VF %d outside 0..%d", idx, l.NumVFs-1)
 	}
@@ -74,28 +76,58 @@ func NewVF(barR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &VF{Index: idx, Timeouts: DefaultTimeouts, nextPage: vfFirstFree}
-	if v.win, err = space.Window(idx); err != nil {
+	win, err := space.Window(idx)
+	if err != nil {
 		return nil, err
 	}
-	if v.mem, err = v.win.Bytes(); err != nil {
-		return nil, fmt.Errorf("vhcr: VF %d: DMA region %s: %w", idx, dmaR.Name(), err)
+	return newVF(ctrl, vfBAR, win, l, idx)
+}
+
+// NewGuestVF is NewVF for a VF whose DMA memory is a guest's RAM (the
+// PF's master.Options.GuestRAM), below q35's split: its IOVA is the offset
+// in ram. It stands in for a guest's driver in tests.
+func NewGuestVF(ctrl, vfBAR, ram bar.Region, l Layout, idx int) (*VF, error) {
+	if idx < 0 || idx >= l.NumVFs {
+		return nil, fmt.Errorf("vhcr: VF %d outside 0..%d", idx, l.NumVFs-1)
 	}
-	page := l.CommPage(idx)
+	if ram.Size() >= dma.Q35SplitAbove {
+		return nil, fmt.Errorf("vhcr: VF %d: guest RAM of %#x bytes is split by q35; the VF library addresses one range", idx, ram.Size())
+	}
+	space, err := dma.NewSpace(ram, 0, ram.Size(), 1)
+	if err != nil {
+		return nil, err
+	}
+	win, _ := space.Window(0)
+	return newVF(ctrl, vfBAR, win, l, idx)
+}
+
+func newVF(ctrl, vfBAR bar.Region, win *dma.Window, l Layout, idx int) (*VF, error) {
+	if vfBAR.Size() < l.VFBARSize {
+		return nil, fmt.Errorf("%s: %w: VF %d's BAR region has %#x bytes, the header says %#x", vfBAR.Name(), bar.ErrTooSmall, idx, vfBAR.Size(), l.VFBARSize)
+	}
+	v := &VF{Index: idx, Timeouts: DefaultTimeouts, nextPage: vfFirstFree, win: win}
+	var err error
+	if v.mem, err = v.win.Bytes(); err != nil {
+		return nil, fmt.Errorf("vhcr: VF %d: DMA region %s: %w", idx, win.Region().Name(), err)
+	}
 	for _, x := range []struct {
 		r   *bar.Reg
 		off int64
-	}{{&v.sw, page + RegSlaveWrite}, {&v.sr, page + RegSlaveRead}, {&v.caps, page + RegCaps}, {&v.flags, page + RegFlags}} {
-		if *x.r, err = bar.NewReg(barR, x.off); err != nil {
+	}{{&v.sw, RegSlaveWrite}, {&v.sr, RegSlaveRead}, {&v.caps, RegCaps}, {&v.flags, RegFlags}} {
+		if *x.r, err = bar.NewReg(vfBAR, x.off); err != nil {
 			return nil, err
 		}
 	}
-	if l.Doorbell && barR.Shared() {
-		v.doorbell, _ = bar.Word(barR, HdrDoorbell)
-		v.sleeping, _ = bar.Word(barR, HdrPFSleeping)
+	if l.Doorbell && ctrl.Shared() {
+		v.doorbell, _ = bar.Word(ctrl, HdrDoorbell)
+		v.sleeping, _ = bar.Word(ctrl, HdrPFSleeping)
 	}
 	return v, nil
 }
+
+// NoDoorbell stops the VF from ringing the PF's futex doorbell, as a
+// guest's driver cannot: the PF then finds its commands by polling only.
+func (v *VF) NoDoorbell() { v.doorbell, v.sleeping = nil, nil }
 
 // Memory is the VF's DMA window (its own memory; IOVA 0 is byte 0).
 func (v *VF) Memory() []byte { return v.mem }

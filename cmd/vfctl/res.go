@@ -154,7 +154,7 @@ func (c *resCmd) open(ctx context.Context) error {
 			return fmt.Errorf("--irq: %w", err)
 		}
 	}
-	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.BAR, Layout: a.Layout, Trace: c.trace(), IRQ: c.irqF}); err != nil {
+	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.VFBARs[v.Index], Trace: c.trace(), IRQ: c.irqF}); err != nil {
 		return err
 	}
 	if *c.events {

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,8 +33,13 @@ import (
 
 // Rig is a PF with its regions.
 type Rig struct {
-	BAR, DMA bar.Region
-	// BARPath is the BAR file of a rig over files (vfctl's --bar is
+	BAR, DMA bar.Region // the control region and the DMA region
+	// VFBARs are the VF BAR regions, one per VF (over files:
+	// vhcr.VFBARPath(BARPath, i)).
+	VFBARs []bar.Region
+	// GuestRAM are the guest RAM regions of Options.GuestRAM, by VF.
+	GuestRAM map[int]bar.Region
+	// BARPath is the control file of a rig over files (vfctl's --bar is
 	// "file:" + BARPath); empty over the heap.
 	BARPath string
 	Layout  vhcr.Layout
@@ -66,6 +72,10 @@ type Options struct {
 	Idle master.Idle
 	// Logger receives the PF's log (nil: discarded).
 	Logger *slog.Logger
+	// GuestRAM gives VFs a guest's RAM of that many bytes (heap; from 64 MiB
+	// a sparse file) as their DMA memory instead of their window (master.Options.GuestRAM); VF
+	// opens them with vhcr.NewGuestVF.
+	GuestRAM map[int]int64
 	// Trace is the PF's command trace (master.Options.Trace); nil: off.
 	Trace *trace.Ring
 	// Interrupts is the PF's MSI-X delivery (master.Options.Interrupts,
@@ -105,11 +115,19 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 	r.Layout = l
 	if o.Files {
 		r.BARPath = filepath.Join(dir, "bar")
-		b, _, err := bar.CreateFile(r.BARPath, l.BARSize())
+		b, _, err := bar.CreateFile(r.BARPath, l.ControlSize())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close() })
+		for i := range n {
+			vb, _, err := bar.CreateFileLazy(vhcr.VFBARPath(r.BARPath, i), l.VFBARSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { vb.Close() })
+			r.VFBARs = append(r.VFBARs, vb)
+		}
 		d, _, err := bar.CreateFile(dmaName, l.DMASize)
 		if err != nil {
 			t.Fatal(err)
@@ -117,9 +135,16 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 		t.Cleanup(func() { d.Close() })
 		r.BAR, r.DMA = b, d
 	} else {
-		b, err := bar.NewMem("bar", l.BARSize())
+		b, err := bar.NewMem("bar", l.ControlSize())
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i := range n {
+			vb, err := bar.NewMem("vf"+strconv.Itoa(i), l.VFBARSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.VFBARs = append(r.VFBARs, vb)
 		}
 		d, err := bar.NewMem("dma", l.DMASize)
 		if err != nil {
@@ -127,9 +152,47 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 		}
 		r.BAR, r.DMA = b, d
 	}
+	for vf, size := range o.GuestRAM {
+		var m bar.Region
+		var err error
+		if size < 64<<20 {
+			m, err = bar.NewMem("guest-ram-vf"+strconv.Itoa(vf), size)
+		} else {
+			// A large guest (q35 splits RAM from 0xb0000000 bytes): a
+			// sparse file, mapped lazily, as vhcrd maps a guest's RAM.
+			m, err = guestFile(t, vf, size)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GuestRAM == nil {
+			r.GuestRAM = map[int]bar.Region{}
+		}
+		r.GuestRAM[vf] = m
+	}
 	r.regs(t)
 	r.Rebuild(t)
 	return r
+}
+
+// guestFile is a sparse RAM file of size bytes for VF vf, under /dev/shm
+// where there is one, removed at the end of the test.
+func guestFile(t testing.TB, vf int, size int64) (bar.Region, error) {
+	dir := t.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "vhcrtest-guest")
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	f, _, err := bar.CreateFileLazy(filepath.Join(dir, "ram"+strconv.Itoa(vf)), size)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, nil
 }
 
 // unmapped hides a region's mapping.
@@ -152,7 +215,7 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, Interrupts: r.opts.Interrupts})
+	pf, err := master.New(master.Options{BAR: r.BAR, VFBARs: r.VFBARs, GuestRAM: r.GuestRAM, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, Interrupts: r.opts.Interrupts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +263,13 @@ func (r *Rig) Stop(t testing.TB) {
 // VF opens VF i with timeouts short enough that a test that goes wrong ends.
 func (r *Rig) VF(t testing.TB, i int) *vhcr.VF {
 	t.Helper()
-	v, err := vhcr.NewVF(r.BAR, r.DMA, r.Layout, i)
+	var v *vhcr.VF
+	var err error
+	if ram, ok := r.GuestRAM[i]; ok {
+		v, err = vhcr.NewGuestVF(r.BAR, r.VFBARs[i], ram, r.Layout, i)
+	} else {
+		v, err = vhcr.NewVF(r.BAR, r.VFBARs[i], r.DMA, r.Layout, i)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,10 +294,10 @@ func (r *Rig) regs(t testing.TB) {
 	r.sw, r.sr = make([]bar.Reg, n), make([]bar.Reg, n)
 	for i := range n {
 		var err error
-		if r.sw[i], err = bar.NewReg(r.BAR, r.Layout.CommPage(i)+vhcr.RegSlaveWrite); err != nil {
+		if r.sw[i], err = bar.NewReg(r.VFBARs[i], vhcr.RegSlaveWrite); err != nil {
 			t.Fatal(err)
 		}
-		if r.sr[i], err = bar.NewReg(r.BAR, r.Layout.CommPage(i)+vhcr.RegSlaveRead); err != nil {
+		if r.sr[i], err = bar.NewReg(r.VFBARs[i], vhcr.RegSlaveRead); err != nil {
 			t.Fatal(err)
 		}
 	}
