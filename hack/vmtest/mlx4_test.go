@@ -40,11 +40,14 @@ const (
 )
 
 // consoleFailures are the lines that end a run at once: the driver's
-// command timeouts and failures, and EQEs it could not match. They are
+// command timeouts and failures, EQEs it could not match, and a probe
+// deferred because RESET went unanswered (the deferred probe would run
+// again in the background, 10 s per try), and mlx4_ib's "Couldn't ..."
+// (a refused command while it opens a port). They are
 // checked from the guest /init's first line on (the kernel's own boot
 // messages before it, like "tsc: Fast TSC calibration failed" under TCG, are
 // not the driver's).
-var consoleFailures = regexp.MustCompile(`(?i)bogus|timed out|failed`)
+var consoleFailures = regexp.MustCompile(`(?i)bogus|timed out|failed|deferring probe|couldn't`)
 
 // consoleExpected are driver lines that match consoleFailures and are
 // expected against a VF: mlx4_dbg from map_bf_area when bf_reg_size is 0
