@@ -14,8 +14,10 @@
 // vhcrd_command_refusals_total{vf,reason}, vhcrd_comm_resets_total
 // {vf,reason} and vhcrd_dma_faults_total{vf}. Enumerated state
 // (vhcrd_vf_channel_state, vhcrd_vf_completion_mode) has one series per VF,
-// the current value's. Families lists every family with its bound; with 126
-// VFs the worst case is 9741 series per PF (the Go and process collectors'
+// the current value's. Interrupts are counted per VF, not per vector
+// (a VF has up to 2048): vhcrd_interrupts_total{vf}, _unarmed_total and
+// vhcrd_interrupt_errors_total. Families lists every family with its bound; with 126
+// VFs the worst case is 10119 series per PF (the Go and process collectors'
 // fixed set aside), against about 177k when commands were counted by vf,
 // opcode and status together. Counters that are zero are not emitted (but
 // for the per-VF fault counters that alerts take increase() of: DMA faults,

@@ -20,6 +20,7 @@ type HCACollector struct {
 	mad *mad.Engine
 
 	resources, eqes, overruns, noEQ                      *prometheus.Desc
+	interrupts, unarmed, irqErrors                       *prometheus.Desc
 	mads, traps, trapRepeats, suppressed, keyViol, vfMAD *prometheus.Desc
 }
 
@@ -33,6 +34,9 @@ func NewHCACollector(pf *master.PF, h *hca.HCA, e *mad.Engine) *HCACollector {
 		eqes:        d("eqes_total", "EQEs written into a VF's event queues.", "vf"),
 		overruns:    d("eq_overruns_total", "EQEs dropped because the VF's event queue was full.", "vf"),
 		noEQ:        d("events_unmapped_total", "Events dropped because the VF mapped no EQ for their type.", "vf"),
+		interrupts:  d("interrupts_total", "MSI-X interrupts raised to a VF (an EQE into an armed EQ, or a re-arm with EQEs pending).", "vf"),
+		unarmed:     d("interrupts_unarmed_total", "EQEs written into a VF's EQ that was not armed: no interrupt until the VF re-arms it.", "vf"),
+		irqErrors:   d("interrupt_errors_total", "Interrupts not raised: a vector at or above the VF's count (the VF's error) or its eventfds gone.", "vf"),
 		mads:        d("mads_total", "MADs the engine processed, by management class, method and result.", "class", "method", "result"),
 		traps:       d("traps_sent_total", "Traps sent (first transmissions), by trap number.", "trap"),
 		trapRepeats: d("trap_repeats_total", "Trap retransmissions (no TrapRepress yet), by trap number.", "trap"),
@@ -44,7 +48,7 @@ func NewHCACollector(pf *master.PF, h *hca.HCA, e *mad.Engine) *HCACollector {
 
 // Describe implements prometheus.Collector.
 func (c *HCACollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.resources, c.eqes, c.overruns, c.noEQ, c.mads, c.traps, c.trapRepeats, c.suppressed, c.keyViol, c.vfMAD} {
+	for _, d := range []*prometheus.Desc{c.resources, c.eqes, c.overruns, c.noEQ, c.interrupts, c.unarmed, c.irqErrors, c.mads, c.traps, c.trapRepeats, c.suppressed, c.keyViol, c.vfMAD} {
 		ch <- d
 	}
 }
@@ -74,7 +78,8 @@ func (c *HCACollector) Collect(ch chan<- prometheus.Metric) {
 		for _, x := range []struct {
 			d *prometheus.Desc
 			v uint64
-		}{{c.eqes, st.EQEs.Load()}, {c.overruns, st.Overruns.Load()}, {c.noEQ, st.NoEQ.Load()}} {
+		}{{c.eqes, st.EQEs.Load()}, {c.overruns, st.Overruns.Load()}, {c.noEQ, st.NoEQ.Load()},
+			{c.interrupts, st.Interrupts.Load()}, {c.unarmed, st.Unarmed.Load()}, {c.irqErrors, st.IRQErrors.Load()}} {
 			if x.v != 0 {
 				ch <- prometheus.MustNewConstMetric(x.d, prometheus.CounterValue, float64(x.v), l)
 			}

@@ -86,7 +86,8 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 		undo()
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
-	eq := &eqObj{tr: o, vf: c.VF, eqn: eqn, nent: 1 << ctx.LogSize, pageShift: uint(pageShift), win: c.Mem}
+	eq := &eqObj{tr: o, vf: c.VF, eqn: eqn, nent: 1 << ctx.LogSize, pageShift: uint(pageShift), win: c.Mem,
+		intr: ctx.Intr, armed: ctx.State == mlx4.EQ_STATE_ARMED, always: ctx.State == mlx4.EQ_STATE_ALWAYS_ARMED}
 	ring := uint64(eq.nent) * mlx4.EQESize
 	psize := uint64(1) << eq.pageShift
 	npages := (ring + psize - 1) / psize
@@ -121,6 +122,7 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 	}
 	if h.fw.doorbell != nil {
 		eq.dbAtCreate, eq.dbStale = h.fw.doorbell(c.VF, eqn)
+		eq.dbLast = eq.dbAtCreate
 	}
 	h.fw.eqs[o.ID] = eq
 	h.Res.EndMove(o)
@@ -257,7 +259,8 @@ func (h *HCA) mappedEQ(vf int, eventType uint8) (*eqObj, error) {
 
 // EQDoorbell records VF vf's EQ doorbell write for EQ eqn: val is mlx4's
 // eq_set_ci value, consumer index in bits 23:0, request-notification in
-// bit 31. Unknown EQs are ignored (ErrNoEQ).
+// bit 31 (arms the EQ; with EQEs pending it raises at once, irq.go).
+// Unknown EQs are ignored (ErrNoEQ).
 func (h *HCA) EQDoorbell(vf, eqn int, val uint32) error {
 	if vf < 0 || vf >= len(h.fw.vfs) {
 		return ErrNoVF
@@ -266,9 +269,11 @@ func (h *HCA) EQDoorbell(vf, eqn int, val uint32) error {
 	if eq == nil || eqn < 0 || eqn > eqnMask {
 		return ErrNoEQ
 	}
-	eq.cons = val & mlx4.EQIndexMask
-	eq.armed = val&mlx4.EQ_DOORBELL_ARM != 0
 	eq.dbStale = false
+	h.doorbellWrite(eq, val)
+	if h.fw.irq != nil && eq.armed && eq.pending() {
+		h.raise(eq)
+	}
 	return nil
 }
 
@@ -276,7 +281,9 @@ func (h *HCA) EQDoorbell(vf, eqn int, val uint32) error {
 // word still holding what it held when the EQ was created was not written
 // for this EQ (a re-created EQ, a doorbell of an earlier life) and is
 // ignored: the consumer index stays what the EQ context said, so the PF
-// errs towards an overrun, never towards overwriting unread EQEs.
+// errs towards an overrun, never towards overwriting unread EQEs. A word
+// is a write of the VF's only where it differs from the last one applied:
+// an arm bit read again is not a new arm (irq.go).
 func (h *HCA) refreshCI(eq *eqObj) {
 	if h.fw.doorbell == nil {
 		return
@@ -286,7 +293,10 @@ func (h *HCA) refreshCI(eq *eqObj) {
 		return
 	}
 	eq.dbStale = false
-	eq.cons, eq.armed = v&mlx4.EQIndexMask, v&mlx4.EQ_DOORBELL_ARM != 0
+	if v != eq.dbLast {
+		h.doorbellWrite(eq, v)
+	}
+	eq.cons = v & mlx4.EQIndexMask
 }
 
 // SetDoorbellReader installs read, which returns VF vf's EQ doorbell word
@@ -346,6 +356,9 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 	}
 	if h.fw.posted != nil {
 		h.fw.posted(vf, eq.eqn, buf)
+	}
+	if h.fw.irq != nil {
+		h.eqeWritten(eq)
 	}
 	return nil
 }

@@ -51,6 +51,8 @@ type firmware struct {
 	vfs   []vfFW
 
 	doorbell func(vf, eqn int) (uint32, bool)           // EQ doorbell reader, or nil
+	irq      Interrupts                                 // MSI-X delivery (irq.go), or nil: none
+	watch    []*eqObj                                   // EQs not armed with EQEs pending (irq.go)
 	posted   func(vf, eqn int, eqe *[mlx4.EQESize]byte) // EQE observer, or nil
 
 	counterPort map[uint64]int // counter index → physical port it counts (handleCounter)
@@ -90,6 +92,13 @@ type EventStats struct {
 	Overruns  atomic.Uint64 // EQEs dropped because the EQ was full
 	NoEQ      atomic.Uint64 // events dropped because no EQ was mapped
 	Completes atomic.Uint64 // command-completion EQEs written
+	// Interrupts (irq.go): MSI-X vectors raised; EQEs written into an EQ
+	// that was not armed (no interrupt until the VF re-arms); raises
+	// refused, a vector at or above the VF's count (the VF's error) or
+	// its eventfds gone.
+	Interrupts atomic.Uint64
+	Unarmed    atomic.Uint64
+	IRQErrors  atomic.Uint64
 }
 
 type qpObj struct {
@@ -133,6 +142,11 @@ type eqObj struct {
 
 	dbAtCreate uint32 // doorbell word when the EQ was created
 	dbStale    bool   // the word has not changed since: ignore it
+	dbLast     uint32 // doorbell word last applied (a write is a change of it)
+
+	intr    uint8 // MSI-X vector of the EQ context
+	always  bool  // EQ_STATE_ALWAYS_ARMED: every EQE raises
+	watched bool  // in firmware.watch
 }
 
 // initResources builds the tracker and the firmware tables from the

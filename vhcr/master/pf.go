@@ -46,6 +46,9 @@ type Options struct {
 	// Trace is the command trace the poller writes (NewTrace), or nil:
 	// off. A ring nobody holds costs one load per record site.
 	Trace *trace.Ring
+	// Interrupts raises the VFs' MSI-X vectors when their armed EQs get
+	// EQEs (irq.Set; hca/irq.go), or nil: no interrupts.
+	Interrupts hca.Interrupts
 }
 
 // PF is the master side of the comm channel for all VFs of one region.
@@ -166,6 +169,9 @@ func New(o Options) (*PF, error) {
 		if s, ok := any(o.HCA).(EventSink); ok {
 			p.events = s
 		}
+	}
+	if o.Interrupts != nil {
+		o.HCA.SetInterrupts(o.Interrupts)
 	}
 	if r, ok := any(o.HCA).(FunctionResetter); ok {
 		p.reset = r

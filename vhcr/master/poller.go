@@ -141,6 +141,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		p.now = now
 		if idleSince == 0 {
 			idleSince = now
+			p.hca.CheckArms()
 			if p.scans++; p.scans%64 == 0 {
 				p.checkFlags()
 			}
@@ -152,6 +153,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 			schedYield() // lets a VF spinning on this CPU run
 		default:
 			p.checkFlags()
+			p.hca.CheckArms() // a re-arm with EQEs pending (hca/irq.go)
 			p.block(sleepNS)
 			p.now = tick.Now() // the stamp of the commands that woke the poller
 			if sleepNS < p.idle.MaxSleep.Nanoseconds() {

@@ -19,10 +19,13 @@ const (
 
 // EQ states, statuses and the doorbell (eq.c).
 const (
-	EQ_STATUS_OK    = 0 << 28 // MLX4_EQ_STATUS_OK
-	EQ_STATE_ARMED  = 9 << 8  // MLX4_EQ_STATE_ARMED
-	EQ_DOORBELL_ARM = 1 << 31 // eq_set_ci's req_not bit
-	EQIndexMask     = 0xffffff
+	EQ_STATUS_OK          = 0 << 28  // MLX4_EQ_STATUS_OK
+	EQ_STATE_ARMED        = 9 << 8   // MLX4_EQ_STATE_ARMED: the next EQE raises the vector
+	EQ_STATE_FIRED        = 10 << 8  // MLX4_EQ_STATE_FIRED: raised, waiting for an arm
+	EQ_STATE_ALWAYS_ARMED = 11 << 8  // MLX4_EQ_STATE_ALWAYS_ARMED: every EQE raises
+	EQStateMask           = 0xf << 8 // the state field of EQCFlags
+	EQ_DOORBELL_ARM       = 1 << 31  // eq_set_ci's req_not bit
+	EQIndexMask           = 0xffffff
 )
 
 // EQContext is struct mlx4_eq_context, the fields the model reads or writes.
@@ -31,19 +34,24 @@ type EQContext struct {
 	LogPageSize int    // page shift - 12
 	PageOffset  uint16 // must be 0 for a ring the model writes
 	MTTBase     uint64 // first MTT entry (index)
-	Intr        uint8
+	Intr        uint8  // the MSI-X vector (of the function) EQEs raise
+	State       uint32 // EQCFlags & EQStateMask (EQ_STATE_*); 0 encodes as ARMED
 	Period      uint8
 	MaxCount    uint8
 	Consumer    uint32 // 23:0
 	Producer    uint32 // 23:0
 }
 
-// Encode writes the context as mlx4_create_eq does (status OK, armed) into
-// b[:EQContextSize], zeroing the rest.
+// Encode writes the context as mlx4_create_eq does (status OK, the state,
+// armed if zero) into b[:EQContextSize], zeroing the rest.
 func (c EQContext) Encode(b []byte) {
 	b = b[:EQContextSize]
 	clear(b)
-	put32(b, EQCFlags, EQ_STATUS_OK|EQ_STATE_ARMED)
+	state := c.State & EQStateMask
+	if state == 0 {
+		state = EQ_STATE_ARMED
+	}
+	put32(b, EQCFlags, EQ_STATUS_OK|state)
 	put16(b, EQCPageOffset, c.PageOffset)
 	b[EQCLogEQSize] = byte(c.LogSize & 0x1f)
 	b[EQCEQPeriod] = c.Period
@@ -68,6 +76,7 @@ func DecodeEQContext(b []byte) (EQContext, error) {
 		PageOffset:  get16(b, EQCPageOffset),
 		MTTBase:     mttAddr(b, EQCMTTBaseAddrH, EQCMTTBaseAddrL),
 		Intr:        b[EQCIntr],
+		State:       get32(b, EQCFlags) & EQStateMask,
 		Period:      b[EQCEQPeriod],
 		MaxCount:    b[EQCEQMaxCount],
 		Consumer:    get32(b, EQCConsumerIndex) & EQIndexMask,

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"time"
 
@@ -86,6 +87,12 @@ type Options struct {
 	// Completions is the 'e'-bit protocol the driver speaks (events.go):
 	// the seed's (zero value, pipelined) or Linux mlx4_core's.
 	Completions Completions
+	// IRQ is the eventfd of MSI-X vector 0, the vector of the driver's
+	// EQs (their contexts' intr), as the PF hands it over (irq.RecvFDs);
+	// nil: the driver polls its EQ. With it, a wait for a completion
+	// spins briefly, then sleeps on the eventfd instead of polling
+	// (irq.go). The driver does not close it.
+	IRQ *os.File
 }
 
 // Stats are the driver's counters.
@@ -100,6 +107,7 @@ type Stats struct {
 	Stray       uint64 // completion EQEs with a token nothing waits for
 	Async       uint64 // other EQEs
 	Doorbells   uint64 // doorbell writes
+	Interrupts  uint64 // wake-ups by the IRQ eventfd (Options.IRQ)
 	Recycles    uint64 // completion EQ re-creations
 }
 
@@ -125,6 +133,7 @@ type Driver struct {
 	pool pagePool
 	ev   events
 	sink int // the sink counter index (QUERY_DEV_CAP max_counters - 1); -1 until asked
+	irq  int // Options.IRQ's descriptor, -1 without one
 }
 
 // New builds a driver over v, whose comm channel must be up (VF.Init).
@@ -135,7 +144,14 @@ func New(v *vhcr.VF, opt Options) (*Driver, error) {
 	if opt.MaxInFlight > resultRing/2 {
 		return nil, fmt.Errorf("%w: MaxInFlight %d above %d", ErrArgument, opt.MaxInFlight, resultRing/2)
 	}
-	d := &Driver{VF: v, opt: opt, mem: v.Memory(), sink: -1}
+	d := &Driver{VF: v, opt: opt, mem: v.Memory(), sink: -1, irq: -1}
+	if opt.IRQ != nil {
+		fd, err := rawFD(opt.IRQ)
+		if err != nil {
+			return nil, fmt.Errorf("%w: IRQ: %w", ErrArgument, err)
+		}
+		d.irq = fd
+	}
 	d.pool.v = v
 	d.ev.token = 0
 	return d, nil
@@ -245,6 +261,9 @@ func (d *Driver) Reset(ctx context.Context) error {
 // waiter backs off while a completion EQE is awaited: spin briefly (the PF
 // writes the EQE right after executing), then yield (other goroutines may
 // be VFs with commands to post), then sleep.
+// spinWaits is how many waits a waiter spins before it yields or sleeps.
+const spinWaits = 256
+
 type waiter struct {
 	n     int
 	start time.Time
@@ -252,7 +271,7 @@ type waiter struct {
 
 func (w *waiter) wait(ctx context.Context, timeout time.Duration) error {
 	w.n++
-	if w.n < 256 {
+	if w.n < spinWaits {
 		bar.Pause()
 		return nil
 	}

@@ -221,7 +221,7 @@ func (d *Driver) completeMlx4(ctx context.Context, op mlx4.Opcode, outImm bool, 
 			refused = true
 			break
 		}
-		if err := w.wait(ctx, d.VF.Timeouts.Post); err != nil {
+		if err := d.idle(ctx, &w); err != nil {
 			return 0, fmt.Errorf("%v token %d: %w", op, want, err)
 		}
 	}
@@ -283,7 +283,7 @@ func (d *Driver) Wait(ctx context.Context, t Ticket) (Result, error) {
 			w = waiter{}
 			continue
 		}
-		if err := w.wait(ctx, d.VF.Timeouts.Post); err != nil {
+		if err := d.idle(ctx, &w); err != nil {
 			return Result{}, fmt.Errorf("ticket %d: %w", t, err)
 		}
 	}

@@ -68,6 +68,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Trace is the PF's command trace (master.Options.Trace); nil: off.
 	Trace *trace.Ring
+	// Interrupts is the PF's MSI-X delivery (master.Options.Interrupts,
+	// e.g. an irq.Set); nil: none.
+	Interrupts hca.Interrupts
 }
 
 // New builds a PF for n VFs over fresh heap regions (DMA in a separate
@@ -149,7 +152,7 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log})
+	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, Interrupts: r.opts.Interrupts})
 	if err != nil {
 		t.Fatal(err)
 	}
