@@ -249,6 +249,7 @@ type vm struct {
 	tolerate  bool     // failure lines are expected in this phase (logged, not fatal)
 	tolerated []string // the lines let through while tolerate was set
 	quoted    map[string]bool
+	said      []string // the guest's "vmtest: " lines since the last step
 }
 
 // boot writes an initramfs with cfg and starts QEMU with the ivshmem
@@ -352,6 +353,7 @@ func (v *vm) expect(want string) string {
 			if strings.HasPrefix(line, "vmtest: ") {
 				t.Logf("guest: %s", line)
 				v.inInit = true
+				v.said = append(v.said, line)
 			}
 			if dmesgQuotes.MatchString(line) && !v.quoted[dmesgKey(line)] {
 				v.quoted[dmesgKey(line)] = true
@@ -399,6 +401,7 @@ func (v *vm) step(step string, check func()) {
 	if check != nil {
 		check()
 	}
+	v.said = v.said[:0]
 	if _, err := io.WriteString(v.stdin, "go\n"); err != nil {
 		v.t.Fatalf("writing go to the guest: %v", err)
 	}
@@ -472,6 +475,26 @@ func (b *bystander) stop(t *testing.T) {
 	t.Logf("bystander VF %d: %d commands, all OK, no protocol errors", bystanderVF, res.Commands)
 }
 
+// guestInterrupts sums the counts of the guest's "vmtest: interrupts: "
+// lines (its /proc/interrupts rows of the mlx4 vectors) since the last step.
+func (v *vm) guestInterrupts() (n int, rows int) {
+	for _, l := range v.said {
+		rest, ok := strings.CutPrefix(l, "vmtest: interrupts: ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest) // "24:" "86" "PCI-MSI" ...
+		var c int
+		if len(f) > 1 {
+			if _, err := fmt.Sscan(f[1], &c); err == nil {
+				n += c
+				rows++
+			}
+		}
+	}
+	return n, rows
+}
+
 // opCount is vhcrd's count of opcode op completed with status OK.
 func opCount(m scrape, op string) float64 {
 	return m.sum("vhcrd_opcode_commands_total", map[string]string{"opcode": op, "status": "OK"})
@@ -491,10 +514,12 @@ func TestLinuxMLX4(t *testing.T) {
 		before := e.vhcrd.metrics(t)
 		cfg := DefaultMLX4Config()
 		v := e.boot(t, cfg)
+		lv := map[string]string{"vf": fmt.Sprint(guestVF)}
+		last := before
 		for i := 1; i <= cfg.Binds; i++ {
 			v.step(fmt.Sprintf("bound %d", i), func() {
 				m := e.vhcrd.metrics(t)
-				res := m.byLabel("vhcrd_resources", "type", map[string]string{"vf": fmt.Sprint(guestVF)})
+				res := m.byLabel("vhcrd_resources", "type", lv)
 				if i == 1 {
 					t.Logf("bound: VF %d holds %v", guestVF, res)
 				}
@@ -503,8 +528,17 @@ func TestLinuxMLX4(t *testing.T) {
 						t.Fatalf("bound %d: VF %d holds no %s (resources %v)", i, guestVF, ty, res)
 					}
 				}
+				// Every interrupt the guest counted was raised by vhcrd; an
+				// eventfd counts raises QEMU has not read yet as one, so
+				// the guest may count fewer.
+				raised := m.sum(interruptName, lv) - last.sum(interruptName, lv)
+				got, rows := v.guestInterrupts()
+				t.Logf("bound %d: vhcrd raised %v interrupts for VF %d, the guest counted %d on %d mlx4 vectors", i, raised, guestVF, got, rows)
+				if rows == 0 || got == 0 || float64(got) > raised {
+					t.Fatalf("bound %d: the guest counted %d interrupts on %d mlx4 vectors, vhcrd raised %v", i, got, rows, raised)
+				}
 			})
-			v.step(fmt.Sprintf("unbound %d", i), func() { e.vhcrd.assertReleased(t, guestVF, fmt.Sprintf("unbind %d", i)) })
+			v.step(fmt.Sprintf("unbound %d", i), func() { last = e.vhcrd.assertReleased(t, guestVF, fmt.Sprintf("unbind %d", i)) })
 		}
 		took := v.finish()
 		after := e.vhcrd.metrics(t)
@@ -520,7 +554,6 @@ func TestLinuxMLX4(t *testing.T) {
 				t.Errorf("vhcrd counted %v %s (OK) in %d binds, want ≥ %v", n, c.op, cfg.Binds, c.min*binds)
 			}
 		}
-		lv := map[string]string{"vf": fmt.Sprint(guestVF)}
 		all := after.sum("vhcrd_vf_commands_total", lv) - before.sum("vhcrd_vf_commands_total", lv)
 		bad := after.sum("vhcrd_vf_commands_total", map[string]string{"vf": fmt.Sprint(guestVF), "status": "!OK"}) -
 			before.sum("vhcrd_vf_commands_total", map[string]string{"vf": fmt.Sprint(guestVF), "status": "!OK"})
