@@ -121,6 +121,12 @@ func run() error {
 	var u unix.Utsname
 	unix.Uname(&u)
 	say("init at uptime %s, kernel %s, scenario %s", uptime(), unix.ByteSliceToString(u.Release[:]), g.cfg.Scenario)
+	// The host boots with quiet; from here every kernel line, the
+	// driver's debug lines (mlx4_dbg) included, goes to the console,
+	// where the host watches for failures.
+	if err := os.WriteFile("/proc/sys/kernel/printk", []byte("8"), 0); err != nil {
+		return fmt.Errorf("console log level: %w", err)
+	}
 	if err := (&pci.Modules{Params: g.cfg.ModuleParams}).Load(g.cfg.Modules...); err != nil {
 		return err
 	}
