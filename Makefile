@@ -22,7 +22,8 @@ build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # The main job on the embedded default: 8 VFs, BAR and DMA regions as tmpfs
-# files (/dev/shm/vhcrd-bar, /dev/shm/vhcrd-dma), metrics on 127.0.0.1:9464.
+# files (/dev/shm/vhcrd-bar, the VF BAR regions /dev/shm/vhcrd-bar.vf0..7,
+# /dev/shm/vhcrd-dma), metrics on 127.0.0.1:9464.
 run: build
 	./$(BIN)/vhcrd serve
 

@@ -177,7 +177,7 @@ func TestBuildInfo(t *testing.T) {
 func TestCompletionModeGauge(t *testing.T) {
 	r := vhcrtest.New(t, 2)
 	r.Start(t)
-	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.BAR, Layout: r.Layout})
+	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestCompletionModeGaugeMlx4(t *testing.T) {
 	r.Start(t)
 	ctx := context.Background()
 	for i, mode := range []vfdrv.Completions{vfdrv.CompletionsSeed, vfdrv.CompletionsMlx4} {
-		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: mode})
+		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.VFBARs[i], Completions: mode})
 		if err != nil {
 			t.Fatal(err)
 		}

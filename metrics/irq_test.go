@@ -25,7 +25,7 @@ func TestInterruptMetrics(t *testing.T) {
 	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Interrupts: set})
 	r.Start(t)
 	ctx := context.Background()
-	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: vfdrv.CompletionsMlx4})
+	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: vfdrv.CompletionsMlx4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,17 +8,24 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 )
 
-// Attachment is a VF tool's view of a served region: the BAR file mapped, its
-// header read, and the DMA region it names opened.
+// Attachment is a VF tool's view of a served set of regions: the control
+// file mapped, its header read, the DMA region it names opened, and each VF's
+// BAR region opened when that VF is.
 type Attachment struct {
-	BAR    bar.Region
+	BAR    bar.Region // the control region (header, futex doorbell)
 	DMA    bar.Region
 	Layout Layout
+	// VFBARs holds each VF's BAR region, by VF. Entries left nil are
+	// opened by VF: the file VFBARPath(path, idx) next to the control file
+	// AttachFile mapped.
+	VFBARs []bar.Region
+	path   string
 	own    []bar.Region
 }
 
-// AttachFile maps the BAR file at path, reads its header and opens the DMA
-// region the header names. No layout flags are needed: the header has them.
+// AttachFile maps the control file at path, reads its header and opens the
+// DMA region the header names. No layout flags are needed: the header has
+// them. VF idx's BAR region is the file VFBARPath(path, idx).
 func AttachFile(path string) (*Attachment, error) {
 	b, err := bar.OpenFile(path, false)
 	if err != nil {
@@ -30,16 +37,18 @@ func AttachFile(path string) (*Attachment, error) {
 		return nil, err
 	}
 	a.own = append(a.own, b)
+	a.path = path
 	return a, nil
 }
 
-// Attach reads the header of an open BAR region and opens its DMA region.
+// Attach reads the header of an open control region and opens its DMA
+// region. The caller fills VFBARs with the VFs' BAR regions.
 func Attach(b bar.Region) (*Attachment, error) {
 	l, err := ReadLayout(b)
 	if err != nil {
 		return nil, err
 	}
-	a := &Attachment{BAR: b, Layout: l}
+	a := &Attachment{BAR: b, Layout: l, VFBARs: make([]bar.Region, l.NumVFs)}
 	if l.DMAInBAR {
 		a.DMA = b
 		return a, nil
@@ -57,8 +66,55 @@ func Attach(b bar.Region) (*Attachment, error) {
 	return a, nil
 }
 
+// VFBAR returns VF idx's BAR region, mapping its file the first time.
+func (a *Attachment) VFBAR(idx int) (bar.Region, error) {
+	if idx < 0 || idx >= len(a.VFBARs) {
+		return nil, fmt.Errorf("vhcr: VF %d outside 0..%d", idx, len(a.VFBARs)-1)
+	}
+	if a.VFBARs[idx] != nil {
+		return a.VFBARs[idx], nil
+	}
+	if a.path == "" {
+		return nil, fmt.Errorf("vhcr: VF %d: no BAR region given", idx)
+	}
+	r, err := bar.OpenFile(VFBARPath(a.path, idx), false)
+	if err != nil {
+		return nil, fmt.Errorf("opening VF %d's BAR region: %w", idx, err)
+	}
+	a.VFBARs[idx] = r
+	a.own = append(a.own, r)
+	return r, nil
+}
+
+// OpenVFBAR maps the file at path and makes its VFBARSize bytes from off
+// VF idx's BAR region (a VF BAR region that is a range of a larger file, as
+// `vhcrd serve --vf-bar N=file:PATH@OFFSET` serves it).
+func (a *Attachment) OpenVFBAR(idx int, path string, off int64) error {
+	if idx < 0 || idx >= len(a.VFBARs) {
+		return fmt.Errorf("vhcr: VF %d outside 0..%d", idx, len(a.VFBARs)-1)
+	}
+	f, err := bar.OpenFile(path, false)
+	if err != nil {
+		return fmt.Errorf("opening VF %d's BAR region: %w", idx, err)
+	}
+	r, err := bar.Sub(f, off, a.Layout.VFBARSize)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("VF %d's BAR region: %w", idx, err)
+	}
+	a.VFBARs[idx] = r
+	a.own = append(a.own, f)
+	return nil
+}
+
 // VF opens function idx.
-func (a *Attachment) VF(idx int) (*VF, error) { return NewVF(a.BAR, a.DMA, a.Layout, idx) }
+func (a *Attachment) VF(idx int) (*VF, error) {
+	r, err := a.VFBAR(idx)
+	if err != nil {
+		return nil, err
+	}
+	return NewVF(a.BAR, r, a.DMA, a.Layout, idx)
+}
 
 // PFState returns the PF state word (PFStateInit, PFStateServing, PFStateStopped).
 func (a *Attachment) PFState() uint32 { v, _ := a.BAR.Load32(HdrPFState); return v }

@@ -16,7 +16,7 @@ func TestAttachmentServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := bar.NewMem("bar", l.BARSize())
+	m, err := bar.NewMem("bar", l.ControlSize())
 	if err != nil {
 		t.Fatal(err)
 	}

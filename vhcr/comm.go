@@ -1,20 +1,33 @@
 package vhcr
 
 // Comm page register offsets (mlx4.h struct mlx4_comm, MLX4_COMM_CHAN_CAPS,
-// MLX4_COMM_CHAN_FLAGS). Each is a big-endian 32-bit register.
+// MLX4_COMM_CHAN_FLAGS), at offset 0 of a VF BAR region
+// (MLX4_SLAVE_COMM_BASE). Each is a big-endian 32-bit register.
 const (
 	RegSlaveWrite = 0x0 // VF → PF: toggle | cmd<<16 | param
 	RegSlaveRead  = 0x4 // PF → VF: toggle | bit 17 | version
 	RegCaps       = 0x8 // PF: bit 30 = VF reset supported
 	RegFlags      = 0xc // bit 9 offline (PF), bit 16 reset request (VF), bit 8 reset ack (PF)
-
-	// RegEQDoorbell is vhcrd's stand-in for the EQ doorbells mlx4 VFs write
-	// in their UAR: BE32 at RegEQDoorbell + 4*eqn of the VF's comm page,
-	// consumer index in bits 23:0, arm in bit 31. The PF reads it only
-	// when an EQ looks full.
-	RegEQDoorbell  = 0x800
-	MaxEQDoorbells = (CommPageSize - RegEQDoorbell) / 4 // EQ numbers 0..511
 )
+
+// EQ doorbells in a VF BAR region, where mlx4 puts them (eq.c
+// mlx4_get_eq_uar, eq_set_ci): EQ eqn's doorbell is the first 32-bit word at
+// UAR page eqn/4, offset 0x800 + 8·(eqn%4); the VF writes it as BE32:
+// consumer index in bits 23:0, bit 31 to arm (request an interrupt). Four
+// EQs share a UAR page; the PF reads the word with one 32-bit load.
+const (
+	UARPageSize    = 0x1000 // a VF's UAR pages: PAGE_SIZE (uar_page_sz 0 in QUERY_HCA)
+	RegEQDoorbell  = 0x800  // first EQ doorbell of a UAR page
+	EQDoorbellStep = 8      // between the doorbells of one page
+	// MaxEQDoorbells is the number of EQ doorbells a VF BAR region holds:
+	// four per UAR page.
+	MaxEQDoorbells = 4 * VFBARSize / UARPageSize
+)
+
+// EQDoorbell is the offset of EQ eqn's doorbell word in a VF BAR region.
+func EQDoorbell(eqn int) int64 {
+	return int64(eqn/4)*UARPageSize + RegEQDoorbell + EQDoorbellStep*int64(eqn%4)
+}
 
 // Register bits.
 const (

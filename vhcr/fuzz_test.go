@@ -10,12 +10,12 @@ import (
 // region or are rejected; never a panic.
 func FuzzReadLayout(f *testing.F) {
 	l, _ := NewLayout(4, 64<<10, false, 0, 0, "/dev/shm/x")
-	m, _ := bar.NewMem("seed", l.BARSize())
+	m, _ := bar.NewMem("seed", l.ControlSize())
 	_ = l.Write(m)
 	b, _ := m.Bytes()
 	f.Add(append([]byte(nil), b[:0x200]...))
 	in, _ := NewLayout(2, 16<<10, true, 0, 0, "")
-	m2, _ := bar.NewMem("seed", in.BARSize())
+	m2, _ := bar.NewMem("seed", in.ControlSize())
 	_ = in.Write(m2)
 	b2, _ := m2.Bytes()
 	f.Add(append([]byte(nil), b2[:0x200]...))
@@ -26,7 +26,7 @@ func FuzzReadLayout(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got.CommEnd() > r.Size() || (got.DMAInBAR && got.DMASize > r.Size()) || got.NumVFs < 1 {
+		if got.VFBARSize < VFBARSize || got.VFBARSize&(got.VFBARSize-1) != 0 || (got.DMAInBAR && got.DMASize > r.Size()) || got.NumVFs < 1 {
 			t.Fatalf("accepted a layout that does not fit: %+v", got)
 		}
 	})

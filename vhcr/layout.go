@@ -6,22 +6,30 @@ import (
 	"fmt"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// Wire contract v1: the header page at offset 0 of the BAR region. Words are
-// big-endian 32-bit registers, except the two doorbell words, which are
-// native-order shared-memory words for futex waits (only meaningful where the
-// region is Shared: a file or the heap). The PF owns every field; VFs write
-// only the doorbell.
+// Wire contract v2. Two kinds of region:
+//
+//   - the control region (what --bar names): the header page below, and
+//     nothing of any VF's BAR. Words are big-endian 32-bit registers, except
+//     the two doorbell words, which are native-order shared-memory words for
+//     futex waits (only meaningful where the region is Shared: a file or the
+//     heap). The PF owns every field; vhcrd's own VFs write only the doorbell.
+//   - one VF BAR region per VF (by default the file <control>.vf<N>), laid
+//     out as mlx4's BAR2 of a VF: the comm page at offset 0 (comm.go), the
+//     EQ doorbells in the UAR pages (EQDoorbell), the driver's UAR at index
+//     128 just memory. VFBARSize bytes, a power of two, so that QEMU can map
+//     the whole region as a PCI BAR.
 const (
 	HdrMagic       = 0x000 // 'VHCR'
 	HdrVersion     = 0x004 // layout version
 	HdrNumVFs      = 0x008
 	HdrFlags       = 0x00c // HdrFlagDMAInBAR, HdrFlagDoorbell
-	HdrHeaderSize  = 0x010 // bytes before the first comm page
-	HdrCommStride  = 0x014 // bytes between comm pages
-	HdrCommBaseHi  = 0x018
-	HdrCommBaseLo  = 0x01c
+	HdrHeaderSize  = 0x010 // bytes of the header (the control region without DMA windows)
+	HdrReserved14  = 0x014 // 0
+	HdrVFBARSizeHi = 0x018 // bytes of each VF BAR region
+	HdrVFBARSizeLo = 0x01c
 	HdrDMABaseHi   = 0x020 // offset of VF 0's window in the DMA region
 	HdrDMABaseLo   = 0x024
 	HdrWindowHi    = 0x028 // size of each VF's DMA window
@@ -53,7 +61,7 @@ const StateVersion = 1
 
 const (
 	Magic         = 0x56484352 // "VHCR"
-	LayoutVersion = 1
+	LayoutVersion = 2
 	HeaderSize    = 0x1000
 
 	HdrFlagDMAInBAR = 1 << 0
@@ -64,29 +72,38 @@ const (
 	PFStateStopped = 2
 )
 
-// MaxVFs is the largest VF count the wire contract serves (one comm page
-// each; mlx4's limit of 126 VFs per PF with 2 ports is what it sizes for).
+// MaxVFs is the largest VF count the wire contract serves (one VF BAR
+// region each; mlx4's limit of 126 VFs per PF with 2 ports is what it sizes
+// for).
 const MaxVFs = 126
+
+// VFBARSize is the size of every VF BAR region: the uar_size QUERY_DEV_CAP
+// reports (mlx4.UARSize, one constant for both), which mlx4_slave_cap
+// requires BAR2 to hold, and a power of two as a PCI BAR must be.
+const VFBARSize = mlx4.UARSize
+
+// VFBARPath is the default file of VF vf's BAR region next to the control
+// region's file ctrl: ctrl + ".vf" + vf.
+func VFBARPath(ctrl string, vf int) string { return ctrl + ".vf" + itoa(vf) }
 
 // ErrHeader is wrapped by every header validation error.
 var ErrHeader = errors.New("vhcr: bad region header")
 
 // Layout is the decoded header: where everything is.
 type Layout struct {
-	NumVFs     int
-	CommBase   int64 // offset of VF 0's comm page in the BAR region
-	CommStride int64
-	DMAInBAR   bool   // DMA windows live in the BAR region
-	DMAPath    string // else: the file that holds them
-	DMABase    int64  // offset of VF 0's window in the DMA region
-	Window     int64  // bytes per VF window
-	DMASize    int64  // bytes of the DMA region
-	Doorbell   bool
+	NumVFs    int
+	VFBARSize int64  // bytes of each VF BAR region
+	DMAInBAR  bool   // DMA windows live in the control region, after the header
+	DMAPath   string // else: the file that holds them
+	DMABase   int64  // offset of VF 0's window in the DMA region
+	Window    int64  // bytes per VF window
+	DMASize   int64  // bytes of the DMA region
+	Doorbell  bool
 }
 
 // NewLayout computes the layout for n VFs with windows of window bytes. If
-// dmaInBAR, the windows follow the comm pages in the BAR region from dmaOff
-// (0: right after the last comm page); else they start at dmaOff of a
+// dmaInBAR, the windows follow the header in the control region from dmaOff
+// (0: right after the header); else they start at dmaOff of a
 // separate region of dmaSize bytes (0: exactly n windows).
 func NewLayout(n int, window int64, dmaInBAR bool, dmaOff, dmaSize int64, dmaPath string) (Layout, error) {
 	if n < 1 || n > MaxVFs {
@@ -95,17 +112,17 @@ func NewLayout(n int, window int64, dmaInBAR bool, dmaOff, dmaSize int64, dmaPat
 	if window < 3*bar.PageSize || window%bar.PageSize != 0 || window > 1<<40 {
 		return Layout{}, fmt.Errorf("vhcr: window %#x is not a multiple of 4 KiB between 12 KiB and 1 TiB", window)
 	}
-	l := Layout{NumVFs: n, CommBase: HeaderSize, CommStride: CommPageSize, DMAInBAR: dmaInBAR, Window: window, Doorbell: true}
+	l := Layout{NumVFs: n, VFBARSize: VFBARSize, DMAInBAR: dmaInBAR, Window: window, Doorbell: true}
 	if dmaOff%bar.PageSize != 0 {
 		return Layout{}, fmt.Errorf("vhcr: DMA offset %#x is not 4 KiB aligned", dmaOff)
 	}
 	if dmaInBAR {
 		l.DMABase = dmaOff
-		if min := l.CommEnd(); l.DMABase < min {
+		if l.DMABase < HeaderSize {
 			if dmaOff != 0 {
-				return Layout{}, fmt.Errorf("vhcr: DMA offset %#x overlaps the comm pages (which end at %#x)", dmaOff, min)
+				return Layout{}, fmt.Errorf("vhcr: DMA offset %#x overlaps the header (which ends at %#x)", dmaOff, HeaderSize)
 			}
-			l.DMABase = min
+			l.DMABase = HeaderSize
 		}
 		l.DMASize = l.DMABase + int64(n)*window
 	} else {
@@ -125,19 +142,14 @@ func NewLayout(n int, window int64, dmaInBAR bool, dmaOff, dmaSize int64, dmaPat
 	return l, nil
 }
 
-// CommEnd is the end offset of the last comm page.
-func (l Layout) CommEnd() int64 { return l.CommBase + int64(l.NumVFs)*l.CommStride }
-
-// BARSize is the smallest BAR region that holds the layout.
-func (l Layout) BARSize() int64 {
+// ControlSize is the smallest control region that holds the layout: the
+// header, and the DMA windows where they live in it.
+func (l Layout) ControlSize() int64 {
 	if l.DMAInBAR {
 		return l.DMASize
 	}
-	return l.CommEnd()
+	return HeaderSize
 }
-
-// CommPage is the offset of VF vf's comm page.
-func (l Layout) CommPage(vf int) int64 { return l.CommBase + int64(vf)*l.CommStride }
 
 // Write stores the header (everything but the state, generation and doorbell
 // words) into r.
@@ -154,8 +166,8 @@ func (l Layout) Write(r bar.Region) error {
 		v   uint32
 	}{
 		{HdrVersion, LayoutVersion}, {HdrNumVFs, uint32(l.NumVFs)}, {HdrFlags, flags},
-		{HdrHeaderSize, HeaderSize}, {HdrCommStride, uint32(l.CommStride)},
-		{HdrCommBaseHi, uint32(l.CommBase >> 32)}, {HdrCommBaseLo, uint32(l.CommBase)},
+		{HdrHeaderSize, HeaderSize}, {HdrReserved14, 0},
+		{HdrVFBARSizeHi, uint32(l.VFBARSize >> 32)}, {HdrVFBARSizeLo, uint32(l.VFBARSize)},
 		{HdrDMABaseHi, uint32(l.DMABase >> 32)}, {HdrDMABaseLo, uint32(l.DMABase)},
 		{HdrWindowHi, uint32(l.Window >> 32)}, {HdrWindowLo, uint32(l.Window)},
 		{HdrDMASizeHi, uint32(l.DMASize >> 32)}, {HdrDMASizeLo, uint32(l.DMASize)},
@@ -191,12 +203,11 @@ func ReadLayout(r bar.Region) (Layout, error) {
 		return bad("layout version %d, this build speaks %d", v, LayoutVersion)
 	}
 	l := Layout{
-		NumVFs:     int(rd(HdrNumVFs)),
-		CommBase:   rd64(HdrCommBaseHi),
-		CommStride: int64(rd(HdrCommStride)),
-		DMABase:    rd64(HdrDMABaseHi),
-		Window:     rd64(HdrWindowHi),
-		DMASize:    rd64(HdrDMASizeHi),
+		NumVFs:    int(rd(HdrNumVFs)),
+		VFBARSize: rd64(HdrVFBARSizeHi),
+		DMABase:   rd64(HdrDMABaseHi),
+		Window:    rd64(HdrWindowHi),
+		DMASize:   rd64(HdrDMASizeHi),
 	}
 	flags := rd(HdrFlags)
 	l.DMAInBAR = flags&HdrFlagDMAInBAR != 0
@@ -210,11 +221,8 @@ func ReadLayout(r bar.Region) (Layout, error) {
 	if l.NumVFs < 1 || l.NumVFs > MaxVFs {
 		return bad("VF count %d outside 1..%d", l.NumVFs, MaxVFs)
 	}
-	if l.CommStride != CommPageSize || l.CommBase < HeaderSize || l.CommBase%bar.PageSize != 0 {
-		return bad("comm pages at %#x stride %#x", l.CommBase, l.CommStride)
-	}
-	if l.CommEnd() > r.Size() {
-		return bad("%d comm pages from %#x need %#x bytes; the region has %#x (truncated?)", l.NumVFs, l.CommBase, l.CommEnd(), r.Size())
+	if l.VFBARSize < VFBARSize || l.VFBARSize > 1<<40 || l.VFBARSize&(l.VFBARSize-1) != 0 {
+		return bad("VF BAR size %#x: want a power of two of at least %#x (the uar_size QUERY_DEV_CAP reports)", l.VFBARSize, VFBARSize)
 	}
 	if l.Window < 3*bar.PageSize || l.Window%bar.PageSize != 0 || l.Window > 1<<40 {
 		return bad("window size %#x", l.Window)
@@ -223,8 +231,8 @@ func ReadLayout(r bar.Region) (Layout, error) {
 		return bad("DMA region of %#x bytes cannot hold %d windows of %#x from %#x", l.DMASize, l.NumVFs, l.Window, l.DMABase)
 	}
 	if l.DMAInBAR {
-		if l.DMABase < l.CommEnd() {
-			return bad("DMA windows at %#x overlap the comm pages", l.DMABase)
+		if l.DMABase < HeaderSize {
+			return bad("DMA windows at %#x overlap the header", l.DMABase)
 		}
 		if l.DMASize > r.Size() {
 			return bad("DMA windows end at %#x beyond the region's %#x bytes", l.DMASize, r.Size())

@@ -7,15 +7,16 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// TestWireContractGolden pins the v1 header and comm page offsets that the
+// TestWireContractGolden pins the v2 header and VF BAR offsets that the
 // README's table documents and that VF tools of other builds rely on.
 func TestWireContractGolden(t *testing.T) {
 	golden := map[string][2]int64{
 		"MAGIC": {vhcr.HdrMagic, 0x000}, "VERSION": {vhcr.HdrVersion, 0x004}, "NUM_VFS": {vhcr.HdrNumVFs, 0x008},
-		"FLAGS": {vhcr.HdrFlags, 0x00c}, "HEADER_SIZE": {vhcr.HdrHeaderSize, 0x010}, "COMM_STRIDE": {vhcr.HdrCommStride, 0x014},
-		"COMM_BASE_HI": {vhcr.HdrCommBaseHi, 0x018}, "COMM_BASE_LO": {vhcr.HdrCommBaseLo, 0x01c},
+		"FLAGS": {vhcr.HdrFlags, 0x00c}, "HEADER_SIZE": {vhcr.HdrHeaderSize, 0x010}, "RESERVED": {vhcr.HdrReserved14, 0x014},
+		"VF_BAR_SIZE_HI": {vhcr.HdrVFBARSizeHi, 0x018}, "VF_BAR_SIZE_LO": {vhcr.HdrVFBARSizeLo, 0x01c},
 		"DMA_BASE_HI": {vhcr.HdrDMABaseHi, 0x020}, "DMA_BASE_LO": {vhcr.HdrDMABaseLo, 0x024},
 		"WINDOW_HI": {vhcr.HdrWindowHi, 0x028}, "WINDOW_LO": {vhcr.HdrWindowLo, 0x02c},
 		"DMA_SIZE_HI": {vhcr.HdrDMASizeHi, 0x030}, "DMA_SIZE_LO": {vhcr.HdrDMASizeLo, 0x034},
@@ -25,13 +26,16 @@ func TestWireContractGolden(t *testing.T) {
 		"DMA_PATH": {vhcr.HdrDMAPath, 0x080}, "VF_STATE": {vhcr.HdrVFState, 0x400},
 		"slave_write": {vhcr.RegSlaveWrite, 0x0}, "slave_read": {vhcr.RegSlaveRead, 0x4},
 		"CAPS": {vhcr.RegCaps, 0x8}, "FLAGS(comm)": {vhcr.RegFlags, 0xc}, "EQ_DOORBELL": {vhcr.RegEQDoorbell, 0x800},
+		// mlx4_get_eq_uar: UAR page eqn/4, 0x800 + 8·(eqn%4)
+		"EQ 0": {vhcr.EQDoorbell(0), 0x800}, "EQ 1": {vhcr.EQDoorbell(1), 0x808}, "EQ 3": {vhcr.EQDoorbell(3), 0x818},
+		"EQ 4": {vhcr.EQDoorbell(4), 0x1800}, "EQ 33": {vhcr.EQDoorbell(33), 0x8808}, "EQ 511": {vhcr.EQDoorbell(511), 0x7f818},
 	}
 	for name, g := range golden {
 		if g[0] != g[1] {
 			t.Errorf("%s at %#x, the wire contract says %#x", name, g[0], g[1])
 		}
 	}
-	if vhcr.Magic != 0x56484352 || vhcr.LayoutVersion != 1 || vhcr.HeaderSize != 0x1000 || vhcr.CommPageSize != 0x1000 {
+	if vhcr.Magic != 0x56484352 || vhcr.LayoutVersion != 2 || vhcr.HeaderSize != 0x1000 || vhcr.CommPageSize != 0x1000 {
 		t.Error("magic, version, header size or comm page size changed")
 	}
 	if vhcr.ToggleBit != 1<<31 || vhcr.InternalErrBit != 1<<17 || vhcr.CapsVFReset != 1<<30 ||
@@ -42,15 +46,20 @@ func TestWireContractGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.CommPage(3) != 0x4000 || l.BARSize() != 0x9000 || l.DMASize != 8<<20 {
-		t.Errorf("layout: comm page 3 at %#x, BAR %#x, DMA %#x", l.CommPage(3), l.BARSize(), l.DMASize)
+	if l.ControlSize() != 0x1000 || l.VFBARSize != 8<<20 || l.DMASize != 8<<20 {
+		t.Errorf("layout: control %#x, VF BAR %#x, DMA %#x", l.ControlSize(), l.VFBARSize, l.DMASize)
+	}
+	// The VF BAR holds the uar_size QUERY_DEV_CAP reports, and every EQ
+	// doorbell the VF may own.
+	if vhcr.VFBARSize != mlx4.UARSize || vhcr.VFBARSize&(vhcr.VFBARSize-1) != 0 || vhcr.EQDoorbell(vhcr.MaxEQDoorbells-1)+4 > vhcr.VFBARSize {
+		t.Errorf("VF BAR size %#x, uar_size %#x, last doorbell at %#x", vhcr.VFBARSize, mlx4.UARSize, vhcr.EQDoorbell(vhcr.MaxEQDoorbells-1))
 	}
 	in, err := vhcr.NewLayout(2, 64<<10, true, 0, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.DMABase != 0x3000 || in.BARSize() != 0x3000+2*(64<<10) {
-		t.Errorf("DMA in BAR: base %#x, BAR size %#x", in.DMABase, in.BARSize())
+	if in.DMABase != 0x1000 || in.ControlSize() != 0x1000+2*(64<<10) {
+		t.Errorf("DMA in BAR: base %#x, control size %#x", in.DMABase, in.ControlSize())
 	}
 }
 
@@ -68,7 +77,7 @@ func writtenRegion(t *testing.T, l vhcr.Layout, size int64) *bar.Mem {
 
 func TestReadLayoutRejectsBadHeaders(t *testing.T) {
 	l, _ := vhcr.NewLayout(4, 64<<10, false, 0, 0, "/dev/shm/dma")
-	good := writtenRegion(t, l, l.BARSize())
+	good := writtenRegion(t, l, l.ControlSize())
 	if got, err := vhcr.ReadLayout(good); err != nil || got != l {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
@@ -79,18 +88,19 @@ func TestReadLayoutRejectsBadHeaders(t *testing.T) {
 	}{
 		{"garbled magic", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrMagic, 0xdeadbeef) }, "magic"},
 		{"zeroed", func(m *bar.Mem) { _, _ = m.WriteAt(make([]byte, 0x1000), 0) }, "magic"},
-		{"future version", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrVersion, 2) }, "version"},
+		{"future version", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrVersion, 3) }, "version"},
 		{"zero VFs", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrNumVFs, 0) }, "VF count"},
 		{"too many VFs", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrNumVFs, 127) }, "VF count"},
-		{"VFs beyond the file", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrNumVFs, 100) }, "truncated"},
 		{"window not a page multiple", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrWindowLo, 0x12345) }, "window"},
 		{"DMA region too small", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrDMASizeLo, 0x1000) }, "cannot hold"},
 		{"unknown flags", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrFlags, 0x80) }, "flags"},
 		{"no DMA path", func(m *bar.Mem) { _, _ = m.WriteAt(make([]byte, 256), vhcr.HdrDMAPath) }, "DMA path"},
-		{"comm stride", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrCommStride, 0x800) }, "comm pages"},
+		{"v1 header", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrVersion, 1) }, "version"},
+		{"VF BAR below uar_size", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrVFBARSizeLo, 4<<20) }, "VF BAR size"},
+		{"VF BAR not a power of two", func(m *bar.Mem) { _ = m.Store32(vhcr.HdrVFBARSizeLo, 12<<20) }, "VF BAR size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := writtenRegion(t, l, l.BARSize())
+			m := writtenRegion(t, l, l.ControlSize())
 			tc.mod(m)
 			_, err := vhcr.ReadLayout(m)
 			if !errors.Is(err, vhcr.ErrHeader) || !strings.Contains(err.Error(), tc.want) {
@@ -103,11 +113,6 @@ func TestReadLayoutRejectsBadHeaders(t *testing.T) {
 	if _, err := vhcr.ReadLayout(small); !errors.Is(err, vhcr.ErrHeader) {
 		t.Fatalf("512-byte region: %v", err)
 	}
-	// A region truncated below its comm pages.
-	trunc := writtenRegion(t, l, 0x3000)
-	if _, err := vhcr.ReadLayout(trunc); !errors.Is(err, vhcr.ErrHeader) || !strings.Contains(err.Error(), "truncated") {
-		t.Fatalf("truncated region: %v", err)
-	}
 }
 
 func TestNewLayoutRejectsMisfits(t *testing.T) {
@@ -119,8 +124,8 @@ func TestNewLayoutRejectsMisfits(t *testing.T) {
 			t.Errorf("NewLayout(%d, %#x) accepted", tc.n, tc.window)
 		}
 	}
-	if _, err := vhcr.NewLayout(4, 64<<10, true, 0x2000, 0, ""); err == nil {
-		t.Error("DMA offset overlapping the comm pages accepted")
+	if _, err := vhcr.NewLayout(4, 64<<10, true, 0x800, 0, ""); err == nil {
+		t.Error("DMA offset overlapping the header accepted")
 	}
 	if _, err := vhcr.NewLayout(4, 64<<10, false, 0, 64<<10, "x"); err == nil {
 		t.Error("DMA region smaller than the windows accepted")

@@ -64,11 +64,16 @@ type VF struct {
 	started, hasOut     bool // a Start awaits Poll; its opcode has an outbox
 }
 
-// NewVF opens VF idx's side over the regions described by l. The DMA region
-// must be mapped: the VF writes its vHCR and mailboxes into its own memory.
-func NewVF(barR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
+// NewVF opens VF idx's side over the regions described by l: the control
+// region ctrl (the futex doorbell), the VF's own BAR region vfBAR (its comm
+// page at 0) and the DMA region. The DMA region must be mapped: the VF
+// writes its vHCR and mailboxes into its own memory.
+func NewVF(ctrl, vfBAR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
 	if idx < 0 || idx >= l.NumVFs {
 		return nil, fmt.Errorf("vhcr: VF %d outside 0..%d", idx, l.NumVFs-1)
+	}
+	if vfBAR.Size() < l.VFBARSize {
+		return nil, fmt.Errorf("%s: %w: VF %d's BAR region has %#x bytes, the header says %#x", vfBAR.Name(), bar.ErrTooSmall, idx, vfBAR.Size(), l.VFBARSize)
 	}
 	space, err := dma.NewSpace(dmaR, l.DMABase, l.Window, l.NumVFs)
 	if err != nil {
@@ -81,18 +86,17 @@ func NewVF(barR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
 	if v.mem, err = v.win.Bytes(); err != nil {
 		return nil, fmt.Errorf("vhcr: VF %d: DMA region %s: %w", idx, dmaR.Name(), err)
 	}
-	page := l.CommPage(idx)
 	for _, x := range []struct {
 		r   *bar.Reg
 		off int64
-	}{{&v.sw, page + RegSlaveWrite}, {&v.sr, page + RegSlaveRead}, {&v.caps, page + RegCaps}, {&v.flags, page + RegFlags}} {
-		if *x.r, err = bar.NewReg(barR, x.off); err != nil {
+	}{{&v.sw, RegSlaveWrite}, {&v.sr, RegSlaveRead}, {&v.caps, RegCaps}, {&v.flags, RegFlags}} {
+		if *x.r, err = bar.NewReg(vfBAR, x.off); err != nil {
 			return nil, err
 		}
 	}
-	if l.Doorbell && barR.Shared() {
-		v.doorbell, _ = bar.Word(barR, HdrDoorbell)
-		v.sleeping, _ = bar.Word(barR, HdrPFSleeping)
+	if l.Doorbell && ctrl.Shared() {
+		v.doorbell, _ = bar.Word(ctrl, HdrDoorbell)
+		v.sleeping, _ = bar.Word(ctrl, HdrPFSleeping)
 	}
 	return v, nil
 }

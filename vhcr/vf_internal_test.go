@@ -16,9 +16,10 @@ func BenchmarkVFPost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	br, _ := bar.NewMem("bar", l.BARSize())
+	br, _ := bar.NewMem("bar", l.ControlSize())
+	vb, _ := bar.NewMem("vf0", l.VFBARSize)
 	dr, _ := bar.NewMem("dma", l.DMASize)
-	v, err := NewVF(br, dr, l, 0)
+	v, err := NewVF(br, vb, dr, l, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("bench", "measure round trips: physical limit, NOP through vhcrd, UNIX socket (medians, p99, ratios)", runBench)
+	register("bench", "measure round trips: physical limit, NOP through vhcrd, UNIX socket, interrupt delivery (medians, p99, ratios)", runBench)
 	register("bench-peer", "(internal) the peer process of vfctl bench", vhcrbench.Peer)
 }
 
@@ -27,6 +27,7 @@ func runBench(args []string) error {
 	fair := fs.Bool("fair", true, "also measure fairness: VFs driven from one thread against vhcrd --vfs --fair-vfs")
 	fairVFs := fs.Int("fair-vfs", 64, "VFs vhcrd serves for the fairness figures")
 	phase := fs.Duration("fair-phase", 500*time.Millisecond, "length of one fairness phase")
+	irqIters := fs.Int("irq-iters", 20000, "round trips per round for the interrupt figures (0: skip them)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -34,6 +35,12 @@ func runBench(args []string) error {
 	res, err := vhcrbench.Run(context.Background(), o)
 	if err != nil {
 		return err
+	}
+	var ir *vhcrbench.IRQResult
+	if *irqIters > 0 {
+		if ir, err = vhcrbench.RunIRQ(context.Background(), o, *irqIters); err != nil {
+			return fmt.Errorf("interrupts: %w", err)
+		}
 	}
 	var fr *vhcrbench.FairResult
 	if *fair {
@@ -48,8 +55,9 @@ func runBench(args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(struct {
 			*vhcrbench.Result
+			IRQ  *vhcrbench.IRQResult  `json:"interrupts,omitempty"`
 			Fair *vhcrbench.FairResult `json:"fairness,omitempty"`
-		}{res, fr})
+		}{res, ir, fr})
 	}
 	fmt.Printf("%-34s %10s %10s   (medians over %d rounds)\n", "round trip", "median", "p99", *rounds)
 	for _, f := range []vhcrbench.Figure{res.Physical, res.NOP, res.Socket, res.TracedNOP} {
@@ -58,6 +66,13 @@ func runBench(args []string) error {
 	fmt.Printf("b/a = %.2f   (vhcrd NOP / physical limit; target <= 1.5)\n", res.BOverA)
 	fmt.Printf("c/b = %.1f    (UNIX socket / vhcrd NOP; target >= 15)\n", res.COverB)
 	fmt.Printf("traced/untraced = %.3f   (vhcrd --trace /dev/null against vhcrd, NOP medians, median over rounds; target <= 1.1)\n", res.TracedOverNOP)
+	if ir != nil {
+		for _, f := range []vhcrbench.Figure{ir.EQE, ir.Bare} {
+			fmt.Printf("%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
+		}
+		fmt.Printf("EQE/eventfd = %.3f   (EQE posted → VF process wakes / bare eventfd signal, same two processes, median over rounds; target <= 1.2; %d interrupts for %d EQEs)\n",
+			ir.Ratio, ir.Raised, ir.Posted)
+	}
 	if fr != nil {
 		printFair(fr)
 	}

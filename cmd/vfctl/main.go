@@ -22,10 +22,12 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -247,9 +249,36 @@ var opCtx = sync.OnceValue(func() context.Context {
 // opCancel releases opCtx's timer; main calls it when the command ends.
 var opCancel = func() {}
 
-// barFlag adds --bar and --timeout to fs.
+// vfBARs are the --vf-bar flags: VF N's BAR region where it is not the
+// file next to --bar.
+var vfBARs = vfBARFlag{}
+
+// vfBARFlag is --vf-bar N=file:PATH[@OFFSET], repeatable.
+type vfBARFlag map[int]bar.Spec
+
+func (v vfBARFlag) String() string { return fmt.Sprint(map[int]bar.Spec(v)) }
+
+func (v vfBARFlag) Set(s string) error {
+	n, spec, ok := strings.Cut(s, "=")
+	i, err := strconv.Atoi(n)
+	if !ok || err != nil || i < 0 || i >= vhcr.MaxVFs {
+		return fmt.Errorf("%q: want N=file:PATH[@OFFSET]", s)
+	}
+	sp, err := bar.ParseSpec(spec)
+	if err != nil {
+		return err
+	}
+	if sp.Scheme != "file" {
+		return fmt.Errorf("%q: vfctl maps file: regions only", s)
+	}
+	v[i] = sp
+	return nil
+}
+
+// barFlag adds --bar, --vf-bar and --timeout to fs.
 func barFlag(fs *flag.FlagSet) *string {
 	fs.DurationVar(timeout, "timeout", 30*time.Second, "bound on the command's waits: bring-up, each command, the admin socket (load and bench: the bring-up; their run is --duration)")
+	fs.Var(vfBARs, "vf-bar", "`N=file:PATH[@OFFSET]`: VF N's BAR region, as given to vhcrd serve --vf-bar (default: the file <bar>.vf<N>); repeatable")
 	return fs.String("bar", "file:"+vhcr.DefaultBARPath, "the BAR region vhcrd serves (file:PATH); the layout comes from its header")
 }
 
@@ -264,6 +293,12 @@ func attach(spec string) (*vhcr.Attachment, error) {
 			return nil, fmt.Errorf("%w (is `vhcrd serve` running? `make run` starts it)", err)
 		}
 		return nil, err
+	}
+	for i, sp := range vfBARs {
+		if err := a.OpenVFBAR(i, sp.Path, sp.Offset); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("--vf-bar %d: %w", i, err)
+		}
 	}
 	// Fail fast: the header says whether a PF serves; without one every
 	// comm command would wait out mlx4's timeouts (30 s, 70 s).

@@ -48,7 +48,7 @@ func realisticWorker(ctx context.Context, a *vhcr.Attachment, v *vhcr.VF, r *vfR
 		}
 		r.n.Add(1)
 	}
-	d, err := vfdrv.New(v, vfdrv.Options{BAR: a.BAR, Layout: a.Layout, MaxInFlight: inflight, Trace: trace})
+	d, err := vfdrv.New(v, vfdrv.Options{BAR: a.VFBARs[v.Index], MaxInFlight: inflight, Trace: trace})
 	if err != nil {
 		r.fail(err, false)
 		return

@@ -143,7 +143,7 @@ func (c *resCmd) open(ctx context.Context) error {
 		return err
 	}
 	c.a = a
-	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.BAR, Layout: a.Layout, Trace: c.trace()}); err != nil {
+	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.VFBARs[v.Index], Trace: c.trace()}); err != nil {
 		return err
 	}
 	if *c.events {

@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/hack/testenv"
 	"github.com/vhcrd/vhcrd/vhcr"
 )
@@ -234,21 +233,21 @@ func TestDaemonAndVFToolsAcrossProcesses(t *testing.T) {
 	if err := d.stop(t); err != nil {
 		t.Fatalf("vhcrd exit: %v", err)
 	}
-	b, err := bar.OpenFile(barPath, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := vhcr.Attach(b)
+	a, err := vhcr.AttachFile(barPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st := a.PFState(); st != vhcr.PFStateStopped {
 		t.Errorf("PF state after SIGINT: %d", st)
 	}
-	if f, _ := b.Load32(a.Layout.CommPage(3) + vhcr.RegFlags); f&vhcr.FlagsOffline == 0 {
+	vb3, err := a.VFBAR(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := vb3.Load32(vhcr.RegFlags); f&vhcr.FlagsOffline == 0 {
 		t.Errorf("VF 3 FLAGS %#x: offline bit not set after the PF stopped", f)
 	}
-	b.Close()
+	a.Close()
 
 	// A restarted PF resumes: VF 3 posts without bringing its channel up again.
 	d2 := startDaemon(t, barPath, dmaPath)
@@ -271,9 +270,16 @@ func TestSecondPFOnTheSameRegionsIsRefused(t *testing.T) {
 	if out, code := vfctl(t, barPath, "init", "--vf", "1"); code != 0 {
 		t.Fatalf("vfctl init: exit %d\n%s", code, out)
 	}
-	for _, files := range [][2]string{{barPath, dmaPath}, {barPath, filepath.Join(dir, "dma2")}, {filepath.Join(dir, "bar2"), dmaPath}} {
-		second := exec.Command(filepath.Join(binDir, "vhcrd"), "serve", "--bar", "file:"+files[0], "--dma", "file:"+files[1],
-			"--num-vfs", "8", "--window", "128K", "--metrics-addr", "127.0.0.1:0")
+	// The last: fresh control and DMA files, but the first PF's VF 2 BAR
+	// region as VF 0's.
+	for _, files := range [][3]string{{barPath, dmaPath}, {barPath, filepath.Join(dir, "dma2")}, {filepath.Join(dir, "bar2"), dmaPath},
+		{filepath.Join(dir, "bar3"), filepath.Join(dir, "dma3"), vhcr.VFBARPath(barPath, 2)}} {
+		args := []string{"serve", "--bar", "file:" + files[0], "--dma", "file:" + files[1],
+			"--num-vfs", "8", "--window", "128K", "--metrics-addr", "127.0.0.1:0"}
+		if files[2] != "" {
+			args = append(args, "--vf-bar", "0=file:"+files[2])
+		}
+		second := exec.Command(filepath.Join(binDir, "vhcrd"), args...)
 		out := refusedOrServing(t, second)
 		if want := fmt.Sprintf("pid %d", d.cmd.Process.Pid); !strings.Contains(out, "owned by another process") || !strings.Contains(out, want) {
 			t.Errorf("second vhcrd on %v: the error does not name the owner (%s):\n%s", files, want, out)
@@ -287,7 +293,11 @@ func TestSecondPFOnTheSameRegionsIsRefused(t *testing.T) {
 	if a.Layout.NumVFs != 4 {
 		t.Errorf("the refused PF rewrote the header: %d VFs", a.Layout.NumVFs)
 	}
-	if f, _ := a.BAR.Load32(a.Layout.CommPage(1) + vhcr.RegFlags); f&vhcr.FlagsOffline != 0 {
+	vb1, err := a.VFBAR(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := vb1.Load32(vhcr.RegFlags); f&vhcr.FlagsOffline != 0 {
 		t.Errorf("VF 1 FLAGS %#x: offline after a refused PF exited", f)
 	}
 	if out, code := vfctl(t, barPath, "cmd", "--vf", "1", "NOP"); code != 0 || !strings.Contains(out, "NOP: OK (0x00)") {
@@ -504,7 +514,7 @@ func TestDaemonMADInterop(t *testing.T) {
 	}
 }
 
-// TestTruncatedBARStopsTheDaemon: the BAR file is truncated under vhcrd
+// TestTruncatedBARStopsTheDaemon: the control file is truncated under vhcrd
 // serve. The daemon stops serving with a clear error naming the file and
 // its size and exits with status 1, not with SIGBUS.
 func TestTruncatedBARStopsTheDaemon(t *testing.T) {
@@ -531,8 +541,10 @@ func TestTruncatedBARStopsTheDaemon(t *testing.T) {
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
 		if !truncated && strings.Contains(sc.Text(), "msg=serving") {
-			// The header page stays; every comm page goes.
-			if err := os.Truncate(barPath, bar.PageSize); err != nil {
+			// The control region's header goes: the idle poller's next
+			// sleep touches it. (A VF BAR region that goes stops only
+			// that VF: TestVFBARRegionShrinks, vhcr/master.)
+			if err := os.Truncate(barPath, 0); err != nil {
 				t.Fatal(err)
 			}
 			truncated = true
@@ -546,7 +558,7 @@ func TestTruncatedBARStopsTheDaemon(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("vhcrd ended with %v, want exit status 1 (a signal means it died of the fault):\n%s", err, out.String())
 	}
-	for _, want := range []string{"vhcrd serve: file:" + barPath, "region shrank under the PF", "now has 4096 bytes"} {
+	for _, want := range []string{"vhcrd serve: file:" + barPath, "region shrank under the PF", "now has 0 bytes"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the output does not say %q:\n%s", want, out.String())
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -69,12 +70,14 @@ type serveFlags struct {
 	window                                      string
 	adminSocket, traceFile                      string
 	traceJSON                                   bool
+	vfBARs                                      vfSpecs
 }
 
 func runServe(args []string) error {
 	fs := clidoc.NewFlagSet("serve", flag.ContinueOnError)
-	var f serveFlags
-	fs.StringVar(&f.bar, "bar", DefaultBAR, "BAR region: file:PATH, sysfs:BDF#resourceN or vfio:BDF[#regionN][@OFFSET]")
+	f := serveFlags{vfBARs: vfSpecs{}}
+	fs.StringVar(&f.bar, "bar", DefaultBAR, "control region (the header): file:PATH, sysfs:BDF#resourceN or vfio:BDF[#regionN][@OFFSET]")
+	fs.Var(f.vfBARs, "vf-bar", "`N=SPEC`: VF N's BAR region (comm page at 0, EQ doorbells at mlx4's UAR offsets; 8 MiB), any --bar form; repeatable (default: file:<bar>.vf<N> next to a file --bar)")
 	fs.StringVar(&f.dma, "dma", DefaultDMA, "DMA region: file:PATH, or bar[@OFFSET] for a range of the BAR region")
 	fs.IntVar(&f.vfs, "num-vfs", 8, "number of VFs to serve (1..126)")
 	fs.StringVar(&f.window, "window", "1M", "DMA window per VF (a multiple of 4K)")
@@ -91,7 +94,7 @@ func runServe(args []string) error {
 	h := &cli.Help{Usage: "vhcrd serve [flags]", About: commands["serve"].summary,
 		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464",
 			"vhcrd serve --config my.json --ibsim vhcrd0 --capture mads.pcap",
-			"vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K"},
+			"vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K --vf-bar 0=vfio:0000:00:01.0#region2@8M --vf-bar 1=vfio:0000:00:01.0#region2@16M"},
 		Exit: "0 stopped by SIGINT or SIGTERM, 1 failed, 2 usage"}
 	if err := parseNoArgs(fs, args, h); err != nil {
 		return err
@@ -211,7 +214,8 @@ type server struct {
 	pf         *master.PF
 	hca        *hca.HCA
 	barR, dmaR bar.Region
-	closers    []bar.Region
+	vfBARs     []bar.Region
+	regions    regionSet
 	owners     []*bar.Owner
 	reg        *prometheus.Registry
 	changes    *metrics.AdminCounter // the admin socket's vf and port changes
@@ -222,6 +226,9 @@ type server struct {
 	// takes before the PF starts (a no-op without --trace)
 	trace     *trace.Ring
 	traceHold func()
+	// irq is every VF's MSI-X vectors (irq.DefaultVectors eventfds each),
+	// raised by the HCA's armed EQs; handed over to whoever delivers them
+	irq *irq.Set
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -248,16 +255,22 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
+	vbs, err := vfBARSpecs(bs, f.vfBARs, f.vfs)
+	if err != nil {
+		return nil, usageError{err}
+	}
 	s := &server{}
 	// One PF per set of regions: claim the files before anything sizes,
 	// maps or writes them, so a second vhcrd is refused without touching
 	// the first one's registers. The kernel drops the claims when this
 	// process dies. A VFIO device is opened by one process at a time and
 	// needs no claim of ours.
-	for _, sp := range []bar.Spec{bs, ds} {
-		if sp.Scheme != "file" {
+	claimed := map[string]bool{}
+	for _, sp := range append([]bar.Spec{bs, ds}, vbs...) {
+		if sp.Scheme != "file" || claimed[sp.Path] {
 			continue
 		}
+		claimed[sp.Path] = true
 		o, err := bar.Own(sp.Path)
 		if err != nil {
 			s.close()
@@ -265,23 +278,25 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		}
 		s.owners = append(s.owners, o)
 	}
-	if s.barR, err = openRegion(bs, lay.BARSize()); err != nil {
-		return nil, fmt.Errorf("--bar: %w", err)
-	}
-	s.closers = append(s.closers, s.barR)
-	if s.barR.Size() < lay.BARSize() {
+	if s.barR, err = s.regions.open(bs, lay.ControlSize()); err != nil {
 		s.close()
-		return nil, fmt.Errorf("--bar %s: %w: %d VFs with these windows need %#x bytes, the region has %#x (fewer --num-vfs or a smaller --window)",
-			s.barR.Name(), bar.ErrTooSmall, f.vfs, lay.BARSize(), s.barR.Size())
+		return nil, fmt.Errorf("--bar: %w (fewer --num-vfs or a smaller --window where the DMA windows are in it)", err)
 	}
 	if dmaInBAR {
 		s.dmaR = s.barR
 	} else {
-		if s.dmaR, err = openRegion(ds, lay.DMASize); err != nil {
+		if s.dmaR, err = s.regions.open(ds, lay.DMASize); err != nil {
 			s.close()
 			return nil, fmt.Errorf("--dma: %w", err)
 		}
-		s.closers = append(s.closers, s.dmaR)
+	}
+	for i, sp := range vbs {
+		r, err := s.regions.open(sp, lay.VFBARSize)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("--vf-bar %d: %w", i, err)
+		}
+		s.vfBARs = append(s.vfBARs, r)
 	}
 	h, err := hca.New(cfg, f.vfs)
 	if err != nil {
@@ -306,7 +321,11 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		// From the first record: the restart records New writes included.
 		s.traceHold = s.trace.Hold()
 	}
-	s.pf, err = master.New(master.Options{BAR: s.barR, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace})
+	if s.irq, err = irq.NewSet(f.vfs, irq.DefaultVectors); err != nil {
+		s.close()
+		return nil, fmt.Errorf("MSI-X vectors: %w", err)
+	}
+	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq})
 	if err != nil {
 		s.close()
 		return nil, err
@@ -321,9 +340,10 @@ func (s *server) close() {
 	for i := len(s.stopMAD) - 1; i >= 0; i-- {
 		s.stopMAD[i]()
 	}
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		s.closers[i].Close()
+	if s.irq != nil {
+		_ = s.irq.Close()
 	}
+	s.regions.close()
 	for _, o := range s.owners {
 		_ = o.Release()
 	}

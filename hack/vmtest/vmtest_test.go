@@ -31,10 +31,12 @@ import (
 //	VHCRD_VMTEST_SERVE      vhcrd arguments in the guest (default defaultServe)
 //	CI=true                 a missing QEMU or kernel fails the test instead of skipping it
 //
-// defaultServe runs vhcrd on BAR2 through vfio-pci with the DMA windows in
-// the same BAR (one ivshmem device holds both), below the words the test
-// itself uses at 0xff000.
-const defaultServe = "serve --bar vfio:{BDF}#region2 --dma bar@0x40000 --num-vfs 2 --window 64K --metrics-addr="
+// defaultServe runs vhcrd on BAR2 through vfio-pci with the DMA windows and
+// the two VF BAR regions (wire contract v2: 8 MiB each, at 8 and 16 MiB) in
+// the same BAR (one 32 MiB ivshmem device holds everything), the control
+// header and windows below the words the test itself uses at 0xff000.
+const defaultServe = "serve --bar vfio:{BDF}#region2 --dma bar@0x40000 --num-vfs 2 --window 64K --metrics-addr=" +
+	" --vf-bar 0=vfio:{BDF}#region2@8M --vf-bar 1=vfio:{BDF}#region2@16M"
 
 // traceArgs make each guest run's vhcrd write its command trace to the
 // VM's second serial port as JSON lines (see trace.go).
@@ -46,11 +48,24 @@ func expectedRefusal(e *trace.Entry) bool { return e.Opcode == "0x7ff" && e.Stat
 
 // defaultServeSysfs is the second run: the same layout through the sysfs
 // resource2 file.
-const defaultServeSysfs = "serve --bar sysfs:{BDF}#resource2 --dma bar@0x40000 --num-vfs 2 --window 64K --metrics-addr="
+const defaultServeSysfs = "serve --bar sysfs:{BDF}#resource2 --dma bar@0x40000 --num-vfs 2 --window 64K --metrics-addr=" +
+	" --vf-bar 0=sysfs:{BDF}#resource2@8M --vf-bar 1=sysfs:{BDF}#resource2@16M"
+
+// withVFBARs puts vfBARArgs right after vfctl's command name (before any
+// positional argument, where the flag package still parses flags).
+func withVFBARs(args []string, shm string) []string {
+	return append(append([]string{args[0]}, vfBARArgs(shm)...), args[1:]...)
+}
+
+// vfBARArgs are vfctl's --vf-bar flags for the host file shm: the VF BAR
+// regions defaultServe serves at 8 and 16 MiB of the ivshmem BAR.
+func vfBARArgs(shm string) []string {
+	return []string{"--vf-bar", "0=file:" + shm + "@8M", "--vf-bar", "1=file:" + shm + "@16M"}
+}
 
 const (
 	bootTimeout = 50 * time.Second // QEMU is killed after this, whatever happens
-	barSize     = 1 << 20
+	barSize     = 32 << 20
 )
 
 // kvmUsable is vfio-lab.md's check: real VMX/SVM, not kvm_pvm, and a
@@ -396,7 +411,7 @@ func sysfsChecks(t *testing.T, ctx context.Context, vfctl, shm string) {
 		{"init", "--bar", "file:" + shm, "--vf", "0"},
 		{"cmd", "--bar", "file:" + shm, "--vf", "0", "--out-len", "0", "QUERY_FW"},
 	} {
-		out, err := exec.CommandContext(ctx, vfctl, args...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, vfctl, withVFBARs(args, shm)...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), map[string]string{"init": "comm channel up", "cmd": "QUERY_FW: OK"}[args[0]]) {
 			t.Fatalf("sysfs run: vfctl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -421,7 +436,7 @@ func vfChecks(t *testing.T, ctx context.Context, host *bar.File, vfctl, shm stri
 	}
 	barSpec := "file:" + shm
 	run := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, vfctl, args...)
+		cmd := exec.CommandContext(ctx, vfctl, withVFBARs(args, shm)...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -443,7 +458,7 @@ func vfChecks(t *testing.T, ctx context.Context, host *bar.File, vfctl, shm stri
 		t.Fatalf("vfctl cmd 0x7ff: %v, want BAD_PARAM and an error:\n%s", err, out)
 	}
 	// stdout only: the progress line goes to stderr.
-	outb, err := exec.CommandContext(ctx, vfctl, "load", "--bar", barSpec, "--vfs", "0-1", "--duration", "1s", "--json").Output()
+	outb, err := exec.CommandContext(ctx, vfctl, append([]string{"load", "--bar", barSpec, "--vfs", "0-1", "--duration", "1s", "--json"}, vfBARArgs(shm)...)...).Output()
 	out := string(outb)
 	if err != nil || !strings.Contains(out, "{") {
 		t.Fatalf("vfctl load: %v\n%s", err, out)

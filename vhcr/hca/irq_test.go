@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -276,8 +277,7 @@ func FuzzEQInterrupts(f *testing.F) {
 	f.Add([]byte{0x1c, 0x0a, 0x00, 0x07, 0x03, 0x01, 0x02})
 	f.Add([]byte{0x3c, 0x3c, 0x0e, 0x04, 0x12, 0x03})
 	f.Fuzz(func(t *testing.T, sched []byte) {
-		r := newIRQRig(&testing.T{}, 8)
-		r.rig.t = t
+		r := newIRQRig(t, 8)
 		v := r.vf(0)
 		r.eq(v, 1, 0, 0)
 		const nent = 16
@@ -344,4 +344,36 @@ func FuzzEQInterrupts(f *testing.F) {
 			t.Fatalf("armed at %d with %d posted and no interrupt", ci, posted)
 		}
 	})
+}
+
+// BenchmarkPostEQEInterrupt is the interrupt path of an event: the EQE
+// written into an armed EQ, the doorbell word read, the vector raised
+// (one eventfd write), then the VF's re-arm with nothing pending.
+func BenchmarkPostEQEInterrupt(b *testing.B) {
+	r := newRig(b, 1, nil)
+	v := r.vf(0)
+	v.setupEQ(1, 7)
+	set, err := irq.NewSet(1, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer set.Close()
+	word := uint32(0)
+	r.h.SetInterrupts(set)
+	r.h.SetDoorbellReader(func(vf, eqn int) (uint32, bool) { return word, true })
+	fd, _ := set.VF(0).FD(0)
+	e := CompletionEQE(1, mlx4.OK, 0)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := r.h.PostEQE(0, mlx4.EventCmd, &e); err != nil {
+			b.Fatal(err)
+		}
+		word = uint32(i+1)&mlx4.EQIndexMask | mlx4.EQ_DOORBELL_ARM // consumed, re-armed
+		if i&0xffff == 0 {
+			_, _ = irq.Drain(fd)
+		}
+	}
+	if st := r.h.Stats(0); st.Interrupts.Load() != st.EQEs.Load() {
+		b.Fatalf("%d interrupts for %d EQEs", st.Interrupts.Load(), st.EQEs.Load())
+	}
 }

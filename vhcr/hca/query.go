@@ -79,7 +79,7 @@ func (h *HCA) QUERY_DEV_CAP(c *mlx4.Cmd) mlx4.Status {
 	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_EXT_FLAGS_OFFSET:], uint32(f>>32))
 	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_FLAGS_OFFSET:], uint32(f))
 	o[mlx4.QUERY_DEV_CAP_RSVD_UAR_OFFSET] = 1 << 4
-	o[mlx4.QUERY_DEV_CAP_UAR_SZ_OFFSET] = 3 // 8 MiB of UARs: 1 << (3 + 20)
+	o[mlx4.QUERY_DEV_CAP_UAR_SZ_OFFSET] = mlx4.DevCapUARSize // UARSize of UARs: every VF BAR region's size
 	o[mlx4.QUERY_DEV_CAP_PAGE_SZ_OFFSET] = 12
 	o[mlx4.QUERY_DEV_CAP_BF_OFFSET] = 0 // BlueFlame disabled for VFs
 	o[mlx4.QUERY_DEV_CAP_MAX_SG_SQ_OFFSET] = 32

@@ -22,7 +22,7 @@ func TestMlx4CompletionOrder(t *testing.T) {
 	r.Start(t)
 	ctx := context.Background()
 	v := r.InitVF(t, 0)
-	d, err := vfdrv.New(v, vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: vfdrv.CompletionsMlx4})
+	d, err := vfdrv.New(v, vfdrv.Options{BAR: r.VFBARs[0], Completions: vfdrv.CompletionsMlx4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestMlx4CompletionOrder(t *testing.T) {
 	}
 	var got []seen
 	acked := func() bool {
-		sw, err := r.BAR.Load32(r.Layout.CommPage(0) + vhcr.RegSlaveWrite)
+		sw, err := r.VFBARs[0].Load32(vhcr.RegSlaveWrite)
 		return err == nil && sw>>31 == v.SlaveRead()>>31
 	}
 	vh := v.Memory()[vhcr.VFPageVHCR*4096:]
@@ -95,7 +95,7 @@ func TestTraceOfBothCompletions(t *testing.T) {
 	ctx := context.Background()
 	var ds [2]*vfdrv.Driver
 	for i, mode := range []vfdrv.Completions{vfdrv.CompletionsSeed, vfdrv.CompletionsMlx4} {
-		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, MaxInFlight: 1, Completions: mode})
+		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.VFBARs[i], MaxInFlight: 1, Completions: mode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestMlx4TokenZeroedByResetAndFLR(t *testing.T) {
 	r.Start(t)
 	ctx := context.Background()
 	up := func(i int, mode vfdrv.Completions) *vfdrv.Driver {
-		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: mode})
+		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.VFBARs[i], Completions: mode})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,11 @@ import (
 // the poller runs under bar.Guard, and a fault comes here. A fault in the
 // DMA region is a fault of the VFs whose windows the file no longer backs:
 // they are reset with bit 17, and their windows are not touched again until
-// a VHCR_EN finds them backed. A fault in the BAR region ends the service.
+// a VHCR_EN finds them backed. A fault in a VF's BAR region ends the service
+// of that VF: its resources are released and its registers are replaced by
+// a private page nobody writes, so the poller never touches the region
+// again and no other VF notices. A fault in the control region ends the
+// service.
 
 // ErrRegionLost is wrapped by the error Run returns when the BAR region
 // shrank under the PF.
@@ -26,7 +30,16 @@ func (p *PF) fault(err error) error {
 		return err
 	}
 	if _, ok := bar.Contains(p.bar, fe.Addr); ok {
-		return p.regionError(p.bar, p.lay.BARSize())
+		return p.regionError(p.bar, p.lay.ControlSize())
+	}
+	for i := range p.vfs {
+		st := &p.vfs[i]
+		if st.barLost {
+			continue
+		}
+		if _, ok := bar.Contains(st.bar, fe.Addr); ok {
+			return p.barLost(i)
+		}
 	}
 	off, ok := bar.Contains(p.dma, fe.Addr)
 	if !ok {
@@ -57,6 +70,31 @@ func (p *PF) fault(err error) error {
 		p.log.Warn("DMA region shrank under the PF: resetting the VFs whose windows it no longer backs",
 			"region", p.dma.Name(), "backed", backed, "size", p.dma.Size(), "vfs", lost)
 	}
+	return nil
+}
+
+// barLost stops serving VF i, whose BAR region shrank under the PF.
+func (p *PF) barLost(i int) error {
+	st := &p.vfs[i]
+	lost := st.bar
+	dead, err := bar.NewMem(fmt.Sprintf("vf%d-lost", i), vhcr.CommPageSize)
+	if err != nil {
+		return err
+	}
+	if err := st.mapBAR(dead); err != nil {
+		return err
+	}
+	st.barLost = true
+	st.lastWord, st.ack = 0, 0 // the private page's slave_write: never changes
+	st.flags.Store(vhcr.FlagsOffline)
+	herr := bar.Guard(func() {
+		p.resetFunction(i, ResetRegionLost)
+		p.persistVF(i)
+	})
+	if herr != nil {
+		return fmt.Errorf("master: releasing VF %d after its BAR region shrank: %w", i, herr)
+	}
+	p.log.Warn("VF BAR region shrank under the PF: VF no longer served", "vf", i, "region", lost.Name(), "err", p.regionError(lost, p.lay.VFBARSize))
 	return nil
 }
 

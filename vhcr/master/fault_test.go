@@ -10,6 +10,8 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -97,8 +99,8 @@ func waitAck(t *testing.T, r *vhcrtest.Rig, i int) {
 	}
 }
 
-// TestBARRegionShrinks: the BAR file is truncated under a serving PF; Run
-// returns an error naming the file and its size instead of the process
+// TestBARRegionShrinks: the control file is truncated under a serving PF;
+// Run returns an error naming the file and its size instead of the process
 // dying of SIGBUS.
 func TestBARRegionShrinks(t *testing.T) {
 	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Files: true})
@@ -106,25 +108,64 @@ func TestBARRegionShrinks(t *testing.T) {
 	go func() { done <- r.PF.Run(t.Context()) }()
 	v := r.InitVF(t, 0)
 	post(t, v, vhcr.Request{Op: mlx4.NOP})
-	// The header and VF 0's comm page stay; VF 1's page goes.
-	if err := os.Truncate(r.BARPath, r.Layout.CommPage(1)); err != nil {
+	// The header goes; the idle poller's next sleep touches it.
+	if err := os.Truncate(r.BARPath, 0); err != nil {
 		t.Fatal(err)
 	}
 	err := <-done
 	if !errors.Is(err, master.ErrRegionLost) {
 		t.Fatalf("Run returned %v, want ErrRegionLost", err)
 	}
-	for _, s := range []string{r.BARPath, "8192 bytes"} {
+	for _, s := range []string{r.BARPath, "0 bytes"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("the error %q does not say %q", err, s)
 		}
 	}
 	// A request after the poller stopped runs guarded too: an FLR whose
 	// header write faults is an error for its caller, not a SIGBUS.
-	if err := os.Truncate(r.BARPath, 0); err != nil {
-		t.Fatal(err)
-	}
 	if err := r.PF.FLR(1); !errors.Is(err, bar.ErrFault) {
 		t.Fatalf("FLR over a lost header: %v, want a fault error", err)
+	}
+}
+
+// TestVFBARRegionShrinks: VF 1's BAR file is truncated under a serving PF:
+// VF 1 is no longer served (its objects released, the reset counted), the
+// PF goes on, and VF 0 does not notice.
+func TestVFBARRegionShrinks(t *testing.T) {
+	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Files: true})
+	r.Start(t)
+	v0, v1 := r.InitVF(t, 0), r.InitVF(t, 1)
+	post(t, v1, vhcr.Request{Op: mlx4.NOP})
+	d, err := vfdrv.New(v1, vfdrv.Options{BAR: r.VFBARs[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.AllocMTT(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.HCA.Res.Counts(1)[restrack.MTT]; n != 1 {
+		t.Fatalf("VF 1 holds %d MTT ranges", n)
+	}
+	if err := os.Truncate(vhcr.VFBARPath(r.BARPath, 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; r.PF.Stats().Reset(1, master.ResetRegionLost) == 0; i++ {
+		if _, err := r.PF.Info(0); err != nil { // a request: at least one scan has run since
+			t.Fatal(err)
+		}
+		if i > 1000 {
+			t.Fatal("the PF never noticed the lost VF BAR region")
+		}
+	}
+	if n := r.HCA.Res.Counts(1)[restrack.MTT]; n != 0 {
+		t.Errorf("VF 1 still holds %d MTT ranges", n)
+	}
+	for range 3 {
+		if got := post(t, v0, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+			t.Fatalf("VF 0: %v", got.Status)
+		}
+	}
+	if n := r.PF.Stats().Reset(0, master.ResetRegionLost); n != 0 {
+		t.Errorf("VF 0 reset %d times", n)
 	}
 }

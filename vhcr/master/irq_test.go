@@ -41,7 +41,7 @@ func TestNOPInterrupt(t *testing.T) {
 			r := vhcrtest.NewWith(t, 1, vhcrtest.Options{Interrupts: set})
 			r.Start(t)
 			ctx := context.Background()
-			d, err := vfdrv.New(r.InitVF(t, 0), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: mode})
+			d, err := vfdrv.New(r.InitVF(t, 0), vfdrv.Options{BAR: r.VFBARs[0], Completions: mode})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +76,7 @@ func TestPortEventInterrupt(t *testing.T) {
 	r := vhcrtest.NewWith(t, 1, vhcrtest.Options{Interrupts: set})
 	r.Start(t)
 	ctx := context.Background()
-	d, err := vfdrv.New(r.InitVF(t, 0), vfdrv.Options{BAR: r.BAR, Layout: r.Layout})
+	d, err := vfdrv.New(r.InitVF(t, 0), vfdrv.Options{BAR: r.VFBARs[0]})
 	if err != nil {
 		t.Fatal(err)
 	}

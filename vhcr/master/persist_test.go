@@ -80,13 +80,13 @@ func TestStateIsPersistedAtEveryAcknowledgement(t *testing.T) {
 
 	// The FLAGS reset handshake.
 	bringUp()
-	page := r.Layout.CommPage(1)
-	f, _ := r.BAR.Load32(page + vhcr.RegFlags)
-	if err := r.BAR.Store32(page+vhcr.RegFlags, f^vhcr.FlagsResetReq); err != nil {
+	page := r.VFBARs[1]
+	f, _ := page.Load32(vhcr.RegFlags)
+	if err := page.Store32(vhcr.RegFlags, f^vhcr.FlagsResetReq); err != nil {
 		t.Fatal(err)
 	}
 	r.PF.CheckFlags()
-	if g, _ := r.BAR.Load32(page + vhcr.RegFlags); g&vhcr.FlagsResetAck == f&vhcr.FlagsResetAck {
+	if g, _ := page.Load32(vhcr.RegFlags); g&vhcr.FlagsResetAck == f&vhcr.FlagsResetAck {
 		t.Fatal("reset request not acknowledged")
 	}
 	r.checkSaved(t, 1, "FLAGS reset request")

@@ -36,7 +36,10 @@ type FunctionResetter interface {
 
 // Options configure a PF.
 type Options struct {
-	BAR    bar.Region // the comm pages (and the header)
+	BAR bar.Region // the control region: the header
+	// VFBARs are the VF BAR regions, one per VF of the layout: the comm
+	// page at 0, the EQ doorbells at mlx4's UAR offsets.
+	VFBARs []bar.Region
 	DMA    bar.Region // the region holding the DMA windows; may be BAR
 	Layout vhcr.Layout
 	HCA    *hca.HCA
@@ -97,6 +100,10 @@ type PF struct {
 }
 
 type vfState struct {
+	// bar is the VF's BAR region; after it shrank under the PF, a private
+	// page that no VF writes (fault.go: the VF is no longer served)
+	bar                 bar.Region
+	barLost             bool
 	sw, sr, caps, flags bar.Reg // comm page registers
 	persist             [4]bar.Reg
 	win                 *dma.Window
@@ -125,6 +132,21 @@ type vfState struct {
 	recOK bool
 }
 
+// mapBAR points the VF's comm registers at offset 0 of r.
+func (st *vfState) mapBAR(r bar.Region) error {
+	st.bar = r
+	var err error
+	for _, x := range []struct {
+		r   *bar.Reg
+		off int64
+	}{{&st.sw, vhcr.RegSlaveWrite}, {&st.sr, vhcr.RegSlaveRead}, {&st.caps, vhcr.RegCaps}, {&st.flags, vhcr.RegFlags}} {
+		if *x.r, err = bar.NewReg(r, x.off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // mapVHCR checks the vHCR's page at st.vhcr and keeps it for VHCR_POST.
 func (st *vfState) mapVHCR() error {
 	st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
@@ -146,8 +168,20 @@ func (st *vfState) mapVHCR() error {
 // starts.
 func New(o Options) (*PF, error) {
 	l := o.Layout
-	if o.BAR.Size() < l.BARSize() {
-		return nil, fmt.Errorf("%s: %w: %d VFs need %#x bytes, the region has %#x", o.BAR.Name(), bar.ErrTooSmall, l.NumVFs, l.BARSize(), o.BAR.Size())
+	if o.BAR.Size() < l.ControlSize() {
+		return nil, fmt.Errorf("%s: %w: the control region needs %#x bytes, it has %#x", o.BAR.Name(), bar.ErrTooSmall, l.ControlSize(), o.BAR.Size())
+	}
+	if len(o.VFBARs) != l.NumVFs {
+		return nil, fmt.Errorf("master: %d VF BAR regions for %d VFs", len(o.VFBARs), l.NumVFs)
+	}
+	for i, r := range o.VFBARs {
+		if r == nil || r.Size() < l.VFBARSize {
+			n := int64(0)
+			if r != nil {
+				n = r.Size()
+			}
+			return nil, fmt.Errorf("VF %d: %w: its BAR region needs %#x bytes, it has %#x", i, bar.ErrTooSmall, l.VFBARSize, n)
+		}
 	}
 	if o.DMA.Size() < l.DMASize {
 		return nil, fmt.Errorf("%s: %w: %d windows of %#x from %#x need %#x bytes, the region has %#x",
@@ -196,14 +230,8 @@ func New(o Options) (*PF, error) {
 	p.vfs = make([]vfState, l.NumVFs)
 	for i := range p.vfs {
 		st := &p.vfs[i]
-		page := l.CommPage(i)
-		for _, x := range []struct {
-			r   *bar.Reg
-			off int64
-		}{{&st.sw, page + vhcr.RegSlaveWrite}, {&st.sr, page + vhcr.RegSlaveRead}, {&st.caps, page + vhcr.RegCaps}, {&st.flags, page + vhcr.RegFlags}} {
-			if *x.r, err = bar.NewReg(o.BAR, x.off); err != nil {
-				return nil, err
-			}
+		if err := st.mapBAR(o.VFBARs[i]); err != nil {
+			return nil, err
 		}
 		for k := range st.persist {
 			if st.persist[k], err = bar.NewReg(o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize+int64(4*k)); err != nil {

@@ -291,7 +291,7 @@ func TestWrongToggle(t *testing.T) {
 	// flipping the toggle: what a VF that flipped twice leaves behind.
 	sr := v.SlaveRead()
 	word := vhcr.CommWord(sr>>31, vhcr.CommVHCRPost, 0x55)
-	if err := r.BAR.Store32(r.Layout.CommPage(1)+vhcr.RegSlaveWrite, word); err != nil {
+	if err := r.VFBARs[1].Store32(vhcr.RegSlaveWrite, word); err != nil {
 		t.Fatal(err)
 	}
 	// The PF answers with bit 17 and the unchanged toggle.
@@ -322,9 +322,9 @@ func TestZeroedRegistersResync(t *testing.T) {
 	if v.SlaveRead()>>31 != 1 {
 		t.Fatalf("toggle %d, want 1", v.SlaveRead()>>31)
 	}
-	page := r.Layout.CommPage(0)
-	_ = r.BAR.Store32(page+vhcr.RegSlaveRead, 0)
-	_ = r.BAR.Store32(page+vhcr.RegSlaveWrite, 0)
+	page := r.VFBARs[0]
+	_ = page.Store32(vhcr.RegSlaveRead, 0)
+	_ = page.Store32(vhcr.RegSlaveWrite, 0)
 	// The VF's driver reloads: sync_toggles adopts 0, RESET, VHCR setup.
 	v2 := r.VF(t, 0)
 	if err := v2.Init(ctx); err != nil {
@@ -411,9 +411,9 @@ func TestFLR(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The VF's next driver instance zeroes the stuck channel and starts over.
-	page := r.Layout.CommPage(1)
-	_ = r.BAR.Store32(page+vhcr.RegSlaveRead, 0)
-	_ = r.BAR.Store32(page+vhcr.RegSlaveWrite, 0)
+	page := r.VFBARs[1]
+	_ = page.Store32(vhcr.RegSlaveRead, 0)
+	_ = page.Store32(vhcr.RegSlaveWrite, 0)
 	v2 := r.InitVF(t, 1)
 	if got := post(t, v2, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after FLR: %v", got.Status)

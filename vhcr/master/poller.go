@@ -179,11 +179,15 @@ func (p *PF) block(sleepNS int64) {
 	atomic.StoreUint32(p.sleeping, 0)
 }
 
-// wake rings the doorbell from inside the PF process.
+// wake rings the doorbell from inside the PF process. It runs on other
+// goroutines than the poller (Do, Stop), so it is guarded: a control
+// region that shrank is the poller's to report, not a SIGBUS here.
 func (p *PF) wake() {
 	if p.doorbell != nil {
-		atomic.AddUint32(p.doorbell, 1)
-		futex.Wake(p.doorbell, 1)
+		_ = bar.Guard(func() {
+			atomic.AddUint32(p.doorbell, 1)
+			futex.Wake(p.doorbell, 1)
+		})
 	}
 }
 

@@ -56,7 +56,7 @@ func TestTraceOfASession(t *testing.T) {
 	r.Start(t)
 	ctx := context.Background()
 	v := r.InitVF(t, 1)
-	d, err := vfdrv.New(v, vfdrv.Options{BAR: r.BAR, Layout: r.Layout, MaxInFlight: 1})
+	d, err := vfdrv.New(v, vfdrv.Options{BAR: r.VFBARs[1], MaxInFlight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,13 @@
 package mlx4
 
+// DevCapUARSize is QUERY_DEV_CAP's uar_size field: the UAR space is
+// 1 << (DevCapUARSize + 20) bytes (UARSize), which a VF's BAR2 must hold
+// (mlx4_slave_cap). vhcrd sizes every VF BAR region from the same constant.
+const (
+	DevCapUARSize = 3
+	UARSize       = 1 << (DevCapUARSize + 20) // 8 MiB
+)
+
 // QUERY_FW outbox: drivers/net/ethernet/mellanox/mlx4/fw.c QUERY_FW_*
 // (mlx4_QUERY_FW, mlx4_QUERY_FW_wrapper).
 const (

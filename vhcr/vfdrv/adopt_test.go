@@ -30,7 +30,7 @@ func TestAdoptAcrossDrivers(t *testing.T) {
 
 	v := r.VF(t, 0)
 	ok(t, "SyncToggles", v.SyncToggles(ctx))
-	b, err := New(v, Options{BAR: r.BAR, Layout: r.Layout})
+	b, err := New(v, Options{BAR: r.VFBARs[0]})
 	ok(t, "New", err)
 	beq, err := b.AdoptEQ(ctx, eq.EQN, true)
 	ok(t, "AdoptEQ", err)

@@ -13,7 +13,7 @@ func benchmarkNOP(b *testing.B, events bool, mode Completions) {
 	r := vhcrtest.New(b, 1)
 	r.Start(b)
 	v := r.InitVF(b, 0)
-	d, err := New(v, Options{BAR: r.BAR, Layout: r.Layout, Completions: mode})
+	d, err := New(v, Options{BAR: r.VFBARs[0], Completions: mode})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func BenchmarkNOPEventsMlx4(b *testing.B) { benchmarkNOP(b, true, CompletionsMlx
 func benchmarkPipeline(b *testing.B, events bool) {
 	r := vhcrtest.New(b, 1)
 	r.Start(b)
-	d, err := New(r.InitVF(b, 0), Options{BAR: r.BAR, Layout: r.Layout, MaxInFlight: 16})
+	d, err := New(r.InitVF(b, 0), Options{BAR: r.VFBARs[0], MaxInFlight: 16})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,8 +15,9 @@
 //     rule), per-VF tokens 1, 2, 3, ..., acceptance then completion by EQE
 //     matched by token in posting order, pipelining up to a bound (Submit,
 //     Wait, Pipeline; one outbox page per position in flight), and the EQ
-//     consumer-index doorbell in the VF's comm page (vhcr.RegEQDoorbell +
-//     4*eqn, BE32, consumer index 23:0, arm bit 31), with an in-place
+//     consumer-index doorbell in the VF's BAR region where mlx4 has it
+//     (vhcr.EQDoorbell: UAR page eqn/4, 0x800 + 8*(eqn%4); BE32, consumer
+//     index 23:0, arm bit 31), with an in-place
 //     re-creation of the EQ for PFs that do not read it (RecycleEQ); ring
 //     buffers are zeroed, as Linux's, and rely on the PF's SW2HW_EQ to make
 //     every EQE hardware-owned;

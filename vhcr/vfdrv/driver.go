@@ -67,10 +67,9 @@ func StatusOf(err error) mlx4.Status {
 
 // Options configure a Driver.
 type Options struct {
-	// BAR and Layout locate the VF's comm page for the EQ doorbells
-	// (vhcr.RegEQDoorbell). A nil BAR writes none.
-	BAR    bar.Region
-	Layout vhcr.Layout
+	// BAR is the VF's own BAR region, where the EQ doorbells are
+	// (vhcr.EQDoorbell). A nil BAR writes none.
+	BAR bar.Region
 	// MaxInFlight bounds the accepted, uncompleted 'e' commands (default 4).
 	MaxInFlight int
 	// RecycleEQ is for a PF that never reads the EQ doorbell: it then

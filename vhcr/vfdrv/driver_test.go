@@ -14,7 +14,7 @@ import (
 
 func newDriver(t *testing.T, r *vhcrtest.Rig, vf int, opt Options) *Driver {
 	t.Helper()
-	opt.BAR, opt.Layout = r.BAR, r.Layout
+	opt.BAR = r.VFBARs[vf]
 	d, err := New(r.InitVF(t, vf), opt)
 	if err != nil {
 		t.Fatal(err)
@@ -405,7 +405,7 @@ func TestDoorbellAndAsyncEvents(t *testing.T) {
 		t.Fatalf("async events %+v", got)
 	}
 	// The doorbell word holds the consumer index with the arm bit.
-	w, err := r.BAR.Load32(r.Layout.CommPage(0) + DoorbellOffset(eq.EQN))
+	w, err := r.VFBARs[0].Load32(DoorbellOffset(eq.EQN))
 	ok(t, "Load32", err)
 	if want := eq.Consumer() | 1<<31; w != want || uint64(eq.Consumer()) != d.Stats.Completions+1 {
 		t.Fatalf("doorbell %#x, want %#x (consumer %d)", w, want, eq.Consumer())

@@ -25,7 +25,7 @@ const (
 )
 
 // MaxEQN bounds the EQ numbers the driver uses: one doorbell word each in
-// the comm page (vhcr.MaxEQDoorbells).
+// the VF's BAR region (vhcr.MaxEQDoorbells).
 const MaxEQN = vhcr.MaxEQDoorbells - 1
 
 // MTT is an MTT allocation: 2^Order entries from Base.
@@ -146,7 +146,7 @@ type EQ struct {
 func (q *EQ) Consumer() uint32 { return q.ring.cons }
 
 // ringDoorbell writes the consumer index (and the arm bit) to the EQ's
-// doorbell word in the comm page.
+// doorbell word in the VF's BAR region.
 func (q *EQ) ringDoorbell(arm bool) {
 	if !q.db.Valid() {
 		return
@@ -158,8 +158,9 @@ func (q *EQ) ringDoorbell(arm bool) {
 	q.db.Store(v)
 }
 
-// DoorbellOffset is the offset of EQ eqn's doorbell word in a comm page.
-func DoorbellOffset(eqn int) int64 { return vhcr.RegEQDoorbell + 4*int64(eqn) }
+// DoorbellOffset is the offset of EQ eqn's doorbell word in the VF's BAR
+// region: mlx4's (vhcr.EQDoorbell).
+func DoorbellOffset(eqn int) int64 { return vhcr.EQDoorbell(eqn) }
 
 // newEQ prepares an EQ's ring and MTT (poll mode); it is not in HW yet.
 func (d *Driver) newEQ(ctx context.Context, eqn, logSize int) (*EQ, error) {
@@ -175,13 +176,13 @@ func (d *Driver) newEQ(ctx context.Context, eqn, logSize int) (*EQ, error) {
 	return d.eqAt(eqn, logSize, b), nil
 }
 
-// doorbell is EQ eqn's doorbell word in the VF's comm page (invalid
+// doorbell is EQ eqn's doorbell word in the VF's BAR region (invalid
 // without a BAR).
 func (d *Driver) doorbell(eqn int) bar.Reg {
 	if d.opt.BAR == nil {
 		return bar.Reg{}
 	}
-	reg, err := bar.NewReg(d.opt.BAR, d.opt.Layout.CommPage(d.VF.Index)+DoorbellOffset(eqn))
+	reg, err := bar.NewReg(d.opt.BAR, DoorbellOffset(eqn))
 	if err != nil {
 		return bar.Reg{}
 	}

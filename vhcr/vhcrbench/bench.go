@@ -393,7 +393,7 @@ func echo(iters int) error {
 // Peer runs the peer side named by args[0] ("responder PATH N" or "echo N").
 func Peer(args []string) error {
 	if len(args) < 2 {
-		return errors.New("bench-peer: want responder PATH N | echo N")
+		return errors.New("bench-peer: want responder PATH N | echo N | irq PATH")
 	}
 	switch args[0] {
 	case "responder":
@@ -411,6 +411,11 @@ func Peer(args []string) error {
 			return err
 		}
 		return echo(n)
+	case "irq":
+		if len(args) != 2 {
+			return errIRQPeerArgs
+		}
+		return irqPeer(args[1])
 	}
 	return fmt.Errorf("bench-peer: unknown peer %q", args[0])
 }

@@ -19,6 +19,16 @@
 //	    Driver runs every VF from one OS thread (an event loop of VF.Start
 //	    and VF.Poll), so the spread is the PF's, not the Go scheduler's.
 //
+// and, with RunIRQ, what an interrupt costs over the eventfd it rides on:
+//
+//	(e) an EQE posted by the software HCA into an armed EQ (the EQE written,
+//	    the doorbell word read, MSI-X vector 0 raised) until a VF process
+//	    blocked on the vector's eventfd wakes, finds the EQE, re-arms and
+//	    acknowledges through a second eventfd; against the same round trip
+//	    started by a bare write to the same eventfd, between the same two
+//	    processes (the eventfds cross by SCM_RIGHTS), in alternating order
+//	    each round.
+//
 // Rounds interleave the three so that machine noise hits them alike; each
 // round reports its median and p99, and the summary takes medians over
 // rounds. Timing uses the cycle counter (a few ns per read), not a Go

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,8 +33,11 @@ import (
 
 // Rig is a PF with its regions.
 type Rig struct {
-	BAR, DMA bar.Region
-	// BARPath is the BAR file of a rig over files (vfctl's --bar is
+	BAR, DMA bar.Region // the control region and the DMA region
+	// VFBARs are the VF BAR regions, one per VF (over files:
+	// vhcr.VFBARPath(BARPath, i)).
+	VFBARs []bar.Region
+	// BARPath is the control file of a rig over files (vfctl's --bar is
 	// "file:" + BARPath); empty over the heap.
 	BARPath string
 	Layout  vhcr.Layout
@@ -105,11 +109,19 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 	r.Layout = l
 	if o.Files {
 		r.BARPath = filepath.Join(dir, "bar")
-		b, _, err := bar.CreateFile(r.BARPath, l.BARSize())
+		b, _, err := bar.CreateFile(r.BARPath, l.ControlSize())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close() })
+		for i := range n {
+			vb, _, err := bar.CreateFile(vhcr.VFBARPath(r.BARPath, i), l.VFBARSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { vb.Close() })
+			r.VFBARs = append(r.VFBARs, vb)
+		}
 		d, _, err := bar.CreateFile(dmaName, l.DMASize)
 		if err != nil {
 			t.Fatal(err)
@@ -117,9 +129,16 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 		t.Cleanup(func() { d.Close() })
 		r.BAR, r.DMA = b, d
 	} else {
-		b, err := bar.NewMem("bar", l.BARSize())
+		b, err := bar.NewMem("bar", l.ControlSize())
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i := range n {
+			vb, err := bar.NewMem("vf"+strconv.Itoa(i), l.VFBARSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.VFBARs = append(r.VFBARs, vb)
 		}
 		d, err := bar.NewMem("dma", l.DMASize)
 		if err != nil {
@@ -152,7 +171,7 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, Interrupts: r.opts.Interrupts})
+	pf, err := master.New(master.Options{BAR: r.BAR, VFBARs: r.VFBARs, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, Interrupts: r.opts.Interrupts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +219,7 @@ func (r *Rig) Stop(t testing.TB) {
 // VF opens VF i with timeouts short enough that a test that goes wrong ends.
 func (r *Rig) VF(t testing.TB, i int) *vhcr.VF {
 	t.Helper()
-	v, err := vhcr.NewVF(r.BAR, r.DMA, r.Layout, i)
+	v, err := vhcr.NewVF(r.BAR, r.VFBARs[i], r.DMA, r.Layout, i)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,10 +244,10 @@ func (r *Rig) regs(t testing.TB) {
 	r.sw, r.sr = make([]bar.Reg, n), make([]bar.Reg, n)
 	for i := range n {
 		var err error
-		if r.sw[i], err = bar.NewReg(r.BAR, r.Layout.CommPage(i)+vhcr.RegSlaveWrite); err != nil {
+		if r.sw[i], err = bar.NewReg(r.VFBARs[i], vhcr.RegSlaveWrite); err != nil {
 			t.Fatal(err)
 		}
-		if r.sr[i], err = bar.NewReg(r.BAR, r.Layout.CommPage(i)+vhcr.RegSlaveRead); err != nil {
+		if r.sr[i], err = bar.NewReg(r.VFBARs[i], vhcr.RegSlaveRead); err != nil {
 			t.Fatal(err)
 		}
 	}
