@@ -76,7 +76,8 @@ type vhcrdProc struct {
 	metricsURL  string
 	ctrl        string // the control region (--bar file:)
 	ram, socket string // VF 0's guest RAM file and ivshmem server socket
-	trace       string // vhcrd's command trace (JSON lines), shown on failure
+	trace       string // VF 0's command trace (JSON lines), shown on failure
+	tracer      *exec.Cmd
 	mu          sync.Mutex
 	log         strings.Builder
 	exited      chan struct{}
@@ -140,8 +141,7 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 		"--bar", "file:" + v.ctrl, "--dma", "file:" + filepath.Join(dir, "dma"),
 		"--num-vfs", "2", "--window", "1M",
 		"--guest", fmt.Sprintf("%d=%s,socket=%s", guestVF, v.ram, v.socket),
-		"--metrics-addr", "127.0.0.1:0", "--admin-socket", filepath.Join(dir, "admin.sock"),
-		"--trace", v.trace, "--trace-json"}
+		"--metrics-addr", "127.0.0.1:0", "--admin-socket", filepath.Join(dir, "admin.sock")}
 	if sz, err := os.Create(v.ram); err == nil {
 		err = sz.Truncate(mlx4GuestRAM)
 		sz.Close()
@@ -186,6 +186,10 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 		}
 	}()
 	t.Cleanup(func() {
+		if v.tracer != nil {
+			v.tracer.Process.Signal(os.Interrupt)
+			v.tracer.Wait()
+		}
 		v.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-v.exited:
@@ -223,6 +227,19 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("vhcrd serve printed no metrics URL in 20 s:\n%s", v.logText())
 	}
+	// VF 0's records of the command trace, from the admin socket (the
+	// bystander's would be millions).
+	tf, err := os.Create(v.trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.tracer = exec.Command(bin, "trace", "--admin-socket", filepath.Join(dir, "admin.sock"), "--vf", fmt.Sprint(guestVF), "--json")
+	v.tracer.Stdout, v.tracer.Stderr = tf, tf
+	v.tracer.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := v.tracer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tf.Close()
 	// The server socket exists once serve listens on it.
 	for i := 0; os.Getenv("SCRATCH_BRIDGE") == ""; i++ {
 		if _, err := os.Stat(v.socket); err == nil {
