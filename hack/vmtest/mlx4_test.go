@@ -151,12 +151,6 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 	} else {
 		t.Fatal(err)
 	}
-	if br := os.Getenv("SCRATCH_BRIDGE"); br != "" {
-		os.Remove(v.ram)
-		args = []string{"serve", "--bar", "file:" + v.ctrl, "--dma", "file:" + v.ram, "--num-vfs", "2", "--window", "256M",
-			"--metrics-addr", "127.0.0.1:0", "--admin-socket", filepath.Join(dir, "admin.sock"),
-			"--trace", v.trace, "--trace-json"}
-	}
 	v.cmd = exec.Command(bin, args...)
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := v.cmd.StderrPipe()
@@ -186,6 +180,19 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 		}
 	}()
 	t.Cleanup(func() {
+		if t.Failed() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if m, err := getMetrics(ctx, v.metricsURL); err == nil {
+				var sb strings.Builder
+				for _, s := range m {
+					if s.labels["vf"] == fmt.Sprint(guestVF) && s.value != 0 {
+						fmt.Fprintf(&sb, "\n%s %v %v", s.name, s.labels, s.value)
+					}
+				}
+				t.Logf("vhcrd's non-zero series of VF %d:%s", guestVF, sb.String())
+			}
+			cancel()
+		}
 		if v.tracer != nil {
 			v.tracer.Process.Signal(os.Interrupt)
 			v.tracer.Wait()
@@ -199,17 +206,6 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 		}
 		err := v.cmd.Wait()
 		if t.Failed() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if m, err := getMetrics(ctx, v.metricsURL); err == nil {
-				var sb strings.Builder
-				for _, s := range m {
-					if s.labels["vf"] == fmt.Sprint(guestVF) && s.value != 0 {
-						fmt.Fprintf(&sb, "\n%s %v %v", s.name, s.labels, s.value)
-					}
-				}
-				t.Logf("vhcrd's non-zero series of VF %d:%s", guestVF, sb.String())
-			}
-			cancel()
 			t.Logf("vhcrd log:\n%s", v.logText())
 			if f, err := os.Open(v.trace); err == nil {
 				t.Logf("vhcrd's command trace (%s): %s", v.trace, traceSummary(f, nil))
@@ -241,7 +237,7 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 	}
 	tf.Close()
 	// The server socket exists once serve listens on it.
-	for i := 0; os.Getenv("SCRATCH_BRIDGE") == ""; i++ {
+	for i := 0; ; i++ {
 		if _, err := os.Stat(v.socket); err == nil {
 			break
 		}
@@ -336,21 +332,6 @@ func (e *mlx4Env) boot(t *testing.T, cfg MLX4Config) *vm {
 		// (the FLAGS scenario; CONFIG_IO_STRICT_DEVMEM is set).
 		"-append", "console=ttyS0 panic=-1 quiet iomem=relaxed",
 		"-display", "none", "-serial", "stdio", "-monitor", "none", "-nodefaults", "-no-reboot"}
-	if br := os.Getenv("SCRATCH_BRIDGE"); br != "" {
-		os.Remove(e.vhcrd.socket)
-		b := exec.Command(br, "--vfbar", e.vhcrd.ctrl+".vf0", "--ctrl", e.vhcrd.ctrl, "--sock", e.vhcrd.socket, "--vectors", "4")
-		b.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := b.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Process.Kill(); b.Wait() })
-		for i := 0; i < 200; i++ {
-			if _, err := os.Stat(e.vhcrd.socket); err == nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	v := &vm{t: t, exited: make(chan error, 1), quoted: map[string]bool{}}
 	v.ctx, v.cancel = context.WithTimeout(context.Background(), mlx4BootTimeout)
 	v.cmd = exec.Command(e.qemu, args...)
@@ -606,7 +587,7 @@ func TestLinuxMLX4(t *testing.T) {
 				raised := m.sum(interruptName, lv) - last.sum(interruptName, lv)
 				got, rows := v.guestInterrupts()
 				t.Logf("bound %d: vhcrd raised %v interrupts for VF %d, the guest counted %d on %d mlx4 vectors", i, raised, guestVF, got, rows)
-				if os.Getenv("SCRATCH_BRIDGE") == "" && (rows == 0 || got == 0 || float64(got) > raised) {
+				if rows == 0 || got == 0 || float64(got) > raised {
 					t.Fatalf("bound %d: the guest counted %d interrupts on %d mlx4 vectors, vhcrd raised %v", i, got, rows, raised)
 				}
 			})
@@ -633,12 +614,12 @@ func TestLinuxMLX4(t *testing.T) {
 		if bad != 0 {
 			t.Errorf("VF %d: %v commands completed with a status other than OK", guestVF, bad)
 		}
-		if !after.has(interruptName) && os.Getenv("SCRATCH_BRIDGE") == "" {
+		if !after.has(interruptName) {
 			t.Fatalf("vhcrd exports no %s", interruptName)
 		}
 		irqs := after.sum(interruptName, lv) - before.sum(interruptName, lv)
 		t.Logf("vhcrd: %v MSI-X interrupts raised for VF %d in %d binds", irqs, guestVF, cfg.Binds)
-		if irqs < binds && os.Getenv("SCRATCH_BRIDGE") == "" {
+		if irqs < binds {
 			t.Errorf("vhcrd raised %v interrupts for VF %d in %d binds, want ≥ one per bind (the NOP IRQ test)", irqs, guestVF, cfg.Binds)
 		}
 		t.Logf("cycle: %d binds and unbinds in %.1fs of QEMU (boot included)", cfg.Binds, took.Seconds())
