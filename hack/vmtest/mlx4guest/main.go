@@ -372,11 +372,11 @@ func (g *guest) bind(round int) error {
 	var err error
 	if !g.bound {
 		say("bind %d: writing %q to new_id (the probe runs inside the write)", round, g.cfg.NewID)
-		err = os.WriteFile(driverDir+"/new_id", []byte(g.cfg.NewID), 0)
+		err = stalled(fmt.Sprintf("bind %d", round), func() error { return os.WriteFile(driverDir+"/new_id", []byte(g.cfg.NewID), 0) })
 		g.bound = err == nil
 	} else {
 		say("bind %d: writing %s to bind", round, g.bdf)
-		err = os.WriteFile(driverDir+"/bind", []byte(g.bdf), 0)
+		err = stalled(fmt.Sprintf("bind %d", round), func() error { return os.WriteFile(driverDir+"/bind", []byte(g.bdf), 0) })
 	}
 	if err != nil {
 		return fmt.Errorf("bind %d: %w", round, err)
@@ -437,7 +437,7 @@ func (g *guest) checkIB(round int) error {
 
 func (g *guest) unbind(round int) error {
 	t0 := time.Now()
-	if err := os.WriteFile(driverDir+"/unbind", []byte(g.bdf), 0); err != nil {
+	if err := stalled(fmt.Sprintf("unbind %d", round), func() error { return os.WriteFile(driverDir+"/unbind", []byte(g.bdf), 0) }); err != nil {
 		return fmt.Errorf("unbind %d: %w", round, err)
 	}
 	if _, err := os.Stat(filepath.Join(ibClass, "mlx4_0")); err == nil {
@@ -445,6 +445,32 @@ func (g *guest) unbind(round int) error {
 	}
 	say("unbound %d: in %v", round, time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// stallTime is how long a bind or unbind may take before the guest reports
+// it: against vhcrd a bind takes well under a second of TCG, and the
+// driver's own command timeout is 70 s.
+const stallTime = 10 * time.Second
+
+// stalled runs op (a sysfs write the driver works inside); if it has not
+// returned after stallTime, the guest fails with the mlx4 interrupt counts,
+// which tell a missing interrupt from an EQE the driver did not take.
+func stalled(what string, op func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(stallTime):
+	}
+	var irqs []string
+	for _, l := range strings.Split(readFile("/proc/interrupts"), "\n") {
+		if strings.Contains(l, "mlx4") {
+			irqs = append(irqs, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	say("FAIL: %s has not returned after %v (a command without completion?); mlx4 interrupts: %s", what, stallTime, strings.Join(irqs, "; "))
+	return <-done
 }
 
 func readFile(p string) string {
