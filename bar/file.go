@@ -27,6 +27,17 @@ const PageSize = 4096
 // the state it left; a file of another size is truncated or zero-extended.
 // The second result reports whether the file was created or resized.
 func CreateFile(path string, size int64) (*File, bool, error) {
+	return createFile(path, size, true)
+}
+
+// CreateFileLazy is CreateFile without faulting the pages in at the map: a
+// large sparse file (a VF BAR region of which the PF touches the first
+// pages, a guest's RAM) stays sparse.
+func CreateFileLazy(path string, size int64) (*File, bool, error) {
+	return createFile(path, size, false)
+}
+
+func createFile(path string, size int64, populate bool) (*File, bool, error) {
 	if size <= 0 || size%PageSize != 0 {
 		return nil, false, fmt.Errorf("file:%s: size %d is not a positive multiple of %d: %w", path, size, PageSize, ErrBadSpec)
 	}
@@ -45,13 +56,22 @@ func CreateFile(path string, size int64) (*File, bool, error) {
 			return nil, false, fmt.Errorf("file:%s: truncate to %d: %w", path, size, err)
 		}
 	}
-	r, err := mapFile(f, path, size, false)
+	r, err := mapFile(f, path, size, false, populate)
 	return r, changed, err
 }
 
 // OpenFile maps an existing file whole. Its size must be a positive multiple
 // of PageSize.
 func OpenFile(path string, readOnly bool) (*File, error) {
+	return openFile(path, readOnly, true)
+}
+
+// OpenFileLazy is OpenFile without faulting the pages in at the map.
+func OpenFileLazy(path string, readOnly bool) (*File, error) {
+	return openFile(path, readOnly, false)
+}
+
+func openFile(path string, readOnly, populate bool) (*File, error) {
 	flag := os.O_RDWR
 	if readOnly {
 		flag = os.O_RDONLY
@@ -68,10 +88,10 @@ func OpenFile(path string, readOnly bool) (*File, error) {
 	if st.Size() == 0 || st.Size()%PageSize != 0 {
 		return nil, fmt.Errorf("file:%s: size %d is not a positive multiple of %d: %w", path, st.Size(), PageSize, ErrTooSmall)
 	}
-	return mapFile(f, path, st.Size(), readOnly)
+	return mapFile(f, path, st.Size(), readOnly, populate)
 }
 
-func mapFile(f *os.File, path string, size int64, readOnly bool) (*File, error) {
+func mapFile(f *os.File, path string, size int64, readOnly, populate bool) (*File, error) {
 	prot := unix.PROT_READ
 	if !readOnly {
 		prot |= unix.PROT_WRITE
@@ -80,7 +100,11 @@ func mapFile(f *os.File, path string, size int64, readOnly bool) (*File, error) 
 		return nil, fmt.Errorf("file:%s: size %d: %w", path, size, ErrOutOfRange)
 	}
 	// MAP_POPULATE: fault the pages in now, not in the poll loop.
-	buf, err := unix.Mmap(int(f.Fd()), 0, int(size), prot, unix.MAP_SHARED|unix.MAP_POPULATE)
+	flags := unix.MAP_SHARED
+	if populate {
+		flags |= unix.MAP_POPULATE
+	}
+	buf, err := unix.Mmap(int(f.Fd()), 0, int(size), prot, flags)
 	if err != nil {
 		return nil, fmt.Errorf("file:%s: mmap %d bytes: %w", path, size, err)
 	}

@@ -51,13 +51,55 @@ func NewSpace(r bar.Region, base, windowSize int64, n int) (*Space, error) {
 	}
 	for i := range s.windows {
 		w := &s.windows[i]
-		w.vf, w.perm, w.space = i, ReadWrite, s
+		w.vf, w.perm, w.r = i, ReadWrite, r
 		w.off = base + int64(i)*windowSize
+		w.low, w.size = windowSize, windowSize
 		if s.mem != nil {
 			w.mem = s.mem[w.off : w.off+windowSize : w.off+windowSize]
 		}
 	}
 	return s, nil
+}
+
+// Q35 RAM split (QEMU hw/i386/pc_q35.c, pc_q35_init, default
+// max-ram-below-4g): a guest with at least Q35SplitAbove bytes of RAM has
+// its first Q35LowMem bytes at GPA 0 and the rest at GPA 4 GiB; a smaller
+// guest has all its RAM below 4 GiB. The RAM file holds both ranges back to
+// back: the high range starts at file offset Q35LowMem.
+const (
+	Q35SplitAbove = 0xb0000000
+	Q35LowMem     = 0x80000000
+	GPA4G         = 1 << 32
+)
+
+// Q35Low returns the bytes of a q35 guest's RAM of ramSize bytes that are
+// mapped at GPA 0 (the rest is at GPA 4 GiB).
+func Q35Low(ramSize int64) int64 {
+	if ramSize >= Q35SplitAbove {
+		return Q35LowMem
+	}
+	return ramSize
+}
+
+// UseGuestRAM makes VF vf's window a guest's RAM: the whole region ram (a
+// memory-backend-file with share=on), IOVA = guest-physical address (no
+// vIOMMU), split as q35 splits it (Q35Low): [0, low) at file offset 0,
+// [4 GiB, 4 GiB + size - low) at file offset low. Every other address, the
+// hole below 4 GiB included, is outside the window.
+func (s *Space) UseGuestRAM(vf int, ram bar.Region) error {
+	if vf < 0 || vf >= len(s.windows) {
+		return fmt.Errorf("vf %d of %d: %w", vf, len(s.windows), ErrNoWindow)
+	}
+	size := ram.Size()
+	if size <= 0 || size%bar.PageSize != 0 {
+		return fmt.Errorf("%s: guest RAM of %#x bytes: %w", ram.Name(), size, ErrLayout)
+	}
+	w := &s.windows[vf]
+	*w = Window{vf: vf, perm: ReadWrite, r: ram, size: size, low: Q35Low(size)}
+	if b, err := ram.Bytes(); err == nil {
+		w.mem = b[:size:size]
+	}
+	return nil
 }
 
 // Len is the number of windows.
@@ -83,20 +125,36 @@ func (s *Space) Translate(vf int, iova uint64, n int, p Perm) (int64, error) {
 	return w.Translate(iova, n, p)
 }
 
-// Window is one VF's IOVA space: addresses [0, Size()).
+// Window is one VF's IOVA space: [0, low) at offset off of its region, and
+// for a guest's RAM (UseGuestRAM) also [4 GiB, 4 GiB + size - low) at
+// offset off + low.
 type Window struct {
-	space *Space
-	mem   []byte
-	off   int64
-	vf    int
-	perm  Perm
+	r    bar.Region
+	mem  []byte // the backing bytes [off, off+size) where mapped, else nil
+	off  int64
+	size int64 // bytes of backing
+	low  int64 // of which mapped at IOVA 0; the rest at IOVA 4 GiB
+	vf   int
+	perm Perm
 }
 
 // VF is the window's VF index.
 func (w *Window) VF() int { return w.vf }
 
-// Size is the size of the IOVA space.
-func (w *Window) Size() int64 { return w.space.size }
+// Size is the end of the IOVA space: the window's size, or for a guest's RAM
+// split by q35, 4 GiB + the RAM above it.
+func (w *Window) Size() int64 {
+	if w.low < w.size {
+		return GPA4G + w.size - w.low
+	}
+	return w.size
+}
+
+// Region is the region that backs the window.
+func (w *Window) Region() bar.Region { return w.r }
+
+// Backing is the window's offset in its region and its bytes there.
+func (w *Window) Backing() (off, size int64) { return w.off, w.size }
 
 // SetPerm changes what the device may do in this window (an IOMMU remap).
 func (w *Window) SetPerm(p Perm) { w.perm = p }
@@ -114,13 +172,19 @@ func (w *Window) Translate(iova uint64, n int, p Perm) (int64, error) {
 	if end < iova {
 		return 0, fmt.Errorf("vf %d: iova %#x len %#x: %w", w.vf, iova, n, ErrOverflow)
 	}
-	if end > uint64(w.space.size) {
-		return 0, fmt.Errorf("vf %d: iova %#x len %#x (window %#x): %w", w.vf, iova, n, w.space.size, ErrOutOfWindow)
+	var rel uint64
+	switch {
+	case end <= uint64(w.low):
+		rel = iova
+	case w.low < w.size && iova >= GPA4G && end-GPA4G <= uint64(w.size-w.low):
+		rel = uint64(w.low) + iova - GPA4G
+	default:
+		return 0, fmt.Errorf("vf %d: iova %#x len %#x (window %#x): %w", w.vf, iova, n, w.Size(), ErrOutOfWindow)
 	}
 	if w.perm&p != p {
 		return 0, fmt.Errorf("vf %d: iova %#x len %#x: %w", w.vf, iova, n, ErrPermission)
 	}
-	return w.off + int64(iova), nil
+	return w.off + int64(rel), nil
 }
 
 // CopyIn copies len(dst) bytes of the VF's memory at iova into dst (a DMA
@@ -135,7 +199,7 @@ func (w *Window) CopyIn(dst []byte, iova uint64) error {
 		copy(dst, w.mem[rel:rel+int64(len(dst))])
 		return nil
 	}
-	_, err = w.space.r.ReadAt(dst, off)
+	_, err = w.r.ReadAt(dst, off)
 	return err
 }
 
@@ -150,7 +214,7 @@ func (w *Window) CopyOut(iova uint64, src []byte) error {
 		copy(w.mem[rel:rel+int64(len(src))], src)
 		return nil
 	}
-	_, err = w.space.r.WriteAt(src, off)
+	_, err = w.r.WriteAt(src, off)
 	return err
 }
 

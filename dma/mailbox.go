@@ -23,6 +23,7 @@ type Mailbox struct {
 	w    *Window
 	iova uint64
 	perm Perm
+	off  int64              // the page's offset in the window's region
 	mem  *[MailboxSize]byte // the page in the mapping; nil where the region is not mapped
 }
 
@@ -34,12 +35,14 @@ func (w *Window) Mailbox(iova uint64, p Perm) (Mailbox, error) {
 	if iova%MailboxSize != 0 {
 		return Mailbox{}, fmt.Errorf("vf %d: iova %#x: %w", w.vf, iova, ErrUnaligned)
 	}
-	if _, err := w.Translate(iova, MailboxSize, p); err != nil {
+	off, err := w.Translate(iova, MailboxSize, p)
+	if err != nil {
 		return Mailbox{}, err
 	}
-	m := Mailbox{w: w, iova: iova, perm: p}
+	m := Mailbox{w: w, iova: iova, perm: p, off: off}
 	if w.mem != nil {
-		m.mem = (*[MailboxSize]byte)(w.mem[iova : iova+MailboxSize])
+		rel := off - w.off
+		m.mem = (*[MailboxSize]byte)(w.mem[rel : rel+MailboxSize])
 	}
 	return m, nil
 }
@@ -65,7 +68,7 @@ func (m Mailbox) CopyIn(dst []byte, off int) error {
 		copy(dst, m.mem[off:off+len(dst)])
 		return nil
 	}
-	_, err := m.w.space.r.ReadAt(dst, m.w.off+int64(m.iova)+int64(off))
+	_, err := m.w.r.ReadAt(dst, m.off+int64(off))
 	return err
 }
 
@@ -79,7 +82,7 @@ func (m Mailbox) CopyOut(off int, src []byte) error {
 		copy(m.mem[off:off+len(src)], src)
 		return nil
 	}
-	_, err := m.w.space.r.WriteAt(src, m.w.off+int64(m.iova)+int64(off))
+	_, err := m.w.r.WriteAt(src, m.off+int64(off))
 	return err
 }
 

@@ -77,7 +77,7 @@ func (a *Attachment) VFBAR(idx int) (bar.Region, error) {
 	if a.path == "" {
 		return nil, fmt.Errorf("vhcr: VF %d: no BAR region given", idx)
 	}
-	r, err := bar.OpenFile(VFBARPath(a.path, idx), false)
+	r, err := bar.OpenFileLazy(VFBARPath(a.path, idx), false)
 	if err != nil {
 		return nil, fmt.Errorf("opening VF %d's BAR region: %w", idx, err)
 	}

@@ -72,19 +72,43 @@ func NewVF(ctrl, vfBAR, dmaR bar.Region, l Layout, idx int) (*VF, error) {
 	if idx < 0 || idx >= l.NumVFs {
 		return nil, fmt.Errorf("vhcr: VF %d outside 0..%d", idx, l.NumVFs-1)
 	}
-	if vfBAR.Size() < l.VFBARSize {
-		return nil, fmt.Errorf("%s: %w: VF %d's BAR region has %#x bytes, the header says %#x", vfBAR.Name(), bar.ErrTooSmall, idx, vfBAR.Size(), l.VFBARSize)
-	}
 	space, err := dma.NewSpace(dmaR, l.DMABase, l.Window, l.NumVFs)
 	if err != nil {
 		return nil, err
 	}
-	v := &VF{Index: idx, Timeouts: DefaultTimeouts, nextPage: vfFirstFree}
-	if v.win, err = space.Window(idx); err != nil {
+	win, err := space.Window(idx)
+	if err != nil {
 		return nil, err
 	}
+	return newVF(ctrl, vfBAR, win, l, idx)
+}
+
+// NewGuestVF is NewVF for a VF whose DMA memory is a guest's RAM (the
+// PF's master.Options.GuestRAM), below q35's split: its IOVA is the offset
+// in ram. It stands in for a guest's driver in tests.
+func NewGuestVF(ctrl, vfBAR, ram bar.Region, l Layout, idx int) (*VF, error) {
+	if idx < 0 || idx >= l.NumVFs {
+		return nil, fmt.Errorf("vhcr: VF %d outside 0..%d", idx, l.NumVFs-1)
+	}
+	if ram.Size() >= dma.Q35SplitAbove {
+		return nil, fmt.Errorf("vhcr: VF %d: guest RAM of %#x bytes is split by q35; the VF library addresses one range", idx, ram.Size())
+	}
+	space, err := dma.NewSpace(ram, 0, ram.Size(), 1)
+	if err != nil {
+		return nil, err
+	}
+	win, _ := space.Window(0)
+	return newVF(ctrl, vfBAR, win, l, idx)
+}
+
+func newVF(ctrl, vfBAR bar.Region, win *dma.Window, l Layout, idx int) (*VF, error) {
+	if vfBAR.Size() < l.VFBARSize {
+		return nil, fmt.Errorf("%s: %w: VF %d's BAR region has %#x bytes, the header says %#x", vfBAR.Name(), bar.ErrTooSmall, idx, vfBAR.Size(), l.VFBARSize)
+	}
+	v := &VF{Index: idx, Timeouts: DefaultTimeouts, nextPage: vfFirstFree, win: win}
+	var err error
 	if v.mem, err = v.win.Bytes(); err != nil {
-		return nil, fmt.Errorf("vhcr: VF %d: DMA region %s: %w", idx, dmaR.Name(), err)
+		return nil, fmt.Errorf("vhcr: VF %d: DMA region %s: %w", idx, win.Region().Name(), err)
 	}
 	for _, x := range []struct {
 		r   *bar.Reg

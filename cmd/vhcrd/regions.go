@@ -89,7 +89,9 @@ func (rs *regionSet) open(sp bar.Spec, size int64) (bar.Region, error) {
 	if !ok {
 		var err error
 		if sp.Scheme == "file" {
-			r, _, err = bar.CreateFile(sp.Path, sp.Offset+size)
+			// Lazily mapped: a VF BAR region is sparse, and the PF
+			// touches its first pages only.
+			r, _, err = bar.CreateFileLazy(sp.Path, sp.Offset+size)
 		} else {
 			r, err = openDevice(bar.Spec{Scheme: sp.Scheme, Path: sp.Path, Index: sp.Index})
 		}

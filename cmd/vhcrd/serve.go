@@ -71,12 +71,16 @@ type serveFlags struct {
 	adminSocket, traceFile                      string
 	traceJSON                                   bool
 	vfBARs                                      vfSpecs
+	guests                                      vfSpecs
+	vectors                                     int
 }
 
 func runServe(args []string) error {
 	fs := clidoc.NewFlagSet("serve", flag.ContinueOnError)
-	f := serveFlags{vfBARs: vfSpecs{}}
+	f := serveFlags{vfBARs: vfSpecs{}, guests: vfSpecs{}}
 	fs.StringVar(&f.bar, "bar", DefaultBAR, "control region (the header): file:PATH, sysfs:BDF#resourceN or vfio:BDF[#regionN][@OFFSET]")
+	fs.Var(f.guests, "guest", "`N=RAMFILE[,size=SIZE][,socket=PATH]`: VF N is a QEMU guest's: its DMA memory is the guest's RAM file (memory-backend-file share=on; IOVA = guest-physical address), and an ivshmem server on the socket (default <bar>.vf<N>.sock, mode 0600) hands QEMU's ivshmem-doorbell VF N's BAR region and MSI-X vectors; repeatable")
+	fs.IntVar(&f.vectors, "vectors", irq.DefaultVectors, "MSI-X vectors per VF (eventfds; mlx4 needs at least 2)")
 	fs.Var(f.vfBARs, "vf-bar", "`N=SPEC`: VF N's BAR region (comm page at 0, EQ doorbells at mlx4's UAR offsets; 8 MiB), any --bar form; repeatable (default: file:<bar>.vf<N> next to a file --bar)")
 	fs.StringVar(&f.dma, "dma", DefaultDMA, "DMA region: file:PATH, or bar[@OFFSET] for a range of the BAR region")
 	fs.IntVar(&f.vfs, "num-vfs", 8, "number of VFs to serve (1..126)")
@@ -229,6 +233,10 @@ type server struct {
 	// irq is every VF's MSI-X vectors (irq.DefaultVectors eventfds each),
 	// raised by the HCA's armed EQs; handed over to whoever delivers them
 	irq *irq.Set
+	// guests are the ivshmem servers of --guest; guestsStopping tells
+	// their disconnects at shutdown from a guest's end (no FLR then)
+	guests         []guestServer
+	guestsStopping atomic.Bool
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -258,6 +266,13 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	vbs, err := vfBARSpecs(bs, f.vfBARs, f.vfs)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	guests, err := parseGuests(f.guests, bs, vbs)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if f.vectors < 2 || f.vectors > 64 {
+		return nil, usageError{fmt.Errorf("--vectors %d: want 2..64 (mlx4 needs at least 2)", f.vectors)}
 	}
 	s := &server{}
 	// One PF per set of regions: claim the files before anything sizes,
@@ -321,12 +336,26 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		// From the first record: the restart records New writes included.
 		s.traceHold = s.trace.Hold()
 	}
-	if s.irq, err = irq.NewSet(f.vfs, irq.DefaultVectors); err != nil {
+	guestRAM := map[int]bar.Region{}
+	for _, g := range guests {
+		r, err := openGuestRAM(g)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("--guest %d: %w", g.vf, err)
+		}
+		s.regions.order = append(s.regions.order, r) // closed with the others
+		guestRAM[g.vf] = r
+	}
+	if s.irq, err = irq.NewSet(f.vfs, f.vectors); err != nil {
 		s.close()
 		return nil, fmt.Errorf("MSI-X vectors: %w", err)
 	}
-	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq})
+	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, GuestRAM: guestRAM, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq})
 	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if err := s.startGuests(guests, vbs, log); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -337,6 +366,7 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 }
 
 func (s *server) close() {
+	s.stopGuests()
 	for i := len(s.stopMAD) - 1; i >= 0; i-- {
 		s.stopMAD[i]()
 	}

@@ -41,6 +41,21 @@ func (p *PF) fault(err error) error {
 			return p.barLost(i)
 		}
 	}
+	for i := range p.vfs {
+		st := &p.vfs[i]
+		if r := st.win.Region(); r != p.dma {
+			if _, ok := bar.Contains(r, fe.Addr); ok {
+				if st.unbacked {
+					return fmt.Errorf("%s: %w: fault in VF %d's guest RAM, already given up", r.Name(), ErrRegionLost, i)
+				}
+				p.regionLost(i)
+				if p.limit.allow() {
+					p.log.Warn("guest RAM file shrank under the PF: resetting its VF", "region", r.Name(), "vf", i)
+				}
+				return nil
+			}
+		}
+	}
 	off, ok := bar.Contains(p.dma, fe.Addr)
 	if !ok {
 		return fmt.Errorf("master: %w at %#x, in neither the BAR nor the DMA region", err, fe.Addr)
@@ -52,7 +67,7 @@ func (p *PF) fault(err error) error {
 	var lost []int
 	herr := bar.Guard(func() {
 		for i := range p.vfs {
-			if p.windowEnd(i) > backed && !p.vfs[i].unbacked {
+			if p.vfs[i].win.Region() == p.dma && p.windowEnd(i) > backed && !p.vfs[i].unbacked {
 				p.regionLost(i)
 				lost = append(lost, i)
 			}
@@ -127,8 +142,13 @@ func (p *PF) regionLost(i int) {
 // backedAgain reports whether VF i's window, given up after a fault, is
 // backed by the DMA region's file again (at VHCR_EN).
 func (p *PF) backedAgain(i int) bool {
-	n, ok := bar.Backed(p.dma)
-	if ok && n >= p.windowEnd(i) {
+	r, end := p.dma, p.windowEnd(i)
+	if w := p.vfs[i].win; w.Region() != p.dma {
+		off, size := w.Backing()
+		r, end = w.Region(), off+size
+	}
+	n, ok := bar.Backed(r)
+	if ok && n >= end {
 		p.vfs[i].unbacked = false
 		return true
 	}

@@ -41,11 +41,14 @@ type Options struct {
 	// page at 0, the EQ doorbells at mlx4's UAR offsets.
 	VFBARs []bar.Region
 	DMA    bar.Region // the region holding the DMA windows; may be BAR
-	Layout vhcr.Layout
-	HCA    *hca.HCA
-	Events EventSink    // nil: the HCA if it implements EventSink
-	Logger *slog.Logger // nil: slog.Default()
-	Idle   Idle         // the poller's idle policy; zero fields: DefaultIdle's
+	// GuestRAM are the VFs whose DMA window is a guest's RAM file instead
+	// (dma.Space.UseGuestRAM: IOVA = guest-physical address, q35's split).
+	GuestRAM map[int]bar.Region
+	Layout   vhcr.Layout
+	HCA      *hca.HCA
+	Events   EventSink    // nil: the HCA if it implements EventSink
+	Logger   *slog.Logger // nil: slog.Default()
+	Idle     Idle         // the poller's idle policy; zero fields: DefaultIdle's
 	// Trace is the command trace the poller writes (NewTrace), or nil:
 	// off. A ring nobody holds costs one load per record site.
 	Trace *trace.Ring
@@ -95,6 +98,7 @@ type PF struct {
 	pending  atomic.Uint32
 	running  atomic.Bool
 	stopping atomic.Bool
+	guests   atomic.Int32 // guests' VFs attached (GuestAttached)
 	scans    uint64
 	gen      uint32 // PF_GEN of this PF: the generation its state records are written under
 }
@@ -193,6 +197,11 @@ func New(o Options) (*PF, error) {
 	space, err := dma.NewSpace(o.DMA, l.DMABase, l.Window, l.NumVFs)
 	if err != nil {
 		return nil, err
+	}
+	for vf, ram := range o.GuestRAM {
+		if err := space.UseGuestRAM(vf, ram); err != nil {
+			return nil, fmt.Errorf("VF %d: %w", vf, err)
+		}
 	}
 	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults(), trace: o.Trace}
 	p.table = NewTable()

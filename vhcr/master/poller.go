@@ -30,15 +30,21 @@ type Idle struct {
 	// FutexTimeout bounds one futex wait, so that FLAGS handshakes and
 	// requests are seen even if no VF rings the doorbell. Default 20 ms.
 	FutexTimeout time.Duration
+	// GuestSleep bounds every sleep (futex wait or nanosleep) while a
+	// guest's VF is attached (GuestAttached): a guest's driver writes
+	// slave_write and cannot ring the futex doorbell, so the poller finds
+	// its command at the latest GuestSleep after it blocked. Default 200 µs.
+	GuestSleep time.Duration
 }
 
 // DefaultIdle is the poller's default idle policy.
-var DefaultIdle = Idle{SpinFor: 50 * time.Microsecond, YieldFor: time.Millisecond, MaxSleep: time.Millisecond, FutexTimeout: 20 * time.Millisecond}
+var DefaultIdle = Idle{SpinFor: 50 * time.Microsecond, YieldFor: time.Millisecond, MaxSleep: time.Millisecond, FutexTimeout: 20 * time.Millisecond,
+	GuestSleep: 200 * time.Microsecond}
 
 // withDefaults fills the zero fields of i from DefaultIdle.
 func (i Idle) withDefaults() Idle {
 	d := DefaultIdle
-	for _, x := range []struct{ f, def *time.Duration }{{&i.SpinFor, &d.SpinFor}, {&i.YieldFor, &d.YieldFor}, {&i.MaxSleep, &d.MaxSleep}, {&i.FutexTimeout, &d.FutexTimeout}} {
+	for _, x := range []struct{ f, def *time.Duration }{{&i.SpinFor, &d.SpinFor}, {&i.YieldFor, &d.YieldFor}, {&i.MaxSleep, &d.MaxSleep}, {&i.FutexTimeout, &d.FutexTimeout}, {&i.GuestSleep, &d.GuestSleep}} {
 		if *x.f <= 0 {
 			*x.f = *x.def
 		}
@@ -163,9 +169,24 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 	}
 }
 
+// GuestAttached counts a guest's VF in (true) or out (false): while any is
+// attached, every sleep of the poller is at most Idle.GuestSleep.
+func (p *PF) GuestAttached(on bool) {
+	if on {
+		p.guests.Add(1)
+	} else {
+		p.guests.Add(-1)
+	}
+}
+
 // block waits for work: on the futex doorbell if there is one, else sleeps.
 func (p *PF) block(sleepNS int64) {
 	p.stats.Sleeps++
+	futexNS := p.idle.FutexTimeout.Nanoseconds()
+	if p.guests.Load() > 0 {
+		g := p.idle.GuestSleep.Nanoseconds()
+		sleepNS, futexNS = min(sleepNS, g), min(futexNS, g)
+	}
 	if p.doorbell == nil {
 		ts := unix.NsecToTimespec(sleepNS)
 		_ = unix.Nanosleep(&ts, nil)
@@ -174,7 +195,7 @@ func (p *PF) block(sleepNS int64) {
 	atomic.StoreUint32(p.sleeping, 1) // XCHG: orders the flag before the re-check
 	seq := atomic.LoadUint32(p.doorbell)
 	if !p.peek() && p.pending.Load() == 0 && !p.stopping.Load() {
-		futex.Wait(p.doorbell, seq, p.idle.FutexTimeout.Nanoseconds())
+		futex.Wait(p.doorbell, seq, futexNS)
 	}
 	atomic.StoreUint32(p.sleeping, 0)
 }

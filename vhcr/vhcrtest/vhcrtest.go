@@ -37,6 +37,8 @@ type Rig struct {
 	// VFBARs are the VF BAR regions, one per VF (over files:
 	// vhcr.VFBARPath(BARPath, i)).
 	VFBARs []bar.Region
+	// GuestRAM are the guest RAM regions of Options.GuestRAM, by VF.
+	GuestRAM map[int]bar.Region
 	// BARPath is the control file of a rig over files (vfctl's --bar is
 	// "file:" + BARPath); empty over the heap.
 	BARPath string
@@ -70,6 +72,10 @@ type Options struct {
 	Idle master.Idle
 	// Logger receives the PF's log (nil: discarded).
 	Logger *slog.Logger
+	// GuestRAM gives VFs a guest's RAM of that many bytes (heap) as their
+	// DMA memory instead of their window (master.Options.GuestRAM); VF
+	// opens them with vhcr.NewGuestVF.
+	GuestRAM map[int]int64
 	// Trace is the PF's command trace (master.Options.Trace); nil: off.
 	Trace *trace.Ring
 	// Interrupts is the PF's MSI-X delivery (master.Options.Interrupts,
@@ -115,7 +121,7 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 		}
 		t.Cleanup(func() { b.Close() })
 		for i := range n {
-			vb, _, err := bar.CreateFile(vhcr.VFBARPath(r.BARPath, i), l.VFBARSize)
+			vb, _, err := bar.CreateFileLazy(vhcr.VFBARPath(r.BARPath, i), l.VFBARSize)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,6 +152,16 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 		}
 		r.BAR, r.DMA = b, d
 	}
+	for vf, size := range o.GuestRAM {
+		m, err := bar.NewMem("guest-ram-vf"+strconv.Itoa(vf), size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GuestRAM == nil {
+			r.GuestRAM = map[int]bar.Region{}
+		}
+		r.GuestRAM[vf] = m
+	}
 	r.regs(t)
 	r.Rebuild(t)
 	return r
@@ -171,7 +187,7 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	pf, err := master.New(master.Options{BAR: r.BAR, VFBARs: r.VFBARs, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, Interrupts: r.opts.Interrupts})
+	pf, err := master.New(master.Options{BAR: r.BAR, VFBARs: r.VFBARs, GuestRAM: r.GuestRAM, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, Interrupts: r.opts.Interrupts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +235,13 @@ func (r *Rig) Stop(t testing.TB) {
 // VF opens VF i with timeouts short enough that a test that goes wrong ends.
 func (r *Rig) VF(t testing.TB, i int) *vhcr.VF {
 	t.Helper()
-	v, err := vhcr.NewVF(r.BAR, r.VFBARs[i], r.DMA, r.Layout, i)
+	var v *vhcr.VF
+	var err error
+	if ram, ok := r.GuestRAM[i]; ok {
+		v, err = vhcr.NewGuestVF(r.BAR, r.VFBARs[i], ram, r.Layout, i)
+	} else {
+		v, err = vhcr.NewVF(r.BAR, r.VFBARs[i], r.DMA, r.Layout, i)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
