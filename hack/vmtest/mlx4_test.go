@@ -140,17 +140,9 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 	args := []string{"serve",
 		"--bar", "file:" + v.ctrl, "--dma", "file:" + filepath.Join(dir, "dma"),
 		"--num-vfs", "2", "--window", "1M",
-		"--guest", fmt.Sprintf("%d=%s,socket=%s", guestVF, v.ram, v.socket),
+		"--guest", fmt.Sprintf("%d=%s,size=%dM,socket=%s", guestVF, v.ram, mlx4GuestRAM>>20, v.socket),
+		"--vectors", fmt.Sprint(mlx4Vectors),
 		"--metrics-addr", "127.0.0.1:0", "--admin-socket", filepath.Join(dir, "admin.sock")}
-	if sz, err := os.Create(v.ram); err == nil {
-		err = sz.Truncate(mlx4GuestRAM)
-		sz.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		t.Fatal(err)
-	}
 	v.cmd = exec.Command(bin, args...)
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := v.cmd.StderrPipe()
