@@ -469,14 +469,16 @@ func (v *vm) finish() time.Duration {
 // bystander is vhcrd's own load generator on VF 1 during a misbehaving
 // guest's run: it must see no error.
 type bystander struct {
-	cmd *exec.Cmd
-	out strings.Builder
-	err strings.Builder
+	cmd    *exec.Cmd
+	out    strings.Builder
+	err    strings.Builder
+	vhcrd  *vhcrdProc
+	before scrape
 }
 
 func (e *mlx4Env) startBystander(t *testing.T) *bystander {
 	t.Helper()
-	b := &bystander{}
+	b := &bystander{vhcrd: e.vhcrd, before: e.vhcrd.metrics(t)}
 	b.cmd = exec.Command(e.vfctl, "load", "--bar", "file:"+e.vhcrd.ctrl, "--vfs", fmt.Sprint(bystanderVF), "--duration", "10m", "--json")
 	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.err
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -486,6 +488,17 @@ func (e *mlx4Env) startBystander(t *testing.T) *bystander {
 	// It floods VF 1 with one CPU; on a small machine QEMU's TCG thread
 	// needs the other more than the bystander needs throughput.
 	syscall.Setpriority(syscall.PRIO_PROCESS, b.cmd.Process.Pid, 10)
+	// The misbehaviour starts once VF 1 is busy: vhcrd has completed
+	// commands of the load (observed from outside, bounded).
+	lv := map[string]string{"vf": fmt.Sprint(bystanderVF)}
+	for deadline := time.Now().Add(10 * time.Second); e.vhcrd.metrics(t).sum("vhcrd_vf_commands_total", lv) <= b.before.sum("vhcrd_vf_commands_total", lv); {
+		if time.Now().After(deadline) {
+			t.Fatalf("bystander vfctl load on VF %d posted nothing in 10 s: %s", bystanderVF, b.err.String())
+		}
+		time.Sleep(5 * time.Millisecond) // polling another process's metrics
+	}
+	// The baseline of stop's checks: after the load's own RESET.
+	b.before = e.vhcrd.metrics(t)
 	t.Cleanup(func() {
 		if b.cmd.ProcessState == nil {
 			b.cmd.Process.Kill()
@@ -517,7 +530,16 @@ func (b *bystander) stop(t *testing.T) {
 	if res.Commands == 0 || res.ProtocolErrors != 0 || len(res.Errors) != 0 || res.Statuses["OK"] != res.Commands {
 		t.Fatalf("bystander VF %d noticed the other VF: %+v", bystanderVF, res)
 	}
-	t.Logf("bystander VF %d: %d commands, all OK, no protocol errors", bystanderVF, res.Commands)
+	// vhcrd's side: no reset of VF 1 and no command of its refused while
+	// the other VF misbehaved.
+	after := b.vhcrd.metrics(t)
+	lv := map[string]string{"vf": fmt.Sprint(bystanderVF)}
+	for _, name := range []string{"vhcrd_comm_resets_total", "vhcrd_command_refusals_total", "vhcrd_dma_faults_total", "vhcrd_channel_resyncs_total"} {
+		if d := after.sum(name, lv) - b.before.sum(name, lv); d != 0 {
+			t.Fatalf("bystander VF %d: %s rose by %v while the other VF misbehaved", bystanderVF, name, d)
+		}
+	}
+	t.Logf("bystander VF %d: %d commands, all OK, no protocol errors; vhcrd counted no reset, refusal, DMA fault or resync of it", bystanderVF, res.Commands)
 }
 
 // guestInterrupts sums the counts of the guest's "vmtest: interrupts: "
@@ -619,26 +641,30 @@ func TestLinuxMLX4(t *testing.T) {
 
 	// Item 8: unbind in the middle of a command stream.
 	t.Run("midstream", func(t *testing.T) {
-		b := e.startBystander(t)
 		cfg := DefaultMLX4Config()
 		cfg.Scenario = ScenarioMidstream
 		v := e.boot(t, cfg)
-		v.step("bound 1", nil)
-		v.step("unbound 1", func() { e.vhcrd.assertReleased(t, guestVF, "unbind under MAD_IFC readers") })
+		// The bystander floods VF 1 over the misbehaviour only: on two
+		// cores a flood through the boot would slow TCG for nothing.
+		var b *bystander
+		v.step("bound 1", func() { b = e.startBystander(t) })
+		v.step("unbound 1", func() {
+			e.vhcrd.assertReleased(t, guestVF, "unbind under MAD_IFC readers")
+			b.stop(t)
+		})
 		v.step("bound 2", nil)
 		v.step("unbound 2", func() { e.vhcrd.assertReleased(t, guestVF, "unbind after the rebind") })
 		took := v.finish()
-		b.stop(t)
 		t.Logf("midstream: %.1fs of QEMU", took.Seconds())
 	})
 
 	// Item 8: the FLAGS reset handshake while bound.
 	t.Run("flags", func(t *testing.T) {
-		b := e.startBystander(t)
 		cfg := DefaultMLX4Config()
 		cfg.Scenario = ScenarioFlags
 		v := e.boot(t, cfg)
-		v.step("bound 1", nil)
+		var b *bystander
+		v.step("bound 1", func() { b = e.startBystander(t) })
 		v.step("flags reset", func() {
 			e.vhcrd.assertReleased(t, guestVF, "FLAGS reset acknowledged")
 			// From here until the driver has restarted, its lines about the
@@ -650,22 +676,22 @@ func TestLinuxMLX4(t *testing.T) {
 			for _, l := range v.tolerated {
 				t.Logf("expected during the driver's reset: %s", l)
 			}
+			b.stop(t)
 		})
 		v.step("unbound 1", func() { e.vhcrd.assertReleased(t, guestVF, "unbind after the driver's restart") })
 		v.step("bound 2", nil)
 		v.step("unbound 2", func() { e.vhcrd.assertReleased(t, guestVF, "unbind of the clean rebind") })
 		took := v.finish()
-		b.stop(t)
 		t.Logf("flags: %.1fs of QEMU", took.Seconds())
 	})
 
 	// Item 8: QEMU killed with objects allocated; the next guest binds.
 	t.Run("kill", func(t *testing.T) {
-		b := e.startBystander(t)
 		cfg := DefaultMLX4Config()
 		cfg.Scenario = ScenarioHold
 		v := e.boot(t, cfg)
 		v.expect("vmtest: wait hold")
+		b := e.startBystander(t)
 		lv := map[string]string{"vf": fmt.Sprint(guestVF)}
 		if n := e.vhcrd.metrics(t).sum("vhcrd_resources", lv); n == 0 {
 			t.Fatalf("VF %d holds nothing before the kill", guestVF)
