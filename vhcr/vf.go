@@ -125,6 +125,10 @@ func newVF(ctrl, vfBAR bar.Region, win *dma.Window, l Layout, idx int) (*VF, err
 	return v, nil
 }
 
+// NoDoorbell stops the VF from ringing the PF's futex doorbell, as a
+// guest's driver cannot: the PF then finds its commands by polling only.
+func (v *VF) NoDoorbell() { v.doorbell, v.sleeping = nil, nil }
+
 // Memory is the VF's DMA window (its own memory; IOVA 0 is byte 0).
 func (v *VF) Memory() []byte { return v.mem }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/vhcrd/vhcrd/bar"
@@ -21,7 +22,7 @@ type guestSpec struct {
 	socket string
 }
 
-// parseGuests checks every --guest against the VF count and the VF BAR
+// parseGuests checks every --guest (in VF order) against the VF count and the VF BAR
 // regions: QEMU maps the whole file it is handed, so VF N's BAR region must
 // be a whole file.
 func parseGuests(given vfSpecs, ctrl bar.Spec, vfBARs []bar.Spec) ([]guestSpec, error) {
@@ -61,6 +62,7 @@ func parseGuests(given vfSpecs, ctrl bar.Spec, vfBARs []bar.Spec) ([]guestSpec, 
 		}
 		out = append(out, g)
 	}
+	slices.SortFunc(out, func(a, b guestSpec) int { return a.vf - b.vf })
 	return out, nil
 }
 

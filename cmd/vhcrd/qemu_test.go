@@ -15,10 +15,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/hack/testenv"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
 )
 
 // qmp is a QEMU started with -qmp stdio.
@@ -138,14 +141,16 @@ func until(t *testing.T, what string, cond func() bool) {
 // TestQEMUGuestVF: vhcrd serves VF 0 to a real QEMU (7.2, TCG, paused) as
 // its ivshmem server: the device is realised with BAR2 the size of the VF
 // BAR region, a vector vhcrd raises is consumed by QEMU (its eventfd, which
-// QEMU watches, is read empty), killing QEMU resets the VF as an FLR does,
-// and the next QEMU is served.
+// QEMU watches, is read empty), a driver on the VF's BAR region and the
+// guest's RAM allocates, killing QEMU resets the VF as an FLR does (the
+// allocation released, VF 1 and its own guest untouched), and the next
+// QEMU is served.
 func TestQEMUGuestVF(t *testing.T) {
 	qemu := testenv.LookPath(t, "qemu-system-x86_64", "qemu-system-x86")
 	dir := shmDir(t)
 	ram := filepath.Join(dir, "ram0")
 	f := serveFlags{bar: "file:" + filepath.Join(dir, "bar"), dma: "file:" + filepath.Join(dir, "dma"), vfs: 2,
-		vfBARs: vfSpecs{}, guests: vfSpecs{0: ram + ",size=64M"}, vectors: 6}
+		vfBARs: vfSpecs{}, guests: vfSpecs{0: ram + ",size=64M", 1: filepath.Join(dir, "ram1") + ",size=64M"}, vectors: 6}
 	s, err := openServer(f, config.Default(), 256<<10, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +172,16 @@ func TestQEMUGuestVF(t *testing.T) {
 	if got := q.ivshmemBAR2(t); got != vhcr.VFBARSize {
 		t.Fatalf("BAR2 of %d bytes, want the VF BAR region's %d", got, vhcr.VFBARSize)
 	}
+	// A second guest at once, with VF 1, its own RAM file and socket.
+	q1 := startQEMU(t, qemu, filepath.Join(dir, "ram1"), vhcr.VFBARPath(filepath.Join(dir, "bar"), 1)+".sock")
+	if got := q1.ivshmemBAR2(t); got != vhcr.VFBARSize {
+		t.Fatalf("VF 1's guest: BAR2 of %d bytes", got)
+	}
+	srv1 := s.guests[1].srv
+	if srv1 == srv {
+		t.Fatal("VF 1 shares VF 0's ivshmem server")
+	}
+	until(t, "VF 1's ivshmem client", func() bool { _, _, c := srv1.Stats(); return c })
 	until(t, "the ivshmem client", func() bool { _, _, c := srv.Stats(); return c })
 	// QEMU watches the eventfds of its 4 vectors and closes the 2 extra
 	// ones vhcrd sends: a raise of vector 3 is read by QEMU, one of vector
@@ -190,6 +205,41 @@ func TestQEMUGuestVF(t *testing.T) {
 		t.Fatal("vector 5, which QEMU does not have, was consumed")
 	}
 
+	// The test stands in for the paused guest's driver: VF 0 over its BAR
+	// region and the guest's RAM (IOVA = GPA), without the futex doorbell
+	// (the poller's sleep is bounded while the guest is attached). It
+	// brings the channel up and allocates an MTT range.
+	ram0, err := bar.OpenFileLazy(ram, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ram0.Close()
+	gv, err := vhcr.NewGuestVF(s.barR, s.vfBARs[0], ram0, s.pf.Layout(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv.NoDoorbell()
+	gv.Timeouts = vhcr.Timeouts{Sync: time.Second, Offline: 10 * time.Second, Comm: 10 * time.Second, Post: 10 * time.Second}
+	if err := gv.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := vfdrv.New(gv, vfdrv.Options{BAR: s.vfBARs[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.AllocMTT(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	mtts := func(vf int) (n int) {
+		if err := s.pf.Do(func() { n = s.hca.Res.Counts(vf)[restrack.MTT] }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := mtts(0); n != 1 {
+		t.Fatalf("VF 0 holds %d MTT ranges", n)
+	}
+
 	resets := func() uint64 { return s.pf.Stats().Reset(0, master.ResetFLR) }
 	if n := resets(); n != 0 {
 		t.Fatalf("%d FLRs before QEMU went", n)
@@ -197,8 +247,14 @@ func TestQEMUGuestVF(t *testing.T) {
 	_ = q.cmd.Process.Kill()
 	_ = q.cmd.Wait()
 	until(t, "the VF's reset", func() bool { return resets() == 1 })
+	if n := mtts(0); n != 0 {
+		t.Errorf("VF 0 still holds %d MTT ranges after its guest went", n)
+	}
 	if n := s.pf.Stats().Reset(1, master.ResetFLR); n != 0 {
 		t.Errorf("VF 1 reset %d times", n)
+	}
+	if _, _, c := srv1.Stats(); !c {
+		t.Error("VF 1's guest lost its connection when VF 0's went")
 	}
 
 	q2 := startQEMU(t, qemu, ram, sock)

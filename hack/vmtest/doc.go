@@ -3,7 +3,9 @@
 // whose BAR2 is a file in /dev/shm, and runs the real vfio-pci path in the
 // guest: load the VFIO modules with u-root's kmodule, bind the device to
 // vfio-pci, map BAR2 through VFIO, and run `vhcrd serve --bar vfio:BDF#region2`
-// on it, while the test on the host attaches to the same file.
+// on it (the 32 MiB BAR holds the control header and DMA windows, and VF 0
+// and 1's BAR regions at 8 and 16 MiB: --vf-bar), while the test on the host
+// attaches to the same file (vfctl --vf-bar N=file:PATH@OFFSET).
 //
 // This package builds the guest's initramfs (newc cpio, written with u-root's
 // pkg/cpio): a static /init (./guest), a static /bin/vhcrd, the VFIO modules

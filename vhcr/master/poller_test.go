@@ -14,7 +14,7 @@ func TestIdleDefaults(t *testing.T) {
 		t.Errorf("zero Idle: %+v, want %+v", got, master.DefaultIdle)
 	}
 	got := master.Idle{SpinFor: time.Microsecond, FutexTimeout: time.Second}.WithDefaults()
-	want := master.Idle{SpinFor: time.Microsecond, YieldFor: master.DefaultIdle.YieldFor, MaxSleep: master.DefaultIdle.MaxSleep, FutexTimeout: time.Second}
+	want := master.Idle{SpinFor: time.Microsecond, YieldFor: master.DefaultIdle.YieldFor, MaxSleep: master.DefaultIdle.MaxSleep, FutexTimeout: time.Second, GuestSleep: master.DefaultIdle.GuestSleep}
 	if got != want {
 		t.Errorf("%+v, want %+v", got, want)
 	}
