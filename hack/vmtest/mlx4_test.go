@@ -610,7 +610,9 @@ func TestLinuxMLX4(t *testing.T) {
 			v.step(fmt.Sprintf("unbound %d", i), func() { last = e.vhcrd.assertReleased(t, guestVF, fmt.Sprintf("unbind %d", i)) })
 		}
 		took := v.finish()
-		after := e.vhcrd.metrics(t)
+		// The counts of the binds: as the last unbind left them, before
+		// QEMU's exit reset the VF (an FLR).
+		after := last
 		binds := float64(cfg.Binds)
 		for _, c := range []struct {
 			op  string
@@ -629,6 +631,17 @@ func TestLinuxMLX4(t *testing.T) {
 		t.Logf("vhcrd: VF %d posted %v commands in %d binds, %v not OK", guestVF, all, cfg.Binds, bad)
 		if bad != 0 {
 			t.Errorf("VF %d: %v commands completed with a status other than OK", guestVF, bad)
+		}
+		// A clean driver resets its function only with RESET (vf_reset):
+		// no violation, FLR or FLAGS reset, no refusal, no DMA fault.
+		for _, c := range []struct {
+			name   string
+			labels map[string]string
+		}{{"vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "!vf_reset"}},
+			{"vhcrd_command_refusals_total", lv}, {"vhcrd_dma_faults_total", lv}, {"vhcrd_eq_overruns_total", lv}} {
+			if d := after.sum(c.name, c.labels) - before.sum(c.name, c.labels); d != 0 {
+				t.Errorf("VF %d: %s %v rose by %v over the binds", guestVF, c.name, c.labels, d)
+			}
 		}
 		if !after.has(interruptName) {
 			t.Fatalf("vhcrd exports no %s", interruptName)
@@ -664,11 +677,15 @@ func TestLinuxMLX4(t *testing.T) {
 	t.Run("flags", func(t *testing.T) {
 		cfg := DefaultMLX4Config()
 		cfg.Scenario = ScenarioFlags
+		resetsBefore := e.vhcrd.metrics(t).sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "reset_request"})
 		v := e.boot(t, cfg)
 		var b *bystander
 		v.step("bound 1", func() { b = e.startBystander(t) })
 		v.step("flags reset", func() {
-			e.vhcrd.assertReleased(t, guestVF, "FLAGS reset acknowledged")
+			m := e.vhcrd.assertReleased(t, guestVF, "FLAGS reset acknowledged")
+			if n := m.sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "reset_request"}) - resetsBefore; n != 1 {
+				t.Fatalf("vhcrd counted %v FLAGS resets (reason reset_request) of VF %d, want 1", n, guestVF)
+			}
 			// From here until the driver has restarted, its lines about the
 			// reset are expected.
 			v.tolerate = true
@@ -691,6 +708,7 @@ func TestLinuxMLX4(t *testing.T) {
 	t.Run("kill", func(t *testing.T) {
 		cfg := DefaultMLX4Config()
 		cfg.Scenario = ScenarioHold
+		flrBefore := e.vhcrd.metrics(t).sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "flr"})
 		v := e.boot(t, cfg)
 		v.expect("vmtest: wait hold")
 		b := e.startBystander(t)
@@ -708,7 +726,10 @@ func TestLinuxMLX4(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond) // polling another process's metrics
 		}
-		e.vhcrd.assertReleased(t, guestVF, "QEMU killed")
+		m := e.vhcrd.assertReleased(t, guestVF, "QEMU killed")
+		if n := m.sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "flr"}) - flrBefore; n != 1 {
+			t.Fatalf("vhcrd counted %v FLRs of VF %d for the killed QEMU, want 1", n, guestVF)
+		}
 		b.stop(t)
 		cfg = DefaultMLX4Config()
 		cfg.Binds = 1
