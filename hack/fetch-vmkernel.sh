@@ -18,7 +18,7 @@ complete() {
   local m
   for m in "${mlx4_mods[@]}"; do ls "$dest"/mlx4/"$m".ko* >/dev/null 2>&1 || return 1; done
   # the version is recorded since the mlx4 modules joined the cache
-  [ "$(wc -w <"$dest/package" 2>/dev/null || echo 0)" -eq 2 ]
+  [ -f "$dest/package" ] && [ "$(wc -w <"$dest/package")" -eq 2 ]
 }
 if complete; then
   echo "vm kernel already in $dest: $(cat "$dest/package")"; exit 0
