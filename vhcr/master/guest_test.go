@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
@@ -33,5 +34,52 @@ func TestGuestRAMWindow(t *testing.T) {
 	}
 	if got := post(t, v0, vhcr.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
 		t.Fatalf("VF 0 QUERY_FW: %v", got.Status)
+	}
+}
+
+// TestGuestRAMSplitThroughThePF: a guest of 3 GiB, which q35 splits: a vHCR
+// address in the hole below 4 GiB is refused at VHCR_EN (bit 17, counted);
+// one in the RAM above 4 GiB is the page at file offset 2 GiB + (GPA -
+// 4 GiB), where the PF reads the command and writes the status back.
+func TestGuestRAMSplitThroughThePF(t *testing.T) {
+	r := newStepRigWith(t, 2, vhcrtest.Options{GuestRAM: map[int]int64{1: 3 << 30}})
+	enable := func(addr uint64) {
+		for _, c := range []struct {
+			cmd   vhcr.CommCmd
+			param uint16
+		}{{vhcr.CommReset, 0}, {vhcr.CommVHCR0, uint16(addr >> 48)}, {vhcr.CommVHCR1, uint16(addr >> 32)},
+			{vhcr.CommVHCR2, uint16(addr >> 16)}, {vhcr.CommVHCREn, uint16(addr)}} {
+			r.Write(1, c.cmd, c.param)
+			r.scan()
+		}
+	}
+	enable(0x9000_0000) // the hole: 2 GiB .. 4 GiB
+	if st := r.PF.State(1); st.Active || r.PF.Stats().Reset(1, master.ResetVHCRAddress) != 1 || r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
+		t.Fatalf("vHCR in the hole: active %v, resets %d", st.Active, r.PF.Stats().Reset(1, master.ResetVHCRAddress))
+	}
+	r.SetToggle(1, r.SlaveRead(1).Load()>>31)
+	const gpa = 1<<32 + 0x10000
+	enable(gpa)
+	if st := r.PF.State(1); !st.Active || st.VHCR != gpa {
+		t.Fatalf("vHCR at GPA %#x: %+v", uint64(gpa), st)
+	}
+	ram := r.GuestRAM[1]
+	var img [mlx4.VHCRSize]byte
+	h := mlx4.VHCR{Op: mlx4.NOP, Token: mlx4.PollToken, Status: 0xff}
+	h.Encode(&img)
+	const off = 2<<30 + 0x10000
+	if _, err := ram.WriteAt(img[:], off); err != nil {
+		t.Fatal(err)
+	}
+	r.Write(1, vhcr.CommVHCRPost, 0)
+	r.scan()
+	if !r.Acked(1) {
+		t.Fatal("NOP with the vHCR in high RAM not acknowledged")
+	}
+	if _, err := ram.ReadAt(img[:], off); err != nil {
+		t.Fatal(err)
+	}
+	if st := mlx4.Status(img[mlx4.OffStatus]); st != mlx4.OK {
+		t.Fatalf("status written back at file offset %#x: %v", off, st)
 	}
 }

@@ -72,8 +72,8 @@ type Options struct {
 	Idle master.Idle
 	// Logger receives the PF's log (nil: discarded).
 	Logger *slog.Logger
-	// GuestRAM gives VFs a guest's RAM of that many bytes (heap) as their
-	// DMA memory instead of their window (master.Options.GuestRAM); VF
+	// GuestRAM gives VFs a guest's RAM of that many bytes (heap; from 64 MiB
+	// a sparse file) as their DMA memory instead of their window (master.Options.GuestRAM); VF
 	// opens them with vhcr.NewGuestVF.
 	GuestRAM map[int]int64
 	// Trace is the PF's command trace (master.Options.Trace); nil: off.
@@ -153,7 +153,15 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 		r.BAR, r.DMA = b, d
 	}
 	for vf, size := range o.GuestRAM {
-		m, err := bar.NewMem("guest-ram-vf"+strconv.Itoa(vf), size)
+		var m bar.Region
+		var err error
+		if size < 64<<20 {
+			m, err = bar.NewMem("guest-ram-vf"+strconv.Itoa(vf), size)
+		} else {
+			// A large guest (q35 splits RAM from 0xb0000000 bytes): a
+			// sparse file, mapped lazily, as vhcrd maps a guest's RAM.
+			m, err = guestFile(t, vf, size)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,6 +173,26 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 	r.regs(t)
 	r.Rebuild(t)
 	return r
+}
+
+// guestFile is a sparse RAM file of size bytes for VF vf, under /dev/shm
+// where there is one, removed at the end of the test.
+func guestFile(t testing.TB, vf int, size int64) (bar.Region, error) {
+	dir := t.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "vhcrtest-guest")
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	f, _, err := bar.CreateFileLazy(filepath.Join(dir, "ram"+strconv.Itoa(vf)), size)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, nil
 }
 
 // unmapped hides a region's mapping.
