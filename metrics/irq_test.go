@@ -2,9 +2,11 @@ package metrics_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -14,8 +16,9 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
-// TestInterruptMetrics: a Linux-style VF that re-arms after each completion
-// gets one interrupt per command, counted under its vf label only.
+// TestInterruptMetrics: a Linux-style VF that waits on its vector and
+// re-arms after each completion gets one interrupt per command, counted
+// under its vf label only.
 func TestInterruptMetrics(t *testing.T) {
 	set, err := irq.NewSet(2, 2)
 	if err != nil {
@@ -25,7 +28,17 @@ func TestInterruptMetrics(t *testing.T) {
 	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Interrupts: set})
 	r.Start(t)
 	ctx := context.Background()
-	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: vfdrv.CompletionsMlx4})
+	fd, err := set.VF(1).FD(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(dup), "irq")
+	t.Cleanup(func() { f.Close() })
+	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: vfdrv.CompletionsMlx4, IRQ: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,9 +51,9 @@ func TestInterruptMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := gather(t, metrics.NewHCACollector(r.PF, r.HCA, nil))["vhcrd_interrupts_total"]
-	if f == nil || f.series != 1 || f.labels[0]["vf"] != "1" || len(f.labels[0]) != 1 {
-		t.Fatalf("vhcrd_interrupts_total: %+v, want one series {vf=\"1\"}", f)
+	fam := gather(t, metrics.NewHCACollector(r.PF, r.HCA, nil))["vhcrd_interrupts_total"]
+	if fam == nil || fam.series != 1 || fam.labels[0]["vf"] != "1" || len(fam.labels[0]) != 1 {
+		t.Fatalf("vhcrd_interrupts_total: %+v, want one series {vf=\"1\"}", fam)
 	}
 	reg := gatherValues(t, metrics.NewHCACollector(r.PF, r.HCA, nil))
 	if v := reg["vhcrd_interrupts_total"]; v != n {

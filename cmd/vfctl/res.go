@@ -61,6 +61,8 @@ type resCmd struct {
 	bar    *string
 	vf     *int
 	events *bool
+	irq    *bool
+	irqF   *os.File // with --irq: vector 0's eventfd
 	cmdEQN *int
 	json   *bool
 	cmds   []cmdResult // with --json: every command posted
@@ -74,6 +76,7 @@ func newResCmd(name string) *resCmd {
 	c.vf = vfFlag(fs)
 	c.events = fs.Bool("events", false, "post with the 'e' bit: completions by EQE in the EQ of --cmd-eqn")
 	c.cmdEQN = fs.Int("cmd-eqn", 0, "EQ receiving command completions with --events")
+	c.irq = fs.Bool("irq", false, "with --events: wait for completions on the VF's MSI-X vector 0 (its eventfd from vhcrd's admin socket, vf.irq) instead of polling the EQ")
 	c.json = fs.Bool("json", false, "print the result as one JSON object (every command posted and the object's fields)")
 	return c
 }
@@ -143,7 +146,15 @@ func (c *resCmd) open(ctx context.Context) error {
 		return err
 	}
 	c.a = a
-	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.VFBARs[v.Index], Trace: c.trace()}); err != nil {
+	if *c.irq {
+		if !*c.events {
+			return usageErr(errors.New("--irq: only with --events"))
+		}
+		if c.irqF, err = vfIRQ(*c.bar, *c.vf); err != nil {
+			return fmt.Errorf("--irq: %w", err)
+		}
+	}
+	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.VFBARs[v.Index], Trace: c.trace(), IRQ: c.irqF}); err != nil {
 		return err
 	}
 	if *c.events {
@@ -157,6 +168,9 @@ func (c *resCmd) open(ctx context.Context) error {
 func (c *resCmd) close() {
 	if c.a != nil {
 		c.a.Close()
+	}
+	if c.irqF != nil {
+		c.irqF.Close()
 	}
 }
 

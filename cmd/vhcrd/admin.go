@@ -27,6 +27,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -76,6 +77,7 @@ type adminServer struct {
 	pf      *master.PF
 	hca     *hca.HCA
 	changes *metrics.AdminCounter
+	irq     *irq.Set // the VFs' MSI-X vectors vf.irq hands over (adminirq.go)
 	wg      sync.WaitGroup
 }
 

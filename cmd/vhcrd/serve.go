@@ -188,6 +188,7 @@ func (s *server) startTrace(f serveFlags, log *slog.Logger) (stop func(), err er
 			return nil, err
 		}
 		a.pf, a.hca, a.changes = s.pf, s.hca, s.changes
+		a.irq = s.irq
 		wg.Add(1)
 		go func() { defer wg.Done(); a.serve(ctx) }()
 		log.Info("admin socket", "path", f.adminSocket)

@@ -13,5 +13,9 @@
 // any executor runs (the VF index in range, the mailboxes present, the
 // outbox zeroed), so the executors rely on it and do not restate it.
 //
+// Events are EQEs written into the VFs' EQ rings (eq.go); an EQE into an
+// armed EQ raises the MSI-X vector its context names, once per arm, through
+// the Interrupts the PF installs (irq.go, SetInterrupts).
+//
 // An HCA is used by one goroutine at a time (the poller): it has no locks.
 package hca

@@ -175,6 +175,7 @@ func (h *HCA) HW2SW_EQ(c *mlx4.Cmd) mlx4.Status {
 }
 
 func (h *HCA) dropEQ(vf, eqn int, id uint64) {
+	h.unwatch(h.fw.eqs[id])
 	delete(h.fw.eqs, id)
 	v := &h.fw.vfs[vf]
 	for i := range v.eventEQ {
@@ -323,7 +324,10 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 		return err
 	}
 	st := &h.fw.vfs[vf].stats
-	if (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {
+	if h.fw.irq != nil || (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {
+		// With interrupts, every EQE first takes the arms the VF wrote
+		// before it (irq.go); without, the index only when the ring
+		// looks full.
 		h.refreshCI(eq)
 	}
 	if (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {

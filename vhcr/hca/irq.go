@@ -27,11 +27,15 @@ package hca
 // arm is taken once however often the word is read; the same value
 // written twice is one write (the second would re-arm an armed EQ, or
 // arm with ci = what the PF already knows, which raises nothing the
-// first did not). The word is read after every EQE written, and by
+// first did not). The word is read before every EQE written (not after:
+// a VF that consumes the new EQE and re-arms before the PF looks would
+// have its arm for the next EQE taken by this one, as if the device had
+// fired after the arm), and by
 // CheckArms for each EQ that is disarmed with EQEs pending (the watch
 // list): the only EQs where an arm the PF has not seen yet owes the VF an
-// interrupt. The poller calls CheckArms when it goes idle and before it
-// sleeps, so a re-arm with EQEs pending raises within one sleep.
+// interrupt. The poller calls CheckArms when it goes idle, before it
+// sleeps and every 1024 busy scans, so a re-arm with EQEs pending raises
+// within one sleep or 1024 scans.
 // EQDoorbell (a caller that traps the writes) applies a write at once.
 //
 // A vector at or above the VF's count is the VF's error (Interrupts
@@ -78,9 +82,9 @@ func (h *HCA) raise(eq *eqObj) {
 	st.Interrupts.Add(1)
 }
 
-// eqeWritten is PostEQE's interrupt step, after the EQE is written.
+// eqeWritten is PostEQE's interrupt step, after the EQE is written (and
+// the doorbell word read before it).
 func (h *HCA) eqeWritten(eq *eqObj) {
-	h.refreshCI(eq)
 	if eq.armed || eq.always {
 		h.raise(eq)
 	} else {
@@ -92,9 +96,29 @@ func (h *HCA) eqeWritten(eq *eqObj) {
 	}
 }
 
+// unwatch takes a destroyed EQ off the watch list, so that the list holds
+// live EQs only, however fast a VF creates and destroys them.
+func (h *HCA) unwatch(eq *eqObj) {
+	if eq == nil || !eq.watched {
+		return
+	}
+	eq.watched = false
+	for i, w := range h.fw.watch {
+		if w == eq {
+			last := len(h.fw.watch) - 1
+			h.fw.watch[i] = h.fw.watch[last]
+			h.fw.watch[last] = nil
+			h.fw.watch = h.fw.watch[:last]
+			return
+		}
+	}
+}
+
 // CheckArms reads the doorbell of every EQ that is disarmed with EQEs
 // pending and raises those the VF has re-armed since. It returns how many
-// it raised. The poller calls it between scans when idle.
+// it raised. The poller calls it when it goes idle, before it sleeps, and
+// every 1024 busy scans (so that a VF flooding the channel cannot delay
+// another VF's interrupt).
 func (h *HCA) CheckArms() int {
 	n := 0
 	for i := 0; i < len(h.fw.watch); {

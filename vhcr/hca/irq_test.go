@@ -222,12 +222,24 @@ func TestIRQDoorbellWord(t *testing.T) {
 	}
 	r.post(0)
 	r.want(0, 1, 3, 1, 0)
-	// destroyed while watched: dropped from the watch list
+	// destroyed while watched: dropped from the watch list at once
 	r.post(0)
+	if len(r.h.fw.watch) != 1 {
+		t.Fatalf("%d EQs watched after an EQE into a fired EQ, want 1", len(r.h.fw.watch))
+	}
 	v.must(v.run(v.cmd(mlx4.HW2SW_EQ, 0, 1, 0, nil, false)), "HW2SW_EQ")
-	r.h.CheckArms()
 	if len(r.h.fw.watch) != 0 {
 		t.Fatal("a destroyed EQ stays watched")
+	}
+	// and by the VF's reset
+	r.eq(v, 2, 1, mlx4.EQ_STATE_FIRED)
+	r.post(0)
+	if len(r.h.fw.watch) != 1 {
+		t.Fatalf("%d EQs watched, want 1", len(r.h.fw.watch))
+	}
+	r.h.ResetFunction(0)
+	if len(r.h.fw.watch) != 0 {
+		t.Fatal("an EQ released by the VF's reset stays watched")
 	}
 }
 

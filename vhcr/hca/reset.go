@@ -37,6 +37,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 		case restrack.MPT:
 			delete(h.fw.mpts, o.ID)
 		case restrack.EQ:
+			h.unwatch(h.fw.eqs[o.ID])
 			delete(h.fw.eqs, o.ID)
 		case restrack.MTT:
 			delete(h.fw.mtt, o.ID)

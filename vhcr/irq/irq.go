@@ -112,7 +112,7 @@ func (v *Vectors) Raise(i int) error {
 		v.saturated.Add(1)
 		return nil
 	}
-	return err
+	return fmt.Errorf("irq: raise vector %d: %w", i, err) // allocates, on failure only
 }
 
 // Saturated is how many raises found their counter at its maximum.

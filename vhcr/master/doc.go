@@ -15,7 +15,11 @@
 // (EventSink) in one of two ways (complete.go): the seed's, acknowledged
 // first, the EQE carrying the VF's token, status and immediate output; or
 // Linux's PF's, for token 0xffff or a VF configured so, the vHCR written
-// back, then an EQE with the per-VF token counter, then the toggle.
+// back, then an EQE with the per-VF token counter, then the toggle. Every
+// EQE into an armed EQ raises the VF's MSI-X vector its EQ context names
+// (Options.Interrupts, an irq.Set; the model is vhcr/hca's irq.go); the
+// poller looks for re-arms with EQEs pending when idle and every 1024
+// busy scans.
 //
 // It also owns: persistence of each VF's channel state in the header,
 // written before every acknowledgement that changes it, in records with a

@@ -117,7 +117,9 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 	for {
 		p.stats.Runs++
 		if p.scan() {
-			p.stats.BusyRuns++
+			if p.stats.BusyRuns++; p.stats.BusyRuns&1023 == 0 {
+				p.hca.CheckArms() // under load too (hca/irq.go)
+			}
 			idle = false
 			continue
 		}

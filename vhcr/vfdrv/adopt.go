@@ -98,7 +98,7 @@ func (d *Driver) AdoptEQ(ctx context.Context, eqn int, events bool) (*EQ, error)
 	q.ring.cons = c.Producer
 	q.consumed = uint64(c.Producer)
 	q.live = true
-	q.ringDoorbell(true)
+	q.ringDoorbell(d.irq >= 0)
 	if events {
 		if d.ev.eq != nil {
 			return nil, fmt.Errorf("%w: events already enabled on EQ %d", ErrArgument, d.ev.eq.EQN)

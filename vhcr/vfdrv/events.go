@@ -352,7 +352,9 @@ func (d *Driver) outboxSlot() (int, uint64, error) {
 }
 
 // pump consumes every software-owned EQE of q, dispatches it and rings the
-// doorbell. It returns how many it consumed.
+// doorbell, with the arm bit if the driver waits on an IRQ eventfd (a
+// polling driver asks for no interrupt it would not wait for, and costs
+// the PF no eventfd write). It returns how many it consumed.
 func (d *Driver) pump(q *EQ) int {
 	n := 0
 	for {
@@ -365,7 +367,7 @@ func (d *Driver) pump(q *EQ) int {
 		d.dispatch(&eqe)
 	}
 	if n > 0 {
-		q.ringDoorbell(true)
+		q.ringDoorbell(d.irq >= 0)
 		if q.db.Valid() {
 			d.Stats.Doorbells++
 		}
