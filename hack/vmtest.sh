@@ -5,8 +5,12 @@
 # the same /dev/shm file. Needs qemu-system-x86 and the kernel that
 # hack/fetch-vmkernel.sh unpacks into .cache/vmkernel; with CI=true a missing
 # one fails instead of skipping. See hack/vmtest/vmtest_test.go.
+# TestLinuxMLX4 (hack/vmtest/mlx4_test.go) is the Linux-driver tier: Debian's
+# unmodified mlx4_core and mlx4_ib in a guest against `vhcrd serve` on the
+# host, with the modules hack/fetch-vmkernel.sh unpacks into
+# .cache/vmkernel/mlx4.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s%N)
-VHCRD_VMTEST=1 go test -count=1 -v -timeout 3m -run '^TestVM$' ./hack/vmtest/ "$@"
+VHCRD_VMTEST=1 go test -count=1 -v -timeout 5m -run '^(TestVM|TestLinuxMLX4)$' ./hack/vmtest/ "$@"
 echo "vmtest: wall time $(( ($(date +%s%N) - start) / 1000000 )) ms (build + boot + test)"

@@ -17,4 +17,14 @@
 // Each guest run's vhcrd writes its command trace to the VM's second serial
 // port, which QEMU copies to a file in the test's temp dir; a failing run
 // prints the first refused or failed command with its neighbours (trace.go).
+//
+// TestLinuxMLX4 (mlx4_test.go) is the Linux-driver tier: Debian's unmodified
+// mlx4_core, ib_core, ib_uverbs and mlx4_ib (hack/fetch-vmkernel.sh unpacks
+// them into .cache/vmkernel/mlx4) in a guest whose /init is ./mlx4guest,
+// bound to an ivshmem-doorbell device that `vhcrd serve` on the host serves
+// as a VF: BAR2 is the VF's BAR region, the MSI-X vectors are vhcrd's
+// eventfds, the guest's RAM is the VF's DMA region. The guest and the host
+// step together over the console ("vmtest: wait STEP", then "go"), so that
+// the host checks vhcrd's metrics between binds and unbinds; a driver line
+// with "bogus", "timed out" or "failed" ends the run at once.
 package vmtest

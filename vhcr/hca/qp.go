@@ -310,7 +310,8 @@ func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 // the VF's, in HW else RESOURCE_BUSY), the counter at INIT2RTR
 // (update_vport_qp_param), the firmware's check of the QP's current state,
 // and last the model's own checks (INIT2INIT's port, the counter of the
-// other transitions, qpcModel), which mlx4 does not make.
+// other transitions when their optpar has COUNTER_INDEX, qpcModel), which
+// mlx4 does not make.
 func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 	t := qpTransitions[op]
 	info, _ := mlx4.CmdInfo(op)
@@ -349,8 +350,16 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 			}
 		}
 		if op != mlx4.INIT2RTR_QP {
-			if s := h.handleCounter(c, phys, false); s != mlx4.OK {
-				return s
+			if q.OptPar&mlx4.QP_OPTPAR_COUNTER_INDEX != 0 {
+				if s := h.handleCounter(c, phys, false); s != mlx4.OK {
+					return s
+				}
+			} else {
+				// Past INIT2RTR the firmware takes only the fields optpar
+				// names: without COUNTER_INDEX the QP keeps its counter.
+				// Linux's mlx4_ib sends a zeroed context (counter 0) to
+				// every transition but INIT2RTR.
+				c.Inbox[qpcPriCounter] = qp.ctx[qpcPriCounter]
 			}
 		}
 		if s := h.qpcModel(c, &q, t.path, phys, alt); s != mlx4.OK {

@@ -162,7 +162,8 @@ func toRTR(t *testing.T, v *vf, cq uint32, idx byte) (uint32, mlx4.Status, byte)
 // TestQPCounter: handle_counter. A sink counter index gets the VF's counter
 // on the port (reserved once, shared by its QPs on that port); the VF's own
 // counter is kept; another VF's or an unallocated one is BAD_PARAM, at
-// INIT2RTR and (stricter than mlx4) at later transitions; RESET frees the
+// INIT2RTR and (stricter than mlx4) at later transitions whose optpar has
+// COUNTER_INDEX (without it the index is not applied); RESET frees the
 // counter.
 func TestQPCounter(t *testing.T) {
 	r := newRig(t, 2, nil)
@@ -204,11 +205,20 @@ func TestQPCounter(t *testing.T) {
 		}
 	}
 	qpn, _, _ := toRTR(t, a, acq, sink)
-	q := qpc{st: mlx4.QP_ST_RC}
+	q := qpc{st: mlx4.QP_ST_RC, optpar: mlx4.QP_OPTPAR_COUNTER_INDEX}
 	in := q.bytes()
 	in[qpcPriCounter] = own
 	if s := a.run(a.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)); s != mlx4.BAD_PARAM {
 		t.Fatalf("RTR2RTS naming another VF's counter: %v", s)
+	}
+	// Without COUNTER_INDEX in optpar the index is not applied: the QP
+	// keeps its counter whatever the context says.
+	q.optpar = 0
+	in = q.bytes()
+	in[qpcPriCounter] = own
+	kept := r.h.fw.qps[qpn].ctx[qpcPriCounter]
+	if s := a.run(a.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)); s != mlx4.OK || r.h.fw.qps[qpn].ctx[qpcPriCounter] != kept {
+		t.Fatalf("RTR2RTS with a counter index but no COUNTER_INDEX optpar: %v, counter %d, want OK and %d kept", s, r.h.fw.qps[qpn].ctx[qpcPriCounter], kept)
 	}
 	r.h.ResetFunction(0)
 	if len(r.h.fw.counterPort) != 1 { // VF 1's own counter

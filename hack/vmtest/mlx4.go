@@ -1,0 +1,55 @@
+package vmtest
+
+// MLX4ConfigPath is where the mlx4 guest's /init reads its MLX4Config.
+const MLX4ConfigPath = "etc/mlx4guest.json"
+
+// Scenarios of the mlx4 guest (MLX4Config.Scenario).
+const (
+	// ScenarioCycle binds mlx4_core, checks mlx4_0, unbinds, Binds times.
+	ScenarioCycle = "cycle"
+	// ScenarioMidstream unbinds while readers of the ports' sysfs
+	// attributes keep MAD_IFC commands in flight, then binds again.
+	ScenarioMidstream = "midstream"
+	// ScenarioFlags runs the FLAGS reset handshake of mlx4_reset_slave
+	// (bit 16 request, bit 8 ack) through resource2 while the driver is
+	// bound, then waits for the driver to recover on its own.
+	ScenarioFlags = "flags"
+	// ScenarioHold binds and then waits for the host, which kills QEMU.
+	ScenarioHold = "hold"
+)
+
+// MLX4Config is the mlx4 guest's configuration (MLX4ConfigPath). The guest
+// prints "vmtest: " lines; at each "vmtest: wait STEP" it blocks until the
+// host writes "go" on the console.
+type MLX4Config struct {
+	Vendor, Device uint16   // the ivshmem-doorbell device (1af4:1110)
+	Modules        []string // loaded in order with their modules.dep dependencies
+	// ModuleParams are passed to finit_module by module name (a module
+	// loaded by /init does not see module.param= on the kernel command line).
+	ModuleParams map[string]string
+	NewID        string // written to /sys/bus/pci/drivers/mlx4_core/new_id
+	Ports        int    // ports mlx4_0 must show (2)
+	Binds        int    // ScenarioCycle: bind/unbind rounds
+	Scenario     string
+	// MidstreamReads is how many sysfs reads (each a MAD_IFC) the readers
+	// complete before ScenarioMidstream unbinds under them.
+	MidstreamReads int
+}
+
+// DefaultMLX4Config is the configuration TestLinuxMLX4 starts from.
+func DefaultMLX4Config() MLX4Config {
+	return MLX4Config{
+		Vendor: 0x1af4, Device: 0x1110,
+		Modules: []string{"mlx4_core", "ib_uverbs", "mlx4_ib"},
+		// debug_level=1 prints mlx4_dbg lines such as "NOP command IRQ
+		// test passed", which the test quotes.
+		ModuleParams: map[string]string{"mlx4_core": "debug_level=1"},
+		// driver_data 1 is MLX4_PCI_DEV_IS_VF: new_id_store accepts only
+		// a driver_data of an entry of mlx4's id table.
+		NewID:          "1af4 1110 ffffffff ffffffff 0 0 1",
+		Ports:          2,
+		Binds:          4,
+		Scenario:       ScenarioCycle,
+		MidstreamReads: 40,
+	}
+}
