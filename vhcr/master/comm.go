@@ -5,6 +5,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 )
 
 // The comm channel state machine (mlx4_master_do_cmd): scanning the comm
@@ -156,6 +157,9 @@ func (p *PF) serve(i int, w uint32) {
 		return
 	}
 	p.acknowledge(i, cmd, reply)
+	if cmd == vhcr.CommReset {
+		crashpoint.Hit(crashpoint.ResetAcked)
+	}
 }
 
 // acknowledge records cmd as the VF's last command, persists the channel

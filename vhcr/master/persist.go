@@ -8,6 +8,7 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 )
 
 // Persistence: each VF's channel state is kept in a record in the header
@@ -177,6 +178,7 @@ func (p *PF) persistVF(i int) {
 	hi, lo := uint32(rec.vhcr>>32), uint32(rec.vhcr)
 	st.persist[0].Store(w0)
 	st.persist[2].Store(hi)
+	crashpoint.Hit(crashpoint.CommitTorn)
 	st.persist[3].Store(lo)
 	st.persist[1].Store(recordCheck(w0, hi, lo, i, p.gen))
 	st.rec, st.recOK = rec, true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -39,8 +40,11 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 		return false
 	}
 	t0, timed := p.start()
+	crashpoint.Hit(crashpoint.PostAccepted)
 	status := p.hca.Exec(c)
+	crashpoint.Hit(crashpoint.PostExecuting)
 	storeBack(m, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3))
+	crashpoint.Hit(crashpoint.PostWrittenBack)
 	st.lastWord = w
 	st.reply(w & vhcr.ToggleBit) // acknowledge: the last command stays VHCR_POST
 	p.account(i, e, c, status, w&vhcr.ToggleBit, timed, t0)
@@ -98,9 +102,11 @@ func (p *PF) post(i int, toggle uint32) error {
 		// The seed's way: accept now, the VF may post its next command.
 		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
 	}
+	crashpoint.Hit(crashpoint.PostAccepted)
 	if status == mlx4.OK {
 		status = p.hca.Exec(c)
 	}
+	crashpoint.Hit(crashpoint.PostExecuting)
 	if status == mlx4.OK && c.Outbox != nil {
 		if err := out.CopyOut(0, p.outbox[:]); err != nil {
 			p.stats.DMA[i]++
@@ -110,6 +116,7 @@ func (p *PF) post(i int, toggle uint32) error {
 	imm := e != nil && e.OutIsImm
 	if seed {
 		p.completionEQE(i, c.Token, status, imm, c.OutParam)
+		crashpoint.Hit(crashpoint.PostWrittenBack)
 	} else {
 		if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(status, w3)); err != nil {
 			p.stats.DMA[i]++
@@ -122,6 +129,7 @@ func (p *PF) post(i int, toggle uint32) error {
 			st.cmdToken++
 			p.completionEQE(i, st.cmdToken, mlx4.OK, false, 0)
 		}
+		crashpoint.Hit(crashpoint.PostWrittenBack)
 		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
 	}
 	p.account(i, e, c, status, toggle, timed, t0)
