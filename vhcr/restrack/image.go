@@ -86,7 +86,9 @@ func (t *Tracker) Image() *Image {
 func (t *Tracker) Load(im *Image) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	bad := func(f string, a ...any) error { return fmt.Errorf("restrack: image: "+f+": %w", append(a, ErrInvalid)...) }
+	bad := func(f string, a ...any) error {
+		return fmt.Errorf("restrack: image: "+f+": %w", append(a, ErrInvalid)...)
+	}
 	for ty := range t.pools {
 		if len(im.Pools[ty]) != len(t.pools[ty]) {
 			return bad("%v: %d pools, want %d", Type(ty), len(im.Pools[ty]), len(t.pools[ty]))
