@@ -176,7 +176,7 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 		}
 		return tr.Peek(vf, ty, id)
 	}
-	fw := &firmware{doorbell: h.fw.doorbell, posted: h.fw.posted, dmfs: h.fw.dmfs, nextRegID: im.NextRegID,
+	fw := &firmware{doorbell: h.fw.doorbell, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, dmfs: h.fw.dmfs, nextRegID: im.NextRegID,
 		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{}, srqs: map[uint32]*srqObj{},
 		mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{}, counterPort: map[uint64]int{}, mcg: map[uint32][][16]byte{},
 		ports: make([]portTables, len(h.fw.ports)), vfs: make([]vfFW, len(h.fw.vfs))}
@@ -258,4 +258,53 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	}
 	h.Res, h.fw = tr, fw
 	return nil
+}
+
+// SetEQPositions installs pos, which the HCA calls with an EQ's producer
+// index whenever it changes (created, an EQE written: live) and when the
+// EQ goes away (not live), so that the PF's state file always holds every
+// EQ's position, including the EQEs of events between commands.
+func (h *HCA) SetEQPositions(pos func(vf, eqn int, prod uint32, live bool)) { h.fw.pos = pos }
+
+// SetEQProd sets the producer index of VF vf's EQ eqn, if it exists (a
+// restarted PF, from its state file).
+func (h *HCA) SetEQProd(vf, eqn int, prod uint32) {
+	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.vf == vf {
+		eq.prod = prod & mlx4.EQIndexMask
+	}
+}
+
+// EQProd returns the producer index of VF vf's EQ eqn and whether it exists.
+func (h *HCA) EQProd(vf, eqn int) (uint32, bool) {
+	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.vf == vf {
+		return eq.prod, true
+	}
+	return 0, false
+}
+
+// EventEQ returns the EQ number VF vf mapped for eventType, or -1.
+func (h *HCA) EventEQ(vf int, eventType uint8) int {
+	if vf < 0 || vf >= len(h.fw.vfs) || int(eventType) >= numEventTypes {
+		return -1
+	}
+	return int(h.fw.vfs[vf].eventEQ[eventType])
+}
+
+// SetQuiet turns replay mode on or off: while on, executors change the
+// model's state as usual, but nothing is written to VF memory (no EQE, no
+// ring handed over) and no position is reported. A restarted PF replays
+// its journal this way.
+func (h *HCA) SetQuiet(on bool) { h.fw.quiet = on }
+
+func (h *HCA) eqPos(vf, eqn int, prod uint32, live bool) {
+	if h.fw.pos != nil && !h.fw.quiet {
+		h.fw.pos(vf, eqn, prod, live)
+	}
+}
+
+func (h *HCA) handOverUnlessQuiet(eq *eqObj) error {
+	if h.fw.quiet {
+		return nil
+	}
+	return eq.handOver()
 }
