@@ -31,6 +31,9 @@ func (p *PF) scan() bool {
 	if p.next++; p.next == n {
 		p.next = 0
 	}
+	if p.ps != nil && p.ps.half {
+		p.checkpoint()
+	}
 	return busy
 }
 
@@ -137,6 +140,7 @@ func (p *PF) serve(i int, w uint32) {
 		}
 		// mlx4_master_activate_admin_state: VST VLAN and spoof-checked MAC
 		// registered; no room resets the VF, as mlx4 does.
+		p.journalRecord(recActivate, i)
 		if err := p.hca.ActivateVF(i); err != nil {
 			p.violation(i, toggle, ResetAdminState, err.Error(), w)
 			return
@@ -199,6 +203,7 @@ func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word u
 func (p *PF) resetFunction(i int, why ResetReason) {
 	st := &p.vfs[i]
 	if p.reset != nil {
+		p.journalRecord(recReset, i)
 		p.reset.ResetFunction(i)
 	}
 	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil

@@ -197,8 +197,9 @@ func (p *PF) restore(b bar.Region, l vhcr.Layout, gen uint32) int {
 		}
 		return 0
 	}
-	global := ""
-	if old, err := vhcr.ReadLayout(b); err != nil {
+	global := p.stateCause // the objects are lost: every VF that used its channel is told
+	if old, err := vhcr.ReadLayout(b); global != "" {
+	} else if err != nil {
 		global = err.Error()
 	} else if old != l {
 		global = fmt.Sprintf("the header describes another layout (%d VFs, windows of %#x at %#x) than this PF serves (%d VFs, windows of %#x at %#x)",
