@@ -116,9 +116,9 @@ type pstate struct {
 	g     geometry
 	nvf   int
 	eqs   int
-	seq   uint64 // last record written
-	jused int64  // bytes of the journal in use
-	half  bool   // the journal is half full: checkpoint between scans
+	seq   uint64  // last record written
+	jused int64   // bytes of the journal in use
+	half  bool    // the journal is half full: checkpoint between scans
 	act   *uint32 // the active word
 	// the current record: its offset, and whether it awaits its result
 	cur     int64
