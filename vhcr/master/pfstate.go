@@ -90,13 +90,15 @@ func StateFileSize(l vhcr.Layout, eqsPerVF int) int64 {
 }
 
 type geometry struct {
-	slots, pos, journal, ckpt [2]int64 // offset, size (ckpt: slot 0; slot 1 follows)
+	chans, slots, pos, journal, ckpt [2]int64 // offset, size (ckpt: slot 0; slot 1 follows)
 	size                      int64
 }
 
 func stateGeometry(nvf, eqs int) geometry {
 	var g geometry
 	off := int64(hdrSize)
+	g.chans = [2]int64{off, (int64(nvf)*vhcr.HdrVFStateSize + 0xfff) &^ 0xfff}
+	off += g.chans[1]
 	g.slots = [2]int64{off, int64(nvf) * slotSize}
 	off += g.slots[1]
 	g.pos = [2]int64{off, (int64(nvf*eqs)*4 + 0xfff) &^ 0xfff}
@@ -177,7 +179,7 @@ func (ps *pstate) headerBytes(l vhcr.Layout) []byte {
 // fresh reports a file never written.
 func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 	b := ps.b
-	if bytes.Equal(b[:offActive+4], make([]byte, offActive+4)) {
+	if bytes.Equal(b[:offGen+4], make([]byte, offGen+4)) {
 		return "", true
 	}
 	want := ps.headerBytes(l)
@@ -201,12 +203,19 @@ func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 // positions (a first start, or state that was not trusted).
 func (ps *pstate) format(l vhcr.Layout) {
 	atomic.StoreUint32(ps.act, 0)
-	clear(ps.b[ps.g.slots[0] : ps.g.journal[0]+ps.g.journal[1]])
+	clear(ps.b[ps.g.chans[0] : ps.g.journal[0]+ps.g.journal[1]])
 	h := ps.headerBytes(l)
 	copy(ps.b, h)
 	binary.LittleEndian.PutUint32(ps.b[32:], crc32.Checksum(h, crcTab))
 	ps.seq, ps.jused, ps.ckGen = 0, 0, 0
 }
+
+// offGen is the word holding the PF_GEN the file was last written under.
+const offGen = offActive + 4
+
+func (ps *pstate) setGen(gen uint32) { atomic.StoreUint32(ps.word(offGen), gen) }
+
+func (ps *pstate) gen() uint32 { return atomic.LoadUint32(ps.word(offGen)) }
 
 // --- the journal ---
 

@@ -111,10 +111,16 @@ func (p *PF) checkpoint() {
 // loadState restores the model from the state file: the checkpoint, then
 // the committed records replayed quietly. It returns the last record if it
 // never committed, and why the state cannot be trusted ("" if it can).
-func (p *PF) loadState(ps *pstate, l vhcr.Layout) (pending *jrec, cause string) {
+func (p *PF) loadState(ps *pstate, l vhcr.Layout, gen uint32) (pending *jrec, cause string) {
 	cause, fresh := ps.checkHeader(l)
+	if fresh && gen != 0 {
+		return nil, fmt.Sprintf("the previous PF (generation %d) left no PF state file", gen)
+	}
 	if fresh || cause != "" {
 		return nil, cause
+	}
+	if g := ps.gen(); g != gen && g != gen+1 {
+		return nil, fmt.Sprintf("PF state file written under PF generation %d, the regions were served under %d (another PF's state file)", g, gen)
 	}
 	ck, err := ps.readCheckpoint()
 	if err != nil {
