@@ -91,7 +91,7 @@ func StateFileSize(l vhcr.Layout, eqsPerVF int) int64 {
 
 type geometry struct {
 	chans, slots, pos, journal, ckpt [2]int64 // offset, size (ckpt: slot 0; slot 1 follows)
-	size                      int64
+	size                             int64
 }
 
 func stateGeometry(nvf, eqs int) geometry {
