@@ -91,6 +91,7 @@ type PF struct {
 	// requests from other goroutines, run by the poller between scans
 	mu       sync.Mutex
 	reqs     []func()
+	dones    []chan struct{} // closed once the requests' effects are checkpointed
 	pending  atomic.Uint32
 	running  atomic.Bool
 	stopping atomic.Bool

@@ -47,8 +47,8 @@ import (
 // result the VF has not seen (write-back, outbox, EQE, toggle) instead of
 // executing again, and executes a command whose record has no result yet.
 // Checkpoints are taken between scans when the journal is half full (and
-// before a record that would not fit), after requests run by Do, and at
-// start: the journal is bounded by its size.
+// before a record that would not fit), after an operator's request that
+// changed firmware state, and at start: the journal is bounded by its size.
 
 const (
 	stateMagic   = "VHCRPFS1"
@@ -129,6 +129,7 @@ type pstate struct {
 	ckGen   uint32
 	ckErr   error // the last checkpoint's failure (logged once)
 	testHit func(string)
+	admin   uint64 // the HCA's AdminChanges at the last checkpoint
 }
 
 func (ps *pstate) hit(name string) {

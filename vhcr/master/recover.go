@@ -94,6 +94,7 @@ func (p *PF) checkpoint() {
 		return
 	}
 	c := &Checkpoint{Seq: ps.seq, HCA: p.hca.Image(), Tokens: make([]uint16, len(p.vfs))}
+	ps.admin = p.hca.AdminChanges()
 	for i := range p.vfs {
 		c.Tokens[i] = p.vfs[i].cmdToken
 	}
@@ -139,6 +140,13 @@ func (p *PF) loadState(ps *pstate, l vhcr.Layout, gen uint32) (pending *jrec, ca
 	pending, err = p.replay(ps)
 	if err != nil {
 		return nil, err.Error()
+	}
+	// Every VF's last result must be in what was replayed: a slot beyond
+	// the journal's end means records were lost (a corrupt record ended it).
+	for i := range p.vfs {
+		if s, ok := readSlot(ps.slotBytes(i)); ok && s.seq > ps.seq {
+			return nil, fmt.Sprintf("PF state journal ends at record %d, VF %d's last result is record %d (a corrupt record)", ps.seq, i, s.seq)
+		}
 	}
 	for vf := range p.vfs {
 		for eqn := 0; eqn < ps.eqs; eqn++ {
