@@ -160,3 +160,27 @@ func median(v []float64) float64 {
 	sort.Float64s(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkCheckpoint is the time one checkpoint takes (the poller's pause
+// when the journal is half full) with 1,000 CQs in hardware state and
+// their MTTs: the figure to weigh against the journal's size.
+func BenchmarkCheckpoint(b *testing.B) {
+	r := newStepRigWith(b, 2, vhcrtest.Options{State: true})
+	r.up(b, 1)
+	v := benchVF{r, b}
+	m := v.mtt(0x8000)
+	ctx := make([]byte, mlx4.EQContextSize)
+	mlx4.EQContext{LogSize: 7, MTTBase: uint64(m)}.Encode(ctx)
+	v.post(mlx4.VHCR{Op: mlx4.SW2HW_EQ, InMod: 1}, ctx)
+	for range 1000 {
+		cqn := uint32(v.post(mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1}, nil))
+		cm := v.mtt(0x9000)
+		cctx := make([]byte, mlx4.CQContextSize)
+		mlx4.CQContext{LogSize: 6, CompEQN: 1, MTTBase: uint64(cm)}.Encode(cctx)
+		v.post(mlx4.VHCR{Op: mlx4.SW2HW_CQ, InMod: cqn}, cctx)
+	}
+	b.ResetTimer()
+	for range b.N {
+		r.PF.Checkpoint()
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync/atomic"
+	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -60,7 +61,7 @@ const (
 	slotHdr     = 0x80
 	recHdr      = 64
 	ckptHdr     = 64
-	defJournal  = 4 << 20
+	defJournal  = 16 << 20
 	defCkptSize = 16 << 20
 
 	magicIntent = 0x494e5431 // "INT1" ^ seq
@@ -200,15 +201,20 @@ func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 	return "", false
 }
 
-// format writes a new header and empties the journal, the slots and the
-// positions (a first start, or state that was not trusted).
+// format writes a new header and empties the channel records, the slots,
+// the positions and the journal (a first start, or state that was not
+// trusted). The journal is emptied by its sequence: records are numbered
+// on from the clock's nanoseconds, beyond any number an earlier life of
+// the file (which numbered fewer commands than nanoseconds passed) can
+// have left in it, so that no stale record continues the new journal.
 func (ps *pstate) format(l vhcr.Layout) {
 	atomic.StoreUint32(ps.act, 0)
-	clear(ps.b[ps.g.chans[0] : ps.g.journal[0]+ps.g.journal[1]])
+	clear(ps.b[ps.g.chans[0] : ps.g.pos[0]+ps.g.pos[1]])
+	clear(ps.jslice(0, recHdr))
 	h := ps.headerBytes(l)
 	copy(ps.b, h)
 	binary.LittleEndian.PutUint32(ps.b[32:], crc32.Checksum(h, crcTab))
-	ps.seq, ps.jused, ps.ckGen = 0, 0, 0
+	ps.seq, ps.jused, ps.ckGen = uint64(time.Now().UnixNano()), 0, 0
 }
 
 // offGen is the word holding the PF_GEN the file was last written under.
@@ -233,21 +239,23 @@ func (ps *pstate) fits(n int64) bool { return ps.jused+n <= ps.g.journal[1] }
 // made sure it fits.
 func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]uint64, inbox *[mlx4.MailboxSize]byte) {
 	n := int64(recHdr)
-	if flags&flagInbox != 0 {
-		n += mlx4.MailboxSize
+	in := 0 // the inbox up to its last non-zero word: replay zeroes the rest
+	if inbox != nil && flags&flagInbox != 0 {
+		in = inboxLen(inbox)
+		n += int64(in)
 	}
 	ps.seq++
 	r := ps.jslice(ps.jused, n)
 	le := binary.LittleEndian
 	le.PutUint64(r[8:], ps.seq)
-	le.PutUint32(r[16:], uint32(vf))
+	le.PutUint32(r[16:], uint32(vf)|uint32(in/8)<<16)
 	le.PutUint32(r[20:], uint32(kind)|uint32(flags)<<8|toggle&vhcr.ToggleBit)
 	for k := range w {
 		le.PutUint64(r[24+8*k:], w[k])
 	}
 	le.PutUint64(r[56:], 0)
-	if inbox != nil {
-		copy(r[recHdr:], inbox[:])
+	if in > 0 {
+		copy(r[recHdr:], inbox[:in])
 	}
 	ps.hit(crashpoint.CommitTorn)
 	le.PutUint32(r[4:], crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(r[recHdr:], crcTab))
@@ -316,16 +324,18 @@ func readRecord(j []byte, off int64, seq uint64, nvf int) (rec jrec, ok bool) {
 		return rec, false
 	}
 	rec.seq = seq
-	rec.vf = int(le.Uint32(r[16:]))
+	v := le.Uint32(r[16:])
+	rec.vf = int(v & 0xffff)
+	in := int64(v>>16) * 8
 	x := le.Uint32(r[20:])
 	rec.kind, rec.flags, rec.toggle = uint8(x), uint8(x>>8), x&vhcr.ToggleBit
 	if rec.vf < 0 || rec.vf >= nvf || rec.kind < recCmd || rec.kind > recActivate || x&^(vhcr.ToggleBit|0xffff) != 0 {
 		return rec, false
 	}
-	rec.size = recHdr
-	if rec.flags&flagInbox != 0 {
-		rec.size += mlx4.MailboxSize
+	if in > mlx4.MailboxSize || in > 0 && rec.flags&flagInbox == 0 {
+		return rec, false
 	}
+	rec.size = recHdr + in
 	if off+rec.size > int64(len(j)) {
 		return rec, false
 	}
@@ -521,4 +531,14 @@ func decodeCheckpoint(s []byte, gen uint32) (*Checkpoint, error) {
 		return nil, errors.New("checkpoint header and contents disagree")
 	}
 	return &c, nil
+}
+
+// inboxLen is the length of the inbox up to its last non-zero 8-byte word.
+func inboxLen(in *[mlx4.MailboxSize]byte) int {
+	for n := mlx4.MailboxSize; n > 0; n -= 8 {
+		if binary.LittleEndian.Uint64(in[n-8:n]) != 0 {
+			return n
+		}
+	}
+	return 0
 }

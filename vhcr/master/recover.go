@@ -28,7 +28,11 @@ func (p *PF) journalIntent(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, see
 	if status == mlx4.OK {
 		flags |= flagExec
 	}
-	p.makeRoom(recHdr + mlx4.MailboxSize)
+	n := int64(recHdr)
+	if c.Inbox != nil {
+		n += int64(inboxLen(c.Inbox))
+	}
+	p.makeRoom(n)
 	if p.ps == nil {
 		return
 	}
@@ -211,7 +215,7 @@ func (p *PF) replayCmd(rec *jrec) *mlx4.Cmd {
 	if e := p.table.Lookup(c.Op); e != nil {
 		if e.HasInbox {
 			c.InParam &= mlx4.InboxMask
-			copy(p.inbox[:], rec.inbox)
+			clear(p.inbox[copy(p.inbox[:], rec.inbox):])
 			c.Inbox = &p.inbox
 		}
 		if e.HasOutbox {
