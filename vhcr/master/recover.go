@@ -240,7 +240,10 @@ func (p *PF) resume(i int, pending *jrec) {
 	w := st.sw.Load()
 	posted := w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack
 	if pending != nil && pending.vf == i {
-		if pending.kind == recCmd && pending.flags&flagSeed != 0 && !posted {
+		// Accepted the seed's way: its toggle is the acknowledged one (the
+		// VF may have posted its next command since). Else it was not
+		// acknowledged and is still pending on the channel.
+		if pending.kind == recCmd && pending.flags&flagSeed != 0 && pending.toggle == st.ack {
 			p.resumeSeed(i, pending)
 		}
 		return
