@@ -3,6 +3,7 @@ package master_test
 import (
 	"context"
 	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -156,4 +157,110 @@ func TestKillSeedAcceptedThenNextPosted(t *testing.T) {
 			t.Fatalf("EQE %d token %#x, want %#x", k, got, want)
 		}
 	}
+}
+
+// TestKillsAtRandomWithEvents: one VF completing the seed's way and one
+// mlx4's way allocate and free CQs with the 'e' bit while the PF is killed
+// at a random point of about one command in four. Every command gets
+// exactly one completion EQE (the VF's token, or mlx4's counter with no
+// gap), and the tracker matches the ledger of completed commands.
+func TestKillsAtRandomWithEvents(t *testing.T) {
+	r := vhcrtest.NewWith(t, 3, vhcrtest.Options{State: true})
+	r.Start(t)
+	modes := map[int]vfdrv.Completions{1: vfdrv.CompletionsSeed, 2: vfdrv.CompletionsMlx4}
+	for vf, m := range modes {
+		d, err := vfdrv.New(r.InitVF(t, vf), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.EnableEvents(context.Background(), 4, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Stop(t)
+	r.Rebuild(t)
+	sr := stepRig{r, t}
+	type vfLedger struct {
+		eqn   int
+		cons  uint32 // EQEs consumed
+		token uint16 // the last mlx4 token seen
+		cqs   map[uint64]bool
+	}
+	led := map[int]*vfLedger{}
+	for vf := range modes {
+		r.SetToggle(vf, r.SlaveWrite(vf).Load()>>31)
+		eqn := r.HCA.EventEQ(vf, mlx4.EventCmd)
+		p, _ := r.HCA.EQProd(vf, eqn)
+		led[vf] = &vfLedger{eqn: eqn, cons: p, token: r.PF.CmdToken(vf), cqs: map[uint64]bool{}}
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	points := []string{crashpoint.PostAccepted, crashpoint.PostExecuting, crashpoint.PostWrittenBack, crashpoint.CommitTorn}
+	kills := 0
+	for step := 0; step < 300; step++ {
+		vf := 1 + rng.IntN(2)
+		l := led[vf]
+		token := uint16(0x100 + step)
+		if modes[vf] == vfdrv.CompletionsMlx4 {
+			token = mlx4.PollToken
+		}
+		h := mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: token, Flags: mlx4.FlagE}
+		var freed uint64
+		if len(l.cqs) > 0 && rng.IntN(2) == 0 {
+			for id := range l.cqs {
+				freed = id
+				break
+			}
+			h = mlx4.VHCR{Op: mlx4.FREE_RES, InMod: uint32(restrack.CQ), OpMod: 1, InParam: freed, Token: token, Flags: mlx4.FlagE}
+		}
+		r.SetVHCR(t, vf, h)
+		r.Write(vf, vhcr.CommVHCRPost, 0)
+		if rng.IntN(4) == 0 && crashScan(t, sr, points[rng.IntN(len(points))], 1) {
+			kills++
+			r.Rebuild(t)
+		}
+		for k := 0; k < 3 && !r.Acked(vf); k++ {
+			sr.scan()
+		}
+		prod, _ := r.HCA.EQProd(vf, l.eqn)
+		if !r.Acked(vf) || prod != (l.cons+1)&mlx4.EQIndexMask {
+			t.Fatalf("step %d: VF %d %v: acked=%v, %d EQEs, want 1", step, vf, h.Op, r.Acked(vf), prod-l.cons)
+		}
+		eqe := readEQE(t, r, vf, l.eqn, l.cons)
+		l.cons = prod
+		if err := r.BAR.Store32(r.Layout.CommPage(vf)+vhcr.RegEQDoorbell+4*int64(l.eqn), l.cons); err != nil {
+			t.Fatal(err)
+		}
+		got := binary.BigEndian.Uint16(eqe[mlx4.EQECmdToken:])
+		status, out := mlx4.Status(eqe[0x0f]), binary.BigEndian.Uint64(eqe[0x10:])
+		if modes[vf] == vfdrv.CompletionsMlx4 {
+			if got != l.token+1 {
+				t.Fatalf("step %d: VF %d token %d, want %d", step, vf, got, l.token+1)
+			}
+			l.token = got
+			img := r.VHCR(t, vf)
+			status, out = mlx4.Status(img[mlx4.OffStatus]), binary.BigEndian.Uint64(img[mlx4.OffOutParam:])
+		} else if got != token {
+			t.Fatalf("step %d: VF %d token %#x, want %#x", step, vf, got, token)
+		}
+		if status != mlx4.OK {
+			t.Fatalf("step %d: VF %d %v: %v", step, vf, h.Op, status)
+		}
+		if h.Op == mlx4.ALLOC_RES {
+			if l.cqs[out&0xffffff] {
+				t.Fatalf("step %d: CQ %#x handed out twice", step, out)
+			}
+			l.cqs[out&0xffffff] = true
+		} else {
+			delete(l.cqs, freed)
+		}
+		for v, lv := range led {
+			if n := r.HCA.Res.Counts(v)[restrack.CQ]; n != len(lv.cqs) {
+				t.Fatalf("step %d: VF %d has %d CQs, the ledger %d", step, v, n, len(lv.cqs))
+			}
+		}
+	}
+	if kills < 30 {
+		t.Fatalf("only %d kills", kills)
+	}
+	t.Logf("%d kills over 300 'e' commands; one completion each, every object kept", kills)
 }
