@@ -318,9 +318,21 @@ func (h *HCA) AdminChanges() uint64 { return h.fw.adminChanges }
 
 // RefreshEQs reads every EQ's doorbell (consumer index, arm) afresh: a
 // restarted PF's EQs continue from what the VFs wrote while it was down,
-// not from its checkpoint.
+// not from its checkpoint. An EQ replayed from the journal took the
+// doorbell word of the restart as the one "at creation" and would ignore
+// it as stale; a word whose consumer index lies within the ring behind the
+// producer (at most nent EQEs unread) is the VF's and is taken.
 func (h *HCA) RefreshEQs() {
+	if h.fw.doorbell == nil {
+		return
+	}
 	for _, eq := range h.fw.eqs {
-		h.refreshCI(eq)
+		v, ok := h.fw.doorbell(eq.vf, eq.eqn)
+		if !ok {
+			continue
+		}
+		if ci := v & mlx4.EQIndexMask; (eq.prod-ci)&mlx4.EQIndexMask <= eq.nent {
+			eq.cons, eq.armed, eq.dbStale = ci, v&mlx4.EQ_DOORBELL_ARM != 0, false
+		}
 	}
 }

@@ -88,3 +88,32 @@ func sortBy[T any](s []T, less func(a, b T) bool) {
 		}
 	}
 }
+
+// TestRefreshEQsTakesTheVFsDoorbell: an EQ whose doorbell word still holds
+// what it held at creation (as a replayed EQ sees it) ignores the word as
+// stale; RefreshEQs takes it when its consumer index lies within the ring
+// behind the producer, so a restarted PF does not drop EQEs as overruns.
+func TestRefreshEQsTakesTheVFsDoorbell(t *testing.T) {
+	r := newRig(t, 1, nil)
+	db := uint32(0)
+	r.h.SetDoorbellReader(func(vf, eqn int) (uint32, bool) { return db, true })
+	v := r.vf(0)
+	v.setupEQ(1, 4) // 16 entries
+	db = 16         // the VF consumed 16 EQEs; as if this were the word at creation:
+	eq := r.h.fw.eqs[restrack.EQID(0, 1)]
+	eq.prod, eq.cons, eq.dbAtCreate, eq.dbStale = 16, 0, 16, true
+	var e [mlx4.EQESize]byte
+	if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); !errors.Is(err, ErrOverrun) {
+		t.Fatalf("stale word: %v, want an overrun", err)
+	}
+	r.h.RefreshEQs()
+	if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); err != nil {
+		t.Fatalf("after RefreshEQs: %v", err)
+	}
+	db = 40 // ahead of the producer: not the VF's word for this ring
+	eq.cons, eq.dbStale = 1, true
+	r.h.RefreshEQs()
+	if eq.cons != 1 {
+		t.Fatalf("a consumer index ahead of the producer was taken: %d", eq.cons)
+	}
+}
