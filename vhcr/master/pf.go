@@ -287,6 +287,7 @@ func New(o Options) (*PF, error) {
 	}
 	if ps != nil {
 		p.hca.SetEQPositions(ps.setPos)
+		ps.prefault()
 		p.ps = ps
 		p.checkpoint() // the journal starts empty from here
 		for i := range p.vfs {

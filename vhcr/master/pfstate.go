@@ -159,6 +159,16 @@ func openState(r bar.Region, l vhcr.Layout, eqs int) (*pstate, error) {
 // word returns the 32-bit word at off for atomic access (commit words).
 func (ps *pstate) word(off int64) *uint32 { return (*uint32)(wordPtr(ps.b, off)) }
 
+// prefault dirties every page of the journal and the result slots once,
+// so that the post path does not take the first-write fault of a fresh
+// tmpfs page (a few microseconds every few dozen commands); adding 0
+// writes the word it reads.
+func (ps *pstate) prefault() {
+	for off := ps.g.slots[0]; off < ps.g.journal[0]+ps.g.journal[1]; off += 4096 {
+		atomic.AddUint32(ps.word(off), 0)
+	}
+}
+
 // header fields
 func (ps *pstate) headerBytes(l vhcr.Layout) []byte {
 	var h [32]byte
@@ -237,11 +247,13 @@ func (ps *pstate) fits(n int64) bool { return ps.jused+n <= ps.g.journal[1] }
 // intent writes a record of kind for VF vf: flags, toggle, the vHCR shadow
 // and, with flagInbox, the inbox shadow; the commit word last. The caller
 // made sure it fits.
-func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]uint64, inbox *[mlx4.MailboxSize]byte) {
+// inbox is the part of the inbox shadow the record keeps (up to its last
+// non-zero word within what the executor reads: replay zeroes the rest).
+func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]uint64, inbox []byte) {
 	n := int64(recHdr)
-	in := 0 // the inbox up to its last non-zero word: replay zeroes the rest
-	if inbox != nil && flags&flagInbox != 0 {
-		in = inboxLen(inbox)
+	in := 0
+	if flags&flagInbox != 0 {
+		in = len(inbox)
 		n += int64(in)
 	}
 	ps.seq++
@@ -255,11 +267,15 @@ func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]u
 	}
 	le.PutUint64(r[56:], 0)
 	if in > 0 {
-		copy(r[recHdr:], inbox[:in])
+		copy(r[recHdr:], inbox)
 	}
 	ps.hit(crashpoint.CommitTorn)
 	le.PutUint32(r[4:], crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(r[recHdr:], crcTab))
-	atomic.StoreUint32(ps.word(ps.g.journal[0]+ps.jused), magicIntent^uint32(ps.seq))
+	// A plain store: the check covers the record, so a kill that lands the
+	// word before the bytes leaves a record that fails it (the journal's
+	// end); the stores that follow (the VF's acknowledgement, effects) are
+	// in program order after it.
+	le.PutUint32(r, magicIntent^uint32(ps.seq))
 	ps.cur, ps.curSeq, ps.pending = ps.jused, ps.seq, true
 	ps.jused += n
 	if ps.jused > ps.g.journal[1]/2 {
@@ -285,10 +301,11 @@ func (ps *pstate) record(kind uint8, vf int) {
 	ps.commit(mlx4.OK)
 }
 
-// resultCheck is the check of a record's result: its sequence and status
-// (computed in place: a stack copy would escape to the heap in crc32).
+// resultCheck is the check of a record's result against a corrupted status
+// word (a kill cannot tear it: the commit word is stored after it).
 func resultCheck(r []byte) uint32 {
-	return crc32.Update(crc32.Checksum(r[8:16], crcTab), crcTab, r[56:60])
+	le := binary.LittleEndian
+	return ^le.Uint32(r[56:]) ^ uint32(le.Uint64(r[8:])) ^ magicCommit
 }
 
 // jrec is a decoded journal record.
@@ -378,8 +395,9 @@ func (ps *pstate) slotBytes(vf int) []byte {
 
 // writeSlot writes VF vf's result slot, commit word last.
 func (ps *pstate) writeSlot(vf int, s *slot, outbox *[mlx4.MailboxSize]byte) {
+	// A slot torn by a kill fails its check; its command's record is not
+	// committed either, and the slot is not read.
 	b := ps.slotBytes(vf)
-	atomic.StoreUint32(ps.word(ps.g.slots[0]+int64(vf)*slotSize), 0)
 	le := binary.LittleEndian
 	le.PutUint64(b[8:], s.seq)
 	le.PutUint32(b[16:], uint32(s.flags)|s.toggle&vhcr.ToggleBit)
@@ -391,13 +409,25 @@ func (ps *pstate) writeSlot(vf int, s *slot, outbox *[mlx4.MailboxSize]byte) {
 	le.PutUint32(b[64:], uint32(s.token))
 	le.PutUint32(b[68:], uint32(s.eqn))
 	le.PutUint32(b[72:], s.prodBefore)
-	n := slotHdr
-	if outbox != nil && s.flags&flagOutbox != 0 {
+	le.PutUint32(b[4:], slotCheck(b, s.flags, outbox))
+	if s.flags&flagOutbox != 0 {
 		copy(b[slotHdr:], outbox[:])
-		n += mlx4.MailboxSize
 	}
-	le.PutUint32(b[4:], crc32.Checksum(b[8:n], crcTab))
-	atomic.StoreUint32(ps.word(ps.g.slots[0]+int64(vf)*slotSize), magicSlot^uint32(s.seq))
+	// The slot counts only once its record's commit word is stored (after
+	// this); its own check word guards against corruption.
+	le.PutUint32(b, magicSlot^uint32(s.seq))
+}
+
+// slotFields is the end of a slot's fields.
+const slotFields = 80
+
+// slotCheck is the check word of a slot: its fields and its outbox.
+func slotCheck(b []byte, flags uint8, outbox *[mlx4.MailboxSize]byte) uint32 {
+	c := crc32.Checksum(b[8:slotFields], crcTab)
+	if outbox != nil && flags&flagOutbox != 0 {
+		c = crc32.Update(c, crcTab, outbox[:])
+	}
+	return c
 }
 
 // clearSlot invalidates VF vf's result slot.
@@ -414,11 +444,13 @@ func readSlot(b []byte) (s slot, ok bool) {
 	}
 	x := le.Uint32(b[16:])
 	s.flags, s.toggle = uint8(x), x&vhcr.ToggleBit
+	var out *[mlx4.MailboxSize]byte
 	n := slotHdr
 	if s.flags&flagOutbox != 0 {
+		out = (*[mlx4.MailboxSize]byte)(b[slotHdr : slotHdr+mlx4.MailboxSize])
 		n += mlx4.MailboxSize
 	}
-	if le.Uint32(b[4:]) != crc32.Checksum(b[8:n], crcTab) {
+	if le.Uint32(b[4:]) != slotCheck(b, s.flags, out) {
 		return s, false
 	}
 	s.status = mlx4.Status(le.Uint32(b[20:]))
@@ -537,10 +569,27 @@ func decodeCheckpoint(s []byte, gen uint32) (*Checkpoint, error) {
 	return &c, nil
 }
 
-// inboxLen is the length of the inbox up to its last non-zero 8-byte word.
-func inboxLen(in *[mlx4.MailboxSize]byte) int {
-	for n := mlx4.MailboxSize; n > 0; n -= 8 {
-		if binary.LittleEndian.Uint64(in[n-8:n]) != 0 {
+// zeroChunk is compared against (the runtime's vectorised memequal).
+var zeroChunk [512]byte
+
+// inboxLen is the length of in up to its last non-zero 8-byte word (in's
+// length a multiple of 8): 512-byte chunks from the end, then 64-byte
+// blocks, then words.
+func inboxLen(in []byte) int {
+	le := binary.LittleEndian
+	n := len(in) &^ 7
+	for ; n >= len(zeroChunk); n -= len(zeroChunk) {
+		if !bytes.Equal(in[n-len(zeroChunk):n], zeroChunk[:]) {
+			break
+		}
+	}
+	for ; n >= 64; n -= 64 {
+		if !bytes.Equal(in[n-64:n], zeroChunk[:64]) {
+			break
+		}
+	}
+	for ; n > 0; n -= 8 {
+		if le.Uint64(in[n-8:n]) != 0 {
 			return n
 		}
 	}

@@ -12,9 +12,12 @@ func FuzzJournalRecord(f *testing.F) {
 	ps.g.journal = [2]int64{hdrSize, recHdr + 4096}
 	var w [4]uint64
 	w[0], w[3] = 0x1000, 0x31
-	ps.intent(recCmd, 2, flagExec, 1<<31, &w, nil)
+	ps.intent(recCmd, 2, flagExec|flagInbox, 1<<31, &w, []byte{1, 2, 3, 4, 5, 6, 7, 8})
 	ps.commit(0)
-	f.Add(append([]byte(nil), ps.b[hdrSize:hdrSize+recHdr]...), uint64(1))
+	if _, ok := readRecord(ps.b[hdrSize:], 0, 1, 4); !ok {
+		f.Fatal("the journal's own record does not decode")
+	}
+	f.Add(append([]byte(nil), ps.b[hdrSize:hdrSize+recHdr+8]...), uint64(1))
 	f.Fuzz(func(t *testing.T, j []byte, seq uint64) {
 		rec, ok := readRecord(j, 0, seq, 4)
 		if !ok {
@@ -32,6 +35,9 @@ func FuzzResultSlot(f *testing.F) {
 	ps := &pstate{b: make([]byte, hdrSize+slotSize), nvf: 1}
 	ps.g.slots = [2]int64{hdrSize, slotSize}
 	ps.writeSlot(0, &slot{seq: 7, toggle: 1 << 31, status: 0, w: [4]uint64{1, 2, 3, 4}, eqn: -1}, nil)
+	if _, ok := readSlot(ps.b[hdrSize:]); !ok {
+		f.Fatal("a slot as written does not decode")
+	}
 	f.Add(append([]byte(nil), ps.b[hdrSize:]...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) < slotSize {
@@ -61,4 +67,18 @@ func FuzzCheckpoint(f *testing.F) {
 			t.Fatal("checkpoint without its HCA image accepted")
 		}
 	})
+}
+
+func TestInboxLen(t *testing.T) {
+	var in [4096]byte
+	if n := inboxLen(in[:]); n != 0 {
+		t.Fatalf("zero inbox: %d", n)
+	}
+	for _, at := range []int{0, 7, 8, 63, 64, 65, 1000, 4032, 4095} {
+		clear(in[:])
+		in[at] = 1
+		if n, want := inboxLen(in[:]), (at/8+1)*8; n != want {
+			t.Errorf("last non-zero byte %d: %d, want %d", at, n, want)
+		}
+	}
 }

@@ -36,10 +36,30 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	w0, w1, w2, w3 := mlx4.VHCRWords(m)
 	c := p.decode(i, st, w0, w1, w2, w3)
 	e := p.table.Lookup(c.Op)
-	if e == nil || !e.plain || c.EBit || !e.OpModOK(c.OpMod) || e.journal && p.ps != nil {
+	if e == nil || !e.plain || c.EBit || !e.OpModOK(c.OpMod) {
 		return false
 	}
 	t0, timed := p.start()
+	if e.journal && p.ps != nil {
+		// Journaled as on the general path (pfstate.go): intent, execute,
+		// result committed, then the write-back and the toggle.
+		sh := [4]uint64{w0, w1, w2, w3}
+		toggle := w & vhcr.ToggleBit
+		p.makeRoom(recHdr)
+		if p.ps != nil {
+			p.ps.intent(recCmd, i, flagExec, toggle, &sh, nil)
+		}
+		p.hit(crashpoint.PostAccepted)
+		status := p.hca.Exec(c)
+		p.hit(crashpoint.PostExecuting)
+		p.journalResult(i, c, status, e.OutIsImm, toggle, &sh, false, false, 0)
+		storeBack(m, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3))
+		p.hit(crashpoint.PostWrittenBack)
+		st.lastWord = w
+		st.reply(toggle)
+		p.account(i, e, c, status, toggle, timed, t0)
+		return true
+	}
 	crashpoint.Hit(crashpoint.PostAccepted)
 	status := p.hca.Exec(c)
 	crashpoint.Hit(crashpoint.PostExecuting)
