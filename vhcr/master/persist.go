@@ -8,11 +8,14 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 )
 
-// Persistence: each VF's channel state is kept in a record in the header
-// (PF-private words, read only at PF start), so that a restarted PF resumes
-// the channels, posted commands included. Every change of the state is
+// Persistence: each VF's channel state is kept in a record in the PF state
+// file (pfstate.go; without one, in PF-private words of the header), read
+// only at PF start, so that a restarted PF resumes the channels, posted
+// commands included. With a state file the header's first word of each
+// record only mirrors the last command for vhcr.Attachment.ChannelUp. Every change of the state is
 // written here before the VF can see it acknowledged (acknowledge,
 // violation); a VHCR_POST after a VHCR_POST changes nothing and writes
 // nothing, so the hot path does not pay for it.
@@ -177,8 +180,12 @@ func (p *PF) persistVF(i int) {
 	hi, lo := uint32(rec.vhcr>>32), uint32(rec.vhcr)
 	st.persist[0].Store(w0)
 	st.persist[2].Store(hi)
+	crashpoint.Hit(crashpoint.CommitTorn)
 	st.persist[3].Store(lo)
 	st.persist[1].Store(recordCheck(w0, hi, lo, i, p.gen))
+	if st.mirror != (bar.Reg{}) {
+		st.mirror.Store(w0)
+	}
 	st.rec, st.recOK = rec, true
 }
 
@@ -195,8 +202,9 @@ func (p *PF) restore(b bar.Region, l vhcr.Layout, gen uint32) int {
 		}
 		return 0
 	}
-	global := ""
-	if old, err := vhcr.ReadLayout(b); err != nil {
+	global := p.stateCause // the objects are lost: every VF that used its channel is told
+	if old, err := vhcr.ReadLayout(b); global != "" {
+	} else if err != nil {
 		global = err.Error()
 	} else if old != l {
 		global = fmt.Sprintf("the header describes another layout (%d VFs, windows of %#x at %#x) than this PF serves (%d VFs, windows of %#x at %#x)",

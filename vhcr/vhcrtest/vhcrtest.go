@@ -47,11 +47,13 @@ type Rig struct {
 	PF      *master.PF
 	Config  *config.Config
 
-	opts    Options
-	sw, sr  []bar.Reg // per VF: slave_write and slave_read
-	toggles []uint32  // per VF: the toggle of the last Write
-	cancel  context.CancelFunc
-	done    chan error
+	opts Options
+	// StateFile is the PF state file when Options.State is set.
+	StateFile bar.Region
+	sw, sr    []bar.Reg // per VF: slave_write and slave_read
+	toggles   []uint32  // per VF: the toggle of the last Write
+	cancel    context.CancelFunc
+	done      chan error
 }
 
 // Window is the DMA window size rigs use unless Options say otherwise.
@@ -81,6 +83,9 @@ type Options struct {
 	// Interrupts is the PF's MSI-X delivery (master.Options.Interrupts,
 	// e.g. an irq.Set); nil: none.
 	Interrupts hca.Interrupts
+	// State gives the PFs a state file (master.Options.State) on the
+	// heap, kept across Rebuild: objects and pending commands survive.
+	State bool
 }
 
 // New builds a PF for n VFs over fresh heap regions (DMA in a separate
@@ -215,7 +220,12 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	pf, err := master.New(master.Options{BAR: r.BAR, VFBARs: r.VFBARs, GuestRAM: r.GuestRAM, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, Interrupts: r.opts.Interrupts})
+	if r.opts.State && r.StateFile == nil {
+		if r.StateFile, err = bar.NewMem("pfstate", master.StateFileSize(r.Layout, h.Res.Config().EQsPerVF)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pf, err := master.New(master.Options{BAR: r.BAR, VFBARs: r.VFBARs, GuestRAM: r.GuestRAM, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, Interrupts: r.opts.Interrupts, State: r.StateFile})
 	if err != nil {
 		t.Fatal(err)
 	}
