@@ -115,7 +115,7 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 	copy(eq.ctx[:], c.Inbox[:])
 	// Hardware starts the indexes from the context (mlx4 writes zeros).
 	eq.cons, eq.prod = ctx.Consumer, ctx.Producer
-	if err := eq.handOver(); err != nil {
+	if err := h.handOverUnlessQuiet(eq); err != nil {
 		undo()
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
 	}
@@ -123,6 +123,7 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 		eq.dbAtCreate, eq.dbStale = h.fw.doorbell(c.VF, eqn)
 	}
 	h.fw.eqs[o.ID] = eq
+	h.eqPos(eq.vf, eq.eqn, eq.prod, true)
 	h.Res.EndMove(o)
 	return mlx4.OK
 }
@@ -174,6 +175,7 @@ func (h *HCA) HW2SW_EQ(c *mlx4.Cmd) mlx4.Status {
 
 func (h *HCA) dropEQ(vf, eqn int, id uint64) {
 	delete(h.fw.eqs, id)
+	h.eqPos(vf, eqn, 0, false)
 	v := &h.fw.vfs[vf]
 	for i := range v.eventEQ {
 		if int(v.eventEQ[i]) == eqn {
@@ -305,6 +307,9 @@ func (h *HCA) SetEQEObserver(posted func(vf, eqn int, eqe *[mlx4.EQESize]byte)) 
 // ring full → ErrOverrun (counted, dropped); a ring page the VF's window no
 // longer allows → the DMA error. It never blocks and allocates nothing.
 func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
+	if h.fw.quiet {
+		return nil
+	}
 	eq, err := h.mappedEQ(vf, eventType)
 	if err != nil {
 		if errors.Is(err, ErrNoEQ) {
@@ -340,6 +345,7 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 		return err
 	}
 	eq.prod = (eq.prod + 1) & mlx4.EQIndexMask
+	h.eqPos(vf, eq.eqn, eq.prod, true)
 	st.EQEs.Add(1)
 	if eventType == mlx4.EventCmd {
 		st.Completes.Add(1)

@@ -52,6 +52,8 @@ type firmware struct {
 
 	doorbell func(vf, eqn int) (uint32, bool)           // EQ doorbell reader, or nil
 	posted   func(vf, eqn int, eqe *[mlx4.EQESize]byte) // EQE observer, or nil
+	pos      func(vf, eqn int, prod uint32, live bool)  // EQ producer positions (image.go), or nil
+	quiet    bool                                       // replaying: no VF memory written, no EQE, no positions (image.go)
 
 	counterPort map[uint64]int // counter index → physical port it counts (handleCounter)
 

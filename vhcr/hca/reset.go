@@ -38,6 +38,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 			delete(h.fw.mpts, o.ID)
 		case restrack.EQ:
 			delete(h.fw.eqs, o.ID)
+			h.eqPos(o.Owner, int(o.ID&0x3ff), 0, false)
 		case restrack.MTT:
 			delete(h.fw.mtt, o.ID)
 		case restrack.Counter:

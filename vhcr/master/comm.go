@@ -5,6 +5,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 )
 
 // The comm channel state machine (mlx4_master_do_cmd): scanning the comm
@@ -29,6 +30,9 @@ func (p *PF) scan() bool {
 	}
 	if p.next++; p.next == n {
 		p.next = 0
+	}
+	if p.ps != nil && p.ps.half {
+		p.checkpoint()
 	}
 	return busy
 }
@@ -136,6 +140,7 @@ func (p *PF) serve(i int, w uint32) {
 		}
 		// mlx4_master_activate_admin_state: VST VLAN and spoof-checked MAC
 		// registered; no room resets the VF, as mlx4 does.
+		p.journalRecord(recActivate, i)
 		if err := p.hca.ActivateVF(i); err != nil {
 			p.violation(i, toggle, ResetAdminState, err.Error(), w)
 			return
@@ -156,6 +161,9 @@ func (p *PF) serve(i int, w uint32) {
 		return
 	}
 	p.acknowledge(i, cmd, reply)
+	if cmd == vhcr.CommReset {
+		crashpoint.Hit(crashpoint.ResetAcked)
+	}
 }
 
 // acknowledge records cmd as the VF's last command, persists the channel
@@ -195,6 +203,7 @@ func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word u
 func (p *PF) resetFunction(i int, why ResetReason) {
 	st := &p.vfs[i]
 	if p.reset != nil {
+		p.journalRecord(recReset, i)
 		p.reset.ResetFunction(i)
 	}
 	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 )
 
 // Persistence: each VF's channel state is kept in a record in the header
@@ -177,6 +178,7 @@ func (p *PF) persistVF(i int) {
 	hi, lo := uint32(rec.vhcr>>32), uint32(rec.vhcr)
 	st.persist[0].Store(w0)
 	st.persist[2].Store(hi)
+	crashpoint.Hit(crashpoint.CommitTorn)
 	st.persist[3].Store(lo)
 	st.persist[1].Store(recordCheck(w0, hi, lo, i, p.gen))
 	st.rec, st.recOK = rec, true
@@ -195,8 +197,9 @@ func (p *PF) restore(b bar.Region, l vhcr.Layout, gen uint32) int {
 		}
 		return 0
 	}
-	global := ""
-	if old, err := vhcr.ReadLayout(b); err != nil {
+	global := p.stateCause // the objects are lost: every VF that used its channel is told
+	if old, err := vhcr.ReadLayout(b); global != "" {
+	} else if err != nil {
 		global = err.Error()
 	} else if old != l {
 		global = fmt.Sprintf("the header describes another layout (%d VFs, windows of %#x at %#x) than this PF serves (%d VFs, windows of %#x at %#x)",

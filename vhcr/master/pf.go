@@ -46,6 +46,11 @@ type Options struct {
 	// Trace is the command trace the poller writes (NewTrace), or nil:
 	// off. A ring nobody holds costs one load per record site.
 	Trace *trace.Ring
+	// State is the PF-private state file (StateFileSize bytes; pfstate.go)
+	// that makes the model, pending commands and completions survive the
+	// PF's death; nil turns that persistence off (for tests and for the
+	// cost measurement only: the channel state alone is then restored).
+	State bar.Region
 }
 
 // PF is the master side of the comm channel for all VFs of one region.
@@ -91,6 +96,9 @@ type PF struct {
 	stopping atomic.Bool
 	scans    uint64
 	gen      uint32 // PF_GEN of this PF: the generation its state records are written under
+	ps       *pstate
+	// stateCause is why the state file was not trusted ("" if it was)
+	stateCause string
 }
 
 type vfState struct {
@@ -215,6 +223,20 @@ func New(o Options) (*PF, error) {
 			st.lastMlx4 = st.completions == CompletionsMlx4
 		}
 	}
+	var ps *pstate
+	var pending *jrec
+	if o.State != nil {
+		if ps, err = openState(o.State, l, o.HCA.Res.Config().EQsPerVF); err != nil {
+			return nil, err
+		}
+		if pending, p.stateCause = p.loadState(ps, l); p.stateCause != "" {
+			p.log.Warn("PF state file not trusted: the VFs' objects are lost; resetting every VF that used its channel with bit 17", "file", o.State.Name(), "cause", p.stateCause)
+			if err := p.freshHCA(); err != nil {
+				return nil, err
+			}
+			pending = nil
+		}
+	}
 	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
 	// Every record is written under the new generation, then PF_GEN is
 	// advanced (a PF killed in between leaves records a restart trusts).
@@ -236,6 +258,17 @@ func New(o Options) (*PF, error) {
 	}
 	if err := o.BAR.Store32(vhcr.HdrPFGen, p.gen); err != nil {
 		return nil, err
+	}
+	if ps != nil {
+		if cause, fresh := ps.checkHeader(l); fresh || cause != "" {
+			ps.format(l)
+		}
+		p.hca.SetEQPositions(ps.setPos)
+		p.ps = ps
+		p.checkpoint() // the journal starts empty from here
+		for i := range p.vfs {
+			p.resume(i, pending)
+		}
 	}
 	p.pfState.Store(vhcr.PFStateInit)
 	if restored > 0 {

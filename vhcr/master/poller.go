@@ -245,6 +245,7 @@ func (p *PF) runRequests() {
 	for _, f := range reqs {
 		f()
 	}
+	p.checkpoint() // what the requests changed (an operator's port or VF settings)
 }
 
 // VFInfo is a snapshot of one VF's channel state.

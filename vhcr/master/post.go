@@ -6,6 +6,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -35,12 +36,15 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	w0, w1, w2, w3 := mlx4.VHCRWords(m)
 	c := p.decode(i, st, w0, w1, w2, w3)
 	e := p.table.Lookup(c.Op)
-	if e == nil || !e.plain || c.EBit || !e.OpModOK(c.OpMod) {
+	if e == nil || !e.plain || c.EBit || !e.OpModOK(c.OpMod) || e.journal && p.ps != nil {
 		return false
 	}
 	t0, timed := p.start()
+	crashpoint.Hit(crashpoint.PostAccepted)
 	status := p.hca.Exec(c)
+	crashpoint.Hit(crashpoint.PostExecuting)
 	storeBack(m, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3))
+	crashpoint.Hit(crashpoint.PostWrittenBack)
 	st.lastWord = w
 	st.reply(w & vhcr.ToggleBit) // acknowledge: the last command stays VHCR_POST
 	p.account(i, e, c, status, w&vhcr.ToggleBit, timed, t0)
@@ -94,41 +98,76 @@ func (p *PF) post(i int, toggle uint32) error {
 	if event {
 		st.lastMlx4 = !seed
 	}
+	w := [4]uint64{w0, w1, w2, w3}
+	journaled := p.ps != nil && (event || status == mlx4.OK && e.journal)
+	if journaled {
+		// The intent is durable before anything the VF can see: the
+		// seed's early acknowledgement, or any effect of the command.
+		p.journalIntent(i, c, e, status, seed, event, toggle, &w)
+	}
 	if seed {
 		// The seed's way: accept now, the VF may post its next command.
 		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
 	}
-	if status == mlx4.OK {
-		status = p.hca.Exec(c)
-	}
-	if status == mlx4.OK && c.Outbox != nil {
-		if err := out.CopyOut(0, p.outbox[:]); err != nil {
-			p.stats.DMA[i]++
-			return fmt.Errorf("writing the outbox: %w", err)
-		}
-	}
-	imm := e != nil && e.OutIsImm
-	if seed {
-		p.completionEQE(i, c.Token, status, imm, c.OutParam)
-	} else {
-		if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(status, w3)); err != nil {
-			p.stats.DMA[i]++
-			return fmt.Errorf("writing the vHCR: %w", err)
-		}
-		if event {
-			// mlx4's way (complete.go): the vHCR written back, then the
-			// EQE with ++event_eq[CMD].token, status 0, out_param 0, then
-			// the toggle.
-			st.cmdToken++
-			p.completionEQE(i, st.cmdToken, mlx4.OK, false, 0)
-		}
-		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
+	crashpoint.Hit(crashpoint.PostAccepted)
+	status, err = p.execute(i, c, e, status, out, toggle, &w, event, seed, journaled)
+	if err != nil {
+		return err
 	}
 	p.account(i, e, c, status, toggle, timed, t0)
 	if event {
 		p.flushEQE()
 	}
 	return nil
+}
+
+// execute runs an admitted command (status OK) or answers a refused one,
+// commits its result where it was journaled, and delivers it: the outbox,
+// then (the seed's way) the completion EQE, or the write-back, mlx4's EQE
+// and the toggle. It returns the final status. A restarted PF runs a
+// journaled command that had not committed through it too.
+func (p *PF) execute(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, out dma.Mailbox, toggle uint32, w *[4]uint64, event, seed, journaled bool) (mlx4.Status, error) {
+	st := &p.vfs[i]
+	if status == mlx4.OK {
+		status = p.hca.Exec(c)
+	}
+	crashpoint.Hit(crashpoint.PostExecuting)
+	if status == mlx4.OK && c.Outbox != nil {
+		if err := out.CopyOut(0, p.outbox[:]); err != nil {
+			p.stats.DMA[i]++
+			if journaled {
+				p.ps.commit(status) // executed: its effect stays; the channel is reset
+			}
+			return status, fmt.Errorf("writing the outbox: %w", err)
+		}
+	}
+	imm := e != nil && e.OutIsImm
+	token := c.Token
+	if event && !seed {
+		st.cmdToken++
+		token = st.cmdToken
+	}
+	if journaled {
+		p.journalResult(i, c, status, imm, toggle, w, event, seed, token)
+	}
+	if seed {
+		p.completionEQE(i, token, status, imm, c.OutParam)
+		crashpoint.Hit(crashpoint.PostWrittenBack)
+		return status, nil
+	}
+	if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(status, w[3])); err != nil {
+		p.stats.DMA[i]++
+		return status, fmt.Errorf("writing the vHCR: %w", err)
+	}
+	if event {
+		// mlx4's way (complete.go): the vHCR written back, then the
+		// EQE with ++event_eq[CMD].token, status 0, out_param 0, then
+		// the toggle.
+		p.completionEQE(i, token, mlx4.OK, false, 0)
+	}
+	crashpoint.Hit(crashpoint.PostWrittenBack)
+	p.acknowledge(i, vhcr.CommVHCRPost, toggle)
+	return status, nil
 }
 
 // readVHCR copies VF i's vHCR once into the four-word shadow: four 8-byte

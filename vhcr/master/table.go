@@ -14,7 +14,18 @@ type Entry struct {
 
 	index int  // dense index for counters; 0 is "not in the table"
 	plain bool // no mailbox, not EPERM: VHCR_POST's fast path may run it
+	// journal: the command may change the model, so with a state file it
+	// is journaled (pfstate.go) and takes the general path
+	journal bool
 }
+
+// readOnly are the commands that change nothing in the model: with a
+// state file they are not journaled unless they carry the 'e' bit (whose
+// completion token counts). QUERY_IF_STAT is not among them: it may clear
+// the counters it reads.
+var readOnly = map[mlx4.Opcode]bool{mlx4.NOP: true, mlx4.QUERY_DEV_CAP: true, mlx4.QUERY_FW: true, mlx4.QUERY_DDR: true,
+	mlx4.QUERY_ADAPTER: true, mlx4.QUERY_HCA: true, mlx4.QUERY_PORT: true, mlx4.QUERY_FUNC: true, mlx4.QUERY_FUNC_CAP: true,
+	mlx4.QUERY_MPT: true, mlx4.QUERY_EQ: true, mlx4.QUERY_CQ: true, mlx4.QUERY_SRQ: true, mlx4.QUERY_QP: true}
 
 // Table is the command table indexed by opcode: cmd_info[] of mlx4 cmd.c
 // (66 rows), in its order. Opcodes absent from it answer BAD_PARAM (0x03),
@@ -43,6 +54,7 @@ func NewTable() *Table {
 	for i, in := range infos {
 		e := &t.entries[i]
 		e.Info, e.index = in, i+1
+		e.journal = !in.EPERM && hca.Executes(in.Op) && !readOnly[in.Op]
 		e.plain = !in.EPERM && !in.HasInbox && !in.HasOutbox && hca.Executes(in.Op)
 		t.byOp[in.Op] = e
 	}

@@ -1,0 +1,310 @@
+package hca
+
+import (
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+// An Image is the software HCA's state as plain values, for the PF's state
+// file: the tracker's image and the firmware's objects (QP, CQ, SRQ, MPT,
+// MTT and EQ contexts and states, EQ producer and consumer positions and
+// arm state), the ports' MAC and VLAN tables, each function's event
+// mapping, port settings, vport and filters, counters' ports, multicast
+// attachments and the flow-steering rule numbering. Event counters and the
+// configuration are not part of it: the first are metrics, the second is
+// the restarted PF's own.
+type Image struct {
+	Res       *restrack.Image
+	MTT       map[uint64][]uint64
+	QPs       []QPImage
+	CQs       []CQImage
+	SRQs      []SRQImage
+	MPTs      []MPTImage
+	EQs       []EQImage
+	Ports     []PortImage
+	VFs       []VFImage
+	CounterPt map[uint64]int
+	MCG       map[uint32][][16]byte
+	NextRegID uint64
+}
+
+// QPImage is one QP (tracker id QPN).
+type QPImage struct {
+	QPN       uint32
+	State     mlx4.QPState
+	Port      int
+	Suspended bool
+	Ctx       [mlx4.QPMailboxSize]byte
+	Vport     bool
+}
+
+// CQImage is one CQ.
+type CQImage struct {
+	CQN uint32
+	Ctx [mlx4.CQContextSize]byte
+	EQN int
+}
+
+// SRQImage is one SRQ.
+type SRQImage struct {
+	SRQN  uint32
+	Ctx   [mlx4.SRQContextSize]byte
+	Limit uint16
+}
+
+// MPTImage is one MPT (tracker id).
+type MPTImage struct {
+	ID    uint64
+	Entry [mlx4.MPTEntrySize]byte
+	Valid bool
+}
+
+// EQImage is one EQ of one VF.
+type EQImage struct {
+	VF, EQN    int
+	Ctx        [mlx4.EQContextSize]byte
+	Nent       uint32
+	PageShift  uint
+	Pages      []uint64
+	Prod, Cons uint32
+	Armed      bool
+	DBAtCreate uint32
+	DBStale    bool
+}
+
+// PortImage is one physical port's MAC and VLAN tables.
+type PortImage struct {
+	MAC, VLAN         [macTableSize]uint64
+	MACRefs, VLANRefs [macTableSize]int
+}
+
+// VFImage is one function's firmware state.
+type VFImage struct {
+	EventEQ  [numEventTypes]int16
+	PortOpen [2]bool
+	OldVLAN  bool
+	Promisc  [2]bool
+	VLANFltr [2][128]uint32
+	McastOn  [2]bool
+	Vport    [2]VportImage
+	AdminMAC [2]uint64
+}
+
+// VportImage is one function's operational vport state on a port.
+type VportImage struct {
+	Active, VST, Spoof bool
+	VLAN, QoS          int
+	VLANIdx, MACIdx    int
+	MAC                uint64
+}
+
+// Image returns the HCA's state. Only the poller calls it (as Exec).
+func (h *HCA) Image() *Image {
+	fw := h.fw
+	im := &Image{Res: h.Res.Image(), MTT: map[uint64][]uint64{}, CounterPt: map[uint64]int{}, MCG: map[uint32][][16]byte{}, NextRegID: fw.nextRegID}
+	for k, v := range fw.mtt {
+		im.MTT[k] = append([]uint64(nil), v...)
+	}
+	for n, q := range fw.qps {
+		im.QPs = append(im.QPs, QPImage{QPN: n, State: q.state, Port: q.port, Suspended: q.suspended, Ctx: q.ctx, Vport: q.vport})
+	}
+	for n, c := range fw.cqs {
+		im.CQs = append(im.CQs, CQImage{CQN: n, Ctx: c.ctx, EQN: c.eqn})
+	}
+	for n, s := range fw.srqs {
+		im.SRQs = append(im.SRQs, SRQImage{SRQN: n, Ctx: s.ctx, Limit: s.limit})
+	}
+	for id, m := range fw.mpts {
+		im.MPTs = append(im.MPTs, MPTImage{ID: id, Entry: m.entry, Valid: m.valid})
+	}
+	for _, e := range fw.eqs {
+		im.EQs = append(im.EQs, EQImage{VF: e.vf, EQN: e.eqn, Ctx: e.ctx, Nent: e.nent, PageShift: e.pageShift, Pages: append([]uint64(nil), e.pages...),
+			Prod: e.prod, Cons: e.cons, Armed: e.armed, DBAtCreate: e.dbAtCreate, DBStale: e.dbStale})
+	}
+	for _, p := range fw.ports {
+		var pi PortImage
+		for i := range p.mac {
+			pi.MAC[i], pi.MACRefs[i] = p.mac[i].value, p.mac[i].refs
+		}
+		for i := range p.vlan {
+			pi.VLAN[i], pi.VLANRefs[i] = p.vlan[i].value, p.vlan[i].refs
+		}
+		im.Ports = append(im.Ports, pi)
+	}
+	for i := range fw.vfs {
+		v := &fw.vfs[i]
+		vi := VFImage{EventEQ: v.eventEQ, PortOpen: v.portOpen, OldVLAN: v.oldVLAN, Promisc: v.promisc, VLANFltr: v.vlanFltr, McastOn: v.mcastOn, AdminMAC: v.adminMAC}
+		for p, o := range v.vport {
+			vi.Vport[p] = VportImage{Active: o.active, VST: o.vst, Spoof: o.spoof, VLAN: o.vlan, QoS: o.qos, VLANIdx: o.vlanIdx, MACIdx: o.macIdx, MAC: o.mac}
+		}
+		im.VFs = append(im.VFs, vi)
+	}
+	for k, v := range fw.counterPort {
+		im.CounterPt[k] = v
+	}
+	for k, v := range fw.mcg {
+		im.MCG[k] = append([][16]byte(nil), v...)
+	}
+	return im
+}
+
+// ErrImage is an image this HCA cannot load.
+var ErrImage = fmt.Errorf("hca: image does not fit this HCA")
+
+// Load replaces the HCA's state with im (an HCA built from the same
+// configuration); window gives each VF's DMA window, which the EQs write
+// through. Every firmware object must have its tracker object; an image
+// that does not fit is refused with ErrImage and the HCA is unchanged.
+func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
+	if im.Res == nil || len(im.Ports) != len(h.fw.ports) || len(im.VFs) != len(h.fw.vfs) {
+		return fmt.Errorf("%w: %d ports, %d VFs", ErrImage, len(im.Ports), len(im.VFs))
+	}
+	tr, err := restrack.New(h.Res.Config())
+	if err != nil {
+		return err
+	}
+	if err := tr.Load(im.Res); err != nil {
+		return fmt.Errorf("%w: %w", ErrImage, err)
+	}
+	obj := func(ty restrack.Type, id uint64) (*restrack.Object, error) {
+		vf, err := tr.Owner(ty, id)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v %#x has no tracker object", ErrImage, ty, id)
+		}
+		return tr.Peek(vf, ty, id)
+	}
+	fw := &firmware{doorbell: h.fw.doorbell, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, dmfs: h.fw.dmfs, nextRegID: im.NextRegID,
+		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{}, srqs: map[uint32]*srqObj{},
+		mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{}, counterPort: map[uint64]int{}, mcg: map[uint32][][16]byte{},
+		ports: make([]portTables, len(h.fw.ports)), vfs: make([]vfFW, len(h.fw.vfs))}
+	for k, v := range im.MTT {
+		if len(v) > 1<<20 {
+			return fmt.Errorf("%w: MTT %#x of %d entries", ErrImage, k, len(v))
+		}
+		fw.mtt[k] = append([]uint64(nil), v...)
+	}
+	for _, q := range im.QPs {
+		o, err := obj(restrack.QP, uint64(q.QPN))
+		if err != nil {
+			return err
+		}
+		fw.qps[q.QPN] = &qpObj{tr: o, state: q.State, port: q.Port, suspended: q.Suspended, ctx: q.Ctx, vport: q.Vport}
+	}
+	for _, c := range im.CQs {
+		o, err := obj(restrack.CQ, uint64(c.CQN))
+		if err != nil {
+			return err
+		}
+		fw.cqs[c.CQN] = &cqObj{tr: o, ctx: c.Ctx, eqn: c.EQN}
+	}
+	for _, s := range im.SRQs {
+		o, err := obj(restrack.SRQ, uint64(s.SRQN))
+		if err != nil {
+			return err
+		}
+		fw.srqs[s.SRQN] = &srqObj{tr: o, ctx: s.Ctx, limit: s.Limit}
+	}
+	for _, m := range im.MPTs {
+		o, err := obj(restrack.MPT, m.ID)
+		if err != nil {
+			return err
+		}
+		fw.mpts[m.ID] = &mptObj{tr: o, entry: m.Entry, valid: m.Valid}
+	}
+	for _, e := range im.EQs {
+		if e.VF < 0 || e.VF >= len(fw.vfs) || e.Nent == 0 || e.Nent&(e.Nent-1) != 0 || e.Nent > 1<<maxEQLogSize || e.PageShift < 12 || e.PageShift > 30 ||
+			uint64(len(e.Pages))<<e.PageShift < uint64(e.Nent)*mlx4.EQESize {
+			return fmt.Errorf("%w: EQ %d of VF %d: %d entries, page shift %d, %d pages", ErrImage, e.EQN, e.VF, e.Nent, e.PageShift, len(e.Pages))
+		}
+		id := restrack.EQID(e.VF, e.EQN)
+		o, err := obj(restrack.EQ, id)
+		if err != nil {
+			return err
+		}
+		fw.eqs[id] = &eqObj{tr: o, vf: e.VF, eqn: e.EQN, ctx: e.Ctx, nent: e.Nent, pageShift: e.PageShift, pages: append([]uint64(nil), e.Pages...),
+			win: window(e.VF), prod: e.Prod, cons: e.Cons, armed: e.Armed, dbAtCreate: e.DBAtCreate, dbStale: e.DBStale}
+	}
+	for p := range fw.ports {
+		pi := &im.Ports[p]
+		for i := range fw.ports[p].mac {
+			fw.ports[p].mac[i] = tableEntry{value: pi.MAC[i], refs: pi.MACRefs[i]}
+		}
+		for i := range fw.ports[p].vlan {
+			fw.ports[p].vlan[i] = tableEntry{value: pi.VLAN[i], refs: pi.VLANRefs[i]}
+		}
+	}
+	for i := range fw.vfs {
+		vi, v := &im.VFs[i], &fw.vfs[i]
+		v.eventEQ, v.portOpen, v.oldVLAN, v.promisc, v.vlanFltr, v.mcastOn, v.adminMAC = vi.EventEQ, vi.PortOpen, vi.OldVLAN, vi.Promisc, vi.VLANFltr, vi.McastOn, vi.AdminMAC
+		for p, o := range vi.Vport {
+			v.vport[p] = vportOper{active: o.Active, vst: o.VST, spoof: o.Spoof, vlan: o.VLAN, qos: o.QoS, vlanIdx: o.VLANIdx, macIdx: o.MACIdx, mac: o.MAC}
+		}
+	}
+	for k, v := range im.CounterPt {
+		fw.counterPort[k] = v
+	}
+	for k, v := range im.MCG {
+		fw.mcg[k] = append([][16]byte(nil), v...)
+	}
+	// Event counters stay this HCA's (metrics read them through Stats).
+	for i := range fw.vfs {
+		fw.vfs[i].stats.EQEs.Store(h.fw.vfs[i].stats.EQEs.Load())
+		fw.vfs[i].stats.Overruns.Store(h.fw.vfs[i].stats.Overruns.Load())
+		fw.vfs[i].stats.NoEQ.Store(h.fw.vfs[i].stats.NoEQ.Load())
+		fw.vfs[i].stats.Completes.Store(h.fw.vfs[i].stats.Completes.Load())
+	}
+	h.Res, h.fw = tr, fw
+	return nil
+}
+
+// SetEQPositions installs pos, which the HCA calls with an EQ's producer
+// index whenever it changes (created, an EQE written: live) and when the
+// EQ goes away (not live), so that the PF's state file always holds every
+// EQ's position, including the EQEs of events between commands.
+func (h *HCA) SetEQPositions(pos func(vf, eqn int, prod uint32, live bool)) { h.fw.pos = pos }
+
+// SetEQProd sets the producer index of VF vf's EQ eqn, if it exists (a
+// restarted PF, from its state file).
+func (h *HCA) SetEQProd(vf, eqn int, prod uint32) {
+	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.vf == vf {
+		eq.prod = prod & mlx4.EQIndexMask
+	}
+}
+
+// EQProd returns the producer index of VF vf's EQ eqn and whether it exists.
+func (h *HCA) EQProd(vf, eqn int) (uint32, bool) {
+	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.vf == vf {
+		return eq.prod, true
+	}
+	return 0, false
+}
+
+// EventEQ returns the EQ number VF vf mapped for eventType, or -1.
+func (h *HCA) EventEQ(vf int, eventType uint8) int {
+	if vf < 0 || vf >= len(h.fw.vfs) || int(eventType) >= numEventTypes {
+		return -1
+	}
+	return int(h.fw.vfs[vf].eventEQ[eventType])
+}
+
+// SetQuiet turns replay mode on or off: while on, executors change the
+// model's state as usual, but nothing is written to VF memory (no EQE, no
+// ring handed over) and no position is reported. A restarted PF replays
+// its journal this way.
+func (h *HCA) SetQuiet(on bool) { h.fw.quiet = on }
+
+func (h *HCA) eqPos(vf, eqn int, prod uint32, live bool) {
+	if h.fw.pos != nil && !h.fw.quiet {
+		h.fw.pos(vf, eqn, prod, live)
+	}
+}
+
+func (h *HCA) handOverUnlessQuiet(eq *eqObj) error {
+	if h.fw.quiet {
+		return nil
+	}
+	return eq.handOver()
+}

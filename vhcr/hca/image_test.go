@@ -1,0 +1,90 @@
+package hca
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+)
+
+// An HCA loaded from another's image holds the same objects in the same
+// states under the same numbers, hands out the same next numbers and
+// writes the next EQE where the saved one would have.
+func TestImageRoundTrip(t *testing.T) {
+	r := newRig(t, 2, nil)
+	v := r.vf(1)
+	v.setupEQ(3, 4)
+	cq := v.createCQ()
+	qpn, q := v.newQP(cq)
+	v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
+	v.createSRQ()
+	im := r.h.Image()
+
+	b := newRig(t, 2, nil)
+	win := func(vf int) *dma.Window { w, _ := r.sp.Window(vf); return w }
+	if err := b.h.Load(im, win); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.h.Image(); !reflect.DeepEqual(sortImage(got), sortImage(im)) {
+		t.Fatal("image of the loaded HCA differs")
+	}
+	if b.h.fw.qps[qpn].state != mlx4.QP_STATE_INIT {
+		t.Fatalf("QP %#x state %v after load", qpn, b.h.fw.qps[qpn].state)
+	}
+	// Next numbers equal; the object survives under its number.
+	vb := &vf{r: b, n: 1, w: v.w, eq: v.eq, page: v.page}
+	na, _ := v.alloc(restrack.CQ, resOpReserveAndMap, 0)
+	nb, _ := vb.alloc(restrack.CQ, resOpReserveAndMap, 0)
+	if na != nb {
+		t.Fatalf("next CQ %#x after load, %#x without", nb, na)
+	}
+	v.must(v.qpCmd(mlx4.TWO_RST_QP, qpn, nil), "2RST")
+	vb.must(vb.qpCmd(mlx4.TWO_RST_QP, qpn, nil), "2RST after load")
+	na2, _ := r.h.PortChange(1, 4) // VF 0 has no EQ: not counted
+	nb2, _ := b.h.PortChange(1, 4)
+	if na2 != 1 || nb2 != 1 {
+		t.Fatalf("port change EQEs %d after load, %d without", nb2, na2)
+	}
+	ea, eb := r.h.fw.eqs[restrack.EQID(1, 3)], b.h.fw.eqs[restrack.EQID(1, 3)]
+	if ea.prod != eb.prod || eb.win == nil {
+		t.Fatalf("EQ producer %d after load, %d", eb.prod, ea.prod)
+	}
+}
+
+func TestImageRefusedByOtherHCA(t *testing.T) {
+	r := newRig(t, 2, nil)
+	b := newRig(t, 3, nil)
+	if err := b.h.Load(r.h.Image(), nil); !errors.Is(err, ErrImage) {
+		t.Fatalf("image of 2 VFs into 3: %v", err)
+	}
+	v := r.vf(0)
+	v.setupEQ(1, 4)
+	v.createCQ()
+	im := r.h.Image()
+	im.Res.Objects = nil // firmware objects without tracker objects
+	c := newRig(t, 2, nil)
+	if err := c.h.Load(im, nil); !errors.Is(err, ErrImage) {
+		t.Fatalf("objects without their tracker objects: %v", err)
+	}
+}
+
+// sortImage puts the slices built from maps in a fixed order.
+func sortImage(im *Image) *Image {
+	sortBy(im.QPs, func(a, b QPImage) bool { return a.QPN < b.QPN })
+	sortBy(im.CQs, func(a, b CQImage) bool { return a.CQN < b.CQN })
+	sortBy(im.SRQs, func(a, b SRQImage) bool { return a.SRQN < b.SRQN })
+	sortBy(im.MPTs, func(a, b MPTImage) bool { return a.ID < b.ID })
+	sortBy(im.EQs, func(a, b EQImage) bool { return a.VF<<16|a.EQN < b.VF<<16|b.EQN })
+	return im
+}
+
+func sortBy[T any](s []T, less func(a, b T) bool) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && less(s[j], s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

@@ -1,0 +1,33 @@
+// Package crashpoint kills the process at named points of the PF's post
+// path and of its state commit, for the crash tier: built with
+// `-tags crashpoints`, Hit(name) sends SIGKILL to its own process when the
+// environment variable VHCRD_CRASHPOINT selects that point
+// (VHCRD_CRASHPOINT=name kills at the first hit, name:N at the Nth). Without
+// the tag Hit is an empty function the compiler removes.
+//
+// The points (stable names; Names lists them):
+//
+//	post-accepted      a VHCR_POST's intent is durable (and, completed the
+//	                   seed's way, the toggle acknowledged); nothing executed
+//	post-executing     the command has executed; its result is not committed
+//	post-written-back  the result is committed and written back into the
+//	                   vHCR (or its EQE posted); the toggle is not written
+//	reset-acked        a RESET is acknowledged; the VF's VHCR0 not yet served
+//	commit-torn        in the middle of writing a journal record: the record
+//	                   is half written, its commit word not
+package crashpoint
+
+// The named points.
+const (
+	PostAccepted    = "post-accepted"
+	PostExecuting   = "post-executing"
+	PostWrittenBack = "post-written-back"
+	ResetAcked      = "reset-acked"
+	CommitTorn      = "commit-torn"
+)
+
+// Names lists every point.
+var Names = []string{PostAccepted, PostExecuting, PostWrittenBack, ResetAcked, CommitTorn}
+
+// EnvVar selects the point (name or name:N).
+const EnvVar = "VHCRD_CRASHPOINT"

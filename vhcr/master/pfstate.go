@@ -1,0 +1,506 @@
+package master
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sync/atomic"
+
+	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// The PF-private state file (<bar>.pfstate, tmpfs by default, covered by
+// the regions' one-owner claim) holds what a PF killed at any instruction
+// needs to continue as if it had not died: the software HCA and its
+// tracker (a checkpoint), every command since (a redo journal), each VF's
+// last command with its result (exactly once), and the EQs' producer
+// positions. Plain stores into a shared mapping survive the death of the
+// process, so committing costs stores and no syscall.
+//
+// Layout (little-endian; the region is written by this PF only):
+//
+//	0x0000  header: magic "VHCRPFS1", version, VF count, EQs per VF, journal
+//	        and checkpoint sizes, layout check, CRC32C of these; at 0x40 the
+//	        active word (checkpoint generation << 1 | slot), switched last
+//	0x1000  result slots, one of slotSize per VF
+//	        EQ positions, one word per VF and EQ number (bit 31: the EQ lives)
+//	        the journal
+//	        two checkpoint slots
+//
+// A command whose effect or reply the VF depends on (every command that may
+// change the model, and every 'e' command, whose completion token counts)
+// goes: intent record (VF, toggle, the vHCR shadow, the inbox shadow; CRC;
+// commit word last) → [the seed's early acknowledgement] → execute → the
+// VF's result slot (identity, status, immediate output, outbox, token,
+// completion EQ and its producer index before the EQE; CRC; commit word
+// last) → the record's result (status; CRC; commit word last) →
+// write-back, EQE, acknowledgement. A restarted PF loads the checkpoint,
+// replays the committed records quietly (no VF memory written) and checks
+// that each gives its recorded status; it then re-delivers a committed
+// result the VF has not seen (write-back, outbox, EQE, toggle) instead of
+// executing again, and executes a command whose record has no result yet.
+// Checkpoints are taken between scans when the journal is half full (and
+// before a record that would not fit), after requests run by Do, and at
+// start: the journal is bounded by its size.
+
+const (
+	stateMagic   = "VHCRPFS1"
+	stateVersion = 1
+
+	hdrSize     = 0x1000
+	offActive   = 0x40
+	slotSize    = 0x2000
+	slotHdr     = 0x80
+	recHdr      = 64
+	ckptHdr     = 64
+	defJournal  = 4 << 20
+	defCkptSize = 16 << 20
+
+	magicIntent = 0x494e5431 // "INT1" ^ seq
+	magicCommit = 0x434d5431 // "CMT1" ^ seq
+	magicSlot   = 0x534c5431 // "SLT1" ^ seq
+
+	recCmd      = 1
+	recReset    = 2
+	recActivate = 3
+
+	flagInbox  = 1 << 0
+	flagSeed   = 1 << 1
+	flagEvent  = 1 << 2
+	flagOutbox = 1 << 3
+	flagImm    = 1 << 4
+	flagExec   = 1 << 5 // the command executes (else only its token counts)
+)
+
+// ErrStateFile is a state file that cannot be used (too small, unmapped).
+var ErrStateFile = errors.New("master: state file")
+
+// StateFileSize is the size of the state file for a layout with eqsPerVF
+// EQ numbers per VF.
+func StateFileSize(l vhcr.Layout, eqsPerVF int) int64 {
+	g := stateGeometry(l.NumVFs, eqsPerVF)
+	return g.size
+}
+
+type geometry struct {
+	slots, pos, journal, ckpt [2]int64 // offset, size (ckpt: slot 0; slot 1 follows)
+	size                      int64
+}
+
+func stateGeometry(nvf, eqs int) geometry {
+	var g geometry
+	off := int64(hdrSize)
+	g.slots = [2]int64{off, int64(nvf) * slotSize}
+	off += g.slots[1]
+	g.pos = [2]int64{off, (int64(nvf*eqs)*4 + 0xfff) &^ 0xfff}
+	off += g.pos[1]
+	g.journal = [2]int64{off, defJournal}
+	off += defJournal
+	g.ckpt = [2]int64{off, defCkptSize}
+	g.size = off + 2*defCkptSize
+	return g
+}
+
+var crcTab = crc32.MakeTable(crc32.Castagnoli)
+
+// pstate is the PF's handle on its state file; only the poller uses it.
+type pstate struct {
+	b     []byte
+	g     geometry
+	nvf   int
+	eqs   int
+	seq   uint64  // last record written
+	jused int64   // bytes of the journal in use
+	half  bool    // the journal is half full: checkpoint between scans
+	act   *uint32 // the active word
+	// the current record: its offset, and whether it awaits its result
+	cur     int64
+	curSeq  uint64
+	pending bool
+	ckGen   uint32
+	ckErr   error // the last checkpoint's failure (logged once)
+}
+
+func openState(r bar.Region, l vhcr.Layout, eqs int) (*pstate, error) {
+	g := stateGeometry(l.NumVFs, eqs)
+	if r.Size() < g.size {
+		return nil, fmt.Errorf("%s: %w: %d VFs need %#x bytes, the file has %#x", r.Name(), ErrStateFile, l.NumVFs, g.size, r.Size())
+	}
+	b, err := r.Bytes()
+	if err != nil || !r.Shared() {
+		return nil, fmt.Errorf("%s: %w: not mapped shared memory (%v)", r.Name(), ErrStateFile, err)
+	}
+	ps := &pstate{b: b, g: g, nvf: l.NumVFs, eqs: eqs}
+	if ps.act, err = bar.Word(r, offActive); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// word returns the 32-bit word at off for atomic access (commit words).
+func (ps *pstate) word(off int64) *uint32 { return (*uint32)(wordPtr(ps.b, off)) }
+
+// header fields
+func (ps *pstate) headerBytes(l vhcr.Layout) []byte {
+	var h [32]byte
+	copy(h[:8], stateMagic)
+	le := binary.LittleEndian
+	le.PutUint32(h[8:], stateVersion)
+	le.PutUint32(h[12:], uint32(ps.nvf))
+	le.PutUint32(h[16:], uint32(ps.eqs))
+	le.PutUint32(h[20:], uint32(ps.g.journal[1]>>10))
+	le.PutUint32(h[24:], uint32(ps.g.ckpt[1]>>10))
+	var lb [24]byte
+	le.PutUint64(lb[0:], uint64(l.Window))
+	le.PutUint64(lb[8:], uint64(l.DMABase))
+	le.PutUint64(lb[16:], uint64(l.DMASize))
+	le.PutUint32(h[28:], crc32.Checksum(lb[:], crcTab))
+	return h[:]
+}
+
+// checkHeader says why the file's header is not this PF's ("" if it is);
+// fresh reports a file never written.
+func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
+	b := ps.b
+	if bytes.Equal(b[:offActive+4], make([]byte, offActive+4)) {
+		return "", true
+	}
+	want := ps.headerBytes(l)
+	le := binary.LittleEndian
+	if string(b[:8]) != stateMagic {
+		return fmt.Sprintf("state file magic %q", b[:8]), false
+	}
+	if le.Uint32(b[32:]) != crc32.Checksum(b[:32], crcTab) {
+		return "state file header checksum mismatch", false
+	}
+	if v := le.Uint32(b[8:]); v != stateVersion {
+		return fmt.Sprintf("state file version %d, this build writes %d", v, stateVersion), false
+	}
+	if !bytes.Equal(b[:32], want) {
+		return fmt.Sprintf("state file of another PF (%d VFs, %d EQs per VF, other sizes or windows)", le.Uint32(b[12:]), le.Uint32(b[16:])), false
+	}
+	return "", false
+}
+
+// format writes a new header and empties the journal, the slots and the
+// positions (a first start, or state that was not trusted).
+func (ps *pstate) format(l vhcr.Layout) {
+	atomic.StoreUint32(ps.act, 0)
+	clear(ps.b[ps.g.slots[0] : ps.g.journal[0]+ps.g.journal[1]])
+	h := ps.headerBytes(l)
+	copy(ps.b, h)
+	binary.LittleEndian.PutUint32(ps.b[32:], crc32.Checksum(h, crcTab))
+	ps.seq, ps.jused, ps.ckGen = 0, 0, 0
+}
+
+// --- the journal ---
+
+func (ps *pstate) jslice(off, n int64) []byte {
+	base := ps.g.journal[0] + off
+	return ps.b[base : base+n]
+}
+
+// fits reports whether a record of n bytes fits in the journal.
+func (ps *pstate) fits(n int64) bool { return ps.jused+n <= ps.g.journal[1] }
+
+// intent writes a record of kind for VF vf: flags, toggle, the vHCR shadow
+// and, with flagInbox, the inbox shadow; the commit word last. The caller
+// made sure it fits.
+func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]uint64, inbox *[mlx4.MailboxSize]byte) {
+	n := int64(recHdr)
+	if flags&flagInbox != 0 {
+		n += mlx4.MailboxSize
+	}
+	ps.seq++
+	r := ps.jslice(ps.jused, n)
+	le := binary.LittleEndian
+	le.PutUint64(r[8:], ps.seq)
+	le.PutUint32(r[16:], uint32(vf))
+	le.PutUint32(r[20:], uint32(kind)|uint32(flags)<<8|toggle&vhcr.ToggleBit)
+	for k := range w {
+		le.PutUint64(r[24+8*k:], w[k])
+	}
+	le.PutUint64(r[56:], 0)
+	if inbox != nil {
+		copy(r[recHdr:], inbox[:])
+	}
+	crashpoint.Hit(crashpoint.CommitTorn)
+	le.PutUint32(r[4:], crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(r[recHdr:], crcTab))
+	atomic.StoreUint32(ps.word(ps.g.journal[0]+ps.jused), magicIntent^uint32(ps.seq))
+	ps.cur, ps.curSeq, ps.pending = ps.jused, ps.seq, true
+	ps.jused += n
+	if ps.jused > ps.g.journal[1]/2 {
+		ps.half = true
+	}
+}
+
+// commit records the current record's status and commits it.
+func (ps *pstate) commit(status mlx4.Status) {
+	r := ps.jslice(ps.cur, recHdr)
+	le := binary.LittleEndian
+	le.PutUint32(r[56:], uint32(status))
+	le.PutUint32(r[60:], resultCheck(ps.curSeq, uint32(status)))
+	atomic.StoreUint32(ps.word(ps.g.journal[0]+ps.cur), magicCommit^uint32(ps.curSeq))
+	ps.pending = false
+}
+
+// record writes and commits a record that has no result of its own (RESET,
+// VHCR_EN's activation): both its phases at once.
+func (ps *pstate) record(kind uint8, vf int) {
+	var w [4]uint64
+	ps.intent(kind, vf, 0, 0, &w, nil)
+	ps.commit(mlx4.OK)
+}
+
+func resultCheck(seq uint64, status uint32) uint32 {
+	var b [12]byte
+	binary.LittleEndian.PutUint64(b[:], seq)
+	binary.LittleEndian.PutUint32(b[8:], status)
+	return crc32.Checksum(b[:], crcTab)
+}
+
+// jrec is a decoded journal record.
+type jrec struct {
+	seq       uint64
+	vf        int
+	kind      uint8
+	flags     uint8
+	toggle    uint32
+	w         [4]uint64
+	inbox     []byte // aliases the file
+	committed bool
+	status    mlx4.Status
+	size      int64
+}
+
+// readRecord decodes the record at off that must carry seq; ok is false at
+// the journal's end (nothing there, another sequence, a torn or corrupt
+// record: an intent whose check fails was never acted on).
+func readRecord(j []byte, off int64, seq uint64, nvf int) (rec jrec, ok bool) {
+	if off < 0 || off+recHdr > int64(len(j)) {
+		return rec, false
+	}
+	r := j[off:]
+	le := binary.LittleEndian
+	cw := le.Uint32(r)
+	committed := cw == magicCommit^uint32(seq)
+	if !committed && cw != magicIntent^uint32(seq) {
+		return rec, false
+	}
+	if le.Uint64(r[8:]) != seq {
+		return rec, false
+	}
+	rec.seq = seq
+	rec.vf = int(le.Uint32(r[16:]))
+	x := le.Uint32(r[20:])
+	rec.kind, rec.flags, rec.toggle = uint8(x), uint8(x>>8), x&vhcr.ToggleBit
+	if rec.vf < 0 || rec.vf >= nvf || rec.kind < recCmd || rec.kind > recActivate || x&^(vhcr.ToggleBit|0xffff) != 0 {
+		return rec, false
+	}
+	rec.size = recHdr
+	if rec.flags&flagInbox != 0 {
+		rec.size += mlx4.MailboxSize
+	}
+	if off+rec.size > int64(len(j)) {
+		return rec, false
+	}
+	for k := range rec.w {
+		rec.w[k] = le.Uint64(r[24+8*k:])
+	}
+	rec.inbox = r[recHdr:rec.size]
+	if le.Uint32(r[4:]) != crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(rec.inbox, crcTab) {
+		return rec, false
+	}
+	if committed {
+		st := le.Uint32(r[56:])
+		if le.Uint32(r[60:]) != resultCheck(seq, st) {
+			return rec, false // torn result: the intent stands
+		}
+		rec.committed, rec.status = true, mlx4.Status(st)
+	}
+	return rec, true
+}
+
+// --- result slots ---
+
+// slot is a VF's last command and its result.
+type slot struct {
+	seq        uint64
+	flags      uint8
+	toggle     uint32
+	status     mlx4.Status
+	w          [4]uint64
+	out        uint64
+	token      uint16
+	eqn        int32
+	prodBefore uint32
+	outbox     []byte // aliases the file
+}
+
+func (ps *pstate) slotBytes(vf int) []byte {
+	off := ps.g.slots[0] + int64(vf)*slotSize
+	return ps.b[off : off+slotSize]
+}
+
+// writeSlot writes VF vf's result slot, commit word last.
+func (ps *pstate) writeSlot(vf int, s *slot, outbox *[mlx4.MailboxSize]byte) {
+	b := ps.slotBytes(vf)
+	atomic.StoreUint32(ps.word(ps.g.slots[0]+int64(vf)*slotSize), 0)
+	le := binary.LittleEndian
+	le.PutUint64(b[8:], s.seq)
+	le.PutUint32(b[16:], uint32(s.flags)|s.toggle&vhcr.ToggleBit)
+	le.PutUint32(b[20:], uint32(s.status))
+	for k := range s.w {
+		le.PutUint64(b[24+8*k:], s.w[k])
+	}
+	le.PutUint64(b[56:], s.out)
+	le.PutUint32(b[64:], uint32(s.token))
+	le.PutUint32(b[68:], uint32(s.eqn))
+	le.PutUint32(b[72:], s.prodBefore)
+	n := slotHdr
+	if outbox != nil && s.flags&flagOutbox != 0 {
+		copy(b[slotHdr:], outbox[:])
+		n += mlx4.MailboxSize
+	}
+	le.PutUint32(b[4:], crc32.Checksum(b[8:n], crcTab))
+	atomic.StoreUint32(ps.word(ps.g.slots[0]+int64(vf)*slotSize), magicSlot^uint32(s.seq))
+}
+
+// readSlot decodes VF vf's slot; ok is false if there is none or it is torn.
+func readSlot(b []byte) (s slot, ok bool) {
+	le := binary.LittleEndian
+	s.seq = le.Uint64(b[8:])
+	if le.Uint32(b) != magicSlot^uint32(s.seq) || s.seq == 0 {
+		return s, false
+	}
+	x := le.Uint32(b[16:])
+	s.flags, s.toggle = uint8(x), x&vhcr.ToggleBit
+	n := slotHdr
+	if s.flags&flagOutbox != 0 {
+		n += mlx4.MailboxSize
+	}
+	if le.Uint32(b[4:]) != crc32.Checksum(b[8:n], crcTab) {
+		return s, false
+	}
+	s.status = mlx4.Status(le.Uint32(b[20:]))
+	for k := range s.w {
+		s.w[k] = le.Uint64(b[24+8*k:])
+	}
+	s.out = le.Uint64(b[56:])
+	s.token = uint16(le.Uint32(b[64:]))
+	s.eqn = int32(le.Uint32(b[68:]))
+	s.prodBefore = le.Uint32(b[72:])
+	s.outbox = b[slotHdr:n]
+	return s, true
+}
+
+// --- EQ positions ---
+
+const posLive = 1 << 31
+
+func (ps *pstate) setPos(vf, eqn int, prod uint32, live bool) {
+	if vf < 0 || vf >= ps.nvf || eqn < 0 || eqn >= ps.eqs {
+		return
+	}
+	v := prod & mlx4.EQIndexMask
+	if live {
+		v |= posLive
+	}
+	atomic.StoreUint32(ps.word(ps.g.pos[0]+int64(vf*ps.eqs+eqn)*4), v)
+}
+
+func (ps *pstate) pos(vf, eqn int) (uint32, bool) {
+	v := atomic.LoadUint32(ps.word(ps.g.pos[0] + int64(vf*ps.eqs+eqn)*4))
+	return v & mlx4.EQIndexMask, v&posLive != 0
+}
+
+// --- checkpoints ---
+
+// Checkpoint is what a checkpoint slot holds (gob): the HCA's image, the
+// per-VF completion token counters, and the last record it covers.
+type Checkpoint struct {
+	Seq    uint64
+	HCA    *hca.Image
+	Tokens []uint16
+}
+
+func (ps *pstate) ckptSlot(i uint32) []byte {
+	off := ps.g.ckpt[0] + int64(i&1)*ps.g.ckpt[1]
+	return ps.b[off : off+ps.g.ckpt[1]]
+}
+
+// writeCheckpoint writes c into the inactive slot and then switches the
+// active word; the journal restarts empty after it.
+func (ps *pstate) writeCheckpoint(c *Checkpoint) error {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(c); err != nil {
+		return fmt.Errorf("%w: encoding the checkpoint: %w", ErrStateFile, err)
+	}
+	if int64(buf.Len()) > ps.g.ckpt[1]-ckptHdr {
+		return fmt.Errorf("%w: checkpoint of %d bytes exceeds its slot of %d", ErrStateFile, buf.Len(), ps.g.ckpt[1]-ckptHdr)
+	}
+	gen := ps.ckGen + 1
+	next := (atomic.LoadUint32(ps.act) & 1) ^ 1
+	if ps.ckGen == 0 {
+		next = 0
+	}
+	s := ps.ckptSlot(next)
+	le := binary.LittleEndian
+	le.PutUint32(s[0:], 0)
+	copy(s[ckptHdr:], buf.Bytes())
+	le.PutUint64(s[8:], c.Seq)
+	le.PutUint64(s[16:], uint64(buf.Len()))
+	le.PutUint32(s[24:], gen)
+	le.PutUint32(s[4:], crc32.Checksum(s[8:28], crcTab)^crc32.Checksum(buf.Bytes(), crcTab))
+	crashpoint.Hit(crashpoint.CommitTorn)
+	atomic.StoreUint32(ps.act, gen<<1|next)
+	ps.ckGen, ps.jused, ps.half = gen, 0, false
+	return nil
+}
+
+// readCheckpoint decodes the active checkpoint.
+func (ps *pstate) readCheckpoint() (*Checkpoint, error) {
+	a := atomic.LoadUint32(ps.act)
+	if a == 0 {
+		return nil, errors.New("no checkpoint")
+	}
+	c, err := decodeCheckpoint(ps.ckptSlot(a&1), a>>1)
+	if err == nil {
+		ps.ckGen = a >> 1
+	}
+	return c, err
+}
+
+// decodeCheckpoint decodes a checkpoint slot written under gen.
+func decodeCheckpoint(s []byte, gen uint32) (*Checkpoint, error) {
+	if len(s) < ckptHdr {
+		return nil, errors.New("checkpoint slot too small")
+	}
+	le := binary.LittleEndian
+	n := le.Uint64(s[16:])
+	if g := le.Uint32(s[24:]); g != gen {
+		return nil, fmt.Errorf("checkpoint slot of generation %d, the header names %d", g, gen)
+	}
+	if n > uint64(len(s)-ckptHdr) {
+		return nil, fmt.Errorf("checkpoint length %d exceeds its slot", n)
+	}
+	data := s[ckptHdr : ckptHdr+int(n)]
+	if le.Uint32(s[4:]) != crc32.Checksum(s[8:28], crcTab)^crc32.Checksum(data, crcTab) {
+		return nil, errors.New("checkpoint checksum mismatch")
+	}
+	var c Checkpoint
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
+		return nil, fmt.Errorf("decoding the checkpoint: %w", err)
+	}
+	if c.Seq != le.Uint64(s[8:]) || c.HCA == nil {
+		return nil, errors.New("checkpoint header and contents disagree")
+	}
+	return &c, nil
+}

@@ -1,0 +1,320 @@
+package master
+
+import (
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// The PF's side of the state file (pfstate.go): journaling on the post
+// path, checkpoints, and what a restarted PF does with what it finds.
+
+// journalIntent writes VF i's command's intent record, checkpointing first
+// if the journal has no room for it.
+func (p *PF) journalIntent(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, seed, event bool, toggle uint32, w *[4]uint64) {
+	var flags uint8
+	if c.Inbox != nil {
+		flags |= flagInbox
+	}
+	if seed {
+		flags |= flagSeed
+	}
+	if event {
+		flags |= flagEvent
+	}
+	if status == mlx4.OK {
+		flags |= flagExec
+	}
+	p.makeRoom(recHdr + mlx4.MailboxSize)
+	if p.ps == nil {
+		return
+	}
+	p.ps.intent(recCmd, i, flags, toggle, w, c.Inbox)
+}
+
+// journalResult writes VF i's result slot and commits the current record.
+func (p *PF) journalResult(i int, c *mlx4.Cmd, status mlx4.Status, imm bool, toggle uint32, w *[4]uint64, event, seed bool, token uint16) {
+	ps := p.ps
+	if ps == nil || !ps.pending {
+		return
+	}
+	s := slot{seq: ps.curSeq, toggle: toggle, status: status, w: *w, out: c.OutParam, token: token, eqn: -1}
+	if status == mlx4.OK && c.Outbox != nil {
+		s.flags |= flagOutbox
+	}
+	if seed {
+		s.flags |= flagSeed
+	}
+	if event {
+		s.flags |= flagEvent
+		if eqn := p.hca.EventEQ(i, EventTypeCmd); eqn >= 0 {
+			s.eqn = int32(eqn)
+			s.prodBefore, _ = p.hca.EQProd(i, eqn)
+		}
+	}
+	if imm {
+		s.flags |= flagImm
+	}
+	ps.writeSlot(i, &s, c.Outbox)
+	ps.commit(status)
+}
+
+// journalRecord journals a change of the model that is not a command: a
+// function reset, an activation at VHCR_EN.
+func (p *PF) journalRecord(kind uint8, i int) {
+	p.makeRoom(recHdr)
+	if p.ps != nil {
+		p.ps.record(kind, i)
+	}
+}
+
+// makeRoom checkpoints if a record of n bytes would not fit (between
+// commands: everything journaled so far is committed). If the checkpoint
+// fails, persistence is turned off with an error in the log rather than
+// let the journal overflow.
+func (p *PF) makeRoom(n int64) {
+	if p.ps == nil || p.ps.fits(n) {
+		return
+	}
+	p.checkpoint()
+	if p.ps != nil && !p.ps.fits(n) {
+		p.log.Error("PF state file: the journal is full and no checkpoint could be written; objects will not survive a restart", "err", p.ps.ckErr)
+		p.ps = nil
+	}
+}
+
+// checkpoint writes the model and the token counters and empties the
+// journal.
+func (p *PF) checkpoint() {
+	ps := p.ps
+	if ps == nil || ps.pending {
+		return
+	}
+	c := &Checkpoint{Seq: ps.seq, HCA: p.hca.Image(), Tokens: make([]uint16, len(p.vfs))}
+	for i := range p.vfs {
+		c.Tokens[i] = p.vfs[i].cmdToken
+	}
+	if err := ps.writeCheckpoint(c); err != nil {
+		if ps.ckErr == nil {
+			p.log.Error("PF state file: checkpoint not written", "err", err)
+		}
+		ps.ckErr = err
+		return
+	}
+	ps.ckErr = nil
+	p.stats.Checkpoints++
+}
+
+// loadState restores the model from the state file: the checkpoint, then
+// the committed records replayed quietly. It returns the last record if it
+// never committed, and why the state cannot be trusted ("" if it can).
+func (p *PF) loadState(ps *pstate, l vhcr.Layout) (pending *jrec, cause string) {
+	cause, fresh := ps.checkHeader(l)
+	if fresh || cause != "" {
+		return nil, cause
+	}
+	ck, err := ps.readCheckpoint()
+	if err != nil {
+		return nil, "PF state checkpoint: " + err.Error()
+	}
+	if len(ck.Tokens) != len(p.vfs) {
+		return nil, fmt.Sprintf("PF state checkpoint of %d VFs", len(ck.Tokens))
+	}
+	if err := p.hca.Load(ck.HCA, p.window); err != nil {
+		return nil, "PF state checkpoint: " + err.Error()
+	}
+	for i := range p.vfs {
+		p.vfs[i].cmdToken = ck.Tokens[i]
+	}
+	ps.seq = ck.Seq
+	pending, err = p.replay(ps)
+	if err != nil {
+		return nil, err.Error()
+	}
+	for vf := range p.vfs {
+		for eqn := 0; eqn < ps.eqs; eqn++ {
+			if prod, live := ps.pos(vf, eqn); live {
+				p.hca.SetEQProd(vf, eqn, prod)
+			}
+		}
+	}
+	return pending, ""
+}
+
+func (p *PF) window(vf int) *dma.Window { w, _ := p.space.Window(vf); return w }
+
+// replay executes the journal's committed records after the checkpoint in
+// order, quietly, and checks that each gives the status it recorded.
+func (p *PF) replay(ps *pstate) (*jrec, error) {
+	j := ps.b[ps.g.journal[0] : ps.g.journal[0]+ps.g.journal[1]]
+	p.hca.SetQuiet(true)
+	defer p.hca.SetQuiet(false)
+	off := int64(0)
+	for {
+		rec, ok := readRecord(j, off, ps.seq+1, len(p.vfs))
+		if !ok {
+			return nil, nil
+		}
+		if !rec.committed {
+			r := rec
+			r.inbox = append([]byte(nil), rec.inbox...)
+			ps.seq = rec.seq
+			return &r, nil
+		}
+		st := &p.vfs[rec.vf]
+		switch rec.kind {
+		case recReset:
+			if p.reset != nil {
+				p.reset.ResetFunction(rec.vf)
+			}
+			st.cmdToken = 0
+		case recActivate:
+			_ = p.hca.ActivateVF(rec.vf) // fails as it failed, undoing itself
+		case recCmd:
+			if rec.flags&flagExec != 0 {
+				c := p.replayCmd(&rec)
+				if s := p.hca.Exec(c); s != rec.status {
+					return nil, fmt.Errorf("PF state journal: record %d (VF %d, %v) replays to %v, recorded %v", rec.seq, rec.vf, c.Op, s, rec.status)
+				}
+			}
+			if rec.flags&flagEvent != 0 && rec.flags&flagSeed == 0 {
+				st.cmdToken++
+			}
+		}
+		ps.seq = rec.seq
+		off += rec.size
+	}
+}
+
+// replayCmd rebuilds a journaled command from its shadows.
+func (p *PF) replayCmd(rec *jrec) *mlx4.Cmd {
+	c := &p.cmd
+	c.DecodeVHCR(rec.w[0], rec.w[1], rec.w[2], rec.w[3])
+	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = rec.vf, p.vfs[rec.vf].win, mlx4.ReasonNone, nil, nil
+	if e := p.table.Lookup(c.Op); e != nil {
+		if e.HasInbox {
+			c.InParam &= mlx4.InboxMask
+			copy(p.inbox[:], rec.inbox)
+			c.Inbox = &p.inbox
+		}
+		if e.HasOutbox {
+			clear(p.outbox[:])
+			c.Outbox = &p.outbox
+		}
+	}
+	return c
+}
+
+// resume finishes what the previous PF left of VF i's last command, once
+// the channels are restored and the journal is on: a committed result the
+// VF has not seen is delivered again (outbox, write-back, EQE, toggle)
+// without executing; a command accepted the seed's way whose record never
+// committed is executed now from its shadows. A poll-mode command that
+// never committed is still pending on the channel and is served as usual.
+func (p *PF) resume(i int, pending *jrec) {
+	st := &p.vfs[i]
+	if !st.active || st.lastCmd != vhcr.CommVHCRPost {
+		return
+	}
+	w := st.sw.Load()
+	posted := w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack
+	if pending != nil && pending.vf == i {
+		if pending.kind == recCmd && pending.flags&flagSeed != 0 && !posted {
+			p.resumeSeed(i, pending)
+		}
+		return
+	}
+	s, ok := readSlot(p.ps.slotBytes(i))
+	if !ok || pending != nil && s.seq == pending.seq {
+		return
+	}
+	if s.flags&flagSeed != 0 {
+		p.redeliverEQE(i, &s)
+		return
+	}
+	if !posted || w&vhcr.ToggleBit != s.toggle {
+		return
+	}
+	w0, w1, w2, w3, err := p.readVHCR(st)
+	if err != nil || [4]uint64{w0, w1, w2, w3} != s.w {
+		return // another command: served as usual
+	}
+	c := p.decode(i, st, w0, w1, w2, w3)
+	if s.flags&flagOutbox != 0 {
+		out, err := st.win.Mailbox(c.OutParam, dma.Write)
+		if err != nil || out.CopyOut(0, s.outbox) != nil {
+			return // served as usual: the DMA failure resets the VF
+		}
+	}
+	if p.writeBack(st, s.flags&flagImm != 0, s.out, mlx4.StatusWord(s.status, s.w[3])) != nil {
+		return
+	}
+	if s.flags&flagEvent != 0 {
+		p.redeliverEQE(i, &s)
+	}
+	st.lastWord = w
+	p.acknowledge(i, vhcr.CommVHCRPost, s.toggle)
+	p.stats.Redelivered++
+}
+
+// redeliverEQE posts a committed command's completion EQE unless its EQ's
+// producer index shows it was written.
+func (p *PF) redeliverEQE(i int, s *slot) {
+	if s.flags&flagEvent == 0 || s.eqn < 0 {
+		return
+	}
+	if prod, ok := p.hca.EQProd(i, int(s.eqn)); !ok || prod != s.prodBefore {
+		return
+	}
+	if s.flags&flagSeed != 0 {
+		p.completionEQE(i, s.token, s.status, s.flags&flagImm != 0, s.out)
+	} else {
+		p.completionEQE(i, s.token, mlx4.OK, false, 0)
+	}
+	p.flushEQE()
+	p.stats.Redelivered++
+}
+
+// resumeSeed executes a command accepted the seed's way before the
+// previous PF died, from its journaled shadows, and completes it by EQE.
+func (p *PF) resumeSeed(i int, rec *jrec) {
+	st := &p.vfs[i]
+	c := p.replayCmd(rec)
+	e, status := p.admit(c)
+	if status == mlx4.OK && rec.flags&flagExec == 0 {
+		status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA) // the inbox was not readable
+	}
+	var out dma.Mailbox
+	if c.Outbox != nil {
+		var err error
+		if out, err = st.win.Mailbox(c.OutParam, dma.Write); err != nil {
+			status = mlx4.INTERNAL_ERR
+		}
+	}
+	if c.Inbox == nil {
+		rec.flags &^= flagInbox
+	}
+	p.journalIntent(i, c, e, status, true, true, rec.toggle, &rec.w)
+	if _, err := p.execute(i, c, e, status, out, rec.toggle, &rec.w, true, true, true); err != nil {
+		p.violation(i, st.ack, ResetDMA, err.Error(), st.sw.Load())
+	}
+	p.flushEQE()
+	p.stats.Resumed++
+}
+
+// freshHCA empties the model (state that could not be trusted may have
+// been partly loaded or replayed): the image of a new HCA of the same
+// configuration.
+func (p *PF) freshHCA() error {
+	h, err := hca.New(p.hca.Cfg, p.hca.NumVFs)
+	if err != nil {
+		return err
+	}
+	for i := range p.vfs {
+		p.vfs[i].cmdToken = 0
+	}
+	return p.hca.Load(h.Image(), p.window)
+}
