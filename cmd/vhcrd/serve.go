@@ -69,6 +69,7 @@ type serveFlags struct {
 	window                                      string
 	adminSocket, traceFile                      string
 	traceJSON                                   bool
+	pfstate                                     string
 }
 
 func runServe(args []string) error {
@@ -88,6 +89,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.adminSocket, "admin-socket", "", "admin unix socket `PATH`, mode 0600 (vhcrd trace, vf and port use it; default: the BAR file's path + .sock, /run/vhcrd/... for a device; off: none)")
 	fs.StringVar(&f.traceFile, "trace", "", "write the command trace to this file from the first command (text; see --trace-json)")
 	fs.BoolVar(&f.traceJSON, "trace-json", false, "write --trace as JSON lines")
+	fs.StringVar(&f.pfstate, "pfstate", "", "PF state file `PATH` that keeps objects, pending commands and completions across a PF restart (default: the BAR file's path + .pfstate; off: none, for cost measurements only)")
 	h := &cli.Help{Usage: "vhcrd serve [flags]", About: commands["serve"].summary,
 		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464",
 			"vhcrd serve --config my.json --ibsim vhcrd0 --capture mads.pcap",
@@ -306,7 +308,20 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		// From the first record: the restart records New writes included.
 		s.traceHold = s.trace.Hold()
 	}
-	s.pf, err = master.New(master.Options{BAR: s.barR, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace})
+	var state bar.Region
+	if path := stateFilePath(f.pfstate, bs); path != "" {
+		// Beside the regions and covered by their claim (taken above).
+		r, _, err := bar.CreateFile(path, master.StateFileSize(lay, h.Res.Config().EQsPerVF))
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("--pfstate: %w", err)
+		}
+		s.closers = append(s.closers, r)
+		state = r
+	} else {
+		log.Warn("no PF state file: the VFs' objects and pending commands will not survive a restart", "pfstate", f.pfstate)
+	}
+	s.pf, err = master.New(master.Options{BAR: s.barR, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace, State: state})
 	if err != nil {
 		s.close()
 		return nil, err
@@ -580,4 +595,19 @@ func (s *server) watchPorts(ctx context.Context, log *slog.Logger) {
 			}
 		}
 	}()
+}
+
+// stateFilePath is the PF state file: --pfstate, or beside a file BAR
+// (PATH.pfstate); "" for none (--pfstate off, or a device BAR without
+// --pfstate).
+func stateFilePath(flagValue string, bs bar.Spec) string {
+	switch {
+	case flagValue == "off":
+		return ""
+	case flagValue != "":
+		return flagValue
+	case bs.Scheme == "file":
+		return bs.Path + ".pfstate"
+	}
+	return ""
 }

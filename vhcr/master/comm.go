@@ -162,7 +162,7 @@ func (p *PF) serve(i int, w uint32) {
 	}
 	p.acknowledge(i, cmd, reply)
 	if cmd == vhcr.CommReset {
-		crashpoint.Hit(crashpoint.ResetAcked)
+		p.hit(crashpoint.ResetAcked)
 	}
 }
 

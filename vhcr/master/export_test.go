@@ -71,3 +71,33 @@ func (p *PF) CmdToken(i int) (tok uint16) {
 	_ = p.Do(func() { tok = p.vfs[i].cmdToken })
 	return tok
 }
+
+// Crash is the panic value of a simulated kill.
+type Crash string
+
+// CrashAt makes the PF stop dead at the nth hit of the named point (a
+// crashpoint name): it panics with Crash, which the test recovers, and the
+// PF is then dropped without shutdown as a killed process would be.
+func (p *PF) CrashAt(name string, nth int) {
+	n := 0
+	f := func(at string) {
+		if at == name {
+			if n++; n == nth {
+				panic(Crash(at))
+			}
+		}
+	}
+	p.testHit = f
+	if p.ps != nil {
+		p.ps.testHit = f
+	}
+}
+
+// PersistCounters are the state file's counters: checkpoints, results
+// delivered again, seed-accepted commands executed after a restart.
+func (p *PF) PersistCounters() (ckpt, redelivered, resumed uint64) {
+	return p.stats.Checkpoints, p.stats.Redelivered, p.stats.Resumed
+}
+
+// Checkpoint writes a checkpoint now.
+func (p *PF) Checkpoint() { p.checkpoint() }

@@ -97,6 +97,7 @@ type PF struct {
 	scans    uint64
 	gen      uint32 // PF_GEN of this PF: the generation its state records are written under
 	ps       *pstate
+	testHit  func(string) // export_test.go's kill simulation, else nil
 	// stateCause is why the state file was not trusted ("" if it was)
 	stateCause string
 }

@@ -126,6 +126,14 @@ type pstate struct {
 	pending bool
 	ckGen   uint32
 	ckErr   error // the last checkpoint's failure (logged once)
+	testHit func(string)
+}
+
+func (ps *pstate) hit(name string) {
+	crashpoint.Hit(name)
+	if ps.testHit != nil {
+		ps.testHit(name)
+	}
 }
 
 func openState(r bar.Region, l vhcr.Layout, eqs int) (*pstate, error) {
@@ -231,7 +239,7 @@ func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]u
 	if inbox != nil {
 		copy(r[recHdr:], inbox[:])
 	}
-	crashpoint.Hit(crashpoint.CommitTorn)
+	ps.hit(crashpoint.CommitTorn)
 	le.PutUint32(r[4:], crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(r[recHdr:], crcTab))
 	atomic.StoreUint32(ps.word(ps.g.journal[0]+ps.jused), magicIntent^uint32(ps.seq))
 	ps.cur, ps.curSeq, ps.pending = ps.jused, ps.seq, true
@@ -459,7 +467,7 @@ func (ps *pstate) writeCheckpoint(c *Checkpoint) error {
 	le.PutUint64(s[16:], uint64(buf.Len()))
 	le.PutUint32(s[24:], gen)
 	le.PutUint32(s[4:], crc32.Checksum(s[8:28], crcTab)^crc32.Checksum(buf.Bytes(), crcTab))
-	crashpoint.Hit(crashpoint.CommitTorn)
+	ps.hit(crashpoint.CommitTorn)
 	atomic.StoreUint32(ps.act, gen<<1|next)
 	ps.ckGen, ps.jused, ps.half = gen, 0, false
 	return nil

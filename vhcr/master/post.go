@@ -109,7 +109,7 @@ func (p *PF) post(i int, toggle uint32) error {
 		// The seed's way: accept now, the VF may post its next command.
 		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
 	}
-	crashpoint.Hit(crashpoint.PostAccepted)
+	p.hit(crashpoint.PostAccepted)
 	status, err = p.execute(i, c, e, status, out, toggle, &w, event, seed, journaled)
 	if err != nil {
 		return err
@@ -131,7 +131,7 @@ func (p *PF) execute(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, out dma.M
 	if status == mlx4.OK {
 		status = p.hca.Exec(c)
 	}
-	crashpoint.Hit(crashpoint.PostExecuting)
+	p.hit(crashpoint.PostExecuting)
 	if status == mlx4.OK && c.Outbox != nil {
 		if err := out.CopyOut(0, p.outbox[:]); err != nil {
 			p.stats.DMA[i]++
@@ -152,7 +152,7 @@ func (p *PF) execute(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, out dma.M
 	}
 	if seed {
 		p.completionEQE(i, token, status, imm, c.OutParam)
-		crashpoint.Hit(crashpoint.PostWrittenBack)
+		p.hit(crashpoint.PostWrittenBack)
 		return status, nil
 	}
 	if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(status, w[3])); err != nil {
@@ -165,7 +165,7 @@ func (p *PF) execute(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, out dma.M
 		// the toggle.
 		p.completionEQE(i, token, mlx4.OK, false, 0)
 	}
-	crashpoint.Hit(crashpoint.PostWrittenBack)
+	p.hit(crashpoint.PostWrittenBack)
 	p.acknowledge(i, vhcr.CommVHCRPost, toggle)
 	return status, nil
 }
@@ -264,5 +264,14 @@ func (p *PF) account(i int, e *Entry, c *mlx4.Cmd, status mlx4.Status, toggle ui
 		}
 	} else if p.trace.Enabled() {
 		p.trace.PostUntimed(p.now, toggle, c, status)
+	}
+}
+
+// hit is a named point of the post path and the commit: the crash tier's
+// kill (crashpoint, -tags crashpoints) and the tests' in-process one.
+func (p *PF) hit(name string) {
+	crashpoint.Hit(name)
+	if p.testHit != nil {
+		p.testHit(name)
 	}
 }

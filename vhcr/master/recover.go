@@ -239,10 +239,10 @@ func (p *PF) resume(i int, pending *jrec) {
 		return
 	}
 	w0, w1, w2, w3, err := p.readVHCR(st)
-	if err != nil || [4]uint64{w0, w1, w2, w3} != s.w {
+	if err != nil || !sameCommand(&s, w0, w1, w2, w3) {
 		return // another command: served as usual
 	}
-	c := p.decode(i, st, w0, w1, w2, w3)
+	c := p.decode(i, st, s.w[0], s.w[1], s.w[2], s.w[3])
 	if s.flags&flagOutbox != 0 {
 		out, err := st.win.Mailbox(c.OutParam, dma.Write)
 		if err != nil || out.CopyOut(0, s.outbox) != nil {
@@ -317,4 +317,17 @@ func (p *PF) freshHCA() error {
 		p.vfs[i].cmdToken = 0
 	}
 	return p.hca.Load(h.Image(), p.window)
+}
+
+// sameCommand reports whether the vHCR words name the command of slot s:
+// the fields the VF writes, ignoring those the PF writes back (the status,
+// and the immediate output of an out_is_imm command).
+func sameCommand(s *slot, w0, w1, w2, w3 uint64) bool {
+	var a, b mlx4.Cmd
+	a.DecodeVHCR(s.w[0], s.w[1], s.w[2], s.w[3])
+	b.DecodeVHCR(w0, w1, w2, w3)
+	if s.flags&flagImm != 0 {
+		b.OutParam = a.OutParam
+	}
+	return a == b
 }

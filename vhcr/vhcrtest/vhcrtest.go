@@ -41,11 +41,13 @@ type Rig struct {
 	PF      *master.PF
 	Config  *config.Config
 
-	opts    Options
-	sw, sr  []bar.Reg // per VF: slave_write and slave_read
-	toggles []uint32  // per VF: the toggle of the last Write
-	cancel  context.CancelFunc
-	done    chan error
+	opts Options
+	// StateFile is the PF state file when Options.State is set.
+	StateFile bar.Region
+	sw, sr    []bar.Reg // per VF: slave_write and slave_read
+	toggles   []uint32  // per VF: the toggle of the last Write
+	cancel    context.CancelFunc
+	done      chan error
 }
 
 // Window is the DMA window size rigs use unless Options say otherwise.
@@ -68,6 +70,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Trace is the PF's command trace (master.Options.Trace); nil: off.
 	Trace *trace.Ring
+	// State gives the PFs a state file (master.Options.State) on the
+	// heap, kept across Rebuild: objects and pending commands survive.
+	State bool
 }
 
 // New builds a PF for n VFs over fresh heap regions (DMA in a separate
@@ -149,7 +154,12 @@ func (r *Rig) Rebuild(t testing.TB) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log})
+	if r.opts.State && r.StateFile == nil {
+		if r.StateFile, err = bar.NewMem("pfstate", master.StateFileSize(r.Layout, h.Res.Config().EQsPerVF)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pf, err := master.New(master.Options{BAR: r.BAR, DMA: d, Layout: r.Layout, HCA: h, Idle: r.opts.Idle, Trace: r.opts.Trace, Logger: log, State: r.StateFile})
 	if err != nil {
 		t.Fatal(err)
 	}

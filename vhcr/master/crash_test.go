@@ -1,0 +1,138 @@
+package master_test
+
+import (
+	"encoding/binary"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
+	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/restrack"
+	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+)
+
+// crashScan runs one scan that dies at the nth hit of point and reports
+// whether it did; the PF is then dropped without shutdown.
+func crashScan(t *testing.T, r stepRig, point string, nth int) (crashed bool) {
+	t.Helper()
+	r.PF.CrashAt(point, nth)
+	defer func() {
+		if v := recover(); v != nil {
+			if _, ok := v.(master.Crash); !ok {
+				panic(v)
+			}
+			crashed = true
+		}
+	}()
+	r.scan()
+	return false
+}
+
+// postAllocCQ posts ALLOC_RES of one CQ for VF 1 (poll mode).
+func postAllocCQ(r stepRig) {
+	r.SetVHCR(r.t, 1, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: mlx4.PollToken})
+	r.write(1, vhcr.CommVHCRPost, 0)
+}
+
+// result reads VF 1's vHCR: the status and the immediate output.
+func result(r stepRig) (mlx4.Status, uint64) {
+	img := r.VHCR(r.t, 1)
+	return mlx4.Status(img[mlx4.OffStatus]), binary.BigEndian.Uint64(img[mlx4.OffOutParam:])
+}
+
+// TestKillAtEachPoint: a PF killed at each point of a resource command's
+// post path, restarted on the same regions and state file, completes the
+// command exactly once: the VF gets its acknowledgement, status and CQ
+// number; the tracker holds that one CQ; objects made before the kill are
+// still there under their numbers; the next allocation gets a new number.
+func TestKillAtEachPoint(t *testing.T) {
+	for _, point := range []string{crashpoint.PostAccepted, crashpoint.PostExecuting, crashpoint.PostWrittenBack, crashpoint.CommitTorn} {
+		t.Run(point, func(t *testing.T) {
+			r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+			r.up(t, 1)
+			postAllocCQ(r)
+			r.scan()
+			if s, _ := result(r); s != mlx4.OK || !r.acked(1) {
+				t.Fatalf("first ALLOC_RES: %v acked=%v", s, r.acked(1))
+			}
+			_, first := result(r)
+			postAllocCQ(r)
+			if !crashScan(t, r, point, 1) {
+				t.Fatalf("no kill at %s", point)
+			}
+			r.Rebuild(t)
+			r.scan()
+			s, cqn := result(r)
+			if s != mlx4.OK || !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+				t.Fatalf("after the restart: status %v acked=%v slave_read %#x", s, r.acked(1), r.SlaveRead(1).Load())
+			}
+			if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != 2 {
+				t.Fatalf("VF 1 owns %d CQs after the restart, want 2 (0 lost, 0 duplicated)", n)
+			}
+			for _, id := range []uint64{first, cqn} {
+				if _, err := r.HCA.Res.Peek(1, restrack.CQ, id&0xffffff); err != nil {
+					t.Fatalf("CQ %#x after the restart: %v", id, err)
+				}
+			}
+			postAllocCQ(r)
+			r.scan()
+			if s, next := result(r); s != mlx4.OK || next == cqn || next == first {
+				t.Fatalf("allocation after the restart: %v number %#x (live: %#x, %#x)", s, next, first, cqn)
+			}
+		})
+	}
+}
+
+// TestKillBetweenResetAndVHCR0: the RESET is persisted before its
+// acknowledgement, so the restarted PF continues with VHCR0 and resets no
+// one; the VF's old objects were released by the RESET.
+func TestKillBetweenResetAndVHCR0(t *testing.T) {
+	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+	r.up(t, 1)
+	postAllocCQ(r)
+	r.scan()
+	r.write(1, vhcr.CommReset, 0)
+	if !crashScan(t, r, crashpoint.ResetAcked, 1) {
+		t.Fatal("no kill after the RESET")
+	}
+	r.Rebuild(t)
+	for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+		r.write(1, c, 0)
+		r.scan()
+		if !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+			t.Fatalf("%v after the restart: acked=%v slave_read %#x", c, r.acked(1), r.SlaveRead(1).Load())
+		}
+	}
+	if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != 0 {
+		t.Fatalf("VF 1 owns %d CQs after its RESET and a restart", n)
+	}
+}
+
+// TestStateFileNotTrusted: a corrupted state file is logged and every VF
+// that used its channel is reset with bit 17; nothing is silently zeroed.
+func TestStateFileNotTrusted(t *testing.T) {
+	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+	r.up(t, 1)
+	postAllocCQ(r)
+	r.scan()
+	var log strings.Builder
+	r.SetLogger(slog.New(slog.NewTextHandler(&log, nil)))
+	b, err := r.StateFile.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[3] ^= 0xff // the magic
+	r.Rebuild(t)
+	if r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
+		t.Fatalf("VF 1 not told: slave_read %#x", r.SlaveRead(1).Load())
+	}
+	if !strings.Contains(log.String(), "PF state file not trusted") {
+		t.Fatalf("no log line: %q", log.String())
+	}
+	if r.SlaveRead(0).Load() != 0 {
+		t.Fatalf("VF 0 never used its channel and was told: %#x", r.SlaveRead(0).Load())
+	}
+}
