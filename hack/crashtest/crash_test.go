@@ -33,7 +33,7 @@ var crashPoints = []string{"post-accepted", "post-executing", "post-written-back
 
 // pointHits is the range of N in name:N per point: the Nth time the poller
 // reaches it (resets are rarer than posts and commits).
-var pointHits = map[string]int{"post-accepted": 400, "post-executing": 400, "post-written-back": 400, "reset-acked": 3, "commit-torn": 200}
+var pointHits = map[string]int{"post-accepted": 150, "post-executing": 150, "post-written-back": 150, "reset-acked": 3, "commit-torn": 100}
 
 const (
 	numVFs      = 8
@@ -290,11 +290,15 @@ func newRig(t *testing.T, seed uint64) *rig {
 
 // pauseAll asks every VF to stop after its step and waits until all have.
 func (r *rig) pauseAll() {
+	t0 := time.Now()
 	for _, w := range r.workers {
 		close(w.pauseT)
 	}
 	for _, w := range r.workers {
 		<-w.paused
+	}
+	if el := time.Since(t0); el > time.Second {
+		r.t.Logf("pausing the VFs took %v (a VF waited for a completion)", el.Round(time.Millisecond))
 	}
 }
 
