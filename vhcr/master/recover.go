@@ -222,7 +222,7 @@ func (p *PF) resume(i int, pending *jrec) {
 	w := st.sw.Load()
 	posted := w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack
 	if pending != nil && pending.vf == i {
-		if pending.kind == recCmd && pending.flags&flagSeed != 0 && !posted {
+		if pending.kind == recCmd && pending.flags&flagSeed != 0 {
 			p.resumeSeed(i, pending)
 		}
 		return
