@@ -87,10 +87,11 @@ func (d *daemon) logText() string {
 // startDaemon runs vhcrd serve on the files of dir (created at the first
 // start, reused after) with point selected (empty: none) and waits until
 // it serves.
-func startDaemon(t *testing.T, dir, point string) *daemon {
+func startDaemon(t *testing.T, dir, point string, extra ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(vhcrdBin, "serve", "--bar", "file:"+filepath.Join(dir, "bar"), "--dma", "file:"+filepath.Join(dir, "dma"),
-		"--num-vfs", strconv.Itoa(numVFs), "--window", "512K", "--metrics-addr", "127.0.0.1:0")
+	args := []string{"serve", "--bar", "file:" + filepath.Join(dir, "bar"), "--dma", "file:" + filepath.Join(dir, "dma"),
+		"--num-vfs", strconv.Itoa(numVFs), "--window", "512K", "--metrics-addr", "127.0.0.1:0"}
+	cmd := exec.Command(vhcrdBin, append(args, extra...)...)
 	cmd.Env = os.Environ()
 	if point != "" {
 		cmd.Env = append(cmd.Env, crashEnv+"="+point)
@@ -238,6 +239,9 @@ type rig struct {
 	ctx     context.Context
 	wg      sync.WaitGroup
 	d       *daemon
+	extra   []string // more vhcrd serve arguments
+	// finding reports what a check found (t.Errorf; the self-test counts)
+	finding func(format string, args ...any)
 	tot     totals
 	// per VF: what the ledger counted at the last checkpoint
 	lastPosted, lastCompleted, lastNonOK []int
@@ -247,7 +251,7 @@ type rig struct {
 	surplus []map[string]int
 }
 
-func newRig(t *testing.T, seed uint64) *rig {
+func newRig(t *testing.T, seed uint64, extra ...string) *rig {
 	dir := t.TempDir()
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		d, err := os.MkdirTemp("/dev/shm", "vhcrd-crash")
@@ -257,12 +261,12 @@ func newRig(t *testing.T, seed uint64) *rig {
 		t.Cleanup(func() { os.RemoveAll(d) })
 		dir = d
 	}
-	r := &rig{t: t, dir: dir, tot: totals{pointKills: map[string]int{}},
+	r := &rig{t: t, dir: dir, extra: extra, finding: t.Errorf, tot: totals{pointKills: map[string]int{}},
 		lastPosted: make([]int, numVFs), lastCompleted: make([]int, numVFs), lastNonOK: make([]int, numVFs), lastStray: make([]uint64, numVFs)}
 	for range numVFs {
 		r.surplus = append(r.surplus, map[string]int{})
 	}
-	r.d = startDaemon(t, dir, "")
+	r.d = startDaemon(t, dir, "", extra...)
 	a, err := vhcr.AttachFile(filepath.Join(dir, "bar"))
 	if err != nil {
 		t.Fatal(err)
@@ -348,33 +352,33 @@ func (r *rig) checkpoint(what string, afterKill bool) {
 		lost := (posted - r.lastPosted[i]) - (completed - r.lastCompleted[i])
 		if lost > 0 {
 			r.tot.lost += lost
-			t.Errorf("%s: VF %d (%v): %d posted commands without a completion", what, i, w.mode, lost)
+			r.finding("%s: VF %d (%v): %d posted commands without a completion", what, i, w.mode, lost)
 		} else if lost < 0 {
 			r.tot.duplicated += -lost
-			t.Errorf("%s: VF %d (%v): %d completions more than commands posted", what, i, w.mode, -lost)
+			r.finding("%s: VF %d (%v): %d completions more than commands posted", what, i, w.mode, -lost)
 		}
 		if d := int(res.stray - r.lastStray[i]); d > 0 {
 			r.tot.duplicated += d
-			t.Errorf("%s: VF %d (%v): %d completion EQEs with a token nothing waited for", what, i, w.mode, d)
+			r.finding("%s: VF %d (%v): %d completion EQEs with a token nothing waited for", what, i, w.mode, d)
 		}
 		p1, c1, n1 := snap1[i].totals()
 		if n := n1 - r.lastNonOK[i]; n > 0 {
 			r.tot.failed += n
 			w.l.mu.Lock()
-			t.Errorf("%s: VF %d (%v): %d commands completed with a status other than OK: %v", what, i, w.mode, n, w.l.nonOK)
+			r.finding("%s: VF %d (%v): %d commands completed with a status other than OK: %v", what, i, w.mode, n, w.l.nonOK)
 			w.l.nonOK = nil
 			w.l.mu.Unlock()
 		}
 		_ = nonOK
 		if res.broken != nil {
-			t.Errorf("%s: %v", what, res.broken)
+			r.finding("%s: %v", what, res.broken)
 		}
 		if afterKill {
 			r.tot.kept += res.kept
 			r.tot.missing += res.lostObjs
 		}
 		if n := len(res.missing); n > 0 {
-			t.Errorf("%s: VF %d (%v): %d objects of the ledger missing or not as made: %s", what, i, w.mode, res.lostObjs, strings.Join(res.missing[:min(n, 3)], "; "))
+			r.finding("%s: VF %d (%v): %d objects of the ledger missing or not as made: %s", what, i, w.mode, res.lostObjs, strings.Join(res.missing[:min(n, 3)], "; "))
 		}
 		// The objects by type: the PF's gauge against the ledger.
 		if res.broken == nil {
@@ -387,7 +391,7 @@ func (r *rig) checkpoint(what string, afterKill bool) {
 						r.tot.duplicated += d - max(last, 0)
 					}
 					if d != 0 {
-						t.Errorf("%s: VF %d (%v): vhcrd_resources{type=%q} %d, the ledger holds %d", what, i, w.mode, ty, pf, led)
+						r.finding("%s: VF %d (%v): vhcrd_resources{type=%q} %d, the ledger holds %d", what, i, w.mode, ty, pf, led)
 					}
 					r.surplus[i][ty] = d
 				}
@@ -400,7 +404,7 @@ func (r *rig) checkpoint(what string, afterKill bool) {
 	// held: the PF releases it).
 	r.onAll(func(w *worker) {
 		if err := w.recover(r.ctx); err != nil {
-			t.Errorf("%s: VF %d (%v): recovery: %v", what, w.idx, w.mode, err)
+			r.finding("%s: VF %d (%v): recovery: %v", what, w.idx, w.mode, err)
 		}
 	})
 	for i, w := range r.workers {
@@ -413,7 +417,6 @@ func (r *rig) checkpoint(what string, afterKill bool) {
 // scrapes of one process, every VF quiescent at both, against the ledger's
 // completions between them: by opcode and status, and by VF and status.
 func (r *rig) compareCounters(what string, before, after map[string]map[string]float64, snap0, snap1 []tally) {
-	t := r.t
 	wantOp := map[string]int{}
 	wantVF := map[string]int{}
 	for i := range snap1 {
@@ -440,7 +443,7 @@ func (r *rig) compareCounters(what string, before, after map[string]map[string]f
 			got := int(after[family][k] - before[family][k])
 			if got != want[k] {
 				r.tot.mismatches++
-				t.Errorf("%s: %s{%s} rose by %d, the ledger has %d completions", what, family, k, got, want[k])
+				r.finding("%s: %s{%s} rose by %d, the ledger has %d completions", what, family, k, got, want[k])
 			}
 		}
 	}
@@ -451,7 +454,7 @@ func (r *rig) compareCounters(what string, before, after map[string]map[string]f
 // restart starts vhcrd again on the same files after the previous process
 // died.
 func (r *rig) restart(point string) {
-	r.d = startDaemon(r.t, r.dir, point)
+	r.d = startDaemon(r.t, r.dir, point, r.extra...)
 }
 
 // killAfter ends the current process at a random moment of the load:
@@ -578,4 +581,27 @@ func TestCrash(t *testing.T) {
 		posted, events, steps, numVFs)
 	fmt.Printf("crash tier: lost %d, duplicated %d, failed %d, kept objects %d (summed over the checks after each kill), missing %d, ledger≠metrics %d\n",
 		r.tot.lost, r.tot.duplicated, r.tot.failed, r.tot.kept, r.tot.missing, r.tot.mismatches)
+}
+
+// TestCrashTierSeesLoss is the tier's self-test: with the PF's state file
+// off (`vhcrd serve --pfstate off`), a restarted PF has lost every object,
+// and the checks must say so.
+func TestCrashTierSeesLoss(t *testing.T) {
+	r := newRig(t, 7, "--pfstate", "off")
+	var findings int
+	r.finding = func(string, ...any) { findings++ }
+	r.pauseAll()
+	r.checkpoint("before any kill", false)
+	if findings != 0 {
+		t.Fatalf("%d findings without a kill", findings)
+	}
+	r.resumeAll()
+	r.killAfter(100 * time.Millisecond)
+	r.restart("")
+	r.pauseAll()
+	r.checkpoint("kill without a state file", true)
+	if findings == 0 || r.tot.missing == 0 {
+		t.Fatalf("a restart without the state file: %d findings, %d objects missing; the tier saw no loss", findings, r.tot.missing)
+	}
+	t.Logf("without the state file: %d findings, %d objects missing, %d failed, %d kept", findings, r.tot.missing, r.tot.failed, r.tot.kept)
 }

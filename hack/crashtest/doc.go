@@ -38,6 +38,9 @@
 //     with every VF quiescent: across the verification queries after every
 //     restart, and across a final load segment that is not killed.
 //
+// TestCrashTierSeesLoss is the tier's own check: against a PF without its
+// state file (--pfstate off) one kill must produce findings.
+//
 // The totals (kills random and per point, lost, duplicated, failed, kept
 // objects) are printed at the end (`make crash` shows them). The seed is
 // printed too; VHCRD_CRASH_SEED=n repeats a run, VHCRD_CRASH_KILLS=n sets

@@ -315,9 +315,45 @@ func (w *worker) create(ctx context.Context) error {
 	if err := w.d.ModifyPath(ctx, s.qp, mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR, mlx4.QP_STATE_RTS); err != nil {
 		return err
 	}
+	if err := w.h.unique(&s); err != nil {
+		return err
+	}
 	w.h.sets = append(w.h.sets, &s)
 	return nil
 }
+
+// numbers are the resource numbers a set holds, by type.
+func (s *set) numbers() [][2]uint64 {
+	const cq, mpt, qp, mtt = 0, 1, 2, 3
+	return [][2]uint64{
+		{cq, uint64(s.scq.CQN)}, {cq, uint64(s.rcq.CQN)}, {mpt, uint64(s.mr.Index)}, {qp, uint64(s.qp.QPN)},
+		{mtt, s.scq.MTT.Base}, {mtt, s.rcq.MTT.Base}, {mtt, s.mr.MTT.Base}, {mtt, s.qp.MTT.Base},
+	}
+}
+
+// unique checks that the PF handed out none of n's numbers while the VF
+// holds an object under it (a restarted PF that lost its allocators would).
+func (h *held) unique(n *set) error {
+	seen := map[[2]uint64]bool{}
+	for _, q := range h.eqs {
+		seen[[2]uint64{3, q.MTT.Base}] = true
+	}
+	for _, s := range h.sets {
+		for _, k := range s.numbers() {
+			seen[k] = true
+		}
+	}
+	for _, k := range n.numbers() {
+		if seen[k] {
+			return fmt.Errorf("%w: the PF handed out %s %#x, which the VF already holds", errTwice, [...]string{"CQ", "MPT", "QP", "MTT"}[k[0]], k[1])
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// errTwice: a resource number handed out while its object is held.
+var errTwice = errors.New("resource number handed out twice")
 
 func (w *worker) destroy(ctx context.Context, s *set) error {
 	if err := w.d.DestroyQP(ctx, s.qp); err != nil {
