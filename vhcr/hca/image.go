@@ -176,7 +176,7 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 		}
 		return tr.Peek(vf, ty, id)
 	}
-	fw := &firmware{doorbell: h.fw.doorbell, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, dmfs: h.fw.dmfs, nextRegID: im.NextRegID,
+	fw := &firmware{doorbell: h.fw.doorbell, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, adminChanges: h.fw.adminChanges, dmfs: h.fw.dmfs, nextRegID: im.NextRegID,
 		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{}, srqs: map[uint32]*srqObj{},
 		mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{}, counterPort: map[uint64]int{}, mcg: map[uint32][][16]byte{},
 		ports: make([]portTables, len(h.fw.ports)), vfs: make([]vfFW, len(h.fw.vfs))}
@@ -308,3 +308,10 @@ func (h *HCA) handOverUnlessQuiet(eq *eqObj) error {
 	}
 	return eq.handOver()
 }
+
+// AdminChanges counts the operator's requests that may have changed the
+// firmware state outside commands (SetVF: the admin MAC, the vport); the
+// PF checkpoints when it moves. The operator's settings themselves (link
+// state, VST, spoof check, port state) are the configuration's, which a
+// restarted PF takes from its own.
+func (h *HCA) AdminChanges() uint64 { return h.fw.adminChanges }

@@ -54,6 +54,8 @@ type firmware struct {
 	posted   func(vf, eqn int, eqe *[mlx4.EQESize]byte) // EQE observer, or nil
 	pos      func(vf, eqn int, prod uint32, live bool)  // EQ producer positions (image.go), or nil
 	quiet    bool                                       // replaying: no VF memory written, no EQE, no positions (image.go)
+	// adminChanges counts the operator's changes of firmware state (SetVF)
+	adminChanges uint64
 
 	counterPort map[uint64]int // counter index → physical port it counts (handleCounter)
 

@@ -129,6 +129,7 @@ func (h *HCA) SetVF(vf int, ch VFSettingsChange) ([]string, error) {
 		return nil, fmt.Errorf("%w: VF %d outside 0..%d", ErrVFSettingInvalid, vf, len(h.Funcs)-1)
 	}
 	fn := &h.Funcs[vf]
+	h.fw.adminChanges++ // the PF checkpoints the firmware state it may change (image.go)
 	// Checks first, in mlx4's order of errnos.
 	if ch.Trust != nil {
 		return nil, fmt.Errorf("%w: trust: mlx4_en implements no ndo_set_vf_trust", ErrVFSettingNotSupported)

@@ -136,3 +136,119 @@ func TestStateFileNotTrusted(t *testing.T) {
 		t.Fatalf("VF 0 never used its channel and was told: %#x", r.SlaveRead(0).Load())
 	}
 }
+
+// TestStateFileOtherVersionOrPF: a state file of another format version or
+// written for another PF's regions is not trusted: logged with its cause,
+// bit 17 to every VF that used its channel.
+func TestStateFileOtherVersionOrPF(t *testing.T) {
+	for _, c := range []struct {
+		name, cause string
+		edit        func(b []byte)
+	}{
+		{"other version", "checksum mismatch", func(b []byte) { b[8]++ }}, // the version is under the header's check
+		{"other PF", "another PF's state file", func(b []byte) { b[0x44] += 7 }},
+		{"no checkpoint", "no checkpoint", func(b []byte) { clear(b[0x40:0x44]) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+			r.up(t, 1)
+			postAllocCQ(r)
+			r.scan()
+			var log strings.Builder
+			r.SetLogger(slog.New(slog.NewTextHandler(&log, nil)))
+			b, _ := r.StateFile.Bytes()
+			c.edit(b)
+			r.Rebuild(t)
+			if r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
+				t.Fatalf("VF 1 not told: slave_read %#x", r.SlaveRead(1).Load())
+			}
+			if !strings.Contains(log.String(), c.cause) {
+				t.Fatalf("log does not say %q: %q", c.cause, log.String())
+			}
+			if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != 0 {
+				t.Fatalf("%d CQs kept from an untrusted file", n)
+			}
+		})
+	}
+}
+
+// TestCheckpointAndJournal: objects made before a checkpoint, after it,
+// and released by another VF's RESET in between all come back as they
+// were; a kill in the middle of writing a checkpoint leaves the previous
+// one and its journal.
+func TestCheckpointAndJournal(t *testing.T) {
+	r := newStepRigWith(t, 3, vhcrtest.Options{State: true})
+	r.up(t, 1)
+	r.up(t, 2)
+	alloc := func(vf int) uint64 {
+		r.SetVHCR(t, vf, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: mlx4.PollToken})
+		r.write(vf, vhcr.CommVHCRPost, 0)
+		r.scan()
+		img := r.VHCR(t, vf)
+		if mlx4.Status(img[mlx4.OffStatus]) != mlx4.OK {
+			t.Fatalf("VF %d ALLOC_RES: %v", vf, mlx4.Status(img[mlx4.OffStatus]))
+		}
+		return binary.BigEndian.Uint64(img[mlx4.OffOutParam:])
+	}
+	var kept []uint64
+	for range 3 {
+		kept = append(kept, alloc(1))
+		alloc(2)
+	}
+	r.PF.Checkpoint()
+	for range 2 {
+		kept = append(kept, alloc(1))
+		alloc(2)
+	}
+	r.write(2, vhcr.CommReset, 0) // VF 2's CQs go
+	r.scan()
+	kept = append(kept, alloc(1))
+	r.PF.CrashAt(crashpoint.CommitTorn, 1)
+	func() {
+		defer func() {
+			if _, ok := recover().(master.Crash); !ok {
+				t.Fatal("no kill in the checkpoint")
+			}
+		}()
+		r.PF.Checkpoint()
+	}()
+	r.Rebuild(t)
+	if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != len(kept) {
+		t.Fatalf("VF 1 has %d CQs after the restart, want %d", n, len(kept))
+	}
+	for _, id := range kept {
+		if _, err := r.HCA.Res.Peek(1, restrack.CQ, id&0xffffff); err != nil {
+			t.Fatalf("CQ %#x: %v", id, err)
+		}
+	}
+	if n := r.HCA.Res.Counts(2)[restrack.CQ]; n != 0 {
+		t.Fatalf("VF 2 has %d CQs after its RESET and a restart", n)
+	}
+	next := alloc(1)
+	for _, id := range kept {
+		if id == next {
+			t.Fatalf("live CQ %#x handed out again", id)
+		}
+	}
+}
+
+// TestCorruptRecordMidJournal: a record lost in the middle of the journal
+// (a VF's last result lies beyond where replay stops) is not silently
+// dropped: the file is not trusted.
+func TestCorruptRecordMidJournal(t *testing.T) {
+	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+	r.up(t, 1)
+	for range 3 {
+		postAllocCQ(r)
+		r.scan()
+	}
+	var log strings.Builder
+	r.SetLogger(slog.New(slog.NewTextHandler(&log, nil)))
+	b, _ := r.StateFile.Bytes()
+	off := master.JournalOffset(r.Layout, r.HCA.Res.Config().EQsPerVF)
+	b[off+24] ^= 1 // the journal's first record (VF 1's RESET after the start's checkpoint)
+	r.Rebuild(t)
+	if !strings.Contains(log.String(), "a corrupt record") || r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
+		t.Fatalf("slave_read %#x, log %q", r.SlaveRead(1).Load(), log.String())
+	}
+}

@@ -11,9 +11,11 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 )
 
-// Persistence: each VF's channel state is kept in a record in the header
-// (PF-private words, read only at PF start), so that a restarted PF resumes
-// the channels, posted commands included. Every change of the state is
+// Persistence: each VF's channel state is kept in a record in the PF state
+// file (pfstate.go; without one, in PF-private words of the header), read
+// only at PF start, so that a restarted PF resumes the channels, posted
+// commands included. With a state file the header's first word of each
+// record only mirrors the last command for vhcr.Attachment.ChannelUp. Every change of the state is
 // written here before the VF can see it acknowledged (acknowledge,
 // violation); a VHCR_POST after a VHCR_POST changes nothing and writes
 // nothing, so the hot path does not pay for it.
@@ -181,6 +183,9 @@ func (p *PF) persistVF(i int) {
 	crashpoint.Hit(crashpoint.CommitTorn)
 	st.persist[3].Store(lo)
 	st.persist[1].Store(recordCheck(w0, hi, lo, i, p.gen))
+	if st.mirror != (bar.Reg{}) {
+		st.mirror.Store(w0)
+	}
 	st.rec, st.recOK = rec, true
 }
 

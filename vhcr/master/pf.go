@@ -91,6 +91,7 @@ type PF struct {
 	// requests from other goroutines, run by the poller between scans
 	mu       sync.Mutex
 	reqs     []func()
+	dones    []chan struct{} // closed once the requests' effects are checkpointed
 	pending  atomic.Uint32
 	running  atomic.Bool
 	stopping atomic.Bool
@@ -129,6 +130,9 @@ type vfState struct {
 	// rec is the record last written to persist (valid if recOK).
 	rec   record
 	recOK bool
+	// mirror is the header's copy of the record's first word where the
+	// record is in the state file (else the zero Reg, not written).
+	mirror bar.Reg
 }
 
 // mapVHCR checks the vHCR's page at st.vhcr and keeps it for VHCR_POST.
@@ -196,6 +200,13 @@ func New(o Options) (*PF, error) {
 	if p.pfState, err = bar.NewReg(o.BAR, vhcr.HdrPFState); err != nil {
 		return nil, err
 	}
+	var ps *pstate
+	var pending *jrec
+	if o.State != nil {
+		if ps, err = openState(o.State, l, o.HCA.Res.Config().EQsPerVF); err != nil {
+			return nil, err
+		}
+	}
 	p.vfs = make([]vfState, l.NumVFs)
 	for i := range p.vfs {
 		st := &p.vfs[i]
@@ -208,8 +219,19 @@ func New(o Options) (*PF, error) {
 				return nil, err
 			}
 		}
+		// The channel record: in the state file if there is one (the
+		// header's first word then mirrors its last command for
+		// vhcr.Attachment.ChannelUp, and is never read by a PF), else in
+		// the header.
+		recR, recOff := o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize
+		if ps != nil {
+			recR, recOff = o.State, ps.g.chans[0]+int64(i)*vhcr.HdrVFStateSize
+			if st.mirror, err = bar.NewReg(o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize); err != nil {
+				return nil, err
+			}
+		}
 		for k := range st.persist {
-			if st.persist[k], err = bar.NewReg(o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize+int64(4*k)); err != nil {
+			if st.persist[k], err = bar.NewReg(recR, recOff+int64(4*k)); err != nil {
 				return nil, err
 			}
 		}
@@ -224,13 +246,9 @@ func New(o Options) (*PF, error) {
 			st.lastMlx4 = st.completions == CompletionsMlx4
 		}
 	}
-	var ps *pstate
-	var pending *jrec
-	if o.State != nil {
-		if ps, err = openState(o.State, l, o.HCA.Res.Config().EQsPerVF); err != nil {
-			return nil, err
-		}
-		if pending, p.stateCause = p.loadState(ps, l); p.stateCause != "" {
+	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
+	if ps != nil {
+		if pending, p.stateCause = p.loadState(ps, l, gen); p.stateCause != "" {
 			p.log.Warn("PF state file not trusted: the VFs' objects are lost; resetting every VF that used its channel with bit 17", "file", o.State.Name(), "cause", p.stateCause)
 			if err := p.freshHCA(); err != nil {
 				return nil, err
@@ -238,11 +256,15 @@ func New(o Options) (*PF, error) {
 			pending = nil
 		}
 	}
-	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
 	// Every record is written under the new generation, then PF_GEN is
 	// advanced (a PF killed in between leaves records a restart trusts).
 	p.gen = gen + 1
 	restored := p.restore(o.BAR, l, gen)
+	if ps != nil {
+		if cause, fresh := ps.checkHeader(l); fresh || cause != "" {
+			ps.format(l)
+		}
+	}
 	if err := o.BAR.Store32(vhcr.HdrStateVer, vhcr.StateVersion); err != nil {
 		return nil, err
 	}
@@ -257,13 +279,13 @@ func New(o Options) (*PF, error) {
 		p.doorbell, _ = bar.Word(o.BAR, vhcr.HdrDoorbell)
 		p.sleeping, _ = bar.Word(o.BAR, vhcr.HdrPFSleeping)
 	}
+	if ps != nil {
+		ps.setGen(p.gen) // before PF_GEN: a restart accepts PF_GEN or PF_GEN+1
+	}
 	if err := o.BAR.Store32(vhcr.HdrPFGen, p.gen); err != nil {
 		return nil, err
 	}
 	if ps != nil {
-		if cause, fresh := ps.checkHeader(l); fresh || cause != "" {
-			ps.format(l)
-		}
 		p.hca.SetEQPositions(ps.setPos)
 		p.ps = ps
 		p.checkpoint() // the journal starts empty from here

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync/atomic"
+	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -47,8 +48,8 @@ import (
 // result the VF has not seen (write-back, outbox, EQE, toggle) instead of
 // executing again, and executes a command whose record has no result yet.
 // Checkpoints are taken between scans when the journal is half full (and
-// before a record that would not fit), after requests run by Do, and at
-// start: the journal is bounded by its size.
+// before a record that would not fit), after an operator's request that
+// changed firmware state, and at start: the journal is bounded by its size.
 
 const (
 	stateMagic   = "VHCRPFS1"
@@ -60,7 +61,7 @@ const (
 	slotHdr     = 0x80
 	recHdr      = 64
 	ckptHdr     = 64
-	defJournal  = 4 << 20
+	defJournal  = 16 << 20
 	defCkptSize = 16 << 20
 
 	magicIntent = 0x494e5431 // "INT1" ^ seq
@@ -90,13 +91,15 @@ func StateFileSize(l vhcr.Layout, eqsPerVF int) int64 {
 }
 
 type geometry struct {
-	slots, pos, journal, ckpt [2]int64 // offset, size (ckpt: slot 0; slot 1 follows)
-	size                      int64
+	chans, slots, pos, journal, ckpt [2]int64 // offset, size (ckpt: slot 0; slot 1 follows)
+	size                             int64
 }
 
 func stateGeometry(nvf, eqs int) geometry {
 	var g geometry
 	off := int64(hdrSize)
+	g.chans = [2]int64{off, (int64(nvf)*vhcr.HdrVFStateSize + 0xfff) &^ 0xfff}
+	off += g.chans[1]
 	g.slots = [2]int64{off, int64(nvf) * slotSize}
 	off += g.slots[1]
 	g.pos = [2]int64{off, (int64(nvf*eqs)*4 + 0xfff) &^ 0xfff}
@@ -127,6 +130,7 @@ type pstate struct {
 	ckGen   uint32
 	ckErr   error // the last checkpoint's failure (logged once)
 	testHit func(string)
+	admin   uint64 // the HCA's AdminChanges at the last checkpoint
 }
 
 func (ps *pstate) hit(name string) {
@@ -177,7 +181,7 @@ func (ps *pstate) headerBytes(l vhcr.Layout) []byte {
 // fresh reports a file never written.
 func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 	b := ps.b
-	if bytes.Equal(b[:offActive+4], make([]byte, offActive+4)) {
+	if bytes.Equal(b[:offGen+4], make([]byte, offGen+4)) {
 		return "", true
 	}
 	want := ps.headerBytes(l)
@@ -197,16 +201,28 @@ func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 	return "", false
 }
 
-// format writes a new header and empties the journal, the slots and the
-// positions (a first start, or state that was not trusted).
+// format writes a new header and empties the channel records, the slots,
+// the positions and the journal (a first start, or state that was not
+// trusted). The journal is emptied by its sequence: records are numbered
+// on from the clock's nanoseconds, beyond any number an earlier life of
+// the file (which numbered fewer commands than nanoseconds passed) can
+// have left in it, so that no stale record continues the new journal.
 func (ps *pstate) format(l vhcr.Layout) {
 	atomic.StoreUint32(ps.act, 0)
-	clear(ps.b[ps.g.slots[0] : ps.g.journal[0]+ps.g.journal[1]])
+	clear(ps.b[ps.g.chans[0] : ps.g.pos[0]+ps.g.pos[1]])
+	clear(ps.jslice(0, recHdr))
 	h := ps.headerBytes(l)
 	copy(ps.b, h)
 	binary.LittleEndian.PutUint32(ps.b[32:], crc32.Checksum(h, crcTab))
-	ps.seq, ps.jused, ps.ckGen = 0, 0, 0
+	ps.seq, ps.jused, ps.ckGen = uint64(time.Now().UnixNano()), 0, 0
 }
+
+// offGen is the word holding the PF_GEN the file was last written under.
+const offGen = offActive + 4
+
+func (ps *pstate) setGen(gen uint32) { atomic.StoreUint32(ps.word(offGen), gen) }
+
+func (ps *pstate) gen() uint32 { return atomic.LoadUint32(ps.word(offGen)) }
 
 // --- the journal ---
 
@@ -223,21 +239,23 @@ func (ps *pstate) fits(n int64) bool { return ps.jused+n <= ps.g.journal[1] }
 // made sure it fits.
 func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]uint64, inbox *[mlx4.MailboxSize]byte) {
 	n := int64(recHdr)
-	if flags&flagInbox != 0 {
-		n += mlx4.MailboxSize
+	in := 0 // the inbox up to its last non-zero word: replay zeroes the rest
+	if inbox != nil && flags&flagInbox != 0 {
+		in = inboxLen(inbox)
+		n += int64(in)
 	}
 	ps.seq++
 	r := ps.jslice(ps.jused, n)
 	le := binary.LittleEndian
 	le.PutUint64(r[8:], ps.seq)
-	le.PutUint32(r[16:], uint32(vf))
+	le.PutUint32(r[16:], uint32(vf)|uint32(in/8)<<16)
 	le.PutUint32(r[20:], uint32(kind)|uint32(flags)<<8|toggle&vhcr.ToggleBit)
 	for k := range w {
 		le.PutUint64(r[24+8*k:], w[k])
 	}
 	le.PutUint64(r[56:], 0)
-	if inbox != nil {
-		copy(r[recHdr:], inbox[:])
+	if in > 0 {
+		copy(r[recHdr:], inbox[:in])
 	}
 	ps.hit(crashpoint.CommitTorn)
 	le.PutUint32(r[4:], crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(r[recHdr:], crcTab))
@@ -306,16 +324,18 @@ func readRecord(j []byte, off int64, seq uint64, nvf int) (rec jrec, ok bool) {
 		return rec, false
 	}
 	rec.seq = seq
-	rec.vf = int(le.Uint32(r[16:]))
+	v := le.Uint32(r[16:])
+	rec.vf = int(v & 0xffff)
+	in := int64(v>>16) * 8
 	x := le.Uint32(r[20:])
 	rec.kind, rec.flags, rec.toggle = uint8(x), uint8(x>>8), x&vhcr.ToggleBit
 	if rec.vf < 0 || rec.vf >= nvf || rec.kind < recCmd || rec.kind > recActivate || x&^(vhcr.ToggleBit|0xffff) != 0 {
 		return rec, false
 	}
-	rec.size = recHdr
-	if rec.flags&flagInbox != 0 {
-		rec.size += mlx4.MailboxSize
+	if in > mlx4.MailboxSize || in > 0 && rec.flags&flagInbox == 0 {
+		return rec, false
 	}
+	rec.size = recHdr + in
 	if off+rec.size > int64(len(j)) {
 		return rec, false
 	}
@@ -511,4 +531,14 @@ func decodeCheckpoint(s []byte, gen uint32) (*Checkpoint, error) {
 		return nil, errors.New("checkpoint header and contents disagree")
 	}
 	return &c, nil
+}
+
+// inboxLen is the length of the inbox up to its last non-zero 8-byte word.
+func inboxLen(in *[mlx4.MailboxSize]byte) int {
+	for n := mlx4.MailboxSize; n > 0; n -= 8 {
+		if binary.LittleEndian.Uint64(in[n-8:n]) != 0 {
+			return n
+		}
+	}
+	return 0
 }

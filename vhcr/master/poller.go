@@ -224,7 +224,8 @@ func (p *PF) Do(f func()) error {
 	}
 	ch := make(chan struct{})
 	p.mu.Lock()
-	p.reqs = append(p.reqs, func() { f(); close(ch) })
+	p.reqs = append(p.reqs, f)
+	p.dones = append(p.dones, ch)
 	p.pending.Store(1)
 	p.mu.Unlock()
 	p.wake()
@@ -238,14 +239,19 @@ func (p *PF) Do(f func()) error {
 
 func (p *PF) runRequests() {
 	p.mu.Lock()
-	reqs := p.reqs
-	p.reqs = nil
+	reqs, dones := p.reqs, p.dones
+	p.reqs, p.dones = nil, nil
 	p.pending.Store(0)
 	p.mu.Unlock()
 	for _, f := range reqs {
 		f()
 	}
-	p.checkpoint() // what the requests changed (an operator's port or VF settings)
+	if p.ps != nil && p.hca.AdminChanges() != p.ps.admin {
+		p.checkpoint() // what the operator changed, before the request returns
+	}
+	for _, ch := range dones {
+		close(ch)
+	}
 }
 
 // VFInfo is a snapshot of one VF's channel state.

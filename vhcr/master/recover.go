@@ -28,7 +28,11 @@ func (p *PF) journalIntent(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, see
 	if status == mlx4.OK {
 		flags |= flagExec
 	}
-	p.makeRoom(recHdr + mlx4.MailboxSize)
+	n := int64(recHdr)
+	if c.Inbox != nil {
+		n += int64(inboxLen(c.Inbox))
+	}
+	p.makeRoom(n)
 	if p.ps == nil {
 		return
 	}
@@ -94,6 +98,7 @@ func (p *PF) checkpoint() {
 		return
 	}
 	c := &Checkpoint{Seq: ps.seq, HCA: p.hca.Image(), Tokens: make([]uint16, len(p.vfs))}
+	ps.admin = p.hca.AdminChanges()
 	for i := range p.vfs {
 		c.Tokens[i] = p.vfs[i].cmdToken
 	}
@@ -111,10 +116,16 @@ func (p *PF) checkpoint() {
 // loadState restores the model from the state file: the checkpoint, then
 // the committed records replayed quietly. It returns the last record if it
 // never committed, and why the state cannot be trusted ("" if it can).
-func (p *PF) loadState(ps *pstate, l vhcr.Layout) (pending *jrec, cause string) {
+func (p *PF) loadState(ps *pstate, l vhcr.Layout, gen uint32) (pending *jrec, cause string) {
 	cause, fresh := ps.checkHeader(l)
+	if fresh && gen != 0 {
+		return nil, fmt.Sprintf("the previous PF (generation %d) left no PF state file", gen)
+	}
 	if fresh || cause != "" {
 		return nil, cause
+	}
+	if g := ps.gen(); g != gen && g != gen+1 {
+		return nil, fmt.Sprintf("PF state file written under PF generation %d, the regions were served under %d (another PF's state file)", g, gen)
 	}
 	ck, err := ps.readCheckpoint()
 	if err != nil {
@@ -133,6 +144,13 @@ func (p *PF) loadState(ps *pstate, l vhcr.Layout) (pending *jrec, cause string) 
 	pending, err = p.replay(ps)
 	if err != nil {
 		return nil, err.Error()
+	}
+	// Every VF's last result must be in what was replayed: a slot beyond
+	// the journal's end means records were lost (a corrupt record ended it).
+	for i := range p.vfs {
+		if s, ok := readSlot(ps.slotBytes(i)); ok && s.seq > ps.seq {
+			return nil, fmt.Sprintf("PF state journal ends at record %d, VF %d's last result is record %d (a corrupt record)", ps.seq, i, s.seq)
+		}
 	}
 	for vf := range p.vfs {
 		for eqn := 0; eqn < ps.eqs; eqn++ {
@@ -197,7 +215,7 @@ func (p *PF) replayCmd(rec *jrec) *mlx4.Cmd {
 	if e := p.table.Lookup(c.Op); e != nil {
 		if e.HasInbox {
 			c.InParam &= mlx4.InboxMask
-			copy(p.inbox[:], rec.inbox)
+			clear(p.inbox[copy(p.inbox[:], rec.inbox):])
 			c.Inbox = &p.inbox
 		}
 		if e.HasOutbox {
