@@ -86,8 +86,10 @@ func (d *daemon) logText() string {
 
 // startDaemon runs vhcrd serve on the files of dir (created at the first
 // start, reused after) with point selected (empty: none) and waits until
-// it serves.
-func startDaemon(t *testing.T, dir, point string, extra ...string) *daemon {
+// it serves. A process killed by SIGKILL before it served (a point reached
+// while it recovered) is returned exited and not serving; any other end
+// before serving fails the test.
+func startDaemon(t *testing.T, dir, point string, extra ...string) (d *daemon, serving bool) {
 	t.Helper()
 	args := []string{"serve", "--bar", "file:" + filepath.Join(dir, "bar"), "--dma", "file:" + filepath.Join(dir, "dma"),
 		"--num-vfs", strconv.Itoa(numVFs), "--window", "512K", "--metrics-addr", "127.0.0.1:0"}
@@ -101,7 +103,7 @@ func startDaemon(t *testing.T, dir, point string, extra ...string) *daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, exited: make(chan struct{})}
+	d = &daemon{cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		d.state = cmd.ProcessState
@@ -110,7 +112,9 @@ func startDaemon(t *testing.T, dir, point string, extra ...string) *daemon {
 	}()
 	urlRE := regexp.MustCompile(`url=(http://[0-9.:]+)/metrics`)
 	ready := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		url, served := "", false
 		for sc.Scan() {
@@ -132,14 +136,24 @@ func startDaemon(t *testing.T, dir, point string, extra ...string) *daemon {
 	}()
 	select {
 	case d.metrics = <-ready:
+		return d, true
 	case <-d.exited:
+		<-scanned
+		select {
+		case d.metrics = <-ready:
+			return d, true // it served, then died
+		default:
+		}
+		if d.killedBySIGKILL() {
+			return d, false
+		}
 		t.Fatalf("vhcrd exited before serving (%v):\n%s", d.state, d.logText())
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		<-d.exited
 		t.Fatalf("vhcrd did not start serving:\n%s", d.logText())
 	}
-	return d
+	return d, false
 }
 
 // kill sends SIGKILL and waits for the process to be gone (its region lock
@@ -220,14 +234,17 @@ func scrape(url string) (map[string]map[string]float64, error) {
 type totals struct {
 	randomKills int
 	idleKills   int // kills with every VF idle, to start a process with a point selected
-	pointKills  map[string]int
-	lost        int // posted commands without a completion
-	duplicated  int // completions nothing waited for, objects the PF holds beyond the ledger
-	failed      int // completions with a status other than OK
-	kept        int // objects found under their numbers, summed over the checks
-	missing     int // objects the ledger holds that the PF did not have as made
-	mismatches  int // ledger ≠ /metrics
-	checks      int
+	// point kills that came while the restarted PF recovered (it re-runs
+	// what the journal holds), before it served
+	recoveryKills int
+	pointKills    map[string]int
+	lost          int // posted commands without a completion
+	duplicated    int // completions nothing waited for, objects the PF holds beyond the ledger
+	failed        int // completions with a status other than OK
+	kept          int // objects found under their numbers, summed over the checks
+	missing       int // objects the ledger holds that the PF did not have as made
+	mismatches    int // ledger ≠ /metrics
+	checks        int
 }
 
 // rig is the load over one set of region files.
@@ -266,7 +283,9 @@ func newRig(t *testing.T, seed uint64, extra ...string) *rig {
 	for range numVFs {
 		r.surplus = append(r.surplus, map[string]int{})
 	}
-	r.d = startDaemon(t, dir, "", extra...)
+	if r.d, _ = startDaemon(t, dir, "", extra...); r.d.metrics == "" {
+		t.Fatalf("vhcrd killed before it served:\n%s", r.d.logText())
+	}
 	a, err := vhcr.AttachFile(filepath.Join(dir, "bar"))
 	if err != nil {
 		t.Fatal(err)
@@ -452,9 +471,20 @@ func (r *rig) compareCounters(what string, before, after map[string]map[string]f
 }
 
 // restart starts vhcrd again on the same files after the previous process
-// died.
-func (r *rig) restart(point string) {
-	r.d = startDaemon(r.t, r.dir, point, r.extra...)
+// died and reports whether it serves. Without a point selected, a process
+// killed before it served was killed from outside the test (nothing in
+// vhcrd sends SIGKILL without a point): that is said, and it starts again.
+func (r *rig) restart(point string) bool {
+	var ok bool
+	r.d, ok = startDaemon(r.t, r.dir, point, r.extra...)
+	for tries := 0; !ok && point == "" && tries < 2; tries++ {
+		r.t.Logf("vhcrd was killed before it served, no crash point selected: a SIGKILL from outside the test; starting it again\n%s", r.d.logText())
+		r.d, ok = startDaemon(r.t, r.dir, point, r.extra...)
+	}
+	if !ok && point == "" {
+		r.t.Fatalf("vhcrd killed before serving three times")
+	}
+	return ok
 }
 
 // killAfter ends the current process at a random moment of the load:
@@ -517,7 +547,9 @@ func TestCrash(t *testing.T) {
 			// idle and start one that has, then let the load run into it.
 			r.d.kill()
 			r.tot.idleKills++
-			r.restart(sel)
+			if !r.restart(sel) {
+				r.tot.recoveryKills++ // the point came while it recovered
+			}
 			r.resumeAll()
 			select {
 			case <-r.d.exited:
@@ -575,8 +607,8 @@ func TestCrash(t *testing.T) {
 		pk += r.tot.pointKills[p]
 		pts = append(pts, fmt.Sprintf("%s %d", p, r.tot.pointKills[p]))
 	}
-	fmt.Printf("crash tier: %d kills (%d random, %d at points: %s; and %d with every VF idle), %d checkpoints, %v\n",
-		r.tot.randomKills+pk+r.tot.idleKills, r.tot.randomKills, pk, strings.Join(pts, ", "), r.tot.idleKills, r.tot.checks, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("crash tier: %d kills (%d random, %d at points: %s, %d of them while recovering; and %d with every VF idle), %d checkpoints, %v\n",
+		r.tot.randomKills+pk+r.tot.idleKills, r.tot.randomKills, pk, strings.Join(pts, ", "), r.tot.recoveryKills, r.tot.idleKills, r.tot.checks, time.Since(start).Round(time.Millisecond))
 	fmt.Printf("crash tier: %d commands posted (%d with the 'e' bit) in %d steps by %d VFs (poll 0-1, seed 'e' 2-4, mlx4 'e' 5-7)\n",
 		posted, events, steps, numVFs)
 	fmt.Printf("crash tier: lost %d, duplicated %d, failed %d, kept objects %d (summed over the checks after each kill), missing %d, ledger≠metrics %d\n",
