@@ -347,6 +347,22 @@ func (r *rig) onAll(f func(w *worker)) {
 func (r *rig) checkpoint(what string, afterKill bool) {
 	t := r.t
 	r.tot.checks++
+	report := r.finding
+	found := false
+	r.finding = func(format string, args ...any) { found = true; report(format, args...) }
+	defer func() {
+		r.finding = report
+		if found {
+			// What the restarted PF said of its recovery.
+			var warn []string
+			for _, l := range strings.Split(r.d.logText(), "\n") {
+				if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") || strings.Contains(l, "restored") {
+					warn = append(warn, l)
+				}
+			}
+			t.Logf("%s: vhcrd's log since the restart (warnings, errors, restore):\n%s", what, strings.Join(warn, "\n"))
+		}
+	}()
 	before, err := scrape(r.d.metrics)
 	if err != nil {
 		t.Fatalf("%s: scrape: %v", what, err)
