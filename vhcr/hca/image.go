@@ -315,3 +315,12 @@ func (h *HCA) handOverUnlessQuiet(eq *eqObj) error {
 // state, VST, spoof check, port state) are the configuration's, which a
 // restarted PF takes from its own.
 func (h *HCA) AdminChanges() uint64 { return h.fw.adminChanges }
+
+// RefreshEQs reads every EQ's doorbell (consumer index, arm) afresh: a
+// restarted PF's EQs continue from what the VFs wrote while it was down,
+// not from its checkpoint.
+func (h *HCA) RefreshEQs() {
+	for _, eq := range h.fw.eqs {
+		h.refreshCI(eq)
+	}
+}

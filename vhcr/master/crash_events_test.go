@@ -110,3 +110,50 @@ func readEQE(t *testing.T, r *vhcrtest.Rig, vf, eqn int, idx uint32) [mlx4.EQESi
 	t.Fatalf("VF %d has no EQ %d", vf, eqn)
 	return [mlx4.EQESize]byte{}
 }
+
+// TestKillSeedAcceptedThenNextPosted: a command accepted the seed's way and
+// killed before it ran, after which the VF posted its next command while
+// the PF was down: the restarted PF executes the first from its journal
+// and serves the second; two completion EQEs with their own tokens.
+func TestKillSeedAcceptedThenNextPosted(t *testing.T) {
+	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{State: true})
+	r.Start(t)
+	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.BAR, Layout: r.Layout, Completions: vfdrv.CompletionsSeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.EnableEvents(context.Background(), 4, 7); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop(t)
+	r.Rebuild(t)
+	sr := stepRig{r, t}
+	eqn := r.HCA.EventEQ(1, mlx4.EventCmd)
+	p0, _ := r.HCA.EQProd(1, eqn)
+	r.SetToggle(1, r.SlaveWrite(1).Load()>>31)
+	r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: 0x111, Flags: mlx4.FlagE})
+	r.Write(1, vhcr.CommVHCRPost, 0)
+	if !crashScan(t, sr, crashpoint.PostAccepted, 1) {
+		t.Fatal("no kill")
+	}
+	if !r.Acked(1) {
+		t.Fatal("the seed's way acknowledges before executing")
+	}
+	r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.NOP, Token: 0x222, Flags: mlx4.FlagE})
+	r.Write(1, vhcr.CommVHCRPost, 0)
+	r.Rebuild(t)
+	sr.scan()
+	if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != 1 {
+		t.Fatalf("VF 1 owns %d CQs, want 1", n)
+	}
+	p1, _ := r.HCA.EQProd(1, eqn)
+	if p1 != p0+2 {
+		t.Fatalf("%d completion EQEs, want 2", p1-p0)
+	}
+	for k, want := range []uint16{0x111, 0x222} {
+		eqe := readEQE(t, r, 1, eqn, p0+uint32(k))
+		if got := binary.BigEndian.Uint16(eqe[mlx4.EQECmdToken:]); got != want {
+			t.Fatalf("EQE %d token %#x, want %#x", k, got, want)
+		}
+	}
+}

@@ -252,3 +252,29 @@ func TestCorruptRecordMidJournal(t *testing.T) {
 		t.Fatalf("slave_read %#x, log %q", r.SlaveRead(1).Load(), log.String())
 	}
 }
+
+// TestJournaledPostAllocatesNothing: with the state file, a journaled
+// command (intent, result slot, commit) allocates nothing, nor does a NOP;
+// the journal's checkpoints are off this measurement (the journal has
+// room for every run).
+func TestJournaledPostAllocatesNothing(t *testing.T) {
+	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+	r.up(t, 1)
+	for _, h := range []mlx4.VHCR{
+		{Op: mlx4.NOP, Token: mlx4.PollToken},
+		{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.XRCD), OpMod: 1, Token: mlx4.PollToken}, // refused past the quota after a while: journaled all the same
+		{Op: mlx4.INIT_PORT, InMod: 1, Token: mlx4.PollToken},
+	} {
+		r.SetVHCR(t, 1, h)
+		allocs := testing.AllocsPerRun(500, func() {
+			r.write(1, vhcr.CommVHCRPost, 0)
+			r.scan()
+		})
+		if allocs != 0 {
+			t.Errorf("%v: %v allocations per post", h.Op, allocs)
+		}
+		if !r.acked(1) {
+			t.Fatalf("%v: not acknowledged", h.Op)
+		}
+	}
+}

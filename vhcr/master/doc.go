@@ -17,11 +17,14 @@
 // Linux's PF's, for token 0xffff or a VF configured so, the vHCR written
 // back, then an EQE with the per-VF token counter, then the toggle.
 //
-// It also owns: persistence of each VF's channel state in the header,
-// written before every acknowledgement that changes it, in records with a
-// CRC32C check word over the PF generation (a restarted PF resumes the VFs'
-// channels, and tells with bit 17 every VF whose saved state it cannot
-// trust; persist.go), regions that shrink under the PF (the poll loop runs
+// It also owns: persistence of each VF's channel state, written before
+// every acknowledgement that changes it, in records with a CRC32C check
+// word over the PF generation (a restarted PF resumes the VFs' channels,
+// and tells with bit 17 every VF whose saved state it cannot trust;
+// persist.go); the PF state file (Options.State: the model's checkpoint, a
+// redo journal of commands, each VF's last result, EQ positions), so that a
+// PF killed at any instruction restarts with every object under its number
+// and completes each command exactly once (pfstate.go, recover.go); regions that shrink under the PF (the poll loop runs
 // under bar.Guard: a lost DMA range resets the VFs it backed, a lost BAR
 // ends Run with ErrRegionLost; fault.go), the FLAGS reset handshake, FLR,
 // the poller's idle policy (spin, yield, futex doorbell), the counters the

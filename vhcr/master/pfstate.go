@@ -272,7 +272,7 @@ func (ps *pstate) commit(status mlx4.Status) {
 	r := ps.jslice(ps.cur, recHdr)
 	le := binary.LittleEndian
 	le.PutUint32(r[56:], uint32(status))
-	le.PutUint32(r[60:], resultCheck(ps.curSeq, uint32(status)))
+	le.PutUint32(r[60:], resultCheck(r))
 	atomic.StoreUint32(ps.word(ps.g.journal[0]+ps.cur), magicCommit^uint32(ps.curSeq))
 	ps.pending = false
 }
@@ -285,11 +285,10 @@ func (ps *pstate) record(kind uint8, vf int) {
 	ps.commit(mlx4.OK)
 }
 
-func resultCheck(seq uint64, status uint32) uint32 {
-	var b [12]byte
-	binary.LittleEndian.PutUint64(b[:], seq)
-	binary.LittleEndian.PutUint32(b[8:], status)
-	return crc32.Checksum(b[:], crcTab)
+// resultCheck is the check of a record's result: its sequence and status
+// (computed in place: a stack copy would escape to the heap in crc32).
+func resultCheck(r []byte) uint32 {
+	return crc32.Update(crc32.Checksum(r[8:16], crcTab), crcTab, r[56:60])
 }
 
 // jrec is a decoded journal record.
@@ -348,7 +347,7 @@ func readRecord(j []byte, off int64, seq uint64, nvf int) (rec jrec, ok bool) {
 	}
 	if committed {
 		st := le.Uint32(r[56:])
-		if le.Uint32(r[60:]) != resultCheck(seq, st) {
+		if le.Uint32(r[60:]) != resultCheck(r) {
 			return rec, false // torn result: the intent stands
 		}
 		rec.committed, rec.status = true, mlx4.Status(st)

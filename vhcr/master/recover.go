@@ -159,6 +159,7 @@ func (p *PF) loadState(ps *pstate, l vhcr.Layout, gen uint32) (pending *jrec, ca
 			}
 		}
 	}
+	p.hca.RefreshEQs()
 	return pending, ""
 }
 
@@ -192,8 +193,7 @@ func (p *PF) replay(ps *pstate) (*jrec, error) {
 		case recActivate:
 			_ = p.hca.ActivateVF(rec.vf) // fails as it failed, undoing itself
 		case recCmd:
-			if rec.flags&flagExec != 0 {
-				c := p.replayCmd(&rec)
+			if c := p.replayCmd(&rec); rec.flags&flagExec != 0 && p.table.Lookup(c.Op) != nil && p.table.Lookup(c.Op).journal {
 				if s := p.hca.Exec(c); s != rec.status {
 					return nil, fmt.Errorf("PF state journal: record %d (VF %d, %v) replays to %v, recorded %v", rec.seq, rec.vf, c.Op, s, rec.status)
 				}
@@ -240,7 +240,10 @@ func (p *PF) resume(i int, pending *jrec) {
 	w := st.sw.Load()
 	posted := w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack
 	if pending != nil && pending.vf == i {
-		if pending.kind == recCmd && pending.flags&flagSeed != 0 {
+		// Accepted the seed's way: its toggle is the acknowledged one (the
+		// VF may have posted its next command since). Else it was not
+		// acknowledged and is still pending on the channel.
+		if pending.kind == recCmd && pending.flags&flagSeed != 0 && pending.toggle == st.ack {
 			p.resumeSeed(i, pending)
 		}
 		return

@@ -21,11 +21,14 @@ type Entry struct {
 
 // readOnly are the commands that change nothing in the model: with a
 // state file they are not journaled unless they carry the 'e' bit (whose
-// completion token counts). QUERY_IF_STAT is not among them: it may clear
-// the counters it reads.
+// completion token counts), and a replay does not execute them. QUERY_IF_STAT
+// is not among them: it may clear the counters it reads. MAD_IFC is: the
+// VF policy refuses every Set (hca.HCA.MAD_IFC), and a replay must not
+// record its MADs into a capture twice.
 var readOnly = map[mlx4.Opcode]bool{mlx4.NOP: true, mlx4.QUERY_DEV_CAP: true, mlx4.QUERY_FW: true, mlx4.QUERY_DDR: true,
 	mlx4.QUERY_ADAPTER: true, mlx4.QUERY_HCA: true, mlx4.QUERY_PORT: true, mlx4.QUERY_FUNC: true, mlx4.QUERY_FUNC_CAP: true,
-	mlx4.QUERY_MPT: true, mlx4.QUERY_EQ: true, mlx4.QUERY_CQ: true, mlx4.QUERY_SRQ: true, mlx4.QUERY_QP: true}
+	mlx4.QUERY_MPT: true, mlx4.QUERY_EQ: true, mlx4.QUERY_CQ: true, mlx4.QUERY_SRQ: true, mlx4.QUERY_QP: true,
+	mlx4.MAD_IFC: true}
 
 // Table is the command table indexed by opcode: cmd_info[] of mlx4 cmd.c
 // (66 rows), in its order. Opcodes absent from it answer BAD_PARAM (0x03),
