@@ -15,11 +15,14 @@
 // and starts again. A VF never resets itself because its PF went away: it
 // waits for its pending command (up to crashPost) and goes on.
 //
-// Kills: a seeded number of SIGKILLs at random moments, and one at each of
-// the PF's named crash points (VHCRD_CRASHPOINT=name:N kills the process at
-// the Nth time the poller reaches that point; package
-// vhcr/internal/crashpoint). After each restart the VFs finish what they
-// had in flight and stop, and the test checks:
+// Kills: a seeded number of SIGKILLs at random moments of the load, and
+// rounds of one at each of the PF's named crash points
+// (VHCRD_CRASHPOINT=name:N kills the process at the Nth time it reaches
+// that point, N seeded; package vhcr/internal/crashpoint): the running PF
+// is killed while every VF is idle, one with the point selected is started
+// and the load runs into the point (or into it while the PF recovers,
+// counted apart). After each restart the VFs finish what they had in
+// flight and stop, and the test checks:
 //   - lost: every posted command got exactly one completion (posted minus
 //     completed, per VF); a completion EQE nothing waits for is a duplicate;
 //   - duplicated: the PF holds no object the ledger does not (an ALLOC_RES
@@ -29,7 +32,8 @@
 //     object it already changed, or run on an object the PF lost, does not);
 //   - kept: every object the ledger holds is queried under its number
 //     (QUERY_EQ, QUERY_CQ, QUERY_MPT, QUERY_QP) and matches what the VF
-//     made of it (MTT base, size, key, QP state RTS, CQNs);
+//     made of it (MTT base, size, key, QP state RTS, CQNs); a number the
+//     PF hands out while the VF holds an object under it is a failure;
 //   - the ledger equals /metrics: the objects by type per VF
 //     (vhcrd_resources{vf,type}) after every restart; and, because a
 //     process's counters start from zero and die with it, the commands by
@@ -44,5 +48,5 @@
 // The totals (kills random and per point, lost, duplicated, failed, kept
 // objects) are printed at the end (`make crash` shows them). The seed is
 // printed too; VHCRD_CRASH_SEED=n repeats a run, VHCRD_CRASH_KILLS=n sets
-// the number of random kills.
+// the number of random kills, VHCRD_CRASH_ROUNDS the kills at each point.
 package crashtest
