@@ -234,6 +234,7 @@ func scrape(url string) (map[string]map[string]float64, error) {
 type totals struct {
 	randomKills int
 	idleKills   int // kills with every VF idle, to start a process with a point selected
+	doubleKills int // random kills right after a restart (of the random ones)
 	// point kills that came while the restarted PF recovered (it re-runs
 	// what the journal holds), before it served
 	recoveryKills int
@@ -550,8 +551,19 @@ func TestCrash(t *testing.T) {
 		r.killAfter(delay)
 		r.tot.randomKills++
 		r.restart("")
+		what := fmt.Sprintf("random kill %d (after %v of load)", k+1, delay)
+		if k%3 == 2 {
+			// Every third: killed again right after it served, while it
+			// completes what the VFs had pending at the first kill.
+			again := time.Duration(rng.IntN(5000)) * time.Microsecond
+			r.killAfter(again)
+			r.tot.randomKills++
+			r.tot.doubleKills++
+			r.restart("")
+			what += fmt.Sprintf(" and again %v after the restart", again)
+		}
 		r.pauseAll()
-		r.checkpoint(fmt.Sprintf("random kill %d (after %v of load)", k+1, delay), true)
+		r.checkpoint(what, true)
 	}
 	if !hasHook {
 		t.Errorf("this vhcrd has no crash point hook (%s absent from the binary built with -tags crashpoints): the named points %v were not exercised", crashEnv, crashPoints)
@@ -623,8 +635,8 @@ func TestCrash(t *testing.T) {
 		pk += r.tot.pointKills[p]
 		pts = append(pts, fmt.Sprintf("%s %d", p, r.tot.pointKills[p]))
 	}
-	fmt.Printf("crash tier: %d kills (%d random, %d at points: %s, %d of them while recovering; and %d with every VF idle), %d checkpoints, %v\n",
-		r.tot.randomKills+pk+r.tot.idleKills, r.tot.randomKills, pk, strings.Join(pts, ", "), r.tot.recoveryKills, r.tot.idleKills, r.tot.checks, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("crash tier: %d kills (%d random, %d of them right after a restart; %d at points: %s, %d of them while recovering; and %d with every VF idle), %d checkpoints, %v\n",
+		r.tot.randomKills+pk+r.tot.idleKills, r.tot.randomKills, r.tot.doubleKills, pk, strings.Join(pts, ", "), r.tot.recoveryKills, r.tot.idleKills, r.tot.checks, time.Since(start).Round(time.Millisecond))
 	fmt.Printf("crash tier: %d commands posted (%d with the 'e' bit) in %d steps by %d VFs (poll 0-1, seed 'e' 2-4, mlx4 'e' 5-7)\n",
 		posted, events, steps, numVFs)
 	fmt.Printf("crash tier: lost %d, duplicated %d, failed %d, kept objects %d (summed over the checks after each kill), missing %d, ledger≠metrics %d\n",

@@ -15,7 +15,8 @@
 // and starts again. A VF never resets itself because its PF went away: it
 // waits for its pending command (up to crashPost) and goes on.
 //
-// Kills: a seeded number of SIGKILLs at random moments of the load, and
+// Kills: a seeded number of SIGKILLs at random moments of the load (every
+// third followed by a second one within 5 ms of the restarted PF serving), and
 // rounds of one at each of the PF's named crash points
 // (VHCRD_CRASHPOINT=name:N kills the process at the Nth time it reaches
 // that point, N seeded; package vhcr/internal/crashpoint): the running PF
