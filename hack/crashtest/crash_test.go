@@ -84,6 +84,29 @@ func (d *daemon) logText() string {
 	return d.log.String()
 }
 
+// serveArgs are vhcrd's arguments for the files of dir.
+func serveArgs(dir string, extra []string) []string {
+	args := []string{"serve", "--bar", "file:" + filepath.Join(dir, "bar"), "--dma", "file:" + filepath.Join(dir, "dma"),
+		"--num-vfs", strconv.Itoa(numVFs), "--window", "512K", "--metrics-addr", "127.0.0.1:0"}
+	return append(args, extra...)
+}
+
+// killDuringStart starts vhcrd on the files of dir and kills it delay
+// later, served or not: in the middle of its recovery (loading the state,
+// replaying the journal, completing what the VFs had pending) if it is
+// quick enough. It reports whether the process was still alive to be
+// killed.
+func killDuringStart(t *testing.T, dir string, delay time.Duration, extra []string) bool {
+	cmd := exec.Command(vhcrdBin, serveArgs(dir, extra)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay) // the kill's moment, not a synchronisation
+	err := cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	return err == nil
+}
+
 // startDaemon runs vhcrd serve on the files of dir (created at the first
 // start, reused after) with point selected (empty: none) and waits until
 // it serves. A process killed by SIGKILL before it served (a point reached
@@ -91,9 +114,7 @@ func (d *daemon) logText() string {
 // before serving fails the test.
 func startDaemon(t *testing.T, dir, point string, extra ...string) (d *daemon, serving bool) {
 	t.Helper()
-	args := []string{"serve", "--bar", "file:" + filepath.Join(dir, "bar"), "--dma", "file:" + filepath.Join(dir, "dma"),
-		"--num-vfs", strconv.Itoa(numVFs), "--window", "512K", "--metrics-addr", "127.0.0.1:0"}
-	cmd := exec.Command(vhcrdBin, append(args, extra...)...)
+	cmd := exec.Command(vhcrdBin, serveArgs(dir, extra)...)
 	cmd.Env = os.Environ()
 	if point != "" {
 		cmd.Env = append(cmd.Env, crashEnv+"="+point)
@@ -235,6 +256,7 @@ type totals struct {
 	randomKills int
 	idleKills   int // kills with every VF idle, to start a process with a point selected
 	doubleKills int // random kills right after a restart (of the random ones)
+	startKills  int // random kills of a PF that was starting (of the random ones)
 	// point kills that came while the restarted PF recovered (it re-runs
 	// what the journal holds), before it served
 	recoveryKills int
@@ -550,8 +572,18 @@ func TestCrash(t *testing.T) {
 		r.resumeAll()
 		r.killAfter(delay)
 		r.tot.randomKills++
-		r.restart("")
 		what := fmt.Sprintf("random kill %d (after %v of load)", k+1, delay)
+		if k%4 == 1 {
+			// The next PF is killed while it starts: in its recovery, or
+			// just after.
+			early := time.Duration(rng.IntN(60000)) * time.Microsecond
+			if killDuringStart(t, r.dir, early, r.extra) {
+				r.tot.randomKills++
+				r.tot.startKills++
+			}
+			what += fmt.Sprintf(" and again %v into the next start", early)
+		}
+		r.restart("")
 		if k%3 == 2 {
 			// Every third: killed again right after it served, while it
 			// completes what the VFs had pending at the first kill.
@@ -635,8 +667,8 @@ func TestCrash(t *testing.T) {
 		pk += r.tot.pointKills[p]
 		pts = append(pts, fmt.Sprintf("%s %d", p, r.tot.pointKills[p]))
 	}
-	fmt.Printf("crash tier: %d kills (%d random, %d of them right after a restart; %d at points: %s, %d of them while recovering; and %d with every VF idle), %d checkpoints, %v\n",
-		r.tot.randomKills+pk+r.tot.idleKills, r.tot.randomKills, r.tot.doubleKills, pk, strings.Join(pts, ", "), r.tot.recoveryKills, r.tot.idleKills, r.tot.checks, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("crash tier: %d kills (%d random, %d of them while the PF started, %d right after it served; %d at points: %s, %d of them while recovering; and %d with every VF idle), %d checkpoints, %v\n",
+		r.tot.randomKills+pk+r.tot.idleKills, r.tot.randomKills, r.tot.startKills, r.tot.doubleKills, pk, strings.Join(pts, ", "), r.tot.recoveryKills, r.tot.idleKills, r.tot.checks, time.Since(start).Round(time.Millisecond))
 	fmt.Printf("crash tier: %d commands posted (%d with the 'e' bit) in %d steps by %d VFs (poll 0-1, seed 'e' 2-4, mlx4 'e' 5-7)\n",
 		posted, events, steps, numVFs)
 	fmt.Printf("crash tier: lost %d, duplicated %d, failed %d, kept objects %d (summed over the checks after each kill), missing %d, ledger≠metrics %d\n",

@@ -16,7 +16,9 @@
 // waits for its pending command (up to crashPost) and goes on.
 //
 // Kills: a seeded number of SIGKILLs at random moments of the load (every
-// third followed by a second one within 5 ms of the restarted PF serving), and
+// fourth, from the second, followed by one of the next PF within 60 ms of
+// its start, in its recovery or just after; every third by one within 5 ms
+// of the restarted PF serving), and
 // rounds of one at each of the PF's named crash points
 // (VHCRD_CRASHPOINT=name:N kills the process at the Nth time it reaches
 // that point, N seeded; package vhcr/internal/crashpoint): the running PF
