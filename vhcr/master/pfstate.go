@@ -400,6 +400,11 @@ func (ps *pstate) writeSlot(vf int, s *slot, outbox *[mlx4.MailboxSize]byte) {
 	atomic.StoreUint32(ps.word(ps.g.slots[0]+int64(vf)*slotSize), magicSlot^uint32(s.seq))
 }
 
+// clearSlot invalidates VF vf's result slot.
+func (ps *pstate) clearSlot(vf int) {
+	atomic.StoreUint32(ps.word(ps.g.slots[0]+int64(vf)*slotSize), 0)
+}
+
 // readSlot decodes VF vf's slot; ok is false if there is none or it is torn.
 func readSlot(b []byte) (s slot, ok bool) {
 	le := binary.LittleEndian

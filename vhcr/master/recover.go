@@ -70,8 +70,14 @@ func (p *PF) journalResult(i int, c *mlx4.Cmd, status mlx4.Status, imm bool, tog
 // function reset, an activation at VHCR_EN.
 func (p *PF) journalRecord(kind uint8, i int) {
 	p.makeRoom(recHdr)
-	if p.ps != nil {
-		p.ps.record(kind, i)
+	if p.ps == nil {
+		return
+	}
+	p.ps.record(kind, i)
+	if kind == recReset {
+		// The VF's last result is of its previous life: a command it
+		// posts after the reset must never be taken for it.
+		p.ps.clearSlot(i)
 	}
 }
 
@@ -234,8 +240,8 @@ func (p *PF) replayCmd(rec *jrec) *mlx4.Cmd {
 // never committed is still pending on the channel and is served as usual.
 func (p *PF) resume(i int, pending *jrec) {
 	st := &p.vfs[i]
-	if !st.active || st.lastCmd != vhcr.CommVHCRPost {
-		return
+	if !st.active || st.lastCmd != vhcr.CommVHCRPost && st.lastCmd != vhcr.CommVHCREn {
+		return // a VHCR_POST follows VHCR_EN or VHCR_POST only
 	}
 	w := st.sw.Load()
 	posted := w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack
