@@ -120,7 +120,10 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 		undo()
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
 	}
-	if h.fw.doorbell != nil {
+	// A quiet replay (a restarted PF) must not sample the doorbell: its
+	// word now is the VF's consumer index of this very EQ, and taken as
+	// stale it would leave the restored producer index looking full.
+	if h.fw.doorbell != nil && !h.fw.quiet {
 		eq.dbAtCreate, eq.dbStale = h.fw.doorbell(c.VF, eqn)
 		eq.dbLast = eq.dbAtCreate
 	}

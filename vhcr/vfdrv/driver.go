@@ -92,6 +92,21 @@ type Options struct {
 	// spins briefly, then sleeps on the eventfd instead of polling
 	// (irq.go). The driver does not close it.
 	IRQ *os.File
+	// Ledger, if set, sees every command the driver posts and every
+	// completion it takes.
+	Ledger Ledger
+}
+
+// Ledger records a driver's commands: Posted once per VHCR_POST that went
+// out (slave_write written), Completed once per completion the driver took
+// (toggle, EQE, or a refusal at acceptance), with the status and immediate
+// output (Result.Out is the driver's buffer: copy what is kept). A posted
+// command the driver never saw complete (a timeout, a lost EQE, bit 17) has
+// a Posted and no Completed. The crash tier (hack/crashtest) keeps its
+// ledger this way.
+type Ledger interface {
+	Posted(op mlx4.Opcode, event bool)
+	Completed(op mlx4.Opcode, r Result)
 }
 
 // Stats are the driver's counters.
@@ -180,6 +195,9 @@ func (d *Driver) Poll(ctx context.Context, r *vhcr.Request) (Result, error) {
 	q := *r
 	q.Event = false
 	resp, err := d.VF.Post(ctx, &q)
+	if d.opt.Ledger != nil && !errors.Is(err, vhcr.ErrBusy) {
+		d.opt.Ledger.Posted(r.Op, false)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -187,6 +205,9 @@ func (d *Driver) Poll(ctx context.Context, r *vhcr.Request) (Result, error) {
 	res := Result{Status: resp.Status, OutParam: resp.OutParam}
 	if resp.Out != nil {
 		res.Out = resp.Out[:]
+	}
+	if d.opt.Ledger != nil {
+		d.opt.Ledger.Completed(r.Op, res)
 	}
 	return res, nil
 }

@@ -155,6 +155,9 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	if err := d.VF.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
 		return 0, err
 	}
+	if d.opt.Ledger != nil {
+		d.opt.Ledger.Posted(r.Op, true)
+	}
 	if mlx4Mode {
 		return d.completeMlx4(ctx, r.Op, ent.OutIsImm, slot, vh, toggle^1)
 	}
@@ -179,6 +182,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 			res.res.OutParam = binary.BigEndian.Uint64(vh[mlx4.OffOutParam:])
 		}
 		d.count(r.Op, st, true)
+		d.ledger(r.Op, res.res)
 		return t, nil
 	}
 	e.inflight = append(e.inflight, pending{ticket: t, token: token, op: r.Op, slot: slot})
@@ -257,6 +261,7 @@ func (d *Driver) completeMlx4(ctx context.Context, op mlx4.Opcode, outImm bool, 
 		res.res.Out = res.out
 	}
 	d.count(op, st, true)
+	d.ledger(op, res.res)
 	return t, nil
 }
 
@@ -427,6 +432,14 @@ func (d *Driver) complete(p pending, eqe *EQE) {
 		res.res.Out = res.out
 	}
 	d.count(p.op, res.res.Status, true)
+	d.ledger(p.op, res.res)
+}
+
+// ledger reports a completion to Options.Ledger.
+func (d *Driver) ledger(op mlx4.Opcode, r Result) {
+	if d.opt.Ledger != nil {
+		d.opt.Ledger.Completed(op, r)
+	}
 }
 
 // credit makes sure the completion EQ has room for one more command and
