@@ -113,6 +113,45 @@ func TestKillBetweenResetAndVHCR0(t *testing.T) {
 	}
 }
 
+// TestKillInChannelRecord: a PF killed at any commit point of a RESET
+// (its journal record, between two stores of the VF's channel record,
+// before its acknowledgement) leaves the channel record of before or after
+// in the state file (two slots, the torn one ignored): the restarted PF
+// trusts it, tells no one with bit 17, completes the RESET and the VF goes
+// on.
+func TestKillInChannelRecord(t *testing.T) {
+	kills := 0
+	for nth := 1; ; nth++ {
+		r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+		r.up(t, 1)
+		postAllocCQ(r)
+		r.scan()
+		r.write(1, vhcr.CommReset, 0)
+		if !crashScan(t, r, crashpoint.CommitTorn, nth) {
+			break
+		}
+		kills++
+		r.Rebuild(t)
+		r.scan()
+		if !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+			t.Fatalf("kill at commit-torn %d: RESET after the restart: acked=%v slave_read %#x", nth, r.acked(1), r.SlaveRead(1).Load())
+		}
+		if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != 0 {
+			t.Fatalf("kill at commit-torn %d: VF 1 owns %d CQs after its RESET", nth, n)
+		}
+		for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+			r.write(1, c, 0)
+			r.scan()
+			if !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+				t.Fatalf("kill at commit-torn %d: %v after the restart: acked=%v slave_read %#x", nth, c, r.acked(1), r.SlaveRead(1).Load())
+			}
+		}
+	}
+	if kills < 2 {
+		t.Fatalf("%d commit points in a RESET, want the journal record's and the channel record's", kills)
+	}
+}
+
 // TestStateFileNotTrusted: a corrupted state file is logged and every VF
 // that used its channel is reset with bit 17; nothing is silently zeroed.
 func TestStateFileNotTrusted(t *testing.T) {

@@ -42,6 +42,10 @@ type record struct {
 const (
 	recValid  = 1 << 31
 	recActive = 1 << 8
+	// In the state file a record's word 0 carries a 7-bit sequence
+	// (bits 15:9): of two intact slots the newer wins.
+	recSeqShift = 9
+	recSeqMask  = 0x7f
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -57,24 +61,54 @@ func recordCheck(w0, hi, lo uint32, i int, gen uint32) uint32 {
 	return crc32.Checksum(b[:], castagnoli)
 }
 
-// saved decodes VF i's record from the header as written under generation
-// gen or gen+1; an empty cause means it is intact.
+// saved decodes VF i's record as written under generation gen or gen+1:
+// the newer of its two slots that is intact where the record is in the
+// state file, its one slot in the header. An empty cause means it is
+// intact. It also points the next write at the other slot.
 func (st *vfState) saved(i int, gen uint32) (rec record, cause string) {
-	w0, check := st.persist[0].Load(), st.persist[1].Load()
-	hi, lo := st.persist[2].Load(), st.persist[3].Load()
+	best := -1
+	var bestSeq uint32
+	for s := 0; s < st.nslot; s++ {
+		r, seq, c := st.savedSlot(s, i, gen)
+		if c != "" {
+			if cause == "" || best < 0 && c != "no state record" {
+				cause = c
+			}
+			continue
+		}
+		if best < 0 || (seq-bestSeq)&recSeqMask < recSeqMask/2 {
+			best, bestSeq, rec = s, seq, r
+		}
+	}
+	if best < 0 {
+		return record{}, cause
+	}
+	st.seq, st.slot = bestSeq, (best+1)%st.nslot
+	return rec, ""
+}
+
+// savedSlot decodes slot s of VF i's record.
+func (st *vfState) savedSlot(s, i int, gen uint32) (rec record, seq uint32, cause string) {
+	reg := &st.persist[s]
+	w0, check := reg[0].Load(), reg[1].Load()
+	hi, lo := reg[2].Load(), reg[3].Load()
 	if w0&recValid == 0 {
-		return record{}, "no state record"
+		return record{}, 0, "no state record"
 	}
 	if check != recordCheck(w0, hi, lo, i, gen) && check != recordCheck(w0, hi, lo, i, gen+1) {
-		return record{}, "state record checksum mismatch (torn, corrupted, or written under another PF generation)"
+		return record{}, 0, "state record checksum mismatch (corrupted, or written under another PF generation)"
 	}
 	rec.lastCmd = vhcr.CommCmd(w0 & 0xff)
 	rec.active = w0&recActive != 0
 	rec.vhcr = uint64(hi)<<32 | uint64(lo)
-	if w0&^(recValid|recActive|0xff) != 0 {
-		return rec, fmt.Sprintf("state record word %#08x has unknown bits", w0)
+	known := uint32(recValid | recActive | 0xff)
+	if st.nslot == 2 {
+		known |= recSeqMask << recSeqShift
 	}
-	return rec, ""
+	if w0&^known != 0 {
+		return rec, 0, fmt.Sprintf("state record word %#08x has unknown bits", w0)
+	}
+	return rec, w0 >> recSeqShift & recSeqMask, ""
 }
 
 // plausible checks a record against the channel sequence: the address
@@ -164,9 +198,12 @@ func (p *PF) distrust(i int) bool {
 	return true
 }
 
-// persistVF writes VF i's channel state to the header if it changed since
-// the last write (a VHCR_POST after a VHCR_POST changes nothing): the
-// record's words, then its check word.
+// persistVF writes VF i's channel state if it changed since the last
+// write (a VHCR_POST after a VHCR_POST changes nothing): the record's
+// words, then its check word. In the state file it goes to the slot not
+// holding the last record, with the next sequence, so that a PF killed
+// between two stores leaves the last record intact (the state of before);
+// in the header, a torn record fails its check.
 func (p *PF) persistVF(i int) {
 	st := &p.vfs[i]
 	rec := record{st.lastCmd, st.active, st.vhcr}
@@ -177,14 +214,21 @@ func (p *PF) persistVF(i int) {
 	if rec.active {
 		w0 |= recActive
 	}
+	mirror := w0
+	seq := (st.seq + 1) & recSeqMask
+	if st.nslot == 2 {
+		w0 |= seq << recSeqShift
+	}
 	hi, lo := uint32(rec.vhcr>>32), uint32(rec.vhcr)
-	st.persist[0].Store(w0)
-	st.persist[2].Store(hi)
-	crashpoint.Hit(crashpoint.CommitTorn)
-	st.persist[3].Store(lo)
-	st.persist[1].Store(recordCheck(w0, hi, lo, i, p.gen))
+	reg := &st.persist[st.slot]
+	reg[0].Store(w0)
+	reg[2].Store(hi)
+	p.hit(crashpoint.CommitTorn)
+	reg[3].Store(lo)
+	reg[1].Store(recordCheck(w0, hi, lo, i, p.gen))
+	st.seq, st.slot = seq, (st.slot+1)%st.nslot
 	if st.mirror != (bar.Reg{}) {
-		st.mirror.Store(w0)
+		st.mirror.Store(mirror)
 	}
 	st.rec, st.recOK = rec, true
 }

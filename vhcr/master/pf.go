@@ -119,13 +119,20 @@ type vfState struct {
 	bar                 bar.Region
 	barLost             bool
 	sw, sr, caps, flags bar.Reg // comm page registers
-	persist             [4]bar.Reg
 	win                 *dma.Window
 	lastWord            uint32 // slave_write as last seen
 	ack                 uint32 // toggle last acknowledged: 0 or ToggleBit
 	lastCmd             vhcr.CommCmd
 	active              bool
 	vhcr                uint64
+	// persist holds the channel record's words: one slot in the header,
+	// two in the state file (written alternately, so that a torn write
+	// leaves the other; persist.go). nslot says how many; slot is the one
+	// the next write goes to, seq the last written record's sequence.
+	persist     [2][4]bar.Reg
+	nslot, slot int
+	seq         uint32
+
 	// vhcrBox is the vHCR's page, checked once at VHCR_EN (4 KiB aligned,
 	// inside the window, readable and writable); vhcrMem is the vHCR in it
 	// where the window is mapped, so that VHCR_POST reads and writes it
@@ -267,15 +274,18 @@ func New(o Options) (*PF, error) {
 		// vhcr.Attachment.ChannelUp, and is never read by a PF), else in
 		// the header.
 		recR, recOff := o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize
+		st.nslot = 1
 		if ps != nil {
-			recR, recOff = o.State, ps.g.chans[0]+int64(i)*vhcr.HdrVFStateSize
+			recR, recOff, st.nslot = o.State, ps.g.chans[0]+int64(i)*2*vhcr.HdrVFStateSize, 2
 			if st.mirror, err = bar.NewReg(o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize); err != nil {
 				return nil, err
 			}
 		}
-		for k := range st.persist {
-			if st.persist[k], err = bar.NewReg(recR, recOff+int64(4*k)); err != nil {
-				return nil, err
+		for s := 0; s < st.nslot; s++ {
+			for k := range st.persist[s] {
+				if st.persist[s][k], err = bar.NewReg(recR, recOff+int64(s)*vhcr.HdrVFStateSize+int64(4*k)); err != nil {
+					return nil, err
+				}
 			}
 		}
 		st.win, _ = space.Window(i)

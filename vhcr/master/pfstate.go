@@ -30,7 +30,8 @@ import (
 //	0x0000  header: magic "VHCRPFS1", version, VF count, EQs per VF, journal
 //	        and checkpoint sizes, layout check, CRC32C of these; at 0x40 the
 //	        active word (checkpoint generation << 1 | slot), switched last
-//	0x1000  result slots, one of slotSize per VF
+//	0x1000  channel records, two slots of 16 bytes per VF (persist.go)
+//	        result slots, one of slotSize per VF
 //	        EQ positions, one word per VF and EQ number (bit 31: the EQ lives)
 //	        the journal
 //	        two checkpoint slots
@@ -53,7 +54,7 @@ import (
 
 const (
 	stateMagic   = "VHCRPFS1"
-	stateVersion = 1
+	stateVersion = 2
 
 	hdrSize     = 0x1000
 	offActive   = 0x40
@@ -98,7 +99,7 @@ type geometry struct {
 func stateGeometry(nvf, eqs int) geometry {
 	var g geometry
 	off := int64(hdrSize)
-	g.chans = [2]int64{off, (int64(nvf)*vhcr.HdrVFStateSize + 0xfff) &^ 0xfff}
+	g.chans = [2]int64{off, (int64(nvf)*2*vhcr.HdrVFStateSize + 0xfff) &^ 0xfff} // two slots per VF (persist.go)
 	off += g.chans[1]
 	g.slots = [2]int64{off, int64(nvf) * slotSize}
 	off += g.slots[1]
