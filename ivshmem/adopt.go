@@ -16,9 +16,14 @@ var ErrNotAdoptable = errors.New("ivshmem: descriptor cannot be adopted")
 // ListenFD is Listen on a socket a previous server process left (kept in
 // systemd's file-descriptor store): fd must be a unix stream socket,
 // listening, bound to path. Clients waiting in its backlog are served by
-// Serve. On success the server owns fd (Close closes it and removes the
-// socket file); on an error fd stays the caller's.
-func ListenFD(fd int, path string, o Options) (*Server, error) {
+// Serve. fd is the server's from the call on: closed on an error, by
+// Close (which also removes the socket file) otherwise.
+func ListenFD(fd int, path string, o Options) (srv *Server, err error) {
+	defer func() {
+		if err != nil && fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}()
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
@@ -32,12 +37,15 @@ func ListenFD(fd int, path string, o Options) (*Server, error) {
 	if un, ok := sa.(*unix.SockaddrUnix); err != nil || !ok || un.Name != path {
 		return nil, fmt.Errorf("%w: descriptor %d is not bound to %s", ErrNotAdoptable, fd, path)
 	}
-	ln, err := net.FileListener(os.NewFile(uintptr(fd), path))
+	f := os.NewFile(uintptr(fd), path)
+	fd = -1 // f's now
+	defer f.Close()
+	ln, err := net.FileListener(f)
 	if err != nil {
 		return nil, fmt.Errorf("ivshmem socket %s: %w", path, err)
 	}
-	// FileListener made its own descriptor: the one handed over is closed.
-	_ = unix.Close(fd)
+	// FileListener made its own descriptor: the one handed over is closed
+	// (through f, whose finalizer must not close the number again later).
 	uln := ln.(*net.UnixListener)
 	uln.SetUnlinkOnClose(true)
 	return &Server{ln: uln, path: path, o: o}, nil
@@ -46,10 +54,16 @@ func ListenFD(fd int, path string, o Options) (*Server, error) {
 // Adopt serves a client connection a previous server process set up
 // (kept in systemd's file-descriptor store) as the connected client,
 // without a new setup: the client, QEMU, never sees a disconnect and keeps
-// the shared memory and vectors it has. Call it before Serve. On success
-// the server owns fd; on an error (not a unix stream socket, a client
-// already connected, the server closed) fd stays the caller's.
-func (s *Server) Adopt(fd int) (int64, error) {
+// the shared memory and vectors it has. Call it before Serve. fd is the
+// server's from the call on; on an error (not a unix stream socket, a
+// client already connected, the server closed) it is closed, and the
+// client sees its connection end.
+func (s *Server) Adopt(fd int) (id int64, err error) {
+	defer func() {
+		if err != nil && fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}()
 	if err := unixStream(fd); err != nil {
 		return 0, err
 	}
@@ -61,17 +75,19 @@ func (s *Server) Adopt(fd int) (int64, error) {
 	if s.closed || s.cur != nil {
 		return 0, fmt.Errorf("%w: %s already has a client or is closed", ErrNotAdoptable, s.path)
 	}
-	c, err := net.FileConn(os.NewFile(uintptr(fd), s.path+" client"))
+	f := os.NewFile(uintptr(fd), s.path+" client")
+	fd = -1         // f's now
+	defer f.Close() // FileConn made its own descriptor
+	c, err := net.FileConn(f)
 	if err != nil {
 		return 0, fmt.Errorf("ivshmem %s: adopting a client: %w", s.path, err)
 	}
-	_ = unix.Close(fd) // FileConn made its own descriptor
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		c.Close()
-		return 0, fmt.Errorf("%w: descriptor %d is not a unix connection", ErrNotAdoptable, fd)
+		return 0, fmt.Errorf("%w: not a unix connection", ErrNotAdoptable)
 	}
-	id := s.nextID
+	id = s.nextID
 	s.nextID = (s.nextID + 1) % MaxPeers
 	s.cur = uc
 	s.wg.Add(1)

@@ -79,20 +79,32 @@ func TestAdoptAfterTheServerGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := ivshmem.ListenFD(connFD, path, ivshmem.Options{SHM: shm, Vectors: func() []int { return nil }}); !errors.Is(err, ivshmem.ErrNotAdoptable) {
+	// What is refused is closed: the tests hand over duplicates.
+	dup := func(fd int) int {
+		d, err := unix.Dup(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if _, err := ivshmem.ListenFD(dup(connFD), path, ivshmem.Options{SHM: shm, Vectors: func() []int { return nil }}); !errors.Is(err, ivshmem.ErrNotAdoptable) {
 		t.Fatalf("ListenFD of a connection: %v", err)
 	}
-	if _, err := ivshmem.ListenFD(lnFD, path+".other", ivshmem.Options{SHM: shm, Vectors: func() []int { return nil }}); !errors.Is(err, ivshmem.ErrNotAdoptable) {
+	if _, err := ivshmem.ListenFD(dup(lnFD), path+".other", ivshmem.Options{SHM: shm, Vectors: func() []int { return nil }}); !errors.Is(err, ivshmem.ErrNotAdoptable) {
 		t.Fatalf("ListenFD on another path: %v", err)
 	}
+	lnCopy := dup(lnFD)
 	connected, gone := make(chan int64, 1), make(chan int64, 1)
 	b, err := ivshmem.ListenFD(lnFD, path, ivshmem.Options{SHM: shm, Vectors: func() []int { return []int{vec} }, Logger: quiet,
 		OnConnect: func(id int64) { connected <- id }, OnDisconnect: func(id int64) { gone <- id }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Adopt(int(shm.Fd())); !errors.Is(err, ivshmem.ErrNotAdoptable) {
+	if _, err := b.Adopt(dup(int(shm.Fd()))); !errors.Is(err, ivshmem.ErrNotAdoptable) {
 		t.Fatalf("Adopt of a file: %v", err)
+	}
+	if _, err := b.Adopt(lnCopy); err == nil {
+		t.Fatal("Adopt of a listening socket")
 	}
 	id, err := b.Adopt(connFD)
 	if err != nil {
