@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/hack/testenv"
 	"github.com/vhcrd/vhcrd/ivshmem"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
@@ -453,4 +454,123 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 	if len(bad) > 0 {
 		t.Fatalf("messages not from the main process: %v", bad)
 	}
+}
+
+// storedFD returns a duplicate of the one descriptor stored under name.
+func (m *fakeManager) storedFD(name string) int {
+	m.t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.store {
+		if s.name == name {
+			d, err := unix.Dup(s.fd)
+			if err != nil {
+				m.t.Fatal(err)
+			}
+			unix.CloseOnExec(d)
+			return d
+		}
+	}
+	m.t.Fatalf("nothing stored as %s", name)
+	return -1
+}
+
+// TestQEMUGuestSurvivesPFKill: as TestGuestSurvivesPFKillUnderServiceManager
+// with a real QEMU (7.2, TCG, paused) holding the ivshmem connection: after
+// vhcrd's SIGKILL and its restart under the manager, QEMU's device is
+// served on (no FLR, QEMU still running), the restarted vhcrd raises the
+// VF's vectors for a command's completion, and QEMU's end, killed at last,
+// is seen by the restarted vhcrd (the VF reset as an FLR, the store emptied
+// but for the socket): the connection it served was QEMU's.
+func TestQEMUGuestSurvivesPFKill(t *testing.T) {
+	qemu := testenv.LookPath(t, "qemu-system-x86_64", "qemu-system-x86")
+	dir := shmDir(t)
+	barPath, ram := filepath.Join(dir, "bar"), filepath.Join(dir, "ram0")
+	args := []string{"serve", "--bar", "file:" + barPath, "--dma", "file:" + filepath.Join(dir, "dma"), "--num-vfs", "2",
+		"--window", "256K", "--metrics-addr", "127.0.0.1:0", "--vectors", "4", "--guest", "0=" + ram + ",size=64M"}
+	m := newFakeManager(t)
+	d1 := m.start(args...)
+	q := startQEMU(t, qemu, ram, vhcr.VFBARPath(barPath, 0)+".sock")
+	if got := q.ivshmemBAR2(t); got != vhcr.VFBARSize {
+		t.Fatalf("BAR2 of %d bytes", got)
+	}
+	m.waitFor("FDNAME", "vf0-conn")
+
+	if err := d1.cmd.Process.Signal(unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-d1.exited
+	d2 := m.start(args...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("restarted vhcrd:\n%s", d2.log())
+		}
+	})
+	if !strings.Contains(d2.log(), "guest connection adopted") {
+		t.Fatal("the restarted vhcrd did not adopt QEMU's connection")
+	}
+	if q.cmd.ProcessState != nil {
+		t.Fatal("QEMU exited")
+	}
+
+	// A driver of VF 0 over the BAR files and the guest's RAM (standing in
+	// for the paused guest), its EQ armed through vector 0: the eventfd
+	// QEMU holds, the one the first vhcrd handed over.
+	ctrl, err := bar.OpenFile(barPath, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	vfBAR, err := bar.OpenFile(vhcr.VFBARPath(barPath, 0), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vfBAR.Close()
+	ramR, err := bar.OpenFileLazy(ram, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ramR.Close()
+	lay, err := vhcr.ReadLayout(ctrl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv, err := vhcr.NewGuestVF(ctrl, vfBAR, ramR, lay, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv.NoDoorbell()
+	gv.Timeouts = vhcr.Timeouts{Sync: time.Second, Offline: 30 * time.Second, Comm: 30 * time.Second, Post: time.Minute}
+	ctx := context.Background()
+	if err := gv.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	irqFile := os.NewFile(uintptr(m.storedFD("vf0-irq0")), "vector 0")
+	defer irqFile.Close()
+	drv, err := vfdrv.New(gv, vfdrv.Options{BAR: vfBAR, IRQ: irqFile, Completions: vfdrv.CompletionsMlx4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drv.EnableEvents(ctx, 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drv.AllocMTT(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := metricValue(t, d2.metrics, "vhcrd_interrupts_total", `vf="0"`); n < 1 {
+		t.Fatalf("the restarted vhcrd raised VF 0's vectors %d times", n)
+	}
+	if n := metricValue(t, d2.metrics, "vhcrd_comm_resets_total", `vf="0"`, `reason="flr"`); n > 0 {
+		t.Fatalf("VF 0 reset %d times as an FLR while QEMU stayed", n)
+	}
+
+	_ = q.cmd.Process.Kill()
+	_ = q.cmd.Wait()
+	m.waitFor("FDNAME", "vf0-irq3")
+	if got, want := m.names(), []string{"vf0-listen"}; !slices.Equal(got, want) {
+		t.Fatalf("stored after QEMU went: %v, want %v", got, want)
+	}
+	until(t, "the VF's FLR", func() bool {
+		return metricValue(t, d2.metrics, "vhcrd_comm_resets_total", `vf="0"`, `reason="flr"`) == 1
+	})
 }
