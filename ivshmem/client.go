@@ -148,3 +148,13 @@ func closeAll(fds []int) {
 		unix.Close(fd)
 	}
 }
+
+// Control calls f with the connection's descriptor (to check its state;
+// f must not close it).
+func (cl *Client) Control(f func(fd uintptr)) error {
+	rc, err := cl.c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(f)
+}

@@ -20,6 +20,13 @@
 // that connects while the first one's end is being handled (OnDisconnect,
 // vhcrd's reset of the VF) is served after it.
 //
+// QEMU reads its setup once, at realize: it cannot be set up a second
+// time on the same device. A server process that restarts therefore takes
+// over the listening socket (ListenFD) and the connection (Adopt) its
+// predecessor kept outside itself (systemd's file-descriptor store; OnClient
+// and ControlListener hand them out): the client is served on without a
+// new setup and never sees a disconnect.
+//
 // Client decodes the server's messages (SetupState is its state machine,
 // fuzzed) for tests and for tools; it is what QEMU's ivshmem_recv_setup
 // and process_msg accept.

@@ -33,6 +33,10 @@ type Options struct {
 	// client's goroutine, one client at a time.
 	OnConnect    func(id int64)
 	OnDisconnect func(id int64)
+	// OnClient, if set, is called with a client's connection once it has
+	// its setup (or was adopted), before OnConnect: to keep the connection
+	// outside the process (systemd's file-descriptor store).
+	OnClient func(id int64, c *net.UnixConn)
 	// Logger receives a line per connect, refusal and disconnect (nil:
 	// slog.Default()).
 	Logger *slog.Logger
@@ -59,14 +63,8 @@ type Server struct {
 // Listen creates the server's socket at path, mode 0600 (a stale socket
 // there, one nobody answers on, is replaced). Serve accepts clients.
 func Listen(path string, o Options) (*Server, error) {
-	if o.SHM == nil || o.Vectors == nil {
-		return nil, errors.New("ivshmem: Options need SHM and Vectors")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.SetupTimeout <= 0 {
-		o.SetupTimeout = 5 * time.Second
+	if err := o.defaults(); err != nil {
+		return nil, err
 	}
 	if st, err := os.Lstat(path); err == nil {
 		if st.Mode().Type() != os.ModeSocket {
@@ -100,6 +98,19 @@ func Listen(path string, o Options) (*Server, error) {
 		return nil, fmt.Errorf("ivshmem socket: %w", err)
 	}
 	return &Server{ln: ln, path: path, o: o}, nil
+}
+
+func (o *Options) defaults() error {
+	if o.SHM == nil || o.Vectors == nil {
+		return errors.New("ivshmem: Options need SHM and Vectors")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.SetupTimeout <= 0 {
+		o.SetupTimeout = 5 * time.Second
+	}
+	return nil
 }
 
 // Path is the socket's path.
@@ -142,12 +153,13 @@ func (s *Server) Serve() error {
 		s.cur = c
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.client(c, id)
+		go s.client(c, id, false)
 	}
 }
 
-// client sends c its setup and waits for its end.
-func (s *Server) client(c *net.UnixConn, id int64) {
+// client sends c its setup (unless adopted: it has it) and waits for its
+// end.
+func (s *Server) client(c *net.UnixConn, id int64, adopted bool) {
 	defer s.wg.Done()
 	ending := make(chan struct{})
 	defer func() {
@@ -157,17 +169,24 @@ func (s *Server) client(c *net.UnixConn, id int64) {
 		s.mu.Unlock()
 		close(ending)
 	}()
-	_ = c.SetWriteDeadline(time.Now().Add(s.o.SetupTimeout))
-	vec := s.o.Vectors()
-	if err := SendSetup(c, id, int(s.o.SHM.Fd()), vec); err != nil {
-		s.o.Logger.Warn("ivshmem client setup failed", "socket", s.path, "id", id, "err", err)
-		return
+	if !adopted {
+		_ = c.SetWriteDeadline(time.Now().Add(s.o.SetupTimeout))
+		vec := s.o.Vectors()
+		if err := SendSetup(c, id, int(s.o.SHM.Fd()), vec); err != nil {
+			s.o.Logger.Warn("ivshmem client setup failed", "socket", s.path, "id", id, "err", err)
+			return
+		}
+		_ = c.SetWriteDeadline(time.Time{})
+		s.o.Logger.Info("ivshmem client connected", "socket", s.path, "id", id, "vectors", len(vec))
+	} else {
+		s.o.Logger.Info("ivshmem client adopted: served on without a new setup", "socket", s.path, "id", id)
 	}
-	_ = c.SetWriteDeadline(time.Time{})
 	s.mu.Lock()
 	s.clients++
 	s.mu.Unlock()
-	s.o.Logger.Info("ivshmem client connected", "socket", s.path, "id", id, "vectors", len(vec))
+	if s.o.OnClient != nil {
+		s.o.OnClient(id, c)
+	}
 	if s.o.OnConnect != nil {
 		s.o.OnConnect(id)
 	}
@@ -191,7 +210,7 @@ func (s *Server) client(c *net.UnixConn, id int64) {
 	}
 }
 
-// Stats are the server's counts: clients set up, clients refused, and
+// Stats are the server's counts: clients served (set up or adopted), clients refused, and
 // whether one is connected now.
 func (s *Server) Stats() (clients, refused int, connected bool) {
 	s.mu.Lock()

@@ -3,13 +3,18 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/ivshmem"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/irq"
 )
 
 // guestSpec is one --guest N=RAMFILE[,size=SIZE][,socket=PATH]: VF N is a
@@ -78,8 +83,73 @@ func openGuestRAM(g guestSpec) (bar.Region, error) {
 
 // guestServer is VF vf's ivshmem server and the BAR file it hands over.
 type guestServer struct {
+	vf  int
 	srv *ivshmem.Server
 	shm *os.File
+}
+
+// Names in the service manager's file-descriptor store, per guest VF: the
+// ivshmem server's listening socket, QEMU's connection, and vector i's
+// eventfd (one name each: the store need not keep an order).
+func fdNameListen(vf int) string      { return fmt.Sprintf("vf%d-listen", vf) }
+func fdNameConn(vf int) string        { return fmt.Sprintf("vf%d-conn", vf) }
+func fdNameIRQ(vf, vector int) string { return fmt.Sprintf("vf%d-irq%d", vf, vector) }
+
+// adoptVectors takes back, from what the service manager passed, the
+// eventfds of each guest VF's vectors a previous vhcrd stored (QEMU holds
+// them: the guest's MSI-X vectors). A VF whose set is not whole, or not
+// --vectors long, gets new ones (its stored connection is then dropped in
+// startGuests: QEMU could not be interrupted through it).
+func adoptVectors(passed passedFDs, guests []guestSpec, perVF int, log *slog.Logger) map[int]*irq.Vectors {
+	out := map[int]*irq.Vectors{}
+	for _, g := range guests {
+		var fds []int
+		for i := 0; i < irq.MaxVectors; i++ {
+			f := passed.take(fdNameIRQ(g.vf, i))
+			if len(f) == 0 {
+				break
+			}
+			fds = append(fds, f...)
+		}
+		if len(fds) == 0 {
+			continue
+		}
+		var v *irq.Vectors
+		err := fmt.Errorf("%d stored vectors, --vectors %d", len(fds), perVF)
+		if len(fds) == perVF {
+			v, err = irq.Adopt(fds)
+		}
+		if err != nil {
+			for _, fd := range fds {
+				_ = unix.Close(fd)
+			}
+			log.Warn("stored MSI-X eventfds not adopted: the VF gets new ones", "vf", g.vf, "err", err)
+			continue
+		}
+		out[g.vf] = v
+		log.Info("MSI-X eventfds adopted from the file-descriptor store", "vf", g.vf, "vectors", len(fds))
+	}
+	return out
+}
+
+// storeGuest keeps VF vf's connection and vectors in the service
+// manager's store (vectors first: a stored connection implies them).
+func (s *server) storeGuest(vf int, c *net.UnixConn) {
+	for i, fd := range s.irq.VF(vf).FDs() {
+		s.notify.store(fdNameIRQ(vf, i), fd)
+	}
+	if rc, err := c.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { s.notify.store(fdNameConn(vf), int(fd)) })
+	}
+}
+
+// forgetGuest removes VF vf's connection and vectors from the store
+// (connection first: a stale connection is never adopted).
+func (s *server) forgetGuest(vf int) {
+	s.notify.remove(fdNameConn(vf))
+	for i := range s.irq.VF(vf).Len() {
+		s.notify.remove(fdNameIRQ(vf, i))
+	}
 }
 
 // startGuests runs one ivshmem server per --guest: it hands QEMU the VF's
@@ -88,16 +158,29 @@ type guestServer struct {
 // as an FLR: its objects released, nothing of another VF touched; the next
 // QEMU is served. While any guest is connected the poller's sleeps are
 // bounded (master.Idle.GuestSleep): a guest cannot ring the futex doorbell.
-func (s *server) startGuests(guests []guestSpec, vfBARs []bar.Spec, log *slog.Logger) error {
+//
+// Under a service manager (NOTIFY_SOCKET) the listening socket, QEMU's
+// connection and the vectors are kept in its file-descriptor store; a
+// vhcrd restarted after a crash is passed them back and serves the same
+// connection on (QEMU reads its setup once and cannot be set up again),
+// the VF's state coming from the PF state file. adoptedIRQ are the VFs
+// whose vectors were adopted (adoptVectors): only their connection can be.
+func (s *server) startGuests(guests []guestSpec, vfBARs []bar.Spec, passed passedFDs, adoptedIRQ map[int]*irq.Vectors, log *slog.Logger) error {
 	for _, g := range guests {
 		shm, err := os.OpenFile(vfBARs[g.vf].Path, os.O_RDWR, 0)
 		if err != nil {
 			return fmt.Errorf("--guest %d: %w", g.vf, err)
 		}
 		vf := g.vf
-		srv, err := ivshmem.Listen(g.socket, ivshmem.Options{
+		var adopting atomic.Bool // the adopted connection is stored already
+		o := ivshmem.Options{
 			SHM:     shm,
 			Vectors: func() []int { return s.irq.VF(vf).FDs() },
+			OnClient: func(_ int64, c *net.UnixConn) {
+				if !adopting.Swap(false) {
+					s.storeGuest(vf, c)
+				}
+			},
 			OnConnect: func(id int64) {
 				s.pf.GuestAttached(true)
 				log.Info("guest attached", "vf", vf, "ivshmem_id", id)
@@ -109,14 +192,54 @@ func (s *server) startGuests(guests []guestSpec, vfBARs []bar.Spec, log *slog.Lo
 				}
 				err := s.pf.FLR(vf)
 				log.Info("guest gone: VF reset as an FLR", "vf", vf, "ivshmem_id", id, "err", err)
+				s.forgetGuest(vf)
 			},
 			Logger: log,
-		})
-		if err != nil {
-			shm.Close()
-			return fmt.Errorf("--guest %d: %w", g.vf, err)
 		}
-		s.guests = append(s.guests, guestServer{srv: srv, shm: shm})
+		var srv *ivshmem.Server
+		if fds := passed.take(fdNameListen(vf)); len(fds) == 1 {
+			if srv, err = ivshmem.ListenFD(fds[0], g.socket, o); err != nil {
+				log.Warn("stored ivshmem socket not adopted: listening anew", "vf", vf, "err", err)
+			} else {
+				log.Info("ivshmem socket adopted from the file-descriptor store", "vf", vf, "socket", g.socket)
+			}
+		} else {
+			closeFDs(fds)
+		}
+		if srv == nil {
+			if srv, err = ivshmem.Listen(g.socket, o); err != nil {
+				shm.Close()
+				return fmt.Errorf("--guest %d: %w", g.vf, err)
+			}
+			if err := srv.ControlListener(func(fd uintptr) { s.notify.store(fdNameListen(vf), int(fd)) }); err != nil {
+				log.Warn("ivshmem socket not stored", "vf", vf, "err", err)
+			}
+		}
+		s.guests = append(s.guests, guestServer{vf: vf, srv: srv, shm: shm})
+		if fds := passed.take(fdNameConn(vf)); len(fds) > 0 {
+			ok := len(fds) == 1 && adoptedIRQ[vf] != nil
+			var id int64
+			if ok {
+				adopting.Store(true)
+				if id, err = srv.Adopt(fds[0]); err != nil { // closed it
+					adopting.Store(false)
+					log.Warn("stored guest connection not adopted", "vf", vf, "err", err)
+					ok = false
+				}
+			} else {
+				closeFDs(fds)
+			}
+			if ok {
+				log.Info("guest connection adopted: served on without a new ivshmem setup", "vf", vf, "ivshmem_id", id)
+			} else {
+				// The guest cannot be interrupted or served on: its
+				// connection ends (QEMU sees the server gone), the VF is
+				// reset as when a guest goes.
+				s.forgetGuest(vf)
+				err := s.pf.FLR(vf)
+				log.Warn("stored guest connection dropped: VF reset as an FLR", "vf", vf, "vectors_adopted", adoptedIRQ[vf] != nil, "err", err)
+			}
+		}
 		go func() {
 			if err := srv.Serve(); err != nil {
 				log.Error("ivshmem server", "vf", vf, "err", err)
@@ -124,14 +247,26 @@ func (s *server) startGuests(guests []guestSpec, vfBARs []bar.Spec, log *slog.Lo
 		}()
 		log.Info("ivshmem server", "vf", vf, "socket", g.socket, "bar", vfBARs[vf].Path, "ram", g.ram, "vectors", s.irq.VF(vf).Len())
 	}
+	if names := passed.closeRest(); len(names) > 0 {
+		log.Warn("passed descriptors not adopted (closed)", "names", names)
+	}
 	return nil
 }
 
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
 // stopGuests closes the ivshmem servers (their clients see the server
-// gone; QEMU keeps running on what it has).
+// gone; QEMU keeps running on what it has) after removing what they
+// stored: a stopped vhcrd's connections are closed, not to be adopted.
 func (s *server) stopGuests() {
 	s.guestsStopping.Store(true)
 	for _, g := range s.guests {
+		s.forgetGuest(g.vf)
+		s.notify.remove(fdNameListen(g.vf))
 		_ = g.srv.Close()
 		g.shm.Close()
 	}

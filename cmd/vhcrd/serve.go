@@ -170,7 +170,9 @@ func runServe(args []string) error {
 	}
 	log.Info("vhcrd starting", "bar", srv.barR.Name(), "dma", srv.dmaR.Name(), "vfs", f.vfs, "window", window)
 	go srv.logActivity(ctx, log, 5*time.Second)
+	srv.notify.state("READY=1\nSTATUS=serving")
 	err = srv.pf.Run(ctx)
+	srv.notify.state("STOPPING=1")
 	stopSide()
 	log.Info("vhcrd stopped")
 	return err
@@ -240,6 +242,9 @@ type server struct {
 	// their disconnects at shutdown from a guest's end (no FLR then)
 	guests         []guestServer
 	guestsStopping atomic.Bool
+	// notify is the service manager's socket (nil: none, NOTIFY_SOCKET
+	// unset): readiness and the file-descriptor store of the guests
+	notify *notifier
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -278,6 +283,14 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		return nil, usageError{fmt.Errorf("--vectors %d: want 2..64 (mlx4 needs at least 2)", f.vectors)}
 	}
 	s := &server{}
+	passed, err := takePassedFDs()
+	if err != nil {
+		return nil, err
+	}
+	defer passed.closeRest() // those not adopted, on every path
+	if s.notify, err = newNotifier(log); err != nil {
+		return nil, err
+	}
 	// One PF per set of regions: claim the files before anything sizes,
 	// maps or writes them, so a second vhcrd is refused without touching
 	// the first one's registers. The kernel drops the claims when this
@@ -349,7 +362,8 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		s.regions.order = append(s.regions.order, r) // closed with the others
 		guestRAM[g.vf] = r
 	}
-	if s.irq, err = irq.NewSet(f.vfs, f.vectors); err != nil {
+	adoptedIRQ := adoptVectors(passed, guests, f.vectors, log)
+	if s.irq, err = irq.NewSetWith(f.vfs, f.vectors, adoptedIRQ); err != nil {
 		s.close()
 		return nil, fmt.Errorf("MSI-X vectors: %w", err)
 	}
@@ -371,7 +385,7 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		s.close()
 		return nil, err
 	}
-	if err := s.startGuests(guests, vbs, log); err != nil {
+	if err := s.startGuests(guests, vbs, passed, adoptedIRQ, log); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -393,6 +407,7 @@ func (s *server) close() {
 	for _, o := range s.owners {
 		_ = o.Release()
 	}
+	s.notify.close()
 }
 
 // openRegion opens the region a spec names, sized for the layout where the

@@ -176,7 +176,7 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 		}
 		return tr.Peek(vf, ty, id)
 	}
-	fw := &firmware{doorbell: h.fw.doorbell, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, adminChanges: h.fw.adminChanges, dmfs: h.fw.dmfs, nextRegID: im.NextRegID,
+	fw := &firmware{doorbell: h.fw.doorbell, irq: h.fw.irq, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, adminChanges: h.fw.adminChanges, dmfs: h.fw.dmfs, nextRegID: im.NextRegID,
 		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{}, srqs: map[uint32]*srqObj{},
 		mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{}, counterPort: map[uint64]int{}, mcg: map[uint32][][16]byte{},
 		ports: make([]portTables, len(h.fw.ports)), vfs: make([]vfFW, len(h.fw.vfs))}
@@ -224,8 +224,11 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 		if err != nil {
 			return err
 		}
+		// The vector and always-armed come from the context, as at SW2HW_EQ.
+		c, _ := mlx4.DecodeEQContext(e.Ctx[:])
 		fw.eqs[id] = &eqObj{tr: o, vf: e.VF, eqn: e.EQN, ctx: e.Ctx, nent: e.Nent, pageShift: e.PageShift, pages: append([]uint64(nil), e.Pages...),
-			win: window(e.VF), prod: e.Prod, cons: e.Cons, armed: e.Armed, dbAtCreate: e.DBAtCreate, dbStale: e.DBStale}
+			win: window(e.VF), prod: e.Prod, cons: e.Cons, armed: e.Armed, dbAtCreate: e.DBAtCreate, dbStale: e.DBStale,
+			intr: c.Intr, always: c.State == mlx4.EQ_STATE_ALWAYS_ARMED}
 	}
 	for p := range fw.ports {
 		pi := &im.Ports[p]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -388,4 +389,19 @@ func BenchmarkPostEQEInterrupt(b *testing.B) {
 	if st := r.h.Stats(0); st.Interrupts.Load() != st.EQEs.Load() {
 		b.Fatalf("%d interrupts for %d EQEs", st.Interrupts.Load(), st.EQEs.Load())
 	}
+}
+
+// TestIRQAfterLoad: an HCA loaded from an image (a restarted PF's
+// checkpoint) keeps the MSI-X delivery installed before the load: an EQE
+// into the armed EQ raises its vector.
+func TestIRQAfterLoad(t *testing.T) {
+	r := newIRQRig(t, 8)
+	v := r.vf(1)
+	r.eq(v, 3, 2, 0)
+	win := func(vf int) *dma.Window { w, _ := r.sp.Window(vf); return w }
+	if err := r.h.Load(r.h.Image(), win); err != nil {
+		t.Fatal(err)
+	}
+	r.post(1)
+	r.want(1, 2, 1, 0, 0)
 }

@@ -24,5 +24,9 @@
 // read). Close closes every descriptor; a Raise racing with Close returns
 // ErrClosed and never writes to a descriptor number reused elsewhere.
 //
+// A restarted PF takes back the eventfds its predecessor handed out (kept
+// in systemd's file-descriptor store) with Adopt and NewSetWith: a guest
+// that holds them is interrupted by the new process as by the old one.
+//
 // Errors wrap the sentinels ErrVector, ErrVF, ErrClosed and ErrTimeout.
 package irq
