@@ -270,7 +270,11 @@ func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]u
 		copy(r[recHdr:], inbox)
 	}
 	ps.hit(crashpoint.CommitTorn)
-	le.PutUint32(r[4:], crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(r[recHdr:], crcTab))
+	c := crc32.Checksum(r[8:56], crcTab)
+	if in > 0 {
+		c ^= crc32.Checksum(r[recHdr:], crcTab) // (the check of no bytes is 0)
+	}
+	le.PutUint32(r[4:], c)
 	// A plain store: the check covers the record, so a kill that lands the
 	// word before the bytes leaves a record that fails it (the journal's
 	// end); the stores that follow (the VF's acknowledgement, effects) are
@@ -289,7 +293,10 @@ func (ps *pstate) commit(status mlx4.Status) {
 	le := binary.LittleEndian
 	le.PutUint32(r[56:], uint32(status))
 	le.PutUint32(r[60:], resultCheck(r))
-	atomic.StoreUint32(ps.word(ps.g.journal[0]+ps.cur), magicCommit^uint32(ps.curSeq))
+	// A plain store, as the intent's: the result's check covers the status,
+	// so a commit word that landed before it would leave a torn result (the
+	// intent stands); a kill lands a prefix of the stores in program order.
+	le.PutUint32(r, magicCommit^uint32(ps.curSeq))
 	ps.pending = false
 }
 
