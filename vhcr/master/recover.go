@@ -153,6 +153,15 @@ func (p *PF) checkpoint() {
 // the committed records replayed quietly. It returns the last record if it
 // never committed, and why the state cannot be trusted ("" if it can).
 func (p *PF) loadState(ps *pstate, l vhcr.Layout, gen uint32) (pending *jrec, cause string) {
+	defer func() {
+		if cause != "" {
+			// nothing of untrusted state is re-delivered, nor carried
+			// into the next checkpoint
+			for i := range ps.last {
+				ps.forget(i)
+			}
+		}
+	}()
 	cause, fresh := ps.checkHeader(l)
 	if fresh && gen != 0 {
 		return nil, fmt.Sprintf("the previous PF (generation %d) left no PF state file", gen)
