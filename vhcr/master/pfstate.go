@@ -143,8 +143,13 @@ type pstate struct {
 	pending bool
 	// last is the offset of each VF's last committed command record since
 	// the checkpoint (noRecord: none; ckLast holds its last result)
-	last    []int64
-	ckLast  []LastResult
+	last   []int64
+	ckLast []LastResult
+	// a record's header and result as they are built and checked, then
+	// copied into the journal (lines kept hot; a stack array would escape
+	// to the heap through crc32's dispatch)
+	hdr     [recHdr]byte
+	res     [resHdr]byte
 	ckGen   uint32
 	ckErr   error // the last checkpoint's failure (logged once)
 	testHit func(string)
@@ -287,23 +292,28 @@ func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]u
 		n += int64(in)
 	}
 	ps.seq++
-	r := ps.jslice(ps.jused, n)
+	// The record is built and checked in h and the check taken of inbox
+	// as the caller holds it: the journal's lines are only written, never
+	// read back (a load of bytes just stored into a line not yet fetched
+	// waits for the fetch).
+	h := &ps.hdr
 	le := binary.LittleEndian
-	le.PutUint64(r[8:], ps.seq)
-	le.PutUint32(r[16:], uint32(vf)|uint32(in/8)<<16)
-	le.PutUint32(r[20:], uint32(kind)|uint32(flags)<<8|toggle&vhcr.ToggleBit)
+	le.PutUint64(h[8:], ps.seq)
+	le.PutUint32(h[16:], uint32(vf)|uint32(in/8)<<16)
+	le.PutUint32(h[20:], uint32(kind)|uint32(flags)<<8|toggle&vhcr.ToggleBit)
 	for k := range w {
-		le.PutUint64(r[24+8*k:], w[k])
+		le.PutUint64(h[24+8*k:], w[k])
 	}
-	le.PutUint64(r[56:], 0)
+	c := crc32.Checksum(h[8:56], crcTab)
 	if in > 0 {
-		copy(r[recHdr:], inbox)
+		c ^= crc32.Checksum(inbox[:in], crcTab) // (the check of no bytes is 0)
+	}
+	r := ps.jslice(ps.jused, n)
+	copy(r[8:recHdr], h[8:])
+	if in > 0 {
+		copy(r[recHdr:], inbox[:in])
 	}
 	ps.hit(crashpoint.CommitTorn)
-	c := crc32.Checksum(r[8:56], crcTab)
-	if in > 0 {
-		c ^= crc32.Checksum(r[recHdr:], crcTab) // (the check of no bytes is 0)
-	}
 	le.PutUint32(r[4:], c)
 	// A plain store: the check covers the record, so a kill that lands the
 	// word before the bytes leaves a record that fails it (the journal's
@@ -321,16 +331,22 @@ func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]u
 func (ps *pstate) commit(res *LastResult, outbox []byte) {
 	le := binary.LittleEndian
 	outLen := len(outbox)
-	x := ps.jslice(ps.curEnd, resHdr+int64(outLen))
+	x := &ps.res // built and checked here, only written to the journal
 	le.PutUint64(x[0:], res.Out)
 	le.PutUint32(x[8:], uint32(res.Token)|uint32(outLen/8)<<16)
 	le.PutUint32(x[12:], uint32(res.EQN))
 	le.PutUint32(x[16:], res.ProdBefore)
 	le.PutUint32(x[20:], uint32(res.Status)|uint32(res.Flags&(flagOutbox|flagImm))<<8)
-	copy(x[resHdr:], outbox)
+	c := crc32.Checksum(x[:], crcTab)
+	if outLen > 0 {
+		c = crc32.Update(c, crcTab, outbox)
+	}
+	copy(ps.jslice(ps.curEnd, resHdr+int64(outLen)), x[:])
+	if outLen > 0 {
+		copy(ps.jslice(ps.curEnd+resHdr, int64(outLen)), outbox)
+	}
 	r := ps.jslice(ps.cur, recHdr)
-	le.PutUint32(r[56:], 0)
-	le.PutUint32(r[60:], crc32.Checksum(x, crcTab)^uint32(ps.curSeq)^magicCommit)
+	le.PutUint32(r[60:], c^uint32(ps.curSeq)^magicCommit)
 	ps.hit(crashpoint.CommitTorn)
 	// A plain store, as the intent's: the result's check covers the result,
 	// so a commit word that landed before it would leave a torn result (the
