@@ -64,7 +64,9 @@ fuzz-smoke:
 # fairness against vhcrd --num-vfs 64 (per-VF throughput max/min with 8 and 64
 # busy VFs, a bystander's latency beside a flooding VF).
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 $(PKGS) > $(BIN)/bench.out; s=$$?; cat $(BIN)/bench.out; \
+	echo "persistence (vhcr/master BenchmarkPersistCost, the run at the full benchtime; issue 11: NOP b/a <= 1.2, CQ and QP <= 1.3):"; \
+	awk '/^persist cost/ { last[$$3] = $$0 } END { for (k in last) print "  " last[k] }' $(BIN)/bench.out | sort; exit $$s
 	./$(BIN)/vfctl bench --vhcrd ./$(BIN)/vhcrd
 
 # hack/deploy through the tools that read it: promtool (alert rules and

@@ -295,7 +295,7 @@ func TestCorruptRecordMidJournal(t *testing.T) {
 }
 
 // TestJournaledPostAllocatesNothing: with the state file, a journaled
-// command (intent, result slot, commit) allocates nothing, nor does a NOP;
+// command (intent, result appended, commit) allocates nothing, nor does a NOP;
 // the journal's checkpoints are off this measurement (the journal has
 // room for every run).
 func TestJournaledPostAllocatesNothing(t *testing.T) {

@@ -31,7 +31,8 @@ import (
 //	        and checkpoint sizes, layout check, CRC32C of these; at 0x40 the
 //	        active word (checkpoint generation << 1 | slot), switched last
 //	0x1000  channel records, two slots of 16 bytes per VF (persist.go)
-//	        result slots, one of slotSize per VF
+//	        last sequences, one 8-byte word per VF: the last record
+//	        committed for it (a journal that ends before it lost records)
 //	        EQ positions, one word per VF and EQ number (bit 31: the EQ lives)
 //	        the journal
 //	        two checkpoint slots
@@ -40,34 +41,41 @@ import (
 // change the model, and every 'e' command, whose completion token counts)
 // goes: intent record (VF, toggle, the vHCR shadow, the inbox shadow; CRC;
 // commit word last) → [the seed's early acknowledgement] → execute → the
-// VF's result slot (identity, status, immediate output, outbox, token,
-// completion EQ and its producer index before the EQE; CRC; commit word
-// last) → the record's result (status; CRC; commit word last) →
-// write-back, EQE, acknowledgement. A restarted PF loads the checkpoint,
-// replays the committed records quietly (no VF memory written) and checks
-// that each gives its recorded status; it then re-delivers a committed
-// result the VF has not seen (write-back, outbox, EQE, toggle) instead of
-// executing again, and executes a command whose record has no result yet.
-// Checkpoints are taken between scans when the journal is half full (and
-// before a record that would not fit), after an operator's request that
-// changed firmware state, and at start: the journal is bounded by its size.
+// record's result, appended to it (status, immediate output, outbox up to
+// its last non-zero word, token, completion EQ and its producer index
+// before the EQE; CRC; commit word last) → write-back, EQE,
+// acknowledgement. A record is 64 bytes of intent, the inbox it keeps, 24
+// bytes of result and the outbox it keeps, padded to 64 bytes: one command
+// writes its lines of the journal and nothing else. A restarted PF loads
+// the checkpoint, replays the committed records quietly (no VF memory
+// written) and checks that each gives its recorded status; it then
+// re-delivers a VF's last committed result the VF has not seen
+// (write-back, outbox, EQE, toggle) instead of executing again, and
+// executes a command whose record has no result yet. The VF's last result
+// is its last committed command record since the checkpoint (the PF keeps
+// its offset per VF), else the one the checkpoint carries: a checkpoint
+// keeps each VF's last result (a function reset drops it). Checkpoints are
+// taken between scans when the journal is half full (and before a record
+// that would not fit), after an operator's request that changed firmware
+// state, and at start: the journal is bounded by its size.
 
 const (
 	stateMagic   = "VHCRPFS1"
-	stateVersion = 2
+	stateVersion = 3
 
-	hdrSize     = 0x1000
-	offActive   = 0x40
-	slotSize    = 0x2000
-	slotHdr     = 0x80
-	recHdr      = 64
+	hdrSize   = 0x1000
+	offActive = 0x40
+	recHdr    = 64
+	resHdr    = 24 // a record's result, after its inbox
+	recAlign  = 64
+	// resMax is the most a record's result adds to its intent
+	resMax      = resHdr + mlx4.MailboxSize + recAlign - 1
 	ckptHdr     = 64
 	defJournal  = 16 << 20
 	defCkptSize = 16 << 20
 
 	magicIntent = 0x494e5431 // "INT1" ^ seq
 	magicCommit = 0x434d5431 // "CMT1" ^ seq
-	magicSlot   = 0x534c5431 // "SLT1" ^ seq
 
 	recCmd      = 1
 	recReset    = 2
@@ -79,6 +87,8 @@ const (
 	flagOutbox = 1 << 3
 	flagImm    = 1 << 4
 	flagExec   = 1 << 5 // the command executes (else only its token counts)
+
+	noRecord = -1 // no record of the VF since the checkpoint
 )
 
 // ErrStateFile is a state file that cannot be used (too small, unmapped).
@@ -92,8 +102,8 @@ func StateFileSize(l vhcr.Layout, eqsPerVF int) int64 {
 }
 
 type geometry struct {
-	chans, slots, pos, journal, ckpt [2]int64 // offset, size (ckpt: slot 0; slot 1 follows)
-	size                             int64
+	chans, seqs, pos, journal, ckpt [2]int64 // offset, size (ckpt: slot 0; slot 1 follows)
+	size                            int64
 }
 
 func stateGeometry(nvf, eqs int) geometry {
@@ -101,8 +111,8 @@ func stateGeometry(nvf, eqs int) geometry {
 	off := int64(hdrSize)
 	g.chans = [2]int64{off, (int64(nvf)*2*vhcr.HdrVFStateSize + 0xfff) &^ 0xfff} // two slots per VF (persist.go)
 	off += g.chans[1]
-	g.slots = [2]int64{off, int64(nvf) * slotSize}
-	off += g.slots[1]
+	g.seqs = [2]int64{off, (int64(nvf)*8 + 0xfff) &^ 0xfff}
+	off += g.seqs[1]
 	g.pos = [2]int64{off, (int64(nvf*eqs)*4 + 0xfff) &^ 0xfff}
 	off += g.pos[1]
 	g.journal = [2]int64{off, defJournal}
@@ -124,10 +134,22 @@ type pstate struct {
 	jused int64   // bytes of the journal in use
 	half  bool    // the journal is half full: checkpoint between scans
 	act   *uint32 // the active word
-	// the current record: its offset, and whether it awaits its result
+	// the current record: its offset, the end of its intent, and whether
+	// it awaits its result
 	cur     int64
+	curEnd  int64
 	curSeq  uint64
+	curVF   int
 	pending bool
+	// last is the offset of each VF's last committed command record since
+	// the checkpoint (noRecord: none; ckLast holds its last result)
+	last   []int64
+	ckLast []LastResult
+	// a record's header and result as they are built and checked, then
+	// copied into the journal (lines kept hot; a stack array would escape
+	// to the heap through crc32's dispatch)
+	hdr     [recHdr]byte
+	res     [resHdr]byte
 	ckGen   uint32
 	ckErr   error // the last checkpoint's failure (logged once)
 	testHit func(string)
@@ -150,22 +172,30 @@ func openState(r bar.Region, l vhcr.Layout, eqs int) (*pstate, error) {
 	if err != nil || !r.Shared() {
 		return nil, fmt.Errorf("%s: %w: not mapped shared memory (%v)", r.Name(), ErrStateFile, err)
 	}
-	ps := &pstate{b: b, g: g, nvf: l.NumVFs, eqs: eqs}
+	ps := newPState(b, g, l.NumVFs, eqs)
 	if ps.act, err = bar.Word(r, offActive); err != nil {
 		return nil, err
 	}
 	return ps, nil
 }
 
+func newPState(b []byte, g geometry, nvf, eqs int) *pstate {
+	ps := &pstate{b: b, g: g, nvf: nvf, eqs: eqs, last: make([]int64, nvf), ckLast: make([]LastResult, nvf)}
+	for i := range ps.last {
+		ps.last[i] = noRecord
+	}
+	return ps
+}
+
 // word returns the 32-bit word at off for atomic access (commit words).
 func (ps *pstate) word(off int64) *uint32 { return (*uint32)(wordPtr(ps.b, off)) }
 
-// prefault dirties every page of the journal and the result slots once,
+// prefault dirties every page of the journal and the last sequences once,
 // so that the post path does not take the first-write fault of a fresh
 // tmpfs page (a few microseconds every few dozen commands); adding 0
 // writes the word it reads.
 func (ps *pstate) prefault() {
-	for off := ps.g.slots[0]; off < ps.g.journal[0]+ps.g.journal[1]; off += 4096 {
+	for off := ps.g.seqs[0]; off < ps.g.journal[0]+ps.g.journal[1]; off += 4096 {
 		atomic.AddUint32(ps.word(off), 0)
 	}
 }
@@ -212,7 +242,7 @@ func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 	return "", false
 }
 
-// format writes a new header and empties the channel records, the slots,
+// format writes a new header and empties the channel records, the last sequences,
 // the positions and the journal (a first start, or state that was not
 // trusted). The journal is emptied by its sequence: records are numbered
 // on from the clock's nanoseconds, beyond any number an earlier life of
@@ -221,6 +251,9 @@ func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 func (ps *pstate) format(l vhcr.Layout) {
 	atomic.StoreUint32(ps.act, 0)
 	clear(ps.b[ps.g.chans[0] : ps.g.pos[0]+ps.g.pos[1]])
+	for i := range ps.last {
+		ps.forget(i)
+	}
 	clear(ps.jslice(0, recHdr))
 	h := ps.headerBytes(l)
 	copy(ps.b, h)
@@ -242,8 +275,9 @@ func (ps *pstate) jslice(off, n int64) []byte {
 	return ps.b[base : base+n]
 }
 
-// fits reports whether a record of n bytes fits in the journal.
-func (ps *pstate) fits(n int64) bool { return ps.jused+n <= ps.g.journal[1] }
+// fits reports whether a record whose intent has n bytes fits in the
+// journal, with any result.
+func (ps *pstate) fits(n int64) bool { return ps.jused+n+resMax <= ps.g.journal[1] }
 
 // intent writes a record of kind for VF vf: flags, toggle, the vHCR shadow
 // and, with flagInbox, the inbox shadow; the commit word last. The caller
@@ -258,40 +292,72 @@ func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]u
 		n += int64(in)
 	}
 	ps.seq++
-	r := ps.jslice(ps.jused, n)
+	// The record is built and checked in h and the check taken of inbox
+	// as the caller holds it: the journal's lines are only written, never
+	// read back (a load of bytes just stored into a line not yet fetched
+	// waits for the fetch).
+	h := &ps.hdr
 	le := binary.LittleEndian
-	le.PutUint64(r[8:], ps.seq)
-	le.PutUint32(r[16:], uint32(vf)|uint32(in/8)<<16)
-	le.PutUint32(r[20:], uint32(kind)|uint32(flags)<<8|toggle&vhcr.ToggleBit)
+	le.PutUint64(h[8:], ps.seq)
+	le.PutUint32(h[16:], uint32(vf)|uint32(in/8)<<16)
+	le.PutUint32(h[20:], uint32(kind)|uint32(flags)<<8|toggle&vhcr.ToggleBit)
 	for k := range w {
-		le.PutUint64(r[24+8*k:], w[k])
+		le.PutUint64(h[24+8*k:], w[k])
 	}
-	le.PutUint64(r[56:], 0)
+	c := crc32.Checksum(h[8:56], crcTab)
 	if in > 0 {
-		copy(r[recHdr:], inbox)
+		c ^= crc32.Checksum(inbox[:in], crcTab) // (the check of no bytes is 0)
+	}
+	r := ps.jslice(ps.jused, n)
+	copy(r[8:recHdr], h[8:])
+	if in > 0 {
+		copy(r[recHdr:], inbox[:in])
 	}
 	ps.hit(crashpoint.CommitTorn)
-	le.PutUint32(r[4:], crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(r[recHdr:], crcTab))
+	le.PutUint32(r[4:], c)
 	// A plain store: the check covers the record, so a kill that lands the
 	// word before the bytes leaves a record that fails it (the journal's
 	// end); the stores that follow (the VF's acknowledgement, effects) are
 	// in program order after it.
 	le.PutUint32(r, magicIntent^uint32(ps.seq))
-	ps.cur, ps.curSeq, ps.pending = ps.jused, ps.seq, true
+	ps.cur, ps.curEnd, ps.curSeq, ps.curVF, ps.pending = ps.jused, ps.jused+n, ps.seq, vf, true
 	ps.jused += n
+}
+
+// commit appends the current record's result (res's status, immediate
+// output, token, completion EQ and producer index, and the first outLen
+// bytes of outbox, a multiple of 8 up to its last non-zero word) and
+// commits it: the result's check word, then the commit word.
+func (ps *pstate) commit(res *LastResult, outbox []byte) {
+	le := binary.LittleEndian
+	outLen := len(outbox)
+	x := &ps.res // built and checked here, only written to the journal
+	le.PutUint64(x[0:], res.Out)
+	le.PutUint32(x[8:], uint32(res.Token)|uint32(outLen/8)<<16)
+	le.PutUint32(x[12:], uint32(res.EQN))
+	le.PutUint32(x[16:], res.ProdBefore)
+	le.PutUint32(x[20:], uint32(res.Status)|uint32(res.Flags&(flagOutbox|flagImm))<<8)
+	c := crc32.Checksum(x[:], crcTab)
+	if outLen > 0 {
+		c = crc32.Update(c, crcTab, outbox)
+	}
+	copy(ps.jslice(ps.curEnd, resHdr+int64(outLen)), x[:])
+	if outLen > 0 {
+		copy(ps.jslice(ps.curEnd+resHdr, int64(outLen)), outbox)
+	}
+	r := ps.jslice(ps.cur, recHdr)
+	le.PutUint32(r[60:], c^uint32(ps.curSeq)^magicCommit)
+	ps.hit(crashpoint.CommitTorn)
+	// A plain store, as the intent's: the result's check covers the result,
+	// so a commit word that landed before it would leave a torn result (the
+	// intent stands); a kill lands a prefix of the stores in program order.
+	le.PutUint32(r, magicCommit^uint32(ps.curSeq))
+	ps.pending = false
+	le.PutUint64(ps.b[ps.g.seqs[0]+int64(ps.curVF)*8:], ps.curSeq)
+	ps.jused = (ps.curEnd + resHdr + int64(outLen) + recAlign - 1) &^ (recAlign - 1)
 	if ps.jused > ps.g.journal[1]/2 {
 		ps.half = true
 	}
-}
-
-// commit records the current record's status and commits it.
-func (ps *pstate) commit(status mlx4.Status) {
-	r := ps.jslice(ps.cur, recHdr)
-	le := binary.LittleEndian
-	le.PutUint32(r[56:], uint32(status))
-	le.PutUint32(r[60:], resultCheck(r))
-	atomic.StoreUint32(ps.word(ps.g.journal[0]+ps.cur), magicCommit^uint32(ps.curSeq))
-	ps.pending = false
 }
 
 // record writes and commits a record that has no result of its own (RESET,
@@ -299,14 +365,12 @@ func (ps *pstate) commit(status mlx4.Status) {
 func (ps *pstate) record(kind uint8, vf int) {
 	var w [4]uint64
 	ps.intent(kind, vf, 0, 0, &w, nil)
-	ps.commit(mlx4.OK)
+	ps.commit(&LastResult{EQN: -1}, nil)
 }
 
-// resultCheck is the check of a record's result against a corrupted status
-// word (a kill cannot tear it: the commit word is stored after it).
-func resultCheck(r []byte) uint32 {
-	le := binary.LittleEndian
-	return ^le.Uint32(r[56:]) ^ uint32(le.Uint64(r[8:])) ^ magicCommit
+// lastSeq is the sequence of the last record committed for VF vf.
+func (ps *pstate) lastSeq(vf int) uint64 {
+	return binary.LittleEndian.Uint64(ps.b[ps.g.seqs[0]+int64(vf)*8:])
 }
 
 // jrec is a decoded journal record.
@@ -319,7 +383,7 @@ type jrec struct {
 	w         [4]uint64
 	inbox     []byte // aliases the file
 	committed bool
-	status    mlx4.Status
+	res       LastResult // committed: its result (Outbox aliases the file)
 	size      int64
 }
 
@@ -363,107 +427,93 @@ func readRecord(j []byte, off int64, seq uint64, nvf int) (rec jrec, ok bool) {
 	if le.Uint32(r[4:]) != crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(rec.inbox, crcTab) {
 		return rec, false
 	}
-	if committed {
-		st := le.Uint32(r[56:])
-		if le.Uint32(r[60:]) != resultCheck(r) {
-			return rec, false // torn result: the intent stands
-		}
-		rec.committed, rec.status = true, mlx4.Status(st)
+	if !committed {
+		return rec, true
 	}
+	// The result: a torn one (its check fails) leaves the intent standing.
+	if off+rec.size+resHdr > int64(len(j)) {
+		return rec, true
+	}
+	rb := r[rec.size:]
+	t := le.Uint32(rb[8:])
+	outLen := int64(t>>16) * 8
+	if outLen > mlx4.MailboxSize || off+rec.size+resHdr+outLen > int64(len(j)) {
+		return rec, true
+	}
+	rb = rb[:resHdr+outLen]
+	if le.Uint32(r[60:]) != crc32.Checksum(rb, crcTab)^uint32(seq)^magicCommit {
+		return rec, true
+	}
+	f := le.Uint32(rb[20:])
+	if f>>8&^(flagOutbox|flagImm) != 0 || f>>16 != 0 {
+		return rec, true
+	}
+	rec.committed = true
+	rec.res = LastResult{Seq: seq, Flags: rec.flags&(flagSeed|flagEvent) | uint8(f>>8), Toggle: rec.toggle,
+		Status: mlx4.Status(f), W: rec.w, Out: le.Uint64(rb[0:]), Token: uint16(t), EQN: int32(le.Uint32(rb[12:])),
+		ProdBefore: le.Uint32(rb[16:]), Outbox: rb[resHdr:]}
+	// the next record starts on the next 64-byte boundary (the padding is
+	// not read)
+	rec.size = min((rec.size+resHdr+outLen+recAlign-1)&^(recAlign-1), int64(len(j))-off)
 	return rec, true
 }
 
-// --- result slots ---
+// --- last results ---
 
-// slot is a VF's last command and its result.
-type slot struct {
-	seq        uint64
-	flags      uint8
-	toggle     uint32
-	status     mlx4.Status
-	w          [4]uint64
-	out        uint64
-	token      uint16
-	eqn        int32
-	prodBefore uint32
-	outbox     []byte // aliases the file
+// LastResult is a VF's last command and its result, as a restarted PF
+// re-delivers it: the command's identity (sequence, toggle, the vHCR
+// shadow), its status, immediate output, completion token and EQ with the
+// producer index before its EQE, and its outbox up to the last non-zero
+// word (the rest is zero). A checkpoint keeps one per VF (Seq 0: none).
+type LastResult struct {
+	Seq        uint64
+	Flags      uint8
+	Toggle     uint32
+	Status     mlx4.Status
+	W          [4]uint64
+	Out        uint64
+	Token      uint16
+	EQN        int32
+	ProdBefore uint32
+	Outbox     []byte
 }
 
-func (ps *pstate) slotBytes(vf int) []byte {
-	off := ps.g.slots[0] + int64(vf)*slotSize
-	return ps.b[off : off+slotSize]
+// committed records the current record, just committed, as VF vf's last
+// result.
+func (ps *pstate) setLast(vf int) { ps.last[vf] = ps.cur }
+
+// forget drops VF vf's last result (a function reset: a command it posts
+// after the reset must never be taken for one before).
+func (ps *pstate) forget(vf int) {
+	ps.last[vf] = noRecord
+	ps.ckLast[vf] = LastResult{}
 }
 
-// writeSlot writes VF vf's result slot, commit word last.
-func (ps *pstate) writeSlot(vf int, s *slot, outbox *[mlx4.MailboxSize]byte) {
-	// A slot torn by a kill fails its check; its command's record is not
-	// committed either, and the slot is not read.
-	b := ps.slotBytes(vf)
-	le := binary.LittleEndian
-	le.PutUint64(b[8:], s.seq)
-	le.PutUint32(b[16:], uint32(s.flags)|s.toggle&vhcr.ToggleBit)
-	le.PutUint32(b[20:], uint32(s.status))
-	for k := range s.w {
-		le.PutUint64(b[24+8*k:], s.w[k])
+// lastResult is VF vf's last result (its Outbox aliases the file or the
+// checkpoint's copy); ok is false if there is none.
+func (ps *pstate) lastResult(vf int) (LastResult, bool) {
+	if off := ps.last[vf]; off != noRecord {
+		j := ps.b[ps.g.journal[0] : ps.g.journal[0]+ps.g.journal[1]]
+		seq := binary.LittleEndian.Uint64(j[off+8:])
+		if rec, ok := readRecord(j, off, seq, ps.nvf); ok && rec.committed {
+			return rec.res, true
+		}
+		return LastResult{}, false
 	}
-	le.PutUint64(b[56:], s.out)
-	le.PutUint32(b[64:], uint32(s.token))
-	le.PutUint32(b[68:], uint32(s.eqn))
-	le.PutUint32(b[72:], s.prodBefore)
-	le.PutUint32(b[4:], slotCheck(b, s.flags, outbox))
-	if s.flags&flagOutbox != 0 {
-		copy(b[slotHdr:], outbox[:])
-	}
-	// The slot counts only once its record's commit word is stored (after
-	// this); its own check word guards against corruption.
-	le.PutUint32(b, magicSlot^uint32(s.seq))
+	r := ps.ckLast[vf]
+	return r, r.Seq != 0
 }
 
-// slotFields is the end of a slot's fields.
-const slotFields = 80
-
-// slotCheck is the check word of a slot: its fields and its outbox.
-func slotCheck(b []byte, flags uint8, outbox *[mlx4.MailboxSize]byte) uint32 {
-	c := crc32.Checksum(b[8:slotFields], crcTab)
-	if outbox != nil && flags&flagOutbox != 0 {
-		c = crc32.Update(c, crcTab, outbox[:])
+// lastResults copies every VF's last result for a checkpoint.
+func (ps *pstate) lastResults() []LastResult {
+	out := make([]LastResult, ps.nvf)
+	for vf := range out {
+		if r, ok := ps.lastResult(vf); ok {
+			r.Outbox = append([]byte(nil), r.Outbox...)
+			out[vf] = r
+		}
 	}
-	return c
-}
-
-// clearSlot invalidates VF vf's result slot.
-func (ps *pstate) clearSlot(vf int) {
-	atomic.StoreUint32(ps.word(ps.g.slots[0]+int64(vf)*slotSize), 0)
-}
-
-// readSlot decodes VF vf's slot; ok is false if there is none or it is torn.
-func readSlot(b []byte) (s slot, ok bool) {
-	le := binary.LittleEndian
-	s.seq = le.Uint64(b[8:])
-	if le.Uint32(b) != magicSlot^uint32(s.seq) || s.seq == 0 {
-		return s, false
-	}
-	x := le.Uint32(b[16:])
-	s.flags, s.toggle = uint8(x), x&vhcr.ToggleBit
-	var out *[mlx4.MailboxSize]byte
-	n := slotHdr
-	if s.flags&flagOutbox != 0 {
-		out = (*[mlx4.MailboxSize]byte)(b[slotHdr : slotHdr+mlx4.MailboxSize])
-		n += mlx4.MailboxSize
-	}
-	if le.Uint32(b[4:]) != slotCheck(b, s.flags, out) {
-		return s, false
-	}
-	s.status = mlx4.Status(le.Uint32(b[20:]))
-	for k := range s.w {
-		s.w[k] = le.Uint64(b[24+8*k:])
-	}
-	s.out = le.Uint64(b[56:])
-	s.token = uint16(le.Uint32(b[64:]))
-	s.eqn = int32(le.Uint32(b[68:]))
-	s.prodBefore = le.Uint32(b[72:])
-	s.outbox = b[slotHdr:n]
-	return s, true
+	return out
 }
 
 // --- EQ positions ---
@@ -489,11 +539,13 @@ func (ps *pstate) pos(vf, eqn int) (uint32, bool) {
 // --- checkpoints ---
 
 // Checkpoint is what a checkpoint slot holds (gob): the HCA's image, the
-// per-VF completion token counters, and the last record it covers.
+// per-VF completion token counters and last results, and the last record
+// it covers.
 type Checkpoint struct {
 	Seq    uint64
 	HCA    *hca.Image
 	Tokens []uint16
+	Last   []LastResult
 }
 
 func (ps *pstate) ckptSlot(i uint32) []byte {
@@ -527,6 +579,12 @@ func (ps *pstate) writeCheckpoint(c *Checkpoint) error {
 	ps.hit(crashpoint.CommitTorn)
 	atomic.StoreUint32(ps.act, gen<<1|next)
 	ps.ckGen, ps.jused, ps.half = gen, 0, false
+	if len(c.Last) == ps.nvf {
+		copy(ps.ckLast, c.Last)
+		for i := range ps.last {
+			ps.last[i] = noRecord
+		}
+	}
 	return nil
 }
 

@@ -1,23 +1,20 @@
 package master
 
 import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
 // FuzzJournalRecord: the journal's decoder on any bytes at any sequence
 // never panics, never reads past the journal, and accepts only a record
-// whose check holds.
+// whose check holds, and a result only with its own check.
 func FuzzJournalRecord(f *testing.F) {
-	ps := &pstate{b: make([]byte, hdrSize+recHdr+4096), nvf: 4}
-	ps.g.journal = [2]int64{hdrSize, recHdr + 4096}
-	var w [4]uint64
-	w[0], w[3] = 0x1000, 0x31
-	ps.intent(recCmd, 2, flagExec|flagInbox, 1<<31, &w, []byte{1, 2, 3, 4, 5, 6, 7, 8})
-	ps.commit(0)
-	if _, ok := readRecord(ps.b[hdrSize:], 0, 1, 4); !ok {
-		f.Fatal("the journal's own record does not decode")
+	for _, s := range journalSeeds(f) {
+		f.Add(s, uint64(1))
 	}
-	f.Add(append([]byte(nil), ps.b[hdrSize:hdrSize+recHdr+8]...), uint64(1))
 	f.Fuzz(func(t *testing.T, j []byte, seq uint64) {
 		rec, ok := readRecord(j, 0, seq, 4)
 		if !ok {
@@ -26,29 +23,58 @@ func FuzzJournalRecord(f *testing.F) {
 		if rec.seq != seq || rec.vf < 0 || rec.vf >= 4 || rec.size > int64(len(j)) {
 			t.Fatalf("accepted %+v from %d bytes", rec, len(j))
 		}
+		if rec.committed && (rec.res.Seq != seq || len(rec.res.Outbox) > 4096 || len(rec.res.Outbox)%8 != 0) {
+			t.Fatalf("accepted the result %+v", rec.res)
+		}
 	})
 }
 
-// FuzzResultSlot: the result-slot decoder on any bytes never panics and
-// accepts only a slot whose check holds.
-func FuzzResultSlot(f *testing.F) {
-	ps := &pstate{b: make([]byte, hdrSize+slotSize), nvf: 1}
-	ps.g.slots = [2]int64{hdrSize, slotSize}
-	ps.writeSlot(0, &slot{seq: 7, toggle: 1 << 31, status: 0, w: [4]uint64{1, 2, 3, 4}, eqn: -1}, nil)
-	if _, ok := readSlot(ps.b[hdrSize:]); !ok {
-		f.Fatal("a slot as written does not decode")
+// journalSeeds are records as the journal writes them, at sequence 1: a
+// committed command with an inbox and an immediate output, one with an
+// outbox and a completion EQ, and an intent without its result.
+func journalSeeds(tb testing.TB) [][]byte {
+	var seeds [][]byte
+	for k := range 3 {
+		ps := &pstate{b: make([]byte, hdrSize+recHdr+4096+resMax), nvf: 4}
+		ps.g.journal = [2]int64{hdrSize, int64(len(ps.b)) - hdrSize}
+		var w [4]uint64
+		w[0], w[3] = 0x1000, 0x31
+		ps.intent(recCmd, 2, flagExec|flagInbox|flagEvent, 1<<31, &w, []byte{1, 2, 3, 4, 5, 6, 7, 8})
+		switch k {
+		case 0:
+			ps.commit(&LastResult{Status: 0, Out: 0x1234, EQN: -1, Flags: flagImm}, nil)
+		case 1:
+			ps.commit(&LastResult{Status: 0, Token: 7, EQN: 3, ProdBefore: 9, Flags: flagOutbox}, []byte{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, 0, 1})
+		}
+		rec, ok := readRecord(ps.b[hdrSize:], 0, 1, 4)
+		if !ok || rec.committed != (k < 2) {
+			tb.Fatalf("the journal's own record %d does not decode", k)
+		}
+		seeds = append(seeds, append([]byte(nil), ps.b[hdrSize:hdrSize+recHdr+8+resHdr+16]...))
 	}
-	f.Add(append([]byte(nil), ps.b[hdrSize:]...))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) < slotSize {
-			b = append(b, make([]byte, slotSize-len(b))...)
-		}
-		s, ok := readSlot(b[:slotSize])
-		if ok && (s.seq == 0 || len(s.outbox) > 4096) {
-			t.Fatalf("accepted %+v", s)
-		}
-	})
+	return seeds
 }
+
+// TestJournalSeeds writes the seed corpus of FuzzJournalRecord (with
+// -update-seeds) and checks that it is the journal's current format.
+func TestJournalSeeds(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzJournalRecord")
+	for k, s := range journalSeeds(t) {
+		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nuint64(1)\n", s)
+		name := filepath.Join(dir, fmt.Sprintf("seed-%d", k))
+		if *updateSeeds {
+			if err := os.WriteFile(name, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if got, err := os.ReadFile(name); err != nil || string(got) != want {
+			t.Errorf("%s is not a record of this format (go test -run TestJournalSeeds -update-seeds): %v", name, err)
+		}
+	}
+}
+
+var updateSeeds = flag.Bool("update-seeds", false, "rewrite the seed corpus of FuzzJournalRecord")
 
 // FuzzCheckpoint: the checkpoint decoder on any slot never panics and
 // returns a checkpoint only with its check and generation.

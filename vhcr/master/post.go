@@ -52,7 +52,7 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 		p.hit(crashpoint.PostAccepted)
 		status := p.hca.Exec(c)
 		p.hit(crashpoint.PostExecuting)
-		p.journalResult(i, c, status, e.OutIsImm, toggle, &sh, false, false, 0)
+		p.journalResult(i, c, status, e.OutIsImm, false, 0)
 		storeBack(m, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3))
 		p.hit(crashpoint.PostWrittenBack)
 		st.lastWord = w
@@ -156,7 +156,7 @@ func (p *PF) execute(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, out dma.M
 		if err := out.CopyOut(0, p.outbox[:]); err != nil {
 			p.stats.DMA[i]++
 			if journaled {
-				p.ps.commit(status) // executed: its effect stays; the channel is reset
+				p.journalCommitted(i, status) // executed: its effect stays; the channel is reset
 			}
 			return status, fmt.Errorf("writing the outbox: %w", err)
 		}
@@ -168,7 +168,7 @@ func (p *PF) execute(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, out dma.M
 		token = st.cmdToken
 	}
 	if journaled {
-		p.journalResult(i, c, status, imm, toggle, w, event, seed, token)
+		p.journalResult(i, c, status, imm, event, token)
 	}
 	if seed {
 		p.completionEQE(i, token, status, imm, c.OutParam)

@@ -61,31 +61,39 @@ func inboxBound(c *mlx4.Cmd) int {
 	return mlx4.MailboxSize
 }
 
-// journalResult writes VF i's result slot and commits the current record.
-func (p *PF) journalResult(i int, c *mlx4.Cmd, status mlx4.Status, imm bool, toggle uint32, w *[4]uint64, event, seed bool, token uint16) {
+// journalResult appends VF i's command's result to the current record,
+// commits it, and makes it the VF's last result.
+func (p *PF) journalResult(i int, c *mlx4.Cmd, status mlx4.Status, imm bool, event bool, token uint16) {
 	ps := p.ps
 	if ps == nil || !ps.pending {
 		return
 	}
-	s := slot{seq: ps.curSeq, toggle: toggle, status: status, w: *w, out: c.OutParam, token: token, eqn: -1}
+	res := LastResult{Status: status, Out: c.OutParam, Token: token, EQN: -1}
+	var out []byte
 	if status == mlx4.OK && c.Outbox != nil {
-		s.flags |= flagOutbox
-	}
-	if seed {
-		s.flags |= flagSeed
+		res.Flags |= flagOutbox
+		out = c.Outbox[:inboxLen(c.Outbox[:])]
 	}
 	if event {
-		s.flags |= flagEvent
 		if eqn := p.hca.EventEQ(i, EventTypeCmd); eqn >= 0 {
-			s.eqn = int32(eqn)
-			s.prodBefore, _ = p.hca.EQProd(i, eqn)
+			res.EQN = int32(eqn)
+			res.ProdBefore, _ = p.hca.EQProd(i, eqn)
 		}
 	}
 	if imm {
-		s.flags |= flagImm
+		res.Flags |= flagImm
 	}
-	ps.writeSlot(i, &s, c.Outbox)
-	ps.commit(status)
+	ps.commit(&res, out)
+	ps.setLast(i)
+}
+
+// journalCommitted commits the current record with status and no output
+// (a command whose outbox could not be written: its effect stays).
+func (p *PF) journalCommitted(i int, status mlx4.Status) {
+	if ps := p.ps; ps != nil && ps.pending {
+		ps.commit(&LastResult{Status: status, EQN: -1}, nil)
+		ps.setLast(i)
+	}
 }
 
 // journalRecord journals a change of the model that is not a command: a
@@ -99,7 +107,7 @@ func (p *PF) journalRecord(kind uint8, i int) {
 	if kind == recReset {
 		// The VF's last result is of its previous life: a command it
 		// posts after the reset must never be taken for it.
-		p.ps.clearSlot(i)
+		p.ps.forget(i)
 	}
 }
 
@@ -125,7 +133,7 @@ func (p *PF) checkpoint() {
 	if ps == nil || ps.pending {
 		return
 	}
-	c := &Checkpoint{Seq: ps.seq, HCA: p.hca.Image(), Tokens: make([]uint16, len(p.vfs))}
+	c := &Checkpoint{Seq: ps.seq, HCA: p.hca.Image(), Tokens: make([]uint16, len(p.vfs)), Last: ps.lastResults()}
 	ps.admin = p.hca.AdminChanges()
 	for i := range p.vfs {
 		c.Tokens[i] = p.vfs[i].cmdToken
@@ -145,6 +153,15 @@ func (p *PF) checkpoint() {
 // the committed records replayed quietly. It returns the last record if it
 // never committed, and why the state cannot be trusted ("" if it can).
 func (p *PF) loadState(ps *pstate, l vhcr.Layout, gen uint32) (pending *jrec, cause string) {
+	defer func() {
+		if cause != "" {
+			// nothing of untrusted state is re-delivered, nor carried
+			// into the next checkpoint
+			for i := range ps.last {
+				ps.forget(i)
+			}
+		}
+	}()
 	cause, fresh := ps.checkHeader(l)
 	if fresh && gen != 0 {
 		return nil, fmt.Sprintf("the previous PF (generation %d) left no PF state file", gen)
@@ -159,7 +176,7 @@ func (p *PF) loadState(ps *pstate, l vhcr.Layout, gen uint32) (pending *jrec, ca
 	if err != nil {
 		return nil, "PF state checkpoint: " + err.Error()
 	}
-	if len(ck.Tokens) != len(p.vfs) {
+	if len(ck.Tokens) != len(p.vfs) || len(ck.Last) != len(p.vfs) {
 		return nil, fmt.Sprintf("PF state checkpoint of %d VFs", len(ck.Tokens))
 	}
 	if err := p.hca.Load(ck.HCA, p.window); err != nil {
@@ -169,15 +186,19 @@ func (p *PF) loadState(ps *pstate, l vhcr.Layout, gen uint32) (pending *jrec, ca
 		p.vfs[i].cmdToken = ck.Tokens[i]
 	}
 	ps.seq = ck.Seq
+	copy(ps.ckLast, ck.Last)
+	for i := range ps.last {
+		ps.last[i] = noRecord
+	}
 	pending, err = p.replay(ps)
 	if err != nil {
 		return nil, err.Error()
 	}
-	// Every VF's last result must be in what was replayed: a slot beyond
-	// the journal's end means records were lost (a corrupt record ended it).
+	// Every VF's last record must be in what was replayed: one beyond the
+	// journal's end means records were lost (a corrupt record ended it).
 	for i := range p.vfs {
-		if s, ok := readSlot(ps.slotBytes(i)); ok && s.seq > ps.seq {
-			return nil, fmt.Sprintf("PF state journal ends at record %d, VF %d's last result is record %d (a corrupt record)", ps.seq, i, s.seq)
+		if s := ps.lastSeq(i); s > ps.seq {
+			return nil, fmt.Sprintf("PF state journal ends at record %d, VF %d's last record is record %d (a corrupt record)", ps.seq, i, s)
 		}
 	}
 	for vf := range p.vfs {
@@ -218,14 +239,16 @@ func (p *PF) replay(ps *pstate) (*jrec, error) {
 				p.reset.ResetFunction(rec.vf)
 			}
 			st.cmdToken = 0
+			ps.forget(rec.vf)
 		case recActivate:
 			_ = p.hca.ActivateVF(rec.vf) // fails as it failed, undoing itself
 		case recCmd:
 			if c := p.replayCmd(&rec); rec.flags&flagExec != 0 && p.table.Lookup(c.Op) != nil && p.table.Lookup(c.Op).journal {
-				if s := p.hca.Exec(c); s != rec.status {
-					return nil, fmt.Errorf("PF state journal: record %d (VF %d, %v) replays to %v, recorded %v", rec.seq, rec.vf, c.Op, s, rec.status)
+				if s := p.hca.Exec(c); s != rec.res.Status {
+					return nil, fmt.Errorf("PF state journal: record %d (VF %d, %v) replays to %v, recorded %v", rec.seq, rec.vf, c.Op, s, rec.res.Status)
 				}
 			}
+			ps.last[rec.vf] = off
 			if rec.flags&flagEvent != 0 && rec.flags&flagSeed == 0 {
 				st.cmdToken++
 			}
@@ -276,52 +299,54 @@ func (p *PF) resume(i int, pending *jrec) {
 		}
 		return
 	}
-	s, ok := readSlot(p.ps.slotBytes(i))
-	if !ok || pending != nil && s.seq == pending.seq {
+	s, ok := p.ps.lastResult(i)
+	if !ok || pending != nil && s.Seq == pending.seq {
 		return
 	}
-	if s.flags&flagSeed != 0 {
+	if s.Flags&flagSeed != 0 {
 		p.redeliverEQE(i, &s)
 		return
 	}
-	if !posted || w&vhcr.ToggleBit != s.toggle {
+	if !posted || w&vhcr.ToggleBit != s.Toggle {
 		return
 	}
 	w0, w1, w2, w3, err := p.readVHCR(st)
 	if err != nil || !sameCommand(&s, w0, w1, w2, w3) {
 		return // another command: served as usual
 	}
-	c := p.decode(i, st, s.w[0], s.w[1], s.w[2], s.w[3])
-	if s.flags&flagOutbox != 0 {
+	c := p.decode(i, st, s.W[0], s.W[1], s.W[2], s.W[3])
+	if s.Flags&flagOutbox != 0 {
+		// the outbox as it was written: the kept bytes, zeros after them
+		clear(p.outbox[copy(p.outbox[:], s.Outbox):])
 		out, err := st.win.Mailbox(c.OutParam, dma.Write)
-		if err != nil || out.CopyOut(0, s.outbox) != nil {
+		if err != nil || out.CopyOut(0, p.outbox[:]) != nil {
 			return // served as usual: the DMA failure resets the VF
 		}
 	}
-	if p.writeBack(st, s.flags&flagImm != 0, s.out, mlx4.StatusWord(s.status, s.w[3])) != nil {
+	if p.writeBack(st, s.Flags&flagImm != 0, s.Out, mlx4.StatusWord(s.Status, s.W[3])) != nil {
 		return
 	}
-	if s.flags&flagEvent != 0 {
+	if s.Flags&flagEvent != 0 {
 		p.redeliverEQE(i, &s)
 	}
 	st.lastWord = w
-	p.acknowledge(i, vhcr.CommVHCRPost, s.toggle)
+	p.acknowledge(i, vhcr.CommVHCRPost, s.Toggle)
 	p.stats.Redelivered++
 }
 
 // redeliverEQE posts a committed command's completion EQE unless its EQ's
 // producer index shows it was written.
-func (p *PF) redeliverEQE(i int, s *slot) {
-	if s.flags&flagEvent == 0 || s.eqn < 0 {
+func (p *PF) redeliverEQE(i int, s *LastResult) {
+	if s.Flags&flagEvent == 0 || s.EQN < 0 {
 		return
 	}
-	if prod, ok := p.hca.EQProd(i, int(s.eqn)); !ok || prod != s.prodBefore {
+	if prod, ok := p.hca.EQProd(i, int(s.EQN)); !ok || prod != s.ProdBefore {
 		return
 	}
-	if s.flags&flagSeed != 0 {
-		p.completionEQE(i, s.token, s.status, s.flags&flagImm != 0, s.out)
+	if s.Flags&flagSeed != 0 {
+		p.completionEQE(i, s.Token, s.Status, s.Flags&flagImm != 0, s.Out)
 	} else {
-		p.completionEQE(i, s.token, mlx4.OK, false, 0)
+		p.completionEQE(i, s.Token, mlx4.OK, false, 0)
 	}
 	p.flushEQE()
 	p.stats.Redelivered++
@@ -371,11 +396,11 @@ func (p *PF) freshHCA() error {
 // sameCommand reports whether the vHCR words name the command of slot s:
 // the fields the VF writes, ignoring those the PF writes back (the status,
 // and the immediate output of an out_is_imm command).
-func sameCommand(s *slot, w0, w1, w2, w3 uint64) bool {
+func sameCommand(s *LastResult, w0, w1, w2, w3 uint64) bool {
 	var a, b mlx4.Cmd
-	a.DecodeVHCR(s.w[0], s.w[1], s.w[2], s.w[3])
+	a.DecodeVHCR(s.W[0], s.W[1], s.W[2], s.W[3])
 	b.DecodeVHCR(w0, w1, w2, w3)
-	if s.flags&flagImm != 0 {
+	if s.Flags&flagImm != 0 {
 		b.OutParam = a.OutParam
 	}
 	return a == b
