@@ -31,56 +31,15 @@ import (
 	"github.com/vhcrd/vhcrd/bar/sysfs"
 	"github.com/vhcrd/vhcrd/bar/vfio"
 	"github.com/vhcrd/vhcrd/hack/vmtest"
+	"github.com/vhcrd/vhcrd/hack/vmtest/guestinit"
 )
 
-func say(format string, args ...any) { fmt.Printf("vmtest: "+format+"\n", args...) }
+var say = guestinit.Say
 
-func main() {
-	if os.Getpid() == 1 {
-		setup()
-	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stdout, nil)))
-	err := run()
-	if err != nil {
-		say("FAIL: %v", err)
-	} else {
-		say("PASS")
-	}
-	if os.Getpid() != 1 {
-		if err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	unix.Sync()
-	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
-	select {} // PID 1 must not exit
-}
-
-func setup() {
-	for _, m := range [][3]string{{"devtmpfs", "/dev", "devtmpfs"}, {"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}} {
-		os.MkdirAll(m[1], 0o755)
-		if err := unix.Mount(m[0], m[1], m[2], 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			fmt.Printf("vmtest: mount %s: %v\n", m[1], err)
-		}
-	}
-	if fd, err := unix.Open("/dev/console", unix.O_RDWR, 0); err == nil {
-		unix.Dup2(fd, 0)
-		unix.Dup2(fd, 1)
-		unix.Dup2(fd, 2)
-	}
-}
-
-func uptime() string {
-	b, _ := os.ReadFile("/proc/uptime")
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0] + "s"
-}
+func main() { guestinit.Main(run) }
 
 func run() error {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stdout, nil)))
 	data, err := os.ReadFile("/etc/vmtest.json")
 	if err != nil {
 		return err
@@ -91,7 +50,7 @@ func run() error {
 	}
 	var u unix.Utsname
 	unix.Uname(&u)
-	say("init at uptime %s, kernel %s", uptime(), unix.ByteSliceToString(u.Release[:]))
+	say("init at uptime %s, kernel %s", guestinit.Uptime(), unix.ByteSliceToString(u.Release[:]))
 
 	mods := &pci.Modules{Params: cfg.ModuleParams}
 	if err := mods.LoadVFIO(); err != nil {
