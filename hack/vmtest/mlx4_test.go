@@ -478,6 +478,17 @@ type bystander struct {
 	before scrape
 }
 
+// finishRebind is the host's side of a scenario's last round (the guest
+// binds and unbinds once more): vhcrd must have released the VF after the
+// unbind, and the guest must pass.
+func (e *mlx4Env) finishRebind(t *testing.T, v *vm, scenario, what string) {
+	t.Helper()
+	v.step("bound 2", nil)
+	v.step("unbound 2", func() { e.vhcrd.assertReleased(t, guestVF, what) })
+	took := v.finish()
+	t.Logf("%s: %.1fs of QEMU", scenario, took.Seconds())
+}
+
 func (e *mlx4Env) startBystander(t *testing.T) *bystander {
 	t.Helper()
 	b := &bystander{vhcrd: e.vhcrd, before: e.vhcrd.metrics(t)}
@@ -666,10 +677,7 @@ func TestLinuxMLX4(t *testing.T) {
 			e.vhcrd.assertReleased(t, guestVF, "unbind under MAD_IFC readers")
 			b.stop(t)
 		})
-		v.step("bound 2", nil)
-		v.step("unbound 2", func() { e.vhcrd.assertReleased(t, guestVF, "unbind after the rebind") })
-		took := v.finish()
-		t.Logf("midstream: %.1fs of QEMU", took.Seconds())
+		e.finishRebind(t, v, "midstream", "unbind after the rebind")
 	})
 
 	// Item 8: the FLAGS reset handshake while bound.
@@ -696,10 +704,7 @@ func TestLinuxMLX4(t *testing.T) {
 			b.stop(t)
 		})
 		v.step("unbound 1", func() { e.vhcrd.assertReleased(t, guestVF, "unbind after the driver's restart") })
-		v.step("bound 2", nil)
-		v.step("unbound 2", func() { e.vhcrd.assertReleased(t, guestVF, "unbind of the clean rebind") })
-		took := v.finish()
-		t.Logf("flags: %.1fs of QEMU", took.Seconds())
+		e.finishRebind(t, v, "flags", "unbind of the clean rebind")
 	})
 
 	// Item 8: QEMU killed with objects allocated; the next guest binds.

@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,7 +105,7 @@ func run() error {
 	if err := checkVFIO(cfg, r, d); err != nil {
 		return err
 	}
-	stop := stopper()
+	stop := guestinit.Lines("stop")
 	if len(cfg.Serve) == 0 {
 		return echo(cfg, r, stop)
 	}
@@ -221,22 +220,6 @@ func checkVFIO(cfg vmtest.GuestConfig, r *vfio.Region, d *vfio.Device) error {
 	}
 	say("dma map/unmap %#x bytes at iova %#x ok", dmaSize, cfg.DMAIova)
 	return nil
-}
-
-// stopper returns a channel that receives a value for each "stop" line on
-// the console.
-func stopper() <-chan struct{} {
-	ch := make(chan struct{}, 4)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "stop" {
-				ch <- struct{}{}
-			}
-		}
-		say("console closed: %v", sc.Err())
-	}()
-	return ch
 }
 
 // echo answers the host through the VFIO mapping, standing in for vhcrd

@@ -1,6 +1,7 @@
 package guestinit
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -61,4 +62,21 @@ func Uptime() string {
 		return "?"
 	}
 	return f[0] + "s"
+}
+
+// Lines returns a channel that receives a value for each line of standard
+// input (the console, for PID 1) that is word, blanks aside; when the input
+// ends it says so on the console.
+func Lines(word string) <-chan struct{} {
+	ch := make(chan struct{}, 4)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == word {
+				ch <- struct{}{}
+			}
+		}
+		Say("console closed: %v", sc.Err())
+	}()
+	return ch
 }

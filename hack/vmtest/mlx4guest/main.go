@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,19 +50,7 @@ var say = guestinit.Say
 func main() { guestinit.Main(run) }
 
 // host is the console input: one value per "go" line.
-var host = func() <-chan struct{} {
-	ch := make(chan struct{}, 4)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "go" {
-				ch <- struct{}{}
-			}
-		}
-		say("console closed: %v", sc.Err())
-	}()
-	return ch
-}()
+var host = guestinit.Lines("go")
 
 // wait tells the host that step is done and blocks until it says go.
 func wait(step string) {
