@@ -378,10 +378,17 @@ func socket(ctx context.Context, o Options) ([]float64, error) {
 	})
 }
 
-func echo(iters int) error {
-	f := os.NewFile(3, "bench-sock")
-	c, err := net.FileConn(f)
+// inheritedConn is the socket a peer process inherits as descriptor 3
+// (exec.Cmd.ExtraFiles[0]).
+func inheritedConn(name string) (net.Conn, error) {
+	f := os.NewFile(3, name)
+	c, err := net.FileConn(f) // a dup: f is closed here
 	f.Close()
+	return c, err
+}
+
+func echo(iters int) error {
+	c, err := inheritedConn("bench-sock")
 	if err != nil {
 		return err
 	}

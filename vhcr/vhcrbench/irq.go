@@ -228,9 +228,7 @@ func irqPF(region bar.Region) (*hca.HCA, *irq.Set, error) {
 // irqPeer is the VF process of (e).
 func irqPeer(path string) error {
 	runtime.LockOSThread()
-	f := os.NewFile(3, "irq-sock")
-	c, err := net.FileConn(f)
-	f.Close()
+	c, err := inheritedConn("irq-sock")
 	if err != nil {
 		return err
 	}
