@@ -2,15 +2,12 @@ package metrics_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
@@ -20,24 +17,10 @@ import (
 // re-arms after each completion gets one interrupt per command, counted
 // under its vf label only.
 func TestInterruptMetrics(t *testing.T) {
-	set, err := irq.NewSet(2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Interrupts: set})
+	r, set := vhcrtest.NewWithInterrupts(t, 2, 2, vhcrtest.Options{})
 	r.Start(t)
 	ctx := context.Background()
-	fd, err := set.VF(1).FD(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := os.NewFile(uintptr(dup), "irq")
-	t.Cleanup(func() { f.Close() })
+	f := vhcrtest.VectorFile(t, set, 1, 0)
 	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: vfdrv.CompletionsMlx4, IRQ: f})
 	if err != nil {
 		t.Fatal(err)

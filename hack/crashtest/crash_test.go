@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
 // The PF's named crash points and the variable that selects one (package
@@ -292,15 +293,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T, seed uint64, extra ...string) *rig {
-	dir := t.TempDir()
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		d, err := os.MkdirTemp("/dev/shm", "vhcrd-crash")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		dir = d
-	}
+	dir := vhcrtest.TempDir(t, "vhcrd-crash")
 	r := &rig{t: t, dir: dir, extra: extra, finding: t.Errorf, tot: totals{pointKills: map[string]int{}},
 		lastPosted: make([]int, numVFs), lastCompleted: make([]int, numVFs), lastNonOK: make([]int, numVFs), lastStray: make([]uint64, numVFs)}
 	for range numVFs {
@@ -386,24 +379,22 @@ func (r *rig) checkpoint(what string, afterKill bool) {
 			t.Logf("%s: vhcrd's log since the restart (warnings, errors, restore):\n%s", what, strings.Join(warn, "\n"))
 		}
 	}()
-	before, err := scrape(r.d.metrics)
-	if err != nil {
-		t.Fatalf("%s: scrape: %v", what, err)
+	// observe scrapes /metrics and then snapshots every VF's ledger.
+	observe := func() (map[string]map[string]float64, []tally) {
+		m, err := scrape(r.d.metrics)
+		if err != nil {
+			t.Fatalf("%s: scrape: %v", what, err)
+		}
+		var snap []tally
+		for _, w := range r.workers {
+			snap = append(snap, w.l.snapshot())
+		}
+		return m, snap
 	}
-	var snap0 []tally
-	for _, w := range r.workers {
-		snap0 = append(snap0, w.l.snapshot())
-	}
+	before, snap0 := observe()
 	results := make([]checkResult, numVFs)
 	r.onAll(func(w *worker) { results[w.idx] = w.verify(r.ctx) })
-	after, err := scrape(r.d.metrics)
-	if err != nil {
-		t.Fatalf("%s: scrape: %v", what, err)
-	}
-	var snap1 []tally
-	for _, w := range r.workers {
-		snap1 = append(snap1, w.l.snapshot())
-	}
+	after, snap1 := observe()
 	for i, res := range results {
 		w := r.workers[i]
 		posted, completed, nonOK := snap0[i].totals()

@@ -478,6 +478,17 @@ type bystander struct {
 	before scrape
 }
 
+// finishRebind is the host's side of a scenario's last round (the guest
+// binds and unbinds once more): vhcrd must have released the VF after the
+// unbind, and the guest must pass.
+func (e *mlx4Env) finishRebind(t *testing.T, v *vm, scenario, what string) {
+	t.Helper()
+	v.step("bound 2", nil)
+	v.step("unbound 2", func() { e.vhcrd.assertReleased(t, guestVF, what) })
+	took := v.finish()
+	t.Logf("%s: %.1fs of QEMU", scenario, took.Seconds())
+}
+
 func (e *mlx4Env) startBystander(t *testing.T) *bystander {
 	t.Helper()
 	b := &bystander{vhcrd: e.vhcrd, before: e.vhcrd.metrics(t)}
@@ -656,8 +667,7 @@ func TestLinuxMLX4(t *testing.T) {
 
 	// Item 8: unbind in the middle of a command stream.
 	t.Run("midstream", func(t *testing.T) {
-		cfg := DefaultMLX4Config()
-		cfg.Scenario = ScenarioMidstream
+		cfg := scenarioConfig(ScenarioMidstream)
 		v := e.boot(t, cfg)
 		// The bystander floods VF 1 over the misbehaviour only: on two
 		// cores a flood through the boot would slow TCG for nothing.
@@ -667,23 +677,19 @@ func TestLinuxMLX4(t *testing.T) {
 			e.vhcrd.assertReleased(t, guestVF, "unbind under MAD_IFC readers")
 			b.stop(t)
 		})
-		v.step("bound 2", nil)
-		v.step("unbound 2", func() { e.vhcrd.assertReleased(t, guestVF, "unbind after the rebind") })
-		took := v.finish()
-		t.Logf("midstream: %.1fs of QEMU", took.Seconds())
+		e.finishRebind(t, v, "midstream", "unbind after the rebind")
 	})
 
 	// Item 8: the FLAGS reset handshake while bound.
 	t.Run("flags", func(t *testing.T) {
-		cfg := DefaultMLX4Config()
-		cfg.Scenario = ScenarioFlags
-		resetsBefore := e.vhcrd.metrics(t).sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "reset_request"})
+		cfg := scenarioConfig(ScenarioFlags)
+		resetsBefore := guestResets(e.vhcrd.metrics(t), "reset_request")
 		v := e.boot(t, cfg)
 		var b *bystander
 		v.step("bound 1", func() { b = e.startBystander(t) })
 		v.step("flags reset", func() {
 			m := e.vhcrd.assertReleased(t, guestVF, "FLAGS reset acknowledged")
-			if n := m.sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "reset_request"}) - resetsBefore; n != 1 {
+			if n := guestResets(m, "reset_request") - resetsBefore; n != 1 {
 				t.Fatalf("vhcrd counted %v FLAGS resets (reason reset_request) of VF %d, want 1", n, guestVF)
 			}
 			// From here until the driver has restarted, its lines about the
@@ -698,17 +704,13 @@ func TestLinuxMLX4(t *testing.T) {
 			b.stop(t)
 		})
 		v.step("unbound 1", func() { e.vhcrd.assertReleased(t, guestVF, "unbind after the driver's restart") })
-		v.step("bound 2", nil)
-		v.step("unbound 2", func() { e.vhcrd.assertReleased(t, guestVF, "unbind of the clean rebind") })
-		took := v.finish()
-		t.Logf("flags: %.1fs of QEMU", took.Seconds())
+		e.finishRebind(t, v, "flags", "unbind of the clean rebind")
 	})
 
 	// Item 8: QEMU killed with objects allocated; the next guest binds.
 	t.Run("kill", func(t *testing.T) {
-		cfg := DefaultMLX4Config()
-		cfg.Scenario = ScenarioHold
-		flrBefore := e.vhcrd.metrics(t).sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "flr"})
+		cfg := scenarioConfig(ScenarioHold)
+		flrBefore := guestResets(e.vhcrd.metrics(t), "flr")
 		v := e.boot(t, cfg)
 		v.expect("vmtest: wait hold")
 		b := e.startBystander(t)
@@ -727,7 +729,7 @@ func TestLinuxMLX4(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // polling another process's metrics
 		}
 		m := e.vhcrd.assertReleased(t, guestVF, "QEMU killed")
-		if n := m.sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "flr"}) - flrBefore; n != 1 {
+		if n := guestResets(m, "flr") - flrBefore; n != 1 {
 			t.Fatalf("vhcrd counted %v FLRs of VF %d for the killed QEMU, want 1", n, guestVF)
 		}
 		b.stop(t)
@@ -739,4 +741,16 @@ func TestLinuxMLX4(t *testing.T) {
 		took := v.finish()
 		t.Logf("kill: the next guest bound and unbound cleanly, %.1fs of QEMU", took.Seconds())
 	})
+}
+
+// scenarioConfig is the default guest configuration running scenario.
+func scenarioConfig(scenario string) MLX4Config {
+	cfg := DefaultMLX4Config()
+	cfg.Scenario = scenario
+	return cfg
+}
+
+// guestResets is vhcrd_comm_resets_total of the guest's VF for reason.
+func guestResets(m scrape, reason string) float64 {
+	return m.sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": reason})
 }

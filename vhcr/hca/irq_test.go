@@ -67,6 +67,14 @@ func (r *irqRig) post(vf int) {
 	}
 }
 
+// doorbell writes val to EQ eqn's doorbell of VF vf.
+func (r *irqRig) doorbell(vf, eqn int, val uint32) {
+	r.t.Helper()
+	if err := r.h.EQDoorbell(vf, eqn, val); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // want checks the raises of (vf, vector) and the VF's counters.
 func (r *irqRig) want(vf, vector, raised int, unarmed, errs uint64) {
 	r.t.Helper()
@@ -93,9 +101,7 @@ func TestIRQOncePerArm(t *testing.T) {
 	r.post(1)
 	r.post(1)
 	r.want(1, 2, 1, 2, 0)
-	if err := r.h.EQDoorbell(1, 3, 3|mlx4.EQ_DOORBELL_ARM); err != nil { // consumed all three, armed
-		t.Fatal(err)
-	}
+	r.doorbell(1, 3, 3|mlx4.EQ_DOORBELL_ARM) // consumed all three, armed
 	r.want(1, 2, 1, 2, 0)
 	r.post(1)
 	r.want(1, 2, 2, 2, 0)
@@ -111,9 +117,7 @@ func TestIRQRearmWithPending(t *testing.T) {
 	r.post(0)
 	r.post(0)
 	r.want(0, 0, 1, 2, 0)
-	if err := r.h.EQDoorbell(0, 1, 1|mlx4.EQ_DOORBELL_ARM); err != nil { // one consumed, two pending
-		t.Fatal(err)
-	}
+	r.doorbell(0, 1, 1|mlx4.EQ_DOORBELL_ARM) // one consumed, two pending
 	r.want(0, 0, 2, 2, 0)
 	r.post(0) // fired again by the arm: disarmed
 	r.want(0, 0, 2, 3, 0)
@@ -125,14 +129,10 @@ func TestIRQDoorbellWithoutArm(t *testing.T) {
 	r := newIRQRig(t, 8)
 	v := r.vf(0)
 	r.eq(v, 1, 4, 0)
-	if err := r.h.EQDoorbell(0, 1, 0); err != nil {
-		t.Fatal(err)
-	}
+	r.doorbell(0, 1, 0)
 	r.post(0)
 	r.want(0, 4, 1, 0, 0)
-	if err := r.h.EQDoorbell(0, 1, 1); err != nil {
-		t.Fatal(err)
-	}
+	r.doorbell(0, 1, 1)
 	r.post(0)
 	r.want(0, 4, 1, 1, 0)
 }
@@ -179,9 +179,7 @@ func TestIRQContextStates(t *testing.T) {
 	r.eq(v, 1, 3, mlx4.EQ_STATE_FIRED)
 	r.post(0)
 	r.want(0, 3, 0, 1, 0)
-	if err := r.h.EQDoorbell(0, 1, mlx4.EQ_DOORBELL_ARM); err != nil {
-		t.Fatal(err)
-	}
+	r.doorbell(0, 1, mlx4.EQ_DOORBELL_ARM)
 	r.want(0, 3, 1, 1, 0)
 
 	r = newIRQRig(t, 8)

@@ -24,6 +24,17 @@ func newVectors(t *testing.T, n int) *Vectors {
 	return v
 }
 
+// newSet is NewSet(vfs, vectors), closed when the test or benchmark ends.
+func newSet(tb testing.TB, vfs, vectors int) *Set {
+	tb.Helper()
+	s, err := NewSet(vfs, vectors)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
 func fd(t *testing.T, v *Vectors, i int) int {
 	t.Helper()
 	f, err := v.FD(i)
@@ -72,11 +83,7 @@ func TestBadVector(t *testing.T) {
 }
 
 func TestSet(t *testing.T) {
-	s, err := NewSet(3, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSet(t, 3, 2)
 	if err := s.Raise(2, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +167,7 @@ func TestWaitTimeout(t *testing.T) {
 }
 
 func TestRaiseAllocs(t *testing.T) {
-	s, err := NewSet(1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSet(t, 1, 1)
 	if a := testing.AllocsPerRun(1000, func() { _ = s.Raise(0, 0) }); a != 0 {
 		t.Fatalf("Raise: %v allocs", a)
 	}
@@ -226,11 +229,7 @@ func TestHandOver(t *testing.T) {
 
 // BenchmarkRaise is the raise path: one eventfd write, no allocation.
 func BenchmarkRaise(b *testing.B) {
-	s, err := NewSet(1, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := newSet(b, 1, 1)
 	f, _ := s.VF(0).FD(0)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

@@ -29,19 +29,7 @@ func TestKillWithEvents(t *testing.T) {
 	}{{"seed", 0x1234, vfdrv.CompletionsSeed}, {"mlx4", mlx4.PollToken, vfdrv.CompletionsMlx4}} {
 		for _, point := range []string{crashpoint.PostAccepted, crashpoint.PostExecuting, crashpoint.PostWrittenBack, crashpoint.CommitTorn} {
 			t.Run(mode.name+"/"+point, func(t *testing.T) {
-				r := vhcrtest.NewWith(t, 2, vhcrtest.Options{State: true})
-				r.Start(t)
-				d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: mode.comp})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := d.EnableEvents(context.Background(), 4, 7); err != nil {
-					t.Fatal(err)
-				}
-				r.Stop(t)
-				r.Rebuild(t) // a clean restart: the EQ is still there
-				sr := stepRig{r, t}
-				eqn := r.HCA.EventEQ(1, mlx4.EventCmd)
+				r, sr, eqn := eventsRestarted(t, mode.comp)
 				p0, ok := r.HCA.EQProd(1, eqn)
 				if !ok {
 					t.Fatalf("no command EQ after the clean restart (event EQ %d)", eqn)
@@ -93,6 +81,25 @@ func TestKillWithEvents(t *testing.T) {
 	}
 }
 
+// eventsRestarted: VF 1 of a two-VF rig with a state file enables events
+// (its driver completing as comp says) and the PF restarts cleanly; the
+// rig is left stopped for stepping, with the command EQ's number.
+func eventsRestarted(t *testing.T, comp vfdrv.Completions) (*vhcrtest.Rig, stepRig, int) {
+	t.Helper()
+	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{State: true})
+	r.Start(t)
+	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: comp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.EnableEvents(context.Background(), 4, 7); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop(t)
+	r.Rebuild(t) // a clean restart: the EQ is still there
+	return r, stepRig{r, t}, r.HCA.EventEQ(1, mlx4.EventCmd)
+}
+
 // readEQE reads EQE number idx of VF vf's EQ eqn from the VF's memory.
 func readEQE(t *testing.T, r *vhcrtest.Rig, vf, eqn int, idx uint32) [mlx4.EQESize]byte {
 	t.Helper()
@@ -117,19 +124,7 @@ func readEQE(t *testing.T, r *vhcrtest.Rig, vf, eqn int, idx uint32) [mlx4.EQESi
 // the PF was down: the restarted PF executes the first from its journal
 // and serves the second; two completion EQEs with their own tokens.
 func TestKillSeedAcceptedThenNextPosted(t *testing.T) {
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{State: true})
-	r.Start(t)
-	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: vfdrv.CompletionsSeed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.EnableEvents(context.Background(), 4, 7); err != nil {
-		t.Fatal(err)
-	}
-	r.Stop(t)
-	r.Rebuild(t)
-	sr := stepRig{r, t}
-	eqn := r.HCA.EventEQ(1, mlx4.EventCmd)
+	r, sr, eqn := eventsRestarted(t, vfdrv.CompletionsSeed)
 	p0, _ := r.HCA.EQProd(1, eqn)
 	r.SetToggle(1, r.SlaveWrite(1).Load()>>31)
 	r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: 0x111, Flags: mlx4.FlagE})

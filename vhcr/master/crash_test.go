@@ -152,21 +152,30 @@ func TestKillInChannelRecord(t *testing.T) {
 	}
 }
 
-// TestStateFileNotTrusted: a corrupted state file is logged and every VF
-// that used its channel is reset with bit 17; nothing is silently zeroed.
-func TestStateFileNotTrusted(t *testing.T) {
+// restartFromEdited: VF 1 of a two-VF rig with a state file allocates a
+// CQ, edit changes the state file, and the PF restarts from it logging
+// into the returned builder.
+func restartFromEdited(t *testing.T, edit func(b []byte)) (stepRig, *strings.Builder) {
+	t.Helper()
 	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
 	r.up(t, 1)
 	postAllocCQ(r)
 	r.scan()
-	var log strings.Builder
-	r.SetLogger(slog.New(slog.NewTextHandler(&log, nil)))
+	log := new(strings.Builder)
+	r.SetLogger(slog.New(slog.NewTextHandler(log, nil)))
 	b, err := r.StateFile.Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[3] ^= 0xff // the magic
+	edit(b)
 	r.Rebuild(t)
+	return r, log
+}
+
+// TestStateFileNotTrusted: a corrupted state file is logged and every VF
+// that used its channel is reset with bit 17; nothing is silently zeroed.
+func TestStateFileNotTrusted(t *testing.T) {
+	r, log := restartFromEdited(t, func(b []byte) { b[3] ^= 0xff }) // the magic
 	if r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
 		t.Fatalf("VF 1 not told: slave_read %#x", r.SlaveRead(1).Load())
 	}
@@ -191,15 +200,7 @@ func TestStateFileOtherVersionOrPF(t *testing.T) {
 		{"no checkpoint", "no checkpoint", func(b []byte) { clear(b[0x40:0x44]) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
-			r.up(t, 1)
-			postAllocCQ(r)
-			r.scan()
-			var log strings.Builder
-			r.SetLogger(slog.New(slog.NewTextHandler(&log, nil)))
-			b, _ := r.StateFile.Bytes()
-			c.edit(b)
-			r.Rebuild(t)
+			r, log := restartFromEdited(t, c.edit)
 			if r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
 				t.Fatalf("VF 1 not told: slave_read %#x", r.SlaveRead(1).Load())
 			}

@@ -85,6 +85,21 @@ func TestDMARegionShrinks(t *testing.T) {
 	}
 }
 
+// waitReset waits, through requests about VF ask (each runs between two
+// scans), until the PF has reset VF i for reason; what names the cause for
+// the failure.
+func waitReset(t *testing.T, r *vhcrtest.Rig, i int, reason master.ResetReason, ask int, what string) {
+	t.Helper()
+	for k := 0; r.PF.Stats().Reset(i, reason) == 0; k++ {
+		if _, err := r.PF.Info(ask); err != nil {
+			t.Fatal(err)
+		}
+		if k > 1000 {
+			t.Fatalf("the PF never noticed %s", what)
+		}
+	}
+}
+
 // waitAck waits, through the poller's request queue (each request runs
 // between two scans), for the PF to answer VF i's last Write.
 func waitAck(t *testing.T, r *vhcrtest.Rig, i int) {
@@ -149,14 +164,7 @@ func TestVFBARRegionShrinks(t *testing.T) {
 	if err := os.Truncate(vhcr.VFBARPath(r.BARPath, 1), 0); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; r.PF.Stats().Reset(1, master.ResetRegionLost) == 0; i++ {
-		if _, err := r.PF.Info(0); err != nil { // a request: at least one scan has run since
-			t.Fatal(err)
-		}
-		if i > 1000 {
-			t.Fatal("the PF never noticed the lost VF BAR region")
-		}
-	}
+	waitReset(t, r, 1, master.ResetRegionLost, 0, "the lost VF BAR region")
 	if n := r.HCA.Res.Counts(1)[restrack.MTT]; n != 0 {
 		t.Errorf("VF 1 still holds %d MTT ranges", n)
 	}

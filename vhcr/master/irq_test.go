@@ -25,6 +25,19 @@ func vector(t *testing.T, s *irq.Set, vf, v int) int {
 	return fd
 }
 
+// irqVF starts a rig of one VF with two MSI-X vectors and a driver of
+// VF 0 that completes as mode says.
+func irqVF(t *testing.T, mode vfdrv.Completions) (*vhcrtest.Rig, *irq.Set, *vfdrv.Driver) {
+	t.Helper()
+	r, set := vhcrtest.NewWithInterrupts(t, 1, 2, vhcrtest.Options{})
+	r.Start(t)
+	d, err := vfdrv.New(r.InitVF(t, 0), vfdrv.Options{BAR: r.VFBARs[0], Completions: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, set, d
+}
+
 // TestNOPInterrupt is Linux's interrupt test (mlx4_test_async: NOP with
 // e=1 after mlx4_cmd_use_events): the async EQ, created armed with intr 0
 // and mapped for command completions, gets the NOP's completion EQE, and
@@ -33,18 +46,8 @@ func vector(t *testing.T, s *irq.Set, vf, v int) int {
 func TestNOPInterrupt(t *testing.T) {
 	for _, mode := range []vfdrv.Completions{vfdrv.CompletionsMlx4, vfdrv.CompletionsSeed} {
 		t.Run(mode.String(), func(t *testing.T) {
-			set, err := irq.NewSet(1, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { set.Close() })
-			r := vhcrtest.NewWith(t, 1, vhcrtest.Options{Interrupts: set})
-			r.Start(t)
+			_, set, d := irqVF(t, mode)
 			ctx := context.Background()
-			d, err := vfdrv.New(r.InitVF(t, 0), vfdrv.Options{BAR: r.VFBARs[0], Completions: mode})
-			if err != nil {
-				t.Fatal(err)
-			}
 			if _, err := d.EnableEvents(ctx, 2, 9); err != nil { // 512 entries, as the async EQ
 				t.Fatal(err)
 			}
@@ -68,18 +71,8 @@ func TestNOPInterrupt(t *testing.T) {
 // TestPortEventInterrupt: a port change is an EQE like any other: it
 // raises the vector of the EQ it lands in when that EQ is armed.
 func TestPortEventInterrupt(t *testing.T) {
-	set, err := irq.NewSet(1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	r := vhcrtest.NewWith(t, 1, vhcrtest.Options{Interrupts: set})
-	r.Start(t)
+	r, set, d := irqVF(t, vfdrv.CompletionsSeed)
 	ctx := context.Background()
-	d, err := vfdrv.New(r.InitVF(t, 0), vfdrv.Options{BAR: r.VFBARs[0]})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := d.EnableEvents(ctx, 2, 4); err != nil {
 		t.Fatal(err)
 	}

@@ -295,14 +295,7 @@ func TestWrongToggle(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The PF answers with bit 17 and the unchanged toggle.
-	for i := 0; r.PF.Stats().Reset(1, master.ResetToggle) == 0; i++ {
-		if _, err := r.PF.Info(1); err != nil { // a request: at least one scan has run since
-			t.Fatal(err)
-		}
-		if i > 1000 {
-			t.Fatal("the PF never noticed the rewritten slave_write")
-		}
-	}
+	waitReset(t, r, 1, master.ResetToggle, 1, "the rewritten slave_write")
 	if got := v.SlaveRead(); got != sr&vhcr.ToggleBit|vhcr.InternalErrBit {
 		t.Errorf("slave_read %#08x, want toggle %d with bit 17", got, sr>>31)
 	}

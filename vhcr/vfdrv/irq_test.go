@@ -2,46 +2,21 @@ package vfdrv
 
 import (
 	"context"
-	"os"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
-
-// irqFile is a copy of VF vf's vector 0 eventfd, as a VF process receives
-// it (SCM_RIGHTS gives a new descriptor).
-func irqFile(t *testing.T, s *irq.Set, vf int) *os.File {
-	t.Helper()
-	fd, err := s.VF(vf).FD(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := os.NewFile(uintptr(dup), "irq")
-	t.Cleanup(func() { f.Close() })
-	return f
-}
 
 // TestIRQDrivers: both drivers, handed their vector's eventfd, complete
 // their commands as without it (the seed driver still pipelines); the
 // mlx4-mode driver, which consumes each completion and re-arms before it
 // posts again, gets exactly one interrupt per completion EQE.
 func TestIRQDrivers(t *testing.T) {
-	set, err := irq.NewSet(2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Interrupts: set})
+	r, set := vhcrtest.NewWithInterrupts(t, 2, 2, vhcrtest.Options{})
 	r.Start(t)
-	seed := newDriver(t, r, 0, Options{MaxInFlight: 4, IRQ: irqFile(t, set, 0)})
-	lx := newDriver(t, r, 1, Options{Completions: CompletionsMlx4, IRQ: irqFile(t, set, 1)})
+	seed := newDriver(t, r, 0, Options{MaxInFlight: 4, IRQ: vhcrtest.VectorFile(t, set, 0, 0)})
+	lx := newDriver(t, r, 1, Options{Completions: CompletionsMlx4, IRQ: vhcrtest.VectorFile(t, set, 1, 0)})
 	ctx := context.Background()
 	for _, d := range []*Driver{seed, lx} {
 		if _, err := d.EnableEvents(ctx, 4, 7); err != nil {
@@ -77,7 +52,7 @@ func TestIRQIdleWakes(t *testing.T) {
 	t.Cleanup(func() { set.Close() })
 	r := vhcrtest.New(t, 1)
 	r.Start(t)
-	f := irqFile(t, set, 0)
+	f := vhcrtest.VectorFile(t, set, 0, 0)
 	d := newDriver(t, r, 0, Options{IRQ: f})
 	if err := set.Raise(0, 0); err != nil {
 		t.Fatal(err)

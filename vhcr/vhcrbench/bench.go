@@ -61,10 +61,27 @@ type Result struct {
 	RoundTraced   []float64 `json:"round_ratios_traced_over_untraced"`
 }
 
-// Run measures (a), (b) and (c).
-func Run(ctx context.Context, o Options) (*Result, error) {
+// defaults fills in the Rounds, Dir and Self that o leaves out.
+func (o *Options) defaults() error {
 	if o.Rounds == 0 {
 		o.Rounds = 5
+	}
+	if o.Dir == "" {
+		o.Dir = "/dev/shm"
+	}
+	if o.Self == "" {
+		var err error
+		if o.Self, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run measures (a), (b) and (c).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
 	}
 	if o.Iters == 0 {
 		o.Iters = 100_000
@@ -72,17 +89,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.SockIters == 0 {
 		o.SockIters = 10_000
 	}
-	if o.Dir == "" {
-		o.Dir = "/dev/shm"
-	}
 	if o.Log == nil {
 		o.Log = io.Discard
-	}
-	if o.Self == "" {
-		var err error
-		if o.Self, err = os.Executable(); err != nil {
-			return nil, err
-		}
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -370,10 +378,17 @@ func socket(ctx context.Context, o Options) ([]float64, error) {
 	})
 }
 
-func echo(iters int) error {
-	f := os.NewFile(3, "bench-sock")
-	c, err := net.FileConn(f)
+// inheritedConn is the socket a peer process inherits as descriptor 3
+// (exec.Cmd.ExtraFiles[0]).
+func inheritedConn(name string) (net.Conn, error) {
+	f := os.NewFile(3, name)
+	c, err := net.FileConn(f) // a dup: f is closed here
 	f.Close()
+	return c, err
+}
+
+func echo(iters int) error {
+	c, err := inheritedConn("bench-sock")
 	if err != nil {
 		return err
 	}

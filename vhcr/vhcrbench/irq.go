@@ -62,20 +62,11 @@ type IRQResult struct {
 
 // RunIRQ measures (e) over o.Rounds rounds of iters round trips per figure.
 func RunIRQ(ctx context.Context, o Options, iters int) (*IRQResult, error) {
-	if o.Rounds == 0 {
-		o.Rounds = 5
+	if err := o.defaults(); err != nil {
+		return nil, err
 	}
 	if iters <= 0 {
 		iters = 20_000
-	}
-	if o.Dir == "" {
-		o.Dir = "/dev/shm"
-	}
-	if o.Self == "" {
-		var err error
-		if o.Self, err = os.Executable(); err != nil {
-			return nil, err
-		}
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -237,9 +228,7 @@ func irqPF(region bar.Region) (*hca.HCA, *irq.Set, error) {
 // irqPeer is the VF process of (e).
 func irqPeer(path string) error {
 	runtime.LockOSThread()
-	f := os.NewFile(3, "irq-sock")
-	c, err := net.FileConn(f)
-	f.Close()
+	c, err := inheritedConn("irq-sock")
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,22 @@ type Options struct {
 	State bool
 }
 
+// TempDir is a directory for a test's region files, removed when the test
+// ends: in /dev/shm (tmpfs, as the shared memory it models) when the
+// machine has one, else t.TempDir().
+func TempDir(t testing.TB, prefix string) string {
+	t.Helper()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		return d
+	}
+	return t.TempDir()
+}
+
 // New builds a PF for n VFs over fresh heap regions (DMA in a separate
 // region) without starting it.
 func New(t testing.TB, n int) *Rig { return NewWith(t, n, Options{}) }
@@ -102,15 +118,7 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 	dmaName := "mem:dma"
 	var dir string
 	if o.Files {
-		dir = t.TempDir()
-		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-			d, err := os.MkdirTemp("/dev/shm", "vhcrtest")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(d) })
-			dir = d
-		}
+		dir = TempDir(t, "vhcrtest")
 		dmaName = filepath.Join(dir, "dma")
 	}
 	l, err := vhcr.NewLayout(n, o.Window, false, 0, 0, dmaName)

@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,56 +30,15 @@ import (
 	"github.com/vhcrd/vhcrd/bar/sysfs"
 	"github.com/vhcrd/vhcrd/bar/vfio"
 	"github.com/vhcrd/vhcrd/hack/vmtest"
+	"github.com/vhcrd/vhcrd/hack/vmtest/guestinit"
 )
 
-func say(format string, args ...any) { fmt.Printf("vmtest: "+format+"\n", args...) }
+var say = guestinit.Say
 
-func main() {
-	if os.Getpid() == 1 {
-		setup()
-	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stdout, nil)))
-	err := run()
-	if err != nil {
-		say("FAIL: %v", err)
-	} else {
-		say("PASS")
-	}
-	if os.Getpid() != 1 {
-		if err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	unix.Sync()
-	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
-	select {} // PID 1 must not exit
-}
-
-func setup() {
-	for _, m := range [][3]string{{"devtmpfs", "/dev", "devtmpfs"}, {"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}} {
-		os.MkdirAll(m[1], 0o755)
-		if err := unix.Mount(m[0], m[1], m[2], 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			fmt.Printf("vmtest: mount %s: %v\n", m[1], err)
-		}
-	}
-	if fd, err := unix.Open("/dev/console", unix.O_RDWR, 0); err == nil {
-		unix.Dup2(fd, 0)
-		unix.Dup2(fd, 1)
-		unix.Dup2(fd, 2)
-	}
-}
-
-func uptime() string {
-	b, _ := os.ReadFile("/proc/uptime")
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0] + "s"
-}
+func main() { guestinit.Main(run) }
 
 func run() error {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stdout, nil)))
 	data, err := os.ReadFile("/etc/vmtest.json")
 	if err != nil {
 		return err
@@ -91,7 +49,7 @@ func run() error {
 	}
 	var u unix.Utsname
 	unix.Uname(&u)
-	say("init at uptime %s, kernel %s", uptime(), unix.ByteSliceToString(u.Release[:]))
+	say("init at uptime %s, kernel %s", guestinit.Uptime(), unix.ByteSliceToString(u.Release[:]))
 
 	mods := &pci.Modules{Params: cfg.ModuleParams}
 	if err := mods.LoadVFIO(); err != nil {
@@ -147,7 +105,7 @@ func run() error {
 	if err := checkVFIO(cfg, r, d); err != nil {
 		return err
 	}
-	stop := stopper()
+	stop := guestinit.Lines("stop")
 	if len(cfg.Serve) == 0 {
 		return echo(cfg, r, stop)
 	}
@@ -262,22 +220,6 @@ func checkVFIO(cfg vmtest.GuestConfig, r *vfio.Region, d *vfio.Device) error {
 	}
 	say("dma map/unmap %#x bytes at iova %#x ok", dmaSize, cfg.DMAIova)
 	return nil
-}
-
-// stopper returns a channel that receives a value for each "stop" line on
-// the console.
-func stopper() <-chan struct{} {
-	ch := make(chan struct{}, 4)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "stop" {
-				ch <- struct{}{}
-			}
-		}
-		say("console closed: %v", sc.Err())
-	}()
-	return ch
 }
 
 // echo answers the host through the VFIO mapping, standing in for vhcrd

@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +31,7 @@ import (
 	"github.com/vhcrd/vhcrd/bar/pci"
 	"github.com/vhcrd/vhcrd/bar/sysfs"
 	"github.com/vhcrd/vhcrd/hack/vmtest"
+	"github.com/vhcrd/vhcrd/hack/vmtest/guestinit"
 	"github.com/vhcrd/vhcrd/vhcr"
 )
 
@@ -45,57 +45,12 @@ const (
 	recoverTime = 30 * time.Second
 )
 
-func say(format string, args ...any) { fmt.Printf("vmtest: "+format+"\n", args...) }
+var say = guestinit.Say
 
-func main() {
-	if os.Getpid() == 1 {
-		setup()
-	}
-	err := run()
-	if err != nil {
-		say("FAIL: %v", err)
-	} else {
-		say("PASS")
-	}
-	if os.Getpid() != 1 {
-		if err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	unix.Sync()
-	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
-	select {} // PID 1 must not exit
-}
-
-func setup() {
-	for _, m := range [][3]string{{"devtmpfs", "/dev", "devtmpfs"}, {"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}} {
-		os.MkdirAll(m[1], 0o755)
-		if err := unix.Mount(m[0], m[1], m[2], 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			say("mount %s: %v", m[1], err)
-		}
-	}
-	if fd, err := unix.Open("/dev/console", unix.O_RDWR, 0); err == nil {
-		unix.Dup2(fd, 0)
-		unix.Dup2(fd, 1)
-		unix.Dup2(fd, 2)
-	}
-}
+func main() { guestinit.Main(run) }
 
 // host is the console input: one value per "go" line.
-var host = func() <-chan struct{} {
-	ch := make(chan struct{}, 4)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "go" {
-				ch <- struct{}{}
-			}
-		}
-		say("console closed: %v", sc.Err())
-	}()
-	return ch
-}()
+var host = guestinit.Lines("go")
 
 // wait tells the host that step is done and blocks until it says go.
 func wait(step string) {
@@ -120,7 +75,7 @@ func run() error {
 	}
 	var u unix.Utsname
 	unix.Uname(&u)
-	say("init at uptime %s, kernel %s, scenario %s", uptime(), unix.ByteSliceToString(u.Release[:]), g.cfg.Scenario)
+	say("init at uptime %s, kernel %s, scenario %s", guestinit.Uptime(), unix.ByteSliceToString(u.Release[:]), g.cfg.Scenario)
 	// The host boots with quiet; from here every kernel line, the
 	// driver's debug lines (mlx4_dbg) included, goes to the console,
 	// where the host watches for failures.
@@ -163,15 +118,23 @@ func run() error {
 // cycle binds and unbinds Binds times; the host checks vhcrd after each.
 func (g *guest) cycle() error {
 	for i := 1; i <= g.cfg.Binds; i++ {
-		if err := g.bind(i); err != nil {
+		if err := g.round(i); err != nil {
 			return err
 		}
-		wait(fmt.Sprintf("bound %d", i))
-		if err := g.unbind(i); err != nil {
-			return err
-		}
-		wait(fmt.Sprintf("unbound %d", i))
 	}
+	return nil
+}
+
+// round binds and unbinds once, waiting for the host after each.
+func (g *guest) round(i int) error {
+	if err := g.bind(i); err != nil {
+		return err
+	}
+	wait(fmt.Sprintf("bound %d", i))
+	if err := g.unbind(i); err != nil {
+		return err
+	}
+	wait(fmt.Sprintf("unbound %d", i))
 	return nil
 }
 
@@ -223,15 +186,7 @@ func (g *guest) midstream() error {
 	}
 	say("midstream: %d reads in all, %d during the unbind, %d readers saw the device go", reads.Load(), reads.Load()-before, errs.Load())
 	wait("unbound 1")
-	if err := g.bind(2); err != nil {
-		return err
-	}
-	wait("bound 2")
-	if err := g.unbind(2); err != nil {
-		return err
-	}
-	wait("unbound 2")
-	return nil
+	return g.round(2)
 }
 
 // flags runs mlx4_reset_slave's handshake from user space while the driver
@@ -308,16 +263,7 @@ func (g *guest) flags() error {
 		return err
 	}
 	wait("unbound 1")
-	// The next bind must be clean.
-	if err := g.bind(2); err != nil {
-		return err
-	}
-	wait("bound 2")
-	if err := g.unbind(2); err != nil {
-		return err
-	}
-	wait("unbound 2")
-	return nil
+	return g.round(2) // the next bind must be clean
 }
 
 // kmsg reads the kernel log from /dev/kmsg, from the end at open.
@@ -390,10 +336,8 @@ func (g *guest) bind(round int) error {
 	if err := g.checkIB(round); err != nil {
 		return err
 	}
-	for _, l := range strings.Split(readFile("/proc/interrupts"), "\n") {
-		if strings.Contains(l, "mlx4") {
-			say("interrupts: %s", strings.Join(strings.Fields(l), " "))
-		}
+	for _, l := range mlx4Interrupts() {
+		say("interrupts: %s", l)
 	}
 	return nil
 }
@@ -463,27 +407,24 @@ func stalled(what string, op func() error) error {
 		return err
 	case <-time.After(stallTime):
 	}
+	say("FAIL: %s has not returned after %v (a command without completion?); mlx4 interrupts: %s", what, stallTime, strings.Join(mlx4Interrupts(), "; "))
+	return <-done
+}
+
+// mlx4Interrupts is the mlx4 lines of /proc/interrupts, blanks folded.
+func mlx4Interrupts() []string {
 	var irqs []string
 	for _, l := range strings.Split(readFile("/proc/interrupts"), "\n") {
 		if strings.Contains(l, "mlx4") {
 			irqs = append(irqs, strings.Join(strings.Fields(l), " "))
 		}
 	}
-	say("FAIL: %s has not returned after %v (a command without completion?); mlx4 interrupts: %s", what, stallTime, strings.Join(irqs, "; "))
-	return <-done
+	return irqs
 }
 
 func readFile(p string) string {
 	b, _ := os.ReadFile(p)
 	return strings.TrimSpace(string(b))
-}
-
-func uptime() string {
-	f := strings.Fields(readFile("/proc/uptime"))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0] + "s"
 }
 
 func loadedModules() []string {
