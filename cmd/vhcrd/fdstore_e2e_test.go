@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,150 +19,21 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/hack/testenv"
+	"github.com/vhcrd/vhcrd/hack/testenv/sdnotify"
 	"github.com/vhcrd/vhcrd/ivshmem"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
 )
 
-// fakeManager plays systemd for vhcrd: the NOTIFY_SOCKET datagram socket
-// (abstract, with SO_PASSCRED: every message must come from the service's
-// main process), a file-descriptor store kept as systemd keeps it (FDSTORE=1
-// with FDNAME= adds, FDSTOREREMOVE=1 removes a name's descriptors), and
-// starting the service with the store passed as LISTEN_FDS, LISTEN_FDNAMES
-// and LISTEN_PID (set in the child itself, as systemd sets it between fork
-// and exec: a shell that exports its own pid and execs vhcrd).
+// fakeManager plays systemd for vhcrd (package sdnotify): the notify
+// socket, the file-descriptor store, starts with the store passed.
 type fakeManager struct {
-	t    *testing.T
-	addr string // @name
-	conn *net.UnixConn
-
-	mu    sync.Mutex
-	pid   int // the main process: messages from another are refused
-	store []storedFD
-	msgs  chan map[string]string
-	bad   []string
-}
-
-type storedFD struct {
-	name string
-	fd   int
+	*sdnotify.Manager
+	t *testing.T
 }
 
 func newFakeManager(t *testing.T) *fakeManager {
-	m := &fakeManager{t: t, addr: fmt.Sprintf("@vhcrd-test-notify-%d-%d", os.Getpid(), time.Now().UnixNano()), msgs: make(chan map[string]string, 1024)}
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: m.addr, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.conn = c
-	rc, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = rc.Control(func(fd uintptr) {
-		if err := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-			t.Fatal(err)
-		}
-	})
-	done := make(chan struct{})
-	go m.receive(done)
-	t.Cleanup(func() {
-		c.Close()
-		<-done
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		for _, s := range m.store {
-			unix.Close(s.fd)
-		}
-		m.store = nil
-	})
-	return m
-}
-
-func (m *fakeManager) receive(done chan struct{}) {
-	defer close(done)
-	defer close(m.msgs)
-	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(4*64)+unix.CmsgSpace(unix.SizeofUcred))
-	for {
-		n, oobn, _, _, err := m.conn.ReadMsgUnix(buf, oob)
-		if err != nil {
-			return
-		}
-		cms, _ := unix.ParseSocketControlMessage(oob[:oobn])
-		var fds []int
-		pid := -1
-		for i := range cms {
-			if f, err := unix.ParseUnixRights(&cms[i]); err == nil {
-				for _, fd := range f {
-					unix.CloseOnExec(fd) // as systemd receives them (MSG_CMSG_CLOEXEC)
-				}
-				fds = append(fds, f...)
-			} else if cr, err := unix.ParseUnixCredentials(&cms[i]); err == nil {
-				pid = int(cr.Pid)
-			}
-		}
-		kv := map[string]string{}
-		for _, l := range strings.Split(string(buf[:n]), "\n") {
-			if k, v, ok := strings.Cut(l, "="); ok {
-				kv[k] = v
-			}
-		}
-		m.mu.Lock()
-		switch {
-		case pid != m.pid:
-			m.bad = append(m.bad, fmt.Sprintf("%q from pid %d, not the main process %d", buf[:n], pid, m.pid))
-			closeFDs(fds)
-		case kv["FDSTORE"] == "1" && kv["FDNAME"] != "":
-			for _, fd := range fds {
-				m.store = append(m.store, storedFD{kv["FDNAME"], fd})
-			}
-		case kv["FDSTOREREMOVE"] == "1":
-			m.store = slices.DeleteFunc(m.store, func(s storedFD) bool {
-				if s.name == kv["FDNAME"] {
-					unix.Close(s.fd)
-					return true
-				}
-				return false
-			})
-			closeFDs(fds)
-		default:
-			closeFDs(fds)
-		}
-		m.mu.Unlock()
-		m.msgs <- kv
-	}
-}
-
-// names are the stored descriptors' names, sorted.
-func (m *fakeManager) names() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []string
-	for _, s := range m.store {
-		out = append(out, s.name)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// waitFor reads the manager's messages until one has key=val.
-func (m *fakeManager) waitFor(key, val string) {
-	m.t.Helper()
-	timeout := time.After(time.Minute)
-	for {
-		select {
-		case kv, ok := <-m.msgs:
-			if !ok {
-				m.t.Fatalf("notify socket closed waiting for %s=%s", key, val)
-			}
-			if kv[key] == val {
-				return
-			}
-		case <-timeout:
-			m.t.Fatalf("no %s=%s from vhcrd (store: %v)", key, val, m.names())
-		}
-	}
+	return &fakeManager{Manager: sdnotify.New(t), t: t}
 }
 
 // managed is a vhcrd the fake manager started.
@@ -186,35 +55,12 @@ func (d *managed) log() string {
 func (m *fakeManager) start(args ...string) *managed {
 	t := m.t
 	t.Helper()
-	m.mu.Lock()
-	var names []string
-	var files []*os.File
-	for _, s := range m.store {
-		d, err := unix.Dup(s.fd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, os.NewFile(uintptr(d), s.name))
-		names = append(names, s.name)
-	}
-	m.mu.Unlock()
-	cmd := exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$; export LISTEN_PID; exec "$0" "$@"`, filepath.Join(binDir, "vhcrd")}, args...)...)
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+m.addr)
-	if len(files) > 0 {
-		cmd.Env = append(cmd.Env, "LISTEN_FDS="+strconv.Itoa(len(files)), "LISTEN_FDNAMES="+strings.Join(names, ":"))
-	}
-	cmd.ExtraFiles = files
+	cmd := m.Command(filepath.Join(binDir, "vhcrd"), args...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
+	if err := m.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		f.Close()
-	}
-	m.mu.Lock()
-	m.pid = cmd.Process.Pid // sh execs vhcrd: the same pid
-	m.mu.Unlock()
 	d := &managed{cmd: cmd, exited: make(chan error, 1)}
 	go func() { d.exited <- cmd.Wait(); pw.Close() }()
 	urls := make(chan string, 1)
@@ -237,7 +83,7 @@ func (m *fakeManager) start(args ...string) *managed {
 			<-d.exited
 		}
 	})
-	m.waitFor("READY", "1")
+	m.WaitFor("READY", "1")
 	// The URL is logged before READY=1 is sent.
 	if d.metrics = <-urls; d.metrics == "" {
 		t.Fatalf("vhcrd ready without its metrics URL:\n%s", d.log())
@@ -286,7 +132,7 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 	m := newFakeManager(t)
 	d1 := m.start(args...)
 	want := []string{"vf0-listen"}
-	if got := m.names(); !slices.Equal(got, want) {
+	if got := m.Names(); !slices.Equal(got, want) {
 		t.Fatalf("stored before a guest: %v, want %v", got, want)
 	}
 
@@ -298,9 +144,9 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 	if err := cl.Setup(4, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	m.waitFor("FDNAME", "vf0-conn")
+	m.WaitFor("FDNAME", "vf0-conn")
 	withGuest := []string{"vf0-conn", "vf0-irq0", "vf0-irq1", "vf0-irq2", "vf0-irq3", "vf0-listen"}
-	if got := m.names(); !slices.Equal(got, withGuest) {
+	if got := m.Names(); !slices.Equal(got, withGuest) {
 		t.Fatalf("stored with a guest: %v, want %v", got, withGuest)
 	}
 
@@ -431,7 +277,7 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 	if n := metricValue(t, d2.metrics, "vhcrd_comm_resets_total", `vf="0"`, `reason="flr"`); n > 0 {
 		t.Fatalf("VF 0 reset %d times as an FLR across the restart", n)
 	}
-	if got := m.names(); !slices.Equal(got, withGuest) {
+	if got := m.Names(); !slices.Equal(got, withGuest) {
 		t.Fatalf("stored after the restart: %v, want %v", got, withGuest)
 	}
 
@@ -443,36 +289,14 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 			t.Logf("restarted vhcrd:\n%s", d2.log())
 		}
 	})
-	m.waitFor("FDNAME", "vf0-irq3")
-	if got := m.names(); !slices.Equal(got, want) {
+	m.WaitFor("FDNAME", "vf0-irq3")
+	if got := m.Names(); !slices.Equal(got, want) {
 		t.Fatalf("stored after the guest went: %v, want %v", got, want)
 	}
 	until(t, "the VF's FLR", func() bool { return mtts(d2) == 0 })
-	m.mu.Lock()
-	bad := m.bad
-	m.mu.Unlock()
-	if len(bad) > 0 {
+	if bad := m.Bad(); len(bad) > 0 {
 		t.Fatalf("messages not from the main process: %v", bad)
 	}
-}
-
-// storedFD returns a duplicate of the one descriptor stored under name.
-func (m *fakeManager) storedFD(name string) int {
-	m.t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, s := range m.store {
-		if s.name == name {
-			d, err := unix.Dup(s.fd)
-			if err != nil {
-				m.t.Fatal(err)
-			}
-			unix.CloseOnExec(d)
-			return d
-		}
-	}
-	m.t.Fatalf("nothing stored as %s", name)
-	return -1
 }
 
 // TestQEMUGuestSurvivesPFKill: as TestGuestSurvivesPFKillUnderServiceManager
@@ -494,7 +318,7 @@ func TestQEMUGuestSurvivesPFKill(t *testing.T) {
 	if got := q.ivshmemBAR2(t); got != vhcr.VFBARSize {
 		t.Fatalf("BAR2 of %d bytes", got)
 	}
-	m.waitFor("FDNAME", "vf0-conn")
+	m.WaitFor("FDNAME", "vf0-conn")
 
 	if err := d1.cmd.Process.Signal(unix.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -545,7 +369,7 @@ func TestQEMUGuestSurvivesPFKill(t *testing.T) {
 	if err := gv.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	irqFile := os.NewFile(uintptr(m.storedFD("vf0-irq0")), "vector 0")
+	irqFile := os.NewFile(uintptr(m.StoredFD("vf0-irq0")), "vector 0")
 	defer irqFile.Close()
 	drv, err := vfdrv.New(gv, vfdrv.Options{BAR: vfBAR, IRQ: irqFile, Completions: vfdrv.CompletionsMlx4})
 	if err != nil {
@@ -566,8 +390,8 @@ func TestQEMUGuestSurvivesPFKill(t *testing.T) {
 
 	_ = q.cmd.Process.Kill()
 	_ = q.cmd.Wait()
-	m.waitFor("FDNAME", "vf0-irq3")
-	if got, want := m.names(), []string{"vf0-listen"}; !slices.Equal(got, want) {
+	m.WaitFor("FDNAME", "vf0-irq3")
+	if got, want := m.Names(), []string{"vf0-listen"}; !slices.Equal(got, want) {
 		t.Fatalf("stored after QEMU went: %v, want %v", got, want)
 	}
 	until(t, "the VF's FLR", func() bool {

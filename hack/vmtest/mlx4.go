@@ -16,6 +16,11 @@ const (
 	ScenarioFlags = "flags"
 	// ScenarioHold binds and then waits for the host, which kills QEMU.
 	ScenarioHold = "hold"
+	// ScenarioPFKill binds and keeps readers of the ports' sysfs
+	// attributes (MAD_IFC) going while the host SIGKILLs vhcrd and
+	// restarts it with its service manager's fd store; the readers go on,
+	// then the guest unbinds.
+	ScenarioPFKill = "pfkill"
 )
 
 // MLX4Config is the mlx4 guest's configuration (MLX4ConfigPath). The guest

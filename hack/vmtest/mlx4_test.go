@@ -3,6 +3,7 @@ package vmtest
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/hack/testenv"
+	"github.com/vhcrd/vhcrd/hack/testenv/sdnotify"
+	"github.com/vhcrd/vhcrd/vhcr"
 )
 
 // The Linux-driver tier: Debian's unmodified mlx4_core, ib_core, ib_uverbs
@@ -72,6 +75,9 @@ type mlx4Env struct {
 
 // vhcrdProc is the `vhcrd serve` process.
 type vhcrdProc struct {
+	bin, dir    string
+	args        []string
+	mgr         *sdnotify.Manager // nil: not under a service manager
 	cmd         *exec.Cmd
 	metricsURL  string
 	ctrl        string // the control region (--bar file:)
@@ -122,55 +128,31 @@ func setupMLX4(t *testing.T) *mlx4Env {
 	e.tmp = t.TempDir()
 	goBuild(t, e.root, e.tmp, "./hack/vmtest/mlx4guest", "./cmd/vhcrd", "./cmd/vfctl")
 	e.guestInit, e.vfctl = filepath.Join(e.tmp, "mlx4guest"), filepath.Join(e.tmp, "vfctl")
-	e.vhcrd = startVhcrd(t, filepath.Join(e.tmp, "vhcrd"), e.tmp)
+	e.vhcrd = startVhcrd(t, filepath.Join(e.tmp, "vhcrd"), e.tmp, nil)
 	return e
 }
 
 // startVhcrd starts `vhcrd serve` with two VFs: VF 0 is the guest's (its
 // DMA region the guest RAM file, its BAR and vectors served to QEMU on an
-// ivshmem socket), VF 1 is vhcrd's own kind of VF, the bystander.
-func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
+// ivshmem socket), VF 1 is vhcrd's own kind of VF, the bystander. With mgr
+// it runs under that service manager (restartable with killAndRestart).
+func startVhcrd(t *testing.T, bin, dir string, mgr *sdnotify.Manager) *vhcrdProc {
 	v := &vhcrdProc{
-		ctrl:   filepath.Join(dir, "bar"),
-		ram:    filepath.Join(dir, "ram0"),
-		exited: make(chan struct{}),
+		bin:  bin,
+		dir:  dir,
+		mgr:  mgr,
+		ctrl: filepath.Join(dir, "bar"),
+		ram:  filepath.Join(dir, "ram0"),
 	}
 	v.socket = v.ctrl + ".vf0.sock"
 	v.trace = filepath.Join(dir, "trace.jsonl")
-	args := []string{"serve",
+	v.args = []string{"serve",
 		"--bar", "file:" + v.ctrl, "--dma", "file:" + filepath.Join(dir, "dma"),
 		"--num-vfs", "2", "--window", "1M",
 		"--guest", fmt.Sprintf("%d=%s,size=%dM,socket=%s", guestVF, v.ram, mlx4GuestRAM>>20, v.socket),
 		"--vectors", fmt.Sprint(mlx4Vectors),
 		"--metrics-addr", "127.0.0.1:0", "--admin-socket", filepath.Join(dir, "admin.sock")}
-	v.cmd = exec.Command(bin, args...)
-	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := v.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.cmd.Stdout = v.cmd.Stderr
-	if err := v.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("vhcrd %s", strings.Join(args, " "))
-	url := make(chan string, 1)
-	go func() {
-		defer close(v.exited)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			v.mu.Lock()
-			v.log.WriteString(line + "\n")
-			v.mu.Unlock()
-			if i := strings.Index(line, "url=http://"); i >= 0 && strings.Contains(line, "msg=metrics") {
-				select {
-				case url <- strings.Fields(line[i+len("url="):])[0]:
-				default:
-				}
-			}
-		}
-	}()
+	t.Logf("vhcrd %s", strings.Join(v.args, " "))
 	t.Cleanup(func() {
 		if t.Failed() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -185,9 +167,9 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 			}
 			cancel()
 		}
-		if v.tracer != nil {
-			v.tracer.Process.Signal(os.Interrupt)
-			v.tracer.Wait()
+		v.stopTracer()
+		if v.cmd == nil {
+			return
 		}
 		v.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -208,20 +190,70 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 			t.Errorf("vhcrd serve: %v", err)
 		}
 	})
+	v.launch(t)
+	return v
+}
+
+// launch starts the vhcrd process (under v.mgr, with its store, if set)
+// and its tracer, and waits until it serves.
+func (v *vhcrdProc) launch(t *testing.T) {
+	t.Helper()
+	if v.mgr != nil {
+		v.cmd = v.mgr.Command(v.bin, v.args...)
+	} else {
+		v.cmd = exec.Command(v.bin, v.args...)
+	}
+	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := v.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.cmd.Stdout = v.cmd.Stderr
+	if v.mgr != nil {
+		err = v.mgr.Start(v.cmd)
+	} else {
+		err = v.cmd.Start()
+	}
+	if err != nil {
+		v.cmd = nil
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	v.exited = exited
+	url := make(chan string, 1)
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			v.mu.Lock()
+			v.log.WriteString(line + "\n")
+			v.mu.Unlock()
+			if i := strings.Index(line, "url=http://"); i >= 0 && strings.Contains(line, "msg=metrics") {
+				select {
+				case url <- strings.Fields(line[i+len("url="):])[0]:
+				default:
+				}
+			}
+		}
+	}()
 	select {
 	case v.metricsURL = <-url:
-	case <-v.exited:
+	case <-exited:
 		t.Fatalf("vhcrd serve exited at start:\n%s", v.logText())
 	case <-time.After(20 * time.Second):
 		t.Fatalf("vhcrd serve printed no metrics URL in 20 s:\n%s", v.logText())
 	}
+	if v.mgr != nil {
+		v.mgr.WaitFor("READY", "1")
+	}
 	// VF 0's records of the command trace, from the admin socket (the
-	// bystander's would be millions).
-	tf, err := os.Create(v.trace)
+	// bystander's would be millions); a restarted vhcrd's are appended.
+	tf, err := os.OpenFile(v.trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.tracer = exec.Command(bin, "trace", "--admin-socket", filepath.Join(dir, "admin.sock"), "--vf", fmt.Sprint(guestVF), "--json")
+	v.tracer = exec.Command(v.bin, "trace", "--admin-socket", filepath.Join(v.dir, "admin.sock"), "--vf", fmt.Sprint(guestVF), "--json")
 	v.tracer.Stdout, v.tracer.Stderr = tf, tf
 	v.tracer.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := v.tracer.Start(); err != nil {
@@ -238,7 +270,50 @@ func startVhcrd(t *testing.T, bin, dir string) *vhcrdProc {
 		}
 		time.Sleep(5 * time.Millisecond) // observing another process's start-up
 	}
-	return v
+}
+
+func (v *vhcrdProc) stopTracer() {
+	if v.tracer != nil {
+		v.tracer.Process.Signal(os.Interrupt)
+		v.tracer.Wait()
+		v.tracer = nil
+	}
+}
+
+// killAndRestart SIGKILLs vhcrd (nothing of its own runs) and has the
+// service manager start it again with the descriptors it stored; dead runs
+// between the two. It returns how long the PF was gone.
+func (v *vhcrdProc) killAndRestart(t *testing.T, dead func()) time.Duration {
+	t.Helper()
+	if v.mgr == nil {
+		t.Fatal("killAndRestart of a vhcrd without a service manager")
+	}
+	t0 := time.Now()
+	if err := v.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-v.exited
+	if err := v.cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("vhcrd after SIGKILL: %v", err)
+	}
+	v.stopTracer()
+	if dead != nil {
+		dead()
+	}
+	v.mu.Lock()
+	v.log.WriteString(restartMark + "\n")
+	v.mu.Unlock()
+	v.launch(t)
+	return time.Since(t0)
+}
+
+// restartMark separates the killed vhcrd's log from the restarted one's.
+const restartMark = "--- SIGKILL; the service manager starts vhcrd again with its fd store ---"
+
+// sinceRestart is the log of the vhcrd started by the last killAndRestart.
+func (v *vhcrdProc) sinceRestart() string {
+	l := v.logText()
+	return l[strings.LastIndex(l, restartMark)+len(restartMark):]
 }
 
 func (v *vhcrdProc) metrics(t *testing.T) scrape {
@@ -740,6 +815,104 @@ func TestLinuxMLX4(t *testing.T) {
 		v.step("unbound 1", func() { e.vhcrd.assertReleased(t, guestVF, "unbind in the next guest") })
 		took := v.finish()
 		t.Logf("kill: the next guest bound and unbound cleanly, %.1fs of QEMU", took.Seconds())
+	})
+
+	// vhcrd SIGKILLed while the Linux guest is bound and its readers keep
+	// MAD_IFC commands in flight; the service manager restarts it with the
+	// stored ivshmem socket, QEMU's connection and the vectors' eventfds.
+	t.Run("pfkill", func(t *testing.T) {
+		dir := filepath.Join(e.tmp, "pfkill")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pe := *e
+		pe.vhcrd = startVhcrd(t, filepath.Join(e.tmp, "vhcrd"), dir, sdnotify.New(t))
+		cfg := DefaultMLX4Config()
+		cfg.Scenario = ScenarioPFKill
+		v := pe.boot(t, cfg)
+		lv := map[string]string{"vf": fmt.Sprint(guestVF)}
+		vf0 := fmt.Sprint(guestVF)
+		// base: the restarted vhcrd's counters start at 0 or carry on from
+		// the killed one's; base is what they start from.
+		var pre, base scrape
+		v.step("bound 1", nil)
+		v.step("readers", func() {
+			pre = pe.vhcrd.metrics(t)
+			// What the kill caught: a VHCR_POST unanswered (slave_write's
+			// toggle differs from slave_read's), or the guest's next post
+			// to the dead PF, or, if neither comes in 2 s while the
+			// readers run, a command acknowledged whose completion (EQE)
+			// the readers wait for. It is logged, not asserted: each is
+			// a command across the kill.
+			var inFlight string
+			gone := pe.vhcrd.killAndRestart(t, func() {
+				f, err := os.Open(vhcr.VFBARPath(pe.vhcrd.ctrl, guestVF))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				reg := func(off int64) uint32 {
+					var b [4]byte
+					if _, err := f.ReadAt(b[:], off); err != nil {
+						t.Fatalf("VF %d's comm register %#x: %v", guestVF, off, err)
+					}
+					return binary.BigEndian.Uint32(b[:])
+				}
+				w0, r0 := reg(vhcr.RegSlaveWrite), reg(vhcr.RegSlaveRead)
+				if (w0^r0)&vhcr.ToggleBit != 0 {
+					inFlight = fmt.Sprintf("a comm command (VHCR_POST) unanswered at the kill (slave_write %#08x, slave_read %#08x)", w0, r0)
+					return
+				}
+				inFlight = fmt.Sprintf("no comm command unanswered at the kill and none posted to the dead PF in 2 s: the readers waited for the completion of a command vhcrd had acknowledged (slave_write %#08x)", w0)
+				for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+					if w := reg(vhcr.RegSlaveWrite); w != w0 {
+						inFlight = fmt.Sprintf("the guest posted to the dead PF (slave_write %#08x → %#08x)", w0, w)
+						return
+					}
+					time.Sleep(time.Millisecond) // observing another process (the guest)
+				}
+			})
+			t.Logf("pfkill: %s", inFlight)
+			m := pe.vhcrd.metrics(t)
+			log := pe.vhcrd.sinceRestart()
+			for _, l := range []string{"ivshmem socket adopted", "guest connection adopted", "MSI-X eventfds adopted"} {
+				if !strings.Contains(log, l) {
+					t.Fatalf("the restarted vhcrd did not log %q:\n%s", l, log)
+				}
+			}
+			if m.sum("vhcrd_vf_commands_total", lv) >= pre.sum("vhcrd_vf_commands_total", lv) {
+				base = pre
+				t.Logf("pfkill: the restarted vhcrd's counters carry on from the killed one's")
+			}
+			res, preRes := m.byLabel("vhcrd_resources", "type", lv), pre.byLabel("vhcrd_resources", "type", lv)
+			for ty, n := range preRes {
+				if res[ty] != n {
+					t.Fatalf("VF %d held %v before the kill, %v after the restart", guestVF, preRes, res)
+				}
+			}
+			t.Logf("pfkill: vhcrd SIGKILLed with the guest's readers running; restarted under the service manager and serving in %v; VF %d still holds %v", gone.Round(time.Millisecond), guestVF, res)
+		})
+		// No reset of VF 0 by the restarted vhcrd (an FLR would mean it
+		// lost QEMU's connection; any other, the channel's state).
+		resets := func(when string, labels map[string]string) {
+			m := pe.vhcrd.metrics(t)
+			if n := m.sum("vhcrd_comm_resets_total", labels) - base.sum("vhcrd_comm_resets_total", labels); n != 0 {
+				t.Fatalf("%s: the restarted vhcrd reset VF %d %v times (%v)", when, guestVF, n, m.byLabel("vhcrd_comm_resets_total", "reason", lv))
+			}
+			t.Logf("%s: the restarted vhcrd counted %v MAD_IFC (OK) and no reset of VF %d %v", when, opCount(m, "MAD_IFC")-opCount(base, "MAD_IFC"), guestVF, labels)
+		}
+		v.step("after", func() {
+			if m := pe.vhcrd.metrics(t); opCount(m, "MAD_IFC") <= opCount(base, "MAD_IFC") {
+				t.Fatal("the guest's readers went on but the restarted vhcrd completed no MAD_IFC")
+			}
+			resets("readers done after the restart", lv)
+		})
+		v.step("unbound 1", func() {
+			pe.vhcrd.assertReleased(t, guestVF, "unbind after the PF restart")
+			resets("unbind after the PF restart", map[string]string{"vf": vf0, "reason": "!vf_reset"})
+		})
+		took := v.finish()
+		t.Logf("pfkill: %.1fs of QEMU", took.Seconds())
 	})
 }
 

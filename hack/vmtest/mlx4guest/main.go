@@ -105,6 +105,8 @@ func run() error {
 		return g.midstream()
 	case vmtest.ScenarioFlags:
 		return g.flags()
+	case vmtest.ScenarioPFKill:
+		return g.pfkill()
 	case vmtest.ScenarioHold:
 		if err := g.bind(1); err != nil {
 			return err
@@ -146,47 +148,112 @@ func (g *guest) midstream() error {
 		return err
 	}
 	wait("bound 1")
-	var reads, errs atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	r := g.startReaders()
+	if err := r.until(int64(g.cfg.MidstreamReads)); err != nil {
+		return err
+	}
+	before := r.reads.Load()
+	say("midstream: %d port-state reads (MAD_IFC) done, unbinding under the readers", before)
+	err := g.unbind(1)
+	r.halt()
+	if err != nil {
+		return err
+	}
+	say("midstream: %d reads in all, %d during the unbind, %d readers saw the device go", r.reads.Load(), r.reads.Load()-before, r.errs.Load())
+	wait("unbound 1")
+	return g.round(2)
+}
+
+// readers read mlx4_0's ports/N/state in a loop, one goroutine per port:
+// each read is an ib_query_port, which mlx4_ib answers with a MAD_IFC.
+type readers struct {
+	reads, errs atomic.Int64
+	stop        chan struct{}
+	wg          sync.WaitGroup
+}
+
+func (g *guest) startReaders() *readers {
+	r := &readers{stop: make(chan struct{})}
 	for p := 1; p <= g.cfg.Ports; p++ {
-		wg.Add(1)
+		r.wg.Add(1)
 		go func(p int) {
-			defer wg.Done()
+			defer r.wg.Done()
 			path := filepath.Join(ibClass, "mlx4_0/ports", fmt.Sprint(p), "state")
 			for {
 				select {
-				case <-stop:
+				case <-r.stop:
 					return
 				default:
 				}
 				if _, err := os.ReadFile(path); err != nil {
-					errs.Add(1) // the device went away under the reader
+					r.errs.Add(1) // the device went away under the reader
 					return
 				}
-				reads.Add(1)
+				r.reads.Add(1)
 			}
 		}(p)
 	}
-	for reads.Load() < int64(g.cfg.MidstreamReads) && errs.Load() == 0 {
+	return r
+}
+
+// until waits for n reads in all; a reader's error stops the readers and
+// is returned.
+func (r *readers) until(n int64) error {
+	for r.reads.Load() < n && r.errs.Load() == 0 {
 		time.Sleep(time.Millisecond) // progress check of the readers, not synchronisation
 	}
-	if errs.Load() != 0 {
-		close(stop)
-		wg.Wait()
-		return fmt.Errorf("a reader of mlx4_0's port state failed before the unbind")
+	if r.errs.Load() != 0 {
+		r.halt()
+		return fmt.Errorf("a reader of mlx4_0's port state failed after %d reads", r.reads.Load())
 	}
-	before := reads.Load()
-	say("midstream: %d port-state reads (MAD_IFC) done, unbinding under the readers", before)
-	err := g.unbind(1)
-	close(stop)
-	wg.Wait()
-	if err != nil {
+	return nil
+}
+
+// halt stops the readers and waits for them.
+func (r *readers) halt() {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	r.wg.Wait()
+}
+
+// pfkill keeps readers issuing MAD_IFC commands while the host SIGKILLs
+// vhcrd and its service manager restarts it with the stored descriptors;
+// the readers must go on without an error (the driver's commands across
+// the kill complete), then the guest reads every port once more and
+// unbinds cleanly.
+func (g *guest) pfkill() error {
+	if err := g.bind(1); err != nil {
 		return err
 	}
-	say("midstream: %d reads in all, %d during the unbind, %d readers saw the device go", reads.Load(), reads.Load()-before, errs.Load())
+	wait("bound 1")
+	r := g.startReaders()
+	if err := r.until(int64(g.cfg.MidstreamReads) / 2); err != nil {
+		return err
+	}
+	say("pfkill: %d port-state reads (MAD_IFC) done, readers running", r.reads.Load())
+	wait("readers")
+	at := r.reads.Load()
+	if err := r.until(at + int64(g.cfg.MidstreamReads)); err != nil {
+		return err
+	}
+	r.halt()
+	say("pfkill: %d reads while the host killed and restarted vhcrd, %d reads after it", at, r.reads.Load()-at)
+	for p := 1; p <= g.cfg.Ports; p++ {
+		st, err := os.ReadFile(filepath.Join(ibClass, "mlx4_0/ports", fmt.Sprint(p), "state"))
+		if err != nil {
+			return fmt.Errorf("port %d state after the PF restart: %w", p, err)
+		}
+		say("pfkill: port %d state %s", p, strings.TrimSpace(string(st)))
+	}
+	wait("after")
+	if err := g.unbind(1); err != nil {
+		return err
+	}
 	wait("unbound 1")
-	return g.round(2)
+	return nil
 }
 
 // flags runs mlx4_reset_slave's handshake from user space while the driver
