@@ -152,35 +152,8 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 
 	// The guest's driver: VF 0 over its BAR region and the guest's RAM,
 	// interrupted through vector 0 as QEMU would deliver it.
-	ctrl, err := bar.OpenFile(barPath, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctrl.Close()
-	vfBAR, err := bar.OpenFile(vhcr.VFBARPath(barPath, 0), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vfBAR.Close()
-	ramR, err := bar.OpenFileLazy(ram, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ramR.Close()
-	lay, err := vhcr.ReadLayout(ctrl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gv, err := vhcr.NewGuestVF(ctrl, vfBAR, ramR, lay, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gv.NoDoorbell()
-	gv.Timeouts = vhcr.Timeouts{Sync: time.Second, Offline: 30 * time.Second, Comm: 30 * time.Second, Post: 2 * time.Minute}
 	ctx := context.Background()
-	if err := gv.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
+	gv, vfBAR := guestVF(t, barPath, ram, 2*time.Minute)
 	vec0, err := unix.Dup(cl.State.Vectors[0])
 	if err != nil {
 		t.Fatal(err)
@@ -340,35 +313,8 @@ func TestQEMUGuestSurvivesPFKill(t *testing.T) {
 	// A driver of VF 0 over the BAR files and the guest's RAM (standing in
 	// for the paused guest), its EQ armed through vector 0: the eventfd
 	// QEMU holds, the one the first vhcrd handed over.
-	ctrl, err := bar.OpenFile(barPath, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctrl.Close()
-	vfBAR, err := bar.OpenFile(vhcr.VFBARPath(barPath, 0), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vfBAR.Close()
-	ramR, err := bar.OpenFileLazy(ram, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ramR.Close()
-	lay, err := vhcr.ReadLayout(ctrl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gv, err := vhcr.NewGuestVF(ctrl, vfBAR, ramR, lay, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gv.NoDoorbell()
-	gv.Timeouts = vhcr.Timeouts{Sync: time.Second, Offline: 30 * time.Second, Comm: 30 * time.Second, Post: time.Minute}
 	ctx := context.Background()
-	if err := gv.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
+	gv, vfBAR := guestVF(t, barPath, ram, time.Minute)
 	irqFile := os.NewFile(uintptr(m.StoredFD("vf0-irq0")), "vector 0")
 	defer irqFile.Close()
 	drv, err := vfdrv.New(gv, vfdrv.Options{BAR: vfBAR, IRQ: irqFile, Completions: vfdrv.CompletionsMlx4})
@@ -397,4 +343,40 @@ func TestQEMUGuestSurvivesPFKill(t *testing.T) {
 	until(t, "the VF's FLR", func() bool {
 		return metricValue(t, d2.metrics, "vhcrd_comm_resets_total", `vf="0"`, `reason="flr"`) == 1
 	})
+}
+
+// guestVF opens VF 0 as a guest's driver sees it, over the BAR files of
+// barPath and the guest's RAM file ram (no futex doorbell), and brings its
+// channel up; posts wait up to post. The regions close with the test.
+func guestVF(t *testing.T, barPath, ram string, post time.Duration) (*vhcr.VF, bar.Region) {
+	t.Helper()
+	ctrl, err := bar.OpenFile(barPath, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+	vfBAR, err := bar.OpenFile(vhcr.VFBARPath(barPath, 0), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vfBAR.Close() })
+	ramR, err := bar.OpenFileLazy(ram, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ramR.Close() })
+	lay, err := vhcr.ReadLayout(ctrl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv, err := vhcr.NewGuestVF(ctrl, vfBAR, ramR, lay, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv.NoDoorbell()
+	gv.Timeouts = vhcr.Timeouts{Sync: time.Second, Offline: 30 * time.Second, Comm: 30 * time.Second, Post: post}
+	if err := gv.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return gv, vfBAR
 }
