@@ -28,6 +28,7 @@ func runBench(args []string) error {
 	fairVFs := fs.Int("fair-vfs", 64, "VFs vhcrd serves for the fairness figures")
 	phase := fs.Duration("fair-phase", 500*time.Millisecond, "length of one fairness phase")
 	irqIters := fs.Int("irq-iters", 20000, "round trips per round for the interrupt figures (0: skip them)")
+	persistIters := fs.Int("persist-iters", 20000, "NOP round trips per round for the state-file cost figures, CQ and QP cycles a tenth of it (0: skip them)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -40,6 +41,12 @@ func runBench(args []string) error {
 	if *irqIters > 0 {
 		if ir, err = vhcrbench.RunIRQ(context.Background(), o, *irqIters); err != nil {
 			return fmt.Errorf("interrupts: %w", err)
+		}
+	}
+	var pr *vhcrbench.PersistResult
+	if *persistIters > 0 {
+		if pr, err = vhcrbench.RunPersist(context.Background(), o, vhcrbench.Persist{NOPIters: *persistIters, Cycles: max(1, *persistIters/10)}); err != nil {
+			return fmt.Errorf("state file cost: %w", err)
 		}
 	}
 	var fr *vhcrbench.FairResult
@@ -55,9 +62,10 @@ func runBench(args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(struct {
 			*vhcrbench.Result
-			IRQ  *vhcrbench.IRQResult  `json:"interrupts,omitempty"`
-			Fair *vhcrbench.FairResult `json:"fairness,omitempty"`
-		}{res, ir, fr})
+			IRQ     *vhcrbench.IRQResult     `json:"interrupts,omitempty"`
+			Persist *vhcrbench.PersistResult `json:"state_file_cost,omitempty"`
+			Fair    *vhcrbench.FairResult    `json:"fairness,omitempty"`
+		}{res, ir, pr, fr})
 	}
 	fmt.Printf("%-34s %10s %10s   (medians over %d rounds)\n", "round trip", "median", "p99", *rounds)
 	for _, f := range []vhcrbench.Figure{res.Physical, res.NOP, res.Socket, res.TracedNOP} {
@@ -73,10 +81,30 @@ func runBench(args []string) error {
 		fmt.Printf("EQE/eventfd = %.3f   (EQE posted → VF process wakes / bare eventfd signal, same two processes, median over rounds; target <= 1.2; %d interrupts for %d EQEs)\n",
 			ir.Ratio, ir.Raised, ir.Posted)
 	}
+	if pr != nil {
+		printPersist(pr)
+	}
 	if fr != nil {
 		printFair(fr)
 	}
 	return nil
+}
+
+// printPersist prints the state-file cost figures of vfctl bench.
+func printPersist(pr *vhcrbench.PersistResult) {
+	fmt.Println("state file cost: vhcrd with its state file against vhcrd --pfstate off, vfdrv in poll mode, alternating rounds")
+	for _, p := range []*vhcrbench.PersistPair{&pr.NOP, &pr.CQ, &pr.QP} {
+		w, wo := p.PerCommand()
+		for _, f := range []vhcrbench.Figure{p.With, p.Without} {
+			fmt.Printf("%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
+		}
+		if p.Commands > 1 {
+			fmt.Printf("  %d commands per cycle: %.0f ns per command with the state file, %.0f ns without\n", p.Commands, w, wo)
+		}
+	}
+	fmt.Printf("NOP with state file / without = %.3f   (median over rounds; target <= 1.2)\n", pr.NOP.Ratio)
+	fmt.Printf("CQ cycle with state file / without = %.3f   (median over rounds; target <= 1.3)\n", pr.CQ.Ratio)
+	fmt.Printf("QP cycle with state file / without = %.3f   (median over rounds; target <= 1.3)\n", pr.QP.Ratio)
 }
 
 // printFair prints the fairness figures of vfctl bench.

@@ -272,6 +272,7 @@ func responder(path string, iters int) error {
 type nopPeer struct {
 	cmd      *exec.Cmd
 	bar, dma string
+	vfs      int
 	att      *vhcr.Attachment
 	vf       *vhcr.VF
 }
@@ -284,7 +285,7 @@ func startVHCRD(ctx context.Context, o Options, vfs int, extra ...string) (*nopP
 	}
 	n := daemons.Add(1)
 	p := &nopPeer{bar: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-bar-%d-%d", os.Getpid(), n)),
-		dma: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-dma-%d-%d", os.Getpid(), n))}
+		dma: filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-dma-%d-%d", os.Getpid(), n)), vfs: vfs}
 	p.cmd = exec.CommandContext(ctx, o.VHCRD, append([]string{"serve", "--bar", "file:" + p.bar, "--dma", "file:" + p.dma,
 		"--num-vfs", strconv.Itoa(vfs), "--window", "64K", "--metrics-addr", "", "--log-level", "warn"}, extra...)...)
 	p.cmd.Stderr = os.Stderr
@@ -343,6 +344,12 @@ func (p *nopPeer) close() {
 	}
 	os.Remove(p.bar)
 	os.Remove(p.dma)
+	// and what vhcrd serve made beside the control file: the VFs' BAR
+	// regions and the default state file
+	for i := 0; i < p.vfs; i++ {
+		os.Remove(vhcr.VFBARPath(p.bar, i))
+	}
+	os.Remove(p.bar + ".pfstate")
 }
 
 // --- (c) UNIX socket --------------------------------------------------------

@@ -29,6 +29,14 @@
 //	    processes (the eventfds cross by SCM_RIGHTS), in alternating order
 //	    each round.
 //
+// and, with RunPersist, what the PF state file costs a VF:
+//
+//	(f) NOP round trips, CQ cycles and QP cycles (create, RST→INIT→RTR→RTS
+//	    →RST, destroy) posted by vfdrv in poll mode from this process to two
+//	    `vhcrd serve` processes, one keeping its default state file, one
+//	    with --pfstate off, the daemon that goes first alternating each
+//	    round; ratios with/without per workload.
+//
 // Rounds interleave the three so that machine noise hits them alike; each
 // round reports its median and p99, and the summary takes medians over
 // rounds. Timing uses the cycle counter (a few ns per read), not a Go
