@@ -140,21 +140,7 @@ type Set struct {
 }
 
 // NewSet makes perVF vectors for each of numVFs VFs.
-func NewSet(numVFs, perVF int) (*Set, error) {
-	if numVFs < 0 {
-		return nil, fmt.Errorf("%w: %d VFs", ErrVF, numVFs)
-	}
-	s := &Set{vfs: make([]*Vectors, numVFs)}
-	for i := range s.vfs {
-		v, err := New(perVF)
-		if err != nil {
-			_ = s.Close()
-			return nil, fmt.Errorf("VF %d: %w", i, err)
-		}
-		s.vfs[i] = v
-	}
-	return s, nil
-}
+func NewSet(numVFs, perVF int) (*Set, error) { return NewSetWith(numVFs, perVF, nil) }
 
 // VF returns VF vf's vectors, or nil.
 func (s *Set) VF(vf int) *Vectors {
