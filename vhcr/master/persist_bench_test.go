@@ -112,13 +112,7 @@ func BenchmarkPersistCost(b *testing.B) {
 		cqn uint32
 	}
 	setup := func(state bool) *rig {
-		r := newStepRigWith(b, 2, vhcrtest.Options{State: state})
-		r.up(b, 1)
-		v := benchVF{r, b, new(time.Duration)}
-		m := v.mtt(0x8000)
-		ctx := make([]byte, mlx4.EQContextSize)
-		mlx4.EQContext{LogSize: 7, MTTBase: uint64(m)}.Encode(ctx)
-		v.post(mlx4.VHCR{Op: mlx4.SW2HW_EQ, InMod: 1}, ctx)
+		v := benchVFWithEQ(b, state)
 		cqn := uint32(v.post(mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1}, nil))
 		cm := v.mtt(0xb000)
 		cctx := make([]byte, mlx4.CQContextSize)
@@ -172,13 +166,8 @@ func median(v []float64) float64 {
 // when the journal is half full) with 1,000 CQs in hardware state and
 // their MTTs: the figure to weigh against the journal's size.
 func BenchmarkCheckpoint(b *testing.B) {
-	r := newStepRigWith(b, 2, vhcrtest.Options{State: true})
-	r.up(b, 1)
-	v := benchVF{r, b, new(time.Duration)}
-	m := v.mtt(0x8000)
-	ctx := make([]byte, mlx4.EQContextSize)
-	mlx4.EQContext{LogSize: 7, MTTBase: uint64(m)}.Encode(ctx)
-	v.post(mlx4.VHCR{Op: mlx4.SW2HW_EQ, InMod: 1}, ctx)
+	v := benchVFWithEQ(b, true)
+	r := v.r
 	for range 1000 {
 		cqn := uint32(v.post(mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1}, nil))
 		cm := v.mtt(0x9000)
@@ -190,4 +179,17 @@ func BenchmarkCheckpoint(b *testing.B) {
 	for range b.N {
 		r.PF.Checkpoint()
 	}
+}
+
+// benchVFWithEQ is VF 1 of a new step rig (with a state file if state),
+// its channel up and EQ 1 in hardware (an MTT at 0x8000, 128 EQEs).
+func benchVFWithEQ(b *testing.B, state bool) benchVF {
+	r := newStepRigWith(b, 2, vhcrtest.Options{State: state})
+	r.up(b, 1)
+	v := benchVF{r, b, new(time.Duration)}
+	m := v.mtt(0x8000)
+	ctx := make([]byte, mlx4.EQContextSize)
+	mlx4.EQContext{LogSize: 7, MTTBase: uint64(m)}.Encode(ctx)
+	v.post(mlx4.VHCR{Op: mlx4.SW2HW_EQ, InMod: 1}, ctx)
+	return v
 }
