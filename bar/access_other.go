@@ -13,3 +13,8 @@ func Pause() {}
 
 func load32(p *uint32) uint32     { return atomic.LoadUint32(p) }
 func store32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
+
+func mapLoad32(p *uint32) uint32     { return atomic.LoadUint32(p) }
+func mapStore32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
+func regLoad32(g Reg) uint32         { return atomic.LoadUint32(g.p) }
+func regStore32(g Reg, v uint32)     { atomic.StoreUint32(g.p, v) }

@@ -131,7 +131,7 @@ func (r *File) Load32(off int64) (uint32, error) {
 	if err := checkReg(r.name, r.Size(), off); err != nil {
 		return 0, err
 	}
-	return fromBE(load32(wordAt(r.buf, off))), nil
+	return fromBE(mapLoad32(wordAt(r.buf, off))), nil
 }
 
 func (r *File) Store32(off int64, v uint32) error {
@@ -144,7 +144,7 @@ func (r *File) Store32(off int64, v uint32) error {
 	if err := checkReg(r.name, r.Size(), off); err != nil {
 		return err
 	}
-	store32(wordAt(r.buf, off), toBE(v))
+	mapStore32(wordAt(r.buf, off), toBE(v))
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -194,12 +193,12 @@ func (p *PF) block(sleepNS int64) {
 		_ = unix.Nanosleep(&ts, nil)
 		return
 	}
-	atomic.StoreUint32(p.sleeping, 1) // XCHG: orders the flag before the re-check
-	seq := atomic.LoadUint32(p.doorbell)
+	bar.WordStore(p.sleeping, 1) // XCHG: orders the flag before the re-check
+	seq := bar.WordLoad(p.doorbell)
 	if !p.peek() && p.pending.Load() == 0 && !p.stopping.Load() {
 		futex.Wait(p.doorbell, seq, futexNS)
 	}
-	atomic.StoreUint32(p.sleeping, 0)
+	bar.WordStore(p.sleeping, 0)
 }
 
 // wake rings the doorbell from inside the PF process. It runs on other
@@ -208,7 +207,7 @@ func (p *PF) block(sleepNS int64) {
 func (p *PF) wake() {
 	if p.doorbell != nil {
 		_ = bar.Guard(func() {
-			atomic.AddUint32(p.doorbell, 1)
+			bar.WordAdd(p.doorbell, 1)
 			futex.Wake(p.doorbell, 1)
 		})
 	}
