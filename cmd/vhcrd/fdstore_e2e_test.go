@@ -153,7 +153,6 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 	// The guest's driver: VF 0 over its BAR region and the guest's RAM,
 	// interrupted through vector 0 as QEMU would deliver it.
 	ctx := context.Background()
-	gv, vfBAR := guestVF(t, barPath, ram, 2*time.Minute)
 	vec0, err := unix.Dup(cl.State.Vectors[0])
 	if err != nil {
 		t.Fatal(err)
@@ -161,13 +160,7 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 	unix.CloseOnExec(vec0)
 	irqFile := os.NewFile(uintptr(vec0), "vector 0")
 	defer irqFile.Close()
-	drv, err := vfdrv.New(gv, vfdrv.Options{BAR: vfBAR, IRQ: irqFile, Completions: vfdrv.CompletionsMlx4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := drv.EnableEvents(ctx, 1, 8); err != nil {
-		t.Fatal(err)
-	}
+	drv := guestDriver(t, barPath, ram, 2*time.Minute, irqFile)
 	if _, err := drv.AllocMTT(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -314,16 +307,9 @@ func TestQEMUGuestSurvivesPFKill(t *testing.T) {
 	// for the paused guest), its EQ armed through vector 0: the eventfd
 	// QEMU holds, the one the first vhcrd handed over.
 	ctx := context.Background()
-	gv, vfBAR := guestVF(t, barPath, ram, time.Minute)
 	irqFile := os.NewFile(uintptr(m.StoredFD("vf0-irq0")), "vector 0")
 	defer irqFile.Close()
-	drv, err := vfdrv.New(gv, vfdrv.Options{BAR: vfBAR, IRQ: irqFile, Completions: vfdrv.CompletionsMlx4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := drv.EnableEvents(ctx, 1, 8); err != nil {
-		t.Fatal(err)
-	}
+	drv := guestDriver(t, barPath, ram, time.Minute, irqFile)
 	if _, err := drv.AllocMTT(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -343,6 +329,21 @@ func TestQEMUGuestSurvivesPFKill(t *testing.T) {
 	until(t, "the VF's FLR", func() bool {
 		return metricValue(t, d2.metrics, "vhcrd_comm_resets_total", `vf="0"`, `reason="flr"`) == 1
 	})
+}
+
+// guestDriver is an mlx4-completions driver of VF 0 as a guest sees it
+// (guestVF), its EQ 1 armed through irq (vector 0) for 'e' commands.
+func guestDriver(t *testing.T, barPath, ram string, post time.Duration, irq *os.File) *vfdrv.Driver {
+	t.Helper()
+	gv, vfBAR := guestVF(t, barPath, ram, post)
+	drv, err := vfdrv.New(gv, vfdrv.Options{BAR: vfBAR, IRQ: irq, Completions: vfdrv.CompletionsMlx4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drv.EnableEvents(context.Background(), 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	return drv
 }
 
 // guestVF opens VF 0 as a guest's driver sees it, over the BAR files of
