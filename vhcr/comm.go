@@ -1,5 +1,7 @@
 package vhcr
 
+import "github.com/vhcrd/vhcrd/vhcr/mlx4"
+
 // Comm page register offsets (mlx4.h struct mlx4_comm, MLX4_COMM_CHAN_CAPS,
 // MLX4_COMM_CHAN_FLAGS), at offset 0 of a VF BAR region
 // (MLX4_SLAVE_COMM_BASE). Each is a big-endian 32-bit register.
@@ -10,24 +12,19 @@ const (
 	RegFlags      = 0xc // bit 9 offline (PF), bit 16 reset request (VF), bit 8 reset ack (PF)
 )
 
-// EQ doorbells in a VF BAR region, where mlx4 puts them (eq.c
-// mlx4_get_eq_uar, eq_set_ci): EQ eqn's doorbell is the first 32-bit word at
-// UAR page eqn/4, offset 0x800 + 8·(eqn%4); the VF writes it as BE32:
-// consumer index in bits 23:0, bit 31 to arm (request an interrupt). Four
-// EQs share a UAR page; the PF reads the word with one 32-bit load.
+// EQ doorbells in a VF BAR region, where mlx4 puts them: the region is the
+// VF's UAR space (mlx4.EQDoorbellOffset); the PF reads a doorbell with one
+// 32-bit load.
 const (
-	UARPageSize    = 0x1000 // a VF's UAR pages: PAGE_SIZE (uar_page_sz 0 in QUERY_HCA)
-	RegEQDoorbell  = 0x800  // first EQ doorbell of a UAR page
-	EQDoorbellStep = 8      // between the doorbells of one page
+	UARPageSize   = mlx4.UARPageSize
+	RegEQDoorbell = mlx4.MLX4_EQ_DOORBELL
 	// MaxEQDoorbells is the number of EQ doorbells a VF BAR region holds:
 	// four per UAR page.
 	MaxEQDoorbells = 4 * VFBARSize / UARPageSize
 )
 
 // EQDoorbell is the offset of EQ eqn's doorbell word in a VF BAR region.
-func EQDoorbell(eqn int) int64 {
-	return int64(eqn/4)*UARPageSize + RegEQDoorbell + EQDoorbellStep*int64(eqn%4)
-}
+func EQDoorbell(eqn int) int64 { return mlx4.EQDoorbellOffset(eqn) }
 
 // Register bits.
 const (

@@ -28,6 +28,22 @@ const (
 	EQIndexMask           = 0xffffff
 )
 
+// Where a function's EQ doorbells are (eq.c mlx4_get_eq_uar, eq_set_ci):
+// EQ eqn's doorbell is the first 32-bit word at UAR page eqn/4, offset
+// MLX4_EQ_DOORBELL (0x800) + 8·(eqn%4), written BE32: consumer index 23:0,
+// EQ_DOORBELL_ARM to arm. Four EQs share a UAR page.
+const (
+	UARPageSize      = 0x1000 // PAGE_SIZE (uar_page_sz 0 in QUERY_HCA)
+	MLX4_EQ_DOORBELL = 0x800  // first EQ doorbell of a UAR page
+	EQDoorbellStep   = 8      // between the doorbells of one page
+)
+
+// EQDoorbellOffset is the offset of EQ eqn's doorbell from the start of
+// the function's UAR space.
+func EQDoorbellOffset(eqn int) int64 {
+	return int64(eqn/4)*UARPageSize + MLX4_EQ_DOORBELL + EQDoorbellStep*int64(eqn%4)
+}
+
 // EQContext is struct mlx4_eq_context, the fields the model reads or writes.
 type EQContext struct {
 	LogSize     int    // log2 of the EQE count (low 5 bits)
