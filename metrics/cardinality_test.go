@@ -111,7 +111,7 @@ func TestCardinalityBounded(t *testing.T) {
 		t.Errorf("vhcrd_opcode_commands_total: %d series after every opcode was posted; the test did not exercise the table", n)
 	}
 	worst := strconv.Itoa(metrics.WorstCase(vhcr.MaxVFs))
-	for _, file := range []string{"doc.go", "../README.md"} {
+	for _, file := range []string{"doc.go", "../docs/operating.md"} {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

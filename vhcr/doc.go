@@ -1,7 +1,7 @@
 // Package vhcr is the mlx4 SR-IOV communication channel that both sides
 // share, and its VF (slave) half.
 //
-// Shared: the wire contract (Layout, layout.go and the README's table): a
+// Shared: the wire contract (Layout, layout.go and docs/wire-contract.md's table): a
 // PF-owned header page at offset 0 of the BAR region and one 4 KiB comm
 // page per VF after it, each with the registers of struct mlx4_comm
 // (slave_write, slave_read, caps, flags; comm.go) and the comm commands

@@ -11,7 +11,7 @@ import (
 )
 
 // TestWireContractGolden pins the v2 header and VF BAR offsets that the
-// README's table documents and that VF tools of other builds rely on.
+// docs/wire-contract.md's table documents and that VF tools of other builds rely on.
 func TestWireContractGolden(t *testing.T) {
 	golden := map[string][2]int64{
 		"MAGIC": {vhcr.HdrMagic, 0x000}, "VERSION": {vhcr.HdrVersion, 0x004}, "NUM_VFS": {vhcr.HdrNumVFs, 0x008},

@@ -13,15 +13,17 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite the README's opcode list from the command table")
+var updateREADME = flag.Bool("update-readme", false, "rewrite docs/opcodes.md's opcode list from the command table")
 
 const (
-	readmePath  = "../../README.md"
-	readmeBegin = "<!-- opcode list: generated from master.NewTable by go test ./vhcr/master -update-readme -->\n"
-	readmeEnd   = "<!-- end of opcode list -->\n"
+	readmePath = "../../docs/opcodes.md"
+	// differencesPath is the page of the documented differences from mlx4.
+	differencesPath = "../../docs/differences.md"
+	readmeBegin     = "<!-- opcode list: generated from master.NewTable by go test ./vhcr/master -update-readme -->\n"
+	readmeEnd       = "<!-- end of opcode list -->\n"
 )
 
-// opcodeList renders the command table as the README's opcode list: the
+// opcodeList renders the command table as docs/opcodes.md's opcode list: the
 // mailbox facts of each row and what the PF checks before the executor runs,
 // with the status a VF gets on refusal.
 func opcodeList(t *Table) string {
@@ -75,7 +77,7 @@ func goName(op mlx4.Opcode) string {
 	return n
 }
 
-// TestREADMEOpcodeList: the README's opcode list is the command table's.
+// TestREADMEOpcodeList: docs/opcodes.md's opcode list is the command table's.
 func TestREADMEOpcodeList(t *testing.T) {
 	raw, err := os.ReadFile(readmePath)
 	if err != nil {
@@ -92,30 +94,25 @@ func TestREADMEOpcodeList(t *testing.T) {
 		return
 	}
 	if !*updateREADME {
-		t.Fatalf("the README's opcode list differs from the command table; run go test ./vhcr/master -run TestREADMEOpcodeList -update-readme")
+		t.Fatalf("docs/opcodes.md's opcode list differs from the command table; run go test ./vhcr/master -run TestREADMEOpcodeList -update-readme")
 	}
 	if err := os.WriteFile(readmePath, []byte(s[:i+len(readmeBegin)]+want+s[j:]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestREADMEDifferencesNameTheirTests: every bullet of the README's "Where
+// TestREADMEDifferencesNameTheirTests: every bullet of docs/differences.md's "Where
 // vhcrd differs from mlx4" names at least one test, and every test it names
 // is defined somewhere in the repository, so a difference the README claims
 // is one a test proves.
 func TestREADMEDifferencesNameTheirTests(t *testing.T) {
-	b, err := os.ReadFile(readmePath)
+	b, err := os.ReadFile(differencesPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	i := strings.Index(s, "## Where vhcrd differs from mlx4")
-	if i < 0 {
-		t.Fatal(`README.md has no "Where vhcrd differs from mlx4" section`)
-	}
-	s = s[i+3:]
-	if j := strings.Index(s, "\n## "); j >= 0 {
-		s = s[:j]
+	if !strings.HasPrefix(s, "# Where vhcrd differs from mlx4\n") {
+		t.Fatalf(`%s does not start with "# Where vhcrd differs from mlx4"`, differencesPath)
 	}
 	defined := map[string]bool{}
 	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
