@@ -68,3 +68,19 @@ func TestEventTypesGolden(t *testing.T) {
 		t.Errorf("%d event names (device.h has 26); type 0x0b named %q", len(eventNames), EventName(0x0b))
 	}
 }
+
+// The commands whose in_modifier[23:0] is a QPN (resource_tracker.c: the
+// QP wrappers' vhcr->in_modifier & 0x7fffff, mlx4_QP_ATTACH_wrapper's and
+// mlx4_UPDATE_QP_wrapper's & 0xffffff), by literal opcode (cmd.h).
+func TestInModIsQPN(t *testing.T) {
+	want := map[Opcode]bool{0x19: true, 0x2d: true, 0x1a: true, 0x1b: true, 0x1c: true, 0x1d: true, 0x1e: true,
+		0x1f: true, 0x38: true, 0x20: true, 0x21: true, 0x22: true, 0x32: true, 0x33: true, 0x61: true, 0xf0b: true}
+	for op := Opcode(0); op < 0x1000; op++ {
+		if InModIsQPN(op) != want[op] {
+			t.Errorf("%v (%#x): InModIsQPN %v", op, uint16(op), InModIsQPN(op))
+		}
+	}
+	if QPNMask != 0xffffff {
+		t.Errorf("QPNMask %#x, QPNs are 24 bits", QPNMask)
+	}
+}
