@@ -185,8 +185,10 @@ func LostEntry(n uint64) Entry { return Entry{Kind: KindLost, Lost: n} }
 //	03:21:19.123456789 vf3 POST  QUERY_FUNC_CAP op_mod=1 in_mod=0x2 in=0x0 out=0x5000 tok=0xffff poll  OK  1.2µs
 //	03:21:19.123457000 vf3 POST  SW2HW_MPT op_mod=0 in_mod=0x7 in=0x1000 out=0x0 tok=0x3 event  BAD_RESOURCE reason=not_owner  3.1µs
 //	03:21:19.123457500 vf3 POST  NOP op_mod=0 in_mod=0x0 in=0x0 out=0x0 tok=0x4 poll  OK
+//	03:21:19.123457600 vf3 POST  ALLOC_RES RES_QP RES_OP_RESERVE qpn=0x848 op_mod=0 in_mod=0x0 in=0x100000001 out=0x848 tok=0x5 poll  OK
+//	03:21:19.123457700 vf3 POST  MAD_IFC port=1 SUBN_LID_ROUTED GET PORT_INFO attr_mod=0x1 op_mod=1 in_mod=0x1 in=0x2000 out=0x3000 tok=0x6 poll  OK
 //	03:21:19.123458000 vf3 COMM VHCR_EN toggle=1 param=0x0
-//	03:21:19.123459000 vf3 EQE type=0x0a eq=2 tok=0x12
+//	03:21:19.123459000 vf3 EQE CMD type=0x0a eq=2 tok=0x12
 //	03:21:19.123460000 vf3 IRQ vector=2
 //	03:21:19.123461000 vf3 RESET reason=toggle
 //	03:21:19.123462000 vf3 FLR begin
@@ -194,6 +196,8 @@ func LostEntry(n uint64) Entry { return Entry{Kind: KindLost, Lost: n} }
 //	# lost 1200 records
 //
 // Times are UTC, to the nanosecond. A command not timed has no latency.
+// The decoded fields (decodePost) follow the opcode; an EQE's type name
+// precedes its number, and a type mlx4 does not name has none.
 func AppendText(b []byte, e *Entry) []byte {
 	if e.Kind == KindLost {
 		b = append(b, "# lost "...)
