@@ -424,7 +424,7 @@ func runQP(args []string) error {
 		if *c.json {
 			return c.result(map[string]any{"qpn": qp.QPN, "type": *typ, "state": qp.State.String(), "mtt_base": qp.MTT.Base, "mtt_order": qp.MTT.Order}, nil)
 		}
-		fmt.Printf("QP %d (%s): state RST, MTT base %d order %d\nnext: vfctl qp modify --vf %d --qpn %d --mtt %d --cq %d --to init\n",
+		fmt.Printf("QP %#x (%s): state RST, MTT base %d order %d\nnext: vfctl qp modify --vf %d --qpn %#x --mtt %d --cq %d --to init\n",
 			qp.QPN, *typ, qp.MTT.Base, qp.MTT.Order, *c.vf, qp.QPN, qp.MTT.Base, cfg.SendCQ)
 		return nil
 	}
@@ -450,7 +450,7 @@ func runQP(args []string) error {
 				if *c.json {
 					return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, nil)
 				}
-				fmt.Printf("QP %d: %v → %v\n", qp.QPN, from, qp.State)
+				fmt.Printf("QP %#x: %v → %v\n", qp.QPN, from, qp.State)
 			}
 			return nil
 		}
@@ -460,13 +460,13 @@ func runQP(args []string) error {
 		if *c.json {
 			return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, nil)
 		}
-		fmt.Printf("QP %d: %v → %v\n", qp.QPN, from, qp.State)
+		fmt.Printf("QP %#x: %v → %v\n", qp.QPN, from, qp.State)
 	case "query":
 		if *c.json {
 			return c.result(map[string]any{"qpn": qp.QPN, "state": qp.State.String(), "type": qp.Cfg.ST, "send_cq": qp.Cfg.SendCQ, "recv_cq": qp.Cfg.RecvCQ,
 				"use_srq": qp.Cfg.UseSRQ, "srqn": qp.Cfg.SRQN, "mtt_base": qp.MTT.Base}, nil)
 		}
-		fmt.Printf("QP %d: state %v, type %d, send CQ %d, recv CQ %d, SRQ %v/%d, MTT base %d\n",
+		fmt.Printf("QP %#x: state %v, type %d, send CQ %d, recv CQ %d, SRQ %v/%d, MTT base %d\n",
 			qp.QPN, qp.State, qp.Cfg.ST, qp.Cfg.SendCQ, qp.Cfg.RecvCQ, qp.Cfg.UseSRQ, qp.Cfg.SRQN, qp.MTT.Base)
 	case "destroy":
 		return c.result(map[string]any{"qpn": qp.QPN}, d.DestroyQP(ctx, qp))
@@ -552,7 +552,7 @@ func lifecycleOnce(ctx context.Context, d *vfdrv.Driver, eqn, logSize int, event
 	if err != nil {
 		return d.Stats.Commands, err
 	}
-	say("QP %d", qp.QPN)
+	say("QP %#x", qp.QPN)
 	for _, to := range []mlx4.QPState{mlx4.QP_STATE_INIT, mlx4.QP_STATE_RTR, mlx4.QP_STATE_RTS, mlx4.QP_STATE_RTS, mlx4.QP_STATE_SQD, mlx4.QP_STATE_SQD, mlx4.QP_STATE_RTS, mlx4.QP_STATE_ERR, mlx4.QP_STATE_RST} {
 		from := qp.State
 		if err := d.Modify(ctx, qp, to); err != nil {
@@ -563,7 +563,7 @@ func lifecycleOnce(ctx context.Context, d *vfdrv.Driver, eqn, logSize int, event
 			if err != nil {
 				return d.Stats.Commands, err
 			}
-			say("QP %d %v → %v (QUERY_QP: %v)", qp.QPN, from, to, qc.State)
+			say("QP %#x %v → %v (QUERY_QP: %v)", qp.QPN, from, to, qc.State)
 		}
 	}
 	for _, f := range []func() error{

@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/hca"
@@ -92,12 +93,20 @@ func TestResByHandAcrossProcesses(t *testing.T) {
 		t.Fatalf("mr create in event mode:\n%s", out)
 	}
 	out = run(runQP, append([]string{"create", "--cq", cqn}, ev...)...)
-	qpn, mtt := number(t, out, `QP (\d+) `), number(t, out, `MTT base (\d+)`)
-	run(runQP, append([]string{"modify", "--qpn", qpn, "--mtt", mtt, "--cq", cqn, "--to", "init"}, ev...)...)
+	// QPNs in hexadecimal, as mlx4 and the trace print them, in the
+	// output and in the command it suggests.
+	qpn, mtt := number(t, out, `QP (0x[0-9a-f]+) \(`), number(t, out, `MTT base (\d+)`)
+	if !strings.Contains(out, "--qpn "+qpn+" ") {
+		t.Fatalf("qp create suggests another QPN than %s:\n%s", qpn, out)
+	}
+	out = run(runQP, append([]string{"modify", "--qpn", qpn, "--mtt", mtt, "--cq", cqn, "--to", "init"}, ev...)...)
+	if !strings.Contains(out, "QP "+qpn+": RST → INIT") {
+		t.Fatalf("qp modify:\n%s", out)
+	}
 	for _, to := range []string{"rtr", "rts", "sqd", "rts"} {
 		run(runQP, append([]string{"modify", "--qpn", qpn, "--to", to}, ev...)...)
 	}
-	if out := run(runQP, "query", "--qpn", qpn); !regexp.MustCompile(`state RTS.*send CQ ` + cqn).MatchString(out) {
+	if out := run(runQP, "query", "--qpn", qpn); !regexp.MustCompile(`QP ` + qpn + `: state RTS.*send CQ ` + cqn).MatchString(out) {
 		t.Fatalf("qp query:\n%s", out)
 	}
 	// An illegal transition: the status is printed and vfctl exits 1.

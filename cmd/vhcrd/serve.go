@@ -209,7 +209,6 @@ func (s *server) startTrace(f serveFlags, log *slog.Logger) (stop func(), err er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer s.traceHold()
 			if err := trace.WriteFile(ctx, f.traceFile, s.trace, o); err != nil {
 				log.Error("--trace", "err", err)
 			}
@@ -231,10 +230,9 @@ type server struct {
 	mad        *mad.Engine
 	traps      trapFanout
 	stopMAD    []func()
-	// trace is the command trace; traceHold releases the hold that --trace
-	// takes before the PF starts (a no-op without --trace)
-	trace     *trace.Ring
-	traceHold func()
+	// trace is the command trace, recording from before the PF starts (its
+	// restart records included), read or not
+	trace *trace.Ring
 	// irq is every VF's MSI-X vectors (irq.DefaultVectors eventfds each),
 	// raised by the HCA's armed EQs; handed over to whoever delivers them
 	irq *irq.Set
@@ -346,11 +344,6 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	if s.trace, err = master.NewTrace(0); err != nil {
 		s.close()
 		return nil, err
-	}
-	s.traceHold = func() {}
-	if f.traceFile != "" {
-		// From the first record: the restart records New writes included.
-		s.traceHold = s.trace.Hold()
 	}
 	guestRAM := map[int]bar.Region{}
 	for _, g := range guests {

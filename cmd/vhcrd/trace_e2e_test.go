@@ -79,7 +79,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	if out, code := vfctl(t, barPath, "cmd", "--vf", "1", "MAD_DEMUX"); code != 1 {
 		t.Fatalf("vfctl: exit %d\n%s", code, out)
 	}
-	// From the ring's start: --trace holds it, so the records are there.
+	// From the ring's start: the records are there.
 	lines := traceUntil(t, []string{"--bar", "file:" + barPath, "--vf", "2", "--from-start"},
 		"vf2 COMM VHCR_EN toggle=", "vf2 POST  QUERY_FUNC_CAP op_mod=1 in_mod=0x2 ")
 	for _, l := range lines {
@@ -112,6 +112,52 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	}
 	if _, err := os.Stat(sock); !os.IsNotExist(err) {
 		t.Errorf("admin socket left after an orderly stop: %v", err)
+	}
+}
+
+// TestTraceFromStartAfterTheFact: the ring records with nobody reading
+// (no --trace, no client): `vhcrd trace --from-start`, attached after the
+// commands ran, shows them, decoded: the resource type and mode of an
+// ALLOC_RES and the QPN it reserved, in hexadecimal; the MAD of a MAD_IFC;
+// the EQE type; and the same as JSON lines.
+func TestTraceFromStartAfterTheFact(t *testing.T) {
+	dir := shmDir(t)
+	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
+	d := startDaemon(t, barPath, dmaPath)
+	for _, args := range [][]string{
+		{"cmd", "--vf", "3", "ALLOC_RES", "--in-mod", "0", "--op-mod", "0", "--in-param", "0x100000001"},
+		{"mad", "--vf", "3", "get", "portinfo"},
+		{"res", "--vf", "3", "--events"},
+	} {
+		if out, code := vfctl(t, barPath, args...); code != 0 {
+			t.Fatalf("vfctl %v: exit %d\n%s", args, code, out)
+		}
+	}
+	lines := traceUntil(t, []string{"--bar", "file:" + barPath, "--vf", "3", "--from-start"},
+		"vf3 COMM VHCR_EN toggle=",
+		"vf3 POST  ALLOC_RES RES_QP RES_OP_RESERVE qpn=0x",
+		"vf3 POST  MAD_IFC port=1 SUBN_LID_ROUTED GET PORT_INFO attr_mod=0x1 ",
+		"vf3 EQE CMD type=0x0a ")
+	var alloc string
+	for _, l := range lines {
+		if strings.Contains(l, "ALLOC_RES RES_QP") {
+			alloc = l
+		}
+	}
+	out := alloc[strings.Index(alloc, " out=0x")+len(" out=0x"):]
+	out = out[:strings.IndexByte(out, ' ')]
+	if !strings.Contains(alloc, " qpn=0x"+out+" ") || !strings.Contains(alloc, "poll  OK") {
+		t.Errorf("QP reservation: the QPN is out_param's, in hexadecimal: %q", alloc)
+	}
+	lines = traceUntil(t, []string{"--bar", "file:" + barPath, "--vf", "3", "--opcode", "MAD_IFC", "--json", "--from-start"},
+		`"opcode":"MAD_IFC"`)
+	e, err := trace.ParseJSON([]byte(lines[0]))
+	if err != nil || e.MADClass != "SUBN_LID_ROUTED" || e.MADMethod != "GET" || e.MADAttr != "PORT_INFO" ||
+		e.MADAttrMod != 1 || !e.HasPort || e.Port != 1 || e.Status != "OK" {
+		t.Errorf("MAD_IFC entry %+v (%v) from %s", e, err, lines[0])
+	}
+	if err := d.stop(t); err != nil {
+		t.Fatalf("vhcrd exit: %v", err)
 	}
 }
 

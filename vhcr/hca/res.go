@@ -2,11 +2,11 @@ package hca
 
 // Resource allocation executors and the firmware's object tables.
 //
-//	opcode     op_modifier
+//	opcode     op_modifier (mlx4.AllocMode)
 //	ALLOC_RES  0 RESERVE, 1 RESERVE_AND_MAP, 2 MAP_ICM
 //	FREE_RES   same
 //
-// in_modifier[7:0] is the resource type (restrack.Type wire values), for
+// in_modifier[7:0] is the resource type (mlx4.Resource, restrack.Type), for
 // MAC/VLAN in_modifier[15:8] the VF's port. Results go to out_param's low
 // 32 bits (the high half is kept, as mlx4's set_param_l does).
 
@@ -22,9 +22,9 @@ import (
 
 // ALLOC_RES / FREE_RES op_modifiers (enum mlx4_alloc_mode).
 const (
-	resOpReserve       = 0
-	resOpReserveAndMap = 1
-	resOpMapICM        = 2
+	resOpReserve       = uint8(mlx4.RES_OP_RESERVE)
+	resOpReserveAndMap = uint8(mlx4.RES_OP_RESERVE_AND_MAP)
+	resOpMapICM        = uint8(mlx4.RES_OP_MAP_ICM)
 )
 
 // Sizes of the model's firmware tables.

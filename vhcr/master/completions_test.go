@@ -89,7 +89,6 @@ func TestTraceOfBothCompletions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ring.Hold()()
 	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Trace: ring})
 	r.Start(t)
 	ctx := context.Background()
@@ -120,13 +119,13 @@ func TestTraceOfBothCompletions(t *testing.T) {
 	}
 	diffLines(t, got, []string{
 		"vf0 POST  NOP op_mod=0 in_mod=0x5 in=0x0 out=0x0 tok=0x1 event  OK",
-		"vf0 EQE type=0x0a eq=2 tok=0x1",
+		"vf0 EQE CMD type=0x0a eq=2 tok=0x1",
 		"vf1 POST  NOP op_mod=0 in_mod=0x5 in=0x0 out=0x0 tok=0xffff event  OK",
-		"vf1 EQE type=0x0a eq=2 tok=0x1",
+		"vf1 EQE CMD type=0x0a eq=2 tok=0x1",
 		"vf0 POST  NOP op_mod=0 in_mod=0x5 in=0x0 out=0x0 tok=0x2 event  OK",
-		"vf0 EQE type=0x0a eq=2 tok=0x2",
+		"vf0 EQE CMD type=0x0a eq=2 tok=0x2",
 		"vf1 POST  NOP op_mod=0 in_mod=0x5 in=0x0 out=0x0 tok=0xffff event  OK",
-		"vf1 EQE type=0x0a eq=2 tok=0x2",
+		"vf1 EQE CMD type=0x0a eq=2 tok=0x2",
 	})
 }
 

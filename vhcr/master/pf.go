@@ -50,7 +50,7 @@ type Options struct {
 	Logger   *slog.Logger // nil: slog.Default()
 	Idle     Idle         // the poller's idle policy; zero fields: DefaultIdle's
 	// Trace is the command trace the poller writes (NewTrace), or nil:
-	// off. A ring nobody holds costs one load per record site.
+	// off. The poller records into it always, read or not (trace.go).
 	Trace *trace.Ring
 	// Interrupts raises the VFs' MSI-X vectors when their armed EQs get
 	// EQEs (irq.Set; hca/irq.go), or nil: no interrupts.

@@ -11,8 +11,12 @@ import (
 
 // The command trace (Options.Trace): the poller, its only writer, records
 // every comm step, VHCR_POST, EQE, reset, FLR and restart into the ring,
-// each behind the ring's Enabled check. There is no interrupt model yet,
-// so there are no IRQ records.
+// whether or not anyone reads it, so that a reader attaching after the fact
+// (vhcrd trace --from-start) finds what happened; each record site checks
+// only that there is a ring (Enabled: not nil). A VHCR_POST's record
+// carries the head of its shadow inbox (for MAD_IFC the MAD's class,
+// method and attribute), copied, not decoded. There is no interrupt model
+// yet, so there are no IRQ records.
 //
 // Stamping. A VHCR_POST the poller times anyway (one in LatencySample) is
 // recorded with its detection and completion ticks; the others with p.now,
@@ -25,11 +29,13 @@ import (
 // Measured (BenchmarkPost/NOP, 8 runs each, 2 shared vCPUs): untraced
 // 32.8 ns fastest, 42.4 ns median; traced as above 35.3 / 43.3 ns; traced
 // with both ticks read for every command 56.7 / 72.5 ns (untraced 30.6 /
-// 40.1 ns in that run). Hence the sampled stamps.
+// 40.1 ns in that run). Hence the sampled stamps. The cost of recording
+// always, against the ring that recorded only while held: see
+// docs/operating.md ("Command trace").
 
 // NewTrace returns a ring of records stamped with the poller's cycle
 // counter (records: a power of two; 0 for trace.DefaultRecords), to pass
-// as Options.Trace. It is disabled until held (trace.Ring.Hold).
+// as Options.Trace. It records from the first record on.
 func NewTrace(records int) (*trace.Ring, error) {
 	return trace.New(trace.Config{Records: records, Ticks: tick.Now, TicksPerNS: tick.PerNS()})
 }

@@ -44,14 +44,15 @@ func diffLines(t *testing.T, got, want []string) {
 }
 
 // TestTraceOfASession: a VF's bring-up, a command completed by EQE, a
-// refused command, an FLR and a comm violation leave exactly this trace,
-// in order, with names.
+// QP reservation, a MAD_IFC, a refused command, an FLR and a comm violation
+// leave exactly this trace, in order, with names and decoded fields; the
+// ring records with no reader attached (a flight recorder), and a reader
+// made afterwards finds it all.
 func TestTraceOfASession(t *testing.T) {
 	ring, err := master.NewTrace(1024)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ring.Hold()()
 	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Trace: ring})
 	r.Start(t)
 	ctx := context.Background()
@@ -69,6 +70,16 @@ func TestTraceOfASession(t *testing.T) {
 	if err := d.UseEvents(false); err != nil {
 		t.Fatal(err)
 	}
+	if res, err := v.Post(ctx, &vhcr.Request{Op: mlx4.ALLOC_RES, InMod: uint32(mlx4.RES_QP),
+		OpMod: uint8(mlx4.RES_OP_RESERVE), InParam: 1<<32 | 1}); err != nil || res.Status != mlx4.OK {
+		t.Fatalf("ALLOC_RES: %v %v", res.Status, err)
+	}
+	var smp [256]byte // SubnGet(NodeInfo), LID-routed
+	copy(smp[:], []byte{1, 0x01, 1, 0x01})
+	smp[16], smp[17] = 0x00, 0x11
+	if _, err := v.Post(ctx, &vhcr.Request{Op: mlx4.MAD_IFC, OpMod: 1, InMod: 1, In: smp[:]}); err != nil {
+		t.Fatal(err)
+	}
 	if res, err := v.Post(ctx, &vhcr.Request{Op: mlx4.MAD_DEMUX, InParam: 0x1234}); err != nil || res.Status != mlx4.BAD_OP {
 		t.Fatalf("MAD_DEMUX: %v %v", res.Status, err)
 	}
@@ -84,13 +95,16 @@ func TestTraceOfASession(t *testing.T) {
 		"vf1 COMM VHCR2 toggle=0 param=0x0",
 		"vf1 COMM VHCR_EN toggle=1 param=0x0",
 		// vfdrv.EnableEvents: an MTT, its entry, the EQ, the event map
-		"vf1 POST  ALLOC_RES op_mod=1 in_mod=0x5 in=0x0 out=0x40 tok=0xffff poll  OK",
+		"vf1 POST  ALLOC_RES RES_MTT RES_OP_RESERVE_AND_MAP op_mod=1 in_mod=0x5 in=0x0 out=0x40 tok=0xffff poll  OK",
 		"vf1 POST  WRITE_MTT op_mod=0 in_mod=0x1 in=0x1000 out=0x0 tok=0xffff poll  OK",
 		"vf1 POST  SW2HW_EQ op_mod=0 in_mod=0x2 in=0x1000 out=0x0 tok=0xffff poll  OK",
 		"vf1 POST  MAP_EQ op_mod=0 in_mod=0x2 in=0x201f06be out=0x0 tok=0xffff poll  OK",
 		// completed by an EQE, recorded after the command
 		"vf1 POST  NOP op_mod=0 in_mod=0x5 in=0x0 out=0x0 tok=0x1 event  OK",
-		"vf1 EQE type=0x0a eq=2 tok=0x1",
+		"vf1 EQE CMD type=0x0a eq=2 tok=0x1",
+		"vf1 POST  ALLOC_RES RES_QP RES_OP_RESERVE qpn=0x848 op_mod=0 in_mod=0x0 in=0x100000001 out=0x848 tok=0xffff poll  OK",
+		// the rig has no MAD engine; the request is decoded all the same
+		"vf1 POST  MAD_IFC port=1 SUBN_LID_ROUTED GET NODE_INFO attr_mod=0x0 op_mod=1 in_mod=0x1 in=0x1000 out=0x2000 tok=0xffff poll  INTERNAL_ERR reason=not_modelled",
 		"vf1 POST  MAD_DEMUX op_mod=0 in_mod=0x0 in=0x1234 out=0x0 tok=0xffff poll  BAD_OP reason=privileged",
 		"vf1 FLR begin",
 		"vf1 RESET reason=flr",
@@ -106,7 +120,6 @@ func TestTraceOfViolationsAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ring.Hold()()
 	r := newStepRigWith(t, 2, vhcrtest.Options{Trace: ring})
 	r.write(0, vhcr.CommVHCR1, 7) // not after VHCR0
 	r.scan()

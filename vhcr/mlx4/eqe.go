@@ -19,24 +19,54 @@ const (
 	EQEOwnerHW        = 0x80
 )
 
-// Event types (MLX4_EVENT_TYPE_*).
+// Event types (enum mlx4_event, MLX4_EVENT_TYPE_*).
 const (
-	EventComp          = 0x00
-	EventPathMig       = 0x01
-	EventCommEst       = 0x02
-	EventSQDrained     = 0x03
-	EventCQError       = 0x04
-	EventWQCatasError  = 0x05
-	EventPathMigFailed = 0x07
-	EventPortChange    = 0x09
-	EventCmd           = 0x0a
-	EventWQInvalReq    = 0x10
-	EventWQAccessError = 0x11
-	EventSRQCatasError = 0x12
-	EventSRQLastWQE    = 0x13
-	EventSRQLimit      = 0x14
-	EventPortMngChg    = 0x1d // MLX4_EVENT_TYPE_PORT_MNG_CHG_EVENT
+	EventComp            = 0x00
+	EventPathMig         = 0x01
+	EventCommEst         = 0x02
+	EventSQDrained       = 0x03
+	EventCQError         = 0x04
+	EventWQCatasError    = 0x05
+	EventEECCatasError   = 0x06
+	EventPathMigFailed   = 0x07
+	EventLocalCatasError = 0x08
+	EventPortChange      = 0x09
+	EventCmd             = 0x0a
+	EventECCDetect       = 0x0e
+	EventEQOverflow      = 0x0f
+	EventWQInvalReq      = 0x10
+	EventWQAccessError   = 0x11
+	EventSRQCatasError   = 0x12
+	EventSRQLastWQE      = 0x13 // MLX4_EVENT_TYPE_SRQ_QP_LAST_WQE
+	EventSRQLimit        = 0x14
+	EventCommChannel     = 0x18
+	EventVEPUpdate       = 0x19
+	EventOpRequired      = 0x1a
+	EventFatalWarning    = 0x1b
+	EventFLR             = 0x1c // MLX4_EVENT_TYPE_FLR_EVENT
+	EventPortMngChg      = 0x1d // MLX4_EVENT_TYPE_PORT_MNG_CHG_EVENT
+	EventRecoverableErr  = 0x3e // MLX4_EVENT_TYPE_RECOVERABLE_ERROR_EVENT
+	EventNone            = 0xff
 )
+
+// eventNames are the kernel's names of the event types, without
+// MLX4_EVENT_TYPE_.
+var eventNames = map[uint8]string{
+	EventComp: "COMP", EventPathMig: "PATH_MIG", EventCommEst: "COMM_EST", EventSQDrained: "SQ_DRAINED",
+	EventCQError: "CQ_ERROR", EventWQCatasError: "WQ_CATAS_ERROR", EventEECCatasError: "EEC_CATAS_ERROR",
+	EventPathMigFailed: "PATH_MIG_FAILED", EventLocalCatasError: "LOCAL_CATAS_ERROR",
+	EventPortChange: "PORT_CHANGE", EventCmd: "CMD", EventECCDetect: "ECC_DETECT",
+	EventEQOverflow: "EQ_OVERFLOW", EventWQInvalReq: "WQ_INVAL_REQ_ERROR",
+	EventWQAccessError: "WQ_ACCESS_ERROR", EventSRQCatasError: "SRQ_CATAS_ERROR",
+	EventSRQLastWQE: "SRQ_QP_LAST_WQE", EventSRQLimit: "SRQ_LIMIT", EventCommChannel: "COMM_CHANNEL",
+	EventVEPUpdate: "VEP_UPDATE", EventOpRequired: "OP_REQUIRED", EventFatalWarning: "FATAL_WARNING",
+	EventFLR: "FLR_EVENT", EventPortMngChg: "PORT_MNG_CHG_EVENT",
+	EventRecoverableErr: "RECOVERABLE_ERROR_EVENT", EventNone: "NONE",
+}
+
+// EventName is the kernel's name of event type t without MLX4_EVENT_TYPE_
+// ("PORT_CHANGE"), or "" for a type mlx4 does not define.
+func EventName(t uint8) string { return eventNames[t] }
 
 // PORT_MNG_CHG: its subtypes (MLX4_DEV_PMC_SUBTYPE_*), where
 // event.port_mgmt_change (packed) puts the port and port_info's

@@ -408,3 +408,22 @@ const (
 	UPD_QP_PATH_MASK_MAC_INDEX           = 2 + 32
 	UPD_QP_PATH_MASK_ETH_SRC_CHECK_MC_LB = 19 + 32
 )
+
+// QPNMask selects a QP number: QPNs are 24 bits wide wherever a command
+// carries one (in_modifier[23:0] of the QP commands, ALLOC_RES/FREE_RES's
+// in_param and out_param low words).
+const QPNMask = 0xffffff
+
+// InModIsQPN reports whether op's in_modifier[23:0] is the QP number it
+// acts on: the QP state transitions, QUERY_QP, SUSPEND_QP, UNSUSPEND_QP,
+// UPDATE_QP and QP_ATTACH (their wrappers in resource_tracker.c take
+// vhcr->in_modifier & 0x7fffff or & 0xffffff as the qpn).
+func InModIsQPN(op Opcode) bool {
+	switch op {
+	case RST2INIT_QP, INIT2INIT_QP, INIT2RTR_QP, RTR2RTS_QP, RTS2RTS_QP, SQERR2RTS_QP, TWO_ERR_QP,
+		RTS2SQD_QP, SQD2SQD_QP, SQD2RTS_QP, TWO_RST_QP, QUERY_QP, SUSPEND_QP, UNSUSPEND_QP, UPDATE_QP,
+		QP_ATTACH:
+		return true
+	}
+	return false
+}

@@ -7,26 +7,26 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// Type is a resource type with its wire value (ALLOC_RES/FREE_RES
-// in_modifier[7:0], enum mlx4_resource).
+// Type is a resource type; its values are mlx4's wire values
+// (mlx4.Resource: ALLOC_RES/FREE_RES in_modifier[7:0], enum mlx4_resource).
 type Type uint8
 
 const (
-	QP      Type = 0
-	CQ      Type = 1
-	SRQ     Type = 2
-	XRCD    Type = 3
-	MPT     Type = 4
-	MTT     Type = 5
-	MAC     Type = 6
-	VLAN    Type = 7
-	NPortID Type = 8 // not allocatable
-	Counter Type = 9
-	FSRule  Type = 10
-	EQ      Type = 11
+	QP      = Type(mlx4.RES_QP)
+	CQ      = Type(mlx4.RES_CQ)
+	SRQ     = Type(mlx4.RES_SRQ)
+	XRCD    = Type(mlx4.RES_XRCD)
+	MPT     = Type(mlx4.RES_MPT)
+	MTT     = Type(mlx4.RES_MTT)
+	MAC     = Type(mlx4.RES_MAC)
+	VLAN    = Type(mlx4.RES_VLAN)
+	NPortID = Type(mlx4.RES_NPORT_ID) // not allocatable
+	Counter = Type(mlx4.RES_COUNTER)
+	FSRule  = Type(mlx4.RES_FS_RULE)
+	EQ      = Type(mlx4.RES_EQ)
 
 	// NumTypes sizes per-type arrays (indexed by Type).
-	NumTypes = 12
+	NumTypes = mlx4.NUM_OF_RESOURCE_TYPE
 )
 
 var typeNames = [NumTypes]string{"qp", "cq", "srq", "xrcd", "mpt", "mtt", "mac", "vlan", "nport_id", "counter", "fs_rule", "eq"}

@@ -12,8 +12,8 @@ import (
 )
 
 // The benchmarks run the poller's per-command trace step in a loop whose
-// body otherwise only changes the command (Baseline): Off is the check with
-// no ring or an unheld one, Post the check and a record, with the ticks the
+// body otherwise only changes the command (Baseline): OffNil is the check
+// with no ring, Post the check and a record (a ring records always), with the ticks the
 // poller already has (reads=0), with one read of the cycle counter
 // (PostUntimed, reads=1) or two, detection and completion (reads=2). Rings
 // of 64 records stay in L1; the default ring (1 MiB) in L2, if the core
@@ -24,13 +24,10 @@ var (
 	sink uint64
 )
 
-func newRing(b *testing.B, records int, held bool) *trace.Ring {
+func newRing(b *testing.B, records int) *trace.Ring {
 	r, err := trace.New(trace.Config{Records: records, Ticks: tick.Now, TicksPerNS: tick.PerNS()})
 	if err != nil {
 		b.Fatal(err)
-	}
-	if held {
-		b.Cleanup(r.Hold())
 	}
 	return r
 }
@@ -53,22 +50,11 @@ func BenchmarkOffNil(b *testing.B) {
 	}
 }
 
-func BenchmarkOffUnheld(b *testing.B) {
-	r := newRing(b, 64, false)
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		cmd.Token = uint16(i)
-		if r.Enabled() {
-			r.Post(uint64(i), uint64(i), 1, &cmd, mlx4.OK)
-		}
-	}
-}
-
 // benchPost records a NOP per iteration, reading the clock reads times
 // (0: ticks the caller already has; 1: one read, PostUntimed; 2: detection
 // and completion, Post).
 func benchPost(b *testing.B, records int, reads int) {
-	r := newRing(b, records, true)
+	r := newRing(b, records)
 	cmd = mlx4.Cmd{VF: 3, Op: mlx4.NOP, InParam: 1, OutParam: 2, InMod: 3}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -97,7 +83,7 @@ func BenchmarkPost(b *testing.B) {
 }
 
 func BenchmarkComm(b *testing.B) {
-	r := newRing(b, 64, true)
+	r := newRing(b, 64)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if r.Enabled() {
@@ -116,7 +102,7 @@ func BenchmarkTicks(b *testing.B) {
 // BenchmarkRead is a reader's cost per record: copying batches out of a
 // full ring.
 func BenchmarkRead(b *testing.B) {
-	r := newRing(b, 1024, true)
+	r := newRing(b, 1024)
 	for i := range 1024 {
 		r.IRQ(uint64(i), 1, i)
 	}
@@ -138,7 +124,7 @@ func BenchmarkStream(b *testing.B) {
 			name = "json"
 		}
 		b.Run(name, func(b *testing.B) {
-			r := newRing(b, 1024, true)
+			r := newRing(b, 1024)
 			c := mlx4.Cmd{VF: 3, Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2, OutParam: 0x5000, Token: 0xffff}
 			for i := range 1023 {
 				r.Post(uint64(i), uint64(i)+3000, 0, &c, mlx4.OK)

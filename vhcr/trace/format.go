@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -22,16 +23,24 @@ const KindLost = "lost"
 //	every kind   seq, time, kind, vf
 //	comm         comm, toggle, param
 //	post         comm, toggle, opcode, op_mod, in_mod, in_param, out_param,
-//	             e_bit, token, status, reason, latency_ns
-//	eqe          event_type, eq, token
+//	             e_bit, token, status, reason, latency_ns, and what the
+//	             command's fields mean where the trace decodes them:
+//	             res, res_op (ALLOC_RES, FREE_RES: mlx4.Resource and
+//	             mlx4.AllocMode names), port (RES_MAC, RES_VLAN, MAD_IFC),
+//	             qpn (the QP a command names), mad_class, mad_method,
+//	             mad_attr, mad_attr_mod (MAD_IFC: the request MAD's header,
+//	             with package mad's names)
+//	eqe          event_type, event (mlx4.EventName; absent if unnamed), eq,
+//	             token
 //	irq          vector
 //	reset        reset_reason
 //	flr          phase ("begin" or "end")
 //	restart      adopted
 //	lost         lost (only: the number of records a slow reader lost)
 //
-// in_param and out_param are hexadecimal strings ("0x5000"): 64-bit values
-// do not survive a trip through a double. time is RFC 3339 with nanoseconds,
+// in_param, out_param and qpn are hexadecimal strings ("0x5000"): 64-bit
+// values do not survive a trip through a double, and QPNs are written in
+// hexadecimal everywhere, as mlx4 prints them. time is RFC 3339 with nanoseconds,
 // in UTC. latency_ns is null for a command whose latency was not measured
 // (Ring.PostUntimed).
 type Entry struct {
@@ -53,7 +62,18 @@ type Entry struct {
 	Reason      string    `json:"reason"`
 	LatencyNS   int64     `json:"-"` // latency_ns: a number, or null if not Timed
 	Timed       bool      `json:"-"`
+	Res         string    `json:"res"`    // ALLOC_RES, FREE_RES: the resource type
+	ResOp       string    `json:"res_op"` // ALLOC_RES, FREE_RES: the allocation mode
+	Port        uint8     `json:"port"`   // if HasPort
+	HasPort     bool      `json:"-"`
+	QPN         Hex64     `json:"qpn"` // if HasQPN
+	HasQPN      bool      `json:"-"`
+	MADClass    string    `json:"mad_class"` // MAD_IFC; the mad_* fields are there if it is
+	MADMethod   string    `json:"mad_method"`
+	MADAttr     string    `json:"mad_attr"`
+	MADAttrMod  uint32    `json:"mad_attr_mod"`
 	EventType   uint8     `json:"event_type"`
+	Event       string    `json:"event"`
 	EQ          uint32    `json:"eq"`
 	Vector      uint32    `json:"vector"`
 	ResetReason string    `json:"reset_reason"`
@@ -101,8 +121,9 @@ func (c *Clock) EntryOf(rec *Record) Entry {
 		if rec.Timed() {
 			e.LatencyNS, e.Timed = int64(c.Duration(rec.Latency)), true
 		}
+		decodePost(&e, rec)
 	case KindEQE:
-		e.EventType, e.EQ, e.Token = rec.Aux, rec.Arg, rec.Token
+		e.EventType, e.Event, e.EQ, e.Token = rec.Aux, mlx4.EventName(rec.Aux), rec.Arg, rec.Token
 	case KindIRQ:
 		e.Vector = rec.Arg
 	case KindReset:
@@ -118,6 +139,44 @@ func (c *Clock) EntryOf(rec *Record) Entry {
 	return e
 }
 
+// decodePost fills e's decoded fields from the fields of rec, a VHCR_POST,
+// as mlx4's wrappers read them: ALLOC_RES/FREE_RES's in_modifier[7:0]
+// (type), [15:8] (port of a MAC or VLAN) and op_modifier (mode), and the
+// QPN of a QP reservation (out_param's low word, once allocated; FREE_RES:
+// in_param's) or ICM mapping (in_param's low word); the QPN in a QP
+// command's in_modifier; MAD_IFC's port (in_modifier[7:0]) and the request
+// MAD's class, method, attribute ID and modifier from the inbox head. The
+// writer records only numbers; naming them is the reader's work.
+func decodePost(e *Entry, rec *Record) {
+	switch op := rec.Op & 0xfff; {
+	case op == mlx4.ALLOC_RES || op == mlx4.FREE_RES:
+		ty, mode := mlx4.Resource(rec.Arg&mlx4.ResTypeMask), mlx4.AllocMode(rec.OpMod)
+		e.Res, e.ResOp = ty.String(), mode.String()
+		switch ty {
+		case mlx4.RES_MAC, mlx4.RES_VLAN:
+			e.Port, e.HasPort = uint8(rec.Arg>>mlx4.ResPortShift), true
+		case mlx4.RES_QP:
+			switch {
+			case op == mlx4.ALLOC_RES && mode == mlx4.RES_OP_RESERVE:
+				if rec.Status == mlx4.OK {
+					e.QPN, e.HasQPN = Hex64(rec.OutParam&mlx4.QPNMask), true
+				}
+			case mode == mlx4.RES_OP_RESERVE || mode == mlx4.RES_OP_MAP_ICM:
+				e.QPN, e.HasQPN = Hex64(rec.InParam&mlx4.QPNMask), true
+			}
+		}
+	case mlx4.InModIsQPN(op):
+		e.QPN, e.HasQPN = Hex64(rec.Arg&mlx4.QPNMask), true
+	case op == mlx4.MAD_IFC:
+		e.Port, e.HasPort = uint8(rec.Arg), true
+		if h := rec.Inbox; h[0] != 0 { // base version 0: no inbox was copied
+			class, method := uint8(h[0]>>48), uint8(h[0]>>32)
+			e.MADClass, e.MADMethod = mad.ClassName(class), mad.MethodName(method)
+			e.MADAttr, e.MADAttrMod = mad.AttrName(class, uint16(h[1]>>48)), uint32(h[1])
+		}
+	}
+}
+
 // LostEntry is the notice that n records were lost.
 func LostEntry(n uint64) Entry { return Entry{Kind: KindLost, Lost: n} }
 
@@ -126,8 +185,10 @@ func LostEntry(n uint64) Entry { return Entry{Kind: KindLost, Lost: n} }
 //	03:21:19.123456789 vf3 POST  QUERY_FUNC_CAP op_mod=1 in_mod=0x2 in=0x0 out=0x5000 tok=0xffff poll  OK  1.2µs
 //	03:21:19.123457000 vf3 POST  SW2HW_MPT op_mod=0 in_mod=0x7 in=0x1000 out=0x0 tok=0x3 event  BAD_RESOURCE reason=not_owner  3.1µs
 //	03:21:19.123457500 vf3 POST  NOP op_mod=0 in_mod=0x0 in=0x0 out=0x0 tok=0x4 poll  OK
+//	03:21:19.123457600 vf3 POST  ALLOC_RES RES_QP RES_OP_RESERVE qpn=0x848 op_mod=0 in_mod=0x0 in=0x100000001 out=0x848 tok=0x5 poll  OK
+//	03:21:19.123457700 vf3 POST  MAD_IFC port=1 SUBN_LID_ROUTED GET PORT_INFO attr_mod=0x1 op_mod=1 in_mod=0x1 in=0x2000 out=0x3000 tok=0x6 poll  OK
 //	03:21:19.123458000 vf3 COMM VHCR_EN toggle=1 param=0x0
-//	03:21:19.123459000 vf3 EQE type=0x0a eq=2 tok=0x12
+//	03:21:19.123459000 vf3 EQE CMD type=0x0a eq=2 tok=0x12
 //	03:21:19.123460000 vf3 IRQ vector=2
 //	03:21:19.123461000 vf3 RESET reason=toggle
 //	03:21:19.123462000 vf3 FLR begin
@@ -135,6 +196,8 @@ func LostEntry(n uint64) Entry { return Entry{Kind: KindLost, Lost: n} }
 //	# lost 1200 records
 //
 // Times are UTC, to the nanosecond. A command not timed has no latency.
+// The decoded fields (decodePost) follow the opcode; an EQE's type name
+// precedes its number, and a type mlx4 does not name has none.
 func AppendText(b []byte, e *Entry) []byte {
 	if e.Kind == KindLost {
 		b = append(b, "# lost "...)
@@ -156,6 +219,7 @@ func AppendText(b []byte, e *Entry) []byte {
 	case "post":
 		b = append(b, " POST  "...)
 		b = append(b, e.Opcode...)
+		b = appendDecoded(b, e)
 		b = strconv.AppendUint(append(b, " op_mod="...), uint64(e.OpMod), 10)
 		b = appendHex(append(b, " in_mod="...), uint64(e.InMod))
 		b = appendHex(append(b, " in="...), uint64(e.InParam))
@@ -174,7 +238,11 @@ func AppendText(b []byte, e *Entry) []byte {
 			b = appendLatency(append(b, "  "...), e.LatencyNS)
 		}
 	case "eqe":
-		b = append(b, " EQE type=0x"...)
+		b = append(b, " EQE "...)
+		if e.Event != "" {
+			b = append(append(b, e.Event...), ' ')
+		}
+		b = append(b, "type=0x"...)
 		if e.EventType < 0x10 {
 			b = append(b, '0')
 		}
@@ -197,6 +265,26 @@ func AppendText(b []byte, e *Entry) []byte {
 		b = append(append(b, " "...), e.Kind...)
 	}
 	return append(b, '\n')
+}
+
+// appendDecoded appends what decodePost found, in text: " RES_QP
+// RES_OP_RESERVE qpn=0x48", " port=1 SUBN_LID_ROUTED GET NODE_INFO
+// attr_mod=0x0".
+func appendDecoded(b []byte, e *Entry) []byte {
+	if e.Res != "" {
+		b = append(append(append(append(b, ' '), e.Res...), ' '), e.ResOp...)
+	}
+	if e.HasPort {
+		b = strconv.AppendUint(append(b, " port="...), uint64(e.Port), 10)
+	}
+	if e.HasQPN {
+		b = appendHex(append(b, " qpn="...), uint64(e.QPN))
+	}
+	if e.MADClass != "" {
+		b = append(append(append(append(append(append(b, ' '), e.MADClass...), ' '), e.MADMethod...), ' '), e.MADAttr...)
+		b = appendHex(append(b, " attr_mod="...), uint64(e.MADAttrMod))
+	}
+	return b
 }
 
 // names caches mlx4's opcode and status names (maps and Sprintf) for
@@ -286,8 +374,27 @@ func AppendJSON(b []byte, e *Entry) []byte {
 		} else {
 			b = append(b, `,"latency_ns":null`...)
 		}
+		if e.Res != "" {
+			b = appendString(append(b, `,"res":`...), e.Res)
+			b = appendString(append(b, `,"res_op":`...), e.ResOp)
+		}
+		if e.HasPort {
+			b = strconv.AppendUint(append(b, `,"port":`...), uint64(e.Port), 10)
+		}
+		if e.HasQPN {
+			b = append(appendHex(append(b, `,"qpn":"`...), uint64(e.QPN)), '"')
+		}
+		if e.MADClass != "" {
+			b = appendString(append(b, `,"mad_class":`...), e.MADClass)
+			b = appendString(append(b, `,"mad_method":`...), e.MADMethod)
+			b = appendString(append(b, `,"mad_attr":`...), e.MADAttr)
+			b = strconv.AppendUint(append(b, `,"mad_attr_mod":`...), uint64(e.MADAttrMod), 10)
+		}
 	case "eqe":
 		b = strconv.AppendUint(append(b, `,"event_type":`...), uint64(e.EventType), 10)
+		if e.Event != "" {
+			b = appendString(append(b, `,"event":`...), e.Event)
+		}
 		b = strconv.AppendUint(append(b, `,"eq":`...), uint64(e.EQ), 10)
 		b = strconv.AppendUint(append(b, `,"token":`...), uint64(e.Token), 10)
 	case "irq":
@@ -322,7 +429,10 @@ func appendString(b []byte, s string) []byte {
 func ParseJSON(line []byte) (Entry, error) {
 	var wire struct {
 		Entry
-		Latency *int64 `json:"latency_ns"`
+		Latency *int64  `json:"latency_ns"`
+		Port    *uint8  `json:"port"`
+		QPN     *Hex64  `json:"qpn"`
+		Class   *string `json:"mad_class"`
 	}
 	if err := json.Unmarshal(line, &wire); err != nil {
 		return Entry{}, fmt.Errorf("%w: %v", ErrDecode, err)
@@ -355,8 +465,29 @@ func ParseJSON(line []byte) (Entry, error) {
 		if wire.Latency != nil {
 			e.LatencyNS, e.Timed = *wire.Latency, true
 		}
+		if in.Res != "" || in.ResOp != "" {
+			e.Res, e.ResOp = in.Res, in.ResOp
+			if e.Res == "" {
+				return Entry{}, fmt.Errorf("%w: res_op without res", ErrDecode)
+			}
+		}
+		if wire.Port != nil {
+			e.Port, e.HasPort = *wire.Port, true
+		}
+		if wire.QPN != nil {
+			if *wire.QPN > mlx4.QPNMask {
+				return Entry{}, fmt.Errorf("%w: qpn %#x", ErrDecode, uint64(*wire.QPN))
+			}
+			e.QPN, e.HasQPN = *wire.QPN, true
+		}
+		if wire.Class != nil {
+			if *wire.Class == "" {
+				return Entry{}, fmt.Errorf("%w: empty mad_class", ErrDecode)
+			}
+			e.MADClass, e.MADMethod, e.MADAttr, e.MADAttrMod = *wire.Class, in.MADMethod, in.MADAttr, in.MADAttrMod
+		}
 	case KindEQE:
-		e.EventType, e.EQ, e.Token = in.EventType, in.EQ, in.Token
+		e.EventType, e.Event, e.EQ, e.Token = in.EventType, in.Event, in.EQ, in.Token
 	case KindIRQ:
 		e.Vector = in.Vector
 	case KindReset:

@@ -18,7 +18,7 @@ func FuzzRecord(f *testing.F) {
 	n, _ := r.NewReaderFromStart().Read(recs)
 	for i := range recs[:n] {
 		w := recs[i].Pack()
-		var b [48]byte
+		var b [64]byte
 		for j, x := range w {
 			binary.LittleEndian.PutUint64(b[8*j:], x)
 		}
@@ -26,7 +26,7 @@ func FuzzRecord(f *testing.F) {
 	}
 	clk := r.Clock()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var b [48]byte
+		var b [64]byte
 		copy(b[:], data)
 		var w Words
 		for j := range w {

@@ -48,4 +48,34 @@ func script(r *Ring) {
 	r.Reset(t+300000, 3, 3)
 	r.FLR(t+400000, 4, true)
 	r.FLR(t+2_400_000_000, 4, false)
+	// What the trace decodes: resources, QPNs, MAD_IFC, EQE types.
+	c = mlx4.Cmd{VF: 3, Op: mlx4.ALLOC_RES, OpMod: uint8(mlx4.RES_OP_RESERVE), InMod: uint32(mlx4.RES_QP),
+		InParam: 8<<32 | 1, OutParam: 0x848, Token: 5}
+	r.PostUntimed(t+2_400_001_000, 1, &c, mlx4.OK)
+	c = mlx4.Cmd{VF: 3, Op: mlx4.ALLOC_RES, OpMod: uint8(mlx4.RES_OP_MAP_ICM), InMod: uint32(mlx4.RES_QP),
+		InParam: 0x848, Token: 6}
+	r.PostUntimed(t+2_400_002_000, 0, &c, mlx4.OK)
+	c = mlx4.Cmd{VF: 3, Op: mlx4.ALLOC_RES, OpMod: uint8(mlx4.RES_OP_RESERVE_AND_MAP),
+		InMod: 1<<mlx4.ResPortShift | uint32(mlx4.RES_MAC), InParam: 0x0002c9000103, Token: 7}
+	r.PostUntimed(t+2_400_003_000, 1, &c, mlx4.OK)
+	c = mlx4.Cmd{VF: 3, Op: mlx4.RST2INIT_QP, InMod: 0x848, InParam: 0x1000, Token: 8, Inbox: &qpInbox}
+	r.PostUntimed(t+2_400_004_000, 0, &c, mlx4.OK)
+	c = mlx4.Cmd{VF: 3, Op: mlx4.MAD_IFC, OpMod: 1, InMod: 1, InParam: 0x2000, OutParam: 0x3000, Token: 9,
+		Inbox: &madInbox}
+	r.PostUntimed(t+2_400_005_000, 1, &c, mlx4.OK)
+	c = mlx4.Cmd{VF: 3, Op: mlx4.FREE_RES, OpMod: uint8(mlx4.RES_OP_RESERVE), InMod: uint32(mlx4.RES_QP),
+		InParam: 1<<32 | 0x848, Token: 10}
+	r.PostUntimed(t+2_400_006_000, 0, &c, mlx4.OK)
+	c = mlx4.Cmd{VF: 3, Op: mlx4.FREE_RES, OpMod: 5, InMod: 0x2a, Token: 11, Reason: mlx4.ReasonOpModifier}
+	r.PostUntimed(t+2_400_007_000, 1, &c, mlx4.BAD_PARAM)
+	r.EQE(t+2_400_008_000, 3, mlx4.EventPortChange, 1, 0)
+	r.EQE(t+2_400_009_000, 3, 0x0b, 1, 0)
 }
+
+// madInbox is a MAD_IFC inbox: SubnGet(PortInfo) of port 1, LID-routed;
+// qpInbox a QP context's first bytes (not a MAD).
+var madInbox, qpInbox = func() (m, q [mlx4.MailboxSize]byte) {
+	copy(m[:], []byte{1, 0x01, 1, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x00, 0x15, 0, 0, 0, 0, 0, 1})
+	copy(q[:], []byte{0x00, 0x03, 0, 0, 0, 0, 0, 0x11})
+	return m, q
+}()

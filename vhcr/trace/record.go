@@ -86,31 +86,38 @@ const (
 //	COMM      Comm, Flags (toggle), Arg (the 16-bit comm parameter)
 //	POST      Comm (VHCR_POST), Flags (toggle, 'e', timed), Op, OpMod, Arg
 //	          (in_modifier), InParam, OutParam, Token, Status, Reason,
-//	          Latency (if timed)
+//	          Latency (if timed), Inbox (a command with an inbox)
 //	EQE       Aux (event type), Arg (EQ number), Token
 //	IRQ       Arg (vector)
 //	RESET     Aux (vhcr.ResetReason)
 //	FLR       Aux (1: begin, 0: end)
 //	RESTART   Aux (1: the VF's state was adopted, 0: started afresh)
 //
-// A record packs into six 64-bit words without loss (Pack, Unpack).
+// A record packs into eight 64-bit words without loss (Pack, Unpack).
 type Record struct {
 	Seq      uint64 // position in the ring's stream, from 0
 	Ticks    uint64 // cycle counter when the step began
 	Latency  uint64 // POST: ticks from detection to completion
 	InParam  uint64
 	OutParam uint64
-	Arg      uint32
-	VF       uint16
-	Op       mlx4.Opcode // 12 bits
-	Token    uint16
-	Kind     Kind
-	Comm     uint8
-	OpMod    uint8 // 4 bits
-	Status   mlx4.Status
-	Reason   mlx4.Reason
-	Flags    uint8
-	Aux      uint8
+	// Inbox is the head of a POST's inbox as the PF copied it, two
+	// big-endian words: bytes 0..7 and 16..23 (for MAD_IFC the MAD's base
+	// version, class, class version, method, status and class-specific
+	// word; its attribute ID, reserved word and attribute modifier). The
+	// writer copies them; a reader decodes them (EntryOf). Zero for a
+	// command without an inbox.
+	Inbox  [2]uint64
+	Arg    uint32
+	VF     uint16
+	Op     mlx4.Opcode // 12 bits
+	Token  uint16
+	Kind   Kind
+	Comm   uint8
+	OpMod  uint8 // 4 bits
+	Status mlx4.Status
+	Reason mlx4.Reason
+	Flags  uint8
+	Aux    uint8
 }
 
 // Toggle is the toggle bit of the comm command (0 or 1).
@@ -123,12 +130,12 @@ func (r *Record) EBit() bool { return r.Flags&FlagE != 0 }
 func (r *Record) Timed() bool { return r.Flags&FlagTimed != 0 }
 
 // Words is a record's packed form: what a ring slot holds.
-type Words [6]uint64
+type Words [8]uint64
 
 // Word layout. Word 0 is the time, 1 and 2 the in/out parameters, 3 the
 // latency; word 4 is kind | comm<<8 | vf<<16 | (op | op_mod<<12)<<32 |
 // token<<48 and word 5 is arg | status<<32 | reason<<40 | flags<<48 |
-// aux<<56.
+// aux<<56; words 6 and 7 are the inbox's head.
 func hdr(k Kind, comm uint8, vf uint16, opAndMod uint16, token uint16) uint64 {
 	return uint64(k) | uint64(comm)<<8 | uint64(vf)<<16 | uint64(opAndMod)<<32 | uint64(token)<<48
 }
@@ -141,7 +148,7 @@ func misc(arg uint32, status mlx4.Status, reason mlx4.Reason, flags, aux uint8) 
 func (r *Record) Pack() Words {
 	return Words{r.Ticks, r.InParam, r.OutParam, r.Latency,
 		hdr(r.Kind, r.Comm, r.VF, uint16(r.Op)&0xfff|uint16(r.OpMod&0xf)<<12, r.Token),
-		misc(r.Arg, r.Status, r.Reason, r.Flags, r.Aux)}
+		misc(r.Arg, r.Status, r.Reason, r.Flags, r.Aux), r.Inbox[0], r.Inbox[1]}
 }
 
 // Unpack is the inverse of Pack; Seq is left zero. Every word pattern
@@ -153,6 +160,6 @@ func Unpack(w *Words) Record {
 		Kind: Kind(h), Comm: uint8(h >> 8), VF: uint16(h >> 16),
 		Op: mlx4.Opcode(h>>32) & 0xfff, OpMod: uint8(h>>44) & 0xf, Token: uint16(h >> 48),
 		Arg: uint32(m), Status: mlx4.Status(m >> 32), Reason: mlx4.Reason(m >> 40),
-		Flags: uint8(m >> 48), Aux: uint8(m >> 56),
+		Flags: uint8(m >> 48), Aux: uint8(m >> 56), Inbox: [2]uint64{w[6], w[7]},
 	}
 }

@@ -1,11 +1,10 @@
 package trace
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -38,20 +37,21 @@ type Config struct {
 	Now func() time.Time
 }
 
-// slot is one record in the ring: the six words of Words, padded to a cache
-// line so that the writer dirties one line per record.
+// slot is one record in the ring: the eight words of Words, one cache line,
+// so that the writer dirties one line per record.
 type slot [SlotSize / 8]uint64
 
 // Ring is the trace: a fixed array of records that one writer (the poller)
-// fills in order, overwriting the oldest, and any number of Readers copy
-// from. Its writer methods (Comm, Post, EQE, IRQ, Reset, FLR, Restart) must
-// be called from one goroutine at a time; Enabled, Hold, NewReader, Written
-// and Clock may be called from any.
+// fills in order, overwriting the oldest, whether or not anyone reads it (a
+// flight recorder: a reader that attaches later finds the last Records()-1
+// records), and that any number of Readers copy from. Its writer methods
+// (Comm, Post, EQE, IRQ, Reset, FLR, Restart) must be called from one
+// goroutine at a time; Enabled, NewReader, Written and Clock may be called
+// from any.
 type Ring struct {
 	slots []slot
 	mask  uint64
 	clock Clock
-	holds atomic.Int32
 	_     [64]byte
 	// cursor counts the records written: records [0, cursor) are complete.
 	// Only the writer stores it (publish, after the record's words).
@@ -59,7 +59,7 @@ type Ring struct {
 	_      [56]byte
 }
 
-// New returns an empty ring, disabled until Hold is called.
+// New returns an empty ring.
 func New(c Config) (*Ring, error) {
 	n := c.Records
 	if n == 0 {
@@ -97,26 +97,19 @@ func (r *Ring) Clock() Clock { return r.clock }
 // Written is the number of records written since New.
 func (r *Ring) Written() uint64 { return loadCursor(&r.cursor) }
 
-// Enabled reports whether the writer should trace: the ring exists and
-// someone holds it. It is one load; the poller asks before each record so
-// that a disabled or absent (nil) ring costs a predicted branch.
-func (r *Ring) Enabled() bool { return r != nil && r.holds.Load() > 0 }
-
-// Hold enables the ring until the returned function is called (once; later
-// calls do nothing). Holds nest: the ring is enabled while any is held.
-func (r *Ring) Hold() (release func()) {
-	r.holds.Add(1)
-	return sync.OnceFunc(func() { r.holds.Add(-1) })
-}
+// Enabled reports whether there is a ring to write (r is not nil): a PF
+// made without one (master.Options.Trace nil) asks before each record. A
+// ring records always, read or not.
+func (r *Ring) Enabled() bool { return r != nil }
 
 // put writes the next record and publishes it. The cursor is read back with
 // loadCursor, not a plain load: were two puts inlined into one block, the
 // compiler could forward the first publish to the second's plain load and
 // drop the first publish as a dead store, and a reader could then see the
 // old cursor while the second record overwrote a slot.
-func (r *Ring) put(w0, w1, w2, w3, w4, w5 uint64) {
+func (r *Ring) put(w0, w1, w2, w3, w4, w5, w6, w7 uint64) {
 	n := loadCursor(&r.cursor)
-	storeSlot(&r.slots[n&r.mask], w0, w1, w2, w3, w4, w5)
+	storeSlot(&r.slots[n&r.mask], w0, w1, w2, w3, w4, w5, w6, w7)
 	publish(&r.cursor, n+1)
 }
 
@@ -132,20 +125,15 @@ func toggleFlag(toggle uint32) uint8 {
 // its toggle (any non-zero value is 1: the slave_write word's bit 31 will
 // do) and its 16-bit parameter. VHCR_POST is recorded by Post.
 func (r *Ring) Comm(t uint64, vf int, cmd uint8, toggle uint32, param uint16) {
-	r.put(t, 0, 0, 0, hdr(KindComm, cmd, uint16(vf), 0, 0), misc(uint32(param), 0, 0, toggleFlag(toggle), 0))
+	r.put(t, 0, 0, 0, hdr(KindComm, cmd, uint16(vf), 0, 0), misc(uint32(param), 0, 0, toggleFlag(toggle), 0), 0, 0)
 }
 
 // Post records a timed VHCR_POST: the command as decoded (c, with the
-// refusal reason its executor set), the status returned, the toggle, and
-// the ticks at detection (t0) and completion (t1).
+// refusal reason its executor set, and the head of its shadow inbox if it
+// has one: Record.Inbox), the status returned, the toggle, and the ticks at
+// detection (t0) and completion (t1).
 func (r *Ring) Post(t0, t1 uint64, toggle uint32, c *mlx4.Cmd, status mlx4.Status) {
-	f := toggleFlag(toggle) | FlagTimed
-	if c.EBit {
-		f |= FlagE
-	}
-	r.put(t0, c.InParam, c.OutParam, t1-t0,
-		hdr(KindPost, CommVHCRPost, uint16(c.VF), uint16(c.Op)&0xfff|uint16(c.OpMod&0xf)<<12, c.Token),
-		misc(c.InMod, status, c.Reason, f, 0))
+	r.post(t0, t1-t0, toggleFlag(toggle)|FlagTimed, c, status)
 }
 
 // PostUntimed records a VHCR_POST whose latency was not measured, stamped
@@ -159,26 +147,30 @@ func (r *Ring) post(t, latency uint64, f uint8, c *mlx4.Cmd, status mlx4.Status)
 	if c.EBit {
 		f |= FlagE
 	}
+	var in0, in1 uint64
+	if in := c.Inbox; in != nil {
+		in0, in1 = binary.BigEndian.Uint64(in[0:8]), binary.BigEndian.Uint64(in[16:24])
+	}
 	r.put(t, c.InParam, c.OutParam, latency,
 		hdr(KindPost, CommVHCRPost, uint16(c.VF), uint16(c.Op)&0xfff|uint16(c.OpMod&0xf)<<12, c.Token),
-		misc(c.InMod, status, c.Reason, f, 0))
+		misc(c.InMod, status, c.Reason, f, 0), in0, in1)
 }
 
 // EQE records an EQE of type typ (mlx4.Event*) posted to EQ eq of VF vf;
 // token is the command token of a completion EQE, else 0.
 func (r *Ring) EQE(t uint64, vf int, typ uint8, eq int, token uint16) {
-	r.put(t, 0, 0, 0, hdr(KindEQE, 0, uint16(vf), 0, token), misc(uint32(eq), 0, 0, 0, typ))
+	r.put(t, 0, 0, 0, hdr(KindEQE, 0, uint16(vf), 0, token), misc(uint32(eq), 0, 0, 0, typ), 0, 0)
 }
 
 // IRQ records an interrupt raised on MSI-X vector vector of VF vf.
 func (r *Ring) IRQ(t uint64, vf, vector int) {
-	r.put(t, 0, 0, 0, hdr(KindIRQ, 0, uint16(vf), 0, 0), misc(uint32(vector), 0, 0, 0, 0))
+	r.put(t, 0, 0, 0, hdr(KindIRQ, 0, uint16(vf), 0, 0), misc(uint32(vector), 0, 0, 0, 0), 0, 0)
 }
 
 // Reset records that the PF reset VF vf's channel state for reason (a
 // vhcr.ResetReason).
 func (r *Ring) Reset(t uint64, vf int, reason uint8) {
-	r.put(t, 0, 0, 0, hdr(KindReset, 0, uint16(vf), 0, 0), misc(0, 0, 0, 0, reason))
+	r.put(t, 0, 0, 0, hdr(KindReset, 0, uint16(vf), 0, 0), misc(0, 0, 0, 0, reason), 0, 0)
 }
 
 // FLR records the beginning (begin) or the end of a function-level reset of
@@ -188,7 +180,7 @@ func (r *Ring) FLR(t uint64, vf int, begin bool) {
 	if begin {
 		a = 1
 	}
-	r.put(t, 0, 0, 0, hdr(KindFLR, CommFLR, uint16(vf), 0, 0), misc(0, 0, 0, 0, a))
+	r.put(t, 0, 0, 0, hdr(KindFLR, CommFLR, uint16(vf), 0, 0), misc(0, 0, 0, 0, a), 0, 0)
 }
 
 // Restart records what a starting PF did with VF vf's persisted channel
@@ -198,7 +190,7 @@ func (r *Ring) Restart(t uint64, vf int, adopted bool) {
 	if adopted {
 		a = 1
 	}
-	r.put(t, 0, 0, 0, hdr(KindRestart, 0, uint16(vf), 0, 0), misc(0, 0, 0, 0, a))
+	r.put(t, 0, 0, 0, hdr(KindRestart, 0, uint16(vf), 0, 0), misc(0, 0, 0, 0, a), 0, 0)
 }
 
 // afterCopy, if set (by tests), runs between a Read's copy and its check.

@@ -121,9 +121,8 @@ func Stream(ctx context.Context, w io.Writer, rd *Reader, o Options) error {
 }
 
 // WriteFile copies r to the file at path (created mode 0600, or truncated), from the
-// ring's first record, as Stream with Follow and o's format and filter, until
-// ctx is done. It holds r meanwhile; to trace from the first command, Hold
-// r before the poller starts as well.
+// oldest record the ring holds, as Stream with Follow and o's format and
+// filter, until ctx is done.
 func WriteFile(ctx context.Context, path string, r *Ring, o Options) (err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -134,8 +133,6 @@ func WriteFile(ctx context.Context, path string, r *Ring, o Options) (err error)
 			err = fmt.Errorf("trace: %w", cerr)
 		}
 	}()
-	release := r.Hold()
-	defer release()
 	o.Follow = true
 	if err := Stream(ctx, f, r.NewReaderFromStart(), o); err != nil {
 		return fmt.Errorf("trace: writing %s: %w", path, err)
@@ -224,8 +221,8 @@ func ServeConn(ctx context.Context, conn net.Conn, r *Ring) error {
 
 // ServeRequest streams r to a client whose request q has been read (by
 // ServeConn, or by an admin socket that reads its own command line): it
-// holds r, and streams records from now on (or from the oldest the ring
-// holds, as asked) until the client closes its end (a read on conn returns)
+// streams records from now on (or from the oldest the ring holds, as
+// asked: the ring records whether or not anyone reads it) until the client closes its end (a read on conn returns)
 // or ctx is done; both return nil. ServeRequest closes conn.
 func ServeRequest(ctx context.Context, conn net.Conn, r *Ring, q Request) error {
 	o, err := q.Options()
@@ -239,8 +236,6 @@ func ServeRequest(ctx context.Context, conn net.Conn, r *Ring, q Request) error 
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	defer conn.Close()
-	release := r.Hold()
-	defer release()
 	rd := r.NewReader()
 	if q.FromStart {
 		rd = r.NewReaderFromStart()

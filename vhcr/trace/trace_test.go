@@ -43,6 +43,23 @@ var wantScript = []Record{
 	{Seq: 15, Ticks: 301000, Kind: KindReset, VF: 3, Aux: 3},
 	{Seq: 16, Ticks: 401000, Kind: KindFLR, VF: 4, Comm: CommFLR, Aux: 1},
 	{Seq: 17, Ticks: 2_400_001_000, Kind: KindFLR, VF: 4, Comm: CommFLR},
+	{Seq: 18, Ticks: 2_400_002_000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.ALLOC_RES, InParam: 8<<32 | 1,
+		OutParam: 0x848, Token: 5, Flags: FlagToggle},
+	{Seq: 19, Ticks: 2_400_003_000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.ALLOC_RES, OpMod: 2,
+		InParam: 0x848, Token: 6},
+	{Seq: 20, Ticks: 2_400_004_000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.ALLOC_RES, OpMod: 1,
+		Arg: 0x106, InParam: 0x0002c9000103, Token: 7, Flags: FlagToggle},
+	{Seq: 21, Ticks: 2_400_005_000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.RST2INIT_QP, Arg: 0x848,
+		InParam: 0x1000, Token: 8, Inbox: [2]uint64{0x0003000000000011, 0}},
+	{Seq: 22, Ticks: 2_400_006_000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.MAD_IFC, OpMod: 1, Arg: 1,
+		InParam: 0x2000, OutParam: 0x3000, Token: 9, Flags: FlagToggle,
+		Inbox: [2]uint64{0x0101010100000000, 0x0015000000000001}},
+	{Seq: 23, Ticks: 2_400_007_000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.FREE_RES, InParam: 1<<32 | 0x848,
+		Token: 10},
+	{Seq: 24, Ticks: 2_400_008_000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.FREE_RES, OpMod: 5, Arg: 0x2a,
+		Token: 11, Flags: FlagToggle, Status: mlx4.BAD_PARAM, Reason: mlx4.ReasonOpModifier},
+	{Seq: 25, Ticks: 2_400_009_000, Kind: KindEQE, VF: 3, Aux: mlx4.EventPortChange, Arg: 1},
+	{Seq: 26, Ticks: 2_400_010_000, Kind: KindEQE, VF: 3, Aux: 0x0b, Arg: 1},
 }
 
 func readAll(t *testing.T, rd *Reader) ([]Record, uint64) {
@@ -173,6 +190,8 @@ func TestParseJSONRejects(t *testing.T) {
 		``, `[]`, `{"kind":"nope"}`, `{"kind":"post","vf":-1}`, `{"kind":"post","vf":70000}`,
 		`{"kind":"comm","toggle":2}`, `{"kind":"flr","phase":"middle"}`, `{"kind":"post","in_param":5}`,
 		`{"kind":"post","in_param":"0xz"}`, `{"kind":"post","time":"yesterday"}`,
+		`{"kind":"post","qpn":"0x1000000"}`, `{"kind":"post","qpn":72}`, `{"kind":"post","res_op":"RES_OP_RESERVE"}`,
+		`{"kind":"post","mad_class":""}`, `{"kind":"post","port":256}`,
 	} {
 		if e, err := ParseJSON([]byte(line)); !errors.Is(err, ErrDecode) {
 			t.Errorf("%q: %+v, %v; want ErrDecode", line, e, err)
@@ -325,24 +344,15 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
+// TestEnabled: a ring records whether or not anyone reads it; only a
+// missing ring does not.
 func TestEnabled(t *testing.T) {
 	var nilRing *Ring
 	if nilRing.Enabled() {
 		t.Error("nil ring enabled")
 	}
-	r := testRing(8)
-	if r.Enabled() {
-		t.Error("enabled before Hold")
-	}
-	a, b := r.Hold(), r.Hold()
-	a()
-	a()
-	if !r.Enabled() {
-		t.Error("disabled while held once")
-	}
-	b()
-	if r.Enabled() {
-		t.Error("enabled after release")
+	if r := testRing(8); !r.Enabled() {
+		t.Error("a ring nobody reads is disabled")
 	}
 }
 
@@ -373,9 +383,6 @@ func TestWriteFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "script.txt", got)
-	if r.Enabled() {
-		t.Error("still held")
-	}
 	if err := WriteFile(ctx, filepath.Join(t.TempDir(), "no", "such"), r, Options{}); err == nil {
 		t.Error("no error for a missing directory")
 	}

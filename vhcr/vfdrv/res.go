@@ -10,18 +10,18 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// Resource types (ALLOC_RES/FREE_RES in_modifier[7:0], enum mlx4_resource)
-// and allocation modes (enum mlx4_alloc_mode).
+// Resource types (ALLOC_RES/FREE_RES in_modifier[7:0], mlx4.Resource)
+// and allocation modes (op_modifier, mlx4.AllocMode).
 const (
-	ResQP  = 0
-	ResCQ  = 1
-	ResSRQ = 2
-	ResMPT = 4
-	ResMTT = 5
+	ResQP  = uint32(mlx4.RES_QP)
+	ResCQ  = uint32(mlx4.RES_CQ)
+	ResSRQ = uint32(mlx4.RES_SRQ)
+	ResMPT = uint32(mlx4.RES_MPT)
+	ResMTT = uint32(mlx4.RES_MTT)
 
-	opReserve       = 0
-	opReserveAndMap = 1
-	opMapICM        = 2
+	opReserve       = uint8(mlx4.RES_OP_RESERVE)
+	opReserveAndMap = uint8(mlx4.RES_OP_RESERVE_AND_MAP)
+	opMapICM        = uint8(mlx4.RES_OP_MAP_ICM)
 )
 
 // MaxEQN bounds the EQ numbers the driver uses: one doorbell word each in

@@ -52,10 +52,11 @@ type Result struct {
 	Socket   Figure  `json:"unix_socket_64b"`
 	BOverA   float64 `json:"ratio_b_over_a"`
 	COverB   float64 `json:"ratio_c_over_b"`
-	// TracedNOP is (b) against a second vhcrd whose command trace is on
-	// (serve --trace /dev/null: the ring held and read from the start);
-	// TracedOverNOP the median over rounds of each round's traced/untraced
-	// median.
+	// TracedNOP is (b) against a second vhcrd whose command trace has a
+	// reader (serve --trace /dev/null: the ring read from the start and
+	// written out); both vhcrds record every command into their rings, so
+	// TracedOverNOP, the median over rounds of each round's traced/untraced
+	// median, is the cost of the reader.
 	TracedNOP     Figure    `json:"vhcrd_nop_traced"`
 	TracedOverNOP float64   `json:"ratio_traced_over_untraced"`
 	RoundTraced   []float64 `json:"round_ratios_traced_over_untraced"`
