@@ -106,7 +106,7 @@ func Listen(name string, e *mad.Engine, opt Options) (*Server, error) {
 		opt.NodeID = "vhcrd"
 	}
 	if opt.Fabric != nil {
-		if err := opt.Fabric.validate(e); err != nil {
+		if err := opt.Fabric.validate(e, opt.Port); err != nil {
 			return nil, err
 		}
 	}
