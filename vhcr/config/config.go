@@ -586,8 +586,11 @@ func (fb *Fabric) validate(c *Config) error {
 	used := map[int]string{}
 	for k, sp := range fb.Cables {
 		p, err := strconv.Atoi(k)
-		if err != nil || p < 1 || p > len(c.Ports) || c.Ports[p-1].LinkLayer != "ib" {
+		if err != nil || p < 1 || p > len(c.Ports) {
 			return fieldErr("fabric.cables."+k, "key must be an IB port number 1..%d", len(c.Ports))
+		}
+		if c.Ports[p-1].LinkLayer != "ib" {
+			return fieldErr("fabric.cables."+k, "port %d is %s: only IB ports are cabled to the switch (remove this cable)", p, c.Ports[p-1].LinkLayer)
 		}
 		if sp < 1 || sp > sw.Ports {
 			return fieldErr("fabric.cables."+k, "switch port %d outside 1..%d", sp, sw.Ports)

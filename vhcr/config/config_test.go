@@ -131,6 +131,15 @@ func TestFabricUncabledAndSwitchLID(t *testing.T) {
 	if _, err := Parse(strings.NewReader(down)); err != nil {
 		t.Errorf("a down uncabled port: %v", err)
 	}
+	// An Ethernet port takes no cable, and needs none.
+	eth := strings.Replace(string(Example()), `"link_layer": "ib",`, `"link_layer": "eth",`, 1)
+	if _, err := Parse(strings.NewReader(eth)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "fabric.cables.1: port 1 is eth") {
+		t.Errorf("a cabled Ethernet port: %v", err)
+	}
+	eth = strings.Replace(eth, `"cables": {"1": 1, "2": 2}`, `"cables": {"2": 2}`, 1)
+	if _, err := Parse(strings.NewReader(eth)); err != nil {
+		t.Errorf("an uncabled Ethernet port: %v", err)
+	}
 	for _, lid := range []string{"5", "49152"} {
 		src := strings.Replace(string(Example()), `"lid": 1}`, `"lid": `+lid+`}`, 1)
 		if _, err := Parse(strings.NewReader(src)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "fabric.switch.lid") {
