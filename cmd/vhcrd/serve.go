@@ -91,7 +91,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "address of the HTTP listener: /metrics, /healthz, /readyz (empty: off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log lines as text (key=value) or json (one object per line)")
-	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine to infiniband-diags under libumad2sim on this IBSIM_SOCKNAME")
+	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine, cabled to the config's fabric (a switch OpenSM manages), to infiniband-diags and OpenSM under libumad2sim on this IBSIM_SOCKNAME")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&f.capture, "capture", "", "record every MAD in and out (and every trap) to this pcap file (tshark reads it)")
 	fs.StringVar(&f.adminSocket, "admin-socket", "", "admin unix socket `PATH`, mode 0600 (vhcrd trace, vf and port use it; default: the BAR file's path + .sock, /run/vhcrd/... for a device; off: none)")
