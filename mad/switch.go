@@ -202,6 +202,51 @@ func (s *Switch) SetLink(port int, up bool) error {
 	return nil
 }
 
+// Swept is what an SM's sweep leaves in a switch: port 0's LID and master
+// SM LID, the linear forwarding table's routes and the external ports the
+// SM made Active.
+type Swept struct {
+	LID    uint16           // port 0's LID, unicast
+	SMLID  uint16           // port 0's MasterSMLID
+	Routes map[uint16]uint8 // unicast LID → output port (0: the switch)
+	Active []int            // external ports whose links are up
+}
+
+// Configure puts the switch in the state a sweep leaves it (a subnet
+// already swept when the model starts): port 0 and the listed ports
+// Active, the routes in the linear forwarding table (LinearFDBTop the
+// highest routed LID). A listed port must have its link up (SetLink).
+func (s *Switch) Configure(w Swept) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.LID == 0 || w.LID >= LIDMulticastBase {
+		return fmt.Errorf("mad: switch LID %d: %w", w.LID, ErrInvalid)
+	}
+	for _, pn := range w.Active {
+		if pn < 1 || pn >= len(s.ports) || s.ports[pn].pi.PortPhysicalState != PhysLinkUp {
+			return fmt.Errorf("mad: switch port %d: not an external port with its link up: %w", pn, ErrInvalid)
+		}
+	}
+	top := uint16(0)
+	for lid, out := range w.Routes {
+		if lid == 0 || int(lid) >= len(s.lft) || int(out) >= len(s.ports) {
+			return fmt.Errorf("mad: switch route LID %d → port %d: %w", lid, out, ErrInvalid)
+		}
+		top = max(top, lid)
+	}
+	for lid, out := range w.Routes {
+		s.lft[lid] = out
+	}
+	s.si.LinearFDBTop = top
+	s.si.PortStateChange = false // the SM has seen the links
+	p0 := &s.ports[0].pi
+	p0.LID, p0.MasterSMLID, p0.PortState = w.LID, w.SMLID, PortActive
+	for _, pn := range w.Active {
+		s.ports[pn].pi.PortState = PortActive
+	}
+	return nil
+}
+
 // PortInfo returns a copy of a port's PortInfo (0..NumPorts).
 func (s *Switch) PortInfo(port int) (PortInfo, bool) {
 	s.mu.Lock()

@@ -225,3 +225,51 @@ func TestSwitchMKeyLease(t *testing.T) {
 		t.Fatal("protection dropped after the SM stopped the lease")
 	}
 }
+
+// Configure leaves the switch as a sweep would: port 0's LID and SM LID,
+// port 0 and the listed ports Active, the routes in the LFT (LinearFDBTop
+// the highest); bad sweeps are refused and change nothing.
+func TestSwitchConfigure(t *testing.T) {
+	s := newSwitch(t)
+	for _, p := range []int{1, 2} {
+		if err := s.SetLink(p, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []mad.Swept{
+		{LID: 0},
+		{LID: 0xC000},
+		{LID: 1, Active: []int{3}},                    // link down
+		{LID: 1, Active: []int{0}},                    // not an external port
+		{LID: 1, Routes: map[uint16]uint8{5: 9}},      // no port 9
+		{LID: 1, Routes: map[uint16]uint8{0xC000: 1}}, // multicast
+	} {
+		if err := s.Configure(bad); err == nil {
+			t.Errorf("Configure(%+v) accepted", bad)
+		}
+	}
+	if s.LID() != 0 || s.Forward(5) != 0xFF {
+		t.Fatal("a refused sweep changed the switch")
+	}
+	if err := s.Configure(mad.Swept{LID: 1, SMLID: 5, Routes: map[uint16]uint8{1: 0, 5: 1, 6: 2}, Active: []int{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	p0, _ := s.PortInfo(0)
+	if s.LID() != 1 || p0.MasterSMLID != 5 || p0.PortState != mad.PortActive {
+		t.Fatalf("port 0: LID %d SM LID %d state %d", p0.LID, p0.MasterSMLID, p0.PortState)
+	}
+	for p, want := range map[int]mad.PortState{1: mad.PortActive, 2: mad.PortActive, 3: mad.PortDown} {
+		if pi, _ := s.PortInfo(p); pi.PortState != want {
+			t.Errorf("port %d: state %d, want %d", p, pi.PortState, want)
+		}
+	}
+	if s.Forward(1) != 0 || s.Forward(5) != 1 || s.Forward(6) != 2 || s.Forward(7) != 0xFF {
+		t.Fatalf("LFT: 1→%d 5→%d 6→%d 7→%d", s.Forward(1), s.Forward(5), s.Forward(6), s.Forward(7))
+	}
+	out, res := s.ProcessSMP(1, madtest.SMP(mad.MethodGet, mad.AttrSwitchInfo, 0, 0, nil))
+	wantReply(t, res, &out, 0)
+	var si mad.SwitchInfo
+	if err := si.Decode(out.SMPData()); err != nil || si.LinearFDBTop != 6 || si.PortStateChange {
+		t.Fatalf("SwitchInfo %+v %v", si, err)
+	}
+}

@@ -35,6 +35,7 @@ func ethConfig(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	cfg["ports"].([]any)[0].(map[string]any)["link_layer"] = "eth"
+	delete(cfg["fabric"].(map[string]any)["cables"].(map[string]any), "1") // an Ethernet port takes no IB cable
 	b, _ := json.Marshal(cfg)
 	p := filepath.Join(dir, "eth.json")
 	if err := os.WriteFile(p, b, 0o600); err != nil {

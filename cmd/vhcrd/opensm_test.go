@@ -99,7 +99,6 @@ func TestOpenSMFabric(t *testing.T) {
 	testenv.LookPath(t, "iblinkinfo", "infiniband-diags")
 	testenv.LookPath(t, "ibportstate", "infiniband-diags")
 	dir := shmDir(t)
-	osmDir := t.TempDir()
 	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
 	sock := fmt.Sprintf("vhcrd-osm-%d", os.Getpid())
 	d := startDaemon(t, barPath, dmaPath, "--config", fabricConfig(t, dir), "--ibsim", sock)
@@ -120,55 +119,14 @@ func TestOpenSMFabric(t *testing.T) {
 		t.Fatal("VF 0 sees port 1 up before an SM ran")
 	}
 
-	osmLog := filepath.Join(osmDir, "osm.log")
-	conf := fmt.Sprintf(`guid 0x0002c90300a0b0c1
-m_key %s
-m_key_protection_level 1
-m_key_lease_period 60
-sweep_interval %d
-transaction_timeout 200
-partition_config_file %s/partitions.conf
-log_flags 0x0f
-force_log_flush TRUE
-log_file %s
-dump_files_dir %s
-`, osmMKey, osmSweep, osmDir, osmLog, osmDir)
-	parts := "Default=0x7fff, ipoib : ALL=full ;\nstorage=" + osmPKey + " : ALL=full ;\n"
-	for name, body := range map[string]string{"opensm.conf": conf, "partitions.conf": parts} {
-		if err := os.WriteFile(filepath.Join(osmDir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := append(os.Environ(), "IBSIM_SOCKNAME="+sock, "LD_PRELOAD="+lib, "OSM_CACHE_DIR="+osmDir)
-	sm := exec.Command("opensm", "-F", filepath.Join(osmDir, "opensm.conf"))
-	sm.Env, sm.Dir = env, osmDir
-	smOut, err := os.Create(filepath.Join(osmDir, "opensm.out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer smOut.Close()
-	sm.Stdout, sm.Stderr = smOut, smOut
-	if err := sm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sm.Process.Kill(); _ = sm.Wait() })
-	waitFor(t, "SUBNET UP in OpenSM's log", fileHas(osmLog, regexp.MustCompile(`SUBNET UP`)))
+	sm := startOpenSM(t, lib, sock, fmt.Sprintf("m_key %s\nm_key_protection_level 1\nm_key_lease_period 60\n", osmMKey))
+	osmDir, osmLog, env, run := sm.dir, sm.log, sm.env, sm.run
 	t.Logf("OpenSM:\n%s", grepLines(osmLog, regexp.MustCompile(
 		`Discovered new (Switch|Channel Adapter)|Assign(ed|ing)|going to ACTIVE|SUBNET UP|ERR `), 30))
 	if errs := grepLines(osmLog, regexp.MustCompile(`ERR `), 10); errs != "" {
 		t.Errorf("OpenSM logged errors:\n%s", errs)
 	}
 
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("timeout", append([]string{"20"}, args...)...)
-		cmd.Env, cmd.Dir = env, osmDir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
 	links := run("iblinkinfo")
 	t.Logf("iblinkinfo:\n%s", links)
 	for _, p := range []string{"1", "2"} {
@@ -187,6 +145,10 @@ dump_files_dir %s
 			t.Errorf("ibnetdiscover lacks %q:\n%s", w, topo)
 		}
 	}
+	// The SM's own agents, reached from another client: SMInfo (QP0) and
+	// the SA (QP1) at the SM's LID, 1 on this fabric.
+	checkSMAndSA(t, run, 1, 3)
+
 	for _, port := range []string{"1", "2"} {
 		// Port 2 is reached through the switch: DR path 0,1,2.
 		path := map[string]string{"1": "0", "2": "0,1,2"}[port]
@@ -268,13 +230,6 @@ func vfEvents(t *testing.T, barPath, dmaPath string, iova uint64) []string {
 	if _, err := f.ReadAt(ring, l.DMABase+int64(iova)); err != nil {
 		t.Fatal(err)
 	}
-	// Its MAD_IFC PortInfo shows the LID and SM LID the SM assigned (the
-	// SM's own port is LID 1 on this fabric) and the port Active.
-	out, code := vfctl(t, barPath, "mad", "--vf", "0", "get", "portinfo")
-	t.Logf("VF 0 MAD_IFC PortInfo:\n%s", out)
-	if lm := regexp.MustCompile(`LID (\d+) LMC \d+ SM LID (\d+) SM SL \d+ State 4`).FindStringSubmatch(out); code != 0 || lm == nil || lm[1] == "0" || lm[2] != "1" {
-		t.Errorf("VF 0's MAD_IFC PortInfo does not show the SM's LIDs and Active:\n%s", out)
-	}
 	var evs []string
 	for i := 0; i < 64; i++ {
 		e := ring[i*mlx4.EQESize : (i+1)*mlx4.EQESize]
@@ -291,4 +246,194 @@ func vfEvents(t *testing.T, barPath, dmaPath string, iova uint64) []string {
 		}
 	}
 	return evs
+}
+
+// openSM is an OpenSM running against a daemon's ibsim socket.
+type openSM struct {
+	dir, log string
+	env      []string
+	// run runs an infiniband-diags tool under libumad2sim, as another
+	// client of the same socket, and fails the test if it fails.
+	run func(args ...string) string
+}
+
+// startOpenSM runs Debian's opensm on port 1 (GUID ...c1) under
+// libumad2sim with a flushed log, extra appended to its config, and waits
+// for SUBNET UP.
+func startOpenSM(t *testing.T, lib, sock, extra string) *openSM {
+	t.Helper()
+	dir := t.TempDir()
+	sm := &openSM{dir: dir, log: filepath.Join(dir, "osm.log"),
+		env: append(os.Environ(), "IBSIM_SOCKNAME="+sock, "LD_PRELOAD="+lib, "OSM_CACHE_DIR="+dir)}
+	conf := fmt.Sprintf(`guid 0x0002c90300a0b0c1
+sweep_interval %d
+transaction_timeout 200
+partition_config_file %s/partitions.conf
+log_flags 0x0f
+force_log_flush TRUE
+log_file %s
+dump_files_dir %s
+%s`, osmSweep, dir, sm.log, dir, extra)
+	parts := "Default=0x7fff, ipoib : ALL=full ;\nstorage=" + osmPKey + " : ALL=full ;\n"
+	for name, body := range map[string]string{"opensm.conf": conf, "partitions.conf": parts} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("opensm", "-F", filepath.Join(dir, "opensm.conf"))
+	cmd.Env, cmd.Dir = sm.env, dir
+	out, err := os.Create(filepath.Join(dir, "opensm.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { out.Close() })
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "SUBNET UP in OpenSM's log", fileHas(sm.log, regexp.MustCompile(`SUBNET UP`)))
+	sm.run = func(args ...string) string {
+		t.Helper()
+		c := exec.Command("timeout", append([]string{"20"}, args...)...)
+		c.Env, c.Dir = sm.env, dir
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	return sm
+}
+
+// checkSMAndSA runs sminfo and saquery as a second client of the socket:
+// SMInfo goes to the SM's LID on QP0, the SA queries on QP1, and OpenSM,
+// on port 1 with LID smLID, answers them. other is port 2's LID.
+func checkSMAndSA(t *testing.T, run func(...string) string, smLID, other int) {
+	t.Helper()
+	testenv.LookPath(t, "sminfo", "infiniband-diags")
+	testenv.LookPath(t, "saquery", "infiniband-diags")
+	out := run("sminfo")
+	t.Logf("sminfo:\n%s", out)
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^sminfo: sm lid %d sm guid 0x2c90300a0b0c1, activity count \d+ priority 0 state 3 SMINFO_MASTER$`, smLID)).MatchString(out) {
+		t.Errorf("sminfo does not show OpenSM as master at LID %d:\n%s", smLID, out)
+	}
+	out = run("saquery", strconv.Itoa(smLID)) // NodeRecord of the SM's LID
+	t.Logf("saquery %d:\n%s", smLID, out)
+	for _, w := range []string{fmt.Sprintf("lid.....................%d\n", smLID), "node_type...............Channel Adapter",
+		"port_guid...............0x0002c90300a0b0c1", "NodeDescription.........vhcrd model HCA"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("saquery NodeRecord lacks %q", w)
+		}
+	}
+	pr := fmt.Sprintf("%d:%d", smLID, other)
+	out = run("saquery", "--src-to-dst", pr)
+	t.Logf("saquery --src-to-dst %s:\n%s", pr, out)
+	for _, w := range []string{"PathRecord dump:", "dgid....................fe80::2:c903:a0:b0c2", "sgid....................fe80::2:c903:a0:b0c1",
+		fmt.Sprintf("dlid....................%d\n", other), fmt.Sprintf("slid....................%d\n", smLID), "mtu.....................0x85"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("saquery PathRecord lacks %q", w)
+		}
+	}
+	// A P_Key both ports share: one of partitions.conf's (full members).
+	if !regexp.MustCompile(`pkey\.+0x(FFFF|7FFF|` + strings.ToUpper(osmPKey[2:]) + `)\n`).MatchString(out) {
+		t.Errorf("saquery PathRecord has no P_Key of the partitions")
+	}
+}
+
+// TestOpenSMDefault: the embedded default is a fabric OpenSM manages with
+// no editing: a switch cabled to both ports, the subnet as a sweep left it
+// (switch LID 1, ports 5 and 6 Active). OpenSM, started on port 1, takes
+// it over: SUBNET UP without errors, the LIDs kept, itself the master SM
+// every port points to; sminfo and saquery reach it.
+func TestOpenSMDefault(t *testing.T) {
+	lib := umad2sim(t)
+	testenv.LookPath(t, "opensm", "opensm")
+	testenv.LookPath(t, "iblinkinfo", "infiniband-diags")
+	dir := shmDir(t)
+	sock := fmt.Sprintf("vhcrd-osmdef-%d", os.Getpid())
+	d := startDaemon(t, filepath.Join(dir, "bar"), filepath.Join(dir, "dma"), "--ibsim", sock)
+	fl := regexp.MustCompile(`(?m)^.*msg=fabric .*$`).FindString(d.stderr.String())
+	t.Logf("vhcrd: %s", fl)
+	for _, w := range []string{`switch="0x0002c90300f00000 \"vhcrd switch\""`, "switch_ports=8",
+		`cables="port 1 (LID 5) - switch port 1 (Active), port 2 (LID 6) - switch port 2 (Active)"`, "subnet=\"swept (switch LID 1"} {
+		if !strings.Contains(fl, w) {
+			t.Errorf("the fabric log line lacks %s", w)
+		}
+	}
+	sm := startOpenSM(t, lib, sock, "")
+	t.Logf("OpenSM:\n%s", grepLines(sm.log, regexp.MustCompile(`Discovered new|LID|going to ACTIVE|SUBNET UP|ERR `), 20))
+	if errs := grepLines(sm.log, regexp.MustCompile(`ERR `), 10); errs != "" {
+		t.Errorf("OpenSM logged errors:\n%s", errs)
+	}
+	links := sm.run("iblinkinfo")
+	t.Logf("iblinkinfo:\n%s", links)
+	for _, l := range []string{"5    1", "6    2"} {
+		re := regexp.MustCompile(`(?m)^\s+1\s+\d\[  \] ==\( 4X\s+10.0 Gbps Active/  LinkUp\)==>\s+` + l + `\[  \] "vhcrd model HCA"`)
+		if !re.MatchString(links) {
+			t.Errorf("iblinkinfo: no Active link from switch LID 1 to HCA LID/port %s", l)
+		}
+	}
+	// Both ports: the LIDs kept, OpenSM's port (LID 5) the master SM.
+	for port, path := range map[string]string{"1": "0", "2": "0,1,2"} {
+		pi := sm.run("smpquery", "-D", "portinfo", path, port)
+		for _, w := range []string{"LinkState:.......................Active", "PhysLinkState:...................LinkUp",
+			"Lid:............................." + map[string]string{"1": "5", "2": "6"}[port], "SMLid:...........................5"} {
+			if !strings.Contains(pi, w) {
+				t.Errorf("port %s PortInfo lacks %q:\n%s", port, w, pi)
+			}
+		}
+	}
+	checkSMAndSA(t, sm.run, 5, 6)
+}
+
+// TestUncabledPortPolls: with a fabric that cables only port 1, port 2 is
+// Down and its physical state Polling (no partner to train with), as
+// smpquery reads it from the HCA; an uncabled port configured active is
+// refused with the reason.
+func TestUncabledPortPolls(t *testing.T) {
+	lib := umad2sim(t)
+	dir := shmDir(t)
+	ex, err := exec.Command(filepath.Join(binDir, "vhcrd"), "config").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(ex, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["fabric"].(map[string]any)["cables"] = map[string]int{"1": 1}
+	write := func(name string) string {
+		b, _ := json.Marshal(cfg)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bad := write("active.json")
+	out, err := exec.Command("timeout", "20", filepath.Join(binDir, "vhcrd"), "serve", "--config", bad, "--bar", "file:"+filepath.Join(dir, "bar0"),
+		"--dma", "file:"+filepath.Join(dir, "dma0"), "--metrics-addr", "127.0.0.1:0", "--ibsim", "vhcrd-uncabled-bad").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `ports[1].state: "active", but port 2 is not cabled`) {
+		t.Fatalf("an active uncabled port: %v\n%s", err, out)
+	}
+	p2 := cfg["ports"].([]any)[1].(map[string]any)
+	p2["state"], p2["lid"] = "down", 0
+	sock := fmt.Sprintf("vhcrd-uncabled-%d", os.Getpid())
+	d := startDaemon(t, filepath.Join(dir, "bar"), filepath.Join(dir, "dma"), "--config", write("down.json"), "--ibsim", sock)
+	if !strings.Contains(d.stderr.String(), `uncabled="port 2 (Down, Polling)"`) {
+		t.Errorf("the fabric log line does not name the uncabled port:\n%s", d.stderr)
+	}
+	cmd := exec.Command("timeout", "20", "smpquery", "-D", "portinfo", "0", "2")
+	cmd.Env = append(os.Environ(), "IBSIM_SOCKNAME="+sock, "LD_PRELOAD="+lib)
+	pi, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("smpquery: %v\n%s", err, pi)
+	}
+	t.Logf("port 2:\n%s", pi)
+	for _, w := range []string{"LinkState:.......................Down", "PhysLinkState:...................Polling"} {
+		if !strings.Contains(string(pi), w) {
+			t.Errorf("uncabled port 2 PortInfo lacks %q", w)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -90,7 +91,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "address of the HTTP listener: /metrics, /healthz, /readyz (empty: off)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log lines as text (key=value) or json (one object per line)")
-	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine to infiniband-diags under libumad2sim on this IBSIM_SOCKNAME")
+	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine, cabled to the config's fabric (a switch OpenSM manages), to infiniband-diags and OpenSM under libumad2sim on this IBSIM_SOCKNAME")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.StringVar(&f.capture, "capture", "", "record every MAD in and out (and every trap) to this pcap file (tshark reads it)")
 	fs.StringVar(&f.adminSocket, "admin-socket", "", "admin unix socket `PATH`, mode 0600 (vhcrd trace, vf and port use it; default: the BAR file's path + .sock, /run/vhcrd/... for a device; off: none)")
@@ -536,6 +537,9 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 		s.traps.add(srv)
 		s.stopMAD = append(s.stopMAD, func() { _ = srv.Close() })
 		log.Info("ibsim server", "IBSIM_SOCKNAME", f.ibsim)
+		if fab != nil {
+			log.Info("fabric", fabricAttrs(cfg, fab)...)
+		}
 	}
 	s.watchPorts(ctx, log)
 	go func() {
@@ -584,7 +588,7 @@ func fabric(cfg *config.Config, traps mad.TrapSink, log *slog.Logger) (*ibsim.Fa
 	if err != nil {
 		return nil, err
 	}
-	f := &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{}}
+	f := &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{}, LID: fc.Switch.LID}
 	for k, sp := range fc.Cables {
 		p, err := strconv.Atoi(k)
 		if err != nil {
@@ -609,6 +613,41 @@ func fabric(cfg *config.Config, traps mad.TrapSink, log *slog.Logger) (*ibsim.Fa
 		f.Peers[uint8(pc.SwitchPort)] = e
 	}
 	return f, nil
+}
+
+// fabricAttrs describes the fabric the ibsim server built, for its log
+// line: the switch, each cable (HCA port, its LID and state, the switch
+// port), the peers and whether the subnet starts swept or fresh.
+func fabricAttrs(cfg *config.Config, f *ibsim.Fabric) []any {
+	sw := f.Switch
+	subnet := "fresh (the switch has no LID until an SM sweeps)"
+	if lid := sw.LID(); lid != 0 {
+		subnet = fmt.Sprintf("swept (switch LID %d, routes to every port's LID)", lid)
+	}
+	var cables, peers, uncabled []string
+	for hp := uint8(1); int(hp) <= len(cfg.Ports); hp++ {
+		sp, ok := f.Cables[hp]
+		if !ok {
+			if cfg.Ports[hp-1].LinkLayer == "ib" {
+				uncabled = append(uncabled, fmt.Sprintf("port %d (Down, Polling)", hp))
+			}
+			continue
+		}
+		pi, _ := sw.PortInfo(int(sp))
+		cables = append(cables, fmt.Sprintf("port %d (LID %d) - switch port %d (%s)", hp, cfg.Ports[hp-1].LID, sp, pi.PortState))
+	}
+	for _, pc := range cfg.Fabric.Peers {
+		peers = append(peers, fmt.Sprintf("%#016x %q on switch port %d", uint64(pc.PortGUID), pc.NodeDescription, pc.SwitchPort))
+	}
+	attrs := []any{"switch", fmt.Sprintf("%#016x %q", sw.NodeGUID(), cfg.Fabric.Switch.NodeDescription),
+		"switch_ports", sw.NumPorts(), "cables", strings.Join(cables, ", "), "subnet", subnet}
+	if len(peers) > 0 {
+		attrs = append(attrs, "peers", strings.Join(peers, ", "))
+	}
+	if len(uncabled) > 0 {
+		attrs = append(attrs, "uncabled", strings.Join(uncabled, ", "))
+	}
+	return attrs
 }
 
 // watchPorts carries the port changes an SM makes (the MAD engine's

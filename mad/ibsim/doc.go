@@ -19,9 +19,18 @@
 // directed-route SMP with a hop count above 0 travels its initial path port
 // by port (IBA 14.2.2; the return path is recorded, a CA never forwards, an
 // uncabled or down port drops it), and a LID-routed SMP reaches the switch's
-// LID or another cabled port's. OpenSM runs against such a fabric (see
-// cmd/vhcrd's TestOpenSMFabric). A MAD that expects no response
-// (TrapRepress, a response) gets no datagram back, as on a real link.
+// LID or another cabled port's. Fabric.LID starts the fabric as a swept
+// subnet (the switch's LID, forwarding table and Active ports set). OpenSM
+// runs against such a fabric (see cmd/vhcrd's TestOpenSMFabric and
+// TestOpenSMDefault). A MAD that expects no response (TrapRepress, a
+// response) gets no datagram back from the engine, as on a real link.
+//
+// Every client attaches to Options.Port. A MAD that reaches that port and
+// that the engine leaves to other agents (ProcessMAD's Success alone:
+// SMInfo, the SA class, Trap, a response) goes, as ibsim's find_client
+// sends it, to a client: a request to the client attached as an SM, with
+// the sender's client index in TID bits 63:48; a response to the client
+// those bits name. So sminfo and saquery reach OpenSM's SM and SA.
 //
 // Traps the engine sends reach clients attached as an SM (Server is a
 // mad.TrapSink). Options.Capture records the clients' MADs and replies.

@@ -20,12 +20,20 @@ type Fabric struct {
 	// engine cabled by its port 1. The SM manages them like the served
 	// engine; no client sits on them.
 	Peers map[uint8]*mad.Engine
+	// LID, if set, makes the fabric start as a subnet an SM has swept:
+	// the switch has this LID and, as its master SM LID, the served port's;
+	// its forwarding table routes the LIDs (with their LMC aliases) of
+	// every cabled port that has one, and the switch ports facing Active
+	// ports are Active. 0: a fresh switch (ports Init, no LID, empty
+	// table), as before any SM ran.
+	LID uint16
 }
 
 // validate checks the cables and brings their links up: the switch ports
 // and the engine ports train to Init (a port already Init or above keeps
-// its state), IBA 7.2.
-func (f *Fabric) validate(e *mad.Engine) error {
+// its state), IBA 7.2. With a LID it then leaves the switch as a sweep
+// would (see Fabric.LID); port is the served engine port.
+func (f *Fabric) validate(e *mad.Engine, port uint8) error {
 	if f.Switch == nil {
 		return fmt.Errorf("ibsim: fabric without a switch")
 	}
@@ -59,7 +67,43 @@ func (f *Fabric) validate(e *mad.Engine) error {
 			return err
 		}
 	}
-	return nil
+	if f.LID == 0 {
+		return nil
+	}
+	w := mad.Swept{LID: f.LID, Routes: map[uint16]uint8{f.LID: 0}}
+	face := func(pe *mad.Engine, port, sp uint8) error {
+		pi, err := pe.PortInfo(port)
+		if err != nil {
+			return err
+		}
+		if pi.LID == 0 {
+			return nil
+		}
+		for l := pi.LID; l < pi.LID+1<<pi.LMC; l++ {
+			if o, dup := w.Routes[l]; dup {
+				return fmt.Errorf("ibsim: fabric: LID %d on switch port %d and %d", l, o, sp)
+			}
+			w.Routes[l] = sp
+		}
+		if pi.PortState == mad.PortActive {
+			w.Active = append(w.Active, int(sp))
+		}
+		return nil
+	}
+	for hp, sp := range f.Cables {
+		if err := face(e, hp, sp); err != nil {
+			return err
+		}
+	}
+	for sp, pe := range f.Peers {
+		if err := face(pe, 1, sp); err != nil {
+			return err
+		}
+	}
+	if pi, err := e.PortInfo(port); err == nil {
+		w.SMLID = pi.MasterSMLID
+	}
+	return f.Switch.Configure(w)
 }
 
 // linkUp trains a cabled engine port that is Down (and not Disabled) to

@@ -265,3 +265,61 @@ func TestFabricPeerCA(t *testing.T) {
 		t.Fatal("a peer on a cabled switch port accepted")
 	}
 }
+
+// A fabric with a LID starts swept: before any SM, LID-routed SMPs from
+// port 1 reach the switch and port 2 (Init in madtest.Node) through the
+// LFT; the switch port facing Active port 1 is Active, the one facing port
+// 2 Init, so a PerfMgt Get (a data packet) does not cross it; the switch's
+// SM LID is port 1's.
+func TestFabricSwept(t *testing.T) {
+	cfg := madtest.Node()
+	cfg.Ports[0].LID, cfg.Ports[1].LID = 5, 6
+	e, err := mad.New(cfg, mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, Description: "sw", NumPorts: 8, VendorID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
+	s, err := ibsim.Listen(name, e, ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	pi1, _ := e.PortInfo(1)
+	p0, _ := sw.PortInfo(0)
+	if sw.LID() != 1 || p0.MasterSMLID != pi1.MasterSMLID || sw.Forward(5) != 3 || sw.Forward(6) != 5 {
+		t.Fatalf("switch LID %d SM LID %d, LFT 5→%d 6→%d", sw.LID(), p0.MasterSMLID, sw.Forward(5), sw.Forward(6))
+	}
+	for sp, want := range map[int]mad.PortState{3: mad.PortActive, 5: mad.PortInit} {
+		if pi, _ := sw.PortInfo(sp); pi.PortState != want {
+			t.Errorf("switch port %d: state %d, want %d", sp, pi.PortState, want)
+		}
+	}
+	req := simRequest(1, 0, madtest.SMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, nil))
+	s.Handle(req)
+	var ni mad.NodeInfo
+	if out := reply(t, req); ni.Decode(out.SMPData()) != nil || ni.NodeType != mad.NodeTypeSwitch {
+		t.Fatalf("LID 1: NodeInfo %+v", ni)
+	}
+	req = simRequest(6, 0, madtest.SMP(mad.MethodGet, mad.AttrPortInfo, 0, 0, nil))
+	s.Handle(req)
+	if out := reply(t, req); out.Status() != 0 || be.Uint16(req[4:]) != 6 {
+		t.Fatalf("SMP to LID 6: status 0x%x from LID %d", out.Status(), be.Uint16(req[4:]))
+	}
+	req = simRequest(6, 1, madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 2, 0))
+	s.Handle(req)
+	if st := be.Uint32(req[16:]); st != ibsim.StatusDropped {
+		t.Fatalf("PerfMgt Get across an Init link: status %d", st)
+	}
+
+	// A LID shared by two cabled ports is no swept subnet.
+	cfg.Ports[1].LID = 5
+	e2, _ := mad.New(cfg, mad.Options{})
+	sw2, _ := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, Description: "sw", NumPorts: 8, VendorID: 1})
+	if _, err := ibsim.Listen(name+"b", e2, ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw2, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1}}); err == nil {
+		t.Fatal("two ports with LID 5 accepted")
+	}
+}

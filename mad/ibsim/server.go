@@ -106,7 +106,7 @@ func Listen(name string, e *mad.Engine, opt Options) (*Server, error) {
 		opt.NodeID = "vhcrd"
 	}
 	if opt.Fabric != nil {
-		if err := opt.Fabric.validate(e); err != nil {
+		if err := opt.Fabric.validate(e, opt.Port); err != nil {
 			return nil, err
 		}
 	}
@@ -396,10 +396,62 @@ func (s *Server) serveData(i int) {
 			continue
 		}
 		req := buf[:requestSize]
-		if s.Handle(req) {
+		dest, send := s.handle(i, req)
+		if !send {
+			continue
+		}
+		if dest == i {
+			_, _ = conn.WriteToUnix(req, to)
+			continue
+		}
+		if da := s.clientAddr(dest); da != nil {
+			if _, err := s.out[dest].WriteToUnix(req, da); err == nil {
+				continue
+			}
+		}
+		// The agent's client went away: a request times out at its
+		// sender, as ibsim answers a failed forward; a response is lost.
+		if !isResponse(req) {
+			s.dropped(req)
 			_, _ = conn.WriteToUnix(req, to)
 		}
 	}
+}
+
+func isResponse(req []byte) bool { return req[32+3]&mad.MethodResp != 0 }
+
+// dropped turns a request into its StatusDropped reply, addressed back to
+// its sender.
+func (s *Server) dropped(req []byte) {
+	dlid, slid := be.Uint16(req[0:]), be.Uint16(req[4:])
+	dqp, sqp := be.Uint32(req[8:]), be.Uint32(req[12:])
+	be.PutUint16(req[0:], slid)
+	be.PutUint16(req[4:], dlid)
+	be.PutUint32(req[8:], sqp)
+	be.PutUint32(req[12:], dqp)
+	be.PutUint32(req[16:], StatusDropped)
+}
+
+// agent finds the client a MAD the port's agents own goes to, as ibsim's
+// find_client does: a response to the client whose index its request's
+// TID carries in bits 63:48 (set when the request was forwarded), a
+// request on QP0 or QP1 to the client attached as an SM. It reports -1 for
+// nobody.
+func (s *Server) agent(m *mad.MAD) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.IsResponse() {
+		if i := int(m.TID() >> 48); i < MaxClients && s.clients[i].used {
+			return i
+		}
+		return -1
+	}
+	for i := range s.clients {
+		if s.clients[i].used && s.clients[i].issm {
+			return i
+		}
+	}
+	return -1
 }
 
 // Handle turns one 288-byte sim_request into its reply, in place, and
@@ -410,10 +462,24 @@ func (s *Server) serveData(i int) {
 // SMP; with a Fabric, a directed-route SMP with a hop count travels its
 // path and a LID-routed MAD may name the switch or, through its forwarding
 // table, another cabled port.
-// A request nobody answers gets StatusDropped, ibsim's timeout.
+// A request nobody answers gets StatusDropped, ibsim's timeout. Handle
+// has no sender, so a MAD for the port's agents (an SM client) is not
+// forwarded: it is dropped as if no SM were attached.
 func (s *Server) Handle(req []byte) bool {
+	_, send := s.handle(-1, req)
+	return send
+}
+
+// handle is Handle for a request from client `sender`: it reports where the
+// rewritten buffer goes, the sender (dest == sender) or, for a MAD that
+// reached the port and that the engine leaves to other agents (SMInfo, SA,
+// any GS class it does not implement, a response), the client agent finds.
+// A forwarded request keeps its addressing (SLID filled in) and carries
+// the sender's index in TID bits 63:48, so that the response finds its way
+// back; a forwarded response goes as its responder sent it.
+func (s *Server) handle(sender int, req []byte) (dest int, send bool) {
 	if len(req) != requestSize {
-		return false
+		return sender, false
 	}
 	dlid := be.Uint16(req[0:])
 	slid := be.Uint16(req[4:])
@@ -449,6 +515,18 @@ func (s *Server) Handle(req []byte) bool {
 		if res&mad.Reply != 0 && mad.SMISend(&resp) {
 			out, status = resp, 0
 		}
+		if res == mad.Success && sender >= 0 {
+			// Not the HCA's: the MAD layer hands it to the agent that
+			// registered for it, a client of this port.
+			if to := s.agent(&in); to >= 0 {
+				be.PutUint16(req[4:], slid)
+				if !in.IsResponse() {
+					be.PutUint64(in[8:], in.TID()&(1<<48-1)|uint64(sender)<<48)
+				}
+				copy(req[32:], in[:])
+				return to, true
+			}
+		}
 	case f != nil && !local && dqp <= 1:
 		if at, ok := s.lidRoute(dlid, dqp); ok {
 			if resp, ok := s.at(at, slid, sqp, dqp, &in); ok {
@@ -457,7 +535,7 @@ func (s *Server) Handle(req []byte) bool {
 		}
 	}
 	if noReply {
-		return false
+		return sender, false
 	}
 	if status != 0 {
 		out = in
@@ -474,7 +552,7 @@ func (s *Server) Handle(req []byte) bool {
 	be.PutUint32(req[16:], status)
 	be.PutUint64(req[24:], mad.Size)
 	copy(req[32:], out[:])
-	return true
+	return sender, true
 }
 
 // at hands a MAD that reached a node of the fabric to that node's agent and

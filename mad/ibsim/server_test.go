@@ -476,3 +476,100 @@ func TestToolsCapturedForTshark(t *testing.T) {
 		}
 	}
 }
+
+// send writes one sim_request from the client without waiting.
+func (c *fakeClient) send(t *testing.T, name string, dlid uint16, sqp, dqp uint32, m *mad.MAD) {
+	t.Helper()
+	req := make([]byte, 288)
+	be.PutUint16(req[0:], dlid)
+	be.PutUint32(req[8:], dqp)
+	be.PutUint32(req[12:], sqp)
+	be.PutUint64(req[24:], 256)
+	copy(req[32:], m[:])
+	if _, err := c.data.WriteToUnix(req, addr(fmt.Sprintf("%s:out%d", name, c.id))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recv reads the next datagram the server sends the client.
+func (c *fakeClient) recv(t *testing.T) (req []byte, m mad.MAD) {
+	t.Helper()
+	req = make([]byte, 400)
+	_ = c.data.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := c.data.Read(req)
+	if err != nil || n != 288 {
+		t.Fatalf("read %d %v", n, err)
+	}
+	copy(m[:], req[32:])
+	return req[:n], m
+}
+
+// MADs the HCA leaves to other agents (SMInfo on QP0, the SA class on QP1)
+// reach the client attached as an SM, with the sender's LID and QP and its
+// client index in TID bits 63:48 (ibsim's find_client); the SM's response,
+// addressed back to that LID, reaches the sender.
+func TestAgentMADsReachTheSMClient(t *testing.T) {
+	_, name := start(t, nil)
+	sm := dialSM(t, name, true)
+	tool := dial(t, name)
+	for _, tc := range []struct {
+		name     string
+		qp       uint32
+		class    uint8
+		attr     uint16
+		response func(*mad.MAD)
+	}{
+		{"SMInfo", 0, mad.ClassSubnLID, mad.AttrSMInfo, func(m *mad.MAD) { m[3] = mad.MethodGetResp }},
+		{"SA NodeRecord", 1, mad.ClassSubnAdm, 0x0011, func(m *mad.MAD) { m[3] = 0x92 }}, // GetTableResp
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := madtest.SMP(mad.MethodGet, tc.attr, 0, 0, nil)
+			req[1], req[2] = tc.class, 1
+			if tc.class == mad.ClassSubnAdm {
+				req[2], req[3] = 2, 0x12 // SubnAdmGetTable
+			}
+			tool.send(t, name, 5, tc.qp, tc.qp, req)
+			got, in := sm.recv(t)
+			if be.Uint16(got[0:]) != 5 || be.Uint16(got[4:]) != 5 || be.Uint32(got[8:]) != tc.qp || be.Uint32(got[12:]) != tc.qp {
+				t.Fatalf("forwarded: dlid %d slid %d dqp %d sqp %d", be.Uint16(got[0:]), be.Uint16(got[4:]), be.Uint32(got[8:]), be.Uint32(got[12:]))
+			}
+			if in.AttrID() != tc.attr || in.MgmtClass() != tc.class || in.TID() != uint64(tool.id)<<48|0x1234 {
+				t.Fatalf("forwarded MAD: class 0x%x attr 0x%x TID %#x", in.MgmtClass(), in.AttrID(), in.TID())
+			}
+			// The SM answers as umad2sim writes a response: DLID the
+			// requester's, SLID 0 (auto).
+			resp := in
+			tc.response(&resp)
+			resp[64] = 0xAB
+			sm.send(t, name, 5, tc.qp, tc.qp, &resp)
+			back, out := tool.recv(t)
+			if be.Uint32(back[16:]) != 0 || out.Method() != resp.Method() || out.TID() != in.TID() || out[64] != 0xAB {
+				t.Fatalf("response at the tool: status %d method 0x%x TID %#x", be.Uint32(back[16:]), out.Method(), out.TID())
+			}
+		})
+	}
+	// A response whose TID names no client goes nowhere; the tool's next
+	// exchange is its own.
+	stray := madtest.SMP(mad.MethodGetResp, mad.AttrSMInfo, 0, 0, nil)
+	be.PutUint64(stray[8:], uint64(9)<<48)
+	sm.send(t, name, 5, 0, 0, stray)
+	if st, _, out := tool.mad(t, name, 5, 0, madtest.SMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, nil)); st != 0 || out.AttrID() != mad.AttrNodeInfo {
+		t.Fatalf("NodeInfo after a stray response: status %d attr 0x%x", st, out.AttrID())
+	}
+}
+
+// Without an SM client, or once it has gone, an SMInfo Get times out at
+// the sender (StatusDropped), as on ibsim.
+func TestAgentMADsWithoutSM(t *testing.T) {
+	_, name := start(t, nil)
+	tool := dial(t, name)
+	sminfo := madtest.SMP(mad.MethodGet, mad.AttrSMInfo, 0, 0, nil)
+	if st, _, _ := tool.mad(t, name, 5, 0, sminfo); st != ibsim.StatusDropped {
+		t.Fatalf("no SM: status %d", st)
+	}
+	sm := dialSM(t, name, true)
+	sm.data.Close() // killed without DISCONNECT
+	if st, _, _ := tool.mad(t, name, 5, 0, sminfo); st != ibsim.StatusDropped {
+		t.Fatalf("SM gone: status %d", st)
+	}
+}

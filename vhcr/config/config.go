@@ -74,6 +74,10 @@ type Switch struct {
 	Ports           int    `json:"ports"`     // external ports, 1..36
 	VendorID        Hex    `json:"vendor_id"` // 24 bits
 	DeviceID        Hex    `json:"device_id"` // 16 bits
+	// LID, if set, is the switch's LID as an SM's sweep left it: the
+	// subnet starts swept (switch ports facing Active HCA ports Active,
+	// the forwarding table routing the ports' LIDs). 0: a fresh switch.
+	LID uint16 `json:"lid,omitempty"`
 }
 
 // Device describes the model HCA.
@@ -566,11 +570,27 @@ func (fb *Fabric) validate(c *Config) error {
 	case len(fb.Cables) == 0:
 		return fieldErr("fabric.cables", "no port is cabled")
 	}
+	if sw.LID >= 0xc000 {
+		return fieldErr("fabric.switch.lid", "%d is not a unicast LID (1..0xbfff, or 0 for a fresh switch)", sw.LID)
+	}
+	for i := range c.Ports {
+		p := &c.Ports[i]
+		if sw.LID != 0 && p.LinkLayer == "ib" && p.LID != 0 && sw.LID >= p.LID && sw.LID < p.LID+1<<p.LMC {
+			return fieldErr("fabric.switch.lid", "%d is port %d's LID", sw.LID, i+1)
+		}
+		if _, cabled := fb.Cables[strconv.Itoa(i+1)]; !cabled && p.LinkLayer == "ib" && p.State != "down" {
+			// No cable, no link: the port polls for a partner.
+			return fieldErr(fmt.Sprintf("ports[%d].state", i), "%q, but port %d is not cabled (fabric.cables): an uncabled port is \"down\" (Polling)", p.State, i+1)
+		}
+	}
 	used := map[int]string{}
 	for k, sp := range fb.Cables {
 		p, err := strconv.Atoi(k)
-		if err != nil || p < 1 || p > len(c.Ports) || c.Ports[p-1].LinkLayer != "ib" {
+		if err != nil || p < 1 || p > len(c.Ports) {
 			return fieldErr("fabric.cables."+k, "key must be an IB port number 1..%d", len(c.Ports))
+		}
+		if c.Ports[p-1].LinkLayer != "ib" {
+			return fieldErr("fabric.cables."+k, "port %d is %s: only IB ports are cabled to the switch (remove this cable)", p, c.Ports[p-1].LinkLayer)
 		}
 		if sp < 1 || sp > sw.Ports {
 			return fieldErr("fabric.cables."+k, "switch port %d outside 1..%d", sp, sw.Ports)

@@ -83,15 +83,69 @@ func TestVSTAndSpoofCheck(t *testing.T) {
 }
 
 // fabricJSON is a fresh fabric: both ports cabled to one switch, down with
-// LID 0 until an SM configures them.
+// LID 0 until an SM configures them; it replaces the default's swept one.
 func fabricJSON(cables string) string {
-	src := strings.Replace(string(Example()), `"vfs": {`, `"fabric": {
+	ex := string(Example())
+	i, j := strings.Index(ex, `"fabric": {`), strings.Index(ex, `"vfs": {`)
+	src := ex[:i] + `"fabric": {
     "switch": {"node_guid": "0x0002c90300f00000", "node_description": "vhcrd switch", "ports": 8, "vendor_id": "0x000001"},
-    "cables": `+cables+`
+    "cables": ` + cables + `
   },
-  "vfs": {`, 1)
+  ` + ex[j:]
 	src = strings.Replace(src, `"lid": 5,`, `"lid": 0,`, 1)
-	return strings.Replace(src, `"state": "active",`, `"state": "down",`, 1)
+	src = strings.Replace(src, `"lid": 6,`, `"lid": 0,`, 1)
+	return strings.ReplaceAll(src, `"state": "active",`, `"state": "down",`)
+}
+
+// The default is a subnet already swept: a switch with a LID, cabled to
+// both ports, which keep their LIDs and stay Active.
+func TestDefaultFabric(t *testing.T) {
+	c := Default()
+	if c.Fabric == nil || c.Fabric.Switch.LID == 0 || c.Fabric.Cables["1"] == 0 || c.Fabric.Cables["2"] == 0 {
+		t.Fatalf("default fabric %+v", c.Fabric)
+	}
+	for i, p := range c.Ports {
+		if p.LID == 0 || p.State != "active" {
+			t.Errorf("default port %d: LID %d state %s", i+1, p.LID, p.State)
+		}
+	}
+}
+
+// An IB port without a cable has no link: it must be down (Polling); a
+// switch LID must be unicast and no port's.
+func TestFabricUncabledAndSwitchLID(t *testing.T) {
+	one := strings.Replace(string(Example()), `"cables": {"1": 1, "2": 2}`, `"cables": {"1": 1}`, 1)
+	if _, err := Parse(strings.NewReader(one)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ports[1].state") ||
+		!strings.Contains(err.Error(), "not cabled") {
+		t.Errorf("an active uncabled port: %v", err)
+	}
+	down := strings.Replace(one, `"lid": 6,`, `"lid": 0,`, 1)
+	down = strings.Replace(down, `"state": "active",
+      "capability_mask": "0x02510868",
+      "master_sm_lid": 1,`, `"state": "down",
+      "capability_mask": "0x02510868",
+      "master_sm_lid": 1,`, 1)
+	if down == strings.Replace(one, `"lid": 6,`, `"lid": 0,`, 1) {
+		t.Fatal("edit of port 2's state did not apply")
+	}
+	if _, err := Parse(strings.NewReader(down)); err != nil {
+		t.Errorf("a down uncabled port: %v", err)
+	}
+	// An Ethernet port takes no cable, and needs none.
+	eth := strings.Replace(string(Example()), `"link_layer": "ib",`, `"link_layer": "eth",`, 1)
+	if _, err := Parse(strings.NewReader(eth)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "fabric.cables.1: port 1 is eth") {
+		t.Errorf("a cabled Ethernet port: %v", err)
+	}
+	eth = strings.Replace(eth, `"cables": {"1": 1, "2": 2}`, `"cables": {"2": 2}`, 1)
+	if _, err := Parse(strings.NewReader(eth)); err != nil {
+		t.Errorf("an uncabled Ethernet port: %v", err)
+	}
+	for _, lid := range []string{"5", "49152"} {
+		src := strings.Replace(string(Example()), `"lid": 1}`, `"lid": `+lid+`}`, 1)
+		if _, err := Parse(strings.NewReader(src)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "fabric.switch.lid") {
+			t.Errorf("switch LID %s: %v", lid, err)
+		}
+	}
 }
 
 func TestFabric(t *testing.T) {
