@@ -12,6 +12,7 @@
 //	vfctl load --one-thread --vfs 0-63 [--bystander N [--gap 5us] [--rounds 5]] [--json]
 //	vfctl flr --vf N
 //	vfctl bench --vhcrd bin/vhcrd
+//	vfctl completion bash|zsh|fish | man DIR | help [COMMAND [ACTION]]
 package main
 
 import (
@@ -54,16 +55,13 @@ func main() {
 		cli.UsageError(os.Stderr, "vfctl", errors.New("want a command"))
 		os.Exit(cli.ExitUsage)
 	}
-	if cli.IsHelp(os.Args[1]) {
+	if os.Args[1] != "help" && cli.IsHelp(os.Args[1]) {
 		usage()
 		return
 	}
 	if os.Args[1] == "version" || os.Args[1] == "--version" {
 		if len(os.Args) > 2 && cli.IsHelp(os.Args[2]) {
-			h := cli.Help{Usage: "vfctl version     (or vfctl --version)",
-				About:    "prints the module version, the VCS revision the binary was built from (\"(modified)\" for a dirty tree) and the Go version",
-				Examples: []string{"vfctl version", "vfctl --version"}, Exit: "0"}
-			h.Write(os.Stdout)
+			versionHelp().Write(os.Stdout)
 			return
 		}
 		if len(os.Args) > 2 {
@@ -99,6 +97,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "vfctl %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
+}
+
+// versionHelp is `vfctl version --help`.
+func versionHelp() *cli.Help {
+	return &cli.Help{Usage: "vfctl version     (or vfctl --version)",
+		About:    "prints the module version, the VCS revision the binary was built from (\"(modified)\" for a dirty tree) and the Go version",
+		Examples: []string{"vfctl version", "vfctl --version"}, Exit: "0"}
 }
 
 // exitStatus is every vfctl command's exit statuses.
@@ -256,7 +261,18 @@ var vfBARs = vfBARFlag{}
 // vfBARFlag is --vf-bar N=file:PATH[@OFFSET], repeatable.
 type vfBARFlag map[int]bar.Spec
 
-func (v vfBARFlag) String() string { return fmt.Sprint(map[int]bar.Spec(v)) }
+func (v vfBARFlag) String() string {
+	keys := make([]int, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = strconv.Itoa(k) + "=" + v[k].String()
+	}
+	return strings.Join(parts, ",")
+}
 
 func (v vfBARFlag) Set(s string) error {
 	n, spec, ok := strings.Cut(s, "=")

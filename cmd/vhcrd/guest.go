@@ -190,8 +190,11 @@ func (s *server) startGuests(guests []guestSpec, vfBARs []bar.Spec, passed passe
 				if s.guestsStopping.Load() {
 					return // vhcrd stops: the VF's state stays for the next PF
 				}
-				err := s.pf.FLR(vf)
-				log.Info("guest gone: VF reset as an FLR", "vf", vf, "ivshmem_id", id, "err", err)
+				if err := s.pf.FLR(vf); err != nil {
+					log.Warn("guest gone: the VF's FLR failed", "vf", vf, "ivshmem_id", id, "err", err)
+				} else {
+					log.Info("guest gone: VF reset as an FLR", "vf", vf, "ivshmem_id", id)
+				}
 				s.forgetGuest(vf)
 			},
 			Logger: log,

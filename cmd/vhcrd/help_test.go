@@ -1,13 +1,12 @@
 package main
 
 // --help at every level of both tools' command trees, and their usage
-// errors. The tree and every command's flags come from `TOOL gen`, which
-// records the flags each command parses (cmd/internal/clidoc).
+// errors. The tree and every command's flags come from `TOOL completion
+// fish`, which records the flags each command parses (cmd/internal/clidoc).
 
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -25,18 +24,15 @@ type level struct {
 // fishLine is a flag or action line of the fish completion gen writes.
 var fishLine = regexp.MustCompile(`^complete -c \S+ -n '([^']*)' (?:-l (\S+)|-a (\S+))`)
 
-// tree reads tool's command tree from the fish completion `tool gen` writes.
+// tree reads tool's command tree from the fish completion `tool completion
+// fish` prints.
 func tree(t *testing.T, tool string) []*level {
 	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command(filepath.Join(binDir, tool), "gen", dir).CombinedOutput(); err != nil {
-		t.Fatalf("%s gen: %v\n%s", tool, err, out)
-	}
-	f, err := os.Open(filepath.Join(dir, tool+".fish"))
+	fish, err := exec.Command(filepath.Join(binDir, tool), "completion", "fish").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s completion fish: %v", tool, err)
 	}
-	defer f.Close()
+	f := bytes.NewReader(fish)
 	top := &level{}
 	byKey := map[string]*level{"": top}
 	levels := []*level{top}

@@ -6,9 +6,11 @@
 //	vhcrd trace [flags]      stream the command trace of a running vhcrd
 //	vhcrd vf list|show|set|flr   show and change VFs (admin socket)
 //	vhcrd port up|down P     a physical port's link (admin socket)
-//	vhcrd config             print the embedded default configuration
+//	vhcrd config [--check FILE]  print the embedded default configuration, or check a file
+//	vhcrd completion SHELL   shell completion (bash, zsh, fish) to stdout
+//	vhcrd man DIR            the man pages
 //	vhcrd version            the module version and VCS revision
-//	vhcrd help               list commands
+//	vhcrd help [COMMAND]     list commands, or a command's help
 package main
 
 import (
@@ -43,7 +45,7 @@ func main() {
 	} else if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		name, args = args[0], args[1:]
 	}
-	if cli.IsHelp(name) {
+	if name != "help" && cli.IsHelp(name) {
 		usage()
 		return
 	}

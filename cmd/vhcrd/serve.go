@@ -47,19 +47,7 @@ const (
 
 func init() {
 	register("serve", "serve the VFs' comm channels (default command)", runServe)
-	register("config", "print the embedded default configuration (the example file)", runConfig)
-}
-
-func runConfig(args []string) error {
-	fs := clidoc.NewFlagSet("config", flag.ContinueOnError)
-	h := &cli.Help{Usage: "vhcrd config > vhcrd.json",
-		About:    "prints the embedded default configuration; edit a copy and pass it to vhcrd serve --config FILE",
-		Examples: []string{"vhcrd config > vhcrd.json", "vhcrd serve --config vhcrd.json"}, Exit: "0 printed, 2 usage"}
-	if err := parseNoArgs(fs, args, h); err != nil {
-		return err
-	}
-	_, err := os.Stdout.Write(config.Example())
-	return err
+	register("config", "print the embedded default configuration, or check a file (--check FILE)", runConfig)
 }
 
 type serveFlags struct {
@@ -329,20 +317,12 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		}
 		s.vfBARs = append(s.vfBARs, r)
 	}
-	h, err := hca.New(cfg, f.vfs)
+	h, e, err := newModel(cfg, f.vfs, &s.traps, log)
 	if err != nil {
 		s.close()
 		return nil, err
 	}
-	s.hca = h
-	if s.mad, err = mad.New(hca.MADNode(cfg), mad.Options{Sink: &s.traps, Logger: log}); err != nil {
-		s.close()
-		return nil, fmt.Errorf("MAD engine: %w", err)
-	}
-	if err := h.AttachMAD(s.mad); err != nil {
-		s.close()
-		return nil, err
-	}
+	s.hca, s.mad = h, e
 	if s.trace, err = master.NewTrace(0); err != nil {
 		s.close()
 		return nil, err
@@ -657,7 +637,11 @@ func (s *server) watchPorts(ctx context.Context, log *slog.Logger) {
 				if err := s.pf.Do(func() { n, perr = s.hca.PortMgmtChange(c) }); err != nil {
 					return // the poller has stopped
 				}
-				log.Info("port change", "port", c.Port, "state", c.State, "what", c.What, "eqes", n, "err", perr)
+				if perr != nil {
+					log.Warn("port change", "port", c.Port, "state", c.State, "what", c.What, "eqes", n, "err", perr)
+				} else {
+					log.Info("port change", "port", c.Port, "state", c.State, "what", c.What, "eqes", n)
+				}
 			}
 		}
 	}()
