@@ -138,10 +138,10 @@ func init() {
 				a.changes.Inc(act, res)
 			}
 			if err != nil {
-				a.log.Warn("vf set refused", "vf", *q.VF, "settings", acts, "err", err)
+				a.log.Warn("vf set refused", "vf", *q.VF, "settings", strings.Join(acts, ","), "err", err)
 				return nil, err
 			}
-			a.log.Info("vf set", "vf", *q.VF, "applied", done)
+			a.log.Info("vf set", "vf", *q.VF, "applied", strings.Join(done, "; "))
 			return map[string]any{"vf": *q.VF, "applied": done}, nil
 		})
 	}

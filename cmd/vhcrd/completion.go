@@ -42,9 +42,8 @@ func init() {
 func toolTree() *clidoc.Tool {
 	t := &clidoc.Tool{Name: "vhcrd", Summary: "the PF side of the mlx4 SR-IOV command path",
 		Description: "vhcrd maps a BAR region (a file, a sysfs resource or a vfio-pci region), serves every VF's comm channel from one polling thread, exports Prometheus metrics and takes operators' changes on a local admin socket.",
-		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464", "vhcrd vf list", "vhcrd vf set 3 --vlan 100 --qos 2",
-			"vhcrd vf flr 3", "vhcrd port down 1", "vhcrd trace --vf 3 --json"},
-		ExitStatus: "0 done, 1 refused or failed (the device or the daemon said no), 2 usage error."}
+		Examples:    topExamples,
+		ExitStatus:  "0 done, 1 refused or failed (the device or the daemon said no), 2 usage error."}
 	entries := map[string]clidoc.Entry{}
 	for n, c := range commands {
 		if !hidden[n] {

@@ -27,7 +27,7 @@ func runConfig(args []string) error {
 	h := &cli.Help{Usage: "vhcrd config [--check FILE [--num-vfs N]]",
 		About: "prints the embedded default configuration; edit a copy and pass it to vhcrd serve --config FILE.\n" +
 			"--check FILE validates a file as serve would (the same parse and checks), prints what it\nconfigures and exits.",
-		Examples: []string{"vhcrd config", "vhcrd config --check vhcrd.json", "vhcrd config --check vhcrd.json --num-vfs 16"},
+		Examples: []string{"vhcrd config > vhcrd.json", "vhcrd config --check vhcrd.json", "vhcrd config --check vhcrd.json --num-vfs 16"},
 		Exit:     "0 printed or valid, 1 invalid (the reason on stderr), 2 usage"}
 	if err := parseNoArgs(fs, args, h); err != nil {
 		return err

@@ -27,7 +27,7 @@ func TestGuestsDocVectors(t *testing.T) {
 			t.Errorf("docs/guests.md: %s, but vhcrd serve's --vectors defaults to %d", x[0], irq.DefaultVectors)
 		}
 	}
-	if !regexp.MustCompile(`--vectors`+"`"+`,\s+default `+strconv.Itoa(irq.DefaultVectors)+`;`).MatchString(doc) {
+	if !regexp.MustCompile(`--vectors` + "`" + `,\s+default ` + strconv.Itoa(irq.DefaultVectors) + `;`).MatchString(doc) {
 		t.Errorf("docs/guests.md does not state --vectors' default, %d", irq.DefaultVectors)
 	}
 }

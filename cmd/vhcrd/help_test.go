@@ -160,3 +160,20 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// goHelp is what the flag package and fmt print that a help should not: a
+// Go type as a flag's placeholder, a Go map, slice or nil, an empty default.
+var goHelp = regexp.MustCompile(`(?m)^  --\S+ (value|string|int|uint|int64|uint64|float64|duration)$|map\[|<nil>|\[\d+( \d+)+\]|\(default: \)|%!`)
+
+// TestHelpHasNoGoValues: no level of either tool's help shows Go's syntax
+// (`--link-state value`, `(default: map[])`, `[1 2]`, `<nil>`).
+func TestHelpHasNoGoValues(t *testing.T) {
+	for _, tool := range []string{"vhcrd", "vfctl"} {
+		for _, l := range append(tree(t, tool), &level{words: []string{"version"}}) {
+			out, _, _ := runTool(t, tool, append(append([]string(nil), l.words...), "--help")...)
+			if m := goHelp.FindString(out); m != "" {
+				t.Errorf("%s %s --help shows %q:\n%s", tool, strings.Join(l.words, " "), m, out)
+			}
+		}
+	}
+}

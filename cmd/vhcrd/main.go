@@ -106,6 +106,10 @@ func versionHelp(tool string) *cli.Help {
 		Examples: []string{tool + " version", tool + " --version"}, Exit: "0"}
 }
 
+// topExamples are `vhcrd --help`'s examples and vhcrd.1's.
+var topExamples = []string{"vhcrd serve --num-vfs 8", "vhcrd vf list", "vhcrd vf set 3 --vlan 100 --qos 2",
+	"vhcrd vf flr 3", "vhcrd port down 1", "vhcrd trace --vf 3 --json"}
+
 // usage is `vhcrd --help`: the commands, on stdout.
 func usage() {
 	names := make([]string, 0, len(commands))
@@ -116,9 +120,8 @@ func usage() {
 	}
 	sort.Strings(names)
 	h := cli.Help{Usage: "vhcrd COMMAND [flags]     (vhcrd COMMAND --help: its flags; no COMMAND: serve)",
-		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464", "vhcrd vf list", "vhcrd vf set 3 --vlan 100 --qos 2",
-			"vhcrd port down 1", "vhcrd trace --vf 3 --json"},
-		Exit: exitStatus}
+		Examples: topExamples,
+		Exit:     exitStatus}
 	for _, n := range names {
 		h.Subs = append(h.Subs, cli.Sub{Name: n, Summary: commands[n].summary})
 	}

@@ -12,6 +12,24 @@ import (
 // ExitUsage is the exit status of a usage error (1: refused or failed).
 const ExitUsage = 2
 
+// Environment variables that set the defaults of flags in both tools: an
+// operator's (or a test's) other regions without a flag on every command.
+// A flag given on the command line wins.
+const (
+	EnvBAR         = "VHCRD_BAR"          // --bar of every command of vhcrd and vfctl
+	EnvDMA         = "VHCRD_DMA"          // --dma of vhcrd serve
+	EnvMetricsAddr = "VHCRD_METRICS_ADDR" // --metrics-addr of vhcrd serve ("" set: off)
+)
+
+// Default is the default of a flag: the environment variable env where it
+// is set, else builtin.
+func Default(env, builtin string) string {
+	if v, ok := os.LookupEnv(env); ok {
+		return v
+	}
+	return builtin
+}
+
 // Sub is a subcommand or action in a --help listing.
 type Sub struct{ Name, Summary string }
 
