@@ -239,8 +239,11 @@ func (s *server) startGuests(guests []guestSpec, vfBARs []bar.Spec, passed passe
 				// connection ends (QEMU sees the server gone), the VF is
 				// reset as when a guest goes.
 				s.forgetGuest(vf)
-				err := s.pf.FLR(vf)
-				log.Warn("stored guest connection dropped: VF reset as an FLR", "vf", vf, "vectors_adopted", adoptedIRQ[vf] != nil, "err", err)
+				if err := s.pf.FLR(vf); err != nil {
+					log.Warn("stored guest connection dropped: the VF's FLR failed", "vf", vf, "vectors_adopted", adoptedIRQ[vf] != nil, "err", err)
+				} else {
+					log.Warn("stored guest connection dropped: VF reset as an FLR", "vf", vf, "vectors_adopted", adoptedIRQ[vf] != nil)
+				}
 			}
 		}
 		go func() {
