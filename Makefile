@@ -65,7 +65,7 @@ fuzz-smoke:
 # busy VFs, a bystander's latency beside a flooding VF).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 $(PKGS) > $(BIN)/bench.out; s=$$?; cat $(BIN)/bench.out; \
-	echo "persistence (vhcr/master BenchmarkPersistCost, the run at the full benchtime; issue 11: NOP b/a <= 1.2, CQ and QP <= 1.3):"; \
+	echo "persistence (vhcr/master BenchmarkPersistCost, the run at the full benchtime; targets: vfctl bench's state file cost lines below):"; \
 	awk '/^persist cost/ { last[$$3] = $$0 } END { for (k in last) print "  " last[k] }' $(BIN)/bench.out | sort; exit $$s
 	./$(BIN)/vfctl bench --vhcrd ./$(BIN)/vhcrd
 

@@ -8,12 +8,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
+	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/irq"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // postAdminAt sends one request to the admin socket of --admin-socket, or
-// of the vhcrd serving --bar, and prints the answer.
-func postAdminAt(sock, barSpec string, req map[string]any, timeout time.Duration) error {
+// of the vhcrd serving --bar; with jsonOut it prints the answer (one JSON
+// line), else text, the caller's.
+func postAdminAt(sock, barSpec string, req map[string]any, timeout time.Duration, jsonOut bool, text string) error {
 	path := sock
 	if path == "" {
 		var err error
@@ -25,7 +28,11 @@ func postAdminAt(sock, barSpec string, req map[string]any, timeout time.Duration
 	if err != nil {
 		return err
 	}
-	_, err = os.Stdout.Write(line)
+	if jsonOut {
+		_, err = os.Stdout.Write(line)
+		return err
+	}
+	_, err = fmt.Println(text)
 	return err
 }
 
@@ -48,4 +55,37 @@ func vfIRQ(barSpec string, vf int) (*os.File, error) {
 		_ = unix.Close(fd)
 	}
 	return os.NewFile(uintptr(fds[0]), fmt.Sprintf("vf%d-msix0", vf)), nil
+}
+
+// reasonWait bounds the admin socket exchange that asks for a refusal's
+// reason: a refused command's status is printed either way.
+const reasonWait = 2 * time.Second
+
+// pfReason is the reason the PF recorded for VF v's command op, which it
+// answered with status: VF v's last refusal as the admin socket of the
+// vhcrd serving barSpec reports it (vf.show), if that is this command (the
+// same opcode, status and slave_write toggle). Nil when no admin socket
+// answers or the PF's last refusal is another command's.
+func pfReason(barSpec string, v *vhcr.VF, op mlx4.Opcode, status mlx4.Status) *adminc.Refusal {
+	path, err := adminc.DefaultSocket(barSpec)
+	if err != nil {
+		return nil
+	}
+	r, err := adminc.LastRefusal(path, v.Index, min(reasonWait, *timeout))
+	if err != nil || r == nil {
+		return nil
+	}
+	if r.Opcode != op.String() || r.StatusCode != uint8(status) || r.Toggle != v.SlaveRead()>>31 {
+		return nil
+	}
+	return r
+}
+
+// withReason is a command's status as vfctl prints it: "BAD_PARAM (0x03)",
+// followed by the PF's reason where r is not nil.
+func withReason(status mlx4.Status, r *adminc.Refusal) string {
+	if r == nil {
+		return status.String()
+	}
+	return fmt.Sprintf("%s: %s (%s)", status.String(), r.Reason, r.Text)
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
@@ -24,7 +27,7 @@ func runBench(args []string) error {
 	iters := fs.Int("iters", 100000, "round trips per round for the shared-memory figures")
 	sock := fs.Int("sock-iters", 10000, "round trips per round for the socket")
 	asJSON := fs.Bool("json", false, "print JSON")
-	fair := fs.Bool("fair", true, "also measure fairness: VFs driven from one thread against vhcrd --vfs --fair-vfs")
+	fair := fs.Bool("fair", true, "also measure fairness: VFs driven from one thread against vhcrd serve --num-vfs of --fair-vfs")
 	fairVFs := fs.Int("fair-vfs", 64, "VFs vhcrd serves for the fairness figures")
 	phase := fs.Duration("fair-phase", 500*time.Millisecond, "length of one fairness phase")
 	irqIters := fs.Int("irq-iters", 20000, "round trips per round for the interrupt figures (0: skip them)")
@@ -67,54 +70,60 @@ func runBench(args []string) error {
 			Fair    *vhcrbench.FairResult    `json:"fairness,omitempty"`
 		}{res, ir, pr, fr})
 	}
-	fmt.Printf("%-34s %10s %10s   (medians over %d rounds)\n", "round trip", "median", "p99", *rounds)
-	for _, f := range []vhcrbench.Figure{res.Physical, res.NOP, res.Socket, res.TracedNOP} {
-		fmt.Printf("%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
-	}
-	fmt.Printf("b/a = %.2f   (vhcrd NOP / physical limit; target <= 1.5)\n", res.BOverA)
-	fmt.Printf("c/b = %.1f    (UNIX socket / vhcrd NOP; target >= 15)\n", res.COverB)
-	fmt.Printf("traced/untraced = %.3f   (vhcrd --trace /dev/null against vhcrd, NOP medians, median over rounds; target <= 1.1)\n", res.TracedOverNOP)
-	if ir != nil {
-		for _, f := range []vhcrbench.Figure{ir.EQE, ir.Bare} {
-			fmt.Printf("%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
-		}
-		fmt.Printf("EQE/eventfd = %.3f   (EQE posted → VF process wakes / bare eventfd signal, same two processes, median over rounds; target <= 1.2; %d interrupts for %d EQEs)\n",
-			ir.Ratio, ir.Raised, ir.Posted)
-	}
-	if pr != nil {
-		printPersist(pr)
-	}
-	if fr != nil {
-		printFair(fr)
-	}
+	printBench(os.Stdout, *rounds, res, ir, pr, fr)
 	return nil
 }
 
+// printBench prints vfctl bench's figures, each ratio with its target
+// (vhcrbench's Target constants); ir, pr and fr may be nil (not measured).
+func printBench(w io.Writer, rounds int, res *vhcrbench.Result, ir *vhcrbench.IRQResult, pr *vhcrbench.PersistResult, fr *vhcrbench.FairResult) {
+	fmt.Fprintf(w, "%-34s %10s %10s   (medians over %d rounds)\n", "round trip", "median", "p99", rounds)
+	for _, f := range []vhcrbench.Figure{res.Physical, res.NOP, res.Socket, res.TracedNOP} {
+		fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
+	}
+	fmt.Fprintf(w, "b/a = %.2f   (vhcrd NOP / physical limit; target <= %g)\n", res.BOverA, vhcrbench.TargetBOverA)
+	fmt.Fprintf(w, "c/b = %.1f    (UNIX socket / vhcrd NOP; target >= %g)\n", res.COverB, float64(vhcrbench.TargetCOverB))
+	fmt.Fprintf(w, "traced/untraced = %.3f   (vhcrd --trace /dev/null against vhcrd, NOP medians, median over rounds; target <= %g)\n", res.TracedOverNOP, vhcrbench.TargetTraced)
+	if ir != nil {
+		for _, f := range []vhcrbench.Figure{ir.EQE, ir.Bare} {
+			fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
+		}
+		fmt.Fprintf(w, "EQE/eventfd = %.3f   (EQE posted → VF process wakes / bare eventfd signal, same two processes, median over rounds; target <= %g; %d interrupts for %d EQEs)\n",
+			ir.Ratio, vhcrbench.TargetIRQ, ir.Raised, ir.Posted)
+	}
+	if pr != nil {
+		printPersist(w, pr)
+	}
+	if fr != nil {
+		printFair(w, fr)
+	}
+}
+
 // printPersist prints the state-file cost figures of vfctl bench.
-func printPersist(pr *vhcrbench.PersistResult) {
-	fmt.Println("state file cost: vhcrd with its state file against vhcrd --pfstate off, vfdrv in poll mode, alternating rounds")
+func printPersist(w io.Writer, pr *vhcrbench.PersistResult) {
+	fmt.Fprintln(w, "state file cost: vhcrd with its state file against vhcrd --pfstate off, vfdrv in poll mode, alternating rounds")
 	for _, p := range []*vhcrbench.PersistPair{&pr.NOP, &pr.CQ, &pr.QP} {
-		w, wo := p.PerCommand()
+		with, wo := p.PerCommand()
 		for _, f := range []vhcrbench.Figure{p.With, p.Without} {
-			fmt.Printf("%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
+			fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
 		}
 		if p.Commands > 1 {
-			fmt.Printf("  %d commands per cycle: %.0f ns per command with the state file, %.0f ns without\n", p.Commands, w, wo)
+			fmt.Fprintf(w, "  %d commands per cycle: %.0f ns per command with the state file, %.0f ns without\n", p.Commands, with, wo)
 		}
 	}
-	fmt.Printf("NOP with state file / without = %.3f   (median over rounds; target <= 1.2)\n", pr.NOP.Ratio)
-	fmt.Printf("CQ cycle with state file / without = %.3f   (median over rounds; target <= 1.3)\n", pr.CQ.Ratio)
-	fmt.Printf("QP cycle with state file / without = %.3f   (median over rounds; target <= 1.3)\n", pr.QP.Ratio)
+	fmt.Fprintf(w, "NOP with state file / without = %.3f   (median over rounds; target <= %g)\n", pr.NOP.Ratio, vhcrbench.TargetPersistNOP)
+	fmt.Fprintf(w, "CQ cycle with state file / without = %.3f   (median over rounds; target <= %g)\n", pr.CQ.Ratio, vhcrbench.TargetPersistCycle)
+	fmt.Fprintf(w, "QP cycle with state file / without = %.3f   (median over rounds; target <= %g)\n", pr.QP.Ratio, vhcrbench.TargetPersistCycle)
 }
 
 // printFair prints the fairness figures of vfctl bench.
-func printFair(fr *vhcrbench.FairResult) {
-	fmt.Printf("fairness: vhcrd --vfs %d, VFs driven from one thread, %v phases (medians over %d rounds)\n",
+func printFair(w io.Writer, fr *vhcrbench.FairResult) {
+	fmt.Fprintf(w, "fairness: vhcrd serve --num-vfs %d, VFs driven from one thread, %v phases (medians over %d rounds)\n",
 		fr.VFs, time.Duration(fr.PhaseS*float64(time.Second)), fr.Rounds)
 	for _, t := range fr.Throughput {
-		fmt.Printf("%2d busy VFs: per-VF NOP/s max/min = %.3f   (%.0f NOP/s in all; target <= 1.1)\n", t.Busy, t.MaxOverMin, t.TotalPerS)
+		fmt.Fprintf(w, "%2d busy VFs: per-VF NOP/s max/min = %.3f   (%.0f NOP/s in all; target <= %g)\n", t.Busy, t.MaxOverMin, t.TotalPerS, vhcrbench.TargetFairMaxMin)
 	}
-	fmt.Printf("bystander VF 0, a NOP every %v, alone and beside flooding VFs in alternating sub-phases:\n", time.Duration(fr.GapNS))
+	fmt.Fprintf(w, "bystander VF 0, a NOP every %v, alone and beside flooding VFs in alternating sub-phases:\n", time.Duration(fr.GapNS))
 	for _, b := range fr.Bystander {
 		order := ""
 		if len(b.Flooding) == 1 {
@@ -122,7 +131,19 @@ func printFair(fr *vhcrbench.FairResult) {
 			// before VF 0 when the start is in 1..f.
 			order = fmt.Sprintf(" (scanned before VF 0 in %d of %d scans)", b.Flooding[0], fr.VFs)
 		}
-		fmt.Printf("  beside VFs %v flooding%s: p50 %.0f ns, p99 %.0f ns; alone p50 %.0f ns, p99 %.0f ns; busy/alone p50 = %.2f (target <= 2)\n",
-			b.Flooding, order, b.BusyP50NS, b.BusyP99NS, b.IdleP50NS, b.IdleP99NS, b.P50Ratio)
+		fmt.Fprintf(w, "  beside %s flooding%s: p50 %.0f ns, p99 %.0f ns; alone p50 %.0f ns, p99 %.0f ns; busy/alone p50 = %.2f (target <= %g)\n",
+			vfList(b.Flooding), order, b.BusyP50NS, b.BusyP99NS, b.IdleP50NS, b.IdleP99NS, b.P50Ratio, float64(vhcrbench.TargetBystander))
 	}
+}
+
+// vfList names VFs as the figures say them: "VF 63", "VFs 1, 2, 3".
+func vfList(vfs []int) string {
+	w := make([]string, len(vfs))
+	for i, v := range vfs {
+		w[i] = strconv.Itoa(v)
+	}
+	if len(w) == 1 {
+		return "VF " + w[0]
+	}
+	return "VFs " + strings.Join(w, ", ")
 }

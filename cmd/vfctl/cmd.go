@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -93,7 +94,7 @@ func runCmd(args []string) error {
 	}
 	op, err := mlx4.ParseOpcode(pos[0])
 	if err != nil {
-		return err
+		return usageErr(err)
 	}
 	if *opMod > 15 {
 		return usageErr(fmt.Errorf("--op-mod %d: 4 bits", *opMod))
@@ -130,9 +131,16 @@ func runCmd(args []string) error {
 		return err
 	}
 	el := time.Since(start)
+	var why *adminc.Refusal
+	if resp.Status != mlx4.OK {
+		why = pfReason(*barSpec, v, op, resp.Status)
+	}
 	if *jsonOut {
 		r := map[string]any{"vf": *vf, "opcode": op.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status),
 			"elapsed_ns": el.Nanoseconds(), "out_param": fmt.Sprintf("%#x", resp.OutParam)}
+		if why != nil {
+			r["reason"], r["reason_text"] = why.Reason, why.Text
+		}
 		if resp.Out != nil {
 			r["outbox"] = hex.EncodeToString(resp.Out[:min(max(*outLen, 0), len(resp.Out))])
 		}
@@ -144,7 +152,7 @@ func runCmd(args []string) error {
 		}
 		return nil
 	}
-	fmt.Printf("VF %d %v: %s in %v\n", *vf, op, resp.Status.String(), el.Round(100*time.Nanosecond))
+	fmt.Printf("VF %d %v: %s in %v\n", *vf, op, withReason(resp.Status, why), el.Round(100*time.Nanosecond))
 	if in, _ := mlx4.CmdInfo(op); in.OutIsImm {
 		fmt.Printf("out_param: %#016x\n", resp.OutParam)
 	}
@@ -163,14 +171,11 @@ func runFLR(args []string) error {
 	barSpec := barFlag(fs)
 	vf := vfFlag(fs)
 	sock := fs.String("admin-socket", "", "vhcrd's admin socket (default: the --bar file's path + .sock)")
+	jsonOut := fs.Bool("json", false, "print vhcrd's answer as one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := postAdminAt(*sock, *barSpec, map[string]any{"cmd": "vf.flr", "vf": *vf}, *timeout); err != nil {
-		return err
-	}
-	fmt.Printf("FLR of VF %d done\n", *vf)
-	return nil
+	return postAdminAt(*sock, *barSpec, map[string]any{"cmd": "vf.flr", "vf": *vf}, *timeout, *jsonOut, fmt.Sprintf("FLR of VF %d done", *vf))
 }
 
 func runPort(args []string) error {
@@ -179,6 +184,7 @@ func runPort(args []string) error {
 	port := fs.Int("phys-port", 0, "physical port (required)")
 	state := fs.String("state", "", "down or active (required)")
 	sock := fs.String("admin-socket", "", "vhcrd's admin socket (default: the --bar file's path + .sock)")
+	jsonOut := fs.Bool("json", false, "print vhcrd's answer as one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -186,9 +192,5 @@ func runPort(args []string) error {
 	if *port < 1 || word == "" {
 		return usageErr(errors.New("want --phys-port P (1, 2) and --state down|active"))
 	}
-	if err := postAdminAt(*sock, *barSpec, map[string]any{"cmd": "port", "port": *port, "state": word}, *timeout); err != nil {
-		return err
-	}
-	fmt.Printf("port %d %s\n", *port, *state)
-	return nil
+	return postAdminAt(*sock, *barSpec, map[string]any{"cmd": "port", "port": *port, "state": word}, *timeout, *jsonOut, fmt.Sprintf("port %d %s", *port, *state))
 }

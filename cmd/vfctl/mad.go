@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -105,8 +106,15 @@ func runMAD(args []string) error {
 		return err
 	}
 	var out mad.MAD
+	var why *adminc.Refusal
+	if resp.Status != mlx4.OK {
+		why = pfReason(*barSpec, v, mlx4.MAD_IFC, resp.Status)
+	}
 	if *jsonOut {
 		r := map[string]any{"vf": *vf, "opcode": mlx4.MAD_IFC.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status)}
+		if why != nil {
+			r["reason"], r["reason_text"] = why.Reason, why.Text
+		}
 		if resp.Status == mlx4.OK {
 			copy(out[:], resp.Out[:])
 			r["mad"] = madFields(&out)
@@ -119,7 +127,7 @@ func runMAD(args []string) error {
 		}
 		return nil
 	}
-	fmt.Printf("VF %d MAD_IFC: %s\n", *vf, resp.Status.String())
+	fmt.Printf("VF %d MAD_IFC: %s\n", *vf, withReason(resp.Status, why))
 	if resp.Status != mlx4.OK {
 		return exitError{1}
 	}

@@ -12,6 +12,7 @@
 //	vfctl load --one-thread --vfs 0-63 [--bystander N [--gap 5us] [--rounds 5]] [--json]
 //	vfctl flr --vf N
 //	vfctl bench --vhcrd bin/vhcrd
+//	vfctl completion bash|zsh|fish | man DIR | help [COMMAND [ACTION]]
 package main
 
 import (
@@ -54,16 +55,13 @@ func main() {
 		cli.UsageError(os.Stderr, "vfctl", errors.New("want a command"))
 		os.Exit(cli.ExitUsage)
 	}
-	if cli.IsHelp(os.Args[1]) {
+	if os.Args[1] != "help" && cli.IsHelp(os.Args[1]) {
 		usage()
 		return
 	}
 	if os.Args[1] == "version" || os.Args[1] == "--version" {
 		if len(os.Args) > 2 && cli.IsHelp(os.Args[2]) {
-			h := cli.Help{Usage: "vfctl version     (or vfctl --version)",
-				About:    "prints the module version, the VCS revision the binary was built from (\"(modified)\" for a dirty tree) and the Go version",
-				Examples: []string{"vfctl version", "vfctl --version"}, Exit: "0"}
-			h.Write(os.Stdout)
+			versionHelp().Write(os.Stdout)
 			return
 		}
 		if len(os.Args) > 2 {
@@ -101,6 +99,13 @@ func main() {
 	}
 }
 
+// versionHelp is `vfctl version --help`.
+func versionHelp() *cli.Help {
+	return &cli.Help{Usage: "vfctl version     (or vfctl --version)",
+		About:    "prints the module version, the VCS revision the binary was built from (\"(modified)\" for a dirty tree) and the Go version",
+		Examples: []string{"vfctl version", "vfctl --version"}, Exit: "0"}
+}
+
 // exitStatus is every vfctl command's exit statuses.
 const exitStatus = "0 done, 1 refused or failed, 2 usage"
 
@@ -114,10 +119,9 @@ func usage() {
 	}
 	sort.Strings(names)
 	h := cli.Help{Usage: "vfctl COMMAND [flags]     (vfctl COMMAND --help: its flags)",
-		About: "every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF\nserves is reported at once.",
-		Examples: []string{"vfctl init --vf 3", "vfctl cmd --vf 3 QUERY_FUNC_CAP", "vfctl qp create --vf 3 --cq 1 --type ud",
-			"vfctl load --vfs 0-7 --duration 5s --json", "vfctl flr --vf 3"},
-		Exit: exitStatus}
+		About:    "every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF\nserves is reported at once.",
+		Examples: topExamples,
+		Exit:     exitStatus}
 	for _, n := range names {
 		h.Subs = append(h.Subs, cli.Sub{Name: n, Summary: commands[n].summary})
 	}
@@ -133,34 +137,49 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usageErr(err error) error { return usageError{err} }
 
-// examples are each command's --help examples, by FlagSet name.
+// topExamples are `vfctl --help`'s examples and vfctl.1's.
+var topExamples = []string{"vfctl init --vf 3", "vfctl cmd --vf 3 QUERY_FUNC_CAP", "vfctl res --vf 3 --events",
+	"vfctl load --vfs 0-7 --duration 2s --json", "vfctl flr --vf 3"}
+
+// Objects' numbers on a fresh PF, in the examples: VF 0's first EQ is the
+// one --eqn names, its first CQ 128, its first QP 2120 (MTT base 73 after
+// the EQ and the CQ) and its first MR MPT 16.
+var (
+	exEQ = "vfctl eq create --vf 0 --eqn 1 --map-events"
+	exCQ = "vfctl cq create --vf 0 --eqn 1"
+	exQP = "vfctl qp create --vf 0 --cq 128 --type ud"
+	exMR = "vfctl mr create --vf 0"
+)
+
+// examples are each command's --help examples, by FlagSet name: each list
+// runs as printed, in order, against a PF that just started (a test does).
 var examples = map[string][]string{
 	"init":       {"vfctl init --vf 3", "vfctl init --vf 3 --json --timeout 5s"},
 	"cmd":        {"vfctl cmd --vf 3 QUERY_FUNC_CAP", "vfctl cmd --vf 3 QUERY_FUNC_CAP --op-mod 1 --in-mod 2", "vfctl cmd --vf 3 --json QUERY_FW"},
 	"flr":        {"vfctl flr --vf 3"},
 	"port":       {"vfctl port --phys-port 1 --state down", "vfctl port --phys-port 1 --state active"},
-	"load":       {"vfctl load --vfs 0-7 --duration 5s --json", "vfctl load --one-thread --vfs 0-7 --bystander 0"},
+	"load":       {"vfctl load --vfs 0-7 --duration 2s --json", "vfctl load --one-thread --vfs 0-7 --bystander 0"},
 	"mad":        {"vfctl mad --vf 3 get pkeys", "vfctl mad --vf 7 bm-set --bkey 0x1 --slid 9 --sgid fe80::2:c903:0:7"},
 	"res":        {"vfctl res --vf 2 --events", "vfctl res --vf 2 --json"},
 	"ptys":       {"vfctl ptys --vf 2 --port 1", "vfctl ptys --vf 2 --port 1 --json"},
-	"bench":      {"vfctl bench --vhcrd bin/vhcrd"},
+	"bench":      {"vfctl bench --vhcrd bin/vhcrd --rounds 1 --iters 20000 --sock-iters 2000 --irq-iters 2000 --persist-iters 2000 --fair=false"},
 	"eq create":  {"vfctl eq create --vf 0 --eqn 1 --log-size 6 --map-events"},
-	"cq create":  {"vfctl cq create --vf 0"},
-	"cq query":   {"vfctl cq query --vf 0 --cqn 128"},
-	"cq destroy": {"vfctl cq destroy --vf 0 --cqn 128"},
-	"mr query":   {"vfctl mr query --vf 0 --mpt 1 --json"},
-	"mr destroy": {"vfctl mr destroy --vf 0 --mpt 1"},
-	"qp destroy": {"vfctl qp destroy --vf 0 --qpn 2120 --mtt 73"},
-	"eq":         {"vfctl eq create --vf 0 --eqn 1 --map-events", "vfctl eq query --vf 0 --eqn 1 --json"},
-	"cq":         {"vfctl cq create --vf 0 --eqn 1", "vfctl cq query --vf 0 --cqn 128"},
-	"mr":         {"vfctl mr create --vf 0 --pages 4", "vfctl mr destroy --vf 0 --mpt 1"},
-	"qp":         {"vfctl qp create --vf 0 --cq 128 --type ud", "vfctl qp modify --vf 0 --qpn 2120 --mtt 73 --cq 128 --to init"},
-	"qp create":  {"vfctl qp create --vf 0 --cq 128 --type ud --port 1"},
-	"qp modify":  {"vfctl qp modify --vf 0 --qpn 2120 --mtt 73 --cq 128 --type ud --to init"},
-	"qp query":   {"vfctl qp query --vf 0 --qpn 2120 --mtt 73 --cq 128"},
-	"mr create":  {"vfctl mr create --vf 0"},
-	"eq query":   {"vfctl eq query --vf 0 --eqn 1"},
-	"eq destroy": {"vfctl eq destroy --vf 0 --eqn 1"},
+	"cq create":  {exEQ, "vfctl cq create --vf 0 --eqn 1 --log-size 8"},
+	"cq query":   {exEQ, exCQ, "vfctl cq query --vf 0 --cqn 128"},
+	"cq destroy": {exEQ, exCQ, "vfctl cq destroy --vf 0 --cqn 128"},
+	"mr query":   {exMR, "vfctl mr query --vf 0 --mpt 16 --json"},
+	"mr destroy": {exMR, "vfctl mr destroy --vf 0 --mpt 16"},
+	"qp destroy": {exEQ, exCQ, exQP, "vfctl qp destroy --vf 0 --qpn 2120 --mtt 73"},
+	"eq":         {exEQ, "vfctl eq query --vf 0 --eqn 1 --json"},
+	"cq":         {exEQ, exCQ, "vfctl cq query --vf 0 --cqn 128"},
+	"mr":         {"vfctl mr create --vf 0 --pages 4", "vfctl mr destroy --vf 0 --mpt 16"},
+	"qp":         {exEQ, exCQ, exQP, "vfctl qp modify --vf 0 --qpn 2120 --mtt 73 --cq 128 --to init"},
+	"qp create":  {exEQ, exCQ, "vfctl qp create --vf 0 --cq 128 --type ud --port 1"},
+	"qp modify":  {exEQ, exCQ, exQP, "vfctl qp modify --vf 0 --qpn 2120 --mtt 73 --cq 128 --type ud --to init"},
+	"qp query":   {exEQ, exCQ, exQP, "vfctl qp query --vf 0 --qpn 2120 --mtt 73 --cq 128"},
+	"mr create":  {"vfctl mr create --vf 0 --pages 8"},
+	"eq query":   {"vfctl eq create --vf 0 --eqn 1", "vfctl eq query --vf 0 --eqn 1"},
+	"eq destroy": {"vfctl eq create --vf 0 --eqn 1", "vfctl eq destroy --vf 0 --eqn 1"},
 }
 
 // synopses are the usage lines of commands with positional arguments.
@@ -256,7 +275,18 @@ var vfBARs = vfBARFlag{}
 // vfBARFlag is --vf-bar N=file:PATH[@OFFSET], repeatable.
 type vfBARFlag map[int]bar.Spec
 
-func (v vfBARFlag) String() string { return fmt.Sprint(map[int]bar.Spec(v)) }
+func (v vfBARFlag) String() string {
+	keys := make([]int, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = strconv.Itoa(k) + "=" + v[k].String()
+	}
+	return strings.Join(parts, ",")
+}
 
 func (v vfBARFlag) Set(s string) error {
 	n, spec, ok := strings.Cut(s, "=")
@@ -279,7 +309,7 @@ func (v vfBARFlag) Set(s string) error {
 func barFlag(fs *flag.FlagSet) *string {
 	fs.DurationVar(timeout, "timeout", 30*time.Second, "bound on the command's waits: bring-up, each command, the admin socket (load and bench: the bring-up; their run is --duration)")
 	fs.Var(vfBARs, "vf-bar", "`N=file:PATH[@OFFSET]`: VF N's BAR region, as given to vhcrd serve --vf-bar (default: the file <bar>.vf<N>); repeatable")
-	return fs.String("bar", "file:"+vhcr.DefaultBARPath, "the BAR region vhcrd serves (file:PATH); the layout comes from its header")
+	return fs.String("bar", cli.Default(cli.EnvBAR, "file:"+vhcr.DefaultBARPath), "the BAR region vhcrd serves, `file:PATH`; the layout comes from its header ($VHCRD_BAR sets the default)")
 }
 
 func attach(spec string) (*vhcr.Attachment, error) {

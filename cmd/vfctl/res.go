@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -81,14 +82,23 @@ func newResCmd(name string) *resCmd {
 	return c
 }
 
-// traceTo prints every command the driver completes.
-func traceTo(vf int) func(mlx4.Opcode, mlx4.Status, bool) {
+// traceTo prints every command the driver completes; a refused one with
+// the reason the PF recorded, where its admin socket says.
+func traceTo(barSpec string, v *vhcr.VF) func(mlx4.Opcode, mlx4.Status, bool) {
 	return func(op mlx4.Opcode, s mlx4.Status, event bool) {
 		mode := "poll"
 		if event {
 			mode = "event"
 		}
-		fmt.Printf("VF %d %-13v %-22s %s\n", vf, op, s.String(), mode)
+		var why *adminc.Refusal
+		if s != mlx4.OK {
+			why = pfReason(barSpec, v, op, s)
+		}
+		line := fmt.Sprintf("VF %d %-13v %-22s %s", v.Index, op, s.String(), mode)
+		if why != nil {
+			line += fmt.Sprintf("  reason: %s (%s)", why.Reason, why.Text)
+		}
+		fmt.Println(line)
 	}
 }
 
@@ -98,20 +108,27 @@ type cmdResult struct {
 	Status     string `json:"status"`
 	StatusCode uint8  `json:"status_code"`
 	Mode       string `json:"mode"`
+	Reason     string `json:"reason,omitempty"` // a refused command's, from the PF's admin socket
 }
 
 // trace prints every command the driver completes or, with --json,
 // collects it.
-func (c *resCmd) trace() func(mlx4.Opcode, mlx4.Status, bool) {
+func (c *resCmd) trace(v *vhcr.VF) func(mlx4.Opcode, mlx4.Status, bool) {
 	if !*c.json {
-		return traceTo(*c.vf)
+		return traceTo(*c.bar, v)
 	}
 	return func(op mlx4.Opcode, s mlx4.Status, event bool) {
 		mode := "poll"
 		if event {
 			mode = "event"
 		}
-		c.cmds = append(c.cmds, cmdResult{Opcode: op.String(), Status: s.Name(), StatusCode: uint8(s), Mode: mode})
+		r := cmdResult{Opcode: op.String(), Status: s.Name(), StatusCode: uint8(s), Mode: mode}
+		if s != mlx4.OK {
+			if why := pfReason(*c.bar, v, op, s); why != nil {
+				r.Reason = why.Reason
+			}
+		}
+		c.cmds = append(c.cmds, r)
 	}
 }
 
@@ -154,7 +171,7 @@ func (c *resCmd) open(ctx context.Context) error {
 			return fmt.Errorf("--irq: %w", err)
 		}
 	}
-	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.VFBARs[v.Index], Trace: c.trace(), IRQ: c.irqF}); err != nil {
+	if c.d, err = vfdrv.New(v, vfdrv.Options{BAR: a.VFBARs[v.Index], Trace: c.trace(v), IRQ: c.irqF}); err != nil {
 		return err
 	}
 	if *c.events {

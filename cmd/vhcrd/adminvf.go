@@ -13,8 +13,10 @@ import (
 	"net"
 	"strings"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // vfSetRequest is `vhcrd vf set`: absent fields are left as they are.
@@ -101,6 +103,10 @@ type vfStatus struct {
 	VHCR    string         `json:"vhcr"`
 	Toggle  uint32         `json:"toggle"`
 	Setting hca.VFSettings `json:"settings"`
+	// Refused is the last VHCR_POST the PF answered with a non-OK status
+	// (absent: none since the PF started): what vfctl prints as the PF's
+	// reason.
+	Refused *adminc.Refusal `json:"last_refusal,omitempty"`
 }
 
 func init() {
@@ -132,10 +138,10 @@ func init() {
 				a.changes.Inc(act, res)
 			}
 			if err != nil {
-				a.log.Warn("vf set refused", "vf", *q.VF, "settings", acts, "err", err)
+				a.log.Warn("vf set refused", "vf", *q.VF, "settings", strings.Join(acts, ","), "err", err)
 				return nil, err
 			}
-			a.log.Info("vf set", "vf", *q.VF, "applied", done)
+			a.log.Info("vf set", "vf", *q.VF, "applied", strings.Join(done, "; "))
 			return map[string]any{"vf": *q.VF, "applied": done}, nil
 		})
 	}
@@ -218,6 +224,10 @@ func (a *adminServer) vfStatus(vf int) (vfStatus, error) {
 		return vfStatus{}, err
 	}
 	s := vfStatus{VF: vf, State: in.LastCmd.String(), Active: in.Active, VHCR: fmt.Sprintf("%#x", in.VHCR), Toggle: in.Toggle}
+	if r := in.Refused; r.Status != mlx4.OK {
+		s.Refused = &adminc.Refusal{Opcode: r.Op.String(), Status: r.Status.Name(), StatusCode: uint8(r.Status),
+			Reason: r.Reason.String(), Text: r.Reason.Text(), Toggle: r.Toggle}
+	}
 	var serr error
 	if err := a.pf.Do(func() { s.Setting, serr = a.hca.VFSettings(vf) }); err != nil {
 		return vfStatus{}, err

@@ -39,8 +39,8 @@ func devicesFlags(name string, args []string, usage string, more ...func(*flag.F
 
 // devicesExamples are the --help examples of devices, bind and unbind.
 var devicesExamples = map[string][]string{
-	"devices": {"vhcrd devices", "vhcrd devices --json", "vhcrd devices --sysfs /tmp/fake-sysfs"},
-	"bind":    {"vhcrd bind 0000:03:00.1", "vhcrd serve --bar vfio:0000:03:00.1#region2 --dma bar@0x40000"},
+	"devices": {"vhcrd devices", "vhcrd devices --json"},
+	"bind":    {"vhcrd bind 0000:03:00.1", "vhcrd serve --bar vfio:0000:03:00.1#region2 --dma bar@0x40000 --num-vfs 1 --vf-bar 0=vfio:0000:03:00.1#region2@8M"},
 	"unbind":  {"vhcrd unbind 0000:03:00.1"},
 }
 

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +75,16 @@ type daemon struct {
 	metrics string // http://host:port
 	stderr  *bytes.Buffer
 	exited  chan error
+	// later is the log after the daemon started serving
+	mu    sync.Mutex
+	later strings.Builder
+}
+
+// logAfterStart is the daemon's log since it started serving.
+func (d *daemon) logAfterStart() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.later.String()
 }
 
 // startDaemon runs vhcrd serve and waits until it serves (its log line with
@@ -116,7 +127,9 @@ func startDaemon(t *testing.T, barPath, dmaPath string, extra ...string) *daemon
 	}
 	go func() {
 		for l := range lines {
-			_ = l
+			d.mu.Lock()
+			d.later.WriteString(l + "\n")
+			d.mu.Unlock()
 		}
 	}()
 	return d

@@ -190,8 +190,11 @@ func (s *server) startGuests(guests []guestSpec, vfBARs []bar.Spec, passed passe
 				if s.guestsStopping.Load() {
 					return // vhcrd stops: the VF's state stays for the next PF
 				}
-				err := s.pf.FLR(vf)
-				log.Info("guest gone: VF reset as an FLR", "vf", vf, "ivshmem_id", id, "err", err)
+				if err := s.pf.FLR(vf); err != nil {
+					log.Warn("guest gone: the VF's FLR failed", "vf", vf, "ivshmem_id", id, "err", err)
+				} else {
+					log.Info("guest gone: VF reset as an FLR", "vf", vf, "ivshmem_id", id)
+				}
 				s.forgetGuest(vf)
 			},
 			Logger: log,
@@ -236,8 +239,11 @@ func (s *server) startGuests(guests []guestSpec, vfBARs []bar.Spec, passed passe
 				// connection ends (QEMU sees the server gone), the VF is
 				// reset as when a guest goes.
 				s.forgetGuest(vf)
-				err := s.pf.FLR(vf)
-				log.Warn("stored guest connection dropped: VF reset as an FLR", "vf", vf, "vectors_adopted", adoptedIRQ[vf] != nil, "err", err)
+				if err := s.pf.FLR(vf); err != nil {
+					log.Warn("stored guest connection dropped: the VF's FLR failed", "vf", vf, "vectors_adopted", adoptedIRQ[vf] != nil, "err", err)
+				} else {
+					log.Warn("stored guest connection dropped: VF reset as an FLR", "vf", vf, "vectors_adopted", adoptedIRQ[vf] != nil)
+				}
 			}
 		}
 		go func() {

@@ -1,13 +1,12 @@
 package main
 
 // --help at every level of both tools' command trees, and their usage
-// errors. The tree and every command's flags come from `TOOL gen`, which
-// records the flags each command parses (cmd/internal/clidoc).
+// errors. The tree and every command's flags come from `TOOL completion
+// fish`, which records the flags each command parses (cmd/internal/clidoc).
 
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -25,18 +24,15 @@ type level struct {
 // fishLine is a flag or action line of the fish completion gen writes.
 var fishLine = regexp.MustCompile(`^complete -c \S+ -n '([^']*)' (?:-l (\S+)|-a (\S+))`)
 
-// tree reads tool's command tree from the fish completion `tool gen` writes.
+// tree reads tool's command tree from the fish completion `tool completion
+// fish` prints.
 func tree(t *testing.T, tool string) []*level {
 	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command(filepath.Join(binDir, tool), "gen", dir).CombinedOutput(); err != nil {
-		t.Fatalf("%s gen: %v\n%s", tool, err, out)
-	}
-	f, err := os.Open(filepath.Join(dir, tool+".fish"))
+	fish, err := exec.Command(filepath.Join(binDir, tool), "completion", "fish").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s completion fish: %v", tool, err)
 	}
-	defer f.Close()
+	f := bytes.NewReader(fish)
 	top := &level{}
 	byKey := map[string]*level{"": top}
 	levels := []*level{top}
@@ -160,6 +156,23 @@ func TestUsageErrors(t *testing.T) {
 			if code != 2 || out != "" || len(lines) != 2 || !strings.HasPrefix(lines[0], tool) ||
 				!regexp.MustCompile(`^run '`+tool+`( [a-z-]+)* --help' for usage$`).MatchString(lines[1]) {
 				t.Errorf("%s %q: exit %d, stdout %q, stderr:\n%s", tool, args, code, out, errOut)
+			}
+		}
+	}
+}
+
+// goHelp is what the flag package and fmt print that a help should not: a
+// Go type as a flag's placeholder, a Go map, slice or nil, an empty default.
+var goHelp = regexp.MustCompile(`(?m)^  --\S+ (value|string|int|uint|int64|uint64|float64|duration)$|map\[|<nil>|\[\d+( \d+)+\]|\(default: \)|%!`)
+
+// TestHelpHasNoGoValues: no level of either tool's help shows Go's syntax
+// (`--link-state value`, `(default: map[])`, `[1 2]`, `<nil>`).
+func TestHelpHasNoGoValues(t *testing.T) {
+	for _, tool := range []string{"vhcrd", "vfctl"} {
+		for _, l := range append(tree(t, tool), &level{words: []string{"version"}}) {
+			out, _, _ := runTool(t, tool, append(append([]string(nil), l.words...), "--help")...)
+			if m := goHelp.FindString(out); m != "" {
+				t.Errorf("%s %s --help shows %q:\n%s", tool, strings.Join(l.words, " "), m, out)
 			}
 		}
 	}

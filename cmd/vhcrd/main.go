@@ -6,9 +6,11 @@
 //	vhcrd trace [flags]      stream the command trace of a running vhcrd
 //	vhcrd vf list|show|set|flr   show and change VFs (admin socket)
 //	vhcrd port up|down P     a physical port's link (admin socket)
-//	vhcrd config             print the embedded default configuration
+//	vhcrd config [--check FILE]  print the embedded default configuration, or check a file
+//	vhcrd completion SHELL   shell completion (bash, zsh, fish) to stdout
+//	vhcrd man DIR            the man pages
 //	vhcrd version            the module version and VCS revision
-//	vhcrd help               list commands
+//	vhcrd help [COMMAND]     list commands, or a command's help
 package main
 
 import (
@@ -43,7 +45,7 @@ func main() {
 	} else if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		name, args = args[0], args[1:]
 	}
-	if cli.IsHelp(name) {
+	if name != "help" && cli.IsHelp(name) {
 		usage()
 		return
 	}
@@ -104,6 +106,10 @@ func versionHelp(tool string) *cli.Help {
 		Examples: []string{tool + " version", tool + " --version"}, Exit: "0"}
 }
 
+// topExamples are `vhcrd --help`'s examples and vhcrd.1's.
+var topExamples = []string{"vhcrd serve --num-vfs 8", "vhcrd vf list", "vhcrd vf set 3 --vlan 100 --qos 2",
+	"vhcrd vf flr 3", "vhcrd port down 1", "vhcrd trace --vf 3 --json"}
+
 // usage is `vhcrd --help`: the commands, on stdout.
 func usage() {
 	names := make([]string, 0, len(commands))
@@ -114,9 +120,8 @@ func usage() {
 	}
 	sort.Strings(names)
 	h := cli.Help{Usage: "vhcrd COMMAND [flags]     (vhcrd COMMAND --help: its flags; no COMMAND: serve)",
-		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464", "vhcrd vf list", "vhcrd vf set 3 --vlan 100 --qos 2",
-			"vhcrd port down 1", "vhcrd trace --vf 3 --json"},
-		Exit: exitStatus}
+		Examples: topExamples,
+		Exit:     exitStatus}
 	for _, n := range names {
 		h.Subs = append(h.Subs, cli.Sub{Name: n, Summary: commands[n].summary})
 	}

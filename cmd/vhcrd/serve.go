@@ -39,28 +39,17 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
-// Defaults of `vhcrd serve`, which vfctl shares.
-const (
-	DefaultBAR         = "file:" + vhcr.DefaultBARPath
-	DefaultDMA         = "file:" + vhcr.DefaultDMAPath
-	DefaultMetricsAddr = "127.0.0.1:9464"
+// Defaults of `vhcrd serve`, which vfctl shares; VHCRD_BAR, VHCRD_DMA and
+// VHCRD_METRICS_ADDR set others (cmd/internal/cli).
+var (
+	DefaultBAR         = cli.Default(cli.EnvBAR, "file:"+vhcr.DefaultBARPath)
+	DefaultDMA         = cli.Default(cli.EnvDMA, "file:"+vhcr.DefaultDMAPath)
+	DefaultMetricsAddr = cli.Default(cli.EnvMetricsAddr, "127.0.0.1:9464")
 )
 
 func init() {
 	register("serve", "serve the VFs' comm channels (default command)", runServe)
-	register("config", "print the embedded default configuration (the example file)", runConfig)
-}
-
-func runConfig(args []string) error {
-	fs := clidoc.NewFlagSet("config", flag.ContinueOnError)
-	h := &cli.Help{Usage: "vhcrd config > vhcrd.json",
-		About:    "prints the embedded default configuration; edit a copy and pass it to vhcrd serve --config FILE",
-		Examples: []string{"vhcrd config > vhcrd.json", "vhcrd serve --config vhcrd.json"}, Exit: "0 printed, 2 usage"}
-	if err := parseNoArgs(fs, args, h); err != nil {
-		return err
-	}
-	_, err := os.Stdout.Write(config.Example())
-	return err
+	register("config", "print the embedded default configuration, or check a file (--check FILE)", runConfig)
 }
 
 type serveFlags struct {
@@ -80,15 +69,15 @@ type serveFlags struct {
 func runServe(args []string) error {
 	fs := clidoc.NewFlagSet("serve", flag.ContinueOnError)
 	f := serveFlags{vfBARs: vfSpecs{}, guests: vfSpecs{}}
-	fs.StringVar(&f.bar, "bar", DefaultBAR, "control region (the header): file:PATH, sysfs:BDF#resourceN or vfio:BDF[#regionN][@OFFSET]")
+	fs.StringVar(&f.bar, "bar", DefaultBAR, "control region (the header) `SPEC`: file:PATH, sysfs:BDF#resourceN or vfio:BDF[#regionN][@OFFSET] ($VHCRD_BAR sets the default)")
 	fs.Var(f.guests, "guest", "`N=RAMFILE[,size=SIZE][,socket=PATH]`: VF N is a QEMU guest's: its DMA memory is the guest's RAM file (memory-backend-file share=on; IOVA = guest-physical address), and an ivshmem server on the socket (default <bar>.vf<N>.sock, mode 0600) hands QEMU's ivshmem-doorbell VF N's BAR region and MSI-X vectors; repeatable")
 	fs.IntVar(&f.vectors, "vectors", irq.DefaultVectors, "MSI-X vectors per VF (eventfds; mlx4 needs at least 2)")
 	fs.Var(f.vfBARs, "vf-bar", "`N=SPEC`: VF N's BAR region (comm page at 0, EQ doorbells at mlx4's UAR offsets; 8 MiB), any --bar form; repeatable (default: file:<bar>.vf<N> next to a file --bar)")
-	fs.StringVar(&f.dma, "dma", DefaultDMA, "DMA region: file:PATH, or bar[@OFFSET] for a range of the BAR region")
+	fs.StringVar(&f.dma, "dma", DefaultDMA, "DMA region `SPEC`: file:PATH, or bar[@OFFSET] for a range of the BAR region ($VHCRD_DMA sets the default)")
 	fs.IntVar(&f.vfs, "num-vfs", 8, "number of VFs to serve (1..126)")
 	fs.StringVar(&f.window, "window", "1M", "DMA window per VF (a multiple of 4K)")
 	fs.StringVar(&f.configPath, "config", "", "configuration `FILE` (default: the embedded example, which vhcrd config prints)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "address of the HTTP listener: /metrics, /healthz, /readyz (empty: off)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "`ADDR` of the HTTP listener: /metrics, /healthz, /readyz (empty: off; $VHCRD_METRICS_ADDR sets the default)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log lines as text (key=value) or json (one object per line)")
 	fs.StringVar(&f.ibsim, "ibsim", "", "also serve the MAD engine, cabled to the config's fabric (a switch OpenSM manages), to infiniband-diags and OpenSM under libumad2sim on this IBSIM_SOCKNAME")
@@ -99,8 +88,8 @@ func runServe(args []string) error {
 	fs.BoolVar(&f.traceJSON, "trace-json", false, "write --trace as JSON lines")
 	fs.StringVar(&f.pfstate, "pfstate", "", "PF state file `PATH` that keeps objects, pending commands and completions across a PF restart (default: the BAR file's path + .pfstate; off: none, for cost measurements only)")
 	h := &cli.Help{Usage: "vhcrd serve [flags]", About: commands["serve"].summary,
-		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464",
-			"vhcrd serve --config my.json --ibsim vhcrd0 --capture mads.pcap",
+		Examples: []string{"vhcrd serve --num-vfs 8", "vhcrd serve --num-vfs 16 --window 256K --log-format json",
+			"vhcrd serve --ibsim mysim --capture mads.pcap",
 			"vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K --vf-bar 0=vfio:0000:00:01.0#region2@8M --vf-bar 1=vfio:0000:00:01.0#region2@16M"},
 		Exit: "0 stopped by SIGINT or SIGTERM, 1 failed, 2 usage"}
 	if err := parseNoArgs(fs, args, h); err != nil {
@@ -328,20 +317,12 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		}
 		s.vfBARs = append(s.vfBARs, r)
 	}
-	h, err := hca.New(cfg, f.vfs)
+	h, e, err := newModel(cfg, f.vfs, &s.traps, log)
 	if err != nil {
 		s.close()
 		return nil, err
 	}
-	s.hca = h
-	if s.mad, err = mad.New(hca.MADNode(cfg), mad.Options{Sink: &s.traps, Logger: log}); err != nil {
-		s.close()
-		return nil, fmt.Errorf("MAD engine: %w", err)
-	}
-	if err := h.AttachMAD(s.mad); err != nil {
-		s.close()
-		return nil, err
-	}
+	s.hca, s.mad = h, e
 	if s.trace, err = master.NewTrace(0); err != nil {
 		s.close()
 		return nil, err
@@ -689,7 +670,11 @@ func (s *server) watchPorts(ctx context.Context, log *slog.Logger) {
 				if err := s.pf.Do(func() { n, perr = s.hca.PortMgmtChange(c) }); err != nil {
 					return // the poller has stopped
 				}
-				log.Info("port change", "port", c.Port, "state", c.State, "what", c.What, "eqes", n, "err", perr)
+				if perr != nil {
+					log.Warn("port change", "port", c.Port, "state", c.State, "what", c.What, "eqes", n, "err", perr)
+				} else {
+					log.Info("port change", "port", c.Port, "state", c.State, "what", c.What, "eqes", n)
+				}
 			}
 		}
 	}()

@@ -81,8 +81,8 @@ type adminFlags struct {
 }
 
 func (a *adminFlags) add(fs *flag.FlagSet) {
-	fs.StringVar(&a.sock, "admin-socket", "", "the daemon's admin socket (default: derived from --bar)")
-	fs.StringVar(&a.bar, "bar", DefaultBAR, "the daemon's BAR region, to find its admin socket")
+	fs.StringVar(&a.sock, "admin-socket", "", "the daemon's admin socket `PATH` (default: derived from --bar)")
+	fs.StringVar(&a.bar, "bar", DefaultBAR, "the daemon's BAR region `SPEC`, to find its admin socket")
 	fs.BoolVar(&a.json, "json", false, "print the daemon's answer as JSON")
 }
 
@@ -191,15 +191,15 @@ func runVF(args []string) error {
 	switch sub {
 	case "list", "show", "flr":
 	case "set":
-		fs.IntVar(&set.PhysPort, "phys-port", 0, "physical port of --mac (default: every port of the VF)")
-		fs.StringVar(&set.MAC, "mac", "", "admin MAC")
-		fs.Var(optInt{&set.VLAN}, "vlan", "VST VLAN (0 with qos 0: VGT)")
-		fs.Var(optInt{&set.QoS}, "qos", "VST priority 0..7")
-		fs.Var(onOff{&set.SpoofCheck}, "spoof-check", "on or off")
-		fs.Var(onOff{&set.Trust}, "trust", "on or off (mlx4 refuses it)")
-		fs.Var(optString{&set.LinkState}, "link-state", "auto, enable or disable")
-		fs.Var(optInt{&set.MaxTxRate}, "max-tx-rate", "Mb/s (mlx4 refuses it without vport QoS)")
-		fs.Var(optInt{&set.MinTxRate}, "min-tx-rate", "Mb/s (mlx4 refuses it)")
+		fs.IntVar(&set.PhysPort, "phys-port", 0, "physical `PORT` of --mac (default: every port of the VF)")
+		fs.StringVar(&set.MAC, "mac", "", "admin `MAC` (xx:xx:xx:xx:xx:xx)")
+		fs.Var(optInt{&set.VLAN}, "vlan", "VST `VLAN` 0..4095 (0 with qos 0: VGT)")
+		fs.Var(optInt{&set.QoS}, "qos", "VST priority `QOS` 0..7")
+		fs.Var(onOff{&set.SpoofCheck}, "spoof-check", "force the source MAC of the VF's Ethernet QPs: `on|off`")
+		fs.Var(onOff{&set.Trust}, "trust", "`on|off` (mlx4 refuses it)")
+		fs.Var(optString{&set.LinkState}, "link-state", "the VF's link: `auto|enable|disable`")
+		fs.Var(optInt{&set.MaxTxRate}, "max-tx-rate", "`MBPS` in Mb/s (mlx4 refuses it without vport QoS)")
+		fs.Var(optInt{&set.MinTxRate}, "min-tx-rate", "`MBPS` in Mb/s (mlx4 refuses it)")
 		q.Set = &set
 	default:
 		return usageError{fmt.Errorf("unknown vf command %q: want list, show, set or flr", sub)}
@@ -265,6 +265,9 @@ func runVF(args []string) error {
 		}
 		for _, o := range s.Oper {
 			fmt.Printf("operational port %d: mac %s, vst %v, vlan %d, qos %d, spoof checking %v\n", o.Port, o.MAC, o.VST, o.VLAN, o.QoS, o.SpoofCheck)
+		}
+		if r := v.Refused; r != nil {
+			fmt.Printf("last refused command: %s, %s (%#02x), reason %s (%s)\n", r.Opcode, r.Status, r.StatusCode, r.Reason, r.Text)
 		}
 	case "set":
 		var r struct {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -227,12 +228,42 @@ func Parse(r io.Reader) (*Config, error) {
 	dec.DisallowUnknownFields()
 	var c Config
 	if err := dec.Decode(&c); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, fieldErr(te.Field, "%s, want %s", te.Value, jsonWant(te.Type.Kind()))
+		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// jsonWant says in words what a field of kind k takes (for a value of the
+// wrong type or range; not Go's type names).
+func jsonWant(k reflect.Kind) string {
+	switch k {
+	case reflect.Uint8:
+		return "a number 0..255"
+	case reflect.Uint16:
+		return "a number 0..65535"
+	case reflect.Uint32:
+		return "a number 0..4294967295"
+	case reflect.Uint, reflect.Uint64:
+		return "a number 0 or more"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another type"
 }
 
 func fieldErr(field, format string, a ...any) error {

@@ -218,3 +218,21 @@ func TestCompletions(t *testing.T) {
 		t.Fatalf("absent: %v, %q; want auto", err, c.Function(0).Completions)
 	}
 }
+
+// A value of the wrong type or range names the field and what it takes in
+// words, not Go's struct and type names.
+func TestParseTypeErrorInWords(t *testing.T) {
+	ex := string(Example())
+	for _, tc := range []struct{ from, to, want string }{
+		{`"lid": 5`, `"lid": 70000`, "ports.lid: number 70000, want a number 0..65535"},
+		{`"lid": 5`, `"lid": "five"`, "ports.lid: string, want a number 0..65535"},
+	} {
+		if !strings.Contains(ex, tc.from) {
+			t.Fatalf("the example has no %s", tc.from)
+		}
+		_, err := Parse(strings.NewReader(strings.Replace(ex, tc.from, tc.to, 1)))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "Go struct") {
+			t.Errorf("%s: %v, want %q", tc.to, err, tc.want)
+		}
+	}
+}

@@ -149,6 +149,10 @@ func madIFCStatus(c *mlx4.Cmd, r mad.IFCResult) mlx4.Status {
 		return mlx4.OK
 	case mad.IFCRefused:
 		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonMAD)
+	case mad.IFCNoReply:
+		// Consumed without a reply: a B_Key (or other key) violation,
+		// whose trap the engine sent, or a TrapRepress.
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMADDropped)
 	}
 	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 }

@@ -18,7 +18,7 @@ func TestMADIFCStatus(t *testing.T) {
 		{mad.IFCOK, mlx4.OK, mlx4.ReasonNone},
 		{mad.IFCRefused, mlx4.BAD_OP, mlx4.ReasonMAD},
 		{mad.IFCBadInbox, mlx4.BAD_PARAM, mlx4.ReasonContext},
-		{mad.IFCNoReply, mlx4.BAD_PARAM, mlx4.ReasonContext},
+		{mad.IFCNoReply, mlx4.BAD_PARAM, mlx4.ReasonMADDropped},
 	} {
 		var c mlx4.Cmd
 		if s := madIFCStatus(&c, tc.r); s != tc.want || c.Reason != tc.reason {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -182,7 +184,7 @@ func (h *HCA) SetVF(vf int, ch VFSettingsChange) ([]string, error) {
 		for _, p := range ports {
 			h.fw.vfs[vf].adminMAC[p-1] = *ch.MAC
 		}
-		later(fmt.Sprintf("mac %s on port %v", MACString(*ch.MAC), ports))
+		later(fmt.Sprintf("mac %s on %s", MACString(*ch.MAC), portList(ports)))
 	}
 	if ch.VLAN != nil || ch.QoS != nil {
 		vlan, qos := 0, 0
@@ -236,4 +238,16 @@ func contains(s []int, v int) bool {
 		}
 	}
 	return false
+}
+
+// portList names ports as a message says them: "port 1", "ports 1, 2".
+func portList(ports []int) string {
+	w := make([]string, len(ports))
+	for i, p := range ports {
+		w[i] = strconv.Itoa(p)
+	}
+	if len(w) == 1 {
+		return "port " + w[0]
+	}
+	return "ports " + strings.Join(w, ", ")
 }

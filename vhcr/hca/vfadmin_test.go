@@ -77,3 +77,21 @@ func TestSetVFLinkStateNow(t *testing.T) {
 		t.Fatalf("link state %q", s.LinkState)
 	}
 }
+
+// What a MAC change reports names its ports in words ("on ports 1, 2"),
+// not as a Go slice.
+func TestSetVFMACReport(t *testing.T) {
+	r := vstRig(t, 100)
+	mac := uint64(0x02c903aabbcc)
+	done, err := r.h.SetVF(1, VFSettingsChange{MAC: &mac})
+	if err != nil || len(done) != 1 {
+		t.Fatalf("SetVF: %v %q", err, done)
+	}
+	if want := "mac 02:c9:03:aa:bb:cc on ports 1, 2: at the VF's next reset"; done[0] != want {
+		t.Errorf("SetVF reported %q, want %q", done[0], want)
+	}
+	done, err = r.h.SetVF(1, VFSettingsChange{Phys: 2, MAC: &mac})
+	if err != nil || len(done) != 1 || done[0] != "mac 02:c9:03:aa:bb:cc on port 2: at the VF's next reset" {
+		t.Errorf("SetVF on port 2: %v %q", err, done)
+	}
+}

@@ -154,6 +154,8 @@ type vfState struct {
 	// mirror is the header's copy of the record's first word where the
 	// record is in the state file (else the zero Reg, not written).
 	mirror bar.Reg
+	// refused is the last VHCR_POST answered with a non-OK status (Info).
+	refused Refusal
 }
 
 // mapBAR points the VF's comm registers at offset 0 of r.

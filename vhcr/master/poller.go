@@ -12,6 +12,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/internal/futex"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // Idle is the idle policy of the poller. After the last work it spins
@@ -288,6 +289,20 @@ type VFInfo struct {
 	Active  bool
 	VHCR    uint64
 	Toggle  uint32
+	// Refused is the VF's last VHCR_POST answered with a status other
+	// than OK (Refused.Status OK: none since the PF started).
+	Refused Refusal
+}
+
+// Refusal is a VHCR_POST the PF answered with a non-OK status: the opcode,
+// the status, the reason it recorded (mlx4.Reason) and the toggle of the
+// slave_write word that posted it, by which a VF's tool tells its own
+// command from a later one.
+type Refusal struct {
+	Op     mlx4.Opcode
+	Status mlx4.Status
+	Reason mlx4.Reason
+	Toggle uint32 // 0 or 1
 }
 
 // Info returns VF vf's channel state (through the poller).
@@ -295,7 +310,7 @@ func (p *PF) Info(vf int) (VFInfo, error) {
 	var in VFInfo
 	err := p.Do(func() {
 		st := &p.vfs[vf]
-		in = VFInfo{LastCmd: st.lastCmd, Active: st.active, VHCR: st.vhcr, Toggle: st.ack >> 31}
+		in = VFInfo{LastCmd: st.lastCmd, Active: st.active, VHCR: st.vhcr, Toggle: st.ack >> 31, Refused: st.refused}
 	})
 	return in, err
 }

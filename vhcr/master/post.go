@@ -275,6 +275,9 @@ func (p *PF) account(i int, e *Entry, c *mlx4.Cmd, status mlx4.Status, toggle ui
 	}
 	p.stats.countCommand(i, idx, status)
 	p.stats.countRefusal(i, c.Reason)
+	if status != mlx4.OK {
+		p.vfs[i].refused = Refusal{Op: c.Op, Status: status, Reason: c.Reason, Toggle: toggle >> 31}
+	}
 	if timed {
 		t1 := tick.Now()
 		p.stats.observe(classOf(e), t1-t0)

@@ -1,6 +1,10 @@
 package mlx4
 
-import "github.com/vhcrd/vhcrd/dma"
+import (
+	"strconv"
+
+	"github.com/vhcrd/vhcrd/dma"
+)
 
 // Cmd is one command as an executor sees it: decoded from the PF's private
 // shadow of the vHCR, with the shadow inbox already copied in and checked
@@ -58,6 +62,7 @@ const (
 	ReasonFLR                  // function is being reset
 	ReasonMAD                  // MAD refused by the VF policy
 	ReasonNotModelled          // in the table but not executed by this model
+	ReasonMADDropped           // MAD consumed without a reply (a key violation, a trap repress): firmware's BAD_PKT
 	reasonCount
 )
 
@@ -68,6 +73,42 @@ var reasonNames = [...]string{
 	ReasonBadState: "bad_state", ReasonBusy: "busy", ReasonQuota: "quota", ReasonRange: "range",
 	ReasonPKey: "pkey", ReasonPort: "port", ReasonGID: "gid", ReasonMTT: "mtt", ReasonEQ: "eq",
 	ReasonContext: "context", ReasonFLR: "flr", ReasonMAD: "mad_policy", ReasonNotModelled: "not_modelled",
+	ReasonMADDropped: "mad_dropped",
+}
+
+// reasonTexts say in words what each reason's name stands for.
+var reasonTexts = [...]string{
+	ReasonNone: "no refusal", ReasonUnknownOpcode: "the opcode is not in the command table",
+	ReasonPrivileged:  "the command or operation is the PF's only",
+	ReasonOpModifier:  "the op_modifier is not one the command accepts",
+	ReasonInModifier:  "the in_modifier is out of range",
+	ReasonInboxDMA:    "the inbox address is not readable in the VF's DMA window",
+	ReasonEventsNoEQ:  "the 'e' bit is set but no EQ of the VF is mapped for command completions",
+	ReasonNotOwner:    "the object belongs to another function",
+	ReasonNotFound:    "the object does not exist",
+	ReasonBadState:    "the object (or QP) is in the wrong state for this command",
+	ReasonBusy:        "the object is busy or still referenced",
+	ReasonQuota:       "the VF's quota or the pool is exhausted",
+	ReasonRange:       "a resource number or index is out of bounds",
+	ReasonPKey:        "the P_Key index is outside the function's table",
+	ReasonPort:        "the function does not have that port",
+	ReasonGID:         "the GID index is outside the function's range",
+	ReasonMTT:         "the MTT range is not the VF's or out of bounds",
+	ReasonEQ:          "the EQ is not the VF's or not in hardware ownership",
+	ReasonContext:     "a context field or parameter is malformed",
+	ReasonFLR:         "the function is being reset",
+	ReasonMAD:         "the VF policy of MAD_IFC refuses this MAD",
+	ReasonNotModelled: "the command is in the table but this model does not execute it",
+	ReasonMADDropped:  "the MAD was consumed without a reply, the firmware's BAD_PKT: a key violation, whose trap goes to the SM",
+}
+
+// Text says in words why a command was refused ("the object does not
+// exist"); Reason.String is the metric label.
+func (r Reason) Text() string {
+	if int(r) < len(reasonTexts) && reasonTexts[r] != "" {
+		return reasonTexts[r]
+	}
+	return "reason " + strconv.Itoa(int(r))
 }
 
 // NumReasons is the number of Reason values (for counter arrays).

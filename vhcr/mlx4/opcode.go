@@ -1,6 +1,10 @@
 package mlx4
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Opcode is the 12-bit command opcode (vHCR bits 11:0 of the opcode field).
 type Opcode uint16
@@ -171,10 +175,14 @@ func (op Opcode) String() string {
 	return fmt.Sprintf("%#03x", uint16(op))
 }
 
-// ParseOpcode accepts an mlx4 name (case-sensitive, as String prints it) or a
+// ErrUnknownOpcode is returned, wrapped, by ParseOpcode for a word that is
+// neither an mlx4 name nor a 12-bit number.
+var ErrUnknownOpcode = errors.New("mlx4: unknown opcode")
+
+// ParseOpcode accepts an mlx4 name in any case (QUERY_FW, query_fw) or a
 // number (0x31, 49).
 func ParseOpcode(s string) (Opcode, error) {
-	if op, ok := opByName[s]; ok {
+	if op, ok := opByName[strings.ToUpper(s)]; ok {
 		return op, nil
 	}
 	var v uint64
@@ -184,7 +192,7 @@ func ParseOpcode(s string) (Opcode, error) {
 	if n, err := parseUint(s); err == nil && n <= 0xfff {
 		return Opcode(n), nil
 	}
-	return 0, fmt.Errorf("mlx4: unknown opcode %q", s)
+	return 0, fmt.Errorf("%w %q (an mlx4 name such as QUERY_FUNC_CAP, or a number)", ErrUnknownOpcode, s)
 }
 
 // Opcodes returns every named opcode.

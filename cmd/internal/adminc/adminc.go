@@ -68,3 +68,32 @@ func Call(path string, req any, timeout time.Duration) ([]byte, error) {
 	}
 	return []byte(line), nil
 }
+
+// Refusal is the last_refusal of a vf.show answer: the last VHCR_POST of
+// the VF that the PF answered with a status other than OK, the reason the
+// PF recorded (the refusal counter's label) and the toggle of the
+// slave_write word that posted it.
+type Refusal struct {
+	Opcode     string `json:"opcode"`
+	Status     string `json:"status"`
+	StatusCode uint8  `json:"status_code"`
+	Reason     string `json:"reason"`
+	Text       string `json:"reason_text"`
+	Toggle     uint32 `json:"toggle"`
+}
+
+// LastRefusal asks the admin socket at path for VF vf's last refusal
+// (vf.show); nil and no error when the PF has refused none of its commands.
+func LastRefusal(path string, vf int, timeout time.Duration) (*Refusal, error) {
+	line, err := Call(path, map[string]any{"cmd": "vf.show", "vf": vf}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	var a struct {
+		Refused *Refusal `json:"last_refusal"`
+	}
+	if err := json.Unmarshal(line, &a); err != nil {
+		return nil, fmt.Errorf("admin socket: vf.show: %w", err)
+	}
+	return a.Refused, nil
+}

@@ -12,6 +12,24 @@ import (
 // ExitUsage is the exit status of a usage error (1: refused or failed).
 const ExitUsage = 2
 
+// Environment variables that set the defaults of flags in both tools: an
+// operator's (or a test's) other regions without a flag on every command.
+// A flag given on the command line wins.
+const (
+	EnvBAR         = "VHCRD_BAR"          // --bar of every command of vhcrd and vfctl
+	EnvDMA         = "VHCRD_DMA"          // --dma of vhcrd serve
+	EnvMetricsAddr = "VHCRD_METRICS_ADDR" // --metrics-addr of vhcrd serve ("" set: off)
+)
+
+// Default is the default of a flag: the environment variable env where it
+// is set, else builtin.
+func Default(env, builtin string) string {
+	if v, ok := os.LookupEnv(env); ok {
+		return v
+	}
+	return builtin
+}
+
 // Sub is a subcommand or action in a --help listing.
 type Sub struct{ Name, Summary string }
 
@@ -69,21 +87,61 @@ func (h *Help) Write(w io.Writer) {
 func WriteFlags(w io.Writer, fs *flag.FlagSet) {
 	var b strings.Builder
 	fs.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
+		arg, usage := FlagArg(f)
 		fmt.Fprintf(&b, "  --%s", f.Name)
-		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); !(ok && bf.IsBoolFlag()) {
-			if arg == "" {
-				arg = "value"
-			}
+		if arg != "" {
 			fmt.Fprintf(&b, " %s", arg)
 		}
 		b.WriteString("\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t"))
-		if d := f.DefValue; d != "" && d != "false" && d != "0" && d != "[]" && !strings.Contains(usage, "(required)") {
+		if d := FlagDefault(f); d != "" && !strings.Contains(usage, "(required)") {
 			fmt.Fprintf(&b, " (default: %s)", d)
 		}
 		b.WriteString("\n")
 	})
 	_, _ = io.WriteString(w, b.String())
+}
+
+// IsBool reports whether f is a boolean flag (it takes no argument).
+func IsBool(f *flag.Flag) bool {
+	bf, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && bf.IsBoolFlag()
+}
+
+// FlagArg is the placeholder of f's argument ("" for a boolean flag) and
+// its usage. A name in back quotes in the usage is the placeholder
+// (`FILE`); else a number is N, a duration DURATION, and any other value
+// the last word of the flag's name in capitals (--metrics-addr ADDR), never
+// the Go type the flag package would name (string, int, value).
+func FlagArg(f *flag.Flag) (arg, usage string) {
+	arg, usage = flag.UnquoteUsage(f)
+	if IsBool(f) {
+		return "", usage
+	}
+	if strings.Contains(f.Usage, "`") {
+		return arg, usage
+	}
+	switch arg {
+	case "int", "uint", "int64", "uint64", "float":
+		return "N", usage
+	case "duration":
+		return "DURATION", usage
+	}
+	name := f.Name
+	if i := strings.LastIndexByte(name, '-'); i >= 0 {
+		name = name[i+1:]
+	}
+	return strings.ToUpper(name), usage
+}
+
+// FlagDefault is f's default as help shows it: "" for the zero value (false,
+// 0, empty, an empty list or map).
+func FlagDefault(f *flag.Flag) string {
+	switch d := f.DefValue; d {
+	case "false", "0", "[]", "map[]", "0s":
+		return ""
+	default:
+		return d
+	}
 }
 
 // Parse parses args into fs. On -h or --help it writes h (with fs's

@@ -1,6 +1,7 @@
 package clidoc
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 )
 
 // Flag is one flag of a command.
@@ -74,16 +77,34 @@ func Record(run func([]string) error, args ...string) []Flag {
 	}
 	var out []Flag
 	sets[len(sets)-1].VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		bf, ok := f.Value.(interface{ IsBoolFlag() bool })
-		out = append(out, Flag{Name: f.Name, Usage: usage, Default: f.DefValue, Arg: arg, Bool: ok && bf.IsBoolFlag()})
+		arg, usage := cli.FlagArg(f)
+		out = append(out, Flag{Name: f.Name, Usage: usage, Default: cli.FlagDefault(f), Arg: arg, Bool: cli.IsBool(f)})
 	})
 	return out
 }
 
-// Generate writes bash, zsh and fish completion and the man pages of t
-// into dir: NAME.bash, _NAME, NAME.fish, NAME.1 and NAME-COMMAND.1.
-func Generate(t *Tool, dir string, date time.Time) error {
+// Shells are the shells Completion writes a script for.
+var Shells = []string{"bash", "zsh", "fish"}
+
+// ErrShell is returned, wrapped, by Completion for a shell not in Shells.
+var ErrShell = errors.New("clidoc: no completion for this shell")
+
+// Completion writes t's completion script for shell (one of Shells) to w:
+// what `TOOL completion SHELL` prints.
+func Completion(w io.Writer, t *Tool, shell string) error {
+	switch shell {
+	case "bash":
+		return Bash(w, t)
+	case "zsh":
+		return Zsh(w, t)
+	case "fish":
+		return Fish(w, t)
+	}
+	return fmt.Errorf("%w: %q (want %s)", ErrShell, shell, strings.Join(Shells, ", "))
+}
+
+// ManPages writes the man pages of t into dir: NAME.1 and NAME-COMMAND.1.
+func ManPages(t *Tool, dir string, date time.Time) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -97,15 +118,6 @@ func Generate(t *Tool, dir string, date time.Time) error {
 			return err
 		}
 		return fh.Close()
-	}
-	if err := write(t.Name+".bash", func(w io.Writer) error { return Bash(w, t) }); err != nil {
-		return err
-	}
-	if err := write("_"+t.Name, func(w io.Writer) error { return Zsh(w, t) }); err != nil {
-		return err
-	}
-	if err := write(t.Name+".fish", func(w io.Writer) error { return Fish(w, t) }); err != nil {
-		return err
 	}
 	if err := write(t.Name+".1", func(w io.Writer) error { return Man(w, t, nil, date) }); err != nil {
 		return err
@@ -141,7 +153,7 @@ func Bash(w io.Writer, t *Tool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# bash completion for %s (generated from its command tree)\n%s() {\n", t.Name, fn)
 	b.WriteString("\tlocal cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} sub=${COMP_WORDS[2]}\n")
-	fmt.Fprintf(&b, "\tif [[ $COMP_CWORD -eq 1 ]]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); return; fi\n", names(t.Commands)+" help version --help --version")
+	fmt.Fprintf(&b, "\tif [[ $COMP_CWORD -eq 1 ]]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); return; fi\n", names(t.Commands)+" version --help --version")
 	b.WriteString("\tcase $cmd in\n")
 	for _, c := range t.Commands {
 		fmt.Fprintf(&b, "\t%s)\n", c.Name)
@@ -174,11 +186,7 @@ func Zsh(w io.Writer, t *Tool) error {
 		for _, f := range fl {
 			spec := fmt.Sprintf("'--%s[%s]", f.Name, q(firstLine(f.Usage)))
 			if !f.Bool {
-				arg := f.Arg
-				if arg == "" {
-					arg = "value"
-				}
-				spec += ":" + q(arg) + ":_default"
+				spec += ":" + q(f.Arg) + ":_default"
 			}
 			s = append(s, spec+"'")
 		}
@@ -312,14 +320,10 @@ func manFlags(b *strings.Builder, fl []Flag) {
 	for _, f := range sorted {
 		fmt.Fprintf(b, ".TP\n\\fB\\-\\-%s\\fR", roff(f.Name))
 		if !f.Bool {
-			arg := f.Arg
-			if arg == "" {
-				arg = "value"
-			}
-			fmt.Fprintf(b, " \\fI%s\\fR", roff(arg))
+			fmt.Fprintf(b, " \\fI%s\\fR", roff(f.Arg))
 		}
 		b.WriteString("\n" + roff(f.Usage))
-		if f.Default != "" && f.Default != "false" && f.Default != "0" {
+		if f.Default != "" {
 			fmt.Fprintf(b, " (default: %s)", roff(f.Default))
 		}
 		b.WriteString("\n")

@@ -1,0 +1,27 @@
+package vhcrbench
+
+// The bounds the project set for the ratios vfctl bench prints, in one
+// place: vfctl bench prints them beside each figure, and docs/testing.md
+// states them. Benchmarks print figures against them; nothing asserts them
+// (a loaded machine's timings are not a test).
+const (
+	// TargetBOverA bounds b/a: vhcrd's NOP round trip over the physical
+	// limit, at the median.
+	TargetBOverA = 1.2
+	// TargetCOverB is the least c/b: a 64-byte UNIX socket round trip over
+	// vhcrd's NOP.
+	TargetCOverB = 15
+	// TargetTraced bounds vhcrd --trace's NOP over the untraced one.
+	TargetTraced = 1.1
+	// TargetIRQ bounds an EQE's wake-up over a bare eventfd signal's.
+	TargetIRQ = 1.2
+	// TargetPersistNOP bounds a NOP with the PF state file over one
+	// without; TargetPersistCycle a CQ or QP create/destroy cycle.
+	TargetPersistNOP   = 1.2
+	TargetPersistCycle = 1.3
+	// TargetFairMaxMin bounds per-VF NOP throughput max/min with every VF
+	// busy; TargetBystander a bystander VF's p50 beside a flooding VF over
+	// its p50 alone.
+	TargetFairMaxMin = 1.1
+	TargetBystander  = 2
+)
