@@ -69,7 +69,7 @@ func checkConfig(path string, vfs int) (string, error) {
 	}
 	sum := fmt.Sprintf("%d VFs, %d ports, %d VF overrides", vfs, len(cfg.Ports), len(cfg.VFs.Overrides))
 	if fab != nil {
-		sum += fmt.Sprintf(", a fabric: a %d-port switch, %d cables, %d peers", cfg.Fabric.Switch.Ports, len(fab.Cables), len(fab.Peers))
+		sum += fmt.Sprintf(", a fabric: a switch of %d ports, %d cables, %d peers", cfg.Fabric.Switch.Ports, len(fab.Cables), len(fab.Peers))
 	}
 	return sum, nil
 }

@@ -99,7 +99,7 @@ func TestConfigCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code := runTool(t, "vhcrd", "config", "--check", good, "--num-vfs", "16")
-	if code != 0 || errOut != "" || out != good+": valid: 16 VFs, 2 ports, 2 VF overrides\n" {
+	if code != 0 || errOut != "" || out != good+": valid: 16 VFs, 2 ports, 2 VF overrides, a fabric: a switch of 8 ports, 2 cables, 0 peers\n" {
 		t.Errorf("config --check of the example: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	bad := filepath.Join(dir, "bad.json")
