@@ -375,3 +375,52 @@ func TestFastPathDeclines(t *testing.T) {
 		})
 	}
 }
+
+// TestSlaveWriteReservedBitsIgnored: bits 30:24 of slave_write mean
+// nothing, as in mlx4_master_comm_channel, which passes only bits 23:16
+// (the command) and 15:0 (the parameter) to mlx4_master_do_cmd: a VF that
+// sets them gets each command served as if they were clear, and no reset.
+func TestSlaveWriteReservedBitsIgnored(t *testing.T) {
+	r := newStepRig(t, 2)
+	const reserved = 0x7f000000 // bits 30:24
+	if reserved&vhcr.SlaveWriteValid != 0 || (reserved|vhcr.SlaveWriteValid) != 0xffffffff {
+		t.Fatalf("bits 30:24 (%#x) are not exactly the bits outside SlaveWriteValid (%#x)", reserved, vhcr.SlaveWriteValid)
+	}
+	write := func(cmd vhcr.CommCmd, param uint16) {
+		t.Helper()
+		r.write(1, cmd, param)
+		r.SlaveWrite(1).Store(r.SlaveWrite(1).Load() | reserved)
+		if !r.scan() {
+			t.Fatalf("%v with bits 30:24 set: no work found", cmd)
+		}
+		if !r.acked(1) {
+			t.Fatalf("%v with bits 30:24 set: not acknowledged", cmd)
+		}
+		if sr := r.SlaveRead(1).Load(); sr&vhcr.InternalErrBit != 0 {
+			t.Fatalf("%v with bits 30:24 set: reset with bit 17 (slave_read %#08x)", cmd, sr)
+		}
+	}
+	write(vhcr.CommReset, 0)
+	if sr := r.SlaveRead(1).Load(); sr&^vhcr.ToggleBit != vhcr.CommVersion {
+		t.Fatalf("RESET with bits 30:24 set: slave_read %#08x, want the version %#x", sr, vhcr.CommVersion)
+	}
+	for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+		write(c, 0) // the vHCR at IOVA 0
+	}
+	if st := r.PF.State(1); st.LastCmd != vhcr.CommVHCREn || !st.Active {
+		t.Fatalf("after VHCR_EN with bits 30:24 set: %v active=%v", st.LastCmd, st.Active)
+	}
+	r.vhcr(1, mlx4.NOP, 0)
+	write(vhcr.CommVHCRPost, 0)
+	if img := r.VHCR(t, 1); mlx4.Status(img[mlx4.OffStatus]) != mlx4.OK {
+		t.Fatalf("NOP posted with bits 30:24 set: status %v", mlx4.Status(img[mlx4.OffStatus]))
+	}
+	for _, why := range master.ResetReasons() {
+		if n := r.PF.Stats().Reset(1, why); n != 0 && why != master.ResetByVF {
+			t.Errorf("VF 1 reset %d times for %v", n, why)
+		}
+	}
+	if st := r.PF.State(1); st.LastCmd != vhcr.CommVHCRPost || !st.Active {
+		t.Fatalf("after the NOP: %v active=%v", st.LastCmd, st.Active)
+	}
+}
