@@ -35,7 +35,11 @@ func (p *PF) checkFlags() {
 // BeginFLR starts a function-level reset of VF vf (the FLR event of mlx4
 // eq.c): the VF's resources are released at once and, until EndFLR, every
 // comm command but RESET is dropped without acknowledgement and RESET is
-// acknowledged without the version.
+// acknowledged without the version. slave_read gets bit 17 (its toggle
+// kept), as mlx4_report_internal_err_comm_event marks a VF whose function
+// is gone: a driver still bound learns of the reset without a command of
+// its own (its catas poll, every 5 s; mlx4_unregister_device at an unbind,
+// which no longer polls) and resets itself; its next RESET clears it.
 func (p *PF) BeginFLR(vf int) error {
 	if vf < 0 || vf >= len(p.vfs) {
 		return errors.New("master: no such VF")
@@ -49,8 +53,10 @@ func (p *PF) BeginFLR(vf int) error {
 			p.trace.FLR(p.stamp(), vf, true)
 		}
 		p.resetFunction(vf, ResetFLR)
-		p.vfs[vf].lastCmd = vhcr.CommFLR
+		st := &p.vfs[vf]
+		st.lastCmd = vhcr.CommFLR
 		p.persistVF(vf)
+		st.sr.Store(st.sr.Load() | vhcr.InternalErrBit)
 	}); derr != nil {
 		return derr
 	}
@@ -74,7 +80,7 @@ func (p *PF) restoreBAR(vf int) error {
 		if ok {
 			have = fmt.Sprintf("has %d bytes", n)
 		}
-		return fmt.Errorf("VF %d: %w: its file %s %s, the VF needs %d; restore it (truncate -s %d) and FLR again", vf, ErrBARLost, r.Name(), have, p.lay.VFBARSize, p.lay.VFBARSize)
+		return fmt.Errorf("VF %d: %w: %s %s, the VF needs %d; restore it (truncate -s %d) and FLR again", vf, ErrBARLost, r.Name(), have, p.lay.VFBARSize, p.lay.VFBARSize)
 	}
 	if err := st.mapBAR(r); err != nil {
 		return fmt.Errorf("VF %d: mapping its BAR region again: %w", vf, err)
