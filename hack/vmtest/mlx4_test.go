@@ -681,6 +681,23 @@ func TestLinuxMLX4(t *testing.T) {
 				res := m.byLabel("vhcrd_resources", "type", lv)
 				if i == 1 {
 					t.Logf("bound: VF %d holds %v", guestVF, res)
+					// What ibv_devinfo -v shows: mlx4_ib_query_device's
+					// multicast limits, from QUERY_HCA's entry size
+					// (slave_adjust_steering_mode) and a VF's zero groups.
+					var grp, attach, total int
+					found := false
+					for _, l := range v.said {
+						if _, err := fmt.Sscanf(l, "vmtest: verbs: max_mcast_grp %d max_mcast_qp_attach %d max_total_mcast_qp_attach %d", &grp, &attach, &total); err == nil {
+							found = true
+						}
+					}
+					if !found {
+						t.Fatalf("bound 1: the guest printed no verbs line (QUERY_DEVICE through ib_uverbs)")
+					}
+					t.Logf("bound 1: the guest's QUERY_DEVICE: max_mcast_grp %d, max_mcast_qp_attach %d, max_total_mcast_qp_attach %d", grp, attach, total)
+					if attach != 120 || grp != 0 || total != 0 {
+						t.Fatalf("bound 1: the guest reads max_mcast_qp_attach %d, max_mcast_grp %d, max_total_mcast_qp_attach %d; want 120, 0, 0", attach, grp, total)
+					}
 				}
 				for _, ty := range []string{"eq", "cq", "qp", "mpt"} {
 					if res[ty] == 0 {

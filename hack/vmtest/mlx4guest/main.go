@@ -477,6 +477,17 @@ func (g *guest) checkIB(round int) error {
 		return fmt.Errorf("bind %d: mlx4_0 ports %v, want %v", round, names, want)
 	}
 	say("mlx4_0: node_type %q fw_ver %q node_guid %s", readFile(dev+"/node_type"), readFile(dev+"/fw_ver"), readFile(dev+"/node_guid"))
+	// What ibv_devinfo -v shows of the multicast limits (the guest has no
+	// rdma-core): mlx4_ib_query_device through ib_uverbs.
+	uv, _ := filepath.Glob(filepath.Join(dev, "device/infiniband_verbs/uverbs*"))
+	if len(uv) != 1 {
+		return fmt.Errorf("bind %d: mlx4_0 has %d verbs devices (%v), want 1: is ib_uverbs loaded?", round, len(uv), uv)
+	}
+	a, err := queryDevice("/dev/infiniband/" + filepath.Base(uv[0]))
+	if err != nil {
+		return fmt.Errorf("bind %d: %w", round, err)
+	}
+	say("verbs: max_mcast_grp %d max_mcast_qp_attach %d max_total_mcast_qp_attach %d", a.MaxMcastGrp, a.MaxMcastQPAttach, a.MaxTotalMcastQPAttach)
 	for _, p := range names {
 		pd := filepath.Join(dev, "ports", p)
 		st, ll, ps := readFile(pd+"/state"), readFile(pd+"/link_layer"), readFile(pd+"/phys_state")
