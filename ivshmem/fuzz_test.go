@@ -2,12 +2,14 @@ package ivshmem
 
 import (
 	"encoding/binary"
+	"errors"
 	"testing"
 )
 
 // FuzzSetupState: any sequence of messages (9 bytes each: the value, then
 // a flag byte whose bit 0 says an fd comes with it) is accepted or refused
-// with ErrProtocol, never a panic; what is accepted keeps the invariants
+// with ErrProtocol (ErrRefused too for the server's refusal: version -1
+// first), never a panic; what is accepted keeps the invariants
 // QEMU relies on (the ID in 0..65535, at most one shared memory, bounded
 // vectors). The fds are made up and never closed.
 func FuzzSetupState(f *testing.F) {
@@ -39,6 +41,12 @@ func FuzzSetupState(f *testing.F) {
 			}
 			in = in[9:]
 			if err := s.Apply(m); err != nil {
+				if !errors.Is(err, ErrProtocol) {
+					t.Fatalf("refusal %v does not wrap ErrProtocol", err)
+				}
+				if errors.Is(err, ErrRefused) != (s.step == 0 && m.Val == RefusedVersion && m.FD < 0) {
+					t.Fatalf("ErrRefused %v for %+v at step %d: only the server's refusal (version %d) is one", err, m, s.step, RefusedVersion)
+				}
 				return
 			}
 			if s.ID >= MaxPeers || (s.step >= 2 && s.ID < 0) || len(s.Vectors) > MaxVectors {

@@ -9,6 +9,18 @@ import (
 // ProtocolVersion is IVSHMEM_PROTOCOL_VERSION.
 const ProtocolVersion = 0
 
+// RefusedVersion is the only message a refused client gets, in the place of
+// the version: no client accepts it, so QEMU's ivshmem_recv_setup fails the
+// device's realize ("server sent version -1, expecting 0") and QEMU exits
+// with that message. A refusal that only closed the connection would leave
+// QEMU 7.2 spinning in ivshmem_recv_msg, which retries a read that returns
+// end-of-file for ever.
+const RefusedVersion = -1
+
+// ErrRefused is wrapped by the error of a client the server refused (it
+// sent RefusedVersion).
+var ErrRefused = errors.New("ivshmem: refused by the server: the device already has a client")
+
 // MaxPeers is the largest client ID + 1: the doorbell register has 16 bits
 // for it (IVSHMEM_MAX_PEERS is 65536).
 const MaxPeers = 1 << 16
@@ -71,6 +83,9 @@ func (s *SetupState) Apply(m Msg) error {
 	case 0:
 		if m.FD >= 0 {
 			return bad("version message carries an fd")
+		}
+		if m.Val == RefusedVersion {
+			return fmt.Errorf("%w (%w: version %d)", ErrRefused, ErrProtocol, m.Val)
 		}
 		if m.Val != ProtocolVersion {
 			return bad("protocol version %d, want %d", m.Val, ProtocolVersion)

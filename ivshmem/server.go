@@ -117,7 +117,9 @@ func (o *Options) defaults() error {
 func (s *Server) Path() string { return s.path }
 
 // Serve accepts clients until Close. A client that connects while another
-// is connected is refused: its connection is closed at once. One that
+// is connected is refused: it gets RefusedVersion instead of its setup and
+// its connection is closed (QEMU exits with "server sent version -1,
+// expecting 0"). One that
 // connects while the previous one's end is being handled (OnDisconnect:
 // the VF's reset) is served once that is done.
 func (s *Server) Serve() error {
@@ -145,7 +147,7 @@ func (s *Server) Serve() error {
 			s.refused++
 			s.mu.Unlock()
 			s.o.Logger.Warn("ivshmem client refused: the device already has one (one QEMU per VF)", "socket", s.path)
-			c.Close()
+			refuse(c, s.o.SetupTimeout)
 			continue
 		}
 		id := s.nextID
@@ -231,6 +233,14 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return err
+}
+
+// refuse answers a client that is not served with RefusedVersion, within
+// timeout, and closes its connection. A client already gone is no error.
+func refuse(c *net.UnixConn, timeout time.Duration) {
+	c.SetWriteDeadline(time.Now().Add(timeout))
+	Send(c, Msg{Val: RefusedVersion, FD: -1})
+	c.Close()
 }
 
 // SendSetup sends a new client its setup, in the spec's order: the

@@ -39,8 +39,9 @@ const (
 	commCmdShift   = 16
 	commParamMask  = 0xffff
 	commCmdMask    = 0xff
-	// SlaveWriteValid are the bits of slave_write a command may set: the
-	// toggle, the command and its parameter.
+	// SlaveWriteValid are the bits of slave_write that mean something: the
+	// toggle, the command (bits 23:16) and its parameter; the PF ignores
+	// bits 30:24, as mlx4_master_comm_channel does.
 	SlaveWriteValid = ToggleBit | commCmdMask<<commCmdShift | commParamMask
 )
 

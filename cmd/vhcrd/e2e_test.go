@@ -577,3 +577,53 @@ func TestTruncatedBARStopsTheDaemon(t *testing.T) {
 		}
 	}
 }
+
+// TestFLRBringsBackALostVFBAR: VF 1's BAR file is truncated under vhcrd
+// serve, which stops serving VF 1 (a region_lost reset). `vhcrd vf flr 1`
+// refuses while the file is short, saying which file, its size and the
+// size needed; once the file has its size again, it answers done and VF 1
+// serves commands again.
+func TestFLRBringsBackALostVFBAR(t *testing.T) {
+	dir := shmDir(t)
+	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
+	d := startDaemon(t, barPath, dmaPath)
+	sock := "--bar=file:" + barPath
+	if out, code := vfctl(t, barPath, "cmd", "NOP", "--vf", "1"); code != 0 {
+		t.Fatalf("NOP on VF 1: exit %d\n%s", code, out)
+	}
+	vf1 := vhcr.VFBARPath(barPath, 1)
+	if err := os.Truncate(vf1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The poller's next scan faults on the lost page: observed from outside.
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(get(t, d.metrics+"/metrics"), `vhcrd_comm_resets_total{reason="region_lost",vf="1"} 1`); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no region_lost reset of VF 1 in 20 s:\n%s", d.stderr)
+		}
+		time.Sleep(10 * time.Millisecond) // polling another process's metrics
+	}
+	out, code := vhcrdCmd(t, "vf", "flr", "1", sock)
+	if code != 1 {
+		t.Fatalf("vf flr 1 with its BAR file at 0 bytes: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"BAR region shrank", vf1 + " has 0 bytes", fmt.Sprintf("needs %d", vhcr.VFBARSize), "FLR again"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
+	}
+	if err := os.Truncate(vf1, vhcr.VFBARSize); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := vhcrdCmd(t, "vf", "flr", "1", sock); code != 0 || !strings.Contains(out, "FLR of VF 1 done") {
+		t.Fatalf("vf flr 1 with its BAR file whole: exit %d\n%s", code, out)
+	}
+	if out, code := vfctl(t, barPath, "cmd", "QUERY_FW", "--vf", "1"); code != 0 || !strings.Contains(out, "OK (0x00)") {
+		t.Fatalf("QUERY_FW on VF 1 after the FLR: exit %d\n%s", code, out)
+	}
+	m := get(t, d.metrics+"/metrics")
+	for _, want := range []string{`vhcrd_admin_changes_total{action="vf_flr",result="refused"} 1`, `vhcrd_admin_changes_total{action="vf_flr",result="done"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

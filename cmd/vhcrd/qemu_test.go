@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +63,36 @@ func startQEMU(t *testing.T, qemu, ram, sock string) *qmp {
 	}
 	q.call(t, "qmp_capabilities", nil)
 	return q
+}
+
+// refusedQEMU starts a second QEMU on the socket of a VF that has one: the
+// server refuses it with a version no client accepts, and QEMU 7.2 must
+// exit non-zero with its message (a refusal by end-of-file alone leaves it
+// spinning for ever in ivshmem_recv_msg). The context only bounds a QEMU
+// that would spin.
+func refusedQEMU(t *testing.T, qemu, ram, sock string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, qemu, "-S", "-nodefaults", "-display", "none", "-accel", "tcg",
+		"-machine", "q35,memory-backend=ram", "-m", "64M",
+		"-object", "memory-backend-file,id=ram,size=64M,mem-path="+ram+",share=on",
+		"-chardev", "socket,path="+sock+",id=vf0",
+		"-device", "ivshmem-doorbell,chardev=vf0,vectors=4")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the refused QEMU did not exit: killed after 60 s (%v)\n%s", err, out)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("the refused QEMU: %v, want a non-zero exit\n%s", err, out)
+	}
+	const want = "server sent version -1, expecting 0"
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("the refused QEMU exited %d without %q:\n%s", ee.ExitCode(), want, out)
+	}
+	t.Logf("a second QEMU on %s exits %d: %s", filepath.Base(sock), ee.ExitCode(), strings.TrimSpace(string(out)))
 }
 
 // call runs a QMP command and decodes its return into ret (events are
@@ -183,6 +215,10 @@ func TestQEMUGuestVF(t *testing.T) {
 	}
 	until(t, "VF 1's ivshmem client", func() bool { _, _, c := srv1.Stats(); return c })
 	until(t, "the ivshmem client", func() bool { _, _, c := srv.Stats(); return c })
+	refusedQEMU(t, qemu, filepath.Join(dir, "ram0b"), sock)
+	if clients, refused, connected := srv.Stats(); clients != 1 || refused != 1 || !connected {
+		t.Fatalf("after the refused QEMU: %d clients, %d refused, connected %v; want the first QEMU served on", clients, refused, connected)
+	}
 	// QEMU watches the eventfds of its 4 vectors and closes the 2 extra
 	// ones vhcrd sends: a raise of vector 3 is read by QEMU, one of vector
 	// 5 stays pending (the control: only QEMU reads these fds).

@@ -21,6 +21,11 @@ const (
 	// restarts it with its service manager's fd store; the readers go on,
 	// then the guest unbinds.
 	ScenarioPFKill = "pfkill"
+	// ScenarioFLR binds; at "bound 1" the host runs `vhcrd vf flr 0` and
+	// the guest waits for its driver to restart on its own; at "recovered"
+	// the host resets the function again and the guest unbinds at once;
+	// then it binds and unbinds once more.
+	ScenarioFLR = "flr"
 )
 
 // MLX4Config is the mlx4 guest's configuration (MLX4ConfigPath). The guest

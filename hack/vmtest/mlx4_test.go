@@ -357,6 +357,7 @@ type vm struct {
 	inInit    bool     // the guest's /init has started: failure patterns apply
 	tolerate  bool     // failure lines are expected in this phase (logged, not fatal)
 	tolerated []string // the lines let through while tolerate was set
+	during    []string // every console line while tolerate was set
 	quoted    map[string]bool
 	said      []string // the guest's "vmtest: " lines since the last step
 }
@@ -469,6 +470,9 @@ func (v *vm) expect(want string) string {
 				t.Fatalf("guest console ended before %q; its tail:\n%s", want, v.tail(40))
 			}
 			silence.Reset(mlx4Silence)
+			if v.tolerate {
+				v.during = append(v.during, line)
+			}
 			if strings.HasPrefix(line, "vmtest: ") {
 				t.Logf("guest: %s", line)
 				v.inInit = true
@@ -677,6 +681,23 @@ func TestLinuxMLX4(t *testing.T) {
 				res := m.byLabel("vhcrd_resources", "type", lv)
 				if i == 1 {
 					t.Logf("bound: VF %d holds %v", guestVF, res)
+					// What ibv_devinfo -v shows: mlx4_ib_query_device's
+					// multicast limits, from QUERY_HCA's entry size
+					// (slave_adjust_steering_mode) and a VF's zero groups.
+					var grp, attach, total int
+					found := false
+					for _, l := range v.said {
+						if _, err := fmt.Sscanf(l, "vmtest: verbs: max_mcast_grp %d max_mcast_qp_attach %d max_total_mcast_qp_attach %d", &grp, &attach, &total); err == nil {
+							found = true
+						}
+					}
+					if !found {
+						t.Fatalf("bound 1: the guest printed no verbs line (QUERY_DEVICE through ib_uverbs)")
+					}
+					t.Logf("bound 1: the guest's QUERY_DEVICE: max_mcast_grp %d, max_mcast_qp_attach %d, max_total_mcast_qp_attach %d", grp, attach, total)
+					if attach != 120 || grp != 0 || total != 0 {
+						t.Fatalf("bound 1: the guest reads max_mcast_qp_attach %d, max_mcast_grp %d, max_total_mcast_qp_attach %d; want 120, 0, 0", attach, grp, total)
+					}
 				}
 				for _, ty := range []string{"eq", "cq", "qp", "mpt"} {
 					if res[ty] == 0 {
@@ -780,6 +801,72 @@ func TestLinuxMLX4(t *testing.T) {
 		})
 		v.step("unbound 1", func() { e.vhcrd.assertReleased(t, guestVF, "unbind after the driver's restart") })
 		e.finishRebind(t, v, "flags", "unbind of the clean rebind")
+	})
+
+	// An FLR of the bound guest's VF (`vhcrd vf flr 0`), twice: the idle
+	// driver must learn of the first by itself and restart; an unbind
+	// right after the second must not wait for the driver's command
+	// timeout.
+	t.Run("flr", func(t *testing.T) {
+		cfg := scenarioConfig(ScenarioFLR)
+		lv := map[string]string{"vf": fmt.Sprint(guestVF)}
+		before := e.vhcrd.metrics(t)
+		v := e.boot(t, cfg)
+		flr := func(when string) {
+			// From here until the guest's next step, the driver's lines
+			// about the reset it finds are expected; a command timeout
+			// is not.
+			v.tolerate, v.during, v.tolerated = true, nil, nil
+			out, err := exec.Command(e.vhcrd.bin, "vf", "flr", fmt.Sprint(guestVF), "--admin-socket", filepath.Join(e.vhcrd.dir, "admin.sock")).CombinedOutput()
+			if err != nil {
+				t.Fatalf("vhcrd vf flr %d: %v\n%s", guestVF, err, out)
+			}
+			t.Logf("%s: vhcrd vf flr %d: %s", when, guestVF, strings.TrimSpace(string(out)))
+			e.vhcrd.assertReleased(t, guestVF, when)
+		}
+		// saw checks the console lines since the last FLR: none is a
+		// command timeout (the 70 s the FLR's bit 17 spares the driver),
+		// and one is want.
+		saw := func(when, want string) {
+			v.tolerate = false
+			for _, l := range v.tolerated {
+				t.Logf("%s: expected after the FLR: %s", when, l)
+			}
+			found := false
+			for _, l := range v.during {
+				if strings.Contains(l, "timed out") {
+					t.Fatalf("%s: the driver timed out a command after the FLR: %s", when, l)
+				}
+				for _, k := range []string{"Internal error detected", "entering error state", "device is going to be reset", "VF Reset succeed", "mlx4_restart_one was ended"} {
+					if strings.Contains(l, k) {
+						t.Logf("%s: guest: %s", when, l)
+					}
+				}
+				found = found || strings.Contains(l, want)
+			}
+			if !found {
+				t.Fatalf("%s: no %q on the guest console after the FLR", when, want)
+			}
+		}
+		v.step("bound 1", func() { flr("FLR of the idle bound guest's VF") })
+		v.step("recovered", func() {
+			// The catas poll read bit 17: the driver was told without a
+			// command of its own.
+			saw("the driver's own restart", "Internal error detected on the communication channel")
+			flr("FLR before the unbind")
+		})
+		v.step("unbound 1", func() {
+			// mlx4_unregister_device read bit 17 at the unbind's start
+			// (or the catas poll did first): mlx4_enter_error_state.
+			saw("unbind after the FLR", "device is going to be reset")
+			e.vhcrd.assertReleased(t, guestVF, "unbind after the FLR")
+		})
+		e.finishRebind(t, v, "flr", "unbind of the clean rebind")
+		m := e.vhcrd.metrics(t)
+		if n := m.sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "flr"}) - before.sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": "flr"}); n < 2 {
+			t.Errorf("vhcrd counted %v FLRs of VF %d, want the 2 of the scenario", n, guestVF)
+		}
+		t.Logf("flr: VF %d resets by reason: %v (before the guest: %v)", guestVF, m.byLabel("vhcrd_comm_resets_total", "reason", lv), before.byLabel("vhcrd_comm_resets_total", "reason", lv))
 	})
 
 	// Item 8: QEMU killed with objects allocated; the next guest binds.

@@ -79,13 +79,11 @@ func (p *PF) serve(i int, w uint32) {
 	}
 	st.lastWord = w
 	toggle := w & vhcr.ToggleBit
+	// Bits 30:24 are ignored, as mlx4_master_comm_channel does: it passes
+	// only bits 23:16 (the command) and 15:0 (the parameter) on.
 	cmd, param := vhcr.SplitCommWord(w)
 	if cmd != vhcr.CommVHCRPost || st.lastCmd != vhcr.CommVHCREn && st.lastCmd != vhcr.CommVHCRPost {
 		p.traceComm(i, cmd, toggle, param) // a VHCR_POST in sequence is recorded by post
-	}
-	if w&^vhcr.SlaveWriteValid != 0 {
-		p.violation(i, toggle, ResetUnknownCmd, "reserved bits set in slave_write", w)
-		return
 	}
 	if st.lastCmd == vhcr.CommFLR && cmd != vhcr.CommReset {
 		// FLR in progress: drop without acknowledgement (mlx4 §1.7 step 4).

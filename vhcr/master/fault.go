@@ -15,12 +15,17 @@ import (
 // a VHCR_EN finds them backed. A fault in a VF's BAR region ends the service
 // of that VF: its resources are released and its registers are replaced by
 // a private page nobody writes, so the poller never touches the region
-// again and no other VF notices. A fault in the control region ends the
+// again and no other VF notices, until an FLR of the VF finds the file
+// whole again and maps it back (flags.go). A fault in the control region ends the
 // service.
 
 // ErrRegionLost is wrapped by the error Run returns when the BAR region
 // shrank under the PF.
 var ErrRegionLost = errors.New("master: region shrank under the PF")
+
+// ErrBARLost is wrapped by the error of an FLR of a VF whose BAR region
+// shrank under the PF and whose file is still too short.
+var ErrBARLost = errors.New("master: the VF's BAR region shrank under the PF")
 
 // fault handles a fault the poll loop stopped at. It returns nil when the
 // PF may go on serving, else the error Run returns.
@@ -99,7 +104,7 @@ func (p *PF) barLost(i int) error {
 	if err := st.mapBAR(dead); err != nil {
 		return err
 	}
-	st.barLost = true
+	st.barLost, st.lostBAR = true, lost
 	st.lastWord, st.ack = 0, 0 // the private page's slave_write: never changes
 	st.flags.Store(vhcr.FlagsOffline)
 	herr := bar.Guard(func() {

@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -174,6 +175,61 @@ func TestVFBARRegionShrinks(t *testing.T) {
 		}
 	}
 	if n := r.PF.Stats().Reset(0, master.ResetRegionLost); n != 0 {
+		t.Errorf("VF 0 reset %d times", n)
+	}
+}
+
+// TestFLRBringsBackLostVFBAR: VF 1's BAR file shrinks under the PF, which
+// stops serving VF 1. An FLR while the file is still short is refused with
+// ErrBARLost, naming the file, its size and what the VF needs; once the
+// file is whole again an FLR maps it back and VF 1 starts again from RESET
+// and serves, while VF 0 never notices.
+func TestFLRBringsBackLostVFBAR(t *testing.T) {
+	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Files: true})
+	r.Start(t)
+	v0, v1 := r.InitVF(t, 0), r.InitVF(t, 1)
+	post(t, v1, vhcr.Request{Op: mlx4.NOP})
+	path := vhcr.VFBARPath(r.BARPath, 1)
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitReset(t, r, 1, master.ResetRegionLost, 0, "the lost VF BAR region")
+	err := r.PF.FLR(1)
+	if !errors.Is(err, master.ErrBARLost) {
+		t.Fatalf("FLR of VF 1 with its BAR file at 0 bytes: %v, want ErrBARLost", err)
+	}
+	for _, s := range []string{path, "0 bytes", fmt.Sprint(r.Layout.VFBARSize)} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("the refusal %q does not say %q", err, s)
+		}
+	}
+	if n := r.PF.Stats().Reset(1, master.ResetFLR); n != 0 {
+		t.Errorf("a refused FLR counted %d FLR resets", n)
+	}
+	if err := os.Truncate(path, r.Layout.VFBARSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.PF.FLR(1); err != nil {
+		t.Fatalf("FLR of VF 1 with its BAR file whole again: %v", err)
+	}
+	if n := r.PF.Stats().Reset(1, master.ResetFLR); n != 1 {
+		t.Errorf("FLR resets of VF 1: %d, want 1", n)
+	}
+	if got, err := r.VFBARs[1].Load32(vhcr.RegCaps); err != nil || got&vhcr.CapsVFReset == 0 {
+		t.Errorf("CAPS %#08x (%v) after the FLR: VF reset support not offered", got, err)
+	}
+	if err := v1.Init(t.Context()); err != nil {
+		t.Fatalf("VF 1 after the FLR: %v", err)
+	}
+	for range 3 {
+		if got := post(t, v1, vhcr.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
+			t.Fatalf("VF 1 after the FLR: %v", got.Status)
+		}
+		if got := post(t, v0, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+			t.Fatalf("VF 0: %v", got.Status)
+		}
+	}
+	if n := r.PF.Stats().Reset(0, master.ResetRegionLost) + r.PF.Stats().Reset(0, master.ResetFLR); n != 0 {
 		t.Errorf("VF 0 reset %d times", n)
 	}
 }

@@ -2,7 +2,9 @@ package master
 
 import (
 	"errors"
+	"fmt"
 
+	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
 )
 
@@ -33,19 +35,64 @@ func (p *PF) checkFlags() {
 // BeginFLR starts a function-level reset of VF vf (the FLR event of mlx4
 // eq.c): the VF's resources are released at once and, until EndFLR, every
 // comm command but RESET is dropped without acknowledgement and RESET is
-// acknowledged without the version.
+// acknowledged without the version. slave_read gets bit 17 (its toggle
+// kept), as mlx4_report_internal_err_comm_event marks a VF whose function
+// is gone: a driver still bound learns of the reset without a command of
+// its own (its catas poll, every 5 s; mlx4_unregister_device at an unbind,
+// which no longer polls) and resets itself; its next RESET clears it.
 func (p *PF) BeginFLR(vf int) error {
 	if vf < 0 || vf >= len(p.vfs) {
 		return errors.New("master: no such VF")
 	}
-	return p.Do(func() {
+	var err error
+	if derr := p.Do(func() {
+		if err = p.restoreBAR(vf); err != nil {
+			return
+		}
 		if p.trace.Enabled() {
 			p.trace.FLR(p.stamp(), vf, true)
 		}
 		p.resetFunction(vf, ResetFLR)
-		p.vfs[vf].lastCmd = vhcr.CommFLR
+		st := &p.vfs[vf]
+		st.lastCmd = vhcr.CommFLR
 		p.persistVF(vf)
-	})
+		st.sr.Store(st.sr.Load() | vhcr.InternalErrBit)
+	}); derr != nil {
+		return derr
+	}
+	return err
+}
+
+// restoreBAR maps VF vf's own BAR region again if it was given up after
+// it shrank (fault.go: barLost) and its file is whole again: the registers
+// start as a new PF's do (offline until the poller runs, VF reset
+// supported), and the FLR that follows returns the VF to RESET. A file
+// still too short refuses the FLR with ErrBARLost and its size.
+func (p *PF) restoreBAR(vf int) error {
+	st := &p.vfs[vf]
+	if !st.barLost {
+		return nil
+	}
+	r := st.lostBAR
+	n, ok := bar.Backed(r)
+	if !ok || n < p.lay.VFBARSize {
+		have := "cannot be measured"
+		if ok {
+			have = fmt.Sprintf("has %d bytes", n)
+		}
+		return fmt.Errorf("VF %d: %w: %s %s, the VF needs %d; restore it (truncate -s %d) and FLR again", vf, ErrBARLost, r.Name(), have, p.lay.VFBARSize, p.lay.VFBARSize)
+	}
+	if err := st.mapBAR(r); err != nil {
+		return fmt.Errorf("VF %d: mapping its BAR region again: %w", vf, err)
+	}
+	st.barLost, st.lostBAR = false, nil
+	st.caps.Store(vhcr.CapsVFReset)
+	st.flags.Store(st.flags.Load() &^ (vhcr.FlagsOffline | vhcr.FlagsResetReq | vhcr.FlagsResetAck))
+	st.lastWord, st.ack = st.sw.Load(), st.sr.Load()&vhcr.ToggleBit
+	if p.limit.allow() {
+		p.log.Info("VF BAR region whole again: served after its FLR", "vf", vf, "region", r.Name())
+	}
+	return nil
 }
 
 // EndFLR completes the FLR (mlx4's INFORM_FLR_DONE): the VF may start again

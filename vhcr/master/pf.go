@@ -116,8 +116,11 @@ type PF struct {
 type vfState struct {
 	// bar is the VF's BAR region; after it shrank under the PF, a private
 	// page that no VF writes (fault.go: the VF is no longer served)
-	bar                 bar.Region
-	barLost             bool
+	bar     bar.Region
+	barLost bool
+	// lostBAR is the VF's own BAR region while barLost: an FLR maps it
+	// again once its file is whole (flags.go: PF.restoreBAR).
+	lostBAR             bar.Region
 	sw, sr, caps, flags bar.Reg // comm page registers
 	win                 *dma.Window
 	lastWord            uint32 // slave_write as last seen

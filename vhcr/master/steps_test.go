@@ -373,3 +373,110 @@ func TestFastPathDeclines(t *testing.T) {
 		})
 	}
 }
+
+// TestSlaveWriteReservedBitsIgnored: bits 30:24 of slave_write mean
+// nothing, as in mlx4_master_comm_channel, which passes only bits 23:16
+// (the command) and 15:0 (the parameter) to mlx4_master_do_cmd: a VF that
+// sets them gets each command served as if they were clear, and no reset.
+func TestSlaveWriteReservedBitsIgnored(t *testing.T) {
+	r := newStepRig(t, 2)
+	const reserved = 0x7f000000 // bits 30:24
+	if reserved&vhcr.SlaveWriteValid != 0 || (reserved|vhcr.SlaveWriteValid) != 0xffffffff {
+		t.Fatalf("bits 30:24 (%#x) are not exactly the bits outside SlaveWriteValid (%#x)", reserved, vhcr.SlaveWriteValid)
+	}
+	write := func(cmd vhcr.CommCmd, param uint16) {
+		t.Helper()
+		r.write(1, cmd, param)
+		r.SlaveWrite(1).Store(r.SlaveWrite(1).Load() | reserved)
+		if !r.scan() {
+			t.Fatalf("%v with bits 30:24 set: no work found", cmd)
+		}
+		if !r.acked(1) {
+			t.Fatalf("%v with bits 30:24 set: not acknowledged", cmd)
+		}
+		if sr := r.SlaveRead(1).Load(); sr&vhcr.InternalErrBit != 0 {
+			t.Fatalf("%v with bits 30:24 set: reset with bit 17 (slave_read %#08x)", cmd, sr)
+		}
+	}
+	write(vhcr.CommReset, 0)
+	if sr := r.SlaveRead(1).Load(); sr&^vhcr.ToggleBit != vhcr.CommVersion {
+		t.Fatalf("RESET with bits 30:24 set: slave_read %#08x, want the version %#x", sr, vhcr.CommVersion)
+	}
+	for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+		write(c, 0) // the vHCR at IOVA 0
+	}
+	if st := r.PF.State(1); st.LastCmd != vhcr.CommVHCREn || !st.Active {
+		t.Fatalf("after VHCR_EN with bits 30:24 set: %v active=%v", st.LastCmd, st.Active)
+	}
+	r.vhcr(1, mlx4.NOP, 0)
+	write(vhcr.CommVHCRPost, 0)
+	if img := r.VHCR(t, 1); mlx4.Status(img[mlx4.OffStatus]) != mlx4.OK {
+		t.Fatalf("NOP posted with bits 30:24 set: status %v", mlx4.Status(img[mlx4.OffStatus]))
+	}
+	for _, why := range master.ResetReasons() {
+		if n := r.PF.Stats().Reset(1, why); n != 0 && why != master.ResetByVF {
+			t.Errorf("VF 1 reset %d times for %v", n, why)
+		}
+	}
+	if st := r.PF.State(1); st.LastCmd != vhcr.CommVHCRPost || !st.Active {
+		t.Fatalf("after the NOP: %v active=%v", st.LastCmd, st.Active)
+	}
+}
+
+// TestFLRTellsTheVF: an FLR of a VF whose driver is bound (the operator's
+// `vhcrd vf flr N`) marks its slave_read with bit 17, its toggle kept, as
+// mlx4_report_internal_err_comm_event marks a VF whose function is gone:
+// Linux's VF reads it in its catas poll and at an unbind
+// (mlx4_unregister_device), and resets itself without waiting for a
+// command's timeout. A command it posts anyway is answered as
+// mlx4_master_do_cmd answers a VF in reset: acknowledged with bit 17
+// (reason sequence). Its RESET clears the mark. No other VF is marked.
+func TestFLRTellsTheVF(t *testing.T) {
+	r := newStepRig(t, 2)
+	r.up(t, 0)
+	r.up(t, 1)
+	r.vhcr(1, mlx4.NOP, 0)
+	r.write(1, vhcr.CommVHCRPost, 0)
+	r.scan()
+	before := r.SlaveRead(1).Load()
+	if !r.acked(1) || before&vhcr.InternalErrBit != 0 {
+		t.Fatalf("NOP before the FLR: acked %v, slave_read %#08x", r.acked(1), before)
+	}
+	if err := r.PF.FLR(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.SlaveRead(1).Load(); got != before|vhcr.InternalErrBit {
+		t.Fatalf("slave_read after the FLR %#08x, want %#08x (the toggle kept, bit 17)", got, before|vhcr.InternalErrBit)
+	}
+	if got := r.SlaveRead(0).Load(); got&vhcr.InternalErrBit != 0 {
+		t.Fatalf("VF 0's slave_read %#08x after VF 1's FLR", got)
+	}
+	// The driver's next command (an unbind's 2RST_QP) before it noticed.
+	r.vhcr(1, mlx4.TWO_RST_QP, 0)
+	r.write(1, vhcr.CommVHCRPost, 0)
+	r.scan()
+	if sr := r.SlaveRead(1).Load(); !r.acked(1) || sr&vhcr.InternalErrBit == 0 {
+		t.Fatalf("a command after the FLR: acked %v, slave_read %#08x; want it acknowledged with bit 17", r.acked(1), sr)
+	}
+	if n := r.PF.Stats().Reset(1, master.ResetSequence); n != 1 {
+		t.Errorf("resets for a command after the FLR: %d, want 1 (sequence)", n)
+	}
+	// mlx4_reset_slave's FLAGS handshake, then the restarted driver's RESET.
+	f, err := r.VFBARs[1].Load32(vhcr.RegFlags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.VFBARs[1].Store32(vhcr.RegFlags, f^vhcr.FlagsResetReq); err != nil {
+		t.Fatal(err)
+	}
+	r.PF.CheckFlags()
+	r.write(1, vhcr.CommReset, 0)
+	r.scan()
+	if sr := r.SlaveRead(1).Load(); !r.acked(1) || sr&^vhcr.ToggleBit != vhcr.CommVersion {
+		t.Fatalf("RESET after the FLR: slave_read %#08x, want the toggle and the version alone", sr)
+	}
+	r.up(t, 1)
+	if st := r.PF.State(0); st.LastCmd != vhcr.CommVHCREn || !st.Active {
+		t.Fatalf("VF 0 after VF 1's FLR: %v active=%v", st.LastCmd, st.Active)
+	}
+}

@@ -179,24 +179,35 @@ const (
 )
 
 // QUERY_HCA outbox: the INIT_HCA parameters, drivers/net/ethernet/mellanox/
-// mlx4/fw.c INIT_HCA_* (mlx4_INIT_HCA, mlx4_QUERY_HCA).
+// mlx4/fw.c INIT_HCA_* (mlx4_INIT_HCA, mlx4_QUERY_HCA). The multicast
+// entry and hash sizes are the low bytes of their words (0x13, 0x17), as
+// "net/mlx4_core: Fix init_hca fields offset" (Linux 5.10, in stable from
+// 5.0) corrected them; a VF's mlx4_slave_cap turns LOG_MC_ENTRY_SZ into
+// caps.num_qp_per_mgm, which mlx4_ib reports as max_mcast_qp_attach.
 const (
-	INIT_HCA_VERSION_OFFSET         = 0x000
-	INIT_HCA_VERSION                = 2
-	INIT_HCA_CACHELINE_SZ_OFFSET    = 0x0e
-	INIT_HCA_QPC_OFFSET             = 0x020
-	INIT_HCA_LOG_QP_OFFSET          = INIT_HCA_QPC_OFFSET + 0x17
-	INIT_HCA_LOG_SRQ_OFFSET         = INIT_HCA_QPC_OFFSET + 0x2f
-	INIT_HCA_LOG_CQ_OFFSET          = INIT_HCA_QPC_OFFSET + 0x37
-	INIT_HCA_EQE_CQE_OFFSETS        = INIT_HCA_QPC_OFFSET + 0x38
-	INIT_HCA_LOG_EQ_OFFSET          = INIT_HCA_QPC_OFFSET + 0x67
-	INIT_HCA_MCAST_OFFSET           = 0x0c0
-	INIT_HCA_LOG_MC_ENTRY_SZ_OFFSET = INIT_HCA_MCAST_OFFSET + 0x12
-	INIT_HCA_LOG_MC_HASH_SZ_OFFSET  = INIT_HCA_MCAST_OFFSET + 0x16
-	INIT_HCA_LOG_MC_TABLE_SZ_OFFSET = INIT_HCA_MCAST_OFFSET + 0x1b
-	INIT_HCA_TPT_OFFSET             = 0x0f0
-	INIT_HCA_LOG_MPT_SZ_OFFSET      = INIT_HCA_TPT_OFFSET + 0x0b
-	INIT_HCA_UAR_OFFSET             = 0x120
-	INIT_HCA_LOG_UAR_SZ_OFFSET      = INIT_HCA_UAR_OFFSET + 0x0a
-	INIT_HCA_UAR_PAGE_SZ_OFFSET     = INIT_HCA_UAR_OFFSET + 0x0b
+	INIT_HCA_VERSION_OFFSET      = 0x000
+	INIT_HCA_VERSION             = 2
+	INIT_HCA_CACHELINE_SZ_OFFSET = 0x0e
+	INIT_HCA_FLAGS_OFFSET        = 0x014
+	// INIT_HCA_DEVICE_MANAGED_FLOW_STEERING_EN is a bit of the big-endian
+	// word at INIT_HCA_FLAGS_OFFSET; clear, the steering mode is A0 or B0
+	// (bit 3 of INIT_HCA_UC_STEERING_OFFSET) and the multicast sizes below
+	// apply.
+	INIT_HCA_DEVICE_MANAGED_FLOW_STEERING_EN = 6
+	INIT_HCA_QPC_OFFSET                      = 0x020
+	INIT_HCA_LOG_QP_OFFSET                   = INIT_HCA_QPC_OFFSET + 0x17
+	INIT_HCA_LOG_SRQ_OFFSET                  = INIT_HCA_QPC_OFFSET + 0x2f
+	INIT_HCA_LOG_CQ_OFFSET                   = INIT_HCA_QPC_OFFSET + 0x37
+	INIT_HCA_EQE_CQE_OFFSETS                 = INIT_HCA_QPC_OFFSET + 0x38
+	INIT_HCA_LOG_EQ_OFFSET                   = INIT_HCA_QPC_OFFSET + 0x67
+	INIT_HCA_MCAST_OFFSET                    = 0x0c0
+	INIT_HCA_LOG_MC_ENTRY_SZ_OFFSET          = INIT_HCA_MCAST_OFFSET + 0x13
+	INIT_HCA_LOG_MC_HASH_SZ_OFFSET           = INIT_HCA_MCAST_OFFSET + 0x17
+	INIT_HCA_UC_STEERING_OFFSET              = INIT_HCA_MCAST_OFFSET + 0x18
+	INIT_HCA_LOG_MC_TABLE_SZ_OFFSET          = INIT_HCA_MCAST_OFFSET + 0x1b
+	INIT_HCA_TPT_OFFSET                      = 0x0f0
+	INIT_HCA_LOG_MPT_SZ_OFFSET               = INIT_HCA_TPT_OFFSET + 0x0b
+	INIT_HCA_UAR_OFFSET                      = 0x120
+	INIT_HCA_LOG_UAR_SZ_OFFSET               = INIT_HCA_UAR_OFFSET + 0x0a
+	INIT_HCA_UAR_PAGE_SZ_OFFSET              = INIT_HCA_UAR_OFFSET + 0x0b
 )

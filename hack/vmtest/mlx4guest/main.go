@@ -107,6 +107,8 @@ func run() error {
 		return g.flags()
 	case vmtest.ScenarioPFKill:
 		return g.pfkill()
+	case vmtest.ScenarioFLR:
+		return g.flr()
 	case vmtest.ScenarioHold:
 		if err := g.bind(1); err != nil {
 			return err
@@ -333,6 +335,46 @@ func (g *guest) flags() error {
 	return g.round(2) // the next bind must be clean
 }
 
+// flr binds and waits while the host resets the function (`vhcrd vf flr
+// 0`, which the driver is not told of by any command of its own): the
+// driver must find out by itself (slave_read bit 17, read by its catas
+// poll) and restart. Then the host resets the function again and the guest
+// unbinds at once: the unbind must find the reset at its start
+// (mlx4_unregister_device reads bit 17, as the catas poll is stopped) and
+// not wait for its first command's 70 s timeout. A clean bind and unbind
+// follow.
+func (g *guest) flr() error {
+	if err := g.bind(1); err != nil {
+		return err
+	}
+	// Opened before the host's FLR: the restart cannot come before it.
+	kmsg, err := openKmsg()
+	if err != nil {
+		return err
+	}
+	defer kmsg.Close()
+	wait("bound 1")
+	t0 := time.Now()
+	line, err := kmsg.await("mlx4_restart_one was ended", recoverTime)
+	if err != nil {
+		return fmt.Errorf("flr: the driver did not restart within %v of the FLR: %w", recoverTime, err)
+	}
+	if !strings.HasSuffix(line, "ret=0") {
+		return fmt.Errorf("flr: the driver's restart failed: %s", line)
+	}
+	say("flr: the driver restarted on its own %v after the FLR: %s", time.Since(t0).Round(time.Millisecond), line)
+	if err := g.checkIB(1); err != nil {
+		return err
+	}
+	wait("recovered")
+	say("flr: the host reset the function again; unbinding at once")
+	if err := g.unbind(1); err != nil {
+		return err
+	}
+	wait("unbound 1")
+	return g.round(2) // the next bind must be clean
+}
+
 // kmsg reads the kernel log from /dev/kmsg, from the end at open.
 type kmsg struct{ f *os.File }
 
@@ -435,6 +477,17 @@ func (g *guest) checkIB(round int) error {
 		return fmt.Errorf("bind %d: mlx4_0 ports %v, want %v", round, names, want)
 	}
 	say("mlx4_0: node_type %q fw_ver %q node_guid %s", readFile(dev+"/node_type"), readFile(dev+"/fw_ver"), readFile(dev+"/node_guid"))
+	// What ibv_devinfo -v shows of the multicast limits (the guest has no
+	// rdma-core): mlx4_ib_query_device through ib_uverbs.
+	uv, _ := filepath.Glob(filepath.Join(dev, "device/infiniband_verbs/uverbs*"))
+	if len(uv) != 1 {
+		return fmt.Errorf("bind %d: mlx4_0 has %d verbs devices (%v), want 1: is ib_uverbs loaded?", round, len(uv), uv)
+	}
+	a, err := queryDevice("/dev/infiniband/" + filepath.Base(uv[0]))
+	if err != nil {
+		return fmt.Errorf("bind %d: %w", round, err)
+	}
+	say("verbs: max_mcast_grp %d max_mcast_qp_attach %d max_total_mcast_qp_attach %d", a.MaxMcastGrp, a.MaxMcastQPAttach, a.MaxTotalMcastQPAttach)
 	for _, p := range names {
 		pd := filepath.Join(dev, "ports", p)
 		st, ll, ps := readFile(pd+"/state"), readFile(pd+"/link_layer"), readFile(pd+"/phys_state")
