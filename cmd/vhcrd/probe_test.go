@@ -59,7 +59,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.pf.Run(ctx) }()
-	until(t, "the PF serving", func() bool { return s.pf.State() == vhcr.PFStateServing })
+	until(t, "the PF serving", func() bool { return s.pf.PFState() == vhcr.PFStateServing })
 	check("serving", 200, 200, "")
 
 	entered, release := make(chan struct{}), make(chan struct{})

@@ -486,7 +486,7 @@ const defaultProbeWait = time.Second
 // by the poller once New loaded the state file and replayed its journal)
 // and the poller answers; else 503.
 func (s *server) probe(w http.ResponseWriter, ready bool) {
-	st := s.pf.State()
+	st := s.pf.PFState()
 	switch {
 	case st == vhcr.PFStateInit && !ready:
 		fmt.Fprintln(w, "ok: starting (loading the PF state, the poller has not started)")

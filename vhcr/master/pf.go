@@ -364,10 +364,10 @@ func (p *PF) Stats() *Stats {
 	return &s
 }
 
-// State returns PF_STATE as this PF last wrote it in the header:
+// PFState returns PF_STATE as this PF last wrote it in the header:
 // vhcr.PFStateInit from New until Run starts the poller, PFStateServing
 // while it serves, PFStateStopped once Run returned. Safe on any goroutine.
-func (p *PF) State() uint32 {
+func (p *PF) PFState() uint32 {
 	st := uint32(vhcr.PFStateStopped)
 	// Guarded: a control region that shrank is the poller's to report (it
 	// stops serving), not a SIGBUS in the caller.
