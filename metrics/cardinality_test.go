@@ -24,6 +24,7 @@ type scrape map[string]*family
 type family struct {
 	series  int
 	labels  []map[string]string
+	values  []float64 // a gauge's or counter's value, by metric
 	samples []uint64
 }
 
@@ -48,6 +49,7 @@ func gather(t *testing.T, cs ...prometheus.Collector) scrape {
 				l[lp.GetName()] = lp.GetValue()
 			}
 			f.labels = append(f.labels, l)
+			f.values = append(f.values, m.GetGauge().GetValue()+m.GetCounter().GetValue())
 			if h := m.GetHistogram(); h != nil {
 				f.series += len(h.Bucket) + 1 + 2
 				f.samples = append(f.samples, h.GetSampleCount())
@@ -184,19 +186,15 @@ func TestCompletionModeGauge(t *testing.T) {
 	if _, err := d.EnableEvents(context.Background(), 4, 7); err != nil {
 		t.Fatal(err)
 	}
-	f := gather(t, metrics.NewPFCollector(r.PF))["vhcrd_vf_completion_mode"]
-	got := map[string]string{}
-	for _, l := range f.labels {
-		got[l["vf"]] = l["mode"]
-	}
-	if len(f.labels) != 2 || got["0"] != "poll" || got["1"] != "event" {
+	got := current(t, gather(t, metrics.NewPFCollector(r.PF))["vhcrd_vf_completion_mode"], "mode", 2, len(metrics.CompletionModes))
+	if got["0"] != "poll" || got["1"] != "event" {
 		t.Errorf("completion modes %v, want VF 0 poll, VF 1 event", got)
 	}
 }
 
 // A VF whose 'e' commands complete as Linux's PF completes them (token
 // 0xffff under auto) shows completion mode "event_mlx4"; a seed VF "event";
-// still one series per VF.
+// still one current mode per VF.
 func TestCompletionModeGaugeMlx4(t *testing.T) {
 	r := vhcrtest.New(t, 2)
 	r.Start(t)
@@ -213,12 +211,68 @@ func TestCompletionModeGaugeMlx4(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := gather(t, metrics.NewPFCollector(r.PF))["vhcrd_vf_completion_mode"]
-	got := map[string]string{}
-	for _, l := range f.labels {
-		got[l["vf"]] = l["mode"]
-	}
-	if len(f.labels) != 2 || got["0"] != "event" || got["1"] != "event_mlx4" {
+	got := current(t, gather(t, metrics.NewPFCollector(r.PF))["vhcrd_vf_completion_mode"], "mode", 2, len(metrics.CompletionModes))
+	if got["0"] != "event" || got["1"] != "event_mlx4" {
 		t.Errorf("completion modes %v, want VF 0 event, VF 1 event_mlx4", got)
+	}
+}
+
+// current checks that f is a state set over numVFs VFs with n states each
+// (node_exporter's convention: every state exported, value 0 or 1, one 1
+// per VF) and returns each VF's current state, the label key's value.
+func current(t *testing.T, f *family, key string, numVFs, n int) map[string]string {
+	t.Helper()
+	if f == nil || len(f.labels) != numVFs*n {
+		t.Fatalf("state set %s: want %d series (%d VFs × %d states), have %v", key, numVFs*n, numVFs, n, f)
+	}
+	cur := map[string]string{}
+	seen := map[string]int{}
+	for i, l := range f.labels {
+		seen[l["vf"]]++
+		switch f.values[i] {
+		case 0:
+		case 1:
+			if prev, dup := cur[l["vf"]]; dup {
+				t.Errorf("VF %s: %s both %s and %s", l["vf"], key, prev, l[key])
+			}
+			cur[l["vf"]] = l[key]
+		default:
+			t.Errorf("VF %s %s=%s: value %v, want 0 or 1", l["vf"], key, l[key], f.values[i])
+		}
+	}
+	for vf, k := range seen {
+		if k != n {
+			t.Errorf("VF %s: %d %s series, want %d", vf, k, key, n)
+		}
+		if _, ok := cur[vf]; !ok {
+			t.Errorf("VF %s: no current %s", vf, key)
+		}
+	}
+	return cur
+}
+
+// vhcrd_vf_channel_state is a state set: every state of every VF, one 1
+// per VF, which follows the channel (RESET, then VHCR_POST once up).
+func TestChannelStateSet(t *testing.T) {
+	r := vhcrtest.New(t, 2)
+	r.Start(t)
+	c := metrics.NewPFCollector(r.PF)
+	got := current(t, gather(t, c)["vhcrd_vf_channel_state"], "state", 2, 7)
+	if got["0"] != "RESET" || got["1"] != "RESET" {
+		t.Errorf("fresh VFs: %v, want RESET", got)
+	}
+	v := r.InitVF(t, 1)
+	if _, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.NOP}); err != nil {
+		t.Fatal(err)
+	}
+	got = current(t, gather(t, c)["vhcrd_vf_channel_state"], "state", 2, 7)
+	if got["0"] != "RESET" || got["1"] != "VHCR_POST" {
+		t.Errorf("after VF 1 posted: %v, want VF 0 RESET, VF 1 VHCR_POST", got)
+	}
+	if err := r.PF.BeginFLR(1); err != nil {
+		t.Fatal(err)
+	}
+	if got = current(t, gather(t, c)["vhcrd_vf_channel_state"], "state", 2, 7); got["1"] != "FLR" {
+		t.Errorf("during VF 1's FLR: %v", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -61,8 +62,17 @@ type PFCollector struct {
 
 	vfCommands, opCommands, resets, refusals, dma, resyncs, dropped *prometheus.Desc
 	runs, busy, sleeps, eqes, latency, buildInfo, numVFs            *prometheus.Desc
-	completed, state, active, completion                            *prometheus.Desc
+	completed, state, active, completion, pfState                   *prometheus.Desc
 }
+
+// CompletionModes are the values of vhcrd_vf_completion_mode's mode label.
+var CompletionModes = [...]string{"poll", "event", "event_mlx4"}
+
+// PFStates are the values of vhcrd_pf_state's state label, by PF_STATE.
+var PFStates = [...]struct {
+	Value uint32
+	Name  string
+}{{vhcr.PFStateInit, "starting"}, {vhcr.PFStateServing, "serving"}, {vhcr.PFStateStopped, "stopped"}}
 
 // NewPFCollector returns a collector for pf.
 func NewPFCollector(pf *master.PF) *PFCollector {
@@ -99,22 +109,29 @@ func NewPFCollector(pf *master.PF) *PFCollector {
 	c.completed = d("commands_completed_total", "Commands completed, all VFs and statuses.")
 	c.buildInfo = d("build_info", "Build information: module version, VCS revision, Go version, uncommitted changes.", "version", "revision", "goversion", "modified")
 	c.numVFs = d("vfs", "VFs served by this PF.")
-	c.state = d("vf_channel_state", "The last comm command the PF served for a VF (RESET, VHCR0..2, VHCR_EN, VHCR_POST; FLR while one runs): one series per VF, value 1.", "vf", "state")
+	c.state = d("vf_channel_state", "The last comm command the PF served for a VF (RESET, VHCR0..2, VHCR_EN, VHCR_POST; FLR while one runs): a state set, every state per VF, 1 for the current one, else 0.", "vf", "state")
 	c.active = d("vf_active", "1 while a VF's channel is up (VHCR_EN accepted, no reset since), else 0.", "vf")
-	c.completion = d("vf_completion_mode", "How a VF's commands complete: event (it mapped an EQ for command completions; the seed's accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll; one series per VF, value 1.", "vf", "mode")
+	c.completion = d("vf_completion_mode", "How a VF's commands complete: event (it mapped an EQ for command completions; the seed's accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll: a state set, every mode per VF, 1 for the current one, else 0.", "vf", "mode")
+	c.pfState = d("pf_state", "PF_STATE in the region's header: starting (the state file loading, the poller not yet started), serving (the poller serves the VFs) or stopped: a state set, 1 for the current state, else 0.", "state")
 	return c
 }
 
 // Describe implements prometheus.Collector.
 func (c *PFCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.vfCommands, c.opCommands, c.resets, c.refusals, c.dma, c.resyncs, c.dropped,
-		c.runs, c.busy, c.sleeps, c.eqes, c.latency, c.buildInfo, c.numVFs, c.completed, c.state, c.active, c.completion} {
+		c.runs, c.busy, c.sleeps, c.eqes, c.latency, c.buildInfo, c.numVFs, c.completed, c.state, c.active, c.completion, c.pfState} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
+	// Read from the header, not through the poller: a stuck poller does not
+	// hide it.
+	pfState := c.pf.PFState()
+	for _, st := range PFStates {
+		ch <- prometheus.MustNewConstMetric(c.pfState, prometheus.GaugeValue, oneIf(pfState == st.Value), st.Name)
+	}
 	s := c.pf.Stats()
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		if v != 0 {
@@ -165,20 +182,29 @@ func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := c.pf.Channels(chans); err != nil {
 		return // the poller is stuck: no state rather than a stale one
 	}
+	// State sets as node_exporter exports them: every state, 1 or 0, so
+	// that a query sees a VF leave a state, not its series vanish.
 	for vf, vfl := range c.vfs {
 		st := chans[vf]
-		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, vfl, st.State.String())
-		active := 0.0
-		if st.Active {
-			active = 1
+		for _, s := range master.ChannelStates {
+			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, oneIf(st.State == s), vfl, s.String())
 		}
-		ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active, vfl)
-		mode := "poll"
+		ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, oneIf(st.Active), vfl)
+		mode := CompletionModes[0]
 		if st.Events && st.Mlx4 {
-			mode = "event_mlx4"
+			mode = CompletionModes[2]
 		} else if st.Events {
-			mode = "event"
+			mode = CompletionModes[1]
 		}
-		ch <- prometheus.MustNewConstMetric(c.completion, prometheus.GaugeValue, 1, vfl, mode)
+		for _, m := range CompletionModes {
+			ch <- prometheus.MustNewConstMetric(c.completion, prometheus.GaugeValue, oneIf(m == mode), vfl, m)
+		}
 	}
+}
+
+func oneIf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

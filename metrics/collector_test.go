@@ -47,17 +47,38 @@ vhcrd_vf_commands_total{status="OK",vf="1"} 3
 # TYPE vhcrd_vf_active gauge
 vhcrd_vf_active{vf="0"} 0
 vhcrd_vf_active{vf="1"} 1
-# HELP vhcrd_vf_channel_state The last comm command the PF served for a VF (RESET, VHCR0..2, VHCR_EN, VHCR_POST; FLR while one runs): one series per VF, value 1.
+# HELP vhcrd_vf_channel_state The last comm command the PF served for a VF (RESET, VHCR0..2, VHCR_EN, VHCR_POST; FLR while one runs): a state set, every state per VF, 1 for the current one, else 0.
 # TYPE vhcrd_vf_channel_state gauge
+vhcrd_vf_channel_state{state="FLR",vf="0"} 0
+vhcrd_vf_channel_state{state="FLR",vf="1"} 0
 vhcrd_vf_channel_state{state="RESET",vf="0"} 1
+vhcrd_vf_channel_state{state="RESET",vf="1"} 0
+vhcrd_vf_channel_state{state="VHCR0",vf="0"} 0
+vhcrd_vf_channel_state{state="VHCR0",vf="1"} 0
+vhcrd_vf_channel_state{state="VHCR1",vf="0"} 0
+vhcrd_vf_channel_state{state="VHCR1",vf="1"} 0
+vhcrd_vf_channel_state{state="VHCR2",vf="0"} 0
+vhcrd_vf_channel_state{state="VHCR2",vf="1"} 0
+vhcrd_vf_channel_state{state="VHCR_EN",vf="0"} 0
+vhcrd_vf_channel_state{state="VHCR_EN",vf="1"} 0
+vhcrd_vf_channel_state{state="VHCR_POST",vf="0"} 0
 vhcrd_vf_channel_state{state="VHCR_POST",vf="1"} 1
-# HELP vhcrd_vf_completion_mode How a VF's commands complete: event (it mapped an EQ for command completions; the seed's accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll; one series per VF, value 1.
+# HELP vhcrd_vf_completion_mode How a VF's commands complete: event (it mapped an EQ for command completions; the seed's accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll: a state set, every mode per VF, 1 for the current one, else 0.
 # TYPE vhcrd_vf_completion_mode gauge
+vhcrd_vf_completion_mode{mode="event",vf="0"} 0
+vhcrd_vf_completion_mode{mode="event",vf="1"} 0
+vhcrd_vf_completion_mode{mode="event_mlx4",vf="0"} 0
+vhcrd_vf_completion_mode{mode="event_mlx4",vf="1"} 0
 vhcrd_vf_completion_mode{mode="poll",vf="0"} 1
 vhcrd_vf_completion_mode{mode="poll",vf="1"} 1
+# HELP vhcrd_pf_state PF_STATE in the region's header: starting (the state file loading, the poller not yet started), serving (the poller serves the VFs) or stopped: a state set, 1 for the current state, else 0.
+# TYPE vhcrd_pf_state gauge
+vhcrd_pf_state{state="serving"} 1
+vhcrd_pf_state{state="starting"} 0
+vhcrd_pf_state{state="stopped"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "vhcrd_vf_commands_total", "vhcrd_opcode_commands_total",
-		"vhcrd_vf_active", "vhcrd_vf_channel_state", "vhcrd_vf_completion_mode"); err != nil {
+		"vhcrd_vf_active", "vhcrd_vf_channel_state", "vhcrd_vf_completion_mode", "vhcrd_pf_state"); err != nil {
 		t.Error(err)
 	}
 	reg := prometheus.NewPedanticRegistry()
@@ -66,5 +87,34 @@ vhcrd_vf_completion_mode{mode="poll",vf="1"} 1
 	}
 	if n, err := testutil.GatherAndCount(reg, "vhcrd_command_refusals_total"); err != nil || n != 2 {
 		t.Errorf("refusal series %d (%v), want 2 (unknown_opcode, privileged)", n, err)
+	}
+}
+
+// vhcrd_pf_state follows PF_STATE through the PF's life: starting before
+// the poller runs, serving, stopped; always all three series.
+func TestPFStateGauge(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	c := metrics.NewPFCollector(r.PF)
+	want := func(cur string) string {
+		out := "# HELP vhcrd_pf_state PF_STATE in the region's header: starting (the state file loading, the poller not yet started), serving (the poller serves the VFs) or stopped: a state set, 1 for the current state, else 0.\n# TYPE vhcrd_pf_state gauge\n"
+		for _, st := range []string{"serving", "starting", "stopped"} {
+			v := "0"
+			if st == cur {
+				v = "1"
+			}
+			out += `vhcrd_pf_state{state="` + st + `"} ` + v + "\n"
+		}
+		return out
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want("starting")), "vhcrd_pf_state"); err != nil {
+		t.Errorf("before Run: %v", err)
+	}
+	r.Start(t)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want("serving")), "vhcrd_pf_state"); err != nil {
+		t.Errorf("serving: %v", err)
+	}
+	r.Stop(t)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want("stopped")), "vhcrd_pf_state"); err != nil {
+		t.Errorf("after Run: %v", err)
 	}
 }

@@ -12,12 +12,14 @@
 // (vhcrd_vf_commands_total) and per opcode by status for all VFs together
 // (vhcrd_opcode_commands_total); what a misbehaving VF did wrong is in
 // vhcrd_command_refusals_total{vf,reason}, vhcrd_comm_resets_total
-// {vf,reason} and vhcrd_dma_faults_total{vf}. Enumerated state
-// (vhcrd_vf_channel_state, vhcrd_vf_completion_mode) has one series per VF,
-// the current value's. Interrupts are counted per VF, not per vector
+// {vf,reason} and vhcrd_dma_faults_total{vf}. Enumerated state is a state
+// set, as node_exporter exports one: every state with 0 or 1, 1 for the
+// current one (vhcrd_vf_channel_state, 7 states per VF;
+// vhcrd_vf_completion_mode, 3 modes per VF; vhcrd_pf_state, 3 states), so
+// that a change of state is a value changing, not a series vanishing. Interrupts are counted per VF, not per vector
 // (a VF has up to 2048): vhcrd_interrupts_total{vf}, _unarmed_total and
 // vhcrd_interrupt_errors_total. Families lists every family with its bound; with 126
-// VFs the worst case is 10245 series per PF (the Go and process collectors'
+// VFs the worst case is 11256 series per PF (the Go and process collectors'
 // fixed set aside), against about 177k when commands were counted by vf,
 // opcode and status together. Counters that are zero are not emitted (but
 // for the per-VF fault counters that alerts take increase() of: DMA faults,

@@ -3,6 +3,8 @@ package vhcr
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
@@ -180,6 +182,23 @@ const (
 	DefaultBARPath = "/dev/shm/vhcrd-bar"
 	DefaultDMAPath = "/dev/shm/vhcrd-dma"
 )
+
+// RunDir holds the files of a vhcrd serving a device BAR (sysfs:, vfio:),
+// which has no file to put them beside: its admin socket and its PF state
+// file (DevicePath).
+const RunDir = "/run/vhcrd"
+
+// DevicePath is the default file with extension ext (".sock", ".pfstate")
+// of a vhcrd serving the device BAR sp, in dir (RunDir):
+// dir/SCHEME-DEVICE[-N]ext, named after the device's address and region
+// index, so that two PFs on one host never share one.
+func DevicePath(dir string, sp bar.Spec, ext string) string {
+	name := sp.Scheme + "-" + strings.ReplaceAll(sp.Path, "/", "_")
+	if sp.Index >= 0 {
+		name += "-" + itoa(sp.Index)
+	}
+	return filepath.Join(dir, name+ext)
+}
 
 // ChannelUp reports whether the PF's persisted state says VF idx has
 // completed VHCR_EN (so a new VF process can post without re-initialising).

@@ -123,3 +123,30 @@ func TestDashboardAgainstLiveScrape(t *testing.T) {
 	}
 	t.Logf("%d dashboard queries, all parsed by promtool, all metrics in a live scrape", len(queries))
 }
+
+// TestDashboardGroupsByInstance: a query that keeps VFs apart keeps PFs
+// apart too (VF 3 of two hosts are two VFs: every by (...) with vf has
+// instance), per-PF figures (the poller's) are not summed across PFs, and
+// a state set (every state exported, 0 or 1) is shown by its current
+// state (== 1).
+func TestDashboardGroupsByInstance(t *testing.T) {
+	by := regexp.MustCompile(`\bby *\(([^)]*)\)`)
+	stateSets := regexp.MustCompile(`\b(vhcrd_vf_channel_state|vhcrd_vf_completion_mode|vhcrd_pf_state)\b`)
+	for _, q := range dashboardQueries(t) {
+		for _, m := range by.FindAllStringSubmatch(q, -1) {
+			labels := map[string]bool{}
+			for _, l := range strings.Split(m[1], ",") {
+				labels[strings.TrimSpace(l)] = true
+			}
+			if labels["vf"] && !labels["instance"] {
+				t.Errorf("query %q: by (%s) adds the same VF number of different PFs together: want by (instance, ...)", q, m[1])
+			}
+		}
+		if strings.Contains(q, "vhcrd_poller_") && !strings.Contains(q, "by (instance)") {
+			t.Errorf("query %q: sums the pollers of different PFs", q)
+		}
+		if stateSets.MatchString(q) && !strings.Contains(q, "== 1") {
+			t.Errorf("query %q: a state set shows every state; want its current one (== 1)", q)
+		}
+	}
+}

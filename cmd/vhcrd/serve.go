@@ -86,7 +86,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.adminSocket, "admin-socket", "", "admin unix socket `PATH`, mode 0600 (vhcrd trace, vf and port use it; default: the BAR file's path + .sock, /run/vhcrd/... for a device; off: none)")
 	fs.StringVar(&f.traceFile, "trace", "", "write the command trace to this file from the first command (text; see --trace-json)")
 	fs.BoolVar(&f.traceJSON, "trace-json", false, "write --trace as JSON lines")
-	fs.StringVar(&f.pfstate, "pfstate", "", "PF state file `PATH` that keeps objects, pending commands and completions across a PF restart (default: the BAR file's path + .pfstate; off: none, for cost measurements only)")
+	fs.StringVar(&f.pfstate, "pfstate", "", "PF state file `PATH` that keeps objects, pending commands and completions across a PF restart (default: the BAR file's path + .pfstate, "+vhcr.RunDir+"/SCHEME-DEVICE[-N].pfstate for a device; off: none, for cost measurements only)")
 	h := &cli.Help{Usage: "vhcrd serve [flags]", About: commands["serve"].summary,
 		Examples: []string{"vhcrd serve --num-vfs 8", "vhcrd serve --num-vfs 16 --window 256K --log-format json",
 			"vhcrd serve --ibsim mysim --capture mads.pcap",
@@ -233,6 +233,9 @@ type server struct {
 	// notify is the service manager's socket (nil: none, NOTIFY_SOCKET
 	// unset): readiness and the file-descriptor store of the guests
 	notify *notifier
+	// probeWait is how long /healthz and /readyz wait for the poller
+	// (0: defaultProbeWait)
+	probeWait time.Duration
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -281,12 +284,19 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	}
 	// One PF per set of regions: claim the files before anything sizes,
 	// maps or writes them, so a second vhcrd is refused without touching
-	// the first one's registers. The kernel drops the claims when this
-	// process dies. A VFIO device is opened by one process at a time and
-	// needs no claim of ours.
+	// the first one's registers or state. The kernel drops the claims when
+	// this process dies. A VFIO device is opened by one process at a time
+	// and needs no claim of ours; a sysfs BAR can be mapped by anyone, and
+	// its PF's claim is that of its state file.
+	statePath := stateFilePath(f.pfstate, bs, runDir)
+	if statePath != "" && statePath == vhcr.DevicePath(runDir, bs, ".pfstate") {
+		if err := os.MkdirAll(runDir, 0o700); err != nil {
+			return nil, fmt.Errorf("PF state file: %w", err)
+		}
+	}
 	claimed := map[string]bool{}
-	for _, sp := range append([]bar.Spec{bs, ds}, vbs...) {
-		if sp.Scheme != "file" || claimed[sp.Path] {
+	for _, sp := range append([]bar.Spec{bs, ds, {Scheme: "file", Path: statePath}}, vbs...) {
+		if sp.Scheme != "file" || sp.Path == "" || claimed[sp.Path] {
 			continue
 		}
 		claimed[sp.Path] = true
@@ -343,8 +353,8 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		return nil, fmt.Errorf("MSI-X vectors: %w", err)
 	}
 	var state bar.Region
-	if path := stateFilePath(f.pfstate, bs); path != "" {
-		// Beside the regions and covered by their claim (taken above).
+	if path := statePath; path != "" {
+		// Claimed above with the regions.
 		r, _, err := bar.CreateFile(path, master.StateFileSize(lay, h.Res.Config().EQsPerVF))
 		if err != nil {
 			s.close()
@@ -353,7 +363,7 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		s.regions.order = append(s.regions.order, r) // closed with the others
 		state = r
 	} else {
-		log.Warn("no PF state file: the VFs' objects and pending commands will not survive a restart", "pfstate", f.pfstate)
+		log.Warn("no PF state file (--pfstate off): the VFs' objects and pending commands will not survive a restart")
 	}
 	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, GuestRAM: guestRAM, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq, State: state})
 	if err != nil {
@@ -416,24 +426,14 @@ type ownedView struct {
 
 func (o *ownedView) Close() error { return o.parent.Close() }
 
-// mux serves the metrics listener: /metrics, /healthz (the process
-// answers), /readyz (the poller is serving: PF_STATE in the region's header
-// is SERVING) and a landing page at /, nothing else. Changes are the admin
-// socket's (adminvf.go), never this listener's.
+// mux serves the metrics listener: /metrics, /healthz, /readyz (probe) and
+// a landing page at /, nothing else. Changes are the admin socket's
+// (adminvf.go), never this listener's.
 func (s *server) mux() *http.ServeMux {
 	m := http.NewServeMux()
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	m.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		st, err := s.barR.Load32(vhcr.HdrPFState)
-		if err != nil || st != vhcr.PFStateServing {
-			http.Error(w, fmt.Sprintf("not serving (PF_STATE %d)", st), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "serving")
-	})
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { s.probe(w, false) })
+	m.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { s.probe(w, true) })
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		version, revision, _ := metrics.BuildInfo()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -443,6 +443,50 @@ func (s *server) mux() *http.ServeMux {
 			html.EscapeString(version+" "+revision), s.pf.Layout().NumVFs, html.EscapeString(s.barR.Name()))
 	})
 	return m
+}
+
+// defaultProbeWait bounds how long /healthz and /readyz wait for the poller to run
+// an empty request (a liveness probe's timeout must exceed it).
+const defaultProbeWait = time.Second
+
+// probe answers /healthz (ready false) and /readyz (ready true).
+//
+// /healthz, liveness: 200 while the process is alive and its poller scans
+// (it ran an empty request, PF.Do, within the wait) or has not started
+// yet (PF_STATE starting: the PF is loading its state file; restarting it
+// would only begin that again); 503 when the poller does not answer (stuck)
+// or has stopped.
+//
+// /readyz, readiness: 200 only while the PF serves: PF_STATE SERVING (set
+// by the poller once New loaded the state file and replayed its journal)
+// and the poller answers; else 503.
+func (s *server) probe(w http.ResponseWriter, ready bool) {
+	st := s.pf.PFState()
+	switch {
+	case st == vhcr.PFStateInit && !ready:
+		fmt.Fprintln(w, "ok: starting (loading the PF state, the poller has not started)")
+		return
+	case st != vhcr.PFStateServing:
+		http.Error(w, "not serving: PF_STATE "+vhcr.PFStateName(st), http.StatusServiceUnavailable)
+		return
+	}
+	wait := s.probeWait
+	if wait == 0 {
+		wait = defaultProbeWait
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.pf.Do(func() {}) }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err == nil {
+			fmt.Fprintln(w, "ok: serving")
+			return
+		}
+	case <-t.C:
+	}
+	http.Error(w, fmt.Sprintf("not serving: PF_STATE serving, but the poller did not answer within %v", wait), http.StatusServiceUnavailable)
 }
 
 // logActivity logs one line per interval in which commands completed.
@@ -680,10 +724,15 @@ func (s *server) watchPorts(ctx context.Context, log *slog.Logger) {
 	}()
 }
 
-// stateFilePath is the PF state file: --pfstate, or beside a file BAR
-// (PATH.pfstate); "" for none (--pfstate off, or a device BAR without
-// --pfstate).
-func stateFilePath(flagValue string, bs bar.Spec) string {
+// runDir is vhcr.RunDir, where a device BAR's state file goes by default;
+// tests point it elsewhere.
+var runDir = vhcr.RunDir
+
+// stateFilePath is the PF state file: --pfstate, beside a file BAR
+// (PATH.pfstate), or for a device BAR (sysfs:, vfio:) in dir, named after
+// the device (vhcr.DevicePath: dir/SCHEME-DEVICE[-N].pfstate, beside its
+// default admin socket); "" for none (--pfstate off).
+func stateFilePath(flagValue string, bs bar.Spec, dir string) string {
 	switch {
 	case flagValue == "off":
 		return ""
@@ -692,5 +741,5 @@ func stateFilePath(flagValue string, bs bar.Spec) string {
 	case bs.Scheme == "file":
 		return bs.Path + ".pfstate"
 	}
-	return ""
+	return vhcr.DevicePath(dir, bs, ".pfstate")
 }

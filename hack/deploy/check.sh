@@ -6,10 +6,14 @@
 #   systemd/vhcrd.service        systemd-analyze verify (warnings fail too)
 #   Containerfile, kubernetes/   go test ./hack/deploy (BuildKit's Dockerfile
 #                                parser; strict decoding into k8s.io/api and
-#                                prometheus-operator's types)
+#                                prometheus-operator's types; a pinned image,
+#                                HTTP probes, the PF state file on the host,
+#                                the node label; the unit's state file and
+#                                runtime directory; every alert's runbook,
+#                                a firing and a quiet test case per alert)
 #   grafana/vhcrd.json           go test ./cmd/vhcrd -run Dashboard (every
 #                                query's metric in a live scrape; promtool
-#                                parses every query)
+#                                parses every query; VFs grouped by instance)
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}

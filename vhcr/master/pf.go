@@ -369,6 +369,17 @@ func (p *PF) Stats() *Stats {
 	return &s
 }
 
+// PFState returns PF_STATE as this PF last wrote it in the header:
+// vhcr.PFStateInit from New until Run starts the poller, PFStateServing
+// while it serves, PFStateStopped once Run returned. Safe on any goroutine.
+func (p *PF) PFState() uint32 {
+	st := uint32(vhcr.PFStateStopped)
+	// Guarded: a control region that shrank is the poller's to report (it
+	// stops serving), not a SIGBUS in the caller.
+	_ = bar.Guard(func() { st = p.pfState.Load() })
+	return st
+}
+
 // Table returns the command table.
 func (p *PF) Table() *Table { return p.table }
 

@@ -28,6 +28,15 @@ var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "
 
 func (r ResetReason) String() string { return resetReasonNames[r] }
 
+// Ordinary reports whether r is a reset that working drivers and operators
+// cause, not trouble: the VF's own RESET (mlx4_core sends it at every load,
+// mlx4_init_slave, and unload, mlx4_slave_exit) and an FLR (the operator's,
+// or a guest's disconnect). Every other reason is the PF refusing a
+// channel (a violation, a DMA fault, admin state it cannot apply), a VF in
+// its error state asking for a reset, or the PF giving a channel up (state
+// it cannot trust at start, a region that shrank).
+func (r ResetReason) Ordinary() bool { return r == ResetByVF || r == ResetFLR }
+
 // ResetReasons lists every reason, for collectors.
 func ResetReasons() []ResetReason {
 	out := make([]ResetReason, numResetReasons)
@@ -271,6 +280,11 @@ type Channel struct {
 	// (complete.go); before any, whether its configuration forces mlx4.
 	Mlx4 bool
 }
+
+// ChannelStates are the values a Channel's State takes: the comm commands
+// the PF serves and CommFLR.
+var ChannelStates = [...]vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2,
+	vhcr.CommVHCREn, vhcr.CommVHCRPost, vhcr.CommFLR}
 
 // Channels fills dst[i] with VF i's channel state for the first len(dst)
 // VFs, in one request to the poller (one round trip per scrape, not one

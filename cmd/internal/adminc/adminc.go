@@ -13,12 +13,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr"
 )
 
 // ErrRefused wraps the daemon's "# error: ..." answer.
@@ -35,11 +34,7 @@ func DefaultSocket(barSpec string) (string, error) {
 	if sp.Scheme == "file" {
 		return sp.Path + ".sock", nil
 	}
-	name := sp.Scheme + "-" + strings.ReplaceAll(sp.Path, "/", "_")
-	if sp.Index >= 0 {
-		name += "-" + strconv.Itoa(sp.Index)
-	}
-	return filepath.Join("/run/vhcrd", name+".sock"), nil
+	return vhcr.DevicePath(vhcr.RunDir, sp, ".sock"), nil
 }
 
 // Call sends req, as one JSON line, to the admin socket at path and returns
