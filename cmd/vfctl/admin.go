@@ -21,7 +21,7 @@ func postAdminAt(sock, barSpec string, req map[string]any, timeout time.Duration
 			return usageErr(err)
 		}
 	}
-	line, err := adminc.Call(path, req, timeout)
+	line, err := adminc.Call(adminc.Socket{Path: path, BAR: pfBAR(sock, barSpec)}, req, timeout)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func vfIRQ(barSpec string, vf int) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, fds, err := adminc.CallFDs(path, map[string]any{"cmd": "vf.irq", "vf": vf}, 10*time.Second, irq.MaxVectors)
+	_, fds, err := adminc.CallFDs(adminc.Socket{Path: path, BAR: barSpec}, map[string]any{"cmd": "vf.irq", "vf": vf}, 10*time.Second, irq.MaxVectors)
 	if err != nil {
 		return nil, err
 	}
@@ -48,4 +48,13 @@ func vfIRQ(barSpec string, vf int) (*os.File, error) {
 		_ = unix.Close(fd)
 	}
 	return os.NewFile(uintptr(fds[0]), fmt.Sprintf("vf%d-msix0", vf)), nil
+}
+
+// pfBAR is the BAR spec that explains a socket that cannot be reached: the
+// one the socket path was derived from (none for an explicit socket).
+func pfBAR(sock, barSpec string) string {
+	if sock != "" {
+		return ""
+	}
+	return barSpec
 }

@@ -287,11 +287,18 @@ func attach(spec string) (*vhcr.Attachment, error) {
 	if !ok {
 		return nil, fmt.Errorf("--bar %q: vfctl attaches to file: regions (the VF side of a host's vfio BAR is a VM's business)", spec)
 	}
-	a, err := vhcr.AttachFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w (is `vhcrd serve` running? `make run` starts it)", err)
-		}
+	// Fail fast: the header and the owner claim say whether a PF serves
+	// (a starting one is waited for); without one every comm command
+	// would wait out mlx4's timeouts (30 s, 70 s).
+	a, err := vhcr.AttachServing(opCtx(), path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%w (is `vhcrd serve` running? `make run` starts it)", err)
+	case errors.Is(err, vhcr.ErrPFDead):
+		return nil, fmt.Errorf("%w (restart it: `vhcrd serve --bar %s`; `vhcrd clean --bar %s` removes its files)", err, spec, spec)
+	case errors.Is(err, vhcr.ErrNoPF):
+		return nil, fmt.Errorf("%s: %w (start `vhcrd serve --bar %s`)", path, err, spec)
+	case err != nil:
 		return nil, err
 	}
 	for i, sp := range vfBARs {
@@ -299,12 +306,6 @@ func attach(spec string) (*vhcr.Attachment, error) {
 			a.Close()
 			return nil, fmt.Errorf("--vf-bar %d: %w", i, err)
 		}
-	}
-	// Fail fast: the header says whether a PF serves; without one every
-	// comm command would wait out mlx4's timeouts (30 s, 70 s).
-	if err := a.Serving(); err != nil {
-		a.Close()
-		return nil, fmt.Errorf("%s: %w (start `vhcrd serve --bar %s`)", path, err, spec)
 	}
 	return a, nil
 }

@@ -101,7 +101,7 @@ func runServe(args []string) error {
 		Examples: []string{"vhcrd serve --num-vfs 8 --metrics-addr 127.0.0.1:9464",
 			"vhcrd serve --config my.json --ibsim vhcrd0 --capture mads.pcap",
 			"vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K --vf-bar 0=vfio:0000:00:01.0#region2@8M --vf-bar 1=vfio:0000:00:01.0#region2@16M"},
-		Exit: "0 stopped by SIGINT or SIGTERM, 1 failed, 2 usage"}
+		Exit: "0 stopped by SIGINT, SIGTERM or SIGHUP, 1 failed, 2 usage"}
 	if err := parseNoArgs(fs, args, h); err != nil {
 		return err
 	}
@@ -143,8 +143,10 @@ func runServe(args []string) error {
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
 	// Signals first: a stop that arrives while the regions are being set up
-	// must still end in an orderly shutdown.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// must still end in an orderly shutdown. SIGHUP (the terminal of
+	// `make run` closed) stops as SIGTERM does: Go's default for it is to
+	// die, leaving the header SERVING and the admin socket behind.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	srv, err := openServer(f, cfg, window, log)
 	if err != nil {
