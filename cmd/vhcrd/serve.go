@@ -148,20 +148,28 @@ func runServe(args []string) error {
 	// die, leaving the header SERVING and the admin socket behind.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	// The listeners before any region: a port in use fails the start
+	// before a file is claimed or created.
+	var metricsLn net.Listener
+	if f.metricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", f.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer metricsLn.Close()
+	}
 	srv, err := openServer(f, cfg, window, log)
 	if err != nil {
 		return err
 	}
+	// A start that fails from here removes the files it created (close,
+	// while the claims still hold); a PF that served keeps them for the
+	// next start.
 	defer srv.close()
-	if f.metricsAddr != "" {
-		ln, err := net.Listen("tcp", f.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
+	if metricsLn != nil {
 		hs := &http.Server{Handler: srv.mux(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hs.Serve(ln) }()
+		go func() { _ = hs.Serve(metricsLn) }()
 		defer hs.Close()
-		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+		log.Info("metrics", "url", "http://"+metricsLn.Addr().String()+"/metrics")
 	}
 	if err := srv.startMAD(ctx, f, cfg, log); err != nil {
 		return err
@@ -172,6 +180,7 @@ func runServe(args []string) error {
 	}
 	log.Info("vhcrd starting", "bar", srv.barR.Name(), "dma", srv.dmaR.Name(), "vfs", f.vfs, "window", window)
 	go srv.logActivity(ctx, log, 5*time.Second)
+	srv.served = true
 	srv.notify.state("READY=1\nSTATUS=serving")
 	err = srv.pf.Run(ctx)
 	srv.notify.state("STOPPING=1")
@@ -247,6 +256,11 @@ type server struct {
 	// notify is the service manager's socket (nil: none, NOTIFY_SOCKET
 	// unset): readiness and the file-descriptor store of the guests
 	notify *notifier
+	// created are the region and state files this start created; close
+	// removes them unless served (the PF started serving: they are its
+	// state for the next start)
+	created []string
+	served  bool
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -304,12 +318,18 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 			continue
 		}
 		claimed[sp.Path] = true
-		o, err := bar.Own(sp.Path)
+		o, created, err := bar.OwnNew(sp.Path)
 		if err != nil {
 			s.close()
-			return nil, fmt.Errorf("another PF serves these regions: %w", err)
+			if errors.Is(err, bar.ErrOwned) {
+				return nil, fmt.Errorf("another PF serves these regions: %w", err)
+			}
+			return nil, err
 		}
 		s.owners = append(s.owners, o)
+		if created {
+			s.created = append(s.created, sp.Path)
+		}
 	}
 	if s.barR, err = s.regions.open(bs, lay.ControlSize()); err != nil {
 		s.close()
@@ -372,6 +392,9 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	var state bar.Region
 	if path := stateFilePath(f.pfstate, bs); path != "" {
 		// Beside the regions and covered by their claim (taken above).
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			s.created = append(s.created, path)
+		}
 		r, _, err := bar.CreateFile(path, master.StateFileSize(lay, h.Res.Config().EQsPerVF))
 		if err != nil {
 			s.close()
@@ -406,6 +429,12 @@ func (s *server) close() {
 		_ = s.irq.Close()
 	}
 	s.regions.close()
+	if !s.served {
+		for i := len(s.created) - 1; i >= 0; i-- {
+			_ = os.Remove(s.created[i])
+		}
+		s.created = nil
+	}
 	for _, o := range s.owners {
 		_ = o.Release()
 	}
