@@ -148,6 +148,10 @@ func runServe(args []string) error {
 	// die, leaving the header SERVING and the admin socket behind.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	wdEvery, err := watchdogInterval()
+	if err != nil {
+		return err
+	}
 	// The listeners before any region: a port in use fails the start
 	// before a file is claimed or created.
 	var metricsLn net.Listener
@@ -182,7 +186,15 @@ func runServe(args []string) error {
 	go srv.logActivity(ctx, log, 5*time.Second)
 	srv.served = true
 	srv.notify.state("READY=1\nSTATUS=serving")
+	wstop := func() {}
+	if srv.notify != nil && wdEvery > 0 {
+		var wctx context.Context
+		wctx, wstop = context.WithCancel(ctx)
+		go srv.runWatchdog(wctx, wdEvery, log)
+		log.Info("watchdog", "ping_every", wdEvery)
+	}
 	err = srv.pf.Run(ctx)
+	wstop()
 	srv.notify.state("STOPPING=1")
 	stopSide()
 	log.Info("vhcrd stopped")

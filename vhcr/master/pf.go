@@ -104,7 +104,8 @@ type PF struct {
 	pending  atomic.Uint32
 	running  atomic.Bool
 	stopping atomic.Bool
-	guests   atomic.Int32 // guests' VFs attached (GuestAttached)
+	guests   atomic.Int32  // guests' VFs attached (GuestAttached)
+	beat     atomic.Uint64 // Beats: the poller's scan count at its last checkpoint
 	scans    uint64
 	gen      uint32 // PF_GEN of this PF: the generation its state records are written under
 	ps       *pstate
