@@ -2,8 +2,8 @@ package main
 
 import (
 	"runtime"
-	"syscall"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 

@@ -24,15 +24,15 @@ type Manager struct {
 	addr string // @name
 	conn *net.UnixConn
 
-	mu    sync.Mutex
-	pid   int // the main process: messages from another are refused
+	mu  sync.Mutex
+	pid int // the main process: messages from another are refused
 	// watchdog is WatchdogSec (0: none): Command passes WATCHDOG_USEC and
 	// WATCHDOG_PID; pings counts the WATCHDOG=1 messages received
 	watchdog time.Duration
 	pings    int
-	store []storedFD
-	msgs  chan map[string]string
-	bad   []string
+	store    []storedFD
+	msgs     chan map[string]string
+	bad      []string
 }
 
 type storedFD struct {
