@@ -114,7 +114,7 @@ func usage() {
 	}
 	sort.Strings(names)
 	h := cli.Help{Usage: "vfctl COMMAND [flags]     (vfctl COMMAND --help: its flags)",
-		About: "every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF\nserves is reported at once.",
+		About: "every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF\nserves, or whose PF died (no process holds its owner claim), is reported at once; a PF that\nis starting is waited for.",
 		Examples: []string{"vfctl init --vf 3", "vfctl cmd --vf 3 QUERY_FUNC_CAP", "vfctl qp create --vf 3 --cq 1 --type ud",
 			"vfctl load --vfs 0-7 --duration 5s --json", "vfctl flr --vf 3"},
 		Exit: exitStatus}
