@@ -73,7 +73,7 @@ func TestKilledPFIsReportedDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-d.exited
-	out, code := vfctl(t, barPath, "cmd", "--vf", "3", "NOP", "--timeout", "10m")
+	out, code := vfctl(t, barPath, "cmd", "--vf", "3", "NOP", "--timeout", "60s")
 	if code != 1 || !strings.Contains(out, "the PF is dead") || !strings.Contains(out, "PF_STATE still says serving") || strings.Contains(out, "deadline") {
 		t.Fatalf("vfctl cmd against a killed PF: exit %d\n%s", code, out)
 	}

@@ -65,7 +65,7 @@ func (s Socket) dial(timeout time.Duration) (net.Conn, error) {
 		ctrl = sp.Path
 	}
 	for {
-		c, err := net.DialTimeout("unix", s.Path, time.Until(deadline))
+		c, err := net.DialTimeout("unix", s.Path, max(time.Until(deadline), time.Millisecond))
 		if err == nil {
 			return c, nil
 		}
