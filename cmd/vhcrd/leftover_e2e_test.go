@@ -27,8 +27,9 @@ func dirNames(t *testing.T, dir string) []string {
 }
 
 // A start that fails leaves no file it created: the metrics port in use
-// fails before any region is claimed, a --trace that cannot be written
-// after the regions are made (they are removed). A failed restart over a
+// fails before any region is claimed, an admin socket that cannot be made
+// after the claims (the claimed files go), a --trace that cannot be
+// written after the regions are made (they go too). A failed restart over a
 // PF's files keeps them: they are its state.
 func TestFailedStartLeavesNoFiles(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -43,6 +44,7 @@ func TestFailedStartLeavesNoFiles(t *testing.T) {
 		want string
 	}{
 		{"metrics port in use", []string{"--metrics-addr", taken}, "address already in use"},
+		{"admin socket cannot be made", []string{"--metrics-addr", "127.0.0.1:0", "--admin-socket", "/proc/vhcrd-test/admin.sock"}, "admin socket"},
 		{"trace file not writable", []string{"--metrics-addr", "127.0.0.1:0", "--trace", "/nonexistent/dir/trace"}, "--trace"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

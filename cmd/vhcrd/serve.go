@@ -208,13 +208,8 @@ func (s *server) startTrace(f serveFlags, log *slog.Logger) (stop func(), err er
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	stop = func() { cancel(); wg.Wait() }
-	if f.adminSocket != "off" {
-		a, err := listenAdmin(f.adminSocket, s.trace, log)
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		a.pf, a.hca, a.changes = s.pf, s.hca, s.changes
+	if a := s.admin; a != nil { // listening since openServer
+		a.ring, a.pf, a.hca, a.changes = s.trace, s.pf, s.hca, s.changes
 		a.irq = s.irq
 		wg.Add(1)
 		go func() { defer wg.Done(); a.serve(ctx) }()
@@ -273,6 +268,9 @@ type server struct {
 	// state for the next start)
 	created []string
 	served  bool
+	// admin is the admin socket's server (nil: --admin-socket off),
+	// listening from before the regions are opened; startTrace serves it
+	admin *adminServer
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -341,6 +339,14 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 		s.owners = append(s.owners, o)
 		if created {
 			s.created = append(s.created, sp.Path)
+		}
+	}
+	// The admin socket next, before any region is sized: ours to replace
+	// now that the claims say no other PF serves here.
+	if f.adminSocket != "off" {
+		if s.admin, err = listenAdmin(f.adminSocket, nil, log); err != nil {
+			s.close()
+			return nil, err
 		}
 	}
 	if s.barR, err = s.regions.open(bs, lay.ControlSize()); err != nil {
@@ -439,6 +445,9 @@ func (s *server) close() {
 	}
 	if s.irq != nil {
 		_ = s.irq.Close()
+	}
+	if s.admin != nil {
+		_ = s.admin.ln.Close() // removes the socket file; again after serve's own close, harmless
 	}
 	s.regions.close()
 	if !s.served {
