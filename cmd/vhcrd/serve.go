@@ -264,8 +264,8 @@ type server struct {
 	// unset): readiness and the file-descriptor store of the guests
 	notify *notifier
 	// created are the region and state files this start created; close
-	// removes them unless served (the PF started serving: they are its
-	// state for the next start)
+	// removes them unless served (the PF started serving, or PF_STATE
+	// says it did: they are its state for the next start)
 	created []string
 	served  bool
 	// admin is the admin socket's server (nil: --admin-socket off),
@@ -343,7 +343,7 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	}
 	// The admin socket next, before any region is sized: ours to replace
 	// now that the claims say no other PF serves here.
-	if f.adminSocket != "off" {
+	if f.adminSocket != "off" && f.adminSocket != "" {
 		if s.admin, err = listenAdmin(f.adminSocket, nil, log); err != nil {
 			s.close()
 			return nil, err
@@ -448,6 +448,16 @@ func (s *server) close() {
 	}
 	if s.admin != nil {
 		_ = s.admin.ln.Close() // removes the socket file; again after serve's own close, harmless
+	}
+	if s.barR != nil && !s.served {
+		// A PF that ran (here or in a test that runs the poller itself)
+		// left PF_STATE serving or stopped: its files are its state.
+		// Guarded: the region may have shrunk under the PF.
+		_ = bar.Guard(func() {
+			if st, err := s.barR.Load32(vhcr.HdrPFState); err == nil && st != vhcr.PFStateInit {
+				s.served = true
+			}
+		})
 	}
 	s.regions.close()
 	if !s.served {
