@@ -61,7 +61,8 @@ func TestHangupStopsAsTerminateDoes(t *testing.T) {
 
 // A SIGKILLed PF leaves SERVING in the header and its admin socket behind;
 // vfctl and vhcrd vf tell from the free owner claim that it is dead and say
-// so at once (not after --timeout: the error is not a deadline).
+// so at once (not after --timeout: the error is not a deadline); so does
+// vhcrd trace.
 func TestKilledPFIsReportedDead(t *testing.T) {
 	dir := shmDir(t)
 	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
@@ -77,7 +78,7 @@ func TestKilledPFIsReportedDead(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "the PF is dead") || !strings.Contains(out, "PF_STATE still says serving") || strings.Contains(out, "deadline") {
 		t.Fatalf("vfctl cmd against a killed PF: exit %d\n%s", code, out)
 	}
-	for _, args := range [][]string{{"vf", "list", "--bar", "file:" + barPath}, {"vf", "flr", "1", "--bar", "file:" + barPath}} {
+	for _, args := range [][]string{{"vf", "list", "--bar", "file:" + barPath}, {"vf", "flr", "1", "--bar", "file:" + barPath}, {"trace", "--bar", "file:" + barPath}} {
 		out, code := vhcrdCmd(t, args...)
 		if code != 1 || !strings.Contains(out, "the PF is dead") {
 			t.Errorf("vhcrd %v against a killed PF: exit %d\n%s", args, code, out)

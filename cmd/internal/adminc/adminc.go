@@ -53,12 +53,12 @@ type Socket struct {
 	BAR  string
 }
 
-// dial connects to s within timeout. Where the socket cannot be reached
+// Dial connects to s within timeout. Where the socket cannot be reached
 // (no file, nobody listening) and s.BAR is a file region, the region's
 // owner claim decides (vhcr.CheckPF): no holder is reported at once (a PF
 // that was killed wraps vhcr.ErrPFDead, one that stopped vhcr.ErrNoPF); a
 // holder is a PF starting, whose socket is waited for until timeout.
-func (s Socket) dial(timeout time.Duration) (net.Conn, error) {
+func (s Socket) Dial(timeout time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(timeout)
 	ctrl := ""
 	if sp, err := bar.ParseSpec(s.BAR); err == nil && sp.Scheme == "file" && sp.Offset == 0 {
@@ -90,7 +90,7 @@ func (s Socket) dial(timeout time.Duration) (net.Conn, error) {
 // one-line answer (newline included). A refusal is an error wrapping
 // ErrRefused; timeout bounds the whole exchange.
 func Call(s Socket, req any, timeout time.Duration) ([]byte, error) {
-	conn, err := s.dial(timeout)
+	conn, err := s.Dial(timeout)
 	if err != nil {
 		return nil, err
 	}

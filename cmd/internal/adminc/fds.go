@@ -20,7 +20,7 @@ import (
 // its first bytes, as vf.irq's): it returns the answer line and up to max
 // descriptors, which are the caller's to close. A refusal carries none.
 func CallFDs(s Socket, req any, timeout time.Duration, max int) ([]byte, []int, error) {
-	c, err := s.dial(timeout)
+	c, err := s.Dial(timeout)
 	if err != nil {
 		return nil, nil, err
 	}
