@@ -78,5 +78,9 @@ deploy-check: build
 vmtest:
 	@if [ -x hack/vmtest.sh ]; then ./hack/vmtest.sh; else echo "vmtest: hack/vmtest.sh not present"; fi
 
+# A stopped PF's files (vhcrd clean: the regions of CLEAN_BAR, its VF BAR
+# files, state file and sockets; refused while a PF serves them), then bin/.
+CLEAN_BAR ?= file:/dev/shm/vhcrd-bar
 clean:
+	@if [ -x $(BIN)/vhcrd ]; then ./$(BIN)/vhcrd clean --bar $(CLEAN_BAR); else $(GO) run ./cmd/vhcrd clean --bar $(CLEAN_BAR); fi
 	rm -rf $(BIN)

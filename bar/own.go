@@ -15,14 +15,23 @@ import (
 // region: one PF owns a set of regions at a time.
 var ErrOwned = errors.New("bar: region is owned by another process")
 
-// Owner is an exclusive claim on the file behind a region: flock(2) with
-// LOCK_EX on a descriptor the Owner keeps open. The kernel drops the claim
-// when the descriptor is closed, so a process that dies (kill -9, OOM)
-// releases it with no clean-up; a second claim while the first holds fails at
-// once with ErrOwned. flock locks belong to the open file description, not to
-// the process: opening and closing the same file elsewhere in the process
-// (a VF tool in a test, a reattach) does not drop the claim, as it would with
-// fcntl record locks.
+// ErrUnowned means that no process holds the owner claim of a region file:
+// no PF serves it, or the one that did died (kill -9, a crash) and the
+// kernel dropped its claim.
+var ErrUnowned = errors.New("bar: no process holds the region's owner claim")
+
+// Owner is an exclusive claim on the file behind a region: an open file
+// description lock (fcntl F_OFD_SETLK, a write lock on the whole file) and
+// flock(2) with LOCK_EX, both on a descriptor the Owner keeps open. The
+// kernel drops them when the descriptor is closed, so a process that dies
+// (kill -9, OOM) releases the claim with no clean-up; a second claim while
+// the first holds fails at once with ErrOwned. Both kinds of lock belong
+// to the open file description, not to the process: opening and closing
+// the same file elsewhere in the process (a VF tool in a test, a reattach)
+// does not drop the claim, as it would with POSIX record locks. The OFD
+// lock is what Probe tests without taking anything (F_OFD_GETLK, which has
+// no flock counterpart); the flock is what /proc/locks names the holder's
+// pid by (it shows -1 for OFD locks).
 type Owner struct {
 	f    *os.File
 	path string
@@ -31,30 +40,97 @@ type Owner struct {
 // Own claims path, creating an empty file (mode 0660) if there is none, so
 // that a region file is claimed before anything sizes or maps it. A claim
 // held elsewhere fails with an error wrapping ErrOwned that names the
-// holder's pid where /proc/locks shows it.
+// holder's pid where /proc/locks shows it. The OFD lock is taken first: a
+// Probe sees the claim from the moment the flock can be held.
 func Own(path string) (*Owner, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o660)
-	if err != nil {
-		return nil, fmt.Errorf("own %s: %w", path, err)
+	o, _, err := own(path)
+	return o, err
+}
+
+// OwnNew is Own that also reports whether it created the file (a start
+// that fails removes the files it created, and only those).
+func OwnNew(path string) (o *Owner, created bool, err error) {
+	return own(path)
+}
+
+func own(path string) (*Owner, bool, error) {
+	created := false
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o660)
+	if err == nil {
+		created = true
+	} else if errors.Is(err, os.ErrExist) {
+		f, err = os.OpenFile(path, os.O_RDWR, 0)
 	}
+	if err != nil {
+		return nil, false, fmt.Errorf("own %s: %w", path, err)
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err = unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}
 	if err == nil {
-		return &Owner{f: f, path: path}, nil
+		for {
+			err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+			if !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		if err == nil {
+			return &Owner{f: f, path: path}, created, nil
+		}
 	}
 	defer f.Close()
-	if !errors.Is(err, unix.EWOULDBLOCK) {
-		return nil, fmt.Errorf("own %s: flock: %w", path, err)
+	if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EACCES) {
+		return nil, false, fmt.Errorf("own %s: lock: %w", path, err)
 	}
 	if pid, ok := flockHolder(f); ok {
-		return nil, fmt.Errorf("%s: %w (pid %d holds it)", path, ErrOwned, pid)
+		return nil, false, fmt.Errorf("%s: %w (pid %d holds it)", path, ErrOwned, pid)
 	}
-	return nil, fmt.Errorf("%s: %w", path, ErrOwned)
+	return nil, false, fmt.Errorf("%s: %w", path, ErrOwned)
 }
+
+// Probe tests a region file's owner claim without taking it, for a VF-side
+// tool that must tell a PF that died from one that is busy or starting.
+type Probe struct{ f *os.File }
+
+// NewProbe opens path read-only for Owned. The descriptor holds no lock,
+// and closing it drops none (OFD locks belong to their own descriptions).
+func NewProbe(path string) (*Probe, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Probe{f: f}, nil
+}
+
+// Owned returns nil while a process holds the owner claim of the probed
+// file (its inode: a file since put in its place is not looked at), and an
+// error wrapping ErrUnowned when none does. It asks the kernel which lock
+// would conflict with a write lock (F_OFD_GETLK) and takes nothing, so a
+// PF claiming the file at the same moment is not disturbed.
+func (p *Probe) Owned() error {
+	lk := unix.Flock_t{Type: unix.F_WRLCK}
+	var err error
+	for {
+		err = unix.FcntlFlock(p.f.Fd(), unix.F_OFD_GETLK, &lk)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", p.f.Name(), err)
+	}
+	if lk.Type == unix.F_UNLCK {
+		return fmt.Errorf("%s: %w", p.f.Name(), ErrUnowned)
+	}
+	return nil
+}
+
+// Close closes the probe's descriptor.
+func (p *Probe) Close() error { return p.f.Close() }
 
 // Path is the claimed file.
 func (o *Owner) Path() string { return o.path }

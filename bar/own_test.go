@@ -93,6 +93,14 @@ func TestOwnIsReleasedWhenTheHolderIsKilled(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("helper: %q, %v", line, err)
 	}
+	probe, err := bar.NewProbe(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if err := probe.Owned(); err != nil {
+		t.Fatalf("probe while another process holds the claim: %v", err)
+	}
 	_, err = bar.Own(path)
 	if !errors.Is(err, bar.ErrOwned) {
 		t.Fatalf("claim while another process holds it: %v, want ErrOwned", err)
@@ -104,6 +112,9 @@ func TestOwnIsReleasedWhenTheHolderIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait() // the kernel has closed the dead process's descriptors
+	if err := probe.Owned(); !errors.Is(err, bar.ErrUnowned) {
+		t.Fatalf("probe after the holder was killed: %v, want ErrUnowned", err)
+	}
 	o, err := bar.Own(path)
 	if err != nil {
 		t.Fatalf("claim after the holder was killed: %v", err)
@@ -124,4 +135,57 @@ func TestOwnCreatesAMissingFileAndRefusesADirectory(t *testing.T) {
 	if _, err := bar.Own(filepath.Join(dir, "missing", "x")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Own in a missing directory: %v, want ErrNotExist", err)
 	}
+}
+
+// A probe takes nothing: a claim succeeds while a probe is open (and has
+// just tested the file), the probe sees a claim of this process made through
+// another descriptor, and closing the probe does not drop it.
+func TestProbeTakesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bar")
+	if err := os.WriteFile(path, make([]byte, bar.PageSize), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := bar.NewProbe(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Owned(); !errors.Is(err, bar.ErrUnowned) {
+		t.Fatalf("probe of an unclaimed file: %v, want ErrUnowned", err)
+	}
+	o, err := bar.Own(path)
+	if err != nil {
+		t.Fatalf("claim beside an open probe: %v", err)
+	}
+	if err := p.Owned(); err != nil {
+		t.Fatalf("probe of a claimed file: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bar.Own(path); !errors.Is(err, bar.ErrOwned) {
+		t.Fatalf("claim after the probe closed: %v, want ErrOwned (the first claim holds)", err)
+	}
+	_ = o.Release()
+	p2, err := bar.NewProbe(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	if err := p2.Owned(); !errors.Is(err, bar.ErrUnowned) {
+		t.Fatalf("probe after Release: %v, want ErrUnowned", err)
+	}
+}
+
+func TestOwnNewReportsCreation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bar")
+	o, created, err := bar.OwnNew(path)
+	if err != nil || !created {
+		t.Fatalf("OwnNew(absent) = created %v, %v", created, err)
+	}
+	_ = o.Release()
+	o, created, err = bar.OwnNew(path)
+	if err != nil || created {
+		t.Fatalf("OwnNew(present) = created %v, %v", created, err)
+	}
+	_ = o.Release()
 }

@@ -1,6 +1,7 @@
 package vhcr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -23,6 +24,7 @@ type Attachment struct {
 	VFBARs []bar.Region
 	path   string
 	own    []bar.Region
+	probe  *bar.Probe // the control file's owner claim (AttachFile only)
 }
 
 // AttachFile maps the control file at path, reads its header and opens the
@@ -40,6 +42,10 @@ func AttachFile(path string) (*Attachment, error) {
 	}
 	a.own = append(a.own, b)
 	a.path = path
+	if a.probe, err = bar.NewProbe(path); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -128,6 +134,37 @@ func (a *Attachment) PFGen() uint32 { v, _ := a.BAR.Load32(HdrPFGen); return v }
 // serves the region.
 var ErrNoPF = errors.New("vhcr: no PF is serving the region")
 
+// ErrPFDead is returned, wrapped, when no process holds the owner claim of
+// the control file (bar.Own) while the header still says SERVING, or while
+// a command waits: the PF was killed or crashed and will not answer.
+var ErrPFDead = errors.New("vhcr: the PF is dead (no process holds the regions' owner claim)")
+
+// PFAlive returns nil while a process holds the owner claim of the control
+// file (a PF serving, busy or starting), and an error wrapping ErrPFDead
+// when none does. It tests the claim without taking it (bar.Probe). An
+// attachment made from open regions (Attach) has no file to probe:
+// PFAlive is then always nil.
+func (a *Attachment) PFAlive() error {
+	if a.probe == nil {
+		return nil
+	}
+	err := a.probe.Owned()
+	if err == nil || !errors.Is(err, bar.ErrUnowned) {
+		return nil // owned, or the kernel cannot tell: not a verdict of death
+	}
+	return a.deadErr(a.PFState())
+}
+
+// deadErr is ErrPFDead with the control file, the header's state and
+// generation: a PF that stopped in order leaves STOPPED, one killed SERVING.
+func (a *Attachment) deadErr(st uint32) error {
+	how := "killed or crashed: PF_STATE still says serving"
+	if st != PFStateServing {
+		how = "PF_STATE " + PFStateName(st)
+	}
+	return fmt.Errorf("%w: %s, PF_GEN %d (%s)", ErrPFDead, a.path, a.PFGen(), how)
+}
+
 // PFStateName names a PF_STATE value.
 func PFStateName(st uint32) string {
 	switch st {
@@ -145,7 +182,7 @@ func PFStateName(st uint32) string {
 // error wrapping ErrNoPF that names the state and PF_GEN otherwise: a VF
 // tool fails at once instead of waiting out mlx4's comm channel timeouts.
 // A PF that was killed without stopping leaves SERVING in the header;
-// only a timeout tells that case.
+// PFAlive tells that case (AttachServing asks both).
 func (a *Attachment) Serving() error {
 	st := a.PFState()
 	if st == PFStateServing {
@@ -156,6 +193,84 @@ func (a *Attachment) Serving() error {
 		err = fmt.Errorf("%w, since %s (PF_STOPPED)", err, t.UTC().Format(time.RFC3339))
 	}
 	return err
+}
+
+// AttachServing is AttachFile for a tool that needs a serving PF: it
+// returns the attachment once PF_STATE says SERVING and a process holds the
+// control file's owner claim. A PF that holds the claim but has not yet
+// written its header, or not yet SERVING, is starting: AttachServing waits
+// for it until ctx ends and attaches again, so that the layout is the one
+// the new PF wrote. Without a holder it fails at once: with ErrPFDead where
+// the header still says SERVING (a PF killed or crashed), with Serving's
+// ErrNoPF where it says stopped or starting, with AttachFile's error where
+// there is no region to read.
+func AttachServing(ctx context.Context, path string) (*Attachment, error) {
+	for {
+		a, err := AttachFile(path)
+		if err == nil {
+			serr, alive := a.Serving(), a.PFAlive()
+			switch {
+			case alive != nil && serr == nil:
+				a.Close()
+				return nil, alive
+			case alive != nil:
+				a.Close()
+				return nil, serr
+			case serr == nil:
+				return a, nil
+			}
+			a.Close()
+			err = serr
+		} else if !claimed(path) {
+			return nil, err
+		}
+		// Claimed, not yet serving: a PF is starting.
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w while the PF holding %s was starting (%w)", ctx.Err(), path, err)
+		case <-t.C:
+		}
+	}
+}
+
+// CheckPF tells from the control file at path alone (nothing else is
+// opened) whether a PF holds it: nil while a process holds its owner claim
+// (a PF serving, busy or starting); without one, an error wrapping
+// ErrPFDead where PF_STATE still says SERVING (the PF was killed), one
+// wrapping ErrNoPF where it says anything else, and the open's error where
+// there is no file. It takes no lock.
+func CheckPF(path string) error {
+	p, err := bar.NewProbe(path)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if err := p.Owned(); err == nil || !errors.Is(err, bar.ErrUnowned) {
+		return nil
+	}
+	b, err := bar.OpenFile(path, false)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	a := &Attachment{BAR: b, path: path}
+	if st := a.PFState(); st == PFStateServing {
+		return a.deadErr(st)
+	}
+	return fmt.Errorf("%s: %w", path, a.Serving())
+}
+
+// claimed reports whether a process holds the owner claim of the file at
+// path.
+func claimed(path string) bool {
+	p, err := bar.NewProbe(path)
+	if err != nil {
+		return false
+	}
+	defer p.Close()
+	return p.Owned() == nil
 }
 
 // PFStopped returns the time of the PF's last orderly stop (PF_STOPPED),
@@ -173,6 +288,10 @@ func (a *Attachment) Close() error {
 	var errs []error
 	for i := len(a.own) - 1; i >= 0; i-- {
 		errs = append(errs, a.own[i].Close())
+	}
+	if a.probe != nil {
+		errs = append(errs, a.probe.Close())
+		a.probe = nil
 	}
 	return errors.Join(errs...)
 }

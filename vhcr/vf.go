@@ -52,6 +52,12 @@ const (
 type VF struct {
 	Index    int
 	Timeouts Timeouts
+	// PFAlive, when set, is asked while a wait lasts (after pfCheckAfter,
+	// then every pfCheckEvery): an error ends the wait with it. A one-shot
+	// tool sets it to Attachment.PFAlive to report a PF that died at once
+	// instead of after mlx4's timeouts; a VF that should ride out a PF's
+	// restart (the crash tier's, a guest's) leaves it nil.
+	PFAlive func() error
 
 	sw, sr, caps, flags bar.Reg
 	win                 *dma.Window
@@ -154,12 +160,17 @@ func (v *VF) SyncToggles(ctx context.Context) error {
 	if v.sw.Load() == 0xffffffff {
 		limit = 30 * time.Second
 	}
-	deadline := time.Now().Add(limit)
+	start := time.Now()
+	deadline := start.Add(limit)
+	pw := pfWatch{v: v}
 	for time.Now().Before(deadline) {
 		w, r := v.sw.Load(), v.sr.Load()
 		if w != 0xffffffff && r != 0xffffffff && w>>31 == r>>31 {
 			v.toggle, v.started = r>>31, false
 			return nil
+		}
+		if err := pw.check(time.Since(start)); err != nil {
+			return err
 		}
 		if err := sleepCtx(ctx, time.Millisecond); err != nil {
 			return err
@@ -173,10 +184,15 @@ func (v *VF) SyncToggles(ctx context.Context) error {
 
 // WaitOnline waits for the PF to clear the offline bit.
 func (v *VF) WaitOnline(ctx context.Context) error {
-	deadline := time.Now().Add(v.Timeouts.Offline)
+	start := time.Now()
+	deadline := start.Add(v.Timeouts.Offline)
+	pw := pfWatch{v: v}
 	for v.flags.Load()&FlagsOffline != 0 {
 		if !time.Now().Before(deadline) {
 			return ErrOffline
+		}
+		if err := pw.check(time.Since(start)); err != nil {
+			return err
 		}
 		if err := sleepCtx(ctx, time.Millisecond); err != nil {
 			return err
@@ -293,6 +309,7 @@ func (v *VF) waitAck(ctx context.Context, timeout time.Duration) (uint32, error)
 		return r, nil
 	}
 	start := time.Now()
+	w := pfWatch{v: v}
 	for n := 0; ; n++ {
 		if r := v.sr.Load(); r>>31 == v.toggle {
 			return r, nil
@@ -301,6 +318,9 @@ func (v *VF) waitAck(ctx context.Context, timeout time.Duration) (uint32, error)
 			el := time.Since(start)
 			if el > timeout {
 				return 0, ErrTimeout
+			}
+			if err := w.check(el); err != nil {
+				return 0, err
 			}
 			if el > 2*time.Millisecond {
 				if err := sleepCtx(ctx, time.Millisecond); err != nil {
@@ -341,6 +361,29 @@ func SpinPoll(g bar.Reg, toggle uint32, polls int) (uint32, bool) {
 		}
 	}
 	return r, false
+}
+
+// A wait asks VF.PFAlive first after pfCheckAfter, then every pfCheckEvery:
+// a dead PF is reported within about a tenth of a second, and a command
+// that completes in its first milliseconds costs no system call.
+const (
+	pfCheckAfter = 20 * time.Millisecond
+	pfCheckEvery = 100 * time.Millisecond
+)
+
+// pfWatch asks a VF's PFAlive on a wait's schedule.
+type pfWatch struct {
+	v    *VF
+	next time.Duration
+}
+
+// check asks PFAlive when the wait has lasted el and its turn has come.
+func (w *pfWatch) check(el time.Duration) error {
+	if w.v.PFAlive == nil || el < pfCheckAfter || el < w.next {
+		return nil
+	}
+	w.next = el + pfCheckEvery
+	return w.v.PFAlive()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -24,7 +24,7 @@ func postAdminAt(sock, barSpec string, req map[string]any, timeout time.Duration
 			return usageErr(err)
 		}
 	}
-	line, err := adminc.Call(path, req, timeout)
+	line, err := adminc.Call(adminc.Socket{Path: path, BAR: pfBAR(sock, barSpec)}, req, timeout)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func vfIRQ(barSpec string, vf int) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, fds, err := adminc.CallFDs(path, map[string]any{"cmd": "vf.irq", "vf": vf}, 10*time.Second, irq.MaxVectors)
+	_, fds, err := adminc.CallFDs(adminc.Socket{Path: path, BAR: barSpec}, map[string]any{"cmd": "vf.irq", "vf": vf}, 10*time.Second, irq.MaxVectors)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,8 @@ func pfReason(barSpec string, v *vhcr.VF, op mlx4.Opcode, status mlx4.Status) *a
 	if err != nil {
 		return nil
 	}
-	r, err := adminc.LastRefusal(path, v.Index, min(reasonWait, *timeout))
+	// No BAR in the socket: a socket nobody answers is not waited for.
+	r, err := adminc.LastRefusal(adminc.Socket{Path: path}, v.Index, min(reasonWait, *timeout))
 	if err != nil || r == nil {
 		return nil
 	}
@@ -88,4 +89,13 @@ func withReason(status mlx4.Status, r *adminc.Refusal) string {
 		return status.String()
 	}
 	return fmt.Sprintf("%s: %s (%s)", status.String(), r.Reason, r.Text)
+}
+
+// pfBAR is the BAR spec that explains a socket that cannot be reached: the
+// one the socket path was derived from (none for an explicit socket).
+func pfBAR(sock, barSpec string) string {
+	if sock != "" {
+		return ""
+	}
+	return barSpec
 }

@@ -37,6 +37,7 @@ func openVF(barSpec string, idx int, forceInit bool) (*vhcr.Attachment, *vhcr.VF
 		a.Close()
 		return nil, nil, err
 	}
+	v.PFAlive = a.PFAlive // a PF that dies under a wait is reported at once
 	ctx := opCtx()
 	if forceInit || !a.ChannelUp(idx) {
 		if err := v.Init(ctx); err != nil {

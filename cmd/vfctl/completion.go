@@ -44,7 +44,7 @@ func init() {
 
 func toolTree() *clidoc.Tool {
 	t := &clidoc.Tool{Name: "vfctl", Summary: "the VF side of vhcrd as a tool",
-		Description: "vfctl attaches to the region a running vhcrd serve maps (its layout comes from the region's header), brings VF comm channels up, posts commands and drives load. It reads PF_STATE first: a region no PF serves is reported at once.",
+		Description: "vfctl attaches to the region a running vhcrd serve maps (its layout comes from the region's header), brings VF comm channels up, posts commands and drives load. It reads PF_STATE and tests the regions' owner claim first: a region no PF serves, or whose PF died, is reported at once, and a PF that holds the claim while starting is waited for.",
 		Examples:    topExamples,
 		ExitStatus:  "0 done, 1 refused or failed (the device said no, or no PF serves), 2 usage error."}
 	entries := map[string]clidoc.Entry{}

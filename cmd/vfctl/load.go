@@ -178,6 +178,7 @@ func runLoad(args []string) error {
 		if vfs[i], err = a.VF(idx); err != nil {
 			return err
 		}
+		vfs[i].PFAlive = a.PFAlive
 		if err := vfs[i].Init(ctx); err != nil {
 			return fmt.Errorf("VF %d bring-up: %w", idx, err)
 		}

@@ -119,7 +119,7 @@ func usage() {
 	}
 	sort.Strings(names)
 	h := cli.Help{Usage: "vfctl COMMAND [flags]     (vfctl COMMAND --help: its flags)",
-		About:    "every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF\nserves is reported at once.",
+		About:    "every command that attaches takes --bar file:PATH and --timeout (default 30s); a region no PF\nserves, or whose PF died (no process holds its owner claim), is reported at once; a PF that\nis starting is waited for.",
 		Examples: topExamples,
 		Exit:     exitStatus}
 	for _, n := range names {
@@ -317,11 +317,18 @@ func attach(spec string) (*vhcr.Attachment, error) {
 	if !ok {
 		return nil, fmt.Errorf("--bar %q: vfctl attaches to file: regions (the VF side of a host's vfio BAR is a VM's business)", spec)
 	}
-	a, err := vhcr.AttachFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w (is `vhcrd serve` running? `make run` starts it)", err)
-		}
+	// Fail fast: the header and the owner claim say whether a PF serves
+	// (a starting one is waited for); without one every comm command
+	// would wait out mlx4's timeouts (30 s, 70 s).
+	a, err := vhcr.AttachServing(opCtx(), path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%w (is `vhcrd serve` running? `make run` starts it)", err)
+	case errors.Is(err, vhcr.ErrPFDead):
+		return nil, fmt.Errorf("%w (restart it: `vhcrd serve --bar %s`; `vhcrd clean --bar %s` removes its files)", err, spec, spec)
+	case errors.Is(err, vhcr.ErrNoPF):
+		return nil, fmt.Errorf("%s: %w (start `vhcrd serve --bar %s`)", path, err, spec)
+	case err != nil:
 		return nil, err
 	}
 	for i, sp := range vfBARs {
@@ -329,12 +336,6 @@ func attach(spec string) (*vhcr.Attachment, error) {
 			a.Close()
 			return nil, fmt.Errorf("--vf-bar %d: %w", i, err)
 		}
-	}
-	// Fail fast: the header says whether a PF serves; without one every
-	// comm command would wait out mlx4's timeouts (30 s, 70 s).
-	if err := a.Serving(); err != nil {
-		a.Close()
-		return nil, fmt.Errorf("%s: %w (start `vhcrd serve --bar %s`)", path, err, spec)
 	}
 	return a, nil
 }

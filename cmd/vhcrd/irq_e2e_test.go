@@ -26,7 +26,7 @@ func TestVFIRQAcrossProcesses(t *testing.T) {
 	d := startDaemon(t, barPath, dmaPath)
 	sock := barPath + ".sock"
 
-	line, fds, err := adminc.CallFDs(sock, map[string]any{"cmd": "vf.irq", "vf": 2}, 10*time.Second, 64)
+	line, fds, err := adminc.CallFDs(adminc.Socket{Path: sock}, map[string]any{"cmd": "vf.irq", "vf": 2}, 10*time.Second, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +37,10 @@ func TestVFIRQAcrossProcesses(t *testing.T) {
 	if err := json.Unmarshal(line, &ans); err != nil || ans.VF != 2 || ans.Vectors != len(fds) || len(fds) < 2 {
 		t.Fatalf("vf.irq: %q with %d descriptors (%v); want VF 2's vectors, at least 2", line, len(fds), err)
 	}
-	if _, _, err := adminc.CallFDs(sock, map[string]any{"cmd": "vf.irq", "vf": 4}, 10*time.Second, 64); !errors.Is(err, adminc.ErrRefused) {
+	if _, _, err := adminc.CallFDs(adminc.Socket{Path: sock}, map[string]any{"cmd": "vf.irq", "vf": 4}, 10*time.Second, 64); !errors.Is(err, adminc.ErrRefused) {
 		t.Fatalf("vf.irq of VF 4 of 4: %v, want a refusal", err)
 	}
-	if _, _, err := adminc.CallFDs(sock, map[string]any{"cmd": "vf.irq"}, 10*time.Second, 64); !errors.Is(err, adminc.ErrRefused) {
+	if _, _, err := adminc.CallFDs(adminc.Socket{Path: sock}, map[string]any{"cmd": "vf.irq"}, 10*time.Second, 64); !errors.Is(err, adminc.ErrRefused) {
 		t.Fatalf("vf.irq without vf: %v, want a refusal", err)
 	}
 

@@ -91,7 +91,7 @@ func runServe(args []string) error {
 		Examples: []string{"vhcrd serve --num-vfs 8", "vhcrd serve --num-vfs 16 --window 256K --log-format json",
 			"vhcrd serve --ibsim mysim --capture mads.pcap",
 			"vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K --vf-bar 0=vfio:0000:00:01.0#region2@8M --vf-bar 1=vfio:0000:00:01.0#region2@16M"},
-		Exit: "0 stopped by SIGINT or SIGTERM, 1 failed, 2 usage"}
+		Exit: "0 stopped by SIGINT, SIGTERM or SIGHUP, 1 failed, 2 usage"}
 	if err := parseNoArgs(fs, args, h); err != nil {
 		return err
 	}
@@ -133,23 +133,37 @@ func runServe(args []string) error {
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
 	// Signals first: a stop that arrives while the regions are being set up
-	// must still end in an orderly shutdown.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// must still end in an orderly shutdown. SIGHUP (the terminal of
+	// `make run` closed) stops as SIGTERM does: Go's default for it is to
+	// die, leaving the header SERVING and the admin socket behind.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	wdEvery, err := watchdogInterval()
+	if err != nil {
+		return err
+	}
+	// The listeners before any region: a port in use fails the start
+	// before a file is claimed or created.
+	var metricsLn net.Listener
+	if f.metricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", f.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer metricsLn.Close()
+	}
 	srv, err := openServer(f, cfg, window, log)
 	if err != nil {
 		return err
 	}
+	// A start that fails from here removes the files it created (close,
+	// while the claims still hold); a PF that served keeps them for the
+	// next start.
 	defer srv.close()
-	if f.metricsAddr != "" {
-		ln, err := net.Listen("tcp", f.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
+	if metricsLn != nil {
 		hs := &http.Server{Handler: srv.mux(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hs.Serve(ln) }()
+		go func() { _ = hs.Serve(metricsLn) }()
 		defer hs.Close()
-		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+		log.Info("metrics", "url", "http://"+metricsLn.Addr().String()+"/metrics")
 	}
 	if err := srv.startMAD(ctx, f, cfg, log); err != nil {
 		return err
@@ -160,8 +174,17 @@ func runServe(args []string) error {
 	}
 	log.Info("vhcrd starting", "bar", srv.barR.Name(), "dma", srv.dmaR.Name(), "vfs", f.vfs, "window", window)
 	go srv.logActivity(ctx, log, 5*time.Second)
+	srv.served = true
 	srv.notify.state("READY=1\nSTATUS=serving")
+	wstop := func() {}
+	if srv.notify != nil && wdEvery > 0 {
+		var wctx context.Context
+		wctx, wstop = context.WithCancel(ctx)
+		go srv.runWatchdog(wctx, wdEvery, log)
+		log.Info("watchdog", "ping_every", wdEvery)
+	}
 	err = srv.pf.Run(ctx)
+	wstop()
 	srv.notify.state("STOPPING=1")
 	stopSide()
 	log.Info("vhcrd stopped")
@@ -175,13 +198,8 @@ func (s *server) startTrace(f serveFlags, log *slog.Logger) (stop func(), err er
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	stop = func() { cancel(); wg.Wait() }
-	if f.adminSocket != "off" {
-		a, err := listenAdmin(f.adminSocket, s.trace, log)
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		a.pf, a.hca, a.changes = s.pf, s.hca, s.changes
+	if a := s.admin; a != nil { // listening since openServer
+		a.ring, a.pf, a.hca, a.changes = s.trace, s.pf, s.hca, s.changes
 		a.irq = s.irq
 		wg.Add(1)
 		go func() { defer wg.Done(); a.serve(ctx) }()
@@ -236,6 +254,14 @@ type server struct {
 	// probeWait is how long /healthz and /readyz wait for the poller
 	// (0: defaultProbeWait)
 	probeWait time.Duration
+	// created are the region and state files this start created; close
+	// removes them unless served (the PF started serving, or PF_STATE
+	// says it did: they are its state for the next start)
+	created []string
+	served  bool
+	// admin is the admin socket's server (nil: --admin-socket off),
+	// listening from before the regions are opened; startTrace serves it
+	admin *adminServer
 }
 
 func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
@@ -300,12 +326,26 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 			continue
 		}
 		claimed[sp.Path] = true
-		o, err := bar.Own(sp.Path)
+		o, created, err := bar.OwnNew(sp.Path)
 		if err != nil {
 			s.close()
-			return nil, fmt.Errorf("another PF serves these regions: %w", err)
+			if errors.Is(err, bar.ErrOwned) {
+				return nil, fmt.Errorf("another PF serves these regions: %w", err)
+			}
+			return nil, err
 		}
 		s.owners = append(s.owners, o)
+		if created {
+			s.created = append(s.created, sp.Path)
+		}
+	}
+	// The admin socket next, before any region is sized: ours to replace
+	// now that the claims say no other PF serves here.
+	if f.adminSocket != "off" && f.adminSocket != "" {
+		if s.admin, err = listenAdmin(f.adminSocket, nil, log); err != nil {
+			s.close()
+			return nil, err
+		}
 	}
 	if s.barR, err = s.regions.open(bs, lay.ControlSize()); err != nil {
 		s.close()
@@ -355,6 +395,9 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	var state bar.Region
 	if path := statePath; path != "" {
 		// Claimed above with the regions.
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			s.created = append(s.created, path)
+		}
 		r, _, err := bar.CreateFile(path, master.StateFileSize(lay, h.Res.Config().EQsPerVF))
 		if err != nil {
 			s.close()
@@ -388,7 +431,26 @@ func (s *server) close() {
 	if s.irq != nil {
 		_ = s.irq.Close()
 	}
+	if s.admin != nil {
+		_ = s.admin.ln.Close() // removes the socket file; again after serve's own close, harmless
+	}
+	if s.barR != nil && !s.served {
+		// A PF that ran (here or in a test that runs the poller itself)
+		// left PF_STATE serving or stopped: its files are its state.
+		// Guarded: the region may have shrunk under the PF.
+		_ = bar.Guard(func() {
+			if st, err := s.barR.Load32(vhcr.HdrPFState); err == nil && st != vhcr.PFStateInit {
+				s.served = true
+			}
+		})
+	}
 	s.regions.close()
+	if !s.served {
+		for i := len(s.created) - 1; i >= 0; i-- {
+			_ = os.Remove(s.created[i])
+		}
+		s.created = nil
+	}
 	for _, o := range s.owners {
 		_ = o.Release()
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -64,26 +63,26 @@ func runTrace(args []string) error {
 			return usageError{fmt.Errorf("--opcode: %w", err)}
 		}
 	}
-	path := *sock
-	if path == "" {
+	s := adminc.Socket{Path: *sock}
+	if s.Path == "" {
 		var err error
-		if path, err = adminc.DefaultSocket(*barSpec); err != nil {
+		if s.Path, err = adminc.DefaultSocket(*barSpec); err != nil {
 			return usageError{err}
 		}
+		s.BAR = *barSpec // explains a socket nobody listens on (a dead PF)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
 	defer stop()
-	return followTrace(ctx, path, q, os.Stdout)
+	return followTrace(ctx, s, q, os.Stdout)
 }
 
-// followTrace sends q to the admin socket at path and copies the reply to
-// out line by line until ctx is done or the daemon closes the stream (nil),
-// or the daemon answers with an error line (returned).
-func followTrace(ctx context.Context, path string, q trace.Request, out io.Writer) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", path)
+// followTrace sends q to the admin socket s and copies the reply to out
+// line by line until ctx is done or the daemon closes the stream (nil), or
+// the daemon answers with an error line (returned).
+func followTrace(ctx context.Context, s adminc.Socket, q trace.Request, out io.Writer) error {
+	conn, err := s.Dial(adminTimeout)
 	if err != nil {
-		return fmt.Errorf("admin socket: %w (is vhcrd serving? see --admin-socket)", err)
+		return err
 	}
 	stopClose := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stopClose()

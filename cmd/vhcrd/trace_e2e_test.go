@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -246,7 +247,10 @@ func TestSlowReaderLosesRecords(t *testing.T) {
 	pr, pw := io.Pipe()
 	followed := make(chan error, 1)
 	fctx, stop := context.WithCancel(ctx)
-	go func() { followed <- followTrace(fctx, sock, trace.Request{FromStart: true}, pw); pw.Close() }()
+	go func() {
+		followed <- followTrace(fctx, adminc.Socket{Path: sock}, trace.Request{FromStart: true}, pw)
+		pw.Close()
+	}()
 	sc := bufio.NewScanner(pr)
 	var lines []string
 	for len(lines) < 16 && sc.Scan() {

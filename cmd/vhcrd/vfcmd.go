@@ -93,6 +93,15 @@ func (a *adminFlags) path() (string, error) {
 	return adminc.DefaultSocket(a.bar)
 }
 
+// socket is the socket at path, with --bar to explain a dial that fails
+// where the path was derived from it.
+func (a *adminFlags) socket(path string) adminc.Socket {
+	if a.sock != "" {
+		return adminc.Socket{Path: path}
+	}
+	return adminc.Socket{Path: path, BAR: a.bar}
+}
+
 // adminTimeout bounds one exchange on the admin socket.
 const adminTimeout = 30 * time.Second
 
@@ -226,7 +235,7 @@ func runVF(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	raw, err := adminc.Call(path, q, adminTimeout)
+	raw, err := adminc.Call(af.socket(path), q, adminTimeout)
 	if err != nil {
 		return err
 	}
@@ -315,7 +324,7 @@ func runPortCmd(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	raw, err := adminc.Call(path, adminRequest{Cmd: "port", Port: p, State: state}, adminTimeout)
+	raw, err := adminc.Call(af.socket(path), adminRequest{Cmd: "port", Port: p, State: state}, adminTimeout)
 	if err != nil {
 		return err
 	}

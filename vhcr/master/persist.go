@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
@@ -277,6 +278,22 @@ func (p *PF) restore(b bar.Region, l vhcr.Layout, gen uint32) int {
 			}
 			told[cause] = append(told[cause], i)
 		}
+	}
+	if p.vfsBefore != 0 {
+		// The operator changed --num-vfs: one line says so and what it
+		// costs, whatever the state file and the header held.
+		var reset []int
+		for _, c := range causes {
+			reset = append(reset, told[c]...)
+		}
+		slices.Sort(reset)
+		msg := fmt.Sprintf("VF count changed from %d to %d: the previous PF's objects and channels are dropped, every VF starts afresh", p.vfsBefore, len(p.vfs))
+		if len(reset) == 0 {
+			p.log.Info(msg, "generation", gen)
+		} else {
+			p.log.Warn(msg+"; VFs that were using their channel are reset with bit 17", "vfs", reset, "generation", gen)
+		}
+		return n
 	}
 	for _, c := range causes {
 		p.log.Warn("saved comm channel state not trusted: resetting its VFs with bit 17", "cause", c, "vfs", told[c], "generation", gen)

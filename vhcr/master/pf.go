@@ -104,13 +104,18 @@ type PF struct {
 	pending  atomic.Uint32
 	running  atomic.Bool
 	stopping atomic.Bool
-	guests   atomic.Int32 // guests' VFs attached (GuestAttached)
+	guests   atomic.Int32  // guests' VFs attached (GuestAttached)
+	beat     atomic.Uint64 // Beats: the poller's scan count at its last checkpoint
 	scans    uint64
 	gen      uint32 // PF_GEN of this PF: the generation its state records are written under
 	ps       *pstate
 	testHit  func(string) // export_test.go's kill simulation, else nil
 	// stateCause is why the state file was not trusted ("" if it was)
 	stateCause string
+	// vfsBefore is the VF count of the previous PF's layout where it
+	// differs from this one's (0: the same, or none): an operator's change,
+	// which restore explains in one line instead of as distrust
+	vfsBefore int
 }
 
 type vfState struct {
@@ -305,8 +310,16 @@ func New(o Options) (*PF, error) {
 		}
 	}
 	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
+	if old, err := vhcr.ReadLayout(o.BAR); err == nil && old.NumVFs != l.NumVFs {
+		p.vfsBefore = old.NumVFs
+	}
 	if ps != nil {
-		if pending, p.stateCause = p.loadState(ps, l, gen); p.stateCause != "" {
+		if pending, p.stateCause = p.loadState(ps, l, gen); p.stateCause != "" && p.vfsBefore != 0 {
+			if err := p.freshHCA(); err != nil {
+				return nil, err
+			}
+			pending = nil
+		} else if p.stateCause != "" {
 			p.log.Warn("PF state file not trusted: the VFs' objects are lost; resetting every VF that used its channel with bit 17", "file", o.State.Name(), "cause", p.stateCause)
 			if err := p.freshHCA(); err != nil {
 				return nil, err

@@ -119,6 +119,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		if p.scan() {
 			if p.stats.BusyRuns++; p.stats.BusyRuns&1023 == 0 {
 				p.hca.CheckArms() // under load too (hca/irq.go)
+				p.beat.Store(p.stats.Runs)
 			}
 			idle = false
 			continue
@@ -147,6 +148,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		}
 		now := tick.Now()
 		p.now = now
+		p.beat.Store(p.stats.Runs)
 		if idleSince == 0 {
 			idleSince = now
 			p.hca.CheckArms()
@@ -170,6 +172,14 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		}
 	}
 }
+
+// Beats is a counter that the poller advances while it scans: every 64
+// idle scans (an idle poller blocks for at most Idle.FutexTimeout, or
+// Idle.MaxSleep, and then scans again) and every 1024 commands under load.
+// It stands still while the poller is stuck (an executor or a request that
+// does not return) or not running. Any goroutine may read it; a watchdog
+// feeds the service manager only while it advances.
+func (p *PF) Beats() uint64 { return p.beat.Load() }
 
 // GuestAttached counts a guest's VF in (true) or out (false): while any is
 // attached, every sleep of the poller is at most Idle.GuestSleep.

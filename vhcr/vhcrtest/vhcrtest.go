@@ -128,6 +128,13 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 	r.Layout = l
 	if o.Files {
 		r.BARPath = filepath.Join(dir, "bar")
+		// Claimed as vhcrd serve claims it: the VF side (vhcr.AttachServing,
+		// PFAlive) sees a PF that holds its regions.
+		own, err := bar.Own(r.BARPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = own.Release() })
 		b, _, err := bar.CreateFile(r.BARPath, l.ControlSize())
 		if err != nil {
 			t.Fatal(err)

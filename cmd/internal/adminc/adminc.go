@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
@@ -37,13 +39,54 @@ func DefaultSocket(barSpec string) (string, error) {
 	return vhcr.DevicePath(vhcr.RunDir, sp, ".sock"), nil
 }
 
-// Call sends req, as one JSON line, to the admin socket at path and returns
-// the one-line answer (newline included). A refusal is an error wrapping
+// Socket is an admin socket to call: its path and, where known, the BAR
+// spec of the PF that serves it ("" for none), by which a dial that fails
+// is explained.
+type Socket struct {
+	Path string
+	BAR  string
+}
+
+// Dial connects to s within timeout. Where the socket cannot be reached
+// (no file, nobody listening) and s.BAR is a file region, the region's
+// owner claim decides (vhcr.CheckPF): no holder is reported at once (a PF
+// that was killed wraps vhcr.ErrPFDead, one that stopped vhcr.ErrNoPF); a
+// holder is a PF starting, whose socket is waited for until timeout.
+func (s Socket) Dial(timeout time.Duration) (net.Conn, error) {
+	deadline := time.Now().Add(timeout)
+	ctrl := ""
+	if sp, err := bar.ParseSpec(s.BAR); err == nil && sp.Scheme == "file" && sp.Offset == 0 {
+		ctrl = sp.Path
+	}
+	for {
+		c, err := net.DialTimeout("unix", s.Path, max(time.Until(deadline), time.Millisecond))
+		if err == nil {
+			return c, nil
+		}
+		absent := errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+		if ctrl == "" || !absent {
+			return nil, fmt.Errorf("admin socket: %w (is vhcrd serving? see --admin-socket)", err)
+		}
+		if perr := vhcr.CheckPF(ctrl); perr != nil {
+			if errors.Is(perr, os.ErrNotExist) {
+				return nil, fmt.Errorf("admin socket: %w (is vhcrd serving? no region %s)", err, ctrl)
+			}
+			return nil, fmt.Errorf("admin socket %s: %w", s.Path, perr)
+		}
+		if !time.Now().Before(deadline) {
+			return nil, fmt.Errorf("admin socket: %w (a PF holds %s but has not opened this socket: starting, or serving with another --admin-socket)", err, ctrl)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Call sends req, as one JSON line, to the admin socket s and returns the
+// one-line answer (newline included). A refusal is an error wrapping
 // ErrRefused; timeout bounds the whole exchange.
-func Call(path string, req any, timeout time.Duration) ([]byte, error) {
-	conn, err := net.DialTimeout("unix", path, timeout)
+func Call(s Socket, req any, timeout time.Duration) ([]byte, error) {
+	conn, err := s.Dial(timeout)
 	if err != nil {
-		return nil, fmt.Errorf("admin socket: %w (is vhcrd serving? see --admin-socket)", err)
+		return nil, err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(timeout))
@@ -77,10 +120,10 @@ type Refusal struct {
 	Toggle     uint32 `json:"toggle"`
 }
 
-// LastRefusal asks the admin socket at path for VF vf's last refusal
-// (vf.show); nil and no error when the PF has refused none of its commands.
-func LastRefusal(path string, vf int, timeout time.Duration) (*Refusal, error) {
-	line, err := Call(path, map[string]any{"cmd": "vf.show", "vf": vf}, timeout)
+// LastRefusal asks the admin socket s for VF vf's last refusal (vf.show);
+// nil and no error when the PF has refused none of its commands.
+func LastRefusal(s Socket, vf int, timeout time.Duration) (*Refusal, error) {
+	line, err := Call(s, map[string]any{"cmd": "vf.show", "vf": vf}, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func serveOnce(t *testing.T, answer string) (string, <-chan string) {
 
 func TestCall(t *testing.T) {
 	path, got := serveOnce(t, `{"ok":true}`+"\n")
-	line, err := Call(path, map[string]any{"cmd": "vf.list"}, 5*time.Second)
+	line, err := Call(Socket{Path: path}, map[string]any{"cmd": "vf.list"}, 5*time.Second)
 	if err != nil || string(line) != "{\"ok\":true}\n" {
 		t.Fatalf("Call: %q, %v", line, err)
 	}
@@ -60,11 +60,11 @@ func TestCall(t *testing.T) {
 	}
 
 	path, _ = serveOnce(t, "# error: no such VF 9\n")
-	if _, err := Call(path, map[string]any{"cmd": "vf.show", "vf": 9}, 5*time.Second); !errors.Is(err, ErrRefused) || err.Error() != "vhcrd: no such VF 9" {
+	if _, err := Call(Socket{Path: path}, map[string]any{"cmd": "vf.show", "vf": 9}, 5*time.Second); !errors.Is(err, ErrRefused) || err.Error() != "vhcrd: no such VF 9" {
 		t.Errorf("refusal: %v", err)
 	}
 
-	if _, err := Call(filepath.Join(t.TempDir(), "none.sock"), map[string]any{}, time.Second); err == nil || errors.Is(err, ErrRefused) {
+	if _, err := Call(Socket{Path: filepath.Join(t.TempDir(), "none.sock")}, map[string]any{}, time.Second); err == nil || errors.Is(err, ErrRefused) {
 		t.Errorf("no server: %v", err)
 	}
 }

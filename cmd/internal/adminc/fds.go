@@ -19,10 +19,10 @@ import (
 // CallFDs is Call for an answer that carries descriptors (SCM_RIGHTS on
 // its first bytes, as vf.irq's): it returns the answer line and up to max
 // descriptors, which are the caller's to close. A refusal carries none.
-func CallFDs(path string, req any, timeout time.Duration, max int) ([]byte, []int, error) {
-	c, err := net.DialTimeout("unix", path, timeout)
+func CallFDs(s Socket, req any, timeout time.Duration, max int) ([]byte, []int, error) {
+	c, err := s.Dial(timeout)
 	if err != nil {
-		return nil, nil, fmt.Errorf("admin socket: %w (is vhcrd serving? see --admin-socket)", err)
+		return nil, nil, err
 	}
 	defer c.Close()
 	conn := c.(*net.UnixConn)

@@ -24,11 +24,15 @@ type Manager struct {
 	addr string // @name
 	conn *net.UnixConn
 
-	mu    sync.Mutex
-	pid   int // the main process: messages from another are refused
-	store []storedFD
-	msgs  chan map[string]string
-	bad   []string
+	mu  sync.Mutex
+	pid int // the main process: messages from another are refused
+	// watchdog is WatchdogSec (0: none): Command passes WATCHDOG_USEC and
+	// WATCHDOG_PID; pings counts the WATCHDOG=1 messages received
+	watchdog time.Duration
+	pings    int
+	store    []storedFD
+	msgs     chan map[string]string
+	bad      []string
 }
 
 type storedFD struct {
@@ -118,6 +122,9 @@ func (m *Manager) receive(done chan struct{}) {
 			for _, fd := range fds {
 				m.store = append(m.store, storedFD{kv["FDNAME"], fd})
 			}
+		case kv["WATCHDOG"] == "1":
+			m.pings++
+			closeFDs(fds)
 		case kv["FDSTOREREMOVE"] == "1":
 			m.store = slices.DeleteFunc(m.store, func(s storedFD) bool {
 				if s.name == kv["FDNAME"] {
@@ -145,6 +152,22 @@ func (m *Manager) Names() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// SetWatchdog makes the service's watchdog timeout d (systemd's
+// WatchdogSec=): the next Command passes WATCHDOG_USEC, and WATCHDOG_PID
+// set by the shell that execs the service, as systemd sets them.
+func (m *Manager) SetWatchdog(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watchdog = d
+}
+
+// Pings is the number of WATCHDOG=1 messages the main process sent.
+func (m *Manager) Pings() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pings
 }
 
 // Bad are the messages refused for not coming from the main process.
@@ -211,8 +234,14 @@ func (m *Manager) Command(bin string, args ...string) *exec.Cmd {
 		files = append(files, os.NewFile(uintptr(d), s.name))
 		names = append(names, s.name)
 	}
-	cmd := exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$; export LISTEN_PID; exec "$0" "$@"`, bin}, args...)...)
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+m.addr)
+	script := `LISTEN_PID=$$; export LISTEN_PID; exec "$0" "$@"`
+	env := append(os.Environ(), "NOTIFY_SOCKET="+m.addr)
+	if m.watchdog > 0 {
+		script = `WATCHDOG_PID=$$; export WATCHDOG_PID; ` + script
+		env = append(env, "WATCHDOG_USEC="+strconv.FormatInt(m.watchdog.Microseconds(), 10))
+	}
+	cmd := exec.Command("/bin/sh", append([]string{"-c", script, bin}, args...)...)
+	cmd.Env = env
 	if len(files) > 0 {
 		cmd.Env = append(cmd.Env, "LISTEN_FDS="+strconv.Itoa(len(files)), "LISTEN_FDNAMES="+strings.Join(names, ":"))
 	}

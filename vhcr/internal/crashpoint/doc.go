@@ -4,6 +4,8 @@
 // environment variable VHCRD_CRASHPOINT selects that point
 // (VHCRD_CRASHPOINT=name kills at the first hit, name:N at the Nth). Without
 // the tag Hit is an empty function the compiler removes.
+// VHCRD_CRASHPOINT_ACTION=stall makes the point block the poller forever
+// instead (the process runs on, its poller does not scan).
 //
 // The points (stable names; Names lists them):
 //
@@ -31,3 +33,10 @@ var Names = []string{PostAccepted, PostExecuting, PostWrittenBack, ResetAcked, C
 
 // EnvVar selects the point (name or name:N).
 const EnvVar = "VHCRD_CRASHPOINT"
+
+// ActionEnvVar=stall makes the selected point stall the poller (Hit never
+// returns) instead of killing the process: the watchdog's test.
+const (
+	ActionEnvVar = "VHCRD_CRASHPOINT_ACTION"
+	ActionStall  = "stall"
+)
