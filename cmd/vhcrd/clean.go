@@ -32,7 +32,7 @@ func runClean(args []string) error {
 	sock := fs.String("admin-socket", "", "its admin socket (default: the BAR file's path + .sock)")
 	h := &cli.Help{Usage: "vhcrd clean [flags]",
 		About:    commands["clean"].summary + ".\nThe files of a file: --bar: PATH, PATH.vfN (every N, also those of a larger --num-vfs\nbefore), PATH.vfN.sock, PATH.pfstate, PATH.sock and the DMA file. Each region file is\nclaimed first (as vhcrd serve claims it): while a PF holds one, nothing is removed.",
-		Examples: []string{"vhcrd clean", "vhcrd clean --bar file:/dev/shm/vhcrd-bar"},
+		Examples: []string{"vhcrd clean", "vhcrd clean --bar file:/tmp/pf2/bar"},
 		Exit:     "0 removed (or nothing to remove), 1 a PF serves or a file could not be removed, 2 usage"}
 	if err := parseNoArgs(fs, args, h); err != nil {
 		return err

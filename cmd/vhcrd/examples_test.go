@@ -32,11 +32,13 @@ func helpExamples(help string) []string {
 }
 
 // refusedExamples are the examples that end in a refusal, exit 1, by
-// design: the PCI ones need a device this machine lacks, and bm-set's wrong
-// B_Key is the point of the example. Each must say why on its output.
+// design: the PCI ones need a device this machine lacks, bm-set's wrong
+// B_Key is the point of the example, and clean refuses the files of the PF
+// the test serves. Each must say why on its output.
 var refusedExamples = map[string]string{
 	"vhcrd bind 0000:03:00.1":   "no such device",
 	"vhcrd unbind 0000:03:00.1": "no such device",
+	"vhcrd clean":               "a PF serves these regions, nothing removed",
 	"vhcrd serve --bar vfio:0000:03:00.1#region2 --dma bar@0x40000 --num-vfs 1 --vf-bar 0=vfio:0000:03:00.1#region2@8M":                                                       "vhcrd serve: --bar: ",
 	"vhcrd serve --bar vfio:0000:00:01.0#region2 --dma bar@0x40000 --num-vfs 2 --window 64K --vf-bar 0=vfio:0000:00:01.0#region2@8M --vf-bar 1=vfio:0000:00:01.0#region2@16M": "vhcrd serve: --bar: ",
 	"vfctl mad --vf 7 bm-set --bkey 0x1 --slid 9 --sgid fe80::2:c903:0:7":                                                                                                     "BAD_PARAM (0x03): mad_dropped",

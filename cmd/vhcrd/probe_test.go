@@ -153,10 +153,10 @@ func TestDeviceBARStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a PF on another device: %v", err)
 	}
-	other.close()
 	if _, err := os.Stat(filepath.Join(runDir, "sysfs-0000:00:02.0-2.pfstate")); err != nil {
 		t.Errorf("the second device's state file: %v", err)
 	}
+	other.close()
 
 	// --pfstate PATH is claimed as well: two PFs on two devices given one
 	// state file are refused.
