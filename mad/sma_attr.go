@@ -27,11 +27,11 @@ type smaReq struct {
 	tp         *port // the port the modifier names (modPort rows), else p
 	set        bool
 	mod        uint32
-	mkey       uint64 // the SMP's M_Key
-	hideMKey   bool   // PortInfo's M_Key reads as 0
-	ignoreMKey bool   // a local query (IgnoreMKey): no key to compare
-	src        [smpDataSize]byte
-	data       [smpDataSize]byte
+	mkey       uint64            // the SMP's M_Key
+	hideMKey   bool              // PortInfo's M_Key reads as 0
+	ignoreMKey bool              // a local query (IgnoreMKey): no key to compare
+	src        [smpDataSize]byte // the request's data field (on a Set only)
+	data       [smpDataSize]byte // the response's
 }
 
 // smaRow is one row of the SMA's attribute table.
@@ -69,12 +69,16 @@ func smaRowFor(id uint16) *smaRow {
 // field and returns the status.
 func (e *Engine) smaAttr(p *port, in, out *MAD, hideMKey, ignoreMKey bool) uint16 {
 	r := &e.smp
-	*r = smaReq{p: p, tp: p, set: in.Method() == MethodSet, mod: in.AttrMod(), mkey: in.MKey(),
-		hideMKey: hideMKey, ignoreMKey: ignoreMKey}
-	copy(r.src[:], in[offSMPData:offSMPData+smpDataSize])
-	copy(r.data[:], out.SMPData())
+	// Field by field, and the data fields as arrays (moves the compiler
+	// inlines): this runs for every SMP of the MAD_IFC path.
+	r.p, r.tp, r.set, r.mod, r.mkey = p, p, in.Method() == MethodSet, in.AttrMod(), in.MKey()
+	r.hideMKey, r.ignoreMKey = hideMKey, ignoreMKey
+	if r.set {
+		r.src = *(*[smpDataSize]byte)(in[offSMPData:])
+	}
+	r.data = *(*[smpDataSize]byte)(out[offSMPData:])
 	st := e.smaDispatch(r, in.AttrID())
-	copy(out.SMPData(), r.data[:])
+	*(*[smpDataSize]byte)(out[offSMPData:]) = r.data
 	return st
 }
 

@@ -62,10 +62,10 @@ func swRowFor(id uint16) *swRow {
 func (s *Switch) attr(arrival uint8, in, out *MAD, hide bool) uint16 {
 	r := &s.smp
 	*r = swReq{arrival: arrival, set: in.Method() == MethodSet, hide: hide, mod: in.AttrMod(), n: uint32(len(s.ports) - 1)}
-	copy(r.src[:], in[offSMPData:offSMPData+smpDataSize])
-	copy(r.data[:], out.SMPData())
+	r.src = *(*[smpDataSize]byte)(in[offSMPData:])
+	r.data = *(*[smpDataSize]byte)(out[offSMPData:])
 	st := s.dispatch(r, in.AttrID())
-	copy(out.SMPData(), r.data[:])
+	*(*[smpDataSize]byte)(out[offSMPData:]) = r.data
 	return st
 }
 
