@@ -157,7 +157,8 @@ type Engine struct {
 	nout      int
 	observer  PortObserver
 	changes   [MaxPorts]PortChange
-	changed   uint8 // ports with a recorded change
+	changed   uint8  // ports with a recorded change
+	smp       smaReq // the SMP an SMA attribute handler works on
 
 	counters Counters
 }

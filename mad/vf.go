@@ -279,112 +279,152 @@ func (v *StaticVF) NodeGUID() uint64 { return v.Node }
 // IFCBadInbox.
 func (e *Engine) ProcessMADIFC(vf VFView, opMod uint8, inMod uint32, inbox []byte, out *MAD) IFCResult {
 	pf := vf == nil || vf.IsPF()
-	// mlx4_MAD_IFC_wrapper applies the VF policy to the MAD header in the
-	// inbox before anything else: no extension is decoded and no port
-	// checked first, so a forbidden MAD is BAD_OP whatever follows it. The
-	// policy is the class and method; the paravirtualised attributes below
-	// also need base and class version 1, other LID-routed Gets run natively.
-	if !pf && len(inbox) >= Size {
-		hdr := (*MAD)(inbox[:Size])
-		if opMod&MADIFCNetworkView != 0 || hdr.MgmtClass() != ClassSubnLID || hdr.Method() != MethodGet {
-			smi := false
-			if p, ok := vf.(SMIEnabler); ok && p.SMIEnabled() {
-				_, smi = vf.PhysPort(uint8(inMod)) // mlx4_vf_smi_enabled on the converted port
-			}
-			if !smi {
-				e.counters.vfRefused.Add(1)
-				clear(out[:])
-				return IFCRefused
-			}
-		}
+	if !pf && !vfPolicyAllows(vf, opMod, inMod, inbox) {
+		e.counters.vfRefused.Add(1)
+		clear(out[:])
+		return IFCRefused
 	}
 	var in MADIFCInbox
 	if err := DecodeMADIFCInbox(opMod, inMod, inbox, &in); err != nil {
-		e.counters.badInbox.Add(1)
-		clear(out[:])
-		return IFCBadInbox
+		return e.badInbox(out)
 	}
 	if pf {
 		if in.Port < 1 || int(in.Port) > len(e.ports) {
-			e.counters.badInbox.Add(1)
-			clear(out[:])
-			return IFCBadInbox
+			return e.badInbox(out)
 		}
 		return e.runIFC(&in, in.Port, out)
 	}
+	return e.vfIFC(vf, &in, out)
+}
+
+// vfPolicyAllows is mlx4_MAD_IFC_wrapper's VF policy, applied to the MAD
+// header in the inbox before anything else: no extension is decoded and no
+// port checked first, so a forbidden MAD is BAD_OP whatever follows it. The
+// policy is the class and method (a host-view, LID-routed Get) unless the
+// VF is SMI-privileged on the port; the paravirtualised attributes (vfIFC)
+// also need base and class version 1, other LID-routed Gets run natively.
+func vfPolicyAllows(vf VFView, opMod uint8, inMod uint32, inbox []byte) bool {
+	if len(inbox) < Size {
+		return true // a short inbox is the decoder's to refuse
+	}
+	hdr := (*MAD)(inbox[:Size])
+	if opMod&MADIFCNetworkView == 0 && hdr.MgmtClass() == ClassSubnLID && hdr.Method() == MethodGet {
+		return true
+	}
+	if p, ok := vf.(SMIEnabler); ok && p.SMIEnabled() {
+		_, smi := vf.PhysPort(uint8(inMod)) // mlx4_vf_smi_enabled on the converted port
+		return smi
+	}
+	return false
+}
+
+// badInbox answers a malformed inbox or a port the function does not have.
+func (e *Engine) badInbox(out *MAD) IFCResult {
+	e.counters.badInbox.Add(1)
+	clear(out[:])
+	return IFCBadInbox
+}
+
+// vfIFC runs a VF's command that passed the policy on the VF's physical
+// port: natively, or for the attributes mlx4 paravirtualises with the
+// answer rewritten to the VF's view.
+func (e *Engine) vfIFC(vf VFView, in *MADIFCInbox, out *MAD) IFCResult {
 	vport := in.Port
 	phys, ok := vf.PhysPort(vport)
 	if !ok {
-		e.counters.badInbox.Add(1)
-		clear(out[:])
-		return IFCBadInbox
+		return e.badInbox(out)
 	}
 	m := &in.MAD
 	if in.NetworkView || m.BaseVersion() != 1 || m.MgmtClass() != ClassSubnLID || m.ClassVersion() != 1 || m.Method() != MethodGet {
 		// Past the policy: an SMI-enabled VF's MAD, or a LID-routed Get
 		// of another version. mlx4: "Else run natively", on the
 		// function's port, with the network-view bit stripped.
-		return e.runIFC(&in, phys, out)
+		return e.runIFC(in, phys, out)
 	}
 	switch m.AttrID() {
 	case AttrPKeyTable:
-		block := m.AttrMod() & 0xFFFF
-		be.PutUint32(m[20:], 0)
-		st := e.runIFC(&in, phys, out)
-		if st != IFCOK || out.Status() != 0 {
-			return st
-		}
-		e.counters.vfParavirt.Add(1)
-		be.PutUint32(out[20:], block)
-		if block >= uint32((e.pcap+31)/32) {
-			clear(out.SMPData())
-			out.SetStatus(StatusInvalidField)
-			return IFCOK
-		}
-		data := out.SMPData()
-		for i := range 32 {
-			v := int(block)*32 + i
-			var key uint16
-			if pi, ok := vf.PKeyIndex(vport, v); ok && v < e.pcap {
-				key, _ = e.PKey(phys, pi)
-			}
-			be.PutUint16(data[2*i:], key)
-		}
-		return IFCOK
+		return e.vfPKeyTable(vf, in, vport, phys, out)
 	case AttrPortInfo:
-		be.PutUint32(m[20:], uint32(phys))
-		st := e.runIFC(&in, phys, out)
-		if st != IFCOK || out.Status() != 0 {
-			return st
-		}
-		e.counters.vfParavirt.Add(1)
-		data := out.SMPData()
-		be.PutUint64(data[0:], 0) // the M_Key is not the VF's business
-		data[32] = data[32]&0xF0 | uint8(vf.PortState(vport))&0xF
-		be.PutUint32(data[20:], vf.CapMask(vport))
-		data[28] = vport
-		return IFCOK
+		return e.vfPortInfo(vf, in, vport, phys, out)
 	case AttrGUIDInfo:
-		be.PutUint32(m[20:], 0)
-		st := e.runIFC(&in, phys, out)
-		if st != IFCOK || out.Status() != 0 {
-			return st
-		}
-		e.counters.vfParavirt.Add(1)
-		data := out.SMPData()
-		clear(data)
-		be.PutUint64(data, vf.PortGUID(vport))
-		return IFCOK
+		return e.vfGUIDInfo(vf, in, vport, phys, out)
 	case AttrNodeInfo:
-		st := e.runIFC(&in, phys, out)
-		if st != IFCOK || out.Status() != 0 {
-			return st
-		}
-		e.counters.vfParavirt.Add(1)
-		be.PutUint64(out.SMPData()[12:], vf.NodeGUID())
+		return e.vfNodeInfo(vf, in, phys, out)
+	}
+	return e.runIFC(in, phys, out)
+}
+
+// runParavirt runs a paravirtualised Get natively and reports whether it
+// succeeded, so that its answer is to be rewritten (and counted).
+func (e *Engine) runParavirt(in *MADIFCInbox, phys uint8, out *MAD) (IFCResult, bool) {
+	st := e.runIFC(in, phys, out)
+	if st != IFCOK || out.Status() != 0 {
+		return st, false
+	}
+	e.counters.vfParavirt.Add(1)
+	return st, true
+}
+
+// vfPKeyTable answers a block of the VF's virtual P_Key table from the
+// port's block 0 query: entries the VF's map does not reach read as 0.
+func (e *Engine) vfPKeyTable(vf VFView, in *MADIFCInbox, vport, phys uint8, out *MAD) IFCResult {
+	block := in.MAD.AttrMod() & 0xFFFF
+	be.PutUint32(in.MAD[20:], 0)
+	if st, ok := e.runParavirt(in, phys, out); !ok {
+		return st
+	}
+	be.PutUint32(out[20:], block)
+	if block >= uint32((e.pcap+31)/32) {
+		clear(out.SMPData())
+		out.SetStatus(StatusInvalidField)
 		return IFCOK
 	}
-	return e.runIFC(&in, phys, out)
+	data := out.SMPData()
+	for i := range 32 {
+		v := int(block)*32 + i
+		var key uint16
+		if pi, ok := vf.PKeyIndex(vport, v); ok && v < e.pcap {
+			key, _ = e.PKey(phys, pi)
+		}
+		be.PutUint16(data[2*i:], key)
+	}
+	return IFCOK
+}
+
+// vfPortInfo answers the physical port's PortInfo with the VF's port
+// state, capability mask and port number, and no M_Key.
+func (e *Engine) vfPortInfo(vf VFView, in *MADIFCInbox, vport, phys uint8, out *MAD) IFCResult {
+	be.PutUint32(in.MAD[20:], uint32(phys))
+	if st, ok := e.runParavirt(in, phys, out); !ok {
+		return st
+	}
+	data := out.SMPData()
+	be.PutUint64(data[0:], 0) // the M_Key is not the VF's business
+	data[32] = data[32]&0xF0 | uint8(vf.PortState(vport))&0xF
+	be.PutUint32(data[20:], vf.CapMask(vport))
+	data[28] = vport
+	return IFCOK
+}
+
+// vfGUIDInfo answers GUIDInfo block 0 with the VF's GUID alone.
+func (e *Engine) vfGUIDInfo(vf VFView, in *MADIFCInbox, vport, phys uint8, out *MAD) IFCResult {
+	be.PutUint32(in.MAD[20:], 0)
+	if st, ok := e.runParavirt(in, phys, out); !ok {
+		return st
+	}
+	data := out.SMPData()
+	clear(data)
+	be.PutUint64(data, vf.PortGUID(vport))
+	return IFCOK
+}
+
+// vfNodeInfo answers NodeInfo with the VF's node GUID.
+func (e *Engine) vfNodeInfo(vf VFView, in *MADIFCInbox, phys uint8, out *MAD) IFCResult {
+	if st, ok := e.runParavirt(in, phys, out); !ok {
+		return st
+	}
+	be.PutUint64(out.SMPData()[12:], vf.NodeGUID())
+	return IFCOK
 }
 
 // runIFC runs the decoded command natively on a device port.

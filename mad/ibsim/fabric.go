@@ -33,20 +33,49 @@ type Fabric struct {
 // and the engine ports train to Init (a port already Init or above keeps
 // its state), IBA 7.2. With a LID it then leaves the switch as a sweep
 // would (see Fabric.LID); port is the served engine port.
+//
+// The stages: the cables (checkCables), the peers' cables checked and
+// their links brought up (linkPeers), the served engine's links
+// (linkCables), then with a LID the sweep (sweep).
 func (f *Fabric) validate(e *mad.Engine, port uint8) error {
 	if f.Switch == nil {
 		return fmt.Errorf("ibsim: fabric without a switch")
 	}
+	used, err := f.checkCables(e)
+	if err != nil {
+		return err
+	}
+	if err := f.linkPeers(e, used); err != nil {
+		return err
+	}
+	if err := f.linkCables(e); err != nil {
+		return err
+	}
+	if f.LID == 0 {
+		return nil
+	}
+	return f.sweep(e, port)
+}
+
+// checkCables checks the served engine's cables: an engine port it has to
+// a switch port no other cable uses. It returns the switch ports used.
+func (f *Fabric) checkCables(e *mad.Engine) (map[uint8]bool, error) {
 	used := map[uint8]bool{}
 	for hp, sp := range f.Cables {
 		if hp < 1 || int(hp) > e.NumPorts() {
-			return fmt.Errorf("ibsim: fabric: engine port %d of %d", hp, e.NumPorts())
+			return nil, fmt.Errorf("ibsim: fabric: engine port %d of %d", hp, e.NumPorts())
 		}
 		if sp < 1 || int(sp) > f.Switch.NumPorts() || used[sp] {
-			return fmt.Errorf("ibsim: fabric: switch port %d (of %d) missing or cabled twice", sp, f.Switch.NumPorts())
+			return nil, fmt.Errorf("ibsim: fabric: switch port %d (of %d) missing or cabled twice", sp, f.Switch.NumPorts())
 		}
 		used[sp] = true
 	}
+	return used, nil
+}
+
+// linkPeers checks each peer's cable (a switch port of its own) and brings
+// its link up, on both ends, peer by peer.
+func (f *Fabric) linkPeers(e *mad.Engine, used map[uint8]bool) error {
 	for sp, pe := range f.Peers {
 		if pe == nil || pe == e || sp < 1 || int(sp) > f.Switch.NumPorts() || used[sp] {
 			return fmt.Errorf("ibsim: fabric: peer on switch port %d (of %d): missing, the served engine, or cabled twice", sp, f.Switch.NumPorts())
@@ -59,6 +88,11 @@ func (f *Fabric) validate(e *mad.Engine, port uint8) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// linkCables brings the served engine's cabled links up, on both ends.
+func (f *Fabric) linkCables(e *mad.Engine) error {
 	for hp, sp := range f.Cables {
 		if err := f.Switch.SetLink(int(sp), true); err != nil {
 			return err
@@ -67,36 +101,21 @@ func (f *Fabric) validate(e *mad.Engine, port uint8) error {
 			return err
 		}
 	}
-	if f.LID == 0 {
-		return nil
-	}
+	return nil
+}
+
+// sweep leaves the switch as an SM's sweep would: its LID, a route to
+// every cabled port's LIDs, the ports facing Active ports Active, the
+// served port's master SM LID.
+func (f *Fabric) sweep(e *mad.Engine, port uint8) error {
 	w := mad.Swept{LID: f.LID, Routes: map[uint16]uint8{f.LID: 0}}
-	face := func(pe *mad.Engine, port, sp uint8) error {
-		pi, err := pe.PortInfo(port)
-		if err != nil {
-			return err
-		}
-		if pi.LID == 0 {
-			return nil
-		}
-		for l := pi.LID; l < pi.LID+1<<pi.LMC; l++ {
-			if o, dup := w.Routes[l]; dup {
-				return fmt.Errorf("ibsim: fabric: LID %d on switch port %d and %d", l, o, sp)
-			}
-			w.Routes[l] = sp
-		}
-		if pi.PortState == mad.PortActive {
-			w.Active = append(w.Active, int(sp))
-		}
-		return nil
-	}
 	for hp, sp := range f.Cables {
-		if err := face(e, hp, sp); err != nil {
+		if err := facing(&w, e, hp, sp); err != nil {
 			return err
 		}
 	}
 	for sp, pe := range f.Peers {
-		if err := face(pe, 1, sp); err != nil {
+		if err := facing(&w, pe, 1, sp); err != nil {
 			return err
 		}
 	}
@@ -104,6 +123,29 @@ func (f *Fabric) validate(e *mad.Engine, port uint8) error {
 		w.SMLID = pi.MasterSMLID
 	}
 	return f.Switch.Configure(w)
+}
+
+// facing adds to w what switch port sp sees of the engine port it faces:
+// routes for the port's LID and its LMC aliases (a LID two ports claim is
+// an error), Active if the port is.
+func facing(w *mad.Swept, pe *mad.Engine, port, sp uint8) error {
+	pi, err := pe.PortInfo(port)
+	if err != nil {
+		return err
+	}
+	if pi.LID == 0 {
+		return nil
+	}
+	for l := pi.LID; l < pi.LID+1<<pi.LMC; l++ {
+		if o, dup := w.Routes[l]; dup {
+			return fmt.Errorf("ibsim: fabric: LID %d on switch port %d and %d", l, o, sp)
+		}
+		w.Routes[l] = sp
+	}
+	if pi.PortState == mad.PortActive {
+		w.Active = append(w.Active, int(sp))
+	}
+	return nil
 }
 
 // linkUp trains a cabled engine port that is Down (and not Disabled) to

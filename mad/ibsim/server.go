@@ -477,82 +477,120 @@ func (s *Server) Handle(req []byte) bool {
 // A forwarded request keeps its addressing (SLID filled in) and carries
 // the sender's index in TID bits 63:48, so that the response finds its way
 // back; a forwarded response goes as its responder sent it.
+//
+// The stages: parse the request (parseRequest), deliver it where its
+// addressing takes it (route), then forward it to a client, drop it, or
+// write the reply over the request (writeReply).
 func (s *Server) handle(sender int, req []byte) (dest int, send bool) {
 	if len(req) != requestSize {
 		return sender, false
 	}
-	dlid := be.Uint16(req[0:])
-	slid := be.Uint16(req[4:])
-	dqp := be.Uint32(req[8:])
-	sqp := be.Uint32(req[12:])
-	var in mad.MAD
-	copy(in[:], req[32:])
-	pi, _ := s.e.PortInfo(s.opt.Port)
-	mask := uint16(1)<<pi.LMC - 1
-	if slid == 0 && dlid != mad.LIDPermissive {
-		slid = pi.LID // umad2sim's "auto": the client sits on this port
-	}
-	s.record(slid, dlid, sqp, dqp, &in)
-	noReply := in.Method() == mad.MethodTrapRepress || in.IsResponse()
-	status := uint32(StatusDropped)
-	var out mad.MAD
-	from := pi.LID | dlid&mask
-	dr := in.MgmtClass() == mad.ClassSubnDirected
-	local := dlid&^mask == pi.LID || dlid == mad.LIDPermissive && dr
-	f := s.opt.Fabric
-	switch {
-	case f != nil && dr && local && in.HopCount() > 0 && !in.Direction():
-		if at, ok := f.directed(&in, s.opt.Port); ok && dqp == 0 {
-			if resp, ok := s.at(at, slid, sqp, dqp, &in); ok {
-				resp[6] = 0 // back at the source: the reverse path is walked
-				out, status = resp, 0
-			}
+	r := s.parseRequest(req)
+	noReply := r.in.Method() == mad.MethodTrapRepress || r.in.IsResponse()
+	out, ok, from, to := s.route(sender, &r)
+	if to >= 0 {
+		be.PutUint16(req[4:], r.slid)
+		if !r.in.IsResponse() {
+			be.PutUint64(r.in[8:], r.in.TID()&(1<<48-1)|uint64(sender)<<48)
 		}
-	case local && dqp <= 1 && mad.SMIRecv(&in, s.opt.Port):
-		// The SMI steps of a directed-route SMP are the port's, not the SMA's.
-		wc := mad.WC{SLID: slid, SrcQP: sqp & 0xFFFFFF, QPN: dqp, DLIDPathBits: uint8(dlid & mask)}
-		resp, res := s.e.ProcessMAD(0, s.opt.Port, &wc, nil, &in)
-		if res&mad.Reply != 0 && mad.SMISend(&resp) {
-			out, status = resp, 0
-		}
-		if res == mad.Success && sender >= 0 {
-			// Not the HCA's: the MAD layer hands it to the agent that
-			// registered for it, a client of this port.
-			if to := s.agent(&in); to >= 0 {
-				be.PutUint16(req[4:], slid)
-				if !in.IsResponse() {
-					be.PutUint64(in[8:], in.TID()&(1<<48-1)|uint64(sender)<<48)
-				}
-				copy(req[32:], in[:])
-				return to, true
-			}
-		}
-	case f != nil && !local && dqp <= 1:
-		if at, ok := s.lidRoute(dlid, dqp); ok {
-			if resp, ok := s.at(at, slid, sqp, dqp, &in); ok {
-				out, status, from = resp, 0, dlid
-			}
-		}
+		copy(req[32:], r.in[:])
+		return to, true
 	}
 	if noReply {
 		return sender, false
 	}
-	if status != 0 {
-		out = in
+	status := uint32(StatusDropped)
+	if ok {
+		status = 0
+		s.record(from, r.slid, r.dqp, r.sqp, &out)
 	} else {
-		s.record(from, slid, dqp, sqp, &out)
+		out = r.in
 	}
-	// Reply: from the port to the requester.
-	be.PutUint16(req[0:], slid)
+	writeReply(req, &r, from, status, &out)
+	return sender, true
+}
+
+// request is a parsed request: its addressing, the port's LID and LMC mask,
+// the MAD.
+type request struct {
+	dlid, slid uint16
+	dqp, sqp   uint32
+	lid, mask  uint16
+	in         mad.MAD
+}
+
+// parseRequest reads a request, fills in an "auto" SLID and records it.
+func (s *Server) parseRequest(req []byte) request {
+	r := request{dlid: be.Uint16(req[0:]), slid: be.Uint16(req[4:]), dqp: be.Uint32(req[8:]), sqp: be.Uint32(req[12:])}
+	copy(r.in[:], req[32:])
+	pi, _ := s.e.PortInfo(s.opt.Port)
+	r.lid, r.mask = pi.LID, uint16(1)<<pi.LMC-1
+	if r.slid == 0 && r.dlid != mad.LIDPermissive {
+		r.slid = pi.LID // umad2sim's "auto": the client sits on this port
+	}
+	s.record(r.slid, r.dlid, r.sqp, r.dqp, &r.in)
+	return r
+}
+
+// route delivers the request: along its directed path through the fabric,
+// to this port's engine, or by LID through the switch. It returns the
+// response if there is one (ok) and the LID it comes from, or the client
+// the request is to be forwarded to (to >= 0).
+func (s *Server) route(sender int, r *request) (out mad.MAD, ok bool, from uint16, to int) {
+	from, to = r.lid|r.dlid&r.mask, -1
+	dr := r.in.MgmtClass() == mad.ClassSubnDirected
+	local := r.dlid&^r.mask == r.lid || r.dlid == mad.LIDPermissive && dr
+	f := s.opt.Fabric
+	switch {
+	case f != nil && dr && local && r.in.HopCount() > 0 && !r.in.Direction():
+		if at, found := f.directed(&r.in, s.opt.Port); found && r.dqp == 0 {
+			if out, ok = s.at(at, r.slid, r.sqp, r.dqp, &r.in); ok {
+				out[6] = 0 // back at the source: the reverse path is walked
+			}
+		}
+	case local && r.dqp <= 1 && mad.SMIRecv(&r.in, s.opt.Port):
+		// The SMI steps of a directed-route SMP are the port's, not the SMA's.
+		out, ok, to = s.atPort(sender, r)
+	case f != nil && !local && r.dqp <= 1:
+		if at, found := s.lidRoute(r.dlid, r.dqp); found {
+			if out, ok = s.at(at, r.slid, r.sqp, r.dqp, &r.in); ok {
+				from = r.dlid
+			}
+		}
+	}
+	return out, ok, from, to
+}
+
+// atPort hands the request to this port's engine. A MAD the engine leaves
+// to other agents (Success without a reply) from a client goes to the
+// client that registered for it, if any (to >= 0).
+func (s *Server) atPort(sender int, r *request) (out mad.MAD, ok bool, to int) {
+	wc := mad.WC{SLID: r.slid, SrcQP: r.sqp & 0xFFFFFF, QPN: r.dqp, DLIDPathBits: uint8(r.dlid & r.mask)}
+	resp, res := s.e.ProcessMAD(0, s.opt.Port, &wc, nil, &r.in)
+	if res&mad.Reply != 0 && mad.SMISend(&resp) {
+		out, ok = resp, true
+	}
+	to = -1
+	if res == mad.Success && sender >= 0 {
+		// Not the HCA's: the MAD layer hands it to the agent that
+		// registered for it, a client of this port.
+		to = s.agent(&r.in)
+	}
+	return out, ok, to
+}
+
+// writeReply writes the reply over the request: from the port to the
+// requester.
+func writeReply(req []byte, r *request, from uint16, status uint32, out *mad.MAD) {
+	be.PutUint16(req[0:], r.slid)
 	req[2], req[3] = 0, 0
 	be.PutUint16(req[4:], from)
 	req[6], req[7] = 0, 0
-	be.PutUint32(req[8:], sqp)
-	be.PutUint32(req[12:], dqp)
+	be.PutUint32(req[8:], r.sqp)
+	be.PutUint32(req[12:], r.dqp)
 	be.PutUint32(req[16:], status)
 	be.PutUint64(req[24:], mad.Size)
 	copy(req[32:], out[:])
-	return sender, true
 }
 
 // at hands a MAD that reached a node of the fabric to that node's agent and

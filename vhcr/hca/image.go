@@ -158,6 +158,11 @@ var ErrImage = fmt.Errorf("hca: image does not fit this HCA")
 // configuration); window gives each VF's DMA window, which the EQs write
 // through. Every firmware object must have its tracker object; an image
 // that does not fit is refused with ErrImage and the HCA is unchanged.
+//
+// The stages: the image's shape and its tracker; a firmware with the
+// HCA's wiring and nothing else (emptyFirmware); the firmware objects, each
+// joined to its tracker object (imageLoad); the port and per-VF tables; the
+// event counters carried over; the swap.
 func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	if im.Res == nil || len(im.Ports) != len(h.fw.ports) || len(im.VFs) != len(h.fw.vfs) {
 		return fmt.Errorf("%w: %d ports, %d VFs", ErrImage, len(im.Ports), len(im.VFs))
@@ -169,67 +174,125 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	if err := tr.Load(im.Res); err != nil {
 		return fmt.Errorf("%w: %w", ErrImage, err)
 	}
-	obj := func(ty restrack.Type, id uint64) (*restrack.Object, error) {
-		vf, err := tr.Owner(ty, id)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v %#x has no tracker object", ErrImage, ty, id)
+	fw := h.emptyFirmware(im.NextRegID)
+	l := imageLoad{tr: tr, fw: fw, window: window}
+	for _, load := range [...]func(*Image) error{l.mtts, l.qps, l.cqs, l.srqs, l.mpts, l.eqs} {
+		if err := load(im); err != nil {
+			return err
 		}
-		return tr.Peek(vf, ty, id)
 	}
-	fw := &firmware{doorbell: h.fw.doorbell, irq: h.fw.irq, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, adminChanges: h.fw.adminChanges, dmfs: h.fw.dmfs, nextRegID: im.NextRegID,
+	fw.loadTables(im)
+	fw.carryStats(h.fw)
+	h.Res, h.fw = tr, fw
+	return nil
+}
+
+// emptyFirmware is a firmware with h's wiring (doorbell, interrupts, the
+// PF's hooks), its configuration's knobs and empty object tables.
+func (h *HCA) emptyFirmware(nextRegID uint64) *firmware {
+	return &firmware{doorbell: h.fw.doorbell, irq: h.fw.irq, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, adminChanges: h.fw.adminChanges, dmfs: h.fw.dmfs, nextRegID: nextRegID,
 		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{}, srqs: map[uint32]*srqObj{},
 		mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{}, counterPort: map[uint64]int{}, mcg: map[uint32][][16]byte{},
 		ports: make([]portTables, len(h.fw.ports)), vfs: make([]vfFW, len(h.fw.vfs))}
+}
+
+// imageLoad fills a firmware's object tables from an image, each object
+// joined to its tracker object.
+type imageLoad struct {
+	tr     *restrack.Tracker
+	fw     *firmware
+	window func(vf int) *dma.Window
+}
+
+// obj is the tracker object of a firmware object; an image with a firmware
+// object the tracker does not have does not fit.
+func (l *imageLoad) obj(ty restrack.Type, id uint64) (*restrack.Object, error) {
+	vf, err := l.tr.Owner(ty, id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v %#x has no tracker object", ErrImage, ty, id)
+	}
+	return l.tr.Peek(vf, ty, id)
+}
+
+func (l *imageLoad) mtts(im *Image) error {
 	for k, v := range im.MTT {
 		if len(v) > 1<<20 {
 			return fmt.Errorf("%w: MTT %#x of %d entries", ErrImage, k, len(v))
 		}
-		fw.mtt[k] = append([]uint64(nil), v...)
+		l.fw.mtt[k] = append([]uint64(nil), v...)
 	}
+	return nil
+}
+
+func (l *imageLoad) qps(im *Image) error {
 	for _, q := range im.QPs {
-		o, err := obj(restrack.QP, uint64(q.QPN))
+		o, err := l.obj(restrack.QP, uint64(q.QPN))
 		if err != nil {
 			return err
 		}
-		fw.qps[q.QPN] = &qpObj{tr: o, state: q.State, port: q.Port, suspended: q.Suspended, ctx: q.Ctx, vport: q.Vport}
+		l.fw.qps[q.QPN] = &qpObj{tr: o, state: q.State, port: q.Port, suspended: q.Suspended, ctx: q.Ctx, vport: q.Vport}
 	}
+	return nil
+}
+
+func (l *imageLoad) cqs(im *Image) error {
 	for _, c := range im.CQs {
-		o, err := obj(restrack.CQ, uint64(c.CQN))
+		o, err := l.obj(restrack.CQ, uint64(c.CQN))
 		if err != nil {
 			return err
 		}
-		fw.cqs[c.CQN] = &cqObj{tr: o, ctx: c.Ctx, eqn: c.EQN}
+		l.fw.cqs[c.CQN] = &cqObj{tr: o, ctx: c.Ctx, eqn: c.EQN}
 	}
+	return nil
+}
+
+func (l *imageLoad) srqs(im *Image) error {
 	for _, s := range im.SRQs {
-		o, err := obj(restrack.SRQ, uint64(s.SRQN))
+		o, err := l.obj(restrack.SRQ, uint64(s.SRQN))
 		if err != nil {
 			return err
 		}
-		fw.srqs[s.SRQN] = &srqObj{tr: o, ctx: s.Ctx, limit: s.Limit}
+		l.fw.srqs[s.SRQN] = &srqObj{tr: o, ctx: s.Ctx, limit: s.Limit}
 	}
+	return nil
+}
+
+func (l *imageLoad) mpts(im *Image) error {
 	for _, m := range im.MPTs {
-		o, err := obj(restrack.MPT, m.ID)
+		o, err := l.obj(restrack.MPT, m.ID)
 		if err != nil {
 			return err
 		}
-		fw.mpts[m.ID] = &mptObj{tr: o, entry: m.Entry, valid: m.Valid}
+		l.fw.mpts[m.ID] = &mptObj{tr: o, entry: m.Entry, valid: m.Valid}
 	}
+	return nil
+}
+
+// eqs loads the EQs, each with its VF's DMA window; an EQ whose geometry
+// SW2HW_EQ would have refused does not fit.
+func (l *imageLoad) eqs(im *Image) error {
 	for _, e := range im.EQs {
-		if e.VF < 0 || e.VF >= len(fw.vfs) || e.Nent == 0 || e.Nent&(e.Nent-1) != 0 || e.Nent > 1<<maxEQLogSize || e.PageShift < 12 || e.PageShift > 30 ||
+		if e.VF < 0 || e.VF >= len(l.fw.vfs) || e.Nent == 0 || e.Nent&(e.Nent-1) != 0 || e.Nent > 1<<maxEQLogSize || e.PageShift < 12 || e.PageShift > 30 ||
 			uint64(len(e.Pages))<<e.PageShift < uint64(e.Nent)*mlx4.EQESize {
 			return fmt.Errorf("%w: EQ %d of VF %d: %d entries, page shift %d, %d pages", ErrImage, e.EQN, e.VF, e.Nent, e.PageShift, len(e.Pages))
 		}
 		id := restrack.EQID(e.VF, e.EQN)
-		o, err := obj(restrack.EQ, id)
+		o, err := l.obj(restrack.EQ, id)
 		if err != nil {
 			return err
 		}
 		// The vector and always-armed come from the context, as at SW2HW_EQ.
 		c, _ := mlx4.DecodeEQContext(e.Ctx[:])
-		fw.eqs[id] = &eqObj{tr: o, vf: e.VF, eqn: e.EQN, ctx: e.Ctx, nent: e.Nent, pageShift: e.PageShift, pages: append([]uint64(nil), e.Pages...),
-			win: window(e.VF), prod: e.Prod, cons: e.Cons, armed: e.Armed, dbAtCreate: e.DBAtCreate, dbStale: e.DBStale,
+		l.fw.eqs[id] = &eqObj{tr: o, vf: e.VF, eqn: e.EQN, ctx: e.Ctx, nent: e.Nent, pageShift: e.PageShift, pages: append([]uint64(nil), e.Pages...),
+			win: l.window(e.VF), prod: e.Prod, cons: e.Cons, armed: e.Armed, dbAtCreate: e.DBAtCreate, dbStale: e.DBStale,
 			intr: c.Intr, always: c.State == mlx4.EQ_STATE_ALWAYS_ARMED}
 	}
+	return nil
+}
+
+// loadTables copies the image's port tables (MAC, VLAN), per-VF state,
+// counter ports and multicast groups.
+func (fw *firmware) loadTables(im *Image) {
 	for p := range fw.ports {
 		pi := &im.Ports[p]
 		for i := range fw.ports[p].mac {
@@ -252,15 +315,17 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	for k, v := range im.MCG {
 		fw.mcg[k] = append([][16]byte(nil), v...)
 	}
-	// Event counters stay this HCA's (metrics read them through Stats).
+}
+
+// carryStats keeps the event counters of the firmware being replaced
+// (metrics read them through Stats).
+func (fw *firmware) carryStats(old *firmware) {
 	for i := range fw.vfs {
-		fw.vfs[i].stats.EQEs.Store(h.fw.vfs[i].stats.EQEs.Load())
-		fw.vfs[i].stats.Overruns.Store(h.fw.vfs[i].stats.Overruns.Load())
-		fw.vfs[i].stats.NoEQ.Store(h.fw.vfs[i].stats.NoEQ.Load())
-		fw.vfs[i].stats.Completes.Store(h.fw.vfs[i].stats.Completes.Load())
+		fw.vfs[i].stats.EQEs.Store(old.vfs[i].stats.EQEs.Load())
+		fw.vfs[i].stats.Overruns.Store(old.vfs[i].stats.Overruns.Load())
+		fw.vfs[i].stats.NoEQ.Store(old.vfs[i].stats.NoEQ.Load())
+		fw.vfs[i].stats.Completes.Store(old.vfs[i].stats.Completes.Load())
 	}
-	h.Res, h.fw = tr, fw
-	return nil
 }
 
 // SetEQPositions installs pos, which the HCA calls with an EQ's producer

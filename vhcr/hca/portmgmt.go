@@ -30,84 +30,119 @@ var madStateNames = [...]string{mad.PortDown: "down", mad.PortInit: "init", mad.
 // above) and refreshes what their QUERY_PORT and MAD_IFC show. It returns
 // how many EQEs were posted. VFs without an EQ for the event miss it
 // (counted). Runs on the poller.
+//
+// The stages: the VFs' alias GUIDs the SM set, the port's state (with a
+// PORT_CHANGE on an Active edge), the VFs' MAD views, then each VF's
+// PORT_MNG_CHG events (PortInfo attributes, P_Key table, GUID table).
 func (h *HCA) PortMgmtChange(c *mad.PortChange) (int, error) {
 	phys := int(c.Port)
 	if phys < 1 || phys > len(h.Cfg.Ports) {
 		return 0, fmt.Errorf("hca: no port %d", phys)
 	}
-	n := 0
-	var first error
-	note := func(k int, err error) {
-		n += k
-		if err != nil && !errors.Is(err, ErrNoEQ) && first == nil {
-			first = err
-		}
-	}
+	var t eqeTally
 	if c.What&mad.ChangeGUIDs != 0 && h.mad != nil {
-		for vf := range h.Funcs {
-			slot := vf + 1 // mlx4: slave s owns GUID index s; VF vf is slave vf+1
-			if slot >= 64 || c.GUIDs&(1<<slot) == 0 || !h.hasPort(vf, phys) {
-				continue
-			}
-			if g, ok := h.mad.GUID(uint8(phys), slot); ok {
-				h.Funcs[vf].PortGUID[phys] = g
-			}
-		}
+		h.adoptAliasGUIDs(c, phys)
 	}
 	if c.What&mad.ChangeState != 0 && int(c.State) < len(madStateNames) && c.State != mad.PortNoChange {
-		was := h.Cfg.Ports[phys-1].State == "active"
-		h.Cfg.Ports[phys-1].State = madStateNames[c.State]
-		if now := c.State == mad.PortActive; now != was {
-			sub := uint8(1)
-			if now {
-				sub = 4
-			}
-			note(h.PortChange(phys, sub))
-		}
+		h.portStateChanged(c.State, phys, &t)
 	}
 	if h.mad != nil {
 		for vf := range h.madViews {
 			h.refreshMADView(vf)
 		}
 	}
-	var attr uint32
-	if c.What&mad.ChangeLID != 0 {
-		attr |= mlx4.EQ_PORT_INFO_LID_CHANGE_MASK
-	}
-	if c.What&mad.ChangeGIDPrefix != 0 {
-		attr |= mlx4.EQ_PORT_INFO_GID_PFX_CHANGE_MASK
-	}
-	if c.What&mad.ChangeClientRereg != 0 {
-		attr |= mlx4.EQ_PORT_INFO_CLIENT_REREG_MASK
-	}
+	attr := portInfoChangedAttr(c.What)
 	for vf := range h.Funcs {
-		vport := h.vfPort(vf, phys)
-		if vport == 0 {
+		if vport := h.vfPort(vf, phys); vport != 0 {
+			h.postPortMgmtEvents(c, vf, phys, vport, attr, &t)
+		}
+	}
+	return t.n, t.first
+}
+
+// eqeTally counts the EQEs posted and keeps the first error other than a
+// VF without an EQ for the event.
+type eqeTally struct {
+	n     int
+	first error
+}
+
+func (t *eqeTally) note(k int, err error) {
+	t.n += k
+	if err != nil && !errors.Is(err, ErrNoEQ) && t.first == nil {
+		t.first = err
+	}
+}
+
+// adoptAliasGUIDs takes the GUIDs the SM set in the VFs' slots of the
+// port's GUID table (mlx4: slave s owns GUID index s; VF vf is slave vf+1).
+func (h *HCA) adoptAliasGUIDs(c *mad.PortChange, phys int) {
+	for vf := range h.Funcs {
+		slot := vf + 1
+		if slot >= 64 || c.GUIDs&(1<<slot) == 0 || !h.hasPort(vf, phys) {
 			continue
 		}
-		if attr != 0 {
-			var e [mlx4.EQESize]byte
-			e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_PORT_INFO, byte(vport)
-			binary.BigEndian.PutUint32(e[mlx4.EQEPortMngChgChangedAttr:], attr)
-			note(h.postCount(vf, &e))
-		}
-		if c.What&mad.ChangePKeys != 0 {
-			for _, idx := range h.Funcs[vf].PKeyMap[phys] {
-				if c.PKeyChanged(idx) {
-					var e [mlx4.EQESize]byte
-					e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_PKEY_TABLE, byte(vport)
-					note(h.postCount(vf, &e))
-					break
-				}
-			}
-		}
-		if slot := vf + 1; c.What&mad.ChangeGUIDs != 0 && slot < 64 && c.GUIDs&(1<<slot) != 0 {
-			var e [mlx4.EQESize]byte
-			e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_GUID_INFO, byte(vport)
-			note(h.postCount(vf, &e))
+		if g, ok := h.mad.GUID(uint8(phys), slot); ok {
+			h.Funcs[vf].PortGUID[phys] = g
 		}
 	}
-	return n, first
+}
+
+// portStateChanged records the port's new state and, when it becomes or
+// stops being Active, sends the VFs a PORT_CHANGE (subtype ACTIVE 4 or
+// DOWN 1).
+func (h *HCA) portStateChanged(st mad.PortState, phys int, t *eqeTally) {
+	was := h.Cfg.Ports[phys-1].State == "active"
+	h.Cfg.Ports[phys-1].State = madStateNames[st]
+	if now := st == mad.PortActive; now != was {
+		sub := uint8(1)
+		if now {
+			sub = 4
+		}
+		t.note(h.PortChange(phys, sub))
+	}
+}
+
+// portInfoChangedAttr is a PORT_INFO event's changed_attr for the changes.
+func portInfoChangedAttr(what mad.ChangeFlags) uint32 {
+	var attr uint32
+	if what&mad.ChangeLID != 0 {
+		attr |= mlx4.EQ_PORT_INFO_LID_CHANGE_MASK
+	}
+	if what&mad.ChangeGIDPrefix != 0 {
+		attr |= mlx4.EQ_PORT_INFO_GID_PFX_CHANGE_MASK
+	}
+	if what&mad.ChangeClientRereg != 0 {
+		attr |= mlx4.EQ_PORT_INFO_CLIENT_REREG_MASK
+	}
+	return attr
+}
+
+// postPortMgmtEvents posts VF vf's PORT_MNG_CHG events for the change on
+// its port vport: PORT_INFO with the changed attributes, PKEY_TABLE if an
+// entry its P_Key map reaches changed, GUID_INFO if its GUID slot did.
+func (h *HCA) postPortMgmtEvents(c *mad.PortChange, vf, phys, vport int, attr uint32, t *eqeTally) {
+	if attr != 0 {
+		var e [mlx4.EQESize]byte
+		e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_PORT_INFO, byte(vport)
+		binary.BigEndian.PutUint32(e[mlx4.EQEPortMngChgChangedAttr:], attr)
+		t.note(h.postCount(vf, &e))
+	}
+	if c.What&mad.ChangePKeys != 0 {
+		for _, idx := range h.Funcs[vf].PKeyMap[phys] {
+			if c.PKeyChanged(idx) {
+				var e [mlx4.EQESize]byte
+				e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_PKEY_TABLE, byte(vport)
+				t.note(h.postCount(vf, &e))
+				break
+			}
+		}
+	}
+	if slot := vf + 1; c.What&mad.ChangeGUIDs != 0 && slot < 64 && c.GUIDs&(1<<slot) != 0 {
+		var e [mlx4.EQESize]byte
+		e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_GUID_INFO, byte(vport)
+		t.note(h.postCount(vf, &e))
+	}
 }
 
 func (h *HCA) postCount(vf int, e *[mlx4.EQESize]byte) (int, error) {

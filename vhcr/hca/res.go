@@ -236,91 +236,134 @@ func setOutLo(c *mlx4.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uin
 // -ENOSPC); MAP_ICM of another VF's QP/MPT → BAD_OP, of an unknown one →
 // INTERNAL_ERR, in the wrong state → BAD_PARAM.
 func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
-	ty := restrack.Type(c.InMod & 0xff)
-	op := c.OpMod
-	lo := lo32(c.InParam)
-	switch ty {
-	case restrack.QP:
-		switch op {
-		case resOpReserve:
-			count, align := int(lo&0xffffff), int(hi32(c.InParam))
-			base, err := h.Res.ReserveQPs(c.VF, count, align)
-			if err != nil {
-				return restrack.Refuse(c, err)
-			}
-			setOutLo(c, uint32(base))
-			return mlx4.OK
-		case resOpMapICM:
-			qpn := lo & qpnMask
-			if h.validReservedQP(c.VF, qpn) {
-				// add_res_range: mapping a special QP twice is -EEXIST.
-				if err := h.Res.TrackSpecial(c.VF, uint64(qpn)); err != nil {
-					return restrack.Refuse(c, err)
-				}
-			}
-			if err := h.Res.MapICM(c.VF, restrack.QP, uint64(qpn)); err != nil {
-				return restrack.Refuse(c, err)
-			}
-			return mlx4.OK
-		}
-	case restrack.MTT:
-		if op == resOpReserveAndMap {
-			base, err := h.Res.AllocMTT(c.VF, int(lo))
-			if err != nil {
-				return restrack.Refuse(c, err)
-			}
-			setOutLo(c, uint32(base))
-			return mlx4.OK
-		}
-	case restrack.MPT:
-		switch op {
-		case resOpReserve:
-			idx, err := h.Res.Alloc(c.VF, restrack.MPT)
-			if err != nil {
-				return restrack.Refuse(c, err)
-			}
-			setOutLo(c, uint32(idx))
-			return mlx4.OK
-		case resOpMapICM:
-			if err := h.Res.MapICM(c.VF, restrack.MPT, h.Res.MPTID(lo)); err != nil {
-				return restrack.Refuse(c, err)
-			}
-			return mlx4.OK
-		}
-	case restrack.CQ, restrack.SRQ:
-		if op == resOpReserveAndMap {
-			n, err := h.Res.Alloc(c.VF, ty)
-			if err != nil {
-				return restrack.Refuse(c, err)
-			}
-			setOutLo(c, uint32(n))
-			return mlx4.OK
-		}
-	case restrack.Counter, restrack.XRCD:
-		if op == resOpReserve {
-			n, err := h.Res.Alloc(c.VF, ty)
-			if ty == restrack.Counter && errors.Is(err, restrack.ErrNoSpace) {
-				// __mlx4_counter_alloc's -ENOSPC: INTERNAL_ERR
-				return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
-			}
-			if err != nil {
-				return restrack.Refuse(c, err)
-			}
-			setOutLo(c, uint32(n))
-			return mlx4.OK
-		}
-	case restrack.MAC:
-		if op == resOpReserveAndMap {
-			return h.allocMAC(c)
-		}
-	case restrack.VLAN:
-		if op == resOpReserveAndMap {
-			return h.allocVLAN(c)
-		}
-	default:
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+	if ops := resOpsFor(c); ops != nil {
+		return ops.alloc(h, c)
 	}
-	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+}
+
+// resOps is ALLOC_RES's and FREE_RES's dispatch by resource type
+// (in_modifier[7:0]), resource_tracker.c's *_alloc_res and *_free_res; a
+// type without a row (NPORT_ID, FS_RULE, EQ, unknown) is BAD_PARAM. Each
+// handler checks its op_modifier (an unsupported one is BAD_PARAM).
+var resOps = [restrack.NumTypes]struct {
+	alloc, free func(h *HCA, c *mlx4.Cmd) mlx4.Status
+}{
+	restrack.QP:      {(*HCA).qpAllocRes, (*HCA).qpFreeRes},
+	restrack.MTT:     {(*HCA).mttAllocRes, (*HCA).mttFreeRes},
+	restrack.MPT:     {(*HCA).mptAllocRes, (*HCA).mptFreeRes},
+	restrack.CQ:      {(*HCA).cqSRQAllocRes, (*HCA).cqSRQFreeRes},
+	restrack.SRQ:     {(*HCA).cqSRQAllocRes, (*HCA).cqSRQFreeRes},
+	restrack.Counter: {(*HCA).counterXRCDAllocRes, (*HCA).counterFreeRes},
+	restrack.XRCD:    {(*HCA).counterXRCDAllocRes, (*HCA).xrcdFreeRes},
+	restrack.MAC:     {(*HCA).macAllocRes, (*HCA).macVLANFreeRes},
+	restrack.VLAN:    {(*HCA).vlanAllocRes, (*HCA).macVLANFreeRes},
+}
+
+// resOpsFor is the row of the command's resource type, nil if none.
+func resOpsFor(c *mlx4.Cmd) *struct {
+	alloc, free func(h *HCA, c *mlx4.Cmd) mlx4.Status
+} {
+	if ty := c.InMod & 0xff; ty < restrack.NumTypes && resOps[ty].alloc != nil {
+		return &resOps[ty]
+	}
+	return nil
+}
+
+func badOpMod(c *mlx4.Cmd) mlx4.Status { return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier) }
+
+// allocated answers an allocation of n (or its refusal).
+func allocated(c *mlx4.Cmd, n uint32, err error) mlx4.Status {
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	setOutLo(c, n)
+	return mlx4.OK
+}
+
+// refused answers an operation that returns nothing (or its refusal).
+func refused(c *mlx4.Cmd, err error) mlx4.Status {
+	if err != nil {
+		return restrack.Refuse(c, err)
+	}
+	return mlx4.OK
+}
+
+// qpAllocRes reserves a QPN range (RES_OP_RESERVE: count in_param[23:0],
+// alignment in_param[63:32]) or maps a QPN's ICM (RES_OP_MAP_ICM), tracking
+// a special QP of the VF's proxy range first.
+func (h *HCA) qpAllocRes(c *mlx4.Cmd) mlx4.Status {
+	lo := lo32(c.InParam)
+	switch c.OpMod {
+	case resOpReserve:
+		count, align := int(lo&0xffffff), int(hi32(c.InParam))
+		base, err := h.Res.ReserveQPs(c.VF, count, align)
+		return allocated(c, uint32(base), err)
+	case resOpMapICM:
+		qpn := lo & qpnMask
+		if h.validReservedQP(c.VF, qpn) {
+			// add_res_range: mapping a special QP twice is -EEXIST.
+			if err := h.Res.TrackSpecial(c.VF, uint64(qpn)); err != nil {
+				return restrack.Refuse(c, err)
+			}
+		}
+		return refused(c, h.Res.MapICM(c.VF, restrack.QP, uint64(qpn)))
+	}
+	return badOpMod(c)
+}
+
+func (h *HCA) mttAllocRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserveAndMap {
+		return badOpMod(c)
+	}
+	base, err := h.Res.AllocMTT(c.VF, int(lo32(c.InParam)))
+	return allocated(c, uint32(base), err)
+}
+
+func (h *HCA) mptAllocRes(c *mlx4.Cmd) mlx4.Status {
+	switch c.OpMod {
+	case resOpReserve:
+		idx, err := h.Res.Alloc(c.VF, restrack.MPT)
+		return allocated(c, uint32(idx), err)
+	case resOpMapICM:
+		return refused(c, h.Res.MapICM(c.VF, restrack.MPT, h.Res.MPTID(lo32(c.InParam))))
+	}
+	return badOpMod(c)
+}
+
+func (h *HCA) cqSRQAllocRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserveAndMap {
+		return badOpMod(c)
+	}
+	n, err := h.Res.Alloc(c.VF, restrack.Type(c.InMod&0xff))
+	return allocated(c, uint32(n), err)
+}
+
+func (h *HCA) counterXRCDAllocRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserve {
+		return badOpMod(c)
+	}
+	ty := restrack.Type(c.InMod & 0xff)
+	n, err := h.Res.Alloc(c.VF, ty)
+	if ty == restrack.Counter && errors.Is(err, restrack.ErrNoSpace) {
+		// __mlx4_counter_alloc's -ENOSPC: INTERNAL_ERR
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
+	}
+	return allocated(c, uint32(n), err)
+}
+
+func (h *HCA) macAllocRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserveAndMap {
+		return badOpMod(c)
+	}
+	return h.allocMAC(c)
+}
+
+func (h *HCA) vlanAllocRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserveAndMap {
+		return badOpMod(c)
+	}
+	return h.allocVLAN(c)
 }
 
 // validReservedQP: a special QPN the VF may map (mlx4 valid_reserved): its
@@ -417,92 +460,110 @@ func unregister(tab []tableEntry, idx int) {
 // as mlx4's -EPERM; busy or referenced → RESOURCE_BUSY; wrong MTT order →
 // BAD_PARAM.
 func (h *HCA) FREE_RES(c *mlx4.Cmd) mlx4.Status {
-	ty := restrack.Type(c.InMod & 0xff)
-	op := c.OpMod
+	if ops := resOpsFor(c); ops != nil {
+		return ops.free(h, c)
+	}
+	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+}
+
+// qpFreeRes releases a QPN range (RES_OP_RESERVE: base in_param[23:0],
+// count in_param[63:32] as mlx4's int) or unmaps a QPN's ICM
+// (RES_OP_MAP_ICM), untracking a special QP after.
+func (h *HCA) qpFreeRes(c *mlx4.Cmd) mlx4.Status {
 	lo, hi := lo32(c.InParam), hi32(c.InParam)
-	var err error
-	switch ty {
-	case restrack.QP:
-		switch op {
-		case resOpReserve:
-			err = h.Res.FreeQPs(c.VF, uint64(lo&qpnMask), int(int32(hi))) // mlx4's int count
-		case resOpMapICM:
-			qpn := uint64(lo & qpnMask)
-			if err = h.Res.UnmapICM(c.VF, restrack.QP, qpn); err == nil {
-				err = h.Res.UntrackSpecial(c.VF, qpn)
-			}
-		default:
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+	switch c.OpMod {
+	case resOpReserve:
+		return refused(c, h.Res.FreeQPs(c.VF, uint64(lo&qpnMask), int(int32(hi)))) // mlx4's int count
+	case resOpMapICM:
+		qpn := uint64(lo & qpnMask)
+		err := h.Res.UnmapICM(c.VF, restrack.QP, qpn)
+		if err == nil {
+			err = h.Res.UntrackSpecial(c.VF, qpn)
 		}
-	case restrack.MTT:
-		if op != resOpReserveAndMap {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
-		}
-		if err = h.Res.FreeMTT(c.VF, uint64(lo), int(hi)); err == nil {
-			delete(h.fw.mtt, uint64(lo))
-		}
-	case restrack.MPT:
-		id := h.Res.MPTID(lo)
-		switch op {
-		case resOpReserve:
-			if err = h.Res.Free(c.VF, restrack.MPT, id); err == nil {
-				delete(h.fw.mpts, id)
-			}
-		case resOpMapICM:
-			err = h.Res.UnmapICM(c.VF, restrack.MPT, id)
-		default:
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
-		}
-	case restrack.CQ, restrack.SRQ:
-		if op != resOpReserveAndMap {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
-		}
-		err = h.Res.Free(c.VF, ty, uint64(lo))
-	case restrack.Counter:
-		if op != resOpReserve {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
-		}
-		if int(lo) == h.Cfg.Resources.Counters-1 {
-			return mlx4.OK // the sink counter: a no-op
-		}
-		if err = h.Res.Free(c.VF, ty, uint64(lo)); err == nil {
-			delete(h.fw.counterPort, uint64(lo))
-		}
-	case restrack.XRCD:
-		if op != resOpReserve {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
-		}
-		err = h.Res.Free(c.VF, ty, uint64(lo))
-	case restrack.MAC, restrack.VLAN:
-		if op != resOpReserveAndMap {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
-		}
-		// mac_free_res takes the port from in_modifier or out_param,
-		// vlan_free_res from in_modifier only (0 is no port: BAD_PARAM).
-		phys, _ := h.resPort(c, ty == restrack.MAC)
-		if phys == 0 {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
-		}
-		if ty == restrack.VLAN && h.fw.vfs[c.VF].oldVLAN {
-			return mlx4.OK // vlan_free_res: a VF of the old API frees nothing
-		}
-		value := c.InParam & 0xffffffffffff
-		if ty == restrack.VLAN {
-			value = uint64(lo & 0xfff)
-		}
-		var idx int
-		if idx, _, err = h.Res.DelMAC(c.VF, ty, phys, value); err == nil {
-			if ty == restrack.MAC {
-				unregister(h.fw.ports[phys-1].mac[:], idx)
-			} else {
-				unregister(h.fw.ports[phys-1].vlan[:], idx)
-			}
-		}
-	default:
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+		return refused(c, err)
 	}
-	if err != nil {
-		return restrack.Refuse(c, err)
+	return badOpMod(c)
+}
+
+func (h *HCA) mttFreeRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserveAndMap {
+		return badOpMod(c)
 	}
-	return mlx4.OK
+	lo, hi := lo32(c.InParam), hi32(c.InParam)
+	err := h.Res.FreeMTT(c.VF, uint64(lo), int(hi))
+	if err == nil {
+		delete(h.fw.mtt, uint64(lo))
+	}
+	return refused(c, err)
+}
+
+func (h *HCA) mptFreeRes(c *mlx4.Cmd) mlx4.Status {
+	id := h.Res.MPTID(lo32(c.InParam))
+	switch c.OpMod {
+	case resOpReserve:
+		err := h.Res.Free(c.VF, restrack.MPT, id)
+		if err == nil {
+			delete(h.fw.mpts, id)
+		}
+		return refused(c, err)
+	case resOpMapICM:
+		return refused(c, h.Res.UnmapICM(c.VF, restrack.MPT, id))
+	}
+	return badOpMod(c)
+}
+
+func (h *HCA) cqSRQFreeRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserveAndMap {
+		return badOpMod(c)
+	}
+	return refused(c, h.Res.Free(c.VF, restrack.Type(c.InMod&0xff), uint64(lo32(c.InParam))))
+}
+
+func (h *HCA) counterFreeRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserve {
+		return badOpMod(c)
+	}
+	lo := lo32(c.InParam)
+	if int(lo) == h.Cfg.Resources.Counters-1 {
+		return mlx4.OK // the sink counter: a no-op
+	}
+	err := h.Res.Free(c.VF, restrack.Counter, uint64(lo))
+	if err == nil {
+		delete(h.fw.counterPort, uint64(lo))
+	}
+	return refused(c, err)
+}
+
+func (h *HCA) xrcdFreeRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserve {
+		return badOpMod(c)
+	}
+	return refused(c, h.Res.Free(c.VF, restrack.XRCD, uint64(lo32(c.InParam))))
+}
+
+// macVLANFreeRes is mac_free_res and vlan_free_res: the entry's reference
+// in the tracker, then in the port's table.
+func (h *HCA) macVLANFreeRes(c *mlx4.Cmd) mlx4.Status {
+	if c.OpMod != resOpReserveAndMap {
+		return badOpMod(c)
+	}
+	ty := restrack.Type(c.InMod & 0xff)
+	// mac_free_res takes the port from in_modifier or out_param,
+	// vlan_free_res from in_modifier only (0 is no port: BAD_PARAM).
+	phys, _ := h.resPort(c, ty == restrack.MAC)
+	if phys == 0 {
+		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+	}
+	if ty == restrack.VLAN && h.fw.vfs[c.VF].oldVLAN {
+		return mlx4.OK // vlan_free_res: a VF of the old API frees nothing
+	}
+	value, tab := c.InParam&0xffffffffffff, h.fw.ports[phys-1].mac[:]
+	if ty == restrack.VLAN {
+		value, tab = uint64(lo32(c.InParam)&0xfff), h.fw.ports[phys-1].vlan[:]
+	}
+	idx, _, err := h.Res.DelMAC(c.VF, ty, phys, value)
+	if err == nil {
+		unregister(tab, idx)
+	}
+	return refused(c, err)
 }

@@ -126,109 +126,204 @@ func (h *HCA) VFSettings(vf int) (VFSettings, error) {
 // every field before changing any. It returns what was done, one line per
 // setting, saying whether it applies now or at the VF's next reset. Runs on
 // the poller.
+//
+// Three stages: vfChecks validate the change (the first failing check is
+// the answer), the apply steps change one setting each, and each step's line
+// reports what it changed.
 func (h *HCA) SetVF(vf int, ch VFSettingsChange) ([]string, error) {
 	if vf < 0 || vf >= len(h.Funcs) {
 		return nil, fmt.Errorf("%w: VF %d outside 0..%d", ErrVFSettingInvalid, vf, len(h.Funcs)-1)
 	}
-	fn := &h.Funcs[vf]
 	h.fw.adminChanges++ // the PF checkpoints the firmware state it may change (image.go)
-	// Checks first, in mlx4's order of errnos.
-	if ch.Trust != nil {
-		return nil, fmt.Errorf("%w: trust: mlx4_en implements no ndo_set_vf_trust", ErrVFSettingNotSupported)
-	}
-	if ch.MaxTxRate != nil || ch.MinTxRate != nil {
-		return nil, fmt.Errorf("%w: rate: mlx4_set_vf_rate needs vport QoS (MLX4_DEV_CAP_FLAG2_QOS_VPP), which this device does not have", ErrVFSettingNotSupported)
-	}
-	if ch.Phys != 0 && !contains(fn.Ports, ch.Phys) {
-		return nil, fmt.Errorf("%w: VF %d has no physical port %d (its ports: %v)", ErrVFSettingInvalid, vf, ch.Phys, fn.Ports)
-	}
-	if ch.MAC != nil && (*ch.MAC>>48 != 0 || *ch.MAC&(1<<40) != 0) {
-		return nil, fmt.Errorf("%w: mac %s is multicast or not 48-bit", ErrVFSettingInvalid, MACString(*ch.MAC))
-	}
-	if ch.MAC != nil && *ch.MAC == 0 && ch.SpoofCheck == nil && fn.SpoofCheck {
-		// mlx4_set_vf_mac: "MAC invalidation is not allowed when spoofchk is on"
-		return nil, fmt.Errorf("%w: mac 00:00:00:00:00:00 with spoof check on", ErrVFSettingPerm)
-	}
-	if ch.VLAN != nil && (*ch.VLAN < 0 || *ch.VLAN > 4095) {
-		return nil, fmt.Errorf("%w: vlan %d: want 0..4095", ErrVFSettingInvalid, *ch.VLAN)
-	}
-	if ch.QoS != nil && (*ch.QoS < 0 || *ch.QoS > 7) {
-		return nil, fmt.Errorf("%w: qos %d: want 0..7", ErrVFSettingInvalid, *ch.QoS)
-	}
-	if ch.QoS != nil && ch.VLAN == nil && fn.VST == nil && *ch.QoS != 0 {
-		return nil, fmt.Errorf("%w: qos without vlan (ip link sets them together)", ErrVFSettingInvalid)
-	}
-	if ch.LinkState != nil {
-		if _, ok := linkWords[*ch.LinkState]; !ok {
-			return nil, fmt.Errorf("%w: link-state %q: want auto, enable or disable", ErrVFSettingInvalid, *ch.LinkState)
-		}
-	}
-	ports := fn.Ports
+	c := &vfChange{h: h, vf: vf, fn: &h.Funcs[vf], ch: ch, ports: h.Funcs[vf].Ports}
 	if ch.Phys != 0 {
-		ports = []int{ch.Phys}
+		c.ports = []int{ch.Phys}
 	}
-	if ch.SpoofCheck != nil && *ch.SpoofCheck {
-		for _, p := range fn.Ports {
-			m := h.adminMAC(vf, p)
-			if ch.MAC != nil && contains(ports, p) {
-				m = *ch.MAC
-			}
-			if m == 0 {
-				return nil, fmt.Errorf("%w: spoof check with MAC 00:00:00:00:00:00 on port %d (mlx4: \"Illegal MAC with spoofchk\")", ErrVFSettingPerm, p)
-			}
+	for _, check := range vfChecks {
+		if err := check(c); err != nil {
+			return nil, err
 		}
 	}
 	var done []string
-	later := func(what string) { done = append(done, what+": at the VF's next reset") }
 	if ch.MAC != nil {
-		for _, p := range ports {
-			h.fw.vfs[vf].adminMAC[p-1] = *ch.MAC
-		}
-		later(fmt.Sprintf("mac %s on %s", MACString(*ch.MAC), portList(ports)))
+		done = append(done, c.applyMAC())
 	}
 	if ch.VLAN != nil || ch.QoS != nil {
-		vlan, qos := 0, 0
-		if fn.VST != nil {
-			vlan, qos = fn.VST.VLAN, fn.VST.QoS
-		}
-		if ch.VLAN != nil {
-			vlan = *ch.VLAN
-		}
-		if ch.QoS != nil {
-			qos = *ch.QoS
-		}
-		if vlan == 0 && qos == 0 {
-			fn.VST = nil // MLX4_VGT
-			later("vlan 0 qos 0 (VGT)")
-		} else {
-			fn.VST = &config.VST{VLAN: vlan, QoS: qos}
-			later(fmt.Sprintf("vlan %d qos %d (VST)", vlan, qos))
-		}
+		done = append(done, c.applyVLAN())
 	}
 	if ch.SpoofCheck != nil {
-		fn.SpoofCheck = *ch.SpoofCheck
-		later(fmt.Sprintf("spoof-check %v", *ch.SpoofCheck))
+		done = append(done, c.applySpoofCheck())
 	}
 	if ch.LinkState != nil {
-		fn.LinkState = linkWords[*ch.LinkState]
-		n := 0
-		for i, p := range fn.Ports {
-			// mlx4_set_vf_link_state: auto follows the port's state.
-			// Subtypes MLX4_PORT_CHANGE_SUBTYPE_DOWN 1, _ACTIVE 4.
-			sub := uint8(1)
-			if h.VFLinkUp(vf, p) {
-				sub = 4
-			}
-			var e [mlx4.EQESize]byte
-			e[mlx4.EQESubtype] = sub
-			binary.BigEndian.PutUint32(e[mlx4.EQEPortChangePort:], uint32(i+1)<<28)
-			if h.PostEQE(vf, mlx4.EventPortChange, &e) == nil {
-				n++
-			}
-		}
-		done = append(done, fmt.Sprintf("link-state %s: now (PORT_CHANGE to the VF on %d of its %d ports)", *ch.LinkState, n, len(fn.Ports)))
+		done = append(done, c.applyLinkState())
 	}
 	return done, nil
+}
+
+// vfChange is one SetVF in progress.
+type vfChange struct {
+	h     *HCA
+	vf    int
+	fn    *config.Function
+	ch    VFSettingsChange
+	ports []int // the physical ports the MAC applies to
+}
+
+// vfChecks are SetVF's checks in mlx4's order of errnos.
+var vfChecks = [...]func(c *vfChange) error{
+	(*vfChange).checkTrust,
+	(*vfChange).checkRate,
+	(*vfChange).checkPhys,
+	(*vfChange).checkMAC,
+	(*vfChange).checkMACInvalidation,
+	(*vfChange).checkVLAN,
+	(*vfChange).checkQoS,
+	(*vfChange).checkQoSWithoutVLAN,
+	(*vfChange).checkLinkState,
+	(*vfChange).checkSpoofCheckMACs,
+}
+
+func (c *vfChange) checkTrust() error {
+	if c.ch.Trust != nil {
+		return fmt.Errorf("%w: trust: mlx4_en implements no ndo_set_vf_trust", ErrVFSettingNotSupported)
+	}
+	return nil
+}
+
+func (c *vfChange) checkRate() error {
+	if c.ch.MaxTxRate != nil || c.ch.MinTxRate != nil {
+		return fmt.Errorf("%w: rate: mlx4_set_vf_rate needs vport QoS (MLX4_DEV_CAP_FLAG2_QOS_VPP), which this device does not have", ErrVFSettingNotSupported)
+	}
+	return nil
+}
+
+func (c *vfChange) checkPhys() error {
+	if c.ch.Phys != 0 && !contains(c.fn.Ports, c.ch.Phys) {
+		return fmt.Errorf("%w: VF %d has no physical port %d (its %s)", ErrVFSettingInvalid, c.vf, c.ch.Phys, portList(c.fn.Ports))
+	}
+	return nil
+}
+
+func (c *vfChange) checkMAC() error {
+	if m := c.ch.MAC; m != nil && (*m>>48 != 0 || *m&(1<<40) != 0) {
+		return fmt.Errorf("%w: mac %s is multicast or not 48-bit", ErrVFSettingInvalid, MACString(*m))
+	}
+	return nil
+}
+
+func (c *vfChange) checkMACInvalidation() error {
+	if c.ch.MAC != nil && *c.ch.MAC == 0 && c.ch.SpoofCheck == nil && c.fn.SpoofCheck {
+		// mlx4_set_vf_mac: "MAC invalidation is not allowed when spoofchk is on"
+		return fmt.Errorf("%w: mac 00:00:00:00:00:00 with spoof check on", ErrVFSettingPerm)
+	}
+	return nil
+}
+
+func (c *vfChange) checkVLAN() error {
+	if v := c.ch.VLAN; v != nil && (*v < 0 || *v > 4095) {
+		return fmt.Errorf("%w: vlan %d: want 0..4095", ErrVFSettingInvalid, *v)
+	}
+	return nil
+}
+
+func (c *vfChange) checkQoS() error {
+	if q := c.ch.QoS; q != nil && (*q < 0 || *q > 7) {
+		return fmt.Errorf("%w: qos %d: want 0..7", ErrVFSettingInvalid, *q)
+	}
+	return nil
+}
+
+func (c *vfChange) checkQoSWithoutVLAN() error {
+	if c.ch.QoS != nil && c.ch.VLAN == nil && c.fn.VST == nil && *c.ch.QoS != 0 {
+		return fmt.Errorf("%w: qos without vlan (ip link sets them together)", ErrVFSettingInvalid)
+	}
+	return nil
+}
+
+func (c *vfChange) checkLinkState() error {
+	if l := c.ch.LinkState; l != nil {
+		if _, ok := linkWords[*l]; !ok {
+			return fmt.Errorf("%w: link-state %q: want auto, enable or disable", ErrVFSettingInvalid, *l)
+		}
+	}
+	return nil
+}
+
+// checkSpoofCheckMACs: turning spoof check on needs a MAC on every port of
+// the VF, the change's own where it sets one.
+func (c *vfChange) checkSpoofCheckMACs() error {
+	if c.ch.SpoofCheck == nil || !*c.ch.SpoofCheck {
+		return nil
+	}
+	for _, p := range c.fn.Ports {
+		m := c.h.adminMAC(c.vf, p)
+		if c.ch.MAC != nil && contains(c.ports, p) {
+			m = *c.ch.MAC
+		}
+		if m == 0 {
+			return fmt.Errorf("%w: spoof check with MAC 00:00:00:00:00:00 on port %d (mlx4: \"Illegal MAC with spoofchk\")", ErrVFSettingPerm, p)
+		}
+	}
+	return nil
+}
+
+// atNextReset is the report of a setting that becomes operational at the
+// VF's next activation.
+func atNextReset(what string) string { return what + ": at the VF's next reset" }
+
+func (c *vfChange) applyMAC() string {
+	for _, p := range c.ports {
+		c.h.fw.vfs[c.vf].adminMAC[p-1] = *c.ch.MAC
+	}
+	return atNextReset(fmt.Sprintf("mac %s on %s", MACString(*c.ch.MAC), portList(c.ports)))
+}
+
+// applyVLAN sets VST with the change's VLAN and QoS over the current ones;
+// VLAN 0 with QoS 0 is back to VGT.
+func (c *vfChange) applyVLAN() string {
+	vlan, qos := 0, 0
+	if c.fn.VST != nil {
+		vlan, qos = c.fn.VST.VLAN, c.fn.VST.QoS
+	}
+	if c.ch.VLAN != nil {
+		vlan = *c.ch.VLAN
+	}
+	if c.ch.QoS != nil {
+		qos = *c.ch.QoS
+	}
+	if vlan == 0 && qos == 0 {
+		c.fn.VST = nil // MLX4_VGT
+		return atNextReset("vlan 0 qos 0 (VGT)")
+	}
+	c.fn.VST = &config.VST{VLAN: vlan, QoS: qos}
+	return atNextReset(fmt.Sprintf("vlan %d qos %d (VST)", vlan, qos))
+}
+
+func (c *vfChange) applySpoofCheck() string {
+	c.fn.SpoofCheck = *c.ch.SpoofCheck
+	return atNextReset(fmt.Sprintf("spoof-check %v", *c.ch.SpoofCheck))
+}
+
+// applyLinkState sets the link state and, at once, sends the VF a
+// PORT_CHANGE on each of its ports with the state it now sees.
+func (c *vfChange) applyLinkState() string {
+	c.fn.LinkState = linkWords[*c.ch.LinkState]
+	n := 0
+	for i, p := range c.fn.Ports {
+		// mlx4_set_vf_link_state: auto follows the port's state.
+		// Subtypes MLX4_PORT_CHANGE_SUBTYPE_DOWN 1, _ACTIVE 4.
+		sub := uint8(1)
+		if c.h.VFLinkUp(c.vf, p) {
+			sub = 4
+		}
+		var e [mlx4.EQESize]byte
+		e[mlx4.EQESubtype] = sub
+		binary.BigEndian.PutUint32(e[mlx4.EQEPortChangePort:], uint32(i+1)<<28)
+		if c.h.PostEQE(c.vf, mlx4.EventPortChange, &e) == nil {
+			n++
+		}
+	}
+	return fmt.Sprintf("link-state %s: now (PORT_CHANGE to the VF on %d of its %d ports)", *c.ch.LinkState, n, len(c.fn.Ports))
 }
 
 func contains(s []int, v int) bool {

@@ -90,25 +90,60 @@ var numbered = [...]Type{QP, CQ, SRQ, MPT, MTT, Counter, XRCD}
 // New builds a tracker and computes the quotas (§2.3), then applies the
 // overrides. It fails if the configuration is inconsistent (guaranteed
 // amounts exceeding the pool).
+//
+// The stages: the configuration's shape; the numbered types' allocators and
+// quotas; the MPT and MTT geometry; the per-port MAC and VLAN quotas; the
+// overrides; the guarantees against the pools.
 func New(cfg Config) (*Tracker, error) {
-	if cfg.NumVFs <= 0 || cfg.NumVFs > 1<<12 || cfg.NumPorts < 1 || cfg.NumPorts > 2 {
-		return nil, fmt.Errorf("restrack: %d VFs, %d ports: %w", cfg.NumVFs, cfg.NumPorts, ErrInvalid)
-	}
-	if cfg.EQsPerVF <= 0 || cfg.EQsPerVF > 1024 {
-		return nil, fmt.Errorf("restrack: %d EQs per VF: %w", cfg.EQsPerVF, ErrInvalid)
-	}
-	if cfg.MACsPerPort <= 0 || cfg.VLANsPerPort <= 0 {
-		return nil, fmt.Errorf("restrack: MAC/VLAN tables: %w", ErrInvalid)
+	if err := checkShape(cfg); err != nil {
+		return nil, err
 	}
 	t := &Tracker{cfg: cfg, vfs: make([]vfState, cfg.NumVFs)}
 	for i := range t.objs {
 		t.objs[i] = make(map[uint64]*Object)
 	}
-	nvf := cfg.NumVFs
+	if err := t.numberedPools(); err != nil {
+		return nil, err
+	}
+	if tot := cfg.Total[MPT]; tot&(tot-1) != 0 {
+		return nil, fmt.Errorf("restrack: MPT total %d not a power of two: %w", tot, ErrInvalid)
+	}
+	t.mptMask = uint64(cfg.Total[MPT] - 1)
+	t.maxMTTOrder = uint8(bits.Len(uint(cfg.Total[MTT])) - 1)
+	t.portPools()
+	for _, o := range cfg.Overrides {
+		if err := t.override(o); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.checkGuarantees(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkShape checks the counts of VFs, ports, EQs and table entries.
+func checkShape(cfg Config) error {
+	if cfg.NumVFs <= 0 || cfg.NumVFs > 1<<12 || cfg.NumPorts < 1 || cfg.NumPorts > 2 {
+		return fmt.Errorf("restrack: %d VFs, %d ports: %w", cfg.NumVFs, cfg.NumPorts, ErrInvalid)
+	}
+	if cfg.EQsPerVF <= 0 || cfg.EQsPerVF > 1024 {
+		return fmt.Errorf("restrack: %d EQs per VF: %w", cfg.EQsPerVF, ErrInvalid)
+	}
+	if cfg.MACsPerPort <= 0 || cfg.VLANsPerPort <= 0 {
+		return fmt.Errorf("restrack: MAC/VLAN tables: %w", ErrInvalid)
+	}
+	return nil
+}
+
+// numberedPools builds the number allocator and the one pool of each
+// numbered type.
+func (t *Tracker) numberedPools() error {
+	cfg, nvf := &t.cfg, t.cfg.NumVFs
 	for _, ty := range numbered {
 		tot, rsv := cfg.Total[ty], cfg.Reserved[ty]
 		if tot <= 0 || rsv < 0 || rsv >= tot || tot > 1<<26 {
-			return nil, fmt.Errorf("restrack: %v: total %d reserved %d: %w", ty, tot, rsv, ErrInvalid)
+			return fmt.Errorf("restrack: %v: total %d reserved %d: %w", ty, tot, rsv, ErrInvalid)
 		}
 		hi := tot
 		if ty == Counter {
@@ -127,17 +162,20 @@ func New(cfg Config) (*Tracker, error) {
 		}
 		t.pools[ty] = []pool{p}
 	}
-	if tot := cfg.Total[MPT]; tot&(tot-1) != 0 {
-		return nil, fmt.Errorf("restrack: MPT total %d not a power of two: %w", tot, ErrInvalid)
-	}
-	t.mptMask = uint64(cfg.Total[MPT] - 1)
-	t.maxMTTOrder = uint8(bits.Len(uint(cfg.Total[MTT])) - 1)
+	return nil
+}
+
+// portPools builds the per-port MAC and VLAN pools: every VF may use the
+// whole MAC table with min(2, n/(VFs+1)) guaranteed (the PF too), half the
+// VLAN table with none guaranteed (the PF is guaranteed half).
+func (t *Tracker) portPools() {
+	nvf := t.cfg.NumVFs
 	for _, ty := range []Type{MAC, VLAN} {
-		t.pools[ty] = make([]pool, cfg.NumPorts)
+		t.pools[ty] = make([]pool, t.cfg.NumPorts)
 		for port := range t.pools[ty] {
 			p := newPool(nvf)
 			if ty == MAC {
-				n := cfg.MACsPerPort
+				n := t.cfg.MACsPerPort
 				g := min(2, n/(nvf+1))
 				p.free, p.reserved = n, g // PF guaranteed share
 				for vf := range p.quota {
@@ -145,7 +183,7 @@ func New(cfg Config) (*Tracker, error) {
 					p.reserved += g
 				}
 			} else {
-				n := cfg.VLANsPerPort
+				n := t.cfg.VLANsPerPort
 				p.free, p.reserved = n, n/2 // PF guaranteed half the table
 				for vf := range p.quota {
 					p.quota[vf], p.guaranteed[vf] = n/2, 0
@@ -154,39 +192,48 @@ func New(cfg Config) (*Tracker, error) {
 			t.pools[ty][port] = p
 		}
 	}
-	for _, o := range cfg.Overrides {
-		if int(o.Type) >= NumTypes || t.pools[o.Type] == nil || o.VF >= nvf {
-			return nil, fmt.Errorf("restrack: override %+v: %w", o, ErrInvalid)
-		}
-		for i := range t.pools[o.Type] {
-			p := &t.pools[o.Type][i]
-			for vf := range nvf {
-				if o.VF >= 0 && vf != o.VF {
-					continue
-				}
-				q, g := p.quota[vf], p.guaranteed[vf]
-				if o.Quota >= 0 {
-					q = o.Quota
-				}
-				if o.Guaranteed >= 0 {
-					g = o.Guaranteed
-				}
-				if g > q {
-					return nil, fmt.Errorf("restrack: override %+v: guaranteed above quota: %w", o, ErrInvalid)
-				}
-				p.set(vf, q, g)
+}
+
+// override applies one override to its type's pools (every port's), for
+// one VF or (VF < 0) all.
+func (t *Tracker) override(o Override) error {
+	nvf := t.cfg.NumVFs
+	if int(o.Type) >= NumTypes || t.pools[o.Type] == nil || o.VF >= nvf {
+		return fmt.Errorf("restrack: override %+v: %w", o, ErrInvalid)
+	}
+	for i := range t.pools[o.Type] {
+		p := &t.pools[o.Type][i]
+		for vf := range nvf {
+			if o.VF >= 0 && vf != o.VF {
+				continue
 			}
+			q, g := p.quota[vf], p.guaranteed[vf]
+			if o.Quota >= 0 {
+				q = o.Quota
+			}
+			if o.Guaranteed >= 0 {
+				g = o.Guaranteed
+			}
+			if g > q {
+				return fmt.Errorf("restrack: override %+v: guaranteed above quota: %w", o, ErrInvalid)
+			}
+			p.set(vf, q, g)
 		}
 	}
+	return nil
+}
+
+// checkGuarantees refuses guaranteed amounts that exceed their pool.
+func (t *Tracker) checkGuarantees() error {
 	for ty := range t.pools {
 		for i := range t.pools[ty] {
 			if p := &t.pools[ty][i]; p.reserved > p.free {
-				return nil, fmt.Errorf("restrack: %v: guaranteed amounts %d exceed the pool %d: %w",
+				return fmt.Errorf("restrack: %v: guaranteed amounts %d exceed the pool %d: %w",
 					Type(ty), p.reserved, p.free, ErrInvalid)
 			}
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // counterQuotas: quota = max_counters; guaranteed 2 per port for the PF and

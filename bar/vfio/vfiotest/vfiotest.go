@@ -503,45 +503,13 @@ func unmap(m map[uint64]uint64, iova, size uint64) uint64 {
 
 const regionShift = 40
 
+// deviceIoctl is a device fd's ioctls: on a cdev first the iommufd bind
+// and attach (cdevIoctl), which the rest need; then the device's info and
+// its regions' (regionInfo).
 func (k *Kernel) deviceIoctl(f *file, req uint, arg []byte) (int, error) {
-	d := f.dev
 	if f.kind == kCdev {
-		switch req {
-		case vfio.VFIO_DEVICE_BIND_IOMMUFD:
-			if _, err := argsz(arg, 16); err != nil {
-				return -1, err
-			}
-			var b vfio.VFIODeviceBindIommufd
-			vfio.Unmarshal(arg, &b)
-			ifd, ok := k.fds[int(b.Iommufd)]
-			if !ok || ifd.kind != kIommufd {
-				return -1, unix.EBADF
-			}
-			if f.iommufd != nil {
-				return -1, unix.EINVAL
-			}
-			if !k.viable(d.Group) {
-				return -1, unix.EPERM
-			}
-			f.iommufd = ifd
-			b.OutDevid = k.nextID
-			k.nextID++
-			put(arg, b)
-			return 0, nil
-		case vfio.VFIO_DEVICE_ATTACH_IOMMUFD_PT:
-			if _, err := argsz(arg, 12); err != nil {
-				return -1, err
-			}
-			var a vfio.VFIODeviceAttachIommufdPt
-			vfio.Unmarshal(arg, &a)
-			if f.iommufd == nil {
-				return -1, unix.EINVAL
-			}
-			if _, ok := f.iommufd.ioasIDs[a.PtID]; !ok {
-				return -1, unix.ENOENT
-			}
-			f.ioas = a.PtID
-			return 0, nil
+		if ok, r, err := k.cdevIoctl(f, req, arg); ok {
+			return r, err
 		}
 		if f.iommufd == nil || f.ioas == 0 {
 			return -1, unix.EINVAL // a cdev is usable only once bound and attached
@@ -553,56 +521,111 @@ func (k *Kernel) deviceIoctl(f *file, req uint, arg []byte) (int, error) {
 			return -1, err
 		}
 		n := 0
-		for _, r := range d.Regions {
+		for _, r := range f.dev.Regions {
 			n = max(n, r.Index+1)
 		}
 		put(arg, vfio.VFIODeviceInfo{Argsz: 20, Flags: vfio.VFIO_DEVICE_FLAGS_PCI | vfio.VFIO_DEVICE_FLAGS_RESET, NumRegions: uint32(max(n, vfio.VFIO_PCI_NUM_REGIONS)), NumIrqs: 5})
 		return 0, nil
 	case vfio.VFIO_DEVICE_GET_REGION_INFO:
-		sz, err := argsz(arg, 32)
-		if err != nil {
-			return -1, err
-		}
-		var ri vfio.VFIORegionInfo
-		vfio.Unmarshal(arg, &ri)
-		r, ok := d.region(int(ri.Index))
-		if !ok {
-			if ri.Index >= vfio.VFIO_PCI_NUM_REGIONS {
-				return -1, unix.EINVAL
-			}
-			put(arg, vfio.VFIORegionInfo{Argsz: 32, Index: ri.Index, Offset: uint64(ri.Index) << regionShift})
-			return 0, nil
-		}
-		out := vfio.VFIORegionInfo{Argsz: 32, Index: ri.Index, Flags: r.Flags, Size: r.Size, Offset: uint64(r.Index) << regionShift}
-		if r.Sparse != nil && r.Flags&vfio.VFIO_REGION_INFO_FLAG_MMAP != 0 {
-			// A SPARSE_MMAP capability, behind a TYPE capability to test
-			// the chain walk.
-			capType := vfio.Marshal(struct {
-				H       vfio.VFIOInfoCapHeader
-				Typ, ST uint32
-			}{H: vfio.VFIOInfoCapHeader{ID: vfio.VFIO_REGION_INFO_CAP_TYPE, Version: 1}})
-			sp := vfio.Marshal(vfio.VFIORegionInfoCapSparseMmap{Header: vfio.VFIOInfoCapHeader{ID: vfio.VFIO_REGION_INFO_CAP_SPARSE_MMAP, Version: 1}, NrAreas: uint32(len(r.Sparse))})
-			for _, a := range r.Sparse {
-				sp = append(sp, vfio.Marshal(vfio.VFIORegionSparseMmapArea(a))...)
-			}
-			out.Flags |= vfio.VFIO_REGION_INFO_FLAG_CAPS
-			need := 32 + len(capType) + len(sp)
-			out.Argsz = uint32(need)
-			if int(sz) >= need {
-				out.CapOffset = 32
-				// chain: TYPE at 32 -> SPARSE after it
-				capType2 := vfio.Marshal(struct {
-					H       vfio.VFIOInfoCapHeader
-					Typ, ST uint32
-				}{H: vfio.VFIOInfoCapHeader{ID: vfio.VFIO_REGION_INFO_CAP_TYPE, Version: 1, Next: uint32(32 + len(capType))}})
-				copy(arg[32:], capType2)
-				copy(arg[32+len(capType):], sp)
-			}
-		}
-		put(arg, out)
-		return 0, nil
+		return regionInfo(f.dev, arg)
 	}
 	return -1, unix.ENOTTY
+}
+
+// cdevIoctl is a cdev's VFIO_DEVICE_BIND_IOMMUFD and
+// VFIO_DEVICE_ATTACH_IOMMUFD_PT; handled is false for any other request.
+func (k *Kernel) cdevIoctl(f *file, req uint, arg []byte) (handled bool, r int, err error) {
+	switch req {
+	case vfio.VFIO_DEVICE_BIND_IOMMUFD:
+		if _, err := argsz(arg, 16); err != nil {
+			return true, -1, err
+		}
+		var b vfio.VFIODeviceBindIommufd
+		vfio.Unmarshal(arg, &b)
+		ifd, ok := k.fds[int(b.Iommufd)]
+		if !ok || ifd.kind != kIommufd {
+			return true, -1, unix.EBADF
+		}
+		if f.iommufd != nil {
+			return true, -1, unix.EINVAL
+		}
+		if !k.viable(f.dev.Group) {
+			return true, -1, unix.EPERM
+		}
+		f.iommufd = ifd
+		b.OutDevid = k.nextID
+		k.nextID++
+		put(arg, b)
+		return true, 0, nil
+	case vfio.VFIO_DEVICE_ATTACH_IOMMUFD_PT:
+		if _, err := argsz(arg, 12); err != nil {
+			return true, -1, err
+		}
+		var a vfio.VFIODeviceAttachIommufdPt
+		vfio.Unmarshal(arg, &a)
+		if f.iommufd == nil {
+			return true, -1, unix.EINVAL
+		}
+		if _, ok := f.iommufd.ioasIDs[a.PtID]; !ok {
+			return true, -1, unix.ENOENT
+		}
+		f.ioas = a.PtID
+		return true, 0, nil
+	}
+	return false, 0, nil
+}
+
+// regionInfo is VFIO_DEVICE_GET_REGION_INFO: a region the device lacks
+// below VFIO_PCI_NUM_REGIONS reads as size 0; a sparse mmappable region
+// carries its capability chain when argsz leaves room for it.
+func regionInfo(d *Device, arg []byte) (int, error) {
+	sz, err := argsz(arg, 32)
+	if err != nil {
+		return -1, err
+	}
+	var ri vfio.VFIORegionInfo
+	vfio.Unmarshal(arg, &ri)
+	r, ok := d.region(int(ri.Index))
+	if !ok {
+		if ri.Index >= vfio.VFIO_PCI_NUM_REGIONS {
+			return -1, unix.EINVAL
+		}
+		put(arg, vfio.VFIORegionInfo{Argsz: 32, Index: ri.Index, Offset: uint64(ri.Index) << regionShift})
+		return 0, nil
+	}
+	out := vfio.VFIORegionInfo{Argsz: 32, Index: ri.Index, Flags: r.Flags, Size: r.Size, Offset: uint64(r.Index) << regionShift}
+	if r.Sparse != nil && r.Flags&vfio.VFIO_REGION_INFO_FLAG_MMAP != 0 {
+		sparseCaps(r, &out, sz, arg)
+	}
+	put(arg, out)
+	return 0, nil
+}
+
+// sparseCaps adds a SPARSE_MMAP capability, behind a TYPE capability to
+// test the chain walk, to a region's info: argsz says how much room the
+// chain needs, which it fills if the caller's argsz gives that room.
+func sparseCaps(r Region, out *vfio.VFIORegionInfo, sz uint32, arg []byte) {
+	capType := vfio.Marshal(struct {
+		H       vfio.VFIOInfoCapHeader
+		Typ, ST uint32
+	}{H: vfio.VFIOInfoCapHeader{ID: vfio.VFIO_REGION_INFO_CAP_TYPE, Version: 1}})
+	sp := vfio.Marshal(vfio.VFIORegionInfoCapSparseMmap{Header: vfio.VFIOInfoCapHeader{ID: vfio.VFIO_REGION_INFO_CAP_SPARSE_MMAP, Version: 1}, NrAreas: uint32(len(r.Sparse))})
+	for _, a := range r.Sparse {
+		sp = append(sp, vfio.Marshal(vfio.VFIORegionSparseMmapArea(a))...)
+	}
+	out.Flags |= vfio.VFIO_REGION_INFO_FLAG_CAPS
+	need := 32 + len(capType) + len(sp)
+	out.Argsz = uint32(need)
+	if int(sz) >= need {
+		out.CapOffset = 32
+		// chain: TYPE at 32 -> SPARSE after it
+		capType2 := vfio.Marshal(struct {
+			H       vfio.VFIOInfoCapHeader
+			Typ, ST uint32
+		}{H: vfio.VFIOInfoCapHeader{ID: vfio.VFIO_REGION_INFO_CAP_TYPE, Version: 1, Next: uint32(32 + len(capType))}})
+		copy(arg[32:], capType2)
+		copy(arg[32+len(capType):], sp)
+	}
 }
 
 func (d *Device) region(i int) (Region, bool) {
