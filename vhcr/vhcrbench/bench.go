@@ -144,7 +144,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.NOPOverToggle = median(res.RoundNOPOverToggle)
 	res.COverB = res.Socket.MedianNS / res.NOP.MedianNS
 	res.TracedOverNOP = median(res.RoundTraced)
-	res.Regime = ClassifyRegime(res.Toggle.RoundMedian)
+	res.Regime = ClassifyRegime(res.Toggle.RoundMedian, res.Minimum.RoundMedian, res.NOP.RoundMedian)
 	return res, nil
 }
 

@@ -20,6 +20,11 @@ type Regime struct {
 	FastRounds int       `json:"fast_rounds"`
 	Rounds     int       `json:"rounds"`
 	RoundNS    []float64 `json:"toggle_only_round_medians_ns"`
+	// Split counts the rounds in which a figure measured beside the
+	// toggle-only one (the protocol minimum, vhcrd's NOP) fell on the
+	// other side of FastRegimeBelowNS: the host moved the vCPUs between
+	// the two measurements, and that round's ratio compares two regimes.
+	Split int `json:"split_rounds"`
 }
 
 // Regime names.
@@ -29,15 +34,24 @@ const (
 	RegimeMixed = "mixed"
 )
 
-// ClassifyRegime classifies the rounds by their toggle-only medians (ns).
-func ClassifyRegime(roundNS []float64) Regime {
+// ClassifyRegime classifies the rounds by their toggle-only medians (ns)
+// and counts the rounds in which one of the figures beside them (their
+// round medians, ns) was in the other regime.
+func ClassifyRegime(roundNS []float64, beside ...[]float64) Regime {
 	g := Regime{Rounds: len(roundNS), RoundNS: slices.Clone(roundNS)}
 	if len(roundNS) > 0 {
 		g.ToggleNS = median(roundNS)
 	}
-	for _, v := range roundNS {
-		if v < FastRegimeBelowNS {
+	for r, v := range roundNS {
+		fast := v < FastRegimeBelowNS
+		if fast {
 			g.FastRounds++
+		}
+		for _, f := range beside {
+			if r < len(f) && (f[r] < FastRegimeBelowNS) != fast {
+				g.Split++
+				break
+			}
 		}
 	}
 	switch g.FastRounds {
@@ -53,6 +67,14 @@ func ClassifyRegime(roundNS []float64) Regime {
 
 // String is the regime as vfctl bench prints it beside every ratio.
 func (g Regime) String() string {
+	s := g.name()
+	if g.Split > 0 {
+		s += fmt.Sprintf("; in %d of %d rounds the figures beside it were in the other regime (the host moved the vCPUs): those rounds' ratios compare two regimes", g.Split, g.Rounds)
+	}
+	return s
+}
+
+func (g Regime) name() string {
 	switch g.Name {
 	case RegimeFast:
 		return fmt.Sprintf("fast regime: shared-cache (toggle-only round trip %.0f ns < %g ns in %d of %d rounds)", g.ToggleNS, float64(FastRegimeBelowNS), g.FastRounds, g.Rounds)

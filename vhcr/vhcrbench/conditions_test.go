@@ -17,10 +17,17 @@ func TestRegime(t *testing.T) {
 		{[]float64{621, 671, 640}, RegimeSlow, "slow regime: cross-core (toggle-only round trip 640 ns >= 250 ns in 3 of 3 rounds; cache-line transfers hide vhcrd's own work)"},
 		{[]float64{90, 640, 650}, RegimeMixed, "mixed regime: 1 of 3 rounds shared-cache (toggle-only < 250 ns), the others cross-core (median 640 ns); ratios mix the two"},
 	} {
-		g := ClassifyRegime(tc.rounds)
-		if g.Name != tc.name || g.String() != tc.text {
-			t.Errorf("%v: %s %q, want %s %q", tc.rounds, g.Name, g, tc.name, tc.text)
+		g := ClassifyRegime(tc.rounds, tc.rounds)
+		if g.Name != tc.name || g.String() != tc.text || g.Split != 0 {
+			t.Errorf("%v: %s %q (split %d), want %s %q", tc.rounds, g.Name, g, g.Split, tc.name, tc.text)
 		}
+	}
+	// The NOP's round 3 and the minimum's round 2 were measured after the
+	// host moved the vCPUs: two rounds of five compare two regimes.
+	g := ClassifyRegime([]float64{130, 130, 150, 130, 150}, []float64{130, 401, 140, 130, 130}, []float64{160, 160, 661, 160, 160})
+	want := "fast regime: shared-cache (toggle-only round trip 130 ns < 250 ns in 5 of 5 rounds); in 2 of 5 rounds the figures beside it were in the other regime (the host moved the vCPUs): those rounds' ratios compare two regimes"
+	if g.Name != RegimeFast || g.Split != 2 || g.String() != want {
+		t.Errorf("split rounds: %s, split %d, %q; want fast, 2, %q", g.Name, g.Split, g, want)
 	}
 }
 
