@@ -11,9 +11,10 @@ import (
 
 // Regime says where the host ran the VF process and its responder, as the
 // toggle-only limit's round trip shows it: below FastRegimeBelowNS the two
-// share a core's caches (SMT siblings, or vCPUs the host placed so) and a
-// few tens of ns of vhcrd's own work show in the ratios; above it every
-// round trip pays cache-line transfers between cores, which hide them.
+// share a core's caches (vCPUs the host placed so) and a few tens of ns of
+// vhcrd's own work show in the ratios; above it every round trip pays
+// cache-line transfers between cores. The host can move the vCPUs within
+// a run, even within a round (Split).
 type Regime struct {
 	Name       string    `json:"name"` // "fast", "slow" or "mixed"
 	ToggleNS   float64   `json:"toggle_only_median_ns"`
@@ -79,7 +80,7 @@ func (g Regime) name() string {
 	case RegimeFast:
 		return fmt.Sprintf("fast regime: shared-cache (toggle-only round trip %.0f ns < %g ns in %d of %d rounds)", g.ToggleNS, float64(FastRegimeBelowNS), g.FastRounds, g.Rounds)
 	case RegimeSlow:
-		return fmt.Sprintf("slow regime: cross-core (toggle-only round trip %.0f ns >= %g ns in %d of %d rounds; cache-line transfers hide vhcrd's own work)", g.ToggleNS, float64(FastRegimeBelowNS), g.Rounds, g.Rounds)
+		return fmt.Sprintf("slow regime: cross-core (toggle-only round trip %.0f ns >= %g ns in %d of %d rounds)", g.ToggleNS, float64(FastRegimeBelowNS), g.Rounds, g.Rounds)
 	}
 	return fmt.Sprintf("mixed regime: %d of %d rounds shared-cache (toggle-only < %g ns), the others cross-core (median %.0f ns); ratios mix the two", g.FastRounds, g.Rounds, float64(FastRegimeBelowNS), g.ToggleNS)
 }

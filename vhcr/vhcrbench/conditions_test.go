@@ -14,7 +14,7 @@ func TestRegime(t *testing.T) {
 		text   string
 	}{
 		{[]float64{92, 95, 90, 101, 97}, RegimeFast, "fast regime: shared-cache (toggle-only round trip 95 ns < 250 ns in 5 of 5 rounds)"},
-		{[]float64{621, 671, 640}, RegimeSlow, "slow regime: cross-core (toggle-only round trip 640 ns >= 250 ns in 3 of 3 rounds; cache-line transfers hide vhcrd's own work)"},
+		{[]float64{621, 671, 640}, RegimeSlow, "slow regime: cross-core (toggle-only round trip 640 ns >= 250 ns in 3 of 3 rounds)"},
 		{[]float64{90, 640, 650}, RegimeMixed, "mixed regime: 1 of 3 rounds shared-cache (toggle-only < 250 ns), the others cross-core (median 640 ns); ratios mix the two"},
 	} {
 		g := ClassifyRegime(tc.rounds, tc.rounds)

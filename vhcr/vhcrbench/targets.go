@@ -27,9 +27,9 @@ const (
 // LimitToggle), which hold in the fast regime, where the two processes
 // share a core's caches: there vhcrd's own work is not hidden by
 // cache-line transfers. FastRegimeBelowNS is the toggle-only round trip
-// (ns, per round) below which a round counts as fast; the machine of the
-// project measured about 90-100 ns in that regime and 600-700 ns
-// cross-core.
+// (ns, per round) below which a round counts as fast; the 2-vCPU machine
+// of the project measured 80-150 ns in that regime and two cross-core
+// levels, about 400 and 600-700 ns.
 const (
 	// TargetNOPOverMinimum bounds vhcrd's NOP over the protocol-minimum
 	// responder's (median over rounds of each round's ratio).
