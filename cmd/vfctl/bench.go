@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register("bench", "measure round trips: physical limit, NOP through vhcrd, UNIX socket, interrupt delivery (medians, p99, ratios)", runBench)
+	register("bench", "measure round trips: toggle-only and protocol-minimum limits, NOP through vhcrd, UNIX socket, interrupt delivery (medians, p99, ratios)", runBench)
 	register("bench-peer", "(internal) the peer process of vfctl bench", vhcrbench.Peer)
 }
 
@@ -75,21 +75,31 @@ func runBench(args []string) error {
 }
 
 // printBench prints vfctl bench's figures, each ratio with its target
-// (vhcrbench's Target constants); ir, pr and fr may be nil (not measured).
+// (vhcrbench's Target constants) and the conditions it was measured in
+// (the regime and the load); ir, pr and fr may be nil (not measured).
 func printBench(w io.Writer, rounds int, res *vhcrbench.Result, ir *vhcrbench.IRQResult, pr *vhcrbench.PersistResult, fr *vhcrbench.FairResult) {
 	fmt.Fprintf(w, "%-34s %10s %10s   (medians over %d rounds)\n", "round trip", "median", "p99", rounds)
-	for _, f := range []vhcrbench.Figure{res.Physical, res.NOP, res.Socket, res.TracedNOP} {
+	for _, f := range []vhcrbench.Figure{res.Toggle, res.Minimum, res.NOP, res.Socket, res.TracedNOP} {
 		fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
 	}
-	fmt.Fprintf(w, "b/a = %.2f   (vhcrd NOP / physical limit; target <= %g)\n", res.BOverA, vhcrbench.TargetBOverA)
-	fmt.Fprintf(w, "c/b = %.1f    (UNIX socket / vhcrd NOP; target >= %g)\n", res.COverB, float64(vhcrbench.TargetCOverB))
-	fmt.Fprintf(w, "traced/untraced = %.3f   (vhcrd --trace /dev/null against vhcrd, NOP medians, median over rounds; target <= %g)\n", res.TracedOverNOP, vhcrbench.TargetTraced)
+	fmt.Fprintf(w, "%s; %s\n", res.Regime, res.Load)
+	cond := fmt.Sprintf("%s regime, %s", res.Regime.Name, res.Load)
+	fastOnly := "in the fast regime"
+	if res.Regime.Name != vhcrbench.RegimeFast {
+		fastOnly += ", not this one"
+	}
+	fmt.Fprintf(w, "NOP/protocol-minimum = %.2f   (vhcrd NOP / protocol-minimum responder, median over rounds; target <= %g %s) [%s]\n",
+		res.NOPOverMinimum, vhcrbench.TargetNOPOverMinimum, fastOnly, cond)
+	fmt.Fprintf(w, "NOP/toggle-only = %.2f   (vhcrd NOP / toggle-only responder, median over rounds; target <= %g %s) [%s]\n",
+		res.NOPOverToggle, vhcrbench.TargetNOPOverToggle, fastOnly, cond)
+	fmt.Fprintf(w, "c/b = %.1f    (UNIX socket / vhcrd NOP; target >= %g) [%s]\n", res.COverB, float64(vhcrbench.TargetCOverB), cond)
+	fmt.Fprintf(w, "traced/untraced = %.3f   (vhcrd --trace /dev/null against vhcrd, NOP medians, median over rounds; target <= %g) [%s]\n", res.TracedOverNOP, vhcrbench.TargetTraced, cond)
 	if ir != nil {
 		for _, f := range []vhcrbench.Figure{ir.EQE, ir.Bare} {
 			fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
 		}
-		fmt.Fprintf(w, "EQE/eventfd = %.3f   (EQE posted → VF process wakes / bare eventfd signal, same two processes, median over rounds; target <= %g; %d interrupts for %d EQEs)\n",
-			ir.Ratio, vhcrbench.TargetIRQ, ir.Raised, ir.Posted)
+		fmt.Fprintf(w, "EQE/eventfd = %.3f   (EQE posted → VF process wakes / bare eventfd signal, same two processes, median over rounds; target <= %g; %d interrupts for %d EQEs) [%s]\n",
+			ir.Ratio, vhcrbench.TargetIRQ, ir.Raised, ir.Posted, ir.Load)
 	}
 	if pr != nil {
 		printPersist(w, pr)
@@ -111,9 +121,9 @@ func printPersist(w io.Writer, pr *vhcrbench.PersistResult) {
 			fmt.Fprintf(w, "  %d commands per cycle: %.0f ns per command with the state file, %.0f ns without\n", p.Commands, with, wo)
 		}
 	}
-	fmt.Fprintf(w, "NOP with state file / without = %.3f   (median over rounds; target <= %g)\n", pr.NOP.Ratio, vhcrbench.TargetPersistNOP)
-	fmt.Fprintf(w, "CQ cycle with state file / without = %.3f   (median over rounds; target <= %g)\n", pr.CQ.Ratio, vhcrbench.TargetPersistCycle)
-	fmt.Fprintf(w, "QP cycle with state file / without = %.3f   (median over rounds; target <= %g)\n", pr.QP.Ratio, vhcrbench.TargetPersistCycle)
+	fmt.Fprintf(w, "NOP with state file / without = %.3f   (median over rounds; target <= %g) [%s]\n", pr.NOP.Ratio, vhcrbench.TargetPersistNOP, pr.Load)
+	fmt.Fprintf(w, "CQ cycle with state file / without = %.3f   (median over rounds; target <= %g) [%s]\n", pr.CQ.Ratio, vhcrbench.TargetPersistCycle, pr.Load)
+	fmt.Fprintf(w, "QP cycle with state file / without = %.3f   (median over rounds; target <= %g) [%s]\n", pr.QP.Ratio, vhcrbench.TargetPersistCycle, pr.Load)
 }
 
 // printFair prints the fairness figures of vfctl bench.
@@ -121,7 +131,7 @@ func printFair(w io.Writer, fr *vhcrbench.FairResult) {
 	fmt.Fprintf(w, "fairness: vhcrd serve --num-vfs %d, VFs driven from one thread, %v phases (medians over %d rounds)\n",
 		fr.VFs, time.Duration(fr.PhaseS*float64(time.Second)), fr.Rounds)
 	for _, t := range fr.Throughput {
-		fmt.Fprintf(w, "%2d busy VFs: per-VF NOP/s max/min = %.3f   (%.0f NOP/s in all; target <= %g)\n", t.Busy, t.MaxOverMin, t.TotalPerS, vhcrbench.TargetFairMaxMin)
+		fmt.Fprintf(w, "%2d busy VFs: per-VF NOP/s max/min = %.3f   (%.0f NOP/s in all; target <= %g) [%s]\n", t.Busy, t.MaxOverMin, t.TotalPerS, vhcrbench.TargetFairMaxMin, fr.Load)
 	}
 	fmt.Fprintf(w, "bystander VF 0, a NOP every %v, alone and beside flooding VFs in alternating sub-phases:\n", time.Duration(fr.GapNS))
 	for _, b := range fr.Bystander {
@@ -131,8 +141,8 @@ func printFair(w io.Writer, fr *vhcrbench.FairResult) {
 			// before VF 0 when the start is in 1..f.
 			order = fmt.Sprintf(" (scanned before VF 0 in %d of %d scans)", b.Flooding[0], fr.VFs)
 		}
-		fmt.Fprintf(w, "  beside %s flooding%s: p50 %.0f ns, p99 %.0f ns; alone p50 %.0f ns, p99 %.0f ns; busy/alone p50 = %.2f (target <= %g)\n",
-			vfList(b.Flooding), order, b.BusyP50NS, b.BusyP99NS, b.IdleP50NS, b.IdleP99NS, b.P50Ratio, float64(vhcrbench.TargetBystander))
+		fmt.Fprintf(w, "  beside %s flooding%s: p50 %.0f ns, p99 %.0f ns; alone p50 %.0f ns, p99 %.0f ns; busy/alone p50 = %.2f (target <= %g) [%s]\n",
+			vfList(b.Flooding), order, b.BusyP50NS, b.BusyP99NS, b.IdleP50NS, b.IdleP99NS, b.P50Ratio, float64(vhcrbench.TargetBystander), fr.Load)
 	}
 }
 

@@ -2,7 +2,6 @@ package vhcrbench
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,11 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -30,7 +27,7 @@ type Options struct {
 	PeerArg   string // the subcommand that dispatches to Peer ("bench-peer")
 	VHCRD     string // path of the vhcrd binary for (b)
 	Rounds    int
-	Iters     int // round trips per round for (a) and (b)
+	Iters     int // round trips per round for the limits and (b)
 	SockIters int // round trips per round for (c)
 	Dir       string
 	Log       io.Writer
@@ -47,11 +44,24 @@ type Figure struct {
 
 // Result is the whole run.
 type Result struct {
-	Physical Figure  `json:"physical_limit"`
-	NOP      Figure  `json:"vhcrd_nop"`
-	Socket   Figure  `json:"unix_socket_64b"`
-	BOverA   float64 `json:"ratio_b_over_a"`
-	COverB   float64 `json:"ratio_c_over_b"`
+	// Toggle and Minimum are the two limits (LimitToggle, LimitMinimum),
+	// NOP vhcrd's NOP; the three are driven by the same VF client over
+	// the same layout, in an order that alternates each round.
+	Toggle  Figure `json:"toggle_only_limit"`
+	Minimum Figure `json:"protocol_minimum_limit"`
+	NOP     Figure `json:"vhcrd_nop"`
+	Socket  Figure `json:"unix_socket_64b"`
+	// NOPOverMinimum and NOPOverToggle are the medians over rounds of
+	// each round's ratio of medians.
+	NOPOverMinimum      float64   `json:"ratio_nop_over_minimum"`
+	NOPOverToggle       float64   `json:"ratio_nop_over_toggle"`
+	RoundNOPOverMinimum []float64 `json:"round_ratios_nop_over_minimum"`
+	RoundNOPOverToggle  []float64 `json:"round_ratios_nop_over_toggle"`
+	COverB              float64   `json:"ratio_c_over_b"`
+	// Regime is the toggle-only limit's rounds classified; Load the
+	// 1-minute load average at each round.
+	Regime Regime `json:"regime"`
+	Load   Load   `json:"loadavg_1m"`
 	// TracedNOP is (b) against a second vhcrd whose command trace has a
 	// reader (serve --trace /dev/null: the ring read from the start and
 	// written out); both vhcrds record every command into their rings, so
@@ -79,7 +89,7 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// Run measures (a), (b) and (c).
+// Run measures the two limits, (b) and (c).
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
@@ -95,8 +105,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	res := &Result{Physical: Figure{Name: "physical limit (bare responder)"}, NOP: Figure{Name: "NOP through vhcrd"},
-		Socket: Figure{Name: "64-byte UNIX socket round trip"}, TracedNOP: Figure{Name: "NOP through vhcrd, traced"}}
+	res := &Result{Toggle: Figure{Name: "toggle-only limit"}, Minimum: Figure{Name: "protocol-minimum limit"},
+		NOP: Figure{Name: "NOP through vhcrd"}, Socket: Figure{Name: "64-byte UNIX socket round trip"},
+		TracedNOP: Figure{Name: "NOP through vhcrd, traced"}}
 	nop, err := startVHCRD(ctx, o, 1)
 	if err != nil {
 		return nil, err
@@ -108,25 +119,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer traced.close()
 	for r := 0; r < o.Rounds; r++ {
-		s, err := physical(ctx, o)
-		if err != nil {
-			return nil, fmt.Errorf("physical limit: %w", err)
+		res.Load = append(res.Load, LoadAvg1())
+		if err := nopRounds(ctx, o, r, res, nop, traced); err != nil {
+			return nil, err
 		}
-		add(&res.Physical, s)
-		s, err = nop.round(ctx, o.Iters)
-		if err != nil {
-			return nil, fmt.Errorf("vhcrd NOP: %w", err)
-		}
-		add(&res.NOP, s)
-		s, err = traced.round(ctx, o.Iters)
-		if err != nil {
-			return nil, fmt.Errorf("traced vhcrd NOP: %w", err)
-		}
-		add(&res.TracedNOP, s)
-		res.RoundTraced = append(res.RoundTraced, res.TracedNOP.RoundMedian[r]/res.NOP.RoundMedian[r])
 		// The socket peer is measured from an ordinary goroutine: the
 		// netpoller is how a Go user talks over a socket, and a goroutine
 		// locked to its thread pays a handoff on every wake.
+		var s []float64
 		sockDone := make(chan struct{})
 		go func() { s, err = socket(ctx, o); close(sockDone) }()
 		<-sockDone
@@ -134,16 +134,63 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("unix socket: %w", err)
 		}
 		add(&res.Socket, s)
-		fmt.Fprintf(o.Log, "round %d: physical p50 %.0f ns, vhcrd NOP p50 %.0f ns (traced %.0f ns), socket p50 %.0f ns\n", r+1,
-			res.Physical.RoundMedian[r], res.NOP.RoundMedian[r], res.TracedNOP.RoundMedian[r], res.Socket.RoundMedian[r])
+		fmt.Fprintf(o.Log, "round %d (load 1m %.2f): toggle-only p50 %.0f ns, protocol-minimum p50 %.0f ns, vhcrd NOP p50 %.0f ns (traced %.0f ns), socket p50 %.0f ns\n",
+			r+1, res.Load[r], res.Toggle.RoundMedian[r], res.Minimum.RoundMedian[r], res.NOP.RoundMedian[r], res.TracedNOP.RoundMedian[r], res.Socket.RoundMedian[r])
 	}
-	for _, f := range []*Figure{&res.Physical, &res.NOP, &res.Socket, &res.TracedNOP} {
+	for _, f := range []*Figure{&res.Toggle, &res.Minimum, &res.NOP, &res.Socket, &res.TracedNOP} {
 		f.MedianNS, f.P99NS = median(f.RoundMedian), median(f.RoundP99)
 	}
-	res.BOverA = res.NOP.MedianNS / res.Physical.MedianNS
+	res.NOPOverMinimum = median(res.RoundNOPOverMinimum)
+	res.NOPOverToggle = median(res.RoundNOPOverToggle)
 	res.COverB = res.Socket.MedianNS / res.NOP.MedianNS
 	res.TracedOverNOP = median(res.RoundTraced)
+	res.Regime = ClassifyRegime(res.Toggle.RoundMedian, res.Minimum.RoundMedian, res.NOP.RoundMedian)
 	return res, nil
+}
+
+// nopRounds measures round r of the toggle-only limit, the
+// protocol-minimum limit, vhcrd's NOP and the traced vhcrd's, in an order
+// that reverses every other round, and adds the round's ratios.
+func nopRounds(ctx context.Context, o Options, r int, res *Result, nop, traced *nopPeer) error {
+	type step struct {
+		f    *Figure
+		name string
+		run  func() ([]float64, error)
+	}
+	limitRound := func(mode string) func() ([]float64, error) {
+		return func() ([]float64, error) {
+			p, err := startLimit(ctx, o, mode, o.Iters+o.Iters/10)
+			if err != nil {
+				return nil, err
+			}
+			s, err := p.round(ctx, o.Iters)
+			if cerr := p.close(); err == nil && cerr != nil {
+				err = fmt.Errorf("%s responder: %w", mode, cerr)
+			}
+			return s, err
+		}
+	}
+	steps := []step{
+		{&res.Toggle, "toggle-only limit", limitRound(LimitToggle)},
+		{&res.Minimum, "protocol-minimum limit", limitRound(LimitMinimum)},
+		{&res.NOP, "vhcrd NOP", func() ([]float64, error) { return nop.round(ctx, o.Iters) }},
+		{&res.TracedNOP, "traced vhcrd NOP", func() ([]float64, error) { return traced.round(ctx, o.Iters) }},
+	}
+	if r%2 == 1 {
+		slices.Reverse(steps)
+	}
+	for _, st := range steps {
+		s, err := st.run()
+		if err != nil {
+			return fmt.Errorf("%s: %w", st.name, err)
+		}
+		add(st.f, s)
+	}
+	n := res.NOP.RoundMedian[r]
+	res.RoundNOPOverMinimum = append(res.RoundNOPOverMinimum, n/res.Minimum.RoundMedian[r])
+	res.RoundNOPOverToggle = append(res.RoundNOPOverToggle, n/res.Toggle.RoundMedian[r])
+	res.RoundTraced = append(res.RoundTraced, res.TracedNOP.RoundMedian[r]/n)
+	return nil
 }
 
 func add(f *Figure, samples []float64) {
@@ -177,97 +224,6 @@ func timeLoop(iters int, f func() error) ([]float64, error) {
 	return out, nil
 }
 
-// --- (a) the physical limit -------------------------------------------------
-
-const (
-	regVF  = 0      // VF's post register (slave_write)
-	regPF  = 4      // responder's toggle (slave_read), same cache line as mlx4's pair
-	dmaOff = 0x1000 // the vHCR page
-)
-
-func physical(ctx context.Context, o Options) ([]float64, error) {
-	path := filepath.Join(o.Dir, fmt.Sprintf("vhcrbench-phys-%d", os.Getpid()))
-	defer os.Remove(path)
-	r, _, err := bar.CreateFile(path, 0x2000)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	peer := exec.CommandContext(ctx, o.Self, o.PeerArg, "responder", path, strconv.Itoa(o.Iters+o.Iters/10))
-	peer.Stderr = os.Stderr
-	if err := peer.Start(); err != nil {
-		return nil, err
-	}
-	defer peer.Wait()
-	post, _ := bar.NewReg(r, regVF)
-	ack, _ := bar.NewReg(r, regPF)
-	mem, _ := r.Bytes()
-	var cmd [mlx4.VHCRSize]byte
-	h := mlx4.VHCR{Op: mlx4.NOP, Token: mlx4.PollToken}
-	h.Encode(&cmd)
-	toggle := uint32(0)
-	deadline := time.Now().Add(30 * time.Second)
-	return timeLoop(o.Iters, func() error {
-		copy(mem[dmaOff:dmaOff+mlx4.VHCRSize], cmd[:])
-		toggle ^= 1
-		post.Store(toggle<<31 | uint32(5)<<16)
-		// The VF library's wait, so that (a) and (b) differ only in who
-		// answers.
-		for {
-			if _, ok := vhcr.SpinPoll(ack, toggle, 1<<16); ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				return errors.New("responder did not answer")
-			}
-		}
-		if mem[dmaOff+mlx4.OffStatus] != 0 {
-			return errors.New("bad status")
-		}
-		return nil
-	})
-}
-
-// responder is the bare peer of (a): copy the vHCR, write the status, toggle.
-func responder(path string, iters int) error {
-	runtime.LockOSThread()
-	r, err := bar.OpenFile(path, false)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	post, _ := bar.NewReg(r, regVF)
-	ack, _ := bar.NewReg(r, regPF)
-	mem, _ := r.Bytes()
-	var shadow [mlx4.VHCRSize]byte
-	toggle := uint32(0) // the file starts zeroed: nothing posted, nothing acknowledged
-	deadline := time.Now().Add(60 * time.Second)
-	for i := 0; i < iters; i++ {
-		var w uint32
-		for n := 0; ; n++ {
-			if w = post.Load(); w>>31 != toggle {
-				break
-			}
-			bar.Pause()
-			if n&0xfffff == 0 && time.Now().After(deadline) {
-				return errors.New("no post")
-			}
-		}
-		toggle ^= 1
-		copy(shadow[:], mem[dmaOff:dmaOff+mlx4.VHCRSize])
-		// The status depends on the copy, so that the copy is really made
-		// (a copy into a dead local is optimised away, and with it the
-		// read of the vHCR's cache line).
-		status := byte(mlx4.BAD_PARAM)
-		if mlx4.Opcode(binary.BigEndian.Uint16(shadow[mlx4.OffOpcode:])&0xfff) == mlx4.NOP {
-			status = byte(mlx4.OK)
-		}
-		mem[dmaOff+mlx4.OffStatus] = status
-		ack.Store(w & vhcr.ToggleBit)
-	}
-	return nil
-}
-
 // --- (b) NOP through vhcrd ------------------------------------------------
 
 type nopPeer struct {
@@ -293,23 +249,11 @@ func startVHCRD(ctx context.Context, o Options, vfs int, extra ...string) (*nopP
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		a, err := vhcr.AttachFile(p.bar)
-		if err == nil && a.PFState() == vhcr.PFStateServing {
-			p.att = a
-			break
-		}
-		if a != nil {
-			a.Close()
-		}
-		if time.Now().After(deadline) {
-			p.close()
-			return nil, fmt.Errorf("vhcrd did not start serving: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	var err error
+	if p.att, err = attachServing(p.bar, p.cmd); err != nil {
+		p.close()
+		return nil, fmt.Errorf("vhcrd: %w", err)
+	}
 	if p.vf, err = p.att.VF(0); err != nil {
 		p.close()
 		return nil, err
@@ -325,9 +269,15 @@ func startVHCRD(ctx context.Context, o Options, vfs int, extra ...string) (*nopP
 var daemons atomic.Int32
 
 func (p *nopPeer) round(ctx context.Context, iters int) ([]float64, error) {
+	return nopRound(ctx, p.vf, iters)
+}
+
+// nopRound times iters NOPs posted by vf (after a tenth as many to warm
+// up), each checked for status OK.
+func nopRound(ctx context.Context, vf *vhcr.VF, iters int) ([]float64, error) {
 	req := vhcr.Request{Op: mlx4.NOP}
 	return timeLoop(iters, func() error {
-		resp, err := p.vf.Post(ctx, &req)
+		resp, err := vf.Post(ctx, &req)
 		if err == nil && resp.Status != mlx4.OK {
 			err = resp.Status
 		}
@@ -413,21 +363,22 @@ func echo(iters int) error {
 	return nil
 }
 
-// Peer runs the peer side named by args[0] ("responder PATH N" or "echo N").
+// Peer runs the peer side named by args[0] ("limit toggle|minimum PATH N",
+// "echo N" or "irq PATH").
 func Peer(args []string) error {
 	if len(args) < 2 {
-		return errors.New("bench-peer: want responder PATH N | echo N | irq PATH")
+		return errors.New("bench-peer: want limit toggle|minimum PATH N | echo N | irq PATH")
 	}
 	switch args[0] {
-	case "responder":
-		if len(args) != 3 {
-			return errors.New("bench-peer responder PATH N")
+	case "limit":
+		if len(args) != 4 {
+			return errors.New("bench-peer limit toggle|minimum PATH N")
 		}
-		n, err := strconv.Atoi(args[2])
+		n, err := strconv.Atoi(args[3])
 		if err != nil {
 			return err
 		}
-		return responder(args[1], n)
+		return limit(args[1], args[2], n)
 	case "echo":
 		n, err := strconv.Atoi(args[1])
 		if err != nil {

@@ -2,10 +2,15 @@
 // vhcrd's figure always stands next to the physical limit and a peer
 // transport measured in the same run:
 //
-//	(a) the physical limit for the same work: a VF process writes a 32-byte
-//	    vHCR into a tmpfs DMA page and posts through a tmpfs comm register;
-//	    a bare responder process copies the vHCR, writes the status and
-//	    toggles — nothing else;
+//	(a) two limits for the same work: bare responder processes that
+//	    create vhcrd's regions for one VF (control region, DMA file, VF 0's
+//	    BAR region, mapped as vhcrd maps them) and answer the comm
+//	    channel's bring-up; per VHCR_POST the toggle-only one loads
+//	    slave_write and toggles slave_read, the protocol-minimum one also
+//	    reads the 32-byte vHCR from the VF's window and writes its status
+//	    word. The VF side is the same vhcr.VF as in (b), so the three differ
+//	    only in who answers; the toggle-only round trip gives the regime
+//	    (Regime: shared-cache or cross-core) printed beside every ratio;
 //	(b) a NOP round trip from a VF process through a real `vhcrd serve`;
 //	(c) a 64-byte round trip over a UNIX stream socket between two Go
 //	    processes using net.UnixConn, the transport vfio-user uses and the
@@ -37,8 +42,9 @@
 //	    with --pfstate off, the daemon that goes first alternating each
 //	    round; ratios with/without per workload.
 //
-// Rounds interleave the three so that machine noise hits them alike; each
-// round reports its median and p99, and the summary takes medians over
-// rounds. Timing uses the cycle counter (a few ns per read), not a Go
+// Rounds interleave the figures, in an order that reverses every other
+// round, so that machine noise hits them alike, and read the 1-minute load
+// average (Load); each round reports its median and p99, and the summary
+// takes medians over rounds. Timing uses the cycle counter (a few ns per read), not a Go
 // benchmark loop, because percentiles matter here.
 package vhcrbench

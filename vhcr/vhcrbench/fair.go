@@ -62,6 +62,8 @@ type FairResult struct {
 	GapNS      int64              `json:"bystander_gap_ns"`
 	Throughput []ThroughputFigure `json:"throughput"`
 	Bystander  []BystanderFigure  `json:"bystander"`
+	// Load is the 1-minute load average at each round.
+	Load Load `json:"loadavg_1m"`
 }
 
 // RunFair starts `vhcrd serve --num-vfs f.VFs`, brings every VF up and drives
@@ -134,6 +136,7 @@ func RunFair(ctx context.Context, o Options, f Fair) (*FairResult, error) {
 		res.Bystander = append(res.Bystander, BystanderFigure{Flooding: set})
 	}
 	for r := 0; r < o.Rounds; r++ {
+		res.Load = append(res.Load, LoadAvg1())
 		for k, n := range f.Busy {
 			rates, err := d.Throughput(ctx, seq(0, n), f.Phase)
 			if err != nil {

@@ -58,6 +58,8 @@ type IRQResult struct {
 	// Raised is the interrupts the HCA counted, against the EQEs posted:
 	// equal when every EQE found the EQ re-armed.
 	Raised, Posted uint64
+	// Load is the 1-minute load average at each round.
+	Load Load `json:"loadavg_1m"`
 }
 
 // RunIRQ measures (e) over o.Rounds rounds of iters round trips per figure.
@@ -139,6 +141,7 @@ func RunIRQ(ctx context.Context, o Options, iters int) (*IRQResult, error) {
 
 	res := &IRQResult{EQE: Figure{Name: "EQE posted → VF process wakes"}, Bare: Figure{Name: "eventfd signal → VF process wakes"}}
 	for r := 0; r < o.Rounds; r++ {
+		res.Load = append(res.Load, LoadAvg1())
 		// alternate which goes first, so that drift hits both alike
 		order := []struct {
 			f   *Figure

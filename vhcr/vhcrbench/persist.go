@@ -51,6 +51,8 @@ type PersistResult struct {
 	NOP PersistPair `json:"nop"`
 	CQ  PersistPair `json:"cq_cycle"`
 	QP  PersistPair `json:"qp_cycle"`
+	// Load is the 1-minute load average at each round.
+	Load Load `json:"loadavg_1m"`
 }
 
 // persistPeer is one daemon of (f) with its driver, the EQ its CQs report
@@ -188,6 +190,7 @@ func RunPersist(ctx context.Context, o Options, ps Persist) (*PersistResult, err
 		}
 	}
 	for r := 0; r < o.Rounds; r++ {
+		res.Load = append(res.Load, LoadAvg1())
 		// alternate which daemon goes first, so that drift hits both alike
 		order := []*persistPeer{with, without}
 		if r%2 == 1 {
