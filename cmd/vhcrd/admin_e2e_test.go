@@ -14,14 +14,20 @@ import (
 // vhcrdCmd runs the vhcrd binary and returns its output and exit status.
 func vhcrdCmd(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "vhcrd"), args...)
+	return combinedOutput(t, exec.Command(filepath.Join(binDir, "vhcrd"), args...))
+}
+
+// combinedOutput runs cmd and returns its stdout and stderr together and
+// its exit status; a command that could not run fails the test.
+func combinedOutput(t *testing.T, cmd *exec.Cmd) (string, int) {
+	t.Helper()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return out.String(), ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("vhcrd %v: %v", args, err)
+		t.Fatalf("%v: %v", cmd.Args, err)
 	}
 	return out.String(), 0
 }

@@ -142,15 +142,7 @@ func runExample(t *testing.T, dir string, env []string, ex string) (string, int)
 	t.Helper()
 	cmd := exec.Command("sh", "-c", ex)
 	cmd.Dir, cmd.Env = dir, env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return out.String(), ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%s: %v", ex, err)
-	}
-	return out.String(), 0
+	return combinedOutput(t, cmd)
 }
 
 // background starts an example that runs until signalled.
