@@ -6,6 +6,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -215,20 +216,15 @@ func (p *PF) decode(i int, st *vfState, w0, w1, w2, w3 uint64) *mlx4.Cmd {
 	return c
 }
 
-// admit applies the table's rules: an opcode without a row is BAD_PARAM
-// (as mlx4 answers unknown opcodes; e is nil), an EPERM row BAD_OP, an
-// op_modifier the row does not allow BAD_PARAM.
+// admit looks c's row up and applies the admission rule (hca.Admit, the
+// one the executors' entry applies too); e is nil for an opcode without a
+// row.
 func (p *PF) admit(c *mlx4.Cmd) (*Entry, mlx4.Status) {
 	e := p.table.Lookup(c.Op)
-	switch {
-	case e == nil:
-		return nil, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode)
-	case e.EPERM:
-		return e, c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
-	case !e.OpModOK(c.OpMod):
-		return e, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+	if e == nil {
+		return nil, hca.Admit(c, nil)
 	}
-	return e, mlx4.OK
+	return e, hca.Admit(c, &e.Command)
 }
 
 // writeBack writes what the PF owns of the vHCR: the immediate output for
@@ -271,7 +267,7 @@ func (p *PF) start() (t0 uint64, timed bool) {
 func (p *PF) account(i int, e *Entry, c *mlx4.Cmd, status mlx4.Status, toggle uint32, timed bool, t0 uint64) {
 	idx := 0
 	if e != nil {
-		idx = e.index
+		idx = e.Index()
 	}
 	p.stats.countCommand(i, idx, status)
 	p.stats.countRefusal(i, c.Reason)
