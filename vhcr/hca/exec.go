@@ -201,6 +201,10 @@ type Command struct {
 	QP    mlx4.QPTransition
 	qp    qpChecks
 	index int
+	// admits is the admission rule as a mask of the op_modifiers admitted
+	// (bit m&0xf, as Info.OpModOK): the row's OpMods, all for a row that
+	// allows any, none for an EPERM row or an opcode without a row.
+	admits uint16
 }
 
 // Index is 1 + the row's place in cmd_info[] (mlx4.CmdIndex): the dense
@@ -221,6 +225,13 @@ func joinRows() (t [1 + mlx4.NumCmdInfo]Command) {
 		i := mlx4.CmdIndex(in.Op)
 		t[i].Info, t[i].index = in, i
 		t[i].QP, _ = mlx4.QPTransitionOf(in.Op)
+		switch {
+		case in.EPERM:
+		case in.OpMods == 0:
+			t[i].admits = 0xffff
+		default:
+			t[i].admits = in.OpMods
+		}
 	}
 	for _, r := range table {
 		i := mlx4.CmdIndex(r.op)
@@ -248,20 +259,31 @@ func Commands() []Command { return append([]Command(nil), commands[1:]...) }
 // is not EPERM).
 func Executes(op mlx4.Opcode) bool { return commands[mlx4.CmdIndex(op)].Exec != nil }
 
-// Admit is the admission rule of a VF's command, the PF's and Exec's: an
-// opcode without a row (x nil) is BAD_PARAM, as mlx4 answers unknown
-// opcodes; an EPERM row BAD_OP (mlx4_CMD_EPERM_wrapper); an op_modifier the
-// row does not allow BAD_PARAM (the wrapper's -EINVAL).
+// Admit is the admission rule of a VF's command, the one the PF's post
+// path (fast and general) and Exec apply: an opcode without a row (x nil)
+// is BAD_PARAM, as mlx4 answers unknown opcodes; an EPERM row BAD_OP
+// (mlx4_CMD_EPERM_wrapper); an op_modifier the row does not allow
+// BAD_PARAM (the wrapper's -EINVAL). An admitted command costs the test in
+// front (Admit inlines); a refusal is said by refuse.
 func Admit(c *mlx4.Cmd, x *Command) mlx4.Status {
+	if x != nil && x.admits&(1<<(c.OpMod&0xf)) != 0 {
+		return mlx4.OK
+	}
+	return refuse(c, x)
+}
+
+// refuse is Admit's refusal, in mlx4's order. Kept out of line so that
+// Admit inlines.
+//
+//go:noinline
+func refuse(c *mlx4.Cmd, x *Command) mlx4.Status {
 	switch {
 	case x == nil || x.index == 0:
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode)
 	case x.EPERM:
 		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
-	case !x.OpModOK(c.OpMod):
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 	}
-	return mlx4.OK
+	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
 }
 
 // Exec runs c on the HCA: the one entry to the executors, for the PF and
@@ -273,13 +295,12 @@ func Admit(c *mlx4.Cmd, x *Command) mlx4.Status {
 // executor runs.
 func (h *HCA) Exec(c *mlx4.Cmd) mlx4.Status {
 	x := &commands[mlx4.CmdIndex(c.Op)]
-	if x.Exec == nil || !x.OpModOK(c.OpMod) {
-		if s := Admit(c, x); s != mlx4.OK {
-			return s
-		}
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotModelled) // a row without effects (TestCommandTable)
+	if s := Admit(c, x); s != mlx4.OK {
+		return s
 	}
 	switch {
+	case x.Exec == nil: // a row left without its executor (TestCommandTable)
+		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotModelled)
 	case uint(c.VF) >= uint(len(h.Funcs)): // New sizes Funcs and the firmware's per-VF tables alike
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotFound)
 	case x.HasInbox && c.Inbox == nil:

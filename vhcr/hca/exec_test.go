@@ -102,6 +102,11 @@ func rowProblems(x *Command) []string {
 	if x.HasInbox && (x.Inbox.Bytes(0) == 0 || x.Inbox.Bytes(^uint32(0)) > mlx4.MailboxSize) {
 		p = append(p, fmt.Sprintf("inbox read %+v outside (0, a mailbox]", x.Inbox))
 	}
+	for m := uint8(0); m < 16; m++ {
+		if want := !x.EPERM && x.OpModOK(m); (x.admits&(1<<m) != 0) != want {
+			p = append(p, fmt.Sprintf("op_modifier %d admitted %v, cmd_info[] says %v", m, !want, want))
+		}
+	}
 	if x.qp != 0 && x.QP.From == 0 {
 		p = append(p, "QP checks on a command that is no transition")
 	}
@@ -132,15 +137,22 @@ func TestCommandTable(t *testing.T) {
 	}
 	// The check catches a row added to cmd_info[] and left without
 	// effects here, and a row whose effects contradict each other.
-	in, _ := mlx4.CmdInfo(mlx4.SW2HW_CQ)
-	for _, bad := range []Command{
-		{Info: in, Exec: (*HCA).SW2HW_CQ, Inbox: InboxRead{Fixed: 64}, index: 1},
-		{Info: in, Exec: (*HCA).SW2HW_CQ, Effects: EffReadOnly | EffChanges, Inbox: InboxRead{Fixed: 64}, index: 1},
-		{Info: in, Exec: (*HCA).SW2HW_CQ, Effects: EffChanges, index: 1},
-		{Info: in, Effects: EffChanges, Inbox: InboxRead{Fixed: 64}, index: 1},
+	good := *Lookup(mlx4.SW2HW_CQ)
+	if p := rowProblems(&good); len(p) != 0 {
+		t.Fatalf("SW2HW_CQ: %v", p)
+	}
+	for name, spoil := range map[string]func(*Command){
+		"no effects":            func(x *Command) { x.Effects = 0 },
+		"read-only and changes": func(x *Command) { x.Effects |= EffReadOnly },
+		"no inbox read":         func(x *Command) { x.Inbox = InboxRead{} },
+		"no executor":           func(x *Command) { x.Exec = nil },
+		"qp without tracked":    func(x *Command) { x.Effects = EffChanges | EffQP },
+		"admits EPERM":          func(x *Command) { x.EPERM = true; x.Exec = nil; x.Effects = EffPrivileged },
 	} {
+		bad := good
+		spoil(&bad)
 		if len(rowProblems(&bad)) == 0 {
-			t.Errorf("row %+v passes the check", bad)
+			t.Errorf("a row with %s passes the check", name)
 		}
 	}
 }
@@ -182,5 +194,10 @@ func TestAdmit(t *testing.T) {
 		if s := Admit(c, Lookup(tc.op)); s != tc.status || c.Reason != tc.reason {
 			t.Errorf("%v op_modifier %d: %v (%v), want %v (%v)", tc.op, tc.opMod, s, c.Reason, tc.status, tc.reason)
 		}
+	}
+	// The zero row (an opcode without one, as Exec finds it) is unknown.
+	c := &mlx4.Cmd{Op: mlx4.INIT_HCA}
+	if s := Admit(c, &Command{}); s != mlx4.BAD_PARAM || c.Reason != mlx4.ReasonUnknownOpcode {
+		t.Errorf("the zero row: %v (%v), want BAD_PARAM (unknown opcode)", s, c.Reason)
 	}
 }

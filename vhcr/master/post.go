@@ -24,8 +24,8 @@ import (
 // sync.Mutex's Lock is in front of lockSlow: the channel is in sequence (the
 // previous command was a VHCR_POST and slave_read still holds its
 // acknowledgement), the vHCR is mapped, and the decoded command's row has
-// the plain flag (no mailbox, not EPERM, executed; computed once in
-// NewTable), its op_modifier is legal and the 'e' bit is clear. For such a
+// the plain flag (no mailbox, executed; computed once in NewTable), it is
+// admitted (hca.Admit: its op_modifier legal) and the 'e' bit is clear. For such a
 // command it runs the same helpers and reports true; for any other it
 // returns false having changed nothing the VF sees, and serve takes the
 // general path, which reads the vHCR afresh.
@@ -37,7 +37,7 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	w0, w1, w2, w3 := mlx4.VHCRWords(m)
 	c := p.decode(i, st, w0, w1, w2, w3)
 	e := p.table.Lookup(c.Op)
-	if e == nil || !e.plain || c.EBit || !e.OpModOK(c.OpMod) {
+	if e == nil || !e.plain || c.EBit || hca.Admit(c, &e.Command) != mlx4.OK {
 		return false
 	}
 	t0, timed := p.start()
