@@ -25,10 +25,10 @@ import (
 // previous command was a VHCR_POST and slave_read still holds its
 // acknowledgement), the vHCR is mapped, and the decoded command's row has
 // the plain flag (no mailbox, executed; computed once in NewTable), it is
-// admitted (hca.Admit: its op_modifier legal) and the 'e' bit is clear. For such a
-// command it runs the same helpers and reports true; for any other it
-// returns false having changed nothing the VF sees, and serve takes the
-// general path, which reads the vHCR afresh.
+// admitted (hca.Admit: its op_modifier legal) and the 'e' bit is clear.
+// For such a command it runs the same helpers and reports true; for any
+// other it returns false having changed nothing the VF sees, and serve
+// takes the general path, which reads the vHCR afresh.
 func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	m := st.vhcrMem
 	if m == nil || st.sr.Load()&vhcr.ToggleBit != st.ack {
