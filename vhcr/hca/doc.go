@@ -9,9 +9,13 @@
 // shadow inbox, write only the zeroed shadow outbox and c.OutParam, and touch
 // a VF's DMA memory only through c.Mem, which checks every access. Which
 // opcode has an inbox, an outbox or immediate output is said once, in
-// mlx4's cmd_info[] (mlx4.CmdInfo); Exec checks what a row promises before
-// any executor runs (the VF index in range, the mailboxes present, the
-// outbox zeroed), so the executors rely on it and do not restate it.
+// mlx4's cmd_info[] (mlx4.CmdInfo); what vhcrd does with each opcode (its
+// executor, its effects, how much of the inbox it reads) is said once, in
+// the command table (exec.go: Command, Lookup, Commands), which joins the
+// two and from which the PF derives its own per-opcode facts. Exec checks
+// what a row promises before any executor runs (admitted by Admit, the VF
+// index in range, the mailboxes present, the outbox zeroed), so the
+// executors rely on it and do not restate it.
 //
 // Events are EQEs written into the VFs' EQ rings (eq.go); an EQE into an
 // armed EQ raises the MSI-X vector its context names, once per arm, through

@@ -1,6 +1,7 @@
 package hca
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -40,6 +41,10 @@ func TestExecGuarantees(t *testing.T) {
 		{"inbox row without inbox", v.cmd(mlx4.SW2HW_CQ, 0, 0, 0, nil, false), mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA},
 		{"outbox row without outbox", v.cmd(mlx4.QUERY_FW, 0, 0, 0, nil, false), mlx4.INTERNAL_ERR, mlx4.ReasonContext},
 		{"both, inbox missing", v.cmd(mlx4.MAD_IFC, 0, 0, 0, nil, true), mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA},
+		// The PF's admission rule (Admit), applied by Exec too: QUERY_FW's
+		// wrapper takes op_modifier 0 only.
+		{"op_modifier the row refuses", v.cmd(mlx4.QUERY_FW, 0, 0, 1, nil, true), mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
+		{"op_modifier ALLOC_RES refuses", v.cmd(mlx4.ALLOC_RES, 0, 1, 3, nil, false), mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
 	}
 	for _, tc := range cases {
 		if s := r.h.Exec(tc.c); s != tc.status || tc.c.Reason != tc.reason {
@@ -55,5 +60,144 @@ func TestExecGuarantees(t *testing.T) {
 	}
 	if c.Outbox[0x100] != 0 || c.Outbox[mlx4.MailboxSize-1] != 0 {
 		t.Error("Exec handed QUERY_FW an outbox it had not zeroed")
+	}
+}
+
+// rowProblems lists what is wrong with a joined command table row: its
+// effects unset or contradictory, its executor or inbox read disagreeing
+// with its cmd_info[] row, a QP flag without the tracker's, a transition of
+// qp.c's op[][] outside the QP state machine.
+func rowProblems(x *Command) []string {
+	var p []string
+	kinds := 0
+	for _, e := range []Effects{EffReadOnly, EffChanges, EffPrivileged} {
+		if x.Effects&e != 0 {
+			kinds++
+		}
+	}
+	switch {
+	case x.Effects == 0:
+		p = append(p, "no effects (EffReadOnly, EffChanges or EffPrivileged)")
+	case kinds != 1:
+		p = append(p, "effects "+x.Effects.String()+": want exactly one of read-only, changes, privileged")
+	}
+	if x.Effects>>len(effectNames) != 0 {
+		p = append(p, "undefined effect bits")
+	}
+	if priv := x.Effects&EffPrivileged != 0; priv != x.EPERM || priv != (x.Exec == nil) {
+		p = append(p, fmt.Sprintf("privileged %v, EPERM %v, executor %v", priv, x.EPERM, x.Exec != nil))
+	}
+	if x.Effects&EffPrivileged != 0 && x.Effects != EffPrivileged {
+		p = append(p, "a privileged row has other effects: "+x.Effects.String())
+	}
+	if x.Effects&EffQP != 0 && x.Effects&EffTracked == 0 {
+		p = append(p, "qp without tracked")
+	}
+	if x.QP.From != 0 && x.Effects&EffQP == 0 {
+		p = append(p, "a transition of qp.c's op[][] outside the QP state machine")
+	}
+	if x.HasInbox != (x.Inbox != InboxRead{}) {
+		p = append(p, fmt.Sprintf("has_inbox %v but inbox read %+v", x.HasInbox, x.Inbox))
+	}
+	if x.HasInbox && (x.Inbox.Bytes(0) == 0 || x.Inbox.Bytes(^uint32(0)) > mlx4.MailboxSize) {
+		p = append(p, fmt.Sprintf("inbox read %+v outside (0, a mailbox]", x.Inbox))
+	}
+	for m := uint8(0); m < 16; m++ {
+		if want := !x.EPERM && x.OpModOK(m); (x.admits&(1<<m) != 0) != want {
+			p = append(p, fmt.Sprintf("op_modifier %d admitted %v, cmd_info[] says %v", m, !want, want))
+		}
+	}
+	if x.qp != 0 && x.QP.From == 0 {
+		p = append(p, "QP checks on a command that is no transition")
+	}
+	return p
+}
+
+// TestCommandTable: every row of cmd_info[] has its row in the command
+// table, at its dense index, with its effects set and consistent; the
+// table has no row cmd_info[] lacks.
+func TestCommandTable(t *testing.T) {
+	rows := Commands()
+	if len(rows) != len(mlx4.CmdInfos()) {
+		t.Fatalf("%d rows, cmd_info[] has %d", len(rows), len(mlx4.CmdInfos()))
+	}
+	for i, in := range mlx4.CmdInfos() {
+		x := Lookup(in.Op)
+		if x == nil || x.Info != in || x.Index() != i+1 || rows[i].Op != in.Op {
+			t.Fatalf("%v: row %+v disagrees with cmd_info[] row %d", in.Op, x, i)
+		}
+		for _, p := range rowProblems(x) {
+			t.Errorf("%v: %s", in.Op, p)
+		}
+	}
+	for op := mlx4.Opcode(0); op < 4096; op++ {
+		if _, ok := mlx4.CmdInfo(op); ok != (Lookup(op) != nil) {
+			t.Errorf("%v: a row %v, cmd_info[] %v", op, Lookup(op) != nil, ok)
+		}
+	}
+	// The check catches a row added to cmd_info[] and left without
+	// effects here, and a row whose effects contradict each other.
+	good := *Lookup(mlx4.SW2HW_CQ)
+	if p := rowProblems(&good); len(p) != 0 {
+		t.Fatalf("SW2HW_CQ: %v", p)
+	}
+	for name, spoil := range map[string]func(*Command){
+		"no effects":            func(x *Command) { x.Effects = 0 },
+		"read-only and changes": func(x *Command) { x.Effects |= EffReadOnly },
+		"no inbox read":         func(x *Command) { x.Inbox = InboxRead{} },
+		"no executor":           func(x *Command) { x.Exec = nil },
+		"qp without tracked":    func(x *Command) { x.Effects = EffChanges | EffQP },
+		"admits EPERM":          func(x *Command) { x.EPERM = true; x.Exec = nil; x.Effects = EffPrivileged },
+	} {
+		bad := good
+		spoil(&bad)
+		if len(rowProblems(&bad)) == 0 {
+			t.Errorf("a row with %s passes the check", name)
+		}
+	}
+}
+
+// TestInboxRead: a row's inbox read, WRITE_MTT's counted by in_modifier and
+// bounded by a mailbox.
+func TestInboxRead(t *testing.T) {
+	for _, tc := range []struct {
+		op    mlx4.Opcode
+		inMod uint32
+		want  int
+	}{
+		{mlx4.SW2HW_CQ, 0, 0x40}, {mlx4.SW2HW_EQ, 0, 0x40}, {mlx4.SW2HW_SRQ, 0, 0x30}, {mlx4.SW2HW_MPT, 0, 0x40},
+		{mlx4.RST2INIT_QP, 0, mlx4.QPMailboxSize}, {mlx4.SET_PORT, 0, 4096},
+		{mlx4.WRITE_MTT, 0, 0x10}, {mlx4.WRITE_MTT, 3, 0x10 + 3*8}, {mlx4.WRITE_MTT, 1 << 31, 4096},
+		{mlx4.NOP, 0, 0},
+	} {
+		if got := Lookup(tc.op).Inbox.Bytes(tc.inMod); got != tc.want {
+			t.Errorf("%v in_modifier %d: %d bytes, want %d", tc.op, tc.inMod, got, tc.want)
+		}
+	}
+}
+
+// TestAdmit: the one admission rule, in mlx4's order.
+func TestAdmit(t *testing.T) {
+	for _, tc := range []struct {
+		op     mlx4.Opcode
+		opMod  uint8
+		status mlx4.Status
+		reason mlx4.Reason
+	}{
+		{mlx4.INIT_HCA, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
+		{mlx4.MAD_DEMUX, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
+		{mlx4.QUERY_FW, 1, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
+		{mlx4.QUERY_FUNC_CAP, 1, mlx4.OK, mlx4.ReasonNone},
+		{mlx4.NOP, 7, mlx4.OK, mlx4.ReasonNone},
+	} {
+		c := &mlx4.Cmd{Op: tc.op, OpMod: tc.opMod}
+		if s := Admit(c, Lookup(tc.op)); s != tc.status || c.Reason != tc.reason {
+			t.Errorf("%v op_modifier %d: %v (%v), want %v (%v)", tc.op, tc.opMod, s, c.Reason, tc.status, tc.reason)
+		}
+	}
+	// The zero row (an opcode without one, as Exec finds it) is unknown.
+	c := &mlx4.Cmd{Op: mlx4.INIT_HCA}
+	if s := Admit(c, &Command{}); s != mlx4.BAD_PARAM || c.Reason != mlx4.ReasonUnknownOpcode {
+		t.Errorf("the zero row: %v (%v), want BAD_PARAM (unknown opcode)", s, c.Reason)
 	}
 }

@@ -286,7 +286,7 @@ func (p *propState) step(v *vf) (mlx4.Opcode, mlx4.Status, bool) {
 			mlx4.SUSPEND_QP, mlx4.UNSUSPEND_QP}
 		op := ops[p.rnd.IntN(len(ops))]
 		var q *qpc
-		if _, ok := qpTransitions[op]; ok && op != mlx4.TWO_ERR_QP && op != mlx4.RTS2SQD_QP {
+		if in, _ := mlx4.CmdInfo(op); in.HasInbox { // optpar + QP context
 			q = &qpc{st: mlx4.QP_ST_RC, vfPort: 1 + p.rnd.IntN(2), optpar: mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH}
 		}
 		return op, v.qpCmd(op, qpn, q), f

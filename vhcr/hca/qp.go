@@ -56,30 +56,6 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
-const anyHWState = 1<<mlx4.QP_STATE_INIT | 1<<mlx4.QP_STATE_RTR | 1<<mlx4.QP_STATE_RTS | 1<<mlx4.QP_STATE_SQER | 1<<mlx4.QP_STATE_SQD | 1<<mlx4.QP_STATE_ERR
-
-// qpTrans describes one modify-QP transition.
-type qpTrans struct {
-	from uint8 // bit set of legal source states
-	to   mlx4.QPState
-	path bool // verify_qp_parameters' GID checks, update_gid, alt path
-	smac bool // RoCE source MAC check (INIT2RTR)
-}
-
-// The transitions with a mailbox (optpar + QP context) are those whose
-// cmd_info[] row has an inbox (mlx4.CmdInfo).
-var qpTransitions = map[mlx4.Opcode]qpTrans{
-	mlx4.INIT2INIT_QP: {from: 1 << mlx4.QP_STATE_INIT, to: mlx4.QP_STATE_INIT},
-	mlx4.INIT2RTR_QP:  {from: 1 << mlx4.QP_STATE_INIT, to: mlx4.QP_STATE_RTR, path: true, smac: true},
-	mlx4.RTR2RTS_QP:   {from: 1 << mlx4.QP_STATE_RTR, to: mlx4.QP_STATE_RTS, path: true},
-	mlx4.RTS2RTS_QP:   {from: 1 << mlx4.QP_STATE_RTS, to: mlx4.QP_STATE_RTS, path: true},
-	mlx4.SQERR2RTS_QP: {from: 1 << mlx4.QP_STATE_SQER, to: mlx4.QP_STATE_RTS},
-	mlx4.SQD2SQD_QP:   {from: 1 << mlx4.QP_STATE_SQD, to: mlx4.QP_STATE_SQD, path: true},
-	mlx4.SQD2RTS_QP:   {from: 1 << mlx4.QP_STATE_SQD, to: mlx4.QP_STATE_RTS, path: true},
-	mlx4.TWO_ERR_QP:   {from: anyHWState, to: mlx4.QP_STATE_ERR},
-	mlx4.RTS2SQD_QP:   {from: 1 << mlx4.QP_STATE_RTS, to: mlx4.QP_STATE_SQD},
-}
-
 // QP update masks (MLX4_UPD_QP_PATH_MASK_*).
 const (
 	updPathMaskMACIndex = 1 << mlx4.UPD_QP_PATH_MASK_MAC_INDEX
@@ -160,7 +136,7 @@ func (h *HCA) qpcVerify(c *mlx4.Cmd, q *mlx4.QPMailbox, path bool, op mlx4.Opcod
 	if op == mlx4.INIT2RTR_QP && q.Ctx.ST == mlx4.QP_ST_MLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
 		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
 	}
-	if qpTransitions[op].smac && h.isEth(pri) && q.Ctx.ST != mlx4.QP_ST_MLX && !h.Res.HasMAC(c.VF, pri, int(q.Ctx.Pri.SMACIndex)) {
+	if Lookup(op).qp&qpSourceMAC != 0 && h.isEth(pri) && q.Ctx.ST != mlx4.QP_ST_MLX && !h.Res.HasMAC(c.VF, pri, int(q.Ctx.Pri.SMACIndex)) {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
 	}
 	return mlx4.OK
@@ -305,7 +281,7 @@ func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 	return qp, mlx4.OK
 }
 
-// modifyQP runs a transition of qpTransitions in mlx4's order: the
+// modifyQP runs a modify-QP command in mlx4's order: the
 // wrapper's context checks (qpcPorts, qpcVerify), then the QP (GEN_QP:
 // the VF's, in HW else RESOURCE_BUSY), the counter at INIT2RTR
 // (update_vport_qp_param), the firmware's check of the QP's current state,
@@ -313,11 +289,11 @@ func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 // other transitions when their optpar has COUNTER_INDEX, qpcModel), which
 // mlx4 does not make.
 func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
-	t := qpTransitions[op]
-	info, _ := mlx4.CmdInfo(op)
+	x := Lookup(op) // the transition (qp.c's op[][]) and the wrapper's checks
+	path := x.qp&qpVerifyPath != 0
 	var q mlx4.QPMailbox
 	var phys, alt int
-	if info.HasInbox { // optpar + QP context
+	if x.HasInbox { // optpar + QP context
 		q, _ = mlx4.DecodeQPMailbox(c.Inbox[:])
 		var s mlx4.Status
 		if op != mlx4.INIT2INIT_QP { // mlx4's INIT2INIT converts no port
@@ -325,7 +301,7 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 				return s
 			}
 		}
-		if s := h.qpcVerify(c, &q, t.path, op, phys, alt); s != mlx4.OK {
+		if s := h.qpcVerify(c, &q, path, op, phys, alt); s != mlx4.OK {
 			return s
 		}
 	}
@@ -339,10 +315,10 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 			return s
 		}
 	}
-	if t.from&(1<<qp.state) == 0 {
+	if !x.QP.Has(qp.state) {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
-	if info.HasInbox {
+	if x.HasInbox {
 		if op == mlx4.INIT2INIT_QP {
 			var s mlx4.Status
 			if phys, alt, s = h.qpcPorts(c, &q); s != mlx4.OK {
@@ -362,7 +338,7 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 				c.Inbox[qpcPriCounter] = qp.ctx[qpcPriCounter]
 			}
 		}
-		if s := h.qpcModel(c, &q, t.path, phys, alt); s != mlx4.OK {
+		if s := h.qpcModel(c, &q, path, phys, alt); s != mlx4.OK {
 			return s
 		}
 		// VST and spoof check (update_vport_qp_param). mlx4 rewrites the
@@ -384,7 +360,7 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 		}
 		qp.port = phys
 	}
-	qp.state = t.to
+	qp.state = x.QP.To
 	return mlx4.OK
 }
 

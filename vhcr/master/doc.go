@@ -4,9 +4,10 @@
 // VHCR0..VHCR2, VHCR_EN, VHCR_POST; violations reset the VF with bit 17),
 // and processes VHCR_POST (post.go) in one path of shared helpers: read the
 // vHCR once into a four-word shadow; decode it with mlx4's decoder; admit it
-// against its row of the command table (Table, which is mlx4's cmd_info[]:
-// no row BAD_PARAM, EPERM BAD_OP, an op_modifier the row does not allow
-// BAD_PARAM); check the outbox and copy the 4 KiB inbox into a shadow, both
+// against its row of the command table (Table, built from hca.Commands,
+// mlx4's cmd_info[] joined with the executors and their effects; the rule
+// is hca.Admit: no row BAD_PARAM, EPERM BAD_OP, an op_modifier the row does
+// not allow BAD_PARAM); check the outbox and copy the 4 KiB inbox into a shadow, both
 // through dma.Window.Mailbox; execute on the software HCA (hca.HCA.Exec,
 // package vhcr/hca); copy the outbox out; write the status and the immediate
 // output back; acknowledge by toggling slave_read; account. The common

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -23,11 +24,11 @@ import (
 // sync.Mutex's Lock is in front of lockSlow: the channel is in sequence (the
 // previous command was a VHCR_POST and slave_read still holds its
 // acknowledgement), the vHCR is mapped, and the decoded command's row has
-// the plain flag (no mailbox, not EPERM, executed; computed once in
-// NewTable), its op_modifier is legal and the 'e' bit is clear. For such a
-// command it runs the same helpers and reports true; for any other it
-// returns false having changed nothing the VF sees, and serve takes the
-// general path, which reads the vHCR afresh.
+// the plain flag (no mailbox, executed; computed once in NewTable), it is
+// admitted (hca.Admit: its op_modifier legal) and the 'e' bit is clear.
+// For such a command it runs the same helpers and reports true; for any
+// other it returns false having changed nothing the VF sees, and serve
+// takes the general path, which reads the vHCR afresh.
 func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	m := st.vhcrMem
 	if m == nil || st.sr.Load()&vhcr.ToggleBit != st.ack {
@@ -36,7 +37,7 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	w0, w1, w2, w3 := mlx4.VHCRWords(m)
 	c := p.decode(i, st, w0, w1, w2, w3)
 	e := p.table.Lookup(c.Op)
-	if e == nil || !e.plain || c.EBit || !e.OpModOK(c.OpMod) {
+	if e == nil || !e.plain || c.EBit || hca.Admit(c, &e.Command) != mlx4.OK {
 		return false
 	}
 	t0, timed := p.start()
@@ -215,20 +216,15 @@ func (p *PF) decode(i int, st *vfState, w0, w1, w2, w3 uint64) *mlx4.Cmd {
 	return c
 }
 
-// admit applies the table's rules: an opcode without a row is BAD_PARAM
-// (as mlx4 answers unknown opcodes; e is nil), an EPERM row BAD_OP, an
-// op_modifier the row does not allow BAD_PARAM.
+// admit looks c's row up and applies the admission rule (hca.Admit, the
+// one the executors' entry applies too); e is nil for an opcode without a
+// row.
 func (p *PF) admit(c *mlx4.Cmd) (*Entry, mlx4.Status) {
 	e := p.table.Lookup(c.Op)
-	switch {
-	case e == nil:
-		return nil, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode)
-	case e.EPERM:
-		return e, c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
-	case !e.OpModOK(c.OpMod):
-		return e, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+	if e == nil {
+		return nil, hca.Admit(c, nil)
 	}
-	return e, mlx4.OK
+	return e, hca.Admit(c, &e.Command)
 }
 
 // writeBack writes what the PF owns of the vHCR: the immediate output for
@@ -271,7 +267,7 @@ func (p *PF) start() (t0 uint64, timed bool) {
 func (p *PF) account(i int, e *Entry, c *mlx4.Cmd, status mlx4.Status, toggle uint32, timed bool, t0 uint64) {
 	idx := 0
 	if e != nil {
-		idx = e.index
+		idx = e.Index()
 	}
 	p.stats.countCommand(i, idx, status)
 	p.stats.countRefusal(i, c.Reason)

@@ -24,12 +24,13 @@ const (
 )
 
 // opcodeList renders the command table as docs/opcodes.md's opcode list: the
-// mailbox facts of each row and what the PF checks before the executor runs,
-// with the status a VF gets on refusal.
+// mailbox facts of each row, its effects (with a QP command's transition)
+// and latency class, and what the PF checks before the executor runs, with
+// the status a VF gets on refusal.
 func opcodeList(t *Table) string {
 	var b strings.Builder
-	b.WriteString("| opcode | value | inbox | outbox | imm | checked by the PF first (status on refusal) | executor |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| opcode | value | inbox | outbox | imm | effects | latency class | checked by the PF first (status on refusal) | executor |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	mark := func(v bool) string {
 		if v {
 			return "✓"
@@ -62,7 +63,20 @@ func opcodeList(t *Table) string {
 		if len(checks) == 0 {
 			checks = append(checks, "-")
 		}
-		fmt.Fprintf(&b, "| %s | %#03x | %s | %s | %s | %s | %s |\n", e.Op, uint16(e.Op), mark(e.HasInbox), mark(e.HasOutbox), mark(e.OutIsImm), strings.Join(checks, "; "), exec)
+		eff := e.Effects.String()
+		if e.QP.From != 0 {
+			var from []string
+			for s := mlx4.QPState(0); int(s) < mlx4.QPNumStates; s++ {
+				if e.QP.Has(s) {
+					from = append(from, s.String())
+				}
+			}
+			if len(from) == mlx4.QPNumStates {
+				from = []string{"any"}
+			}
+			eff += fmt.Sprintf(" (%s → %v)", strings.Join(from, ", "), e.QP.To)
+		}
+		fmt.Fprintf(&b, "| %s | %#03x | %s | %s | %s | %s | %v | %s | %s |\n", e.Op, uint16(e.Op), mark(e.HasInbox), mark(e.HasOutbox), mark(e.OutIsImm), eff, e.class, strings.Join(checks, "; "), exec)
 	}
 	return b.String()
 }

@@ -30,35 +30,14 @@ func (p *PF) journalIntent(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, see
 	}
 	var in []byte
 	if c.Inbox != nil {
-		in = c.Inbox[:inboxLen(c.Inbox[:min(mlx4.MailboxSize, (inboxBound(c)+7)&^7)])]
+		// As much as the executor reads (the row's inbox read), in words.
+		in = c.Inbox[:inboxLen(c.Inbox[:min(mlx4.MailboxSize, (e.Inbox.Bytes(c.InMod)+7)&^7)])]
 	}
 	p.makeRoom(recHdr + int64(len(in)))
 	if p.ps == nil {
 		return
 	}
 	p.ps.intent(recCmd, i, flags, toggle, w, in)
-}
-
-// inboxBound is how much of the inbox the executor of c reads (the
-// context or entry its mlx4 decoder takes, WRITE_MTT's entries), or the
-// whole mailbox: the journal keeps no more of it.
-func inboxBound(c *mlx4.Cmd) int {
-	switch c.Op {
-	case mlx4.SW2HW_CQ, mlx4.MODIFY_CQ:
-		return mlx4.CQContextSize
-	case mlx4.SW2HW_EQ:
-		return mlx4.EQContextSize
-	case mlx4.SW2HW_SRQ:
-		return mlx4.SRQContextSize
-	case mlx4.SW2HW_MPT:
-		return mlx4.MPTEntrySize
-	case mlx4.WRITE_MTT:
-		return min(mlx4.MailboxSize, mlx4.MTTMailboxEntries+mlx4.MTTEntrySize*int(min(c.InMod, mlx4.MaxWriteMTTEntries)))
-	case mlx4.RST2INIT_QP, mlx4.INIT2INIT_QP, mlx4.INIT2RTR_QP, mlx4.RTR2RTS_QP, mlx4.RTS2RTS_QP,
-		mlx4.SQERR2RTS_QP, mlx4.RTS2SQD_QP, mlx4.SQD2SQD_QP, mlx4.SQD2RTS_QP:
-		return mlx4.QPMailboxSize
-	}
-	return mlx4.MailboxSize
 }
 
 // journalResult appends VF i's command's result to the current record,

@@ -2,6 +2,7 @@ package master
 
 import (
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -90,48 +91,32 @@ var classNames = [NumClasses]string{"plain", "mailbox", "resource", "qp", "mad",
 
 func (c Class) String() string { return classNames[c] }
 
-// resourceOps are the rows whose wrappers in mlx4's resource_tracker.c
-// look up, add or remove a tracked object (QPs aside).
-var resourceOps = []mlx4.Opcode{mlx4.ALLOC_RES, mlx4.FREE_RES, mlx4.MAP_EQ,
-	mlx4.SW2HW_EQ, mlx4.HW2SW_EQ, mlx4.QUERY_EQ,
-	mlx4.SW2HW_MPT, mlx4.HW2SW_MPT, mlx4.QUERY_MPT, mlx4.READ_MTT, mlx4.WRITE_MTT, mlx4.SYNC_TPT,
-	mlx4.SW2HW_CQ, mlx4.HW2SW_CQ, mlx4.QUERY_CQ, mlx4.MODIFY_CQ,
-	mlx4.SW2HW_SRQ, mlx4.HW2SW_SRQ, mlx4.QUERY_SRQ, mlx4.ARM_SRQ,
-	mlx4.QP_ATTACH, mlx4.QP_FLOW_STEERING_ATTACH, mlx4.QP_FLOW_STEERING_DETACH}
+// classFor is a row's class, from its effects and mailboxes: an EPERM
+// row is denied.
+func classFor(x *hca.Command) Class {
+	switch {
+	case x.Effects&hca.EffPrivileged != 0 || x.Exec == nil:
+		return ClassDenied
+	case x.Effects&hca.EffMAD != 0:
+		return ClassMAD
+	case x.Effects&hca.EffQP != 0:
+		return ClassQP
+	case x.Effects&hca.EffTracked != 0:
+		return ClassResource
+	case x.HasInbox || x.HasOutbox:
+		return ClassMailbox
+	}
+	return ClassPlain
+}
 
-// qpOps are the QP state machine's rows (mlx4's *_QP_wrapper family).
-var qpOps = []mlx4.Opcode{mlx4.RST2INIT_QP, mlx4.INIT2INIT_QP, mlx4.INIT2RTR_QP, mlx4.RTR2RTS_QP,
-	mlx4.RTS2RTS_QP, mlx4.SQERR2RTS_QP, mlx4.TWO_ERR_QP, mlx4.RTS2SQD_QP, mlx4.SQD2SQD_QP,
-	mlx4.SQD2RTS_QP, mlx4.TWO_RST_QP, mlx4.QUERY_QP, mlx4.SUSPEND_QP, mlx4.UNSUSPEND_QP, mlx4.UPDATE_QP}
-
-// opClass is every opcode's class, from cmd_info[]: an opcode without a
-// row, or with EPERM, is denied.
-var opClass = func() (x [4096]Class) {
-	for i := range x {
-		x[i] = ClassDenied
+// ClassOf returns the latency class of op (an opcode without a row is
+// denied).
+func ClassOf(op mlx4.Opcode) Class {
+	if x := hca.Lookup(op); x != nil {
+		return classFor(x)
 	}
-	for _, in := range mlx4.CmdInfos() {
-		switch {
-		case in.EPERM:
-			x[in.Op] = ClassDenied
-		case in.HasInbox || in.HasOutbox:
-			x[in.Op] = ClassMailbox
-		default:
-			x[in.Op] = ClassPlain
-		}
-	}
-	for _, op := range resourceOps {
-		x[op] = ClassResource
-	}
-	for _, op := range qpOps {
-		x[op] = ClassQP
-	}
-	x[mlx4.MAD_IFC] = ClassMAD
-	return
-}()
-
-// ClassOf returns the latency class of op.
-func ClassOf(op mlx4.Opcode) Class { return opClass[op&0xfff] }
+	return ClassDenied
+}
 
 // Stats are counters the poller owns: plain integers that only the poller
 // thread writes, with no atomic or locked instruction on the hot path.
@@ -249,7 +234,7 @@ func classOf(e *Entry) Class {
 	if e == nil {
 		return ClassDenied
 	}
-	return opClass[e.Op&0xfff]
+	return e.class
 }
 
 // observe records a timed command of class c.

@@ -113,5 +113,13 @@ func CmdInfo(op Opcode) (Info, bool) {
 	return Info{}, false
 }
 
+// CmdIndex is 1 + op's row number in cmd_info[] (the kernel's order), or 0
+// for an opcode without a row: the one dense per-opcode index, to which the
+// PF's command table and counters are aligned.
+func CmdIndex(op Opcode) int { return int(cmdIndex[op&0xfff]) }
+
+// NumCmdInfo is the number of rows of cmd_info[].
+const NumCmdInfo = len(cmdInfo)
+
 // CmdInfos returns cmd_info[] in the kernel's order (a copy).
 func CmdInfos() []Info { return append([]Info(nil), cmdInfo[:]...) }

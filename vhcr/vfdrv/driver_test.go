@@ -122,6 +122,34 @@ func remaining(t *testing.T, r *vhcrtest.Rig, vf, eqs int) {
 	}
 }
 
+// TestModifyTakesQPCTable: Modify picks its command from qp.c's op[][] as
+// mlx4_qp_modify does: RST→ERR is 2ERR_QP, which mlx4's GEN_QP wrapper
+// refuses for a QP not in HW (RESOURCE_BUSY), and the driver's view stays
+// RST; RST→RTS is no command at all (ErrArgument, nothing posted).
+func TestModifyTakesQPCTable(t *testing.T) {
+	r := vhcrtest.New(t, 1)
+	r.Start(t)
+	d := newDriver(t, r, 0, Options{})
+	ctx := context.Background()
+	eq, err := d.CreateEQ(ctx, 2, 7)
+	ok(t, "CreateEQ", err)
+	cq, err := d.CreateCQ(ctx, 7, eq.EQN)
+	ok(t, "CreateCQ", err)
+	qp, err := d.CreateQP(ctx, QPConfig{ST: mlx4.QP_ST_RC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1})
+	ok(t, "CreateQP", err)
+	if err := d.Modify(ctx, qp, mlx4.QP_STATE_ERR); StatusOf(err) != mlx4.RESOURCE_BUSY || qp.State != mlx4.QP_STATE_RST {
+		t.Fatalf("RST→ERR: %v, state %v; want RESOURCE_BUSY, RST", err, qp.State)
+	}
+	posted := d.Stats.Commands
+	if err := d.Modify(ctx, qp, mlx4.QP_STATE_RTS); !errors.Is(err, ErrArgument) || d.Stats.Commands != posted {
+		t.Fatalf("RST→RTS: %v after %d commands, want ErrArgument and none posted", err, d.Stats.Commands-posted)
+	}
+	ok(t, "Modify to INIT", d.Modify(ctx, qp, mlx4.QP_STATE_INIT))
+	ok(t, "Modify to ERR", d.Modify(ctx, qp, mlx4.QP_STATE_ERR))
+	ok(t, "DestroyQP", d.DestroyQP(ctx, qp))
+	ok(t, "DestroyCQ", d.DestroyCQ(ctx, cq))
+}
+
 func TestLifecyclePoll(t *testing.T) {
 	r := vhcrtest.New(t, 1)
 	r.Start(t)

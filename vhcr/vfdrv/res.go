@@ -670,34 +670,26 @@ func (qp *QP) context() mlx4.QPContext {
 	}
 }
 
-// transition is the opcode that moves a QP from one state to another, with
-// whether it carries a mailbox and its optpar.
+// modifyOptPar is the optpar the driver sets in a transition's mailbox,
+// by command (none in the others'), as mlx4_ib sets it for the attributes
+// it passes there.
+var modifyOptPar = map[mlx4.Opcode]uint32{
+	mlx4.INIT2INIT_QP: mlx4.QP_OPTPAR_PKEY_INDEX,
+	mlx4.INIT2RTR_QP:  mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH | mlx4.QP_OPTPAR_PKEY_INDEX,
+	mlx4.RTR2RTS_QP:   mlx4.QP_OPTPAR_ACK_TIMEOUT | mlx4.QP_OPTPAR_RETRY_COUNT | mlx4.QP_OPTPAR_RNR_RETRY,
+	mlx4.RTS2RTS_QP:   mlx4.QP_OPTPAR_RNR_TIMEOUT,
+	mlx4.SQD2SQD_QP:   mlx4.QP_OPTPAR_RNR_TIMEOUT,
+}
+
+// transition is the command that moves a QP from one state to another
+// (qp.c's op[][]: mlx4.QPModifyOp), with whether it carries a mailbox
+// (its cmd_info[] row) and the driver's optpar.
 func transition(from, to mlx4.QPState) (op mlx4.Opcode, inbox bool, optpar uint32, ok bool) {
-	switch {
-	case to == mlx4.QP_STATE_RST:
-		return mlx4.TWO_RST_QP, false, 0, from != mlx4.QP_STATE_RST
-	case to == mlx4.QP_STATE_ERR:
-		return mlx4.TWO_ERR_QP, false, 0, from != mlx4.QP_STATE_RST
-	case from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT:
-		return mlx4.RST2INIT_QP, true, 0, true
-	case from == mlx4.QP_STATE_INIT && to == mlx4.QP_STATE_INIT:
-		return mlx4.INIT2INIT_QP, true, mlx4.QP_OPTPAR_PKEY_INDEX, true
-	case from == mlx4.QP_STATE_INIT && to == mlx4.QP_STATE_RTR:
-		return mlx4.INIT2RTR_QP, true, mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH | mlx4.QP_OPTPAR_PKEY_INDEX, true
-	case from == mlx4.QP_STATE_RTR && to == mlx4.QP_STATE_RTS:
-		return mlx4.RTR2RTS_QP, true, mlx4.QP_OPTPAR_ACK_TIMEOUT | mlx4.QP_OPTPAR_RETRY_COUNT | mlx4.QP_OPTPAR_RNR_RETRY, true
-	case from == mlx4.QP_STATE_RTS && to == mlx4.QP_STATE_RTS:
-		return mlx4.RTS2RTS_QP, true, mlx4.QP_OPTPAR_RNR_TIMEOUT, true
-	case from == mlx4.QP_STATE_RTS && to == mlx4.QP_STATE_SQD:
-		return mlx4.RTS2SQD_QP, false, 0, true
-	case from == mlx4.QP_STATE_SQD && to == mlx4.QP_STATE_SQD:
-		return mlx4.SQD2SQD_QP, true, mlx4.QP_OPTPAR_RNR_TIMEOUT, true
-	case from == mlx4.QP_STATE_SQD && to == mlx4.QP_STATE_RTS:
-		return mlx4.SQD2RTS_QP, true, 0, true
-	case from == mlx4.QP_STATE_SQER && to == mlx4.QP_STATE_RTS:
-		return mlx4.SQERR2RTS_QP, true, 0, true
+	if op, ok = mlx4.QPModifyOp(from, to); !ok {
+		return 0, false, 0, false
 	}
-	return 0, false, 0, false
+	in, _ := mlx4.CmdInfo(op)
+	return op, in.HasInbox, modifyOptPar[op], true
 }
 
 // Modify moves qp to state to with the transition command mlx4 uses
