@@ -1,6 +1,7 @@
 package adminc
 
 import (
+	"bufio"
 	"errors"
 	"net"
 	"path/filepath"
@@ -67,6 +68,11 @@ func TestCallTellsADeadPFFromAStartingOne(t *testing.T) {
 	defer ln.Close()
 	c, err := ln.Accept()
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Read the request before answering, as the PF does: a socket closed
+	// before the client has written makes its write fail (EPIPE).
+	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = c.Write([]byte("[]\n"))
