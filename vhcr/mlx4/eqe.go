@@ -77,8 +77,8 @@ const (
 	DEV_PMC_SUBTYPE_PORT_INFO  = 0x15
 	DEV_PMC_SUBTYPE_PKEY_TABLE = 0x16
 
-	EQEPortMngChgPort        = 0x06 // u8 port
-	EQEPortMngChgChangedAttr = 0x0b // BE32 params.port_info.changed_attr
+	EQEPortMngChgPort        = 0x07 // u8 port, after reserved[3]
+	EQEPortMngChgChangedAttr = 0x0c // BE32 params.port_info.changed_attr, after mstr_sm_lid and port_lid
 
 	EQ_PORT_INFO_MSTR_SM_LID_CHANGE_MASK = 1 << 0
 	EQ_PORT_INFO_GID_PFX_CHANGE_MASK     = 1 << 1

@@ -406,9 +406,10 @@ func TestEQELayout(t *testing.T) {
 		{"event.cmd.token", EQECmdToken, 4 + 2}, {"event.cmd.status", EQECmdStatus, 4 + 11},
 		{"event.cmd.out_param", EQECmdOutParam, 4 + 12}, {"event.port_change.port", EQEPortChangePort, 4 + 8},
 		{"event.cq_err.syndrome", EQECQErrSyndrome, 4 + 11},
-		// port_mgmt_change is packed: reserved1[2], port, then params.
-		{"event.port_mgmt_change.port", EQEPortMngChgPort, 4 + 2},
-		{"event.port_mgmt_change.params.port_info.changed_attr", EQEPortMngChgChangedAttr, 4 + 3 + 2 + 2},
+		// port_mgmt_change is packed: u8 reserved[3], u8 port, then params
+		// (port_info: __be16 mstr_sm_lid, __be16 port_lid, __be32 changed_attr).
+		{"event.port_mgmt_change.port", EQEPortMngChgPort, 4 + 3},
+		{"event.port_mgmt_change.params.port_info.changed_attr", EQEPortMngChgChangedAttr, 4 + 4 + 2 + 2},
 		{"slave_id", EQESlaveID, 28}, {"owner", EQEOwner, 31},
 		{"sizeof", EQESize, 32},
 	})
