@@ -415,6 +415,22 @@ func TestEQELayout(t *testing.T) {
 	})
 }
 
+// The object-number widths and the MAP_EQ in_modifier bits: eq.c
+// mlx4_MAP_EQ ((unmap << 31) | eq_num) and mlx4_MAP_EQ_wrapper (& 0x3FF),
+// mlx4_eq_int's & 0xffffff of qpn, cqn and srqn, resource_tracker.c's
+// & 0x7fffff of a QPN and qp_alloc_res's & 0xffffff of the count; the
+// PORT_CHANGE subtypes of device.h.
+func TestMasksAndBits(t *testing.T) {
+	checkOffsets(t, "masks", []off{
+		{"MAP_EQ unmap", MAP_EQ_UNMAP, 0x80000000}, {"MAP_EQ eqn", EQNMask, 0x3ff},
+		{"object number", ObjectMask, 0xffffff}, {"QPN", QPNMask, 0xffffff},
+		{"resource_tracker QPN", QPNTrackerMask, 0x7fffff}, {"qp_alloc_res count", AllocResQPCountMask, 0xffffff},
+		{"MLX4_PORT_CHANGE_SUBTYPE_DOWN", PORT_CHANGE_SUBTYPE_DOWN, 1},
+		{"MLX4_PORT_CHANGE_SUBTYPE_ACTIVE", PORT_CHANGE_SUBTYPE_ACTIVE, 4},
+		{"event.port_change.port shift", EQEPortChangePortShift, 28},
+	})
+}
+
 // include/linux/mlx4/device.h struct mlx4_net_trans_rule_hw_ctrl and
 // struct mlx4_net_trans_rule_hw_eth; mcg.c __sw_id_hw[].
 func TestFlowSteeringLayout(t *testing.T) {
