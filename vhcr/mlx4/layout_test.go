@@ -442,3 +442,26 @@ func TestFlowSteeringLayout(t *testing.T) {
 		{"ID_IB", NET_TRANS_RULE_ID_IB, 0xe005}, {"ID_UDP", NET_TRANS_RULE_ID_UDP, 0xe006},
 	})
 }
+
+// include/linux/mlx4/cmd.c struct mlx4_vhcr_cmd: the offsets, and the image
+// a VF writes with PutVHCRWords equals VHCR.Encode's, byte for byte.
+func TestVHCRLayout(t *testing.T) {
+	checkOffsets(t, "mlx4_vhcr_cmd", []off{
+		{"in_param", OffInParam, 0}, {"in_modifier", OffInMod, 8}, {"out_param", OffOutParam, 16},
+		{"token", OffToken, 24}, {"status", OffStatus, 28}, {"flags", OffFlags, 29},
+		{"opcode", OffOpcode, 30}, {"sizeof", VHCRSize, 32},
+	})
+	v := VHCR{InParam: 0x0102030405060708, InMod: 0x11121314, OutParam: 0x2122232425262728, Token: 0x3132,
+		Flags: FlagE, Op: QUERY_FUNC_CAP, OpMod: 0xa}
+	want := [VHCRSize]byte{1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x12, 0x13, 0x14, 0, 0, 0, 0,
+		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x31, 0x32, 0, 0, 0, 0x40, 0xaf, 0x0a} // QUERY_FUNC_CAP 0xf0a, op_modifier 0xa
+	var enc, put [VHCRSize]byte
+	v.Encode(&enc)
+	for i := range put {
+		put[i] = 0xa5 // every byte is written
+	}
+	PutVHCRWords(&put, v.InParam, Word1(v.InMod), v.OutParam, Word3(v.Token, v.Flags, v.OpMod, v.Op))
+	if enc != want || put != want {
+		t.Errorf("vHCR image\nEncode       % x\nPutVHCRWords % x\nwant         % x", enc, put, want)
+	}
+}
