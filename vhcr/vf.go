@@ -466,11 +466,7 @@ func (v *VF) Start(r *Request) error {
 	// is composed and stored whole: field by field, the compiler emits byte
 	// stores.
 	vh := (*[mlx4.VHCRSize]byte)(v.mem[VFPageVHCR*bar.PageSize:])
-	binary.BigEndian.PutUint64(vh[0:], inParam)
-	binary.BigEndian.PutUint32(vh[8:], r.InMod)
-	binary.BigEndian.PutUint32(vh[12:], 0)
-	binary.BigEndian.PutUint64(vh[16:], outParam)
-	binary.BigEndian.PutUint64(vh[24:], mlx4.Word3(token, flags, r.OpMod, r.Op))
+	mlx4.PutVHCRWords(vh, inParam, mlx4.Word1(r.InMod), outParam, mlx4.Word3(token, flags, r.OpMod, r.Op))
 	v.started = true
 	v.post(CommVHCRPost, 0)
 	return nil

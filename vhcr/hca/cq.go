@@ -31,7 +31,7 @@ func (h *HCA) checkEQ(vf, eqn int) bool {
 // the VF (BAD_OP/INTERNAL_ERR, reason MTT) and its comp_eqn must be an EQ of
 // the VF in HW (model check). The CQ takes a reference on its MTT.
 func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
-	cqn := c.InMod & 0xffffff
+	cqn := c.InMod & mlx4.ObjectMask
 	ctx, _ := mlx4.DecodeCQContext(c.Inbox[:]) // a mailbox holds the context
 	o, err := h.Res.StartMove(c.VF, restrack.CQ, uint64(cqn), restrack.HW)
 	if err != nil {
@@ -67,7 +67,7 @@ func (h *HCA) HW2SW_CQ(c *mlx4.Cmd) mlx4.Status {
 // ALLOCATED (HW2SW_CQ, HW2SW_SRQ): StartMove refuses one a QP still uses;
 // its references are dropped and forget removes the firmware's copy.
 func (h *HCA) toSW(c *mlx4.Cmd, ty restrack.Type, forget func(n uint32)) mlx4.Status {
-	n := c.InMod & 0xffffff
+	n := c.InMod & mlx4.ObjectMask
 	o, err := h.Res.StartMove(c.VF, ty, uint64(n), restrack.Allocated)
 	if err != nil {
 		return restrack.Refuse(c, err)
@@ -81,7 +81,7 @@ func (h *HCA) toSW(c *mlx4.Cmd, ty restrack.Type, forget func(n uint32)) mlx4.St
 // QUERY_CQ returns the CQ context. As in mlx4, a CQ that is the VF's but
 // not in HW answers OK without executing (a zero outbox).
 func (h *HCA) QUERY_CQ(c *mlx4.Cmd) mlx4.Status {
-	cqn := c.InMod & 0xffffff
+	cqn := c.InMod & mlx4.ObjectMask
 	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
 	if err != nil {
 		return restrack.Refuse(c, err)
@@ -99,7 +99,7 @@ func (h *HCA) QUERY_CQ(c *mlx4.Cmd) mlx4.Status {
 // set moderation (cq_period, cq_max_count). A CQ not in HW answers OK
 // without executing, as in mlx4.
 func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
-	cqn := c.InMod & 0xffffff
+	cqn := c.InMod & mlx4.ObjectMask
 	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
 	if err != nil {
 		return restrack.Refuse(c, err)
@@ -141,9 +141,9 @@ func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
 // must equal the SRQN in the context (BAD_PARAM); the SRQ must be the VF's
 // and ALLOCATED; its MTT range must lie in an allocation of the VF.
 func (h *HCA) SW2HW_SRQ(c *mlx4.Cmd) mlx4.Status {
-	srqn := c.InMod & 0xffffff
+	srqn := c.InMod & mlx4.ObjectMask
 	ctx, _ := mlx4.DecodeSRQContext(c.Inbox[:]) // a mailbox holds the context
-	if ctx.SRQN != srqn || c.InMod > 0xffffff {
+	if ctx.SRQN != srqn || c.InMod > mlx4.ObjectMask {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
 	o, err := h.Res.StartMove(c.VF, restrack.SRQ, uint64(srqn), restrack.HW)
@@ -174,7 +174,7 @@ func (h *HCA) HW2SW_SRQ(c *mlx4.Cmd) mlx4.Status {
 
 // hwSRQ gets the VF's SRQ that must be in HW (else RESOURCE_BUSY, as mlx4).
 func (h *HCA) hwSRQ(c *mlx4.Cmd) (*srqObj, mlx4.Status) {
-	srqn := c.InMod & 0xffffff
+	srqn := c.InMod & mlx4.ObjectMask
 	o, err := h.Res.Get(c.VF, restrack.SRQ, uint64(srqn))
 	if err != nil {
 		return nil, restrack.Refuse(c, err)

@@ -40,8 +40,7 @@ import (
 )
 
 const (
-	eqUnmapBit   = 1 << 31
-	eqnMask      = 0x3ff
+	eqnMask      = mlx4.EQNMask
 	maxRingPages = 1 << 16
 )
 
@@ -219,7 +218,7 @@ func (h *HCA) QUERY_EQ(c *mlx4.Cmd) mlx4.Status {
 // pointed at, as mlx4.
 func (h *HCA) MAP_EQ(c *mlx4.Cmd) mlx4.Status {
 	eqn := int(c.InMod & eqnMask)
-	unmap := c.InMod&eqUnmapBit != 0
+	unmap := c.InMod&mlx4.MAP_EQ_UNMAP != 0
 	if !unmap && !h.checkEQ(c.VF, eqn) {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonEQ)
 	}
@@ -393,12 +392,11 @@ func (h *HCA) objectEvent(ty restrack.Type, id uint32, eventType, subtype, syndr
 	if err != nil {
 		return err
 	}
-	var e [mlx4.EQESize]byte
-	e[mlx4.EQESubtype] = subtype
-	binary.BigEndian.PutUint32(e[mlx4.EQEData:], id&0xffffff)
-	if ty == restrack.CQ {
-		e[mlx4.EQECQErrSyndrome] = syndrome
+	ev := mlx4.EQE{Type: eventType, Subtype: subtype, Object: id}
+	if eventType == mlx4.EventCQError {
+		ev.Status = syndrome
 	}
+	e := mlx4.EncodeEQE(ev)
 	return h.PostEQE(vf, eventType, &e)
 }
 
@@ -411,19 +409,19 @@ func (h *HCA) QPEvent(qpn uint32, eventType uint8) error {
 
 // SRQEvent delivers SRQ_LIMIT or SRQ_CATAS_ERROR to the SRQ's owner.
 func (h *HCA) SRQEvent(srqn uint32, eventType uint8) error {
-	return h.objectEvent(restrack.SRQ, srqn&0xffffff, eventType, 0, 0)
+	return h.objectEvent(restrack.SRQ, srqn&mlx4.ObjectMask, eventType, 0, 0)
 }
 
 // CQError delivers CQ_ERROR (syndrome 1 = overrun, else access violation)
 // to the CQ's owner.
 func (h *HCA) CQError(cqn uint32, syndrome uint8) error {
-	return h.objectEvent(restrack.CQ, cqn&0xffffff, mlx4.EventCQError, 0, syndrome)
+	return h.objectEvent(restrack.CQ, cqn&mlx4.ObjectMask, mlx4.EventCQError, 0, syndrome)
 }
 
-// PortChange delivers PORT_CHANGE (subtype 1 down, 4 active) for physical
-// port phys to every VF that has the port and whose link policy is auto,
-// with the port number rewritten to the VF's own (bits 31:28 of the BE32
-// at 0x0c). It returns how many VFs got the EQE and the first error.
+// PortChange delivers PORT_CHANGE (subtype mlx4.PORT_CHANGE_SUBTYPE_DOWN
+// or _ACTIVE) for physical port phys to every VF that has the port and
+// whose link policy is auto, with the port number rewritten to the VF's
+// own (event.port_change.port). It returns how many VFs got the EQE and the first error.
 func (h *HCA) PortChange(phys int, subtype uint8) (int, error) {
 	n := 0
 	var first error
@@ -436,9 +434,7 @@ func (h *HCA) PortChange(phys int, subtype uint8) (int, error) {
 			if p != phys {
 				continue
 			}
-			var e [mlx4.EQESize]byte
-			e[mlx4.EQESubtype] = subtype
-			binary.BigEndian.PutUint32(e[mlx4.EQEPortChangePort:], uint32(i+1)<<28)
+			e := mlx4.EncodeEQE(mlx4.EQE{Type: mlx4.EventPortChange, Subtype: subtype, Port: i + 1})
 			if err := h.PostEQE(vf, mlx4.EventPortChange, &e); err != nil {
 				if first == nil {
 					first = err

@@ -42,7 +42,7 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
 	if s != mlx4.OK {
 		return s
 	}
-	qpn := binary.BigEndian.Uint32(b[mlx4.NetTransCtrlQPN:]) & 0xffffff // as mlx4: bit 23 names no QP
+	qpn := binary.BigEndian.Uint32(b[mlx4.NetTransCtrlQPN:]) & mlx4.QPNMask // as mlx4: bit 23 names no QP
 	qp, err := h.Res.Peek(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
 		return restrack.Refuse(c, err)

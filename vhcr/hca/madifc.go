@@ -182,8 +182,8 @@ func (h *HCA) QUERY_HCA(c *mlx4.Cmd) mlx4.Status {
 
 // SetPortState is an operator's link change on physical port phys ("down"
 // or "active"): the model's port state (what QUERY_PORT and MAD_IFC show
-// the VFs), the MAD engine's PortInfo, and a PORT_CHANGE event (subtype 1
-// down, 4 active) to every VF with that port and the "auto" link policy.
+// the VFs), the MAD engine's PortInfo, and a PORT_CHANGE event (DOWN or
+// ACTIVE) to every VF with that port and the "auto" link policy.
 // It returns how many VFs got the event. Runs on the poller.
 func (h *HCA) SetPortState(phys int, state string) (int, error) {
 	if phys < 1 || phys > len(h.Cfg.Ports) {
@@ -193,9 +193,9 @@ func (h *HCA) SetPortState(phys int, state string) (int, error) {
 	var ms mad.PortState
 	switch state {
 	case "down":
-		sub, ms = 1, mad.PortDown
+		sub, ms = mlx4.PORT_CHANGE_SUBTYPE_DOWN, mad.PortDown
 	case "active":
-		sub, ms = 4, mad.PortActive
+		sub, ms = mlx4.PORT_CHANGE_SUBTYPE_ACTIVE, mad.PortActive
 	default:
 		return 0, fmt.Errorf("hca: port state %q: want down or active", state)
 	}

@@ -16,7 +16,6 @@ package hca
 // the VF's own.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -89,15 +88,15 @@ func (h *HCA) adoptAliasGUIDs(c *mad.PortChange, phys int) {
 }
 
 // portStateChanged records the port's new state and, when it becomes or
-// stops being Active, sends the VFs a PORT_CHANGE (subtype ACTIVE 4 or
-// DOWN 1).
+// stops being Active, sends the VFs a PORT_CHANGE (subtype ACTIVE or
+// DOWN).
 func (h *HCA) portStateChanged(st mad.PortState, phys int, t *eqeTally) {
 	was := h.Cfg.Ports[phys-1].State == "active"
 	h.Cfg.Ports[phys-1].State = madStateNames[st]
 	if now := st == mad.PortActive; now != was {
-		sub := uint8(1)
+		sub := uint8(mlx4.PORT_CHANGE_SUBTYPE_DOWN)
 		if now {
-			sub = 4
+			sub = mlx4.PORT_CHANGE_SUBTYPE_ACTIVE
 		}
 		t.note(h.PortChange(phys, sub))
 	}
@@ -123,30 +122,26 @@ func portInfoChangedAttr(what mad.ChangeFlags) uint32 {
 // entry its P_Key map reaches changed, GUID_INFO if its GUID slot did.
 func (h *HCA) postPortMgmtEvents(c *mad.PortChange, vf, phys, vport int, attr uint32, t *eqeTally) {
 	if attr != 0 {
-		var e [mlx4.EQESize]byte
-		e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_PORT_INFO, byte(vport)
-		binary.BigEndian.PutUint32(e[mlx4.EQEPortMngChgChangedAttr:], attr)
-		t.note(h.postCount(vf, &e))
+		t.note(h.postCount(vf, mlx4.EQE{Subtype: mlx4.DEV_PMC_SUBTYPE_PORT_INFO, Port: vport, ChangedAttr: attr}))
 	}
 	if c.What&mad.ChangePKeys != 0 {
 		for _, idx := range h.Funcs[vf].PKeyMap[phys] {
 			if c.PKeyChanged(idx) {
-				var e [mlx4.EQESize]byte
-				e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_PKEY_TABLE, byte(vport)
-				t.note(h.postCount(vf, &e))
+				t.note(h.postCount(vf, mlx4.EQE{Subtype: mlx4.DEV_PMC_SUBTYPE_PKEY_TABLE, Port: vport}))
 				break
 			}
 		}
 	}
 	if slot := vf + 1; c.What&mad.ChangeGUIDs != 0 && slot < 64 && c.GUIDs&(1<<slot) != 0 {
-		var e [mlx4.EQESize]byte
-		e[mlx4.EQESubtype], e[mlx4.EQEPortMngChgPort] = mlx4.DEV_PMC_SUBTYPE_GUID_INFO, byte(vport)
-		t.note(h.postCount(vf, &e))
+		t.note(h.postCount(vf, mlx4.EQE{Subtype: mlx4.DEV_PMC_SUBTYPE_GUID_INFO, Port: vport}))
 	}
 }
 
-func (h *HCA) postCount(vf int, e *[mlx4.EQESize]byte) (int, error) {
-	if err := h.PostEQE(vf, mlx4.EventPortMngChg, e); err != nil {
+// postCount posts the PORT_MNG_CHG event e to VF vf and counts it.
+func (h *HCA) postCount(vf int, e mlx4.EQE) (int, error) {
+	e.Type = mlx4.EventPortMngChg
+	b := mlx4.EncodeEQE(e)
+	if err := h.PostEQE(vf, e.Type, &b); err != nil {
 		return 0, err
 	}
 	return 1, nil

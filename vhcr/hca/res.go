@@ -34,7 +34,7 @@ const (
 	numEventTypes  = 64  // MLX4_EVENT_TYPES_NUM
 	maxAttachPerQP = 64  // multicast attachments one QP may hold
 	maxEQLogSize   = 16  // 64 Ki EQEs: at most 512 ring pages per EQ
-	qpnMask        = 0x7fffff
+	qpnMask        = mlx4.QPNTrackerMask
 )
 
 // firmware is the state a ConnectX firmware keeps per object, next to the
@@ -296,7 +296,7 @@ func (h *HCA) qpAllocRes(c *mlx4.Cmd) mlx4.Status {
 	lo := lo32(c.InParam)
 	switch c.OpMod {
 	case resOpReserve:
-		count, align := int(lo&0xffffff), int(hi32(c.InParam))
+		count, align := int(lo&mlx4.AllocResQPCountMask), int(hi32(c.InParam))
 		base, err := h.Res.ReserveQPs(c.VF, count, align)
 		return allocated(c, uint32(base), err)
 	case resOpMapICM:

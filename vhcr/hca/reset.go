@@ -39,7 +39,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 		case restrack.EQ:
 			h.unwatch(h.fw.eqs[o.ID])
 			delete(h.fw.eqs, o.ID)
-			h.eqPos(o.Owner, int(o.ID&0x3ff), 0, false)
+			h.eqPos(o.Owner, int(o.ID&eqnMask), 0, false)
 		case restrack.MTT:
 			delete(h.fw.mtt, o.ID)
 		case restrack.Counter:

@@ -311,14 +311,11 @@ func (c *vfChange) applyLinkState() string {
 	n := 0
 	for i, p := range c.fn.Ports {
 		// mlx4_set_vf_link_state: auto follows the port's state.
-		// Subtypes MLX4_PORT_CHANGE_SUBTYPE_DOWN 1, _ACTIVE 4.
-		sub := uint8(1)
+		sub := uint8(mlx4.PORT_CHANGE_SUBTYPE_DOWN)
 		if c.h.VFLinkUp(c.vf, p) {
-			sub = 4
+			sub = mlx4.PORT_CHANGE_SUBTYPE_ACTIVE
 		}
-		var e [mlx4.EQESize]byte
-		e[mlx4.EQESubtype] = sub
-		binary.BigEndian.PutUint32(e[mlx4.EQEPortChangePort:], uint32(i+1)<<28)
+		e := mlx4.EncodeEQE(mlx4.EQE{Type: mlx4.EventPortChange, Subtype: sub, Port: i + 1})
 		if c.h.PostEQE(c.vf, mlx4.EventPortChange, &e) == nil {
 			n++
 		}

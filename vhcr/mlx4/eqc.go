@@ -28,6 +28,15 @@ const (
 	EQIndexMask           = 0xffffff
 )
 
+// MAP_EQ's in_modifier (eq.c mlx4_MAP_EQ: (unmap << 31) | eq_num;
+// mlx4_MAP_EQ_wrapper: eqn = in_modifier & 0x3FF, unmapped when
+// in_modifier >> 31). EQNMask is an EQ number's width wherever a command
+// names one.
+const (
+	MAP_EQ_UNMAP = 1 << 31
+	EQNMask      = 0x3ff
+)
+
 // Where a function's EQ doorbells are (eq.c mlx4_get_eq_uar, eq_set_ci):
 // EQ eqn's doorbell is the first 32-bit word at UAR page eqn/4, offset
 // MLX4_EQ_DOORBELL (0x800) + 8·(eqn%4), written BE32: consumer index 23:0,

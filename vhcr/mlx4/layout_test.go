@@ -406,11 +406,28 @@ func TestEQELayout(t *testing.T) {
 		{"event.cmd.token", EQECmdToken, 4 + 2}, {"event.cmd.status", EQECmdStatus, 4 + 11},
 		{"event.cmd.out_param", EQECmdOutParam, 4 + 12}, {"event.port_change.port", EQEPortChangePort, 4 + 8},
 		{"event.cq_err.syndrome", EQECQErrSyndrome, 4 + 11},
-		// port_mgmt_change is packed: reserved1[2], port, then params.
-		{"event.port_mgmt_change.port", EQEPortMngChgPort, 4 + 2},
-		{"event.port_mgmt_change.params.port_info.changed_attr", EQEPortMngChgChangedAttr, 4 + 3 + 2 + 2},
+		// port_mgmt_change is packed: u8 reserved[3], u8 port, then params
+		// (port_info: __be16 mstr_sm_lid, __be16 port_lid, __be32 changed_attr).
+		{"event.port_mgmt_change.port", EQEPortMngChgPort, 4 + 3},
+		{"event.port_mgmt_change.params.port_info.changed_attr", EQEPortMngChgChangedAttr, 4 + 4 + 2 + 2},
 		{"slave_id", EQESlaveID, 28}, {"owner", EQEOwner, 31},
 		{"sizeof", EQESize, 32},
+	})
+}
+
+// The object-number widths and the MAP_EQ in_modifier bits: eq.c
+// mlx4_MAP_EQ ((unmap << 31) | eq_num) and mlx4_MAP_EQ_wrapper (& 0x3FF),
+// mlx4_eq_int's & 0xffffff of qpn, cqn and srqn, resource_tracker.c's
+// & 0x7fffff of a QPN and qp_alloc_res's & 0xffffff of the count; the
+// PORT_CHANGE subtypes of device.h.
+func TestMasksAndBits(t *testing.T) {
+	checkOffsets(t, "masks", []off{
+		{"MAP_EQ unmap", MAP_EQ_UNMAP, 0x80000000}, {"MAP_EQ eqn", EQNMask, 0x3ff},
+		{"object number", ObjectMask, 0xffffff}, {"QPN", QPNMask, 0xffffff},
+		{"resource_tracker QPN", QPNTrackerMask, 0x7fffff}, {"qp_alloc_res count", AllocResQPCountMask, 0xffffff},
+		{"MLX4_PORT_CHANGE_SUBTYPE_DOWN", PORT_CHANGE_SUBTYPE_DOWN, 1},
+		{"MLX4_PORT_CHANGE_SUBTYPE_ACTIVE", PORT_CHANGE_SUBTYPE_ACTIVE, 4},
+		{"event.port_change.port shift", EQEPortChangePortShift, 28},
 	})
 }
 
@@ -424,4 +441,27 @@ func TestFlowSteeringLayout(t *testing.T) {
 		{"ID_IPV6", NET_TRANS_RULE_ID_IPV6, 0xe003}, {"ID_TCP", NET_TRANS_RULE_ID_TCP, 0xe004},
 		{"ID_IB", NET_TRANS_RULE_ID_IB, 0xe005}, {"ID_UDP", NET_TRANS_RULE_ID_UDP, 0xe006},
 	})
+}
+
+// include/linux/mlx4/cmd.c struct mlx4_vhcr_cmd: the offsets, and the image
+// a VF writes with PutVHCRWords equals VHCR.Encode's, byte for byte.
+func TestVHCRLayout(t *testing.T) {
+	checkOffsets(t, "mlx4_vhcr_cmd", []off{
+		{"in_param", OffInParam, 0}, {"in_modifier", OffInMod, 8}, {"out_param", OffOutParam, 16},
+		{"token", OffToken, 24}, {"status", OffStatus, 28}, {"flags", OffFlags, 29},
+		{"opcode", OffOpcode, 30}, {"sizeof", VHCRSize, 32},
+	})
+	v := VHCR{InParam: 0x0102030405060708, InMod: 0x11121314, OutParam: 0x2122232425262728, Token: 0x3132,
+		Flags: FlagE, Op: QUERY_FUNC_CAP, OpMod: 0xa}
+	want := [VHCRSize]byte{1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x12, 0x13, 0x14, 0, 0, 0, 0,
+		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x31, 0x32, 0, 0, 0, 0x40, 0xaf, 0x0a} // QUERY_FUNC_CAP 0xf0a, op_modifier 0xa
+	var enc, put [VHCRSize]byte
+	v.Encode(&enc)
+	for i := range put {
+		put[i] = 0xa5 // every byte is written
+	}
+	PutVHCRWords(&put, v.InParam, Word1(v.InMod), v.OutParam, Word3(v.Token, v.Flags, v.OpMod, v.Op))
+	if enc != want || put != want {
+		t.Errorf("vHCR image\nEncode       % x\nPutVHCRWords % x\nwant         % x", enc, put, want)
+	}
 }

@@ -414,6 +414,11 @@ const (
 // in_param and out_param low words).
 const QPNMask = 0xffffff
 
+// QPNTrackerMask is a QP number as resource_tracker.c takes it from the
+// QP commands' in_modifier and ALLOC_RES/FREE_RES's in_param
+// (& 0x7fffff: bit 23 is not part of it there).
+const QPNTrackerMask = 0x7fffff
+
 // InModIsQPN reports whether op's in_modifier[23:0] is the QP number it
 // acts on: the QP state transitions, QUERY_QP, SUSPEND_QP, UNSUSPEND_QP,
 // UPDATE_QP and QP_ATTACH (their wrappers in resource_tracker.c take

@@ -51,6 +51,10 @@ func (r Resource) String() string {
 // mlx4.h.
 type AllocMode uint8
 
+// AllocResQPCountMask: ALLOC_RES(RES_QP, RES_OP_RESERVE) carries the count
+// in in_param[23:0] and the reservation flags in [31:24] (qp_alloc_res).
+const AllocResQPCountMask = 0xffffff
+
 const (
 	RES_OP_RESERVE         AllocMode = 0
 	RES_OP_RESERVE_AND_MAP AllocMode = 1

@@ -62,6 +62,22 @@ func (c *Cmd) DecodeVHCR(w0, w1, w2, w3 uint64) {
 	c.OpMod, c.Op = uint8(w3>>12)&0xf, Opcode(w3&0xfff)
 }
 
+// PutVHCRWords stores the four big-endian 64-bit words of a vHCR image
+// (VHCRWords' inverse): in_param; in_modifier (word 1's high half, the
+// reserved low half as given); out_param; word 3 (Word3). A VF writes its
+// vHCR this way: four whole stores, where field by field the compiler emits
+// byte stores.
+func PutVHCRWords(b *[VHCRSize]byte, w0, w1, w2, w3 uint64) {
+	binary.BigEndian.PutUint64(b[OffInParam:], w0)
+	binary.BigEndian.PutUint64(b[OffInMod:], w1)
+	binary.BigEndian.PutUint64(b[OffOutParam:], w2)
+	binary.BigEndian.PutUint64(b[OffToken:], w3)
+}
+
+// Word1 composes word 1 of a vHCR image: in_modifier, the reserved word
+// zero.
+func Word1(inMod uint32) uint64 { return uint64(inMod) << 32 }
+
 // Word3 composes word 3 of a vHCR image as a VF writes it, status zero:
 // the token, the flags, op_modifier and opcode (Cmd.DecodeVHCR's inverse).
 func Word3(token uint16, flags uint8, opMod uint8, op Opcode) uint64 {

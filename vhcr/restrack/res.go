@@ -1,6 +1,10 @@
 package restrack
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
 
 // Allocation and release of numbered objects: the tracker side of ALLOC_RES
 // and FREE_RES (§2.4).
@@ -356,7 +360,7 @@ func (t *Tracker) moveICM(vf int, ty Type, id uint64, from, to State, verb strin
 }
 
 // EQID is the tracker id of VF vf's EQ eqn: (vf << 10) | eqn, as mlx4.
-func EQID(vf int, eqn int) uint64 { return uint64(vf)<<10 | uint64(eqn&0x3ff) }
+func EQID(vf int, eqn int) uint64 { return uint64(vf)<<10 | uint64(eqn&mlx4.EQNMask) }
 
 // CreateEQ tracks VF vf's EQ eqn as Reserved and starts its move to HW
 // (SW2HW_EQ): the caller commits with EndMove or undoes with RemoveEQ.

@@ -5,7 +5,8 @@
 //   - the VF side of the mailboxes: it fills the EQ, CQ, SRQ and QP
 //     contexts, the modify-QP mailbox, the MPT entry and the WRITE_MTT inbox
 //     with package mlx4's encoders (the PF decodes them with the same
-//     codecs), and decodes EQEs (§3.1) at mlx4's offsets;
+//     codecs), and decodes EQEs (§3.1) with mlx4.DecodeEQE, the codec the
+//     PF builds its events with;
 //   - the resource lifecycles a driver runs through real VHCR_POSTs: MTT
 //     allocation and WRITE_MTT of ring pages, EQ create/map/destroy, CQ,
 //     SRQ, memory regions (MPT) and QPs through RST→INIT→RTR→RTS, RTS2RTS,

@@ -206,7 +206,7 @@ func (d *Driver) sw2hwEQ(ctx context.Context, q *EQ) error {
 func (d *Driver) mapEQ(ctx context.Context, q *EQ, mask uint64, unmap bool) error {
 	in := uint32(q.EQN)
 	if unmap {
-		in |= 1 << 31
+		in |= mlx4.MAP_EQ_UNMAP
 	}
 	_, err := d.mustPoll(ctx, &vhcr.Request{Op: mlx4.MAP_EQ, InMod: in, InParam: mask})
 	return err
