@@ -98,18 +98,18 @@ func NewGeometry(nvf, eqs int) Geometry {
 }
 
 // ChanSlot is the offset of slot s of VF vf's channel record.
-func (g Geometry) ChanSlot(vf, s int) int64 {
+func (g *Geometry) ChanSlot(vf, s int) int64 {
 	return g.Chans.Off + int64(vf*SlotsPerVF+s)*RecordSize
 }
 
 // SeqWord is the offset of VF vf's last sequence.
-func (g Geometry) SeqWord(vf int) int64 { return g.Seqs.Off + int64(vf)*SeqSize }
+func (g *Geometry) SeqWord(vf int) int64 { return g.Seqs.Off + int64(vf)*SeqSize }
 
 // PosWord is the offset of VF vf's EQ eqn's position (eqs EQ numbers per VF).
-func (g Geometry) PosWord(vf, eqn, eqs int) int64 { return g.Pos.Off + int64(vf*eqs+eqn)*PosSize }
+func (g *Geometry) PosWord(vf, eqn, eqs int) int64 { return g.Pos.Off + int64(vf*eqs+eqn)*PosSize }
 
 // CkptSlot is the offset of checkpoint slot i (0 or 1).
-func (g Geometry) CkptSlot(i uint32) int64 { return g.Ckpt.Off + int64(i&1)*g.Ckpt.Size }
+func (g *Geometry) CkptSlot(i uint32) int64 { return g.Ckpt.Off + int64(i&1)*g.Ckpt.Size }
 
 // Last sequences and EQ positions.
 const (
