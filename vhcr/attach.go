@@ -323,7 +323,7 @@ func DevicePath(dir string, sp bar.Spec, ext string) string {
 // ChannelUp reports whether the PF's persisted state says VF idx has
 // completed VHCR_EN (so a new VF process can post without re-initialising).
 func (a *Attachment) ChannelUp(idx int) bool {
-	w, err := a.BAR.Load32(HdrVFState + int64(idx)*HdrVFStateSize + pfstate.WordLastCmd)
+	w, err := a.BAR.Load32(HdrVFRecord(idx) + pfstate.WordLastCmd)
 	c, valid := pfstate.LastCmd(w)
 	if err != nil || !valid {
 		return false

@@ -49,6 +49,9 @@ const (
 	HdrVFStateSize = pfstate.RecordSize // VF n's channel record (its words and bits: package pfstate)
 )
 
+// HdrVFRecord is the offset of VF vf's channel record in the header.
+func HdrVFRecord(vf int) int64 { return HdrVFState + int64(vf)*HdrVFStateSize }
+
 // StateVersion is the format of the per-VF state records at HdrVFState.
 const StateVersion = 1
 

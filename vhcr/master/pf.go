@@ -284,11 +284,11 @@ func New(o Options) (*PF, error) {
 		// header's first word then mirrors its last command for
 		// vhcr.Attachment.ChannelUp, and is never read by a PF), else in
 		// the header.
-		recR, recOff := o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize
+		recR, recOff := o.BAR, vhcr.HdrVFRecord(i)
 		st.nslot = 1
 		if ps != nil {
 			recR, recOff, st.nslot = o.State, ps.g.ChanSlot(i, 0), pfstate.SlotsPerVF
-			if st.mirror, err = bar.NewReg(o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize); err != nil {
+			if st.mirror, err = bar.NewReg(o.BAR, vhcr.HdrVFRecord(i)+pfstate.WordLastCmd); err != nil {
 				return nil, err
 			}
 		}

@@ -20,7 +20,7 @@ import (
 // running it), resets every VF the cause covers and leaves the others
 // serving; the VF recovers by RESET.
 func TestUntrustedSavedState(t *testing.T) {
-	rec := func(vf int, word int64) int64 { return vhcr.HdrVFState + int64(vf)*vhcr.HdrVFStateSize + word }
+	rec := func(vf int, word int64) int64 { return vhcr.HdrVFRecord(vf) + word }
 	for _, tc := range []struct {
 		name  string
 		cause string // in the log line
