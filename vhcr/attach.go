@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 )
 
 // Attachment is a VF tool's view of a served set of regions: the control
@@ -322,10 +323,10 @@ func DevicePath(dir string, sp bar.Spec, ext string) string {
 // ChannelUp reports whether the PF's persisted state says VF idx has
 // completed VHCR_EN (so a new VF process can post without re-initialising).
 func (a *Attachment) ChannelUp(idx int) bool {
-	w, err := a.BAR.Load32(HdrVFState + int64(idx)*HdrVFStateSize + vfStLastCmd)
-	if err != nil || w&(1<<31) == 0 {
+	w, err := a.BAR.Load32(HdrVFRecord(idx) + pfstate.WordLastCmd)
+	c, valid := pfstate.LastCmd(w)
+	if err != nil || !valid {
 		return false
 	}
-	c := CommCmd(w & 0xff)
-	return c == CommVHCREn || c == CommVHCRPost
+	return CommCmd(c) == CommVHCREn || CommCmd(c) == CommVHCRPost
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 )
 
 // Wire contract v2. Two kinds of region:
@@ -44,17 +45,12 @@ const (
 	HdrPFStopped   = 0x04c // Unix seconds of the PF's last orderly stop, written before PF_STATE = stopped (0: none)
 	HdrDMAPath     = 0x080 // NUL-terminated path of a separate DMA file (empty: DMA in this region)
 	HdrDMAPathLen  = 0x100
-	HdrVFState     = 0x400 // per-VF PF state, HdrVFStateSize bytes each (PF-private, read only at PF start)
-	HdrVFStateSize = 16
-
-	// per-VF state words, written in the order 0x0, 0x8, 0xc, 0x4: the
-	// check word last, so that a PF killed between two stores leaves a
-	// record whose check fails
-	vfStLastCmd = 0x0 // last comm command | active<<8 | valid<<31
-	vfStCheck   = 0x4 // CRC32C of words 0x0, 0x8, 0xc, the VF number and the PF_GEN it was written under
-	vfStVHCRHi  = 0x8
-	vfStVHCRLo  = 0xc
+	HdrVFState     = 0x400              // per-VF PF state, HdrVFStateSize bytes each (PF-private, read only at PF start)
+	HdrVFStateSize = pfstate.RecordSize // VF n's channel record (its words and bits: package pfstate)
 )
+
+// HdrVFRecord is the offset of VF vf's channel record in the header.
+func HdrVFRecord(vf int) int64 { return HdrVFState + int64(vf)*HdrVFStateSize }
 
 // StateVersion is the format of the per-VF state records at HdrVFState.
 const StateVersion = 1

@@ -23,7 +23,7 @@ func TestWireContractGolden(t *testing.T) {
 		"PF_STATE": {vhcr.HdrPFState, 0x038}, "PF_GEN": {vhcr.HdrPFGen, 0x03c},
 		"DOORBELL": {vhcr.HdrDoorbell, 0x040}, "PF_SLEEPING": {vhcr.HdrPFSleeping, 0x044},
 		"STATE_VERSION": {vhcr.HdrStateVer, 0x048}, "PF_STOPPED": {vhcr.HdrPFStopped, 0x04c},
-		"DMA_PATH": {vhcr.HdrDMAPath, 0x080}, "VF_STATE": {vhcr.HdrVFState, 0x400},
+		"DMA_PATH": {vhcr.HdrDMAPath, 0x080}, "VF_STATE": {vhcr.HdrVFState, 0x400}, "VF 2 state": {vhcr.HdrVFRecord(2), 0x420},
 		"slave_write": {vhcr.RegSlaveWrite, 0x0}, "slave_read": {vhcr.RegSlaveRead, 0x4},
 		"CAPS": {vhcr.RegCaps, 0x8}, "FLAGS(comm)": {vhcr.RegFlags, 0xc}, "EQ_DOORBELL": {vhcr.RegEQDoorbell, 0x800},
 		// mlx4_get_eq_uar: UAR page eqn/4, 0x800 + 8·(eqn%4)

@@ -12,6 +12,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
@@ -175,7 +176,7 @@ func restartFromEdited(t *testing.T, edit func(b []byte)) (stepRig, *strings.Bui
 // TestStateFileNotTrusted: a corrupted state file is logged and every VF
 // that used its channel is reset with bit 17; nothing is silently zeroed.
 func TestStateFileNotTrusted(t *testing.T) {
-	r, log := restartFromEdited(t, func(b []byte) { b[3] ^= 0xff }) // the magic
+	r, log := restartFromEdited(t, func(b []byte) { b[pfstate.HdrMagic+3] ^= 0xff }) // the magic
 	if r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
 		t.Fatalf("VF 1 not told: slave_read %#x", r.SlaveRead(1).Load())
 	}
@@ -195,9 +196,9 @@ func TestStateFileOtherVersionOrPF(t *testing.T) {
 		name, cause string
 		edit        func(b []byte)
 	}{
-		{"other version", "checksum mismatch", func(b []byte) { b[8]++ }}, // the version is under the header's check
-		{"other PF", "another PF's state file", func(b []byte) { b[0x44] += 7 }},
-		{"no checkpoint", "no checkpoint", func(b []byte) { clear(b[0x40:0x44]) }},
+		{"other version", "checksum mismatch", func(b []byte) { b[pfstate.HdrVersion]++ }}, // the version is under the header's check
+		{"other PF", "another PF's state file", func(b []byte) { b[pfstate.HdrGen] += 7 }},
+		{"no checkpoint", "no checkpoint", func(b []byte) { clear(b[pfstate.HdrActive : pfstate.HdrActive+4]) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, log := restartFromEdited(t, c.edit)
@@ -287,8 +288,8 @@ func TestCorruptRecordMidJournal(t *testing.T) {
 	var log strings.Builder
 	r.SetLogger(slog.New(slog.NewTextHandler(&log, nil)))
 	b, _ := r.StateFile.Bytes()
-	off := master.JournalOffset(r.Layout, r.HCA.Res.Config().EQsPerVF)
-	b[off+24] ^= 1 // the journal's first record (VF 1's RESET after the start's checkpoint)
+	off := pfstate.NewGeometry(r.Layout.NumVFs, r.HCA.Res.Config().EQsPerVF).Journal.Off
+	b[off+pfstate.RecVHCR] ^= 1 // the journal's first record (VF 1's RESET after the start's checkpoint)
 	r.Rebuild(t)
 	if !strings.Contains(log.String(), "a corrupt record") || r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
 		t.Fatalf("slave_read %#x, log %q", r.SlaveRead(1).Load(), log.String())

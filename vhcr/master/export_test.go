@@ -101,8 +101,3 @@ func (p *PF) PersistCounters() (ckpt, redelivered, resumed uint64) {
 
 // Checkpoint writes a checkpoint now.
 func (p *PF) Checkpoint() { p.checkpoint() }
-
-// JournalOffset is where the journal starts in a state file.
-func JournalOffset(l vhcr.Layout, eqsPerVF int) int64 {
-	return stateGeometry(l.NumVFs, eqsPerVF).journal[0]
-}

@@ -94,7 +94,7 @@ func FuzzSavedState(f *testing.F) {
 		r := newStepRig(t, 2)
 		r.up(t, 0)
 		r.up(t, 1)
-		base := int64(vhcr.HdrVFState + vhcr.HdrVFStateSize)
+		base := vhcr.HdrVFRecord(1)
 		if _, err := r.BAR.WriteAt(in[:16], base); err != nil {
 			t.Fatal(err)
 		}

@@ -1,15 +1,14 @@
 package master
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"slices"
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 )
 
 // Persistence: each VF's channel state is kept in a record in the PF state
@@ -21,11 +20,12 @@ import (
 // violation); a VHCR_POST after a VHCR_POST changes nothing and writes
 // nothing, so the hot path does not pay for it.
 //
-// A record is four words: the last command with the active and valid bits,
-// a check word, and the vHCR address. The check word is the CRC32C of the
-// three others, the VF's number and the PF_GEN the record was written
-// under, and is stored last: a PF killed between two stores of a record
-// leaves a record whose check fails. A restarted PF trusts a record checked
+// A record (pfstate.Record, its words and bits package pfstate's) is four
+// words: the last command with the active and valid bits, a check word, and
+// the vHCR address. The check word is the CRC32C of the three others, the
+// VF's number and the PF_GEN the record was written under, and is stored
+// last: a PF killed between two stores of a record leaves a record whose
+// check fails. A restarted PF trusts a record checked
 // under the header's PF_GEN, or under PF_GEN+1 (a PF that died while it
 // rewrote the records at its start, before it advanced PF_GEN). What it
 // cannot trust it says, one log line per cause, and it tells each VF that
@@ -40,26 +40,26 @@ type record struct {
 	vhcr    uint64
 }
 
-const (
-	recValid  = 1 << 31
-	recActive = 1 << 8
-	// In the state file a record's word 0 carries a 7-bit sequence
-	// (bits 15:9): of two intact slots the newer wins.
-	recSeqShift = 9
-	recSeqMask  = 0x7f
-)
+// recordRegs are the registers of a channel record slot.
+type recordRegs struct{ lastCmd, check, vhcrHi, vhcrLo bar.Reg }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// mapRecord maps the channel record slot at off of r.
+func mapRecord(r bar.Region, off int64) (recordRegs, error) {
+	var rr recordRegs
+	for _, w := range []struct {
+		reg *bar.Reg
+		off int64
+	}{{&rr.lastCmd, pfstate.WordLastCmd}, {&rr.check, pfstate.WordCheck}, {&rr.vhcrHi, pfstate.WordVHCRHi}, {&rr.vhcrLo, pfstate.WordVHCRLo}} {
+		var err error
+		if *w.reg, err = bar.NewReg(r, off+w.off); err != nil {
+			return recordRegs{}, err
+		}
+	}
+	return rr, nil
+}
 
-// recordCheck is the check word of a record of VF i written under gen.
-func recordCheck(w0, hi, lo uint32, i int, gen uint32) uint32 {
-	var b [20]byte
-	binary.BigEndian.PutUint32(b[0:], w0)
-	binary.BigEndian.PutUint32(b[4:], hi)
-	binary.BigEndian.PutUint32(b[8:], lo)
-	binary.BigEndian.PutUint32(b[12:], uint32(i))
-	binary.BigEndian.PutUint32(b[16:], gen)
-	return crc32.Checksum(b[:], castagnoli)
+func (r record) encoded() pfstate.Record {
+	return pfstate.Record{LastCmd: uint8(r.lastCmd), Active: r.active, VHCR: r.vhcr}
 }
 
 // saved decodes VF i's record as written under generation gen or gen+1:
@@ -77,7 +77,7 @@ func (st *vfState) saved(i int, gen uint32) (rec record, cause string) {
 			}
 			continue
 		}
-		if best < 0 || (seq-bestSeq)&recSeqMask < recSeqMask/2 {
+		if best < 0 || pfstate.Newer(seq, bestSeq) {
 			best, bestSeq, rec = s, seq, r
 		}
 	}
@@ -91,25 +91,8 @@ func (st *vfState) saved(i int, gen uint32) (rec record, cause string) {
 // savedSlot decodes slot s of VF i's record.
 func (st *vfState) savedSlot(s, i int, gen uint32) (rec record, seq uint32, cause string) {
 	reg := &st.persist[s]
-	w0, check := reg[0].Load(), reg[1].Load()
-	hi, lo := reg[2].Load(), reg[3].Load()
-	if w0&recValid == 0 {
-		return record{}, 0, "no state record"
-	}
-	if check != recordCheck(w0, hi, lo, i, gen) && check != recordCheck(w0, hi, lo, i, gen+1) {
-		return record{}, 0, "state record checksum mismatch (corrupted, or written under another PF generation)"
-	}
-	rec.lastCmd = vhcr.CommCmd(w0 & 0xff)
-	rec.active = w0&recActive != 0
-	rec.vhcr = uint64(hi)<<32 | uint64(lo)
-	known := uint32(recValid | recActive | 0xff)
-	if st.nslot == 2 {
-		known |= recSeqMask << recSeqShift
-	}
-	if w0&^known != 0 {
-		return rec, 0, fmt.Sprintf("state record word %#08x has unknown bits", w0)
-	}
-	return rec, w0 >> recSeqShift & recSeqMask, ""
+	r, seq, cause := pfstate.DecodeRecord(reg.lastCmd.Load(), reg.check.Load(), reg.vhcrHi.Load(), reg.vhcrLo.Load(), i, gen, st.nslot)
+	return record{lastCmd: vhcr.CommCmd(r.LastCmd), active: r.Active, vhcr: r.VHCR}, seq, cause
 }
 
 // plausible checks a record against the channel sequence: the address
@@ -211,22 +194,15 @@ func (p *PF) persistVF(i int) {
 	if st.recOK && rec == st.rec {
 		return
 	}
-	w0 := recValid | uint32(rec.lastCmd)
-	if rec.active {
-		w0 |= recActive
-	}
-	mirror := w0
-	seq := (st.seq + 1) & recSeqMask
-	if st.nslot == 2 {
-		w0 |= seq << recSeqShift
-	}
-	hi, lo := uint32(rec.vhcr>>32), uint32(rec.vhcr)
+	seq := (st.seq + 1) & pfstate.RecSeqMask
+	w0, hi, lo := rec.encoded().Words(seq, st.nslot)
+	mirror, _, _ := rec.encoded().Words(0, 1) // the header's first word carries no sequence
 	reg := &st.persist[st.slot]
-	reg[0].Store(w0)
-	reg[2].Store(hi)
+	reg.lastCmd.Store(w0)
+	reg.vhcrHi.Store(hi)
 	p.hit(crashpoint.CommitTorn)
-	reg[3].Store(lo)
-	reg[1].Store(recordCheck(w0, hi, lo, i, p.gen))
+	reg.vhcrLo.Store(lo)
+	reg.check.Store(pfstate.RecordCheck(w0, hi, lo, i, p.gen))
 	st.seq, st.slot = seq, (st.slot+1)%st.nslot
 	if st.mirror != (bar.Reg{}) {
 		st.mirror.Store(mirror)

@@ -13,6 +13,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -137,7 +138,7 @@ type vfState struct {
 	// two in the state file (written alternately, so that a torn write
 	// leaves the other; persist.go). nslot says how many; slot is the one
 	// the next write goes to, seq the last written record's sequence.
-	persist     [2][4]bar.Reg
+	persist     [pfstate.SlotsPerVF]recordRegs
 	nslot, slot int
 	seq         uint32
 
@@ -283,19 +284,17 @@ func New(o Options) (*PF, error) {
 		// header's first word then mirrors its last command for
 		// vhcr.Attachment.ChannelUp, and is never read by a PF), else in
 		// the header.
-		recR, recOff := o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize
+		recR, recOff := o.BAR, vhcr.HdrVFRecord(i)
 		st.nslot = 1
 		if ps != nil {
-			recR, recOff, st.nslot = o.State, ps.g.chans[0]+int64(i)*2*vhcr.HdrVFStateSize, 2
-			if st.mirror, err = bar.NewReg(o.BAR, vhcr.HdrVFState+int64(i)*vhcr.HdrVFStateSize); err != nil {
+			recR, recOff, st.nslot = o.State, ps.g.ChanSlot(i, 0), pfstate.SlotsPerVF
+			if st.mirror, err = bar.NewReg(o.BAR, vhcr.HdrVFRecord(i)+pfstate.WordLastCmd); err != nil {
 				return nil, err
 			}
 		}
 		for s := 0; s < st.nslot; s++ {
-			for k := range st.persist[s] {
-				if st.persist[s][k], err = bar.NewReg(recR, recOff+int64(s)*vhcr.HdrVFStateSize+int64(4*k)); err != nil {
-					return nil, err
-				}
+			if st.persist[s], err = mapRecord(recR, recOff+int64(s)*pfstate.RecordSize); err != nil {
+				return nil, err
 			}
 		}
 		st.win, _ = space.Window(i)

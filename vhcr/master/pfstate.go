@@ -6,7 +6,6 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 )
 
 // The PF-private state file (<bar>.pfstate, tmpfs by default, covered by
@@ -25,17 +25,11 @@ import (
 // positions. Plain stores into a shared mapping survive the death of the
 // process, so committing costs stores and no syscall.
 //
-// Layout (little-endian; the region is written by this PF only):
-//
-//	0x0000  header: magic "VHCRPFS1", version, VF count, EQs per VF, journal
-//	        and checkpoint sizes, layout check, CRC32C of these; at 0x40 the
-//	        active word (checkpoint generation << 1 | slot), switched last
-//	0x1000  channel records, two slots of 16 bytes per VF (persist.go)
-//	        last sequences, one 8-byte word per VF: the last record
-//	        committed for it (a journal that ends before it lost records)
-//	        EQ positions, one word per VF and EQ number (bit 31: the EQ lives)
-//	        the journal
-//	        two checkpoint slots
+// The layout, every offset and bit of it, is package pfstate's (the
+// header; the channel records, two slots per VF, persist.go; the last
+// sequences, one word per VF: the last record committed for it, so that a
+// journal that ends before it lost records; the EQ positions; the journal;
+// two checkpoint slots).
 //
 // A command whose effect or reply the VF depends on (every command that may
 // change the model, and every 'e' command, whose completion token counts)
@@ -59,34 +53,22 @@ import (
 // that would not fit), after an operator's request that changed firmware
 // state, and at start: the journal is bounded by its size.
 
+// The PF's short names for the format's record sizes, kinds and flags.
 const (
-	stateMagic   = "VHCRPFS1"
-	stateVersion = 3
+	recHdr = pfstate.RecHdr
+	resHdr = pfstate.ResHdr
+	resMax = pfstate.ResMax
 
-	hdrSize   = 0x1000
-	offActive = 0x40
-	recHdr    = 64
-	resHdr    = 24 // a record's result, after its inbox
-	recAlign  = 64
-	// resMax is the most a record's result adds to its intent
-	resMax      = resHdr + mlx4.MailboxSize + recAlign - 1
-	ckptHdr     = 64
-	defJournal  = 16 << 20
-	defCkptSize = 16 << 20
+	recCmd      = pfstate.KindCmd
+	recReset    = pfstate.KindReset
+	recActivate = pfstate.KindActivate
 
-	magicIntent = 0x494e5431 // "INT1" ^ seq
-	magicCommit = 0x434d5431 // "CMT1" ^ seq
-
-	recCmd      = 1
-	recReset    = 2
-	recActivate = 3
-
-	flagInbox  = 1 << 0
-	flagSeed   = 1 << 1
-	flagEvent  = 1 << 2
-	flagOutbox = 1 << 3
-	flagImm    = 1 << 4
-	flagExec   = 1 << 5 // the command executes (else only its token counts)
+	flagInbox  = pfstate.FlagInbox
+	flagSeed   = pfstate.FlagSeed
+	flagEvent  = pfstate.FlagEvent
+	flagOutbox = pfstate.FlagOutbox
+	flagImm    = pfstate.FlagImm
+	flagExec   = pfstate.FlagExec
 
 	noRecord = -1 // no record of the VF since the checkpoint
 )
@@ -97,37 +79,13 @@ var ErrStateFile = errors.New("master: state file")
 // StateFileSize is the size of the state file for a layout with eqsPerVF
 // EQ numbers per VF.
 func StateFileSize(l vhcr.Layout, eqsPerVF int) int64 {
-	g := stateGeometry(l.NumVFs, eqsPerVF)
-	return g.size
+	return pfstate.NewGeometry(l.NumVFs, eqsPerVF).Size
 }
-
-type geometry struct {
-	chans, seqs, pos, journal, ckpt [2]int64 // offset, size (ckpt: slot 0; slot 1 follows)
-	size                            int64
-}
-
-func stateGeometry(nvf, eqs int) geometry {
-	var g geometry
-	off := int64(hdrSize)
-	g.chans = [2]int64{off, (int64(nvf)*2*vhcr.HdrVFStateSize + 0xfff) &^ 0xfff} // two slots per VF (persist.go)
-	off += g.chans[1]
-	g.seqs = [2]int64{off, (int64(nvf)*8 + 0xfff) &^ 0xfff}
-	off += g.seqs[1]
-	g.pos = [2]int64{off, (int64(nvf*eqs)*4 + 0xfff) &^ 0xfff}
-	off += g.pos[1]
-	g.journal = [2]int64{off, defJournal}
-	off += defJournal
-	g.ckpt = [2]int64{off, defCkptSize}
-	g.size = off + 2*defCkptSize
-	return g
-}
-
-var crcTab = crc32.MakeTable(crc32.Castagnoli)
 
 // pstate is the PF's handle on its state file; only the poller uses it.
 type pstate struct {
 	b     []byte
-	g     geometry
+	g     pfstate.Geometry
 	nvf   int
 	eqs   int
 	seq   uint64  // last record written
@@ -147,7 +105,7 @@ type pstate struct {
 	ckLast []LastResult
 	// a record's header and result as they are built and checked, then
 	// copied into the journal (lines kept hot; a stack array would escape
-	// to the heap through crc32's dispatch)
+	// to the heap through crc32's dispatch in pfstate.Checksum)
 	hdr     [recHdr]byte
 	res     [resHdr]byte
 	ckGen   uint32
@@ -164,22 +122,22 @@ func (ps *pstate) hit(name string) {
 }
 
 func openState(r bar.Region, l vhcr.Layout, eqs int) (*pstate, error) {
-	g := stateGeometry(l.NumVFs, eqs)
-	if r.Size() < g.size {
-		return nil, fmt.Errorf("%s: %w: %d VFs need %#x bytes, the file has %#x", r.Name(), ErrStateFile, l.NumVFs, g.size, r.Size())
+	g := pfstate.NewGeometry(l.NumVFs, eqs)
+	if r.Size() < g.Size {
+		return nil, fmt.Errorf("%s: %w: %d VFs need %#x bytes, the file has %#x", r.Name(), ErrStateFile, l.NumVFs, g.Size, r.Size())
 	}
 	b, err := r.Bytes()
 	if err != nil || !r.Shared() {
 		return nil, fmt.Errorf("%s: %w: not mapped shared memory (%v)", r.Name(), ErrStateFile, err)
 	}
 	ps := newPState(b, g, l.NumVFs, eqs)
-	if ps.act, err = bar.Word(r, offActive); err != nil {
+	if ps.act, err = bar.Word(r, pfstate.HdrActive); err != nil {
 		return nil, err
 	}
 	return ps, nil
 }
 
-func newPState(b []byte, g geometry, nvf, eqs int) *pstate {
+func newPState(b []byte, g pfstate.Geometry, nvf, eqs int) *pstate {
 	ps := &pstate{b: b, g: g, nvf: nvf, eqs: eqs, last: make([]int64, nvf), ckLast: make([]LastResult, nvf)}
 	for i := range ps.last {
 		ps.last[i] = noRecord
@@ -195,26 +153,14 @@ func (ps *pstate) word(off int64) *uint32 { return (*uint32)(wordPtr(ps.b, off))
 // tmpfs page (a few microseconds every few dozen commands); adding 0
 // writes the word it reads.
 func (ps *pstate) prefault() {
-	for off := ps.g.seqs[0]; off < ps.g.journal[0]+ps.g.journal[1]; off += 4096 {
+	for off := ps.g.Seqs.Off; off < ps.g.Journal.End(); off += 4096 {
 		atomic.AddUint32(ps.word(off), 0)
 	}
 }
 
-// header fields
+// headerBytes is the header this PF writes, before its check word.
 func (ps *pstate) headerBytes(l vhcr.Layout) []byte {
-	var h [32]byte
-	copy(h[:8], stateMagic)
-	le := binary.LittleEndian
-	le.PutUint32(h[8:], stateVersion)
-	le.PutUint32(h[12:], uint32(ps.nvf))
-	le.PutUint32(h[16:], uint32(ps.eqs))
-	le.PutUint32(h[20:], uint32(ps.g.journal[1]>>10))
-	le.PutUint32(h[24:], uint32(ps.g.ckpt[1]>>10))
-	var lb [24]byte
-	le.PutUint64(lb[0:], uint64(l.Window))
-	le.PutUint64(lb[8:], uint64(l.DMABase))
-	le.PutUint64(lb[16:], uint64(l.DMASize))
-	le.PutUint32(h[28:], crc32.Checksum(lb[:], crcTab))
+	h := pfstate.Header(ps.nvf, ps.eqs, ps.g.Journal.Size, ps.g.Ckpt.Size, pfstate.LayoutCheck(l.Window, l.DMABase, l.DMASize))
 	return h[:]
 }
 
@@ -222,22 +168,22 @@ func (ps *pstate) headerBytes(l vhcr.Layout) []byte {
 // fresh reports a file never written.
 func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 	b := ps.b
-	if bytes.Equal(b[:offGen+4], make([]byte, offGen+4)) {
+	if bytes.Equal(b[:pfstate.HdrGen+4], make([]byte, pfstate.HdrGen+4)) {
 		return "", true
 	}
 	want := ps.headerBytes(l)
 	le := binary.LittleEndian
-	if string(b[:8]) != stateMagic {
-		return fmt.Sprintf("state file magic %q", b[:8]), false
+	if m := b[pfstate.HdrMagic : pfstate.HdrMagic+len(pfstate.Magic)]; string(m) != pfstate.Magic {
+		return fmt.Sprintf("state file magic %q", m), false
 	}
-	if le.Uint32(b[32:]) != crc32.Checksum(b[:32], crcTab) {
+	if le.Uint32(b[pfstate.HdrCheck:]) != pfstate.Checksum(b[:pfstate.HdrFields]) {
 		return "state file header checksum mismatch", false
 	}
-	if v := le.Uint32(b[8:]); v != stateVersion {
-		return fmt.Sprintf("state file version %d, this build writes %d", v, stateVersion), false
+	if v := le.Uint32(b[pfstate.HdrVersion:]); v != pfstate.Version {
+		return fmt.Sprintf("state file version %d, this build writes %d", v, pfstate.Version), false
 	}
-	if !bytes.Equal(b[:32], want) {
-		return fmt.Sprintf("state file of another PF (%d VFs, %d EQs per VF, other sizes or windows)", le.Uint32(b[12:]), le.Uint32(b[16:])), false
+	if !bytes.Equal(b[:pfstate.HdrFields], want) {
+		return fmt.Sprintf("state file of another PF (%d VFs, %d EQs per VF, other sizes or windows)", le.Uint32(b[pfstate.HdrNumVFs:]), le.Uint32(b[pfstate.HdrEQsPerVF:])), false
 	}
 	return "", false
 }
@@ -250,34 +196,32 @@ func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 // have left in it, so that no stale record continues the new journal.
 func (ps *pstate) format(l vhcr.Layout) {
 	atomic.StoreUint32(ps.act, 0)
-	clear(ps.b[ps.g.chans[0] : ps.g.pos[0]+ps.g.pos[1]])
+	clear(ps.b[ps.g.Chans.Off:ps.g.Pos.End()])
 	for i := range ps.last {
 		ps.forget(i)
 	}
 	clear(ps.jslice(0, recHdr))
 	h := ps.headerBytes(l)
 	copy(ps.b, h)
-	binary.LittleEndian.PutUint32(ps.b[32:], crc32.Checksum(h, crcTab))
+	binary.LittleEndian.PutUint32(ps.b[pfstate.HdrCheck:], pfstate.Checksum(h))
 	ps.seq, ps.jused, ps.ckGen = uint64(time.Now().UnixNano()), 0, 0
 }
 
-// offGen is the word holding the PF_GEN the file was last written under.
-const offGen = offActive + 4
+// setGen stores the PF_GEN the file is written under.
+func (ps *pstate) setGen(gen uint32) { atomic.StoreUint32(ps.word(pfstate.HdrGen), gen) }
 
-func (ps *pstate) setGen(gen uint32) { atomic.StoreUint32(ps.word(offGen), gen) }
-
-func (ps *pstate) gen() uint32 { return atomic.LoadUint32(ps.word(offGen)) }
+func (ps *pstate) gen() uint32 { return atomic.LoadUint32(ps.word(pfstate.HdrGen)) }
 
 // --- the journal ---
 
 func (ps *pstate) jslice(off, n int64) []byte {
-	base := ps.g.journal[0] + off
+	base := ps.g.Journal.Off + off
 	return ps.b[base : base+n]
 }
 
 // fits reports whether a record whose intent has n bytes fits in the
 // journal, with any result.
-func (ps *pstate) fits(n int64) bool { return ps.jused+n+resMax <= ps.g.journal[1] }
+func (ps *pstate) fits(n int64) bool { return ps.jused+n+resMax <= ps.g.Journal.Size }
 
 // intent writes a record of kind for VF vf: flags, toggle, the vHCR shadow
 // and, with flagInbox, the inbox shadow; the commit word last. The caller
@@ -298,28 +242,28 @@ func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]u
 	// waits for the fetch).
 	h := &ps.hdr
 	le := binary.LittleEndian
-	le.PutUint64(h[8:], ps.seq)
-	le.PutUint32(h[16:], uint32(vf)|uint32(in/8)<<16)
-	le.PutUint32(h[20:], uint32(kind)|uint32(flags)<<8|toggle&vhcr.ToggleBit)
+	le.PutUint64(h[pfstate.RecSeq:], ps.seq)
+	le.PutUint32(h[pfstate.RecVF:], uint32(vf)|uint32(in/8)<<pfstate.RecInShift)
+	le.PutUint32(h[pfstate.RecKind:], uint32(kind)|uint32(flags)<<pfstate.RecFlagShift|toggle&pfstate.RecToggle)
 	for k := range w {
-		le.PutUint64(h[24+8*k:], w[k])
+		le.PutUint64(h[pfstate.RecVHCR+8*k:], w[k])
 	}
-	c := crc32.Checksum(h[8:56], crcTab)
+	c := pfstate.Checksum(h[pfstate.RecSeq:pfstate.RecChecked])
 	if in > 0 {
-		c ^= crc32.Checksum(inbox[:in], crcTab) // (the check of no bytes is 0)
+		c ^= pfstate.Checksum(inbox[:in]) // (the check of no bytes is 0)
 	}
 	r := ps.jslice(ps.jused, n)
-	copy(r[8:recHdr], h[8:])
+	copy(r[pfstate.RecSeq:recHdr], h[pfstate.RecSeq:])
 	if in > 0 {
 		copy(r[recHdr:], inbox[:in])
 	}
 	ps.hit(crashpoint.CommitTorn)
-	le.PutUint32(r[4:], c)
+	le.PutUint32(r[pfstate.RecCheck:], c)
 	// A plain store: the check covers the record, so a kill that lands the
 	// word before the bytes leaves a record that fails it (the journal's
 	// end); the stores that follow (the VF's acknowledgement, effects) are
 	// in program order after it.
-	le.PutUint32(r, magicIntent^uint32(ps.seq))
+	le.PutUint32(r[pfstate.RecCommit:], pfstate.MagicIntent^uint32(ps.seq))
 	ps.cur, ps.curEnd, ps.curSeq, ps.curVF, ps.pending = ps.jused, ps.jused+n, ps.seq, vf, true
 	ps.jused += n
 }
@@ -332,30 +276,30 @@ func (ps *pstate) commit(res *LastResult, outbox []byte) {
 	le := binary.LittleEndian
 	outLen := len(outbox)
 	x := &ps.res // built and checked here, only written to the journal
-	le.PutUint64(x[0:], res.Out)
-	le.PutUint32(x[8:], uint32(res.Token)|uint32(outLen/8)<<16)
-	le.PutUint32(x[12:], uint32(res.EQN))
-	le.PutUint32(x[16:], res.ProdBefore)
-	le.PutUint32(x[20:], uint32(res.Status)|uint32(res.Flags&(flagOutbox|flagImm))<<8)
-	c := crc32.Checksum(x[:], crcTab)
+	le.PutUint64(x[pfstate.ResOut:], res.Out)
+	le.PutUint32(x[pfstate.ResToken:], uint32(res.Token)|uint32(outLen/8)<<pfstate.ResOutShift)
+	le.PutUint32(x[pfstate.ResEQN:], uint32(res.EQN))
+	le.PutUint32(x[pfstate.ResProdBefore:], res.ProdBefore)
+	le.PutUint32(x[pfstate.ResStatus:], uint32(res.Status)|uint32(res.Flags&pfstate.ResFlags)<<pfstate.RecFlagShift)
+	c := pfstate.Checksum(x[:])
 	if outLen > 0 {
-		c = crc32.Update(c, crcTab, outbox)
+		c = pfstate.Update(c, outbox)
 	}
 	copy(ps.jslice(ps.curEnd, resHdr+int64(outLen)), x[:])
 	if outLen > 0 {
 		copy(ps.jslice(ps.curEnd+resHdr, int64(outLen)), outbox)
 	}
 	r := ps.jslice(ps.cur, recHdr)
-	le.PutUint32(r[60:], c^uint32(ps.curSeq)^magicCommit)
+	le.PutUint32(r[pfstate.RecResCheck:], c^uint32(ps.curSeq)^pfstate.MagicCommit)
 	ps.hit(crashpoint.CommitTorn)
 	// A plain store, as the intent's: the result's check covers the result,
 	// so a commit word that landed before it would leave a torn result (the
 	// intent stands); a kill lands a prefix of the stores in program order.
-	le.PutUint32(r, magicCommit^uint32(ps.curSeq))
+	le.PutUint32(r[pfstate.RecCommit:], pfstate.MagicCommit^uint32(ps.curSeq))
 	ps.pending = false
-	le.PutUint64(ps.b[ps.g.seqs[0]+int64(ps.curVF)*8:], ps.curSeq)
-	ps.jused = (ps.curEnd + resHdr + int64(outLen) + recAlign - 1) &^ (recAlign - 1)
-	if ps.jused > ps.g.journal[1]/2 {
+	le.PutUint64(ps.b[ps.g.SeqWord(ps.curVF):], ps.curSeq)
+	ps.jused = (ps.curEnd + resHdr + int64(outLen) + pfstate.RecAlign - 1) &^ (pfstate.RecAlign - 1)
+	if ps.jused > ps.g.Journal.Size/2 {
 		ps.half = true
 	}
 }
@@ -370,7 +314,7 @@ func (ps *pstate) record(kind uint8, vf int) {
 
 // lastSeq is the sequence of the last record committed for VF vf.
 func (ps *pstate) lastSeq(vf int) uint64 {
-	return binary.LittleEndian.Uint64(ps.b[ps.g.seqs[0]+int64(vf)*8:])
+	return binary.LittleEndian.Uint64(ps.b[ps.g.SeqWord(vf):])
 }
 
 // jrec is a decoded journal record.
@@ -396,21 +340,21 @@ func readRecord(j []byte, off int64, seq uint64, nvf int) (rec jrec, ok bool) {
 	}
 	r := j[off:]
 	le := binary.LittleEndian
-	cw := le.Uint32(r)
-	committed := cw == magicCommit^uint32(seq)
-	if !committed && cw != magicIntent^uint32(seq) {
+	cw := le.Uint32(r[pfstate.RecCommit:])
+	committed := cw == pfstate.MagicCommit^uint32(seq)
+	if !committed && cw != pfstate.MagicIntent^uint32(seq) {
 		return rec, false
 	}
-	if le.Uint64(r[8:]) != seq {
+	if le.Uint64(r[pfstate.RecSeq:]) != seq {
 		return rec, false
 	}
 	rec.seq = seq
-	v := le.Uint32(r[16:])
-	rec.vf = int(v & 0xffff)
-	in := int64(v>>16) * 8
-	x := le.Uint32(r[20:])
-	rec.kind, rec.flags, rec.toggle = uint8(x), uint8(x>>8), x&vhcr.ToggleBit
-	if rec.vf < 0 || rec.vf >= nvf || rec.kind < recCmd || rec.kind > recActivate || x&^(vhcr.ToggleBit|0xffff) != 0 {
+	v := le.Uint32(r[pfstate.RecVF:])
+	rec.vf = int(v & pfstate.RecVFMask)
+	in := int64(v>>pfstate.RecInShift) * 8
+	x := le.Uint32(r[pfstate.RecKind:])
+	rec.kind, rec.flags, rec.toggle = uint8(x), uint8(x>>pfstate.RecFlagShift), x&pfstate.RecToggle
+	if rec.vf < 0 || rec.vf >= nvf || rec.kind < recCmd || rec.kind > recActivate || x&^(pfstate.RecToggle|pfstate.RecKindFlags) != 0 {
 		return rec, false
 	}
 	if in > mlx4.MailboxSize || in > 0 && rec.flags&flagInbox == 0 {
@@ -421,10 +365,10 @@ func readRecord(j []byte, off int64, seq uint64, nvf int) (rec jrec, ok bool) {
 		return rec, false
 	}
 	for k := range rec.w {
-		rec.w[k] = le.Uint64(r[24+8*k:])
+		rec.w[k] = le.Uint64(r[pfstate.RecVHCR+8*k:])
 	}
 	rec.inbox = r[recHdr:rec.size]
-	if le.Uint32(r[4:]) != crc32.Checksum(r[8:56], crcTab)^crc32.Checksum(rec.inbox, crcTab) {
+	if le.Uint32(r[pfstate.RecCheck:]) != pfstate.Checksum(r[pfstate.RecSeq:pfstate.RecChecked])^pfstate.Checksum(rec.inbox) {
 		return rec, false
 	}
 	if !committed {
@@ -435,26 +379,26 @@ func readRecord(j []byte, off int64, seq uint64, nvf int) (rec jrec, ok bool) {
 		return rec, true
 	}
 	rb := r[rec.size:]
-	t := le.Uint32(rb[8:])
-	outLen := int64(t>>16) * 8
+	t := le.Uint32(rb[pfstate.ResToken:])
+	outLen := int64(t>>pfstate.ResOutShift) * 8
 	if outLen > mlx4.MailboxSize || off+rec.size+resHdr+outLen > int64(len(j)) {
 		return rec, true
 	}
 	rb = rb[:resHdr+outLen]
-	if le.Uint32(r[60:]) != crc32.Checksum(rb, crcTab)^uint32(seq)^magicCommit {
+	if le.Uint32(r[pfstate.RecResCheck:]) != pfstate.Checksum(rb)^uint32(seq)^pfstate.MagicCommit {
 		return rec, true
 	}
-	f := le.Uint32(rb[20:])
-	if f>>8&^(flagOutbox|flagImm) != 0 || f>>16 != 0 {
+	f := le.Uint32(rb[pfstate.ResStatus:])
+	if f>>pfstate.RecFlagShift&^pfstate.ResFlags != 0 || f&^pfstate.ResStatusFlags != 0 {
 		return rec, true
 	}
 	rec.committed = true
-	rec.res = LastResult{Seq: seq, Flags: rec.flags&(flagSeed|flagEvent) | uint8(f>>8), Toggle: rec.toggle,
-		Status: mlx4.Status(f), W: rec.w, Out: le.Uint64(rb[0:]), Token: uint16(t), EQN: int32(le.Uint32(rb[12:])),
-		ProdBefore: le.Uint32(rb[16:]), Outbox: rb[resHdr:]}
+	rec.res = LastResult{Seq: seq, Flags: rec.flags&(flagSeed|flagEvent) | uint8(f>>pfstate.RecFlagShift), Toggle: rec.toggle,
+		Status: mlx4.Status(f), W: rec.w, Out: le.Uint64(rb[pfstate.ResOut:]), Token: uint16(t), EQN: int32(le.Uint32(rb[pfstate.ResEQN:])),
+		ProdBefore: le.Uint32(rb[pfstate.ResProdBefore:]), Outbox: rb[resHdr:]}
 	// the next record starts on the next 64-byte boundary (the padding is
 	// not read)
-	rec.size = min((rec.size+resHdr+outLen+recAlign-1)&^(recAlign-1), int64(len(j))-off)
+	rec.size = min((rec.size+resHdr+outLen+pfstate.RecAlign-1)&^(pfstate.RecAlign-1), int64(len(j))-off)
 	return rec, true
 }
 
@@ -493,8 +437,8 @@ func (ps *pstate) forget(vf int) {
 // checkpoint's copy); ok is false if there is none.
 func (ps *pstate) lastResult(vf int) (LastResult, bool) {
 	if off := ps.last[vf]; off != noRecord {
-		j := ps.b[ps.g.journal[0] : ps.g.journal[0]+ps.g.journal[1]]
-		seq := binary.LittleEndian.Uint64(j[off+8:])
+		j := ps.b[ps.g.Journal.Off:ps.g.Journal.End()]
+		seq := binary.LittleEndian.Uint64(j[off+pfstate.RecSeq:])
 		if rec, ok := readRecord(j, off, seq, ps.nvf); ok && rec.committed {
 			return rec.res, true
 		}
@@ -518,22 +462,20 @@ func (ps *pstate) lastResults() []LastResult {
 
 // --- EQ positions ---
 
-const posLive = 1 << 31
-
 func (ps *pstate) setPos(vf, eqn int, prod uint32, live bool) {
 	if vf < 0 || vf >= ps.nvf || eqn < 0 || eqn >= ps.eqs {
 		return
 	}
 	v := prod & mlx4.EQIndexMask
 	if live {
-		v |= posLive
+		v |= pfstate.PosLive
 	}
-	atomic.StoreUint32(ps.word(ps.g.pos[0]+int64(vf*ps.eqs+eqn)*4), v)
+	atomic.StoreUint32(ps.word(ps.g.PosWord(vf, eqn, ps.eqs)), v)
 }
 
 func (ps *pstate) pos(vf, eqn int) (uint32, bool) {
-	v := atomic.LoadUint32(ps.word(ps.g.pos[0] + int64(vf*ps.eqs+eqn)*4))
-	return v & mlx4.EQIndexMask, v&posLive != 0
+	v := atomic.LoadUint32(ps.word(ps.g.PosWord(vf, eqn, ps.eqs)))
+	return v & mlx4.EQIndexMask, v&pfstate.PosLive != 0
 }
 
 // --- checkpoints ---
@@ -549,8 +491,8 @@ type Checkpoint struct {
 }
 
 func (ps *pstate) ckptSlot(i uint32) []byte {
-	off := ps.g.ckpt[0] + int64(i&1)*ps.g.ckpt[1]
-	return ps.b[off : off+ps.g.ckpt[1]]
+	off := ps.g.CkptSlot(i)
+	return ps.b[off : off+ps.g.Ckpt.Size]
 }
 
 // writeCheckpoint writes c into the inactive slot and then switches the
@@ -560,8 +502,8 @@ func (ps *pstate) writeCheckpoint(c *Checkpoint) error {
 	if err := gob.NewEncoder(&buf).Encode(c); err != nil {
 		return fmt.Errorf("%w: encoding the checkpoint: %w", ErrStateFile, err)
 	}
-	if int64(buf.Len()) > ps.g.ckpt[1]-ckptHdr {
-		return fmt.Errorf("%w: checkpoint of %d bytes exceeds its slot of %d", ErrStateFile, buf.Len(), ps.g.ckpt[1]-ckptHdr)
+	if int64(buf.Len()) > ps.g.Ckpt.Size-pfstate.CkptHdr {
+		return fmt.Errorf("%w: checkpoint of %d bytes exceeds its slot of %d", ErrStateFile, buf.Len(), ps.g.Ckpt.Size-pfstate.CkptHdr)
 	}
 	gen := ps.ckGen + 1
 	next := (atomic.LoadUint32(ps.act) & 1) ^ 1
@@ -570,12 +512,12 @@ func (ps *pstate) writeCheckpoint(c *Checkpoint) error {
 	}
 	s := ps.ckptSlot(next)
 	le := binary.LittleEndian
-	le.PutUint32(s[0:], 0)
-	copy(s[ckptHdr:], buf.Bytes())
-	le.PutUint64(s[8:], c.Seq)
-	le.PutUint64(s[16:], uint64(buf.Len()))
-	le.PutUint32(s[24:], gen)
-	le.PutUint32(s[4:], crc32.Checksum(s[8:28], crcTab)^crc32.Checksum(buf.Bytes(), crcTab))
+	le.PutUint32(s[pfstate.CkptZero:], 0)
+	copy(s[pfstate.CkptHdr:], buf.Bytes())
+	le.PutUint64(s[pfstate.CkptSeq:], c.Seq)
+	le.PutUint64(s[pfstate.CkptLen:], uint64(buf.Len()))
+	le.PutUint32(s[pfstate.CkptGen:], gen)
+	le.PutUint32(s[pfstate.CkptCRC:], pfstate.Checksum(s[pfstate.CkptSeq:pfstate.CkptChecked])^pfstate.Checksum(buf.Bytes()))
 	ps.hit(crashpoint.CommitTorn)
 	atomic.StoreUint32(ps.act, gen<<1|next)
 	ps.ckGen, ps.jused, ps.half = gen, 0, false
@@ -603,26 +545,26 @@ func (ps *pstate) readCheckpoint() (*Checkpoint, error) {
 
 // decodeCheckpoint decodes a checkpoint slot written under gen.
 func decodeCheckpoint(s []byte, gen uint32) (*Checkpoint, error) {
-	if len(s) < ckptHdr {
+	if len(s) < pfstate.CkptHdr {
 		return nil, errors.New("checkpoint slot too small")
 	}
 	le := binary.LittleEndian
-	n := le.Uint64(s[16:])
-	if g := le.Uint32(s[24:]); g != gen {
+	n := le.Uint64(s[pfstate.CkptLen:])
+	if g := le.Uint32(s[pfstate.CkptGen:]); g != gen {
 		return nil, fmt.Errorf("checkpoint slot of generation %d, the header names %d", g, gen)
 	}
-	if n > uint64(len(s)-ckptHdr) {
+	if n > uint64(len(s)-pfstate.CkptHdr) {
 		return nil, fmt.Errorf("checkpoint length %d exceeds its slot", n)
 	}
-	data := s[ckptHdr : ckptHdr+int(n)]
-	if le.Uint32(s[4:]) != crc32.Checksum(s[8:28], crcTab)^crc32.Checksum(data, crcTab) {
+	data := s[pfstate.CkptHdr : pfstate.CkptHdr+int(n)]
+	if le.Uint32(s[pfstate.CkptCRC:]) != pfstate.Checksum(s[pfstate.CkptSeq:pfstate.CkptChecked])^pfstate.Checksum(data) {
 		return nil, errors.New("checkpoint checksum mismatch")
 	}
 	var c Checkpoint
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
 		return nil, fmt.Errorf("decoding the checkpoint: %w", err)
 	}
-	if c.Seq != le.Uint64(s[8:]) || c.HCA == nil {
+	if c.Seq != le.Uint64(s[pfstate.CkptSeq:]) || c.HCA == nil {
 		return nil, errors.New("checkpoint header and contents disagree")
 	}
 	return &c, nil

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 )
 
 // FuzzJournalRecord: the journal's decoder on any bytes at any sequence
@@ -35,8 +37,8 @@ func FuzzJournalRecord(f *testing.F) {
 func journalSeeds(tb testing.TB) [][]byte {
 	var seeds [][]byte
 	for k := range 3 {
-		ps := &pstate{b: make([]byte, hdrSize+recHdr+4096+resMax), nvf: 4}
-		ps.g.journal = [2]int64{hdrSize, int64(len(ps.b)) - hdrSize}
+		ps := &pstate{b: make([]byte, pfstate.HeaderSize+recHdr+4096+resMax), nvf: 4}
+		ps.g.Journal = pfstate.Region{Off: pfstate.HeaderSize, Size: int64(len(ps.b)) - pfstate.HeaderSize}
 		var w [4]uint64
 		w[0], w[3] = 0x1000, 0x31
 		ps.intent(recCmd, 2, flagExec|flagInbox|flagEvent, 1<<31, &w, []byte{1, 2, 3, 4, 5, 6, 7, 8})
@@ -46,11 +48,11 @@ func journalSeeds(tb testing.TB) [][]byte {
 		case 1:
 			ps.commit(&LastResult{Status: 0, Token: 7, EQN: 3, ProdBefore: 9, Flags: flagOutbox}, []byte{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, 0, 1})
 		}
-		rec, ok := readRecord(ps.b[hdrSize:], 0, 1, 4)
+		rec, ok := readRecord(ps.b[pfstate.HeaderSize:], 0, 1, 4)
 		if !ok || rec.committed != (k < 2) {
 			tb.Fatalf("the journal's own record %d does not decode", k)
 		}
-		seeds = append(seeds, append([]byte(nil), ps.b[hdrSize:hdrSize+recHdr+8+resHdr+16]...))
+		seeds = append(seeds, append([]byte(nil), ps.b[pfstate.HeaderSize:pfstate.HeaderSize+recHdr+8+resHdr+16]...))
 	}
 	return seeds
 }
@@ -79,8 +81,8 @@ var updateSeeds = flag.Bool("update-seeds", false, "rewrite the seed corpus of F
 // FuzzCheckpoint: the checkpoint decoder on any slot never panics and
 // returns a checkpoint only with its check and generation.
 func FuzzCheckpoint(f *testing.F) {
-	ps := &pstate{b: make([]byte, hdrSize+2*64<<10), nvf: 1}
-	ps.g.ckpt = [2]int64{hdrSize, 64 << 10}
+	ps := &pstate{b: make([]byte, pfstate.HeaderSize+2*64<<10), nvf: 1}
+	ps.g.Ckpt = pfstate.Region{Off: pfstate.HeaderSize, Size: 64 << 10}
 	var act uint32
 	ps.act = &act
 	if err := ps.writeCheckpoint(&Checkpoint{Seq: 3, HCA: nil, Tokens: []uint16{1}}); err != nil {

@@ -196,7 +196,7 @@ func (p *PF) window(vf int) *dma.Window { w, _ := p.space.Window(vf); return w }
 // replay executes the journal's committed records after the checkpoint in
 // order, quietly, and checks that each gives the status it recorded.
 func (p *PF) replay(ps *pstate) (*jrec, error) {
-	j := ps.b[ps.g.journal[0] : ps.g.journal[0]+ps.g.journal[1]]
+	j := ps.b[ps.g.Journal.Off:ps.g.Journal.End()]
 	p.hca.SetQuiet(true)
 	defer p.hca.SetQuiet(false)
 	off := int64(0)

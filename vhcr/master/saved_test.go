@@ -10,6 +10,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
@@ -19,7 +20,7 @@ import (
 // running it), resets every VF the cause covers and leaves the others
 // serving; the VF recovers by RESET.
 func TestUntrustedSavedState(t *testing.T) {
-	rec := func(vf int, word int64) int64 { return vhcr.HdrVFState + int64(vf)*vhcr.HdrVFStateSize + word }
+	rec := func(vf int, word int64) int64 { return vhcr.HdrVFRecord(vf) + word }
 	for _, tc := range []struct {
 		name  string
 		cause string // in the log line
@@ -27,13 +28,13 @@ func TestUntrustedSavedState(t *testing.T) {
 		spoil func(t *testing.T, r *vhcrtest.Rig)
 	}{
 		{"bad checksum", "checksum mismatch", false, func(t *testing.T, r *vhcrtest.Rig) {
-			w, _ := r.BAR.Load32(rec(1, 0xc))
-			_ = r.BAR.Store32(rec(1, 0xc), w^0x1000) // vHCR 0x1000 further: plausible, and wrong
+			w, _ := r.BAR.Load32(rec(1, pfstate.WordVHCRLo))
+			_ = r.BAR.Store32(rec(1, pfstate.WordVHCRLo), w^0x1000) // vHCR 0x1000 further: plausible, and wrong
 		}},
 		{"torn record", "checksum mismatch", false, func(t *testing.T, r *vhcrtest.Rig) {
 			// A PF killed after the first store of a record (RESET of an
 			// active VF): the check word is the old one.
-			_ = r.BAR.Store32(rec(1, 0x0), 1<<31|uint32(vhcr.CommReset))
+			_ = r.BAR.Store32(rec(1, pfstate.WordLastCmd), pfstate.RecValid|uint32(vhcr.CommReset))
 		}},
 		{"another generation", "checksum mismatch", true, func(t *testing.T, r *vhcrtest.Rig) {
 			g, _ := r.BAR.Load32(vhcr.HdrPFGen)

@@ -1,0 +1,144 @@
+package pfstate_test
+
+import (
+	"encoding/hex"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
+)
+
+// The offsets below are written out by hand from the format as version 3
+// of the state file and wire contract v2's channel record lay it out, so
+// that a constant changed in this package fails here rather than silently
+// changing the format its files and seed corpora (vhcr/master/testdata/fuzz)
+// are written in.
+
+type off struct {
+	name      string
+	got, want int64
+}
+
+func checkOffsets(t *testing.T, what string, offs []off) {
+	t.Helper()
+	for _, o := range offs {
+		if o.got != o.want {
+			t.Errorf("%s.%s = %#x, the format has %#x", what, o.name, o.got, o.want)
+		}
+	}
+}
+
+func TestChannelRecordLayout(t *testing.T) {
+	checkOffsets(t, "record", []off{
+		{"size", pfstate.RecordSize, 16}, {"last_cmd", pfstate.WordLastCmd, 0x0}, {"check", pfstate.WordCheck, 0x4},
+		{"vhcr_hi", pfstate.WordVHCRHi, 0x8}, {"vhcr_lo", pfstate.WordVHCRLo, 0xc},
+		{"cmd_mask", pfstate.RecCmdMask, 0xff}, {"active", pfstate.RecActive, 1 << 8}, {"valid", pfstate.RecValid, 1 << 31},
+		{"seq_shift", pfstate.RecSeqShift, 9}, {"seq_mask", pfstate.RecSeqMask, 0x7f}, {"slots", pfstate.SlotsPerVF, 2},
+		// the header's copy: VF n's record at 0x400 + 16*n
+		{"header_slot", vhcr.HdrVFState, 0x400}, {"header_slot_size", vhcr.HdrVFStateSize, 16},
+	})
+	// VHCR_POST (6), active, sequence 5, at 0x12345678_9abcd000.
+	r := pfstate.Record{LastCmd: 6, Active: true, VHCR: 0x123456789abcd000}
+	w0, hi, lo := r.Words(5, pfstate.SlotsPerVF)
+	if w0 != 0x80000b06 || hi != 0x12345678 || lo != 0x9abcd000 {
+		t.Fatalf("words %#x %#x %#x", w0, hi, lo)
+	}
+	if h, _, _ := r.Words(5, 1); h != 0x80000106 {
+		t.Fatalf("header slot word %#x carries a sequence", h)
+	}
+	// CRC32C over big-endian w0, hi, lo, the VF (3) and PF_GEN (7), computed
+	// apart from this package.
+	const check = 0xf592a7af
+	if c := pfstate.RecordCheck(w0, hi, lo, 3, 7); c != check {
+		t.Fatalf("check %#08x, the format has %#08x", c, check)
+	}
+	got, seq, cause := pfstate.DecodeRecord(w0, check, hi, lo, 3, 6, pfstate.SlotsPerVF) // gen+1 is trusted
+	if cause != "" || got != r || seq != 5 {
+		t.Fatalf("decode: %+v seq %d %q", got, seq, cause)
+	}
+	if _, _, cause := pfstate.DecodeRecord(w0, check, hi, lo, 3, 7, 1); cause == "" {
+		t.Fatal("a header slot's word with a sequence decoded")
+	}
+	if _, _, cause := pfstate.DecodeRecord(w0, check, hi, lo, 2, 7, pfstate.SlotsPerVF); cause == "" {
+		t.Fatal("another VF's record decoded")
+	}
+	if !pfstate.Newer(0, 0x7f) || pfstate.Newer(0x7f, 0) || !pfstate.Newer(5, 4) {
+		t.Fatal("sequence order")
+	}
+}
+
+func TestStateFileHeaderLayout(t *testing.T) {
+	checkOffsets(t, "header", []off{
+		{"size", pfstate.HeaderSize, 0x1000}, {"magic", pfstate.HdrMagic, 0x00}, {"version", pfstate.HdrVersion, 0x08},
+		{"num_vfs", pfstate.HdrNumVFs, 0x0c}, {"eqs_per_vf", pfstate.HdrEQsPerVF, 0x10},
+		{"journal_kib", pfstate.HdrJournalKiB, 0x14}, {"ckpt_kib", pfstate.HdrCkptKiB, 0x18},
+		{"layout_crc", pfstate.HdrLayoutCRC, 0x1c}, {"check", pfstate.HdrCheck, 0x20},
+		{"active", pfstate.HdrActive, 0x40}, {"gen", pfstate.HdrGen, 0x44},
+		{"version_number", pfstate.Version, 3},
+	})
+	h := pfstate.Header(2, 4, 16<<20, 16<<20, pfstate.LayoutCheck(0x10000, 0x1000, 0x21000))
+	want := "5648435250465331" + "03000000" + "02000000" + "04000000" + "00400000" + "00400000" + "09bebffb"
+	if got := hex.EncodeToString(h[:]); got != want {
+		t.Fatalf("header\n%s, the format has\n%s", got, want)
+	}
+	// the values computed apart from this package (a bitwise CRC32C)
+	if c := pfstate.Checksum(h[:]); c != 0xa8b783ed {
+		t.Fatalf("header check %#08x", c)
+	}
+}
+
+func TestStateFileGeometry(t *testing.T) {
+	g := pfstate.NewGeometry(2, 4)
+	checkOffsets(t, "geometry(2 VFs, 4 EQs)", []off{
+		{"chans", g.Chans.Off, 0x1000}, {"chans_size", g.Chans.Size, 0x1000},
+		{"seqs", g.Seqs.Off, 0x2000}, {"pos", g.Pos.Off, 0x3000}, {"journal", g.Journal.Off, 0x4000},
+		{"journal_size", g.Journal.Size, 0x1000000}, {"ckpt", g.Ckpt.Off, 0x1004000}, {"ckpt_size", g.Ckpt.Size, 0x1000000},
+		{"size", g.Size, 0x3004000},
+		{"chan(1,1)", g.ChanSlot(1, 1), 0x1030}, {"seq(1)", g.SeqWord(1), 0x2008}, {"pos(1,2)", g.PosWord(1, 2, 4), 0x3018},
+		{"ckpt_slot(1)", g.CkptSlot(1), 0x2004000},
+	})
+	g = pfstate.NewGeometry(vhcr.MaxVFs, 1024)
+	checkOffsets(t, "geometry(126 VFs, 1024 EQs)", []off{
+		{"seqs", g.Seqs.Off, 0x2000}, {"pos", g.Pos.Off, 0x3000}, {"pos_size", g.Pos.Size, 0x7e000}, {"journal", g.Journal.Off, 0x81000},
+	})
+	checkOffsets(t, "words", []off{{"seq", pfstate.SeqSize, 8}, {"pos", pfstate.PosSize, 4}, {"pos_live", pfstate.PosLive, 1 << 31}})
+}
+
+func TestJournalRecordLayout(t *testing.T) {
+	checkOffsets(t, "intent", []off{
+		{"commit", pfstate.RecCommit, 0x00}, {"check", pfstate.RecCheck, 0x04}, {"seq", pfstate.RecSeq, 0x08},
+		{"vf", pfstate.RecVF, 0x10}, {"kind", pfstate.RecKind, 0x14}, {"vhcr", pfstate.RecVHCR, 0x18},
+		{"checked_end", pfstate.RecChecked, 0x38}, {"result_check", pfstate.RecResCheck, 0x3c}, {"size", pfstate.RecHdr, 0x40},
+		{"align", pfstate.RecAlign, 64}, {"in_shift", pfstate.RecInShift, 16}, {"vf_mask", pfstate.RecVFMask, 0xffff},
+		{"flag_shift", pfstate.RecFlagShift, 8}, {"kind_flags", pfstate.RecKindFlags, 0xffff}, {"toggle", pfstate.RecToggle, 1 << 31},
+		{"magic_intent", pfstate.MagicIntent, 0x494e5431}, {"magic_commit", pfstate.MagicCommit, 0x434d5431},
+		{"kind_cmd", pfstate.KindCmd, 1}, {"kind_reset", pfstate.KindReset, 2}, {"kind_activate", pfstate.KindActivate, 3},
+		{"flag_inbox", pfstate.FlagInbox, 1}, {"flag_seed", pfstate.FlagSeed, 2}, {"flag_event", pfstate.FlagEvent, 4},
+		{"flag_outbox", pfstate.FlagOutbox, 8}, {"flag_imm", pfstate.FlagImm, 0x10}, {"flag_exec", pfstate.FlagExec, 0x20},
+	})
+	checkOffsets(t, "result", []off{
+		{"out", pfstate.ResOut, 0x00}, {"token", pfstate.ResToken, 0x08}, {"eqn", pfstate.ResEQN, 0x0c},
+		{"prod_before", pfstate.ResProdBefore, 0x10}, {"status", pfstate.ResStatus, 0x14}, {"size", pfstate.ResHdr, 0x18},
+		{"out_shift", pfstate.ResOutShift, 16}, {"status_flags", pfstate.ResStatusFlags, 0xffff},
+		{"max", pfstate.ResMax, 0x18 + 4096 + 63},
+	})
+	checkOffsets(t, "checkpoint", []off{
+		{"zero", pfstate.CkptZero, 0x00}, {"crc", pfstate.CkptCRC, 0x04}, {"seq", pfstate.CkptSeq, 0x08},
+		{"len", pfstate.CkptLen, 0x10}, {"gen", pfstate.CkptGen, 0x18}, {"checked_end", pfstate.CkptChecked, 0x1c},
+		{"size", pfstate.CkptHdr, 0x40},
+	})
+	// the record's toggle is the comm channel's
+	if pfstate.RecToggle != vhcr.ToggleBit {
+		t.Fatalf("RecToggle %#x, the comm channel's toggle %#x", pfstate.RecToggle, vhcr.ToggleBit)
+	}
+}
+
+// The one table is CRC32C (Castagnoli): "123456789" checks to 0xe3069283.
+func TestChecksumIsCRC32C(t *testing.T) {
+	if c := pfstate.Checksum([]byte("123456789")); c != 0xe3069283 {
+		t.Fatalf("%#08x", c)
+	}
+	if c := pfstate.Update(pfstate.Checksum([]byte("1234")), []byte("56789")); c != 0xe3069283 {
+		t.Fatalf("update: %#08x", c)
+	}
+}
