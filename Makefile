@@ -50,6 +50,9 @@ lint:
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
+	@# No function over 80 lines or cyclomatic complexity 25 outside test and
+	@# generated files (hack/funclint counts as gocyclo does).
+	$(GO) run ./hack/funclint -max-lines 80 -max-cyclo 25 $(PKGS)
 	@# go.mod and go.sum as `go mod tidy` would leave them (-diff prints the
 	@# change and writes nothing). It asks the module proxy for what the
 	@# cache lacks: offline, a fresh machine's cache has no go.mod of the

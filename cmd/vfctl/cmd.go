@@ -136,14 +136,21 @@ func runCmd(args []string) error {
 	if resp.Status != mlx4.OK {
 		why = pfReason(*barSpec, v, op, resp.Status)
 	}
-	if *jsonOut {
-		r := map[string]any{"vf": *vf, "opcode": op.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status),
+	return printCmd(*vf, op, &resp, el, why, *outLen, *jsonOut)
+}
+
+// printCmd prints a command's answer: its status (with the PF's reason for
+// a refusal), out_param for an immediate-output command and outLen bytes of
+// the outbox; a status other than OK exits 1.
+func printCmd(vf int, op mlx4.Opcode, resp *vhcr.Response, el time.Duration, why *adminc.Refusal, outLen int, jsonOut bool) error {
+	if jsonOut {
+		r := map[string]any{"vf": vf, "opcode": op.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status),
 			"elapsed_ns": el.Nanoseconds(), "out_param": fmt.Sprintf("%#x", resp.OutParam)}
 		if why != nil {
 			r["reason"], r["reason_text"] = why.Reason, why.Text
 		}
 		if resp.Out != nil {
-			r["outbox"] = hex.EncodeToString(resp.Out[:min(max(*outLen, 0), len(resp.Out))])
+			r["outbox"] = hex.EncodeToString(resp.Out[:min(max(outLen, 0), len(resp.Out))])
 		}
 		if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
 			return err
@@ -153,12 +160,12 @@ func runCmd(args []string) error {
 		}
 		return nil
 	}
-	fmt.Printf("VF %d %v: %s in %v\n", *vf, op, withReason(resp.Status, why), el.Round(100*time.Nanosecond))
+	fmt.Printf("VF %d %v: %s in %v\n", vf, op, withReason(resp.Status, why), el.Round(100*time.Nanosecond))
 	if in, _ := mlx4.CmdInfo(op); in.OutIsImm {
 		fmt.Printf("out_param: %#016x\n", resp.OutParam)
 	}
 	if resp.Out != nil {
-		n := min(max(*outLen, 0), len(resp.Out))
+		n := min(max(outLen, 0), len(resp.Out))
 		fmt.Print(hex.Dump(resp.Out[:n]))
 	}
 	if resp.Status != mlx4.OK {

@@ -114,101 +114,109 @@ type vfRun struct {
 	firstErr error
 }
 
-func runLoad(args []string) error {
+// loadFlags are vfctl load's options.
+type loadFlags struct {
+	fs        *flag.FlagSet
+	barSpec   *string
+	vfs       *string
+	dur       *time.Duration
+	mixName   *string
+	asJSON    *bool
+	procs     *int
+	events    *bool
+	inflight  *int
+	compare   *bool
+	rounds    *int
+	oneThread *bool
+	bystander *int
+	gap       *time.Duration
+}
+
+func newLoadFlags() *loadFlags {
 	fs := clidoc.NewFlagSet("load", flag.ContinueOnError)
-	barSpec := barFlag(fs)
-	vfsFlag := fs.String("vfs", "0-7", "VFs to drive: 0-7, 3, 0,2,5-6")
-	dur := fs.Duration("duration", 10*time.Second, "how long to run")
-	mixName := fs.String("mix", "basic", "command mix: "+strings.Join(slices.Sorted(mapsKeys(mixes)), ", "))
-	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
-	procs := fs.Int("procs", 1, "GOMAXPROCS for the VF goroutines (1 keeps one CPU for vhcrd's poller on small machines)")
-	events := fs.Bool("events", false, "realistic mix: post with the 'e' bit (completions by EQE in each VF's EQ 0)")
-	inflight := fs.Int("inflight", 4, "realistic mix with --events: accepted 'e' commands a VF may have in flight")
-	compare := fs.Bool("compare", false, "realistic mix: measure poll and event mode in one run, in alternating phases (--rounds of each within --duration)")
-	rounds := fs.Int("rounds", 5, "with --compare or --bystander: phases of each mode")
-	oneThread := fs.Bool("one-thread", false, "drive every VF from one OS thread (an event loop, a NOP always pending per VF) and print per-VF throughput: figures of the PF, not of goroutine scheduling")
-	bystander := fs.Int("bystander", -1, "with --one-thread: this VF of --vfs posts a NOP every --gap and its latency is measured alone and while the other VFs flood, in --rounds alternating phases")
-	gap := fs.Duration("gap", 5*time.Microsecond, "with --bystander: the bystander's pause between commands")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	return &loadFlags{
+		fs:        fs,
+		barSpec:   barFlag(fs),
+		vfs:       fs.String("vfs", "0-7", "VFs to drive: 0-7, 3, 0,2,5-6"),
+		dur:       fs.Duration("duration", 10*time.Second, "how long to run"),
+		mixName:   fs.String("mix", "basic", "command mix: "+strings.Join(slices.Sorted(mapsKeys(mixes)), ", ")),
+		asJSON:    fs.Bool("json", false, "print one JSON object instead of text"),
+		procs:     fs.Int("procs", 1, "GOMAXPROCS for the VF goroutines (1 keeps one CPU for vhcrd's poller on small machines)"),
+		events:    fs.Bool("events", false, "realistic mix: post with the 'e' bit (completions by EQE in each VF's EQ 0)"),
+		inflight:  fs.Int("inflight", 4, "realistic mix with --events: accepted 'e' commands a VF may have in flight"),
+		compare:   fs.Bool("compare", false, "realistic mix: measure poll and event mode in one run, in alternating phases (--rounds of each within --duration)"),
+		rounds:    fs.Int("rounds", 5, "with --compare or --bystander: phases of each mode"),
+		oneThread: fs.Bool("one-thread", false, "drive every VF from one OS thread (an event loop, a NOP always pending per VF) and print per-VF throughput: figures of the PF, not of goroutine scheduling"),
+		bystander: fs.Int("bystander", -1, "with --one-thread: this VF of --vfs posts a NOP every --gap and its latency is measured alone and while the other VFs flood, in --rounds alternating phases"),
+		gap:       fs.Duration("gap", 5*time.Microsecond, "with --bystander: the bystander's pause between commands"),
 	}
-	if *oneThread {
+}
+
+// check refuses the combinations of options that mean nothing.
+func (f *loadFlags) check() error {
+	if *f.oneThread {
 		var bad error
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "mix" && *mixName != "nop" {
-				bad = fmt.Errorf("--one-thread: posts NOPs (--mix nop), not --mix %s", *mixName)
+		f.fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "mix" && *f.mixName != "nop" {
+				bad = fmt.Errorf("--one-thread: posts NOPs (--mix nop), not --mix %s", *f.mixName)
 			}
-			if f.Name == "events" || f.Name == "compare" {
-				bad = fmt.Errorf("--one-thread: not with --%s", f.Name)
+			if fl.Name == "events" || fl.Name == "compare" {
+				bad = fmt.Errorf("--one-thread: not with --%s", fl.Name)
 			}
 		})
 		if bad != nil {
 			return usageErr(bad)
 		}
-	} else if *bystander >= 0 {
+	} else if *f.bystander >= 0 {
 		return usageErr(fmt.Errorf("--bystander: only with --one-thread"))
 	}
-	mix, ok := mixes[*mixName]
-	if !ok {
-		return usageErr(fmt.Errorf("--mix %q: unknown", *mixName))
+	if _, ok := mixes[*f.mixName]; !ok {
+		return usageErr(fmt.Errorf("--mix %q: unknown", *f.mixName))
 	}
-	realistic := *mixName == "realistic"
-	if *compare && (!realistic || *events || *rounds < 1) {
+	realistic := *f.mixName == "realistic"
+	if *f.compare && (!realistic || *f.events || *f.rounds < 1) {
 		return usageErr(fmt.Errorf("--compare: with --mix realistic, without --events, --rounds ≥ 1"))
 	}
-	if *events && !realistic {
+	if *f.events && !realistic {
 		return usageErr(fmt.Errorf("--events: only with --mix realistic (the other mixes post single commands in poll mode)"))
 	}
-	if *procs > 0 {
-		runtime.GOMAXPROCS(*procs)
+	return nil
+}
+
+func runLoad(args []string) error {
+	f := newLoadFlags()
+	if err := parseFlags(f.fs, args); err != nil {
+		return err
 	}
-	a, err := attach(*barSpec)
+	if err := f.check(); err != nil {
+		return err
+	}
+	if *f.procs > 0 {
+		runtime.GOMAXPROCS(*f.procs)
+	}
+	a, err := attach(*f.barSpec)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	vfIdx, err := parseVFs(*vfsFlag, a.Layout.NumVFs)
+	vfIdx, err := parseVFs(*f.vfs, a.Layout.NumVFs)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	vfs := make([]*vhcr.VF, len(vfIdx))
-	for i, idx := range vfIdx {
-		if vfs[i], err = a.VF(idx); err != nil {
-			return err
-		}
-		vfs[i].PFAlive = a.PFAlive
-		if err := vfs[i].Init(ctx); err != nil {
-			return fmt.Errorf("VF %d bring-up: %w", idx, err)
-		}
+	vfs, err := bringUp(ctx, a, vfIdx)
+	if err != nil {
+		return err
 	}
-	if *oneThread {
-		return runOneThread(ctx, vfs, vfIdx, *dur, *bystander, *gap, *rounds, *asJSON)
+	if *f.oneThread {
+		return runOneThread(ctx, vfs, vfIdx, *f.dur, *f.bystander, *f.gap, *f.rounds, *f.asJSON)
 	}
-	if *compare {
-		res := runCompare(ctx, a, vfs, vfIdx, *dur, *rounds, *inflight)
-		if *asJSON {
-			if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
-				return err
-			}
-		} else {
-			printLoad(res.Poll)
-			printLoad(res.Events)
-			fmt.Printf("commands with an inbox: events %.0f/s vs poll %.0f/s (×%.2f), %d alternating rounds of each\n",
-				res.Events.InboxPerS, res.Poll.InboxPerS, res.InboxEventsVsPoll, res.Rounds)
-		}
-		if res.Poll.ProtocolErrors+res.Events.ProtocolErrors != 0 {
-			return exitError{1}
-		}
-		return nil
-	}
-	total := 0
-	for _, s := range mix {
-		total += s.weight
+	if *f.compare {
+		return printCompare(runCompare(ctx, a, vfs, vfIdx, *f.dur, *f.rounds, *f.inflight), *f.asJSON)
 	}
 	runs := make([]*vfRun, len(vfs))
-	deadline := time.Now().Add(*dur)
+	deadline := time.Now().Add(*f.dur)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range vfs {
@@ -216,68 +224,134 @@ func runLoad(args []string) error {
 		wg.Add(1)
 		go func(v *vhcr.VF, r *vfRun, seed uint64) {
 			defer wg.Done()
-			if realistic {
-				realisticWorker(ctx, a, v, r, deadline, *events, *inflight)
+			if *f.mixName == "realistic" {
+				realisticWorker(ctx, a, v, r, deadline, *f.events, *f.inflight)
 				return
 			}
-			rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-			var seen uint64
-			for n := 0; ; n++ {
-				if n%64 == 0 && (time.Now().After(deadline) || ctx.Err() != nil) {
-					return
-				}
-				pick := rng.IntN(total)
-				var req vhcr.Request
-				for _, s := range mix {
-					if pick < s.weight {
-						req = s.req
-						break
-					}
-					pick -= s.weight
-				}
-				t0 := time.Now()
-				resp, err := v.Post(ctx, &req)
-				lat := time.Since(t0).Nanoseconds()
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					r.protoErr++
-					if r.firstErr == nil {
-						r.firstErr = fmt.Errorf("VF %d %v: %w", v.Index, req.Op, err)
-					}
-					if errors.Is(err, vhcr.ErrInternal) || errors.Is(err, vhcr.ErrTimeout) || errors.Is(err, vhcr.ErrBusy) {
-						if v.Init(ctx) != nil {
-							return
-						}
-					}
-					continue
-				}
-				r.statuses[resp.Status]++
-				seen++
-				if len(r.samples) < maxSamples {
-					r.samples = append(r.samples, lat)
-				} else if j := rng.Uint64N(seen); j < maxSamples {
-					r.samples[j] = lat
-				}
-				r.n.Add(1)
-			}
+			mixWorker(ctx, v, r, seed, mixes[*f.mixName], deadline)
 		}(vfs[i], runs[i], uint64(vfIdx[i])+1)
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	showProgress(runs, start, done)
+	res := summarize(vfIdx, *f.mixName, time.Since(start), runs)
+	res.Events = *f.events
+	if *f.asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		printLoad(res)
+	}
+	if res.ProtocolErrors != 0 {
+		return exitError{1}
+	}
+	return nil
+}
+
+// bringUp attaches to the VFs and brings each one's channel up.
+func bringUp(ctx context.Context, a *vhcr.Attachment, vfIdx []int) ([]*vhcr.VF, error) {
+	vfs := make([]*vhcr.VF, len(vfIdx))
+	for i, idx := range vfIdx {
+		var err error
+		if vfs[i], err = a.VF(idx); err != nil {
+			return nil, err
+		}
+		vfs[i].PFAlive = a.PFAlive
+		if err := vfs[i].Init(ctx); err != nil {
+			return nil, fmt.Errorf("VF %d bring-up: %w", idx, err)
+		}
+	}
+	return vfs, nil
+}
+
+// printCompare prints --compare's result; protocol errors exit 1.
+func printCompare(res CompareResult, asJSON bool) error {
+	if asJSON {
+		if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+			return err
+		}
+	} else {
+		printLoad(res.Poll)
+		printLoad(res.Events)
+		fmt.Printf("commands with an inbox: events %.0f/s vs poll %.0f/s (×%.2f), %d alternating rounds of each\n",
+			res.Events.InboxPerS, res.Poll.InboxPerS, res.InboxEventsVsPoll, res.Rounds)
+	}
+	if res.Poll.ProtocolErrors+res.Events.ProtocolErrors != 0 {
+		return exitError{1}
+	}
+	return nil
+}
+
+// mixWorker posts the mix's commands, drawn by weight, on VF v until the
+// deadline, keeping a reservoir of latencies; an internal error, a timeout
+// or a busy channel brings the channel up again.
+func mixWorker(ctx context.Context, v *vhcr.VF, r *vfRun, seed uint64, mix []mixStep, deadline time.Time) {
+	total := 0
+	for _, s := range mix {
+		total += s.weight
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	var seen uint64
+	for n := 0; ; n++ {
+		if n%64 == 0 && (time.Now().After(deadline) || ctx.Err() != nil) {
+			return
+		}
+		pick := rng.IntN(total)
+		var req vhcr.Request
+		for _, s := range mix {
+			if pick < s.weight {
+				req = s.req
+				break
+			}
+			pick -= s.weight
+		}
+		t0 := time.Now()
+		resp, err := v.Post(ctx, &req)
+		lat := time.Since(t0).Nanoseconds()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.protoErr++
+			if r.firstErr == nil {
+				r.firstErr = fmt.Errorf("VF %d %v: %w", v.Index, req.Op, err)
+			}
+			if errors.Is(err, vhcr.ErrInternal) || errors.Is(err, vhcr.ErrTimeout) || errors.Is(err, vhcr.ErrBusy) {
+				if v.Init(ctx) != nil {
+					return
+				}
+			}
+			continue
+		}
+		r.statuses[resp.Status]++
+		seen++
+		if len(r.samples) < maxSamples {
+			r.samples = append(r.samples, lat)
+		} else if j := rng.Uint64N(seen); j < maxSamples {
+			r.samples[j] = lat
+		}
+		r.n.Add(1)
+	}
+}
+
+// showProgress prints the count and rate of commands every second until done
+// is closed, on a terminal only: no escapes in a log or a pipe.
+func showProgress(runs []*vfRun, start time.Time, done <-chan struct{}) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	// The progress line only on a terminal: no escapes in a log or a pipe.
 	_, terr := unix.IoctlGetTermios(int(os.Stderr.Fd()), unix.TCGETS)
 	tty := terr == nil
 	var last uint64
 	lastT := start
-progress:
 	for {
 		select {
 		case <-done:
-			break progress
+			if tty {
+				fmt.Fprint(os.Stderr, "\r\033[K")
+			}
+			return
 		case now := <-tick.C:
 			var n uint64
 			for _, r := range runs {
@@ -290,24 +364,6 @@ progress:
 			}
 		}
 	}
-	if tty {
-		fmt.Fprint(os.Stderr, "\r\033[K")
-	}
-	el := time.Since(start)
-	res := summarize(vfIdx, *mixName, el, runs)
-	res.Events = *events
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-	} else {
-		printLoad(res)
-	}
-	if res.ProtocolErrors != 0 {
-		return exitError{1}
-	}
-	return nil
 }
 
 func mapsKeys[M ~map[string]V, V any](m M) func(func(string) bool) {

@@ -45,48 +45,12 @@ func runMAD(args []string) error {
 	in.Port = uint8(*port)
 	switch {
 	case len(pos) == 2 && pos[0] == "get":
-		attr, ok := smpAttrs[pos[1]]
-		if !ok {
-			return usageErr(fmt.Errorf("get %q: want nodeinfo, portinfo, pkeys, guids or nodedesc", pos[1]))
-		}
-		smp := mad.SMP{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassSubnLID, ClassVersion: 1,
-			Method: mad.MethodGet, TID: 0x7663746c, AttrID: attr, AttrMod: uint32(*mod)}}
-		if attr == mad.AttrPortInfo && *mod == 0 {
-			smp.AttrMod = uint32(*port)
-		}
-		if err := smp.Encode(in.MAD[:]); err != nil {
+		if err := encodeGet(&in, pos[1], *mod, *port); err != nil {
 			return err
 		}
 	case len(pos) == 1 && (pos[0] == "bm-get" || pos[0] == "bm-set"):
-		k, err := parseU64(*bkey)
-		if err != nil {
-			return usageErr(fmt.Errorf("--bkey: %w", err))
-		}
-		g := mad.GSMAD{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassBM, ClassVersion: 1,
-			Method: mad.MethodGet, TID: 0x7663746d, AttrID: mad.AttrBKeyInfo}, BKey: k}
-		if pos[0] == "bm-set" {
-			// Set BKeyInfo to the key it names: with a wrong --bkey this is
-			// the B_Key violation that raises Trap 259.
-			g.Method = mad.MethodSet
-			bi := mad.BKeyInfo{BKey: k}
-			if err := bi.Encode(g.Data[:]); err != nil {
-				return err
-			}
-		}
-		if err := g.Encode(in.MAD[:]); err != nil {
+		if err := encodeBM(&in, pos[0] == "bm-set", *bkey, *slid, *srcQP, *sgid); err != nil {
 			return err
-		}
-		if *slid != 0 {
-			in.HasWC = true
-			in.WC = mad.WC{SLID: uint16(*slid), SrcQP: uint32(*srcQP), QPN: 1}
-			if *sgid != "" {
-				a, err := netip.ParseAddr(*sgid)
-				if err != nil || !a.Is6() {
-					return usageErr(fmt.Errorf("--sgid %q: want an IPv6-form GID", *sgid))
-				}
-				in.WC.GRHPresent, in.HasGRH = true, true
-				in.GRH = mad.GRH{IPVer: 6, NextHeader: 0x1b, HopLimit: 255, SGID: a.As16(), PayLen: 256 + 8 + 4}
-			}
 		}
 	default:
 		return usageErr(fmt.Errorf("want: get nodeinfo|portinfo|pkeys|guids|nodedesc, bm-get or bm-set"))
@@ -105,13 +69,20 @@ func runMAD(args []string) error {
 	if err != nil {
 		return err
 	}
+	return printMADIFC(*barSpec, v, &resp, *jsonOut)
+}
+
+// printMADIFC prints MAD_IFC's status (with the PF's reason for a refusal)
+// and the MAD it answered, decoded; a refusal or a MAD status exits 1.
+func printMADIFC(barSpec string, v *vhcr.VF, resp *vhcr.Response, jsonOut bool) error {
+	vf := v.Index
 	var out mad.MAD
 	var why *adminc.Refusal
 	if resp.Status != mlx4.OK {
-		why = pfReason(*barSpec, v, mlx4.MAD_IFC, resp.Status)
+		why = pfReason(barSpec, v, mlx4.MAD_IFC, resp.Status)
 	}
-	if *jsonOut {
-		r := map[string]any{"vf": *vf, "opcode": mlx4.MAD_IFC.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status)}
+	if jsonOut {
+		r := map[string]any{"vf": vf, "opcode": mlx4.MAD_IFC.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status)}
 		if why != nil {
 			r["reason"], r["reason_text"] = why.Reason, why.Text
 		}
@@ -127,7 +98,7 @@ func runMAD(args []string) error {
 		}
 		return nil
 	}
-	fmt.Printf("VF %d MAD_IFC: %s\n", *vf, withReason(resp.Status, why))
+	fmt.Printf("VF %d MAD_IFC: %s\n", vf, withReason(resp.Status, why))
 	if resp.Status != mlx4.OK {
 		return exitError{1}
 	}
@@ -135,6 +106,57 @@ func runMAD(args []string) error {
 	printMAD(&out)
 	if out.Status() != 0 {
 		return exitError{1}
+	}
+	return nil
+}
+
+// encodeGet puts an SMP Get of the attribute named name in the inbox.
+func encodeGet(in *mad.MADIFCInbox, name string, mod, port uint) error {
+	attr, ok := smpAttrs[name]
+	if !ok {
+		return usageErr(fmt.Errorf("get %q: want nodeinfo, portinfo, pkeys, guids or nodedesc", name))
+	}
+	smp := mad.SMP{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassSubnLID, ClassVersion: 1,
+		Method: mad.MethodGet, TID: 0x7663746c, AttrID: attr, AttrMod: uint32(mod)}}
+	if attr == mad.AttrPortInfo && mod == 0 {
+		smp.AttrMod = uint32(port)
+	}
+	return smp.Encode(in.MAD[:])
+}
+
+// encodeBM puts a BM Get of BKeyInfo with the B_Key in the inbox, or with
+// set a Set of BKeyInfo to that key, with the requester's work completion
+// (and GRH) when slid is not 0.
+func encodeBM(in *mad.MADIFCInbox, set bool, bkey string, slid, srcQP uint, sgid string) error {
+	k, err := parseU64(bkey)
+	if err != nil {
+		return usageErr(fmt.Errorf("--bkey: %w", err))
+	}
+	g := mad.GSMAD{Header: mad.Header{BaseVersion: 1, MgmtClass: mad.ClassBM, ClassVersion: 1,
+		Method: mad.MethodGet, TID: 0x7663746d, AttrID: mad.AttrBKeyInfo}, BKey: k}
+	if set {
+		// Set BKeyInfo to the key it names: with a wrong --bkey this is
+		// the B_Key violation that raises Trap 259.
+		g.Method = mad.MethodSet
+		bi := mad.BKeyInfo{BKey: k}
+		if err := bi.Encode(g.Data[:]); err != nil {
+			return err
+		}
+	}
+	if err := g.Encode(in.MAD[:]); err != nil {
+		return err
+	}
+	if slid != 0 {
+		in.HasWC = true
+		in.WC = mad.WC{SLID: uint16(slid), SrcQP: uint32(srcQP), QPN: 1}
+		if sgid != "" {
+			a, err := netip.ParseAddr(sgid)
+			if err != nil || !a.Is6() {
+				return usageErr(fmt.Errorf("--sgid %q: want an IPv6-form GID", sgid))
+			}
+			in.WC.GRHPresent, in.HasGRH = true, true
+			in.GRH = mad.GRH{IPVer: 6, NextHeader: 0x1b, HopLimit: 255, SGID: a.As16(), PayLen: 256 + 8 + 4}
+		}
 	}
 	return nil
 }

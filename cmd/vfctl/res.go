@@ -451,33 +451,7 @@ func runQP(args []string) error {
 	}
 	switch act {
 	case "modify":
-		from := qp.State
-		if op != 0 {
-			s, err := d.Transition(ctx, qp, op, 0)
-			if err != nil {
-				return err
-			}
-			if s != mlx4.OK {
-				if *c.json {
-					return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, fmt.Errorf("%v: %w: %s", op, vfdrv.ErrCommand, s.Name()))
-				}
-				return exitError{1}
-			}
-			if _, err := d.QueryQP(ctx, qp); err == nil {
-				if *c.json {
-					return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, nil)
-				}
-				fmt.Printf("QP %#x: %v → %v\n", qp.QPN, from, qp.State)
-			}
-			return nil
-		}
-		if err := d.Modify(ctx, qp, target); err != nil {
-			return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, err)
-		}
-		if *c.json {
-			return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, nil)
-		}
-		fmt.Printf("QP %#x: %v → %v\n", qp.QPN, from, qp.State)
+		return modifyQP(ctx, c, qp, op, target)
 	case "query":
 		if *c.json {
 			return c.result(map[string]any{"qpn": qp.QPN, "state": qp.State.String(), "type": qp.Cfg.ST, "send_cq": qp.Cfg.SendCQ, "recv_cq": qp.Cfg.RecvCQ,
@@ -488,6 +462,40 @@ func runQP(args []string) error {
 	case "destroy":
 		return c.result(map[string]any{"qpn": qp.QPN}, d.DestroyQP(ctx, qp))
 	}
+	return nil
+}
+
+// modifyQP posts op on the QP as is, or without op walks it to target with
+// the transitions vfdrv.Modify picks, and prints the state it left.
+func modifyQP(ctx context.Context, c *resCmd, qp *vfdrv.QP, op mlx4.Opcode, target mlx4.QPState) error {
+	d := c.d
+	from := qp.State
+	if op != 0 {
+		s, err := d.Transition(ctx, qp, op, 0)
+		if err != nil {
+			return err
+		}
+		if s != mlx4.OK {
+			if *c.json {
+				return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, fmt.Errorf("%v: %w: %s", op, vfdrv.ErrCommand, s.Name()))
+			}
+			return exitError{1}
+		}
+		if _, err := d.QueryQP(ctx, qp); err == nil {
+			if *c.json {
+				return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, nil)
+			}
+			fmt.Printf("QP %#x: %v → %v\n", qp.QPN, from, qp.State)
+		}
+		return nil
+	}
+	if err := d.Modify(ctx, qp, target); err != nil {
+		return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, err)
+	}
+	if *c.json {
+		return c.result(map[string]any{"qpn": qp.QPN, "from": from.String(), "state": qp.State.String()}, nil)
+	}
+	fmt.Printf("QP %#x: %v → %v\n", qp.QPN, from, qp.State)
 	return nil
 }
 

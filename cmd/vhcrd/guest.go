@@ -167,96 +167,115 @@ func (s *server) forgetGuest(vf int) {
 // whose vectors were adopted (adoptVectors): only their connection can be.
 func (s *server) startGuests(guests []guestSpec, vfBARs []bar.Spec, passed passedFDs, adoptedIRQ map[int]*irq.Vectors, log *slog.Logger) error {
 	for _, g := range guests {
-		shm, err := os.OpenFile(vfBARs[g.vf].Path, os.O_RDWR, 0)
-		if err != nil {
-			return fmt.Errorf("--guest %d: %w", g.vf, err)
+		if err := s.startGuest(g, vfBARs[g.vf].Path, passed, adoptedIRQ, log); err != nil {
+			return err
 		}
-		vf := g.vf
-		var adopting atomic.Bool // the adopted connection is stored already
-		o := ivshmem.Options{
-			SHM:     shm,
-			Vectors: func() []int { return s.irq.VF(vf).FDs() },
-			OnClient: func(_ int64, c *net.UnixConn) {
-				if !adopting.Swap(false) {
-					s.storeGuest(vf, c)
-				}
-			},
-			OnConnect: func(id int64) {
-				s.pf.GuestAttached(true)
-				log.Info("guest attached", "vf", vf, "ivshmem_id", id)
-			},
-			OnDisconnect: func(id int64) {
-				s.pf.GuestAttached(false)
-				if s.guestsStopping.Load() {
-					return // vhcrd stops: the VF's state stays for the next PF
-				}
-				if err := s.pf.FLR(vf); err != nil {
-					log.Warn("guest gone: the VF's FLR failed", "vf", vf, "ivshmem_id", id, "err", err)
-				} else {
-					log.Info("guest gone: VF reset as an FLR", "vf", vf, "ivshmem_id", id)
-				}
-				s.forgetGuest(vf)
-			},
-			Logger: log,
-		}
-		var srv *ivshmem.Server
-		if fds := passed.take(fdNameListen(vf)); len(fds) == 1 {
-			if srv, err = ivshmem.ListenFD(fds[0], g.socket, o); err != nil {
-				log.Warn("stored ivshmem socket not adopted: listening anew", "vf", vf, "err", err)
-			} else {
-				log.Info("ivshmem socket adopted from the file-descriptor store", "vf", vf, "socket", g.socket)
-			}
-		} else {
-			closeFDs(fds)
-		}
-		if srv == nil {
-			if srv, err = ivshmem.Listen(g.socket, o); err != nil {
-				shm.Close()
-				return fmt.Errorf("--guest %d: %w", g.vf, err)
-			}
-			if err := srv.ControlListener(func(fd uintptr) { s.notify.store(fdNameListen(vf), int(fd)) }); err != nil {
-				log.Warn("ivshmem socket not stored", "vf", vf, "err", err)
-			}
-		}
-		s.guests = append(s.guests, guestServer{vf: vf, srv: srv, shm: shm})
-		if fds := passed.take(fdNameConn(vf)); len(fds) > 0 {
-			ok := len(fds) == 1 && adoptedIRQ[vf] != nil
-			var id int64
-			if ok {
-				adopting.Store(true)
-				if id, err = srv.Adopt(fds[0]); err != nil { // closed it
-					adopting.Store(false)
-					log.Warn("stored guest connection not adopted", "vf", vf, "err", err)
-					ok = false
-				}
-			} else {
-				closeFDs(fds)
-			}
-			if ok {
-				log.Info("guest connection adopted: served on without a new ivshmem setup", "vf", vf, "ivshmem_id", id)
-			} else {
-				// The guest cannot be interrupted or served on: its
-				// connection ends (QEMU sees the server gone), the VF is
-				// reset as when a guest goes.
-				s.forgetGuest(vf)
-				if err := s.pf.FLR(vf); err != nil {
-					log.Warn("stored guest connection dropped: the VF's FLR failed", "vf", vf, "vectors_adopted", adoptedIRQ[vf] != nil, "err", err)
-				} else {
-					log.Warn("stored guest connection dropped: VF reset as an FLR", "vf", vf, "vectors_adopted", adoptedIRQ[vf] != nil)
-				}
-			}
-		}
-		go func() {
-			if err := srv.Serve(); err != nil {
-				log.Error("ivshmem server", "vf", vf, "err", err)
-			}
-		}()
-		log.Info("ivshmem server", "vf", vf, "socket", g.socket, "bar", vfBARs[vf].Path, "ram", g.ram, "vectors", s.irq.VF(vf).Len())
 	}
 	if names := passed.closeRest(); len(names) > 0 {
 		log.Warn("passed descriptors not adopted (closed)", "names", names)
 	}
 	return nil
+}
+
+// startGuest starts the ivshmem server of one --guest VF, over the VF BAR
+// file at path, adopting the socket and connection passed back.
+func (s *server) startGuest(g guestSpec, path string, passed passedFDs, adoptedIRQ map[int]*irq.Vectors, log *slog.Logger) error {
+	shm, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("--guest %d: %w", g.vf, err)
+	}
+	vf := g.vf
+	var adopting atomic.Bool // the adopted connection is stored already
+	o := ivshmem.Options{
+		SHM:     shm,
+		Vectors: func() []int { return s.irq.VF(vf).FDs() },
+		OnClient: func(_ int64, c *net.UnixConn) {
+			if !adopting.Swap(false) {
+				s.storeGuest(vf, c)
+			}
+		},
+		OnConnect: func(id int64) {
+			s.pf.GuestAttached(true)
+			log.Info("guest attached", "vf", vf, "ivshmem_id", id)
+		},
+		OnDisconnect: func(id int64) {
+			s.pf.GuestAttached(false)
+			if s.guestsStopping.Load() {
+				return // vhcrd stops: the VF's state stays for the next PF
+			}
+			if err := s.pf.FLR(vf); err != nil {
+				log.Warn("guest gone: the VF's FLR failed", "vf", vf, "ivshmem_id", id, "err", err)
+			} else {
+				log.Info("guest gone: VF reset as an FLR", "vf", vf, "ivshmem_id", id)
+			}
+			s.forgetGuest(vf)
+		},
+		Logger: log,
+	}
+	var srv *ivshmem.Server
+	if fds := passed.take(fdNameListen(vf)); len(fds) == 1 {
+		if srv, err = ivshmem.ListenFD(fds[0], g.socket, o); err != nil {
+			log.Warn("stored ivshmem socket not adopted: listening anew", "vf", vf, "err", err)
+		} else {
+			log.Info("ivshmem socket adopted from the file-descriptor store", "vf", vf, "socket", g.socket)
+		}
+	} else {
+		closeFDs(fds)
+	}
+	if srv == nil {
+		if srv, err = ivshmem.Listen(g.socket, o); err != nil {
+			shm.Close()
+			return fmt.Errorf("--guest %d: %w", g.vf, err)
+		}
+		if err := srv.ControlListener(func(fd uintptr) { s.notify.store(fdNameListen(vf), int(fd)) }); err != nil {
+			log.Warn("ivshmem socket not stored", "vf", vf, "err", err)
+		}
+	}
+	s.guests = append(s.guests, guestServer{vf: vf, srv: srv, shm: shm})
+	s.adoptGuestConn(srv, vf, passed.take(fdNameConn(vf)), adoptedIRQ[vf] != nil, &adopting, log)
+	go func() {
+		if err := srv.Serve(); err != nil {
+			log.Error("ivshmem server", "vf", vf, "err", err)
+		}
+	}()
+	log.Info("ivshmem server", "vf", vf, "socket", g.socket, "bar", path, "ram", g.ram, "vectors", s.irq.VF(vf).Len())
+	return nil
+}
+
+// adoptGuestConn serves on the guest connection passed back (fds; none: no
+// connection stored) when there is one and the VF's vectors were adopted;
+// otherwise the connection ends and the VF is reset as an FLR, as when a
+// guest goes.
+func (s *server) adoptGuestConn(srv *ivshmem.Server, vf int, fds []int, vectorsAdopted bool, adopting *atomic.Bool, log *slog.Logger) {
+	if len(fds) == 0 {
+		return
+	}
+	ok := len(fds) == 1 && vectorsAdopted
+	var id int64
+	if ok {
+		adopting.Store(true)
+		var err error
+		if id, err = srv.Adopt(fds[0]); err != nil { // closed it
+			adopting.Store(false)
+			log.Warn("stored guest connection not adopted", "vf", vf, "err", err)
+			ok = false
+		}
+	} else {
+		closeFDs(fds)
+	}
+	if ok {
+		log.Info("guest connection adopted: served on without a new ivshmem setup", "vf", vf, "ivshmem_id", id)
+	} else {
+		// The guest cannot be interrupted or served on: its
+		// connection ends (QEMU sees the server gone), the VF is
+		// reset as when a guest goes.
+		s.forgetGuest(vf)
+		if err := s.pf.FLR(vf); err != nil {
+			log.Warn("stored guest connection dropped: the VF's FLR failed", "vf", vf, "vectors_adopted", vectorsAdopted, "err", err)
+		} else {
+			log.Warn("stored guest connection dropped: VF reset as an FLR", "vf", vf, "vectors_adopted", vectorsAdopted)
+		}
+	}
 }
 
 func closeFDs(fds []int) {

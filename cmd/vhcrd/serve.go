@@ -66,9 +66,9 @@ type serveFlags struct {
 	pfstate                                     string
 }
 
-func runServe(args []string) error {
+// flagSet is serve's flags, setting f's fields.
+func (f *serveFlags) flagSet() *flag.FlagSet {
 	fs := clidoc.NewFlagSet("serve", flag.ContinueOnError)
-	f := serveFlags{vfBARs: vfSpecs{}, guests: vfSpecs{}}
 	fs.StringVar(&f.bar, "bar", DefaultBAR, "control region (the header) `SPEC`: file:PATH, sysfs:BDF#resourceN or vfio:BDF[#regionN][@OFFSET] ($VHCRD_BAR sets the default)")
 	fs.Var(f.guests, "guest", "`N=RAMFILE[,size=SIZE][,socket=PATH]`: VF N is a QEMU guest's: its DMA memory is the guest's RAM file (memory-backend-file share=on; IOVA = guest-physical address), and an ivshmem server on the socket (default <bar>.vf<N>.sock, mode 0600) hands QEMU's ivshmem-doorbell VF N's BAR region and MSI-X vectors; repeatable")
 	fs.IntVar(&f.vectors, "vectors", irq.DefaultVectors, "MSI-X vectors per VF (eventfds; mlx4 needs at least 2)")
@@ -87,6 +87,12 @@ func runServe(args []string) error {
 	fs.StringVar(&f.traceFile, "trace", "", "write the command trace to this file from the first command (text; see --trace-json)")
 	fs.BoolVar(&f.traceJSON, "trace-json", false, "write --trace as JSON lines")
 	fs.StringVar(&f.pfstate, "pfstate", "", "PF state file `PATH` that keeps objects, pending commands and completions across a PF restart (default: the BAR file's path + .pfstate, "+vhcr.RunDir+"/SCHEME-DEVICE[-N].pfstate for a device; off: none, for cost measurements only)")
+	return fs
+}
+
+func runServe(args []string) error {
+	f := serveFlags{vfBARs: vfSpecs{}, guests: vfSpecs{}}
+	fs := f.flagSet()
 	h := &cli.Help{Usage: "vhcrd serve [flags]", About: commands["serve"].summary,
 		Examples: []string{"vhcrd serve --num-vfs 8", "vhcrd serve --num-vfs 16 --window 256K --log-format json",
 			"vhcrd serve --ibsim mysim --capture mads.pcap",
@@ -95,43 +101,15 @@ func runServe(args []string) error {
 	if err := parseNoArgs(fs, args, h); err != nil {
 		return err
 	}
-	if f.adminSocket == "" {
-		p, err := adminc.DefaultSocket(f.bar)
-		if err != nil {
-			return usageError{err}
-		}
-		f.adminSocket = p
-	}
-	log, err := newLogger(os.Stderr, f.logFormat, f.logLevel)
+	log, cfg, window, err := f.settle()
 	if err != nil {
 		return err
 	}
-	slog.SetDefault(log)
-
-	cfg := config.Default()
-	if f.configPath != "" {
-		var err error
-		if cfg, err = config.Load(f.configPath); err != nil {
-			return err
-		}
-	}
-	if f.vfs < 1 || f.vfs > config.MaxVFs {
-		return usageError{fmt.Errorf("--num-vfs %d: want 1..%d", f.vfs, config.MaxVFs)}
-	}
-	window, err := bar.ParseSize(f.window)
+	stopProfile, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
-		return fmt.Errorf("--window: %w", err)
+		return err
 	}
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer func() { pprof.StopCPUProfile(); pf.Close() }()
-	}
+	defer stopProfile()
 	// Signals first: a stop that arrives while the regions are being set up
 	// must still end in an orderly shutdown. SIGHUP (the terminal of
 	// `make run` closed) stops as SIGTERM does: Go's default for it is to
@@ -189,6 +167,54 @@ func runServe(args []string) error {
 	stopSide()
 	log.Info("vhcrd stopped")
 	return err
+}
+
+// settle fills in the admin socket's default path, sets the default logger
+// and loads the configuration.
+func (f *serveFlags) settle() (log *slog.Logger, cfg *config.Config, window int64, err error) {
+	if f.adminSocket == "" {
+		p, err := adminc.DefaultSocket(f.bar)
+		if err != nil {
+			return nil, nil, 0, usageError{err}
+		}
+		f.adminSocket = p
+	}
+	log, err = newLogger(os.Stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	slog.SetDefault(log)
+	cfg = config.Default()
+	if f.configPath != "" {
+		if cfg, err = config.Load(f.configPath); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	if f.vfs < 1 || f.vfs > config.MaxVFs {
+		return nil, nil, 0, usageError{fmt.Errorf("--num-vfs %d: want 1..%d", f.vfs, config.MaxVFs)}
+	}
+	window, err = bar.ParseSize(f.window)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("--window: %w", err)
+	}
+	return log, cfg, window, nil
+}
+
+// startCPUProfile writes a CPU profile to path (none: "") until the returned
+// function is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); pf.Close() }, nil
 }
 
 // startTrace serves the admin socket and writes --trace. The returned
@@ -264,40 +290,57 @@ type server struct {
 	admin *adminServer
 }
 
-func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
-	bs, err := bar.ParseSpec(f.bar)
-	if err != nil {
-		return nil, fmt.Errorf("--bar: %w", err)
+// regionPlan is what the flags say of the regions, checked before any file
+// is claimed.
+type regionPlan struct {
+	bs, ds    bar.Spec
+	vbs       []bar.Spec
+	lay       vhcr.Layout
+	guests    []guestSpec
+	statePath string
+}
+
+func planRegions(f serveFlags, window int64) (regionPlan, error) {
+	var p regionPlan
+	var err error
+	if p.bs, err = bar.ParseSpec(f.bar); err != nil {
+		return p, fmt.Errorf("--bar: %w", err)
 	}
-	ds, err := bar.ParseSpec(f.dma)
-	if err != nil {
-		return nil, fmt.Errorf("--dma: %w", err)
+	if p.ds, err = bar.ParseSpec(f.dma); err != nil {
+		return p, fmt.Errorf("--dma: %w", err)
 	}
-	if bs.Scheme == "bar" {
-		return nil, errors.New("--bar: bar[@OFFSET] is only for --dma")
+	if p.bs.Scheme == "bar" {
+		return p, errors.New("--bar: bar[@OFFSET] is only for --dma")
 	}
-	dmaInBAR := ds.Scheme == "bar"
 	dmaPath := ""
-	if !dmaInBAR {
-		if ds.Scheme != "file" {
-			return nil, fmt.Errorf("--dma: %s regions hold DMA windows only as bar[@OFFSET]", ds.Scheme)
+	if !p.dmaInBAR() {
+		if p.ds.Scheme != "file" {
+			return p, fmt.Errorf("--dma: %s regions hold DMA windows only as bar[@OFFSET]", p.ds.Scheme)
 		}
-		dmaPath = ds.Path
+		dmaPath = p.ds.Path
 	}
-	lay, err := vhcr.NewLayout(f.vfs, window, dmaInBAR, ds.Offset, 0, dmaPath)
-	if err != nil {
-		return nil, err
+	if p.lay, err = vhcr.NewLayout(f.vfs, window, p.dmaInBAR(), p.ds.Offset, 0, dmaPath); err != nil {
+		return p, err
 	}
-	vbs, err := vfBARSpecs(bs, f.vfBARs, f.vfs)
-	if err != nil {
-		return nil, usageError{err}
+	if p.vbs, err = vfBARSpecs(p.bs, f.vfBARs, f.vfs); err != nil {
+		return p, usageError{err}
 	}
-	guests, err := parseGuests(f.guests, bs, vbs)
-	if err != nil {
-		return nil, usageError{err}
+	if p.guests, err = parseGuests(f.guests, p.bs, p.vbs); err != nil {
+		return p, usageError{err}
 	}
 	if f.vectors < 2 || f.vectors > 64 {
-		return nil, usageError{fmt.Errorf("--vectors %d: want 2..64 (mlx4 needs at least 2)", f.vectors)}
+		return p, usageError{fmt.Errorf("--vectors %d: want 2..64 (mlx4 needs at least 2)", f.vectors)}
+	}
+	p.statePath = stateFilePath(f.pfstate, p.bs, runDir)
+	return p, nil
+}
+
+func (p regionPlan) dmaInBAR() bool { return p.ds.Scheme == "bar" }
+
+func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger) (*server, error) {
+	plan, err := planRegions(f, window)
+	if err != nil {
+		return nil, err
 	}
 	s := &server{}
 	passed, err := takePassedFDs()
@@ -308,119 +351,152 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	if s.notify, err = newNotifier(log); err != nil {
 		return nil, err
 	}
-	// One PF per set of regions: claim the files before anything sizes,
-	// maps or writes them, so a second vhcrd is refused without touching
-	// the first one's registers or state. The kernel drops the claims when
-	// this process dies. A VFIO device is opened by one process at a time
-	// and needs no claim of ours; a sysfs BAR can be mapped by anyone, and
-	// its PF's claim is that of its state file.
-	statePath := stateFilePath(f.pfstate, bs, runDir)
-	if statePath != "" && statePath == vhcr.DevicePath(runDir, bs, ".pfstate") {
+	if plan.statePath != "" && plan.statePath == vhcr.DevicePath(runDir, plan.bs, ".pfstate") {
 		if err := os.MkdirAll(runDir, 0o700); err != nil {
 			return nil, fmt.Errorf("PF state file: %w", err)
 		}
 	}
+	if err := s.setUp(f, cfg, plan, passed, log); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// setUp claims the region files, listens on the admin socket, opens the
+// regions, builds the model and the PF over them and starts the guests'
+// ivshmem servers; on an error the caller closes s.
+func (s *server) setUp(f serveFlags, cfg *config.Config, plan regionPlan, passed passedFDs, log *slog.Logger) error {
+	if err := s.claim(plan); err != nil {
+		return err
+	}
+	// The admin socket next, before any region is sized: ours to replace
+	// now that the claims say no other PF serves here.
+	var err error
+	if f.adminSocket != "off" && f.adminSocket != "" {
+		if s.admin, err = listenAdmin(f.adminSocket, nil, log); err != nil {
+			return err
+		}
+	}
+	if err := s.openRegions(plan); err != nil {
+		return err
+	}
+	h, e, err := newModel(cfg, f.vfs, &s.traps, log)
+	if err != nil {
+		return err
+	}
+	s.hca, s.mad = h, e
+	if s.trace, err = master.NewTrace(0); err != nil {
+		return err
+	}
+	guestRAM, err := s.openGuestRAMs(plan.guests)
+	if err != nil {
+		return err
+	}
+	adoptedIRQ := adoptVectors(passed, plan.guests, f.vectors, log)
+	if s.irq, err = irq.NewSetWith(f.vfs, f.vectors, adoptedIRQ); err != nil {
+		return fmt.Errorf("MSI-X vectors: %w", err)
+	}
+	state, err := s.openState(plan, h.Res.Config().EQsPerVF, log)
+	if err != nil {
+		return err
+	}
+	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, GuestRAM: guestRAM, DMA: s.dmaR, Layout: plan.lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq, State: state})
+	if err != nil {
+		return err
+	}
+	if err := s.startGuests(plan.guests, plan.vbs, passed, adoptedIRQ, log); err != nil {
+		return err
+	}
+	s.reg = prometheus.NewRegistry()
+	s.changes = metrics.NewAdminCounter()
+	s.reg.MustRegister(s.changes, metrics.NewPFCollector(s.pf), metrics.NewHCACollector(s.pf, h, s.mad), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return nil
+}
+
+// claim takes the files of the regions and of the state file. One PF per
+// set of regions: the files are claimed before anything sizes, maps or
+// writes them, so a second vhcrd is refused without touching the first
+// one's registers or state. The kernel drops the claims when this process
+// dies. A VFIO device is opened by one process at a time and needs no claim
+// of ours; a sysfs BAR can be mapped by anyone, and its PF's claim is that
+// of its state file.
+func (s *server) claim(plan regionPlan) error {
 	claimed := map[string]bool{}
-	for _, sp := range append([]bar.Spec{bs, ds, {Scheme: "file", Path: statePath}}, vbs...) {
+	for _, sp := range append([]bar.Spec{plan.bs, plan.ds, {Scheme: "file", Path: plan.statePath}}, plan.vbs...) {
 		if sp.Scheme != "file" || sp.Path == "" || claimed[sp.Path] {
 			continue
 		}
 		claimed[sp.Path] = true
 		o, created, err := bar.OwnNew(sp.Path)
 		if err != nil {
-			s.close()
 			if errors.Is(err, bar.ErrOwned) {
-				return nil, fmt.Errorf("another PF serves these regions: %w", err)
+				return fmt.Errorf("another PF serves these regions: %w", err)
 			}
-			return nil, err
+			return err
 		}
 		s.owners = append(s.owners, o)
 		if created {
 			s.created = append(s.created, sp.Path)
 		}
 	}
-	// The admin socket next, before any region is sized: ours to replace
-	// now that the claims say no other PF serves here.
-	if f.adminSocket != "off" && f.adminSocket != "" {
-		if s.admin, err = listenAdmin(f.adminSocket, nil, log); err != nil {
-			s.close()
-			return nil, err
-		}
+	return nil
+}
+
+// openRegions opens (sizing the files it may) the control region, the DMA
+// region and the VF BAR regions.
+func (s *server) openRegions(plan regionPlan) error {
+	var err error
+	if s.barR, err = s.regions.open(plan.bs, plan.lay.ControlSize()); err != nil {
+		return fmt.Errorf("--bar: %w (fewer --num-vfs or a smaller --window where the DMA windows are in it)", err)
 	}
-	if s.barR, err = s.regions.open(bs, lay.ControlSize()); err != nil {
-		s.close()
-		return nil, fmt.Errorf("--bar: %w (fewer --num-vfs or a smaller --window where the DMA windows are in it)", err)
-	}
-	if dmaInBAR {
+	if plan.dmaInBAR() {
 		s.dmaR = s.barR
-	} else {
-		if s.dmaR, err = s.regions.open(ds, lay.DMASize); err != nil {
-			s.close()
-			return nil, fmt.Errorf("--dma: %w", err)
-		}
+	} else if s.dmaR, err = s.regions.open(plan.ds, plan.lay.DMASize); err != nil {
+		return fmt.Errorf("--dma: %w", err)
 	}
-	for i, sp := range vbs {
-		r, err := s.regions.open(sp, lay.VFBARSize)
+	for i, sp := range plan.vbs {
+		r, err := s.regions.open(sp, plan.lay.VFBARSize)
 		if err != nil {
-			s.close()
-			return nil, fmt.Errorf("--vf-bar %d: %w", i, err)
+			return fmt.Errorf("--vf-bar %d: %w", i, err)
 		}
 		s.vfBARs = append(s.vfBARs, r)
 	}
-	h, e, err := newModel(cfg, f.vfs, &s.traps, log)
-	if err != nil {
-		s.close()
-		return nil, err
-	}
-	s.hca, s.mad = h, e
-	if s.trace, err = master.NewTrace(0); err != nil {
-		s.close()
-		return nil, err
-	}
+	return nil
+}
+
+// openGuestRAMs opens the RAM files of --guest's VFs, by VF.
+func (s *server) openGuestRAMs(guests []guestSpec) (map[int]bar.Region, error) {
 	guestRAM := map[int]bar.Region{}
 	for _, g := range guests {
 		r, err := openGuestRAM(g)
 		if err != nil {
-			s.close()
 			return nil, fmt.Errorf("--guest %d: %w", g.vf, err)
 		}
 		s.regions.order = append(s.regions.order, r) // closed with the others
 		guestRAM[g.vf] = r
 	}
-	adoptedIRQ := adoptVectors(passed, guests, f.vectors, log)
-	if s.irq, err = irq.NewSetWith(f.vfs, f.vectors, adoptedIRQ); err != nil {
-		s.close()
-		return nil, fmt.Errorf("MSI-X vectors: %w", err)
-	}
-	var state bar.Region
-	if path := statePath; path != "" {
-		// Claimed above with the regions.
-		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-			s.created = append(s.created, path)
-		}
-		r, _, err := bar.CreateFile(path, master.StateFileSize(lay, h.Res.Config().EQsPerVF))
-		if err != nil {
-			s.close()
-			return nil, fmt.Errorf("--pfstate: %w", err)
-		}
-		s.regions.order = append(s.regions.order, r) // closed with the others
-		state = r
-	} else {
+	return guestRAM, nil
+}
+
+// openState opens (creating or sizing) the PF state file, or with
+// --pfstate off returns nil and warns.
+func (s *server) openState(plan regionPlan, eqsPerVF int, log *slog.Logger) (bar.Region, error) {
+	path := plan.statePath
+	if path == "" {
 		log.Warn("no PF state file (--pfstate off): the VFs' objects and pending commands will not survive a restart")
+		return nil, nil
 	}
-	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, GuestRAM: guestRAM, DMA: s.dmaR, Layout: lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq, State: state})
+	// Claimed with the regions.
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		s.created = append(s.created, path)
+	}
+	r, _, err := bar.CreateFile(path, master.StateFileSize(plan.lay, eqsPerVF))
 	if err != nil {
-		s.close()
-		return nil, err
+		return nil, fmt.Errorf("--pfstate: %w", err)
 	}
-	if err := s.startGuests(guests, vbs, passed, adoptedIRQ, log); err != nil {
-		s.close()
-		return nil, err
-	}
-	s.reg = prometheus.NewRegistry()
-	s.changes = metrics.NewAdminCounter()
-	s.reg.MustRegister(s.changes, metrics.NewPFCollector(s.pf), metrics.NewHCACollector(s.pf, h, s.mad), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return s, nil
+	s.regions.order = append(s.regions.order, r) // closed with the others
+	return r, nil
 }
 
 func (s *server) close() {

@@ -243,6 +243,11 @@ func runVF(args []string) error {
 		_, err := os.Stdout.Write(raw)
 		return err
 	}
+	return printVF(sub, raw, q.VF)
+}
+
+// printVF prints the admin socket's answer raw to vf sub (on VF vf).
+func printVF(sub string, raw []byte, vf *int) error {
 	switch sub {
 	case "list":
 		var vfs []vfStatus
@@ -254,30 +259,7 @@ func runVF(args []string) error {
 			fmt.Printf("%-4d %-10s %-6v %-5d %-5d %-11v %s\n", v.VF, v.State, v.Active, v.Setting.VLAN, v.Setting.QoS, v.Setting.SpoofCheck, v.Setting.LinkState)
 		}
 	case "show":
-		var v vfStatus
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		s := v.Setting
-		fmt.Printf("VF %d: channel %s, active %v, vHCR %s, toggle %d\n", v.VF, v.State, v.Active, v.VHCR, v.Toggle)
-		fmt.Printf("admin (ip link): vlan %d, qos %d, spoof checking %s, trust off, link-state %s\n", s.VLAN, s.QoS, map[bool]string{true: "on", false: "off"}[s.SpoofCheck], s.LinkState)
-		ports := make([]int, 0, len(s.MAC))
-		for p := range s.MAC {
-			ports = append(ports, p)
-		}
-		sort.Ints(ports)
-		for _, p := range ports {
-			fmt.Printf("  port %d: mac %s\n", p, s.MAC[p])
-		}
-		if len(s.Oper) == 0 {
-			fmt.Println("operational: none (the VF has not enabled its vHCR since its last reset)")
-		}
-		for _, o := range s.Oper {
-			fmt.Printf("operational port %d: mac %s, vst %v, vlan %d, qos %d, spoof checking %v\n", o.Port, o.MAC, o.VST, o.VLAN, o.QoS, o.SpoofCheck)
-		}
-		if r := v.Refused; r != nil {
-			fmt.Printf("last refused command: %s, %s (%#02x), reason %s (%s)\n", r.Opcode, r.Status, r.StatusCode, r.Reason, r.Text)
-		}
+		return printVFShow(raw)
 	case "set":
 		var r struct {
 			Applied []string `json:"applied"`
@@ -286,10 +268,40 @@ func runVF(args []string) error {
 			return err
 		}
 		for _, a := range r.Applied {
-			fmt.Printf("VF %d %s\n", *q.VF, a)
+			fmt.Printf("VF %d %s\n", *vf, a)
 		}
 	case "flr":
-		fmt.Printf("FLR of VF %d done\n", *q.VF)
+		fmt.Printf("FLR of VF %d done\n", *vf)
+	}
+	return nil
+}
+
+// printVFShow prints vf show's answer: the channel, the admin settings, the
+// operational ones and the last refused command.
+func printVFShow(raw []byte) error {
+	var v vfStatus
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	s := v.Setting
+	fmt.Printf("VF %d: channel %s, active %v, vHCR %s, toggle %d\n", v.VF, v.State, v.Active, v.VHCR, v.Toggle)
+	fmt.Printf("admin (ip link): vlan %d, qos %d, spoof checking %s, trust off, link-state %s\n", s.VLAN, s.QoS, map[bool]string{true: "on", false: "off"}[s.SpoofCheck], s.LinkState)
+	ports := make([]int, 0, len(s.MAC))
+	for p := range s.MAC {
+		ports = append(ports, p)
+	}
+	sort.Ints(ports)
+	for _, p := range ports {
+		fmt.Printf("  port %d: mac %s\n", p, s.MAC[p])
+	}
+	if len(s.Oper) == 0 {
+		fmt.Println("operational: none (the VF has not enabled its vHCR since its last reset)")
+	}
+	for _, o := range s.Oper {
+		fmt.Printf("operational port %d: mac %s, vst %v, vlan %d, qos %d, spoof checking %v\n", o.Port, o.MAC, o.VST, o.VLAN, o.QoS, o.SpoofCheck)
+	}
+	if r := v.Refused; r != nil {
+		fmt.Printf("last refused command: %s, %s (%#02x), reason %s (%s)\n", r.Opcode, r.Status, r.StatusCode, r.Reason, r.Text)
 	}
 	return nil
 }

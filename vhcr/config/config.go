@@ -272,7 +272,52 @@ func fieldErr(field, format string, a ...any) error {
 
 // Validate checks every value and names the first bad field.
 func (c *Config) Validate() error {
-	d := &c.Device
+	if err := c.Device.validate(); err != nil {
+		return err
+	}
+	if err := c.Resources.validate(); err != nil {
+		return err
+	}
+	if len(c.Ports) < 1 || len(c.Ports) > 2 {
+		return fieldErr("ports", "%d ports; the model has 1 or 2", len(c.Ports))
+	}
+	for i := range c.Ports {
+		if err := c.Ports[i].validate(fmt.Sprintf("ports[%d]", i)); err != nil {
+			return err
+		}
+	}
+	if c.Fabric != nil {
+		if err := c.Fabric.validate(c); err != nil {
+			return err
+		}
+	}
+	if err := c.VFs.Default.validate("vfs.default", c, true); err != nil {
+		return err
+	}
+	return c.validateOverrides()
+}
+
+// validateOverrides checks every override, in the order of its VF's key.
+func (c *Config) validateOverrides() error {
+	keys := make([]string, 0, len(c.VFs.Overrides))
+	for k := range c.VFs.Overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 0 || n > MaxVFs-1 {
+			return fieldErr("vfs.overrides."+k, "key must be a VF index 0..%d", MaxVFs-1)
+		}
+		ov := c.VFs.Overrides[k]
+		if err := ov.validate("vfs.overrides."+k, c, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Device) validate() error {
 	if maj, min, sub := d.FW(); maj == 0 && min == 0 && sub == 0 {
 		return fieldErr("device.fw_version", "%q is not major.minor.subminor", d.FWVersion)
 	}
@@ -288,7 +333,10 @@ func (c *Config) Validate() error {
 	if len(d.NodeDescription) > 64 {
 		return fieldErr("device.node_description", "longer than 64 bytes")
 	}
-	r := &c.Resources
+	return nil
+}
+
+func (r *Resources) validate() error {
 	for _, x := range []struct {
 		name     string
 		log      uint8
@@ -314,37 +362,6 @@ func (c *Config) Validate() error {
 	}
 	if r.VLANsPerPort < 1 || r.VLANsPerPort > 128 {
 		return fieldErr("resources.vlans_per_port", "%d outside 1..128", r.VLANsPerPort)
-	}
-	if len(c.Ports) < 1 || len(c.Ports) > 2 {
-		return fieldErr("ports", "%d ports; the model has 1 or 2", len(c.Ports))
-	}
-	for i := range c.Ports {
-		if err := c.Ports[i].validate(fmt.Sprintf("ports[%d]", i)); err != nil {
-			return err
-		}
-	}
-	if c.Fabric != nil {
-		if err := c.Fabric.validate(c); err != nil {
-			return err
-		}
-	}
-	if err := c.VFs.Default.validate("vfs.default", c, true); err != nil {
-		return err
-	}
-	keys := make([]string, 0, len(c.VFs.Overrides))
-	for k := range c.VFs.Overrides {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		n, err := strconv.Atoi(k)
-		if err != nil || n < 0 || n > MaxVFs-1 {
-			return fieldErr("vfs.overrides."+k, "key must be a VF index 0..%d", MaxVFs-1)
-		}
-		ov := c.VFs.Overrides[k]
-		if err := ov.validate("vfs.overrides."+k, c, false); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -448,6 +465,14 @@ func (v *VF) validate(f string, c *Config, isDefault bool) error {
 			return fieldErr(f+".vst.qos", "%d outside 0..7", v.VST.QoS)
 		}
 	}
+	if err := v.validateMaps(f, c); err != nil {
+		return err
+	}
+	return v.validateQuotas(f)
+}
+
+// validateMaps checks the P_Key maps and port GUIDs, keyed by port.
+func (v *VF) validateMaps(f string, c *Config) error {
 	for k, m := range v.PKeyMap {
 		p, err := strconv.Atoi(k)
 		if err != nil || p < 1 || p > len(c.Ports) {
@@ -467,6 +492,10 @@ func (v *VF) validate(f string, c *Config, isDefault bool) error {
 			return fieldErr(f+".port_guids."+k, "key must be a port number 1..%d", len(c.Ports))
 		}
 	}
+	return nil
+}
+
+func (v *VF) validateQuotas(f string) error {
 	for k, q := range v.Quotas {
 		known := false
 		for _, t := range ResourceTypes {
@@ -528,26 +557,7 @@ func (c *Config) Function(vf int) Function {
 	} else if d.NodeGUID != 0 {
 		fn.NodeGUID = uint64(d.NodeGUID) ^ uint64(vf+1)<<40
 	}
-	for i, p := range c.Ports {
-		port := i + 1
-		fn.PortGUID[port] = uint64(p.PortGUID) ^ uint64(vf+1)<<40
-		m := d.PKeyMap[strconv.Itoa(port)]
-		if hasO {
-			if om, ok := o.PKeyMap[strconv.Itoa(port)]; ok {
-				m = om
-			}
-			if g, ok := o.PortGUIDs[strconv.Itoa(port)]; ok {
-				fn.PortGUID[port] = uint64(g)
-			}
-		}
-		if g, ok := d.PortGUIDs[strconv.Itoa(port)]; ok && (!hasO || o.PortGUIDs[strconv.Itoa(port)] == 0) {
-			fn.PortGUID[port] = uint64(g) ^ uint64(vf+1)<<40
-		}
-		if len(m) == 0 {
-			m = []int{0}
-		}
-		fn.PKeyMap[port] = append([]int(nil), m...)
-	}
+	c.resolvePorts(&fn, &d, &o, hasO)
 	if d.SMI != nil {
 		fn.SMI = *d.SMI
 	}
@@ -582,6 +592,32 @@ func (c *Config) Function(vf int) Function {
 	return fn
 }
 
+// resolvePorts fills in fn's port GUIDs and P_Key maps: the override's, the
+// default's, or derived from the PF's.
+func (c *Config) resolvePorts(fn *Function, d, o *VF, hasO bool) {
+	vf := fn.VF
+	for i, p := range c.Ports {
+		port := i + 1
+		fn.PortGUID[port] = uint64(p.PortGUID) ^ uint64(vf+1)<<40
+		m := d.PKeyMap[strconv.Itoa(port)]
+		if hasO {
+			if om, ok := o.PKeyMap[strconv.Itoa(port)]; ok {
+				m = om
+			}
+			if g, ok := o.PortGUIDs[strconv.Itoa(port)]; ok {
+				fn.PortGUID[port] = uint64(g)
+			}
+		}
+		if g, ok := d.PortGUIDs[strconv.Itoa(port)]; ok && (!hasO || o.PortGUIDs[strconv.Itoa(port)] == 0) {
+			fn.PortGUID[port] = uint64(g) ^ uint64(vf+1)<<40
+		}
+		if len(m) == 0 {
+			m = []int{0}
+		}
+		fn.PKeyMap[port] = append([]int(nil), m...)
+	}
+}
+
 // PortGUIDValue is the port GUID as a number.
 func (p *Port) PortGUIDValue() uint64 { return uint64(p.PortGUID) }
 
@@ -614,23 +650,40 @@ func (fb *Fabric) validate(c *Config) error {
 			return fieldErr(fmt.Sprintf("ports[%d].state", i), "%q, but port %d is not cabled (fabric.cables): an uncabled port is \"down\" (Polling)", p.State, i+1)
 		}
 	}
+	used, err := fb.validateCables(c)
+	if err != nil {
+		return err
+	}
+	return fb.validatePeers(used)
+}
+
+// validateCables checks the cables and returns the switch ports they use,
+// each with its cable's key.
+func (fb *Fabric) validateCables(c *Config) (map[int]string, error) {
+	sw := &fb.Switch
 	used := map[int]string{}
 	for k, sp := range fb.Cables {
 		p, err := strconv.Atoi(k)
 		if err != nil || p < 1 || p > len(c.Ports) {
-			return fieldErr("fabric.cables."+k, "key must be an IB port number 1..%d", len(c.Ports))
+			return nil, fieldErr("fabric.cables."+k, "key must be an IB port number 1..%d", len(c.Ports))
 		}
 		if c.Ports[p-1].LinkLayer != "ib" {
-			return fieldErr("fabric.cables."+k, "port %d is %s: only IB ports are cabled to the switch (remove this cable)", p, c.Ports[p-1].LinkLayer)
+			return nil, fieldErr("fabric.cables."+k, "port %d is %s: only IB ports are cabled to the switch (remove this cable)", p, c.Ports[p-1].LinkLayer)
 		}
 		if sp < 1 || sp > sw.Ports {
-			return fieldErr("fabric.cables."+k, "switch port %d outside 1..%d", sp, sw.Ports)
+			return nil, fieldErr("fabric.cables."+k, "switch port %d outside 1..%d", sp, sw.Ports)
 		}
 		if o, dup := used[sp]; dup {
-			return fieldErr("fabric.cables."+k, "switch port %d is already cabled to port %s", sp, o)
+			return nil, fieldErr("fabric.cables."+k, "switch port %d is already cabled to port %s", sp, o)
 		}
 		used[sp] = k
 	}
+	return used, nil
+}
+
+// validatePeers checks the peers, none on a switch port in used.
+func (fb *Fabric) validatePeers(used map[int]string) error {
+	sw := &fb.Switch
 	for i, p := range fb.Peers {
 		f := fmt.Sprintf("fabric.peers[%d]", i)
 		switch {

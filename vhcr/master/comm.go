@@ -53,28 +53,7 @@ func (p *PF) serve(i int, w uint32) {
 	if w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack && st.lastCmd == vhcr.CommVHCRPost && p.postFast(i, st, w) {
 		return
 	}
-	// slave_read is the reference, as in mlx4's scan: if it no longer holds
-	// our last acknowledgement, the VF rewrote its registers (sync_toggles
-	// zeroes both after a misbehaved predecessor); resynchronise from it.
-	sr := st.sr.Load()
-	resynced := sr&vhcr.ToggleBit != st.ack
-	if resynced {
-		st.ack = sr & vhcr.ToggleBit
-		p.stats.Resyncs[i]++
-	}
-	if w&vhcr.ToggleBit == st.ack {
-		st.lastWord = w
-		if resynced {
-			return // nothing pending after all
-		}
-		if w == 0 && sr == 0 {
-			// Both registers zeroed while our toggle was already 0.
-			p.stats.Resyncs[i]++
-			return
-		}
-		// slave_write rewritten without a toggle flip: a VF that flipped
-		// twice, or wrote over a pending command.
-		p.violation(i, st.ack, ResetToggle, "slave_write rewritten without a toggle flip", w)
+	if p.resync(i, st, w) {
 		return
 	}
 	st.lastWord = w
@@ -90,7 +69,51 @@ func (p *PF) serve(i int, w uint32) {
 		p.stats.Dropped[i]++
 		return
 	}
-	reply := toggle
+	reply, ok := p.command(i, st, w, cmd, param, toggle)
+	if !ok {
+		return
+	}
+	p.acknowledge(i, cmd, reply)
+	if cmd == vhcr.CommReset {
+		p.hit(crashpoint.ResetAcked)
+	}
+}
+
+// resync takes slave_read as the reference, as mlx4's scan does: if it no
+// longer holds our last acknowledgement, the VF rewrote its registers
+// (sync_toggles zeroes both after a misbehaved predecessor) and the PF
+// resynchronises from it. It reports whether w is then served already:
+// nothing pending, or a toggle not flipped (a violation).
+func (p *PF) resync(i int, st *vfState, w uint32) bool {
+	sr := st.sr.Load()
+	resynced := sr&vhcr.ToggleBit != st.ack
+	if resynced {
+		st.ack = sr & vhcr.ToggleBit
+		p.stats.Resyncs[i]++
+	}
+	if w&vhcr.ToggleBit == st.ack {
+		st.lastWord = w
+		if resynced {
+			return true // nothing pending after all
+		}
+		if w == 0 && sr == 0 {
+			// Both registers zeroed while our toggle was already 0.
+			p.stats.Resyncs[i]++
+			return true
+		}
+		// slave_write rewritten without a toggle flip: a VF that flipped
+		// twice, or wrote over a pending command.
+		p.violation(i, st.ack, ResetToggle, "slave_write rewritten without a toggle flip", w)
+		return true
+	}
+	return false
+}
+
+// command performs comm command cmd with its parameter and returns the reply
+// to acknowledge it with, or false when there is none: the VF was reset, or
+// the command was a VHCR_POST (post answers it).
+func (p *PF) command(i int, st *vfState, w uint32, cmd vhcr.CommCmd, param uint16, toggle uint32) (reply uint32, ok bool) {
+	reply = toggle
 	switch cmd {
 	case vhcr.CommReset:
 		if st.lastCmd == vhcr.CommFLR {
@@ -104,64 +127,70 @@ func (p *PF) serve(i int, w uint32) {
 	case vhcr.CommVHCR0:
 		if st.lastCmd != vhcr.CommReset {
 			p.violation(i, toggle, ResetSequence, "VHCR0 not after RESET", w)
-			return
+			return 0, false
 		}
 		st.vhcr = uint64(param) << 48
 	case vhcr.CommVHCR1:
 		if st.lastCmd != vhcr.CommVHCR0 {
 			p.violation(i, toggle, ResetSequence, "VHCR1 not after VHCR0", w)
-			return
+			return 0, false
 		}
 		st.vhcr |= uint64(param) << 32
 	case vhcr.CommVHCR2:
 		if st.lastCmd != vhcr.CommVHCR1 {
 			p.violation(i, toggle, ResetSequence, "VHCR2 not after VHCR1", w)
-			return
+			return 0, false
 		}
 		st.vhcr |= uint64(param) << 16
 	case vhcr.CommVHCREn:
 		if st.lastCmd != vhcr.CommVHCR2 {
 			p.violation(i, toggle, ResetSequence, "VHCR_EN not after VHCR2", w)
-			return
+			return 0, false
 		}
-		st.vhcr |= uint64(param)
-		if st.unbacked && !p.backedAgain(i) {
-			p.violation(i, toggle, ResetRegionLost, "DMA window still not backed by the region's file", w)
-			return
+		if !p.enableVHCR(i, st, w, toggle, param) {
+			return 0, false
 		}
-		// Stricter than mlx4, which finds a bad address at the first
-		// VHCR_POST: the vHCR must be 4 KiB aligned (ACCESS_MEM's rule) and
-		// inside the window now.
-		if err := st.mapVHCR(); err != nil {
-			p.violation(i, toggle, ResetVHCRAddress, "vHCR address: "+err.Error(), w)
-			return
-		}
-		// mlx4_master_activate_admin_state: VST VLAN and spoof-checked MAC
-		// registered; no room resets the VF, as mlx4 does.
-		p.journalRecord(recActivate, i)
-		if err := p.hca.ActivateVF(i); err != nil {
-			p.violation(i, toggle, ResetAdminState, err.Error(), w)
-			return
-		}
-		st.active = true
 	case vhcr.CommVHCRPost:
 		if st.lastCmd != vhcr.CommVHCREn && st.lastCmd != vhcr.CommVHCRPost {
 			p.violation(i, toggle, ResetSequence, "VHCR_POST before VHCR_EN", w)
-			return
+			return 0, false
 		}
 		if err := p.post(i, toggle); err != nil {
 			p.traceComm(i, cmd, toggle, param) // no status: the channel is reset
 			p.violation(i, toggle, ResetDMA, err.Error(), w)
 		}
-		return
+		return 0, false
 	default:
 		p.violation(i, toggle, ResetUnknownCmd, "unknown comm command", w)
-		return
+		return 0, false
 	}
-	p.acknowledge(i, cmd, reply)
-	if cmd == vhcr.CommReset {
-		p.hit(crashpoint.ResetAcked)
+	return reply, true
+}
+
+// enableVHCR completes the vHCR's address with VHCR_EN's parameter, maps it
+// and activates the VF's admin state; false: the VF was reset.
+func (p *PF) enableVHCR(i int, st *vfState, w, toggle uint32, param uint16) bool {
+	st.vhcr |= uint64(param)
+	if st.unbacked && !p.backedAgain(i) {
+		p.violation(i, toggle, ResetRegionLost, "DMA window still not backed by the region's file", w)
+		return false
 	}
+	// Stricter than mlx4, which finds a bad address at the first
+	// VHCR_POST: the vHCR must be 4 KiB aligned (ACCESS_MEM's rule) and
+	// inside the window now.
+	if err := st.mapVHCR(); err != nil {
+		p.violation(i, toggle, ResetVHCRAddress, "vHCR address: "+err.Error(), w)
+		return false
+	}
+	// mlx4_master_activate_admin_state: VST VLAN and spoof-checked MAC
+	// registered; no room resets the VF, as mlx4 does.
+	p.journalRecord(recActivate, i)
+	if err := p.hca.ActivateVF(i); err != nil {
+		p.violation(i, toggle, ResetAdminState, err.Error(), w)
+		return false
+	}
+	st.active = true
+	return true
 }
 
 // acknowledge records cmd as the VF's last command, persists the channel

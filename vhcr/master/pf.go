@@ -47,7 +47,6 @@ type Options struct {
 	GuestRAM map[int]bar.Region
 	Layout   vhcr.Layout
 	HCA      *hca.HCA
-	Events   EventSink    // nil: the HCA if it implements EventSink
 	Logger   *slog.Logger // nil: slog.Default()
 	Idle     Idle         // the poller's idle policy; zero fields: DefaultIdle's
 	// Trace is the command trace the poller writes (NewTrace), or nil:
@@ -202,157 +201,32 @@ func (st *vfState) mapVHCR() error {
 // state cannot be (persist.go), and marks every comm page offline until Run
 // starts.
 func New(o Options) (*PF, error) {
-	l := o.Layout
-	if o.BAR.Size() < l.ControlSize() {
-		return nil, fmt.Errorf("%s: %w: the control region needs %#x bytes, it has %#x", o.BAR.Name(), bar.ErrTooSmall, l.ControlSize(), o.BAR.Size())
+	if err := checkRegions(o); err != nil {
+		return nil, err
 	}
-	if len(o.VFBARs) != l.NumVFs {
-		return nil, fmt.Errorf("master: %d VF BAR regions for %d VFs", len(o.VFBARs), l.NumVFs)
-	}
-	for i, r := range o.VFBARs {
-		if r == nil || r.Size() < l.VFBARSize {
-			n := int64(0)
-			if r != nil {
-				n = r.Size()
-			}
-			return nil, fmt.Errorf("VF %d: %w: its BAR region needs %#x bytes, it has %#x", i, bar.ErrTooSmall, l.VFBARSize, n)
-		}
-	}
-	if o.DMA.Size() < l.DMASize {
-		return nil, fmt.Errorf("%s: %w: %d windows of %#x from %#x need %#x bytes, the region has %#x",
-			o.DMA.Name(), bar.ErrTooSmall, l.NumVFs, l.Window, l.DMABase, l.DMASize, o.DMA.Size())
-	}
-	if o.HCA == nil || o.HCA.NumVFs != l.NumVFs {
-		return nil, errors.New("master: the HCA model must be built for the layout's VF count")
-	}
-	space, err := dma.NewSpace(o.DMA, l.DMABase, l.Window, l.NumVFs)
+	p, err := newPF(o)
 	if err != nil {
 		return nil, err
 	}
-	for vf, ram := range o.GuestRAM {
-		if err := space.UseGuestRAM(vf, ram); err != nil {
-			return nil, fmt.Errorf("VF %d: %w", vf, err)
+	var ps *pstate
+	if o.State != nil {
+		if ps, err = openState(o.State, o.Layout, o.HCA.Res.Config().EQsPerVF); err != nil {
+			return nil, err
 		}
 	}
-	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, events: o.Events, log: o.Logger, idle: o.Idle.withDefaults(), trace: o.Trace}
-	p.table = NewTable()
-	if p.log == nil {
-		p.log = slog.Default()
-	}
-	if p.events == nil {
-		if s, ok := any(o.HCA).(EventSink); ok {
-			p.events = s
-		}
-	}
-	if o.Interrupts != nil {
-		o.HCA.SetInterrupts(o.Interrupts)
-	}
-	if r, ok := any(o.HCA).(FunctionResetter); ok {
-		p.reset = r
-	}
-	if d, ok := any(o.HCA).(interface {
-		SetDoorbellReader(func(vf, eqn int) (uint32, bool))
-	}); ok {
-		d.SetDoorbellReader(p.eqDoorbell)
-	}
-	if o.Trace != nil {
-		if ob, ok := any(o.HCA).(interface {
-			SetEQEObserver(func(vf, eqn int, eqe *[mlx4.EQESize]byte))
-		}); ok {
-			ob.SetEQEObserver(p.eqePosted)
-		}
-	}
-	p.stats = newStats(l.NumVFs, p.table.NumOps())
-	p.limit = rateLimiter{perSec: 10}
-	if p.pfState, err = bar.NewReg(o.BAR, vhcr.HdrPFState); err != nil {
+	if err := p.mapVFs(o, ps); err != nil {
 		return nil, err
 	}
-	var ps *pstate
-	var pending *jrec
-	if o.State != nil {
-		if ps, err = openState(o.State, l, o.HCA.Res.Config().EQsPerVF); err != nil {
-			return nil, err
-		}
-	}
-	p.vfs = make([]vfState, l.NumVFs)
-	for i := range p.vfs {
-		st := &p.vfs[i]
-		if err := st.mapBAR(o.VFBARs[i]); err != nil {
-			return nil, err
-		}
-		// The channel record: in the state file if there is one (the
-		// header's first word then mirrors its last command for
-		// vhcr.Attachment.ChannelUp, and is never read by a PF), else in
-		// the header.
-		recR, recOff := o.BAR, vhcr.HdrVFRecord(i)
-		st.nslot = 1
-		if ps != nil {
-			recR, recOff, st.nslot = o.State, ps.g.ChanSlot(i, 0), pfstate.SlotsPerVF
-			if st.mirror, err = bar.NewReg(o.BAR, vhcr.HdrVFRecord(i)+pfstate.WordLastCmd); err != nil {
-				return nil, err
-			}
-		}
-		for s := 0; s < st.nslot; s++ {
-			if st.persist[s], err = mapRecord(recR, recOff+int64(s)*pfstate.RecordSize); err != nil {
-				return nil, err
-			}
-		}
-		st.win, _ = space.Window(i)
-		st.flags.Store(vhcr.FlagsOffline)
-		st.caps.Store(vhcr.CapsVFReset)
-		st.lastCmd = vhcr.CommReset
-		if i < len(o.HCA.Funcs) {
-			if st.completions, err = ParseCompletions(o.HCA.Funcs[i].Completions); err != nil {
-				return nil, fmt.Errorf("VF %d: %w", i, err)
-			}
-			st.lastMlx4 = st.completions == CompletionsMlx4
-		}
-	}
 	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
-	if old, err := vhcr.ReadLayout(o.BAR); err == nil && old.NumVFs != l.NumVFs {
-		p.vfsBefore = old.NumVFs
-	}
-	if ps != nil {
-		if pending, p.stateCause = p.loadState(ps, l, gen); p.stateCause != "" && p.vfsBefore != 0 {
-			if err := p.freshHCA(); err != nil {
-				return nil, err
-			}
-			pending = nil
-		} else if p.stateCause != "" {
-			p.log.Warn("PF state file not trusted: the VFs' objects are lost; resetting every VF that used its channel with bit 17", "file", o.State.Name(), "cause", p.stateCause)
-			if err := p.freshHCA(); err != nil {
-				return nil, err
-			}
-			pending = nil
-		}
+	pending, err := p.loadPrevious(o, ps, gen)
+	if err != nil {
+		return nil, err
 	}
 	// Every record is written under the new generation, then PF_GEN is
 	// advanced (a PF killed in between leaves records a restart trusts).
 	p.gen = gen + 1
-	restored := p.restore(o.BAR, l, gen)
-	if ps != nil {
-		if cause, fresh := ps.checkHeader(l); fresh || cause != "" {
-			ps.format(l)
-		}
-	}
-	if err := o.BAR.Store32(vhcr.HdrStateVer, vhcr.StateVersion); err != nil {
-		return nil, err
-	}
-	for i := range p.vfs {
-		p.vfs[i].recOK = false
-		p.persistVF(i)
-	}
-	if err := l.Write(o.BAR); err != nil {
-		return nil, err
-	}
-	if l.Doorbell && o.BAR.Shared() {
-		p.doorbell, _ = bar.Word(o.BAR, vhcr.HdrDoorbell)
-		p.sleeping, _ = bar.Word(o.BAR, vhcr.HdrPFSleeping)
-	}
-	if ps != nil {
-		ps.setGen(p.gen) // before PF_GEN: a restart accepts PF_GEN or PF_GEN+1
-	}
-	if err := o.BAR.Store32(vhcr.HdrPFGen, p.gen); err != nil {
+	restored := p.restore(o.BAR, o.Layout, gen)
+	if err := p.writeHeader(o, ps); err != nil {
 		return nil, err
 	}
 	if ps != nil {
@@ -369,6 +243,179 @@ func New(o Options) (*PF, error) {
 		p.log.Info("restored comm channel state from the previous PF", "vfs", restored, "generation", p.gen)
 	}
 	return p, nil
+}
+
+// The HCA model is the PF's event sink and function resetter, and reads the
+// EQ doorbells and reports posted EQEs through the PF (newPF).
+var (
+	_ EventSink        = (*hca.HCA)(nil)
+	_ FunctionResetter = (*hca.HCA)(nil)
+)
+
+// checkRegions refuses regions too small for the layout and an HCA model
+// built for another VF count.
+func checkRegions(o Options) error {
+	l := o.Layout
+	if o.BAR.Size() < l.ControlSize() {
+		return fmt.Errorf("%s: %w: the control region needs %#x bytes, it has %#x", o.BAR.Name(), bar.ErrTooSmall, l.ControlSize(), o.BAR.Size())
+	}
+	if len(o.VFBARs) != l.NumVFs {
+		return fmt.Errorf("master: %d VF BAR regions for %d VFs", len(o.VFBARs), l.NumVFs)
+	}
+	for i, r := range o.VFBARs {
+		if r == nil || r.Size() < l.VFBARSize {
+			n := int64(0)
+			if r != nil {
+				n = r.Size()
+			}
+			return fmt.Errorf("VF %d: %w: its BAR region needs %#x bytes, it has %#x", i, bar.ErrTooSmall, l.VFBARSize, n)
+		}
+	}
+	if o.DMA.Size() < l.DMASize {
+		return fmt.Errorf("%s: %w: %d windows of %#x from %#x need %#x bytes, the region has %#x",
+			o.DMA.Name(), bar.ErrTooSmall, l.NumVFs, l.Window, l.DMABase, l.DMASize, o.DMA.Size())
+	}
+	if o.HCA == nil || o.HCA.NumVFs != l.NumVFs {
+		return errors.New("master: the HCA model must be built for the layout's VF count")
+	}
+	return nil
+}
+
+// newPF builds the PF over the DMA space and wires it and the HCA model to
+// each other: the model takes the VFs' events and resets, reads the EQ
+// doorbells through the PF, raises the interrupts and, with a trace on,
+// reports every EQE it posts.
+func newPF(o Options) (*PF, error) {
+	l := o.Layout
+	space, err := dma.NewSpace(o.DMA, l.DMABase, l.Window, l.NumVFs)
+	if err != nil {
+		return nil, err
+	}
+	for vf, ram := range o.GuestRAM {
+		if err := space.UseGuestRAM(vf, ram); err != nil {
+			return nil, fmt.Errorf("VF %d: %w", vf, err)
+		}
+	}
+	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, events: o.HCA, reset: o.HCA, log: o.Logger, idle: o.Idle.withDefaults(), trace: o.Trace}
+	p.table = NewTable()
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	if o.Interrupts != nil {
+		o.HCA.SetInterrupts(o.Interrupts)
+	}
+	o.HCA.SetDoorbellReader(p.eqDoorbell)
+	if o.Trace != nil {
+		o.HCA.SetEQEObserver(p.eqePosted)
+	}
+	p.stats = newStats(l.NumVFs, p.table.NumOps())
+	p.limit = rateLimiter{perSec: 10}
+	if p.pfState, err = bar.NewReg(o.BAR, vhcr.HdrPFState); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// mapVFs maps every VF's comm registers, channel record and DMA window, and
+// marks its comm page offline.
+func (p *PF) mapVFs(o Options, ps *pstate) error {
+	p.vfs = make([]vfState, o.Layout.NumVFs)
+	for i := range p.vfs {
+		if err := p.mapVF(o, ps, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *PF) mapVF(o Options, ps *pstate, i int) error {
+	st := &p.vfs[i]
+	if err := st.mapBAR(o.VFBARs[i]); err != nil {
+		return err
+	}
+	// The channel record: in the state file if there is one (the header's
+	// first word then mirrors its last command for
+	// vhcr.Attachment.ChannelUp, and is never read by a PF), else in the
+	// header.
+	var err error
+	recR, recOff := o.BAR, vhcr.HdrVFRecord(i)
+	st.nslot = 1
+	if ps != nil {
+		recR, recOff, st.nslot = o.State, ps.g.ChanSlot(i, 0), pfstate.SlotsPerVF
+		if st.mirror, err = bar.NewReg(o.BAR, vhcr.HdrVFRecord(i)+pfstate.WordLastCmd); err != nil {
+			return err
+		}
+	}
+	for s := 0; s < st.nslot; s++ {
+		if st.persist[s], err = mapRecord(recR, recOff+int64(s)*pfstate.RecordSize); err != nil {
+			return err
+		}
+	}
+	st.win, _ = p.space.Window(i)
+	st.flags.Store(vhcr.FlagsOffline)
+	st.caps.Store(vhcr.CapsVFReset)
+	st.lastCmd = vhcr.CommReset
+	if i < len(o.HCA.Funcs) {
+		if st.completions, err = ParseCompletions(o.HCA.Funcs[i].Completions); err != nil {
+			return fmt.Errorf("VF %d: %w", i, err)
+		}
+		st.lastMlx4 = st.completions == CompletionsMlx4
+	}
+	return nil
+}
+
+// loadPrevious notes the VF count the header last had and loads the state
+// file written under generation gen; a state file not trusted leaves the HCA
+// model fresh and nothing pending. It returns the commands pending at the
+// previous PF's death.
+func (p *PF) loadPrevious(o Options, ps *pstate, gen uint32) (*jrec, error) {
+	if old, err := vhcr.ReadLayout(o.BAR); err == nil && old.NumVFs != o.Layout.NumVFs {
+		p.vfsBefore = old.NumVFs
+	}
+	if ps == nil {
+		return nil, nil
+	}
+	var pending *jrec
+	if pending, p.stateCause = p.loadState(ps, o.Layout, gen); p.stateCause == "" {
+		return pending, nil
+	}
+	if p.vfsBefore == 0 {
+		p.log.Warn("PF state file not trusted: the VFs' objects are lost; resetting every VF that used its channel with bit 17", "file", o.State.Name(), "cause", p.stateCause)
+	}
+	if err := p.freshHCA(); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// writeHeader formats the state file if it must be, writes every VF's
+// record, the layout and the state version, maps the doorbell words and
+// advances PF_GEN to p.gen.
+func (p *PF) writeHeader(o Options, ps *pstate) error {
+	l := o.Layout
+	if ps != nil {
+		if cause, fresh := ps.checkHeader(l); fresh || cause != "" {
+			ps.format(l)
+		}
+	}
+	if err := o.BAR.Store32(vhcr.HdrStateVer, vhcr.StateVersion); err != nil {
+		return err
+	}
+	for i := range p.vfs {
+		p.vfs[i].recOK = false
+		p.persistVF(i)
+	}
+	if err := l.Write(o.BAR); err != nil {
+		return err
+	}
+	if l.Doorbell && o.BAR.Shared() {
+		p.doorbell, _ = bar.Word(o.BAR, vhcr.HdrDoorbell)
+		p.sleeping, _ = bar.Word(o.BAR, vhcr.HdrPFSleeping)
+	}
+	if ps != nil {
+		ps.setGen(p.gen) // before PF_GEN: a restart accepts PF_GEN or PF_GEN+1
+	}
+	return o.BAR.Store32(vhcr.HdrPFGen, p.gen)
 }
 
 // Stats returns a copy of the poller-owned counters, made by the poller

@@ -423,17 +423,54 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// jsonLine is an AppendJSON line as decoded, with the optional fields
+// of a post told from zero.
+type jsonLine struct {
+	Entry
+	Latency *int64  `json:"latency_ns"`
+	Port    *uint8  `json:"port"`
+	QPN     *Hex64  `json:"qpn"`
+	Class   *string `json:"mad_class"`
+}
+
+// post fills in e's fields of a post.
+func (w *jsonLine) post(e *Entry) error {
+	in := &w.Entry
+	e.Comm, e.Toggle, e.Opcode, e.OpMod, e.InMod = in.Comm, in.Toggle, in.Opcode, in.OpMod, in.InMod
+	e.InParam, e.OutParam, e.E, e.Token = in.InParam, in.OutParam, in.E, in.Token
+	e.Status, e.Reason = in.Status, in.Reason
+	if w.Latency != nil {
+		e.LatencyNS, e.Timed = *w.Latency, true
+	}
+	if in.Res != "" || in.ResOp != "" {
+		e.Res, e.ResOp = in.Res, in.ResOp
+		if e.Res == "" {
+			return fmt.Errorf("%w: res_op without res", ErrDecode)
+		}
+	}
+	if w.Port != nil {
+		e.Port, e.HasPort = *w.Port, true
+	}
+	if w.QPN != nil {
+		if *w.QPN > mlx4.QPNMask {
+			return fmt.Errorf("%w: qpn %#x", ErrDecode, uint64(*w.QPN))
+		}
+		e.QPN, e.HasQPN = *w.QPN, true
+	}
+	if w.Class != nil {
+		if *w.Class == "" {
+			return fmt.Errorf("%w: empty mad_class", ErrDecode)
+		}
+		e.MADClass, e.MADMethod, e.MADAttr, e.MADAttrMod = *w.Class, in.MADMethod, in.MADAttr, in.MADAttrMod
+	}
+	return nil
+}
+
 // ParseJSON decodes one line of AppendJSON output. Unknown fields are
 // ignored and so are the fields of other kinds (they are left zero), so that
 // ParseJSON(AppendJSON(e)) is e for any e ParseJSON returned.
 func ParseJSON(line []byte) (Entry, error) {
-	var wire struct {
-		Entry
-		Latency *int64  `json:"latency_ns"`
-		Port    *uint8  `json:"port"`
-		QPN     *Hex64  `json:"qpn"`
-		Class   *string `json:"mad_class"`
-	}
+	var wire jsonLine
 	if err := json.Unmarshal(line, &wire); err != nil {
 		return Entry{}, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
@@ -459,32 +496,8 @@ func ParseJSON(line []byte) (Entry, error) {
 	case KindComm:
 		e.Comm, e.Toggle, e.Param = in.Comm, in.Toggle, in.Param
 	case KindPost:
-		e.Comm, e.Toggle, e.Opcode, e.OpMod, e.InMod = in.Comm, in.Toggle, in.Opcode, in.OpMod, in.InMod
-		e.InParam, e.OutParam, e.E, e.Token = in.InParam, in.OutParam, in.E, in.Token
-		e.Status, e.Reason = in.Status, in.Reason
-		if wire.Latency != nil {
-			e.LatencyNS, e.Timed = *wire.Latency, true
-		}
-		if in.Res != "" || in.ResOp != "" {
-			e.Res, e.ResOp = in.Res, in.ResOp
-			if e.Res == "" {
-				return Entry{}, fmt.Errorf("%w: res_op without res", ErrDecode)
-			}
-		}
-		if wire.Port != nil {
-			e.Port, e.HasPort = *wire.Port, true
-		}
-		if wire.QPN != nil {
-			if *wire.QPN > mlx4.QPNMask {
-				return Entry{}, fmt.Errorf("%w: qpn %#x", ErrDecode, uint64(*wire.QPN))
-			}
-			e.QPN, e.HasQPN = *wire.QPN, true
-		}
-		if wire.Class != nil {
-			if *wire.Class == "" {
-				return Entry{}, fmt.Errorf("%w: empty mad_class", ErrDecode)
-			}
-			e.MADClass, e.MADMethod, e.MADAttr, e.MADAttrMod = *wire.Class, in.MADMethod, in.MADAttr, in.MADAttrMod
+		if err := wire.post(&e); err != nil {
+			return Entry{}, err
 		}
 	case KindEQE:
 		e.EventType, e.Event, e.EQ, e.Token = in.EventType, in.Event, in.EQ, in.Token

@@ -169,6 +169,13 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 		}
 		return 0, fmt.Errorf("%v accepted?: %w", r.Op, err)
 	}
+	return d.accepted(r.Op, ent.OutIsImm, vh, token, slot), nil
+}
+
+// accepted gives the command the PF accepted its ticket: completed already
+// when the vHCR holds a refusal (no EQE will come), else in flight.
+func (d *Driver) accepted(op mlx4.Opcode, outIsImm bool, vh []byte, token uint16, slot int) Ticket {
+	e := &d.ev
 	t := Ticket(e.seq)
 	e.seq++
 	res := &e.results[t%resultRing]
@@ -178,15 +185,15 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 		d.Stats.Refused++
 		res.done = true
 		res.res = Result{Status: st, Token: token}
-		if ent.OutIsImm {
+		if outIsImm {
 			res.res.OutParam = binary.BigEndian.Uint64(vh[mlx4.OffOutParam:])
 		}
-		d.count(r.Op, st, true)
-		d.ledger(r.Op, res.res)
-		return t, nil
+		d.count(op, st, true)
+		d.ledger(op, res.res)
+		return t
 	}
-	e.inflight = append(e.inflight, pending{ticket: t, token: token, op: r.Op, slot: slot})
-	return t, nil
+	e.inflight = append(e.inflight, pending{ticket: t, token: token, op: op, slot: slot})
+	return t
 }
 
 // completeMlx4 completes a command posted in mlx4 mode, as Linux's

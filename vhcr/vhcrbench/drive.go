@@ -170,21 +170,9 @@ func (d *Driver) run(ctx context.Context, roles []role, gap, dur time.Duration, 
 					inFlight = true
 					continue
 				}
-				now := tick.Now()
-				s.pending, lastDone = false, now
-				if err != nil {
-					return samples, fmt.Errorf("VF %d: %w", d.VFs[i].Index, err)
+				if lastDone, samples, err = d.completed(i, resp.Status, err, end, gapT, samples); err != nil {
+					return samples, err
 				}
-				if resp.Status != mlx4.OK {
-					return samples, fmt.Errorf("VF %d: NOP: %w", d.VFs[i].Index, resp.Status)
-				}
-				if now <= end {
-					s.n++
-					if s.role == rolePaced && len(samples) < cap(samples) {
-						samples = append(samples, now-s.t0)
-					}
-				}
-				s.due = now + gapT
 			}
 			if !posting || s.role == roleOff || (s.role == rolePaced && tick.Now() < s.due) {
 				continue
@@ -208,13 +196,45 @@ func (d *Driver) run(ctx context.Context, roles []role, gap, dur time.Duration, 
 		if !inFlight || now-lastDone < yieldT {
 			continue
 		}
-		for i := range d.st {
-			if s := &d.st[i]; s.pending && now-s.t0 > stuckT {
-				return samples, fmt.Errorf("VF %d: %w within %v", d.VFs[i].Index, ErrStuck, stuck)
-			}
+		if err := d.stuck(now, stuckT, stuck); err != nil {
+			return samples, err
 		}
 		schedYield()
 	}
+}
+
+// stuck fails with ErrStuck when a VF's command has been pending for
+// longer than stuckT ticks (stuck).
+func (d *Driver) stuck(now, stuckT uint64, stuck time.Duration) error {
+	for i := range d.st {
+		if s := &d.st[i]; s.pending && now-s.t0 > stuckT {
+			return fmt.Errorf("VF %d: %w within %v", d.VFs[i].Index, ErrStuck, stuck)
+		}
+	}
+	return nil
+}
+
+// completed counts VF i's command that completed at now (returned) with
+// status st or err, and its latency if the VF is the paced one; the VF's
+// next command is due gapT later.
+func (d *Driver) completed(i int, st mlx4.Status, err error, end, gapT uint64, samples []uint64) (now uint64, _ []uint64, _ error) {
+	s := &d.st[i]
+	now = tick.Now()
+	s.pending = false
+	if err != nil {
+		return now, samples, fmt.Errorf("VF %d: %w", d.VFs[i].Index, err)
+	}
+	if st != mlx4.OK {
+		return now, samples, fmt.Errorf("VF %d: NOP: %w", d.VFs[i].Index, st)
+	}
+	if now <= end {
+		s.n++
+		if s.role == rolePaced && len(samples) < cap(samples) {
+			samples = append(samples, now-s.t0)
+		}
+	}
+	s.due = now + gapT
+	return now, samples, nil
 }
 
 // MaxOverMin is max(v)/min(v) (+Inf if the minimum is 0).

@@ -72,60 +72,17 @@ type FairResult struct {
 // f.Flooders. o gives the vhcrd binary, the directory of its regions, the
 // rounds and the log.
 func RunFair(ctx context.Context, o Options, f Fair) (*FairResult, error) {
-	if f.VFs == 0 {
-		f.VFs = 64
-	}
-	if f.Busy == nil {
-		f.Busy = []int{8, 64}
-	}
-	if f.Flooders == nil {
-		f.Flooders = [][]int{{f.VFs - 1}, {1}}
-	}
-	if f.Phase == 0 {
-		f.Phase = 500 * time.Millisecond
-	}
-	if f.Gap == 0 {
-		f.Gap = 5 * time.Microsecond
-	}
-	if f.Slices == 0 {
-		f.Slices = 10
-	}
-	if o.Rounds == 0 {
-		o.Rounds = 5
-	}
-	if o.Dir == "" {
-		o.Dir = "/dev/shm"
-	}
-	if f.VFs < 2 {
-		return nil, fmt.Errorf("fairness: %d VFs; a bystander needs company", f.VFs)
-	}
-	for _, n := range f.Busy {
-		if n < 1 || n > f.VFs {
-			return nil, fmt.Errorf("fairness: %d busy VFs of %d", n, f.VFs)
-		}
-	}
-	for _, set := range f.Flooders {
-		for _, i := range set {
-			if i < 1 || i >= f.VFs {
-				return nil, fmt.Errorf("fairness: flooding VF %d: want 1..%d beside bystander VF 0", i, f.VFs-1)
-			}
-		}
+	if err := f.settle(&o); err != nil {
+		return nil, err
 	}
 	p, err := startVHCRD(ctx, o, f.VFs)
 	if err != nil {
 		return nil, err
 	}
 	defer p.close()
-	vfs := []*vhcr.VF{p.vf}
-	for i := 1; i < f.VFs; i++ {
-		v, err := p.att.VF(i)
-		if err != nil {
-			return nil, err
-		}
-		if err := v.Init(ctx); err != nil {
-			return nil, fmt.Errorf("VF %d bring-up: %w", i, err)
-		}
-		vfs = append(vfs, v)
+	vfs, err := bringUpAll(ctx, p, f.VFs)
+	if err != nil {
+		return nil, err
 	}
 	d := NewDriver(vfs)
 	res := &FairResult{VFs: f.VFs, Rounds: o.Rounds, PhaseS: f.Phase.Seconds(), GapNS: f.Gap.Nanoseconds()}
@@ -165,6 +122,72 @@ func RunFair(ctx context.Context, o Options, f Fair) (*FairResult, error) {
 				r+1, b.RoundIdleP50[r], set, b.RoundBusyP50[r], b.RoundBusyP99[r])
 		}
 	}
+	res.medians()
+	return res, nil
+}
+
+// settle fills in f's and o's defaults and checks f.
+func (f *Fair) settle(o *Options) error {
+	if f.VFs == 0 {
+		f.VFs = 64
+	}
+	if f.Busy == nil {
+		f.Busy = []int{8, 64}
+	}
+	if f.Flooders == nil {
+		f.Flooders = [][]int{{f.VFs - 1}, {1}}
+	}
+	if f.Phase == 0 {
+		f.Phase = 500 * time.Millisecond
+	}
+	if f.Gap == 0 {
+		f.Gap = 5 * time.Microsecond
+	}
+	if f.Slices == 0 {
+		f.Slices = 10
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 5
+	}
+	if o.Dir == "" {
+		o.Dir = "/dev/shm"
+	}
+	if f.VFs < 2 {
+		return fmt.Errorf("fairness: %d VFs; a bystander needs company", f.VFs)
+	}
+	for _, n := range f.Busy {
+		if n < 1 || n > f.VFs {
+			return fmt.Errorf("fairness: %d busy VFs of %d", n, f.VFs)
+		}
+	}
+	for _, set := range f.Flooders {
+		for _, i := range set {
+			if i < 1 || i >= f.VFs {
+				return fmt.Errorf("fairness: flooding VF %d: want 1..%d beside bystander VF 0", i, f.VFs-1)
+			}
+		}
+	}
+	return nil
+}
+
+// bringUpAll brings VFs 1..n-1 up beside p's VF 0 and returns the n.
+func bringUpAll(ctx context.Context, p *nopPeer, n int) ([]*vhcr.VF, error) {
+	vfs := []*vhcr.VF{p.vf}
+	for i := 1; i < n; i++ {
+		v, err := p.att.VF(i)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.Init(ctx); err != nil {
+			return nil, fmt.Errorf("VF %d bring-up: %w", i, err)
+		}
+		vfs = append(vfs, v)
+	}
+	return vfs, nil
+}
+
+// medians sets each figure to the median of its rounds.
+func (res *FairResult) medians() {
 	for k := range res.Throughput {
 		t := &res.Throughput[k]
 		t.MaxOverMin, t.TotalPerS = median(t.RoundMaxOverMin), median(t.RoundTotalPerS)
@@ -175,7 +198,6 @@ func RunFair(ctx context.Context, o Options, f Fair) (*FairResult, error) {
 		b.BusyP50NS, b.BusyP99NS = median(b.RoundBusyP50), median(b.RoundBusyP99)
 		b.P50Ratio, b.FloodPerS = median(b.RoundRatio), median(b.RoundFlood)
 	}
-	return res, nil
 }
 
 func seq(lo, hi int) []int {

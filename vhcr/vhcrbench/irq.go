@@ -123,44 +123,13 @@ func RunIRQ(ctx context.Context, o Options, iters int) (*IRQResult, error) {
 	}
 
 	eqe := hca.CompletionEQE(1, mlx4.OK, 0)
-	roundTrip := func(signal func() error) func() error {
-		return func() error {
-			if err := signal(); err != nil {
-				return err
-			}
-			n, err := irq.Wait(ackFD, 10*time.Second)
-			if err == nil && n != 1 {
-				err = fmt.Errorf("%d acknowledgements for one signal", n)
-			}
-			return err
-		}
-	}
 	posted := uint64(0)
-	viaEQE := roundTrip(func() error { posted++; return h.PostEQE(0, mlx4.EventCmd, &eqe) })
-	bare := roundTrip(func() error { return set.Raise(0, 0) })
+	viaEQE := ackedRoundTrip(ackFD, func() error { posted++; return h.PostEQE(0, mlx4.EventCmd, &eqe) })
+	bare := ackedRoundTrip(ackFD, func() error { return set.Raise(0, 0) })
 
 	res := &IRQResult{EQE: Figure{Name: "EQE posted → VF process wakes"}, Bare: Figure{Name: "eventfd signal → VF process wakes"}}
-	for r := 0; r < o.Rounds; r++ {
-		res.Load = append(res.Load, LoadAvg1())
-		// alternate which goes first, so that drift hits both alike
-		order := []struct {
-			f   *Figure
-			run func() error
-		}{{&res.Bare, bare}, {&res.EQE, viaEQE}}
-		if r%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, x := range order {
-			s, err := timeLoop(iters, x.run)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", x.f.Name, err)
-			}
-			add(x.f, s)
-		}
-		res.RoundRatios = append(res.RoundRatios, res.EQE.RoundMedian[r]/res.Bare.RoundMedian[r])
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, "irq round %d: EQE→wake p50 %.0f ns, eventfd→wake p50 %.0f ns\n", r+1, res.EQE.RoundMedian[r], res.Bare.RoundMedian[r])
-		}
+	if err := res.rounds(o, iters, bare, viaEQE); err != nil {
+		return nil, err
 	}
 	for _, f := range []*Figure{&res.EQE, &res.Bare} {
 		f.MedianNS, f.P99NS = median(f.RoundMedian), median(f.RoundP99)
@@ -171,6 +140,48 @@ func RunIRQ(ctx context.Context, o Options, iters int) (*IRQResult, error) {
 		return res, fmt.Errorf("%d interrupts for %d EQEs: the peer did not re-arm before each", res.Raised, posted)
 	}
 	return res, nil
+}
+
+// ackedRoundTrip is one round trip: signal, then the peer's acknowledgement
+// on ackFD.
+func ackedRoundTrip(ackFD int, signal func() error) func() error {
+	return func() error {
+		if err := signal(); err != nil {
+			return err
+		}
+		n, err := irq.Wait(ackFD, 10*time.Second)
+		if err == nil && n != 1 {
+			err = fmt.Errorf("%d acknowledgements for one signal", n)
+		}
+		return err
+	}
+}
+
+// rounds times iters round trips of each kind per round, alternating which
+// goes first so that drift hits both alike.
+func (res *IRQResult) rounds(o Options, iters int, bare, viaEQE func() error) error {
+	for r := 0; r < o.Rounds; r++ {
+		res.Load = append(res.Load, LoadAvg1())
+		order := []struct {
+			f   *Figure
+			run func() error
+		}{{&res.Bare, bare}, {&res.EQE, viaEQE}}
+		if r%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, x := range order {
+			s, err := timeLoop(iters, x.run)
+			if err != nil {
+				return fmt.Errorf("%s: %w", x.f.Name, err)
+			}
+			add(x.f, s)
+		}
+		res.RoundRatios = append(res.RoundRatios, res.EQE.RoundMedian[r]/res.Bare.RoundMedian[r])
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "irq round %d: EQE→wake p50 %.0f ns, eventfd→wake p50 %.0f ns\n", r+1, res.EQE.RoundMedian[r], res.Bare.RoundMedian[r])
+		}
+	}
+	return nil
 }
 
 // irqPF builds the HCA side of (e): VF 0's EQ irqEQN at irqEQPage, armed

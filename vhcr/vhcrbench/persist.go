@@ -130,6 +130,35 @@ func (p *persistPeer) commands(f func() error) (int, error) {
 	return int(p.d.Stats.Commands - before), err
 }
 
+// persistWork is one kind of work RunPersist times on both daemons.
+type persistWork struct {
+	pair  *PersistPair
+	iters int
+	run   func(*persistPeer) error
+}
+
+// countCommands sets each work's commands of one cycle, the same on both
+// daemons (the QP's first cycle also allocates the driver's counter: counted
+// after it).
+func countCommands(works []persistWork, with, without *persistPeer) error {
+	for _, w := range works {
+		for _, p := range []*persistPeer{with, without} {
+			if err := w.run(p); err != nil {
+				return fmt.Errorf("%s: %w", w.pair.With.Name, err)
+			}
+			n, err := p.commands(func() error { return w.run(p) })
+			if err != nil {
+				return fmt.Errorf("%s: %w", w.pair.With.Name, err)
+			}
+			if w.pair.Commands != 0 && n != w.pair.Commands {
+				return fmt.Errorf("%s: %d commands with the state file, %d without", w.pair.With.Name, w.pair.Commands, n)
+			}
+			w.pair.Commands = n
+		}
+	}
+	return nil
+}
+
 // RunPersist measures (f) over o.Rounds rounds.
 func RunPersist(ctx context.Context, o Options, ps Persist) (*PersistResult, error) {
 	if err := o.defaults(); err != nil {
@@ -162,32 +191,13 @@ func RunPersist(ctx context.Context, o Options, ps Persist) (*PersistResult, err
 		CQ:  PersistPair{With: Figure{Name: "CQ cycle, state file"}, Without: Figure{Name: "CQ cycle, --pfstate off"}},
 		QP:  PersistPair{With: Figure{Name: "QP cycle, state file"}, Without: Figure{Name: "QP cycle, --pfstate off"}},
 	}
-	type work struct {
-		pair  *PersistPair
-		iters int
-		run   func(*persistPeer) error
-	}
-	works := []work{
+	works := []persistWork{
 		{&res.NOP, ps.NOPIters, func(p *persistPeer) error { return p.nop(ctx) }},
 		{&res.CQ, ps.Cycles, func(p *persistPeer) error { return p.cqCycle(ctx) }},
 		{&res.QP, ps.Cycles, func(p *persistPeer) error { return p.qpCycle(ctx) }},
 	}
-	// The commands of one cycle, the same on both daemons (the QP's first
-	// cycle also allocates the driver's counter: counted after it).
-	for _, w := range works {
-		for _, p := range []*persistPeer{with, without} {
-			if err := w.run(p); err != nil {
-				return nil, fmt.Errorf("%s: %w", w.pair.With.Name, err)
-			}
-			n, err := p.commands(func() error { return w.run(p) })
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", w.pair.With.Name, err)
-			}
-			if w.pair.Commands != 0 && n != w.pair.Commands {
-				return nil, fmt.Errorf("%s: %d commands with the state file, %d without", w.pair.With.Name, w.pair.Commands, n)
-			}
-			w.pair.Commands = n
-		}
+	if err := countCommands(works, with, without); err != nil {
+		return nil, err
 	}
 	for r := 0; r < o.Rounds; r++ {
 		res.Load = append(res.Load, LoadAvg1())

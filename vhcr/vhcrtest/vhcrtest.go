@@ -127,52 +127,73 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 	}
 	r.Layout = l
 	if o.Files {
-		r.BARPath = filepath.Join(dir, "bar")
-		// Claimed as vhcrd serve claims it: the VF side (vhcr.AttachServing,
-		// PFAlive) sees a PF that holds its regions.
-		own, err := bar.Own(r.BARPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = own.Release() })
-		b, _, err := bar.CreateFile(r.BARPath, l.ControlSize())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		for i := range n {
-			vb, _, err := bar.CreateFileLazy(vhcr.VFBARPath(r.BARPath, i), l.VFBARSize)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { vb.Close() })
-			r.VFBARs = append(r.VFBARs, vb)
-		}
-		d, _, err := bar.CreateFile(dmaName, l.DMASize)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		r.BAR, r.DMA = b, d
+		r.fileRegions(t, dir, dmaName)
 	} else {
-		b, err := bar.NewMem("bar", l.ControlSize())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range n {
-			vb, err := bar.NewMem("vf"+strconv.Itoa(i), l.VFBARSize)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.VFBARs = append(r.VFBARs, vb)
-		}
-		d, err := bar.NewMem("dma", l.DMASize)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.BAR, r.DMA = b, d
+		r.memRegions(t)
 	}
-	for vf, size := range o.GuestRAM {
+	r.guestRAM(t, o.GuestRAM)
+	r.regs(t)
+	r.Rebuild(t)
+	return r
+}
+
+// fileRegions creates the regions as files in dir, the control region
+// claimed.
+func (r *Rig) fileRegions(t testing.TB, dir, dmaName string) {
+	l, n := r.Layout, r.Layout.NumVFs
+	r.BARPath = filepath.Join(dir, "bar")
+	// Claimed as vhcrd serve claims it: the VF side (vhcr.AttachServing,
+	// PFAlive) sees a PF that holds its regions.
+	own, err := bar.Own(r.BARPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Release() })
+	b, _, err := bar.CreateFile(r.BARPath, l.ControlSize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	for i := range n {
+		vb, _, err := bar.CreateFileLazy(vhcr.VFBARPath(r.BARPath, i), l.VFBARSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { vb.Close() })
+		r.VFBARs = append(r.VFBARs, vb)
+	}
+	d, _, err := bar.CreateFile(dmaName, l.DMASize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	r.BAR, r.DMA = b, d
+}
+
+// memRegions makes the regions on the heap.
+func (r *Rig) memRegions(t testing.TB) {
+	l, n := r.Layout, r.Layout.NumVFs
+	b, err := bar.NewMem("bar", l.ControlSize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		vb, err := bar.NewMem("vf"+strconv.Itoa(i), l.VFBARSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.VFBARs = append(r.VFBARs, vb)
+	}
+	d, err := bar.NewMem("dma", l.DMASize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.BAR, r.DMA = b, d
+}
+
+// guestRAM makes the guest RAM regions of the VFs sizes names.
+func (r *Rig) guestRAM(t testing.TB, sizes map[int]int64) {
+	for vf, size := range sizes {
 		var m bar.Region
 		var err error
 		if size < 64<<20 {
@@ -190,9 +211,6 @@ func NewWith(t testing.TB, n int, o Options) *Rig {
 		}
 		r.GuestRAM[vf] = m
 	}
-	r.regs(t)
-	r.Rebuild(t)
-	return r
 }
 
 // guestFile is a sparse RAM file of size bytes for VF vf, under /dev/shm

@@ -51,30 +51,10 @@ func run() error {
 	unix.Uname(&u)
 	say("init at uptime %s, kernel %s", guestinit.Uptime(), unix.ByteSliceToString(u.Release[:]))
 
-	mods := &pci.Modules{Params: cfg.ModuleParams}
-	if err := mods.LoadVFIO(); err != nil {
+	mods, err := loadModules(cfg)
+	if err != nil {
 		return err
 	}
-	pm, _ := os.ReadFile("/proc/modules")
-	var loaded []string
-	for _, l := range strings.Split(strings.TrimSpace(string(pm)), "\n") {
-		loaded = append(loaded, strings.Fields(l)[0])
-	}
-	say("modules loaded: %s", strings.Join(loaded, " "))
-	for mod, params := range cfg.ModuleParams {
-		for _, kv := range strings.Fields(params) {
-			k, want, _ := strings.Cut(kv, "=")
-			got, err := os.ReadFile(filepath.Join("/sys/module", mod, "parameters", k))
-			if err != nil {
-				return fmt.Errorf("module %s parameter %s: %w", mod, k, err)
-			}
-			if strings.TrimSpace(string(got)) != want {
-				return fmt.Errorf("module %s parameter %s = %q, passed %q", mod, k, strings.TrimSpace(string(got)), want)
-			}
-			say("module %s parameter %s=%s applied", mod, k, want)
-		}
-	}
-
 	addrs, err := pci.Find(pci.DefaultRoot, cfg.Vendor, cfg.Device)
 	if err != nil {
 		return err
@@ -121,6 +101,35 @@ func run() error {
 	}
 	// vfio-pci released the BAR with the device fd: sysfs can map it again.
 	return serve(cfg.ServeSysfs, bdf, stop)
+}
+
+// loadModules loads the VFIO modules with the configuration's parameters and
+// checks that the kernel applied each one.
+func loadModules(cfg vmtest.GuestConfig) (*pci.Modules, error) {
+	mods := &pci.Modules{Params: cfg.ModuleParams}
+	if err := mods.LoadVFIO(); err != nil {
+		return nil, err
+	}
+	pm, _ := os.ReadFile("/proc/modules")
+	var loaded []string
+	for _, l := range strings.Split(strings.TrimSpace(string(pm)), "\n") {
+		loaded = append(loaded, strings.Fields(l)[0])
+	}
+	say("modules loaded: %s", strings.Join(loaded, " "))
+	for mod, params := range cfg.ModuleParams {
+		for _, kv := range strings.Fields(params) {
+			k, want, _ := strings.Cut(kv, "=")
+			got, err := os.ReadFile(filepath.Join("/sys/module", mod, "parameters", k))
+			if err != nil {
+				return nil, fmt.Errorf("module %s parameter %s: %w", mod, k, err)
+			}
+			if strings.TrimSpace(string(got)) != want {
+				return nil, fmt.Errorf("module %s parameter %s = %q, passed %q", mod, k, strings.TrimSpace(string(got)), want)
+			}
+			say("module %s parameter %s=%s applied", mod, k, want)
+		}
+	}
+	return mods, nil
 }
 
 func checkSysfs(cfg vmtest.GuestConfig, bdf string) error {
