@@ -143,10 +143,12 @@ var ErrPFDead = errors.New("vhcr: the PF is dead (no process holds the regions' 
 // PFAlive returns nil while a process holds the owner claim of the control
 // file (a PF serving, busy or starting), and an error wrapping ErrPFDead
 // when none does. It tests the claim without taking it (bar.Probe). An
-// attachment made from open regions (Attach) has no file to probe:
+// attachment made from open regions (Attach) has no file to probe, and a
+// PF that maps the file as device memory (the header's HdrFlagOwnerClaim
+// clear: a PF in a guest whose BAR the file backs) holds no claim on it:
 // PFAlive is then always nil.
 func (a *Attachment) PFAlive() error {
-	if a.probe == nil {
+	if a.probe == nil || !a.Layout.OwnerClaim {
 		return nil
 	}
 	err := a.probe.Owned()
@@ -219,6 +221,12 @@ func AttachServing(ctx context.Context, path string) (*Attachment, error) {
 				return nil, serr
 			case serr == nil:
 				return a, nil
+			case !a.Layout.OwnerClaim:
+				// A PF mapping the file as device memory holds no
+				// claim to tell a starting PF by: not serving is
+				// reported at once.
+				a.Close()
+				return nil, serr
 			}
 			a.Close()
 			err = serr
@@ -241,7 +249,9 @@ func AttachServing(ctx context.Context, path string) (*Attachment, error) {
 // (a PF serving, busy or starting); without one, an error wrapping
 // ErrPFDead where PF_STATE still says SERVING (the PF was killed), one
 // wrapping ErrNoPF where it says anything else, and the open's error where
-// there is no file. It takes no lock.
+// there is no file. It takes no lock. A header whose HdrFlagOwnerClaim is
+// clear (its PF maps the file as device memory, in a guest) tells nothing:
+// nil.
 func CheckPF(path string) error {
 	p, err := bar.NewProbe(path)
 	if err != nil {
@@ -256,6 +266,11 @@ func CheckPF(path string) error {
 		return err
 	}
 	defer b.Close()
+	if m, _ := b.Load32(HdrMagic); m == Magic {
+		if f, _ := b.Load32(HdrFlags); f&HdrFlagOwnerClaim == 0 {
+			return nil // a PF in a guest holds no claim on this file
+		}
+	}
 	a := &Attachment{BAR: b, path: path}
 	if st := a.PFState(); st == PFStateServing {
 		return a.deadErr(st)

@@ -148,3 +148,38 @@ func TestPostEndsWhenThePFDies(t *testing.T) {
 		t.Fatalf("Post to a dead PF: %v, want ErrPFDead", err)
 	}
 }
+
+// A PF that maps the control file as device memory (vfio or sysfs, inside a
+// guest whose BAR the file backs) holds no claim on it and writes the
+// header without HdrFlagOwnerClaim: a tool on the host reads no holder as
+// nothing, attaches to a SERVING header and reports a stopped one at once.
+func TestAttachServingToAGuestPF(t *testing.T) {
+	for _, st := range []uint32{vhcr.PFStateServing, vhcr.PFStateStopped} {
+		path, f := pfFiles(t, st)
+		flags, err := f.Load32(vhcr.HdrFlags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flags&vhcr.HdrFlagOwnerClaim == 0 {
+			t.Fatalf("a header written through a file has flags %#x, want HdrFlagOwnerClaim", flags)
+		}
+		if err := f.Store32(vhcr.HdrFlags, flags&^vhcr.HdrFlagOwnerClaim); err != nil {
+			t.Fatal(err)
+		}
+		if err := vhcr.CheckPF(path); err != nil {
+			t.Errorf("PF_STATE %s, no claim to test: CheckPF %v, want nil", vhcr.PFStateName(st), err)
+		}
+		a, err := vhcr.AttachServing(context.Background(), path)
+		if st == vhcr.PFStateServing {
+			if err != nil {
+				t.Fatalf("SERVING guest PF: %v", err)
+			}
+			if err := a.PFAlive(); err != nil {
+				t.Errorf("PFAlive of a guest PF: %v", err)
+			}
+			a.Close()
+		} else if !errors.Is(err, vhcr.ErrNoPF) || errors.Is(err, vhcr.ErrPFDead) {
+			t.Errorf("STOPPED guest PF: %v, want ErrNoPF at once", err)
+		}
+	}
+}

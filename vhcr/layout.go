@@ -26,7 +26,7 @@ const (
 	HdrMagic       = 0x000 // 'VHCR'
 	HdrVersion     = 0x004 // layout version
 	HdrNumVFs      = 0x008
-	HdrFlags       = 0x00c // HdrFlagDMAInBAR, HdrFlagDoorbell
+	HdrFlags       = 0x00c // HdrFlagDMAInBAR, HdrFlagDoorbell, HdrFlagOwnerClaim
 	HdrHeaderSize  = 0x010 // bytes of the header (the control region without DMA windows)
 	HdrReserved14  = 0x014 // 0
 	HdrVFBARSizeHi = 0x018 // bytes of each VF BAR region
@@ -62,6 +62,12 @@ const (
 
 	HdrFlagDMAInBAR = 1 << 0
 	HdrFlagDoorbell = 1 << 1
+	// HdrFlagOwnerClaim: the PF maps this control region as memory of this
+	// host (a file), whose owner claim (bar.Own) it holds, so a VF tool on
+	// the same file reads "no holder" as "no PF". A PF that maps it as device
+	// memory (vfio, sysfs: inside a guest whose BAR the file backs) holds
+	// no claim on the file, and the flag is clear.
+	HdrFlagOwnerClaim = 1 << 2
 
 	PFStateInit    = 0
 	PFStateServing = 1
@@ -95,6 +101,10 @@ type Layout struct {
 	Window    int64  // bytes per VF window
 	DMASize   int64  // bytes of the DMA region
 	Doorbell  bool
+	// OwnerClaim: the PF holds the control file's owner claim
+	// (HdrFlagOwnerClaim), read from the header; Write sets it where the
+	// PF's region is memory of this host.
+	OwnerClaim bool
 }
 
 // NewLayout computes the layout for n VFs with windows of window bytes. If
@@ -157,6 +167,9 @@ func (l Layout) Write(r bar.Region) error {
 	if l.Doorbell && r.Shared() {
 		flags |= HdrFlagDoorbell
 	}
+	if r.Shared() {
+		flags |= HdrFlagOwnerClaim
+	}
 	regs := []struct {
 		off int64
 		v   uint32
@@ -208,7 +221,8 @@ func ReadLayout(r bar.Region) (Layout, error) {
 	flags := rd(HdrFlags)
 	l.DMAInBAR = flags&HdrFlagDMAInBAR != 0
 	l.Doorbell = flags&HdrFlagDoorbell != 0
-	if flags&^(HdrFlagDMAInBAR|HdrFlagDoorbell) != 0 {
+	l.OwnerClaim = flags&HdrFlagOwnerClaim != 0
+	if flags&^(HdrFlagDMAInBAR|HdrFlagDoorbell|HdrFlagOwnerClaim) != 0 {
 		return bad("unknown flags %#x", flags)
 	}
 	if hs := rd(HdrHeaderSize); hs != HeaderSize {

@@ -38,6 +38,9 @@ func TestWireContractGolden(t *testing.T) {
 	if vhcr.Magic != 0x56484352 || vhcr.LayoutVersion != 2 || vhcr.HeaderSize != 0x1000 || vhcr.CommPageSize != 0x1000 {
 		t.Error("magic, version, header size or comm page size changed")
 	}
+	if vhcr.HdrFlagDMAInBAR != 1 || vhcr.HdrFlagDoorbell != 2 || vhcr.HdrFlagOwnerClaim != 4 {
+		t.Error("header flags changed")
+	}
 	if vhcr.ToggleBit != 1<<31 || vhcr.InternalErrBit != 1<<17 || vhcr.CapsVFReset != 1<<30 ||
 		vhcr.FlagsOffline != 1<<9 || vhcr.FlagsResetReq != 1<<16 || vhcr.FlagsResetAck != 1<<8 || vhcr.CommVersion != 0x0101 {
 		t.Error("comm register bits changed")
@@ -78,7 +81,9 @@ func writtenRegion(t *testing.T, l vhcr.Layout, size int64) *bar.Mem {
 func TestReadLayoutRejectsBadHeaders(t *testing.T) {
 	l, _ := vhcr.NewLayout(4, 64<<10, false, 0, 0, "/dev/shm/dma")
 	good := writtenRegion(t, l, l.ControlSize())
-	if got, err := vhcr.ReadLayout(good); err != nil || got != l {
+	want := l
+	want.OwnerClaim = true // Write through memory of this host (bar.Mem) claims it
+	if got, err := vhcr.ReadLayout(good); err != nil || got != want {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
 	for _, tc := range []struct {
