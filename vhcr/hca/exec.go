@@ -201,10 +201,11 @@ type Command struct {
 	QP    mlx4.QPTransition
 	qp    qpChecks
 	index int
-	// admits is the admission rule as a mask of the op_modifiers admitted
-	// (bit m&0xf, as Info.OpModOK): the row's OpMods, all for a row that
-	// allows any, none for an EPERM row or an opcode without a row.
-	admits uint16
+	// admits is the admission rule as a mask of the op_modifiers admitted:
+	// bit m for m below 16, bit 16 for every m from 16 (Info.OpModOK): the
+	// row's OpMods, all for a row that allows any, none for an EPERM row or
+	// an opcode without a row.
+	admits uint32
 }
 
 // Index is 1 + the row's place in cmd_info[] (mlx4.CmdIndex): the dense
@@ -228,9 +229,9 @@ func joinRows() (t [1 + mlx4.NumCmdInfo]Command) {
 		switch {
 		case in.EPERM:
 		case in.OpMods == 0:
-			t[i].admits = 0xffff
+			t[i].admits = 1<<17 - 1
 		default:
-			t[i].admits = in.OpMods
+			t[i].admits = uint32(in.OpMods)
 		}
 	}
 	for _, r := range table {
@@ -266,7 +267,7 @@ func Executes(op mlx4.Opcode) bool { return commands[mlx4.CmdIndex(op)].Exec != 
 // BAD_PARAM (the wrapper's -EINVAL). An admitted command costs the test in
 // front (Admit inlines); a refusal is said by refuse.
 func Admit(c *mlx4.Cmd, x *Command) mlx4.Status {
-	if x != nil && x.admits&(1<<(c.OpMod&0xf)) != 0 {
+	if x != nil && x.admits&(1<<min(c.OpMod, 16)) != 0 {
 		return mlx4.OK
 	}
 	return refuse(c, x)

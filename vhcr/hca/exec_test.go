@@ -102,8 +102,8 @@ func rowProblems(x *Command) []string {
 	if x.HasInbox && (x.Inbox.Bytes(0) == 0 || x.Inbox.Bytes(^uint32(0)) > mlx4.MailboxSize) {
 		p = append(p, fmt.Sprintf("inbox read %+v outside (0, a mailbox]", x.Inbox))
 	}
-	for m := uint8(0); m < 16; m++ {
-		if want := !x.EPERM && x.OpModOK(m); (x.admits&(1<<m) != 0) != want {
+	for m := range 256 {
+		if want := !x.EPERM && x.OpModOK(uint8(m)); (x.admits&(1<<min(m, 16)) != 0) != want {
 			p = append(p, fmt.Sprintf("op_modifier %d admitted %v, cmd_info[] says %v", m, !want, want))
 		}
 	}
@@ -189,6 +189,10 @@ func TestAdmit(t *testing.T) {
 		{mlx4.QUERY_FW, 1, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
 		{mlx4.QUERY_FUNC_CAP, 1, mlx4.OK, mlx4.ReasonNone},
 		{mlx4.NOP, 7, mlx4.OK, mlx4.ReasonNone},
+		// A listed row admits nothing from 16: 0x11 is not 1, 0x10 not 0.
+		{mlx4.QUERY_FUNC_CAP, 0x11, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
+		{mlx4.QUERY_FW, 0x10, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
+		{mlx4.NOP, 0xff, mlx4.OK, mlx4.ReasonNone},
 	} {
 		c := &mlx4.Cmd{Op: tc.op, OpMod: tc.opMod}
 		if s := Admit(c, Lookup(tc.op)); s != tc.status || c.Reason != tc.reason {

@@ -19,8 +19,10 @@ type Info struct {
 	OpMods uint16
 }
 
-// OpModOK reports whether m is a legal op_modifier for the opcode.
-func (i *Info) OpModOK(m uint8) bool { return i.OpMods == 0 || i.OpMods&(1<<(m&0xf)) != 0 }
+// OpModOK reports whether m is a legal op_modifier for the opcode. OpMods
+// names values below 16 only: for a row that lists them, 16 and above are
+// illegal (not folded onto m&0xf, which made 0x11 pass as 1).
+func (i *Info) OpModOK(m uint8) bool { return i.OpMods == 0 || (m < 16 && i.OpMods&(1<<m) != 0) }
 
 // cmdInfo is cmd_info[] of mlx4 cmd.c (66 rows), in its order. Opcodes
 // absent from it are answered with BAD_PARAM (0x03) by the master.

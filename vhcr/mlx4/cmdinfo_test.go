@@ -32,10 +32,10 @@ func TestCmdInfo(t *testing.T) {
 		}
 	}
 	in, _ := CmdInfo(QUERY_FUNC_CAP)
-	if !in.OpModOK(0) || !in.OpModOK(1) || in.OpModOK(2) {
+	if !in.OpModOK(0) || !in.OpModOK(1) || in.OpModOK(2) || in.OpModOK(0x10) || in.OpModOK(0x11) || in.OpModOK(0xff) {
 		t.Error("QUERY_FUNC_CAP takes op_modifiers 0 and 1 only")
 	}
-	if nop, _ := CmdInfo(NOP); !nop.OpModOK(15) {
+	if nop, _ := CmdInfo(NOP); !nop.OpModOK(15) || !nop.OpModOK(0x10) || !nop.OpModOK(0xff) {
 		t.Error("NOP takes any op_modifier")
 	}
 }
