@@ -229,10 +229,8 @@ func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word u
 // resetFunction releases VF i's resources and returns it to RESET.
 func (p *PF) resetFunction(i int, why ResetReason) {
 	st := &p.vfs[i]
-	if p.reset != nil {
-		p.journalRecord(recReset, i)
-		p.reset.ResetFunction(i)
-	}
+	p.journalRecord(recReset, i)
+	p.hca.ResetFunction(i)
 	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil
 	st.lastCmd = vhcr.CommReset
 	st.cmdToken = 0 // mlx4_master_do_cmd's RESET: event_eq[].token = 0

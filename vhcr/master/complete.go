@@ -100,7 +100,7 @@ func (p *PF) completionEQE(i int, token uint16, status mlx4.Status, imm bool, ou
 	}
 	mlx4.CompletionEQE(&p.eqe, token, status, out)
 	p.holdEQE = true // recorded after the command (flushEQE)
-	err := p.events.PostEQE(i, EventTypeCmd, &p.eqe)
+	err := p.hca.PostEQE(i, EventTypeCmd, &p.eqe)
 	p.holdEQE = false
 	if err != nil {
 		if p.limit.allow() {

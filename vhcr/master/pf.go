@@ -14,26 +14,8 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
-
-// EventSink delivers EQEs to VFs: the software HCA, which models EQs.
-// Without one, commands with the 'e' bit are refused.
-type EventSink interface {
-	// HasEQ reports whether VF vf has an EQ in HW state mapped for
-	// eventType (0x0a: command completions).
-	HasEQ(vf int, eventType uint8) bool
-	// PostEQE writes eqe to the EQ VF vf mapped for eventType. It never
-	// blocks; a full EQ is counted as an overrun and reported as an error.
-	PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error
-}
-
-// FunctionResetter releases every resource a VF holds (RESET, FLR, protocol
-// violations), in mlx4's cleanup order.
-type FunctionResetter interface {
-	ResetFunction(vf int) restrack.Released
-}
 
 // Options configure a PF.
 type Options struct {
@@ -64,19 +46,17 @@ type Options struct {
 
 // PF is the master side of the comm channel for all VFs of one region.
 type PF struct {
-	lay    vhcr.Layout
-	bar    bar.Region
-	dma    bar.Region
-	space  *dma.Space
-	hca    *hca.HCA
-	table  *Table
-	events EventSink
-	reset  FunctionResetter
-	stats  *Stats
-	log    *slog.Logger
-	limit  rateLimiter
-	idle   Idle
-	vfs    []vfState
+	lay   vhcr.Layout
+	bar   bar.Region
+	dma   bar.Region
+	space *dma.Space
+	hca   *hca.HCA
+	table *Table
+	stats *Stats
+	log   *slog.Logger
+	limit rateLimiter
+	idle  Idle
+	vfs   []vfState
 
 	// the command trace (trace.go): the ring, the poller's latest clock
 	// reading, and a completion EQE held until its command is recorded
@@ -245,13 +225,6 @@ func New(o Options) (*PF, error) {
 	return p, nil
 }
 
-// The HCA model is the PF's event sink and function resetter, and reads the
-// EQ doorbells and reports posted EQEs through the PF (newPF).
-var (
-	_ EventSink        = (*hca.HCA)(nil)
-	_ FunctionResetter = (*hca.HCA)(nil)
-)
-
 // checkRegions refuses regions too small for the layout and an HCA model
 // built for another VF count.
 func checkRegions(o Options) error {
@@ -296,7 +269,7 @@ func newPF(o Options) (*PF, error) {
 			return nil, fmt.Errorf("VF %d: %w", vf, err)
 		}
 	}
-	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, events: o.HCA, reset: o.HCA, log: o.Logger, idle: o.Idle.withDefaults(), trace: o.Trace}
+	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, log: o.Logger, idle: o.Idle.withDefaults(), trace: o.Trace}
 	p.table = NewTable()
 	if p.log == nil {
 		p.log = slog.Default()

@@ -109,7 +109,7 @@ func (p *PF) post(i int, toggle uint32) error {
 			c.Inbox = &p.inbox
 		}
 	}
-	event := c.EBit && p.events != nil && p.events.HasEQ(i, EventTypeCmd)
+	event := c.EBit && p.hca.HasEQ(i, EventTypeCmd)
 	if status == mlx4.OK && c.EBit && !event {
 		// No EQ mapped for command completions: mlx4 would accept and never
 		// complete, leaving the VF to time out. Refuse at once instead.

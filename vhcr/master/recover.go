@@ -214,9 +214,7 @@ func (p *PF) replay(ps *pstate) (*jrec, error) {
 		st := &p.vfs[rec.vf]
 		switch rec.kind {
 		case recReset:
-			if p.reset != nil {
-				p.reset.ResetFunction(rec.vf)
-			}
+			p.hca.ResetFunction(rec.vf)
 			st.cmdToken = 0
 			ps.forget(rec.vf)
 		case recActivate:

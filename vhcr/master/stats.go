@@ -282,7 +282,7 @@ func (p *PF) Channels(dst []Channel) error {
 		for i := range dst {
 			st := &p.vfs[i]
 			dst[i] = Channel{State: st.lastCmd, Active: st.active,
-				Events: p.events != nil && p.events.HasEQ(i, EventTypeCmd), Mlx4: st.lastMlx4}
+				Events: p.hca.HasEQ(i, EventTypeCmd), Mlx4: st.lastMlx4}
 		}
 	})
 }
