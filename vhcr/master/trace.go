@@ -15,8 +15,9 @@ import (
 // (vhcrd trace --from-start) finds what happened; each record site checks
 // only that there is a ring (Enabled: not nil). A VHCR_POST's record
 // carries the head of its shadow inbox (for MAD_IFC the MAD's class,
-// method and attribute), copied, not decoded. There is no interrupt model
-// yet, so there are no IRQ records.
+// method and attribute), copied, not decoded. Interrupts are counted per
+// VF (vhcrd_interrupts_total), not traced: nothing writes the ring's IRQ
+// records.
 //
 // Stamping. A VHCR_POST the poller times anyway (one in LatencySample) is
 // recorded with its detection and completion ticks; the others with p.now,
