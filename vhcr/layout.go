@@ -157,17 +157,27 @@ func (l Layout) ControlSize() int64 {
 	return HeaderSize
 }
 
+// Through is l as a PF mapping its control region r writes it, and as
+// ReadLayout reads it back: the futex doorbell and the owner claim only
+// where r is memory of this host (a file), not device memory (vfio, sysfs).
+func (l Layout) Through(r bar.Region) Layout {
+	l.Doorbell = l.Doorbell && r.Shared()
+	l.OwnerClaim = r.Shared()
+	return l
+}
+
 // Write stores the header (everything but the state, generation and doorbell
 // words) into r.
 func (l Layout) Write(r bar.Region) error {
+	l = l.Through(r)
 	var flags uint32
 	if l.DMAInBAR {
 		flags |= HdrFlagDMAInBAR
 	}
-	if l.Doorbell && r.Shared() {
+	if l.Doorbell {
 		flags |= HdrFlagDoorbell
 	}
-	if r.Shared() {
+	if l.OwnerClaim {
 		flags |= HdrFlagOwnerClaim
 	}
 	regs := []struct {

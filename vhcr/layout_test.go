@@ -136,3 +136,43 @@ func TestNewLayoutRejectsMisfits(t *testing.T) {
 		t.Error("DMA region smaller than the windows accepted")
 	}
 }
+
+// deviceMemory is a region as a PF in a guest maps it (vfio, sysfs): not
+// memory of this host.
+type deviceMemory struct{ *bar.Mem }
+
+func (deviceMemory) Shared() bool { return false }
+
+// What a PF writes through its control region reads back as Through says,
+// through a file as through device memory: a restarted PF compares the
+// header with l.Through(region), so a device BAR's restart is not taken for
+// another layout (the futex doorbell and the owner claim are off there).
+func TestLayoutReadsBackThrough(t *testing.T) {
+	l, err := vhcr.NewLayout(2, 64<<10, true, 0x40000, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := bar.NewMem("file-like", l.ControlSize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := bar.NewMem("device", l.ControlSize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []bar.Region{file, deviceMemory{dev}} {
+		if err := l.Write(r); err != nil {
+			t.Fatal(err)
+		}
+		got, err := vhcr.ReadLayout(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := l.Through(r); got != want {
+			t.Errorf("%s: read back %+v, want %+v", r.Name(), got, want)
+		}
+		if shared := r.Shared(); got.Doorbell != shared || got.OwnerClaim != shared {
+			t.Errorf("%s (shared %v): doorbell %v, owner claim %v", r.Name(), shared, got.Doorbell, got.OwnerClaim)
+		}
+	}
+}

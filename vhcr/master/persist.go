@@ -227,7 +227,7 @@ func (p *PF) restore(b bar.Region, l vhcr.Layout, gen uint32) int {
 	if old, err := vhcr.ReadLayout(b); global != "" {
 	} else if err != nil {
 		global = err.Error()
-	} else if old.OwnerClaim = l.OwnerClaim; old != l { // how a PF maps the region is not its layout
+	} else if old != l.Through(b) {
 		global = fmt.Sprintf("the header describes another layout (%d VFs, windows of %#x at %#x) than this PF serves (%d VFs, windows of %#x at %#x)",
 			old.NumVFs, old.Window, old.DMABase, l.NumVFs, l.Window, l.DMABase)
 	} else if v, _ := b.Load32(vhcr.HdrStateVer); v != vhcr.StateVersion {

@@ -381,7 +381,7 @@ func (p *PF) writeHeader(o Options, ps *pstate) error {
 	if err := l.Write(o.BAR); err != nil {
 		return err
 	}
-	if l.Doorbell && o.BAR.Shared() {
+	if l.Through(o.BAR).Doorbell {
 		p.doorbell, _ = bar.Word(o.BAR, vhcr.HdrDoorbell)
 		p.sleeping, _ = bar.Word(o.BAR, vhcr.HdrPFSleeping)
 	}
