@@ -30,7 +30,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
-	"github.com/vhcrd/vhcrd/metrics"
+	"github.com/vhcrd/vhcrd/metrics/buildinfo"
 	"github.com/vhcrd/vhcrd/vhcr"
 )
 
@@ -68,7 +68,7 @@ func main() {
 			cli.UsageError(os.Stderr, "vfctl version", fmt.Errorf("unexpected arguments %q", os.Args[2:]))
 			os.Exit(cli.ExitUsage)
 		}
-		v, r, mod := metrics.BuildInfo()
+		v, r, mod := buildinfo.Read()
 		if mod {
 			r += " (modified)"
 		}
