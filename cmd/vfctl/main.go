@@ -13,6 +13,9 @@
 //	vfctl flr --vf N
 //	vfctl bench --vhcrd bin/vhcrd
 //	vfctl completion bash|zsh|fish | man DIR | help [COMMAND [ACTION]]
+//
+// vfctl links no PF, HCA or tracker (TestVFSideLinksNoPF): bench starts
+// vhcrd as a process for every figure that needs the PF.
 package main
 
 import (
