@@ -16,7 +16,7 @@ all: build
 # pure-Go resolver). The revision also goes in through -X for trees Go does
 # not stamp (a git worktree, GOFLAGS=-buildvcs=false).
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS   := $(if $(REVISION),-X github.com/vhcrd/vhcrd/metrics.Revision=$(REVISION))
+LDFLAGS   := $(if $(REVISION),-X github.com/vhcrd/vhcrd/metrics/buildinfo.Revision=$(REVISION))
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...

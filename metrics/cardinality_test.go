@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vhcrd/vhcrd/metrics"
+	"github.com/vhcrd/vhcrd/metrics/buildinfo"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
@@ -168,7 +169,7 @@ func TestBuildInfo(t *testing.T) {
 		t.Fatal("no vhcrd_build_info")
 	}
 	labels := f.labels[0]
-	v, rev, mod := metrics.BuildInfo()
+	v, rev, mod := buildinfo.Read()
 	if labels["version"] != v || labels["revision"] != rev || labels["modified"] != strconv.FormatBool(mod) || labels["goversion"] == "" {
 		t.Errorf("build_info labels %v, want version %q revision %q modified %v", labels, v, rev, mod)
 	}

@@ -2,54 +2,15 @@ package metrics
 
 import (
 	"runtime"
-	"runtime/debug"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vhcrd/vhcrd/metrics/buildinfo"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
-
-// Version and Revision may be set by the build (-ldflags -X). Version
-// empty: the module version from the binary's build information. Revision
-// is the fallback for builds that Go does not stamp with vcs.revision (a
-// git worktree, -buildvcs=false); the stamp wins where there is one.
-var Version, Revision = "", ""
-
-// BuildInfo returns the module version and the VCS revision the binary was
-// built from (runtime/debug.ReadBuildInfo; "unknown" where the build
-// recorded none, as in `go test` binaries), and whether the tree had
-// uncommitted changes.
-func BuildInfo() (version, revision string, modified bool) {
-	version, revision = Version, Revision
-	if revision == "" {
-		revision = "unknown"
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		if version == "" {
-			version = "unknown"
-		}
-		return
-	}
-	if version == "" {
-		version = bi.Main.Version
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	if version == "" {
-		version = "unknown"
-	}
-	return
-}
 
 // PFCollector exports one PF's counters.
 type PFCollector struct {
@@ -77,7 +38,7 @@ var PFStates = [...]struct {
 // NewPFCollector returns a collector for pf.
 func NewPFCollector(pf *master.PF) *PFCollector {
 	c := &PFCollector{pf: pf}
-	v, rev, mod := BuildInfo()
+	v, rev, mod := buildinfo.Read()
 	c.info = []string{v, rev, runtime.Version(), strconv.FormatBool(mod)}
 	for i := 0; i < pf.Layout().NumVFs; i++ {
 		c.vfs = append(c.vfs, strconv.Itoa(i))

@@ -13,6 +13,9 @@
 //	vfctl flr --vf N
 //	vfctl bench --vhcrd bin/vhcrd
 //	vfctl completion bash|zsh|fish | man DIR | help [COMMAND [ACTION]]
+//
+// vfctl links no PF, HCA or tracker (TestVFSideLinksNoPF): bench starts
+// vhcrd as a process for every figure that needs the PF.
 package main
 
 import (
@@ -30,7 +33,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
-	"github.com/vhcrd/vhcrd/metrics"
+	"github.com/vhcrd/vhcrd/metrics/buildinfo"
 	"github.com/vhcrd/vhcrd/vhcr"
 )
 
@@ -68,7 +71,7 @@ func main() {
 			cli.UsageError(os.Stderr, "vfctl version", fmt.Errorf("unexpected arguments %q", os.Args[2:]))
 			os.Exit(cli.ExitUsage)
 		}
-		v, r, mod := metrics.BuildInfo()
+		v, r, mod := buildinfo.Read()
 		if mod {
 			r += " (modified)"
 		}

@@ -16,7 +16,8 @@ var subcommands = map[string][][2]string{
 	"completion": clidoc.ShellActions("vhcrd"),
 }
 
-// hidden commands are left out of the tree and the usage (none today).
+// hidden commands are left out of the tree and the usage (bench-irq, the
+// PF process of vfctl bench).
 var hidden = map[string]bool{}
 
 func init() {

@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 	// does not stamp (a git worktree, GOFLAGS=-buildvcs=false).
 	build := []string{"build", "-o", dir + "/"}
 	if rev, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
-		build = append(build, "-ldflags", "-X github.com/vhcrd/vhcrd/metrics.Revision="+strings.TrimSpace(string(rev)))
+		build = append(build, "-ldflags", "-X github.com/vhcrd/vhcrd/metrics/buildinfo.Revision="+strings.TrimSpace(string(rev)))
 	}
 	out, err := exec.Command("go", append(build, "github.com/vhcrd/vhcrd/cmd/vhcrd", "github.com/vhcrd/vhcrd/cmd/vfctl")...).CombinedOutput()
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"sort"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
-	"github.com/vhcrd/vhcrd/metrics"
+	"github.com/vhcrd/vhcrd/metrics/buildinfo"
 )
 
 type command struct {
@@ -89,7 +89,7 @@ func (u usageError) Unwrap() error { return u.err }
 // printVersion prints the module version and VCS revision the binary was
 // built from (what vhcrd_build_info exports).
 func printVersion(tool string) {
-	v, r, mod := metrics.BuildInfo()
+	v, r, mod := buildinfo.Read()
 	if mod {
 		r += " (modified)"
 	}

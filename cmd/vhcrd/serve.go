@@ -31,6 +31,7 @@ import (
 	"github.com/vhcrd/vhcrd/mad/capture"
 	"github.com/vhcrd/vhcrd/mad/ibsim"
 	"github.com/vhcrd/vhcrd/metrics"
+	"github.com/vhcrd/vhcrd/metrics/buildinfo"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
@@ -573,7 +574,7 @@ func (s *server) mux() *http.ServeMux {
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { s.probe(w, false) })
 	m.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { s.probe(w, true) })
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		version, revision, _ := metrics.BuildInfo()
+		version, revision, _ := buildinfo.Read()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, "<!doctype html><title>vhcrd</title><h1>vhcrd %s</h1><p>%d VFs on %s</p><ul>"+
 			"<li><a href=\"/metrics\">/metrics</a><li><a href=\"/healthz\">/healthz</a><li><a href=\"/readyz\">/readyz</a></ul>"+

@@ -347,7 +347,7 @@ func TestImagePinned(t *testing.T) {
 	if tag != string(m[1]) {
 		t.Errorf("the DaemonSet runs %s:%s, the Containerfile builds version %s", repo, tag, m[1])
 	}
-	if !strings.Contains(string(b), "-X github.com/vhcrd/vhcrd/metrics.Version=${VERSION}") {
+	if !strings.Contains(string(b), "-X github.com/vhcrd/vhcrd/metrics/buildinfo.Version=${VERSION}") {
 		t.Error("the Containerfile does not stamp VERSION into vhcrd_build_info")
 	}
 }

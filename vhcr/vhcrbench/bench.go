@@ -367,7 +367,7 @@ func echo(iters int) error {
 // "echo N" or "irq PATH").
 func Peer(args []string) error {
 	if len(args) < 2 {
-		return errors.New("bench-peer: want limit toggle|minimum PATH N | echo N | irq PATH")
+		return errors.New("bench-peer: want limit toggle|minimum PATH N | echo N")
 	}
 	switch args[0] {
 	case "limit":
@@ -385,11 +385,6 @@ func Peer(args []string) error {
 			return err
 		}
 		return echo(n)
-	case "irq":
-		if len(args) != 2 {
-			return errIRQPeerArgs
-		}
-		return irqPeer(args[1])
 	}
 	return fmt.Errorf("bench-peer: unknown peer %q", args[0])
 }

@@ -32,7 +32,8 @@
 //	    acknowledges through a second eventfd; against the same round trip
 //	    started by a bare write to the same eventfd, between the same two
 //	    processes (the eventfds cross by SCM_RIGHTS), in alternating order
-//	    each round.
+//	    each round. The PF process is `vhcrd bench-irq` (IRQPF with
+//	    vhcr/vhcrbench/irqpf's HCA); the caller of RunIRQ is the VF.
 //
 // and, with RunPersist, what the PF state file costs a VF:
 //
@@ -47,4 +48,8 @@
 // average (Load); each round reports its median and p99, and the summary
 // takes medians over rounds. Timing uses the cycle counter (a few ns per read), not a Go
 // benchmark loop, because percentiles matter here.
+//
+// The package is the VF side and links no PF, HCA or tracker (vfctl runs
+// it; cmd/vfctl's TestVFSideLinksNoPF checks): where a figure needs the PF
+// it starts vhcrd as a process.
 package vhcrbench
