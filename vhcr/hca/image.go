@@ -109,36 +109,36 @@ func (h *HCA) Image() *Image {
 		im.MTT[k] = append([]uint64(nil), v...)
 	}
 	for n, q := range fw.qps {
-		im.QPs = append(im.QPs, QPImage{QPN: n, State: q.state, Port: q.port, Suspended: q.suspended, Ctx: q.ctx, Vport: q.vport})
+		im.QPs = append(im.QPs, QPImage{QPN: n, State: q.State, Port: q.Port, Suspended: q.Suspended, Ctx: q.Ctx, Vport: q.Vport})
 	}
 	for n, c := range fw.cqs {
-		im.CQs = append(im.CQs, CQImage{CQN: n, Ctx: c.ctx, EQN: c.eqn})
+		im.CQs = append(im.CQs, CQImage{CQN: n, Ctx: c.Ctx, EQN: c.EQN})
 	}
 	for n, s := range fw.srqs {
-		im.SRQs = append(im.SRQs, SRQImage{SRQN: n, Ctx: s.ctx, Limit: s.limit})
+		im.SRQs = append(im.SRQs, SRQImage{SRQN: n, Ctx: s.Ctx, Limit: s.Limit})
 	}
 	for id, m := range fw.mpts {
-		im.MPTs = append(im.MPTs, MPTImage{ID: id, Entry: m.entry, Valid: m.valid})
+		im.MPTs = append(im.MPTs, MPTImage{ID: id, Entry: m.Entry, Valid: m.Valid})
 	}
 	for _, e := range fw.eqs {
-		im.EQs = append(im.EQs, EQImage{VF: e.vf, EQN: e.eqn, Ctx: e.ctx, Nent: e.nent, PageShift: e.pageShift, Pages: append([]uint64(nil), e.pages...),
-			Prod: e.prod, Cons: e.cons, Armed: e.armed, DBAtCreate: e.dbAtCreate, DBStale: e.dbStale})
+		im.EQs = append(im.EQs, EQImage{VF: e.VF, EQN: e.EQN, Ctx: e.Ctx, Nent: e.Nent, PageShift: e.PageShift, Pages: append([]uint64(nil), e.Pages...),
+			Prod: e.Prod, Cons: e.Cons, Armed: e.Armed, DBAtCreate: e.DBAtCreate, DBStale: e.DBStale})
 	}
 	for _, p := range fw.ports {
 		var pi PortImage
-		for i := range p.mac {
-			pi.MAC[i], pi.MACRefs[i] = p.mac[i].value, p.mac[i].refs
+		for i := range p.MAC {
+			pi.MAC[i], pi.MACRefs[i] = p.MAC[i].Value, p.MAC[i].Refs
 		}
-		for i := range p.vlan {
-			pi.VLAN[i], pi.VLANRefs[i] = p.vlan[i].value, p.vlan[i].refs
+		for i := range p.VLAN {
+			pi.VLAN[i], pi.VLANRefs[i] = p.VLAN[i].Value, p.VLAN[i].Refs
 		}
 		im.Ports = append(im.Ports, pi)
 	}
 	for i := range fw.vfs {
 		v := &fw.vfs[i]
-		vi := VFImage{EventEQ: v.eventEQ, PortOpen: v.portOpen, OldVLAN: v.oldVLAN, Promisc: v.promisc, VLANFltr: v.vlanFltr, McastOn: v.mcastOn, AdminMAC: v.adminMAC}
-		for p, o := range v.vport {
-			vi.Vport[p] = VportImage{Active: o.active, VST: o.vst, Spoof: o.spoof, VLAN: o.vlan, QoS: o.qos, VLANIdx: o.vlanIdx, MACIdx: o.macIdx, MAC: o.mac}
+		vi := VFImage{EventEQ: v.EventEQ, PortOpen: v.PortOpen, OldVLAN: v.OldVLAN, Promisc: v.Promisc, VLANFltr: v.VLANFltr, McastOn: v.McastOn, AdminMAC: v.AdminMAC}
+		for p, o := range v.Vport {
+			vi.Vport[p] = VportImage{Active: o.Active, VST: o.VST, Spoof: o.Spoof, VLAN: o.VLAN, QoS: o.QoS, VLANIdx: o.VLANIdx, MACIdx: o.MACIdx, MAC: o.MAC}
 		}
 		im.VFs = append(im.VFs, vi)
 	}
@@ -193,7 +193,7 @@ func (h *HCA) emptyFirmware(nextRegID uint64) *firmware {
 	return &firmware{doorbell: h.fw.doorbell, irq: h.fw.irq, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, adminChanges: h.fw.adminChanges, dmfs: h.fw.dmfs, nextRegID: nextRegID,
 		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{}, srqs: map[uint32]*srqObj{},
 		mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{}, counterPort: map[uint64]int{}, mcg: map[uint32][][16]byte{},
-		ports: make([]portTables, len(h.fw.ports)), vfs: make([]vfFW, len(h.fw.vfs))}
+		ports: make([]PortState, len(h.fw.ports)), vfs: make([]vfFW, len(h.fw.vfs))}
 }
 
 // imageLoad fills a firmware's object tables from an image, each object
@@ -230,7 +230,7 @@ func (l *imageLoad) qps(im *Image) error {
 		if err != nil {
 			return err
 		}
-		l.fw.qps[q.QPN] = &qpObj{tr: o, state: q.State, port: q.Port, suspended: q.Suspended, ctx: q.Ctx, vport: q.Vport}
+		l.fw.qps[q.QPN] = &qpObj{tr: o, State: q.State, Port: q.Port, Suspended: q.Suspended, Ctx: q.Ctx, Vport: q.Vport}
 	}
 	return nil
 }
@@ -241,7 +241,7 @@ func (l *imageLoad) cqs(im *Image) error {
 		if err != nil {
 			return err
 		}
-		l.fw.cqs[c.CQN] = &cqObj{tr: o, ctx: c.Ctx, eqn: c.EQN}
+		l.fw.cqs[c.CQN] = &cqObj{tr: o, Ctx: c.Ctx, EQN: c.EQN}
 	}
 	return nil
 }
@@ -252,7 +252,7 @@ func (l *imageLoad) srqs(im *Image) error {
 		if err != nil {
 			return err
 		}
-		l.fw.srqs[s.SRQN] = &srqObj{tr: o, ctx: s.Ctx, limit: s.Limit}
+		l.fw.srqs[s.SRQN] = &srqObj{tr: o, Ctx: s.Ctx, Limit: s.Limit}
 	}
 	return nil
 }
@@ -263,7 +263,7 @@ func (l *imageLoad) mpts(im *Image) error {
 		if err != nil {
 			return err
 		}
-		l.fw.mpts[m.ID] = &mptObj{tr: o, entry: m.Entry, valid: m.Valid}
+		l.fw.mpts[m.ID] = &mptObj{tr: o, Entry: m.Entry, Valid: m.Valid}
 	}
 	return nil
 }
@@ -283,8 +283,8 @@ func (l *imageLoad) eqs(im *Image) error {
 		}
 		// The vector and always-armed come from the context, as at SW2HW_EQ.
 		c, _ := mlx4.DecodeEQContext(e.Ctx[:])
-		l.fw.eqs[id] = &eqObj{tr: o, vf: e.VF, eqn: e.EQN, ctx: e.Ctx, nent: e.Nent, pageShift: e.PageShift, pages: append([]uint64(nil), e.Pages...),
-			win: l.window(e.VF), prod: e.Prod, cons: e.Cons, armed: e.Armed, dbAtCreate: e.DBAtCreate, dbStale: e.DBStale,
+		l.fw.eqs[id] = &eqObj{tr: o, VF: e.VF, EQN: e.EQN, Ctx: e.Ctx, Nent: e.Nent, PageShift: e.PageShift, Pages: append([]uint64(nil), e.Pages...),
+			win: l.window(e.VF), Prod: e.Prod, Cons: e.Cons, Armed: e.Armed, DBAtCreate: e.DBAtCreate, DBStale: e.DBStale,
 			intr: c.Intr, always: c.State == mlx4.EQ_STATE_ALWAYS_ARMED}
 	}
 	return nil
@@ -295,18 +295,18 @@ func (l *imageLoad) eqs(im *Image) error {
 func (fw *firmware) loadTables(im *Image) {
 	for p := range fw.ports {
 		pi := &im.Ports[p]
-		for i := range fw.ports[p].mac {
-			fw.ports[p].mac[i] = tableEntry{value: pi.MAC[i], refs: pi.MACRefs[i]}
+		for i := range fw.ports[p].MAC {
+			fw.ports[p].MAC[i] = TableEntry{Value: pi.MAC[i], Refs: pi.MACRefs[i]}
 		}
-		for i := range fw.ports[p].vlan {
-			fw.ports[p].vlan[i] = tableEntry{value: pi.VLAN[i], refs: pi.VLANRefs[i]}
+		for i := range fw.ports[p].VLAN {
+			fw.ports[p].VLAN[i] = TableEntry{Value: pi.VLAN[i], Refs: pi.VLANRefs[i]}
 		}
 	}
 	for i := range fw.vfs {
 		vi, v := &im.VFs[i], &fw.vfs[i]
-		v.eventEQ, v.portOpen, v.oldVLAN, v.promisc, v.vlanFltr, v.mcastOn, v.adminMAC = vi.EventEQ, vi.PortOpen, vi.OldVLAN, vi.Promisc, vi.VLANFltr, vi.McastOn, vi.AdminMAC
+		v.EventEQ, v.PortOpen, v.OldVLAN, v.Promisc, v.VLANFltr, v.McastOn, v.AdminMAC = vi.EventEQ, vi.PortOpen, vi.OldVLAN, vi.Promisc, vi.VLANFltr, vi.McastOn, vi.AdminMAC
 		for p, o := range vi.Vport {
-			v.vport[p] = vportOper{active: o.Active, vst: o.VST, spoof: o.Spoof, vlan: o.VLAN, qos: o.QoS, vlanIdx: o.VLANIdx, macIdx: o.MACIdx, mac: o.MAC}
+			v.Vport[p] = VportState{Active: o.Active, VST: o.VST, Spoof: o.Spoof, VLAN: o.VLAN, QoS: o.QoS, VLANIdx: o.VLANIdx, MACIdx: o.MACIdx, MAC: o.MAC}
 		}
 	}
 	for k, v := range im.CounterPt {
@@ -337,15 +337,15 @@ func (h *HCA) SetEQPositions(pos func(vf, eqn int, prod uint32, live bool)) { h.
 // SetEQProd sets the producer index of VF vf's EQ eqn, if it exists (a
 // restarted PF, from its state file).
 func (h *HCA) SetEQProd(vf, eqn int, prod uint32) {
-	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.vf == vf {
-		eq.prod = prod & mlx4.EQIndexMask
+	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.VF == vf {
+		eq.Prod = prod & mlx4.EQIndexMask
 	}
 }
 
 // EQProd returns the producer index of VF vf's EQ eqn and whether it exists.
 func (h *HCA) EQProd(vf, eqn int) (uint32, bool) {
-	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.vf == vf {
-		return eq.prod, true
+	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.VF == vf {
+		return eq.Prod, true
 	}
 	return 0, false
 }
@@ -355,7 +355,7 @@ func (h *HCA) EventEQ(vf int, eventType uint8) int {
 	if vf < 0 || vf >= len(h.fw.vfs) || int(eventType) >= numEventTypes {
 		return -1
 	}
-	return int(h.fw.vfs[vf].eventEQ[eventType])
+	return int(h.fw.vfs[vf].EventEQ[eventType])
 }
 
 // SetQuiet turns replay mode on or off: while on, executors change the
@@ -395,12 +395,12 @@ func (h *HCA) RefreshEQs() {
 		return
 	}
 	for _, eq := range h.fw.eqs {
-		v, ok := h.fw.doorbell(eq.vf, eq.eqn)
+		v, ok := h.fw.doorbell(eq.VF, eq.EQN)
 		if !ok {
 			continue
 		}
-		if ci := v & mlx4.EQIndexMask; (eq.prod-ci)&mlx4.EQIndexMask <= eq.nent {
-			eq.cons, eq.armed, eq.dbStale = ci, v&mlx4.EQ_DOORBELL_ARM != 0, false
+		if ci := v & mlx4.EQIndexMask; (eq.Prod-ci)&mlx4.EQIndexMask <= eq.Nent {
+			eq.Cons, eq.Armed, eq.DBStale = ci, v&mlx4.EQ_DOORBELL_ARM != 0, false
 		}
 	}
 }

@@ -47,7 +47,7 @@ type firmware struct {
 	mpts map[uint64]*mptObj // tracker id (index & mask)
 	eqs  map[uint64]*eqObj  // restrack.EQID(vf, eqn)
 
-	ports []portTables // per physical port
+	ports []PortState // per physical port
 	vfs   []vfFW
 
 	doorbell func(vf, eqn int) (uint32, bool)           // EQ doorbell reader, or nil
@@ -67,26 +67,26 @@ type firmware struct {
 	nextRegID uint64 // flow-steering rule ids, unique across VFs
 }
 
-type portTables struct {
-	mac  [macTableSize]tableEntry
-	vlan [vlanTableSize]tableEntry
+type PortState struct {
+	MAC  [macTableSize]TableEntry
+	VLAN [vlanTableSize]TableEntry
 }
 
-type tableEntry struct {
-	value uint64
-	refs  int
+type TableEntry struct {
+	Value uint64
+	Refs  int
 }
 
 // vfFW is per-function firmware state.
 type vfFW struct {
-	eventEQ  [numEventTypes]int16 // event type → eqn, -1 = not mapped
-	portOpen [2]bool              // INIT_PORT done (physical port index)
-	oldVLAN  bool                 // used the old VLAN API (mlx4's old_vlan_api)
-	promisc  [2]bool
-	vlanFltr [2][128]uint32
-	mcastOn  [2]bool
-	vport    [2]vportOper // physical port index (vport.go)
-	adminMAC [2]uint64    // operator's MAC per physical port, 0 = default (vfadmin.go)
+	EventEQ  [numEventTypes]int16 // event type → eqn, -1 = not mapped
+	PortOpen [2]bool              // INIT_PORT done (physical port index)
+	OldVLAN  bool                 // used the old VLAN API (mlx4's old_vlan_api)
+	Promisc  [2]bool
+	VLANFltr [2][128]uint32
+	McastOn  [2]bool
+	Vport    [2]VportState // physical port index (vport.go)
+	AdminMAC [2]uint64    // operator's MAC per physical port, 0 = default (vfadmin.go)
 	stats    EventStats
 }
 
@@ -107,45 +107,45 @@ type EventStats struct {
 
 type qpObj struct {
 	tr        *restrack.Object
-	state     mlx4.QPState
-	port      int // physical port of the primary path
-	suspended bool
-	ctx       [mlx4.QPMailboxSize]byte // the last context written (rewritten fields included)
-	vport     bool                     // VST or spoof check rewrote its context (vport.go)
+	State     mlx4.QPState
+	Port      int // physical port of the primary path
+	Suspended bool
+	Ctx       [mlx4.QPMailboxSize]byte // the last context written (rewritten fields included)
+	Vport     bool                     // VST or spoof check rewrote its context (vport.go)
 }
 
 type cqObj struct {
 	tr  *restrack.Object
-	ctx [mlx4.CQContextSize]byte
-	eqn int
+	Ctx [mlx4.CQContextSize]byte
+	EQN int
 }
 
 type srqObj struct {
 	tr    *restrack.Object
-	ctx   [mlx4.SRQContextSize]byte
-	limit uint16
+	Ctx   [mlx4.SRQContextSize]byte
+	Limit uint16
 }
 
 type mptObj struct {
 	tr    *restrack.Object
-	entry [mlx4.MPTEntrySize]byte
-	valid bool // entry written by SW2HW_MPT at least once
+	Entry [mlx4.MPTEntrySize]byte
+	Valid bool // entry written by SW2HW_MPT at least once
 }
 
 type eqObj struct {
 	tr        *restrack.Object
-	vf, eqn   int
-	ctx       [mlx4.EQContextSize]byte
-	nent      uint32
-	pageShift uint
-	pages     []uint64 // IOVA of each ring page in the VF's window
+	VF, EQN   int
+	Ctx       [mlx4.EQContextSize]byte
+	Nent      uint32
+	PageShift uint
+	Pages     []uint64 // IOVA of each ring page in the VF's window
 	win       *dma.Window
-	prod      uint32 // producer index (EQEs written)
-	cons      uint32 // consumer index the VF reported (24 bits)
-	armed     bool
+	Prod      uint32 // producer index (EQEs written)
+	Cons      uint32 // consumer index the VF reported (24 bits)
+	Armed     bool
 
-	dbAtCreate uint32 // doorbell word when the EQ was created
-	dbStale    bool   // the word has not changed since: ignore it
+	DBAtCreate uint32 // doorbell word when the EQ was created
+	DBStale    bool   // the word has not changed since: ignore it
 	dbLast     uint32 // doorbell word last applied (a write is a change of it)
 
 	intr    uint8 // MSI-X vector of the EQ context
@@ -201,7 +201,7 @@ func (h *HCA) initResources() error {
 		counterPort: map[uint64]int{},
 		mtt:         map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{},
 		srqs: map[uint32]*srqObj{}, mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{},
-		ports: make([]portTables, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs), mcg: map[uint32][][16]byte{},
+		ports: make([]PortState, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs), mcg: map[uint32][][16]byte{},
 	}
 	for vf := range h.fw.vfs {
 		h.fw.vfs[vf].clearEvents()
@@ -210,8 +210,8 @@ func (h *HCA) initResources() error {
 }
 
 func (v *vfFW) clearEvents() {
-	for i := range v.eventEQ {
-		v.eventEQ[i] = -1
+	for i := range v.EventEQ {
+		v.EventEQ[i] = -1
 	}
 }
 
@@ -392,7 +392,7 @@ func (h *HCA) allocMAC(c *mlx4.Cmd) mlx4.Status {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
 	mac := c.InParam & 0xffffffffffff
-	tab := &h.fw.ports[phys-1].mac
+	tab := &h.fw.ports[phys-1].MAC
 	idx := register(tab[:], mac)
 	if idx < 0 {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota) // table full: -ENOSPC
@@ -413,11 +413,11 @@ func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
 	if old {
-		h.fw.vfs[c.VF].oldVLAN = true
+		h.fw.vfs[c.VF].OldVLAN = true
 		return mlx4.OK // old VLAN API: a no-op success, as mlx4
 	}
 	vlan := uint64(lo32(c.InParam) & 0xfff)
-	tab := &h.fw.ports[phys-1].vlan
+	tab := &h.fw.ports[phys-1].VLAN
 	idx := register(tab[:], vlan)
 	if idx < 0 {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
@@ -431,26 +431,26 @@ func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
 }
 
 // register finds or adds value in a port table and takes a reference.
-func register(tab []tableEntry, value uint64) int {
+func register(tab []TableEntry, value uint64) int {
 	free := -1
 	for i := range tab {
-		if tab[i].refs > 0 && tab[i].value == value {
-			tab[i].refs++
+		if tab[i].Refs > 0 && tab[i].Value == value {
+			tab[i].Refs++
 			return i
 		}
-		if free < 0 && tab[i].refs == 0 {
+		if free < 0 && tab[i].Refs == 0 {
 			free = i
 		}
 	}
 	if free >= 0 {
-		tab[free] = tableEntry{value: value, refs: 1}
+		tab[free] = TableEntry{Value: value, Refs: 1}
 	}
 	return free
 }
 
-func unregister(tab []tableEntry, idx int) {
-	if idx >= 0 && idx < len(tab) && tab[idx].refs > 0 {
-		tab[idx].refs--
+func unregister(tab []TableEntry, idx int) {
+	if idx >= 0 && idx < len(tab) && tab[idx].Refs > 0 {
+		tab[idx].Refs--
 	}
 }
 
@@ -554,12 +554,12 @@ func (h *HCA) macVLANFreeRes(c *mlx4.Cmd) mlx4.Status {
 	if phys == 0 {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
-	if ty == restrack.VLAN && h.fw.vfs[c.VF].oldVLAN {
+	if ty == restrack.VLAN && h.fw.vfs[c.VF].OldVLAN {
 		return mlx4.OK // vlan_free_res: a VF of the old API frees nothing
 	}
-	value, tab := c.InParam&0xffffffffffff, h.fw.ports[phys-1].mac[:]
+	value, tab := c.InParam&0xffffffffffff, h.fw.ports[phys-1].MAC[:]
 	if ty == restrack.VLAN {
-		value, tab = uint64(lo32(c.InParam)&0xfff), h.fw.ports[phys-1].vlan[:]
+		value, tab = uint64(lo32(c.InParam)&0xfff), h.fw.ports[phys-1].VLAN[:]
 	}
 	idx, _, err := h.Res.DelMAC(c.VF, ty, phys, value)
 	if err == nil {
