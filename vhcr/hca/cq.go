@@ -50,7 +50,7 @@ func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
 		h.Res.AbortMove(o)
 		return restrack.Refuse(c, err)
 	}
-	obj := &cqObj{tr: o, EQN: int(ctx.CompEQN)}
+	obj := &cqObj{tr: o, CQState: CQState{EQN: int(ctx.CompEQN)}}
 	copy(obj.Ctx[:], c.Inbox[:])
 	h.fw.cqs[cqn] = obj
 	h.Res.EndMove(o)

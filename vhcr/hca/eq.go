@@ -85,8 +85,8 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 		undo()
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
-	eq := &eqObj{tr: o, VF: c.VF, EQN: eqn, Nent: 1 << ctx.LogSize, PageShift: uint(pageShift), win: c.Mem,
-		intr: ctx.Intr, Armed: ctx.State == mlx4.EQ_STATE_ARMED, always: ctx.State == mlx4.EQ_STATE_ALWAYS_ARMED}
+	eq := &eqObj{tr: o, EQState: EQState{VF: c.VF, EQN: eqn, Nent: 1 << ctx.LogSize, PageShift: uint(pageShift), Armed: ctx.State == mlx4.EQ_STATE_ARMED},
+		win: c.Mem, intr: ctx.Intr, always: ctx.State == mlx4.EQ_STATE_ALWAYS_ARMED}
 	ring := uint64(eq.Nent) * mlx4.EQESize
 	psize := uint64(1) << eq.PageShift
 	npages := (ring + psize - 1) / psize

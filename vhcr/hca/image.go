@@ -2,6 +2,8 @@ package hca
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -9,146 +11,55 @@ import (
 )
 
 // An Image is the software HCA's state as plain values, for the PF's state
-// file: the tracker's image and the firmware's objects (QP, CQ, SRQ, MPT,
-// MTT and EQ contexts and states, EQ producer and consumer positions and
-// arm state), the ports' MAC and VLAN tables, each function's event
-// mapping, port settings, vport and filters, counters' ports, multicast
-// attachments and the flow-steering rule numbering. Event counters and the
+// file: the tracker's image and the firmware's State (QP, CQ, SRQ, MPT, MTT
+// and EQ contexts and states, EQ producer and consumer positions and arm
+// state, the ports' MAC and VLAN tables, each function's event mapping,
+// port settings, vport and filters, counters' ports, multicast attachments
+// and the flow-steering rule numbering). The live HCA holds the same
+// values, so Image and Load are copies. Event counters and the
 // configuration are not part of it: the first are metrics, the second is
 // the restarted PF's own.
 type Image struct {
-	Res       *restrack.Image
-	MTT       map[uint64][]uint64
-	QPs       []QPImage
-	CQs       []CQImage
-	SRQs      []SRQImage
-	MPTs      []MPTImage
-	EQs       []EQImage
-	Ports     []PortImage
-	VFs       []VFImage
-	CounterPt map[uint64]int
-	MCG       map[uint32][][16]byte
-	NextRegID uint64
+	Res *restrack.Image
+	State
 }
 
-// QPImage is one QP (tracker id QPN).
-type QPImage struct {
-	QPN       uint32
-	State     mlx4.QPState
-	Port      int
-	Suspended bool
-	Ctx       [mlx4.QPMailboxSize]byte
-	Vport     bool
-}
-
-// CQImage is one CQ.
-type CQImage struct {
-	CQN uint32
-	Ctx [mlx4.CQContextSize]byte
-	EQN int
-}
-
-// SRQImage is one SRQ.
-type SRQImage struct {
-	SRQN  uint32
-	Ctx   [mlx4.SRQContextSize]byte
-	Limit uint16
-}
-
-// MPTImage is one MPT (tracker id).
-type MPTImage struct {
-	ID    uint64
-	Entry [mlx4.MPTEntrySize]byte
-	Valid bool
-}
-
-// EQImage is one EQ of one VF.
-type EQImage struct {
-	VF, EQN    int
-	Ctx        [mlx4.EQContextSize]byte
-	Nent       uint32
-	PageShift  uint
-	Pages      []uint64
-	Prod, Cons uint32
-	Armed      bool
-	DBAtCreate uint32
-	DBStale    bool
-}
-
-// PortImage is one physical port's MAC and VLAN tables.
-type PortImage struct {
-	MAC, VLAN         [macTableSize]uint64
-	MACRefs, VLANRefs [macTableSize]int
-}
-
-// VFImage is one function's firmware state.
-type VFImage struct {
-	EventEQ  [numEventTypes]int16
-	PortOpen [2]bool
-	OldVLAN  bool
-	Promisc  [2]bool
-	VLANFltr [2][128]uint32
-	McastOn  [2]bool
-	Vport    [2]VportImage
-	AdminMAC [2]uint64
-}
-
-// VportImage is one function's operational vport state on a port.
-type VportImage struct {
-	Active, VST, Spoof bool
-	VLAN, QoS          int
-	VLANIdx, MACIdx    int
-	MAC                uint64
-}
-
-// Image returns the HCA's state. Only the poller calls it (as Exec).
+// Image returns the HCA's state, sharing nothing with the live HCA. Only
+// the poller calls it (as Exec).
 func (h *HCA) Image() *Image {
 	fw := h.fw
-	im := &Image{Res: h.Res.Image(), MTT: map[uint64][]uint64{}, CounterPt: map[uint64]int{}, MCG: map[uint32][][16]byte{}, NextRegID: fw.nextRegID}
+	s := State{MTT: make(map[uint64][]uint64, len(fw.mtt)), QPs: make(map[uint32]QPState, len(fw.qps)),
+		CQs: make(map[uint32]CQState, len(fw.cqs)), SRQs: make(map[uint32]SRQState, len(fw.srqs)),
+		MPTs: make(map[uint64]MPTState, len(fw.mpts)), EQs: make(map[uint64]EQState, len(fw.eqs)),
+		Ports: slices.Clone(fw.ports), VFs: make([]VFState, len(fw.vfs)),
+		CounterPort: maps.Clone(fw.counterPort), MCG: make(map[uint32][][16]byte, len(fw.mcg)), NextRegID: fw.nextRegID}
 	for k, v := range fw.mtt {
-		im.MTT[k] = append([]uint64(nil), v...)
+		s.MTT[k] = slices.Clone(v)
 	}
 	for n, q := range fw.qps {
-		im.QPs = append(im.QPs, QPImage{QPN: n, State: q.State, Port: q.Port, Suspended: q.Suspended, Ctx: q.Ctx, Vport: q.Vport})
+		s.QPs[n] = q.QPState
 	}
 	for n, c := range fw.cqs {
-		im.CQs = append(im.CQs, CQImage{CQN: n, Ctx: c.Ctx, EQN: c.EQN})
+		s.CQs[n] = c.CQState
 	}
-	for n, s := range fw.srqs {
-		im.SRQs = append(im.SRQs, SRQImage{SRQN: n, Ctx: s.Ctx, Limit: s.Limit})
+	for n, r := range fw.srqs {
+		s.SRQs[n] = r.SRQState
 	}
 	for id, m := range fw.mpts {
-		im.MPTs = append(im.MPTs, MPTImage{ID: id, Entry: m.Entry, Valid: m.Valid})
+		s.MPTs[id] = m.MPTState
 	}
-	for _, e := range fw.eqs {
-		im.EQs = append(im.EQs, EQImage{VF: e.VF, EQN: e.EQN, Ctx: e.Ctx, Nent: e.Nent, PageShift: e.PageShift, Pages: append([]uint64(nil), e.Pages...),
-			Prod: e.Prod, Cons: e.Cons, Armed: e.Armed, DBAtCreate: e.DBAtCreate, DBStale: e.DBStale})
-	}
-	for _, p := range fw.ports {
-		var pi PortImage
-		for i := range p.MAC {
-			pi.MAC[i], pi.MACRefs[i] = p.MAC[i].Value, p.MAC[i].Refs
-		}
-		for i := range p.VLAN {
-			pi.VLAN[i], pi.VLANRefs[i] = p.VLAN[i].Value, p.VLAN[i].Refs
-		}
-		im.Ports = append(im.Ports, pi)
+	for id, e := range fw.eqs {
+		es := e.EQState
+		es.Pages = slices.Clone(es.Pages)
+		s.EQs[id] = es
 	}
 	for i := range fw.vfs {
-		v := &fw.vfs[i]
-		vi := VFImage{EventEQ: v.EventEQ, PortOpen: v.PortOpen, OldVLAN: v.OldVLAN, Promisc: v.Promisc, VLANFltr: v.VLANFltr, McastOn: v.McastOn, AdminMAC: v.AdminMAC}
-		for p, o := range v.Vport {
-			vi.Vport[p] = VportImage{Active: o.Active, VST: o.VST, Spoof: o.Spoof, VLAN: o.VLAN, QoS: o.QoS, VLANIdx: o.VLANIdx, MACIdx: o.MACIdx, MAC: o.MAC}
-		}
-		im.VFs = append(im.VFs, vi)
-	}
-	for k, v := range fw.counterPort {
-		im.CounterPt[k] = v
+		s.VFs[i] = fw.vfs[i].VFState
 	}
 	for k, v := range fw.mcg {
-		im.MCG[k] = append([][16]byte(nil), v...)
+		s.MCG[k] = slices.Clone(v)
 	}
-	return im
+	return &Image{Res: h.Res.Image(), State: s}
 }
 
 // ErrImage is an image this HCA cannot load.
@@ -219,73 +130,71 @@ func (l *imageLoad) mtts(im *Image) error {
 		if len(v) > 1<<20 {
 			return fmt.Errorf("%w: MTT %#x of %d entries", ErrImage, k, len(v))
 		}
-		l.fw.mtt[k] = append([]uint64(nil), v...)
+		l.fw.mtt[k] = slices.Clone(v)
 	}
 	return nil
 }
 
 func (l *imageLoad) qps(im *Image) error {
-	for _, q := range im.QPs {
-		o, err := l.obj(restrack.QP, uint64(q.QPN))
+	for n, s := range im.QPs {
+		o, err := l.obj(restrack.QP, uint64(n))
 		if err != nil {
 			return err
 		}
-		l.fw.qps[q.QPN] = &qpObj{tr: o, State: q.State, Port: q.Port, Suspended: q.Suspended, Ctx: q.Ctx, Vport: q.Vport}
+		l.fw.qps[n] = &qpObj{QPState: s, tr: o}
 	}
 	return nil
 }
 
 func (l *imageLoad) cqs(im *Image) error {
-	for _, c := range im.CQs {
-		o, err := l.obj(restrack.CQ, uint64(c.CQN))
+	for n, s := range im.CQs {
+		o, err := l.obj(restrack.CQ, uint64(n))
 		if err != nil {
 			return err
 		}
-		l.fw.cqs[c.CQN] = &cqObj{tr: o, Ctx: c.Ctx, EQN: c.EQN}
+		l.fw.cqs[n] = &cqObj{CQState: s, tr: o}
 	}
 	return nil
 }
 
 func (l *imageLoad) srqs(im *Image) error {
-	for _, s := range im.SRQs {
-		o, err := l.obj(restrack.SRQ, uint64(s.SRQN))
+	for n, s := range im.SRQs {
+		o, err := l.obj(restrack.SRQ, uint64(n))
 		if err != nil {
 			return err
 		}
-		l.fw.srqs[s.SRQN] = &srqObj{tr: o, Ctx: s.Ctx, Limit: s.Limit}
+		l.fw.srqs[n] = &srqObj{SRQState: s, tr: o}
 	}
 	return nil
 }
 
 func (l *imageLoad) mpts(im *Image) error {
-	for _, m := range im.MPTs {
-		o, err := l.obj(restrack.MPT, m.ID)
+	for id, s := range im.MPTs {
+		o, err := l.obj(restrack.MPT, id)
 		if err != nil {
 			return err
 		}
-		l.fw.mpts[m.ID] = &mptObj{tr: o, Entry: m.Entry, Valid: m.Valid}
+		l.fw.mpts[id] = &mptObj{MPTState: s, tr: o}
 	}
 	return nil
 }
 
 // eqs loads the EQs, each with its VF's DMA window; an EQ whose geometry
-// SW2HW_EQ would have refused does not fit.
+// SW2HW_EQ would have refused, or filed under another number, does not fit.
 func (l *imageLoad) eqs(im *Image) error {
-	for _, e := range im.EQs {
-		if e.VF < 0 || e.VF >= len(l.fw.vfs) || e.Nent == 0 || e.Nent&(e.Nent-1) != 0 || e.Nent > 1<<maxEQLogSize || e.PageShift < 12 || e.PageShift > 30 ||
-			uint64(len(e.Pages))<<e.PageShift < uint64(e.Nent)*mlx4.EQESize {
-			return fmt.Errorf("%w: EQ %d of VF %d: %d entries, page shift %d, %d pages", ErrImage, e.EQN, e.VF, e.Nent, e.PageShift, len(e.Pages))
+	for id, e := range im.EQs {
+		if e.VF < 0 || e.VF >= len(l.fw.vfs) || e.EQN < 0 || id != restrack.EQID(e.VF, e.EQN) || e.Nent == 0 || e.Nent&(e.Nent-1) != 0 || e.Nent > 1<<maxEQLogSize ||
+			e.PageShift < 12 || e.PageShift > 30 || uint64(len(e.Pages))<<e.PageShift < uint64(e.Nent)*mlx4.EQESize {
+			return fmt.Errorf("%w: EQ %d of VF %d (%#x): %d entries, page shift %d, %d pages", ErrImage, e.EQN, e.VF, id, e.Nent, e.PageShift, len(e.Pages))
 		}
-		id := restrack.EQID(e.VF, e.EQN)
 		o, err := l.obj(restrack.EQ, id)
 		if err != nil {
 			return err
 		}
+		e.Pages = slices.Clone(e.Pages)
 		// The vector and always-armed come from the context, as at SW2HW_EQ.
 		c, _ := mlx4.DecodeEQContext(e.Ctx[:])
-		l.fw.eqs[id] = &eqObj{tr: o, VF: e.VF, EQN: e.EQN, Ctx: e.Ctx, Nent: e.Nent, PageShift: e.PageShift, Pages: append([]uint64(nil), e.Pages...),
-			win: l.window(e.VF), Prod: e.Prod, Cons: e.Cons, Armed: e.Armed, DBAtCreate: e.DBAtCreate, DBStale: e.DBStale,
-			intr: c.Intr, always: c.State == mlx4.EQ_STATE_ALWAYS_ARMED}
+		l.fw.eqs[id] = &eqObj{EQState: e, tr: o, win: l.window(e.VF), intr: c.Intr, always: c.State == mlx4.EQ_STATE_ALWAYS_ARMED}
 	}
 	return nil
 }
@@ -293,27 +202,13 @@ func (l *imageLoad) eqs(im *Image) error {
 // loadTables copies the image's port tables (MAC, VLAN), per-VF state,
 // counter ports and multicast groups.
 func (fw *firmware) loadTables(im *Image) {
-	for p := range fw.ports {
-		pi := &im.Ports[p]
-		for i := range fw.ports[p].MAC {
-			fw.ports[p].MAC[i] = TableEntry{Value: pi.MAC[i], Refs: pi.MACRefs[i]}
-		}
-		for i := range fw.ports[p].VLAN {
-			fw.ports[p].VLAN[i] = TableEntry{Value: pi.VLAN[i], Refs: pi.VLANRefs[i]}
-		}
-	}
+	copy(fw.ports, im.Ports)
 	for i := range fw.vfs {
-		vi, v := &im.VFs[i], &fw.vfs[i]
-		v.EventEQ, v.PortOpen, v.OldVLAN, v.Promisc, v.VLANFltr, v.McastOn, v.AdminMAC = vi.EventEQ, vi.PortOpen, vi.OldVLAN, vi.Promisc, vi.VLANFltr, vi.McastOn, vi.AdminMAC
-		for p, o := range vi.Vport {
-			v.Vport[p] = VportState{Active: o.Active, VST: o.VST, Spoof: o.Spoof, VLAN: o.VLAN, QoS: o.QoS, VLANIdx: o.VLANIdx, MACIdx: o.MACIdx, MAC: o.MAC}
-		}
+		fw.vfs[i].VFState = im.VFs[i]
 	}
-	for k, v := range im.CounterPt {
-		fw.counterPort[k] = v
-	}
+	maps.Copy(fw.counterPort, im.CounterPort)
 	for k, v := range im.MCG {
-		fw.mcg[k] = append([][16]byte(nil), v...)
+		fw.mcg[k] = slices.Clone(v)
 	}
 }
 

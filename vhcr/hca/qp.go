@@ -258,7 +258,7 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 			}
 		}
 	}
-	qp := &qpObj{tr: o, State: mlx4.QP_STATE_INIT, Port: phys}
+	qp := &qpObj{tr: o, QPState: QPState{State: mlx4.QP_STATE_INIT, Port: phys}}
 	copy(qp.Ctx[:], c.Inbox[:])
 	h.fw.qps[qpn] = qp
 	h.Res.EndMove(o)

@@ -38,8 +38,12 @@ const (
 )
 
 // firmware is the state a ConnectX firmware keeps per object, next to the
-// tracker's ownership records.
+// tracker's ownership records. Its persistent part is plain values of the
+// types in state.go, which Image copies out and Load copies in; every other
+// field is transient and says why (TestStateCoversTheFirmware keeps the two
+// lists complete).
 type firmware struct {
+	// Persistent: the tables of State, each under its State field's name.
 	mtt  map[uint64][]uint64 // MTT allocation base → entries (lazily sized 2^order)
 	qps  map[uint32]*qpObj
 	cqs  map[uint32]*cqObj
@@ -50,6 +54,11 @@ type firmware struct {
 	ports []PortState // per physical port
 	vfs   []vfFW
 
+	counterPort map[uint64]int        // counter index → physical port it counts (handleCounter)
+	mcg         map[uint32][][16]byte // QPN → multicast groups attached (QP_ATTACH), across 2RST
+	nextRegID   uint64                // flow-steering rule ids, unique across VFs
+
+	// Transient: the PF's wiring, replay mode, derived lists and counters.
 	doorbell func(vf, eqn int) (uint32, bool)           // EQ doorbell reader, or nil
 	irq      Interrupts                                 // MSI-X delivery (irq.go), or nil: none
 	watch    []*eqObj                                   // EQs not armed with EQEs pending (irq.go)
@@ -58,36 +67,14 @@ type firmware struct {
 	quiet    bool                                       // replaying: no VF memory written, no EQE, no positions (image.go)
 	// adminChanges counts the operator's changes of firmware state (SetVF)
 	adminChanges uint64
-
-	counterPort map[uint64]int // counter index → physical port it counts (handleCounter)
-
-	mcg map[uint32][][16]byte // QPN → multicast groups attached (QP_ATTACH), across 2RST
-
-	dmfs      bool   // device-managed flow steering (fs.go)
-	nextRegID uint64 // flow-steering rule ids, unique across VFs
+	dmfs         bool // device-managed flow steering (fs.go), from the configuration
 }
 
-type PortState struct {
-	MAC  [macTableSize]TableEntry
-	VLAN [vlanTableSize]TableEntry
-}
-
-type TableEntry struct {
-	Value uint64
-	Refs  int
-}
-
-// vfFW is per-function firmware state.
+// vfFW is per-function firmware state: the persistent VFState and the
+// VF's event counters.
 type vfFW struct {
-	EventEQ  [numEventTypes]int16 // event type → eqn, -1 = not mapped
-	PortOpen [2]bool              // INIT_PORT done (physical port index)
-	OldVLAN  bool                 // used the old VLAN API (mlx4's old_vlan_api)
-	Promisc  [2]bool
-	VLANFltr [2][128]uint32
-	McastOn  [2]bool
-	Vport    [2]VportState // physical port index (vport.go)
-	AdminMAC [2]uint64    // operator's MAC per physical port, 0 = default (vfadmin.go)
-	stats    EventStats
+	VFState
+	stats EventStats
 }
 
 // EventStats are one VF's event counters (read by metrics at scrape time).
@@ -105,48 +92,35 @@ type EventStats struct {
 	IRQErrors  atomic.Uint64
 }
 
+// The live objects: each embeds its persistent state (state.go) and joins
+// it to its tracker object, which Load joins afresh.
+
 type qpObj struct {
-	tr        *restrack.Object
-	State     mlx4.QPState
-	Port      int // physical port of the primary path
-	Suspended bool
-	Ctx       [mlx4.QPMailboxSize]byte // the last context written (rewritten fields included)
-	Vport     bool                     // VST or spoof check rewrote its context (vport.go)
+	QPState
+	tr *restrack.Object
 }
 
 type cqObj struct {
-	tr  *restrack.Object
-	Ctx [mlx4.CQContextSize]byte
-	EQN int
+	CQState
+	tr *restrack.Object
 }
 
 type srqObj struct {
-	tr    *restrack.Object
-	Ctx   [mlx4.SRQContextSize]byte
-	Limit uint16
+	SRQState
+	tr *restrack.Object
 }
 
 type mptObj struct {
-	tr    *restrack.Object
-	Entry [mlx4.MPTEntrySize]byte
-	Valid bool // entry written by SW2HW_MPT at least once
+	MPTState
+	tr *restrack.Object
 }
 
 type eqObj struct {
-	tr        *restrack.Object
-	VF, EQN   int
-	Ctx       [mlx4.EQContextSize]byte
-	Nent      uint32
-	PageShift uint
-	Pages     []uint64 // IOVA of each ring page in the VF's window
-	win       *dma.Window
-	Prod      uint32 // producer index (EQEs written)
-	Cons      uint32 // consumer index the VF reported (24 bits)
-	Armed     bool
+	EQState
+	tr  *restrack.Object
+	win *dma.Window // the VF's DMA window, which the ring pages are in
 
-	DBAtCreate uint32 // doorbell word when the EQ was created
-	DBStale    bool   // the word has not changed since: ignore it
-	dbLast     uint32 // doorbell word last applied (a write is a change of it)
+	dbLast uint32 // doorbell word last applied (a write is a change of it)
 
 	intr    uint8 // MSI-X vector of the EQ context
 	always  bool  // EQ_STATE_ALWAYS_ARMED: every EQE raises

@@ -14,7 +14,7 @@ import (
 // resets the VF).
 var ErrVportResources = errors.New("hca: no VLAN or MAC table entry for the VF's vport")
 
-// vportOper is a VF's operational vport state on one physical port
+// VportState is a VF's operational vport state on one physical port
 // (struct mlx4_vport_oper_state): what mlx4_master_activate_admin_state
 // registered when the VF enabled its vHCR.
 type VportState struct {
