@@ -98,13 +98,16 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	return nil
 }
 
-// emptyFirmware is a firmware with h's wiring (doorbell, interrupts, the
-// PF's hooks), its configuration's knobs and empty object tables.
+// emptyFirmware is a firmware with h's transient fields (the PF's wiring,
+// replay mode, the configuration's knobs: carried as they are, so a new
+// one is not forgotten here), empty object tables and no EQ on the watch
+// list (it held the replaced firmware's EQs).
 func (h *HCA) emptyFirmware(nextRegID uint64) *firmware {
-	return &firmware{doorbell: h.fw.doorbell, irq: h.fw.irq, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, adminChanges: h.fw.adminChanges, dmfs: h.fw.dmfs, nextRegID: nextRegID,
-		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{}, srqs: map[uint32]*srqObj{},
-		mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{}, counterPort: map[uint64]int{}, mcg: map[uint32][][16]byte{},
-		ports: make([]PortState, len(h.fw.ports)), vfs: make([]vfFW, len(h.fw.vfs))}
+	fw := *h.fw
+	fw.mtt, fw.qps, fw.cqs, fw.srqs = map[uint64][]uint64{}, map[uint32]*qpObj{}, map[uint32]*cqObj{}, map[uint32]*srqObj{}
+	fw.mpts, fw.eqs, fw.counterPort, fw.mcg = map[uint64]*mptObj{}, map[uint64]*eqObj{}, map[uint64]int{}, map[uint32][][16]byte{}
+	fw.ports, fw.vfs, fw.nextRegID, fw.watch = make([]PortState, len(h.fw.ports)), make([]vfFW, len(h.fw.vfs)), nextRegID, nil
+	return &fw
 }
 
 // imageLoad fills a firmware's object tables from an image, each object
