@@ -50,8 +50,8 @@ func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
 		h.Res.AbortMove(o)
 		return restrack.Refuse(c, err)
 	}
-	obj := &cqObj{tr: o, eqn: int(ctx.CompEQN)}
-	copy(obj.ctx[:], c.Inbox[:])
+	obj := &cqObj{tr: o, CQState: CQState{EQN: int(ctx.CompEQN)}}
+	copy(obj.Ctx[:], c.Inbox[:])
 	h.fw.cqs[cqn] = obj
 	h.Res.EndMove(o)
 	return mlx4.OK
@@ -88,7 +88,7 @@ func (h *HCA) QUERY_CQ(c *mlx4.Cmd) mlx4.Status {
 	}
 	defer h.Res.Put(o)
 	if obj := h.fw.cqs[cqn]; obj != nil && o.From() == restrack.HW {
-		copy(c.Outbox[:], obj.ctx[:])
+		copy(c.Outbox[:], obj.Ctx[:])
 	}
 	return mlx4.OK
 }
@@ -129,11 +129,11 @@ func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
 		} else if err := h.Res.AddDep(o, mtt); err != nil {
 			return restrack.Refuse(c, err)
 		}
-		copy(obj.ctx[mlx4.CQCLogSizeUsrPage:mlx4.CQCLogSizeUsrPage+4], c.Inbox[mlx4.CQCLogSizeUsrPage:])
-		copy(obj.ctx[mlx4.CQCLogPageSize:mlx4.CQCMTTBaseAddrL+4], c.Inbox[mlx4.CQCLogPageSize:])
+		copy(obj.Ctx[mlx4.CQCLogSizeUsrPage:mlx4.CQCLogSizeUsrPage+4], c.Inbox[mlx4.CQCLogSizeUsrPage:])
+		copy(obj.Ctx[mlx4.CQCLogPageSize:mlx4.CQCMTTBaseAddrL+4], c.Inbox[mlx4.CQCLogPageSize:])
 		return mlx4.OK
 	}
-	copy(obj.ctx[mlx4.CQCCQPeriod:mlx4.CQCCQMaxCount+2], c.Inbox[mlx4.CQCCQPeriod:])
+	copy(obj.Ctx[mlx4.CQCCQPeriod:mlx4.CQCCQMaxCount+2], c.Inbox[mlx4.CQCCQPeriod:])
 	return mlx4.OK
 }
 
@@ -160,7 +160,7 @@ func (h *HCA) SW2HW_SRQ(c *mlx4.Cmd) mlx4.Status {
 		return restrack.Refuse(c, err)
 	}
 	obj := &srqObj{tr: o}
-	copy(obj.ctx[:], c.Inbox[:])
+	copy(obj.Ctx[:], c.Inbox[:])
 	h.fw.srqs[srqn] = obj
 	h.Res.EndMove(o)
 	return mlx4.OK
@@ -193,8 +193,8 @@ func (h *HCA) QUERY_SRQ(c *mlx4.Cmd) mlx4.Status {
 	if s != mlx4.OK {
 		return s
 	}
-	copy(c.Outbox[:], obj.ctx[:])
-	binary.BigEndian.PutUint16(c.Outbox[mlx4.SRQCLimitWatermark:], obj.limit)
+	copy(c.Outbox[:], obj.Ctx[:])
+	binary.BigEndian.PutUint16(c.Outbox[mlx4.SRQCLimitWatermark:], obj.Limit)
 	return mlx4.OK
 }
 
@@ -204,6 +204,6 @@ func (h *HCA) ARM_SRQ(c *mlx4.Cmd) mlx4.Status {
 	if s != mlx4.OK {
 		return s
 	}
-	obj.limit = uint16(c.InParam)
+	obj.Limit = uint16(c.InParam)
 	return mlx4.OK
 }

@@ -21,5 +21,12 @@
 // armed EQ raises the MSI-X vector its context names, once per arm, through
 // the Interrupts the PF installs (irq.go, SetInterrupts).
 //
+// The firmware's persistent state is plain value tables (State, state.go):
+// each live object embeds its value (QPState, CQState, ...), each function
+// its VFState, the ports are PortState. Image, the PF's checkpoint of the
+// HCA, is that State and the tracker's image, copied; Load copies it back
+// and joins each object to its tracker object. Every other field is
+// transient and says why; state_test.go fails on a field that is neither.
+//
 // An HCA is used by one goroutine at a time (the poller): it has no locks.
 package hca

@@ -85,17 +85,17 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 		undo()
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
 	}
-	eq := &eqObj{tr: o, vf: c.VF, eqn: eqn, nent: 1 << ctx.LogSize, pageShift: uint(pageShift), win: c.Mem,
-		intr: ctx.Intr, armed: ctx.State == mlx4.EQ_STATE_ARMED, always: ctx.State == mlx4.EQ_STATE_ALWAYS_ARMED}
-	ring := uint64(eq.nent) * mlx4.EQESize
-	psize := uint64(1) << eq.pageShift
+	eq := &eqObj{tr: o, EQState: EQState{VF: c.VF, EQN: eqn, Nent: 1 << ctx.LogSize, PageShift: uint(pageShift), Armed: ctx.State == mlx4.EQ_STATE_ARMED},
+		win: c.Mem, intr: ctx.Intr, always: ctx.State == mlx4.EQ_STATE_ALWAYS_ARMED}
+	ring := uint64(eq.Nent) * mlx4.EQESize
+	psize := uint64(1) << eq.PageShift
 	npages := (ring + psize - 1) / psize
 	if npages > uint64(ctx.MTTPages()) || npages > maxRingPages || c.Mem == nil {
 		undo()
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
 	}
-	eq.pages = make([]uint64, npages)
-	for i := range eq.pages {
+	eq.Pages = make([]uint64, npages)
+	for i := range eq.Pages {
 		e := h.mttRead(mtt, ctx.MTTBase-mtt.ID+uint64(i))
 		if e&1 == 0 { // never written
 			undo()
@@ -106,15 +106,15 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 			undo()
 			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
 		}
-		eq.pages[i] = addr
+		eq.Pages[i] = addr
 	}
 	if err := h.Res.AddDep(o, mtt); err != nil {
 		undo()
 		return restrack.Refuse(c, err)
 	}
-	copy(eq.ctx[:], c.Inbox[:])
+	copy(eq.Ctx[:], c.Inbox[:])
 	// Hardware starts the indexes from the context (mlx4 writes zeros).
-	eq.cons, eq.prod = ctx.Consumer, ctx.Producer
+	eq.Cons, eq.Prod = ctx.Consumer, ctx.Producer
 	if err := h.handOverUnlessQuiet(eq); err != nil {
 		undo()
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
@@ -123,11 +123,11 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 	// word now is the VF's consumer index of this very EQ, and taken as
 	// stale it would leave the restored producer index looking full.
 	if h.fw.doorbell != nil && !h.fw.quiet {
-		eq.dbAtCreate, eq.dbStale = h.fw.doorbell(c.VF, eqn)
-		eq.dbLast = eq.dbAtCreate
+		eq.DBAtCreate, eq.DBStale = h.fw.doorbell(c.VF, eqn)
+		eq.dbLast = eq.DBAtCreate
 	}
 	h.fw.eqs[o.ID] = eq
-	h.eqPos(eq.vf, eq.eqn, eq.prod, true)
+	h.eqPos(eq.VF, eq.EQN, eq.Prod, true)
 	h.Res.EndMove(o)
 	return mlx4.OK
 }
@@ -142,14 +142,14 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 // it.
 func (eq *eqObj) handOver() error {
 	var b [1]byte
-	for k := range eq.nent {
-		n := (eq.prod + k) & mlx4.EQIndexMask
+	for k := range eq.Nent {
+		n := (eq.Prod + k) & mlx4.EQIndexMask
 		b[0] = mlx4.EQEOwnerHW
-		if n&eq.nent != 0 {
+		if n&eq.Nent != 0 {
 			b[0] = 0
 		}
-		off := uint64(n&(eq.nent-1)) * mlx4.EQESize
-		addr := eq.pages[off>>eq.pageShift] + off&(1<<eq.pageShift-1)
+		off := uint64(n&(eq.Nent-1)) * mlx4.EQESize
+		addr := eq.Pages[off>>eq.PageShift] + off&(1<<eq.PageShift-1)
 		if err := eq.win.CopyOut(addr+mlx4.EQEOwner, b[:]); err != nil {
 			return err
 		}
@@ -182,9 +182,9 @@ func (h *HCA) dropEQ(vf, eqn int, id uint64) {
 	delete(h.fw.eqs, id)
 	h.eqPos(vf, eqn, 0, false)
 	v := &h.fw.vfs[vf]
-	for i := range v.eventEQ {
-		if int(v.eventEQ[i]) == eqn {
-			v.eventEQ[i] = -1
+	for i := range v.EventEQ {
+		if int(v.EventEQ[i]) == eqn {
+			v.EventEQ[i] = -1
 		}
 	}
 }
@@ -205,9 +205,9 @@ func (h *HCA) QUERY_EQ(c *mlx4.Cmd) mlx4.Status {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
 	h.refreshCI(eq)
-	copy(c.Outbox[:], eq.ctx[:])
-	binary.BigEndian.PutUint32(c.Outbox[mlx4.EQCConsumerIndex:], eq.cons&mlx4.EQIndexMask)
-	binary.BigEndian.PutUint32(c.Outbox[mlx4.EQCProducerIndex:], eq.prod&mlx4.EQIndexMask)
+	copy(c.Outbox[:], eq.Ctx[:])
+	binary.BigEndian.PutUint32(c.Outbox[mlx4.EQCConsumerIndex:], eq.Cons&mlx4.EQIndexMask)
+	binary.BigEndian.PutUint32(c.Outbox[mlx4.EQCProducerIndex:], eq.Prod&mlx4.EQIndexMask)
 	return mlx4.OK
 }
 
@@ -228,9 +228,9 @@ func (h *HCA) MAP_EQ(c *mlx4.Cmd) mlx4.Status {
 			continue
 		}
 		if unmap {
-			v.eventEQ[i] = -1
+			v.EventEQ[i] = -1
 		} else {
-			v.eventEQ[i] = int16(eqn)
+			v.EventEQ[i] = int16(eqn)
 		}
 	}
 	return mlx4.OK
@@ -251,7 +251,7 @@ func (h *HCA) mappedEQ(vf int, eventType uint8) (*eqObj, error) {
 	if int(eventType) >= numEventTypes {
 		return nil, ErrNoEQ
 	}
-	eqn := h.fw.vfs[vf].eventEQ[eventType]
+	eqn := h.fw.vfs[vf].EventEQ[eventType]
 	if eqn < 0 {
 		return nil, ErrNoEQ
 	}
@@ -274,9 +274,9 @@ func (h *HCA) EQDoorbell(vf, eqn int, val uint32) error {
 	if eq == nil || eqn < 0 || eqn > eqnMask {
 		return ErrNoEQ
 	}
-	eq.dbStale = false
+	eq.DBStale = false
 	h.doorbellWrite(eq, val)
-	if h.fw.irq != nil && eq.armed && eq.pending() {
+	if h.fw.irq != nil && eq.Armed && eq.pending() {
 		h.raise(eq)
 	}
 	return nil
@@ -293,15 +293,15 @@ func (h *HCA) refreshCI(eq *eqObj) {
 	if h.fw.doorbell == nil {
 		return
 	}
-	v, ok := h.fw.doorbell(eq.vf, eq.eqn)
-	if !ok || (eq.dbStale && v == eq.dbAtCreate) {
+	v, ok := h.fw.doorbell(eq.VF, eq.EQN)
+	if !ok || (eq.DBStale && v == eq.DBAtCreate) {
 		return
 	}
-	eq.dbStale = false
+	eq.DBStale = false
 	if v != eq.dbLast {
 		h.doorbellWrite(eq, v)
 	}
-	eq.cons = v & mlx4.EQIndexMask
+	eq.Cons = v & mlx4.EQIndexMask
 }
 
 // SetDoorbellReader installs read, which returns VF vf's EQ doorbell word
@@ -331,18 +331,18 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 		return err
 	}
 	st := &h.fw.vfs[vf].stats
-	if h.fw.irq != nil || (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {
+	if h.fw.irq != nil || (eq.Prod-eq.Cons)&mlx4.EQIndexMask >= eq.Nent {
 		// With interrupts, every EQE first takes the arms the VF wrote
 		// before it (irq.go); without, the index only when the ring
 		// looks full.
 		h.refreshCI(eq)
 	}
-	if (eq.prod-eq.cons)&mlx4.EQIndexMask >= eq.nent {
+	if (eq.Prod-eq.Cons)&mlx4.EQIndexMask >= eq.Nent {
 		st.Overruns.Add(1)
 		return ErrOverrun
 	}
-	off := uint64(eq.prod&(eq.nent-1)) * mlx4.EQESize
-	addr := eq.pages[off>>eq.pageShift] + off&(1<<eq.pageShift-1)
+	off := uint64(eq.Prod&(eq.Nent-1)) * mlx4.EQESize
+	addr := eq.Pages[off>>eq.PageShift] + off&(1<<eq.PageShift-1)
 	// The EQE is completed in a scratch copy the HCA owns: a local array
 	// would escape to the heap through CopyOut on every event.
 	buf := &h.eqeScratch
@@ -350,7 +350,7 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 	buf[mlx4.EQEType] = eventType
 	buf[mlx4.EQESlaveID] = byte(vf + 1)
 	owner := byte(0)
-	if eq.prod&eq.nent != 0 {
+	if eq.Prod&eq.Nent != 0 {
 		owner = mlx4.EQEOwnerHW
 	}
 	buf[mlx4.EQEOwner] = buf[mlx4.EQEOwner]&^mlx4.EQEOwnerHW | owner
@@ -360,14 +360,14 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 	if err := eq.win.CopyOut(addr+mlx4.EQEOwner, buf[mlx4.EQEOwner:]); err != nil {
 		return err
 	}
-	eq.prod = (eq.prod + 1) & mlx4.EQIndexMask
-	h.eqPos(vf, eq.eqn, eq.prod, true)
+	eq.Prod = (eq.Prod + 1) & mlx4.EQIndexMask
+	h.eqPos(vf, eq.EQN, eq.Prod, true)
 	st.EQEs.Add(1)
 	if eventType == mlx4.EventCmd {
 		st.Completes.Add(1)
 	}
 	if h.fw.posted != nil {
-		h.fw.posted(vf, eq.eqn, buf)
+		h.fw.posted(vf, eq.EQN, buf)
 	}
 	if h.fw.irq != nil {
 		h.eqeWritten(eq)

@@ -129,7 +129,7 @@ func FuzzEQRing(f *testing.F) {
 				case nil:
 					posted++
 				case ErrOverrun:
-					if d := uint32(posted - seen); d < q.nent && r.h.fw.eqs[restrack.EQID(0, 2)].cons == q.cons {
+					if d := uint32(posted - seen); d < q.nent && r.h.fw.eqs[restrack.EQID(0, 2)].Cons == q.cons {
 						t.Fatalf("overrun with %d of %d entries unread", d, q.nent)
 					}
 				default:

@@ -49,7 +49,7 @@ func fuzzQPContext(t *testing.T, ctx []byte, fixRefs bool, edit func(*config.Con
 			t.Fatal(err)
 		}
 	}
-	vport1 := r.h.fw.vfs[1].vport
+	vport1 := r.h.fw.vfs[1].Vport
 	a, b := r.vf(0), r.vf(1)
 	a.setupEQ(1, 4)
 	b.setupEQ(1, 4)
@@ -91,11 +91,11 @@ func fuzzQPContext(t *testing.T, ctx []byte, fixRefs bool, edit func(*config.Con
 	if r.h.Counts(0) != ([restrack.NumTypes]int{}) {
 		t.Fatal("reset left objects")
 	}
-	if r.h.fw.vfs[1].vport != vport1 {
+	if r.h.fw.vfs[1].Vport != vport1 {
 		t.Fatal("VF 0's commands or reset changed VF 1's vport")
 	}
 	for i, op := range vport1 {
-		if op.vlanIdx >= 0 && r.h.fw.ports[i].vlan[op.vlanIdx].refs == 0 || op.macIdx >= 0 && r.h.fw.ports[i].mac[op.macIdx].refs == 0 {
+		if op.VLANIdx >= 0 && r.h.fw.ports[i].VLAN[op.VLANIdx].Refs == 0 || op.MACIdx >= 0 && r.h.fw.ports[i].MAC[op.MACIdx].Refs == 0 {
 			t.Fatal("VF 0's reset unregistered VF 1's VST VLAN or MAC")
 		}
 	}
@@ -131,14 +131,14 @@ func FuzzEQContext(f *testing.F) {
 		v.must(v.run(v.cmd(mlx4.MAP_EQ, 1<<mlx4.EventCmd, 1, 0, nil, false)), "MAP_EQ")
 		eq := r.h.fw.eqs[restrack.EQID(0, 1)]
 		e := CompletionEQE(1, mlx4.OK, 2)
-		for i := 0; i < int(min(eq.nent, 64))+2; i++ {
+		for i := 0; i < int(min(eq.Nent, 64))+2; i++ {
 			err := r.h.PostEQE(0, mlx4.EventCmd, &e)
 			if err != nil && err != ErrOverrun {
 				t.Fatalf("EQE %d: %v", i, err)
 			}
 		}
-		if n := r.h.Stats(0).EQEs.Load(); n > uint64(eq.nent) {
-			t.Fatalf("%d EQEs written into a %d-entry EQ nobody consumed", n, eq.nent)
+		if n := r.h.Stats(0).EQEs.Load(); n > uint64(eq.Nent) {
+			t.Fatalf("%d EQEs written into a %d-entry EQ nobody consumed", n, eq.Nent)
 		}
 	})
 }

@@ -2,6 +2,8 @@ package hca
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -9,146 +11,55 @@ import (
 )
 
 // An Image is the software HCA's state as plain values, for the PF's state
-// file: the tracker's image and the firmware's objects (QP, CQ, SRQ, MPT,
-// MTT and EQ contexts and states, EQ producer and consumer positions and
-// arm state), the ports' MAC and VLAN tables, each function's event
-// mapping, port settings, vport and filters, counters' ports, multicast
-// attachments and the flow-steering rule numbering. Event counters and the
+// file: the tracker's image and the firmware's State (QP, CQ, SRQ, MPT, MTT
+// and EQ contexts and states, EQ producer and consumer positions and arm
+// state, the ports' MAC and VLAN tables, each function's event mapping,
+// port settings, vport and filters, counters' ports, multicast attachments
+// and the flow-steering rule numbering). The live HCA holds the same
+// values, so Image and Load are copies. Event counters and the
 // configuration are not part of it: the first are metrics, the second is
 // the restarted PF's own.
 type Image struct {
-	Res       *restrack.Image
-	MTT       map[uint64][]uint64
-	QPs       []QPImage
-	CQs       []CQImage
-	SRQs      []SRQImage
-	MPTs      []MPTImage
-	EQs       []EQImage
-	Ports     []PortImage
-	VFs       []VFImage
-	CounterPt map[uint64]int
-	MCG       map[uint32][][16]byte
-	NextRegID uint64
+	Res *restrack.Image
+	State
 }
 
-// QPImage is one QP (tracker id QPN).
-type QPImage struct {
-	QPN       uint32
-	State     mlx4.QPState
-	Port      int
-	Suspended bool
-	Ctx       [mlx4.QPMailboxSize]byte
-	Vport     bool
-}
-
-// CQImage is one CQ.
-type CQImage struct {
-	CQN uint32
-	Ctx [mlx4.CQContextSize]byte
-	EQN int
-}
-
-// SRQImage is one SRQ.
-type SRQImage struct {
-	SRQN  uint32
-	Ctx   [mlx4.SRQContextSize]byte
-	Limit uint16
-}
-
-// MPTImage is one MPT (tracker id).
-type MPTImage struct {
-	ID    uint64
-	Entry [mlx4.MPTEntrySize]byte
-	Valid bool
-}
-
-// EQImage is one EQ of one VF.
-type EQImage struct {
-	VF, EQN    int
-	Ctx        [mlx4.EQContextSize]byte
-	Nent       uint32
-	PageShift  uint
-	Pages      []uint64
-	Prod, Cons uint32
-	Armed      bool
-	DBAtCreate uint32
-	DBStale    bool
-}
-
-// PortImage is one physical port's MAC and VLAN tables.
-type PortImage struct {
-	MAC, VLAN         [macTableSize]uint64
-	MACRefs, VLANRefs [macTableSize]int
-}
-
-// VFImage is one function's firmware state.
-type VFImage struct {
-	EventEQ  [numEventTypes]int16
-	PortOpen [2]bool
-	OldVLAN  bool
-	Promisc  [2]bool
-	VLANFltr [2][128]uint32
-	McastOn  [2]bool
-	Vport    [2]VportImage
-	AdminMAC [2]uint64
-}
-
-// VportImage is one function's operational vport state on a port.
-type VportImage struct {
-	Active, VST, Spoof bool
-	VLAN, QoS          int
-	VLANIdx, MACIdx    int
-	MAC                uint64
-}
-
-// Image returns the HCA's state. Only the poller calls it (as Exec).
+// Image returns the HCA's state, sharing nothing with the live HCA. Only
+// the poller calls it (as Exec).
 func (h *HCA) Image() *Image {
 	fw := h.fw
-	im := &Image{Res: h.Res.Image(), MTT: map[uint64][]uint64{}, CounterPt: map[uint64]int{}, MCG: map[uint32][][16]byte{}, NextRegID: fw.nextRegID}
+	s := State{MTT: make(map[uint64][]uint64, len(fw.mtt)), QPs: make(map[uint32]QPState, len(fw.qps)),
+		CQs: make(map[uint32]CQState, len(fw.cqs)), SRQs: make(map[uint32]SRQState, len(fw.srqs)),
+		MPTs: make(map[uint64]MPTState, len(fw.mpts)), EQs: make(map[uint64]EQState, len(fw.eqs)),
+		Ports: slices.Clone(fw.ports), VFs: make([]VFState, len(fw.vfs)),
+		CounterPort: maps.Clone(fw.counterPort), MCG: make(map[uint32][][16]byte, len(fw.mcg)), NextRegID: fw.nextRegID}
 	for k, v := range fw.mtt {
-		im.MTT[k] = append([]uint64(nil), v...)
+		s.MTT[k] = slices.Clone(v)
 	}
 	for n, q := range fw.qps {
-		im.QPs = append(im.QPs, QPImage{QPN: n, State: q.state, Port: q.port, Suspended: q.suspended, Ctx: q.ctx, Vport: q.vport})
+		s.QPs[n] = q.QPState
 	}
 	for n, c := range fw.cqs {
-		im.CQs = append(im.CQs, CQImage{CQN: n, Ctx: c.ctx, EQN: c.eqn})
+		s.CQs[n] = c.CQState
 	}
-	for n, s := range fw.srqs {
-		im.SRQs = append(im.SRQs, SRQImage{SRQN: n, Ctx: s.ctx, Limit: s.limit})
+	for n, r := range fw.srqs {
+		s.SRQs[n] = r.SRQState
 	}
 	for id, m := range fw.mpts {
-		im.MPTs = append(im.MPTs, MPTImage{ID: id, Entry: m.entry, Valid: m.valid})
+		s.MPTs[id] = m.MPTState
 	}
-	for _, e := range fw.eqs {
-		im.EQs = append(im.EQs, EQImage{VF: e.vf, EQN: e.eqn, Ctx: e.ctx, Nent: e.nent, PageShift: e.pageShift, Pages: append([]uint64(nil), e.pages...),
-			Prod: e.prod, Cons: e.cons, Armed: e.armed, DBAtCreate: e.dbAtCreate, DBStale: e.dbStale})
-	}
-	for _, p := range fw.ports {
-		var pi PortImage
-		for i := range p.mac {
-			pi.MAC[i], pi.MACRefs[i] = p.mac[i].value, p.mac[i].refs
-		}
-		for i := range p.vlan {
-			pi.VLAN[i], pi.VLANRefs[i] = p.vlan[i].value, p.vlan[i].refs
-		}
-		im.Ports = append(im.Ports, pi)
+	for id, e := range fw.eqs {
+		es := e.EQState
+		es.Pages = slices.Clone(es.Pages)
+		s.EQs[id] = es
 	}
 	for i := range fw.vfs {
-		v := &fw.vfs[i]
-		vi := VFImage{EventEQ: v.eventEQ, PortOpen: v.portOpen, OldVLAN: v.oldVLAN, Promisc: v.promisc, VLANFltr: v.vlanFltr, McastOn: v.mcastOn, AdminMAC: v.adminMAC}
-		for p, o := range v.vport {
-			vi.Vport[p] = VportImage{Active: o.active, VST: o.vst, Spoof: o.spoof, VLAN: o.vlan, QoS: o.qos, VLANIdx: o.vlanIdx, MACIdx: o.macIdx, MAC: o.mac}
-		}
-		im.VFs = append(im.VFs, vi)
-	}
-	for k, v := range fw.counterPort {
-		im.CounterPt[k] = v
+		s.VFs[i] = fw.vfs[i].VFState
 	}
 	for k, v := range fw.mcg {
-		im.MCG[k] = append([][16]byte(nil), v...)
+		s.MCG[k] = slices.Clone(v)
 	}
-	return im
+	return &Image{Res: h.Res.Image(), State: s}
 }
 
 // ErrImage is an image this HCA cannot load.
@@ -187,13 +98,16 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	return nil
 }
 
-// emptyFirmware is a firmware with h's wiring (doorbell, interrupts, the
-// PF's hooks), its configuration's knobs and empty object tables.
+// emptyFirmware is a firmware with h's transient fields (the PF's wiring,
+// replay mode, the configuration's knobs: carried as they are, so a new
+// one is not forgotten here), empty object tables and no EQ on the watch
+// list (it held the replaced firmware's EQs).
 func (h *HCA) emptyFirmware(nextRegID uint64) *firmware {
-	return &firmware{doorbell: h.fw.doorbell, irq: h.fw.irq, posted: h.fw.posted, pos: h.fw.pos, quiet: h.fw.quiet, adminChanges: h.fw.adminChanges, dmfs: h.fw.dmfs, nextRegID: nextRegID,
-		mtt: map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{}, srqs: map[uint32]*srqObj{},
-		mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{}, counterPort: map[uint64]int{}, mcg: map[uint32][][16]byte{},
-		ports: make([]portTables, len(h.fw.ports)), vfs: make([]vfFW, len(h.fw.vfs))}
+	fw := *h.fw
+	fw.mtt, fw.qps, fw.cqs, fw.srqs = map[uint64][]uint64{}, map[uint32]*qpObj{}, map[uint32]*cqObj{}, map[uint32]*srqObj{}
+	fw.mpts, fw.eqs, fw.counterPort, fw.mcg = map[uint64]*mptObj{}, map[uint64]*eqObj{}, map[uint64]int{}, map[uint32][][16]byte{}
+	fw.ports, fw.vfs, fw.nextRegID, fw.watch = make([]PortState, len(h.fw.ports)), make([]vfFW, len(h.fw.vfs)), nextRegID, nil
+	return &fw
 }
 
 // imageLoad fills a firmware's object tables from an image, each object
@@ -219,73 +133,71 @@ func (l *imageLoad) mtts(im *Image) error {
 		if len(v) > 1<<20 {
 			return fmt.Errorf("%w: MTT %#x of %d entries", ErrImage, k, len(v))
 		}
-		l.fw.mtt[k] = append([]uint64(nil), v...)
+		l.fw.mtt[k] = slices.Clone(v)
 	}
 	return nil
 }
 
 func (l *imageLoad) qps(im *Image) error {
-	for _, q := range im.QPs {
-		o, err := l.obj(restrack.QP, uint64(q.QPN))
+	for n, s := range im.QPs {
+		o, err := l.obj(restrack.QP, uint64(n))
 		if err != nil {
 			return err
 		}
-		l.fw.qps[q.QPN] = &qpObj{tr: o, state: q.State, port: q.Port, suspended: q.Suspended, ctx: q.Ctx, vport: q.Vport}
+		l.fw.qps[n] = &qpObj{QPState: s, tr: o}
 	}
 	return nil
 }
 
 func (l *imageLoad) cqs(im *Image) error {
-	for _, c := range im.CQs {
-		o, err := l.obj(restrack.CQ, uint64(c.CQN))
+	for n, s := range im.CQs {
+		o, err := l.obj(restrack.CQ, uint64(n))
 		if err != nil {
 			return err
 		}
-		l.fw.cqs[c.CQN] = &cqObj{tr: o, ctx: c.Ctx, eqn: c.EQN}
+		l.fw.cqs[n] = &cqObj{CQState: s, tr: o}
 	}
 	return nil
 }
 
 func (l *imageLoad) srqs(im *Image) error {
-	for _, s := range im.SRQs {
-		o, err := l.obj(restrack.SRQ, uint64(s.SRQN))
+	for n, s := range im.SRQs {
+		o, err := l.obj(restrack.SRQ, uint64(n))
 		if err != nil {
 			return err
 		}
-		l.fw.srqs[s.SRQN] = &srqObj{tr: o, ctx: s.Ctx, limit: s.Limit}
+		l.fw.srqs[n] = &srqObj{SRQState: s, tr: o}
 	}
 	return nil
 }
 
 func (l *imageLoad) mpts(im *Image) error {
-	for _, m := range im.MPTs {
-		o, err := l.obj(restrack.MPT, m.ID)
+	for id, s := range im.MPTs {
+		o, err := l.obj(restrack.MPT, id)
 		if err != nil {
 			return err
 		}
-		l.fw.mpts[m.ID] = &mptObj{tr: o, entry: m.Entry, valid: m.Valid}
+		l.fw.mpts[id] = &mptObj{MPTState: s, tr: o}
 	}
 	return nil
 }
 
 // eqs loads the EQs, each with its VF's DMA window; an EQ whose geometry
-// SW2HW_EQ would have refused does not fit.
+// SW2HW_EQ would have refused, or filed under another number, does not fit.
 func (l *imageLoad) eqs(im *Image) error {
-	for _, e := range im.EQs {
-		if e.VF < 0 || e.VF >= len(l.fw.vfs) || e.Nent == 0 || e.Nent&(e.Nent-1) != 0 || e.Nent > 1<<maxEQLogSize || e.PageShift < 12 || e.PageShift > 30 ||
-			uint64(len(e.Pages))<<e.PageShift < uint64(e.Nent)*mlx4.EQESize {
-			return fmt.Errorf("%w: EQ %d of VF %d: %d entries, page shift %d, %d pages", ErrImage, e.EQN, e.VF, e.Nent, e.PageShift, len(e.Pages))
+	for id, e := range im.EQs {
+		if e.VF < 0 || e.VF >= len(l.fw.vfs) || e.EQN < 0 || id != restrack.EQID(e.VF, e.EQN) || e.Nent == 0 || e.Nent&(e.Nent-1) != 0 || e.Nent > 1<<maxEQLogSize ||
+			e.PageShift < 12 || e.PageShift > 30 || uint64(len(e.Pages))<<e.PageShift < uint64(e.Nent)*mlx4.EQESize {
+			return fmt.Errorf("%w: EQ %d of VF %d (%#x): %d entries, page shift %d, %d pages", ErrImage, e.EQN, e.VF, id, e.Nent, e.PageShift, len(e.Pages))
 		}
-		id := restrack.EQID(e.VF, e.EQN)
 		o, err := l.obj(restrack.EQ, id)
 		if err != nil {
 			return err
 		}
+		e.Pages = slices.Clone(e.Pages)
 		// The vector and always-armed come from the context, as at SW2HW_EQ.
 		c, _ := mlx4.DecodeEQContext(e.Ctx[:])
-		l.fw.eqs[id] = &eqObj{tr: o, vf: e.VF, eqn: e.EQN, ctx: e.Ctx, nent: e.Nent, pageShift: e.PageShift, pages: append([]uint64(nil), e.Pages...),
-			win: l.window(e.VF), prod: e.Prod, cons: e.Cons, armed: e.Armed, dbAtCreate: e.DBAtCreate, dbStale: e.DBStale,
-			intr: c.Intr, always: c.State == mlx4.EQ_STATE_ALWAYS_ARMED}
+		l.fw.eqs[id] = &eqObj{EQState: e, tr: o, win: l.window(e.VF), intr: c.Intr, always: c.State == mlx4.EQ_STATE_ALWAYS_ARMED}
 	}
 	return nil
 }
@@ -293,27 +205,13 @@ func (l *imageLoad) eqs(im *Image) error {
 // loadTables copies the image's port tables (MAC, VLAN), per-VF state,
 // counter ports and multicast groups.
 func (fw *firmware) loadTables(im *Image) {
-	for p := range fw.ports {
-		pi := &im.Ports[p]
-		for i := range fw.ports[p].mac {
-			fw.ports[p].mac[i] = tableEntry{value: pi.MAC[i], refs: pi.MACRefs[i]}
-		}
-		for i := range fw.ports[p].vlan {
-			fw.ports[p].vlan[i] = tableEntry{value: pi.VLAN[i], refs: pi.VLANRefs[i]}
-		}
-	}
+	copy(fw.ports, im.Ports)
 	for i := range fw.vfs {
-		vi, v := &im.VFs[i], &fw.vfs[i]
-		v.eventEQ, v.portOpen, v.oldVLAN, v.promisc, v.vlanFltr, v.mcastOn, v.adminMAC = vi.EventEQ, vi.PortOpen, vi.OldVLAN, vi.Promisc, vi.VLANFltr, vi.McastOn, vi.AdminMAC
-		for p, o := range vi.Vport {
-			v.vport[p] = vportOper{active: o.Active, vst: o.VST, spoof: o.Spoof, vlan: o.VLAN, qos: o.QoS, vlanIdx: o.VLANIdx, macIdx: o.MACIdx, mac: o.MAC}
-		}
+		fw.vfs[i].VFState = im.VFs[i]
 	}
-	for k, v := range im.CounterPt {
-		fw.counterPort[k] = v
-	}
+	maps.Copy(fw.counterPort, im.CounterPort)
 	for k, v := range im.MCG {
-		fw.mcg[k] = append([][16]byte(nil), v...)
+		fw.mcg[k] = slices.Clone(v)
 	}
 }
 
@@ -337,15 +235,15 @@ func (h *HCA) SetEQPositions(pos func(vf, eqn int, prod uint32, live bool)) { h.
 // SetEQProd sets the producer index of VF vf's EQ eqn, if it exists (a
 // restarted PF, from its state file).
 func (h *HCA) SetEQProd(vf, eqn int, prod uint32) {
-	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.vf == vf {
-		eq.prod = prod & mlx4.EQIndexMask
+	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.VF == vf {
+		eq.Prod = prod & mlx4.EQIndexMask
 	}
 }
 
 // EQProd returns the producer index of VF vf's EQ eqn and whether it exists.
 func (h *HCA) EQProd(vf, eqn int) (uint32, bool) {
-	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.vf == vf {
-		return eq.prod, true
+	if eq := h.fw.eqs[restrack.EQID(vf, eqn)]; eq != nil && eq.VF == vf {
+		return eq.Prod, true
 	}
 	return 0, false
 }
@@ -355,7 +253,7 @@ func (h *HCA) EventEQ(vf int, eventType uint8) int {
 	if vf < 0 || vf >= len(h.fw.vfs) || int(eventType) >= numEventTypes {
 		return -1
 	}
-	return int(h.fw.vfs[vf].eventEQ[eventType])
+	return int(h.fw.vfs[vf].EventEQ[eventType])
 }
 
 // SetQuiet turns replay mode on or off: while on, executors change the
@@ -395,12 +293,12 @@ func (h *HCA) RefreshEQs() {
 		return
 	}
 	for _, eq := range h.fw.eqs {
-		v, ok := h.fw.doorbell(eq.vf, eq.eqn)
+		v, ok := h.fw.doorbell(eq.VF, eq.EQN)
 		if !ok {
 			continue
 		}
-		if ci := v & mlx4.EQIndexMask; (eq.prod-ci)&mlx4.EQIndexMask <= eq.nent {
-			eq.cons, eq.armed, eq.dbStale = ci, v&mlx4.EQ_DOORBELL_ARM != 0, false
+		if ci := v & mlx4.EQIndexMask; (eq.Prod-ci)&mlx4.EQIndexMask <= eq.Nent {
+			eq.Cons, eq.Armed, eq.DBStale = ci, v&mlx4.EQ_DOORBELL_ARM != 0, false
 		}
 	}
 }

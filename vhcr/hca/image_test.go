@@ -28,11 +28,11 @@ func TestImageRoundTrip(t *testing.T) {
 	if err := b.h.Load(im, win); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.h.Image(); !reflect.DeepEqual(sortImage(got), sortImage(im)) {
+	if got := b.h.Image(); !reflect.DeepEqual(got, im) {
 		t.Fatal("image of the loaded HCA differs")
 	}
-	if b.h.fw.qps[qpn].state != mlx4.QP_STATE_INIT {
-		t.Fatalf("QP %#x state %v after load", qpn, b.h.fw.qps[qpn].state)
+	if b.h.fw.qps[qpn].State != mlx4.QP_STATE_INIT {
+		t.Fatalf("QP %#x state %v after load", qpn, b.h.fw.qps[qpn].State)
 	}
 	// Next numbers equal; the object survives under its number.
 	vb := &vf{r: b, n: 1, w: v.w, eq: v.eq, page: v.page}
@@ -49,8 +49,8 @@ func TestImageRoundTrip(t *testing.T) {
 		t.Fatalf("port change EQEs %d after load, %d without", nb2, na2)
 	}
 	ea, eb := r.h.fw.eqs[restrack.EQID(1, 3)], b.h.fw.eqs[restrack.EQID(1, 3)]
-	if ea.prod != eb.prod || eb.win == nil {
-		t.Fatalf("EQ producer %d after load, %d", eb.prod, ea.prod)
+	if ea.Prod != eb.Prod || eb.win == nil {
+		t.Fatalf("EQ producer %d after load, %d", eb.Prod, ea.Prod)
 	}
 }
 
@@ -71,24 +71,6 @@ func TestImageRefusedByOtherHCA(t *testing.T) {
 	}
 }
 
-// sortImage puts the slices built from maps in a fixed order.
-func sortImage(im *Image) *Image {
-	sortBy(im.QPs, func(a, b QPImage) bool { return a.QPN < b.QPN })
-	sortBy(im.CQs, func(a, b CQImage) bool { return a.CQN < b.CQN })
-	sortBy(im.SRQs, func(a, b SRQImage) bool { return a.SRQN < b.SRQN })
-	sortBy(im.MPTs, func(a, b MPTImage) bool { return a.ID < b.ID })
-	sortBy(im.EQs, func(a, b EQImage) bool { return a.VF<<16|a.EQN < b.VF<<16|b.EQN })
-	return im
-}
-
-func sortBy[T any](s []T, less func(a, b T) bool) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && less(s[j], s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
-
 // TestRefreshEQsTakesTheVFsDoorbell: an EQ whose doorbell word still holds
 // what it held at creation (as a replayed EQ sees it) ignores the word as
 // stale; RefreshEQs takes it when its consumer index lies within the ring
@@ -101,7 +83,7 @@ func TestRefreshEQsTakesTheVFsDoorbell(t *testing.T) {
 	v.setupEQ(1, 4) // 16 entries
 	db = 16         // the VF consumed 16 EQEs; as if this were the word at creation:
 	eq := r.h.fw.eqs[restrack.EQID(0, 1)]
-	eq.prod, eq.cons, eq.dbAtCreate, eq.dbStale = 16, 0, 16, true
+	eq.Prod, eq.Cons, eq.DBAtCreate, eq.DBStale = 16, 0, 16, true
 	var e [mlx4.EQESize]byte
 	if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("stale word: %v, want an overrun", err)
@@ -111,9 +93,9 @@ func TestRefreshEQsTakesTheVFsDoorbell(t *testing.T) {
 		t.Fatalf("after RefreshEQs: %v", err)
 	}
 	db = 40 // ahead of the producer: not the VF's word for this ring
-	eq.cons, eq.dbStale = 1, true
+	eq.Cons, eq.DBStale = 1, true
 	r.h.RefreshEQs()
-	if eq.cons != 1 {
-		t.Fatalf("a consumer index ahead of the producer was taken: %d", eq.cons)
+	if eq.Cons != 1 {
+		t.Fatalf("a consumer index ahead of the producer was taken: %d", eq.Cons)
 	}
 }

@@ -57,25 +57,25 @@ func (h *HCA) SetInterrupts(irq Interrupts) { h.fw.irq = irq }
 
 // pending reports whether the VF has EQEs it has not consumed, as far as
 // the model knows.
-func (eq *eqObj) pending() bool { return eq.prod != eq.cons }
+func (eq *eqObj) pending() bool { return eq.Prod != eq.Cons }
 
 // doorbellWrite applies a write of the VF's EQ doorbell: consumer index,
 // and arm if bit 31.
 func (h *HCA) doorbellWrite(eq *eqObj, v uint32) {
 	eq.dbLast = v
-	eq.cons = v & mlx4.EQIndexMask
+	eq.Cons = v & mlx4.EQIndexMask
 	if v&mlx4.EQ_DOORBELL_ARM != 0 {
-		eq.armed = true
+		eq.Armed = true
 	}
 }
 
 // raise fires eq: disarmed (unless always armed), its vector raised.
 func (h *HCA) raise(eq *eqObj) {
 	if !eq.always {
-		eq.armed = false
+		eq.Armed = false
 	}
-	st := &h.fw.vfs[eq.vf].stats
-	if err := h.fw.irq.Raise(eq.vf, int(eq.intr)); err != nil {
+	st := &h.fw.vfs[eq.VF].stats
+	if err := h.fw.irq.Raise(eq.VF, int(eq.intr)); err != nil {
 		st.IRQErrors.Add(1)
 		return
 	}
@@ -85,12 +85,12 @@ func (h *HCA) raise(eq *eqObj) {
 // eqeWritten is PostEQE's interrupt step, after the EQE is written (and
 // the doorbell word read before it).
 func (h *HCA) eqeWritten(eq *eqObj) {
-	if eq.armed || eq.always {
+	if eq.Armed || eq.always {
 		h.raise(eq)
 	} else {
-		h.fw.vfs[eq.vf].stats.Unarmed.Add(1)
+		h.fw.vfs[eq.VF].stats.Unarmed.Add(1)
 	}
-	if !eq.armed && !eq.always && eq.pending() && !eq.watched {
+	if !eq.Armed && !eq.always && eq.pending() && !eq.watched {
 		eq.watched = true
 		h.fw.watch = append(h.fw.watch, eq)
 	}
@@ -125,11 +125,11 @@ func (h *HCA) CheckArms() int {
 		eq := h.fw.watch[i]
 		if h.fw.irq != nil && h.fw.eqs[eq.tr.ID] == eq {
 			h.refreshCI(eq)
-			if eq.armed && eq.pending() {
+			if eq.Armed && eq.pending() {
 				h.raise(eq)
 				n++
 			}
-			if !eq.armed && eq.pending() {
+			if !eq.Armed && eq.pending() {
 				i++
 				continue
 			}

@@ -38,7 +38,7 @@ func TestQPCounterLinuxRebind(t *testing.T) {
 				t.Fatalf("bind %d (default counter %d): %v with counter index %d: %v (%v)", bind, def, st.op, st.idx, s, c.Reason)
 			}
 		}
-		if got := r.h.fw.qps[qpn].ctx[qpcPriCounter]; got != def {
+		if got := r.h.fw.qps[qpn].Ctx[qpcPriCounter]; got != def {
 			t.Fatalf("bind %d: QP counts into %d after RTR2RTS, want its INIT2RTR counter %d", bind, got, def)
 		}
 		r.h.ResetFunction(0)

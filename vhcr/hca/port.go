@@ -41,7 +41,7 @@ func (h *HCA) INIT_PORT(c *mlx4.Cmd) mlx4.Status {
 	if s != mlx4.OK {
 		return s
 	}
-	h.fw.vfs[c.VF].portOpen[phys-1] = true
+	h.fw.vfs[c.VF].PortOpen[phys-1] = true
 	return mlx4.OK
 }
 
@@ -51,7 +51,7 @@ func (h *HCA) CLOSE_PORT(c *mlx4.Cmd) mlx4.Status {
 	if s != mlx4.OK {
 		return s
 	}
-	h.fw.vfs[c.VF].portOpen[phys-1] = false
+	h.fw.vfs[c.VF].PortOpen[phys-1] = false
 	return mlx4.OK
 }
 
@@ -60,7 +60,7 @@ func (h *HCA) PortOpen(vf, phys int) bool {
 	if vf < 0 || vf >= len(h.fw.vfs) || phys < 1 || phys > 2 {
 		return false
 	}
-	return h.fw.vfs[vf].portOpen[phys-1]
+	return h.fw.vfs[vf].PortOpen[phys-1]
 }
 
 // SET_PORT: the port must be the VF's (BAD_PARAM). A VF may not change
@@ -108,7 +108,7 @@ func (h *HCA) PROMISC(c *mlx4.Cmd) mlx4.Status {
 	if _, err := h.Res.Peek(c.VF, restrack.QP, qpn); err != nil {
 		return restrack.Refuse(c, err)
 	}
-	h.fw.vfs[c.VF].promisc[phys-1] = c.OpMod != 0
+	h.fw.vfs[c.VF].Promisc[phys-1] = c.OpMod != 0
 	return mlx4.OK
 }
 
@@ -118,7 +118,7 @@ func (h *HCA) SET_VLAN_FLTR(c *mlx4.Cmd) mlx4.Status {
 	if s != mlx4.OK {
 		return s
 	}
-	f := &h.fw.vfs[c.VF].vlanFltr[phys-1]
+	f := &h.fw.vfs[c.VF].VLANFltr[phys-1]
 	for i := range f {
 		f[i] = binary.BigEndian.Uint32(c.Inbox[4*i:])
 	}
@@ -131,7 +131,7 @@ func (h *HCA) SET_MCAST_FLTR(c *mlx4.Cmd) mlx4.Status {
 	if s != mlx4.OK {
 		return s
 	}
-	h.fw.vfs[c.VF].mcastOn[phys-1] = c.OpMod != 0
+	h.fw.vfs[c.VF].McastOn[phys-1] = c.OpMod != 0
 	return mlx4.OK
 }
 

@@ -258,8 +258,8 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 			}
 		}
 	}
-	qp := &qpObj{tr: o, state: mlx4.QP_STATE_INIT, port: phys}
-	copy(qp.ctx[:], c.Inbox[:])
+	qp := &qpObj{tr: o, QPState: QPState{State: mlx4.QP_STATE_INIT, Port: phys}}
+	copy(qp.Ctx[:], c.Inbox[:])
 	h.fw.qps[qpn] = qp
 	h.Res.EndMove(o)
 	return mlx4.OK
@@ -315,7 +315,7 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 			return s
 		}
 	}
-	if !x.QP.Has(qp.state) {
+	if !x.QP.Has(qp.State) {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
 	}
 	if x.HasInbox {
@@ -335,7 +335,7 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 				// names: without COUNTER_INDEX the QP keeps its counter.
 				// Linux's mlx4_ib sends a zeroed context (counter 0) to
 				// every transition but INIT2RTR.
-				c.Inbox[qpcPriCounter] = qp.ctx[qpcPriCounter]
+				c.Inbox[qpcPriCounter] = qp.Ctx[qpcPriCounter]
 			}
 		}
 		if s := h.qpcModel(c, &q, path, phys, alt); s != mlx4.OK {
@@ -345,22 +345,22 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 		// INIT2RTR mailbox only; the model's context follows every
 		// transition's mailbox, so a QP rewritten once is rewritten again
 		// by later transitions rather than let a VF clear the forced bits.
-		if op == mlx4.INIT2RTR_QP || qp.vport {
+		if op == mlx4.INIT2RTR_QP || qp.Vport {
 			h.updateVportQP(c, phys, q.Ctx.ST)
-			vp := &h.fw.vfs[c.VF].vport[phys-1]
-			qp.vport = qp.vport || vp.vst || vp.spoof
+			vp := &h.fw.vfs[c.VF].Vport[phys-1]
+			qp.Vport = qp.Vport || vp.VST || vp.Spoof
 		}
 		// Keep what RST2INIT validated (CQs, SRQ, MTT); take the rest.
-		keep := qp.ctx
-		copy(qp.ctx[:], c.Inbox[:])
+		keep := qp.Ctx
+		copy(qp.Ctx[:], c.Inbox[:])
 		for _, r := range [][2]int{{mlx4.QPCCQNSend, 4}, {mlx4.QPCCQNRecv, 4}, {mlx4.QPCSRQN, 4},
 			{mlx4.QPCLogPageSize, 8}, {mlx4.QPCRQSizeStride, 2}, {mlx4.QPCParams2, 4}} {
 			off := mlx4.QPMailboxContext + r[0]
-			copy(qp.ctx[off:off+r[1]], keep[off:off+r[1]])
+			copy(qp.Ctx[off:off+r[1]], keep[off:off+r[1]])
 		}
-		qp.port = phys
+		qp.Port = phys
 	}
-	qp.state = x.QP.To
+	qp.State = x.QP.To
 	return mlx4.OK
 }
 
@@ -420,10 +420,10 @@ func (h *HCA) QUERY_QP(c *mlx4.Cmd) mlx4.Status {
 		return s
 	}
 	defer h.Res.Put(qp.tr)
-	copy(c.Outbox[:], qp.ctx[:])
+	copy(c.Outbox[:], qp.Ctx[:])
 	binary.BigEndian.PutUint32(c.Outbox[mlx4.QPMailboxOptPar:], 0)
 	const flags = mlx4.QPMailboxContext + mlx4.QPCFlags // state in 31:28
-	c.Outbox[flags] = c.Outbox[flags]&0x0f | byte(qp.state)<<4
+	c.Outbox[flags] = c.Outbox[flags]&0x0f | byte(qp.State)<<4
 	return mlx4.OK
 }
 
@@ -433,7 +433,7 @@ func (h *HCA) SUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
 	if s != mlx4.OK {
 		return s
 	}
-	qp.suspended = true
+	qp.Suspended = true
 	h.Res.Put(qp.tr)
 	return mlx4.OK
 }
@@ -444,7 +444,7 @@ func (h *HCA) UNSUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
 	if s != mlx4.OK {
 		return s
 	}
-	qp.suspended = false
+	qp.Suspended = false
 	h.Res.Put(qp.tr)
 	return mlx4.OK
 }
@@ -473,11 +473,11 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 	qp := h.fw.qps[qpn]
 	if pri&updPathMaskMACIndex != 0 {
 		smac := b[mlx4.UpdQPContext+mlx4.QPCPriPath+mlx4.PathGRHMyLMC] // the whole byte, as mac_find_smac_ix_in_slave
-		if qp == nil || !h.Res.HasMAC(c.VF, qp.port, int(smac)) {
+		if qp == nil || !h.Res.HasMAC(c.VF, qp.Port, int(smac)) {
 			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotOwner)
 		}
 		const g = mlx4.QPMailboxPriPath + mlx4.PathGRHMyLMC
-		qp.ctx[g] = qp.ctx[g]&mlx4.GRHMyLMCGRH | smac
+		qp.Ctx[g] = qp.Ctx[g]&mlx4.GRHMyLMCGRH | smac
 	}
 	return mlx4.OK
 }

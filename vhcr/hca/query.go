@@ -288,7 +288,7 @@ func (h *HCA) VFLinkUp(vf, phys int) bool {
 // the operator's MAC made operational at the VF's last activation
 // (vfadmin.go), else locally administered, unique per (VF, port).
 func (h *HCA) VFMAC(vf, phys int) uint64 {
-	if m := h.fw.vfs[vf].vport[phys-1].mac; m != 0 {
+	if m := h.fw.vfs[vf].Vport[phys-1].MAC; m != 0 {
 		return m
 	}
 	return 0x02c903000000 | uint64(phys)<<16 | uint64(vf+1)

@@ -38,8 +38,12 @@ const (
 )
 
 // firmware is the state a ConnectX firmware keeps per object, next to the
-// tracker's ownership records.
+// tracker's ownership records. Its persistent part is plain values of the
+// types in state.go, which Image copies out and Load copies in; every other
+// field is transient and says why (TestStateCoversTheFirmware keeps the two
+// lists complete).
 type firmware struct {
+	// Persistent: the tables of State, each under its State field's name.
 	mtt  map[uint64][]uint64 // MTT allocation base → entries (lazily sized 2^order)
 	qps  map[uint32]*qpObj
 	cqs  map[uint32]*cqObj
@@ -47,9 +51,14 @@ type firmware struct {
 	mpts map[uint64]*mptObj // tracker id (index & mask)
 	eqs  map[uint64]*eqObj  // restrack.EQID(vf, eqn)
 
-	ports []portTables // per physical port
+	ports []PortState // per physical port
 	vfs   []vfFW
 
+	counterPort map[uint64]int        // counter index → physical port it counts (handleCounter)
+	mcg         map[uint32][][16]byte // QPN → multicast groups attached (QP_ATTACH), across 2RST
+	nextRegID   uint64                // flow-steering rule ids, unique across VFs
+
+	// Transient: the PF's wiring, replay mode, derived lists and counters.
 	doorbell func(vf, eqn int) (uint32, bool)           // EQ doorbell reader, or nil
 	irq      Interrupts                                 // MSI-X delivery (irq.go), or nil: none
 	watch    []*eqObj                                   // EQs not armed with EQEs pending (irq.go)
@@ -58,36 +67,14 @@ type firmware struct {
 	quiet    bool                                       // replaying: no VF memory written, no EQE, no positions (image.go)
 	// adminChanges counts the operator's changes of firmware state (SetVF)
 	adminChanges uint64
-
-	counterPort map[uint64]int // counter index → physical port it counts (handleCounter)
-
-	mcg map[uint32][][16]byte // QPN → multicast groups attached (QP_ATTACH), across 2RST
-
-	dmfs      bool   // device-managed flow steering (fs.go)
-	nextRegID uint64 // flow-steering rule ids, unique across VFs
+	dmfs         bool // device-managed flow steering (fs.go), from the configuration
 }
 
-type portTables struct {
-	mac  [macTableSize]tableEntry
-	vlan [vlanTableSize]tableEntry
-}
-
-type tableEntry struct {
-	value uint64
-	refs  int
-}
-
-// vfFW is per-function firmware state.
+// vfFW is per-function firmware state: the persistent VFState and the
+// VF's event counters.
 type vfFW struct {
-	eventEQ  [numEventTypes]int16 // event type → eqn, -1 = not mapped
-	portOpen [2]bool              // INIT_PORT done (physical port index)
-	oldVLAN  bool                 // used the old VLAN API (mlx4's old_vlan_api)
-	promisc  [2]bool
-	vlanFltr [2][128]uint32
-	mcastOn  [2]bool
-	vport    [2]vportOper // physical port index (vport.go)
-	adminMAC [2]uint64    // operator's MAC per physical port, 0 = default (vfadmin.go)
-	stats    EventStats
+	VFState
+	stats EventStats
 }
 
 // EventStats are one VF's event counters (read by metrics at scrape time).
@@ -105,48 +92,35 @@ type EventStats struct {
 	IRQErrors  atomic.Uint64
 }
 
+// The live objects: each embeds its persistent state (state.go) and joins
+// it to its tracker object, which Load joins afresh.
+
 type qpObj struct {
-	tr        *restrack.Object
-	state     mlx4.QPState
-	port      int // physical port of the primary path
-	suspended bool
-	ctx       [mlx4.QPMailboxSize]byte // the last context written (rewritten fields included)
-	vport     bool                     // VST or spoof check rewrote its context (vport.go)
+	QPState
+	tr *restrack.Object
 }
 
 type cqObj struct {
-	tr  *restrack.Object
-	ctx [mlx4.CQContextSize]byte
-	eqn int
+	CQState
+	tr *restrack.Object
 }
 
 type srqObj struct {
-	tr    *restrack.Object
-	ctx   [mlx4.SRQContextSize]byte
-	limit uint16
+	SRQState
+	tr *restrack.Object
 }
 
 type mptObj struct {
-	tr    *restrack.Object
-	entry [mlx4.MPTEntrySize]byte
-	valid bool // entry written by SW2HW_MPT at least once
+	MPTState
+	tr *restrack.Object
 }
 
 type eqObj struct {
-	tr        *restrack.Object
-	vf, eqn   int
-	ctx       [mlx4.EQContextSize]byte
-	nent      uint32
-	pageShift uint
-	pages     []uint64 // IOVA of each ring page in the VF's window
-	win       *dma.Window
-	prod      uint32 // producer index (EQEs written)
-	cons      uint32 // consumer index the VF reported (24 bits)
-	armed     bool
+	EQState
+	tr  *restrack.Object
+	win *dma.Window // the VF's DMA window, which the ring pages are in
 
-	dbAtCreate uint32 // doorbell word when the EQ was created
-	dbStale    bool   // the word has not changed since: ignore it
-	dbLast     uint32 // doorbell word last applied (a write is a change of it)
+	dbLast uint32 // doorbell word last applied (a write is a change of it)
 
 	intr    uint8 // MSI-X vector of the EQ context
 	always  bool  // EQ_STATE_ALWAYS_ARMED: every EQE raises
@@ -201,7 +175,7 @@ func (h *HCA) initResources() error {
 		counterPort: map[uint64]int{},
 		mtt:         map[uint64][]uint64{}, qps: map[uint32]*qpObj{}, cqs: map[uint32]*cqObj{},
 		srqs: map[uint32]*srqObj{}, mpts: map[uint64]*mptObj{}, eqs: map[uint64]*eqObj{},
-		ports: make([]portTables, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs), mcg: map[uint32][][16]byte{},
+		ports: make([]PortState, len(h.Cfg.Ports)), vfs: make([]vfFW, h.NumVFs), mcg: map[uint32][][16]byte{},
 	}
 	for vf := range h.fw.vfs {
 		h.fw.vfs[vf].clearEvents()
@@ -210,8 +184,8 @@ func (h *HCA) initResources() error {
 }
 
 func (v *vfFW) clearEvents() {
-	for i := range v.eventEQ {
-		v.eventEQ[i] = -1
+	for i := range v.EventEQ {
+		v.EventEQ[i] = -1
 	}
 }
 
@@ -392,7 +366,7 @@ func (h *HCA) allocMAC(c *mlx4.Cmd) mlx4.Status {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
 	mac := c.InParam & 0xffffffffffff
-	tab := &h.fw.ports[phys-1].mac
+	tab := &h.fw.ports[phys-1].MAC
 	idx := register(tab[:], mac)
 	if idx < 0 {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota) // table full: -ENOSPC
@@ -413,11 +387,11 @@ func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
 	if old {
-		h.fw.vfs[c.VF].oldVLAN = true
+		h.fw.vfs[c.VF].OldVLAN = true
 		return mlx4.OK // old VLAN API: a no-op success, as mlx4
 	}
 	vlan := uint64(lo32(c.InParam) & 0xfff)
-	tab := &h.fw.ports[phys-1].vlan
+	tab := &h.fw.ports[phys-1].VLAN
 	idx := register(tab[:], vlan)
 	if idx < 0 {
 		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
@@ -431,26 +405,26 @@ func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
 }
 
 // register finds or adds value in a port table and takes a reference.
-func register(tab []tableEntry, value uint64) int {
+func register(tab []TableEntry, value uint64) int {
 	free := -1
 	for i := range tab {
-		if tab[i].refs > 0 && tab[i].value == value {
-			tab[i].refs++
+		if tab[i].Refs > 0 && tab[i].Value == value {
+			tab[i].Refs++
 			return i
 		}
-		if free < 0 && tab[i].refs == 0 {
+		if free < 0 && tab[i].Refs == 0 {
 			free = i
 		}
 	}
 	if free >= 0 {
-		tab[free] = tableEntry{value: value, refs: 1}
+		tab[free] = TableEntry{Value: value, Refs: 1}
 	}
 	return free
 }
 
-func unregister(tab []tableEntry, idx int) {
-	if idx >= 0 && idx < len(tab) && tab[idx].refs > 0 {
-		tab[idx].refs--
+func unregister(tab []TableEntry, idx int) {
+	if idx >= 0 && idx < len(tab) && tab[idx].Refs > 0 {
+		tab[idx].Refs--
 	}
 }
 
@@ -554,12 +528,12 @@ func (h *HCA) macVLANFreeRes(c *mlx4.Cmd) mlx4.Status {
 	if phys == 0 {
 		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
 	}
-	if ty == restrack.VLAN && h.fw.vfs[c.VF].oldVLAN {
+	if ty == restrack.VLAN && h.fw.vfs[c.VF].OldVLAN {
 		return mlx4.OK // vlan_free_res: a VF of the old API frees nothing
 	}
-	value, tab := c.InParam&0xffffffffffff, h.fw.ports[phys-1].mac[:]
+	value, tab := c.InParam&0xffffffffffff, h.fw.ports[phys-1].MAC[:]
 	if ty == restrack.VLAN {
-		value, tab = uint64(lo32(c.InParam)&0xfff), h.fw.ports[phys-1].vlan[:]
+		value, tab = uint64(lo32(c.InParam)&0xfff), h.fw.ports[phys-1].VLAN[:]
 	}
 	idx, _, err := h.Res.DelMAC(c.VF, ty, phys, value)
 	if err == nil {

@@ -457,7 +457,7 @@ func TestEveryIllegalQPTransition(t *testing.T) {
 			qpn, q := v.newQP(cq)
 			if st != mlx4.QP_STATE_RST {
 				v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
-				r.h.fw.qps[qpn].state = st // SQER is reachable only through the data path
+				r.h.fw.qps[qpn].State = st // SQER is reachable only through the data path
 			}
 			var want mlx4.Status
 			var to mlx4.QPState
@@ -493,7 +493,7 @@ func TestEveryIllegalQPTransition(t *testing.T) {
 			}
 			now := mlx4.QP_STATE_RST
 			if qp := r.h.fw.qps[qpn]; qp != nil {
-				now = qp.state
+				now = qp.State
 			}
 			if now != to {
 				t.Errorf("%v on a QP in state %d: state %d, want %d", op, st, now, to)
@@ -744,7 +744,7 @@ func TestMACVLANAndCounters(t *testing.T) {
 	idx := int(uint32(c.OutParam))
 	c = b.cmd(mlx4.ALLOC_RES, mac, uint32(restrack.MAC)|1<<8, resOpReserveAndMap, nil, false)
 	b.must(b.run(c), "same MAC by VF 1")
-	if r.h.fw.ports[0].mac[idx].refs != 2 {
+	if r.h.fw.ports[0].MAC[idx].Refs != 2 {
 		t.Fatal("shared MAC table entry not refcounted")
 	}
 	// Old API: port in out_param.
@@ -753,8 +753,8 @@ func TestMACVLANAndCounters(t *testing.T) {
 	a.must(a.run(c), "MAC old API")
 	wantS(t, "FREE MAC VF 1 never had", b.free(restrack.MAC, resOpReserveAndMap, mac+1), mlx4.BAD_PARAM)
 	r.h.ResetFunction(0)
-	if r.h.fw.ports[0].mac[idx].refs != 1 {
-		t.Fatalf("after VF 0's reset the entry has %d refs", r.h.fw.ports[0].mac[idx].refs)
+	if r.h.fw.ports[0].MAC[idx].Refs != 1 {
+		t.Fatalf("after VF 0's reset the entry has %d refs", r.h.fw.ports[0].MAC[idx].Refs)
 	}
 	// VLAN old API (the port in out_param) is a no-op success; without a
 	// port it is BAD_PARAM (vlan_alloc_res).
@@ -839,28 +839,28 @@ func fingerprint(h *HCA, vf int) string {
 		switch o.Type {
 		case restrack.QP:
 			if qp := h.fw.qps[uint32(o.ID)]; qp != nil {
-				s += fmt.Sprintf(":%d:%x", qp.state, qp.ctx)
+				s += fmt.Sprintf(":%d:%x", qp.State, qp.Ctx)
 			}
 		case restrack.CQ:
 			if cq := h.fw.cqs[uint32(o.ID)]; cq != nil {
-				s += fmt.Sprintf(":%x", cq.ctx)
+				s += fmt.Sprintf(":%x", cq.Ctx)
 			}
 		case restrack.MPT:
 			if m := h.fw.mpts[o.ID]; m != nil {
-				s += fmt.Sprintf(":%x", m.entry)
+				s += fmt.Sprintf(":%x", m.Entry)
 			}
 		case restrack.MTT:
 			s += fmt.Sprintf(":%x", h.fw.mtt[o.ID])
 		case restrack.EQ:
 			if eq := h.fw.eqs[o.ID]; eq != nil {
-				s += fmt.Sprintf(":%d:%d", eq.prod, eq.cons)
+				s += fmt.Sprintf(":%d:%d", eq.Prod, eq.Cons)
 			}
 		}
 	})
 	for _, ty := range []restrack.Type{restrack.QP, restrack.CQ, restrack.SRQ, restrack.MPT, restrack.MTT, restrack.Counter, restrack.XRCD} {
 		s += fmt.Sprintf("|%v=%d", ty, h.Res.Allocated(vf, ty, 0))
 	}
-	s += fmt.Sprint(h.fw.vfs[vf].eventEQ, h.fw.vfs[vf].portOpen)
+	s += fmt.Sprint(h.fw.vfs[vf].EventEQ, h.fw.vfs[vf].PortOpen)
 	return s
 }
 

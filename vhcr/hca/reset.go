@@ -21,11 +21,11 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 		switch o.Type {
 		case restrack.MAC:
 			for range max(o.Refs, 1) {
-				unregister(h.fw.ports[o.Port-1].mac[:], o.Index)
+				unregister(h.fw.ports[o.Port-1].MAC[:], o.Index)
 			}
 		case restrack.VLAN:
 			for range max(o.Refs, 1) {
-				unregister(h.fw.ports[o.Port-1].vlan[:], o.Index)
+				unregister(h.fw.ports[o.Port-1].VLAN[:], o.Index)
 			}
 		case restrack.QP:
 			delete(h.fw.qps, uint32(o.ID))
@@ -49,11 +49,11 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 	h.DeactivateVF(vf)
 	v := &h.fw.vfs[vf]
 	v.clearEvents()
-	v.portOpen = [2]bool{}
-	v.oldVLAN = false
-	v.promisc = [2]bool{}
-	v.mcastOn = [2]bool{}
-	v.vlanFltr = [2][128]uint32{}
+	v.PortOpen = [2]bool{}
+	v.OldVLAN = false
+	v.Promisc = [2]bool{}
+	v.McastOn = [2]bool{}
+	v.VLANFltr = [2][128]uint32{}
 	return rel
 }
 

@@ -72,8 +72,8 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 		obj = &mptObj{tr: o}
 		h.fw.mpts[id] = obj
 	}
-	copy(obj.entry[:], c.Inbox[:])
-	obj.valid = true
+	copy(obj.Entry[:], c.Inbox[:])
+	obj.Valid = true
 	h.Res.EndMove(o)
 	return mlx4.OK
 }
@@ -111,7 +111,7 @@ func (h *HCA) QUERY_MPT(c *mlx4.Cmd) mlx4.Status {
 		return c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
 	}
 	if obj := h.fw.mpts[id]; obj != nil {
-		copy(c.Outbox[:], obj.entry[:])
+		copy(c.Outbox[:], obj.Entry[:])
 	}
 	return mlx4.OK
 }

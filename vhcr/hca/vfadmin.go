@@ -95,7 +95,7 @@ func MACString(m uint64) string {
 
 // adminMAC is VF vf's admin MAC on physical port phys.
 func (h *HCA) adminMAC(vf, phys int) uint64 {
-	if m := h.fw.vfs[vf].adminMAC[phys-1]; m != 0 {
+	if m := h.fw.vfs[vf].AdminMAC[phys-1]; m != 0 {
 		return m
 	}
 	return 0x02c903000000 | uint64(phys)<<16 | uint64(vf+1)
@@ -114,9 +114,9 @@ func (h *HCA) VFSettings(vf int) (VFSettings, error) {
 	}
 	for _, p := range fn.Ports {
 		s.MAC[p] = MACString(h.adminMAC(vf, p))
-		op := &h.fw.vfs[vf].vport[p-1]
-		if op.active {
-			s.Oper = append(s.Oper, VportOper{Port: p, MAC: MACString(h.VFMAC(vf, p)), VST: op.vst, VLAN: op.vlan, QoS: op.qos, SpoofCheck: op.spoof})
+		op := &h.fw.vfs[vf].Vport[p-1]
+		if op.Active {
+			s.Oper = append(s.Oper, VportOper{Port: p, MAC: MACString(h.VFMAC(vf, p)), VST: op.VST, VLAN: op.VLAN, QoS: op.QoS, SpoofCheck: op.Spoof})
 		}
 	}
 	return s, nil
@@ -273,7 +273,7 @@ func atNextReset(what string) string { return what + ": at the VF's next reset" 
 
 func (c *vfChange) applyMAC() string {
 	for _, p := range c.ports {
-		c.h.fw.vfs[c.vf].adminMAC[p-1] = *c.ch.MAC
+		c.h.fw.vfs[c.vf].AdminMAC[p-1] = *c.ch.MAC
 	}
 	return atNextReset(fmt.Sprintf("mac %s on %s", MACString(*c.ch.MAC), portList(c.ports)))
 }

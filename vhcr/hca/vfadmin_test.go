@@ -29,8 +29,8 @@ func TestSetVFVLANAtNextReset(t *testing.T) {
 		t.Fatalf("after the reset: %+v", s)
 	}
 	_, ctx := udToRTR(t, r.vf(1), nil)
-	idx := r.h.fw.vfs[1].vport[0].vlanIdx
-	if idx < 0 || r.h.fw.ports[0].vlan[idx].value != 42 || int(ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex]) != idx ||
+	idx := r.h.fw.vfs[1].Vport[0].VLANIdx
+	if idx < 0 || r.h.fw.ports[0].VLAN[idx].Value != 42 || int(ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex]) != idx ||
 		ctx[mlx4.QPMailboxPriPath+mlx4.PathSchedQueue]>>3&7 != 3 {
 		t.Fatalf("INIT2RTR context: vlan_index %d (table %d), sched_queue %#x", ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex], idx, ctx[mlx4.QPMailboxPriPath+mlx4.PathSchedQueue])
 	}

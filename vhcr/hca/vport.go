@@ -14,18 +14,18 @@ import (
 // resets the VF).
 var ErrVportResources = errors.New("hca: no VLAN or MAC table entry for the VF's vport")
 
-// vportOper is a VF's operational vport state on one physical port
+// VportState is a VF's operational vport state on one physical port
 // (struct mlx4_vport_oper_state): what mlx4_master_activate_admin_state
 // registered when the VF enabled its vHCR.
-type vportOper struct {
-	active  bool
-	vst     bool // default_vlan != MLX4_VGT
-	vlan    int
-	qos     int
-	spoof   bool
-	vlanIdx int    // index of the VST VLAN in the port's VLAN table, -1 none
-	macIdx  int    // index of the VF's MAC in the port's MAC table, -1 none
-	mac     uint64 // the admin MAC when activated (vfadmin.go), 0 = default
+type VportState struct {
+	Active  bool
+	VST     bool // default_vlan != MLX4_VGT
+	VLAN    int
+	QoS     int
+	Spoof   bool
+	VLANIdx int    // index of the VST VLAN in the port's VLAN table, -1 none
+	MACIdx  int    // index of the VF's MAC in the port's MAC table, -1 none
+	MAC     uint64 // the admin MAC when activated (vfadmin.go), 0 = default
 }
 
 // ActivateVF is mlx4_master_activate_admin_state, run when VF vf enables
@@ -40,25 +40,25 @@ func (h *HCA) ActivateVF(vf int) error {
 	}
 	fn := &h.Funcs[vf]
 	for _, phys := range fn.Ports {
-		op := &h.fw.vfs[vf].vport[phys-1]
-		if op.active {
+		op := &h.fw.vfs[vf].Vport[phys-1]
+		if op.Active {
 			continue
 		}
-		*op = vportOper{active: true, vlanIdx: -1, macIdx: -1, mac: h.fw.vfs[vf].adminMAC[phys-1]}
+		*op = VportState{Active: true, VLANIdx: -1, MACIdx: -1, MAC: h.fw.vfs[vf].AdminMAC[phys-1]}
 		if !h.isEth(phys) {
 			continue
 		}
 		tables := &h.fw.ports[phys-1]
 		if fn.VST != nil {
-			op.vst, op.vlan, op.qos = true, fn.VST.VLAN, fn.VST.QoS
-			if op.vlanIdx = register(tables.vlan[:], uint64(op.vlan)); op.vlanIdx < 0 {
+			op.VST, op.VLAN, op.QoS = true, fn.VST.VLAN, fn.VST.QoS
+			if op.VLANIdx = register(tables.VLAN[:], uint64(op.VLAN)); op.VLANIdx < 0 {
 				h.DeactivateVF(vf)
 				return fmt.Errorf("%w: VLAN %d on port %d", ErrVportResources, fn.VST.VLAN, phys)
 			}
 		}
 		if fn.SpoofCheck {
-			op.spoof = true
-			if op.macIdx = register(tables.mac[:], h.VFMAC(vf, phys)); op.macIdx < 0 {
+			op.Spoof = true
+			if op.MACIdx = register(tables.MAC[:], h.VFMAC(vf, phys)); op.MACIdx < 0 {
 				h.DeactivateVF(vf)
 				return fmt.Errorf("%w: MAC on port %d", ErrVportResources, phys)
 			}
@@ -73,13 +73,13 @@ func (h *HCA) DeactivateVF(vf int) {
 	if vf < 0 || vf >= len(h.fw.vfs) {
 		return
 	}
-	for i := range h.fw.vfs[vf].vport {
-		op := &h.fw.vfs[vf].vport[i]
-		if op.active {
-			unregister(h.fw.ports[i].vlan[:], op.vlanIdx)
-			unregister(h.fw.ports[i].mac[:], op.macIdx)
+	for i := range h.fw.vfs[vf].Vport {
+		op := &h.fw.vfs[vf].Vport[i]
+		if op.Active {
+			unregister(h.fw.ports[i].VLAN[:], op.VLANIdx)
+			unregister(h.fw.ports[i].MAC[:], op.MACIdx)
 		}
-		*op = vportOper{vlanIdx: -1, macIdx: -1}
+		*op = VportState{VLANIdx: -1, MACIdx: -1}
 	}
 }
 
@@ -138,10 +138,10 @@ func (h *HCA) handleCounter(c *mlx4.Cmd, phys int, assign bool) mlx4.Status {
 // mlx4. It rewrites the shadow inbox of a modify-QP command whose primary
 // path is on physical port phys.
 func (h *HCA) updateVportQP(c *mlx4.Cmd, phys int, st uint8) {
-	op := &h.fw.vfs[c.VF].vport[phys-1]
+	op := &h.fw.vfs[c.VF].Vport[phys-1]
 	b := c.Inbox[mlx4.QPMailboxContext:mlx4.QPMailboxSize] // the context
 	pri := b[mlx4.QPCPriPath:][:mlx4.QPPathSize]
-	if op.vst {
+	if op.VST {
 		if c.InMod&qpnMask < uint32(h.Res.Config().Reserved[restrack.QP]) {
 			return
 		}
@@ -156,21 +156,21 @@ func (h *HCA) updateVportQP(c *mlx4.Cmd, phys int, st uint8) {
 		case h.Funcs[c.VF].LinkState == "down":
 			ctrl |= mlx4.VLAN_CTRL_ETH_TX_BLOCK_TAGGED | mlx4.VLAN_CTRL_ETH_TX_BLOCK_PRIO | mlx4.VLAN_CTRL_ETH_TX_BLOCK_UNTAG |
 				mlx4.VLAN_CTRL_ETH_RX_BLOCK_PRIO | mlx4.VLAN_CTRL_ETH_RX_BLOCK_UNTAG | mlx4.VLAN_CTRL_ETH_RX_BLOCK_TAGGED
-		case op.vlan != 0:
+		case op.VLAN != 0:
 			ctrl |= mlx4.VLAN_CTRL_ETH_TX_BLOCK_TAGGED | mlx4.VLAN_CTRL_ETH_RX_BLOCK_PRIO | mlx4.VLAN_CTRL_ETH_RX_BLOCK_UNTAG
 		default: // priority tagged
 			ctrl |= mlx4.VLAN_CTRL_ETH_TX_BLOCK_TAGGED | mlx4.VLAN_CTRL_ETH_RX_BLOCK_TAGGED
 		}
 		pri[mlx4.PathVLANControl] = ctrl
 		pri[mlx4.PathFVLRx] |= mlx4.FVL_RX_FORCE_ETH_VLAN
-		pri[mlx4.PathVLANIndex] = byte(op.vlanIdx)
+		pri[mlx4.PathVLANIndex] = byte(op.VLANIdx)
 		pri[mlx4.PathFL] |= mlx4.FL_CV | mlx4.FL_ETH_HIDE_CQE_VLAN
 		pri[mlx4.PathFEUP] |= mlx4.FEUP_FORCE_ETH_UP | mlx4.FVL_FORCE_ETH_VLAN
-		pri[mlx4.PathSchedQueue] = pri[mlx4.PathSchedQueue]&^mlx4.SchedQueueUPMask | byte(op.qos)<<3
+		pri[mlx4.PathSchedQueue] = pri[mlx4.PathSchedQueue]&^mlx4.SchedQueueUPMask | byte(op.QoS)<<3
 		b[mlx4.QPCQoSVport] = mlx4.VPP_DEFAULT_VPORT // no vport QoS configured
 	}
-	if op.spoof {
+	if op.Spoof {
 		pri[mlx4.PathFEUP] |= mlx4.FSM_FORCE_ETH_SRC_MAC
-		pri[mlx4.PathGRHMyLMC] = pri[mlx4.PathGRHMyLMC]&mlx4.GRHMyLMCGRH + byte(op.macIdx)
+		pri[mlx4.PathGRHMyLMC] = pri[mlx4.PathGRHMyLMC]&mlx4.GRHMyLMCGRH + byte(op.MACIdx)
 	}
 }

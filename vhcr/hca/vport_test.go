@@ -47,13 +47,13 @@ func udToRTR(t *testing.T, v *vf, edit func(b []byte)) (uint32, []byte) {
 		edit(in)
 	}
 	v.must(v.run(v.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false)), "INIT2RTR")
-	return qpn, v.r.h.fw.qps[qpn].ctx[:]
+	return qpn, v.r.h.fw.qps[qpn].Ctx[:]
 }
 
 func TestVSTAndSpoofCheckRewriteINIT2RTR(t *testing.T) {
 	r := vstRig(t, 100)
-	vlanIdx, macIdx := r.h.fw.vfs[0].vport[0].vlanIdx, r.h.fw.vfs[0].vport[0].macIdx
-	if vlanIdx < 0 || r.h.fw.ports[0].vlan[vlanIdx].value != 100 || macIdx < 0 || r.h.fw.ports[0].mac[macIdx].value != r.h.VFMAC(0, 1) {
+	vlanIdx, macIdx := r.h.fw.vfs[0].Vport[0].VLANIdx, r.h.fw.vfs[0].Vport[0].MACIdx
+	if vlanIdx < 0 || r.h.fw.ports[0].VLAN[vlanIdx].Value != 100 || macIdx < 0 || r.h.fw.ports[0].MAC[macIdx].Value != r.h.VFMAC(0, 1) {
 		t.Fatalf("activation registered VLAN index %d, MAC index %d", vlanIdx, macIdx)
 	}
 	_, ctx := udToRTR(t, r.vf(0), func(b []byte) { b[mlx4.QPMailboxPriPath+mlx4.PathGRHMyLMC] |= 0x80 })
@@ -104,20 +104,20 @@ func TestVSTSurvivesLaterTransitions(t *testing.T) {
 	q := qpc{st: mlx4.QP_ST_UD, optpar: mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH}
 	in := q.bytes()
 	v.must(v.run(v.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)), "RTR2RTS")
-	ctx := r.h.fw.qps[qpn].ctx
-	if ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP]&(mlx4.FVL_FORCE_ETH_VLAN|mlx4.FSM_FORCE_ETH_SRC_MAC) != mlx4.FVL_FORCE_ETH_VLAN|mlx4.FSM_FORCE_ETH_SRC_MAC || ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex] != byte(r.h.fw.vfs[0].vport[0].vlanIdx) {
+	ctx := r.h.fw.qps[qpn].Ctx
+	if ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP]&(mlx4.FVL_FORCE_ETH_VLAN|mlx4.FSM_FORCE_ETH_SRC_MAC) != mlx4.FVL_FORCE_ETH_VLAN|mlx4.FSM_FORCE_ETH_SRC_MAC || ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex] != byte(r.h.fw.vfs[0].Vport[0].VLANIdx) {
 		t.Fatalf("after RTR2RTS: feup %#x vlan_index %d", ctx[mlx4.QPMailboxPriPath+mlx4.PathFEUP], ctx[mlx4.QPMailboxPriPath+mlx4.PathVLANIndex])
 	}
 }
 
 func TestVportResetAndTableFull(t *testing.T) {
 	r := vstRig(t, 100)
-	vlanIdx, macIdx := r.h.fw.vfs[0].vport[0].vlanIdx, r.h.fw.vfs[0].vport[0].macIdx
+	vlanIdx, macIdx := r.h.fw.vfs[0].Vport[0].VLANIdx, r.h.fw.vfs[0].Vport[0].MACIdx
 	r.h.ResetFunction(0)
-	if r.h.fw.ports[0].vlan[vlanIdx].refs != 0 || r.h.fw.ports[0].mac[macIdx].refs != 0 {
+	if r.h.fw.ports[0].VLAN[vlanIdx].Refs != 0 || r.h.fw.ports[0].MAC[macIdx].Refs != 0 {
 		t.Fatal("RESET left the VST VLAN or the spoof-checked MAC registered")
 	}
-	if r.h.fw.vfs[0].vport[0].active {
+	if r.h.fw.vfs[0].Vport[0].Active {
 		t.Fatal("RESET left the vport active")
 	}
 	// Activating twice registers once.
@@ -126,22 +126,22 @@ func TestVportResetAndTableFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := r.h.fw.ports[0].vlan[r.h.fw.vfs[0].vport[0].vlanIdx].refs; n != 1 {
+	if n := r.h.fw.ports[0].VLAN[r.h.fw.vfs[0].Vport[0].VLANIdx].Refs; n != 1 {
 		t.Fatalf("VST VLAN referenced %d times", n)
 	}
 	// A full MAC table: the VLAN registered first is unregistered again.
 	r.h.ResetFunction(0)
-	tab := &r.h.fw.ports[0].mac
+	tab := &r.h.fw.ports[0].MAC
 	for i := range tab {
-		if tab[i].refs == 0 {
-			tab[i] = tableEntry{value: uint64(0x020000000000 + i), refs: 1}
+		if tab[i].Refs == 0 {
+			tab[i] = TableEntry{Value: uint64(0x020000000000 + i), Refs: 1}
 		}
 	}
 	if err := r.h.ActivateVF(0); !errors.Is(err, ErrVportResources) {
 		t.Fatalf("activation with a full MAC table: %v", err)
 	}
-	for i := range r.h.fw.ports[0].vlan {
-		if e := r.h.fw.ports[0].vlan[i]; e.refs > 0 && e.value == 100 {
+	for i := range r.h.fw.ports[0].VLAN {
+		if e := r.h.fw.ports[0].VLAN[i]; e.Refs > 0 && e.Value == 100 {
 			t.Fatal("failed activation left the VST VLAN registered")
 		}
 	}
@@ -156,7 +156,7 @@ func toRTR(t *testing.T, v *vf, cq uint32, idx byte) (uint32, mlx4.Status, byte)
 	in := q.bytes()
 	in[qpcPriCounter] = idx
 	s := v.run(v.cmd(mlx4.INIT2RTR_QP, 0, qpn, 0, in, false))
-	return qpn, s, v.r.h.fw.qps[qpn].ctx[qpcPriCounter]
+	return qpn, s, v.r.h.fw.qps[qpn].Ctx[qpcPriCounter]
 }
 
 // TestQPCounter: handle_counter. A sink counter index gets the VF's counter
@@ -216,9 +216,9 @@ func TestQPCounter(t *testing.T) {
 	q.optpar = 0
 	in = q.bytes()
 	in[qpcPriCounter] = own
-	kept := r.h.fw.qps[qpn].ctx[qpcPriCounter]
-	if s := a.run(a.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)); s != mlx4.OK || r.h.fw.qps[qpn].ctx[qpcPriCounter] != kept {
-		t.Fatalf("RTR2RTS with a counter index but no COUNTER_INDEX optpar: %v, counter %d, want OK and %d kept", s, r.h.fw.qps[qpn].ctx[qpcPriCounter], kept)
+	kept := r.h.fw.qps[qpn].Ctx[qpcPriCounter]
+	if s := a.run(a.cmd(mlx4.RTR2RTS_QP, 0, qpn, 0, in, false)); s != mlx4.OK || r.h.fw.qps[qpn].Ctx[qpcPriCounter] != kept {
+		t.Fatalf("RTR2RTS with a counter index but no COUNTER_INDEX optpar: %v, counter %d, want OK and %d kept", s, r.h.fw.qps[qpn].Ctx[qpcPriCounter], kept)
 	}
 	r.h.ResetFunction(0)
 	if len(r.h.fw.counterPort) != 1 { // VF 1's own counter

@@ -18,8 +18,10 @@ import (
 //	                  padded to RecAlign
 //	Geometry.Ckpt     two checkpoint slots of CkptHdr bytes and a gob
 const (
-	Magic   = "VHCRPFS1"
-	Version = 3
+	Magic = "VHCRPFS1"
+	// Version 4: the checkpoint's HCA image is the firmware's hca.State
+	// (tables keyed by object number); version 3's layout is unchanged.
+	Version = 4
 
 	HeaderSize = 0x1000
 

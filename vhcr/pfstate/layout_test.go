@@ -8,7 +8,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 )
 
-// The offsets below are written out by hand from the format as version 3
+// The offsets below are written out by hand from the format as version 4
 // of the state file and wire contract v2's channel record lay it out, so
 // that a constant changed in this package fails here rather than silently
 // changing the format its files and seed corpora (vhcr/master/testdata/fuzz)
@@ -74,15 +74,15 @@ func TestStateFileHeaderLayout(t *testing.T) {
 		{"journal_kib", pfstate.HdrJournalKiB, 0x14}, {"ckpt_kib", pfstate.HdrCkptKiB, 0x18},
 		{"layout_crc", pfstate.HdrLayoutCRC, 0x1c}, {"check", pfstate.HdrCheck, 0x20},
 		{"active", pfstate.HdrActive, 0x40}, {"gen", pfstate.HdrGen, 0x44},
-		{"version_number", pfstate.Version, 3},
+		{"version_number", pfstate.Version, 4},
 	})
 	h := pfstate.Header(2, 4, 16<<20, 16<<20, pfstate.LayoutCheck(0x10000, 0x1000, 0x21000))
-	want := "5648435250465331" + "03000000" + "02000000" + "04000000" + "00400000" + "00400000" + "09bebffb"
+	want := "5648435250465331" + "04000000" + "02000000" + "04000000" + "00400000" + "00400000" + "09bebffb"
 	if got := hex.EncodeToString(h[:]); got != want {
 		t.Fatalf("header\n%s, the format has\n%s", got, want)
 	}
 	// the values computed apart from this package (a bitwise CRC32C)
-	if c := pfstate.Checksum(h[:]); c != 0xa8b783ed {
+	if c := pfstate.Checksum(h[:]); c != 0x816c5554 {
 		t.Fatalf("header check %#08x", c)
 	}
 }
