@@ -87,10 +87,7 @@ func (p *PF) CrashAt(name string, nth int) {
 			}
 		}
 	}
-	p.testHit = f
-	if p.ps != nil {
-		p.ps.testHit = f
-	}
+	p.journal.points().test = f
 }
 
 // PersistCounters are the state file's counters: checkpoints, results
@@ -100,4 +97,4 @@ func (p *PF) PersistCounters() (ckpt, redelivered, resumed uint64) {
 }
 
 // Checkpoint writes a checkpoint now.
-func (p *PF) Checkpoint() { p.checkpoint() }
+func (p *PF) Checkpoint() { p.journal.Checkpoint() }
