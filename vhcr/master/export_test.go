@@ -87,8 +87,12 @@ func (p *PF) CrashAt(name string, nth int) {
 			}
 		}
 	}
-	p.journal.points().test = f
+	p.OnPoint(f)
 }
+
+// OnPoint calls f at every named point the PF passes (a crashpoint name),
+// on the poller's goroutine.
+func (p *PF) OnPoint(f func(string)) { p.journal.points().test = f }
 
 // PersistCounters are the state file's counters: checkpoints, results
 // delivered again, seed-accepted commands executed after a restart.
