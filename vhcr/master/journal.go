@@ -18,7 +18,8 @@ import (
 // anything the VF can see) → [the seed's early acknowledgement] →
 // tx.Accepted (post-accepted) → execute → tx.Commit (post-executing, then
 // the result committed) → deliver: outbox, write-back, EQE →
-// tx.Delivered (post-written-back) → the toggle.
+// tx.Delivered (post-written-back) → the toggle. The transaction is a
+// value naming the journal that holds the command's record, if any.
 
 // journal is where the PF puts what a restarted PF needs to continue.
 type journal interface {
@@ -28,7 +29,7 @@ type journal interface {
 	// where the command needs one: one that may change the model (status
 	// OK and a journaled row) or whose completion token counts (an EQ
 	// completion). It returns the command's transaction.
-	Begin(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, way completion, toggle uint32, w [4]uint64) tx
+	Begin(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, way completion, toggle uint32, w *[4]uint64) tx
 	// Record journals a change of the model that is not a command: a
 	// function reset (recReset), an activation at VHCR_EN (recActivate).
 	Record(kind uint8, i int)
@@ -49,18 +50,41 @@ type journal interface {
 	points() *points
 }
 
-// tx is one command's transaction, from Begin to its delivery.
-type tx interface {
-	// Accepted: the intent is durable (and, the seed's way, the toggle
-	// acknowledged); the command is about to execute.
-	Accepted()
-	// Commit makes c's result r durable (c's immediate output and
-	// outbox shadow): nothing of it is visible to the VF before.
-	Commit(c *mlx4.Cmd, r result)
-	// Delivered: the result is written back (or its EQE posted); the
-	// toggle, if any, is next.
-	Delivered()
+// tx is one command's transaction, from Begin to its delivery: the
+// journal holding the command's record (nil: nothing was recorded) and the
+// kill points. A value, so that the calls of a command not journaled cost
+// no more than their kill points (nothing, without -tags crashpoints and
+// a test's hook).
+type tx struct {
+	rec *fileJournal
+	k   *points
 }
+
+// Accepted: the intent is durable (and, the seed's way, the toggle
+// acknowledged); the command is about to execute.
+func (t tx) Accepted() { t.k.hit(crashpoint.PostAccepted) }
+
+// Commit makes c's result r durable (c's immediate output and outbox
+// shadow): nothing of it is visible to the VF before.
+func (t tx) Commit(c *mlx4.Cmd, r result) {
+	crashpoint.Hit(crashpoint.PostExecuting)
+	if t.rec != nil || t.k.test != nil {
+		t.commit(c, r) // (one call, so that a command not journaled inlines Commit)
+	}
+}
+
+func (t tx) commit(c *mlx4.Cmd, r result) {
+	if t.k.test != nil {
+		t.k.test(crashpoint.PostExecuting)
+	}
+	if t.rec != nil {
+		t.rec.commit(c, r)
+	}
+}
+
+// Delivered: the result is written back (or its EQE posted); the toggle,
+// if any, is next.
+func (t tx) Delivered() { t.k.hit(crashpoint.PostWrittenBack) }
 
 // completion is how a command's completion reaches the VF.
 type completion uint8
@@ -91,29 +115,27 @@ func (k *points) hit(name string) {
 	}
 }
 
-// noJournal writes nothing; it is its own transaction.
+// noJournal writes nothing: its transactions record nothing and pass the
+// kill points.
 type noJournal struct{ k *points }
 
-func (j *noJournal) Begin(int, *mlx4.Cmd, *Entry, mlx4.Status, completion, uint32, [4]uint64) tx {
-	return j
+func (j *noJournal) Begin(int, *mlx4.Cmd, *Entry, mlx4.Status, completion, uint32, *[4]uint64) tx {
+	return tx{k: j.k}
 }
-func (j *noJournal) Accepted()                { j.k.hit(crashpoint.PostAccepted) }
-func (j *noJournal) Commit(*mlx4.Cmd, result) { j.k.hit(crashpoint.PostExecuting) }
-func (j *noJournal) Delivered()               { j.k.hit(crashpoint.PostWrittenBack) }
-func (j *noJournal) Record(uint8, int)        {}
-func (j *noJournal) Scanned()                 {}
-func (j *noJournal) Requested()               {}
-func (j *noJournal) Checkpoint()              {}
-func (j *noJournal) ChannelTorn()             { j.k.hit(crashpoint.CommitTorn) }
-func (j *noJournal) ResetAcked()              { j.k.hit(crashpoint.ResetAcked) }
-func (j *noJournal) points() *points          { return j.k }
+func (j *noJournal) Record(uint8, int) {}
+func (j *noJournal) Scanned()          {}
+func (j *noJournal) Requested()        {}
+func (j *noJournal) Checkpoint()       {}
+func (j *noJournal) ChannelTorn()      { j.k.hit(crashpoint.CommitTorn) }
+func (j *noJournal) ResetAcked()       { j.k.hit(crashpoint.ResetAcked) }
+func (j *noJournal) points() *points   { return j.k }
 
 // fileJournal is the state file's journal (pfstate.go): intent and result
-// records, the records of resets and activations, checkpoints. It is the
-// transaction of a command it journals; one it does not journal gets the
-// no-op transaction (the kill points without a record).
+// records, the records of resets and activations, checkpoints. The
+// transaction of a command it does not journal records nothing, as the
+// no-op journal's.
 type fileJournal struct {
-	noJournal // the kill points and the transaction of a command not journaled
+	noJournal // the kill points, and the journal once this one is dropped
 	ps        *pstate
 	p         *PF
 }
@@ -125,9 +147,9 @@ func newFileJournal(p *PF, ps *pstate, k *points) *fileJournal {
 
 // Begin writes the intent record, checkpointing first if the journal has
 // no room for it.
-func (j *fileJournal) Begin(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, way completion, toggle uint32, w [4]uint64) tx {
+func (j *fileJournal) Begin(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, way completion, toggle uint32, w *[4]uint64) tx {
 	if way == polled && (status != mlx4.OK || !e.journal) {
-		return &j.noJournal
+		return tx{k: j.k}
 	}
 	var flags uint8
 	switch way {
@@ -146,16 +168,15 @@ func (j *fileJournal) Begin(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, wa
 		in = c.Inbox[:inboxLen(c.Inbox[:min(mlx4.MailboxSize, (e.Inbox.Bytes(c.InMod)+7)&^7)])]
 	}
 	if !j.makeRoom(recHdr + int64(len(in))) {
-		return &j.noJournal
+		return tx{k: j.k}
 	}
-	j.ps.intent(recCmd, i, flags, toggle, &w, in)
-	return j
+	j.ps.intent(recCmd, i, flags, toggle, w, in)
+	return tx{rec: j, k: j.k}
 }
 
-// Commit appends the command's result to its record, commits it, and
+// commit appends the command's result to its record, commits it, and
 // makes it the VF's last result.
-func (j *fileJournal) Commit(c *mlx4.Cmd, r result) {
-	j.k.hit(crashpoint.PostExecuting)
+func (j *fileJournal) commit(c *mlx4.Cmd, r result) {
 	ps := j.ps
 	i := ps.curVF
 	res := LastResult{Status: r.status, Out: c.OutParam, Token: r.token, EQN: -1}

@@ -69,8 +69,12 @@ type PF struct {
 	shadow [mlx4.VHCRSize]byte // the vHCR where the window is not mapped
 	inbox  [mlx4.MailboxSize]byte
 	outbox [mlx4.MailboxSize]byte
-	cmd    mlx4.Cmd
-	eqe    [mlx4.EQESize]byte
+	// the command in flight's vHCR words (its journal intent keeps them)
+	// and its outbox page, checked writable where the command has one
+	words   [4]uint64
+	outPage dma.Mailbox
+	cmd     mlx4.Cmd
+	eqe     [mlx4.EQESize]byte
 
 	next     int
 	doorbell *uint32 // nil where the region is not shared memory

@@ -37,7 +37,7 @@ import (
 // commit word last) → [the seed's early acknowledgement] → execute → the
 // record's result, appended to it (status, immediate output, outbox up to
 // its last non-zero word, token, completion EQ and its producer index
-// before the EQE; CRC; commit word last) → write-back, EQE,
+// before the EQE; CRC; commit word last) → outbox, write-back, EQE,
 // acknowledgement. A record is 64 bytes of intent, the inbox it keeps, 24
 // bytes of result and the outbox it keeps, padded to 64 bytes: one command
 // writes its lines of the journal and nothing else. A restarted PF loads

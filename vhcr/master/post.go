@@ -20,20 +20,19 @@ import (
 // of the common command in front of the same process.
 
 // inflight is one VHCR_POST on its way: the command as admitted (its row,
-// nil for an opcode without one; its status; its checked outbox), how it
-// completes, the toggle it is acknowledged with, the vHCR shadow, and its
-// journal transaction.
+// nil for an opcode without one, and its status), how it completes, the
+// toggle it is acknowledged with, and its journal transaction. Its vHCR
+// words and its outbox page are the PF's (words, outPage): the fast path
+// fills no more of it than it needs.
 type inflight struct {
 	vf     int
 	c      *mlx4.Cmd
 	e      *Entry
-	status mlx4.Status
-	out    dma.Mailbox // checked writable where c.Outbox is set
-	way    completion
-	toggle uint32
-	token  uint16 // the completion EQE's token (execute)
-	w      [4]uint64
 	tx     tx
+	status mlx4.Status
+	way    completion
+	token  uint16 // the completion EQE's token (execute)
+	toggle uint32
 }
 
 // postFast is VHCR_POST's fast path, in front of the general one as
@@ -58,7 +57,8 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	}
 	t0, timed := p.start()
 	st.lastWord = w
-	x := inflight{vf: i, c: c, e: e, toggle: w & vhcr.ToggleBit, w: [4]uint64{w0, w1, w2, w3}}
+	p.words = [4]uint64{w0, w1, w2, w3}
+	x := inflight{vf: i, c: c, e: e, toggle: w & vhcr.ToggleBit}
 	// No mailbox and a mapped vHCR: nothing of it is DMA that can fail.
 	_ = p.process(&x, t0, timed)
 	return true
@@ -78,7 +78,8 @@ func (p *PF) post(i int, toggle uint32) error {
 		return fmt.Errorf("reading the vHCR: %w", err)
 	}
 	c := p.decode(i, st, w0, w1, w2, w3)
-	x := inflight{vf: i, c: c, toggle: toggle, w: [4]uint64{w0, w1, w2, w3}}
+	p.words = [4]uint64{w0, w1, w2, w3}
+	x := inflight{vf: i, c: c, toggle: toggle}
 	x.e, x.status = p.admit(c)
 	if err := p.mailboxes(st, &x); err != nil {
 		return err
@@ -109,7 +110,7 @@ func (p *PF) mailboxes(st *vfState, x *inflight) error {
 		// The outbox must be writable before anything executes: a command
 		// whose results cannot be delivered must have no effect (mlx4 only
 		// finds out after executing, then resets the VF; we reset too).
-		if x.out, err = st.win.Mailbox(c.OutParam, dma.Write); err != nil {
+		if p.outPage, err = st.win.Mailbox(c.OutParam, dma.Write); err != nil {
 			p.stats.DMA[x.vf]++
 			return fmt.Errorf("outbox: %w", err)
 		}
@@ -134,7 +135,7 @@ func (p *PF) mailboxes(st *vfState, x *inflight) error {
 // the VF can see), the seed's early acknowledgement, execute and commit,
 // deliver, account.
 func (p *PF) process(x *inflight, t0 uint64, timed bool) error {
-	x.tx = p.journal.Begin(x.vf, x.c, x.e, x.status, x.way, x.toggle, x.w)
+	x.tx = p.journal.Begin(x.vf, x.c, x.e, x.status, x.way, x.toggle, &p.words)
 	if x.way == bySeed {
 		// The seed's way: accept now, the VF may post its next command.
 		p.acknowledge(x.vf, vhcr.CommVHCRPost, x.toggle)
@@ -174,7 +175,7 @@ func (p *PF) deliver(x *inflight) error {
 	i, c := x.vf, x.c
 	st := &p.vfs[i]
 	if x.status == mlx4.OK && c.Outbox != nil {
-		if err := x.out.CopyOut(0, p.outbox[:]); err != nil {
+		if err := p.outPage.CopyOut(0, p.outbox[:]); err != nil {
 			p.stats.DMA[i]++
 			return fmt.Errorf("writing the outbox: %w", err) // executed: its effect stays; the channel is reset
 		}
@@ -185,7 +186,9 @@ func (p *PF) deliver(x *inflight) error {
 		x.tx.Delivered()
 		return nil
 	}
-	if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(x.status, x.w[3])); err != nil {
+	if m := st.vhcrMem; m != nil {
+		storeBack(m, imm, c.OutParam, mlx4.StatusWord(x.status, p.words[3]))
+	} else if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(x.status, p.words[3])); err != nil {
 		p.stats.DMA[i]++
 		return fmt.Errorf("writing the vHCR: %w", err)
 	}
@@ -196,7 +199,11 @@ func (p *PF) deliver(x *inflight) error {
 		p.completionEQE(i, x.token, mlx4.OK, false, 0)
 	}
 	x.tx.Delivered()
-	p.acknowledge(i, vhcr.CommVHCRPost, x.toggle)
+	if st.lastCmd == vhcr.CommVHCRPost {
+		st.reply(x.toggle) // a VHCR_POST after a VHCR_POST: the channel record is unchanged (persist.go)
+	} else {
+		p.acknowledge(i, vhcr.CommVHCRPost, x.toggle)
+	}
 	return nil
 }
 

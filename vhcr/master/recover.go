@@ -219,18 +219,19 @@ func (p *PF) redeliverEQE(i int, s *LastResult) {
 // the previous PF gave.
 func (p *PF) resumeSeed(i int, rec *jrec) {
 	st := &p.vfs[i]
-	x := inflight{vf: i, c: p.replayCmd(rec), way: bySeed, toggle: rec.toggle, w: rec.w}
+	p.words = rec.w
+	x := inflight{vf: i, c: p.replayCmd(rec), way: bySeed, toggle: rec.toggle}
 	x.e, x.status = p.admit(x.c)
 	if x.status == mlx4.OK && rec.flags&flagExec == 0 {
 		x.status = x.c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA) // the inbox was not readable
 	}
 	if x.c.Outbox != nil {
 		var err error
-		if x.out, err = st.win.Mailbox(x.c.OutParam, dma.Write); err != nil {
+		if p.outPage, err = st.win.Mailbox(x.c.OutParam, dma.Write); err != nil {
 			x.status = mlx4.INTERNAL_ERR
 		}
 	}
-	x.tx = p.journal.Begin(i, x.c, x.e, x.status, x.way, x.toggle, x.w)
+	x.tx = p.journal.Begin(i, x.c, x.e, x.status, x.way, x.toggle, &p.words)
 	x.tx.Accepted()
 	p.execute(&x)
 	if err := p.deliver(&x); err != nil {
