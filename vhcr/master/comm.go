@@ -5,7 +5,6 @@ import (
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 )
 
 // The comm channel state machine (mlx4_master_do_cmd): scanning the comm
@@ -31,9 +30,7 @@ func (p *PF) scan() bool {
 	if p.next++; p.next == n {
 		p.next = 0
 	}
-	if p.ps != nil && p.ps.half {
-		p.checkpoint()
-	}
+	p.journal.Scanned()
 	return busy
 }
 
@@ -75,7 +72,7 @@ func (p *PF) serve(i int, w uint32) {
 	}
 	p.acknowledge(i, cmd, reply)
 	if cmd == vhcr.CommReset {
-		p.hit(crashpoint.ResetAcked)
+		p.journal.ResetAcked()
 	}
 }
 
@@ -184,7 +181,7 @@ func (p *PF) enableVHCR(i int, st *vfState, w, toggle uint32, param uint16) bool
 	}
 	// mlx4_master_activate_admin_state: VST VLAN and spoof-checked MAC
 	// registered; no room resets the VF, as mlx4 does.
-	p.journalRecord(recActivate, i)
+	p.journal.Record(recActivate, i)
 	if err := p.hca.ActivateVF(i); err != nil {
 		p.violation(i, toggle, ResetAdminState, err.Error(), w)
 		return false
@@ -229,7 +226,7 @@ func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word u
 // resetFunction releases VF i's resources and returns it to RESET.
 func (p *PF) resetFunction(i int, why ResetReason) {
 	st := &p.vfs[i]
-	p.journalRecord(recReset, i)
+	p.journal.Record(recReset, i)
 	p.hca.ResetFunction(i)
 	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil
 	st.lastCmd = vhcr.CommReset

@@ -87,11 +87,12 @@ func (p *PF) CrashAt(name string, nth int) {
 			}
 		}
 	}
-	p.testHit = f
-	if p.ps != nil {
-		p.ps.testHit = f
-	}
+	p.OnPoint(f)
 }
+
+// OnPoint calls f at every named point the PF passes (a crashpoint name),
+// on the poller's goroutine.
+func (p *PF) OnPoint(f func(string)) { p.journal.points().test = f }
 
 // PersistCounters are the state file's counters: checkpoints, results
 // delivered again, seed-accepted commands executed after a restart.
@@ -100,4 +101,4 @@ func (p *PF) PersistCounters() (ckpt, redelivered, resumed uint64) {
 }
 
 // Checkpoint writes a checkpoint now.
-func (p *PF) Checkpoint() { p.checkpoint() }
+func (p *PF) Checkpoint() { p.journal.Checkpoint() }

@@ -7,7 +7,6 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 )
 
@@ -200,7 +199,7 @@ func (p *PF) persistVF(i int) {
 	reg := &st.persist[st.slot]
 	reg.lastCmd.Store(w0)
 	reg.vhcrHi.Store(hi)
-	p.hit(crashpoint.CommitTorn)
+	p.journal.ChannelTorn()
 	reg.vhcrLo.Store(lo)
 	reg.check.Store(pfstate.RecordCheck(w0, hi, lo, i, p.gen))
 	st.seq, st.slot = seq, (st.slot+1)%st.nslot

@@ -69,8 +69,12 @@ type PF struct {
 	shadow [mlx4.VHCRSize]byte // the vHCR where the window is not mapped
 	inbox  [mlx4.MailboxSize]byte
 	outbox [mlx4.MailboxSize]byte
-	cmd    mlx4.Cmd
-	eqe    [mlx4.EQESize]byte
+	// the command in flight's vHCR words (its journal intent keeps them)
+	// and its outbox page, checked writable where the command has one
+	words   [4]uint64
+	outPage dma.Mailbox
+	cmd     mlx4.Cmd
+	eqe     [mlx4.EQESize]byte
 
 	next     int
 	doorbell *uint32 // nil where the region is not shared memory
@@ -87,9 +91,8 @@ type PF struct {
 	guests   atomic.Int32  // guests' VFs attached (GuestAttached)
 	beat     atomic.Uint64 // Beats: the poller's scan count at its last checkpoint
 	scans    uint64
-	gen      uint32 // PF_GEN of this PF: the generation its state records are written under
-	ps       *pstate
-	testHit  func(string) // export_test.go's kill simulation, else nil
+	gen      uint32  // PF_GEN of this PF: the generation its state records are written under
+	journal  journal // the state file's (fileJournal), else noJournal
 	// stateCause is why the state file was not trusted ("" if it was)
 	stateCause string
 	// vfsBefore is the VF count of the previous PF's layout where it
@@ -212,10 +215,10 @@ func New(o Options) (*PF, error) {
 	if ps != nil {
 		p.hca.SetEQPositions(ps.setPos)
 		ps.prefault()
-		p.ps = ps
-		p.checkpoint() // the journal starts empty from here
+		p.journal = newFileJournal(p, ps, p.journal.points())
+		p.journal.Checkpoint() // the journal starts empty from here
 		for i := range p.vfs {
-			p.resume(i, pending)
+			p.resume(i, pending, ps)
 		}
 	}
 	p.pfState.Store(vhcr.PFStateInit)
@@ -271,6 +274,7 @@ func newPF(o Options) (*PF, error) {
 	}
 	p := &PF{lay: l, bar: o.BAR, dma: o.DMA, space: space, hca: o.HCA, log: o.Logger, idle: o.Idle.withDefaults(), trace: o.Trace}
 	p.table = NewTable()
+	p.journal = &noJournal{k: &points{}}
 	if p.log == nil {
 		p.log = slog.Default()
 	}

@@ -37,7 +37,7 @@ import (
 // commit word last) → [the seed's early acknowledgement] → execute → the
 // record's result, appended to it (status, immediate output, outbox up to
 // its last non-zero word, token, completion EQ and its producer index
-// before the EQE; CRC; commit word last) → write-back, EQE,
+// before the EQE; CRC; commit word last) → outbox, write-back, EQE,
 // acknowledgement. A record is 64 bytes of intent, the inbox it keeps, 24
 // bytes of result and the outbox it keeps, padded to 64 bytes: one command
 // writes its lines of the journal and nothing else. A restarted PF loads
@@ -106,19 +106,12 @@ type pstate struct {
 	// a record's header and result as they are built and checked, then
 	// copied into the journal (lines kept hot; a stack array would escape
 	// to the heap through crc32's dispatch in pfstate.Checksum)
-	hdr     [recHdr]byte
-	res     [resHdr]byte
-	ckGen   uint32
-	ckErr   error // the last checkpoint's failure (logged once)
-	testHit func(string)
-	admin   uint64 // the HCA's AdminChanges at the last checkpoint
-}
-
-func (ps *pstate) hit(name string) {
-	crashpoint.Hit(name)
-	if ps.testHit != nil {
-		ps.testHit(name)
-	}
+	hdr   [recHdr]byte
+	res   [resHdr]byte
+	ckGen uint32
+	ckErr error   // the last checkpoint's failure (logged once)
+	kill  *points // the journal's kill points (journal.go)
+	admin uint64  // the HCA's AdminChanges at the last checkpoint
 }
 
 func openState(r bar.Region, l vhcr.Layout, eqs int) (*pstate, error) {
@@ -257,7 +250,7 @@ func (ps *pstate) intent(kind uint8, vf int, flags uint8, toggle uint32, w *[4]u
 	if in > 0 {
 		copy(r[recHdr:], inbox[:in])
 	}
-	ps.hit(crashpoint.CommitTorn)
+	ps.kill.hit(crashpoint.CommitTorn)
 	le.PutUint32(r[pfstate.RecCheck:], c)
 	// A plain store: the check covers the record, so a kill that lands the
 	// word before the bytes leaves a record that fails it (the journal's
@@ -291,7 +284,7 @@ func (ps *pstate) commit(res *LastResult, outbox []byte) {
 	}
 	r := ps.jslice(ps.cur, recHdr)
 	le.PutUint32(r[pfstate.RecResCheck:], c^uint32(ps.curSeq)^pfstate.MagicCommit)
-	ps.hit(crashpoint.CommitTorn)
+	ps.kill.hit(crashpoint.CommitTorn)
 	// A plain store, as the intent's: the result's check covers the result,
 	// so a commit word that landed before it would leave a torn result (the
 	// intent stands); a kill lands a prefix of the stores in program order.
@@ -518,7 +511,7 @@ func (ps *pstate) writeCheckpoint(c *Checkpoint) error {
 	le.PutUint64(s[pfstate.CkptLen:], uint64(buf.Len()))
 	le.PutUint32(s[pfstate.CkptGen:], gen)
 	le.PutUint32(s[pfstate.CkptCRC:], pfstate.Checksum(s[pfstate.CkptSeq:pfstate.CkptChecked])^pfstate.Checksum(buf.Bytes()))
-	ps.hit(crashpoint.CommitTorn)
+	ps.kill.hit(crashpoint.CommitTorn)
 	atomic.StoreUint32(ps.act, gen<<1|next)
 	ps.ckGen, ps.jused, ps.half = gen, 0, false
 	if len(c.Last) == ps.nvf {

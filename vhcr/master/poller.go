@@ -285,9 +285,7 @@ func (p *PF) runRequests() {
 	for _, f := range reqs {
 		f()
 	}
-	if p.ps != nil && p.hca.AdminChanges() != p.ps.admin {
-		p.checkpoint() // what the operator changed, before the request returns
-	}
+	p.journal.Requested() // what the operator changed, checkpointed before the request returns
 	for _, ch := range dones {
 		close(ch)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
-	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -15,10 +14,26 @@ import (
 // VHCR_POST (mlx4_master_process_vhcr) is one path built from the helpers
 // below, in this order: read the vHCR once into a four-word shadow; decode
 // it (mlx4's decoder); admit the command against its table row; copy the
-// mailboxes; execute (hca.HCA.Exec); finish: write the status word and the
-// immediate output back, acknowledge, and account. postFast is the same
-// path for the common command with the steps it does not need left out,
-// and an early-return test in front of it.
+// mailboxes; then process: the intent (tx := journal.Begin, journal.go),
+// execute (hca.HCA.Exec) and tx.Commit, and deliver: the outbox, the
+// write-back, the EQE and the toggle; then account. postFast is the guard
+// of the common command in front of the same process.
+
+// inflight is one VHCR_POST on its way: the command as admitted (its row,
+// nil for an opcode without one, and its status), how it completes, the
+// toggle it is acknowledged with, and its journal transaction. Its vHCR
+// words and its outbox page are the PF's (words, outPage): the fast path
+// fills no more of it than it needs.
+type inflight struct {
+	vf     int
+	c      *mlx4.Cmd
+	e      *Entry
+	tx     tx
+	status mlx4.Status
+	way    completion
+	token  uint16 // the completion EQE's token (execute)
+	toggle uint32
+}
 
 // postFast is VHCR_POST's fast path, in front of the general one as
 // sync.Mutex's Lock is in front of lockSlow: the channel is in sequence (the
@@ -26,9 +41,9 @@ import (
 // acknowledgement), the vHCR is mapped, and the decoded command's row has
 // the plain flag (no mailbox, executed; computed once in NewTable), it is
 // admitted (hca.Admit: its op_modifier legal) and the 'e' bit is clear.
-// For such a command it runs the same helpers and reports true; for any
-// other it returns false having changed nothing the VF sees, and serve
-// takes the general path, which reads the vHCR afresh.
+// For such a command it runs process and reports true; for any other it
+// returns false having changed nothing the VF sees, and serve takes the
+// general path, which reads the vHCR afresh.
 func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	m := st.vhcrMem
 	if m == nil || st.sr.Load()&vhcr.ToggleBit != st.ack {
@@ -41,42 +56,19 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 		return false
 	}
 	t0, timed := p.start()
-	if e.journal && p.ps != nil {
-		// Journaled as on the general path (pfstate.go): intent, execute,
-		// result committed, then the write-back and the toggle.
-		sh := [4]uint64{w0, w1, w2, w3}
-		toggle := w & vhcr.ToggleBit
-		p.makeRoom(recHdr)
-		if p.ps != nil {
-			p.ps.intent(recCmd, i, flagExec, toggle, &sh, nil)
-		}
-		p.hit(crashpoint.PostAccepted)
-		status := p.hca.Exec(c)
-		p.hit(crashpoint.PostExecuting)
-		p.journalResult(i, c, status, e.OutIsImm, false, 0)
-		storeBack(m, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3))
-		p.hit(crashpoint.PostWrittenBack)
-		st.lastWord = w
-		st.reply(toggle)
-		p.account(i, e, c, status, toggle, timed, t0)
-		return true
-	}
-	crashpoint.Hit(crashpoint.PostAccepted)
-	status := p.hca.Exec(c)
-	crashpoint.Hit(crashpoint.PostExecuting)
-	storeBack(m, e.OutIsImm, c.OutParam, mlx4.StatusWord(status, w3))
-	crashpoint.Hit(crashpoint.PostWrittenBack)
 	st.lastWord = w
-	st.reply(w & vhcr.ToggleBit) // acknowledge: the last command stays VHCR_POST
-	p.account(i, e, c, status, w&vhcr.ToggleBit, timed, t0)
+	p.words = [4]uint64{w0, w1, w2, w3}
+	x := inflight{vf: i, c: c, e: e, toggle: w & vhcr.ToggleBit}
+	// No mailbox and a mapped vHCR: nothing of it is DMA that can fail.
+	_ = p.process(&x, t0, timed)
 	return true
 }
 
-// post processes VHCR_POST for VF i in general: it acknowledges (first, for
-// a command with the 'e' bit completed the seed's way; after the write-back
-// and the EQE for one completed mlx4's way: complete.go) and accounts. An
-// error is a DMA failure that must reset the VF (vHCR unreadable, outbox
-// unwritable, write-back failed); the command is then not accounted.
+// post processes VHCR_POST for VF i in general: it reads and admits the
+// command, checks its mailboxes and its way of completion, and processes
+// it. An error is a DMA failure that must reset the VF (vHCR unreadable,
+// outbox unwritable, write-back failed); the command is then not
+// accounted.
 func (p *PF) post(i int, toggle uint32) error {
 	st := &p.vfs[i]
 	t0, timed := p.start()
@@ -86,109 +78,133 @@ func (p *PF) post(i int, toggle uint32) error {
 		return fmt.Errorf("reading the vHCR: %w", err)
 	}
 	c := p.decode(i, st, w0, w1, w2, w3)
-	e, status := p.admit(c)
-	var out dma.Mailbox
-	if status == mlx4.OK && e.HasOutbox {
+	p.words = [4]uint64{w0, w1, w2, w3}
+	x := inflight{vf: i, c: c, toggle: toggle}
+	x.e, x.status = p.admit(c)
+	if err := p.mailboxes(st, &x); err != nil {
+		return err
+	}
+	event := c.EBit && p.hca.HasEQ(i, EventTypeCmd)
+	if x.status == mlx4.OK && c.EBit && !event {
+		// No EQ mapped for command completions: mlx4 would accept and never
+		// complete, leaving the VF to time out. Refuse at once instead.
+		x.status = c.Refuse(mlx4.BAD_SYS_STATE, mlx4.ReasonEventsNoEQ)
+	}
+	if event {
+		x.way = byEQE
+		if !st.mlx4Way(c.Token) {
+			x.way = bySeed
+		}
+		st.lastMlx4 = x.way == byEQE
+	}
+	return p.process(&x, t0, timed)
+}
+
+// mailboxes checks an admitted command's outbox writable (an error: the
+// VF is reset) and copies its inbox into the shadow (unreadable: the
+// command is refused).
+func (p *PF) mailboxes(st *vfState, x *inflight) error {
+	c := x.c
+	var err error
+	if x.status == mlx4.OK && x.e.HasOutbox {
 		// The outbox must be writable before anything executes: a command
 		// whose results cannot be delivered must have no effect (mlx4 only
 		// finds out after executing, then resets the VF; we reset too).
-		if out, err = st.win.Mailbox(c.OutParam, dma.Write); err != nil {
-			p.stats.DMA[i]++
+		if p.outPage, err = st.win.Mailbox(c.OutParam, dma.Write); err != nil {
+			p.stats.DMA[x.vf]++
 			return fmt.Errorf("outbox: %w", err)
 		}
 		c.Outbox = &p.outbox
 	}
-	if status == mlx4.OK && e.HasInbox {
+	if x.status == mlx4.OK && x.e.HasInbox {
 		// The inbox, copied once into the shadow (low 8 bits masked, as
 		// INBOX_MASK does; ACCESS_MEM needs 4 KiB alignment).
 		c.InParam &= mlx4.InboxMask
 		if in, err := st.win.Mailbox(c.InParam, dma.Read); err != nil || in.CopyIn(p.inbox[:], 0) != nil {
-			p.stats.DMA[i]++
-			status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
+			p.stats.DMA[x.vf]++
+			x.status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
 		} else {
 			c.Inbox = &p.inbox
 		}
 	}
-	event := c.EBit && p.hca.HasEQ(i, EventTypeCmd)
-	if status == mlx4.OK && c.EBit && !event {
-		// No EQ mapped for command completions: mlx4 would accept and never
-		// complete, leaving the VF to time out. Refuse at once instead.
-		status = c.Refuse(mlx4.BAD_SYS_STATE, mlx4.ReasonEventsNoEQ)
-	}
-	seed := event && !st.mlx4Way(c.Token)
-	if event {
-		st.lastMlx4 = !seed
-	}
-	w := [4]uint64{w0, w1, w2, w3}
-	journaled := p.ps != nil && (event || status == mlx4.OK && e.journal)
-	if journaled {
-		// The intent is durable before anything the VF can see: the
-		// seed's early acknowledgement, or any effect of the command.
-		p.journalIntent(i, c, e, status, seed, event, toggle, &w)
-	}
-	if seed {
+	return nil
+}
+
+// process is the post path after admission, the fast path's and the
+// general one's: the intent (tx := journal.Begin, durable before anything
+// the VF can see), the seed's early acknowledgement, execute and commit,
+// deliver, account.
+func (p *PF) process(x *inflight, t0 uint64, timed bool) error {
+	x.tx = p.journal.Begin(x.vf, x.c, x.e, x.status, x.way, x.toggle, &p.words)
+	if x.way == bySeed {
 		// The seed's way: accept now, the VF may post its next command.
-		p.acknowledge(i, vhcr.CommVHCRPost, toggle)
+		p.acknowledge(x.vf, vhcr.CommVHCRPost, x.toggle)
 	}
-	p.hit(crashpoint.PostAccepted)
-	status, err = p.execute(i, c, e, status, out, toggle, &w, event, seed, journaled)
-	if err != nil {
+	x.tx.Accepted()
+	p.execute(x)
+	if err := p.deliver(x); err != nil {
 		return err
 	}
-	p.account(i, e, c, status, toggle, timed, t0)
-	if event {
+	p.account(x.vf, x.e, x.c, x.status, x.toggle, timed, t0)
+	if x.way != polled {
 		p.flushEQE()
 	}
 	return nil
 }
 
-// execute runs an admitted command (status OK) or answers a refused one,
-// commits its result where it was journaled, and delivers it: the outbox,
-// then (the seed's way) the completion EQE, or the write-back, mlx4's EQE
-// and the toggle. It returns the final status. A restarted PF runs a
-// journaled command that had not committed through it too.
-func (p *PF) execute(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, out dma.Mailbox, toggle uint32, w *[4]uint64, event, seed, journaled bool) (mlx4.Status, error) {
-	st := &p.vfs[i]
-	if status == mlx4.OK {
-		status = p.hca.Exec(c)
+// execute runs an admitted command (status OK) or keeps a refused one's
+// status, takes its completion token, and commits its result
+// (tx.Commit). A restarted PF runs a command accepted the seed's way whose
+// record had not committed through it too (resumeSeed).
+func (p *PF) execute(x *inflight) {
+	if x.status == mlx4.OK {
+		x.status = p.hca.Exec(x.c)
 	}
-	p.hit(crashpoint.PostExecuting)
-	if status == mlx4.OK && c.Outbox != nil {
-		if err := out.CopyOut(0, p.outbox[:]); err != nil {
+	x.token = x.c.Token
+	if x.way == byEQE {
+		st := &p.vfs[x.vf]
+		st.cmdToken++
+		x.token = st.cmdToken
+	}
+	x.tx.Commit(x.c, result{status: x.status, token: x.token, imm: x.e != nil && x.e.OutIsImm, event: x.way != polled})
+}
+
+// deliver gives the VF a committed result: the outbox, then (the seed's
+// way) the completion EQE, or the write-back, mlx4's EQE and the toggle.
+func (p *PF) deliver(x *inflight) error {
+	i, c := x.vf, x.c
+	st := &p.vfs[i]
+	if x.status == mlx4.OK && c.Outbox != nil {
+		if err := p.outPage.CopyOut(0, p.outbox[:]); err != nil {
 			p.stats.DMA[i]++
-			if journaled {
-				p.journalCommitted(i, status) // executed: its effect stays; the channel is reset
-			}
-			return status, fmt.Errorf("writing the outbox: %w", err)
+			return fmt.Errorf("writing the outbox: %w", err) // executed: its effect stays; the channel is reset
 		}
 	}
-	imm := e != nil && e.OutIsImm
-	token := c.Token
-	if event && !seed {
-		st.cmdToken++
-		token = st.cmdToken
+	imm := x.e != nil && x.e.OutIsImm
+	if x.way == bySeed {
+		p.completionEQE(i, x.token, x.status, imm, c.OutParam)
+		x.tx.Delivered()
+		return nil
 	}
-	if journaled {
-		p.journalResult(i, c, status, imm, event, token)
-	}
-	if seed {
-		p.completionEQE(i, token, status, imm, c.OutParam)
-		p.hit(crashpoint.PostWrittenBack)
-		return status, nil
-	}
-	if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(status, w[3])); err != nil {
+	if m := st.vhcrMem; m != nil {
+		storeBack(m, imm, c.OutParam, mlx4.StatusWord(x.status, p.words[3]))
+	} else if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(x.status, p.words[3])); err != nil {
 		p.stats.DMA[i]++
-		return status, fmt.Errorf("writing the vHCR: %w", err)
+		return fmt.Errorf("writing the vHCR: %w", err)
 	}
-	if event {
+	if x.way == byEQE {
 		// mlx4's way (complete.go): the vHCR written back, then the
 		// EQE with ++event_eq[CMD].token, status 0, out_param 0, then
 		// the toggle.
-		p.completionEQE(i, token, mlx4.OK, false, 0)
+		p.completionEQE(i, x.token, mlx4.OK, false, 0)
 	}
-	p.hit(crashpoint.PostWrittenBack)
-	p.acknowledge(i, vhcr.CommVHCRPost, toggle)
-	return status, nil
+	x.tx.Delivered()
+	if st.lastCmd == vhcr.CommVHCRPost {
+		st.reply(x.toggle) // a VHCR_POST after a VHCR_POST: the channel record is unchanged (persist.go)
+	} else {
+		p.acknowledge(i, vhcr.CommVHCRPost, x.toggle)
+	}
+	return nil
 }
 
 // readVHCR copies VF i's vHCR once into the four-word shadow: four 8-byte
@@ -283,14 +299,5 @@ func (p *PF) account(i int, e *Entry, c *mlx4.Cmd, status mlx4.Status, toggle ui
 		}
 	} else if p.trace.Enabled() {
 		p.trace.PostUntimed(p.now, toggle, c, status)
-	}
-}
-
-// hit is a named point of the post path and the commit: the crash tier's
-// kill (crashpoint, -tags crashpoints) and the tests' in-process one.
-func (p *PF) hit(name string) {
-	crashpoint.Hit(name)
-	if p.testHit != nil {
-		p.testHit(name)
 	}
 }

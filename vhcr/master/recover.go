@@ -9,124 +9,8 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// The PF's side of the state file (pfstate.go): journaling on the post
-// path, checkpoints, and what a restarted PF does with what it finds.
-
-// journalIntent writes VF i's command's intent record, checkpointing first
-// if the journal has no room for it.
-func (p *PF) journalIntent(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, seed, event bool, toggle uint32, w *[4]uint64) {
-	var flags uint8
-	if c.Inbox != nil {
-		flags |= flagInbox
-	}
-	if seed {
-		flags |= flagSeed
-	}
-	if event {
-		flags |= flagEvent
-	}
-	if status == mlx4.OK {
-		flags |= flagExec
-	}
-	var in []byte
-	if c.Inbox != nil {
-		// As much as the executor reads (the row's inbox read), in words.
-		in = c.Inbox[:inboxLen(c.Inbox[:min(mlx4.MailboxSize, (e.Inbox.Bytes(c.InMod)+7)&^7)])]
-	}
-	p.makeRoom(recHdr + int64(len(in)))
-	if p.ps == nil {
-		return
-	}
-	p.ps.intent(recCmd, i, flags, toggle, w, in)
-}
-
-// journalResult appends VF i's command's result to the current record,
-// commits it, and makes it the VF's last result.
-func (p *PF) journalResult(i int, c *mlx4.Cmd, status mlx4.Status, imm bool, event bool, token uint16) {
-	ps := p.ps
-	if ps == nil || !ps.pending {
-		return
-	}
-	res := LastResult{Status: status, Out: c.OutParam, Token: token, EQN: -1}
-	var out []byte
-	if status == mlx4.OK && c.Outbox != nil {
-		res.Flags |= flagOutbox
-		out = c.Outbox[:inboxLen(c.Outbox[:])]
-	}
-	if event {
-		if eqn := p.hca.EventEQ(i, EventTypeCmd); eqn >= 0 {
-			res.EQN = int32(eqn)
-			res.ProdBefore, _ = p.hca.EQProd(i, eqn)
-		}
-	}
-	if imm {
-		res.Flags |= flagImm
-	}
-	ps.commit(&res, out)
-	ps.setLast(i)
-}
-
-// journalCommitted commits the current record with status and no output
-// (a command whose outbox could not be written: its effect stays).
-func (p *PF) journalCommitted(i int, status mlx4.Status) {
-	if ps := p.ps; ps != nil && ps.pending {
-		ps.commit(&LastResult{Status: status, EQN: -1}, nil)
-		ps.setLast(i)
-	}
-}
-
-// journalRecord journals a change of the model that is not a command: a
-// function reset, an activation at VHCR_EN.
-func (p *PF) journalRecord(kind uint8, i int) {
-	p.makeRoom(recHdr)
-	if p.ps == nil {
-		return
-	}
-	p.ps.record(kind, i)
-	if kind == recReset {
-		// The VF's last result is of its previous life: a command it
-		// posts after the reset must never be taken for it.
-		p.ps.forget(i)
-	}
-}
-
-// makeRoom checkpoints if a record of n bytes would not fit (between
-// commands: everything journaled so far is committed). If the checkpoint
-// fails, persistence is turned off with an error in the log rather than
-// let the journal overflow.
-func (p *PF) makeRoom(n int64) {
-	if p.ps == nil || p.ps.fits(n) {
-		return
-	}
-	p.checkpoint()
-	if p.ps != nil && !p.ps.fits(n) {
-		p.log.Error("PF state file: the journal is full and no checkpoint could be written; objects will not survive a restart", "err", p.ps.ckErr)
-		p.ps = nil
-	}
-}
-
-// checkpoint writes the model and the token counters and empties the
-// journal.
-func (p *PF) checkpoint() {
-	ps := p.ps
-	if ps == nil || ps.pending {
-		return
-	}
-	c := &Checkpoint{Seq: ps.seq, HCA: p.hca.Image(), Tokens: make([]uint16, len(p.vfs)), Last: ps.lastResults()}
-	ps.admin = p.hca.AdminChanges()
-	for i := range p.vfs {
-		c.Tokens[i] = p.vfs[i].cmdToken
-	}
-	if err := ps.writeCheckpoint(c); err != nil {
-		if ps.ckErr == nil {
-			p.log.Error("PF state file: checkpoint not written", "err", err)
-		}
-		ps.ckErr = err
-		return
-	}
-	ps.ckErr = nil
-	p.stats.Checkpoints++
-}
+// The PF's side of the state file (pfstate.go) at start: what a restarted
+// PF does with what it finds (the journal's write side is journal.go).
 
 // loadState restores the model from the state file: the checkpoint, then
 // the committed records replayed quietly. It returns the last record if it
@@ -260,7 +144,7 @@ func (p *PF) replayCmd(rec *jrec) *mlx4.Cmd {
 // without executing; a command accepted the seed's way whose record never
 // committed is executed now from its shadows. A poll-mode command that
 // never committed is still pending on the channel and is served as usual.
-func (p *PF) resume(i int, pending *jrec) {
+func (p *PF) resume(i int, pending *jrec, ps *pstate) {
 	st := &p.vfs[i]
 	if !st.active || st.lastCmd != vhcr.CommVHCRPost && st.lastCmd != vhcr.CommVHCREn {
 		return // a VHCR_POST follows VHCR_EN or VHCR_POST only
@@ -276,7 +160,7 @@ func (p *PF) resume(i int, pending *jrec) {
 		}
 		return
 	}
-	s, ok := p.ps.lastResult(i)
+	s, ok := ps.lastResult(i)
 	if !ok || pending != nil && s.Seq == pending.seq {
 		return
 	}
@@ -330,26 +214,27 @@ func (p *PF) redeliverEQE(i int, s *LastResult) {
 }
 
 // resumeSeed executes a command accepted the seed's way before the
-// previous PF died, from its journaled shadows, and completes it by EQE.
+// previous PF died, from its journaled shadows, and completes it by EQE:
+// the post path's intent, execute and deliver, without the acknowledgement
+// the previous PF gave.
 func (p *PF) resumeSeed(i int, rec *jrec) {
 	st := &p.vfs[i]
-	c := p.replayCmd(rec)
-	e, status := p.admit(c)
-	if status == mlx4.OK && rec.flags&flagExec == 0 {
-		status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA) // the inbox was not readable
+	p.words = rec.w
+	x := inflight{vf: i, c: p.replayCmd(rec), way: bySeed, toggle: rec.toggle}
+	x.e, x.status = p.admit(x.c)
+	if x.status == mlx4.OK && rec.flags&flagExec == 0 {
+		x.status = x.c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA) // the inbox was not readable
 	}
-	var out dma.Mailbox
-	if c.Outbox != nil {
+	if x.c.Outbox != nil {
 		var err error
-		if out, err = st.win.Mailbox(c.OutParam, dma.Write); err != nil {
-			status = mlx4.INTERNAL_ERR
+		if p.outPage, err = st.win.Mailbox(x.c.OutParam, dma.Write); err != nil {
+			x.status = mlx4.INTERNAL_ERR
 		}
 	}
-	if c.Inbox == nil {
-		rec.flags &^= flagInbox
-	}
-	p.journalIntent(i, c, e, status, true, true, rec.toggle, &rec.w)
-	if _, err := p.execute(i, c, e, status, out, rec.toggle, &rec.w, true, true, true); err != nil {
+	x.tx = p.journal.Begin(i, x.c, x.e, x.status, x.way, x.toggle, &p.words)
+	x.tx.Accepted()
+	p.execute(&x)
+	if err := p.deliver(&x); err != nil {
 		p.violation(i, st.ack, ResetDMA, err.Error(), st.sw.Load())
 	}
 	p.flushEQE()
