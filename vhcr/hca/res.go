@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -226,7 +227,7 @@ func (h *HCA) Stats(vf int) *EventStats {
 func lo32(v uint64) uint32 { return uint32(v) }
 func hi32(v uint64) uint32 { return uint32(v >> 32) }
 
-func setOutLo(c *mlx4.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uint64(v) }
+func setOutLo(c *Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uint64(v) }
 
 // ALLOC_RES allocates a resource for the VF (mlx4_ALLOC_RES_wrapper, §2.4).
 // Statuses: unknown type or mode → BAD_PARAM; quota → INTERNAL_ERR
@@ -235,11 +236,11 @@ func setOutLo(c *mlx4.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uin
 // order the allocator cannot serve → EXCEED_LIM (counters: INTERNAL_ERR,
 // -ENOSPC); MAP_ICM of another VF's QP/MPT → BAD_OP, of an unknown one →
 // INTERNAL_ERR, in the wrong state → BAD_PARAM.
-func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) ALLOC_RES(c *Cmd) mlx4.Status {
 	if ops := resOpsFor(c); ops != nil {
 		return ops.alloc(h, c)
 	}
-	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+	return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 }
 
 // resOps is ALLOC_RES's and FREE_RES's dispatch by resource type
@@ -247,7 +248,7 @@ func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
 // type without a row (NPORT_ID, FS_RULE, EQ, unknown) is BAD_PARAM. Each
 // handler checks its op_modifier (an unsupported one is BAD_PARAM).
 var resOps = [restrack.NumTypes]struct {
-	alloc, free func(h *HCA, c *mlx4.Cmd) mlx4.Status
+	alloc, free func(h *HCA, c *Cmd) mlx4.Status
 }{
 	restrack.QP:      {(*HCA).qpAllocRes, (*HCA).qpFreeRes},
 	restrack.MTT:     {(*HCA).mttAllocRes, (*HCA).mttFreeRes},
@@ -261,8 +262,8 @@ var resOps = [restrack.NumTypes]struct {
 }
 
 // resOpsFor is the row of the command's resource type, nil if none.
-func resOpsFor(c *mlx4.Cmd) *struct {
-	alloc, free func(h *HCA, c *mlx4.Cmd) mlx4.Status
+func resOpsFor(c *Cmd) *struct {
+	alloc, free func(h *HCA, c *Cmd) mlx4.Status
 } {
 	if ty := c.InMod & 0xff; ty < restrack.NumTypes && resOps[ty].alloc != nil {
 		return &resOps[ty]
@@ -270,21 +271,21 @@ func resOpsFor(c *mlx4.Cmd) *struct {
 	return nil
 }
 
-func badOpMod(c *mlx4.Cmd) mlx4.Status { return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier) }
+func badOpMod(c *Cmd) mlx4.Status { return c.Refuse(mlx4.BAD_PARAM, refusal.OpModifier) }
 
 // allocated answers an allocation of n (or its refusal).
-func allocated(c *mlx4.Cmd, n uint32, err error) mlx4.Status {
+func allocated(c *Cmd, n uint32, err error) mlx4.Status {
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	setOutLo(c, n)
 	return mlx4.OK
 }
 
 // refused answers an operation that returns nothing (or its refusal).
-func refused(c *mlx4.Cmd, err error) mlx4.Status {
+func refused(c *Cmd, err error) mlx4.Status {
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	return mlx4.OK
 }
@@ -292,7 +293,7 @@ func refused(c *mlx4.Cmd, err error) mlx4.Status {
 // qpAllocRes reserves a QPN range (RES_OP_RESERVE: count in_param[23:0],
 // alignment in_param[63:32]) or maps a QPN's ICM (RES_OP_MAP_ICM), tracking
 // a special QP of the VF's proxy range first.
-func (h *HCA) qpAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) qpAllocRes(c *Cmd) mlx4.Status {
 	lo := lo32(c.InParam)
 	switch c.OpMod {
 	case resOpReserve:
@@ -304,7 +305,7 @@ func (h *HCA) qpAllocRes(c *mlx4.Cmd) mlx4.Status {
 		if h.validReservedQP(c.VF, qpn) {
 			// add_res_range: mapping a special QP twice is -EEXIST.
 			if err := h.Res.TrackSpecial(c.VF, uint64(qpn)); err != nil {
-				return restrack.Refuse(c, err)
+				return c.refuse(err)
 			}
 		}
 		return refused(c, h.Res.MapICM(c.VF, restrack.QP, uint64(qpn)))
@@ -312,7 +313,7 @@ func (h *HCA) qpAllocRes(c *mlx4.Cmd) mlx4.Status {
 	return badOpMod(c)
 }
 
-func (h *HCA) mttAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) mttAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
@@ -320,7 +321,7 @@ func (h *HCA) mttAllocRes(c *mlx4.Cmd) mlx4.Status {
 	return allocated(c, uint32(base), err)
 }
 
-func (h *HCA) mptAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) mptAllocRes(c *Cmd) mlx4.Status {
 	switch c.OpMod {
 	case resOpReserve:
 		idx, err := h.Res.Alloc(c.VF, restrack.MPT)
@@ -331,7 +332,7 @@ func (h *HCA) mptAllocRes(c *mlx4.Cmd) mlx4.Status {
 	return badOpMod(c)
 }
 
-func (h *HCA) cqSRQAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) cqSRQAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
@@ -339,7 +340,7 @@ func (h *HCA) cqSRQAllocRes(c *mlx4.Cmd) mlx4.Status {
 	return allocated(c, uint32(n), err)
 }
 
-func (h *HCA) counterXRCDAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) counterXRCDAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserve {
 		return badOpMod(c)
 	}
@@ -347,19 +348,19 @@ func (h *HCA) counterXRCDAllocRes(c *mlx4.Cmd) mlx4.Status {
 	n, err := h.Res.Alloc(c.VF, ty)
 	if ty == restrack.Counter && errors.Is(err, restrack.ErrNoSpace) {
 		// __mlx4_counter_alloc's -ENOSPC: INTERNAL_ERR
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.Quota)
 	}
 	return allocated(c, uint32(n), err)
 }
 
-func (h *HCA) macAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) macAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
 	return h.allocMAC(c)
 }
 
-func (h *HCA) vlanAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) vlanAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
@@ -378,7 +379,7 @@ func (h *HCA) validReservedQP(vf int, qpn uint32) bool {
 // ALLOC_RES), out_param's whole low word as mlx4's get_param_l reads it. It
 // returns 0 if the VF has no such port, and whether the port came from
 // out_param (the old API).
-func (h *HCA) resPort(c *mlx4.Cmd, useOut bool) (phys int, old bool) {
+func (h *HCA) resPort(c *Cmd, useOut bool) (phys int, old bool) {
 	vport := c.InMod >> 8 & 0xff
 	if vport == 0 && useOut {
 		vport, old = lo32(c.OutParam), true
@@ -386,20 +387,20 @@ func (h *HCA) resPort(c *mlx4.Cmd, useOut bool) (phys int, old bool) {
 	return h.PhysPort(c.VF, vport), old
 }
 
-func (h *HCA) allocMAC(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) allocMAC(c *Cmd) mlx4.Status {
 	phys, _ := h.resPort(c, true)
 	if phys == 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
 	mac := c.InParam & 0xffffffffffff
 	tab := &h.fw.ports[phys-1].mac
 	idx := register(tab[:], mac)
 	if idx < 0 {
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota) // table full: -ENOSPC
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.Quota) // table full: -ENOSPC
 	}
 	if _, err := h.Res.AddMAC(c.VF, restrack.MAC, phys, mac, idx); err != nil {
 		unregister(tab[:], idx)
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	setOutLo(c, uint32(idx))
 	return mlx4.OK
@@ -407,10 +408,10 @@ func (h *HCA) allocMAC(c *mlx4.Cmd) mlx4.Status {
 
 // allocVLAN is vlan_alloc_res: a port (in_modifier or, old API, out_param)
 // the VF has, else BAD_PARAM; the old API is then a no-op success.
-func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) allocVLAN(c *Cmd) mlx4.Status {
 	phys, old := h.resPort(c, true)
 	if phys == 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
 	if old {
 		h.fw.vfs[c.VF].oldVLAN = true
@@ -420,11 +421,11 @@ func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
 	tab := &h.fw.ports[phys-1].vlan
 	idx := register(tab[:], vlan)
 	if idx < 0 {
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.Quota)
 	}
 	if _, err := h.Res.AddMAC(c.VF, restrack.VLAN, phys, vlan, idx); err != nil {
 		unregister(tab[:], idx)
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	setOutLo(c, uint32(idx))
 	return mlx4.OK
@@ -459,17 +460,17 @@ func unregister(tab []tableEntry, idx int) {
 // its removable state (a CQ or SRQ in HW, a QP or MPT still mapped) → BAD_OP
 // as mlx4's -EPERM; busy or referenced → RESOURCE_BUSY; wrong MTT order →
 // BAD_PARAM.
-func (h *HCA) FREE_RES(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) FREE_RES(c *Cmd) mlx4.Status {
 	if ops := resOpsFor(c); ops != nil {
 		return ops.free(h, c)
 	}
-	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+	return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 }
 
 // qpFreeRes releases a QPN range (RES_OP_RESERVE: base in_param[23:0],
 // count in_param[63:32] as mlx4's int) or unmaps a QPN's ICM
 // (RES_OP_MAP_ICM), untracking a special QP after.
-func (h *HCA) qpFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) qpFreeRes(c *Cmd) mlx4.Status {
 	lo, hi := lo32(c.InParam), hi32(c.InParam)
 	switch c.OpMod {
 	case resOpReserve:
@@ -485,7 +486,7 @@ func (h *HCA) qpFreeRes(c *mlx4.Cmd) mlx4.Status {
 	return badOpMod(c)
 }
 
-func (h *HCA) mttFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) mttFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
@@ -497,7 +498,7 @@ func (h *HCA) mttFreeRes(c *mlx4.Cmd) mlx4.Status {
 	return refused(c, err)
 }
 
-func (h *HCA) mptFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) mptFreeRes(c *Cmd) mlx4.Status {
 	id := h.Res.MPTID(lo32(c.InParam))
 	switch c.OpMod {
 	case resOpReserve:
@@ -512,14 +513,14 @@ func (h *HCA) mptFreeRes(c *mlx4.Cmd) mlx4.Status {
 	return badOpMod(c)
 }
 
-func (h *HCA) cqSRQFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) cqSRQFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
 	return refused(c, h.Res.Free(c.VF, restrack.Type(c.InMod&0xff), uint64(lo32(c.InParam))))
 }
 
-func (h *HCA) counterFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) counterFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserve {
 		return badOpMod(c)
 	}
@@ -534,7 +535,7 @@ func (h *HCA) counterFreeRes(c *mlx4.Cmd) mlx4.Status {
 	return refused(c, err)
 }
 
-func (h *HCA) xrcdFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) xrcdFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserve {
 		return badOpMod(c)
 	}
@@ -543,7 +544,7 @@ func (h *HCA) xrcdFreeRes(c *mlx4.Cmd) mlx4.Status {
 
 // macVLANFreeRes is mac_free_res and vlan_free_res: the entry's reference
 // in the tracker, then in the port's table.
-func (h *HCA) macVLANFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) macVLANFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
@@ -552,7 +553,7 @@ func (h *HCA) macVLANFreeRes(c *mlx4.Cmd) mlx4.Status {
 	// vlan_free_res from in_modifier only (0 is no port: BAD_PARAM).
 	phys, _ := h.resPort(c, ty == restrack.MAC)
 	if phys == 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
 	if ty == restrack.VLAN && h.fw.vfs[c.VF].oldVLAN {
 		return mlx4.OK // vlan_free_res: a VF of the old API frees nothing

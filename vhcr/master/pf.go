@@ -69,7 +69,7 @@ type PF struct {
 	shadow [mlx4.VHCRSize]byte // the vHCR where the window is not mapped
 	inbox  [mlx4.MailboxSize]byte
 	outbox [mlx4.MailboxSize]byte
-	cmd    mlx4.Cmd
+	cmd    hca.Cmd
 	eqe    [mlx4.EQESize]byte
 
 	next     int

@@ -7,6 +7,7 @@ import (
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -104,7 +105,7 @@ func (p *PF) post(i int, toggle uint32) error {
 		c.InParam &= mlx4.InboxMask
 		if in, err := st.win.Mailbox(c.InParam, dma.Read); err != nil || in.CopyIn(p.inbox[:], 0) != nil {
 			p.stats.DMA[i]++
-			status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
+			status = c.Refuse(mlx4.INTERNAL_ERR, refusal.InboxDMA)
 		} else {
 			c.Inbox = &p.inbox
 		}
@@ -113,7 +114,7 @@ func (p *PF) post(i int, toggle uint32) error {
 	if status == mlx4.OK && c.EBit && !event {
 		// No EQ mapped for command completions: mlx4 would accept and never
 		// complete, leaving the VF to time out. Refuse at once instead.
-		status = c.Refuse(mlx4.BAD_SYS_STATE, mlx4.ReasonEventsNoEQ)
+		status = c.Refuse(mlx4.BAD_SYS_STATE, refusal.EventsNoEQ)
 	}
 	seed := event && !st.mlx4Way(c.Token)
 	if event {
@@ -147,7 +148,7 @@ func (p *PF) post(i int, toggle uint32) error {
 // then (the seed's way) the completion EQE, or the write-back, mlx4's EQE
 // and the toggle. It returns the final status. A restarted PF runs a
 // journaled command that had not committed through it too.
-func (p *PF) execute(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, out dma.Mailbox, toggle uint32, w *[4]uint64, event, seed, journaled bool) (mlx4.Status, error) {
+func (p *PF) execute(i int, c *hca.Cmd, e *Entry, status mlx4.Status, out dma.Mailbox, toggle uint32, w *[4]uint64, event, seed, journaled bool) (mlx4.Status, error) {
 	st := &p.vfs[i]
 	if status == mlx4.OK {
 		status = p.hca.Exec(c)
@@ -209,17 +210,17 @@ func (p *PF) readVHCR(st *vfState) (w0, w1, w2, w3 uint64, err error) {
 
 // decode fills the PF's reused command from VF i's vHCR shadow with mlx4's
 // decoder and clears what the previous command left.
-func (p *PF) decode(i int, st *vfState, w0, w1, w2, w3 uint64) *mlx4.Cmd {
+func (p *PF) decode(i int, st *vfState, w0, w1, w2, w3 uint64) *hca.Cmd {
 	c := &p.cmd
 	c.DecodeVHCR(w0, w1, w2, w3)
-	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = i, st.win, mlx4.ReasonNone, nil, nil
+	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = i, st.win, refusal.None, nil, nil
 	return c
 }
 
 // admit looks c's row up and applies the admission rule (hca.Admit, the
 // one the executors' entry applies too); e is nil for an opcode without a
 // row.
-func (p *PF) admit(c *mlx4.Cmd) (*Entry, mlx4.Status) {
+func (p *PF) admit(c *hca.Cmd) (*Entry, mlx4.Status) {
 	e := p.table.Lookup(c.Op)
 	if e == nil {
 		return nil, hca.Admit(c, nil)
@@ -264,7 +265,7 @@ func (p *PF) start() (t0 uint64, timed bool) {
 
 // account counts and traces command c of VF i after its acknowledgement,
 // off the VF's critical path; e is nil for an opcode not in the table.
-func (p *PF) account(i int, e *Entry, c *mlx4.Cmd, status mlx4.Status, toggle uint32, timed bool, t0 uint64) {
+func (p *PF) account(i int, e *Entry, c *hca.Cmd, status mlx4.Status, toggle uint32, timed bool, t0 uint64) {
 	idx := 0
 	if e != nil {
 		idx = e.Index()

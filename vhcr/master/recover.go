@@ -6,6 +6,7 @@ import (
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -14,7 +15,7 @@ import (
 
 // journalIntent writes VF i's command's intent record, checkpointing first
 // if the journal has no room for it.
-func (p *PF) journalIntent(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, seed, event bool, toggle uint32, w *[4]uint64) {
+func (p *PF) journalIntent(i int, c *hca.Cmd, e *Entry, status mlx4.Status, seed, event bool, toggle uint32, w *[4]uint64) {
 	var flags uint8
 	if c.Inbox != nil {
 		flags |= flagInbox
@@ -42,7 +43,7 @@ func (p *PF) journalIntent(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, see
 
 // journalResult appends VF i's command's result to the current record,
 // commits it, and makes it the VF's last result.
-func (p *PF) journalResult(i int, c *mlx4.Cmd, status mlx4.Status, imm bool, event bool, token uint16) {
+func (p *PF) journalResult(i int, c *hca.Cmd, status mlx4.Status, imm bool, event bool, token uint16) {
 	ps := p.ps
 	if ps == nil || !ps.pending {
 		return
@@ -236,10 +237,10 @@ func (p *PF) replay(ps *pstate) (*jrec, error) {
 }
 
 // replayCmd rebuilds a journaled command from its shadows.
-func (p *PF) replayCmd(rec *jrec) *mlx4.Cmd {
+func (p *PF) replayCmd(rec *jrec) *hca.Cmd {
 	c := &p.cmd
 	c.DecodeVHCR(rec.w[0], rec.w[1], rec.w[2], rec.w[3])
-	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = rec.vf, p.vfs[rec.vf].win, mlx4.ReasonNone, nil, nil
+	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = rec.vf, p.vfs[rec.vf].win, refusal.None, nil, nil
 	if e := p.table.Lookup(c.Op); e != nil {
 		if e.HasInbox {
 			c.InParam &= mlx4.InboxMask
@@ -336,7 +337,7 @@ func (p *PF) resumeSeed(i int, rec *jrec) {
 	c := p.replayCmd(rec)
 	e, status := p.admit(c)
 	if status == mlx4.OK && rec.flags&flagExec == 0 {
-		status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA) // the inbox was not readable
+		status = c.Refuse(mlx4.INTERNAL_ERR, refusal.InboxDMA) // the inbox was not readable
 	}
 	var out dma.Mailbox
 	if c.Outbox != nil {
@@ -374,7 +375,7 @@ func (p *PF) freshHCA() error {
 // the fields the VF writes, ignoring those the PF writes back (the status,
 // and the immediate output of an out_is_imm command).
 func sameCommand(s *LastResult, w0, w1, w2, w3 uint64) bool {
-	var a, b mlx4.Cmd
+	var a, b hca.Cmd
 	a.DecodeVHCR(s.W[0], s.W[1], s.W[2], s.W[3])
 	b.DecodeVHCR(w0, w1, w2, w3)
 	if s.Flags&flagImm != 0 {

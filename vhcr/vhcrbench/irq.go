@@ -200,14 +200,14 @@ func irqPF(region bar.Region) (*hca.HCA, *irq.Set, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	run := func(c *mlx4.Cmd, what string) error {
+	run := func(c *hca.Cmd, what string) error {
 		c.Mem, c.Token = w, mlx4.PollToken
 		if s := h.Exec(c); s != mlx4.OK {
 			return fmt.Errorf("%s: %v", what, s)
 		}
 		return nil
 	}
-	alloc := &mlx4.Cmd{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.MTT), OpMod: 1}
+	alloc := &hca.Cmd{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.MTT), OpMod: 1}
 	if err := run(alloc, "ALLOC_RES MTT"); err != nil {
 		return nil, nil, err
 	}
@@ -215,15 +215,15 @@ func irqPF(region bar.Region) (*hca.HCA, *irq.Set, error) {
 	var in [mlx4.MailboxSize]byte
 	binary.BigEndian.PutUint64(in[0:], base)
 	binary.BigEndian.PutUint64(in[16:], irqEQPage)
-	if err := run(&mlx4.Cmd{Op: mlx4.WRITE_MTT, InMod: 1, Inbox: &in}, "WRITE_MTT"); err != nil {
+	if err := run(&hca.Cmd{Op: mlx4.WRITE_MTT, InMod: 1, Inbox: &in}, "WRITE_MTT"); err != nil {
 		return nil, nil, err
 	}
 	var ctx [mlx4.MailboxSize]byte
 	mlx4.EQContext{LogSize: irqLogEQ, MTTBase: base}.Encode(ctx[:])
-	if err := run(&mlx4.Cmd{Op: mlx4.SW2HW_EQ, InMod: irqEQN, Inbox: &ctx}, "SW2HW_EQ"); err != nil {
+	if err := run(&hca.Cmd{Op: mlx4.SW2HW_EQ, InMod: irqEQN, Inbox: &ctx}, "SW2HW_EQ"); err != nil {
 		return nil, nil, err
 	}
-	if err := run(&mlx4.Cmd{Op: mlx4.MAP_EQ, InParam: 1 << mlx4.EventCmd, InMod: irqEQN}, "MAP_EQ"); err != nil {
+	if err := run(&hca.Cmd{Op: mlx4.MAP_EQ, InParam: 1 << mlx4.EventCmd, InMod: irqEQN}, "MAP_EQ"); err != nil {
 		return nil, nil, err
 	}
 	db, err := bar.NewReg(region, irqDB)
