@@ -389,7 +389,11 @@ func CompletionEQE(token uint16, status mlx4.Status, outParam uint64) [mlx4.EQES
 // (mlx4_eq_int with mlx4_get_slave_from_resource_id): untracked objects
 // → restrack.ErrNotFound.
 func (h *HCA) objectEvent(ty restrack.Type, id uint32, eventType, subtype, syndrome uint8) error {
-	vf, err := h.Res.Owner(ty, uint64(id))
+	key := id
+	if ty == restrack.QP {
+		key &= mlx4.QPNTrackerMask // mlx4_get_slave_from_resource_id: the tracker's QPN
+	}
+	vf, err := h.Res.Owner(ty, uint64(key))
 	if err != nil {
 		return err
 	}
@@ -403,9 +407,12 @@ func (h *HCA) objectEvent(ty restrack.Type, id uint32, eventType, subtype, syndr
 
 // QPEvent delivers a QP event (PATH_MIG, COMM_EST, SQ_DRAINED,
 // SRQ_QP_LAST_WQE, WQ_CATAS_ERROR, PATH_MIG_FAILED, WQ_INVAL_REQ_ERROR,
-// WQ_ACCESS_ERROR) to the QP's owner.
+// WQ_ACCESS_ERROR) to the QP's owner, as mlx4_eq_int does: the EQE carries
+// the 24-bit QPN (event.qp.qpn & 0xffffff), the owner is the tracker's QP
+// of its low 23 bits (mlx4_get_slave_from_resource_id), and mlx4_slave_event
+// forwards the EQE unchanged.
 func (h *HCA) QPEvent(qpn uint32, eventType uint8) error {
-	return h.objectEvent(restrack.QP, qpn&qpnMask, eventType, 0, 0)
+	return h.objectEvent(restrack.QP, qpn&mlx4.QPNMask, eventType, 0, 0)
 }
 
 // SRQEvent delivers SRQ_LIMIT or SRQ_CATAS_ERROR to the SRQ's owner.

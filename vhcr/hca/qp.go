@@ -465,7 +465,7 @@ func (h *HCA) UPDATE_QP(c *Cmd) mlx4.Status {
 	if pri&updPathMaskMCLB != 0 {
 		return c.Refuse(mlx4.INTERNAL_ERR, refusal.Context)
 	}
-	qpn := c.InMod & 0xffffff // as mlx4: bit 23 names no QP
+	qpn := c.InMod & mlx4.QPNMask // as mlx4: bit 23 names no QP
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
 		return c.refuse(err)
@@ -494,7 +494,7 @@ func (h *HCA) UPDATE_QP(c *Cmd) mlx4.Status {
 // RESOURCE_BUSY until detached, across 2RST); at most 64 per QP
 // (EXCEED_LIM, a bound of the model).
 func (h *HCA) QP_ATTACH(c *Cmd) mlx4.Status {
-	qpn := c.InMod & 0xffffff
+	qpn := c.InMod & mlx4.QPNMask
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
 		return c.refuse(err)

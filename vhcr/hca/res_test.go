@@ -721,13 +721,22 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 	if err := r.h.QPEvent(0x7ffff0, mlx4.EventCommEst); !errors.Is(err, restrack.ErrNotFound) {
 		t.Fatalf("untracked QP: %v", err)
 	}
+	// mlx4_eq_int: the EQE's QPN is 24 bits (& 0xffffff), its owner the
+	// tracker's QP of the low 23 (mlx4_get_slave_from_resource_id), and
+	// mlx4_slave_event forwards the EQE as it came; bits 31:24 are dropped.
+	if err := r.h.QPEvent(0xff<<24|1<<23|aqp, mlx4.EventPathMig); err != nil {
+		t.Fatal(err)
+	}
+	if e := a.readEQE(apage, 1); e[mlx4.EQEType] != mlx4.EventPathMig || binary.BigEndian.Uint32(e[mlx4.EQEData:]) != 1<<23|aqp {
+		t.Fatalf("VF 0 EQE of QPN %#x: % x", 1<<23|aqp, e)
+	}
 	// Port 2 changes: VF 0 and VF 1 (ports [1 2]) get it as their port 2;
 	// VF 2 (ports [2]) has no EQ: counted, not delivered.
 	n, err := r.h.PortChange(2, 4)
 	if n != 2 || !errors.Is(err, ErrNoEQ) {
 		t.Fatalf("port change to %d VFs, %v", n, err)
 	}
-	e = a.readEQE(apage, 1)
+	e = a.readEQE(apage, 2)
 	if e[mlx4.EQEType] != mlx4.EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[mlx4.EQESubtype] != 4 {
 		t.Fatalf("port change EQE % x", e)
 	}
