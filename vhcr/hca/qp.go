@@ -91,11 +91,11 @@ var (
 // not have is BAD_PARAM.
 func (h *HCA) pathPort(c *Cmd, p qpPath) (int, mlx4.Status) {
 	b := c.Inbox
-	phys := h.PhysPort(c.VF, uint32(b[p.sched]>>6&1)+1)
+	phys := h.PhysPort(c.VF, uint32(mlx4.SchedQueuePort(b[p.sched])))
 	if phys == 0 {
 		return 0, c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
-	b[p.sched] = b[p.sched]&^0x40 | byte(phys-1)<<6
+	b[p.sched] = b[p.sched]&^mlx4.SchedQueuePortBit | byte(phys-1)*mlx4.SchedQueuePortBit
 	return phys, mlx4.OK
 }
 
@@ -188,13 +188,13 @@ func (h *HCA) pathRewrite(c *Cmd, p qpPath, phys int, st uint8, gidSet bool) {
 	base := byte((c.VF + 1) * h.numGIDs(phys))
 	switch {
 	case st == mlx4.QP_ST_UD && h.isEth(phys):
-		b[p.mgid] = base&0x7f | 0x80
+		b[p.mgid] = base&mlx4.MGIDIndexMask | mlx4.MGIDIndexUD
 	case st == mlx4.QP_ST_UD:
-		b[p.mgid] = slave&0x7f | 0x80
+		b[p.mgid] = slave&mlx4.MGIDIndexMask | mlx4.MGIDIndexUD
 	case connected && gidSet && h.isEth(phys):
-		b[p.mgid] = (b[p.mgid] + base) & 0x7f
+		b[p.mgid] = (b[p.mgid] + base) & mlx4.MGIDIndexMask
 	case connected && gidSet:
-		b[p.mgid] = slave & 0x7f
+		b[p.mgid] = slave & mlx4.MGIDIndexMask
 	}
 }
 

@@ -30,11 +30,11 @@ const (
 
 // Sizes of the model's firmware tables.
 const (
-	macTableSize   = 128 // MLX4_MAX_MAC_NUM
-	vlanTableSize  = 128 // MLX4_MAX_VLAN_NUM
-	numEventTypes  = 64  // MLX4_EVENT_TYPES_NUM
-	maxAttachPerQP = 64  // multicast attachments one QP may hold
-	maxEQLogSize   = 16  // 64 Ki EQEs: at most 512 ring pages per EQ
+	macTableSize   = mlx4.MLX4_MAX_MAC_NUM
+	vlanTableSize  = mlx4.MLX4_MAX_VLAN_NUM
+	numEventTypes  = mlx4.MLX4_EVENT_TYPES_NUM
+	maxAttachPerQP = 64 // multicast attachments one QP may hold
+	maxEQLogSize   = 16 // 64 Ki EQEs: at most 512 ring pages per EQ
 	qpnMask        = mlx4.QPNTrackerMask
 )
 
@@ -265,7 +265,7 @@ var resOps = [restrack.NumTypes]struct {
 func resOpsFor(c *Cmd) *struct {
 	alloc, free func(h *HCA, c *Cmd) mlx4.Status
 } {
-	if ty := c.InMod & 0xff; ty < restrack.NumTypes && resOps[ty].alloc != nil {
+	if ty := c.InMod & mlx4.ResTypeMask; ty < restrack.NumTypes && resOps[ty].alloc != nil {
 		return &resOps[ty]
 	}
 	return nil
@@ -336,7 +336,7 @@ func (h *HCA) cqSRQAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
-	n, err := h.Res.Alloc(c.VF, restrack.Type(c.InMod&0xff))
+	n, err := h.Res.Alloc(c.VF, restrack.Type(c.InMod&mlx4.ResTypeMask))
 	return allocated(c, uint32(n), err)
 }
 
@@ -344,7 +344,7 @@ func (h *HCA) counterXRCDAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserve {
 		return badOpMod(c)
 	}
-	ty := restrack.Type(c.InMod & 0xff)
+	ty := restrack.Type(c.InMod & mlx4.ResTypeMask)
 	n, err := h.Res.Alloc(c.VF, ty)
 	if ty == restrack.Counter && errors.Is(err, restrack.ErrNoSpace) {
 		// __mlx4_counter_alloc's -ENOSPC: INTERNAL_ERR
@@ -380,7 +380,7 @@ func (h *HCA) validReservedQP(vf int, qpn uint32) bool {
 // returns 0 if the VF has no such port, and whether the port came from
 // out_param (the old API).
 func (h *HCA) resPort(c *Cmd, useOut bool) (phys int, old bool) {
-	vport := c.InMod >> 8 & 0xff
+	vport := c.InMod >> mlx4.ResPortShift & 0xff
 	if vport == 0 && useOut {
 		vport, old = lo32(c.OutParam), true
 	}
@@ -392,7 +392,7 @@ func (h *HCA) allocMAC(c *Cmd) mlx4.Status {
 	if phys == 0 {
 		return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
-	mac := c.InParam & 0xffffffffffff
+	mac := c.InParam & mlx4.MLX4_MAC_MASK
 	tab := &h.fw.ports[phys-1].mac
 	idx := register(tab[:], mac)
 	if idx < 0 {
@@ -417,7 +417,7 @@ func (h *HCA) allocVLAN(c *Cmd) mlx4.Status {
 		h.fw.vfs[c.VF].oldVLAN = true
 		return mlx4.OK // old VLAN API: a no-op success, as mlx4
 	}
-	vlan := uint64(lo32(c.InParam) & 0xfff)
+	vlan := uint64(lo32(c.InParam) & mlx4.MLX4_VLAN_MASK)
 	tab := &h.fw.ports[phys-1].vlan
 	idx := register(tab[:], vlan)
 	if idx < 0 {
@@ -517,7 +517,7 @@ func (h *HCA) cqSRQFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
-	return refused(c, h.Res.Free(c.VF, restrack.Type(c.InMod&0xff), uint64(lo32(c.InParam))))
+	return refused(c, h.Res.Free(c.VF, restrack.Type(c.InMod&mlx4.ResTypeMask), uint64(lo32(c.InParam))))
 }
 
 func (h *HCA) counterFreeRes(c *Cmd) mlx4.Status {
@@ -548,7 +548,7 @@ func (h *HCA) macVLANFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
-	ty := restrack.Type(c.InMod & 0xff)
+	ty := restrack.Type(c.InMod & mlx4.ResTypeMask)
 	// mac_free_res takes the port from in_modifier or out_param,
 	// vlan_free_res from in_modifier only (0 is no port: BAD_PARAM).
 	phys, _ := h.resPort(c, ty == restrack.MAC)
@@ -558,9 +558,9 @@ func (h *HCA) macVLANFreeRes(c *Cmd) mlx4.Status {
 	if ty == restrack.VLAN && h.fw.vfs[c.VF].oldVLAN {
 		return mlx4.OK // vlan_free_res: a VF of the old API frees nothing
 	}
-	value, tab := c.InParam&0xffffffffffff, h.fw.ports[phys-1].mac[:]
+	value, tab := c.InParam&mlx4.MLX4_MAC_MASK, h.fw.ports[phys-1].mac[:]
 	if ty == restrack.VLAN {
-		value, tab = uint64(lo32(c.InParam)&0xfff), h.fw.ports[phys-1].vlan[:]
+		value, tab = uint64(lo32(c.InParam)&mlx4.MLX4_VLAN_MASK), h.fw.ports[phys-1].vlan[:]
 	}
 	idx, _, err := h.Res.DelMAC(c.VF, ty, phys, value)
 	if err == nil {

@@ -219,7 +219,11 @@ func decodePath(b []byte) QPPath {
 }
 
 // PathPort is the function's port a path names: sched_queue bit 6 + 1.
-func PathPort(path []byte) int { return int(path[PathSchedQueue]>>6&1) + 1 }
+func PathPort(path []byte) int { return SchedQueuePort(path[PathSchedQueue]) }
+
+// SchedQueuePort is the port a sched_queue byte names: bit 6 + 1
+// (resource_tracker.c: (sched_queue >> 6 & 1) + 1).
+func SchedQueuePort(sq byte) int { return int(sq&SchedQueuePortBit)>>6 + 1 }
 
 // QPContext is struct mlx4_qp_context, the fields the model reads or writes.
 type QPContext struct {
@@ -397,6 +401,14 @@ const (
 	RESERVED_QKEY_BASE            = 0xffff0000
 	GRHMyLMCGRH                   = 0x80 // grh_mylmc bit 7
 	GRHMyLMCSMACMask              = 0x7f // grh_mylmc 6:0
+)
+
+// MGIDIndexMask and MGIDIndexUD: mgid_index 6:0 is the GID index;
+// resource_tracker.c update_gid sets bit 7 on a UD QP's path
+// (mgid_index = base_gid_ix | 0x80, or slave | 0x80).
+const (
+	MGIDIndexMask = 0x7f
+	MGIDIndexUD   = 0x80
 )
 
 // UPDATE_QP inbox: include/linux/mlx4/qp.h struct mlx4_update_qp_context.
