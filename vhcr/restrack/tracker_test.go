@@ -440,8 +440,6 @@ func TestDeleteAllOrderAndIsolation(t *testing.T) {
 }
 
 func firstMTT(tr *Tracker, vf int) int {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
 	return int(tr.vfs[vf].head[MTT].ID)
 }
 
