@@ -236,7 +236,7 @@ func (v *VF) Reset(ctx context.Context) error {
 		}
 		return err
 	}
-	if r := v.sr.Load(); r>>8&0xff != CommVersion>>8 {
+	if r := v.sr.Load(); mlx4.CommIfRev(r) != mlx4.CMD_CHAN_IF_REV {
 		return fmt.Errorf("%w: reply %#08x", ErrVersion, r)
 	}
 	return nil

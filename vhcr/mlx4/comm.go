@@ -97,5 +97,10 @@ func SplitCommWord(w uint32) (CommCmd, uint16) {
 	return CommCmd(w >> commCmdShift & commCmdMask), uint16(w & commParamMask)
 }
 
+// CommIfRev is MLX4_COMM_GET_IF_REV (main.c): the interface revision in a
+// version word, bits 15:8, the part of slave_read's RESET acknowledgement
+// mlx4_multi_func_init compares with its own.
+func CommIfRev(w uint32) uint8 { return uint8(w >> 8) }
+
 // CommVHCRPostWord is slave_write for VHCR_POST without its toggle.
 const CommVHCRPostWord = uint32(MLX4_COMM_CMD_VHCR_POST) << commCmdShift

@@ -37,6 +37,9 @@ func TestCommChannelLayout(t *testing.T) {
 	if c, p := SplitCommWord(0xfe03abcd); c != MLX4_COMM_CMD_VHCR2 || p != 0xabcd {
 		t.Errorf("split 0xfe03abcd: %v %#x", c, p)
 	}
+	if CommIfRev(0x80020101) != CMD_CHAN_IF_REV || CommIfRev(0x0201) != 2 {
+		t.Errorf("MLX4_COMM_GET_IF_REV: %d %d", CommIfRev(0x80020101), CommIfRev(0x0201))
+	}
 	if MLX4_COMM_CMD_VHCR_EN.String() != "VHCR_EN" || CommCmd(9).String() != "comm_cmd_9" {
 		t.Errorf("names: %v %v", MLX4_COMM_CMD_VHCR_EN, CommCmd(9))
 	}
