@@ -165,8 +165,8 @@ func (v *VF) SyncToggles(ctx context.Context) error {
 	pw := pfWatch{v: v}
 	for time.Now().Before(deadline) {
 		w, r := v.sw.Load(), v.sr.Load()
-		if w != 0xffffffff && r != 0xffffffff && w>>31 == r>>31 {
-			v.toggle, v.started = r>>31, false
+		if w != 0xffffffff && r != 0xffffffff && w>>mlx4.CommToggleShift == r>>mlx4.CommToggleShift {
+			v.toggle, v.started = r>>mlx4.CommToggleShift, false
 			return nil
 		}
 		if err := pw.check(time.Since(start)); err != nil {
@@ -245,7 +245,7 @@ func (v *VF) Reset(ctx context.Context) error {
 // Comm posts one comm channel command and waits up to timeout for its
 // acknowledgement (mlx4_comm_cmd_poll). A timeout of 0 posts without waiting.
 func (v *VF) Comm(ctx context.Context, cmd CommCmd, param uint16, timeout time.Duration) error {
-	if v.sr.Load()>>31 != v.toggle {
+	if v.sr.Load()>>mlx4.CommToggleShift != v.toggle {
 		return ErrBusy
 	}
 	return v.postComm(ctx, cmd, param, timeout)
@@ -311,7 +311,7 @@ func (v *VF) waitAck(ctx context.Context, timeout time.Duration) (uint32, error)
 	start := time.Now()
 	w := pfWatch{v: v}
 	for n := 0; ; n++ {
-		if r := v.sr.Load(); r>>31 == v.toggle {
+		if r := v.sr.Load(); r>>mlx4.CommToggleShift == v.toggle {
 			return r, nil
 		}
 		if n%64 == 0 {
@@ -353,7 +353,7 @@ const spinPolls = 2048
 func SpinPoll(g bar.Reg, toggle uint32, polls int) (uint32, bool) {
 	var r uint32
 	for n := 0; n < polls; n++ {
-		if r = g.Load(); r>>31 == toggle {
+		if r = g.Load(); r>>mlx4.CommToggleShift == toggle {
 			return r, true
 		}
 		for k := 0; k < SpinPauses; k++ {
@@ -437,7 +437,7 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 // Poll reports its completion. Post is Start and a wait for Poll's answer.
 // Start returns ErrBusy while the channel still owns the previous command.
 func (v *VF) Start(r *Request) error {
-	if v.sr.Load()>>31 != v.toggle {
+	if v.sr.Load()>>mlx4.CommToggleShift != v.toggle {
 		return ErrBusy // the previous command still owns the vHCR
 	}
 	info, _ := mlx4.CmdInfo(r.Op)
@@ -482,7 +482,7 @@ func (v *VF) Poll() (Response, bool, error) {
 		return Response{}, false, ErrNotStarted
 	}
 	sr := v.sr.Load()
-	if sr>>31 != v.toggle {
+	if sr>>mlx4.CommToggleShift != v.toggle {
 		return Response{}, false, nil
 	}
 	resp, err := v.complete(sr)

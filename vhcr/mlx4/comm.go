@@ -21,7 +21,8 @@ const (
 	// CommToggle is bit 31 of slave_write and slave_read, the toggle: a
 	// command is pending while they differ (cmd.c mlx4_comm_cmd_post,
 	// comm_pending).
-	CommToggle = 1 << 31
+	CommToggle      = 1 << CommToggleShift
+	CommToggleShift = 31
 	// COMM_CHAN_EVENT_INTERNAL_ERR (cmd.h) in slave_read: the PF tells the
 	// VF to reset itself (mlx4_master_comm_channel on a bad toggle; the VF's
 	// reset flow on an FLR).
