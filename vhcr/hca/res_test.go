@@ -732,12 +732,12 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 	}
 	// Port 2 changes: VF 0 and VF 1 (ports [1 2]) get it as their port 2;
 	// VF 2 (ports [2]) has no EQ: counted, not delivered.
-	n, err := r.h.PortChange(2, 4)
+	n, err := r.h.PortChange(2, mlx4.PORT_CHANGE_SUBTYPE_ACTIVE)
 	if n != 2 || !errors.Is(err, ErrNoEQ) {
 		t.Fatalf("port change to %d VFs, %v", n, err)
 	}
 	e = a.readEQE(apage, 2)
-	if e[mlx4.EQEType] != mlx4.EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[mlx4.EQESubtype] != 4 {
+	if d, err := mlx4.DecodeEQE(e[:]); err != nil || d.Type != mlx4.EventPortChange || d.Port != 2 || d.Subtype != mlx4.PORT_CHANGE_SUBTYPE_ACTIVE {
 		t.Fatalf("port change EQE % x", e)
 	}
 	if r.h.Stats(2).NoEQ.Load() != 1 {
