@@ -68,7 +68,7 @@ func (h *HCA) PortOpen(vf, phys int) bool {
 // the port's configuration (mlx4_common_set_port ignores or restricts the
 // VF's MTU, MAC, VLAN and GID tables), so the model accepts and ignores it.
 func (h *HCA) SET_PORT(c *Cmd) mlx4.Status {
-	_, s := h.port(c, c.InMod&0xff)
+	_, s := h.port(c, c.InMod&mlx4.PortInModMask)
 	return s
 }
 
@@ -115,7 +115,7 @@ func (h *HCA) PROMISC(c *Cmd) mlx4.Status {
 
 // SET_VLAN_FLTR records the VF's VLAN filter for its port.
 func (h *HCA) SET_VLAN_FLTR(c *Cmd) mlx4.Status {
-	phys, s := h.port(c, c.InMod&0xff)
+	phys, s := h.port(c, c.InMod&mlx4.PortInModMask)
 	if s != mlx4.OK {
 		return s
 	}
@@ -128,7 +128,7 @@ func (h *HCA) SET_VLAN_FLTR(c *Cmd) mlx4.Status {
 
 // SET_MCAST_FLTR records the VF's multicast filter mode for its port.
 func (h *HCA) SET_MCAST_FLTR(c *Cmd) mlx4.Status {
-	phys, s := h.port(c, c.InMod&0xff)
+	phys, s := h.port(c, c.InMod&mlx4.PortInModMask)
 	if s != mlx4.OK {
 		return s
 	}
@@ -140,7 +140,7 @@ func (h *HCA) SET_MCAST_FLTR(c *Cmd) mlx4.Status {
 // (in_modifier 15:0) must be the VF's (INTERNAL_ERR unknown, BAD_OP
 // another VF's).
 func (h *HCA) QUERY_IF_STAT(c *Cmd) mlx4.Status {
-	if _, err := h.Res.Peek(c.VF, restrack.Counter, uint64(c.InMod&0xffff)); err != nil {
+	if _, err := h.Res.Peek(c.VF, restrack.Counter, uint64(c.InMod&mlx4.CounterInModMask)); err != nil {
 		return c.refuse(err)
 	}
 	return mlx4.OK
@@ -149,6 +149,6 @@ func (h *HCA) QUERY_IF_STAT(c *Cmd) mlx4.Status {
 // DUMP_ETH_STATS: mlx4 answers a VF OK with an empty outbox; the model
 // also requires the port to be the VF's (BAD_PARAM).
 func (h *HCA) DUMP_ETH_STATS(c *Cmd) mlx4.Status {
-	_, s := h.port(c, c.InMod&0xff)
+	_, s := h.port(c, c.InMod&mlx4.PortInModMask)
 	return s
 }

@@ -423,8 +423,7 @@ func (h *HCA) QUERY_QP(c *Cmd) mlx4.Status {
 	defer h.Res.Put(qp.tr)
 	copy(c.Outbox[:], qp.ctx[:])
 	binary.BigEndian.PutUint32(c.Outbox[mlx4.QPMailboxOptPar:], 0)
-	const flags = mlx4.QPMailboxContext + mlx4.QPCFlags // state in 31:28
-	c.Outbox[flags] = c.Outbox[flags]&0x0f | byte(qp.state)<<4
+	mlx4.PutQPCState(c.Outbox[mlx4.QPMailboxContext:], qp.state)
 	return mlx4.OK
 }
 

@@ -236,7 +236,7 @@ func (h *HCA) QUERY_PORT(c *Cmd) mlx4.Status {
 	if c.OpMod != 0 {
 		return c.Refuse(mlx4.BAD_PARAM, refusal.OpModifier)
 	}
-	if c.InMod&^0xff != 0 {
+	if c.InMod&^mlx4.PortInModMask != 0 {
 		return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 	}
 	phys := h.PhysPort(c.VF, c.InMod)

@@ -434,6 +434,7 @@ func TestMasksAndBits(t *testing.T) {
 		{"MLX4_MAC_MASK", MLX4_MAC_MASK, 0xffffffffffff}, {"MLX4_VLAN_MASK", MLX4_VLAN_MASK, 0xfff},
 		{"MLX4_MAX_MAC_NUM", MLX4_MAX_MAC_NUM, 128}, {"MLX4_MAX_VLAN_NUM", MLX4_MAX_VLAN_NUM, 128},
 		{"mgid_index GID index", MGIDIndexMask, 0x7f}, {"update_gid UD bit", MGIDIndexUD, 0x80},
+		{"QP state in flags", QPCFlagsStateShift, 28}, {"port commands' in_modifier port", PortInModMask, 0xff}, {"QUERY_IF_STAT counter", CounterInModMask, 0xffff},
 	})
 	// (sched_queue >> 6 & 1) + 1
 	for sq, port := range map[byte]int{0x00: 1, 0x40: 2, 0x83: 1, 0xff: 2, 0xbf: 1} {
@@ -475,5 +476,16 @@ func TestVHCRLayout(t *testing.T) {
 	PutVHCRWords(&put, v.InParam, Word1(v.InMod), v.OutParam, Word3(v.Token, v.Flags, v.OpMod, v.Op))
 	if enc != want || put != want {
 		t.Errorf("vHCR image\nEncode       % x\nPutVHCRWords % x\nwant         % x", enc, put, want)
+	}
+}
+
+// QUERY_QP's outbox: mlx4_qp_query reads the state from flags 31:28 and
+// nothing else of the word changes.
+func TestPutQPCState(t *testing.T) {
+	b := make([]byte, QPContextSize)
+	binary.BigEndian.PutUint32(b[0:], 0xf0abcdef)
+	PutQPCState(b, QPState(3))
+	if got := binary.BigEndian.Uint32(b[0:]); got != 0x30abcdef {
+		t.Fatalf("flags %#x, want 0x30abcdef", got)
 	}
 }

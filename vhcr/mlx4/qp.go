@@ -259,12 +259,22 @@ type QPContext struct {
 	MTTBase         uint64 // first MTT entry (index)
 }
 
+// QPCFlagsStateShift: a QP's state is flags 31:28 of struct mlx4_qp_context
+// (qp.c mlx4_qp_query: be32_to_cpu(context->flags) >> 28).
+const QPCFlagsStateShift = 28
+
+// PutQPCState sets the state in the flags word of the QP context at b (as
+// QUERY_QP's outbox carries it), keeping the other bits of the word.
+func PutQPCState(b []byte, s QPState) {
+	put32(b, QPCFlags, get32(b, QPCFlags)&^(0xf<<QPCFlagsStateShift)|uint32(s&0xf)<<QPCFlagsStateShift)
+}
+
 // Encode writes the context into b[:QPContextSize], zeroing what it does not
 // set. b must hold QPContextSize bytes.
 func (c QPContext) Encode(b []byte) {
 	b = b[:QPContextSize]
 	clear(b)
-	f := uint32(c.State&0xf)<<28 | uint32(c.ST)<<16
+	f := uint32(c.State&0xf)<<QPCFlagsStateShift | uint32(c.ST)<<16
 	if c.RSS {
 		f |= 1 << 13
 	}
@@ -307,7 +317,7 @@ func DecodeQPContext(b []byte) (QPContext, error) {
 	f := get32(b, QPCFlags)
 	srqn := get32(b, QPCSRQN)
 	return QPContext{
-		State:           QPState(f >> 28),
+		State:           QPState(f >> QPCFlagsStateShift),
 		ST:              uint8(f >> 16),
 		RSS:             f&(1<<13) != 0,
 		PD:              get32(b, QPCPD) & 0xffffff,
