@@ -218,7 +218,8 @@ func (v *VF) Init(ctx context.Context) error {
 	steps := []struct {
 		cmd   CommCmd
 		param uint16
-	}{{CommVHCR0, uint16(addr >> 48)}, {CommVHCR1, uint16(addr >> 32)}, {CommVHCR2, uint16(addr >> 16)}, {CommVHCREn, uint16(addr)}}
+	}{{CommVHCR0, uint16(addr >> mlx4.CommVHCRShift(CommVHCR0))}, {CommVHCR1, uint16(addr >> mlx4.CommVHCRShift(CommVHCR1))},
+		{CommVHCR2, uint16(addr >> mlx4.CommVHCRShift(CommVHCR2))}, {CommVHCREn, uint16(addr >> mlx4.CommVHCRShift(CommVHCREn))}}
 	for _, s := range steps {
 		if err := v.Comm(ctx, s.cmd, s.param, v.Timeouts.Comm); err != nil {
 			_ = v.Comm(ctx, CommReset, 0, 0)

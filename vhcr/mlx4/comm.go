@@ -98,6 +98,18 @@ func SplitCommWord(w uint32) (CommCmd, uint16) {
 	return CommCmd(w >> commCmdShift & commCmdMask), uint16(w & commParamMask)
 }
 
+// CommVHCRShift is where the 16-bit parameter of VHCR0, VHCR1, VHCR2 and
+// VHCR_EN sits in the vHCR's 64-bit DMA address: bits 63:48, 47:32, 31:16
+// and 15:0 (cmd.c mlx4_master_do_cmd: vhcr_dma = param << 48, |= param <<
+// 32, |= param << 16, |= param; mlx4_multi_func_init sends them in that
+// order). It is 0 for any other command.
+func CommVHCRShift(c CommCmd) uint {
+	if c < MLX4_COMM_CMD_VHCR0 || c > MLX4_COMM_CMD_VHCR_EN {
+		return 0
+	}
+	return 16 * uint(MLX4_COMM_CMD_VHCR_EN-c)
+}
+
 // CommIfRev is MLX4_COMM_GET_IF_REV (main.c): the interface revision in a
 // version word, bits 15:8, the part of slave_read's RESET acknowledgement
 // mlx4_multi_func_init compares with its own.

@@ -37,6 +37,12 @@ func TestCommChannelLayout(t *testing.T) {
 	if c, p := SplitCommWord(0xfe03abcd); c != MLX4_COMM_CMD_VHCR2 || p != 0xabcd {
 		t.Errorf("split 0xfe03abcd: %v %#x", c, p)
 	}
+	for c, sh := range map[CommCmd]uint{MLX4_COMM_CMD_VHCR0: 48, MLX4_COMM_CMD_VHCR1: 32, MLX4_COMM_CMD_VHCR2: 16,
+		MLX4_COMM_CMD_VHCR_EN: 0, MLX4_COMM_CMD_RESET: 0, MLX4_COMM_CMD_VHCR_POST: 0} {
+		if got := CommVHCRShift(c); got != sh {
+			t.Errorf("%v carries vhcr_dma from bit %d, the kernel's %d", c, got, sh)
+		}
+	}
 	if CommIfRev(0x80020101) != CMD_CHAN_IF_REV || CommIfRev(0x0201) != 2 {
 		t.Errorf("MLX4_COMM_GET_IF_REV: %d %d", CommIfRev(0x80020101), CommIfRev(0x0201))
 	}
