@@ -321,7 +321,7 @@ func (p *PF) Info(vf int) (VFInfo, error) {
 	var in VFInfo
 	err := p.Do(func() {
 		st := &p.vfs[vf]
-		in = VFInfo{LastCmd: st.lastCmd, Active: st.active, VHCR: st.vhcr, Toggle: st.ack >> 31, Refused: st.refused}
+		in = VFInfo{LastCmd: st.lastCmd, Active: st.active, VHCR: st.vhcr, Toggle: st.ack >> mlx4.CommToggleShift, Refused: st.refused}
 	})
 	return in, err
 }
