@@ -2,8 +2,8 @@ package metrics
 
 import (
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
-	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
@@ -20,9 +20,9 @@ type Family struct {
 // its buckets (+Inf included), _sum and _count. The Go and process
 // collectors come on top (a fixed set, independent of VFs).
 func Families(numVFs int) []Family {
-	ops := master.NewTable().NumOps() // the table's rows and "unknown"
-	status := master.NumStatusSlots   // the slot statuses and "other"
-	refusals := mlx4.NumReasons - 1   // every reason but "none"
+	ops := master.NewTable().NumOps()  // the table's rows and "unknown"
+	status := master.NumStatusSlots    // the slot statuses and "other"
+	refusals := refusal.NumReasons - 1 // every reason but "none"
 	hist := len(master.LatencyBounds) + 1 + 2
 	return []Family{
 		{"vhcrd_vf_commands_total", numVFs * status, "vf × status"},

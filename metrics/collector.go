@@ -8,8 +8,8 @@ import (
 
 	"github.com/vhcrd/vhcrd/metrics/buildinfo"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
-	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // PFCollector exports one PF's counters.
@@ -111,7 +111,7 @@ func (c *PFCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range master.ResetReasons() {
 			counter(c.resets, s.Reset(vf, r), vfl, r.String())
 		}
-		for r := mlx4.Reason(1); int(r) < mlx4.NumReasons; r++ {
+		for r := refusal.Reason(1); int(r) < refusal.NumReasons; r++ {
 			counter(c.refusals, s.Refusal(vf, r), vfl, r.String())
 		}
 		// Always exported, zeros too: alerts take increase() of them, which

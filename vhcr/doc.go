@@ -4,8 +4,9 @@
 // Shared: the wire contract (Layout, layout.go and docs/wire-contract.md's table): a
 // PF-owned header page at offset 0 of the BAR region and one 4 KiB comm
 // page per VF after it, each with the registers of struct mlx4_comm
-// (slave_write, slave_read, caps, flags; comm.go) and the comm commands
-// (RESET, VHCR0..VHCR2, VHCR_EN, VHCR_POST) that travel in them.
+// (slave_write, slave_read, caps, flags) and the comm commands (RESET,
+// VHCR0..VHCR2, VHCR_EN, VHCR_POST) that travel in them; comm.go names them,
+// package vhcr/mlx4 defines them (mlx4.CommSlaveWrite, MLX4_COMM_CMD_*).
 //
 // The VF half (VF) is the mlx4 VF driver's command path as a library:
 // sync_toggles, the offline wait, RESET, VHCR0..VHCR_EN, posting commands

@@ -165,8 +165,8 @@ func (v *VF) SyncToggles(ctx context.Context) error {
 	pw := pfWatch{v: v}
 	for time.Now().Before(deadline) {
 		w, r := v.sw.Load(), v.sr.Load()
-		if w != 0xffffffff && r != 0xffffffff && w>>31 == r>>31 {
-			v.toggle, v.started = r>>31, false
+		if w != 0xffffffff && r != 0xffffffff && w>>mlx4.CommToggleShift == r>>mlx4.CommToggleShift {
+			v.toggle, v.started = r>>mlx4.CommToggleShift, false
 			return nil
 		}
 		if err := pw.check(time.Since(start)); err != nil {
@@ -218,7 +218,8 @@ func (v *VF) Init(ctx context.Context) error {
 	steps := []struct {
 		cmd   CommCmd
 		param uint16
-	}{{CommVHCR0, uint16(addr >> 48)}, {CommVHCR1, uint16(addr >> 32)}, {CommVHCR2, uint16(addr >> 16)}, {CommVHCREn, uint16(addr)}}
+	}{{CommVHCR0, uint16(addr >> mlx4.CommVHCRShift(CommVHCR0))}, {CommVHCR1, uint16(addr >> mlx4.CommVHCRShift(CommVHCR1))},
+		{CommVHCR2, uint16(addr >> mlx4.CommVHCRShift(CommVHCR2))}, {CommVHCREn, uint16(addr >> mlx4.CommVHCRShift(CommVHCREn))}}
 	for _, s := range steps {
 		if err := v.Comm(ctx, s.cmd, s.param, v.Timeouts.Comm); err != nil {
 			_ = v.Comm(ctx, CommReset, 0, 0)
@@ -236,7 +237,7 @@ func (v *VF) Reset(ctx context.Context) error {
 		}
 		return err
 	}
-	if r := v.sr.Load(); r>>8&0xff != CommVersion>>8 {
+	if r := v.sr.Load(); mlx4.CommIfRev(r) != mlx4.CMD_CHAN_IF_REV {
 		return fmt.Errorf("%w: reply %#08x", ErrVersion, r)
 	}
 	return nil
@@ -245,7 +246,7 @@ func (v *VF) Reset(ctx context.Context) error {
 // Comm posts one comm channel command and waits up to timeout for its
 // acknowledgement (mlx4_comm_cmd_poll). A timeout of 0 posts without waiting.
 func (v *VF) Comm(ctx context.Context, cmd CommCmd, param uint16, timeout time.Duration) error {
-	if v.sr.Load()>>31 != v.toggle {
+	if v.sr.Load()>>mlx4.CommToggleShift != v.toggle {
 		return ErrBusy
 	}
 	return v.postComm(ctx, cmd, param, timeout)
@@ -311,7 +312,7 @@ func (v *VF) waitAck(ctx context.Context, timeout time.Duration) (uint32, error)
 	start := time.Now()
 	w := pfWatch{v: v}
 	for n := 0; ; n++ {
-		if r := v.sr.Load(); r>>31 == v.toggle {
+		if r := v.sr.Load(); r>>mlx4.CommToggleShift == v.toggle {
 			return r, nil
 		}
 		if n%64 == 0 {
@@ -353,7 +354,7 @@ const spinPolls = 2048
 func SpinPoll(g bar.Reg, toggle uint32, polls int) (uint32, bool) {
 	var r uint32
 	for n := 0; n < polls; n++ {
-		if r = g.Load(); r>>31 == toggle {
+		if r = g.Load(); r>>mlx4.CommToggleShift == toggle {
 			return r, true
 		}
 		for k := 0; k < SpinPauses; k++ {
@@ -437,7 +438,7 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 // Poll reports its completion. Post is Start and a wait for Poll's answer.
 // Start returns ErrBusy while the channel still owns the previous command.
 func (v *VF) Start(r *Request) error {
-	if v.sr.Load()>>31 != v.toggle {
+	if v.sr.Load()>>mlx4.CommToggleShift != v.toggle {
 		return ErrBusy // the previous command still owns the vHCR
 	}
 	info, _ := mlx4.CmdInfo(r.Op)
@@ -482,7 +483,7 @@ func (v *VF) Poll() (Response, bool, error) {
 		return Response{}, false, ErrNotStarted
 	}
 	sr := v.sr.Load()
-	if sr>>31 != v.toggle {
+	if sr>>mlx4.CommToggleShift != v.toggle {
 		return Response{}, false, nil
 	}
 	resp, err := v.complete(sr)

@@ -76,7 +76,7 @@ func pfReason(barSpec string, v *vhcr.VF, op mlx4.Opcode, status mlx4.Status) *a
 	if err != nil || r == nil {
 		return nil
 	}
-	if r.Opcode != op.String() || r.StatusCode != uint8(status) || r.Toggle != v.SlaveRead()>>31 {
+	if r.Opcode != op.String() || r.StatusCode != uint8(status) || r.Toggle != v.SlaveRead()>>mlx4.CommToggleShift {
 		return nil
 	}
 	return r

@@ -69,7 +69,7 @@ func runInit(args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(map[string]any{"vf": *vf, "channel": "up", "pf_gen": a.PFGen(),
 			"elapsed_ns": time.Since(start).Nanoseconds()})
 	}
-	fmt.Printf("VF %d: comm channel up (RESET acknowledged with version 0x0101, vHCR at IOVA 0x0) in %v\n", *vf, time.Since(start).Round(time.Microsecond))
+	fmt.Printf("VF %d: comm channel up (RESET acknowledged with version 0x%04x, vHCR at IOVA 0x0) in %v\n", *vf, mlx4.CommVersion, time.Since(start).Round(time.Microsecond))
 	return nil
 }
 

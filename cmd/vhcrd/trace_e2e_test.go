@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -231,7 +232,7 @@ func TestSlowReaderLosesRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 100 {
-		c := mlx4.Cmd{VF: 1, Op: mlx4.NOP, InMod: uint32(i), Token: mlx4.PollToken}
+		c := hca.Cmd{VF: 1, Op: mlx4.NOP, InMod: uint32(i), Token: mlx4.PollToken}
 		ring.PostUntimed(uint64(i), 0, &c, mlx4.OK)
 	}
 	sock := filepath.Join(t.TempDir(), "admin.sock")

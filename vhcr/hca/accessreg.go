@@ -3,6 +3,7 @@ package hca
 import (
 	"encoding/binary"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -22,11 +23,11 @@ const (
 // REGISTER_NOT_SUPPORTED, other methods METHOD_NOT_SUPPORTED, a class other
 // than register access CLASS_NOT_SUPPORTED, a malformed TLV or a port the
 // VF does not have BAD_PARAMETER.
-func (h *HCA) ACCESS_REG(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) ACCESS_REG(c *Cmd) mlx4.Status {
 	in, out := c.Inbox[:], c.Outbox[:]
 	method := in[mlx4.AccessRegMethod] & mlx4.ACCESS_REG_METHOD_MASK
 	if method == mlx4.ACCESS_REG_WRITE {
-		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
+		return c.Refuse(mlx4.BAD_OP, refusal.Privileged)
 	}
 	copy(out[:mlx4.ACCESS_REG_HEADER_SIZE], in)
 	out[mlx4.AccessRegStatus] &^= mlx4.ACCESS_REG_STATUS_MASK

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -32,7 +33,7 @@ type ptysReply struct {
 	speedCap, speedAdm, speedOp uint16
 }
 
-func (v *vf) accessReg(t *testing.T, in []byte) (mlx4.Status, *mlx4.Cmd, ptysReply) {
+func (v *vf) accessReg(t *testing.T, in []byte) (mlx4.Status, *Cmd, ptysReply) {
 	t.Helper()
 	c := v.cmd(mlx4.ACCESS_REG, 0, 0, 0, in, true)
 	s := v.run(c)
@@ -105,7 +106,7 @@ func TestAccessRegRefusals(t *testing.T) {
 	r := newRig(t, 2, nil)
 	v := r.vf(0)
 	s, c, _ := v.accessReg(t, ptysInbox(mlx4.ACCESS_REG_WRITE, mlx4.REG_ID_PTYS, 1, mlx4.PTYS_IB))
-	if s != mlx4.BAD_OP || c.Reason != mlx4.ReasonPrivileged {
+	if s != mlx4.BAD_OP || c.Reason != refusal.Privileged {
 		t.Fatalf("mlx4.PTYS write: %v (%v), want BAD_OP", s, c.Reason)
 	}
 	if c.Outbox[mlx4.AccessRegRegID] != 0 || c.Outbox[mlx4.AccessRegRegID+1] != 0 {

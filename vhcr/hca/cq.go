@@ -15,6 +15,7 @@ package hca
 import (
 	"encoding/binary"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -30,12 +31,12 @@ func (h *HCA) checkEQ(vf, eqn int) bool {
 // the VF's and ALLOCATED; its MTT range must lie in an MTT allocation of
 // the VF (BAD_OP/INTERNAL_ERR, reason MTT) and its comp_eqn must be an EQ of
 // the VF in HW (model check). The CQ takes a reference on its MTT.
-func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) SW2HW_CQ(c *Cmd) mlx4.Status {
 	cqn := c.InMod & mlx4.ObjectMask
 	ctx, _ := mlx4.DecodeCQContext(c.Inbox[:]) // a mailbox holds the context
 	o, err := h.Res.StartMove(c.VF, restrack.CQ, uint64(cqn), restrack.HW)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	mtt, err := h.Res.MTTRange(c.VF, ctx.MTTBase, ctx.MTTPages())
 	if err != nil {
@@ -44,11 +45,11 @@ func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
 	}
 	if !h.checkEQ(c.VF, int(ctx.CompEQN)) {
 		h.Res.AbortMove(o)
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonEQ)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.EQ)
 	}
 	if err := h.Res.AddDep(o, mtt); err != nil {
 		h.Res.AbortMove(o)
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	obj := &cqObj{tr: o, CQState: CQState{EQN: int(ctx.CompEQN)}}
 	copy(obj.Ctx[:], c.Inbox[:])
@@ -59,18 +60,18 @@ func (h *HCA) SW2HW_CQ(c *mlx4.Cmd) mlx4.Status {
 
 // HW2SW_CQ takes a CQ back (HW→ALLOCATED): RESOURCE_BUSY while a QP uses
 // it, BAD_PARAM if not in HW; drops the MTT reference.
-func (h *HCA) HW2SW_CQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) HW2SW_CQ(c *Cmd) mlx4.Status {
 	return h.toSW(c, restrack.CQ, func(n uint32) { delete(h.fw.cqs, n) })
 }
 
 // toSW moves the VF's CQ or SRQ numbered by in_modifier from HW back to
 // ALLOCATED (HW2SW_CQ, HW2SW_SRQ): StartMove refuses one a QP still uses;
 // its references are dropped and forget removes the firmware's copy.
-func (h *HCA) toSW(c *mlx4.Cmd, ty restrack.Type, forget func(n uint32)) mlx4.Status {
+func (h *HCA) toSW(c *Cmd, ty restrack.Type, forget func(n uint32)) mlx4.Status {
 	n := c.InMod & mlx4.ObjectMask
 	o, err := h.Res.StartMove(c.VF, ty, uint64(n), restrack.Allocated)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	h.Res.DropDeps(o)
 	forget(n)
@@ -80,11 +81,11 @@ func (h *HCA) toSW(c *mlx4.Cmd, ty restrack.Type, forget func(n uint32)) mlx4.St
 
 // QUERY_CQ returns the CQ context. As in mlx4, a CQ that is the VF's but
 // not in HW answers OK without executing (a zero outbox).
-func (h *HCA) QUERY_CQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_CQ(c *Cmd) mlx4.Status {
 	cqn := c.InMod & mlx4.ObjectMask
 	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	defer h.Res.Put(o)
 	if obj := h.fw.cqs[cqn]; obj != nil && o.From() == restrack.HW {
@@ -98,11 +99,11 @@ func (h *HCA) QUERY_CQ(c *mlx4.Cmd) mlx4.Status {
 // mlx4 holds busy: RESOURCE_BUSY; the CQ's reference moves to it), others
 // set moderation (cq_period, cq_max_count). A CQ not in HW answers OK
 // without executing, as in mlx4.
-func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) MODIFY_CQ(c *Cmd) mlx4.Status {
 	cqn := c.InMod & mlx4.ObjectMask
 	o, err := h.Res.Get(c.VF, restrack.CQ, uint64(cqn))
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	defer h.Res.Put(o)
 	obj := h.fw.cqs[cqn]
@@ -114,7 +115,7 @@ func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
 		// handle_resize holds the CQ's MTT busy while it gets the new
 		// one: resizing into the same allocation is RESOURCE_BUSY.
 		if d := o.Deps(); len(d) > 0 && d[0].ID == ctx.MTTBase {
-			return c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBusy)
+			return c.Refuse(mlx4.RESOURCE_BUSY, refusal.Busy)
 		}
 		mtt, err := h.Res.MTTRange(c.VF, ctx.MTTBase, ctx.MTTPages())
 		if err != nil {
@@ -127,7 +128,7 @@ func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
 		if old != nil {
 			h.Res.ReplaceDep(o, old, mtt)
 		} else if err := h.Res.AddDep(o, mtt); err != nil {
-			return restrack.Refuse(c, err)
+			return c.refuse(err)
 		}
 		copy(obj.Ctx[mlx4.CQCLogSizeUsrPage:mlx4.CQCLogSizeUsrPage+4], c.Inbox[mlx4.CQCLogSizeUsrPage:])
 		copy(obj.Ctx[mlx4.CQCLogPageSize:mlx4.CQCMTTBaseAddrL+4], c.Inbox[mlx4.CQCLogPageSize:])
@@ -140,15 +141,15 @@ func (h *HCA) MODIFY_CQ(c *mlx4.Cmd) mlx4.Status {
 // SW2HW_SRQ hands an SRQ to hardware (mlx4_SW2HW_SRQ_wrapper): in_modifier
 // must equal the SRQN in the context (BAD_PARAM); the SRQ must be the VF's
 // and ALLOCATED; its MTT range must lie in an allocation of the VF.
-func (h *HCA) SW2HW_SRQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) SW2HW_SRQ(c *Cmd) mlx4.Status {
 	srqn := c.InMod & mlx4.ObjectMask
 	ctx, _ := mlx4.DecodeSRQContext(c.Inbox[:]) // a mailbox holds the context
 	if ctx.SRQN != srqn || c.InMod > mlx4.ObjectMask {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Context)
 	}
 	o, err := h.Res.StartMove(c.VF, restrack.SRQ, uint64(srqn), restrack.HW)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	mtt, err := h.Res.MTTRange(c.VF, ctx.MTTBase, ctx.MTTPages())
 	if err != nil {
@@ -157,7 +158,7 @@ func (h *HCA) SW2HW_SRQ(c *mlx4.Cmd) mlx4.Status {
 	}
 	if err := h.Res.AddDep(o, mtt); err != nil {
 		h.Res.AbortMove(o)
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	obj := &srqObj{tr: o}
 	copy(obj.Ctx[:], c.Inbox[:])
@@ -168,27 +169,27 @@ func (h *HCA) SW2HW_SRQ(c *mlx4.Cmd) mlx4.Status {
 
 // HW2SW_SRQ takes an SRQ back (HW→ALLOCATED; RESOURCE_BUSY while a QP uses
 // it) and drops its MTT reference.
-func (h *HCA) HW2SW_SRQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) HW2SW_SRQ(c *Cmd) mlx4.Status {
 	return h.toSW(c, restrack.SRQ, func(n uint32) { delete(h.fw.srqs, n) })
 }
 
 // hwSRQ gets the VF's SRQ that must be in HW (else RESOURCE_BUSY, as mlx4).
-func (h *HCA) hwSRQ(c *mlx4.Cmd) (*srqObj, mlx4.Status) {
+func (h *HCA) hwSRQ(c *Cmd) (*srqObj, mlx4.Status) {
 	srqn := c.InMod & mlx4.ObjectMask
 	o, err := h.Res.Get(c.VF, restrack.SRQ, uint64(srqn))
 	if err != nil {
-		return nil, restrack.Refuse(c, err)
+		return nil, c.refuse(err)
 	}
 	defer h.Res.Put(o)
 	obj := h.fw.srqs[srqn]
 	if o.From() != restrack.HW || obj == nil {
-		return nil, c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
+		return nil, c.Refuse(mlx4.RESOURCE_BUSY, refusal.BadState)
 	}
 	return obj, mlx4.OK
 }
 
 // QUERY_SRQ returns the SRQ context (with the armed limit watermark).
-func (h *HCA) QUERY_SRQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_SRQ(c *Cmd) mlx4.Status {
 	obj, s := h.hwSRQ(c)
 	if s != mlx4.OK {
 		return s
@@ -199,7 +200,7 @@ func (h *HCA) QUERY_SRQ(c *mlx4.Cmd) mlx4.Status {
 }
 
 // ARM_SRQ sets the SRQ limit watermark (in_param low 16 bits).
-func (h *HCA) ARM_SRQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) ARM_SRQ(c *Cmd) mlx4.Status {
 	obj, s := h.hwSRQ(c)
 	if s != mlx4.OK {
 		return s

@@ -2,7 +2,7 @@
 // master would issue commands to. It holds the model device's configuration,
 // the resource tracker and the object tables a firmware keeps (QP, CQ, SRQ,
 // MPT, MTT and EQ contexts, counters, MAC/VLAN tables), and it implements one
-// executor per opcode: func (h *HCA) NAME(c *mlx4.Cmd) mlx4.Status, reached
+// executor per opcode: func (h *HCA) NAME(c *Cmd) mlx4.Status, reached
 // through Exec, the one entry.
 //
 // Executors read only the command (decoded from the PF's shadow vHCR) and its

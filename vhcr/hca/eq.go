@@ -35,6 +35,7 @@ import (
 	"errors"
 
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -59,17 +60,17 @@ var (
 // from the MTT entries, every page inside the VF's window (BAD_PARAM,
 // reason MTT, if an entry was never written or points outside). An EQN out
 // of the VF's range → BAD_PARAM before anything (mlx4 does not check it).
-func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) SW2HW_EQ(c *Cmd) mlx4.Status {
 	if c.InMod > eqnMask {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 	}
 	eqn := int(c.InMod)
 	ctx, _ := mlx4.DecodeEQContext(c.Inbox[:]) // a mailbox holds the context
 	o, err := h.Res.CreateEQ(c.VF, eqn)
 	if err != nil {
-		s := restrack.Refuse(c, err)
+		s := c.refuse(err)
 		if errors.Is(err, restrack.ErrRange) {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+			return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 		}
 		return s
 	}
@@ -83,7 +84,7 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 	pageShift := ctx.LogPageSize + mlx4.PageShift
 	if ctx.LogSize > maxEQLogSize || pageShift > 30 || ctx.PageOffset != 0 {
 		undo()
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Context)
 	}
 	eq := &eqObj{tr: o, EQState: EQState{VF: c.VF, EQN: eqn, Nent: 1 << ctx.LogSize, PageShift: uint(pageShift), Armed: ctx.State == mlx4.EQ_STATE_ARMED},
 		win: c.Mem, intr: ctx.Intr, always: ctx.State == mlx4.EQ_STATE_ALWAYS_ARMED}
@@ -92,32 +93,32 @@ func (h *HCA) SW2HW_EQ(c *mlx4.Cmd) mlx4.Status {
 	npages := (ring + psize - 1) / psize
 	if npages > uint64(ctx.MTTPages()) || npages > maxRingPages || c.Mem == nil {
 		undo()
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.MTT)
 	}
 	eq.Pages = make([]uint64, npages)
 	for i := range eq.Pages {
 		e := h.mttRead(mtt, ctx.MTTBase-mtt.ID+uint64(i))
 		if e&1 == 0 { // never written
 			undo()
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
+			return c.Refuse(mlx4.BAD_PARAM, refusal.MTT)
 		}
 		addr := e &^ (psize - 1)
 		if _, err := c.Mem.Translate(addr, int(min(psize, ring)), dma.Write); err != nil {
 			undo()
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
+			return c.Refuse(mlx4.BAD_PARAM, refusal.MTT)
 		}
 		eq.Pages[i] = addr
 	}
 	if err := h.Res.AddDep(o, mtt); err != nil {
 		undo()
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	copy(eq.Ctx[:], c.Inbox[:])
 	// Hardware starts the indexes from the context (mlx4 writes zeros).
 	eq.Cons, eq.Prod = ctx.Consumer, ctx.Producer
 	if err := h.handOverUnlessQuiet(eq); err != nil {
 		undo()
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMTT)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.MTT)
 	}
 	// A quiet replay (a restarted PF) must not sample the doorbell: its
 	// word now is the VF's consumer index of this very EQ, and taken as
@@ -159,19 +160,19 @@ func (eq *eqObj) handOver() error {
 
 // HW2SW_EQ destroys a VF EQ: HW→RESERVED, MTT reference dropped, untracked;
 // event types mapped to it are unmapped. Unknown EQ → INTERNAL_ERR.
-func (h *HCA) HW2SW_EQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) HW2SW_EQ(c *Cmd) mlx4.Status {
 	if c.InMod > eqnMask {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 	}
 	id := restrack.EQID(c.VF, int(c.InMod))
 	o, err := h.Res.StartMove(c.VF, restrack.EQ, id, restrack.Reserved)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	h.Res.DropDeps(o)
 	h.Res.EndMove(o)
 	if err := h.Res.RemoveEQ(o); err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	h.dropEQ(c.VF, int(c.InMod), id)
 	return mlx4.OK
@@ -191,18 +192,18 @@ func (h *HCA) dropEQ(vf, eqn int, id uint64) {
 
 // QUERY_EQ returns the EQ context with the current consumer and producer
 // indexes. The EQ must be in HW (else BAD_PARAM, as mlx4's -EINVAL).
-func (h *HCA) QUERY_EQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_EQ(c *Cmd) mlx4.Status {
 	if c.InMod > eqnMask {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 	}
 	id := restrack.EQID(c.VF, int(c.InMod))
 	o, err := h.Res.Peek(c.VF, restrack.EQ, id)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	eq := h.fw.eqs[id]
 	if o.State != restrack.HW || eq == nil {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.BadState)
 	}
 	h.refreshCI(eq)
 	copy(c.Outbox[:], eq.Ctx[:])
@@ -216,11 +217,11 @@ func (h *HCA) QUERY_EQ(c *mlx4.Cmd) mlx4.Status {
 // bookkeeping only). Stricter than Linux: mapping needs the EQ to exist in
 // HW (BAD_PARAM, reason EQ); unmapping clears the types whatever they
 // pointed at, as mlx4.
-func (h *HCA) MAP_EQ(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) MAP_EQ(c *Cmd) mlx4.Status {
 	eqn := int(c.InMod & eqnMask)
 	unmap := c.InMod&mlx4.MAP_EQ_UNMAP != 0
 	if !unmap && !h.checkEQ(c.VF, eqn) {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonEQ)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.EQ)
 	}
 	v := &h.fw.vfs[c.VF]
 	for i := range numEventTypes {
@@ -388,7 +389,11 @@ func CompletionEQE(token uint16, status mlx4.Status, outParam uint64) [mlx4.EQES
 // (mlx4_eq_int with mlx4_get_slave_from_resource_id): untracked objects
 // → restrack.ErrNotFound.
 func (h *HCA) objectEvent(ty restrack.Type, id uint32, eventType, subtype, syndrome uint8) error {
-	vf, err := h.Res.Owner(ty, uint64(id))
+	key := id
+	if ty == restrack.QP {
+		key &= mlx4.QPNTrackerMask // mlx4_get_slave_from_resource_id: the tracker's QPN
+	}
+	vf, err := h.Res.Owner(ty, uint64(key))
 	if err != nil {
 		return err
 	}
@@ -402,9 +407,12 @@ func (h *HCA) objectEvent(ty restrack.Type, id uint32, eventType, subtype, syndr
 
 // QPEvent delivers a QP event (PATH_MIG, COMM_EST, SQ_DRAINED,
 // SRQ_QP_LAST_WQE, WQ_CATAS_ERROR, PATH_MIG_FAILED, WQ_INVAL_REQ_ERROR,
-// WQ_ACCESS_ERROR) to the QP's owner.
+// WQ_ACCESS_ERROR) to the QP's owner, as mlx4_eq_int does: the EQE carries
+// the 24-bit QPN (event.qp.qpn & 0xffffff), the owner is the tracker's QP
+// of its low 23 bits (mlx4_get_slave_from_resource_id), and mlx4_slave_event
+// forwards the EQE unchanged.
 func (h *HCA) QPEvent(qpn uint32, eventType uint8) error {
-	return h.objectEvent(restrack.QP, qpn&qpnMask, eventType, 0, 0)
+	return h.objectEvent(restrack.QP, qpn&mlx4.QPNMask, eventType, 0, 0)
 }
 
 // SRQEvent delivers SRQ_LIMIT or SRQ_CATAS_ERROR to the SRQ's owner.

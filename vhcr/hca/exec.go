@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -99,7 +100,7 @@ const (
 // row is vhcrd's half of a command table row.
 type row struct {
 	op    mlx4.Opcode
-	exec  func(*HCA, *mlx4.Cmd) mlx4.Status
+	exec  func(*HCA, *Cmd) mlx4.Status
 	eff   Effects
 	inbox InboxRead // zero for a row without an inbox
 	qp    qpChecks
@@ -191,7 +192,7 @@ type Command struct {
 	mlx4.Info
 	// Exec is the executor (nil for an EPERM row). The PF calls it only
 	// through HCA.Exec.
-	Exec    func(*HCA, *mlx4.Cmd) mlx4.Status
+	Exec    func(*HCA, *Cmd) mlx4.Status
 	Effects Effects
 	// Inbox is how much of the inbox the executor reads (zero without an
 	// inbox).
@@ -266,7 +267,7 @@ func Executes(op mlx4.Opcode) bool { return commands[mlx4.CmdIndex(op)].Exec != 
 // (mlx4_CMD_EPERM_wrapper); an op_modifier the row does not allow
 // BAD_PARAM (the wrapper's -EINVAL). An admitted command costs the test in
 // front (Admit inlines); a refusal is said by refuse.
-func Admit(c *mlx4.Cmd, x *Command) mlx4.Status {
+func Admit(c *Cmd, x *Command) mlx4.Status {
 	if x != nil && x.admits&(1<<min(c.OpMod, 16)) != 0 {
 		return mlx4.OK
 	}
@@ -277,14 +278,14 @@ func Admit(c *mlx4.Cmd, x *Command) mlx4.Status {
 // Admit inlines.
 //
 //go:noinline
-func refuse(c *mlx4.Cmd, x *Command) mlx4.Status {
+func refuse(c *Cmd, x *Command) mlx4.Status {
 	switch {
 	case x == nil || x.index == 0:
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.UnknownOpcode)
 	case x.EPERM:
-		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
+		return c.Refuse(mlx4.BAD_OP, refusal.Privileged)
 	}
-	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+	return c.Refuse(mlx4.BAD_PARAM, refusal.OpModifier)
 }
 
 // Exec runs c on the HCA: the one entry to the executors, for the PF and
@@ -294,21 +295,21 @@ func refuse(c *mlx4.Cmd, x *Command) mlx4.Status {
 // for a has_inbox row (INTERNAL_ERR, as an unreadable inbox), and the
 // outbox for a has_outbox row (INTERNAL_ERR), which Exec zeroes before the
 // executor runs.
-func (h *HCA) Exec(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) Exec(c *Cmd) mlx4.Status {
 	x := &commands[mlx4.CmdIndex(c.Op)]
 	if s := Admit(c, x); s != mlx4.OK {
 		return s
 	}
 	switch {
 	case x.Exec == nil: // a row left without its executor (TestCommandTable)
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotModelled)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.NotModelled)
 	case uint(c.VF) >= uint(len(h.Funcs)): // New sizes Funcs and the firmware's per-VF tables alike
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotFound)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.NotFound)
 	case x.HasInbox && c.Inbox == nil:
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.InboxDMA)
 	case x.HasOutbox:
 		if c.Outbox == nil {
-			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonContext)
+			return c.Refuse(mlx4.INTERNAL_ERR, refusal.Context)
 		}
 		clear(c.Outbox[:])
 	}

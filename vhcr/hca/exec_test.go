@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -30,21 +31,21 @@ func TestExecGuarantees(t *testing.T) {
 	v := r.vf(1)
 	cases := []struct {
 		name   string
-		c      *mlx4.Cmd
+		c      *Cmd
 		status mlx4.Status
-		reason mlx4.Reason
+		reason refusal.Reason
 	}{
-		{"unknown opcode", v.cmd(mlx4.INIT_HCA, 0, 0, 0, nil, false), mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
-		{"EPERM row", v.cmd(mlx4.MAD_DEMUX, 0, 0, 0, nil, false), mlx4.BAD_OP, mlx4.ReasonPrivileged},
-		{"VF out of range", &mlx4.Cmd{VF: 2, Op: mlx4.NOP}, mlx4.INTERNAL_ERR, mlx4.ReasonNotFound},
-		{"negative VF", &mlx4.Cmd{VF: -1, Op: mlx4.NOP}, mlx4.INTERNAL_ERR, mlx4.ReasonNotFound},
-		{"inbox row without inbox", v.cmd(mlx4.SW2HW_CQ, 0, 0, 0, nil, false), mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA},
-		{"outbox row without outbox", v.cmd(mlx4.QUERY_FW, 0, 0, 0, nil, false), mlx4.INTERNAL_ERR, mlx4.ReasonContext},
-		{"both, inbox missing", v.cmd(mlx4.MAD_IFC, 0, 0, 0, nil, true), mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA},
+		{"unknown opcode", v.cmd(mlx4.INIT_HCA, 0, 0, 0, nil, false), mlx4.BAD_PARAM, refusal.UnknownOpcode},
+		{"EPERM row", v.cmd(mlx4.MAD_DEMUX, 0, 0, 0, nil, false), mlx4.BAD_OP, refusal.Privileged},
+		{"VF out of range", &Cmd{VF: 2, Op: mlx4.NOP}, mlx4.INTERNAL_ERR, refusal.NotFound},
+		{"negative VF", &Cmd{VF: -1, Op: mlx4.NOP}, mlx4.INTERNAL_ERR, refusal.NotFound},
+		{"inbox row without inbox", v.cmd(mlx4.SW2HW_CQ, 0, 0, 0, nil, false), mlx4.INTERNAL_ERR, refusal.InboxDMA},
+		{"outbox row without outbox", v.cmd(mlx4.QUERY_FW, 0, 0, 0, nil, false), mlx4.INTERNAL_ERR, refusal.Context},
+		{"both, inbox missing", v.cmd(mlx4.MAD_IFC, 0, 0, 0, nil, true), mlx4.INTERNAL_ERR, refusal.InboxDMA},
 		// The PF's admission rule (Admit), applied by Exec too: QUERY_FW's
 		// wrapper takes op_modifier 0 only.
-		{"op_modifier the row refuses", v.cmd(mlx4.QUERY_FW, 0, 0, 1, nil, true), mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
-		{"op_modifier ALLOC_RES refuses", v.cmd(mlx4.ALLOC_RES, 0, 1, 3, nil, false), mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
+		{"op_modifier the row refuses", v.cmd(mlx4.QUERY_FW, 0, 0, 1, nil, true), mlx4.BAD_PARAM, refusal.OpModifier},
+		{"op_modifier ALLOC_RES refuses", v.cmd(mlx4.ALLOC_RES, 0, 1, 3, nil, false), mlx4.BAD_PARAM, refusal.OpModifier},
 	}
 	for _, tc := range cases {
 		if s := r.h.Exec(tc.c); s != tc.status || tc.c.Reason != tc.reason {
@@ -182,26 +183,26 @@ func TestAdmit(t *testing.T) {
 		op     mlx4.Opcode
 		opMod  uint8
 		status mlx4.Status
-		reason mlx4.Reason
+		reason refusal.Reason
 	}{
-		{mlx4.INIT_HCA, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
-		{mlx4.MAD_DEMUX, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
-		{mlx4.QUERY_FW, 1, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
-		{mlx4.QUERY_FUNC_CAP, 1, mlx4.OK, mlx4.ReasonNone},
-		{mlx4.NOP, 7, mlx4.OK, mlx4.ReasonNone},
+		{mlx4.INIT_HCA, 0, mlx4.BAD_PARAM, refusal.UnknownOpcode},
+		{mlx4.MAD_DEMUX, 0, mlx4.BAD_OP, refusal.Privileged},
+		{mlx4.QUERY_FW, 1, mlx4.BAD_PARAM, refusal.OpModifier},
+		{mlx4.QUERY_FUNC_CAP, 1, mlx4.OK, refusal.None},
+		{mlx4.NOP, 7, mlx4.OK, refusal.None},
 		// A listed row admits nothing from 16: 0x11 is not 1, 0x10 not 0.
-		{mlx4.QUERY_FUNC_CAP, 0x11, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
-		{mlx4.QUERY_FW, 0x10, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
-		{mlx4.NOP, 0xff, mlx4.OK, mlx4.ReasonNone},
+		{mlx4.QUERY_FUNC_CAP, 0x11, mlx4.BAD_PARAM, refusal.OpModifier},
+		{mlx4.QUERY_FW, 0x10, mlx4.BAD_PARAM, refusal.OpModifier},
+		{mlx4.NOP, 0xff, mlx4.OK, refusal.None},
 	} {
-		c := &mlx4.Cmd{Op: tc.op, OpMod: tc.opMod}
+		c := &Cmd{Op: tc.op, OpMod: tc.opMod}
 		if s := Admit(c, Lookup(tc.op)); s != tc.status || c.Reason != tc.reason {
 			t.Errorf("%v op_modifier %d: %v (%v), want %v (%v)", tc.op, tc.opMod, s, c.Reason, tc.status, tc.reason)
 		}
 	}
 	// The zero row (an opcode without one, as Exec finds it) is unknown.
-	c := &mlx4.Cmd{Op: mlx4.INIT_HCA}
-	if s := Admit(c, &Command{}); s != mlx4.BAD_PARAM || c.Reason != mlx4.ReasonUnknownOpcode {
+	c := &Cmd{Op: mlx4.INIT_HCA}
+	if s := Admit(c, &Command{}); s != mlx4.BAD_PARAM || c.Reason != refusal.UnknownOpcode {
 		t.Errorf("the zero row: %v (%v), want BAD_PARAM (unknown opcode)", s, c.Reason)
 	}
 }

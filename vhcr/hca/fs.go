@@ -13,6 +13,7 @@ package hca
 import (
 	"encoding/binary"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -33,9 +34,9 @@ func (h *HCA) SetDeviceManagedSteering(on bool) { h.fw.dmfs = on }
 // accepted; other headers or a size outside the mailbox → BAD_PARAM, after
 // the port and the QP (in mlx4's order). The rule holds its QP. out_param
 // = the reg_id.
-func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QP_FLOW_STEERING_ATTACH(c *Cmd) mlx4.Status {
 	if !h.fw.dmfs {
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonOpModifier)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.OpModifier)
 	}
 	b := c.Inbox
 	phys, s := h.port(c, uint32(b[mlx4.NetTransCtrlPort]))
@@ -45,42 +46,42 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *mlx4.Cmd) mlx4.Status {
 	qpn := binary.BigEndian.Uint32(b[mlx4.NetTransCtrlQPN:]) & mlx4.QPNMask // as mlx4: bit 23 names no QP
 	qp, err := h.Res.Peek(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	// The model bounds the rule by the mailbox where mlx4 reads its
 	// headers ("Corrupted mailbox": BAD_PARAM).
 	size := int(c.InMod) * 4
 	if c.InMod > mlx4.MailboxSize/4 || size < mlx4.NetTransCtrlSize+4 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 	}
 	hdr := b[mlx4.NetTransCtrlSize:]
 	switch binary.BigEndian.Uint16(hdr[mlx4.RuleHwID:]) {
 	case mlx4.NET_TRANS_RULE_ID_ETH:
 		if size < mlx4.NetTransCtrlSize+mlx4.RuleHwEthDstMAC+6 {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
+			return c.Refuse(mlx4.BAD_PARAM, refusal.Context)
 		}
 		dst := hdr[mlx4.RuleHwEthDstMAC : mlx4.RuleHwEthDstMAC+6]
 		mac := uint64(dst[0])<<40 | uint64(dst[1])<<32 | uint64(dst[2])<<24 | uint64(dst[3])<<16 | uint64(dst[4])<<8 | uint64(dst[5])
 		if dst[0]&1 == 0 && !h.Res.HasMACValue(c.VF, phys, mac) {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
+			return c.Refuse(mlx4.BAD_PARAM, refusal.NotOwner)
 		}
 	case mlx4.NET_TRANS_RULE_ID_IPV4, mlx4.NET_TRANS_RULE_ID_TCP, mlx4.NET_TRANS_RULE_ID_UDP:
 		// add_eth_header prepends a MAC the VF registered on the port;
 		// without one the rule is BAD_PARAM.
 		if !h.hasMACOn(c.VF, phys) {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
+			return c.Refuse(mlx4.BAD_PARAM, refusal.NotOwner)
 		}
 	case mlx4.NET_TRANS_RULE_ID_IB:
 	default:
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Context)
 	}
 	if h.Res.Counts(c.VF)[restrack.FSRule] >= maxFSRulesPerVF {
-		return c.Refuse(mlx4.EXCEED_LIM, mlx4.ReasonQuota)
+		return c.Refuse(mlx4.EXCEED_LIM, refusal.Quota)
 	}
 	h.fw.nextRegID++
 	id := h.fw.nextRegID
 	if _, err := h.Res.AddFSRule(c.VF, id, qp); err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	c.OutParam = id
 	return mlx4.OK
@@ -97,12 +98,12 @@ func (h *HCA) hasMACOn(vf, phys int) bool {
 
 // QP_FLOW_STEERING_DETACH removes the VF's rule in_param (INTERNAL_ERR
 // unknown, BAD_OP another VF's) and releases its QP.
-func (h *HCA) QP_FLOW_STEERING_DETACH(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QP_FLOW_STEERING_DETACH(c *Cmd) mlx4.Status {
 	if !h.fw.dmfs {
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonOpModifier)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.OpModifier)
 	}
 	if err := h.Res.RemoveFSRule(c.VF, c.InParam); err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	return mlx4.OK
 }

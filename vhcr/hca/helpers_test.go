@@ -7,6 +7,7 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -64,8 +65,8 @@ func (r *rig) vf(n int) *vf {
 }
 
 // cmd builds a command; inbox (if not nil) is copied into a heap shadow.
-func (v *vf) cmd(op mlx4.Opcode, inParam uint64, inMod uint32, opMod uint8, inbox []byte, outbox bool) *mlx4.Cmd {
-	c := &mlx4.Cmd{VF: v.n, InParam: inParam, InMod: inMod, Op: op, OpMod: opMod, Mem: v.w, Token: 0xffff}
+func (v *vf) cmd(op mlx4.Opcode, inParam uint64, inMod uint32, opMod uint8, inbox []byte, outbox bool) *Cmd {
+	c := &Cmd{VF: v.n, InParam: inParam, InMod: inMod, Op: op, OpMod: opMod, Mem: v.w, Token: 0xffff}
 	if inbox != nil {
 		c.Inbox = new([mlx4.MailboxSize]byte)
 		copy(c.Inbox[:], inbox)
@@ -77,9 +78,9 @@ func (v *vf) cmd(op mlx4.Opcode, inParam uint64, inMod uint32, opMod uint8, inbo
 }
 
 // run executes c through Exec, as the PF does.
-func (v *vf) run(c *mlx4.Cmd) mlx4.Status {
+func (v *vf) run(c *Cmd) mlx4.Status {
 	s := v.r.h.Exec(c)
-	if s != mlx4.OK && c.Reason == mlx4.ReasonNone {
+	if s != mlx4.OK && c.Reason == refusal.None {
 		v.r.t.Errorf("%v from VF %d: status %v without a reason", c.Op, v.n, s)
 	}
 	return s

@@ -43,8 +43,8 @@ func TestImageRoundTrip(t *testing.T) {
 	}
 	v.must(v.qpCmd(mlx4.TWO_RST_QP, qpn, nil), "2RST")
 	vb.must(vb.qpCmd(mlx4.TWO_RST_QP, qpn, nil), "2RST after load")
-	na2, _ := r.h.PortChange(1, 4) // VF 0 has no EQ: not counted
-	nb2, _ := b.h.PortChange(1, 4)
+	na2, _ := r.h.PortChange(1, mlx4.PORT_CHANGE_SUBTYPE_ACTIVE) // VF 0 has no EQ: not counted
+	nb2, _ := b.h.PortChange(1, mlx4.PORT_CHANGE_SUBTYPE_ACTIVE)
 	if na2 != 1 || nb2 != 1 {
 		t.Fatalf("port change EQEs %d after load, %d without", nb2, na2)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -113,9 +114,9 @@ func (h *HCA) refreshMADView(vf int) {
 // MAD_IFC wrapper: LID-routed Gets of P_KeyTable, PortInfo, GUIDInfo and
 // NodeInfo are answered with the VF's paravirtualised view; every Set,
 // every network-view MAD_IFC and every other MAD is refused with BAD_OP.
-func (h *HCA) MAD_IFC(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) MAD_IFC(c *Cmd) mlx4.Status {
 	if h.mad == nil {
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotModelled)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.NotModelled)
 	}
 	out := (*mad.MAD)(c.Outbox[:mad.Size])
 	recorded := false
@@ -143,25 +144,25 @@ func (h *HCA) MAD_IFC(c *mlx4.Cmd) mlx4.Status {
 // madIFCStatus is the status mlx4's master returns a VF for a MAD_IFC
 // outcome. A MAD the firmware does not answer is BAD_PKT, which the master
 // turns into -EINVAL and the VF sees as BAD_PARAM, like a malformed inbox.
-func madIFCStatus(c *mlx4.Cmd, r mad.IFCResult) mlx4.Status {
+func madIFCStatus(c *Cmd, r mad.IFCResult) mlx4.Status {
 	switch r {
 	case mad.IFCOK:
 		return mlx4.OK
 	case mad.IFCRefused:
-		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonMAD)
+		return c.Refuse(mlx4.BAD_OP, refusal.MAD)
 	case mad.IFCNoReply:
 		// Consumed without a reply: a B_Key (or other key) violation,
 		// whose trap the engine sent, or a TrapRepress.
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonMADDropped)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.MADDropped)
 	}
-	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
+	return c.Refuse(mlx4.BAD_PARAM, refusal.Context)
 }
 
 // QUERY_HCA answers the HCA's initialisation parameters a VF reads in
 // mlx4_slave_cap: version 2, the table sizes (log2), 32-byte EQEs and CQEs,
 // 4 KiB UAR pages. Base addresses of the PF's ICM tables are not a VF's
 // business and read as zero.
-func (h *HCA) QUERY_HCA(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_HCA(c *Cmd) mlx4.Status {
 	r := &h.Cfg.Resources
 	o := c.Outbox[:]
 	o[mlx4.INIT_HCA_VERSION_OFFSET] = mlx4.INIT_HCA_VERSION

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -13,14 +14,14 @@ func TestMADIFCStatus(t *testing.T) {
 	for _, tc := range []struct {
 		r      mad.IFCResult
 		want   mlx4.Status
-		reason mlx4.Reason
+		reason refusal.Reason
 	}{
-		{mad.IFCOK, mlx4.OK, mlx4.ReasonNone},
-		{mad.IFCRefused, mlx4.BAD_OP, mlx4.ReasonMAD},
-		{mad.IFCBadInbox, mlx4.BAD_PARAM, mlx4.ReasonContext},
-		{mad.IFCNoReply, mlx4.BAD_PARAM, mlx4.ReasonMADDropped},
+		{mad.IFCOK, mlx4.OK, refusal.None},
+		{mad.IFCRefused, mlx4.BAD_OP, refusal.MAD},
+		{mad.IFCBadInbox, mlx4.BAD_PARAM, refusal.Context},
+		{mad.IFCNoReply, mlx4.BAD_PARAM, refusal.MADDropped},
 	} {
-		var c mlx4.Cmd
+		var c Cmd
 		if s := madIFCStatus(&c, tc.r); s != tc.want || c.Reason != tc.reason {
 			t.Errorf("%v: %v (%v), want %v (%v)", tc.r, s, c.Reason, tc.want, tc.reason)
 		}

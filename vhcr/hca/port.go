@@ -21,22 +21,23 @@ package hca
 import (
 	"encoding/binary"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // port converts in_modifier[7:0] to a physical port or refuses BAD_PARAM.
-func (h *HCA) port(c *mlx4.Cmd, vport uint32) (int, mlx4.Status) {
+func (h *HCA) port(c *Cmd, vport uint32) (int, mlx4.Status) {
 	phys := h.PhysPort(c.VF, vport)
 	if phys == 0 {
-		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		return 0, c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
 	return phys, mlx4.OK
 }
 
 // INIT_PORT opens the VF's port (mlx4_INIT_PORT_wrapper: port converted,
 // BAD_PARAM if the VF has no such port; opening twice is OK).
-func (h *HCA) INIT_PORT(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) INIT_PORT(c *Cmd) mlx4.Status {
 	phys, s := h.port(c, c.InMod)
 	if s != mlx4.OK {
 		return s
@@ -46,7 +47,7 @@ func (h *HCA) INIT_PORT(c *mlx4.Cmd) mlx4.Status {
 }
 
 // CLOSE_PORT closes the VF's port (closing a closed port is OK).
-func (h *HCA) CLOSE_PORT(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) CLOSE_PORT(c *Cmd) mlx4.Status {
 	phys, s := h.port(c, c.InMod)
 	if s != mlx4.OK {
 		return s
@@ -66,28 +67,28 @@ func (h *HCA) PortOpen(vf, phys int) bool {
 // SET_PORT: the port must be the VF's (BAD_PARAM). A VF may not change
 // the port's configuration (mlx4_common_set_port ignores or restricts the
 // VF's MTU, MAC, VLAN and GID tables), so the model accepts and ignores it.
-func (h *HCA) SET_PORT(c *mlx4.Cmd) mlx4.Status {
-	_, s := h.port(c, c.InMod&0xff)
+func (h *HCA) SET_PORT(c *Cmd) mlx4.Status {
+	_, s := h.port(c, c.InMod&mlx4.PortInModMask)
 	return s
 }
 
 // HW_HEALTH_CHECK is native in mlx4; the model's hardware is healthy.
-func (h *HCA) HW_HEALTH_CHECK(c *mlx4.Cmd) mlx4.Status { return mlx4.OK }
+func (h *HCA) HW_HEALTH_CHECK(c *Cmd) mlx4.Status { return mlx4.OK }
 
 // CONF_SPECIAL_QP is native in mlx4 (only the PF's demux should use it);
 // the model answers OK and changes nothing, so a VF cannot reconfigure the
 // device's special QPs.
-func (h *HCA) CONF_SPECIAL_QP(c *mlx4.Cmd) mlx4.Status { return mlx4.OK }
+func (h *HCA) CONF_SPECIAL_QP(c *Cmd) mlx4.Status { return mlx4.OK }
 
 // INFORM_FLR_DONE is native in mlx4; from a VF the model answers OK and
 // changes nothing (FLR completion is the PF's own business).
-func (h *HCA) INFORM_FLR_DONE(c *mlx4.Cmd) mlx4.Status { return mlx4.OK }
+func (h *HCA) INFORM_FLR_DONE(c *Cmd) mlx4.Status { return mlx4.OK }
 
 // CONFIG_DEV: only op_modifier 1 (get) is allowed (else BAD_OP); the answer
 // is all zero (no VXLAN port, default checksum handling).
-func (h *HCA) CONFIG_DEV(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) CONFIG_DEV(c *Cmd) mlx4.Status {
 	if c.OpMod != 1 {
-		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonOpModifier)
+		return c.Refuse(mlx4.BAD_OP, refusal.OpModifier)
 	}
 	return mlx4.OK
 }
@@ -96,7 +97,7 @@ func (h *HCA) CONFIG_DEV(c *mlx4.Cmd) mlx4.Status {
 // (mlx4_PROMISC_wrapper): the port (in_param 63:62) must be the VF's
 // (BAD_PARAM); unicast steering (in_modifier 0) is a no-op in
 // multi-function mode. Stricter than Linux: the QP must be the VF's.
-func (h *HCA) PROMISC(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) PROMISC(c *Cmd) mlx4.Status {
 	phys, s := h.port(c, uint32(c.InParam>>62))
 	if s != mlx4.OK {
 		return s
@@ -106,15 +107,15 @@ func (h *HCA) PROMISC(c *mlx4.Cmd) mlx4.Status {
 	}
 	qpn := uint64(lo32(c.InParam) & qpnMask)
 	if _, err := h.Res.Peek(c.VF, restrack.QP, qpn); err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	h.fw.vfs[c.VF].Promisc[phys-1] = c.OpMod != 0
 	return mlx4.OK
 }
 
 // SET_VLAN_FLTR records the VF's VLAN filter for its port.
-func (h *HCA) SET_VLAN_FLTR(c *mlx4.Cmd) mlx4.Status {
-	phys, s := h.port(c, c.InMod&0xff)
+func (h *HCA) SET_VLAN_FLTR(c *Cmd) mlx4.Status {
+	phys, s := h.port(c, c.InMod&mlx4.PortInModMask)
 	if s != mlx4.OK {
 		return s
 	}
@@ -126,8 +127,8 @@ func (h *HCA) SET_VLAN_FLTR(c *mlx4.Cmd) mlx4.Status {
 }
 
 // SET_MCAST_FLTR records the VF's multicast filter mode for its port.
-func (h *HCA) SET_MCAST_FLTR(c *mlx4.Cmd) mlx4.Status {
-	phys, s := h.port(c, c.InMod&0xff)
+func (h *HCA) SET_MCAST_FLTR(c *Cmd) mlx4.Status {
+	phys, s := h.port(c, c.InMod&mlx4.PortInModMask)
 	if s != mlx4.OK {
 		return s
 	}
@@ -138,16 +139,16 @@ func (h *HCA) SET_MCAST_FLTR(c *mlx4.Cmd) mlx4.Status {
 // QUERY_IF_STAT returns a counter (all zero in the model): the counter
 // (in_modifier 15:0) must be the VF's (INTERNAL_ERR unknown, BAD_OP
 // another VF's).
-func (h *HCA) QUERY_IF_STAT(c *mlx4.Cmd) mlx4.Status {
-	if _, err := h.Res.Peek(c.VF, restrack.Counter, uint64(c.InMod&0xffff)); err != nil {
-		return restrack.Refuse(c, err)
+func (h *HCA) QUERY_IF_STAT(c *Cmd) mlx4.Status {
+	if _, err := h.Res.Peek(c.VF, restrack.Counter, uint64(c.InMod&mlx4.CounterInModMask)); err != nil {
+		return c.refuse(err)
 	}
 	return mlx4.OK
 }
 
 // DUMP_ETH_STATS: mlx4 answers a VF OK with an empty outbox; the model
 // also requires the port to be the VF's (BAD_PARAM).
-func (h *HCA) DUMP_ETH_STATS(c *mlx4.Cmd) mlx4.Status {
-	_, s := h.port(c, c.InMod&0xff)
+func (h *HCA) DUMP_ETH_STATS(c *Cmd) mlx4.Status {
+	_, s := h.port(c, c.InMod&mlx4.PortInModMask)
 	return s
 }

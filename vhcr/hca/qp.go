@@ -52,6 +52,7 @@ package hca
 import (
 	"encoding/binary"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -88,20 +89,20 @@ var (
 // pathPort converts one path's port (sched_queue bit 6) to the physical
 // port and rewrites the bit (mlx4_slave_convert_port): a port the VF does
 // not have is BAD_PARAM.
-func (h *HCA) pathPort(c *mlx4.Cmd, p qpPath) (int, mlx4.Status) {
+func (h *HCA) pathPort(c *Cmd, p qpPath) (int, mlx4.Status) {
 	b := c.Inbox
-	phys := h.PhysPort(c.VF, uint32(b[p.sched]>>6&1)+1)
+	phys := h.PhysPort(c.VF, uint32(mlx4.SchedQueuePort(b[p.sched])))
 	if phys == 0 {
-		return 0, c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		return 0, c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
-	b[p.sched] = b[p.sched]&^0x40 | byte(phys-1)<<6
+	b[p.sched] = b[p.sched]&^mlx4.SchedQueuePortBit | byte(phys-1)*mlx4.SchedQueuePortBit
 	return phys, mlx4.OK
 }
 
 // qpcPorts is adjust_qp_sched_queue, the first check of every wrapper that
 // carries a context: the primary path's port, and the alternate path's
 // when optpar names it (alt is then its physical port, else 0).
-func (h *HCA) qpcPorts(c *mlx4.Cmd, q *mlx4.QPMailbox) (pri, alt int, s mlx4.Status) {
+func (h *HCA) qpcPorts(c *Cmd, q *mlx4.QPMailbox) (pri, alt int, s mlx4.Status) {
 	if pri, s = h.pathPort(c, priPath); s != mlx4.OK {
 		return 0, 0, s
 	}
@@ -120,24 +121,24 @@ func (h *HCA) qpcPorts(c *mlx4.Cmd, q *mlx4.QPMailbox) (pri, alt int, s mlx4.Sta
 // BAD_PARAM; MLX QPs on reserved QPNs at INIT2RTR need SMI, BAD_OP; then
 // roce_verify_mac at INIT2RTR (an Ethernet QP other than MLX must use a
 // source MAC index the VF registered on the port, BAD_PARAM).
-func (h *HCA) qpcVerify(c *mlx4.Cmd, q *mlx4.QPMailbox, path bool, op mlx4.Opcode, pri, alt int) mlx4.Status {
+func (h *HCA) qpcVerify(c *Cmd, q *mlx4.QPMailbox, path bool, op mlx4.Opcode, pri, alt int) mlx4.Status {
 	b := c.Inbox
 	if path && q.Ctx.RateLimitParams != 0 {
-		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
+		return c.Refuse(mlx4.BAD_OP, refusal.Context)
 	}
 	connected := q.Ctx.ST == mlx4.QP_ST_RC || q.Ctx.ST == mlx4.QP_ST_UC || q.Ctx.ST == mlx4.QP_ST_XRC
 	if path && connected && q.OptPar&mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH != 0 && int(b[priPath.mgid]) >= h.numGIDs(pri) {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.GID)
 	}
 	if path && connected && alt != 0 && int(b[altPath.mgid]) >= h.numGIDs(alt) {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonGID)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.GID)
 	}
 	qpn := c.InMod & qpnMask
 	if op == mlx4.INIT2RTR_QP && q.Ctx.ST == mlx4.QP_ST_MLX && qpn < uint32(h.Res.Config().Reserved[restrack.QP]) && !h.Funcs[c.VF].SMI {
-		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonPrivileged)
+		return c.Refuse(mlx4.BAD_OP, refusal.Privileged)
 	}
 	if Lookup(op).qp&qpSourceMAC != 0 && h.isEth(pri) && q.Ctx.ST != mlx4.QP_ST_MLX && !h.Res.HasMAC(c.VF, pri, int(q.Ctx.Pri.SMACIndex)) {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.NotOwner)
 	}
 	return mlx4.OK
 }
@@ -149,16 +150,16 @@ func (h *HCA) qpcVerify(c *mlx4.Cmd, q *mlx4.QPMailbox, path bool, op mlx4.Opcod
 // path inside the VF's virtual table (BAD_PARAM; update_pkey_index does
 // not bound it). It then makes mlx4's rewrites: update_pkey_index,
 // update_gid and adjust_proxy_tun_qkey.
-func (h *HCA) qpcModel(c *mlx4.Cmd, q *mlx4.QPMailbox, path bool, pri, alt int) mlx4.Status {
+func (h *HCA) qpcModel(c *Cmd, q *mlx4.QPMailbox, path bool, pri, alt int) mlx4.Status {
 	b := c.Inbox
 	if !path && q.Ctx.RateLimitParams != 0 {
-		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
+		return c.Refuse(mlx4.BAD_OP, refusal.Context)
 	}
 	if int(b[priPath.pkey]) >= len(h.Funcs[c.VF].PKeyMap[pri]) {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.PKey)
 	}
 	if alt != 0 && int(b[altPath.pkey]) >= len(h.Funcs[c.VF].PKeyMap[alt]) {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPKey)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.PKey)
 	}
 	h.pathRewrite(c, priPath, pri, q.Ctx.ST, path && q.OptPar&mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH != 0)
 	if alt != 0 {
@@ -179,7 +180,7 @@ func (h *HCA) qpcModel(c *mlx4.Cmd, q *mlx4.QPMailbox, path bool, pri, alt int) 
 // pathRewrite is update_pkey_index and update_gid for one checked path:
 // the virtual P_Key index becomes the physical one, the GID index the
 // VF's (UD always, connected QPs when the path is being set).
-func (h *HCA) pathRewrite(c *mlx4.Cmd, p qpPath, phys int, st uint8, gidSet bool) {
+func (h *HCA) pathRewrite(c *Cmd, p qpPath, phys int, st uint8, gidSet bool) {
 	b := c.Inbox
 	b[p.pkey] = byte(h.Funcs[c.VF].PKeyMap[phys][b[p.pkey]])
 	connected := st == mlx4.QP_ST_RC || st == mlx4.QP_ST_UC || st == mlx4.QP_ST_XRC
@@ -187,22 +188,22 @@ func (h *HCA) pathRewrite(c *mlx4.Cmd, p qpPath, phys int, st uint8, gidSet bool
 	base := byte((c.VF + 1) * h.numGIDs(phys))
 	switch {
 	case st == mlx4.QP_ST_UD && h.isEth(phys):
-		b[p.mgid] = base&0x7f | 0x80
+		b[p.mgid] = base&mlx4.MGIDIndexMask | mlx4.MGIDIndexUD
 	case st == mlx4.QP_ST_UD:
-		b[p.mgid] = slave&0x7f | 0x80
+		b[p.mgid] = slave&mlx4.MGIDIndexMask | mlx4.MGIDIndexUD
 	case connected && gidSet && h.isEth(phys):
-		b[p.mgid] = (b[p.mgid] + base) & 0x7f
+		b[p.mgid] = (b[p.mgid] + base) & mlx4.MGIDIndexMask
 	case connected && gidSet:
-		b[p.mgid] = slave & 0x7f
+		b[p.mgid] = slave & mlx4.MGIDIndexMask
 	}
 }
 
 // ownedRef gets an object of the VF a QP context names (get_res: unknown
 // INTERNAL_ERR, another VF's BAD_OP).
-func (h *HCA) ownedRef(c *mlx4.Cmd, ty restrack.Type, n uint32) (*restrack.Object, mlx4.Status) {
+func (h *HCA) ownedRef(c *Cmd, ty restrack.Type, n uint32) (*restrack.Object, mlx4.Status) {
 	o, err := h.Res.Peek(c.VF, ty, uint64(n))
 	if err != nil {
-		return nil, restrack.Refuse(c, err)
+		return nil, c.refuse(err)
 	}
 	return o, mlx4.OK
 }
@@ -212,7 +213,7 @@ func (h *HCA) ownedRef(c *mlx4.Cmd, ty restrack.Type, n uint32) (*restrack.Objec
 // and SRQ owned; then the model's own checks (CQs and SRQ in HW, BAD_PARAM;
 // rate limit and P_Key index as qpcVerify) where mlx4 rewrites the context;
 // references on the MTT, CQs and SRQ.
-func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) RST2INIT_QP(c *Cmd) mlx4.Status {
 	qpn := c.InMod & qpnMask
 	q, _ := mlx4.DecodeQPMailbox(c.Inbox[:]) // a mailbox holds the context
 	phys, alt, s := h.qpcPorts(c, &q)
@@ -221,7 +222,7 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 	}
 	o, err := h.Res.StartMove(c.VF, restrack.QP, uint64(qpn), restrack.QPHW)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	fail := func(s mlx4.Status) mlx4.Status { h.Res.AbortMove(o); return s }
 	mtt, err := h.Res.MTTRange(c.VF, q.Ctx.MTTBase, q.Ctx.MTTPages())
@@ -244,7 +245,7 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 	}
 	for _, d := range []*restrack.Object{rcq, scq, srq} {
 		if d != nil && d.State != restrack.HW {
-			return fail(c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState))
+			return fail(c.Refuse(mlx4.BAD_PARAM, refusal.BadState))
 		}
 	}
 	if s := h.qpcModel(c, &q, false, phys, alt); s != mlx4.OK {
@@ -254,7 +255,7 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 		if d != nil {
 			if err := h.Res.AddDep(o, d); err != nil {
 				h.Res.DropDeps(o)
-				return fail(restrack.Refuse(c, err))
+				return fail(c.refuse(err))
 			}
 		}
 	}
@@ -267,16 +268,16 @@ func (h *HCA) RST2INIT_QP(c *mlx4.Cmd) mlx4.Status {
 
 // hwQP gets the VF's QP, which must be in HW (else RESOURCE_BUSY, as mlx4's
 // wrappers). The caller must Put qp.tr.
-func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
+func (h *HCA) hwQP(c *Cmd) (*qpObj, mlx4.Status) {
 	qpn := c.InMod & qpnMask
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
-		return nil, restrack.Refuse(c, err)
+		return nil, c.refuse(err)
 	}
 	qp := h.fw.qps[qpn]
 	if o.From() != restrack.QPHW || qp == nil {
 		h.Res.Put(o)
-		return nil, c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
+		return nil, c.Refuse(mlx4.RESOURCE_BUSY, refusal.BadState)
 	}
 	return qp, mlx4.OK
 }
@@ -288,7 +289,7 @@ func (h *HCA) hwQP(c *mlx4.Cmd) (*qpObj, mlx4.Status) {
 // and last the model's own checks (INIT2INIT's port, the counter of the
 // other transitions when their optpar has COUNTER_INDEX, qpcModel), which
 // mlx4 does not make.
-func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
+func (h *HCA) modifyQP(c *Cmd, op mlx4.Opcode) mlx4.Status {
 	x := Lookup(op) // the transition (qp.c's op[][]) and the wrapper's checks
 	path := x.qp&qpVerifyPath != 0
 	var q mlx4.QPMailbox
@@ -316,7 +317,7 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 		}
 	}
 	if !x.QP.Has(qp.State) {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonBadState)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.BadState)
 	}
 	if x.HasInbox {
 		if op == mlx4.INIT2INIT_QP {
@@ -365,39 +366,39 @@ func (h *HCA) modifyQP(c *mlx4.Cmd, op mlx4.Opcode) mlx4.Status {
 }
 
 // INIT2INIT_QP modifies an INIT QP (P_Key index rewrite).
-func (h *HCA) INIT2INIT_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.INIT2INIT_QP) }
+func (h *HCA) INIT2INIT_QP(c *Cmd) mlx4.Status { return h.modifyQP(c, mlx4.INIT2INIT_QP) }
 
 // INIT2RTR_QP moves INIT → RTR (port, GID, P_Key, RoCE source MAC checks).
-func (h *HCA) INIT2RTR_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.INIT2RTR_QP) }
+func (h *HCA) INIT2RTR_QP(c *Cmd) mlx4.Status { return h.modifyQP(c, mlx4.INIT2RTR_QP) }
 
 // RTR2RTS_QP moves RTR → RTS.
-func (h *HCA) RTR2RTS_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RTR2RTS_QP) }
+func (h *HCA) RTR2RTS_QP(c *Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RTR2RTS_QP) }
 
 // RTS2RTS_QP modifies an RTS QP.
-func (h *HCA) RTS2RTS_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RTS2RTS_QP) }
+func (h *HCA) RTS2RTS_QP(c *Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RTS2RTS_QP) }
 
 // SQERR2RTS_QP moves SQE → RTS.
-func (h *HCA) SQERR2RTS_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.SQERR2RTS_QP) }
+func (h *HCA) SQERR2RTS_QP(c *Cmd) mlx4.Status { return h.modifyQP(c, mlx4.SQERR2RTS_QP) }
 
 // SQD2SQD_QP modifies an SQD QP.
-func (h *HCA) SQD2SQD_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.SQD2SQD_QP) }
+func (h *HCA) SQD2SQD_QP(c *Cmd) mlx4.Status { return h.modifyQP(c, mlx4.SQD2SQD_QP) }
 
 // SQD2RTS_QP moves SQD → RTS.
-func (h *HCA) SQD2RTS_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.SQD2RTS_QP) }
+func (h *HCA) SQD2RTS_QP(c *Cmd) mlx4.Status { return h.modifyQP(c, mlx4.SQD2RTS_QP) }
 
 // TWO_ERR_QP (2ERR_QP) moves any QP in HW to ERR.
-func (h *HCA) TWO_ERR_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.TWO_ERR_QP) }
+func (h *HCA) TWO_ERR_QP(c *Cmd) mlx4.Status { return h.modifyQP(c, mlx4.TWO_ERR_QP) }
 
 // RTS2SQD_QP moves RTS → SQD.
-func (h *HCA) RTS2SQD_QP(c *mlx4.Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RTS2SQD_QP) }
+func (h *HCA) RTS2SQD_QP(c *Cmd) mlx4.Status { return h.modifyQP(c, mlx4.RTS2SQD_QP) }
 
 // TWO_RST_QP (2RST_QP) returns a QP to reset: HW→MAPPED, references on its
 // MTT, CQs and SRQ dropped. Not in HW → BAD_PARAM.
-func (h *HCA) TWO_RST_QP(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) TWO_RST_QP(c *Cmd) mlx4.Status {
 	qpn := c.InMod & qpnMask
 	o, err := h.Res.StartMove(c.VF, restrack.QP, uint64(qpn), restrack.Mapped)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	h.resetQP(qpn, o)
 	h.Res.EndMove(o)
@@ -414,7 +415,7 @@ func (h *HCA) resetQP(qpn uint32, o *restrack.Object) {
 
 // QUERY_QP returns the QP context at outbox offset 8, its state in bits
 // 31:28 of the flags word. Not in HW → RESOURCE_BUSY.
-func (h *HCA) QUERY_QP(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_QP(c *Cmd) mlx4.Status {
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -422,13 +423,12 @@ func (h *HCA) QUERY_QP(c *mlx4.Cmd) mlx4.Status {
 	defer h.Res.Put(qp.tr)
 	copy(c.Outbox[:], qp.Ctx[:])
 	binary.BigEndian.PutUint32(c.Outbox[mlx4.QPMailboxOptPar:], 0)
-	const flags = mlx4.QPMailboxContext + mlx4.QPCFlags // state in 31:28
-	c.Outbox[flags] = c.Outbox[flags]&0x0f | byte(qp.State)<<4
+	mlx4.PutQPCState(c.Outbox[mlx4.QPMailboxContext:], qp.State)
 	return mlx4.OK
 }
 
 // SUSPEND_QP suspends a QP in HW (else RESOURCE_BUSY).
-func (h *HCA) SUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) SUSPEND_QP(c *Cmd) mlx4.Status {
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -439,7 +439,7 @@ func (h *HCA) SUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
 }
 
 // UNSUSPEND_QP resumes a suspended QP in HW (else RESOURCE_BUSY).
-func (h *HCA) UNSUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) UNSUSPEND_QP(c *Cmd) mlx4.Status {
 	qp, s := h.hwQP(c)
 	if s != mlx4.OK {
 		return s
@@ -454,27 +454,27 @@ func (h *HCA) UNSUSPEND_QP(c *mlx4.Cmd) mlx4.Status {
 // (BAD_OP); MC_LB is not supported by the model (INTERNAL_ERR, mlx4's
 // -EOPNOTSUPP); the new source MAC index must be one the VF registered on
 // the QP's port (INTERNAL_ERR, reason not_owner). The QP must be the VF's.
-func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) UPDATE_QP(c *Cmd) mlx4.Status {
 	b := c.Inbox
 	pri := binary.BigEndian.Uint64(b[mlx4.UpdQPPrimaryAddrPathMask:])
 	if binary.BigEndian.Uint64(b[mlx4.UpdQPQPMask:]) != 0 || binary.BigEndian.Uint64(b[mlx4.UpdQPSecondaryAddrPathMask:]) != 0 ||
 		pri&^(updPathMaskMACIndex|updPathMaskMCLB) != 0 {
-		return c.Refuse(mlx4.BAD_OP, mlx4.ReasonContext)
+		return c.Refuse(mlx4.BAD_OP, refusal.Context)
 	}
 	if pri&updPathMaskMCLB != 0 {
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonContext)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.Context)
 	}
-	qpn := c.InMod & 0xffffff // as mlx4: bit 23 names no QP
+	qpn := c.InMod & mlx4.QPNMask // as mlx4: bit 23 names no QP
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	defer h.Res.Put(o)
 	qp := h.fw.qps[qpn]
 	if pri&updPathMaskMACIndex != 0 {
 		smac := b[mlx4.UpdQPContext+mlx4.QPCPriPath+mlx4.PathGRHMyLMC] // the whole byte, as mac_find_smac_ix_in_slave
 		if qp == nil || !h.Res.HasMAC(c.VF, qp.Port, int(smac)) {
-			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonNotOwner)
+			return c.Refuse(mlx4.INTERNAL_ERR, refusal.NotOwner)
 		}
 		const g = mlx4.QPMailboxPriPath + mlx4.PathGRHMyLMC
 		qp.Ctx[g] = qp.Ctx[g]&mlx4.GRHMyLMCGRH | smac
@@ -492,17 +492,17 @@ func (h *HCA) UPDATE_QP(c *mlx4.Cmd) mlx4.Status {
 // (rem_mcg_res's -EINVAL). An attachment holds the QP (FREE_RES of it is
 // RESOURCE_BUSY until detached, across 2RST); at most 64 per QP
 // (EXCEED_LIM, a bound of the model).
-func (h *HCA) QP_ATTACH(c *mlx4.Cmd) mlx4.Status {
-	qpn := c.InMod & 0xffffff
+func (h *HCA) QP_ATTACH(c *Cmd) mlx4.Status {
+	qpn := c.InMod & mlx4.QPNMask
 	o, err := h.Res.Get(c.VF, restrack.QP, uint64(qpn))
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	defer h.Res.Put(o)
 	attach := c.OpMod != 0
 	if prot := c.InMod >> 28 & 7; prot == mcgProtETH || (attach && h.fw.dmfs) {
 		if h.PhysPort(c.VF, uint32(c.Inbox[5])) == 0 {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+			return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 		}
 	}
 	var gid [16]byte
@@ -516,17 +516,17 @@ func (h *HCA) QP_ATTACH(c *mlx4.Cmd) mlx4.Status {
 	}
 	if attach {
 		if idx >= 0 {
-			return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonBusy)
+			return c.Refuse(mlx4.INTERNAL_ERR, refusal.Busy)
 		}
 		if len(gids) >= maxAttachPerQP {
-			return c.Refuse(mlx4.EXCEED_LIM, mlx4.ReasonQuota)
+			return c.Refuse(mlx4.EXCEED_LIM, refusal.Quota)
 		}
 		h.fw.mcg[qpn] = append(gids, gid)
 		h.Res.Hold(o)
 		return mlx4.OK
 	}
 	if idx < 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonContext)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Context)
 	}
 	if gids = append(gids[:idx], gids[idx+1:]...); len(gids) == 0 {
 		delete(h.fw.mcg, qpn)

@@ -8,15 +8,16 @@ import (
 	"encoding/binary"
 	"math/bits"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // NOP does nothing and succeeds.
-func (h *HCA) NOP(c *mlx4.Cmd) mlx4.Status { return mlx4.OK }
+func (h *HCA) NOP(c *Cmd) mlx4.Status { return mlx4.OK }
 
 // QUERY_FW answers the VF view: the firmware version in bytes 2..7, the PPF
 // id set to 0xff, everything else zero (mlx4_QUERY_FW_wrapper).
-func (h *HCA) QUERY_FW(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_FW(c *Cmd) mlx4.Status {
 	maj, min, sub := h.Cfg.Device.FW()
 	// FW_VER (BE64): major in bits 47:32, subminor in 31:16, minor in 15:0;
 	// mlx4_QUERY_FW swaps minor and subminor back.
@@ -40,7 +41,7 @@ func mtuCode(mtu int) uint8 { return log2(mtu) - 7 }
 // QUERY_DEV_CAP answers the device capabilities as a VF sees them: the
 // wrapper's rules applied (port-management-change events on, BlueFlame off,
 // the VF's port count).
-func (h *HCA) QUERY_DEV_CAP(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 	r := &h.Cfg.Resources
 	o := c.Outbox[:]
 	o[mlx4.QUERY_DEV_CAP_MAX_SRQ_SZ_OFFSET] = 16
@@ -118,14 +119,14 @@ const (
 // reserved lkey) and 1 (per port, in_modifier = the VF's port: physical port,
 // proxy and tunnel QPs). Other op_modifiers are BAD_PARAM (-EINVAL), as is a
 // port the VF does not have.
-func (h *HCA) QUERY_FUNC_CAP(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_FUNC_CAP(c *Cmd) mlx4.Status {
 	o := c.Outbox[:]
 	slave := uint32(c.VF + 1)
 	switch c.OpMod {
 	case 1:
 		phys := h.PhysPort(c.VF, c.InMod)
 		if phys == 0 {
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+			return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 		}
 		o[mlx4.QUERY_FUNC_CAP_PHYS_PORT_OFFSET] = uint8(phys)
 		o[mlx4.QUERY_FUNC_CAP_FLAGS1_OFFSET] = mlx4.QUERY_FUNC_CAP_FLAGS1_NIC_INFO
@@ -140,7 +141,7 @@ func (h *HCA) QUERY_FUNC_CAP(c *mlx4.Cmd) mlx4.Status {
 		return mlx4.OK
 	case 0:
 	default:
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.OpModifier)
 	}
 	r := &h.Cfg.Resources
 	o[mlx4.QUERY_FUNC_CAP_FLAGS_OFFSET] = mlx4.QUERY_FUNC_CAP_FLAG_ETH | mlx4.QUERY_FUNC_CAP_FLAG_RDMA | mlx4.QUERY_FUNC_CAP_FLAG_QUOTAS | mlx4.QUERY_FUNC_CAP_FLAG_VALID_MAILBOX | mlx4.QUERY_FUNC_CAP_FLAG_RESD_LKEY
@@ -231,16 +232,16 @@ func (h *HCA) instances(typ string) int {
 // (mlx4_QUERY_PORT_wrapper: op_modifier must be 0 and in_modifier fit 8 bits;
 // the link-up bit follows the VF's link policy; the GID table length is 1 on
 // IB and the P_Key table length is the VF's virtual table).
-func (h *HCA) QUERY_PORT(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_PORT(c *Cmd) mlx4.Status {
 	if c.OpMod != 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.OpModifier)
 	}
-	if c.InMod&^0xff != 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+	if c.InMod&^mlx4.PortInModMask != 0 {
+		return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 	}
 	phys := h.PhysPort(c.VF, c.InMod)
 	if phys == 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
 	p := &h.Cfg.Ports[phys-1]
 	fn := &h.Funcs[c.VF]
@@ -296,7 +297,7 @@ func (h *HCA) VFMAC(vf, phys int) uint64 {
 
 // QUERY_ADAPTER answers the INTA pin and the board id in the VSD, each
 // 4-byte word byte-swapped as the firmware does (get_board_id).
-func (h *HCA) QUERY_ADAPTER(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_ADAPTER(c *Cmd) mlx4.Status {
 	o := c.Outbox[:]
 	o[mlx4.QUERY_ADAPTER_INTA_PIN_OFFSET] = 0
 	var id [mlx4.BOARD_ID_LEN]byte

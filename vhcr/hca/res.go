@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -29,11 +30,11 @@ const (
 
 // Sizes of the model's firmware tables.
 const (
-	macTableSize   = 128 // MLX4_MAX_MAC_NUM
-	vlanTableSize  = 128 // MLX4_MAX_VLAN_NUM
-	numEventTypes  = 64  // MLX4_EVENT_TYPES_NUM
-	maxAttachPerQP = 64  // multicast attachments one QP may hold
-	maxEQLogSize   = 16  // 64 Ki EQEs: at most 512 ring pages per EQ
+	macTableSize   = mlx4.MLX4_MAX_MAC_NUM
+	vlanTableSize  = mlx4.MLX4_MAX_VLAN_NUM
+	numEventTypes  = mlx4.MLX4_EVENT_TYPES_NUM
+	maxAttachPerQP = 64 // multicast attachments one QP may hold
+	maxEQLogSize   = 16 // 64 Ki EQEs: at most 512 ring pages per EQ
 	qpnMask        = mlx4.QPNTrackerMask
 )
 
@@ -200,7 +201,7 @@ func (h *HCA) Stats(vf int) *EventStats {
 func lo32(v uint64) uint32 { return uint32(v) }
 func hi32(v uint64) uint32 { return uint32(v >> 32) }
 
-func setOutLo(c *mlx4.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uint64(v) }
+func setOutLo(c *Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uint64(v) }
 
 // ALLOC_RES allocates a resource for the VF (mlx4_ALLOC_RES_wrapper, §2.4).
 // Statuses: unknown type or mode → BAD_PARAM; quota → INTERNAL_ERR
@@ -209,11 +210,11 @@ func setOutLo(c *mlx4.Cmd, v uint32) { c.OutParam = c.OutParam&^0xffffffff | uin
 // order the allocator cannot serve → EXCEED_LIM (counters: INTERNAL_ERR,
 // -ENOSPC); MAP_ICM of another VF's QP/MPT → BAD_OP, of an unknown one →
 // INTERNAL_ERR, in the wrong state → BAD_PARAM.
-func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) ALLOC_RES(c *Cmd) mlx4.Status {
 	if ops := resOpsFor(c); ops != nil {
 		return ops.alloc(h, c)
 	}
-	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+	return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 }
 
 // resOps is ALLOC_RES's and FREE_RES's dispatch by resource type
@@ -221,7 +222,7 @@ func (h *HCA) ALLOC_RES(c *mlx4.Cmd) mlx4.Status {
 // type without a row (NPORT_ID, FS_RULE, EQ, unknown) is BAD_PARAM. Each
 // handler checks its op_modifier (an unsupported one is BAD_PARAM).
 var resOps = [restrack.NumTypes]struct {
-	alloc, free func(h *HCA, c *mlx4.Cmd) mlx4.Status
+	alloc, free func(h *HCA, c *Cmd) mlx4.Status
 }{
 	restrack.QP:      {(*HCA).qpAllocRes, (*HCA).qpFreeRes},
 	restrack.MTT:     {(*HCA).mttAllocRes, (*HCA).mttFreeRes},
@@ -235,30 +236,30 @@ var resOps = [restrack.NumTypes]struct {
 }
 
 // resOpsFor is the row of the command's resource type, nil if none.
-func resOpsFor(c *mlx4.Cmd) *struct {
-	alloc, free func(h *HCA, c *mlx4.Cmd) mlx4.Status
+func resOpsFor(c *Cmd) *struct {
+	alloc, free func(h *HCA, c *Cmd) mlx4.Status
 } {
-	if ty := c.InMod & 0xff; ty < restrack.NumTypes && resOps[ty].alloc != nil {
+	if ty := c.InMod & mlx4.ResTypeMask; ty < restrack.NumTypes && resOps[ty].alloc != nil {
 		return &resOps[ty]
 	}
 	return nil
 }
 
-func badOpMod(c *mlx4.Cmd) mlx4.Status { return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonOpModifier) }
+func badOpMod(c *Cmd) mlx4.Status { return c.Refuse(mlx4.BAD_PARAM, refusal.OpModifier) }
 
 // allocated answers an allocation of n (or its refusal).
-func allocated(c *mlx4.Cmd, n uint32, err error) mlx4.Status {
+func allocated(c *Cmd, n uint32, err error) mlx4.Status {
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	setOutLo(c, n)
 	return mlx4.OK
 }
 
 // refused answers an operation that returns nothing (or its refusal).
-func refused(c *mlx4.Cmd, err error) mlx4.Status {
+func refused(c *Cmd, err error) mlx4.Status {
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	return mlx4.OK
 }
@@ -266,7 +267,7 @@ func refused(c *mlx4.Cmd, err error) mlx4.Status {
 // qpAllocRes reserves a QPN range (RES_OP_RESERVE: count in_param[23:0],
 // alignment in_param[63:32]) or maps a QPN's ICM (RES_OP_MAP_ICM), tracking
 // a special QP of the VF's proxy range first.
-func (h *HCA) qpAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) qpAllocRes(c *Cmd) mlx4.Status {
 	lo := lo32(c.InParam)
 	switch c.OpMod {
 	case resOpReserve:
@@ -278,7 +279,7 @@ func (h *HCA) qpAllocRes(c *mlx4.Cmd) mlx4.Status {
 		if h.validReservedQP(c.VF, qpn) {
 			// add_res_range: mapping a special QP twice is -EEXIST.
 			if err := h.Res.TrackSpecial(c.VF, uint64(qpn)); err != nil {
-				return restrack.Refuse(c, err)
+				return c.refuse(err)
 			}
 		}
 		return refused(c, h.Res.MapICM(c.VF, restrack.QP, uint64(qpn)))
@@ -286,7 +287,7 @@ func (h *HCA) qpAllocRes(c *mlx4.Cmd) mlx4.Status {
 	return badOpMod(c)
 }
 
-func (h *HCA) mttAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) mttAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
@@ -294,7 +295,7 @@ func (h *HCA) mttAllocRes(c *mlx4.Cmd) mlx4.Status {
 	return allocated(c, uint32(base), err)
 }
 
-func (h *HCA) mptAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) mptAllocRes(c *Cmd) mlx4.Status {
 	switch c.OpMod {
 	case resOpReserve:
 		idx, err := h.Res.Alloc(c.VF, restrack.MPT)
@@ -305,35 +306,35 @@ func (h *HCA) mptAllocRes(c *mlx4.Cmd) mlx4.Status {
 	return badOpMod(c)
 }
 
-func (h *HCA) cqSRQAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) cqSRQAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
-	n, err := h.Res.Alloc(c.VF, restrack.Type(c.InMod&0xff))
+	n, err := h.Res.Alloc(c.VF, restrack.Type(c.InMod&mlx4.ResTypeMask))
 	return allocated(c, uint32(n), err)
 }
 
-func (h *HCA) counterXRCDAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) counterXRCDAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserve {
 		return badOpMod(c)
 	}
-	ty := restrack.Type(c.InMod & 0xff)
+	ty := restrack.Type(c.InMod & mlx4.ResTypeMask)
 	n, err := h.Res.Alloc(c.VF, ty)
 	if ty == restrack.Counter && errors.Is(err, restrack.ErrNoSpace) {
 		// __mlx4_counter_alloc's -ENOSPC: INTERNAL_ERR
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.Quota)
 	}
 	return allocated(c, uint32(n), err)
 }
 
-func (h *HCA) macAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) macAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
 	return h.allocMAC(c)
 }
 
-func (h *HCA) vlanAllocRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) vlanAllocRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
@@ -352,28 +353,28 @@ func (h *HCA) validReservedQP(vf int, qpn uint32) bool {
 // ALLOC_RES), out_param's whole low word as mlx4's get_param_l reads it. It
 // returns 0 if the VF has no such port, and whether the port came from
 // out_param (the old API).
-func (h *HCA) resPort(c *mlx4.Cmd, useOut bool) (phys int, old bool) {
-	vport := c.InMod >> 8 & 0xff
+func (h *HCA) resPort(c *Cmd, useOut bool) (phys int, old bool) {
+	vport := c.InMod >> mlx4.ResPortShift & 0xff
 	if vport == 0 && useOut {
 		vport, old = lo32(c.OutParam), true
 	}
 	return h.PhysPort(c.VF, vport), old
 }
 
-func (h *HCA) allocMAC(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) allocMAC(c *Cmd) mlx4.Status {
 	phys, _ := h.resPort(c, true)
 	if phys == 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
-	mac := c.InParam & 0xffffffffffff
+	mac := c.InParam & mlx4.MLX4_MAC_MASK
 	tab := &h.fw.ports[phys-1].MAC
 	idx := register(tab[:], mac)
 	if idx < 0 {
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota) // table full: -ENOSPC
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.Quota) // table full: -ENOSPC
 	}
 	if _, err := h.Res.AddMAC(c.VF, restrack.MAC, phys, mac, idx); err != nil {
 		unregister(tab[:], idx)
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	setOutLo(c, uint32(idx))
 	return mlx4.OK
@@ -381,24 +382,24 @@ func (h *HCA) allocMAC(c *mlx4.Cmd) mlx4.Status {
 
 // allocVLAN is vlan_alloc_res: a port (in_modifier or, old API, out_param)
 // the VF has, else BAD_PARAM; the old API is then a no-op success.
-func (h *HCA) allocVLAN(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) allocVLAN(c *Cmd) mlx4.Status {
 	phys, old := h.resPort(c, true)
 	if phys == 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
 	if old {
 		h.fw.vfs[c.VF].OldVLAN = true
 		return mlx4.OK // old VLAN API: a no-op success, as mlx4
 	}
-	vlan := uint64(lo32(c.InParam) & 0xfff)
+	vlan := uint64(lo32(c.InParam) & mlx4.MLX4_VLAN_MASK)
 	tab := &h.fw.ports[phys-1].VLAN
 	idx := register(tab[:], vlan)
 	if idx < 0 {
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonQuota)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.Quota)
 	}
 	if _, err := h.Res.AddMAC(c.VF, restrack.VLAN, phys, vlan, idx); err != nil {
 		unregister(tab[:], idx)
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	setOutLo(c, uint32(idx))
 	return mlx4.OK
@@ -433,17 +434,17 @@ func unregister(tab []TableEntry, idx int) {
 // its removable state (a CQ or SRQ in HW, a QP or MPT still mapped) → BAD_OP
 // as mlx4's -EPERM; busy or referenced → RESOURCE_BUSY; wrong MTT order →
 // BAD_PARAM.
-func (h *HCA) FREE_RES(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) FREE_RES(c *Cmd) mlx4.Status {
 	if ops := resOpsFor(c); ops != nil {
 		return ops.free(h, c)
 	}
-	return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonInModifier)
+	return c.Refuse(mlx4.BAD_PARAM, refusal.InModifier)
 }
 
 // qpFreeRes releases a QPN range (RES_OP_RESERVE: base in_param[23:0],
 // count in_param[63:32] as mlx4's int) or unmaps a QPN's ICM
 // (RES_OP_MAP_ICM), untracking a special QP after.
-func (h *HCA) qpFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) qpFreeRes(c *Cmd) mlx4.Status {
 	lo, hi := lo32(c.InParam), hi32(c.InParam)
 	switch c.OpMod {
 	case resOpReserve:
@@ -459,7 +460,7 @@ func (h *HCA) qpFreeRes(c *mlx4.Cmd) mlx4.Status {
 	return badOpMod(c)
 }
 
-func (h *HCA) mttFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) mttFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
@@ -471,7 +472,7 @@ func (h *HCA) mttFreeRes(c *mlx4.Cmd) mlx4.Status {
 	return refused(c, err)
 }
 
-func (h *HCA) mptFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) mptFreeRes(c *Cmd) mlx4.Status {
 	id := h.Res.MPTID(lo32(c.InParam))
 	switch c.OpMod {
 	case resOpReserve:
@@ -486,14 +487,14 @@ func (h *HCA) mptFreeRes(c *mlx4.Cmd) mlx4.Status {
 	return badOpMod(c)
 }
 
-func (h *HCA) cqSRQFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) cqSRQFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
-	return refused(c, h.Res.Free(c.VF, restrack.Type(c.InMod&0xff), uint64(lo32(c.InParam))))
+	return refused(c, h.Res.Free(c.VF, restrack.Type(c.InMod&mlx4.ResTypeMask), uint64(lo32(c.InParam))))
 }
 
-func (h *HCA) counterFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) counterFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserve {
 		return badOpMod(c)
 	}
@@ -508,7 +509,7 @@ func (h *HCA) counterFreeRes(c *mlx4.Cmd) mlx4.Status {
 	return refused(c, err)
 }
 
-func (h *HCA) xrcdFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) xrcdFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserve {
 		return badOpMod(c)
 	}
@@ -517,23 +518,23 @@ func (h *HCA) xrcdFreeRes(c *mlx4.Cmd) mlx4.Status {
 
 // macVLANFreeRes is mac_free_res and vlan_free_res: the entry's reference
 // in the tracker, then in the port's table.
-func (h *HCA) macVLANFreeRes(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) macVLANFreeRes(c *Cmd) mlx4.Status {
 	if c.OpMod != resOpReserveAndMap {
 		return badOpMod(c)
 	}
-	ty := restrack.Type(c.InMod & 0xff)
+	ty := restrack.Type(c.InMod & mlx4.ResTypeMask)
 	// mac_free_res takes the port from in_modifier or out_param,
 	// vlan_free_res from in_modifier only (0 is no port: BAD_PARAM).
 	phys, _ := h.resPort(c, ty == restrack.MAC)
 	if phys == 0 {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonPort)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Port)
 	}
 	if ty == restrack.VLAN && h.fw.vfs[c.VF].OldVLAN {
 		return mlx4.OK // vlan_free_res: a VF of the old API frees nothing
 	}
-	value, tab := c.InParam&0xffffffffffff, h.fw.ports[phys-1].MAC[:]
+	value, tab := c.InParam&mlx4.MLX4_MAC_MASK, h.fw.ports[phys-1].MAC[:]
 	if ty == restrack.VLAN {
-		value, tab = uint64(lo32(c.InParam)&0xfff), h.fw.ports[phys-1].VLAN[:]
+		value, tab = uint64(lo32(c.InParam)&mlx4.MLX4_VLAN_MASK), h.fw.ports[phys-1].VLAN[:]
 	}
 	idx, _, err := h.Res.DelMAC(c.VF, ty, phys, value)
 	if err == nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -32,7 +33,7 @@ func TestQPContextNamesOtherVFsCQ(t *testing.T) {
 	q.scq = bcq
 	c := a.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
 	wantS(t, "send CQ of VF 1", a.run(c), mlx4.BAD_OP)
-	if c.Reason != mlx4.ReasonNotOwner {
+	if c.Reason != refusal.NotOwner {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	q.scq, q.rcq = acq, bcq
@@ -57,7 +58,7 @@ func TestQPContextUnknownCQAndSRQ(t *testing.T) {
 	q.rcq = 999
 	c := v.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
 	wantS(t, "unknown CQ", v.run(c), mlx4.INTERNAL_ERR)
-	if c.Reason != mlx4.ReasonNotFound {
+	if c.Reason != refusal.NotFound {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	// A CQ allocated but not in HW (Linux does not check; the model does).
@@ -138,7 +139,7 @@ func TestQuotaExhaustion(t *testing.T) {
 			r := newRig(t, 2, small)
 			v := r.vf(0)
 			var s mlx4.Status
-			var c *mlx4.Cmd
+			var c *Cmd
 			n := 0
 			for ; n < 1<<16; n++ {
 				in := uint64(0)
@@ -155,7 +156,7 @@ func TestQuotaExhaustion(t *testing.T) {
 				}
 			}
 			wantS(t, fmt.Sprintf("allocation %d", n+1), s, tc.want)
-			if c.Reason != mlx4.ReasonQuota {
+			if c.Reason != refusal.Quota {
 				t.Fatalf("reason %v", c.Reason)
 			}
 			if tc.ty != restrack.XRCD && n != 3 {
@@ -203,7 +204,7 @@ func TestPKeyIndex(t *testing.T) {
 		s := v.run(c)
 		wantS(t, fmt.Sprintf("VF %d pkey_index %d", tc.vf, tc.pkey), s, tc.want)
 		if s != mlx4.OK {
-			if c.Reason != mlx4.ReasonPKey {
+			if c.Reason != refusal.PKey {
 				t.Fatalf("reason %v", c.Reason)
 			}
 			continue
@@ -230,7 +231,7 @@ func TestPortTheVFDoesNotHave(t *testing.T) {
 	q.vfPort = 2
 	c := v.cmd(mlx4.RST2INIT_QP, 0, qpn, 0, q.bytes(), false)
 	wantS(t, "QP on VF port 2", v.run(c), mlx4.BAD_PARAM)
-	if c.Reason != mlx4.ReasonPort {
+	if c.Reason != refusal.Port {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	q.vfPort = 1
@@ -295,7 +296,7 @@ func TestWriteMTT(t *testing.T) {
 		}
 		s := a.run(c)
 		wantS(t, tc.name, s, tc.want)
-		if s != mlx4.OK && c.Reason != mlx4.ReasonMTT {
+		if s != mlx4.OK && c.Reason != refusal.MTT {
 			t.Fatalf("%s: reason %v", tc.name, c.Reason)
 		}
 	}
@@ -335,14 +336,14 @@ func TestMPT(t *testing.T) {
 		a.mustAlloc(restrack.MPT, resOpMapICM, uint64(idx))
 		return idx
 	}
-	sw2hw := func(idx uint32, e []byte) (mlx4.Status, *mlx4.Cmd) {
+	sw2hw := func(idx uint32, e []byte) (mlx4.Status, *Cmd) {
 		c := a.cmd(mlx4.SW2HW_MPT, 0, idx, 0, e, false)
 		return a.run(c), c
 	}
 	idx := newMPT()
 	s, c := sw2hw(idx, mptEntry(mlx4.MPT_FLAG_REGION, 5, other, 4))
 	wantS(t, "MPT over VF 1's MTTs", s, mlx4.BAD_OP)
-	if c.Reason != mlx4.ReasonMTT {
+	if c.Reason != refusal.MTT {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	s, _ = sw2hw(idx, mptEntry(mlx4.MPT_FLAG_REGION, 5, own, 5))
@@ -379,14 +380,14 @@ func TestCQChecks(t *testing.T) {
 	b.setupEQ(5, 4)
 	cqn := a.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
 	mtt := a.mtt(0, a.newPage())
-	sw2hw := func(v *vf, cq uint32, ctx []byte) (mlx4.Status, *mlx4.Cmd) {
+	sw2hw := func(v *vf, cq uint32, ctx []byte) (mlx4.Status, *Cmd) {
 		c := v.cmd(mlx4.SW2HW_CQ, 0, cq, 0, ctx, false)
 		return v.run(c), c
 	}
 	// EQ 5 exists only for VF 1: VF 0 cannot use it (Linux does not check).
 	s, c := sw2hw(a, cqn, cqContext(7, 5, mtt))
 	wantS(t, "comp_eqn not the VF's", s, mlx4.BAD_PARAM)
-	if c.Reason != mlx4.ReasonEQ {
+	if c.Reason != refusal.EQ {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	a.setupEQ(2, 4)
@@ -675,7 +676,7 @@ func TestEQRingChecked(t *testing.T) {
 	outside := v.mtt(0, testWindow) // one page beyond the window
 	c := v.cmd(mlx4.SW2HW_EQ, 0, 1, 0, eqContext(4, outside), false)
 	wantS(t, "ring outside the window", v.run(c), mlx4.BAD_PARAM)
-	if c.Reason != mlx4.ReasonMTT {
+	if c.Reason != refusal.MTT {
 		t.Fatalf("reason %v", c.Reason)
 	}
 	unwritten := v.mtt(0)
@@ -720,14 +721,23 @@ func TestAsyncEventsRouteToOwner(t *testing.T) {
 	if err := r.h.QPEvent(0x7ffff0, mlx4.EventCommEst); !errors.Is(err, restrack.ErrNotFound) {
 		t.Fatalf("untracked QP: %v", err)
 	}
+	// mlx4_eq_int: the EQE's QPN is 24 bits (& 0xffffff), its owner the
+	// tracker's QP of the low 23 (mlx4_get_slave_from_resource_id), and
+	// mlx4_slave_event forwards the EQE as it came; bits 31:24 are dropped.
+	if err := r.h.QPEvent(0xff<<24|1<<23|aqp, mlx4.EventPathMig); err != nil {
+		t.Fatal(err)
+	}
+	if e := a.readEQE(apage, 1); e[mlx4.EQEType] != mlx4.EventPathMig || binary.BigEndian.Uint32(e[mlx4.EQEData:]) != 1<<23|aqp {
+		t.Fatalf("VF 0 EQE of QPN %#x: % x", 1<<23|aqp, e)
+	}
 	// Port 2 changes: VF 0 and VF 1 (ports [1 2]) get it as their port 2;
 	// VF 2 (ports [2]) has no EQ: counted, not delivered.
-	n, err := r.h.PortChange(2, 4)
+	n, err := r.h.PortChange(2, mlx4.PORT_CHANGE_SUBTYPE_ACTIVE)
 	if n != 2 || !errors.Is(err, ErrNoEQ) {
 		t.Fatalf("port change to %d VFs, %v", n, err)
 	}
-	e = a.readEQE(apage, 1)
-	if e[mlx4.EQEType] != mlx4.EventPortChange || binary.BigEndian.Uint32(e[0x0c:])>>28 != 2 || e[mlx4.EQESubtype] != 4 {
+	e = a.readEQE(apage, 2)
+	if d, err := mlx4.DecodeEQE(e[:]); err != nil || d.Type != mlx4.EventPortChange || d.Port != 2 || d.Subtype != mlx4.PORT_CHANGE_SUBTYPE_ACTIVE {
 		t.Fatalf("port change EQE % x", e)
 	}
 	if r.h.Stats(2).NoEQ.Load() != 1 {
@@ -874,7 +884,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	v.must(v.run(v.cmd(mlx4.SW2HW_MPT, 0, mpt, 0, mptEntry(mlx4.MPT_FLAG_REGION, 0, q.mtt, 1), false)), "MPT")
 	in := q.bytes()
 	cmds := []struct {
-		c *mlx4.Cmd
+		c *Cmd
 	}{
 		{v.cmd(mlx4.QUERY_QP, 0, qpn, 0, nil, true)},
 		{v.cmd(mlx4.INIT2INIT_QP, 0, qpn, 0, in, false)},

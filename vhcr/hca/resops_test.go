@@ -3,6 +3,7 @@ package hca
 import (
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -25,10 +26,10 @@ func TestResOpsTable(t *testing.T) {
 	modes := []uint8{uint8(mlx4.RES_OP_RESERVE), uint8(mlx4.RES_OP_RESERVE_AND_MAP), uint8(mlx4.RES_OP_MAP_ICM), notAdmitted}
 	for ty := range 256 {
 		for _, mode := range modes {
-			want := mlx4.ReasonInModifier
+			want := refusal.InModifier
 			switch {
 			case mode == notAdmitted:
-				want = mlx4.ReasonOpModifier
+				want = refusal.OpModifier
 			case allocatable[restrack.Type(ty)]:
 				continue // the handlers' own modes: their tests
 			}

@@ -15,7 +15,7 @@ func TestExecutorsSurviveMissingMailboxesAndBadVFs(t *testing.T) {
 	for _, in := range mlx4.CmdInfos() {
 		for _, vfn := range []int{0, -1, 2, 1 << 20} {
 			for opmod := uint8(0); opmod < 3; opmod++ {
-				c := &mlx4.Cmd{VF: vfn, Op: in.Op, OpMod: opmod, InMod: 1 << 8, Token: 1}
+				c := &Cmd{VF: vfn, Op: in.Op, OpMod: opmod, InMod: 1 << 8, Token: 1}
 				func() {
 					defer func() {
 						if p := recover(); p != nil {

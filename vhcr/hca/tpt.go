@@ -13,16 +13,17 @@ package hca
 import (
 	"encoding/binary"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // mttRefuse maps an MTT check error: a range outside the allocation is
 // BAD_OP (check_mtt_range's -EPERM), reason MTT.
-func mttRefuse(c *mlx4.Cmd, err error) mlx4.Status {
-	s := restrack.Refuse(c, err)
-	if c.Reason == mlx4.ReasonRange || c.Reason == mlx4.ReasonNotOwner || c.Reason == mlx4.ReasonNotFound {
-		c.Reason = mlx4.ReasonMTT
+func mttRefuse(c *Cmd, err error) mlx4.Status {
+	s := c.refuse(err)
+	if c.Reason == refusal.Range || c.Reason == refusal.NotOwner || c.Reason == refusal.NotFound {
+		c.Reason = refusal.MTT
 	}
 	return s
 }
@@ -33,25 +34,25 @@ func mttRefuse(c *mlx4.Cmd, err error) mlx4.Status {
 // function (PD bits 23:17 neither 0 nor VF+1) and fast-reg with bind enable
 // are BAD_OP; a non-physical MPT's MTT range must lie in one MTT allocation
 // of the VF (BAD_OP, reason MTT) and gains a reference.
-func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) SW2HW_MPT(c *Cmd) mlx4.Status {
 	id := h.Res.MPTID(c.InMod)
 	m, _ := mlx4.DecodeMPT(c.Inbox[:]) // a mailbox holds the entry
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, id, restrack.QPHW)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
-	fail := func(s mlx4.Status, r mlx4.Reason) mlx4.Status {
+	fail := func(s mlx4.Status, r refusal.Reason) mlx4.Status {
 		h.Res.AbortMove(o)
 		return c.Refuse(s, r)
 	}
 	if !m.Region() {
-		return fail(mlx4.BAD_OP, mlx4.ReasonContext)
+		return fail(mlx4.BAD_OP, refusal.Context)
 	}
 	if s := m.PDSlave(); s != 0 && s-1 != c.VF+1 {
-		return fail(mlx4.BAD_OP, mlx4.ReasonNotOwner)
+		return fail(mlx4.BAD_OP, refusal.NotOwner)
 	}
 	if m.PDFlags&mlx4.MPT_PD_FLAG_FAST_REG != 0 && m.Flags&mlx4.MPT_FLAG_BIND_ENABLE != 0 {
-		return fail(mlx4.BAD_OP, mlx4.ReasonContext)
+		return fail(mlx4.BAD_OP, refusal.Context)
 	}
 	if !m.Physical {
 		// get_res on the MTT first (unknown INTERNAL_ERR, another VF's
@@ -64,7 +65,7 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 		}
 		if err := h.Res.AddDep(o, mtt); err != nil {
 			h.Res.AbortMove(o)
-			return restrack.Refuse(c, err)
+			return c.refuse(err)
 		}
 	}
 	obj := h.fw.mpts[id]
@@ -83,14 +84,14 @@ func (h *HCA) SW2HW_MPT(c *mlx4.Cmd) mlx4.Status {
 // mlx4's tracker also lets a RESERVED MPT start the move and leaves the
 // refusal to the firmware, whose BAD_RES_STATE (0x09) comes back through
 // mlx4's status → errno → status round trip as INTERNAL_ERR (-EBADF).
-func (h *HCA) HW2SW_MPT(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) HW2SW_MPT(c *Cmd) mlx4.Status {
 	o, err := h.Res.StartMove(c.VF, restrack.MPT, h.Res.MPTID(c.InMod), restrack.Mapped)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	if o.From() != restrack.QPHW {
 		h.Res.AbortMove(o)
-		return c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonBadState)
+		return c.Refuse(mlx4.INTERNAL_ERR, refusal.BadState)
 	}
 	h.Res.DropDeps(o)
 	h.Res.EndMove(o)
@@ -100,15 +101,15 @@ func (h *HCA) HW2SW_MPT(c *mlx4.Cmd) mlx4.Status {
 // QUERY_MPT returns the MPT entry: in HW, or MAPPED (mlx4 copies the entry
 // from its ICM then, so re-registration works from SW state); any other
 // state → RESOURCE_BUSY.
-func (h *HCA) QUERY_MPT(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) QUERY_MPT(c *Cmd) mlx4.Status {
 	id := h.Res.MPTID(c.InMod)
 	o, err := h.Res.Get(c.VF, restrack.MPT, id)
 	if err != nil {
-		return restrack.Refuse(c, err)
+		return c.refuse(err)
 	}
 	defer h.Res.Put(o)
 	if st := o.From(); st != restrack.QPHW && st != restrack.Mapped {
-		return c.Refuse(mlx4.RESOURCE_BUSY, mlx4.ReasonBadState)
+		return c.Refuse(mlx4.RESOURCE_BUSY, refusal.BadState)
 	}
 	if obj := h.fw.mpts[id]; obj != nil {
 		copy(c.Outbox[:], obj.Entry[:])
@@ -122,16 +123,16 @@ func (h *HCA) QUERY_MPT(c *mlx4.Cmd) mlx4.Status {
 // BAD_PARAM, its -EINVAL; reason MTT). Stricter than Linux: 16 + 8*n must
 // fit the 4 KiB mailbox (else BAD_PARAM, reason range). Entries are stored
 // with the present bit set.
-func (h *HCA) WRITE_MTT(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) WRITE_MTT(c *Cmd) mlx4.Status {
 	n := int(c.InMod)
 	if n < 0 || n > mlx4.MaxWriteMTTEntries || c.InMod > mlx4.MaxWriteMTTEntries {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Range)
 	}
 	start := binary.BigEndian.Uint64(c.Inbox[mlx4.MTTMailboxStart:])
 	o, err := h.Res.ContainingMTT(c.VF, start, n)
 	if err != nil {
-		s := restrack.Refuse(c, err)
-		c.Reason = mlx4.ReasonMTT
+		s := c.refuse(err)
+		c.Reason = refusal.MTT
 		return s
 	}
 	ents := h.mttEntries(o)
@@ -167,15 +168,15 @@ func (h *HCA) mttRead(o *restrack.Object, i uint64) uint64 {
 // it to the VF's own allocations: in_param = first entry, in_modifier =
 // count (≤ 510), entries BE64 from outbox offset 16 like WRITE_MTT's inbox;
 // out of range → BAD_PARAM as WRITE_MTT's get_containing_mtt, reason MTT.
-func (h *HCA) READ_MTT(c *mlx4.Cmd) mlx4.Status {
+func (h *HCA) READ_MTT(c *Cmd) mlx4.Status {
 	if c.InMod > mlx4.MaxWriteMTTEntries {
-		return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonRange)
+		return c.Refuse(mlx4.BAD_PARAM, refusal.Range)
 	}
 	n := int(c.InMod)
 	o, err := h.Res.ContainingMTT(c.VF, c.InParam, n)
 	if err != nil {
-		s := restrack.Refuse(c, err)
-		c.Reason = mlx4.ReasonMTT
+		s := c.refuse(err)
+		c.Reason = refusal.MTT
 		return s
 	}
 	binary.BigEndian.PutUint64(c.Outbox[mlx4.MTTMailboxStart:], c.InParam)
@@ -187,4 +188,4 @@ func (h *HCA) READ_MTT(c *mlx4.Cmd) mlx4.Status {
 }
 
 // SYNC_TPT is native in mlx4 (flush the TPT caches); the model has none.
-func (h *HCA) SYNC_TPT(c *mlx4.Cmd) mlx4.Status { return mlx4.OK }
+func (h *HCA) SYNC_TPT(c *Cmd) mlx4.Status { return mlx4.OK }

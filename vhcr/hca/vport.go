@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -93,15 +94,15 @@ const qpcPriCounter = mlx4.QPMailboxPriPath + mlx4.PathCounterIndex
 // sink stays, as in mlx4. A counter the VF does not own is BAD_PARAM
 // (-EINVAL). mlx4 checks at INIT2RTR only; the model checks every
 // transition's context, since it keeps each one.
-func (h *HCA) handleCounter(c *mlx4.Cmd, phys int, assign bool) mlx4.Status {
+func (h *HCA) handleCounter(c *Cmd, phys int, assign bool) mlx4.Status {
 	sink := uint64(h.Cfg.Resources.Counters - 1)
 	idx := uint64(c.Inbox[qpcPriCounter])
 	if idx != sink {
 		if _, err := h.Res.Peek(c.VF, restrack.Counter, idx); err != nil {
 			if errors.Is(err, restrack.ErrNotFound) {
-				return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotFound)
+				return c.Refuse(mlx4.BAD_PARAM, refusal.NotFound)
 			}
-			return c.Refuse(mlx4.BAD_PARAM, mlx4.ReasonNotOwner)
+			return c.Refuse(mlx4.BAD_PARAM, refusal.NotOwner)
 		}
 		if h.fw.counterPort[idx] == 0 {
 			h.fw.counterPort[idx] = phys
@@ -137,7 +138,7 @@ func (h *HCA) handleCounter(c *mlx4.Cmd, phys int, assign bool) mlx4.Status {
 // (special, proxy, tunnel) are left alone, spoof check included, as in
 // mlx4. It rewrites the shadow inbox of a modify-QP command whose primary
 // path is on physical port phys.
-func (h *HCA) updateVportQP(c *mlx4.Cmd, phys int, st uint8) {
+func (h *HCA) updateVportQP(c *Cmd, phys int, st uint8) {
 	op := &h.fw.vfs[c.VF].Vport[phys-1]
 	b := c.Inbox[mlx4.QPMailboxContext:mlx4.QPMailboxSize] // the context
 	pri := b[mlx4.QPCPriPath:][:mlx4.QPPathSize]

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
@@ -193,8 +194,8 @@ func TestQPCounter(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		idx    byte
-		reason mlx4.Reason
-	}{{"another VF's counter", own, mlx4.ReasonNotOwner}, {"an unallocated counter", sink - 1, mlx4.ReasonNotFound}} {
+		reason refusal.Reason
+	}{{"another VF's counter", own, refusal.NotOwner}, {"an unallocated counter", sink - 1, refusal.NotFound}} {
 		qpn, q := a.newQP(acq)
 		a.must(a.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 		in := q.bytes()

@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -126,19 +127,19 @@ func (p *PF) command(i int, st *vfState, w uint32, cmd vhcr.CommCmd, param uint1
 			p.violation(i, toggle, ResetSequence, "VHCR0 not after RESET", w)
 			return 0, false
 		}
-		st.vhcr = uint64(param) << 48
+		st.vhcr = uint64(param) << mlx4.CommVHCRShift(vhcr.CommVHCR0)
 	case vhcr.CommVHCR1:
 		if st.lastCmd != vhcr.CommVHCR0 {
 			p.violation(i, toggle, ResetSequence, "VHCR1 not after VHCR0", w)
 			return 0, false
 		}
-		st.vhcr |= uint64(param) << 32
+		st.vhcr |= uint64(param) << mlx4.CommVHCRShift(vhcr.CommVHCR1)
 	case vhcr.CommVHCR2:
 		if st.lastCmd != vhcr.CommVHCR1 {
 			p.violation(i, toggle, ResetSequence, "VHCR2 not after VHCR1", w)
 			return 0, false
 		}
-		st.vhcr |= uint64(param) << 16
+		st.vhcr |= uint64(param) << mlx4.CommVHCRShift(vhcr.CommVHCR2)
 	case vhcr.CommVHCREn:
 		if st.lastCmd != vhcr.CommVHCR2 {
 			p.violation(i, toggle, ResetSequence, "VHCR_EN not after VHCR2", w)

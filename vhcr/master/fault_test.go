@@ -144,6 +144,17 @@ func TestBARRegionShrinks(t *testing.T) {
 	}
 }
 
+// held is how many objects of type ty VF vf holds, read on the poller (the
+// tracker's one owner) through PF.Do.
+func held(t *testing.T, r *vhcrtest.Rig, vf int, ty restrack.Type) int {
+	t.Helper()
+	var n int
+	if err := r.PF.Do(func() { n = r.HCA.Res.Counts(vf)[ty] }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestVFBARRegionShrinks: VF 1's BAR file is truncated under a serving PF:
 // VF 1 is no longer served (its objects released, the reset counted), the
 // PF goes on, and VF 0 does not notice.
@@ -159,14 +170,14 @@ func TestVFBARRegionShrinks(t *testing.T) {
 	if _, err := d.AllocMTT(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.HCA.Res.Counts(1)[restrack.MTT]; n != 1 {
+	if n := held(t, r, 1, restrack.MTT); n != 1 {
 		t.Fatalf("VF 1 holds %d MTT ranges", n)
 	}
 	if err := os.Truncate(vhcr.VFBARPath(r.BARPath, 1), 0); err != nil {
 		t.Fatal(err)
 	}
 	waitReset(t, r, 1, master.ResetRegionLost, 0, "the lost VF BAR region")
-	if n := r.HCA.Res.Counts(1)[restrack.MTT]; n != 0 {
+	if n := held(t, r, 1, restrack.MTT); n != 0 {
 		t.Errorf("VF 1 still holds %d MTT ranges", n)
 	}
 	for range 3 {

@@ -81,7 +81,7 @@ func TestPortEventInterrupt(t *testing.T) {
 	}
 	var n int
 	var perr error
-	if err := r.PF.Do(func() { n, perr = r.HCA.PortChange(r.HCA.Funcs[0].Ports[0], 1) }); err != nil || perr != nil || n != 1 {
+	if err := r.PF.Do(func() { n, perr = r.HCA.PortChange(r.HCA.Funcs[0].Ports[0], mlx4.PORT_CHANGE_SUBTYPE_DOWN) }); err != nil || perr != nil || n != 1 {
 		t.Fatalf("PortChange: %d VFs, %v %v", n, err, perr)
 	}
 	if n, err := irq.Wait(vector(t, set, 0, 0), hang); err != nil || n != 1 {

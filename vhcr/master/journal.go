@@ -1,6 +1,7 @@
 package master
 
 import (
+	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -29,7 +30,7 @@ type journal interface {
 	// where the command needs one: one that may change the model (status
 	// OK and a journaled row) or whose completion token counts (an EQ
 	// completion). It returns the command's transaction.
-	Begin(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, way completion, toggle uint32, w *[4]uint64) tx
+	Begin(i int, c *hca.Cmd, e *Entry, status mlx4.Status, way completion, toggle uint32, w *[4]uint64) tx
 	// Record journals a change of the model that is not a command: a
 	// function reset (recReset), an activation at VHCR_EN (recActivate).
 	Record(kind uint8, i int)
@@ -66,14 +67,14 @@ func (t tx) Accepted() { t.k.hit(crashpoint.PostAccepted) }
 
 // Commit makes c's result r durable (c's immediate output and outbox
 // shadow): nothing of it is visible to the VF before.
-func (t tx) Commit(c *mlx4.Cmd, r result) {
+func (t tx) Commit(c *hca.Cmd, r result) {
 	crashpoint.Hit(crashpoint.PostExecuting)
 	if t.rec != nil || t.k.test != nil {
 		t.commit(c, r) // (one call, so that a command not journaled inlines Commit)
 	}
 }
 
-func (t tx) commit(c *mlx4.Cmd, r result) {
+func (t tx) commit(c *hca.Cmd, r result) {
 	if t.k.test != nil {
 		t.k.test(crashpoint.PostExecuting)
 	}
@@ -119,7 +120,7 @@ func (k *points) hit(name string) {
 // kill points.
 type noJournal struct{ k *points }
 
-func (j *noJournal) Begin(int, *mlx4.Cmd, *Entry, mlx4.Status, completion, uint32, *[4]uint64) tx {
+func (j *noJournal) Begin(int, *hca.Cmd, *Entry, mlx4.Status, completion, uint32, *[4]uint64) tx {
 	return tx{k: j.k}
 }
 func (j *noJournal) Record(uint8, int) {}
@@ -147,7 +148,7 @@ func newFileJournal(p *PF, ps *pstate, k *points) *fileJournal {
 
 // Begin writes the intent record, checkpointing first if the journal has
 // no room for it.
-func (j *fileJournal) Begin(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, way completion, toggle uint32, w *[4]uint64) tx {
+func (j *fileJournal) Begin(i int, c *hca.Cmd, e *Entry, status mlx4.Status, way completion, toggle uint32, w *[4]uint64) tx {
 	if way == polled && (status != mlx4.OK || !e.journal) {
 		return tx{k: j.k}
 	}
@@ -176,7 +177,7 @@ func (j *fileJournal) Begin(i int, c *mlx4.Cmd, e *Entry, status mlx4.Status, wa
 
 // commit appends the command's result to its record, commits it, and
 // makes it the VF's last result.
-func (j *fileJournal) commit(c *mlx4.Cmd, r result) {
+func (j *fileJournal) commit(c *hca.Cmd, r result) {
 	ps := j.ps
 	i := ps.curVF
 	res := LastResult{Status: r.status, Out: c.OutParam, Token: r.token, EQN: -1}

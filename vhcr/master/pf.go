@@ -73,7 +73,7 @@ type PF struct {
 	// and its outbox page, checked writable where the command has one
 	words   [4]uint64
 	outPage dma.Mailbox
-	cmd     mlx4.Cmd
+	cmd     hca.Cmd
 	eqe     [mlx4.EQESize]byte
 
 	next     int

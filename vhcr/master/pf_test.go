@@ -8,6 +8,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
@@ -85,31 +86,31 @@ func TestOpcodeStatuses(t *testing.T) {
 		opMod  uint8
 		inMod  uint32
 		want   mlx4.Status
-		reason mlx4.Reason
+		reason refusal.Reason
 	}{
 		// Absent from mlx4's table: BAD_PARAM, not BAD_OP.
-		{mlx4.INIT_HCA, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
-		{mlx4.CLOSE_HCA, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
-		{mlx4.ACCESS_DDR, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
-		{mlx4.GEN_EQE, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
-		{mlx4.ARM_COMM_CHANNEL, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
-		{mlx4.SENSE_PORT, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
-		{mlx4.MAP_FA, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
-		{0x7ff, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonUnknownOpcode},
+		{mlx4.INIT_HCA, 0, 0, mlx4.BAD_PARAM, refusal.UnknownOpcode},
+		{mlx4.CLOSE_HCA, 0, 0, mlx4.BAD_PARAM, refusal.UnknownOpcode},
+		{mlx4.ACCESS_DDR, 0, 0, mlx4.BAD_PARAM, refusal.UnknownOpcode},
+		{mlx4.GEN_EQE, 0, 0, mlx4.BAD_PARAM, refusal.UnknownOpcode},
+		{mlx4.ARM_COMM_CHANNEL, 0, 0, mlx4.BAD_PARAM, refusal.UnknownOpcode},
+		{mlx4.SENSE_PORT, 0, 0, mlx4.BAD_PARAM, refusal.UnknownOpcode},
+		{mlx4.MAP_FA, 0, 0, mlx4.BAD_PARAM, refusal.UnknownOpcode},
+		{0x7ff, 0, 0, mlx4.BAD_PARAM, refusal.UnknownOpcode},
 		// EPERM rows: BAD_OP.
-		{mlx4.GET_OP_REQ, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
-		{mlx4.ALLOCATE_VPP, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
-		{mlx4.SET_VPORT_QOS, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
-		{mlx4.MAD_DEMUX, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
-		{mlx4.CONGESTION_CTRL, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
-		{mlx4.FLOW_STEERING_IB_UC_QP_RANGE, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
-		{mlx4.VIRT_PORT_MAP, 0, 0, mlx4.BAD_OP, mlx4.ReasonPrivileged},
+		{mlx4.GET_OP_REQ, 0, 0, mlx4.BAD_OP, refusal.Privileged},
+		{mlx4.ALLOCATE_VPP, 0, 0, mlx4.BAD_OP, refusal.Privileged},
+		{mlx4.SET_VPORT_QOS, 0, 0, mlx4.BAD_OP, refusal.Privileged},
+		{mlx4.MAD_DEMUX, 0, 0, mlx4.BAD_OP, refusal.Privileged},
+		{mlx4.CONGESTION_CTRL, 0, 0, mlx4.BAD_OP, refusal.Privileged},
+		{mlx4.FLOW_STEERING_IB_UC_QP_RANGE, 0, 0, mlx4.BAD_OP, refusal.Privileged},
+		{mlx4.VIRT_PORT_MAP, 0, 0, mlx4.BAD_OP, refusal.Privileged},
 		// Modifiers.
-		{mlx4.QUERY_FUNC_CAP, 2, 0, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
-		{mlx4.QUERY_FUNC_CAP, 1, 3, mlx4.BAD_PARAM, mlx4.ReasonPort},
-		{mlx4.QUERY_PORT, 0, 0x101, mlx4.BAD_PARAM, mlx4.ReasonInModifier},
-		{mlx4.QUERY_PORT, 0, 0, mlx4.BAD_PARAM, mlx4.ReasonPort},
-		{mlx4.QUERY_FW, 1, 0, mlx4.BAD_PARAM, mlx4.ReasonOpModifier},
+		{mlx4.QUERY_FUNC_CAP, 2, 0, mlx4.BAD_PARAM, refusal.OpModifier},
+		{mlx4.QUERY_FUNC_CAP, 1, 3, mlx4.BAD_PARAM, refusal.Port},
+		{mlx4.QUERY_PORT, 0, 0x101, mlx4.BAD_PARAM, refusal.InModifier},
+		{mlx4.QUERY_PORT, 0, 0, mlx4.BAD_PARAM, refusal.Port},
+		{mlx4.QUERY_FW, 1, 0, mlx4.BAD_PARAM, refusal.OpModifier},
 	} {
 		before := r.PF.Stats().Refusal(0, tc.reason)
 		got := post(t, v, vhcr.Request{Op: tc.op, OpMod: tc.opMod, InMod: tc.inMod})
@@ -456,7 +457,7 @@ func TestEventBitWithoutEQIsRefused(t *testing.T) {
 	if got.Status != mlx4.BAD_SYS_STATE {
 		t.Fatalf("'e' without an EQ: %v, want BAD_SYS_STATE", got.Status)
 	}
-	if n := r.PF.Stats().Refusal(0, mlx4.ReasonEventsNoEQ); n != 1 {
+	if n := r.PF.Stats().Refusal(0, refusal.EventsNoEQ); n != 1 {
 		t.Errorf("refusals %d", n)
 	}
 }

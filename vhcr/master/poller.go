@@ -10,6 +10,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/internal/futex"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -303,13 +304,13 @@ type VFInfo struct {
 }
 
 // Refusal is a VHCR_POST the PF answered with a non-OK status: the opcode,
-// the status, the reason it recorded (mlx4.Reason) and the toggle of the
+// the status, the reason it recorded (refusal.Reason) and the toggle of the
 // slave_write word that posted it, by which a VF's tool tells its own
 // command from a later one.
 type Refusal struct {
 	Op     mlx4.Opcode
 	Status mlx4.Status
-	Reason mlx4.Reason
+	Reason refusal.Reason
 	Toggle uint32 // 0 or 1
 }
 
@@ -318,7 +319,7 @@ func (p *PF) Info(vf int) (VFInfo, error) {
 	var in VFInfo
 	err := p.Do(func() {
 		st := &p.vfs[vf]
-		in = VFInfo{LastCmd: st.lastCmd, Active: st.active, VHCR: st.vhcr, Toggle: st.ack >> 31, Refused: st.refused}
+		in = VFInfo{LastCmd: st.lastCmd, Active: st.active, VHCR: st.vhcr, Toggle: st.ack >> mlx4.CommToggleShift, Refused: st.refused}
 	})
 	return in, err
 }

@@ -3,6 +3,7 @@ package master
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -26,7 +27,7 @@ import (
 // fills no more of it than it needs.
 type inflight struct {
 	vf     int
-	c      *mlx4.Cmd
+	c      *hca.Cmd
 	e      *Entry
 	tx     tx
 	status mlx4.Status
@@ -88,7 +89,7 @@ func (p *PF) post(i int, toggle uint32) error {
 	if x.status == mlx4.OK && c.EBit && !event {
 		// No EQ mapped for command completions: mlx4 would accept and never
 		// complete, leaving the VF to time out. Refuse at once instead.
-		x.status = c.Refuse(mlx4.BAD_SYS_STATE, mlx4.ReasonEventsNoEQ)
+		x.status = c.Refuse(mlx4.BAD_SYS_STATE, refusal.EventsNoEQ)
 	}
 	if event {
 		x.way = byEQE
@@ -122,7 +123,7 @@ func (p *PF) mailboxes(st *vfState, x *inflight) error {
 		c.InParam &= mlx4.InboxMask
 		if in, err := st.win.Mailbox(c.InParam, dma.Read); err != nil || in.CopyIn(p.inbox[:], 0) != nil {
 			p.stats.DMA[x.vf]++
-			x.status = c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA)
+			x.status = c.Refuse(mlx4.INTERNAL_ERR, refusal.InboxDMA)
 		} else {
 			c.Inbox = &p.inbox
 		}
@@ -225,17 +226,17 @@ func (p *PF) readVHCR(st *vfState) (w0, w1, w2, w3 uint64, err error) {
 
 // decode fills the PF's reused command from VF i's vHCR shadow with mlx4's
 // decoder and clears what the previous command left.
-func (p *PF) decode(i int, st *vfState, w0, w1, w2, w3 uint64) *mlx4.Cmd {
+func (p *PF) decode(i int, st *vfState, w0, w1, w2, w3 uint64) *hca.Cmd {
 	c := &p.cmd
 	c.DecodeVHCR(w0, w1, w2, w3)
-	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = i, st.win, mlx4.ReasonNone, nil, nil
+	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = i, st.win, refusal.None, nil, nil
 	return c
 }
 
 // admit looks c's row up and applies the admission rule (hca.Admit, the
 // one the executors' entry applies too); e is nil for an opcode without a
 // row.
-func (p *PF) admit(c *mlx4.Cmd) (*Entry, mlx4.Status) {
+func (p *PF) admit(c *hca.Cmd) (*Entry, mlx4.Status) {
 	e := p.table.Lookup(c.Op)
 	if e == nil {
 		return nil, hca.Admit(c, nil)
@@ -280,7 +281,7 @@ func (p *PF) start() (t0 uint64, timed bool) {
 
 // account counts and traces command c of VF i after its acknowledgement,
 // off the VF's critical path; e is nil for an opcode not in the table.
-func (p *PF) account(i int, e *Entry, c *mlx4.Cmd, status mlx4.Status, toggle uint32, timed bool, t0 uint64) {
+func (p *PF) account(i int, e *Entry, c *hca.Cmd, status mlx4.Status, toggle uint32, timed bool, t0 uint64) {
 	idx := 0
 	if e != nil {
 		idx = e.Index()

@@ -6,6 +6,7 @@ import (
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -120,10 +121,10 @@ func (p *PF) replay(ps *pstate) (*jrec, error) {
 }
 
 // replayCmd rebuilds a journaled command from its shadows.
-func (p *PF) replayCmd(rec *jrec) *mlx4.Cmd {
+func (p *PF) replayCmd(rec *jrec) *hca.Cmd {
 	c := &p.cmd
 	c.DecodeVHCR(rec.w[0], rec.w[1], rec.w[2], rec.w[3])
-	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = rec.vf, p.vfs[rec.vf].win, mlx4.ReasonNone, nil, nil
+	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = rec.vf, p.vfs[rec.vf].win, refusal.None, nil, nil
 	if e := p.table.Lookup(c.Op); e != nil {
 		if e.HasInbox {
 			c.InParam &= mlx4.InboxMask
@@ -223,7 +224,7 @@ func (p *PF) resumeSeed(i int, rec *jrec) {
 	x := inflight{vf: i, c: p.replayCmd(rec), way: bySeed, toggle: rec.toggle}
 	x.e, x.status = p.admit(x.c)
 	if x.status == mlx4.OK && rec.flags&flagExec == 0 {
-		x.status = x.c.Refuse(mlx4.INTERNAL_ERR, mlx4.ReasonInboxDMA) // the inbox was not readable
+		x.status = x.c.Refuse(mlx4.INTERNAL_ERR, refusal.InboxDMA) // the inbox was not readable
 	}
 	if x.c.Outbox != nil {
 		var err error
@@ -259,7 +260,7 @@ func (p *PF) freshHCA() error {
 // the fields the VF writes, ignoring those the PF writes back (the status,
 // and the immediate output of an out_is_imm command).
 func sameCommand(s *LastResult, w0, w1, w2, w3 uint64) bool {
-	var a, b mlx4.Cmd
+	var a, b hca.Cmd
 	a.DecodeVHCR(s.W[0], s.W[1], s.W[2], s.W[3])
 	b.DecodeVHCR(w0, w1, w2, w3)
 	if s.Flags&flagImm != 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
@@ -35,7 +36,7 @@ func TestInfoLastRefusal(t *testing.T) {
 	if s := post(v, mlx4.MAD_DEMUX, 0); s != mlx4.BAD_OP {
 		t.Fatalf("MAD_DEMUX: %v", s)
 	}
-	want := master.Refusal{Op: mlx4.MAD_DEMUX, Status: mlx4.BAD_OP, Reason: mlx4.ReasonPrivileged, Toggle: v.SlaveRead() >> 31}
+	want := master.Refusal{Op: mlx4.MAD_DEMUX, Status: mlx4.BAD_OP, Reason: refusal.Privileged, Toggle: v.SlaveRead() >> 31}
 	if in, _ := r.PF.Info(0); in.Refused != want {
 		t.Fatalf("after MAD_DEMUX: %+v, want %+v", in.Refused, want)
 	}
@@ -51,7 +52,7 @@ func TestInfoLastRefusal(t *testing.T) {
 	if in, _ := r.PF.Info(0); in.Refused != want {
 		t.Fatalf("VF 1's refusal is VF 0's: %+v", in.Refused)
 	}
-	want1 := master.Refusal{Op: mlx4.Opcode(0xfff), Status: mlx4.BAD_PARAM, Reason: mlx4.ReasonUnknownOpcode, Toggle: w.SlaveRead() >> 31}
+	want1 := master.Refusal{Op: mlx4.Opcode(0xfff), Status: mlx4.BAD_PARAM, Reason: refusal.UnknownOpcode, Toggle: w.SlaveRead() >> 31}
 	if in, _ := r.PF.Info(1); in.Refused != want1 {
 		t.Fatalf("VF 1: %+v, want %+v", in.Refused, want1)
 	}
@@ -65,7 +66,7 @@ func TestInfoLastRefusal(t *testing.T) {
 		t.Fatalf("QUERY_FUNC_CAP op_mod 9: %v", s)
 	}
 	second, _ := r.PF.Info(0)
-	if first.Refused.Reason != mlx4.ReasonOpModifier || first.Refused.Op != mlx4.QUERY_FUNC_CAP ||
+	if first.Refused.Reason != refusal.OpModifier || first.Refused.Op != mlx4.QUERY_FUNC_CAP ||
 		second.Refused.Toggle != v.SlaveRead()>>31 || first.Refused.Toggle == second.Refused.Toggle {
 		t.Errorf("two refusals in a row: %+v then %+v (slave_read toggle %d)", first.Refused, second.Refused, v.SlaveRead()>>31)
 	}

@@ -3,6 +3,7 @@ package master
 import (
 	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -132,7 +133,7 @@ type Stats struct {
 	VFStatus []uint64 // [vf][status slot]
 	OpStatus []uint64 // [op index][status slot]
 	Resets   []uint64 // [vf][reason]
-	Refusals []uint64 // [vf][mlx4.Reason]
+	Refusals []uint64 // [vf][refusal.Reason]
 	Resyncs  []uint64 // [vf]: the VF rewrote its registers (zeroed, §6.5)
 	DMA      []uint64 // [vf]: DMA faults (vHCR, inbox, outbox)
 	Dropped  []uint64 // [vf]: comm commands dropped during FLR
@@ -163,7 +164,7 @@ func newStats(numVFs, numOps int) *Stats {
 		VFStatus: make([]uint64, numVFs*NumStatusSlots),
 		OpStatus: make([]uint64, numOps*NumStatusSlots),
 		Resets:   make([]uint64, numVFs*int(numResetReasons)),
-		Refusals: make([]uint64, numVFs*mlx4.NumReasons),
+		Refusals: make([]uint64, numVFs*refusal.NumReasons),
 		Resyncs:  make([]uint64, numVFs),
 		DMA:      make([]uint64, numVFs),
 		Dropped:  make([]uint64, numVFs),
@@ -204,8 +205,8 @@ func (s *Stats) Reset(vf int, r ResetReason) uint64 {
 }
 
 // Refusal returns the refused commands of VF vf for reason r.
-func (s *Stats) Refusal(vf int, r mlx4.Reason) uint64 {
-	return s.Refusals[vf*mlx4.NumReasons+int(r)]
+func (s *Stats) Refusal(vf int, r refusal.Reason) uint64 {
+	return s.Refusals[vf*refusal.NumReasons+int(r)]
 }
 
 func (s *Stats) countCommand(vf, op int, st mlx4.Status) {
@@ -217,9 +218,9 @@ func (s *Stats) countCommand(vf, op int, st mlx4.Status) {
 
 func (s *Stats) countReset(vf int, r ResetReason) { s.Resets[vf*int(numResetReasons)+int(r)]++ }
 
-func (s *Stats) countRefusal(vf int, r mlx4.Reason) {
-	if r != mlx4.ReasonNone {
-		s.Refusals[vf*mlx4.NumReasons+int(r)]++
+func (s *Stats) countRefusal(vf int, r refusal.Reason) {
+	if r != refusal.None {
+		s.Refusals[vf*refusal.NumReasons+int(r)]++
 	}
 }
 

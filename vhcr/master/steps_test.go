@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
@@ -248,7 +250,7 @@ func TestUnmappedDMAWindow(t *testing.T) {
 		r.write(0, vhcr.CommVHCRPost, 0)
 		r.scan()
 		got := r.VHCR(t, 0)
-		var g mlx4.Cmd
+		var g hca.Cmd
 		g.DecodeVHCR(mlx4.VHCRWords(&got))
 		if status := mlx4.Status(got[mlx4.OffStatus]); !r.acked(0) || status != tc.status || g.Op != tc.op {
 			t.Fatalf("%v: acked=%v status %v op %v", tc.op, r.acked(0), status, g.Op)
@@ -317,7 +319,7 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 					t.Fatalf("%v op_mod %d: VF 0 status slot %d counted %d by the general path, %d by postFast", e.Op, opMod, slot, a, b)
 				}
 			}
-			for r := mlx4.Reason(1); int(r) < mlx4.NumReasons; r++ {
+			for r := refusal.Reason(1); int(r) < refusal.NumReasons; r++ {
 				if a, b := gs.Refusal(0, r)-gs0.Refusal(0, r), fs.Refusal(0, r)-fs0.Refusal(0, r); a != b {
 					t.Fatalf("%v op_mod %d: refusal %v counted %d by the general path, %d by postFast", e.Op, opMod, r, a, b)
 				}

@@ -1,6 +1,7 @@
 // Package mlx4 mirrors the mlx4 command ABI that the vHCR carries: opcodes,
-// command statuses, the 32-byte vHCR layout with its one decoder
-// (VHCRWords, Cmd.DecodeVHCR), the decoded command an executor receives,
+// command statuses, the comm channel's registers, commands and bits (struct
+// mlx4_comm, MLX4_COMM_CMD_*), the 32-byte vHCR layout with its one decoder
+// (VHCRWords, DecodeVHCR), enum mlx4_resource and the ALLOC_RES modes,
 // cmd_info[] (CmdInfo: which opcode has an inbox, an outbox or an immediate
 // output, which is EPERM, which op_modifiers are legal), and the layouts the
 // commands' mailboxes carry: the QP context and its modify mailbox, the CQ,
@@ -21,7 +22,9 @@
 // after the field (QPCCQNSend is struct mlx4_qp_context's cqn_send). Each
 // group's comment names its header and structure.
 //
-// mlx4 is a leaf: it imports nothing of vhcrd but dma, and both sides of
-// the comm channel (packages vhcr and vhcr/master) and the software HCA
-// (package vhcr/hca) build on it.
+// mlx4 is a leaf: it imports nothing of vhcrd (TestABIIsALeaf), and both
+// sides of the comm channel (packages vhcr and vhcr/master) and the software
+// HCA (package vhcr/hca) build on it. What vhcrd does with a command at run
+// time (the command with its VF, shadows and DMA window, hca.Cmd; why it was
+// refused, package vhcr/hca/refusal) is not ABI and lives with the PF.
 package mlx4

@@ -37,6 +37,10 @@ const (
 	EQNMask      = 0x3ff
 )
 
+// MLX4_EVENT_TYPES_NUM (include/linux/mlx4/device.h) is the number of event
+// types MAP_EQ's 64-bit in_param maps, one bit each.
+const MLX4_EVENT_TYPES_NUM = 64
+
 // Where a function's EQ doorbells are (eq.c mlx4_get_eq_uar, eq_set_ci):
 // EQ eqn's doorbell is the first 32-bit word at UAR page eqn/4, offset
 // MLX4_EQ_DOORBELL (0x800) + 8·(eqn%4), written BE32: consumer index 23:0,

@@ -419,7 +419,9 @@ func TestEQELayout(t *testing.T) {
 // mlx4_MAP_EQ ((unmap << 31) | eq_num) and mlx4_MAP_EQ_wrapper (& 0x3FF),
 // mlx4_eq_int's & 0xffffff of qpn, cqn and srqn, resource_tracker.c's
 // & 0x7fffff of a QPN and qp_alloc_res's & 0xffffff of the count; the
-// PORT_CHANGE subtypes of device.h.
+// PORT_CHANGE subtypes, MLX4_EVENT_TYPES_NUM, MLX4_MAC_MASK and the MAC/VLAN
+// table sizes of device.h, port.c's MLX4_VLAN_MASK; update_gid's mgid_index
+// bits and the sched_queue port bit.
 func TestMasksAndBits(t *testing.T) {
 	checkOffsets(t, "masks", []off{
 		{"MAP_EQ unmap", MAP_EQ_UNMAP, 0x80000000}, {"MAP_EQ eqn", EQNMask, 0x3ff},
@@ -428,7 +430,18 @@ func TestMasksAndBits(t *testing.T) {
 		{"MLX4_PORT_CHANGE_SUBTYPE_DOWN", PORT_CHANGE_SUBTYPE_DOWN, 1},
 		{"MLX4_PORT_CHANGE_SUBTYPE_ACTIVE", PORT_CHANGE_SUBTYPE_ACTIVE, 4},
 		{"event.port_change.port shift", EQEPortChangePortShift, 28},
+		{"MLX4_EVENT_TYPES_NUM", MLX4_EVENT_TYPES_NUM, 64},
+		{"MLX4_MAC_MASK", MLX4_MAC_MASK, 0xffffffffffff}, {"MLX4_VLAN_MASK", MLX4_VLAN_MASK, 0xfff},
+		{"MLX4_MAX_MAC_NUM", MLX4_MAX_MAC_NUM, 128}, {"MLX4_MAX_VLAN_NUM", MLX4_MAX_VLAN_NUM, 128},
+		{"mgid_index GID index", MGIDIndexMask, 0x7f}, {"update_gid UD bit", MGIDIndexUD, 0x80},
+		{"QP state in flags", QPCFlagsStateShift, 28}, {"port commands' in_modifier port", PortInModMask, 0xff}, {"QUERY_IF_STAT counter", CounterInModMask, 0xffff},
 	})
+	// (sched_queue >> 6 & 1) + 1
+	for sq, port := range map[byte]int{0x00: 1, 0x40: 2, 0x83: 1, 0xff: 2, 0xbf: 1} {
+		if got := SchedQueuePort(sq); got != port {
+			t.Errorf("sched_queue %#x names port %d, the kernel's %d", sq, got, port)
+		}
+	}
 }
 
 // include/linux/mlx4/device.h struct mlx4_net_trans_rule_hw_ctrl and
@@ -463,5 +476,16 @@ func TestVHCRLayout(t *testing.T) {
 	PutVHCRWords(&put, v.InParam, Word1(v.InMod), v.OutParam, Word3(v.Token, v.Flags, v.OpMod, v.Op))
 	if enc != want || put != want {
 		t.Errorf("vHCR image\nEncode       % x\nPutVHCRWords % x\nwant         % x", enc, put, want)
+	}
+}
+
+// QUERY_QP's outbox: mlx4_qp_query reads the state from flags 31:28 and
+// nothing else of the word changes.
+func TestPutQPCState(t *testing.T) {
+	b := make([]byte, QPContextSize)
+	binary.BigEndian.PutUint32(b[0:], 0xf0abcdef)
+	PutQPCState(b, QPState(3))
+	if got := binary.BigEndian.Uint32(b[0:]); got != 0x30abcdef {
+		t.Fatalf("flags %#x, want 0x30abcdef", got)
 	}
 }

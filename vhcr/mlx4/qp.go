@@ -219,7 +219,11 @@ func decodePath(b []byte) QPPath {
 }
 
 // PathPort is the function's port a path names: sched_queue bit 6 + 1.
-func PathPort(path []byte) int { return int(path[PathSchedQueue]>>6&1) + 1 }
+func PathPort(path []byte) int { return SchedQueuePort(path[PathSchedQueue]) }
+
+// SchedQueuePort is the port a sched_queue byte names: bit 6 + 1
+// (resource_tracker.c: (sched_queue >> 6 & 1) + 1).
+func SchedQueuePort(sq byte) int { return int(sq&SchedQueuePortBit)>>6 + 1 }
 
 // QPContext is struct mlx4_qp_context, the fields the model reads or writes.
 type QPContext struct {
@@ -255,12 +259,22 @@ type QPContext struct {
 	MTTBase         uint64 // first MTT entry (index)
 }
 
+// QPCFlagsStateShift: a QP's state is flags 31:28 of struct mlx4_qp_context
+// (qp.c mlx4_qp_query: be32_to_cpu(context->flags) >> 28).
+const QPCFlagsStateShift = 28
+
+// PutQPCState sets the state in the flags word of the QP context at b (as
+// QUERY_QP's outbox carries it), keeping the other bits of the word.
+func PutQPCState(b []byte, s QPState) {
+	put32(b, QPCFlags, get32(b, QPCFlags)&^(0xf<<QPCFlagsStateShift)|uint32(s&0xf)<<QPCFlagsStateShift)
+}
+
 // Encode writes the context into b[:QPContextSize], zeroing what it does not
 // set. b must hold QPContextSize bytes.
 func (c QPContext) Encode(b []byte) {
 	b = b[:QPContextSize]
 	clear(b)
-	f := uint32(c.State&0xf)<<28 | uint32(c.ST)<<16
+	f := uint32(c.State&0xf)<<QPCFlagsStateShift | uint32(c.ST)<<16
 	if c.RSS {
 		f |= 1 << 13
 	}
@@ -303,7 +317,7 @@ func DecodeQPContext(b []byte) (QPContext, error) {
 	f := get32(b, QPCFlags)
 	srqn := get32(b, QPCSRQN)
 	return QPContext{
-		State:           QPState(f >> 28),
+		State:           QPState(f >> QPCFlagsStateShift),
 		ST:              uint8(f >> 16),
 		RSS:             f&(1<<13) != 0,
 		PD:              get32(b, QPCPD) & 0xffffff,
@@ -397,6 +411,14 @@ const (
 	RESERVED_QKEY_BASE            = 0xffff0000
 	GRHMyLMCGRH                   = 0x80 // grh_mylmc bit 7
 	GRHMyLMCSMACMask              = 0x7f // grh_mylmc 6:0
+)
+
+// MGIDIndexMask and MGIDIndexUD: mgid_index 6:0 is the GID index;
+// resource_tracker.c update_gid sets bit 7 on a UD QP's path
+// (mgid_index = base_gid_ix | 0x80, or slave | 0x80).
+const (
+	MGIDIndexMask = 0x7f
+	MGIDIndexUD   = 0x80
 )
 
 // UPDATE_QP inbox: include/linux/mlx4/qp.h struct mlx4_update_qp_context.

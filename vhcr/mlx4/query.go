@@ -211,3 +211,14 @@ const (
 	INIT_HCA_LOG_UAR_SZ_OFFSET               = INIT_HCA_UAR_OFFSET + 0x0a
 	INIT_HCA_UAR_PAGE_SZ_OFFSET              = INIT_HCA_UAR_OFFSET + 0x0b
 )
+
+// PortInModMask selects the port number in the in_modifier of the port
+// commands that carry more above it (SET_PORT's type in 15:8, and
+// SET_VLAN_FLTR, SET_MCAST_FLTR, DUMP_ETH_STATS, QUERY_PORT: their
+// wrappers take vhcr->in_modifier & 0xff). CounterInModMask selects
+// QUERY_IF_STAT's counter index (mlx4_QUERY_IF_STAT_wrapper:
+// vhcr->in_modifier & 0xffff).
+const (
+	PortInModMask    = 0xff
+	CounterInModMask = 0xffff
+)

@@ -35,6 +35,17 @@ const (
 	ResPortShift = 8
 )
 
+// The value of a MAC or VLAN in ALLOC_RES/FREE_RES's in_param
+// (include/linux/mlx4/device.h MLX4_MAC_MASK; port.c MLX4_VLAN_MASK) and the
+// size of a port's MAC and VLAN tables (device.h MLX4_MAX_MAC_NUM,
+// MLX4_MAX_VLAN_NUM).
+const (
+	MLX4_MAC_MASK     = 0xffffffffffff
+	MLX4_VLAN_MASK    = 0xfff
+	MLX4_MAX_MAC_NUM  = 128
+	MLX4_MAX_VLAN_NUM = 128
+)
+
 var resourceNames = [NUM_OF_RESOURCE_TYPE]string{"RES_QP", "RES_CQ", "RES_SRQ", "RES_XRCD", "RES_MPT",
 	"RES_MTT", "RES_MAC", "RES_VLAN", "RES_NPORT_ID", "RES_COUNTER", "RES_FS_RULE", "RES_EQ"}
 

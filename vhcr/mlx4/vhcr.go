@@ -41,25 +41,22 @@ func (v *VHCR) EBit() bool { return v.Flags&FlagE != 0 }
 
 // VHCRWords loads a 32-byte vHCR image as its four big-endian 64-bit words,
 // the shadow the master keeps in registers and decodes with
-// Cmd.DecodeVHCR: in_param; in_modifier and a reserved word; out_param;
+// DecodeVHCR: in_param; in_modifier and a reserved word; out_param;
 // token, reserved, status, flags, op_modifier and opcode.
 func VHCRWords(b *[VHCRSize]byte) (w0, w1, w2, w3 uint64) {
 	return binary.BigEndian.Uint64(b[0:]), binary.BigEndian.Uint64(b[8:]),
 		binary.BigEndian.Uint64(b[16:]), binary.BigEndian.Uint64(b[24:])
 }
 
-// DecodeVHCR sets c's vHCR fields from the four words of a vHCR image
-// (VHCRWords): in_param, in_modifier, out_param, the token (bits 63..48 of
-// word 3), the 'e' bit of the flags (23..16), op_modifier (15..12) and the
-// opcode (11..0). Every bit pattern decodes; the reserved fields and the
-// status byte (31..24) are ignored, as the master ignores them. This is the
-// one decoder of the vHCR, the one the master calls for every VHCR_POST.
-// Fields are set by name, so that it inlines and the words stay in
-// registers.
-func (c *Cmd) DecodeVHCR(w0, w1, w2, w3 uint64) {
-	c.InParam, c.InMod, c.OutParam = w0, uint32(w1>>32), w2
-	c.Token, c.EBit = uint16(w3>>48), uint8(w3>>16)&FlagE != 0
-	c.OpMod, c.Op = uint8(w3>>12)&0xf, Opcode(w3&0xfff)
+// DecodeVHCR decodes the four words of a vHCR image (VHCRWords): in_param,
+// in_modifier, out_param, the token (bits 63..48 of word 3), the 'e' bit of
+// the flags (23..16), op_modifier (15..12) and the opcode (11..0). Every bit
+// pattern decodes; the reserved fields and the status byte (31..24) are
+// ignored, as the master ignores them. This is the one decoder of the vHCR,
+// the one the master calls (through its command's DecodeVHCR) for every
+// VHCR_POST; it inlines, so that the words stay in registers.
+func DecodeVHCR(w0, w1, w2, w3 uint64) (inParam uint64, inMod uint32, outParam uint64, token uint16, e bool, opMod uint8, op Opcode) {
+	return w0, uint32(w1 >> 32), w2, uint16(w3 >> 48), uint8(w3>>16)&FlagE != 0, uint8(w3>>12) & 0xf, Opcode(w3 & 0xfff)
 }
 
 // PutVHCRWords stores the four big-endian 64-bit words of a vHCR image
@@ -79,7 +76,7 @@ func PutVHCRWords(b *[VHCRSize]byte, w0, w1, w2, w3 uint64) {
 func Word1(inMod uint32) uint64 { return uint64(inMod) << 32 }
 
 // Word3 composes word 3 of a vHCR image as a VF writes it, status zero:
-// the token, the flags, op_modifier and opcode (Cmd.DecodeVHCR's inverse).
+// the token, the flags, op_modifier and opcode (DecodeVHCR's inverse).
 func Word3(token uint16, flags uint8, opMod uint8, op Opcode) uint64 {
 	return uint64(token)<<48 | uint64(flags)<<16 | uint64(opMod&0xf)<<12 | uint64(op)&0xfff
 }

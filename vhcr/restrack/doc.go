@@ -16,6 +16,10 @@
 // maps an error to the command status and refusal reason a VF sees, as the
 // mlx4 master's errno_to_status does (§1.11, §2.2).
 //
-// A Tracker is safe for concurrent use; its lookups allocate nothing.
-// Objects returned by the tracker must only be modified through it.
+// A Tracker has one owner, the goroutine that executes commands (the PF's
+// poller, through the HCA): it has no locks, as the HCA has none. Any other
+// goroutine reads it through the owner: the metrics collector and the admin
+// socket run their reads inside the PF's PF.Do, on the poller. Its lookups
+// allocate nothing. Objects returned by the tracker must only be modified
+// through it.
 package restrack

@@ -44,8 +44,6 @@ type BitmapImage struct {
 
 // Image returns the tracker's state.
 func (t *Tracker) Image() *Image {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	im := &Image{}
 	index := map[*Object]int{}
 	for vf := range t.vfs {
@@ -88,8 +86,6 @@ func (t *Tracker) Image() *Image {
 // objects and their references (loadObjects), the per-VF lists
 // (vfLists), then the swap of objects, pools and number spaces.
 func (t *Tracker) Load(im *Image) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err := t.checkImageShape(im); err != nil {
 		return err
 	}

@@ -17,8 +17,6 @@ import (
 // that is not a power of two fails like an exhausted allocator
 // (__mlx4_qp_reserve_range's -ENOMEM: ErrNoSpace).
 func (t *Tracker) ReserveQPs(vf, count, align int) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err := t.checkVF(vf); err != nil {
 		return 0, err
 	}
@@ -55,8 +53,6 @@ func (t *Tracker) ReserveQPs(vf, count, align int) (int, error) {
 // special QP ErrNotRemovable: mlx4 checks neither and would release quota
 // and numbers it never granted.
 func (t *Tracker) FreeQPs(vf int, base uint64, count int) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err := t.checkVF(vf); err != nil {
 		return err
 	}
@@ -126,8 +122,6 @@ func (t *Tracker) Alloc(vf int, ty Type) (int, error) {
 	if ty == QP {
 		return t.ReserveQPs(vf, 1, 1)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err := t.checkVF(vf); err != nil {
 		return 0, err
 	}
@@ -172,8 +166,6 @@ func (t *Tracker) Free(vf int, ty Type, id uint64) error {
 	if ty == QP {
 		return t.FreeQPs(vf, id, 1)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	switch ty {
 	case CQ, SRQ, Counter, XRCD, MPT:
 	default:
@@ -195,8 +187,6 @@ func (t *Tracker) Free(vf int, ty Type, id uint64) error {
 // AllocMTT grants 2^order MTT entries to vf and allocates an aligned range
 // (ALLOC_RES MTT RESERVE_AND_MAP). It returns the first entry.
 func (t *Tracker) AllocMTT(vf, order int) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err := t.checkVF(vf); err != nil {
 		return 0, err
 	}
@@ -235,8 +225,6 @@ func (t *Tracker) AllocMTT(vf, order int) (int, error) {
 // FreeMTT releases an MTT range (FREE_RES MTT): owned, not busy, no
 // references, and the order must match.
 func (t *Tracker) FreeMTT(vf int, base uint64, order int) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	o, err := t.lookup(vf, MTT, base)
 	if err != nil {
 		return err
@@ -254,8 +242,6 @@ func (t *Tracker) FreeMTT(vf int, base uint64, order int) error {
 // must be vf's (get_res: ErrNotFound / ErrNotOwner) and [base, base+size)
 // must lie inside it (ErrRange). The returned object is not marked busy.
 func (t *Tracker) MTTRange(vf int, base uint64, size int) (*Object, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	o, err := t.lookup(vf, MTT, base)
 	if err != nil {
 		return nil, err
@@ -273,8 +259,6 @@ func (t *Tracker) MTTRange(vf int, base uint64, size int) (*Object, error) {
 // are aligned to their size, so at most one candidate per order is looked
 // up; nothing is allocated.
 func (t *Tracker) ContainingMTT(vf int, start uint64, n int) (*Object, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if n < 0 || start >= uint64(t.cfg.Total[MTT]) || uint64(n) > uint64(t.cfg.Total[MTT])-start {
 		return nil, fmt.Errorf("vf %d: MTT [%#x, +%d): %w", vf, start, n, ErrInvalid)
 	}
@@ -296,8 +280,6 @@ func (t *Tracker) ContainingMTT(vf int, start uint64, n int) (*Object, error) {
 // checked belongs to vf) as Reserved, without quota or allocator: ALLOC_RES
 // QP MAP_ICM of a valid reserved QPN. A number already tracked → ErrExists.
 func (t *Tracker) TrackSpecial(vf int, qpn uint64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err := t.checkVF(vf); err != nil {
 		return err
 	}
@@ -312,8 +294,6 @@ func (t *Tracker) TrackSpecial(vf int, qpn uint64) error {
 // UntrackSpecial removes a special QP tracked by TrackSpecial once it is
 // back in Reserved (FREE_RES QP MAP_ICM).
 func (t *Tracker) UntrackSpecial(vf int, qpn uint64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	o, err := t.lookup(vf, QP, qpn)
 	if err != nil {
 		return err
@@ -343,8 +323,6 @@ func (t *Tracker) moveICM(vf int, ty Type, id uint64, from, to State, verb strin
 	if ty != QP && ty != MPT {
 		return ErrInvalid
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	o, err := t.lookup(vf, ty, id)
 	if err != nil {
 		return err
@@ -366,8 +344,6 @@ func EQID(vf int, eqn int) uint64 { return uint64(vf)<<10 | uint64(eqn&mlx4.EQNM
 // (SW2HW_EQ): the caller commits with EndMove or undoes with RemoveEQ.
 // eqn must be below EQsPerVF (ErrRange); an existing EQ → ErrExists.
 func (t *Tracker) CreateEQ(vf, eqn int) (*Object, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err := t.checkVF(vf); err != nil {
 		return nil, err
 	}
@@ -386,8 +362,6 @@ func (t *Tracker) CreateEQ(vf, eqn int) (*Object, error) {
 // RemoveEQ untracks an EQ in Reserved state (after HW2SW_EQ's move) or an
 // EQ whose creation is being undone (busy on its way to HW).
 func (t *Tracker) RemoveEQ(o *Object) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if o.Type != EQ || t.objs[EQ][o.ID] != o {
 		return ErrNotFound
 	}
@@ -412,8 +386,6 @@ func MACID(vf, port int, value uint64) uint64 {
 // VF sees BAD_PARAM as in mlx4); a known one gains a reference. It returns
 // whether the entry is new.
 func (t *Tracker) AddMAC(vf int, ty Type, port int, value uint64, index int) (bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err := t.checkVF(vf); err != nil {
 		return false, err
 	}
@@ -445,8 +417,6 @@ func (t *Tracker) AddMAC(vf int, ty Type, port int, value uint64, index int) (bo
 // and its quota released. It returns the table index and whether the entry
 // is gone.
 func (t *Tracker) DelMAC(vf int, ty Type, port int, value uint64) (int, bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if ty != MAC && ty != VLAN {
 		return 0, false, ErrInvalid
 	}
@@ -467,8 +437,6 @@ func (t *Tracker) DelMAC(vf int, ty Type, port int, value uint64) (int, bool, er
 // HasMAC reports whether vf registered MAC table index idx on port (smac
 // index ownership of RoCE QP contexts and UPDATE_QP).
 func (t *Tracker) HasMAC(vf, port, idx int) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if vf < 0 || vf >= len(t.vfs) {
 		return false
 	}
@@ -483,8 +451,6 @@ func (t *Tracker) HasMAC(vf, port, idx int) bool {
 // HasMACValue reports whether vf registered MAC mac on port (flow-steering
 // rules may only steer the VF's own unicast MACs).
 func (t *Tracker) HasMACValue(vf, port int, mac uint64) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	o := t.objs[MAC][MACID(vf, port, mac)]
 	return o != nil && o.Owner == vf
 }
@@ -493,8 +459,6 @@ func (t *Tracker) HasMACValue(vf, port int, mac uint64) bool {
 // its QP (which then cannot be freed). An existing regID → ErrExists; a QP
 // of another VF → ErrNotOwner.
 func (t *Tracker) AddFSRule(vf int, regID uint64, qp *Object) (*Object, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err := t.checkVF(vf); err != nil {
 		return nil, err
 	}
@@ -512,8 +476,6 @@ func (t *Tracker) AddFSRule(vf int, regID uint64, qp *Object) (*Object, error) {
 
 // RemoveFSRule untracks vf's rule regID and drops its QP reference.
 func (t *Tracker) RemoveFSRule(vf int, regID uint64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	o, err := t.lookup(vf, FSRule, regID)
 	if err != nil {
 		return err
@@ -535,8 +497,6 @@ type Released [NumTypes]int
 // implicit 2RST / HW2SW); the object's references are then dropped, its
 // number and quota returned. It returns how many objects of each type went.
 func (t *Tracker) DeleteAll(vf int, release func(*Object)) Released {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	var r Released
 	if vf < 0 || vf >= len(t.vfs) {
 		return r

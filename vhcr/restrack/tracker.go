@@ -3,7 +3,6 @@ package restrack
 import (
 	"fmt"
 	"math/bits"
-	"sync"
 )
 
 // Config sizes a Tracker.
@@ -74,7 +73,6 @@ type vfState struct {
 
 // Tracker is the resource tracker of one PF.
 type Tracker struct {
-	mu          sync.Mutex
 	cfg         Config
 	objs        [NumTypes]map[uint64]*Object
 	vfs         []vfState
@@ -275,8 +273,6 @@ func (t *Tracker) pool(ty Type, port int) *pool {
 // QuotaOf returns VF vf's quota and guaranteed amount of ty (port for MAC and
 // VLAN), as QUERY_FUNC_CAP reports them.
 func (t *Tracker) QuotaOf(vf int, ty Type, port int) Quota {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	p := t.pool(ty, port)
 	if p == nil || vf < 0 || vf >= len(p.quota) {
 		return Quota{}
@@ -286,8 +282,6 @@ func (t *Tracker) QuotaOf(vf int, ty Type, port int) Quota {
 
 // Allocated returns VF vf's quota usage of ty (MTT: entries).
 func (t *Tracker) Allocated(vf int, ty Type, port int) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	p := t.pool(ty, port)
 	if p == nil || vf < 0 || vf >= len(p.allocated) {
 		return 0
@@ -298,8 +292,6 @@ func (t *Tracker) Allocated(vf int, ty Type, port int) int {
 // Counts returns the number of objects of each type VF vf owns, indexed by
 // Type. It allocates nothing (the array is returned by value).
 func (t *Tracker) Counts(vf int) [NumTypes]int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if vf < 0 || vf >= len(t.vfs) {
 		return [NumTypes]int{}
 	}
@@ -309,8 +301,6 @@ func (t *Tracker) Counts(vf int) [NumTypes]int {
 // Walk calls fn for every object VF vf owns, in type order (for tests and
 // diagnostics; fn must not call the tracker).
 func (t *Tracker) Walk(vf int, fn func(o *Object)) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if vf < 0 || vf >= len(t.vfs) {
 		return
 	}
@@ -321,11 +311,9 @@ func (t *Tracker) Walk(vf int, fn func(o *Object)) {
 	}
 }
 
-// Snapshot copies every VF's counts into dst (len(dst) ≥ NumVFs), under one
-// lock acquisition, for gauges at scrape time.
+// Snapshot copies every VF's counts into dst (len(dst) ≥ NumVFs), for
+// gauges at scrape time (through the owner: the PF's PF.Do).
 func (t *Tracker) Snapshot(dst [][NumTypes]int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	for vf := range t.vfs {
 		if vf < len(dst) {
 			dst[vf] = t.vfs[vf].counts
@@ -340,7 +328,7 @@ func (t *Tracker) checkVF(vf int) error {
 	return nil
 }
 
-// track adds a new object (caller holds mu).
+// track adds a new object.
 func (t *Tracker) track(vf int, ty Type, id uint64, st State) (*Object, error) {
 	m := t.objs[ty]
 	if _, ok := m[id]; ok {
@@ -359,7 +347,7 @@ func (t *Tracker) track(vf int, ty Type, id uint64, st State) (*Object, error) {
 }
 
 // untrack removes o from the maps and lists and drops its references
-// (caller holds mu).
+// .
 func (t *Tracker) untrack(o *Object) {
 	t.dropDeps(o)
 	delete(t.objs[o.Type], o.ID)
@@ -376,7 +364,7 @@ func (t *Tracker) untrack(o *Object) {
 	s.counts[o.Type]--
 }
 
-// lookup finds an owned object (caller holds mu): not tracked → ErrNotFound,
+// lookup finds an owned object: not tracked → ErrNotFound,
 // another VF's → ErrNotOwner.
 func (t *Tracker) lookup(vf int, ty Type, id uint64) (*Object, error) {
 	if int(ty) >= NumTypes {
@@ -395,16 +383,12 @@ func (t *Tracker) lookup(vf int, ty Type, id uint64) (*Object, error) {
 // Peek returns VF vf's object without marking it busy (read-only checks).
 // A busy object is returned as well.
 func (t *Tracker) Peek(vf int, ty Type, id uint64) (*Object, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	return t.lookup(vf, ty, id)
 }
 
 // Owner returns the owner of an object, for routing asynchronous events
 // (mlx4_get_slave_from_resource_id); ErrNotFound if untracked.
 func (t *Tracker) Owner(ty Type, id uint64) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if int(ty) >= NumTypes {
 		return -1, ErrInvalid
 	}
@@ -418,8 +402,6 @@ func (t *Tracker) Owner(ty Type, id uint64) (int, error) {
 // Get marks VF vf's object busy (get_res): not found → ErrNotFound, busy →
 // ErrBusy, wrong owner → ErrNotOwner. Put releases it.
 func (t *Tracker) Get(vf int, ty Type, id uint64) (*Object, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	o, err := t.lookup(vf, ty, id)
 	if err != nil {
 		return nil, err
@@ -434,8 +416,6 @@ func (t *Tracker) Get(vf int, ty Type, id uint64) (*Object, error) {
 
 // Put ends a Get (put_res): the object returns to its previous state.
 func (t *Tracker) Put(o *Object) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if o.State == Busy {
 		o.State = o.from
 	}
@@ -447,8 +427,6 @@ func (t *Tracker) Put(o *Object) {
 // leaving HW while referenced → ErrBusy. On success the object is Busy
 // until EndMove (commit) or AbortMove.
 func (t *Tracker) StartMove(vf int, ty Type, id uint64, to State) (*Object, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	o, err := t.lookup(vf, ty, id)
 	if err != nil {
 		return nil, err
@@ -514,8 +492,6 @@ func moveOK(o *Object, to State) error {
 
 // EndMove commits a move started by StartMove.
 func (t *Tracker) EndMove(o *Object) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if o.State == Busy {
 		o.State = o.to
 	}
@@ -523,8 +499,6 @@ func (t *Tracker) EndMove(o *Object) {
 
 // AbortMove abandons a move started by StartMove.
 func (t *Tracker) AbortMove(o *Object) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if o.State == Busy {
 		o.State = o.from
 	}
@@ -533,8 +507,6 @@ func (t *Tracker) AbortMove(o *Object) {
 // AddDep makes o hold a reference on d (a QP on its CQs, SRQ and MTT; a CQ,
 // SRQ, EQ or MPT on its MTT). At most 4 per object.
 func (t *Tracker) AddDep(o, d *Object) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if int(o.ndeps) >= len(o.deps) {
 		return fmt.Errorf("%v %#x: too many references: %w", o.Type, o.ID, ErrInvalid)
 	}
@@ -546,8 +518,6 @@ func (t *Tracker) AddDep(o, d *Object) error {
 
 // DropDeps releases every reference o holds (2RST, HW2SW).
 func (t *Tracker) DropDeps(o *Object) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.dropDeps(o)
 }
 
@@ -564,24 +534,18 @@ func (t *Tracker) dropDeps(o *Object) {
 // Hold adds a reference to o that no object records (a multicast attachment
 // or flow-steering rule on a QP); Unhold drops it.
 func (t *Tracker) Hold(o *Object) {
-	t.mu.Lock()
 	o.Refs++
-	t.mu.Unlock()
 }
 
 // Unhold drops a reference taken by Hold.
 func (t *Tracker) Unhold(o *Object) {
-	t.mu.Lock()
 	if o.Refs > 0 {
 		o.Refs--
 	}
-	t.mu.Unlock()
 }
 
 // ReplaceDep moves o's reference from old to nu (MODIFY_CQ resize).
 func (t *Tracker) ReplaceDep(o, old, nu *Object) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	for i := range o.ndeps {
 		if o.deps[i] == old {
 			if old.Refs > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -110,7 +111,7 @@ func TestQuotaExhaustionEveryType(t *testing.T) {
 				t.Fatalf("no quota error: %v", err)
 			}
 			wantStatus(t, err, tc.want)
-			if _, r := Status(err); r != mlx4.ReasonQuota {
+			if _, r := Status(err); r != refusal.Quota {
 				t.Fatalf("reason %v", r)
 			}
 			// VF 1 still gets its guaranteed amount.
@@ -439,8 +440,6 @@ func TestDeleteAllOrderAndIsolation(t *testing.T) {
 }
 
 func firstMTT(tr *Tracker, vf int) int {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
 	return int(tr.vfs[vf].head[MTT].ID)
 }
 
@@ -448,18 +447,18 @@ func TestStatusMapping(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want mlx4.Status
-		r    mlx4.Reason
+		r    refusal.Reason
 	}{
-		{nil, mlx4.OK, mlx4.ReasonNone},
-		{fmt.Errorf("x: %w", ErrNotFound), mlx4.INTERNAL_ERR, mlx4.ReasonNotFound},
-		{fmt.Errorf("x: %w", ErrNotOwner), mlx4.BAD_OP, mlx4.ReasonNotOwner},
-		{fmt.Errorf("x: %w", ErrBadState), mlx4.BAD_PARAM, mlx4.ReasonBadState},
-		{fmt.Errorf("x: %w", ErrBusy), mlx4.RESOURCE_BUSY, mlx4.ReasonBusy},
-		{fmt.Errorf("x: %w", ErrQuota), mlx4.INTERNAL_ERR, mlx4.ReasonQuota},
-		{fmt.Errorf("x: %w (%w)", ErrQuota, ErrInvalid), mlx4.BAD_PARAM, mlx4.ReasonQuota},
-		{fmt.Errorf("x: %w", ErrNotRemovable), mlx4.BAD_OP, mlx4.ReasonBadState},
-		{fmt.Errorf("x: %w", ErrNoSpace), mlx4.EXCEED_LIM, mlx4.ReasonQuota},
-		{errors.New("other"), mlx4.INTERNAL_ERR, mlx4.ReasonNone},
+		{nil, mlx4.OK, refusal.None},
+		{fmt.Errorf("x: %w", ErrNotFound), mlx4.INTERNAL_ERR, refusal.NotFound},
+		{fmt.Errorf("x: %w", ErrNotOwner), mlx4.BAD_OP, refusal.NotOwner},
+		{fmt.Errorf("x: %w", ErrBadState), mlx4.BAD_PARAM, refusal.BadState},
+		{fmt.Errorf("x: %w", ErrBusy), mlx4.RESOURCE_BUSY, refusal.Busy},
+		{fmt.Errorf("x: %w", ErrQuota), mlx4.INTERNAL_ERR, refusal.Quota},
+		{fmt.Errorf("x: %w (%w)", ErrQuota, ErrInvalid), mlx4.BAD_PARAM, refusal.Quota},
+		{fmt.Errorf("x: %w", ErrNotRemovable), mlx4.BAD_OP, refusal.BadState},
+		{fmt.Errorf("x: %w", ErrNoSpace), mlx4.EXCEED_LIM, refusal.Quota},
+		{errors.New("other"), mlx4.INTERNAL_ERR, refusal.None},
 	} {
 		s, r := Status(tc.err)
 		if s != tc.want || r != tc.r {

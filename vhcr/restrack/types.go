@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -106,41 +107,33 @@ var (
 // INTERNAL_ERR (MAC/VLAN quota → BAD_PARAM as mlx4), exists → INTERNAL_ERR,
 // invalid → BAD_PARAM, MTT range → BAD_OP, no free number → EXCEED_LIM. nil →
 // OK. Unknown errors → INTERNAL_ERR.
-func Status(err error) (mlx4.Status, mlx4.Reason) {
+func Status(err error) (mlx4.Status, refusal.Reason) {
 	switch {
 	case err == nil:
-		return mlx4.OK, mlx4.ReasonNone
+		return mlx4.OK, refusal.None
 	case errors.Is(err, ErrQuota):
 		if errors.Is(err, ErrInvalid) {
-			return mlx4.BAD_PARAM, mlx4.ReasonQuota
+			return mlx4.BAD_PARAM, refusal.Quota
 		}
-		return mlx4.INTERNAL_ERR, mlx4.ReasonQuota
+		return mlx4.INTERNAL_ERR, refusal.Quota
 	case errors.Is(err, ErrNotFound):
-		return mlx4.INTERNAL_ERR, mlx4.ReasonNotFound
+		return mlx4.INTERNAL_ERR, refusal.NotFound
 	case errors.Is(err, ErrNotOwner):
-		return mlx4.BAD_OP, mlx4.ReasonNotOwner
+		return mlx4.BAD_OP, refusal.NotOwner
 	case errors.Is(err, ErrBadState):
-		return mlx4.BAD_PARAM, mlx4.ReasonBadState
+		return mlx4.BAD_PARAM, refusal.BadState
 	case errors.Is(err, ErrNotRemovable):
-		return mlx4.BAD_OP, mlx4.ReasonBadState
+		return mlx4.BAD_OP, refusal.BadState
 	case errors.Is(err, ErrBusy):
-		return mlx4.RESOURCE_BUSY, mlx4.ReasonBusy
+		return mlx4.RESOURCE_BUSY, refusal.Busy
 	case errors.Is(err, ErrExists):
-		return mlx4.INTERNAL_ERR, mlx4.ReasonRange
+		return mlx4.INTERNAL_ERR, refusal.Range
 	case errors.Is(err, ErrRange):
-		return mlx4.BAD_OP, mlx4.ReasonRange
+		return mlx4.BAD_OP, refusal.Range
 	case errors.Is(err, ErrNoSpace):
-		return mlx4.EXCEED_LIM, mlx4.ReasonQuota
+		return mlx4.EXCEED_LIM, refusal.Quota
 	case errors.Is(err, ErrInvalid), errors.Is(err, ErrNoFunc):
-		return mlx4.BAD_PARAM, mlx4.ReasonContext
+		return mlx4.BAD_PARAM, refusal.Context
 	}
-	return mlx4.INTERNAL_ERR, mlx4.ReasonNone
-}
-
-// Refuse sets c.Reason from err and returns the status: the one-line form
-// executors use, return restrack.Refuse(c, err).
-func Refuse(c *mlx4.Cmd, err error) mlx4.Status {
-	s, r := Status(err)
-	c.Reason = r
-	return s
+	return mlx4.INTERNAL_ERR, refusal.None
 }

@@ -2,10 +2,12 @@ package trace_test
 
 import (
 	"context"
-	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"io"
 	"strconv"
 	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
@@ -20,7 +22,7 @@ import (
 // has 1 MiB of it.
 
 var (
-	cmd  mlx4.Cmd
+	cmd  hca.Cmd
 	sink uint64
 )
 
@@ -55,7 +57,7 @@ func BenchmarkOffNil(b *testing.B) {
 // and completion, Post).
 func benchPost(b *testing.B, records int, reads int) {
 	r := newRing(b, records)
-	cmd = mlx4.Cmd{VF: 3, Op: mlx4.NOP, InParam: 1, OutParam: 2, InMod: 3}
+	cmd = hca.Cmd{VF: 3, Op: mlx4.NOP, InParam: 1, OutParam: 2, InMod: 3}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		cmd.Token = uint16(i)
@@ -125,7 +127,7 @@ func BenchmarkStream(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			r := newRing(b, 1024)
-			c := mlx4.Cmd{VF: 3, Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2, OutParam: 0x5000, Token: 0xffff}
+			c := hca.Cmd{VF: 3, Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2, OutParam: 0x5000, Token: 0xffff}
 			for i := range 1023 {
 				r.Post(uint64(i), uint64(i)+3000, 0, &c, mlx4.OK)
 			}

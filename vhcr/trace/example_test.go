@@ -5,6 +5,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
@@ -21,9 +23,9 @@ func Example() {
 	}
 	// The poller.
 	if r.Enabled() {
-		c := mlx4.Cmd{VF: 3, Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2, OutParam: 0x5000, Token: 0xffff}
+		c := hca.Cmd{VF: 3, Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2, OutParam: 0x5000, Token: 0xffff}
 		r.Post(1000, 2200, 1<<31, &c, mlx4.OK)
-		c = mlx4.Cmd{VF: 3, Op: mlx4.SW2HW_MPT, InMod: 7, EBit: true, Token: 0x12, Reason: mlx4.ReasonNotOwner}
+		c = hca.Cmd{VF: 3, Op: mlx4.SW2HW_MPT, InMod: 7, EBit: true, Token: 0x12, Reason: refusal.NotOwner}
 		r.PostUntimed(3000, 0, &c, mlx4.BAD_RESOURCE)
 		r.EQE(3100, 3, mlx4.EventCmd, 2, 0x12)
 		r.IRQ(3150, 3, 2)

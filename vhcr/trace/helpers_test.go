@@ -3,6 +3,8 @@ package trace
 import (
 	"time"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -30,43 +32,43 @@ func script(r *Ring) {
 	r.Comm(t+300, 3, CommVHCR1, 1<<31, 0x0002)
 	r.Comm(t+400, 3, CommVHCR2, 0, 0x0003)
 	r.Comm(t+500, 3, CommVHCREn, 1<<31, 0x4000)
-	c := mlx4.Cmd{VF: 3, Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2, OutParam: 0x5000, Token: 0xffff}
+	c := hca.Cmd{VF: 3, Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2, OutParam: 0x5000, Token: 0xffff}
 	r.Post(t+1000, t+3400, 0, &c, mlx4.OK)
-	c = mlx4.Cmd{VF: 3, Op: mlx4.NOP, Token: 1}
+	c = hca.Cmd{VF: 3, Op: mlx4.NOP, Token: 1}
 	r.Post(t+4000, t+4250, 1, &c, mlx4.OK)
-	c = mlx4.Cmd{VF: 4, Op: mlx4.QUERY_FUNC_CAP, OpMod: 7, Token: 2, Reason: mlx4.ReasonOpModifier}
+	c = hca.Cmd{VF: 4, Op: mlx4.QUERY_FUNC_CAP, OpMod: 7, Token: 2, Reason: refusal.OpModifier}
 	r.Post(t+5000, t+5300, 1, &c, mlx4.BAD_PARAM)
-	c = mlx4.Cmd{VF: 3, Op: mlx4.SW2HW_MPT, InMod: 7, InParam: 0x7f0001000, EBit: true, Token: 0x12,
-		Reason: mlx4.ReasonNotOwner}
+	c = hca.Cmd{VF: 3, Op: mlx4.SW2HW_MPT, InMod: 7, InParam: 0x7f0001000, EBit: true, Token: 0x12,
+		Reason: refusal.NotOwner}
 	r.Post(t+6000, t+12200, 0, &c, mlx4.BAD_RESOURCE)
 	r.EQE(t+12100, 3, mlx4.EventCmd, 2, 0x12)
 	r.IRQ(t+12150, 3, 2)
-	c = mlx4.Cmd{VF: 3, Op: mlx4.Opcode(0xabc), Token: 3, Reason: mlx4.ReasonUnknownOpcode}
+	c = hca.Cmd{VF: 3, Op: mlx4.Opcode(0xabc), Token: 3, Reason: refusal.UnknownOpcode}
 	r.Post(t+13000, t+260000, 1, &c, mlx4.BAD_PARAM)
-	c = mlx4.Cmd{VF: 4, Op: mlx4.NOP, Token: 4, EBit: true}
+	c = hca.Cmd{VF: 4, Op: mlx4.NOP, Token: 4, EBit: true}
 	r.PostUntimed(t+280000, 0, &c, mlx4.OK)
 	r.Reset(t+300000, 3, 3)
 	r.FLR(t+400000, 4, true)
 	r.FLR(t+2_400_000_000, 4, false)
 	// What the trace decodes: resources, QPNs, MAD_IFC, EQE types.
-	c = mlx4.Cmd{VF: 3, Op: mlx4.ALLOC_RES, OpMod: uint8(mlx4.RES_OP_RESERVE), InMod: uint32(mlx4.RES_QP),
+	c = hca.Cmd{VF: 3, Op: mlx4.ALLOC_RES, OpMod: uint8(mlx4.RES_OP_RESERVE), InMod: uint32(mlx4.RES_QP),
 		InParam: 8<<32 | 1, OutParam: 0x848, Token: 5}
 	r.PostUntimed(t+2_400_001_000, 1, &c, mlx4.OK)
-	c = mlx4.Cmd{VF: 3, Op: mlx4.ALLOC_RES, OpMod: uint8(mlx4.RES_OP_MAP_ICM), InMod: uint32(mlx4.RES_QP),
+	c = hca.Cmd{VF: 3, Op: mlx4.ALLOC_RES, OpMod: uint8(mlx4.RES_OP_MAP_ICM), InMod: uint32(mlx4.RES_QP),
 		InParam: 0x848, Token: 6}
 	r.PostUntimed(t+2_400_002_000, 0, &c, mlx4.OK)
-	c = mlx4.Cmd{VF: 3, Op: mlx4.ALLOC_RES, OpMod: uint8(mlx4.RES_OP_RESERVE_AND_MAP),
+	c = hca.Cmd{VF: 3, Op: mlx4.ALLOC_RES, OpMod: uint8(mlx4.RES_OP_RESERVE_AND_MAP),
 		InMod: 1<<mlx4.ResPortShift | uint32(mlx4.RES_MAC), InParam: 0x0002c9000103, Token: 7}
 	r.PostUntimed(t+2_400_003_000, 1, &c, mlx4.OK)
-	c = mlx4.Cmd{VF: 3, Op: mlx4.RST2INIT_QP, InMod: 0x848, InParam: 0x1000, Token: 8, Inbox: &qpInbox}
+	c = hca.Cmd{VF: 3, Op: mlx4.RST2INIT_QP, InMod: 0x848, InParam: 0x1000, Token: 8, Inbox: &qpInbox}
 	r.PostUntimed(t+2_400_004_000, 0, &c, mlx4.OK)
-	c = mlx4.Cmd{VF: 3, Op: mlx4.MAD_IFC, OpMod: 1, InMod: 1, InParam: 0x2000, OutParam: 0x3000, Token: 9,
+	c = hca.Cmd{VF: 3, Op: mlx4.MAD_IFC, OpMod: 1, InMod: 1, InParam: 0x2000, OutParam: 0x3000, Token: 9,
 		Inbox: &madInbox}
 	r.PostUntimed(t+2_400_005_000, 1, &c, mlx4.OK)
-	c = mlx4.Cmd{VF: 3, Op: mlx4.FREE_RES, OpMod: uint8(mlx4.RES_OP_RESERVE), InMod: uint32(mlx4.RES_QP),
+	c = hca.Cmd{VF: 3, Op: mlx4.FREE_RES, OpMod: uint8(mlx4.RES_OP_RESERVE), InMod: uint32(mlx4.RES_QP),
 		InParam: 1<<32 | 0x848, Token: 10}
 	r.PostUntimed(t+2_400_006_000, 0, &c, mlx4.OK)
-	c = mlx4.Cmd{VF: 3, Op: mlx4.FREE_RES, OpMod: 5, InMod: 0x2a, Token: 11, Reason: mlx4.ReasonOpModifier}
+	c = hca.Cmd{VF: 3, Op: mlx4.FREE_RES, OpMod: 5, InMod: 0x2a, Token: 11, Reason: refusal.OpModifier}
 	r.PostUntimed(t+2_400_007_000, 1, &c, mlx4.BAD_PARAM)
 	r.EQE(t+2_400_008_000, 3, mlx4.EventPortChange, 1, 0)
 	r.EQE(t+2_400_009_000, 3, 0x0b, 1, 0)

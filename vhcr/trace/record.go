@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -115,7 +116,7 @@ type Record struct {
 	Comm   uint8
 	OpMod  uint8 // 4 bits
 	Status mlx4.Status
-	Reason mlx4.Reason
+	Reason refusal.Reason
 	Flags  uint8
 	Aux    uint8
 }
@@ -140,7 +141,7 @@ func hdr(k Kind, comm uint8, vf uint16, opAndMod uint16, token uint16) uint64 {
 	return uint64(k) | uint64(comm)<<8 | uint64(vf)<<16 | uint64(opAndMod)<<32 | uint64(token)<<48
 }
 
-func misc(arg uint32, status mlx4.Status, reason mlx4.Reason, flags, aux uint8) uint64 {
+func misc(arg uint32, status mlx4.Status, reason refusal.Reason, flags, aux uint8) uint64 {
 	return uint64(arg) | uint64(status)<<32 | uint64(reason)<<40 | uint64(flags)<<48 | uint64(aux)<<56
 }
 
@@ -159,7 +160,7 @@ func Unpack(w *Words) Record {
 		Ticks: w[0], InParam: w[1], OutParam: w[2], Latency: w[3],
 		Kind: Kind(h), Comm: uint8(h >> 8), VF: uint16(h >> 16),
 		Op: mlx4.Opcode(h>>32) & 0xfff, OpMod: uint8(h>>44) & 0xf, Token: uint16(h >> 48),
-		Arg: uint32(m), Status: mlx4.Status(m >> 32), Reason: mlx4.Reason(m >> 40),
+		Arg: uint32(m), Status: mlx4.Status(m >> 32), Reason: refusal.Reason(m >> 40),
 		Flags: uint8(m >> 48), Aux: uint8(m >> 56), Inbox: [2]uint64{w[6], w[7]},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -132,18 +133,18 @@ func (r *Ring) Comm(t uint64, vf int, cmd uint8, toggle uint32, param uint16) {
 // refusal reason its executor set, and the head of its shadow inbox if it
 // has one: Record.Inbox), the status returned, the toggle, and the ticks at
 // detection (t0) and completion (t1).
-func (r *Ring) Post(t0, t1 uint64, toggle uint32, c *mlx4.Cmd, status mlx4.Status) {
+func (r *Ring) Post(t0, t1 uint64, toggle uint32, c *hca.Cmd, status mlx4.Status) {
 	r.post(t0, t1-t0, toggleFlag(toggle)|FlagTimed, c, status)
 }
 
 // PostUntimed records a VHCR_POST whose latency was not measured, stamped
 // t: typically the poller's latest clock reading, so that tracing the
 // command adds no read of the clock (see the package documentation).
-func (r *Ring) PostUntimed(t uint64, toggle uint32, c *mlx4.Cmd, status mlx4.Status) {
+func (r *Ring) PostUntimed(t uint64, toggle uint32, c *hca.Cmd, status mlx4.Status) {
 	r.post(t, 0, toggleFlag(toggle), c, status)
 }
 
-func (r *Ring) post(t, latency uint64, f uint8, c *mlx4.Cmd, status mlx4.Status) {
+func (r *Ring) post(t, latency uint64, f uint8, c *hca.Cmd, status mlx4.Status) {
 	if c.EBit {
 		f |= FlagE
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -49,7 +50,7 @@ func TestServeConn(t *testing.T) {
 		t.Errorf("%q: %+v, %v", got[0], e, err)
 	}
 	// More records: the stream follows.
-	c := mlx4.Cmd{VF: 3, Op: mlx4.SW2HW_MPT, Token: 9}
+	c := hca.Cmd{VF: 3, Op: mlx4.SW2HW_MPT, Token: 9}
 	r.Post(0, 0, 0, &c, mlx4.OK)
 	got = readLines(t, br, 1)
 	if e, err := ParseJSON([]byte(got[0])); err != nil || e.Token != 9 || e.Status != "OK" {

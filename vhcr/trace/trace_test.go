@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -32,13 +34,13 @@ var wantScript = []Record{
 	{Seq: 8, Ticks: 5000, Latency: 250, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.NOP, Token: 1,
 		Flags: FlagToggle | FlagTimed},
 	{Seq: 9, Ticks: 6000, Latency: 300, Kind: KindPost, VF: 4, Comm: CommVHCRPost, Op: mlx4.QUERY_FUNC_CAP,
-		OpMod: 7, Token: 2, Flags: FlagToggle | FlagTimed, Status: mlx4.BAD_PARAM, Reason: mlx4.ReasonOpModifier},
+		OpMod: 7, Token: 2, Flags: FlagToggle | FlagTimed, Status: mlx4.BAD_PARAM, Reason: refusal.OpModifier},
 	{Seq: 10, Ticks: 7000, Latency: 6200, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.SW2HW_MPT, Arg: 7,
-		InParam: 0x7f0001000, Token: 0x12, Flags: FlagE | FlagTimed, Status: mlx4.BAD_RESOURCE, Reason: mlx4.ReasonNotOwner},
+		InParam: 0x7f0001000, Token: 0x12, Flags: FlagE | FlagTimed, Status: mlx4.BAD_RESOURCE, Reason: refusal.NotOwner},
 	{Seq: 11, Ticks: 13100, Kind: KindEQE, VF: 3, Aux: mlx4.EventCmd, Arg: 2, Token: 0x12},
 	{Seq: 12, Ticks: 13150, Kind: KindIRQ, VF: 3, Arg: 2},
 	{Seq: 13, Ticks: 14000, Latency: 247000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: 0xabc, Token: 3,
-		Flags: FlagToggle | FlagTimed, Status: mlx4.BAD_PARAM, Reason: mlx4.ReasonUnknownOpcode},
+		Flags: FlagToggle | FlagTimed, Status: mlx4.BAD_PARAM, Reason: refusal.UnknownOpcode},
 	{Seq: 14, Ticks: 281000, Kind: KindPost, VF: 4, Comm: CommVHCRPost, Op: mlx4.NOP, Token: 4, Flags: FlagE},
 	{Seq: 15, Ticks: 301000, Kind: KindReset, VF: 3, Aux: 3},
 	{Seq: 16, Ticks: 401000, Kind: KindFLR, VF: 4, Comm: CommFLR, Aux: 1},
@@ -57,7 +59,7 @@ var wantScript = []Record{
 	{Seq: 23, Ticks: 2_400_007_000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.FREE_RES, InParam: 1<<32 | 0x848,
 		Token: 10},
 	{Seq: 24, Ticks: 2_400_008_000, Kind: KindPost, VF: 3, Comm: CommVHCRPost, Op: mlx4.FREE_RES, OpMod: 5, Arg: 0x2a,
-		Token: 11, Flags: FlagToggle, Status: mlx4.BAD_PARAM, Reason: mlx4.ReasonOpModifier},
+		Token: 11, Flags: FlagToggle, Status: mlx4.BAD_PARAM, Reason: refusal.OpModifier},
 	{Seq: 25, Ticks: 2_400_009_000, Kind: KindEQE, VF: 3, Aux: mlx4.EventPortChange, Arg: 1},
 	{Seq: 26, Ticks: 2_400_010_000, Kind: KindEQE, VF: 3, Aux: 0x0b, Arg: 1},
 }
@@ -302,7 +304,7 @@ func TestConcurrent(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c := mlx4.Cmd{}
+		c := hca.Cmd{}
 		for i := uint64(0); i < total; i++ {
 			c.VF, c.InParam, c.OutParam, c.InMod, c.Token = int(i%7), i, ^i, uint32(i), uint16(i)
 			r.Post(i, i+i%1000, uint32(i&1), &c, mlx4.Status(i%0x40))

@@ -144,7 +144,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	} else {
 		token = e.nextToken()
 	}
-	toggle := d.VF.SlaveRead() >> 31 // idle: the VF's toggle; the post flips it
+	toggle := d.VF.SlaveRead() >> mlx4.CommToggleShift // idle: the VF's toggle; the post flips it
 	// The vHCR in place, as vhcr.VF.Post writes it, with the 'e' bit.
 	vh := d.mem[vhcr.VFPageVHCR*bar.PageSize : vhcr.VFPageVHCR*bar.PageSize+mlx4.VHCRSize]
 	binary.BigEndian.PutUint64(vh[mlx4.OffInParam:], inParam)
@@ -216,7 +216,7 @@ func (d *Driver) completeMlx4(ctx context.Context, op mlx4.Opcode, outImm bool, 
 	var w waiter
 	for !e.matched {
 		sr := d.VF.SlaveRead()
-		acked := sr>>31 == toggle
+		acked := sr>>mlx4.CommToggleShift == toggle
 		if acked && sr&vhcr.InternalErrBit != 0 {
 			d.abandon(vhcr.ErrInternal)
 			return 0, fmt.Errorf("%v: %w", op, vhcr.ErrInternal)

@@ -364,7 +364,7 @@ func (r *Rig) Write(i int, cmd vhcr.CommCmd, param uint16) {
 func (r *Rig) SetToggle(i int, t uint32) { r.toggles[i] = t & 1 }
 
 // Acked reports whether the PF acknowledged VF i's last Write.
-func (r *Rig) Acked(i int) bool { return r.sr[i].Load()>>31 == r.toggles[i] }
+func (r *Rig) Acked(i int) bool { return r.sr[i].Load()>>mlx4.CommToggleShift == r.toggles[i] }
 
 // VHCRAddr is the DMA-region offset of VF i's vHCR (page 0 of its window,
 // where vhcr.VF and the rig's tests put it).

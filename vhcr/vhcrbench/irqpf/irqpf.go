@@ -58,14 +58,14 @@ func New(region bar.Region) (vhcrbench.IRQSource, error) {
 // mlx4_MAP_EQ send: an MTT for the ring's page, SW2HW_EQ, MAP_EQ for
 // command completions.
 func createEQ(h *hca.HCA, w *dma.Window) error {
-	run := func(c *mlx4.Cmd, what string) error {
+	run := func(c *hca.Cmd, what string) error {
 		c.Mem, c.Token = w, mlx4.PollToken
 		if s := h.Exec(c); s != mlx4.OK {
 			return fmt.Errorf("%s: %v", what, s)
 		}
 		return nil
 	}
-	alloc := &mlx4.Cmd{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.MTT), OpMod: 1}
+	alloc := &hca.Cmd{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.MTT), OpMod: 1}
 	if err := run(alloc, "ALLOC_RES MTT"); err != nil {
 		return err
 	}
@@ -73,15 +73,15 @@ func createEQ(h *hca.HCA, w *dma.Window) error {
 	var in [mlx4.MailboxSize]byte
 	binary.BigEndian.PutUint64(in[0:], base)
 	binary.BigEndian.PutUint64(in[16:], vhcrbench.IRQEQPage)
-	if err := run(&mlx4.Cmd{Op: mlx4.WRITE_MTT, InMod: 1, Inbox: &in}, "WRITE_MTT"); err != nil {
+	if err := run(&hca.Cmd{Op: mlx4.WRITE_MTT, InMod: 1, Inbox: &in}, "WRITE_MTT"); err != nil {
 		return err
 	}
 	var ctx [mlx4.MailboxSize]byte
 	mlx4.EQContext{LogSize: vhcrbench.IRQLogEQ, MTTBase: base}.Encode(ctx[:])
-	if err := run(&mlx4.Cmd{Op: mlx4.SW2HW_EQ, InMod: vhcrbench.IRQEQN, Inbox: &ctx}, "SW2HW_EQ"); err != nil {
+	if err := run(&hca.Cmd{Op: mlx4.SW2HW_EQ, InMod: vhcrbench.IRQEQN, Inbox: &ctx}, "SW2HW_EQ"); err != nil {
 		return err
 	}
-	return run(&mlx4.Cmd{Op: mlx4.MAP_EQ, InParam: 1 << mlx4.EventCmd, InMod: vhcrbench.IRQEQN}, "MAP_EQ")
+	return run(&hca.Cmd{Op: mlx4.MAP_EQ, InParam: 1 << mlx4.EventCmd, InMod: vhcrbench.IRQEQN}, "MAP_EQ")
 }
 
 func (s *source) PostEQE() error     { return s.h.PostEQE(0, mlx4.EventCmd, &s.eqe) }
