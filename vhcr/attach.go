@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"path/filepath"
 	"strings"
 	"time"
@@ -343,5 +344,5 @@ func (a *Attachment) ChannelUp(idx int) bool {
 	if err != nil || !valid {
 		return false
 	}
-	return CommCmd(c) == CommVHCREn || CommCmd(c) == CommVHCRPost
+	return mlx4.CommCmd(c) == mlx4.MLX4_COMM_CMD_VHCR_EN || mlx4.CommCmd(c) == mlx4.MLX4_COMM_CMD_VHCR_POST
 }

@@ -19,7 +19,7 @@ import (
 //     heap). The PF owns every field; vhcrd's own VFs write only the doorbell.
 //   - one VF BAR region per VF (by default the file <control>.vf<N>), laid
 //     out as mlx4's BAR2 of a VF: the comm page at offset 0 (comm.go), the
-//     EQ doorbells in the UAR pages (EQDoorbell), the driver's UAR at index
+//     EQ doorbells in the UAR pages (mlx4.EQDoorbellOffset), the driver's UAR at index
 //     128 just memory. VFBARSize bytes, a power of two, so that QEMU can map
 //     the whole region as a PCI BAR.
 const (

@@ -26,10 +26,10 @@ func TestWireContractGolden(t *testing.T) {
 		"DMA_PATH": {vhcr.HdrDMAPath, 0x080}, "VF_STATE": {vhcr.HdrVFState, 0x400}, "VF 2 state": {vhcr.HdrVFRecord(2), 0x420},
 		// The comm page at offset 0 of a VF BAR region (its registers and
 		// bits: mlx4's TestCommChannelLayout).
-		"comm page": {vhcr.RegSlaveWrite, 0x0}, "EQ_DOORBELL": {vhcr.RegEQDoorbell, 0x800},
+		"comm page": {mlx4.CommSlaveWrite, 0x0}, "EQ_DOORBELL": {mlx4.MLX4_EQ_DOORBELL, 0x800},
 		// mlx4_get_eq_uar: UAR page eqn/4, 0x800 + 8·(eqn%4)
-		"EQ 0": {vhcr.EQDoorbell(0), 0x800}, "EQ 1": {vhcr.EQDoorbell(1), 0x808}, "EQ 3": {vhcr.EQDoorbell(3), 0x818},
-		"EQ 4": {vhcr.EQDoorbell(4), 0x1800}, "EQ 33": {vhcr.EQDoorbell(33), 0x8808}, "EQ 511": {vhcr.EQDoorbell(511), 0x7f818},
+		"EQ 0": {mlx4.EQDoorbellOffset(0), 0x800}, "EQ 1": {mlx4.EQDoorbellOffset(1), 0x808}, "EQ 3": {mlx4.EQDoorbellOffset(3), 0x818},
+		"EQ 4": {mlx4.EQDoorbellOffset(4), 0x1800}, "EQ 33": {mlx4.EQDoorbellOffset(33), 0x8808}, "EQ 511": {mlx4.EQDoorbellOffset(511), 0x7f818},
 	}
 	for name, g := range golden {
 		if g[0] != g[1] {
@@ -51,8 +51,8 @@ func TestWireContractGolden(t *testing.T) {
 	}
 	// The VF BAR holds the uar_size QUERY_DEV_CAP reports, and every EQ
 	// doorbell the VF may own.
-	if vhcr.VFBARSize != mlx4.UARSize || vhcr.VFBARSize&(vhcr.VFBARSize-1) != 0 || vhcr.EQDoorbell(vhcr.MaxEQDoorbells-1)+4 > vhcr.VFBARSize {
-		t.Errorf("VF BAR size %#x, uar_size %#x, last doorbell at %#x", vhcr.VFBARSize, mlx4.UARSize, vhcr.EQDoorbell(vhcr.MaxEQDoorbells-1))
+	if vhcr.VFBARSize != mlx4.UARSize || vhcr.VFBARSize&(vhcr.VFBARSize-1) != 0 || mlx4.EQDoorbellOffset(vhcr.MaxEQDoorbells-1)+4 > vhcr.VFBARSize {
+		t.Errorf("VF BAR size %#x, uar_size %#x, last doorbell at %#x", vhcr.VFBARSize, mlx4.UARSize, mlx4.EQDoorbellOffset(vhcr.MaxEQDoorbells-1))
 	}
 	in, err := vhcr.NewLayout(2, 64<<10, true, 0, 0, "")
 	if err != nil {

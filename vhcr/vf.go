@@ -119,7 +119,7 @@ func newVF(ctrl, vfBAR bar.Region, win *dma.Window, l Layout, idx int) (*VF, err
 	for _, x := range []struct {
 		r   *bar.Reg
 		off int64
-	}{{&v.sw, RegSlaveWrite}, {&v.sr, RegSlaveRead}, {&v.caps, RegCaps}, {&v.flags, RegFlags}} {
+	}{{&v.sw, mlx4.CommSlaveWrite}, {&v.sr, mlx4.CommSlaveRead}, {&v.caps, mlx4.MLX4_COMM_CHAN_CAPS}, {&v.flags, mlx4.MLX4_COMM_CHAN_FLAGS}} {
 		if *x.r, err = bar.NewReg(vfBAR, x.off); err != nil {
 			return nil, err
 		}
@@ -187,7 +187,7 @@ func (v *VF) WaitOnline(ctx context.Context) error {
 	start := time.Now()
 	deadline := start.Add(v.Timeouts.Offline)
 	pw := pfWatch{v: v}
-	for v.flags.Load()&FlagsOffline != 0 {
+	for v.flags.Load()&mlx4.CommFlagsOffline != 0 {
 		if !time.Now().Before(deadline) {
 			return ErrOffline
 		}
@@ -198,7 +198,7 @@ func (v *VF) WaitOnline(ctx context.Context) error {
 			return err
 		}
 	}
-	v.resetCap = v.caps.Load()&CapsVFReset != 0
+	v.resetCap = v.caps.Load()&mlx4.CommCapsVFReset != 0
 	return nil
 }
 
@@ -216,13 +216,13 @@ func (v *VF) Init(ctx context.Context) error {
 	}
 	addr := uint64(VFPageVHCR * bar.PageSize)
 	steps := []struct {
-		cmd   CommCmd
+		cmd   mlx4.CommCmd
 		param uint16
-	}{{CommVHCR0, uint16(addr >> mlx4.CommVHCRShift(CommVHCR0))}, {CommVHCR1, uint16(addr >> mlx4.CommVHCRShift(CommVHCR1))},
-		{CommVHCR2, uint16(addr >> mlx4.CommVHCRShift(CommVHCR2))}, {CommVHCREn, uint16(addr >> mlx4.CommVHCRShift(CommVHCREn))}}
+	}{{mlx4.MLX4_COMM_CMD_VHCR0, uint16(addr >> mlx4.CommVHCRShift(mlx4.MLX4_COMM_CMD_VHCR0))}, {mlx4.MLX4_COMM_CMD_VHCR1, uint16(addr >> mlx4.CommVHCRShift(mlx4.MLX4_COMM_CMD_VHCR1))},
+		{mlx4.MLX4_COMM_CMD_VHCR2, uint16(addr >> mlx4.CommVHCRShift(mlx4.MLX4_COMM_CMD_VHCR2))}, {mlx4.MLX4_COMM_CMD_VHCR_EN, uint16(addr >> mlx4.CommVHCRShift(mlx4.MLX4_COMM_CMD_VHCR_EN))}}
 	for _, s := range steps {
 		if err := v.Comm(ctx, s.cmd, s.param, v.Timeouts.Comm); err != nil {
-			_ = v.Comm(ctx, CommReset, 0, 0)
+			_ = v.Comm(ctx, mlx4.MLX4_COMM_CMD_RESET, 0, 0)
 			return fmt.Errorf("vhcr: VF %d: %v: %w", v.Index, s.cmd, err)
 		}
 	}
@@ -231,7 +231,7 @@ func (v *VF) Init(ctx context.Context) error {
 
 // Reset sends RESET and checks the version in the acknowledgement.
 func (v *VF) Reset(ctx context.Context) error {
-	if err := v.Comm(ctx, CommReset, 0, v.Timeouts.Comm); err != nil {
+	if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_RESET, 0, v.Timeouts.Comm); err != nil {
 		if errors.Is(err, ErrTimeout) {
 			return ErrFLR
 		}
@@ -245,7 +245,7 @@ func (v *VF) Reset(ctx context.Context) error {
 
 // Comm posts one comm channel command and waits up to timeout for its
 // acknowledgement (mlx4_comm_cmd_poll). A timeout of 0 posts without waiting.
-func (v *VF) Comm(ctx context.Context, cmd CommCmd, param uint16, timeout time.Duration) error {
+func (v *VF) Comm(ctx context.Context, cmd mlx4.CommCmd, param uint16, timeout time.Duration) error {
 	if v.sr.Load()>>mlx4.CommToggleShift != v.toggle {
 		return ErrBusy
 	}
@@ -255,7 +255,7 @@ func (v *VF) Comm(ctx context.Context, cmd CommCmd, param uint16, timeout time.D
 // postComm flips the toggle, writes slave_write, rings a sleeping PF and,
 // unless timeout is 0, waits for the acknowledgement. The caller checked
 // that the channel is idle.
-func (v *VF) postComm(ctx context.Context, cmd CommCmd, param uint16, timeout time.Duration) error {
+func (v *VF) postComm(ctx context.Context, cmd mlx4.CommCmd, param uint16, timeout time.Duration) error {
 	v.post(cmd, param)
 	if timeout == 0 {
 		return nil
@@ -264,16 +264,16 @@ func (v *VF) postComm(ctx context.Context, cmd CommCmd, param uint16, timeout ti
 	if err != nil {
 		return fmt.Errorf("%w: %v", err, cmd)
 	}
-	if r&InternalErrBit != 0 {
+	if r&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 		return ErrInternal
 	}
 	return nil
 }
 
 // post flips the toggle, writes slave_write and rings a sleeping PF.
-func (v *VF) post(cmd CommCmd, param uint16) {
+func (v *VF) post(cmd mlx4.CommCmd, param uint16) {
 	v.toggle ^= 1
-	v.sw.Store(CommWord(v.toggle, cmd, param))
+	v.sw.Store(mlx4.CommWord(v.toggle, cmd, param))
 	v.ring()
 }
 
@@ -284,7 +284,7 @@ func (v *VF) WaitAck(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r&InternalErrBit != 0 {
+	if r&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 		return ErrInternal
 	}
 	return nil
@@ -429,7 +429,7 @@ func (v *VF) Post(ctx context.Context, r *Request) (Response, error) {
 	}
 	sr, err := v.waitAck(ctx, v.Timeouts.Post)
 	if err != nil {
-		return Response{}, fmt.Errorf("%w: %v", err, CommVHCRPost)
+		return Response{}, fmt.Errorf("%w: %v", err, mlx4.MLX4_COMM_CMD_VHCR_POST)
 	}
 	return v.complete(sr)
 }
@@ -469,7 +469,7 @@ func (v *VF) Start(r *Request) error {
 	vh := (*[mlx4.VHCRSize]byte)(v.mem[VFPageVHCR*bar.PageSize:])
 	mlx4.PutVHCRWords(vh, inParam, mlx4.Word1(r.InMod), outParam, mlx4.Word3(token, flags, r.OpMod, r.Op))
 	v.started = true
-	v.post(CommVHCRPost, 0)
+	v.post(mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	return nil
 }
 
@@ -493,7 +493,7 @@ func (v *VF) Poll() (Response, bool, error) {
 // complete reads the Response of the acknowledged command (slave_read sr).
 func (v *VF) complete(sr uint32) (Response, error) {
 	v.started = false
-	if sr&InternalErrBit != 0 {
+	if sr&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 		return Response{}, ErrInternal
 	}
 	vh := (*[mlx4.VHCRSize]byte)(v.mem[VFPageVHCR*bar.PageSize:])
@@ -511,16 +511,16 @@ func (v *VF) RequestReset(ctx context.Context) error {
 	if f == 0xffffffff {
 		return nil // PCI offline: "VF reset is not needed"
 	}
-	if (f&FlagsResetReq != 0) != (f&FlagsResetAck != 0) {
+	if (f&mlx4.CommFlagsResetReq != 0) != (f&mlx4.CommFlagsResetAck != 0) {
 		return fmt.Errorf("%w: request and ack bits out of sync", ErrResetNotAcked)
 	}
-	f ^= FlagsResetReq
+	f ^= mlx4.CommFlagsResetReq
 	v.flags.Store(f)
 	v.ring()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		g := v.flags.Load()
-		if (g&FlagsResetReq != 0) == (g&FlagsResetAck != 0) {
+		if (g&mlx4.CommFlagsResetReq != 0) == (g&mlx4.CommFlagsResetAck != 0) {
 			return nil
 		}
 		if !time.Now().Before(deadline) {

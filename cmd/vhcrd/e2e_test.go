@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"io"
 	"net"
 	"net/http"
@@ -257,7 +258,7 @@ func TestDaemonAndVFToolsAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := vb3.Load32(vhcr.RegFlags); f&vhcr.FlagsOffline == 0 {
+	if f, _ := vb3.Load32(mlx4.MLX4_COMM_CHAN_FLAGS); f&mlx4.CommFlagsOffline == 0 {
 		t.Errorf("VF 3 FLAGS %#x: offline bit not set after the PF stopped", f)
 	}
 	a.Close()
@@ -310,7 +311,7 @@ func TestSecondPFOnTheSameRegionsIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := vb1.Load32(vhcr.RegFlags); f&vhcr.FlagsOffline != 0 {
+	if f, _ := vb1.Load32(mlx4.MLX4_COMM_CHAN_FLAGS); f&mlx4.CommFlagsOffline != 0 {
 		t.Errorf("VF 1 FLAGS %#x: offline after a refused PF exited", f)
 	}
 	if out, code := vfctl(t, barPath, "cmd", "--vf", "1", "NOP"); code != 0 || !strings.Contains(out, "NOP: OK (0x00)") {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"io"
 	"os"
 	"os/exec"
@@ -186,7 +187,7 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		if _, err := f.ReadAt(b[:], vhcr.RegSlaveWrite); err != nil {
+		if _, err := f.ReadAt(b[:], mlx4.CommSlaveWrite); err != nil {
 			t.Fatal(err)
 		}
 		return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"io"
 	"os"
 	"os/exec"
@@ -945,14 +946,14 @@ func TestLinuxMLX4(t *testing.T) {
 					}
 					return binary.BigEndian.Uint32(b[:])
 				}
-				w0, r0 := reg(vhcr.RegSlaveWrite), reg(vhcr.RegSlaveRead)
-				if (w0^r0)&vhcr.ToggleBit != 0 {
+				w0, r0 := reg(mlx4.CommSlaveWrite), reg(mlx4.CommSlaveRead)
+				if (w0^r0)&mlx4.CommToggle != 0 {
 					inFlight = fmt.Sprintf("a comm command (VHCR_POST) unanswered at the kill (slave_write %#08x, slave_read %#08x)", w0, r0)
 					return
 				}
 				inFlight = fmt.Sprintf("no comm command unanswered at the kill and none posted to the dead PF in 2 s: the readers waited for the completion of a command vhcrd had acknowledged (slave_write %#08x)", w0)
 				for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-					if w := reg(vhcr.RegSlaveWrite); w != w0 {
+					if w := reg(mlx4.CommSlaveWrite); w != w0 {
 						inFlight = fmt.Sprintf("the guest posted to the dead PF (slave_write %#08x → %#08x)", w0, w)
 						return
 					}

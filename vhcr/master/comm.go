@@ -5,7 +5,6 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 
 	"github.com/vhcrd/vhcrd/dma"
-	"github.com/vhcrd/vhcrd/vhcr"
 )
 
 // The comm channel state machine (mlx4_master_do_cmd): scanning the comm
@@ -48,21 +47,21 @@ func (p *PF) peek() bool {
 // serve handles a changed slave_write word w of VF i (mlx4_master_do_cmd).
 func (p *PF) serve(i int, w uint32) {
 	st := &p.vfs[i]
-	if w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack && st.lastCmd == vhcr.CommVHCRPost && p.postFast(i, st, w) {
+	if w&^mlx4.CommToggle == mlx4.CommVHCRPostWord && w&mlx4.CommToggle != st.ack && st.lastCmd == mlx4.MLX4_COMM_CMD_VHCR_POST && p.postFast(i, st, w) {
 		return
 	}
 	if p.resync(i, st, w) {
 		return
 	}
 	st.lastWord = w
-	toggle := w & vhcr.ToggleBit
+	toggle := w & mlx4.CommToggle
 	// Bits 30:24 are ignored, as mlx4_master_comm_channel does: it passes
 	// only bits 23:16 (the command) and 15:0 (the parameter) on.
-	cmd, param := vhcr.SplitCommWord(w)
-	if cmd != vhcr.CommVHCRPost || st.lastCmd != vhcr.CommVHCREn && st.lastCmd != vhcr.CommVHCRPost {
+	cmd, param := mlx4.SplitCommWord(w)
+	if cmd != mlx4.MLX4_COMM_CMD_VHCR_POST || st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_EN && st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_POST {
 		p.traceComm(i, cmd, toggle, param) // a VHCR_POST in sequence is recorded by post
 	}
-	if st.lastCmd == vhcr.CommFLR && cmd != vhcr.CommReset {
+	if st.lastCmd == mlx4.MLX4_COMM_CMD_FLR && cmd != mlx4.MLX4_COMM_CMD_RESET {
 		// FLR in progress: drop without acknowledgement (mlx4 §1.7 step 4).
 		p.stats.Dropped[i]++
 		return
@@ -72,7 +71,7 @@ func (p *PF) serve(i int, w uint32) {
 		return
 	}
 	p.acknowledge(i, cmd, reply)
-	if cmd == vhcr.CommReset {
+	if cmd == mlx4.MLX4_COMM_CMD_RESET {
 		p.journal.ResetAcked()
 	}
 }
@@ -84,12 +83,12 @@ func (p *PF) serve(i int, w uint32) {
 // nothing pending, or a toggle not flipped (a violation).
 func (p *PF) resync(i int, st *vfState, w uint32) bool {
 	sr := st.sr.Load()
-	resynced := sr&vhcr.ToggleBit != st.ack
+	resynced := sr&mlx4.CommToggle != st.ack
 	if resynced {
-		st.ack = sr & vhcr.ToggleBit
+		st.ack = sr & mlx4.CommToggle
 		p.stats.Resyncs[i]++
 	}
-	if w&vhcr.ToggleBit == st.ack {
+	if w&mlx4.CommToggle == st.ack {
 		st.lastWord = w
 		if resynced {
 			return true // nothing pending after all
@@ -110,46 +109,46 @@ func (p *PF) resync(i int, st *vfState, w uint32) bool {
 // command performs comm command cmd with its parameter and returns the reply
 // to acknowledge it with, or false when there is none: the VF was reset, or
 // the command was a VHCR_POST (post answers it).
-func (p *PF) command(i int, st *vfState, w uint32, cmd vhcr.CommCmd, param uint16, toggle uint32) (reply uint32, ok bool) {
+func (p *PF) command(i int, st *vfState, w uint32, cmd mlx4.CommCmd, param uint16, toggle uint32) (reply uint32, ok bool) {
 	reply = toggle
 	switch cmd {
-	case vhcr.CommReset:
-		if st.lastCmd == vhcr.CommFLR {
+	case mlx4.MLX4_COMM_CMD_RESET:
+		if st.lastCmd == mlx4.MLX4_COMM_CMD_FLR {
 			// RESET during FLR: acknowledged without the version and without
 			// cleanup (the FLR released everything).
-			st.lastCmd, st.active, st.vhcr = vhcr.CommReset, false, 0
+			st.lastCmd, st.active, st.vhcr = mlx4.MLX4_COMM_CMD_RESET, false, 0
 		} else {
 			p.resetFunction(i, ResetByVF)
-			reply |= vhcr.CommVersion
+			reply |= mlx4.CommVersion
 		}
-	case vhcr.CommVHCR0:
-		if st.lastCmd != vhcr.CommReset {
+	case mlx4.MLX4_COMM_CMD_VHCR0:
+		if st.lastCmd != mlx4.MLX4_COMM_CMD_RESET {
 			p.violation(i, toggle, ResetSequence, "VHCR0 not after RESET", w)
 			return 0, false
 		}
-		st.vhcr = uint64(param) << mlx4.CommVHCRShift(vhcr.CommVHCR0)
-	case vhcr.CommVHCR1:
-		if st.lastCmd != vhcr.CommVHCR0 {
+		st.vhcr = uint64(param) << mlx4.CommVHCRShift(mlx4.MLX4_COMM_CMD_VHCR0)
+	case mlx4.MLX4_COMM_CMD_VHCR1:
+		if st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR0 {
 			p.violation(i, toggle, ResetSequence, "VHCR1 not after VHCR0", w)
 			return 0, false
 		}
-		st.vhcr |= uint64(param) << mlx4.CommVHCRShift(vhcr.CommVHCR1)
-	case vhcr.CommVHCR2:
-		if st.lastCmd != vhcr.CommVHCR1 {
+		st.vhcr |= uint64(param) << mlx4.CommVHCRShift(mlx4.MLX4_COMM_CMD_VHCR1)
+	case mlx4.MLX4_COMM_CMD_VHCR2:
+		if st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR1 {
 			p.violation(i, toggle, ResetSequence, "VHCR2 not after VHCR1", w)
 			return 0, false
 		}
-		st.vhcr |= uint64(param) << mlx4.CommVHCRShift(vhcr.CommVHCR2)
-	case vhcr.CommVHCREn:
-		if st.lastCmd != vhcr.CommVHCR2 {
+		st.vhcr |= uint64(param) << mlx4.CommVHCRShift(mlx4.MLX4_COMM_CMD_VHCR2)
+	case mlx4.MLX4_COMM_CMD_VHCR_EN:
+		if st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR2 {
 			p.violation(i, toggle, ResetSequence, "VHCR_EN not after VHCR2", w)
 			return 0, false
 		}
 		if !p.enableVHCR(i, st, w, toggle, param) {
 			return 0, false
 		}
-	case vhcr.CommVHCRPost:
-		if st.lastCmd != vhcr.CommVHCREn && st.lastCmd != vhcr.CommVHCRPost {
+	case mlx4.MLX4_COMM_CMD_VHCR_POST:
+		if st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_EN && st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_POST {
 			p.violation(i, toggle, ResetSequence, "VHCR_POST before VHCR_EN", w)
 			return 0, false
 		}
@@ -196,7 +195,7 @@ func (p *PF) enableVHCR(i int, st *vfState, w, toggle uint32, param uint16) bool
 // the two leaves a state the next PF continues from (the command not yet
 // acknowledged is served again, and its effect on the channel state is
 // idempotent).
-func (p *PF) acknowledge(i int, cmd vhcr.CommCmd, reply uint32) {
+func (p *PF) acknowledge(i int, cmd mlx4.CommCmd, reply uint32) {
 	st := &p.vfs[i]
 	st.lastCmd = cmd
 	p.persistVF(i)
@@ -206,7 +205,7 @@ func (p *PF) acknowledge(i int, cmd vhcr.CommCmd, reply uint32) {
 // reply writes slave_read and records its toggle as acknowledged; the
 // VF's last command is unchanged.
 func (st *vfState) reply(r uint32) {
-	st.ack = r & vhcr.ToggleBit
+	st.ack = r & mlx4.CommToggle
 	st.sr.Store(r)
 }
 
@@ -215,10 +214,10 @@ func (st *vfState) reply(r uint32) {
 func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word uint32) {
 	p.resetFunction(i, why)
 	st := &p.vfs[i]
-	st.lastCmd = vhcr.CommReset
+	st.lastCmd = mlx4.MLX4_COMM_CMD_RESET
 	p.persistVF(i) // before the VF can see the reset
 	st.ack = toggle
-	st.sr.Store(toggle | vhcr.InternalErrBit)
+	st.sr.Store(toggle | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	if p.limit.allow() {
 		p.log.Warn("resetting VF after a comm channel violation", "vf", i, "reason", why.String(), "detail", msg, "slave_write", fmt.Sprintf("%#08x", word))
 	}
@@ -230,7 +229,7 @@ func (p *PF) resetFunction(i int, why ResetReason) {
 	p.journal.Record(recReset, i)
 	p.hca.ResetFunction(i)
 	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil
-	st.lastCmd = vhcr.CommReset
+	st.lastCmd = mlx4.MLX4_COMM_CMD_RESET
 	st.cmdToken = 0 // mlx4_master_do_cmd's RESET: event_eq[].token = 0
 	st.lastMlx4 = st.completions == CompletionsMlx4
 	p.stats.countReset(i, why)

@@ -117,6 +117,6 @@ func (p *PF) eqDoorbell(vf, eqn int) (uint32, bool) {
 	if vf < 0 || vf >= len(p.vfs) || eqn < 0 || eqn >= vhcr.MaxEQDoorbells {
 		return 0, false
 	}
-	v, err := p.vfs[vf].bar.Load32(vhcr.EQDoorbell(eqn))
+	v, err := p.vfs[vf].bar.Load32(mlx4.EQDoorbellOffset(eqn))
 	return v, err == nil
 }

@@ -39,7 +39,7 @@ func TestMlx4CompletionOrder(t *testing.T) {
 	}
 	var got []seen
 	acked := func() bool {
-		sw, err := r.VFBARs[0].Load32(vhcr.RegSlaveWrite)
+		sw, err := r.VFBARs[0].Load32(mlx4.CommSlaveWrite)
 		return err == nil && sw>>31 == v.SlaveRead()>>31
 	}
 	vh := v.Memory()[vhcr.VFPageVHCR*4096:]

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
@@ -37,14 +36,14 @@ func TestKillWithEvents(t *testing.T) {
 				tok0 := r.PF.CmdToken(1)
 				r.SetToggle(1, r.SlaveWrite(1).Load()>>31)
 				r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: mode.token, Flags: mlx4.FlagE})
-				r.Write(1, vhcr.CommVHCRPost, 0)
+				r.Write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 				if !crashScan(t, sr, point, 1) {
 					t.Fatalf("no kill at %s", point)
 				}
 				r.Rebuild(t)
 				sr.scan()
 				sr.scan()
-				if !r.Acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+				if !r.Acked(1) || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 					t.Fatalf("after the restart: acked=%v slave_read %#x", r.Acked(1), r.SlaveRead(1).Load())
 				}
 				if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != 1 {
@@ -128,7 +127,7 @@ func TestKillSeedAcceptedThenNextPosted(t *testing.T) {
 	p0, _ := r.HCA.EQProd(1, eqn)
 	r.SetToggle(1, r.SlaveWrite(1).Load()>>31)
 	r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: 0x111, Flags: mlx4.FlagE})
-	r.Write(1, vhcr.CommVHCRPost, 0)
+	r.Write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	if !crashScan(t, sr, crashpoint.PostAccepted, 1) {
 		t.Fatal("no kill")
 	}
@@ -136,7 +135,7 @@ func TestKillSeedAcceptedThenNextPosted(t *testing.T) {
 		t.Fatal("the seed's way acknowledges before executing")
 	}
 	r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.NOP, Token: 0x222, Flags: mlx4.FlagE})
-	r.Write(1, vhcr.CommVHCRPost, 0)
+	r.Write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.Rebuild(t)
 	sr.scan()
 	if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != 1 {
@@ -208,7 +207,7 @@ func TestKillsAtRandomWithEvents(t *testing.T) {
 			h = mlx4.VHCR{Op: mlx4.FREE_RES, InMod: uint32(restrack.CQ), OpMod: 1, InParam: freed, Token: token, Flags: mlx4.FlagE}
 		}
 		r.SetVHCR(t, vf, h)
-		r.Write(vf, vhcr.CommVHCRPost, 0)
+		r.Write(vf, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		if rng.IntN(4) == 0 && crashScan(t, sr, points[rng.IntN(len(points))], 1) {
 			kills++
 			r.Rebuild(t)
@@ -222,7 +221,7 @@ func TestKillsAtRandomWithEvents(t *testing.T) {
 		}
 		eqe := readEQE(t, r, vf, l.eqn, l.cons)
 		l.cons = prod
-		if err := r.VFBARs[vf].Store32(vhcr.EQDoorbell(l.eqn), l.cons); err != nil {
+		if err := r.VFBARs[vf].Store32(mlx4.EQDoorbellOffset(l.eqn), l.cons); err != nil {
 			t.Fatal(err)
 		}
 		got := binary.BigEndian.Uint16(eqe[mlx4.EQECmdToken:])

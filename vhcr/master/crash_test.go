@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -37,7 +36,7 @@ func crashScan(t *testing.T, r stepRig, point string, nth int) (crashed bool) {
 // postAllocCQ posts ALLOC_RES of one CQ for VF 1 (poll mode).
 func postAllocCQ(r stepRig) {
 	r.SetVHCR(r.t, 1, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: mlx4.PollToken})
-	r.write(1, vhcr.CommVHCRPost, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 }
 
 // result reads VF 1's vHCR: the status and the immediate output.
@@ -69,7 +68,7 @@ func TestKillAtEachPoint(t *testing.T) {
 			r.Rebuild(t)
 			r.scan()
 			s, cqn := result(r)
-			if s != mlx4.OK || !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+			if s != mlx4.OK || !r.acked(1) || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 				t.Fatalf("after the restart: status %v acked=%v slave_read %#x", s, r.acked(1), r.SlaveRead(1).Load())
 			}
 			if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != 2 {
@@ -97,15 +96,15 @@ func TestKillBetweenResetAndVHCR0(t *testing.T) {
 	r.up(t, 1)
 	postAllocCQ(r)
 	r.scan()
-	r.write(1, vhcr.CommReset, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_RESET, 0)
 	if !crashScan(t, r, crashpoint.ResetAcked, 1) {
 		t.Fatal("no kill after the RESET")
 	}
 	r.Rebuild(t)
-	for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+	for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN} {
 		r.write(1, c, 0)
 		r.scan()
-		if !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+		if !r.acked(1) || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 			t.Fatalf("%v after the restart: acked=%v slave_read %#x", c, r.acked(1), r.SlaveRead(1).Load())
 		}
 	}
@@ -127,23 +126,23 @@ func TestKillInChannelRecord(t *testing.T) {
 		r.up(t, 1)
 		postAllocCQ(r)
 		r.scan()
-		r.write(1, vhcr.CommReset, 0)
+		r.write(1, mlx4.MLX4_COMM_CMD_RESET, 0)
 		if !crashScan(t, r, crashpoint.CommitTorn, nth) {
 			break
 		}
 		kills++
 		r.Rebuild(t)
 		r.scan()
-		if !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+		if !r.acked(1) || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 			t.Fatalf("kill at commit-torn %d: RESET after the restart: acked=%v slave_read %#x", nth, r.acked(1), r.SlaveRead(1).Load())
 		}
 		if n := r.HCA.Res.Counts(1)[restrack.CQ]; n != 0 {
 			t.Fatalf("kill at commit-torn %d: VF 1 owns %d CQs after its RESET", nth, n)
 		}
-		for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+		for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN} {
 			r.write(1, c, 0)
 			r.scan()
-			if !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+			if !r.acked(1) || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 				t.Fatalf("kill at commit-torn %d: %v after the restart: acked=%v slave_read %#x", nth, c, r.acked(1), r.SlaveRead(1).Load())
 			}
 		}
@@ -177,7 +176,7 @@ func restartFromEdited(t *testing.T, edit func(b []byte)) (stepRig, *strings.Bui
 // that used its channel is reset with bit 17; nothing is silently zeroed.
 func TestStateFileNotTrusted(t *testing.T) {
 	r, log := restartFromEdited(t, func(b []byte) { b[pfstate.HdrMagic+3] ^= 0xff }) // the magic
-	if r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
+	if r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 		t.Fatalf("VF 1 not told: slave_read %#x", r.SlaveRead(1).Load())
 	}
 	if !strings.Contains(log.String(), "PF state file not trusted") {
@@ -202,7 +201,7 @@ func TestStateFileOtherVersionOrPF(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, log := restartFromEdited(t, c.edit)
-			if r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
+			if r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 				t.Fatalf("VF 1 not told: slave_read %#x", r.SlaveRead(1).Load())
 			}
 			if !strings.Contains(log.String(), c.cause) {
@@ -225,7 +224,7 @@ func TestCheckpointAndJournal(t *testing.T) {
 	r.up(t, 2)
 	alloc := func(vf int) uint64 {
 		r.SetVHCR(t, vf, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: mlx4.PollToken})
-		r.write(vf, vhcr.CommVHCRPost, 0)
+		r.write(vf, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		r.scan()
 		img := r.VHCR(t, vf)
 		if mlx4.Status(img[mlx4.OffStatus]) != mlx4.OK {
@@ -243,7 +242,7 @@ func TestCheckpointAndJournal(t *testing.T) {
 		kept = append(kept, alloc(1))
 		alloc(2)
 	}
-	r.write(2, vhcr.CommReset, 0) // VF 2's CQs go
+	r.write(2, mlx4.MLX4_COMM_CMD_RESET, 0) // VF 2's CQs go
 	r.scan()
 	kept = append(kept, alloc(1))
 	r.PF.CrashAt(crashpoint.CommitTorn, 1)
@@ -291,7 +290,7 @@ func TestCorruptRecordMidJournal(t *testing.T) {
 	off := pfstate.NewGeometry(r.Layout.NumVFs, r.HCA.Res.Config().EQsPerVF).Journal.Off
 	b[off+pfstate.RecVHCR] ^= 1 // the journal's first record (VF 1's RESET after the start's checkpoint)
 	r.Rebuild(t)
-	if !strings.Contains(log.String(), "a corrupt record") || r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
+	if !strings.Contains(log.String(), "a corrupt record") || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 		t.Fatalf("slave_read %#x, log %q", r.SlaveRead(1).Load(), log.String())
 	}
 }
@@ -310,7 +309,7 @@ func TestJournaledPostAllocatesNothing(t *testing.T) {
 	} {
 		r.SetVHCR(t, 1, h)
 		allocs := testing.AllocsPerRun(500, func() {
-			r.write(1, vhcr.CommVHCRPost, 0)
+			r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 			r.scan()
 		})
 		if allocs != 0 {
@@ -365,7 +364,7 @@ func killsAtRandom(t *testing.T, seed uint64) {
 			h = mlx4.VHCR{Op: mlx4.FREE_RES, InMod: uint32(ty), OpMod: 1, InParam: freed, Token: mlx4.PollToken}
 		}
 		r.SetVHCR(t, vf, h)
-		r.write(vf, vhcr.CommVHCRPost, 0)
+		r.write(vf, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		pt := points[rng.IntN(len(points))]
 		if rng.IntN(4) == 0 && crashScan(t, r, pt, 1) {
 			kills++

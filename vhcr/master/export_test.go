@@ -1,6 +1,6 @@
 package master
 
-import "github.com/vhcrd/vhcrd/vhcr"
+import "github.com/vhcrd/vhcrd/vhcr/mlx4"
 
 // Hooks for the package's external tests, which drive a vhcrtest rig one
 // scan at a time (compiled into this package's tests only).
@@ -24,7 +24,7 @@ func (p *PF) PostFast(i int) bool {
 
 // VFState is what the tests look at of a VF's channel state.
 type VFState struct {
-	LastCmd        vhcr.CommCmd
+	LastCmd        mlx4.CommCmd
 	Active         bool
 	VHCR           uint64
 	Ack, LastWord  uint32

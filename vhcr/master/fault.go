@@ -3,9 +3,9 @@ package master
 import (
 	"errors"
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
 )
 
 // Regions that shrink under the PF (another process truncated a file):
@@ -97,7 +97,7 @@ func (p *PF) fault(err error) error {
 func (p *PF) barLost(i int) error {
 	st := &p.vfs[i]
 	lost := st.bar
-	dead, err := bar.NewMem(fmt.Sprintf("vf%d-lost", i), vhcr.CommPageSize)
+	dead, err := bar.NewMem(fmt.Sprintf("vf%d-lost", i), mlx4.MLX4_COMM_PAGESIZE)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (p *PF) barLost(i int) error {
 	}
 	st.barLost, st.lostBAR = true, lost
 	st.lastWord, st.ack = 0, 0 // the private page's slave_write: never changes
-	st.flags.Store(vhcr.FlagsOffline)
+	st.flags.Store(mlx4.CommFlagsOffline)
 	herr := bar.Guard(func() {
 		p.resetFunction(i, ResetRegionLost)
 		p.persistVF(i)
@@ -140,8 +140,8 @@ func (p *PF) regionLost(i int) {
 	st.unbacked = true
 	p.persistVF(i)
 	w := st.sw.Load()
-	st.lastWord, st.ack = w, w&vhcr.ToggleBit
-	st.sr.Store(st.ack | vhcr.InternalErrBit)
+	st.lastWord, st.ack = w, w&mlx4.CommToggle
+	st.sr.Store(st.ack | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 }
 
 // backedAgain reports whether VF i's window, given up after a fault, is

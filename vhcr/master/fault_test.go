@@ -32,21 +32,21 @@ func TestDMARegionShrinks(t *testing.T) {
 	// VFs 2 and 3 are driven through the rig's registers: a VF process
 	// would take the fault itself when it touched its lost window.
 	for i := 2; i < 4; i++ {
-		for _, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+		for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN} {
 			r.Write(i, c, 0)
 			waitAck(t, r, i)
 		}
 		r.SetVHCR(t, i, mlx4.VHCR{Op: mlx4.NOP, Token: mlx4.PollToken})
-		r.Write(i, vhcr.CommVHCRPost, 0)
+		r.Write(i, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		waitAck(t, r, i)
 	}
 	if err := os.Truncate(r.Layout.DMAPath, r.Layout.DMABase+2*r.Layout.Window); err != nil {
 		t.Fatal(err)
 	}
-	r.Write(3, vhcr.CommVHCRPost, 0) // the PF's read of the vHCR faults
+	r.Write(3, mlx4.MLX4_COMM_CMD_VHCR_POST, 0) // the PF's read of the vHCR faults
 	waitAck(t, r, 3)
 	for i := 2; i < 4; i++ {
-		want := r.SlaveWrite(i).Load()&vhcr.ToggleBit | vhcr.InternalErrBit
+		want := r.SlaveWrite(i).Load()&mlx4.CommToggle | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR
 		if got := r.SlaveRead(i).Load(); got != want {
 			t.Errorf("VF %d's slave_read %#08x, want %#08x (its toggle and bit 17)", i, got, want)
 		}
@@ -63,11 +63,11 @@ func TestDMARegionShrinks(t *testing.T) {
 	}
 	// VF 3 starts again while its window is still lost: refused at VHCR_EN.
 	r.SetToggle(3, r.SlaveRead(3).Load()>>31)
-	for _, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+	for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN} {
 		r.Write(3, c, 0)
 		waitAck(t, r, 3)
 	}
-	if r.SlaveRead(3).Load()&vhcr.InternalErrBit == 0 {
+	if r.SlaveRead(3).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 		t.Fatal("VHCR_EN of an unbacked window accepted")
 	}
 	if n := r.PF.Stats().Reset(3, master.ResetRegionLost); n != 2 {
@@ -226,7 +226,7 @@ func TestFLRBringsBackLostVFBAR(t *testing.T) {
 	if n := r.PF.Stats().Reset(1, master.ResetFLR); n != 1 {
 		t.Errorf("FLR resets of VF 1: %d, want 1", n)
 	}
-	if got, err := r.VFBARs[1].Load32(vhcr.RegCaps); err != nil || got&vhcr.CapsVFReset == 0 {
+	if got, err := r.VFBARs[1].Load32(mlx4.MLX4_COMM_CHAN_CAPS); err != nil || got&mlx4.CommCapsVFReset == 0 {
 		t.Errorf("CAPS %#08x (%v) after the FLR: VF reset support not offered", got, err)
 	}
 	if err := v1.Init(t.Context()); err != nil {

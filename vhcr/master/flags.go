@@ -3,9 +3,9 @@ package master
 import (
 	"errors"
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
 )
 
 // Function resets besides RESET: the FLAGS handshake a VF in its error
@@ -18,15 +18,15 @@ func (p *PF) checkFlags() {
 	for i := range p.vfs {
 		st := &p.vfs[i]
 		f := st.flags.Load()
-		req := f&vhcr.FlagsResetReq != 0
-		if req == (f&vhcr.FlagsResetAck != 0) {
+		req := f&mlx4.CommFlagsResetReq != 0
+		if req == (f&mlx4.CommFlagsResetAck != 0) {
 			continue
 		}
 		p.resetFunction(i, ResetRequest)
 		p.persistVF(i)
-		f &^= vhcr.FlagsResetAck
+		f &^= mlx4.CommFlagsResetAck
 		if req {
-			f |= vhcr.FlagsResetAck
+			f |= mlx4.CommFlagsResetAck
 		}
 		st.flags.Store(f)
 	}
@@ -54,9 +54,9 @@ func (p *PF) BeginFLR(vf int) error {
 		}
 		p.resetFunction(vf, ResetFLR)
 		st := &p.vfs[vf]
-		st.lastCmd = vhcr.CommFLR
+		st.lastCmd = mlx4.MLX4_COMM_CMD_FLR
 		p.persistVF(vf)
-		st.sr.Store(st.sr.Load() | vhcr.InternalErrBit)
+		st.sr.Store(st.sr.Load() | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	}); derr != nil {
 		return derr
 	}
@@ -86,9 +86,9 @@ func (p *PF) restoreBAR(vf int) error {
 		return fmt.Errorf("VF %d: mapping its BAR region again: %w", vf, err)
 	}
 	st.barLost, st.lostBAR = false, nil
-	st.caps.Store(vhcr.CapsVFReset)
-	st.flags.Store(st.flags.Load() &^ (vhcr.FlagsOffline | vhcr.FlagsResetReq | vhcr.FlagsResetAck))
-	st.lastWord, st.ack = st.sw.Load(), st.sr.Load()&vhcr.ToggleBit
+	st.caps.Store(mlx4.CommCapsVFReset)
+	st.flags.Store(st.flags.Load() &^ (mlx4.CommFlagsOffline | mlx4.CommFlagsResetReq | mlx4.CommFlagsResetAck))
+	st.lastWord, st.ack = st.sw.Load(), st.sr.Load()&mlx4.CommToggle
 	if p.limit.allow() {
 		p.log.Info("VF BAR region whole again: served after its FLR", "vf", vf, "region", r.Name())
 	}
@@ -103,11 +103,11 @@ func (p *PF) EndFLR(vf int) error {
 	}
 	return p.Do(func() {
 		st := &p.vfs[vf]
-		if st.lastCmd == vhcr.CommFLR {
+		if st.lastCmd == mlx4.MLX4_COMM_CMD_FLR {
 			if p.trace.Enabled() {
 				p.trace.FLR(p.stamp(), vf, false)
 			}
-			st.lastCmd = vhcr.CommReset
+			st.lastCmd = mlx4.MLX4_COMM_CMD_RESET
 			p.persistVF(vf)
 		}
 	})

@@ -19,8 +19,8 @@ import (
 // the vHCR image (opcode, op_mod, flags, in_param page).
 func FuzzCommChannel(f *testing.F) {
 	up := []byte{}
-	for i, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn, vhcr.CommVHCRPost, vhcr.CommVHCRPost} {
-		w := vhcr.CommWord(uint32(i+1)&1, c, 0)
+	for i, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN, mlx4.MLX4_COMM_CMD_VHCR_POST, mlx4.MLX4_COMM_CMD_VHCR_POST} {
+		w := mlx4.CommWord(uint32(i+1)&1, c, 0)
 		up = append(up, 0, byte(w>>24), byte(w>>16), byte(w>>8), byte(w), 0x00, 0x31, 0, 0)
 	}
 	f.Add(up)
@@ -48,18 +48,18 @@ func FuzzCommChannel(f *testing.F) {
 			case 2:
 				r.SlaveRead(1).Store(w)
 			}
-			r.write(0, vhcr.CommVHCRPost, 0)
+			r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 			r.scan()
 			if !r.acked(0) {
 				t.Fatal("VF 0 was not served")
 			}
 			st := r.PF.State(1)
 			switch st.LastCmd {
-			case vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2:
+			case mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2:
 				if st.Active {
 					t.Fatalf("VF 1 active in %v", st.LastCmd)
 				}
-			case vhcr.CommVHCREn, vhcr.CommVHCRPost:
+			case mlx4.MLX4_COMM_CMD_VHCR_EN, mlx4.MLX4_COMM_CMD_VHCR_POST:
 				if !st.Active || st.VHCR&0xfff != 0 || st.VHCR+mlx4.VHCRSize > uint64(win) || !st.VHCRMapped {
 					t.Fatalf("VF 1 in %v with vHCR %#x active=%v mapped=%v", st.LastCmd, st.VHCR, st.Active, st.VHCRMapped)
 				}
@@ -110,19 +110,19 @@ func FuzzSavedState(f *testing.F) {
 		switch {
 		case got == sr: // restored, or never used
 			switch st.LastCmd {
-			case vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2:
+			case mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2:
 				if st.Active {
 					t.Fatalf("restored active in %v", st.LastCmd)
 				}
-			case vhcr.CommVHCREn, vhcr.CommVHCRPost:
+			case mlx4.MLX4_COMM_CMD_VHCR_EN, mlx4.MLX4_COMM_CMD_VHCR_POST:
 				if !st.Active || !st.VHCRMapped {
 					t.Fatalf("restored %v with vHCR %#x unmapped", st.LastCmd, st.VHCR)
 				}
 			default:
 				t.Fatalf("restored in state %v", st.LastCmd)
 			}
-		case got == sw&vhcr.ToggleBit|vhcr.InternalErrBit:
-			if st.LastCmd != vhcr.CommReset || st.Active {
+		case got == sw&mlx4.CommToggle|mlx4.COMM_CHAN_EVENT_INTERNAL_ERR:
+			if st.LastCmd != mlx4.MLX4_COMM_CMD_RESET || st.Active {
 				t.Fatalf("told bit 17 but left in %v active=%v", st.LastCmd, st.Active)
 			}
 		default:
@@ -132,9 +132,9 @@ func FuzzSavedState(f *testing.F) {
 			return // VF 0's record is from another generation too
 		}
 		r.vhcr(0, mlx4.NOP, 0)
-		r.write(0, vhcr.CommVHCRPost, 0)
+		r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		r.scan()
-		if !r.acked(0) || r.SlaveRead(0).Load()&vhcr.InternalErrBit != 0 {
+		if !r.acked(0) || r.SlaveRead(0).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 			t.Fatalf("VF 0 not served after the restart: slave_read %#08x", r.SlaveRead(0).Load())
 		}
 	})

@@ -45,16 +45,16 @@ func TestGuestRAMSplitThroughThePF(t *testing.T) {
 	r := newStepRigWith(t, 2, vhcrtest.Options{GuestRAM: map[int]int64{1: 3 << 30}})
 	enable := func(addr uint64) {
 		for _, c := range []struct {
-			cmd   vhcr.CommCmd
+			cmd   mlx4.CommCmd
 			param uint16
-		}{{vhcr.CommReset, 0}, {vhcr.CommVHCR0, uint16(addr >> 48)}, {vhcr.CommVHCR1, uint16(addr >> 32)},
-			{vhcr.CommVHCR2, uint16(addr >> 16)}, {vhcr.CommVHCREn, uint16(addr)}} {
+		}{{mlx4.MLX4_COMM_CMD_RESET, 0}, {mlx4.MLX4_COMM_CMD_VHCR0, uint16(addr >> 48)}, {mlx4.MLX4_COMM_CMD_VHCR1, uint16(addr >> 32)},
+			{mlx4.MLX4_COMM_CMD_VHCR2, uint16(addr >> 16)}, {mlx4.MLX4_COMM_CMD_VHCR_EN, uint16(addr)}} {
 			r.Write(1, c.cmd, c.param)
 			r.scan()
 		}
 	}
 	enable(0x9000_0000) // the hole: 2 GiB .. 4 GiB
-	if st := r.PF.State(1); st.Active || r.PF.Stats().Reset(1, master.ResetVHCRAddress) != 1 || r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
+	if st := r.PF.State(1); st.Active || r.PF.Stats().Reset(1, master.ResetVHCRAddress) != 1 || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 		t.Fatalf("vHCR in the hole: active %v, resets %d", st.Active, r.PF.Stats().Reset(1, master.ResetVHCRAddress))
 	}
 	r.SetToggle(1, r.SlaveRead(1).Load()>>31)
@@ -71,7 +71,7 @@ func TestGuestRAMSplitThroughThePF(t *testing.T) {
 	if _, err := ram.WriteAt(img[:], off); err != nil {
 		t.Fatal(err)
 	}
-	r.Write(1, vhcr.CommVHCRPost, 0)
+	r.Write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.scan()
 	if !r.Acked(1) {
 		t.Fatal("NOP with the vHCR in high RAM not acknowledged")

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
@@ -41,7 +40,7 @@ func BenchmarkPolledRoundTrip(b *testing.B) {
 				time.Sleep(3 * time.Millisecond) // let the poller block: what is measured, not a synchronisation
 				b.StartTimer()
 				t0 := time.Now()
-				r.Write(0, vhcr.CommVHCRPost, 0)
+				r.Write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 				for !r.Acked(0) {
 					runtime.Gosched()
 				}

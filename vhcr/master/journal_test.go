@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
@@ -53,7 +52,7 @@ func postPoints(t *testing.T, state bool, setup func(v benchVF) (mlx4.VHCR, []by
 		img := r.VHCR(t, 1)
 		seen = append(seen, pointSeen{at, mlx4.Status(img[mlx4.OffStatus]) != notWritten, r.Acked(1)})
 	})
-	r.write(1, vhcr.CommVHCRPost, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.scan()
 	r.PF.OnPoint(nil)
 	if img := r.VHCR(t, 1); !r.Acked(1) || mlx4.Status(img[mlx4.OffStatus]) != mlx4.OK {

@@ -3,7 +3,6 @@ package master_test
 import (
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
@@ -49,7 +48,7 @@ func BenchmarkNOPParts(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if tc.post {
-					r.write(0, vhcr.CommVHCRPost, 0)
+					r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 				}
 				r.scan()
 			}

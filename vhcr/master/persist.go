@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"slices"
 
 	"github.com/vhcrd/vhcrd/bar"
@@ -34,7 +35,7 @@ import (
 
 // record is the persisted part of a VF's channel state.
 type record struct {
-	lastCmd vhcr.CommCmd
+	lastCmd mlx4.CommCmd
 	active  bool
 	vhcr    uint64
 }
@@ -91,7 +92,7 @@ func (st *vfState) saved(i int, gen uint32) (rec record, cause string) {
 func (st *vfState) savedSlot(s, i int, gen uint32) (rec record, seq uint32, cause string) {
 	reg := &st.persist[s]
 	r, seq, cause := pfstate.DecodeRecord(reg.lastCmd.Load(), reg.check.Load(), reg.vhcrHi.Load(), reg.vhcrLo.Load(), i, gen, st.nslot)
-	return record{lastCmd: vhcr.CommCmd(r.LastCmd), active: r.Active, vhcr: r.VHCR}, seq, cause
+	return record{lastCmd: mlx4.CommCmd(r.LastCmd), active: r.Active, vhcr: r.VHCR}, seq, cause
 }
 
 // plausible checks a record against the channel sequence: the address
@@ -100,15 +101,15 @@ func (st *vfState) savedSlot(s, i int, gen uint32) (rec record, seq uint32, caus
 func (rec record) plausible() string {
 	var unset uint64
 	switch rec.lastCmd {
-	case vhcr.CommReset, vhcr.CommFLR:
+	case mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_FLR:
 		unset = ^uint64(0)
-	case vhcr.CommVHCR0:
+	case mlx4.MLX4_COMM_CMD_VHCR0:
 		unset = 1<<48 - 1
-	case vhcr.CommVHCR1:
+	case mlx4.MLX4_COMM_CMD_VHCR1:
 		unset = 1<<32 - 1
-	case vhcr.CommVHCR2:
+	case mlx4.MLX4_COMM_CMD_VHCR2:
 		unset = 1<<16 - 1
-	case vhcr.CommVHCREn, vhcr.CommVHCRPost:
+	case mlx4.MLX4_COMM_CMD_VHCR_EN, mlx4.MLX4_COMM_CMD_VHCR_POST:
 		if !rec.active {
 			return fmt.Sprintf("saved state %v without the active bit", rec.lastCmd)
 		}
@@ -134,10 +135,10 @@ func (p *PF) restoreVF(i int, gen uint32) string {
 	if cause != "" {
 		return cause
 	}
-	if rec.lastCmd == vhcr.CommFLR {
+	if rec.lastCmd == mlx4.MLX4_COMM_CMD_FLR {
 		// An FLR was in progress: it released everything, and no EndFLR
 		// will come to this PF; the VF starts again from RESET.
-		rec = record{lastCmd: vhcr.CommReset}
+		rec = record{lastCmd: mlx4.MLX4_COMM_CMD_RESET}
 	}
 	if rec.active {
 		st.vhcr = rec.vhcr
@@ -151,9 +152,9 @@ func (p *PF) restoreVF(i int, gen uint32) string {
 		}
 	}
 	st.lastCmd, st.active, st.vhcr = rec.lastCmd, rec.active, rec.vhcr
-	st.ack = st.sr.Load() & vhcr.ToggleBit
+	st.ack = st.sr.Load() & mlx4.CommToggle
 	w := st.sw.Load()
-	if w&vhcr.ToggleBit == st.ack {
+	if w&mlx4.CommToggle == st.ack {
 		st.lastWord = w // idle
 	} else {
 		st.lastWord = ^w // a command was posted and not acknowledged: serve it
@@ -169,15 +170,15 @@ func (p *PF) restoreVF(i int, gen uint32) string {
 func (p *PF) distrust(i int) bool {
 	st := &p.vfs[i]
 	w, sr := st.sw.Load(), st.sr.Load()
-	st.lastCmd, st.active, st.vhcr = vhcr.CommReset, false, 0
+	st.lastCmd, st.active, st.vhcr = mlx4.MLX4_COMM_CMD_RESET, false, 0
 	st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
-	st.lastWord, st.ack = w, w&vhcr.ToggleBit
+	st.lastWord, st.ack = w, w&mlx4.CommToggle
 	if w == 0 && sr == 0 {
 		return false
 	}
 	p.resetFunction(i, ResetSavedState)
 	p.persistVF(i)
-	st.sr.Store(st.ack | vhcr.InternalErrBit)
+	st.sr.Store(st.ack | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	return true
 }
 

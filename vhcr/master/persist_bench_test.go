@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/restrack"
@@ -44,7 +43,7 @@ func (v benchVF) post(h mlx4.VHCR, in []byte) uint64 {
 	}
 	h.Token = mlx4.PollToken
 	v.r.SetVHCR(v.b, 1, h)
-	v.r.Write(1, vhcr.CommVHCRPost, 0)
+	v.r.Write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	t0 := time.Now()
 	v.r.PF.Scan()
 	*v.pf += time.Since(t0)

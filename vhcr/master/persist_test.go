@@ -3,7 +3,6 @@ package master_test
 import (
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
@@ -16,7 +15,7 @@ func (r stepRig) checkSaved(t *testing.T, i int, what string) {
 	got, ok := r.PF.Saved(i)
 	st := r.PF.State(i)
 	want := struct {
-		c vhcr.CommCmd
+		c mlx4.CommCmd
 		a bool
 		v uint64
 	}{st.LastCmd, st.Active, st.VHCR}
@@ -43,27 +42,27 @@ func TestStateIsPersistedAtEveryAcknowledgement(t *testing.T) {
 	}
 	bringUp := func() {
 		t.Helper()
-		for _, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+		for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN} {
 			step(c.String(), func() { r.write(1, c, 0) })
 		}
 	}
 	bringUp()
 	r.vhcr(1, mlx4.NOP, 0)
-	step("poll-mode post", func() { r.write(1, vhcr.CommVHCRPost, 0) })
-	step("fast-path post", func() { r.write(1, vhcr.CommVHCRPost, 0) })
+	step("poll-mode post", func() { r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0) })
+	step("fast-path post", func() { r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0) })
 	r.vhcr(1, mlx4.QUERY_FW, 2*4096)
-	step("post with an outbox", func() { r.write(1, vhcr.CommVHCRPost, 0) })
-	step("RESET of an active VF", func() { r.write(1, vhcr.CommReset, 0) })
-	step("violation: VHCR1 after RESET", func() { r.write(1, vhcr.CommVHCR1, 0) })
-	if r.SlaveRead(1).Load()&vhcr.InternalErrBit == 0 {
+	step("post with an outbox", func() { r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0) })
+	step("RESET of an active VF", func() { r.write(1, mlx4.MLX4_COMM_CMD_RESET, 0) })
+	step("violation: VHCR1 after RESET", func() { r.write(1, mlx4.MLX4_COMM_CMD_VHCR1, 0) })
+	if r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 		t.Fatal("violation without bit 17")
 	}
 	bringUp()
 	step("violation: unknown command", func() { r.write(1, 7, 0) })
 	bringUp()
 	r.vhcr(1, mlx4.Opcode(0x7ff), 0)
-	step("unknown opcode", func() { r.write(1, vhcr.CommVHCRPost, 0) })
-	step("violation: VHCR_EN after VHCR_POST", func() { r.write(1, vhcr.CommVHCREn, 0) })
+	step("unknown opcode", func() { r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0) })
+	step("violation: VHCR_EN after VHCR_POST", func() { r.write(1, mlx4.MLX4_COMM_CMD_VHCR_EN, 0) })
 
 	// FLR: the state is persisted when it starts and ends; the RESET during
 	// the FLR is acknowledged (without the version) with its state saved.
@@ -72,7 +71,7 @@ func TestStateIsPersistedAtEveryAcknowledgement(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.checkSaved(t, 1, "BeginFLR")
-	step("RESET during the FLR", func() { r.write(1, vhcr.CommReset, 0) })
+	step("RESET during the FLR", func() { r.write(1, mlx4.MLX4_COMM_CMD_RESET, 0) })
 	if err := r.PF.EndFLR(1); err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +80,12 @@ func TestStateIsPersistedAtEveryAcknowledgement(t *testing.T) {
 	// The FLAGS reset handshake.
 	bringUp()
 	page := r.VFBARs[1]
-	f, _ := page.Load32(vhcr.RegFlags)
-	if err := page.Store32(vhcr.RegFlags, f^vhcr.FlagsResetReq); err != nil {
+	f, _ := page.Load32(mlx4.MLX4_COMM_CHAN_FLAGS)
+	if err := page.Store32(mlx4.MLX4_COMM_CHAN_FLAGS, f^mlx4.CommFlagsResetReq); err != nil {
 		t.Fatal(err)
 	}
 	r.PF.CheckFlags()
-	if g, _ := page.Load32(vhcr.RegFlags); g&vhcr.FlagsResetAck == f&vhcr.FlagsResetAck {
+	if g, _ := page.Load32(mlx4.MLX4_COMM_CHAN_FLAGS); g&mlx4.CommFlagsResetAck == f&mlx4.CommFlagsResetAck {
 		t.Fatal("reset request not acknowledged")
 	}
 	r.checkSaved(t, 1, "FLAGS reset request")
@@ -97,12 +96,12 @@ func TestStateIsPersistedAtEveryAcknowledgement(t *testing.T) {
 // where a lost state change shows, and checks that the VF continues without
 // a reset.
 func TestRestartContinuesEveryStep(t *testing.T) {
-	seq := func(t *testing.T, r stepRig, cmds []vhcr.CommCmd, params []uint16) {
+	seq := func(t *testing.T, r stepRig, cmds []mlx4.CommCmd, params []uint16) {
 		t.Helper()
 		for k, c := range cmds {
 			r.write(1, c, params[k])
 			r.scan()
-			if !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+			if !r.acked(1) || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 				t.Fatalf("%v: acked=%v slave_read %#x", c, r.acked(1), r.SlaveRead(1).Load())
 			}
 		}
@@ -115,17 +114,17 @@ func TestRestartContinuesEveryStep(t *testing.T) {
 		if _, err := r.DMA.WriteAt(img[:], r.VHCRAddr(1)+addr); err != nil {
 			t.Fatal(err)
 		}
-		r.write(1, vhcr.CommVHCRPost, 0)
+		r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		r.scan()
 		var st [mlx4.VHCRSize]byte
 		if _, err := r.DMA.ReadAt(st[:], r.VHCRAddr(1)+addr); err != nil {
 			t.Fatal(err)
 		}
-		if !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 || mlx4.Status(st[mlx4.OffStatus]) != mlx4.OK {
+		if !r.acked(1) || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 || mlx4.Status(st[mlx4.OffStatus]) != mlx4.OK {
 			t.Fatalf("NOP: acked=%v slave_read %#x status %v", r.acked(1), r.SlaveRead(1).Load(), mlx4.Status(st[mlx4.OffStatus]))
 		}
 	}
-	all := []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn}
+	all := []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN}
 	zero := []uint16{0, 0, 0, 0, 0}
 
 	t.Run("between RESET and VHCR0", func(t *testing.T) {
@@ -159,10 +158,10 @@ func TestRestartContinuesEveryStep(t *testing.T) {
 		r := newStepRig(t, 2)
 		r.up(t, 1)
 		r.vhcr(1, mlx4.QUERY_FW, 2*4096)
-		r.write(1, vhcr.CommVHCRPost, 0)
+		r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		r.Rebuild(t)
 		r.scan()
-		if !r.acked(1) || r.SlaveRead(1).Load()&vhcr.InternalErrBit != 0 {
+		if !r.acked(1) || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 			t.Fatalf("the post pending over the restart: acked=%v slave_read %#x", r.acked(1), r.SlaveRead(1).Load())
 		}
 		if st := mlx4.Status(r.VHCR(t, 1)[mlx4.OffStatus]); st != mlx4.OK {
@@ -182,7 +181,7 @@ func TestRestartContinuesEveryStep(t *testing.T) {
 		}
 		r.Rebuild(t)
 		r.checkSaved(t, 1, "after the restart")
-		if st := r.PF.State(1); st.LastCmd != vhcr.CommReset {
+		if st := r.PF.State(1); st.LastCmd != mlx4.MLX4_COMM_CMD_RESET {
 			t.Fatalf("an FLR in progress restarts as %v, want RESET", st.LastCmd)
 		}
 		seq(t, r, all, zero)

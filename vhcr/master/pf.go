@@ -112,8 +112,8 @@ type vfState struct {
 	sw, sr, caps, flags bar.Reg // comm page registers
 	win                 *dma.Window
 	lastWord            uint32 // slave_write as last seen
-	ack                 uint32 // toggle last acknowledged: 0 or ToggleBit
-	lastCmd             vhcr.CommCmd
+	ack                 uint32 // toggle last acknowledged: 0 or mlx4.CommToggle
+	lastCmd             mlx4.CommCmd
 	active              bool
 	vhcr                uint64
 	// persist holds the channel record's words: one slot in the header,
@@ -156,7 +156,7 @@ func (st *vfState) mapBAR(r bar.Region) error {
 	for _, x := range []struct {
 		r   *bar.Reg
 		off int64
-	}{{&st.sw, vhcr.RegSlaveWrite}, {&st.sr, vhcr.RegSlaveRead}, {&st.caps, vhcr.RegCaps}, {&st.flags, vhcr.RegFlags}} {
+	}{{&st.sw, mlx4.CommSlaveWrite}, {&st.sr, mlx4.CommSlaveRead}, {&st.caps, mlx4.MLX4_COMM_CHAN_CAPS}, {&st.flags, mlx4.MLX4_COMM_CHAN_FLAGS}} {
 		if *x.r, err = bar.NewReg(r, x.off); err != nil {
 			return err
 		}
@@ -329,9 +329,9 @@ func (p *PF) mapVF(o Options, ps *pstate, i int) error {
 		}
 	}
 	st.win, _ = p.space.Window(i)
-	st.flags.Store(vhcr.FlagsOffline)
-	st.caps.Store(vhcr.CapsVFReset)
-	st.lastCmd = vhcr.CommReset
+	st.flags.Store(mlx4.CommFlagsOffline)
+	st.caps.Store(mlx4.CommCapsVFReset)
+	st.lastCmd = mlx4.MLX4_COMM_CMD_RESET
 	if i < len(o.HCA.Funcs) {
 		if st.completions, err = ParseCompletions(o.HCA.Funcs[i].Completions); err != nil {
 			return fmt.Errorf("VF %d: %w", i, err)

@@ -134,7 +134,7 @@ func rawPost(t *testing.T, v *vhcr.VF, h mlx4.VHCR) uint32 {
 	var img [mlx4.VHCRSize]byte
 	h.Encode(&img)
 	copy(v.Memory(), img[:])
-	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, v.Timeouts.Post); err != nil && !errors.Is(err, vhcr.ErrInternal) {
+	if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, v.Timeouts.Post); err != nil && !errors.Is(err, vhcr.ErrInternal) {
 		t.Fatalf("post: %v", err)
 	}
 	return v.SlaveRead()
@@ -148,7 +148,7 @@ func TestMailboxAddresses(t *testing.T) {
 
 	// Inbox outside the window: INTERNAL_ERR, the VF is not reset.
 	sr := rawPost(t, v, vhcr.Request2VHCR(mlx4.SET_PORT, vhcrtest.Window, 0))
-	if sr&vhcr.InternalErrBit != 0 {
+	if sr&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 		t.Fatalf("inbox fault reset the VF (slave_read %#x)", sr)
 	}
 	if st := mlx4.Status(v.Memory()[mlx4.OffStatus]); st != mlx4.INTERNAL_ERR {
@@ -164,13 +164,13 @@ func TestMailboxAddresses(t *testing.T) {
 	}
 	// Outbox outside the window: a DMA failure, the VF is reset with bit 17.
 	sr = rawPost(t, v, vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 1<<40))
-	if sr&vhcr.InternalErrBit == 0 {
+	if sr&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 		t.Fatalf("outbox fault did not reset the VF (slave_read %#x)", sr)
 	}
 	if n := r.PF.Stats().Reset(1, master.ResetDMA); n != 1 {
 		t.Errorf("DMA resets %d, want 1", n)
 	}
-	if in, _ := r.PF.Info(1); in.LastCmd != vhcr.CommReset || in.Active {
+	if in, _ := r.PF.Info(1); in.LastCmd != mlx4.MLX4_COMM_CMD_RESET || in.Active {
 		t.Errorf("after the outbox fault VF 1 is %v active=%v, want RESET", in.LastCmd, in.Active)
 	}
 	// The other VF is untouched.
@@ -196,13 +196,13 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
-			return v.Comm(ctx, vhcr.CommVHCRPost, 0, v.Timeouts.Comm)
+			return v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, v.Timeouts.Comm)
 		}},
 		{"VHCR1 before VHCR0", master.ResetSequence, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
-			return v.Comm(ctx, vhcr.CommVHCR1, 0, v.Timeouts.Comm)
+			return v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR1, 0, v.Timeouts.Comm)
 		}},
 		{"unknown comm command", master.ResetUnknownCmd, func(v *vhcr.VF) error {
 			return v.Comm(ctx, 7, 0, v.Timeouts.Comm)
@@ -211,37 +211,37 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
-			for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2} {
+			for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2} {
 				if err := v.Comm(ctx, c, 0, v.Timeouts.Comm); err != nil {
 					return err
 				}
 			}
-			return v.Comm(ctx, vhcr.CommVHCREn, 0, v.Timeouts.Comm) // address 0 is fine...
+			return v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_EN, 0, v.Timeouts.Comm) // address 0 is fine...
 		}},
 		{"vHCR not 4 KiB aligned", master.ResetVHCRAddress, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
-			for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2} {
+			for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2} {
 				if err := v.Comm(ctx, c, 0, v.Timeouts.Comm); err != nil {
 					return err
 				}
 			}
-			return v.Comm(ctx, vhcr.CommVHCREn, 0x0800, v.Timeouts.Comm)
+			return v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_EN, 0x0800, v.Timeouts.Comm)
 		}},
 		{"vHCR beyond the window", master.ResetVHCRAddress, func(v *vhcr.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
-			for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1} {
+			for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1} {
 				if err := v.Comm(ctx, c, 0, v.Timeouts.Comm); err != nil {
 					return err
 				}
 			}
-			if err := v.Comm(ctx, vhcr.CommVHCR2, 0x1, v.Timeouts.Comm); err != nil { // 0x10000 = the window size
+			if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR2, 0x1, v.Timeouts.Comm); err != nil { // 0x10000 = the window size
 				return err
 			}
-			return v.Comm(ctx, vhcr.CommVHCREn, 0, v.Timeouts.Comm)
+			return v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_EN, 0, v.Timeouts.Comm)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,7 +267,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 				if n := r.PF.Stats().Reset(2, tc.reason); n != 1 {
 					t.Errorf("resets for %v: %d, want 1", tc.reason, n)
 				}
-				if in, _ := r.PF.Info(2); in.LastCmd != vhcr.CommReset || in.Active {
+				if in, _ := r.PF.Info(2); in.LastCmd != mlx4.MLX4_COMM_CMD_RESET || in.Active {
 					t.Errorf("VF 2 state %v active=%v after the violation", in.LastCmd, in.Active)
 				}
 			}
@@ -291,13 +291,13 @@ func TestWrongToggle(t *testing.T) {
 	// Rewrite slave_write with the command of a NOP post but without
 	// flipping the toggle: what a VF that flipped twice leaves behind.
 	sr := v.SlaveRead()
-	word := vhcr.CommWord(sr>>31, vhcr.CommVHCRPost, 0x55)
-	if err := r.VFBARs[1].Store32(vhcr.RegSlaveWrite, word); err != nil {
+	word := mlx4.CommWord(sr>>31, mlx4.MLX4_COMM_CMD_VHCR_POST, 0x55)
+	if err := r.VFBARs[1].Store32(mlx4.CommSlaveWrite, word); err != nil {
 		t.Fatal(err)
 	}
 	// The PF answers with bit 17 and the unchanged toggle.
 	waitReset(t, r, 1, master.ResetToggle, 1, "the rewritten slave_write")
-	if got := v.SlaveRead(); got != sr&vhcr.ToggleBit|vhcr.InternalErrBit {
+	if got := v.SlaveRead(); got != sr&mlx4.CommToggle|mlx4.COMM_CHAN_EVENT_INTERNAL_ERR {
 		t.Errorf("slave_read %#08x, want toggle %d with bit 17", got, sr>>31)
 	}
 	if got := post(t, bystander, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
@@ -317,8 +317,8 @@ func TestZeroedRegistersResync(t *testing.T) {
 		t.Fatalf("toggle %d, want 1", v.SlaveRead()>>31)
 	}
 	page := r.VFBARs[0]
-	_ = page.Store32(vhcr.RegSlaveRead, 0)
-	_ = page.Store32(vhcr.RegSlaveWrite, 0)
+	_ = page.Store32(mlx4.CommSlaveRead, 0)
+	_ = page.Store32(mlx4.CommSlaveWrite, 0)
 	// The VF's driver reloads: sync_toggles adopts 0, RESET, VHCR setup.
 	v2 := r.VF(t, 0)
 	if err := v2.Init(ctx); err != nil {
@@ -345,7 +345,7 @@ func TestPostAndNeverLookAgain(t *testing.T) {
 	h := vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 2*4096)
 	h.Encode(&img)
 	copy(quiet.Memory(), img[:])
-	if err := quiet.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
+	if err := quiet.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 50; i++ {
@@ -369,7 +369,7 @@ func TestResetRequestHandshake(t *testing.T) {
 	if n := r.PF.Stats().Reset(1, master.ResetRequest); n != 1 {
 		t.Errorf("reset-request resets: %d", n)
 	}
-	if in, _ := r.PF.Info(1); in.LastCmd != vhcr.CommReset {
+	if in, _ := r.PF.Info(1); in.LastCmd != mlx4.MLX4_COMM_CMD_RESET {
 		t.Errorf("after the handshake VF 1 is in %v", in.LastCmd)
 	}
 	if err := v.Init(ctx); err != nil {
@@ -390,7 +390,7 @@ func TestFLR(t *testing.T) {
 	h := vhcr.Request2VHCR(mlx4.NOP, 0, 0)
 	h.Encode(&img)
 	copy(v.Memory(), img[:])
-	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
+	if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	for r.PF.Stats().Dropped[1] == 0 {
@@ -406,8 +406,8 @@ func TestFLR(t *testing.T) {
 	}
 	// The VF's next driver instance zeroes the stuck channel and starts over.
 	page := r.VFBARs[1]
-	_ = page.Store32(vhcr.RegSlaveRead, 0)
-	_ = page.Store32(vhcr.RegSlaveWrite, 0)
+	_ = page.Store32(mlx4.CommSlaveRead, 0)
+	_ = page.Store32(mlx4.CommSlaveWrite, 0)
 	v2 := r.InitVF(t, 1)
 	if got := post(t, v2, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after FLR: %v", got.Status)
@@ -429,7 +429,7 @@ func TestPFRestartKeepsChannels(t *testing.T) {
 	h := vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 2*4096)
 	h.Encode(&img)
 	copy(v.Memory(), img[:])
-	if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
+	if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	r.Rebuild(t)
@@ -475,8 +475,8 @@ func TestSpinPoll(t *testing.T) {
 	if r, ok := vhcr.SpinPoll(g, 1, 3); ok || r != 0x0101 {
 		t.Fatalf("toggle 0 polled for 1: got %#x, %v", r, ok)
 	}
-	g.Store(vhcr.ToggleBit | 0x0101)
-	if r, ok := vhcr.SpinPoll(g, 1, 3); !ok || r != vhcr.ToggleBit|0x0101 {
+	g.Store(mlx4.CommToggle | 0x0101)
+	if r, ok := vhcr.SpinPoll(g, 1, 3); !ok || r != mlx4.CommToggle|0x0101 {
 		t.Fatalf("toggle 1 polled for 1: got %#x, %v", r, ok)
 	}
 	if _, ok := vhcr.SpinPoll(g, 1, 0); ok {

@@ -105,7 +105,7 @@ func (p *PF) Run(ctx context.Context) error {
 func (p *PF) loop(start bool, spin, yield uint64) {
 	if start {
 		for i := range p.vfs {
-			p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ vhcr.FlagsOffline)
+			p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ mlx4.CommFlagsOffline)
 		}
 		p.pfState.Store(vhcr.PFStateServing)
 		p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
@@ -238,7 +238,7 @@ func (p *PF) shutdown() {
 		for i := range p.vfs {
 			p.persistVF(i)
 			st := &p.vfs[i]
-			st.flags.Store(st.flags.Load() | vhcr.FlagsOffline)
+			st.flags.Store(st.flags.Load() | mlx4.CommFlagsOffline)
 		}
 		_ = p.bar.Store32(vhcr.HdrPFStopped, uint32(time.Now().Unix()))
 		p.pfState.Store(vhcr.PFStateStopped)
@@ -294,7 +294,7 @@ func (p *PF) runRequests() {
 
 // VFInfo is a snapshot of one VF's channel state.
 type VFInfo struct {
-	LastCmd vhcr.CommCmd
+	LastCmd mlx4.CommCmd
 	Active  bool
 	VHCR    uint64
 	Toggle  uint32

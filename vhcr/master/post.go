@@ -6,7 +6,6 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 
 	"github.com/vhcrd/vhcrd/dma"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -47,7 +46,7 @@ type inflight struct {
 // general path, which reads the vHCR afresh.
 func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	m := st.vhcrMem
-	if m == nil || st.sr.Load()&vhcr.ToggleBit != st.ack {
+	if m == nil || st.sr.Load()&mlx4.CommToggle != st.ack {
 		return false
 	}
 	w0, w1, w2, w3 := mlx4.VHCRWords(m)
@@ -59,7 +58,7 @@ func (p *PF) postFast(i int, st *vfState, w uint32) bool {
 	t0, timed := p.start()
 	st.lastWord = w
 	p.words = [4]uint64{w0, w1, w2, w3}
-	x := inflight{vf: i, c: c, e: e, toggle: w & vhcr.ToggleBit}
+	x := inflight{vf: i, c: c, e: e, toggle: w & mlx4.CommToggle}
 	// No mailbox and a mapped vHCR: nothing of it is DMA that can fail.
 	_ = p.process(&x, t0, timed)
 	return true
@@ -139,7 +138,7 @@ func (p *PF) process(x *inflight, t0 uint64, timed bool) error {
 	x.tx = p.journal.Begin(x.vf, x.c, x.e, x.status, x.way, x.toggle, &p.words)
 	if x.way == bySeed {
 		// The seed's way: accept now, the VF may post its next command.
-		p.acknowledge(x.vf, vhcr.CommVHCRPost, x.toggle)
+		p.acknowledge(x.vf, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle)
 	}
 	x.tx.Accepted()
 	p.execute(x)
@@ -200,10 +199,10 @@ func (p *PF) deliver(x *inflight) error {
 		p.completionEQE(i, x.token, mlx4.OK, false, 0)
 	}
 	x.tx.Delivered()
-	if st.lastCmd == vhcr.CommVHCRPost {
+	if st.lastCmd == mlx4.MLX4_COMM_CMD_VHCR_POST {
 		st.reply(x.toggle) // a VHCR_POST after a VHCR_POST: the channel record is unchanged (persist.go)
 	} else {
-		p.acknowledge(i, vhcr.CommVHCRPost, x.toggle)
+		p.acknowledge(i, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle)
 	}
 	return nil
 }

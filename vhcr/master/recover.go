@@ -147,11 +147,11 @@ func (p *PF) replayCmd(rec *jrec) *hca.Cmd {
 // never committed is still pending on the channel and is served as usual.
 func (p *PF) resume(i int, pending *jrec, ps *pstate) {
 	st := &p.vfs[i]
-	if !st.active || st.lastCmd != vhcr.CommVHCRPost && st.lastCmd != vhcr.CommVHCREn {
+	if !st.active || st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_POST && st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_EN {
 		return // a VHCR_POST follows VHCR_EN or VHCR_POST only
 	}
 	w := st.sw.Load()
-	posted := w&^vhcr.ToggleBit == vhcr.VHCRPostWord && w&vhcr.ToggleBit != st.ack
+	posted := w&^mlx4.CommToggle == mlx4.CommVHCRPostWord && w&mlx4.CommToggle != st.ack
 	if pending != nil && pending.vf == i {
 		// Accepted the seed's way: its toggle is the acknowledged one (the
 		// VF may have posted its next command since). Else it was not
@@ -169,7 +169,7 @@ func (p *PF) resume(i int, pending *jrec, ps *pstate) {
 		p.redeliverEQE(i, &s)
 		return
 	}
-	if !posted || w&vhcr.ToggleBit != s.Toggle {
+	if !posted || w&mlx4.CommToggle != s.Toggle {
 		return
 	}
 	w0, w1, w2, w3, err := p.readVHCR(st)
@@ -192,7 +192,7 @@ func (p *PF) resume(i int, pending *jrec, ps *pstate) {
 		p.redeliverEQE(i, &s)
 	}
 	st.lastWord = w
-	p.acknowledge(i, vhcr.CommVHCRPost, s.Toggle)
+	p.acknowledge(i, mlx4.MLX4_COMM_CMD_VHCR_POST, s.Toggle)
 	p.stats.Redelivered++
 }
 

@@ -34,7 +34,7 @@ func TestUntrustedSavedState(t *testing.T) {
 		{"torn record", "checksum mismatch", false, func(t *testing.T, r *vhcrtest.Rig) {
 			// A PF killed after the first store of a record (RESET of an
 			// active VF): the check word is the old one.
-			_ = r.BAR.Store32(rec(1, pfstate.WordLastCmd), pfstate.RecValid|uint32(vhcr.CommReset))
+			_ = r.BAR.Store32(rec(1, pfstate.WordLastCmd), pfstate.RecValid|uint32(mlx4.MLX4_COMM_CMD_RESET))
 		}},
 		{"another generation", "checksum mismatch", true, func(t *testing.T, r *vhcrtest.Rig) {
 			g, _ := r.BAR.Load32(vhcr.HdrPFGen)
@@ -57,10 +57,10 @@ func TestUntrustedSavedState(t *testing.T) {
 		{"implausible vHCR address", "saved vHCR address 0x10000", false, func(t *testing.T, r *vhcrtest.Rig) {
 			// An intact record, written as a PF writes it, naming a vHCR
 			// outside the window.
-			r.PF.SaveState(1, master.VFState{LastCmd: vhcr.CommVHCRPost, Active: true, VHCR: vhcrtest.Window})
+			r.PF.SaveState(1, master.VFState{LastCmd: mlx4.MLX4_COMM_CMD_VHCR_POST, Active: true, VHCR: vhcrtest.Window})
 		}},
 		{"out of sequence", "not a state of the channel sequence", false, func(t *testing.T, r *vhcrtest.Rig) {
-			r.PF.SaveState(1, master.VFState{LastCmd: vhcr.CommVHCR1, VHCR: 0x1234})
+			r.PF.SaveState(1, master.VFState{LastCmd: mlx4.MLX4_COMM_CMD_VHCR1, VHCR: 0x1234})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestUntrustedSavedState(t *testing.T) {
 			h := vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 2*4096)
 			h.Encode(&img)
 			copy(v.Memory(), img[:])
-			if err := v.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
+			if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, 0); err != nil {
 				t.Fatal(err)
 			}
 			sw := r.SlaveWrite(1).Load()
@@ -84,7 +84,7 @@ func TestUntrustedSavedState(t *testing.T) {
 			r.SetLogger(slog.New(slog.NewTextHandler(&log, nil)))
 			r.Rebuild(t)
 
-			if got, want := v.SlaveRead(), sw&vhcr.ToggleBit|vhcr.InternalErrBit; got != want {
+			if got, want := v.SlaveRead(), sw&mlx4.CommToggle|mlx4.COMM_CHAN_EVENT_INTERNAL_ERR; got != want {
 				t.Fatalf("VF 1's slave_read %#08x after the restart, want %#08x (its own toggle and bit 17)", got, want)
 			}
 			if got := r.SlaveWrite(0).Load() | r.SlaveRead(0).Load(); got != 0 {

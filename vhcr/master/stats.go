@@ -1,7 +1,6 @@
 package master
 
 import (
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
@@ -256,7 +255,7 @@ func (s *Stats) Completed() uint64 { return s.Done }
 
 // Channel is one VF's channel state, as the per-VF state gauges show it.
 type Channel struct {
-	State  vhcr.CommCmd // the last comm command served (CommFLR: an FLR is in progress)
+	State  mlx4.CommCmd // the last comm command served (CommFLR: an FLR is in progress)
 	Active bool         // VHCR_EN accepted and no reset since (mlx4's slave_state[].active)
 	// Events: the VF mapped an EQ for command completions (MAP_EQ of the
 	// command event, as mlx4_cmd_use_events does), so commands it posts
@@ -269,8 +268,8 @@ type Channel struct {
 
 // ChannelStates are the values a Channel's State takes: the comm commands
 // the PF serves and CommFLR.
-var ChannelStates = [...]vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2,
-	vhcr.CommVHCREn, vhcr.CommVHCRPost, vhcr.CommFLR}
+var ChannelStates = [...]mlx4.CommCmd{mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2,
+	mlx4.MLX4_COMM_CMD_VHCR_EN, mlx4.MLX4_COMM_CMD_VHCR_POST, mlx4.MLX4_COMM_CMD_FLR}
 
 // Channels fills dst[i] with VF i's channel state for the first len(dst)
 // VFs, in one request to the poller (one round trip per scrape, not one

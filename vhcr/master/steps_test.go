@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
@@ -32,11 +31,11 @@ func (r stepRig) scan() bool { return r.PF.Scan() }
 // up brings VF i to VHCR_EN with the vHCR at IOVA 0.
 func (r stepRig) up(t testing.TB, i int) {
 	t.Helper()
-	for _, c := range []vhcr.CommCmd{vhcr.CommReset, vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+	for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN} {
 		r.Write(i, c, 0)
 		r.scan()
 	}
-	if st := r.PF.State(i); st.LastCmd != vhcr.CommVHCREn || !st.Active {
+	if st := r.PF.State(i); st.LastCmd != mlx4.MLX4_COMM_CMD_VHCR_EN || !st.Active {
 		t.Fatalf("VF %d not up: %v", i, st.LastCmd)
 	}
 }
@@ -48,7 +47,7 @@ func (r stepRig) vhcr(i int, op mlx4.Opcode, out uint64) {
 
 func (r stepRig) acked(i int) bool { return r.Acked(i) }
 
-func (r stepRig) write(i int, cmd vhcr.CommCmd, param uint16) { r.Write(i, cmd, param) }
+func (r stepRig) write(i int, cmd mlx4.CommCmd, param uint16) { r.Write(i, cmd, param) }
 
 // TestRoundRobinFairness: when every VF has a command pending, one scan
 // serves each exactly once, and a VF that floods cannot take a second turn
@@ -62,7 +61,7 @@ func TestRoundRobinFairness(t *testing.T) {
 	}
 	for round := 0; round < 20; round++ {
 		for i := 0; i < n; i++ {
-			r.write(i, vhcr.CommVHCRPost, 0)
+			r.write(i, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		}
 		if !r.scan() {
 			t.Fatal("scan found no work")
@@ -77,8 +76,8 @@ func TestRoundRobinFairness(t *testing.T) {
 	// VF 4 is served in the first scan whatever the start position.
 	for start := 0; start < n; start++ {
 		r.PF.SetScanStart(start)
-		r.write(0, vhcr.CommVHCRPost, 0)
-		r.write(4, vhcr.CommVHCRPost, 0)
+		r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
+		r.write(4, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		r.scan()
 		if !r.acked(4) || !r.acked(0) {
 			t.Fatalf("start %d: VF 4 acked=%v VF 0 acked=%v after one scan", start, r.acked(4), r.acked(0))
@@ -109,7 +108,7 @@ func postAllocatesNothing(t *testing.T, ring *trace.Ring) {
 	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.QUERY_FUNC_CAP, mlx4.INIT_HCA, mlx4.MAD_DEMUX, mlx4.MAD_IFC} {
 		r.vhcr(1, op, 2*4096)
 		allocs := testing.AllocsPerRun(1000, func() {
-			r.write(1, vhcr.CommVHCRPost, 0)
+			r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 			r.scan()
 		})
 		if allocs != 0 {
@@ -131,7 +130,7 @@ func TestFLRDropsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.vhcr(1, mlx4.NOP, 0)
-	r.write(1, vhcr.CommVHCRPost, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.scan()
 	if r.acked(1) || r.PF.Counters().Dropped[1] != 1 {
 		t.Fatalf("command during FLR: acked=%v dropped=%d", r.acked(1), r.PF.Counters().Dropped[1])
@@ -142,7 +141,7 @@ func TestFLRDropsCommands(t *testing.T) {
 	}
 	// VF 0 is untouched.
 	r.vhcr(0, mlx4.NOP, 0)
-	r.write(0, vhcr.CommVHCRPost, 0)
+	r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.scan()
 	if !r.acked(0) {
 		t.Fatal("VF 0 not served during VF 1's FLR")
@@ -152,9 +151,9 @@ func TestFLRDropsCommands(t *testing.T) {
 	r.SlaveWrite(1).Store(0)
 	r.SetToggle(1, 0)
 	r.scan()
-	r.write(1, vhcr.CommReset, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_RESET, 0)
 	r.scan()
-	if sr := r.SlaveRead(1).Load(); sr != vhcr.ToggleBit {
+	if sr := r.SlaveRead(1).Load(); sr != mlx4.CommToggle {
 		t.Fatalf("RESET during FLR acknowledged with %#x, want the toggle alone (no version)", sr)
 	}
 	if err := r.PF.EndFLR(1); err != nil {
@@ -191,7 +190,7 @@ func BenchmarkPost(b *testing.B) {
 			r.vhcr(3, tc.op, 2*4096)
 			b.ReportAllocs()
 			for b.Loop() {
-				r.write(3, vhcr.CommVHCRPost, 0)
+				r.write(3, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 				r.scan()
 			}
 		})
@@ -221,7 +220,7 @@ func TestWriteBackKeepsTheVFsWord(t *testing.T) {
 	h := mlx4.VHCR{InParam: 0x1122334455667700, InMod: 0xabcdef01, OutParam: 0x2000, Token: 0x4242, Op: mlx4.INIT_HCA, OpMod: 3}
 	h.Encode(&img)
 	r.SetVHCRImage(t, 0, img)
-	r.write(0, vhcr.CommVHCRPost, 0)
+	r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.scan()
 	got := r.VHCR(t, 0)
 	want := img
@@ -247,7 +246,7 @@ func TestUnmappedDMAWindow(t *testing.T) {
 		imm    bool
 	}{{mlx4.NOP, 0, mlx4.OK, false}, {mlx4.ALLOC_RES, 1, mlx4.OK, true}, {mlx4.INIT_HCA, 0, mlx4.BAD_PARAM, false}} {
 		r.SetVHCR(t, 0, mlx4.VHCR{InParam: 0, InMod: 1, OutParam: 0xdead, Token: mlx4.PollToken, Op: tc.op, OpMod: tc.opMod}) // ALLOC_RES of a CQ
-		r.write(0, vhcr.CommVHCRPost, 0)
+		r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 		r.scan()
 		got := r.VHCR(t, 0)
 		var g hca.Cmd
@@ -284,17 +283,17 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 			g.up(t, 0)
 			gs0 := g.PF.Stats()
 			g.SetVHCRImage(t, 0, img)
-			g.write(0, vhcr.CommVHCRPost, 0)
+			g.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 			g.scan()
 
 			f := newStepRig(t, 1)
 			f.up(t, 0)
 			f.vhcr(0, mlx4.NOP, 0)
-			f.write(0, vhcr.CommVHCRPost, 0)
+			f.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 			f.scan()
 			fs0 := f.PF.Stats()
 			f.SetVHCRImage(t, 0, img)
-			f.write(0, vhcr.CommVHCRPost, 0)
+			f.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 			legal := e.OpModOK(opMod)
 			if took := f.PF.PostFast(0); took != legal {
 				t.Fatalf("%v op_mod %d: postFast took it: %v, want %v", e.Op, opMod, took, legal)
@@ -352,7 +351,7 @@ func TestFastPathDeclines(t *testing.T) {
 		{"unmapped vHCR", vhcrtest.Options{UnmappedDMA: true}, func(r stepRig) { r.vhcr(0, mlx4.NOP, 0) }},
 		{"slave_read rewritten", vhcrtest.Options{}, func(r stepRig) {
 			r.vhcr(0, mlx4.NOP, 0)
-			r.SlaveRead(0).Store(r.SlaveRead(0).Load() ^ vhcr.ToggleBit)
+			r.SlaveRead(0).Store(r.SlaveRead(0).Load() ^ mlx4.CommToggle)
 		}},
 	}
 	for _, tc := range cases {
@@ -360,10 +359,10 @@ func TestFastPathDeclines(t *testing.T) {
 			r := newStepRigWith(t, 1, tc.opts)
 			r.up(t, 0)
 			r.vhcr(0, mlx4.NOP, 0)
-			r.write(0, vhcr.CommVHCRPost, 0)
+			r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 			r.scan()
 			tc.setup(r)
-			r.write(0, vhcr.CommVHCRPost, 0)
+			r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 			before := r.VHCR(t, 0)
 			sr, st, done := r.SlaveRead(0).Load(), r.PF.State(0), r.PF.Counters().Done
 			if r.PF.PostFast(0) {
@@ -383,10 +382,10 @@ func TestFastPathDeclines(t *testing.T) {
 func TestSlaveWriteReservedBitsIgnored(t *testing.T) {
 	r := newStepRig(t, 2)
 	const reserved = 0x7f000000 // bits 30:24
-	if reserved&vhcr.SlaveWriteValid != 0 || (reserved|vhcr.SlaveWriteValid) != 0xffffffff {
-		t.Fatalf("bits 30:24 (%#x) are not exactly the bits outside SlaveWriteValid (%#x)", reserved, vhcr.SlaveWriteValid)
+	if reserved&mlx4.CommSlaveWriteValid != 0 || (reserved|mlx4.CommSlaveWriteValid) != 0xffffffff {
+		t.Fatalf("bits 30:24 (%#x) are not exactly the bits outside SlaveWriteValid (%#x)", reserved, mlx4.CommSlaveWriteValid)
 	}
-	write := func(cmd vhcr.CommCmd, param uint16) {
+	write := func(cmd mlx4.CommCmd, param uint16) {
 		t.Helper()
 		r.write(1, cmd, param)
 		r.SlaveWrite(1).Store(r.SlaveWrite(1).Load() | reserved)
@@ -396,22 +395,22 @@ func TestSlaveWriteReservedBitsIgnored(t *testing.T) {
 		if !r.acked(1) {
 			t.Fatalf("%v with bits 30:24 set: not acknowledged", cmd)
 		}
-		if sr := r.SlaveRead(1).Load(); sr&vhcr.InternalErrBit != 0 {
+		if sr := r.SlaveRead(1).Load(); sr&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 			t.Fatalf("%v with bits 30:24 set: reset with bit 17 (slave_read %#08x)", cmd, sr)
 		}
 	}
-	write(vhcr.CommReset, 0)
-	if sr := r.SlaveRead(1).Load(); sr&^vhcr.ToggleBit != vhcr.CommVersion {
-		t.Fatalf("RESET with bits 30:24 set: slave_read %#08x, want the version %#x", sr, vhcr.CommVersion)
+	write(mlx4.MLX4_COMM_CMD_RESET, 0)
+	if sr := r.SlaveRead(1).Load(); sr&^mlx4.CommToggle != mlx4.CommVersion {
+		t.Fatalf("RESET with bits 30:24 set: slave_read %#08x, want the version %#x", sr, mlx4.CommVersion)
 	}
-	for _, c := range []vhcr.CommCmd{vhcr.CommVHCR0, vhcr.CommVHCR1, vhcr.CommVHCR2, vhcr.CommVHCREn} {
+	for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN} {
 		write(c, 0) // the vHCR at IOVA 0
 	}
-	if st := r.PF.State(1); st.LastCmd != vhcr.CommVHCREn || !st.Active {
+	if st := r.PF.State(1); st.LastCmd != mlx4.MLX4_COMM_CMD_VHCR_EN || !st.Active {
 		t.Fatalf("after VHCR_EN with bits 30:24 set: %v active=%v", st.LastCmd, st.Active)
 	}
 	r.vhcr(1, mlx4.NOP, 0)
-	write(vhcr.CommVHCRPost, 0)
+	write(mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	if img := r.VHCR(t, 1); mlx4.Status(img[mlx4.OffStatus]) != mlx4.OK {
 		t.Fatalf("NOP posted with bits 30:24 set: status %v", mlx4.Status(img[mlx4.OffStatus]))
 	}
@@ -420,7 +419,7 @@ func TestSlaveWriteReservedBitsIgnored(t *testing.T) {
 			t.Errorf("VF 1 reset %d times for %v", n, why)
 		}
 	}
-	if st := r.PF.State(1); st.LastCmd != vhcr.CommVHCRPost || !st.Active {
+	if st := r.PF.State(1); st.LastCmd != mlx4.MLX4_COMM_CMD_VHCR_POST || !st.Active {
 		t.Fatalf("after the NOP: %v active=%v", st.LastCmd, st.Active)
 	}
 }
@@ -438,47 +437,47 @@ func TestFLRTellsTheVF(t *testing.T) {
 	r.up(t, 0)
 	r.up(t, 1)
 	r.vhcr(1, mlx4.NOP, 0)
-	r.write(1, vhcr.CommVHCRPost, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.scan()
 	before := r.SlaveRead(1).Load()
-	if !r.acked(1) || before&vhcr.InternalErrBit != 0 {
+	if !r.acked(1) || before&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 		t.Fatalf("NOP before the FLR: acked %v, slave_read %#08x", r.acked(1), before)
 	}
 	if err := r.PF.FLR(1); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.SlaveRead(1).Load(); got != before|vhcr.InternalErrBit {
-		t.Fatalf("slave_read after the FLR %#08x, want %#08x (the toggle kept, bit 17)", got, before|vhcr.InternalErrBit)
+	if got := r.SlaveRead(1).Load(); got != before|mlx4.COMM_CHAN_EVENT_INTERNAL_ERR {
+		t.Fatalf("slave_read after the FLR %#08x, want %#08x (the toggle kept, bit 17)", got, before|mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	}
-	if got := r.SlaveRead(0).Load(); got&vhcr.InternalErrBit != 0 {
+	if got := r.SlaveRead(0).Load(); got&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 		t.Fatalf("VF 0's slave_read %#08x after VF 1's FLR", got)
 	}
 	// The driver's next command (an unbind's 2RST_QP) before it noticed.
 	r.vhcr(1, mlx4.TWO_RST_QP, 0)
-	r.write(1, vhcr.CommVHCRPost, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.scan()
-	if sr := r.SlaveRead(1).Load(); !r.acked(1) || sr&vhcr.InternalErrBit == 0 {
+	if sr := r.SlaveRead(1).Load(); !r.acked(1) || sr&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 		t.Fatalf("a command after the FLR: acked %v, slave_read %#08x; want it acknowledged with bit 17", r.acked(1), sr)
 	}
 	if n := r.PF.Stats().Reset(1, master.ResetSequence); n != 1 {
 		t.Errorf("resets for a command after the FLR: %d, want 1 (sequence)", n)
 	}
 	// mlx4_reset_slave's FLAGS handshake, then the restarted driver's RESET.
-	f, err := r.VFBARs[1].Load32(vhcr.RegFlags)
+	f, err := r.VFBARs[1].Load32(mlx4.MLX4_COMM_CHAN_FLAGS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.VFBARs[1].Store32(vhcr.RegFlags, f^vhcr.FlagsResetReq); err != nil {
+	if err := r.VFBARs[1].Store32(mlx4.MLX4_COMM_CHAN_FLAGS, f^mlx4.CommFlagsResetReq); err != nil {
 		t.Fatal(err)
 	}
 	r.PF.CheckFlags()
-	r.write(1, vhcr.CommReset, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_RESET, 0)
 	r.scan()
-	if sr := r.SlaveRead(1).Load(); !r.acked(1) || sr&^vhcr.ToggleBit != vhcr.CommVersion {
+	if sr := r.SlaveRead(1).Load(); !r.acked(1) || sr&^mlx4.CommToggle != mlx4.CommVersion {
 		t.Fatalf("RESET after the FLR: slave_read %#08x, want the toggle and the version alone", sr)
 	}
 	r.up(t, 1)
-	if st := r.PF.State(0); st.LastCmd != vhcr.CommVHCREn || !st.Active {
+	if st := r.PF.State(0); st.LastCmd != mlx4.MLX4_COMM_CMD_VHCR_EN || !st.Active {
 		t.Fatalf("VF 0 after VF 1's FLR: %v active=%v", st.LastCmd, st.Active)
 	}
 }

@@ -3,7 +3,6 @@ package master
 import (
 	"encoding/binary"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/trace"
@@ -48,7 +47,7 @@ func (p *PF) stamp() uint64 {
 }
 
 // traceComm records comm command cmd of VF i.
-func (p *PF) traceComm(i int, cmd vhcr.CommCmd, toggle uint32, param uint16) {
+func (p *PF) traceComm(i int, cmd mlx4.CommCmd, toggle uint32, param uint16) {
 	if p.trace.Enabled() {
 		p.trace.Comm(p.stamp(), i, uint8(cmd), toggle, param)
 	}

@@ -121,16 +121,16 @@ func TestTraceOfViolationsAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newStepRigWith(t, 2, vhcrtest.Options{Trace: ring})
-	r.write(0, vhcr.CommVHCR1, 7) // not after VHCR0
+	r.write(0, mlx4.MLX4_COMM_CMD_VHCR1, 7) // not after VHCR0
 	r.scan()
 	r.up(t, 1)
 	r.vhcr(1, mlx4.NOP, 0)
-	r.write(1, vhcr.CommVHCRPost, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.scan()
 	r.Rebuild(t) // a PF restart: VF 1 is adopted, VF 0 (reset) too
-	r.write(1, vhcr.CommVHCRPost, 0)
+	r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	r.scan()
-	r.write(1, vhcr.CommVHCR2, 0) // VHCR2 after VHCR_POST
+	r.write(1, mlx4.MLX4_COMM_CMD_VHCR2, 0) // VHCR2 after VHCR_POST
 	r.scan()
 	want := []string{
 		"vf0 COMM VHCR1 toggle=1 param=0x7",

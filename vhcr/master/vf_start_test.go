@@ -78,7 +78,7 @@ func TestPollInternalError(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The PF's answer to a violation: its toggle with bit 17.
-	r.SlaveRead(0).Store(r.SlaveWrite(0).Load()&vhcr.ToggleBit | vhcr.InternalErrBit)
+	r.SlaveRead(0).Store(r.SlaveWrite(0).Load()&mlx4.CommToggle | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	if _, done, err := v.Poll(); !done || !errors.Is(err, vhcr.ErrInternal) {
 		t.Fatalf("done=%v err=%v, want vhcr.ErrInternal", done, err)
 	}

@@ -33,6 +33,12 @@ const (
 	COM_CHAN_RST_REQ_OFFSET  = 0x10 // bit of MLX4_COMM_CHAN_FLAGS the VF toggles to request a reset (catas.c mlx4_reset_slave)
 	COM_CHAN_RST_ACK_OFFSET  = 0x08 // bit of MLX4_COMM_CHAN_FLAGS the firmware sets to the request bit's value
 
+	// The same bits as masks of their registers.
+	CommCapsVFReset   = 1 << COMM_CHAN_RST_OFFSET
+	CommFlagsOffline  = 1 << COMM_CHAN_OFFLINE_OFFSET
+	CommFlagsResetReq = 1 << COM_CHAN_RST_REQ_OFFSET // toggled by the VF
+	CommFlagsResetAck = 1 << COM_CHAN_RST_ACK_OFFSET // copied from the request bit by the PF
+
 	// CMD_CHAN_VER and CMD_CHAN_IF_REV (cmd.c): slave_read's low 16 bits
 	// in the RESET acknowledgement are mlx4_comm_get_version(),
 	// CommVersion; a VF checks the interface revision (bits 15:8).

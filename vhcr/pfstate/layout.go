@@ -136,7 +136,7 @@ const (
 	RecVFMask    = 0xffff
 	RecFlagShift = 8       // RecKind: the flags byte
 	RecKindFlags = 0xffff  // RecKind: the kind and flags bytes (the rest is zero but the toggle)
-	RecToggle    = 1 << 31 // the comm channel's toggle (vhcr.ToggleBit)
+	RecToggle    = 1 << 31 // the comm channel's toggle (mlx4.CommToggle)
 
 	MagicIntent = 0x494e5431 // "INT1" ^ seq
 	MagicCommit = 0x434d5431 // "CMT1" ^ seq

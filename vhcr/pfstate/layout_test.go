@@ -2,6 +2,7 @@ package pfstate_test
 
 import (
 	"encoding/hex"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -128,8 +129,8 @@ func TestJournalRecordLayout(t *testing.T) {
 		{"size", pfstate.CkptHdr, 0x40},
 	})
 	// the record's toggle is the comm channel's
-	if pfstate.RecToggle != vhcr.ToggleBit {
-		t.Fatalf("RecToggle %#x, the comm channel's toggle %#x", pfstate.RecToggle, vhcr.ToggleBit)
+	if pfstate.RecToggle != mlx4.CommToggle {
+		t.Fatalf("RecToggle %#x, the comm channel's toggle %#x", pfstate.RecToggle, mlx4.CommToggle)
 	}
 }
 

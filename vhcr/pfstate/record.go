@@ -18,7 +18,7 @@ const (
 	WordVHCRHi  = 0x8 // the vHCR's address, high word
 	WordVHCRLo  = 0xc // and low word
 
-	RecCmdMask = 0xff    // the last comm command (vhcr.CommCmd)
+	RecCmdMask = 0xff    // the last comm command (mlx4.CommCmd)
 	RecActive  = 1 << 8  // VHCR_EN completed, the channel serves posts
 	RecValid   = 1 << 31 // a record was written
 	// In the state file a record's WordLastCmd carries a 7-bit sequence
@@ -33,7 +33,7 @@ const (
 
 // Record is the persisted part of a VF's channel state.
 type Record struct {
-	LastCmd uint8 // vhcr.CommCmd
+	LastCmd uint8 // mlx4.CommCmd
 	Active  bool
 	VHCR    uint64
 }

@@ -34,7 +34,7 @@ var imageFields = map[reflect.Type]map[string]string{
 		"counts": "not kept: derived, the length of each list",
 	},
 	reflect.TypeFor[Tracker](): {
-		"cfg": "not kept: the configuration, the loading tracker's own",
+		"cfg":  "not kept: the configuration, the loading tracker's own",
 		"objs": "not kept: the index by number, rebuilt from Image.Objects", "vfs": "Image.Objects",
 		"pools": "Image.Pools", "nums": "Image.Nums",
 		"mptMask": "not kept: from the configuration", "maxMTTOrder": "not kept: from the configuration",

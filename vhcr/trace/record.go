@@ -3,7 +3,6 @@ package trace
 import (
 	"strconv"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -45,19 +44,19 @@ func parseKind(s string) (Kind, bool) {
 	return 0, false
 }
 
-// Comm command values (vhcr.CommCmd's, as the uint8 a record holds).
+// Comm command values (mlx4.CommCmd's, as the uint8 a record holds).
 const (
-	CommReset    = uint8(vhcr.CommReset)
-	CommVHCR0    = uint8(vhcr.CommVHCR0)
-	CommVHCR1    = uint8(vhcr.CommVHCR1)
-	CommVHCR2    = uint8(vhcr.CommVHCR2)
-	CommVHCREn   = uint8(vhcr.CommVHCREn)
-	CommVHCRPost = uint8(vhcr.CommVHCRPost)
-	CommFLR      = uint8(vhcr.CommFLR)
+	CommReset    = uint8(mlx4.MLX4_COMM_CMD_RESET)
+	CommVHCR0    = uint8(mlx4.MLX4_COMM_CMD_VHCR0)
+	CommVHCR1    = uint8(mlx4.MLX4_COMM_CMD_VHCR1)
+	CommVHCR2    = uint8(mlx4.MLX4_COMM_CMD_VHCR2)
+	CommVHCREn   = uint8(mlx4.MLX4_COMM_CMD_VHCR_EN)
+	CommVHCRPost = uint8(mlx4.MLX4_COMM_CMD_VHCR_POST)
+	CommFLR      = uint8(mlx4.MLX4_COMM_CMD_FLR)
 )
 
-// CommName is the mlx4 name of a comm command ("VHCR_EN"): vhcr.CommCmd's.
-func CommName(c uint8) string { return vhcr.CommCmd(c).String() }
+// CommName is the mlx4 name of a comm command ("VHCR_EN"): mlx4.CommCmd's.
+func CommName(c uint8) string { return mlx4.CommCmd(c).String() }
 
 // resetReasonNames mirrors vhcr.ResetReason's names, in value order (a test
 // checks that they match).

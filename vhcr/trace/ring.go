@@ -122,7 +122,7 @@ func toggleFlag(toggle uint32) uint8 {
 	return f
 }
 
-// Comm records comm command cmd (a vhcr.CommCmd) of VF vf at tick t, with
+// Comm records comm command cmd (a mlx4.CommCmd) of VF vf at tick t, with
 // its toggle (any non-zero value is 1: the slave_write word's bit 31 will
 // do) and its 16-bit parameter. VHCR_POST is recorded by Post.
 func (r *Ring) Comm(t uint64, vf int, cmd uint8, toggle uint32, param uint16) {

@@ -59,7 +59,7 @@ func FuzzCompletions(f *testing.F) {
 			binary.BigEndian.PutUint32(vh[mlx4.OffInMod:], req.InMod)
 			binary.BigEndian.PutUint64(vh[mlx4.OffOutParam:], 0)
 			binary.BigEndian.PutUint64(vh[mlx4.OffToken:], mlx4.Word3(token, flags, req.OpMod, req.Op))
-			ok(t, "VHCR_POST", d.VF.Comm(ctx, vhcr.CommVHCRPost, 0, d.VF.Timeouts.Post))
+			ok(t, "VHCR_POST", d.VF.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, d.VF.Timeouts.Post))
 			ok(t, "barrier", r.PF.Do(func() {})) // the post, EQE included, is complete
 			status, out := mlx4.Status(vh[mlx4.OffStatus]), binary.BigEndian.Uint64(vh[mlx4.OffOutParam:])
 			eqe, got := q.ring.next()

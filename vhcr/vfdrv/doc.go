@@ -17,7 +17,7 @@
 //     matched by token in posting order, pipelining up to a bound (Submit,
 //     Wait, Pipeline; one outbox page per position in flight), and the EQ
 //     consumer-index doorbell in the VF's BAR region where mlx4 has it
-//     (vhcr.EQDoorbell: UAR page eqn/4, 0x800 + 8*(eqn%4); BE32, consumer
+//     (mlx4.EQDoorbellOffset: UAR page eqn/4, 0x800 + 8*(eqn%4); BE32, consumer
 //     index 23:0, arm bit 31 only for a driver that waits on its vector's
 //     eventfd, Options.IRQ), with an in-place
 //     re-creation of the EQ for PFs that do not read it (RecycleEQ); ring

@@ -68,7 +68,7 @@ func StatusOf(err error) mlx4.Status {
 // Options configure a Driver.
 type Options struct {
 	// BAR is the VF's own BAR region, where the EQ doorbells are
-	// (vhcr.EQDoorbell). A nil BAR writes none.
+	// (mlx4.EQDoorbellOffset). A nil BAR writes none.
 	BAR bar.Region
 	// MaxInFlight bounds the accepted, uncompleted 'e' commands (default 4).
 	MaxInFlight int

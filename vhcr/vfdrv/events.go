@@ -152,7 +152,7 @@ func (d *Driver) Submit(ctx context.Context, r *vhcr.Request) (Ticket, error) {
 	binary.BigEndian.PutUint32(vh[mlx4.OffInMod+4:], 0)
 	binary.BigEndian.PutUint64(vh[mlx4.OffOutParam:], outParam)
 	binary.BigEndian.PutUint64(vh[mlx4.OffToken:], mlx4.Word3(token, mlx4.FlagE, r.OpMod, r.Op))
-	if err := d.VF.Comm(ctx, vhcr.CommVHCRPost, 0, 0); err != nil {
+	if err := d.VF.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, 0); err != nil {
 		return 0, err
 	}
 	if d.opt.Ledger != nil {
@@ -217,7 +217,7 @@ func (d *Driver) completeMlx4(ctx context.Context, op mlx4.Opcode, outImm bool, 
 	for !e.matched {
 		sr := d.VF.SlaveRead()
 		acked := sr>>mlx4.CommToggleShift == toggle
-		if acked && sr&vhcr.InternalErrBit != 0 {
+		if acked && sr&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 			d.abandon(vhcr.ErrInternal)
 			return 0, fmt.Errorf("%v: %w", op, vhcr.ErrInternal)
 		}

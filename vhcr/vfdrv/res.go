@@ -159,8 +159,8 @@ func (q *EQ) ringDoorbell(arm bool) {
 }
 
 // DoorbellOffset is the offset of EQ eqn's doorbell word in the VF's BAR
-// region: mlx4's (vhcr.EQDoorbell).
-func DoorbellOffset(eqn int) int64 { return vhcr.EQDoorbell(eqn) }
+// region: mlx4's (mlx4.EQDoorbellOffset).
+func DoorbellOffset(eqn int) int64 { return mlx4.EQDoorbellOffset(eqn) }
 
 // newEQ prepares an EQ's ring and MTT (poll mode); it is not in HW yet.
 func (d *Driver) newEQ(ctx context.Context, eqn, logSize int) (*EQ, error) {

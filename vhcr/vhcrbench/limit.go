@@ -164,8 +164,8 @@ func limit(mode, ctrl string, posts int) error {
 	if err != nil {
 		return err
 	}
-	sw, _ := bar.NewReg(vb, vhcr.RegSlaveWrite)
-	sr, _ := bar.NewReg(vb, vhcr.RegSlaveRead)
+	sw, _ := bar.NewReg(vb, mlx4.CommSlaveWrite)
+	sr, _ := bar.NewReg(vb, mlx4.CommSlaveRead)
 	if err := l.Write(c); err != nil {
 		return err
 	}
@@ -184,13 +184,13 @@ var errNoPost = errors.New("bench-peer limit: no command within the deadline")
 // alone or, if minimum, by reading the vHCR and writing its status word
 // first. It returns errNoPost if idle longer than idle.
 func respond(minimum bool, sw, sr bar.Reg, mem []byte, posts int, idle time.Duration) error {
-	ack := sr.Load() & vhcr.ToggleBit
+	ack := sr.Load() & mlx4.CommToggle
 	var addr uint64
 	var shadow [mlx4.VHCRSize]byte
 	for posts > 0 {
 		w := sw.Load()
 		var since time.Time // the clock is read only after a long spin, not per command
-		for n := 1; w&vhcr.ToggleBit == ack; n++ {
+		for n := 1; w&mlx4.CommToggle == ack; n++ {
 			bar.Pause()
 			if n&0xfffff == 0 {
 				if since.IsZero() {
@@ -201,11 +201,11 @@ func respond(minimum bool, sw, sr bar.Reg, mem []byte, posts int, idle time.Dura
 			}
 			w = sw.Load()
 		}
-		ack = w & vhcr.ToggleBit
-		cmd, param := vhcr.SplitCommWord(w)
+		ack = w & mlx4.CommToggle
+		cmd, param := mlx4.SplitCommWord(w)
 		reply := ack
 		switch cmd {
-		case vhcr.CommVHCRPost:
+		case mlx4.MLX4_COMM_CMD_VHCR_POST:
 			posts--
 			if minimum {
 				if addr+mlx4.VHCRSize > uint64(len(mem)) {
@@ -221,15 +221,15 @@ func respond(minimum bool, sw, sr bar.Reg, mem []byte, posts int, idle time.Dura
 				}
 				binary.BigEndian.PutUint32(mem[addr+mlx4.OffStatus:], mlx4.StatusWord(status, w3))
 			}
-		case vhcr.CommReset:
-			addr, reply = 0, ack|vhcr.CommVersion
-		case vhcr.CommVHCR0:
+		case mlx4.MLX4_COMM_CMD_RESET:
+			addr, reply = 0, ack|mlx4.CommVersion
+		case mlx4.MLX4_COMM_CMD_VHCR0:
 			addr = uint64(param) << 48
-		case vhcr.CommVHCR1:
+		case mlx4.MLX4_COMM_CMD_VHCR1:
 			addr |= uint64(param) << 32
-		case vhcr.CommVHCR2:
+		case mlx4.MLX4_COMM_CMD_VHCR2:
 			addr |= uint64(param) << 16
-		case vhcr.CommVHCREn:
+		case mlx4.MLX4_COMM_CMD_VHCR_EN:
 			addr |= uint64(param)
 		}
 		sr.Store(reply)

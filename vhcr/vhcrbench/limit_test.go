@@ -118,8 +118,8 @@ func TestLimitGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sw, _ := bar.NewReg(f, vhcr.RegSlaveWrite)
-	sr, _ := bar.NewReg(f, vhcr.RegSlaveRead)
+	sw, _ := bar.NewReg(f, mlx4.CommSlaveWrite)
+	sr, _ := bar.NewReg(f, mlx4.CommSlaveRead)
 	if err := respond(true, sw, sr, make([]byte, bar.PageSize), 1, time.Nanosecond); !errors.Is(err, errNoPost) {
 		t.Errorf("idle responder: %v, want errNoPost", err)
 	}

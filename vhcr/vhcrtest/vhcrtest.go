@@ -337,10 +337,10 @@ func (r *Rig) regs(t testing.TB) {
 	r.sw, r.sr = make([]bar.Reg, n), make([]bar.Reg, n)
 	for i := range n {
 		var err error
-		if r.sw[i], err = bar.NewReg(r.VFBARs[i], vhcr.RegSlaveWrite); err != nil {
+		if r.sw[i], err = bar.NewReg(r.VFBARs[i], mlx4.CommSlaveWrite); err != nil {
 			t.Fatal(err)
 		}
-		if r.sr[i], err = bar.NewReg(r.VFBARs[i], vhcr.RegSlaveRead); err != nil {
+		if r.sr[i], err = bar.NewReg(r.VFBARs[i], mlx4.CommSlaveRead); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,9 +354,9 @@ func (r *Rig) SlaveRead(i int) bar.Reg { return r.sr[i] }
 
 // Write posts comm command cmd for VF i with the next toggle, as a VF
 // does, and does not wait.
-func (r *Rig) Write(i int, cmd vhcr.CommCmd, param uint16) {
+func (r *Rig) Write(i int, cmd mlx4.CommCmd, param uint16) {
 	r.toggles[i] ^= 1
-	r.sw[i].Store(vhcr.CommWord(r.toggles[i], cmd, param))
+	r.sw[i].Store(mlx4.CommWord(r.toggles[i], cmd, param))
 }
 
 // SetToggle makes t the toggle of VF i's last Write (after a test rewrote

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,7 +33,6 @@ import (
 	"github.com/vhcrd/vhcrd/bar/sysfs"
 	"github.com/vhcrd/vhcrd/hack/vmtest"
 	"github.com/vhcrd/vhcrd/hack/vmtest/guestinit"
-	"github.com/vhcrd/vhcrd/vhcr"
 )
 
 const (
@@ -275,25 +275,25 @@ func (g *guest) flags() error {
 		return fmt.Errorf("map resource2 while bound (is iomem=relaxed on the kernel command line?): %w", err)
 	}
 	defer r.Close()
-	f, err := r.Load32(vhcr.RegFlags)
+	f, err := r.Load32(mlx4.MLX4_COMM_CHAN_FLAGS)
 	if err != nil {
 		return err
 	}
-	req, ack := f&vhcr.FlagsResetReq != 0, f&vhcr.FlagsResetAck != 0
+	req, ack := f&mlx4.CommFlagsResetReq != 0, f&mlx4.CommFlagsResetAck != 0
 	if req != ack {
 		return fmt.Errorf("FLAGS %#x: request and ack differ before the reset", f)
 	}
 	t0 := time.Now()
-	if err := r.Store32(vhcr.RegFlags, f^vhcr.FlagsResetReq); err != nil {
+	if err := r.Store32(mlx4.MLX4_COMM_CHAN_FLAGS, f^mlx4.CommFlagsResetReq); err != nil {
 		return err
 	}
 	for {
-		v, err := r.Load32(vhcr.RegFlags)
+		v, err := r.Load32(mlx4.MLX4_COMM_CHAN_FLAGS)
 		if err != nil {
 			return err
 		}
-		if (v&vhcr.FlagsResetReq != 0) == (v&vhcr.FlagsResetAck != 0) {
-			say("flags: reset requested (FLAGS %#x -> %#x), acknowledged in %v (FLAGS %#x)", f, f^vhcr.FlagsResetReq, time.Since(t0).Round(time.Millisecond), v)
+		if (v&mlx4.CommFlagsResetReq != 0) == (v&mlx4.CommFlagsResetAck != 0) {
+			say("flags: reset requested (FLAGS %#x -> %#x), acknowledged in %v (FLAGS %#x)", f, f^mlx4.CommFlagsResetReq, time.Since(t0).Round(time.Millisecond), v)
 			break
 		}
 		if time.Since(t0) > commTime {
