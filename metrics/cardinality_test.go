@@ -194,13 +194,13 @@ func TestCompletionModeGauge(t *testing.T) {
 }
 
 // A VF whose 'e' commands complete as Linux's PF completes them (token
-// 0xffff under auto) shows completion mode "event_mlx4"; a seed VF "event";
+// 0xffff under auto) shows completion mode "event_mlx4"; an early-completion VF "event";
 // still one current mode per VF.
 func TestCompletionModeGaugeMlx4(t *testing.T) {
 	r := vhcrtest.New(t, 2)
 	r.Start(t)
 	ctx := context.Background()
-	for i, mode := range []vfdrv.Completions{vfdrv.CompletionsSeed, vfdrv.CompletionsMlx4} {
+	for i, mode := range []vfdrv.Completions{vfdrv.CompletionsEarly, vfdrv.CompletionsMlx4} {
 		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.VFBARs[i], Completions: mode})
 		if err != nil {
 			t.Fatal(err)

@@ -72,7 +72,7 @@ func NewPFCollector(pf *master.PF) *PFCollector {
 	c.numVFs = d("vfs", "VFs served by this PF.")
 	c.state = d("vf_channel_state", "The last comm command the PF served for a VF (RESET, VHCR0..2, VHCR_EN, VHCR_POST; FLR while one runs): a state set, every state per VF, 1 for the current one, else 0.", "vf", "state")
 	c.active = d("vf_active", "1 while a VF's channel is up (VHCR_EN accepted, no reset since), else 0.", "vf")
-	c.completion = d("vf_completion_mode", "How a VF's commands complete: event (it mapped an EQ for command completions; the seed's accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll: a state set, every mode per VF, 1 for the current one, else 0.", "vf", "mode")
+	c.completion = d("vf_completion_mode", "How a VF's commands complete: event (it mapped an EQ for command completions; the accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll: a state set, every mode per VF, 1 for the current one, else 0.", "vf", "mode")
 	c.pfState = d("pf_state", "PF_STATE in the region's header: starting (the state file loading, the poller not yet started), serving (the poller serves the VFs) or stopped: a state set, 1 for the current state, else 0.", "state")
 	return c
 }

@@ -63,7 +63,7 @@ vhcrd_vf_channel_state{state="VHCR_EN",vf="0"} 0
 vhcrd_vf_channel_state{state="VHCR_EN",vf="1"} 0
 vhcrd_vf_channel_state{state="VHCR_POST",vf="0"} 0
 vhcrd_vf_channel_state{state="VHCR_POST",vf="1"} 1
-# HELP vhcrd_vf_completion_mode How a VF's commands complete: event (it mapped an EQ for command completions; the seed's accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll: a state set, every mode per VF, 1 for the current one, else 0.
+# HELP vhcrd_vf_completion_mode How a VF's commands complete: event (it mapped an EQ for command completions; the accept-early EQE), event_mlx4 (the same, its last 'e' command completed as Linux's PF does) or poll: a state set, every mode per VF, 1 for the current one, else 0.
 # TYPE vhcrd_vf_completion_mode gauge
 vhcrd_vf_completion_mode{mode="event",vf="0"} 0
 vhcrd_vf_completion_mode{mode="event",vf="1"} 0

@@ -660,7 +660,7 @@ func TestCrash(t *testing.T) {
 	}
 	fmt.Printf("crash tier: %d kills (%d random, %d of them while the PF started, %d right after it served; %d at points: %s, %d of them while recovering; and %d with every VF idle), %d checkpoints, %v\n",
 		r.tot.randomKills+pk+r.tot.idleKills, r.tot.randomKills, r.tot.startKills, r.tot.doubleKills, pk, strings.Join(pts, ", "), r.tot.recoveryKills, r.tot.idleKills, r.tot.checks, time.Since(start).Round(time.Millisecond))
-	fmt.Printf("crash tier: %d commands posted (%d with the 'e' bit) in %d steps by %d VFs (poll 0-1, seed 'e' 2-4, mlx4 'e' 5-7)\n",
+	fmt.Printf("crash tier: %d commands posted (%d with the 'e' bit) in %d steps by %d VFs (poll 0-1, early 'e' 2-4, mlx4 'e' 5-7)\n",
 		posted, events, steps, numVFs)
 	fmt.Printf("crash tier: lost %d, duplicated %d, failed %d, kept objects %d (summed over the checks after each kill), missing %d, ledger≠metrics %d\n",
 		r.tot.lost, r.tot.duplicated, r.tot.failed, r.tot.kept, r.tot.missing, r.tot.mismatches)

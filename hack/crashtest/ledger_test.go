@@ -34,9 +34,9 @@ const (
 	modeMlx4
 )
 
-func (m mode) String() string { return [...]string{"poll", "seed", "mlx4"}[m] }
+func (m mode) String() string { return [...]string{"poll", "early", "mlx4"}[m] }
 
-// modeOf is VF i's mode: 0-1 poll, 2-4 the seed's 'e', 5-7 mlx4's 'e'.
+// modeOf is VF i's mode: 0-1 poll, 2-4 the early way's 'e', 5-7 mlx4's 'e'.
 func modeOf(i int) mode {
 	switch {
 	case i < 2:

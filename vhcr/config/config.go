@@ -175,8 +175,8 @@ type VF struct {
 	// Completions is how the PF completes the function's 'e'-bit commands:
 	// "auto" (absent: the default's, else auto) decides per command from
 	// the token the VF wrote (0xffff, mlx4's CMD_POLL_TOKEN: as Linux's PF
-	// does; any other: the seed's accept-early EQE), "mlx4" always as
-	// Linux's PF, "seed" always the seed's way (master.Completions).
+	// does; any other: the accept-early EQE), "mlx4" always as
+	// Linux's PF, "early" always the early way ("seed" is an alias: its name before; master.Completions).
 	Completions string `json:"completions"`
 }
 
@@ -453,9 +453,9 @@ func (v *VF) validate(f string, c *Config, isDefault bool) error {
 		return fieldErr(f+".link_state", "%q is not auto, up or down", v.LinkState)
 	}
 	switch v.Completions {
-	case "", "auto", "mlx4", "seed":
+	case "", "auto", "mlx4", "early", "seed": // seed: early's name before
 	default:
-		return fieldErr(f+".completions", "%q is not auto, mlx4 or seed", v.Completions)
+		return fieldErr(f+".completions", "%q is not auto, mlx4 or early", v.Completions)
 	}
 	if v.VST != nil {
 		if v.VST.VLAN < 0 || v.VST.VLAN > 4094 {
@@ -530,7 +530,7 @@ type Function struct {
 	Quotas     map[string]Quota
 	VST        *VST // nil: VGT
 	SpoofCheck bool
-	// Completions is auto, mlx4 or seed (VF.Completions).
+	// Completions is auto, mlx4 or early (or seed, early's old name) (VF.Completions).
 	Completions string
 }
 

@@ -378,7 +378,7 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 
 // CompletionEQE builds a command-completion EQE (type 0x0a): token BE16 at
 // 0x06, status at 0x0f, the immediate out_param BE64 at 0x10. Unlike mlx4,
-// which leaves status and out_param zero, the seed has the EQE carry them.
+// which leaves status and out_param zero, the early way has the EQE carry them.
 func CompletionEQE(token uint16, status mlx4.Status, outParam uint64) [mlx4.EQESize]byte {
 	var e [mlx4.EQESize]byte
 	mlx4.CompletionEQE(&e, token, status, outParam)

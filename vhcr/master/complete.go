@@ -21,25 +21,25 @@ import (
 // into the vHCR, waits for the EQE whose token is its context's (1, 2, 3,
 // ...), then for the toggle, and reads status and output from the vHCR.
 //
-// The seed's (vfdrv): accepted early, the toggle acknowledged before the
+// The early way (vfdrv's): accepted early, the toggle acknowledged before the
 // command runs so the VF may post the next one; the EQE echoes the VF's own
 // token and carries the status and the immediate output; the vHCR is not
 // written back. Several commands are in flight.
 //
 // Who gets which (Completions, per VF from the configuration): auto, the
 // default, decides per command from the token the VF wrote. 0xffff is
-// CMD_POLL_TOKEN, the only token Linux's VF ever writes and one a seed VF
+// CMD_POLL_TOKEN, the only token Linux's VF ever writes and one an early-completion VF
 // never uses (its tokens skip it, since mlx4's own PF ignores the field and
 // an echo of 0xffff could not name a command), so it gets mlx4's way;
-// any other token gets the seed's. Per command rather than latched per VF
+// any other token gets the early way. Per command rather than latched per VF
 // at its first 'e' command: the decision is a pure function of the
 // shadow, so there is no latch to persist across a PF restart, none to
 // clear at RESET, and no first command that could mislabel the rest.
-// mlx4 and seed force one way whatever the token. A VF whose way and the
-// override disagree gets completions it cannot match: a seed VF under mlx4
+// mlx4 and early force one way whatever the token. A VF whose way and the
+// override disagree gets completions it cannot match: an early-completion VF under mlx4
 // sees one command at a time accepted late and EQEs carrying the counter,
 // not its tokens (its commands are lost to it: vfdrv reports them stray);
-// a Linux VF under seed sees an EQE with token 0xffff, status and output in
+// a Linux VF under early sees an EQE with token 0xffff, status and output in
 // the EQE and no write-back, and never completes (Linux times out after
 // 70 s; vfdrv's mlx4 mode fails at the stray token).
 
@@ -47,12 +47,12 @@ import (
 type Completions uint8
 
 const (
-	CompletionsAuto Completions = iota // per command: token 0xffff → mlx4, else seed
+	CompletionsAuto Completions = iota // per command: token 0xffff → mlx4, else early
 	CompletionsMlx4                    // always as Linux's PF
-	CompletionsSeed                    // always the seed's accept-early EQE
+	CompletionsEarly                    // always the accept-early EQE
 )
 
-var completionNames = [...]string{"auto", "mlx4", "seed"}
+var completionNames = [...]string{"auto", "mlx4", "early"}
 
 func (c Completions) String() string {
 	if int(c) < len(completionNames) {
@@ -66,12 +66,15 @@ func ParseCompletions(s string) (Completions, error) {
 	if s == "" {
 		return CompletionsAuto, nil
 	}
+	if s == "seed" {
+		return CompletionsEarly, nil // the name early had before
+	}
 	for i, n := range completionNames {
 		if s == n {
 			return Completions(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: completions %q (auto, mlx4 or seed)", ErrCompletions, s)
+	return 0, fmt.Errorf("%w: completions %q (auto, mlx4 or early)", ErrCompletions, s)
 }
 
 // ErrCompletions is an unknown completion mode.
@@ -83,7 +86,7 @@ func (st *vfState) mlx4Way(token uint16) bool {
 	switch st.completions {
 	case CompletionsMlx4:
 		return true
-	case CompletionsSeed:
+	case CompletionsEarly:
 		return false
 	}
 	return token == mlx4.PollToken
@@ -93,7 +96,7 @@ func (st *vfState) mlx4Way(token uint16) bool {
 const EventTypeCmd = mlx4.EventCmd
 
 // completionEQE reports a command's completion to VF i: the VF's token, the
-// status and the immediate output (the seed's rule; mlx4 leaves both zero).
+// status and the immediate output (the early way's rule; mlx4 leaves both zero).
 func (p *PF) completionEQE(i int, token uint16, status mlx4.Status, imm bool, out uint64) {
 	if !imm {
 		out = 0

@@ -3,6 +3,7 @@ package master_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr"
@@ -82,7 +83,7 @@ func TestMlx4CompletionOrder(t *testing.T) {
 }
 
 // TestTraceOfBothCompletions: the trace records the token each completion
-// EQE actually carried: the seed VF's own token echoed, the Linux-style
+// EQE actually carried: the early-completion VF's own token echoed, the Linux-style
 // VF's counter (its vHCR holds 0xffff).
 func TestTraceOfBothCompletions(t *testing.T) {
 	ring, err := master.NewTrace(1024)
@@ -93,7 +94,7 @@ func TestTraceOfBothCompletions(t *testing.T) {
 	r.Start(t)
 	ctx := context.Background()
 	var ds [2]*vfdrv.Driver
-	for i, mode := range []vfdrv.Completions{vfdrv.CompletionsSeed, vfdrv.CompletionsMlx4} {
+	for i, mode := range []vfdrv.Completions{vfdrv.CompletionsEarly, vfdrv.CompletionsMlx4} {
 		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.VFBARs[i], MaxInFlight: 1, Completions: mode})
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +147,7 @@ func TestMlx4TokenZeroedByResetAndFLR(t *testing.T) {
 		}
 		return d
 	}
-	lx, seed := up(0, vfdrv.CompletionsMlx4), up(1, vfdrv.CompletionsSeed)
+	lx, seed := up(0, vfdrv.CompletionsMlx4), up(1, vfdrv.CompletionsEarly)
 	for range 3 {
 		for _, d := range []*vfdrv.Driver{lx, seed} {
 			if _, err := d.Do(ctx, &vhcr.Request{Op: mlx4.NOP}); err != nil {
@@ -172,5 +173,19 @@ func TestMlx4TokenZeroedByResetAndFLR(t *testing.T) {
 	}
 	if n := r.PF.CmdToken(0); n != 0 {
 		t.Fatalf("counter %d after RESET", n)
+	}
+}
+
+// TestParseCompletionsEarlyAlias: "early" names the accept-early way and
+// "seed", its name before, still parses to it; String gives the new name.
+func TestParseCompletionsEarlyAlias(t *testing.T) {
+	for _, s := range []string{"early", "seed"} {
+		c, err := master.ParseCompletions(s)
+		if err != nil || c != master.CompletionsEarly || c.String() != "early" {
+			t.Errorf("ParseCompletions(%q) = %v (%q), %v; want CompletionsEarly (\"early\")", s, c, c.String(), err)
+		}
+	}
+	if _, err := master.ParseCompletions("seeds"); !errors.Is(err, master.ErrCompletions) {
+		t.Errorf("ParseCompletions(\"seeds\"): %v, want ErrCompletions", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // at each point of its path, in both completion modes, completes once after
 // the restart: exactly one completion EQE with the right token, exactly
 // one CQ, and (mlx4's way) the status and CQ number written back with the
-// toggle. The seed's way acknowledges before executing; a command
+// toggle. the early way acknowledges before executing; a command
 // accepted so and killed before it committed is executed by the restarted
 // PF from its journaled shadow.
 func TestKillWithEvents(t *testing.T) {
@@ -25,7 +25,7 @@ func TestKillWithEvents(t *testing.T) {
 		name  string
 		token uint16
 		comp  vfdrv.Completions
-	}{{"seed", 0x1234, vfdrv.CompletionsSeed}, {"mlx4", mlx4.PollToken, vfdrv.CompletionsMlx4}} {
+	}{{"seed", 0x1234, vfdrv.CompletionsEarly}, {"mlx4", mlx4.PollToken, vfdrv.CompletionsMlx4}} {
 		for _, point := range []string{crashpoint.PostAccepted, crashpoint.PostExecuting, crashpoint.PostWrittenBack, crashpoint.CommitTorn} {
 			t.Run(mode.name+"/"+point, func(t *testing.T) {
 				r, sr, eqn := eventsRestarted(t, mode.comp)
@@ -64,12 +64,12 @@ func TestKillWithEvents(t *testing.T) {
 					}
 				}
 				_, redelivered, resumed := r.PF.PersistCounters()
-				// Accepted the seed's way and not committed: executed by the
+				// Accepted the early way and not committed: executed by the
 				// restarted PF; committed and not acknowledged (mlx4's way):
 				// delivered again without executing.
-				seedAccepted := mode.comp == vfdrv.CompletionsSeed && (point == crashpoint.PostAccepted || point == crashpoint.PostExecuting)
+				earlyAccepted := mode.comp == vfdrv.CompletionsEarly && (point == crashpoint.PostAccepted || point == crashpoint.PostExecuting)
 				mlx4Committed := mode.comp == vfdrv.CompletionsMlx4 && point == crashpoint.PostWrittenBack
-				if (resumed == 1) != seedAccepted || (redelivered == 1) != mlx4Committed {
+				if (resumed == 1) != earlyAccepted || (redelivered == 1) != mlx4Committed {
 					t.Fatalf("resumed %d, redelivered %d", resumed, redelivered)
 				}
 				if got := binary.BigEndian.Uint16(eqe[mlx4.EQECmdToken:]); got != want || eqe[mlx4.EQEType] != mlx4.EventCmd {
@@ -118,12 +118,12 @@ func readEQE(t *testing.T, r *vhcrtest.Rig, vf, eqn int, idx uint32) [mlx4.EQESi
 	return [mlx4.EQESize]byte{}
 }
 
-// TestKillSeedAcceptedThenNextPosted: a command accepted the seed's way and
+// TestKillEarlyAcceptedThenNextPosted: a command accepted the early way and
 // killed before it ran, after which the VF posted its next command while
 // the PF was down: the restarted PF executes the first from its journal
 // and serves the second; two completion EQEs with their own tokens.
-func TestKillSeedAcceptedThenNextPosted(t *testing.T) {
-	r, sr, eqn := eventsRestarted(t, vfdrv.CompletionsSeed)
+func TestKillEarlyAcceptedThenNextPosted(t *testing.T) {
+	r, sr, eqn := eventsRestarted(t, vfdrv.CompletionsEarly)
 	p0, _ := r.HCA.EQProd(1, eqn)
 	r.SetToggle(1, r.SlaveWrite(1).Load()>>31)
 	r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: 0x111, Flags: mlx4.FlagE})
@@ -132,7 +132,7 @@ func TestKillSeedAcceptedThenNextPosted(t *testing.T) {
 		t.Fatal("no kill")
 	}
 	if !r.Acked(1) {
-		t.Fatal("the seed's way acknowledges before executing")
+		t.Fatal("the early way acknowledges before executing")
 	}
 	r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.NOP, Token: 0x222, Flags: mlx4.FlagE})
 	r.Write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
@@ -153,7 +153,7 @@ func TestKillSeedAcceptedThenNextPosted(t *testing.T) {
 	}
 }
 
-// TestKillsAtRandomWithEvents: one VF completing the seed's way and one
+// TestKillsAtRandomWithEvents: one VF completing the early way and one
 // mlx4's way allocate and free CQs with the 'e' bit while the PF is killed
 // at a random point of about one command in four. Every command gets
 // exactly one completion EQE (the VF's token, or mlx4's counter with no
@@ -161,7 +161,7 @@ func TestKillSeedAcceptedThenNextPosted(t *testing.T) {
 func TestKillsAtRandomWithEvents(t *testing.T) {
 	r := vhcrtest.NewWith(t, 3, vhcrtest.Options{State: true})
 	r.Start(t)
-	modes := map[int]vfdrv.Completions{1: vfdrv.CompletionsSeed, 2: vfdrv.CompletionsMlx4}
+	modes := map[int]vfdrv.Completions{1: vfdrv.CompletionsEarly, 2: vfdrv.CompletionsMlx4}
 	for vf, m := range modes {
 		d, err := vfdrv.New(r.InitVF(t, vf), vfdrv.Options{BAR: r.VFBARs[vf], Completions: m})
 		if err != nil {

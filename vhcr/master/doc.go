@@ -13,7 +13,7 @@
 // output back; acknowledge by toggling slave_read; account. The common
 // command (no mailbox, not EPERM) takes a fast path in front of the same
 // helpers. With the vHCR 'e' bit a command completes by a completion EQE
-// (hca.HCA.PostEQE) in one of two ways (complete.go): the seed's, acknowledged
+// (hca.HCA.PostEQE) in one of two ways (complete.go): the early way, acknowledged
 // first, the EQE carrying the VF's token, status and immediate output; or
 // Linux's PF's, for token 0xffff or a VF configured so, the vHCR written
 // back, then an EQE with the per-VF token counter, then the toggle. Every

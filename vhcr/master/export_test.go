@@ -95,7 +95,7 @@ func (p *PF) CrashAt(name string, nth int) {
 func (p *PF) OnPoint(f func(string)) { p.journal.points().test = f }
 
 // PersistCounters are the state file's counters: checkpoints, results
-// delivered again, seed-accepted commands executed after a restart.
+// delivered again, early-accepted commands executed after a restart.
 func (p *PF) PersistCounters() (ckpt, redelivered, resumed uint64) {
 	return p.stats.Checkpoints, p.stats.Redelivered, p.stats.Resumed
 }

@@ -44,7 +44,7 @@ func irqVF(t *testing.T, mode vfdrv.Completions) (*vhcrtest.Rig, *irq.Set, *vfdr
 // vector 0 is raised once, by the time the command has completed; the
 // other vector is not. Both completion modes.
 func TestNOPInterrupt(t *testing.T) {
-	for _, mode := range []vfdrv.Completions{vfdrv.CompletionsMlx4, vfdrv.CompletionsSeed} {
+	for _, mode := range []vfdrv.Completions{vfdrv.CompletionsMlx4, vfdrv.CompletionsEarly} {
 		t.Run(mode.String(), func(t *testing.T) {
 			_, set, d := irqVF(t, mode)
 			ctx := context.Background()
@@ -71,7 +71,7 @@ func TestNOPInterrupt(t *testing.T) {
 // TestPortEventInterrupt: a port change is an EQE like any other: it
 // raises the vector of the EQ it lands in when that EQ is armed.
 func TestPortEventInterrupt(t *testing.T) {
-	r, set, d := irqVF(t, vfdrv.CompletionsSeed)
+	r, set, d := irqVF(t, vfdrv.CompletionsEarly)
 	ctx := context.Background()
 	if _, err := d.EnableEvents(ctx, 2, 4); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // here only, at the same moments in both.
 //
 // A VHCR_POST goes: tx := journal.Begin (the intent, durable before
-// anything the VF can see) → [the seed's early acknowledgement] →
+// anything the VF can see) → [the early acknowledgement] →
 // tx.Accepted (post-accepted) → execute → tx.Commit (post-executing, then
 // the result committed) → deliver: outbox, write-back, EQE →
 // tx.Delivered (post-written-back) → the toggle. The transaction is a
@@ -61,7 +61,7 @@ type tx struct {
 	k   *points
 }
 
-// Accepted: the intent is durable (and, the seed's way, the toggle
+// Accepted: the intent is durable (and, the early way, the toggle
 // acknowledged); the command is about to execute.
 func (t tx) Accepted() { t.k.hit(crashpoint.PostAccepted) }
 
@@ -91,9 +91,9 @@ func (t tx) Delivered() { t.k.hit(crashpoint.PostWrittenBack) }
 type completion uint8
 
 const (
-	polled completion = iota // the write-back and the toggle (no 'e' bit)
-	byEQE                    // mlx4's way: write-back, EQE with the next token, toggle
-	bySeed                   // the seed's way: toggle at once, EQE with the result
+	polled  completion = iota // the write-back and the toggle (no 'e' bit)
+	byEQE                     // mlx4's way: write-back, EQE with the next token, toggle
+	byEarly                   // the early way: toggle at once, EQE with the result
 )
 
 // result is what a command's commit records besides the command itself.
@@ -101,7 +101,7 @@ type result struct {
 	status mlx4.Status
 	token  uint16 // the completion EQE's token
 	imm    bool   // the row's output is immediate (c.OutParam)
-	event  bool   // completed by EQE (byEQE, bySeed)
+	event  bool   // completed by EQE (byEQE, byEarly)
 }
 
 // points are the named kill points: the crash tier's (crashpoint, built
@@ -154,8 +154,8 @@ func (j *fileJournal) Begin(i int, c *hca.Cmd, e *Entry, status mlx4.Status, way
 	}
 	var flags uint8
 	switch way {
-	case bySeed:
-		flags |= flagSeed | flagEvent
+	case byEarly:
+		flags |= flagEarly | flagEvent
 	case byEQE:
 		flags |= flagEvent
 	}

@@ -34,7 +34,7 @@ import (
 // A command whose effect or reply the VF depends on (every command that may
 // change the model, and every 'e' command, whose completion token counts)
 // goes: intent record (VF, toggle, the vHCR shadow, the inbox shadow; CRC;
-// commit word last) → [the seed's early acknowledgement] → execute → the
+// commit word last) → [the early acknowledgement] → execute → the
 // record's result, appended to it (status, immediate output, outbox up to
 // its last non-zero word, token, completion EQ and its producer index
 // before the EQE; CRC; commit word last) → outbox, write-back, EQE,
@@ -64,7 +64,7 @@ const (
 	recActivate = pfstate.KindActivate
 
 	flagInbox  = pfstate.FlagInbox
-	flagSeed   = pfstate.FlagSeed
+	flagEarly   = pfstate.FlagEarly
 	flagEvent  = pfstate.FlagEvent
 	flagOutbox = pfstate.FlagOutbox
 	flagImm    = pfstate.FlagImm
@@ -386,7 +386,7 @@ func readRecord(j []byte, off int64, seq uint64, nvf int) (rec jrec, ok bool) {
 		return rec, true
 	}
 	rec.committed = true
-	rec.res = LastResult{Seq: seq, Flags: rec.flags&(flagSeed|flagEvent) | uint8(f>>pfstate.RecFlagShift), Toggle: rec.toggle,
+	rec.res = LastResult{Seq: seq, Flags: rec.flags&(flagEarly|flagEvent) | uint8(f>>pfstate.RecFlagShift), Toggle: rec.toggle,
 		Status: mlx4.Status(f), W: rec.w, Out: le.Uint64(rb[pfstate.ResOut:]), Token: uint16(t), EQN: int32(le.Uint32(rb[pfstate.ResEQN:])),
 		ProdBefore: le.Uint32(rb[pfstate.ResProdBefore:]), Outbox: rb[resHdr:]}
 	// the next record starts on the next 64-byte boundary (the padding is

@@ -93,7 +93,7 @@ func (p *PF) post(i int, toggle uint32) error {
 	if event {
 		x.way = byEQE
 		if !st.mlx4Way(c.Token) {
-			x.way = bySeed
+			x.way = byEarly
 		}
 		st.lastMlx4 = x.way == byEQE
 	}
@@ -132,12 +132,12 @@ func (p *PF) mailboxes(st *vfState, x *inflight) error {
 
 // process is the post path after admission, the fast path's and the
 // general one's: the intent (tx := journal.Begin, durable before anything
-// the VF can see), the seed's early acknowledgement, execute and commit,
+// the VF can see), the early acknowledgement, execute and commit,
 // deliver, account.
 func (p *PF) process(x *inflight, t0 uint64, timed bool) error {
 	x.tx = p.journal.Begin(x.vf, x.c, x.e, x.status, x.way, x.toggle, &p.words)
-	if x.way == bySeed {
-		// The seed's way: accept now, the VF may post its next command.
+	if x.way == byEarly {
+		// The early way: accept now, the VF may post its next command.
 		p.acknowledge(x.vf, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle)
 	}
 	x.tx.Accepted()
@@ -154,8 +154,8 @@ func (p *PF) process(x *inflight, t0 uint64, timed bool) error {
 
 // execute runs an admitted command (status OK) or keeps a refused one's
 // status, takes its completion token, and commits its result
-// (tx.Commit). A restarted PF runs a command accepted the seed's way whose
-// record had not committed through it too (resumeSeed).
+// (tx.Commit). A restarted PF runs a command accepted the early way whose
+// record had not committed through it too (resumeEarly).
 func (p *PF) execute(x *inflight) {
 	if x.status == mlx4.OK {
 		x.status = p.hca.Exec(x.c)
@@ -169,7 +169,7 @@ func (p *PF) execute(x *inflight) {
 	x.tx.Commit(x.c, result{status: x.status, token: x.token, imm: x.e != nil && x.e.OutIsImm, event: x.way != polled})
 }
 
-// deliver gives the VF a committed result: the outbox, then (the seed's
+// deliver gives the VF a committed result: the outbox, then (the early
 // way) the completion EQE, or the write-back, mlx4's EQE and the toggle.
 func (p *PF) deliver(x *inflight) error {
 	i, c := x.vf, x.c
@@ -181,7 +181,7 @@ func (p *PF) deliver(x *inflight) error {
 		}
 	}
 	imm := x.e != nil && x.e.OutIsImm
-	if x.way == bySeed {
+	if x.way == byEarly {
 		p.completionEQE(i, x.token, x.status, imm, c.OutParam)
 		x.tx.Delivered()
 		return nil

@@ -111,7 +111,7 @@ func (p *PF) replay(ps *pstate) (*jrec, error) {
 				}
 			}
 			ps.last[rec.vf] = off
-			if rec.flags&flagEvent != 0 && rec.flags&flagSeed == 0 {
+			if rec.flags&flagEvent != 0 && rec.flags&flagEarly == 0 {
 				st.cmdToken++
 			}
 		}
@@ -142,7 +142,7 @@ func (p *PF) replayCmd(rec *jrec) *hca.Cmd {
 // resume finishes what the previous PF left of VF i's last command, once
 // the channels are restored and the journal is on: a committed result the
 // VF has not seen is delivered again (outbox, write-back, EQE, toggle)
-// without executing; a command accepted the seed's way whose record never
+// without executing; a command accepted the early way whose record never
 // committed is executed now from its shadows. A poll-mode command that
 // never committed is still pending on the channel and is served as usual.
 func (p *PF) resume(i int, pending *jrec, ps *pstate) {
@@ -153,11 +153,11 @@ func (p *PF) resume(i int, pending *jrec, ps *pstate) {
 	w := st.sw.Load()
 	posted := w&^mlx4.CommToggle == mlx4.CommVHCRPostWord && w&mlx4.CommToggle != st.ack
 	if pending != nil && pending.vf == i {
-		// Accepted the seed's way: its toggle is the acknowledged one (the
+		// Accepted the early way: its toggle is the acknowledged one (the
 		// VF may have posted its next command since). Else it was not
 		// acknowledged and is still pending on the channel.
-		if pending.kind == recCmd && pending.flags&flagSeed != 0 && pending.toggle == st.ack {
-			p.resumeSeed(i, pending)
+		if pending.kind == recCmd && pending.flags&flagEarly != 0 && pending.toggle == st.ack {
+			p.resumeEarly(i, pending)
 		}
 		return
 	}
@@ -165,7 +165,7 @@ func (p *PF) resume(i int, pending *jrec, ps *pstate) {
 	if !ok || pending != nil && s.Seq == pending.seq {
 		return
 	}
-	if s.Flags&flagSeed != 0 {
+	if s.Flags&flagEarly != 0 {
 		p.redeliverEQE(i, &s)
 		return
 	}
@@ -205,7 +205,7 @@ func (p *PF) redeliverEQE(i int, s *LastResult) {
 	if prod, ok := p.hca.EQProd(i, int(s.EQN)); !ok || prod != s.ProdBefore {
 		return
 	}
-	if s.Flags&flagSeed != 0 {
+	if s.Flags&flagEarly != 0 {
 		p.completionEQE(i, s.Token, s.Status, s.Flags&flagImm != 0, s.Out)
 	} else {
 		p.completionEQE(i, s.Token, mlx4.OK, false, 0)
@@ -214,14 +214,14 @@ func (p *PF) redeliverEQE(i int, s *LastResult) {
 	p.stats.Redelivered++
 }
 
-// resumeSeed executes a command accepted the seed's way before the
+// resumeEarly executes a command accepted the early way before the
 // previous PF died, from its journaled shadows, and completes it by EQE:
 // the post path's intent, execute and deliver, without the acknowledgement
 // the previous PF gave.
-func (p *PF) resumeSeed(i int, rec *jrec) {
+func (p *PF) resumeEarly(i int, rec *jrec) {
 	st := &p.vfs[i]
 	p.words = rec.w
-	x := inflight{vf: i, c: p.replayCmd(rec), way: bySeed, toggle: rec.toggle}
+	x := inflight{vf: i, c: p.replayCmd(rec), way: byEarly, toggle: rec.toggle}
 	x.e, x.status = p.admit(x.c)
 	if x.status == mlx4.OK && rec.flags&flagExec == 0 {
 		x.status = x.c.Refuse(mlx4.INTERNAL_ERR, refusal.InboxDMA) // the inbox was not readable

@@ -145,7 +145,7 @@ type Stats struct {
 	LatencyNS [NumClasses]uint64     // sum of the sampled latencies
 	EQEs      uint64                 // completion EQEs written
 	// the state file (pfstate.go): checkpoints written; results delivered
-	// again and seed-accepted commands executed by a restarted PF
+	// again and early-accepted commands executed by a restarted PF
 	Checkpoints, Redelivered, Resumed uint64
 
 	latencyTicks [15]uint64 // LatencyBounds in cycle-counter ticks

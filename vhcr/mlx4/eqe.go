@@ -13,7 +13,7 @@ const (
 	EQESubtype             = 0x03
 	EQEData                = 0x04 // event-specific data, 24 bytes
 	EQECmdToken            = 0x06 // CMD: BE16 token
-	EQECmdStatus           = 0x0f // CMD: status byte (the seed's rule; mlx4 leaves it 0)
+	EQECmdStatus           = 0x0f // CMD: status byte (vhcrd's early way; mlx4 leaves it 0)
 	EQECmdOutParam         = 0x10 // CMD: BE64 immediate output
 	EQEPortChangePort      = 0x0c // PORT_CHANGE: BE32 event.port_change.port, the port in 31:28
 	EQEPortChangePortShift = 28
@@ -112,7 +112,7 @@ type EQE struct {
 	SlaveID uint8 // slave_id: the PF writes VF+1
 	Owner   bool  // owner bit 7: flips on each pass over the ring
 
-	// event.cmd (type CMD): token, status and out_param (the seed's rule
+	// event.cmd (type CMD): token, status and out_param (vhcrd's early way
 	// has the last two carry the result; mlx4 leaves them zero). For
 	// CQ_ERROR, Status is event.cq_err.syndrome.
 	Token    uint16
@@ -201,8 +201,8 @@ func EncodeEQE(e EQE) [EQESize]byte {
 
 // CompletionEQE fills e with a command-completion EQE (type 0x0a): the VF's
 // token, the status and the immediate output. Unlike mlx4, which leaves
-// status and out_param zero and has the VF read them from the vHCR, the
-// seed has the EQE carry them.
+// status and out_param zero and has the VF read them from the vHCR, vhcrd's
+// early way has the EQE carry them.
 func CompletionEQE(e *[EQESize]byte, token uint16, status Status, outParam uint64) {
 	*e = [EQESize]byte{}
 	e[EQEType] = EventCmd

@@ -17,7 +17,7 @@ import (
 // the status written back and no EQE; with it exactly one command EQE, which
 // for mlx4's way (mode mlx4, or auto and token 0xffff) carries the next
 // count, status 0 and out_param 0 with the status and output in the vHCR,
-// and for the seed's way echoes the token with the status (and the output)
+// and for the early way echoes the token with the status (and the output)
 // and leaves the vHCR's status as the VF wrote it. The VF is never reset
 // (VHCR_POST would fail with bit 17).
 //
@@ -89,10 +89,10 @@ func FuzzCompletions(f *testing.F) {
 				}
 			} else {
 				if eqe.Token != token || (req.Op == mlx4.FREE_RES) == (eqe.Status == 0) || req.Op == mlx4.ALLOC_RES && eqe.OutParam == 0 {
-					t.Fatalf("step %d: the seed's way: EQE %+v for token %d, %v", n, eqe, token, req.Op)
+					t.Fatalf("step %d: the early way: EQE %+v for token %d, %v", n, eqe, token, req.Op)
 				}
 				if status != mlx4.OK {
-					t.Fatalf("step %d: the seed's way wrote status %v into the vHCR", n, status)
+					t.Fatalf("step %d: the early way wrote status %v into the vHCR", n, status)
 				}
 			}
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 // completionsRig is a running PF whose VFs' completion mode is mode (the
-// configuration's vfs.default.completions), VF 0 driven by the seed driver
+// configuration's vfs.default.completions), VF 0 driven by the early-completion driver
 // and VF 1 by the mlx4-mode driver, both in event mode.
 func completionsRig(t *testing.T, mode string) (r *vhcrtest.Rig, seed, lx *Driver) {
 	t.Helper()
@@ -30,7 +30,7 @@ func completionsRig(t *testing.T, mode string) (r *vhcrtest.Rig, seed, lx *Drive
 	return r, seed, lx
 }
 
-// pipelines checks that the seed driver has several commands accepted and
+// pipelines checks that the early-completion driver has several commands accepted and
 // uncompleted at once, and that each completes with its own token and
 // immediate output (distinct CQNs).
 func pipelines(t *testing.T, d *Driver) {
@@ -90,7 +90,7 @@ func linuxWay(t *testing.T, d *Driver) {
 }
 
 // TestCompletionsAuto: the default configuration serves both kinds of VF on
-// one PF without being told which is which: the seed VF pipelines, the
+// one PF without being told which is which: the early-completion VF pipelines, the
 // Linux-style VF gets mlx4's completions, each across whole object
 // lifecycles; RESET zeroes the token counter.
 func TestCompletionsAuto(t *testing.T) {
@@ -121,9 +121,9 @@ func TestCompletionsAuto(t *testing.T) {
 }
 
 // TestCompletionsMlx4Override: with "mlx4" the Linux-style VF is served as
-// under auto; a seed VF is accepted only after completion (no pipelining),
+// under auto; an early-completion VF is accepted only after completion (no pipelining),
 // its status still right (written back to the vHCR) but its immediate
-// output lost (the EQE carries 0), which is why a seed VF must not be
+// output lost (the EQE carries 0), which is why an early-completion VF must not be
 // forced to mlx4.
 func TestCompletionsMlx4Override(t *testing.T) {
 	_, seed, lx := completionsRig(t, "mlx4")
@@ -150,10 +150,10 @@ func TestCompletionsMlx4Override(t *testing.T) {
 	}
 }
 
-// TestCompletionsSeedOverride: with "seed" the seed VF pipelines as under
+// TestCompletionsEarlyOverride: with "seed" the early-completion VF pipelines as under
 // auto; the Linux-style VF receives an EQE with its 0xffff echoed and no
 // write-back, and its command fails (Linux would time out after 70 s).
-func TestCompletionsSeedOverride(t *testing.T) {
+func TestCompletionsEarlyOverride(t *testing.T) {
 	_, seed, lx := completionsRig(t, "seed")
 	pipelines(t, seed)
 	_, err := lx.PostEvent(context.Background(), &vhcr.Request{Op: mlx4.NOP})

@@ -11,7 +11,7 @@
 //     allocation and WRITE_MTT of ring pages, EQ create/map/destroy, CQ,
 //     SRQ, memory regions (MPT) and QPs through RST→INIT→RTR→RTS, RTS2RTS,
 //     the SQD transitions, 2ERR, 2RST, QUERY_QP and destroy;
-//   - event mode, the seed's 'e' bit: an EQ consumer in the VF's own DMA
+//   - event mode, the early way's 'e' bit: an EQ consumer in the VF's own DMA
 //     memory (32-byte EQEs, owner bit flipping per pass, mlx4's next_eqe_sw
 //     rule), per-VF tokens 1, 2, 3, ..., acceptance then completion by EQE
 //     matched by token in posting order, pipelining up to a bound (Submit,

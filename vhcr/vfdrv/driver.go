@@ -84,7 +84,7 @@ type Options struct {
 	// consumed while waiting for completions.
 	OnEvent func(EQE)
 	// Completions is the 'e'-bit protocol the driver speaks (events.go):
-	// the seed's (zero value, pipelined) or Linux mlx4_core's.
+	// the early way (zero value, pipelined) or Linux mlx4_core's.
 	Completions Completions
 	// IRQ is the eventfd of MSI-X vector 0, the vector of the driver's
 	// EQs (their contexts' intr), as the PF hands it over (irq.RecvFDs);

@@ -15,11 +15,11 @@ import (
 type Completions uint8
 
 const (
-	// CompletionsSeed: a token per command (1, 2, 3, ..., never 0 or
+	// CompletionsEarly: a token per command (1, 2, 3, ..., never 0 or
 	// 0xffff), the PF accepts at once, the EQE echoes the token and
 	// carries the status and immediate output; up to MaxInFlight commands
 	// in flight.
-	CompletionsSeed Completions = iota
+	CompletionsEarly Completions = iota
 	// CompletionsMlx4: as Linux's mlx4_core VF in event mode
 	// (mlx4_slave_cmd, mlx4_comm_cmd_wait, mlx4_cmd_event): token 0xffff
 	// (CMD_POLL_TOKEN) in the vHCR, one command at a time; it waits for the
@@ -33,7 +33,7 @@ func (c Completions) String() string {
 	if c == CompletionsMlx4 {
 		return "mlx4"
 	}
-	return "seed"
+	return "early"
 }
 
 // resultRing is how many completed results the driver keeps for Wait.

@@ -9,7 +9,7 @@ import (
 )
 
 // TestIRQDrivers: both drivers, handed their vector's eventfd, complete
-// their commands as without it (the seed driver still pipelines); the
+// their commands as without it (the early-completion driver still pipelines); the
 // mlx4-mode driver, which consumes each completion and re-arms before it
 // posts again, gets exactly one interrupt per completion EQE.
 func TestIRQDrivers(t *testing.T) {

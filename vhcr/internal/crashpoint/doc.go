@@ -10,7 +10,7 @@
 // The points (stable names; Names lists them):
 //
 //	post-accepted      a VHCR_POST's intent is durable (and, completed the
-//	                   seed's way, the toggle acknowledged); nothing executed
+//	                   early way, the toggle acknowledged); nothing executed
 //	post-executing     the command has executed; its result is not committed
 //	post-written-back  the result is committed and written back into the
 //	                   vHCR (or its EQE posted); the toggle is not written
