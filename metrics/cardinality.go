@@ -3,8 +3,8 @@ package metrics
 import (
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/master"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // Family is one metric family of vhcrd's collectors and the most series it

@@ -11,10 +11,11 @@ import (
 
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/metrics/buildinfo"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // scrape is what a pedantic registry gathers from cs: per family, its
@@ -68,12 +69,12 @@ func gather(t *testing.T, cs ...prometheus.Collector) scrape {
 // for the largest layout is the sum of the bounds.
 func TestCardinalityBounded(t *testing.T) {
 	const vfs = 3
-	r := vhcrtest.New(t, vfs)
+	r := mastertest.New(t, vfs)
 	r.Start(t)
 	for vf := 0; vf < vfs; vf++ {
 		v := r.InitVF(t, vf)
 		for op := 0; op < 0x100; op++ {
-			if _, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.Opcode(op), OpMod: uint8(op)}); err != nil {
+			if _, err := v.Post(context.Background(), &vfclient.Request{Op: mlx4.Opcode(op), OpMod: uint8(op)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -113,14 +114,14 @@ func TestCardinalityBounded(t *testing.T) {
 	if n := got["vhcrd_opcode_commands_total"].series; n < 60 {
 		t.Errorf("vhcrd_opcode_commands_total: %d series after every opcode was posted; the test did not exercise the table", n)
 	}
-	worst := strconv.Itoa(metrics.WorstCase(vhcr.MaxVFs))
+	worst := strconv.Itoa(metrics.WorstCase(wire.MaxVFs))
 	for _, file := range []string{"doc.go", "../docs/operating.md"} {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(b), worst+" series") {
-			t.Errorf("%s does not state the worst case per PF, %s series (%d VFs)", file, worst, vhcr.MaxVFs)
+			t.Errorf("%s does not state the worst case per PF, %s series (%d VFs)", file, worst, wire.MaxVFs)
 		}
 	}
 }
@@ -128,7 +129,7 @@ func TestCardinalityBounded(t *testing.T) {
 // Sampled commands land in the histogram of their class: 16 consecutive
 // QUERY_FWs are 2 sampled commands, both in "mailbox".
 func TestLatencyByClass(t *testing.T) {
-	r := vhcrtest.New(t, 1)
+	r := mastertest.New(t, 1)
 	r.Start(t)
 	v := r.InitVF(t, 0)
 	c := metrics.NewPFCollector(r.PF)
@@ -145,7 +146,7 @@ func TestLatencyByClass(t *testing.T) {
 		t.Fatalf("classes %v, want 6", before)
 	}
 	for i := 0; i < 16; i++ {
-		if _, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.QUERY_FW}); err != nil {
+		if _, err := v.Post(context.Background(), &vfclient.Request{Op: mlx4.QUERY_FW}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,7 +164,7 @@ func TestLatencyByClass(t *testing.T) {
 
 // build_info carries the module version and the VCS revision labels.
 func TestBuildInfo(t *testing.T) {
-	r := vhcrtest.New(t, 1)
+	r := mastertest.New(t, 1)
 	f := gather(t, metrics.NewPFCollector(r.PF))["vhcrd_build_info"]
 	if f == nil || len(f.labels) != 1 {
 		t.Fatal("no vhcrd_build_info")
@@ -178,7 +179,7 @@ func TestBuildInfo(t *testing.T) {
 // A VF that maps an EQ for command completions (mlx4_cmd_use_events) shows
 // completion mode "event"; the others "poll".
 func TestCompletionModeGauge(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1]})
 	if err != nil {
@@ -197,7 +198,7 @@ func TestCompletionModeGauge(t *testing.T) {
 // 0xffff under auto) shows completion mode "event_mlx4"; an early-completion VF "event";
 // still one current mode per VF.
 func TestCompletionModeGaugeMlx4(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	ctx := context.Background()
 	for i, mode := range []vfdrv.Completions{vfdrv.CompletionsEarly, vfdrv.CompletionsMlx4} {
@@ -208,7 +209,7 @@ func TestCompletionModeGaugeMlx4(t *testing.T) {
 		if _, err := d.EnableEvents(ctx, 4, 7); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Do(ctx, &vhcr.Request{Op: mlx4.NOP}); err != nil {
+		if _, err := d.Do(ctx, &vfclient.Request{Op: mlx4.NOP}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -255,7 +256,7 @@ func current(t *testing.T, f *family, key string, numVFs, n int) map[string]stri
 // vhcrd_vf_channel_state is a state set: every state of every VF, one 1
 // per VF, which follows the channel (RESET, then VHCR_POST once up).
 func TestChannelStateSet(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	c := metrics.NewPFCollector(r.PF)
 	got := current(t, gather(t, c)["vhcrd_vf_channel_state"], "state", 2, 7)
@@ -263,7 +264,7 @@ func TestChannelStateSet(t *testing.T) {
 		t.Errorf("fresh VFs: %v, want RESET", got)
 	}
 	v := r.InitVF(t, 1)
-	if _, err := v.Post(context.Background(), &vhcr.Request{Op: mlx4.NOP}); err != nil {
+	if _, err := v.Post(context.Background(), &vfclient.Request{Op: mlx4.NOP}); err != nil {
 		t.Fatal(err)
 	}
 	got = current(t, gather(t, c)["vhcrd_vf_channel_state"], "state", 2, 7)

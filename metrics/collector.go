@@ -7,9 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vhcrd/vhcrd/metrics/buildinfo"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // PFCollector exports one PF's counters.
@@ -33,7 +33,7 @@ var CompletionModes = [...]string{"poll", "event", "event_mlx4"}
 var PFStates = [...]struct {
 	Value uint32
 	Name  string
-}{{vhcr.PFStateInit, "starting"}, {vhcr.PFStateServing, "serving"}, {vhcr.PFStateStopped, "stopped"}}
+}{{wire.PFStateInit, "starting"}, {wire.PFStateServing, "serving"}, {wire.PFStateStopped, "stopped"}}
 
 // NewPFCollector returns a collector for pf.
 func NewPFCollector(pf *master.PF) *PFCollector {

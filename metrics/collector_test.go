@@ -9,17 +9,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vhcrd/vhcrd/metrics"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 func TestCollectorLintsAndCounts(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 1)
 	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.NOP, mlx4.QUERY_FW, mlx4.INIT_HCA, mlx4.MAD_DEMUX} {
-		if _, err := v.Post(context.Background(), &vhcr.Request{Op: op}); err != nil {
+		if _, err := v.Post(context.Background(), &vfclient.Request{Op: op}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +93,7 @@ vhcrd_pf_state{state="stopped"} 0
 // vhcrd_pf_state follows PF_STATE through the PF's life: starting before
 // the poller runs, serving, stopped; always all three series.
 func TestPFStateGauge(t *testing.T) {
-	r := vhcrtest.New(t, 1)
+	r := mastertest.New(t, 1)
 	c := metrics.NewPFCollector(r.PF)
 	want := func(cur string) string {
 		out := "# HELP vhcrd_pf_state PF_STATE in the region's header: starting (the state file loading, the poller not yet started), serving (the poller serves the VFs) or stopped: a state set, 1 for the current state, else 0.\n# TYPE vhcrd_pf_state gauge\n"

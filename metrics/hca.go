@@ -7,8 +7,8 @@ import (
 
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/master"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // HCACollector exports the software HCA's state: resources in use per VF and

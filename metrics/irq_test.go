@@ -7,20 +7,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vhcrd/vhcrd/metrics"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
 )
 
 // TestInterruptMetrics: a Linux-style VF that waits on its vector and
 // re-arms after each completion gets one interrupt per command, counted
 // under its vf label only.
 func TestInterruptMetrics(t *testing.T) {
-	r, set := vhcrtest.NewWithInterrupts(t, 2, 2, vhcrtest.Options{})
+	r, set := mastertest.NewWithInterrupts(t, 2, 2, mastertest.Options{})
 	r.Start(t)
 	ctx := context.Background()
-	f := vhcrtest.VectorFile(t, set, 1, 0)
+	f := mastertest.VectorFile(t, set, 1, 0)
 	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: vfdrv.CompletionsMlx4, IRQ: f})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestInterruptMetrics(t *testing.T) {
 	}
 	const n = 5
 	for range n {
-		if _, err := d.PostEvent(ctx, &vhcr.Request{Op: mlx4.NOP}); err != nil {
+		if _, err := d.PostEvent(ctx, &vfclient.Request{Op: mlx4.NOP}); err != nil {
 			t.Fatal(err)
 		}
 	}

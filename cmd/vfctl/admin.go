@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 // postAdminAt sends one request to the admin socket of --admin-socket, or
@@ -66,7 +66,7 @@ const reasonWait = 2 * time.Second
 // vhcrd serving barSpec reports it (vf.show), if that is this command (the
 // same opcode, status and slave_write toggle). Nil when no admin socket
 // answers or the PF's last refusal is another command's.
-func pfReason(barSpec string, v *vhcr.VF, op mlx4.Opcode, status mlx4.Status) *adminc.Refusal {
+func pfReason(barSpec string, v *vfclient.VF, op mlx4.Opcode, status mlx4.Status) *adminc.Refusal {
 	path, err := adminc.DefaultSocket(barSpec)
 	if err != nil {
 		return nil

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrbench"
+	"github.com/vhcrd/vhcrd/vhcr/bench"
 )
 
 func init() {
 	register("bench", "measure round trips: toggle-only and protocol-minimum limits, NOP through vhcrd, UNIX socket, interrupt delivery (medians, p99, ratios)", runBench)
-	register("bench-peer", "(internal) the peer process of vfctl bench", vhcrbench.Peer)
+	register("bench-peer", "(internal) the peer process of vfctl bench", bench.Peer)
 }
 
 func runBench(args []string) error {
@@ -35,39 +35,39 @@ func runBench(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	o := vhcrbench.Options{PeerArg: "bench-peer", VHCRD: *vhcrd, Rounds: *rounds, Iters: *iters, SockIters: *sock, Log: os.Stderr}
-	res, err := vhcrbench.Run(context.Background(), o)
+	o := bench.Options{PeerArg: "bench-peer", VHCRD: *vhcrd, Rounds: *rounds, Iters: *iters, SockIters: *sock, Log: os.Stderr}
+	res, err := bench.Run(context.Background(), o)
 	if err != nil {
 		return err
 	}
-	var ir *vhcrbench.IRQResult
+	var ir *bench.IRQResult
 	if *irqIters > 0 {
-		if ir, err = vhcrbench.RunIRQ(context.Background(), o, *irqIters); err != nil {
+		if ir, err = bench.RunIRQ(context.Background(), o, *irqIters); err != nil {
 			return fmt.Errorf("interrupts: %w", err)
 		}
 	}
-	var pr *vhcrbench.PersistResult
+	var pr *bench.PersistResult
 	if *persistIters > 0 {
-		if pr, err = vhcrbench.RunPersist(context.Background(), o, vhcrbench.Persist{NOPIters: *persistIters, Cycles: max(1, *persistIters/10)}); err != nil {
+		if pr, err = bench.RunPersist(context.Background(), o, bench.Persist{NOPIters: *persistIters, Cycles: max(1, *persistIters/10)}); err != nil {
 			return fmt.Errorf("state file cost: %w", err)
 		}
 	}
-	var fr *vhcrbench.FairResult
+	var fr *bench.FairResult
 	if *fair {
 		busy := []int{8, *fairVFs}
 		if *fairVFs <= 8 {
 			busy = []int{*fairVFs}
 		}
-		if fr, err = vhcrbench.RunFair(context.Background(), o, vhcrbench.Fair{VFs: *fairVFs, Busy: busy, Phase: *phase}); err != nil {
+		if fr, err = bench.RunFair(context.Background(), o, bench.Fair{VFs: *fairVFs, Busy: busy, Phase: *phase}); err != nil {
 			return fmt.Errorf("fairness: %w", err)
 		}
 	}
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(struct {
-			*vhcrbench.Result
-			IRQ     *vhcrbench.IRQResult     `json:"interrupts,omitempty"`
-			Persist *vhcrbench.PersistResult `json:"state_file_cost,omitempty"`
-			Fair    *vhcrbench.FairResult    `json:"fairness,omitempty"`
+			*bench.Result
+			IRQ     *bench.IRQResult     `json:"interrupts,omitempty"`
+			Persist *bench.PersistResult `json:"state_file_cost,omitempty"`
+			Fair    *bench.FairResult    `json:"fairness,omitempty"`
 		}{res, ir, pr, fr})
 	}
 	printBench(os.Stdout, *rounds, res, ir, pr, fr)
@@ -75,31 +75,31 @@ func runBench(args []string) error {
 }
 
 // printBench prints vfctl bench's figures, each ratio with its target
-// (vhcrbench's Target constants) and the conditions it was measured in
+// (package bench's Target constants) and the conditions it was measured in
 // (the regime and the load); ir, pr and fr may be nil (not measured).
-func printBench(w io.Writer, rounds int, res *vhcrbench.Result, ir *vhcrbench.IRQResult, pr *vhcrbench.PersistResult, fr *vhcrbench.FairResult) {
+func printBench(w io.Writer, rounds int, res *bench.Result, ir *bench.IRQResult, pr *bench.PersistResult, fr *bench.FairResult) {
 	fmt.Fprintf(w, "%-34s %10s %10s   (medians over %d rounds)\n", "round trip", "median", "p99", rounds)
-	for _, f := range []vhcrbench.Figure{res.Toggle, res.Minimum, res.NOP, res.Socket, res.TracedNOP} {
+	for _, f := range []bench.Figure{res.Toggle, res.Minimum, res.NOP, res.Socket, res.TracedNOP} {
 		fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
 	}
 	fmt.Fprintf(w, "%s; %s\n", res.Regime, res.Load)
 	cond := fmt.Sprintf("%s regime, %s", res.Regime.Name, res.Load)
 	fastOnly := "in the fast regime"
-	if res.Regime.Name != vhcrbench.RegimeFast {
+	if res.Regime.Name != bench.RegimeFast {
 		fastOnly += ", not this one"
 	}
 	fmt.Fprintf(w, "NOP/protocol-minimum = %.2f   (vhcrd NOP / protocol-minimum responder, median over rounds; target <= %g %s) [%s]\n",
-		res.NOPOverMinimum, vhcrbench.TargetNOPOverMinimum, fastOnly, cond)
+		res.NOPOverMinimum, bench.TargetNOPOverMinimum, fastOnly, cond)
 	fmt.Fprintf(w, "NOP/toggle-only = %.2f   (vhcrd NOP / toggle-only responder, median over rounds; target <= %g %s) [%s]\n",
-		res.NOPOverToggle, vhcrbench.TargetNOPOverToggle, fastOnly, cond)
-	fmt.Fprintf(w, "c/b = %.1f    (UNIX socket / vhcrd NOP; target >= %g) [%s]\n", res.COverB, float64(vhcrbench.TargetCOverB), cond)
-	fmt.Fprintf(w, "traced/untraced = %.3f   (vhcrd --trace /dev/null against vhcrd, NOP medians, median over rounds; target <= %g) [%s]\n", res.TracedOverNOP, vhcrbench.TargetTraced, cond)
+		res.NOPOverToggle, bench.TargetNOPOverToggle, fastOnly, cond)
+	fmt.Fprintf(w, "c/b = %.1f    (UNIX socket / vhcrd NOP; target >= %g) [%s]\n", res.COverB, float64(bench.TargetCOverB), cond)
+	fmt.Fprintf(w, "traced/untraced = %.3f   (vhcrd --trace /dev/null against vhcrd, NOP medians, median over rounds; target <= %g) [%s]\n", res.TracedOverNOP, bench.TargetTraced, cond)
 	if ir != nil {
-		for _, f := range []vhcrbench.Figure{ir.EQE, ir.Bare} {
+		for _, f := range []bench.Figure{ir.EQE, ir.Bare} {
 			fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
 		}
 		fmt.Fprintf(w, "EQE/eventfd = %.3f   (EQE posted → VF process wakes / bare eventfd signal, same two processes, median over rounds; target <= %g; %d interrupts for %d EQEs) [%s]\n",
-			ir.Ratio, vhcrbench.TargetIRQ, ir.Raised, ir.Posted, ir.Load)
+			ir.Ratio, bench.TargetIRQ, ir.Raised, ir.Posted, ir.Load)
 	}
 	if pr != nil {
 		printPersist(w, pr)
@@ -110,28 +110,28 @@ func printBench(w io.Writer, rounds int, res *vhcrbench.Result, ir *vhcrbench.IR
 }
 
 // printPersist prints the state-file cost figures of vfctl bench.
-func printPersist(w io.Writer, pr *vhcrbench.PersistResult) {
+func printPersist(w io.Writer, pr *bench.PersistResult) {
 	fmt.Fprintln(w, "state file cost: vhcrd with its state file against vhcrd --pfstate off, vfdrv in poll mode, alternating rounds")
-	for _, p := range []*vhcrbench.PersistPair{&pr.NOP, &pr.CQ, &pr.QP} {
+	for _, p := range []*bench.PersistPair{&pr.NOP, &pr.CQ, &pr.QP} {
 		with, wo := p.PerCommand()
-		for _, f := range []vhcrbench.Figure{p.With, p.Without} {
+		for _, f := range []bench.Figure{p.With, p.Without} {
 			fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", f.Name, f.MedianNS, f.P99NS)
 		}
 		if p.Commands > 1 {
 			fmt.Fprintf(w, "  %d commands per cycle: %.0f ns per command with the state file, %.0f ns without\n", p.Commands, with, wo)
 		}
 	}
-	fmt.Fprintf(w, "NOP with state file / without = %.3f   (median over rounds; target <= %g) [%s]\n", pr.NOP.Ratio, vhcrbench.TargetPersistNOP, pr.Load)
-	fmt.Fprintf(w, "CQ cycle with state file / without = %.3f   (median over rounds; target <= %g) [%s]\n", pr.CQ.Ratio, vhcrbench.TargetPersistCycle, pr.Load)
-	fmt.Fprintf(w, "QP cycle with state file / without = %.3f   (median over rounds; target <= %g) [%s]\n", pr.QP.Ratio, vhcrbench.TargetPersistCycle, pr.Load)
+	fmt.Fprintf(w, "NOP with state file / without = %.3f   (median over rounds; target <= %g) [%s]\n", pr.NOP.Ratio, bench.TargetPersistNOP, pr.Load)
+	fmt.Fprintf(w, "CQ cycle with state file / without = %.3f   (median over rounds; target <= %g) [%s]\n", pr.CQ.Ratio, bench.TargetPersistCycle, pr.Load)
+	fmt.Fprintf(w, "QP cycle with state file / without = %.3f   (median over rounds; target <= %g) [%s]\n", pr.QP.Ratio, bench.TargetPersistCycle, pr.Load)
 }
 
 // printFair prints the fairness figures of vfctl bench.
-func printFair(w io.Writer, fr *vhcrbench.FairResult) {
+func printFair(w io.Writer, fr *bench.FairResult) {
 	fmt.Fprintf(w, "fairness: vhcrd serve --num-vfs %d, VFs driven from one thread, %v phases (medians over %d rounds)\n",
 		fr.VFs, time.Duration(fr.PhaseS*float64(time.Second)), fr.Rounds)
 	for _, t := range fr.Throughput {
-		fmt.Fprintf(w, "%2d busy VFs: per-VF NOP/s max/min = %.3f   (%.0f NOP/s in all; target <= %g) [%s]\n", t.Busy, t.MaxOverMin, t.TotalPerS, vhcrbench.TargetFairMaxMin, fr.Load)
+		fmt.Fprintf(w, "%2d busy VFs: per-VF NOP/s max/min = %.3f   (%.0f NOP/s in all; target <= %g) [%s]\n", t.Busy, t.MaxOverMin, t.TotalPerS, bench.TargetFairMaxMin, fr.Load)
 	}
 	fmt.Fprintf(w, "bystander VF 0, a NOP every %v, alone and beside flooding VFs in alternating sub-phases:\n", time.Duration(fr.GapNS))
 	for _, b := range fr.Bystander {
@@ -142,7 +142,7 @@ func printFair(w io.Writer, fr *vhcrbench.FairResult) {
 			order = fmt.Sprintf(" (scanned before VF 0 in %d of %d scans)", b.Flooding[0], fr.VFs)
 		}
 		fmt.Fprintf(w, "  beside %s flooding%s: p50 %.0f ns, p99 %.0f ns; alone p50 %.0f ns, p99 %.0f ns; busy/alone p50 = %.2f (target <= %g) [%s]\n",
-			vfList(b.Flooding), order, b.BusyP50NS, b.BusyP99NS, b.IdleP50NS, b.IdleP99NS, b.P50Ratio, float64(vhcrbench.TargetBystander), fr.Load)
+			vfList(b.Flooding), order, b.BusyP50NS, b.BusyP99NS, b.IdleP50NS, b.IdleP99NS, b.P50Ratio, float64(bench.TargetBystander), fr.Load)
 	}
 }
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 func init() {
@@ -23,7 +23,7 @@ func init() {
 	register("port", "take a physical port down or bring it up (through vhcrd's admin endpoint): PORT_CHANGE to the VFs", runPort)
 }
 
-func openVF(barSpec string, idx int, forceInit bool) (*vhcr.Attachment, *vhcr.VF, error) {
+func openVF(barSpec string, idx int, forceInit bool) (*vfclient.Attachment, *vfclient.VF, error) {
 	a, err := attach(barSpec)
 	if err != nil {
 		return nil, nil, err
@@ -112,7 +112,7 @@ func runCmd(args []string) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("--out-param: %w", err))
 	}
-	req := vhcr.Request{Op: op, OpMod: uint8(*opMod), InMod: uint32(im), InParam: ip, OutParam: outp}
+	req := vfclient.Request{Op: op, OpMod: uint8(*opMod), InMod: uint32(im), InParam: ip, OutParam: outp}
 	if *inFile != "" {
 		if req.In, err = os.ReadFile(*inFile); err != nil {
 			return err
@@ -142,7 +142,7 @@ func runCmd(args []string) error {
 // printCmd prints a command's answer: its status (with the PF's reason for
 // a refusal), out_param for an immediate-output command and outLen bytes of
 // the outbox; a status other than OK exits 1.
-func printCmd(vf int, op mlx4.Opcode, resp *vhcr.Response, el time.Duration, why *adminc.Refusal, outLen int, jsonOut bool) error {
+func printCmd(vf int, op mlx4.Opcode, resp *vfclient.Response, el time.Duration, why *adminc.Refusal, outLen int, jsonOut bool) error {
 	if jsonOut {
 		r := map[string]any{"vf": vf, "opcode": op.String(), "status": resp.Status.Name(), "status_code": uint8(resp.Status),
 			"elapsed_ns": el.Nanoseconds(), "out_param": fmt.Sprintf("%#x", resp.OutParam)}

@@ -16,20 +16,22 @@ const module = "github.com/vhcrd/vhcrd/"
 // the fabric simulator), nor the software HCA (vhcr/hca, the model's
 // configuration, the benchmark's HCA side) nor the resource tracker may be
 // among its dependencies; `vfctl bench` starts vhcrd as a process for
-// them. vfdrv and vhcr, the VF driver model and the wire contract, keep
+// them. vfdrv, vfclient and wire, the VF driver model, the VF client and the wire contract, keep
 // their own rules. `go list -deps` is asked, and a failure names the import
 // chain that brings the package in.
 func TestVFSideLinksNoPF(t *testing.T) {
-	pfSide := []string{"vhcr/master", "vhcr/hca", "vhcr/restrack", "vhcr/config", "vhcr/trace",
-		"vhcr/internal/crashpoint", "metrics", "mad/ibsim", "vhcr/vhcrbench/irqpf"}
+	pfSide := []string{"vhcr/master", "vhcr/hca", "vhcr/hca/restrack", "vhcr/config", "vhcr/master/trace",
+		"vhcr/internal/crashpoint", "metrics", "mad/ibsim", "vhcr/bench/irqpf",
+		"vhcr/master/mastertest"}
 	for _, c := range []struct {
 		pkg       string
 		forbidden []string
 	}{
 		{"cmd/vfctl", pfSide},
-		{"vhcr/vhcrbench", pfSide},
-		{"vhcr/vfdrv", append(pfSide, "mad")},
-		{"vhcr", append(pfSide, "mad")},
+		{"vhcr/bench", pfSide},
+		{"vhcr/vfclient/vfdrv", append(pfSide, "mad")},
+		{"vhcr/vfclient", append(pfSide, "mad")},
+		{"vhcr/wire", append(pfSide, "mad", "vhcr/vfclient")},
 	} {
 		deps := goListDeps(t, module+c.pkg)
 		for _, f := range c.forbidden {

@@ -20,8 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 func init() {
@@ -31,19 +31,19 @@ func init() {
 // mixStep is one weighted command of a mix.
 type mixStep struct {
 	weight int
-	req    vhcr.Request
+	req    vfclient.Request
 }
 
 var mixes = map[string][]mixStep{
 	"basic": {
-		{40, vhcr.Request{Op: mlx4.NOP}},
-		{15, vhcr.Request{Op: mlx4.QUERY_FW}},
-		{15, vhcr.Request{Op: mlx4.QUERY_DEV_CAP}},
-		{10, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP}},
-		{10, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 1}},
-		{10, vhcr.Request{Op: mlx4.QUERY_PORT, InMod: 1}},
+		{40, vfclient.Request{Op: mlx4.NOP}},
+		{15, vfclient.Request{Op: mlx4.QUERY_FW}},
+		{15, vfclient.Request{Op: mlx4.QUERY_DEV_CAP}},
+		{10, vfclient.Request{Op: mlx4.QUERY_FUNC_CAP}},
+		{10, vfclient.Request{Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 1}},
+		{10, vfclient.Request{Op: mlx4.QUERY_PORT, InMod: 1}},
 	},
-	"nop": {{1, vhcr.Request{Op: mlx4.NOP}}},
+	"nop": {{1, vfclient.Request{Op: mlx4.NOP}}},
 	// realistic: QP/CQ/MR/EQ lifecycles through the VF driver model
 	// (realistic.go), not weighted single commands.
 	"realistic": nil,
@@ -222,7 +222,7 @@ func runLoad(args []string) error {
 	for i := range vfs {
 		runs[i] = &vfRun{samples: make([]int64, 0, 4096)}
 		wg.Add(1)
-		go func(v *vhcr.VF, r *vfRun, seed uint64) {
+		go func(v *vfclient.VF, r *vfRun, seed uint64) {
 			defer wg.Done()
 			if *f.mixName == "realistic" {
 				realisticWorker(ctx, a, v, r, deadline, *f.events, *f.inflight)
@@ -251,8 +251,8 @@ func runLoad(args []string) error {
 }
 
 // bringUp attaches to the VFs and brings each one's channel up.
-func bringUp(ctx context.Context, a *vhcr.Attachment, vfIdx []int) ([]*vhcr.VF, error) {
-	vfs := make([]*vhcr.VF, len(vfIdx))
+func bringUp(ctx context.Context, a *vfclient.Attachment, vfIdx []int) ([]*vfclient.VF, error) {
+	vfs := make([]*vfclient.VF, len(vfIdx))
 	for i, idx := range vfIdx {
 		var err error
 		if vfs[i], err = a.VF(idx); err != nil {
@@ -287,7 +287,7 @@ func printCompare(res CompareResult, asJSON bool) error {
 // mixWorker posts the mix's commands, drawn by weight, on VF v until the
 // deadline, keeping a reservoir of latencies; an internal error, a timeout
 // or a busy channel brings the channel up again.
-func mixWorker(ctx context.Context, v *vhcr.VF, r *vfRun, seed uint64, mix []mixStep, deadline time.Time) {
+func mixWorker(ctx context.Context, v *vfclient.VF, r *vfRun, seed uint64, mix []mixStep, deadline time.Time) {
 	total := 0
 	for _, s := range mix {
 		total += s.weight
@@ -299,7 +299,7 @@ func mixWorker(ctx context.Context, v *vhcr.VF, r *vfRun, seed uint64, mix []mix
 			return
 		}
 		pick := rng.IntN(total)
-		var req vhcr.Request
+		var req vfclient.Request
 		for _, s := range mix {
 			if pick < s.weight {
 				req = s.req
@@ -318,7 +318,7 @@ func mixWorker(ctx context.Context, v *vhcr.VF, r *vfRun, seed uint64, mix []mix
 			if r.firstErr == nil {
 				r.firstErr = fmt.Errorf("VF %d %v: %w", v.Index, req.Op, err)
 			}
-			if errors.Is(err, vhcr.ErrInternal) || errors.Is(err, vhcr.ErrTimeout) || errors.Is(err, vhcr.ErrBusy) {
+			if errors.Is(err, vfclient.ErrInternal) || errors.Is(err, vfclient.ErrTimeout) || errors.Is(err, vfclient.ErrBusy) {
 				if v.Init(ctx) != nil {
 					return
 				}

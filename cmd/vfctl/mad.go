@@ -13,8 +13,8 @@ import (
 	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/mad"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 func init() {
@@ -65,7 +65,7 @@ func runMAD(args []string) error {
 		return err
 	}
 	defer a.Close()
-	resp, err := v.Post(opCtx(), &vhcr.Request{Op: mlx4.MAD_IFC, OpMod: opMod, InMod: inMod, In: inbox})
+	resp, err := v.Post(opCtx(), &vfclient.Request{Op: mlx4.MAD_IFC, OpMod: opMod, InMod: inMod, In: inbox})
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func runMAD(args []string) error {
 
 // printMADIFC prints MAD_IFC's status (with the PF's reason for a refusal)
 // and the MAD it answered, decoded; a refusal or a MAD status exits 1.
-func printMADIFC(barSpec string, v *vhcr.VF, resp *vhcr.Response, jsonOut bool) error {
+func printMADIFC(barSpec string, v *vfclient.VF, resp *vfclient.Response, jsonOut bool) error {
 	vf := v.Index
 	var out mad.MAD
 	var why *adminc.Refusal

@@ -34,7 +34,8 @@ import (
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/metrics/buildinfo"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 type command struct {
@@ -294,7 +295,7 @@ func (v vfBARFlag) String() string {
 func (v vfBARFlag) Set(s string) error {
 	n, spec, ok := strings.Cut(s, "=")
 	i, err := strconv.Atoi(n)
-	if !ok || err != nil || i < 0 || i >= vhcr.MaxVFs {
+	if !ok || err != nil || i < 0 || i >= wire.MaxVFs {
 		return fmt.Errorf("%q: want N=file:PATH[@OFFSET]", s)
 	}
 	sp, err := bar.ParseSpec(spec)
@@ -312,10 +313,10 @@ func (v vfBARFlag) Set(s string) error {
 func barFlag(fs *flag.FlagSet) *string {
 	fs.DurationVar(timeout, "timeout", 30*time.Second, "bound on the command's waits: bring-up, each command, the admin socket (load and bench: the bring-up; their run is --duration)")
 	fs.Var(vfBARs, "vf-bar", "`N=file:PATH[@OFFSET]`: VF N's BAR region, as given to vhcrd serve --vf-bar (default: the file <bar>.vf<N>); repeatable")
-	return fs.String("bar", cli.Default(cli.EnvBAR, "file:"+vhcr.DefaultBARPath), "the BAR region vhcrd serves, `file:PATH`; the layout comes from its header ($VHCRD_BAR sets the default)")
+	return fs.String("bar", cli.Default(cli.EnvBAR, "file:"+vfclient.DefaultBARPath), "the BAR region vhcrd serves, `file:PATH`; the layout comes from its header ($VHCRD_BAR sets the default)")
 }
 
-func attach(spec string) (*vhcr.Attachment, error) {
+func attach(spec string) (*vfclient.Attachment, error) {
 	path, ok := strings.CutPrefix(spec, "file:")
 	if !ok {
 		return nil, fmt.Errorf("--bar %q: vfctl attaches to file: regions (the VF side of a host's vfio BAR is a VM's business)", spec)
@@ -323,13 +324,13 @@ func attach(spec string) (*vhcr.Attachment, error) {
 	// Fail fast: the header and the owner claim say whether a PF serves
 	// (a starting one is waited for); without one every comm command
 	// would wait out mlx4's timeouts (30 s, 70 s).
-	a, err := vhcr.AttachServing(opCtx(), path)
+	a, err := vfclient.AttachServing(opCtx(), path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%w (is `vhcrd serve` running? `make run` starts it)", err)
-	case errors.Is(err, vhcr.ErrPFDead):
+	case errors.Is(err, vfclient.ErrPFDead):
 		return nil, fmt.Errorf("%w (restart it: `vhcrd serve --bar %s`; `vhcrd clean --bar %s` removes its files)", err, spec, spec)
-	case errors.Is(err, vhcr.ErrNoPF):
+	case errors.Is(err, vfclient.ErrNoPF):
 		return nil, fmt.Errorf("%s: %w (start `vhcrd serve --bar %s`)", path, err, spec)
 	case err != nil:
 		return nil, err

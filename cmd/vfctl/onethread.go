@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrbench"
+	"github.com/vhcrd/vhcrd/vhcr/bench"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 // OneThreadResult is what `vfctl load --one-thread --json` prints.
@@ -41,8 +41,8 @@ type BystanderResult struct {
 // runOneThread is `vfctl load --one-thread`: every VF of vfIdx driven from
 // one OS thread. Without a bystander, all keep a NOP pending for dur; with
 // one (a VF index of vfIdx), it alternates idle and busy latency phases.
-func runOneThread(ctx context.Context, vfs []*vhcr.VF, vfIdx []int, dur time.Duration, bystander int, gap time.Duration, rounds int, asJSON bool) error {
-	d := vhcrbench.NewDriver(vfs)
+func runOneThread(ctx context.Context, vfs []*vfclient.VF, vfIdx []int, dur time.Duration, bystander int, gap time.Duration, rounds int, asJSON bool) error {
+	d := bench.NewDriver(vfs)
 	res := OneThreadResult{VFs: vfIdx, DurationS: dur.Seconds()}
 	if bystander < 0 {
 		rates, err := d.Throughput(ctx, seqInts(len(vfs)), dur)
@@ -56,7 +56,7 @@ func runOneThread(ctx context.Context, vfs []*vhcr.VF, vfIdx []int, dur time.Dur
 		}
 		// +Inf (a VF completed nothing) has no JSON form: the field is then
 		// omitted and the VF's 0 is in PerVF.
-		if m := vhcrbench.MaxOverMin(rates); !math.IsInf(m, 1) {
+		if m := bench.MaxOverMin(rates); !math.IsInf(m, 1) {
 			res.MaxOverMin = m
 		}
 	} else {
@@ -82,8 +82,8 @@ func runOneThread(ctx context.Context, vfs []*vhcr.VF, vfIdx []int, dur time.Dur
 			if err != nil {
 				return err
 			}
-			idle50, idle99 = append(idle50, vhcrbench.Quantile(idle, 0.5)), append(idle99, vhcrbench.Quantile(idle, 0.99))
-			busy50, busy99 = append(busy50, vhcrbench.Quantile(busy, 0.5)), append(busy99, vhcrbench.Quantile(busy, 0.99))
+			idle50, idle99 = append(idle50, bench.Quantile(idle, 0.5)), append(idle99, bench.Quantile(idle, 0.99))
+			busy50, busy99 = append(busy50, bench.Quantile(busy, 0.5)), append(busy99, bench.Quantile(busy, 0.99))
 			floodRate = append(floodRate, rate)
 		}
 		b.IdleP50NS, b.IdleP99NS = medianOf(idle50), medianOf(idle99)

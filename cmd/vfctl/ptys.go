@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 func init() {
@@ -37,7 +37,7 @@ func runPTYS(args []string) error {
 		return err
 	}
 	defer a.Close()
-	resp, err := v.Post(opCtx(), &vhcr.Request{Op: mlx4.ACCESS_REG, In: in[:]})
+	resp, err := v.Post(opCtx(), &vfclient.Request{Op: mlx4.ACCESS_REG, In: in[:]})
 	if err != nil {
 		return err
 	}

@@ -17,9 +17,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
 )
 
 const (
@@ -30,7 +30,7 @@ const (
 
 // realisticWorker drives one VF until the deadline. Command statuses and
 // counts go to r through the driver's trace.
-func realisticWorker(ctx context.Context, a *vhcr.Attachment, v *vhcr.VF, r *vfRun, deadline time.Time, events bool, inflight int) {
+func realisticWorker(ctx context.Context, a *vfclient.Attachment, v *vfclient.VF, r *vfRun, deadline time.Time, events bool, inflight int) {
 	last := time.Now()
 	var d *vfdrv.Driver
 	trace := func(op mlx4.Opcode, s mlx4.Status, event bool) {
@@ -154,7 +154,7 @@ type CompareResult struct {
 
 // runCompare alternates poll and event phases (rounds of each, dur split
 // evenly) with every VF running realistic lifecycles.
-func runCompare(ctx context.Context, a *vhcr.Attachment, vfs []*vhcr.VF, vfIdx []int, dur time.Duration, rounds, inflight int) CompareResult {
+func runCompare(ctx context.Context, a *vfclient.Attachment, vfs []*vfclient.VF, vfIdx []int, dur time.Duration, rounds, inflight int) CompareResult {
 	runs := [2][]*vfRun{make([]*vfRun, len(vfs)), make([]*vfRun, len(vfs))}
 	var el [2]time.Duration
 	for m := range runs {

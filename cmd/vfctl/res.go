@@ -1,7 +1,7 @@
 package main
 
 // Resource commands: EQs, CQs, MRs and QPs by hand, through the VF driver
-// model (vhcr/vfdrv). Objects live in the PF; a vfctl process learns the
+// model (vhcr/vfclient/vfdrv). Objects live in the PF; a vfctl process learns the
 // numbers of earlier ones from flags (and the rest with QUERY commands) and
 // prints the numbers of new ones for the next call.
 //
@@ -34,9 +34,9 @@ import (
 	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
 )
 
 func init() {
@@ -67,7 +67,7 @@ type resCmd struct {
 	cmdEQN *int
 	json   *bool
 	cmds   []cmdResult // with --json: every command posted
-	a      *vhcr.Attachment
+	a      *vfclient.Attachment
 	d      *vfdrv.Driver
 }
 
@@ -84,7 +84,7 @@ func newResCmd(name string) *resCmd {
 
 // traceTo prints every command the driver completes; a refused one with
 // the reason the PF recorded, where its admin socket says.
-func traceTo(barSpec string, v *vhcr.VF) func(mlx4.Opcode, mlx4.Status, bool) {
+func traceTo(barSpec string, v *vfclient.VF) func(mlx4.Opcode, mlx4.Status, bool) {
 	return func(op mlx4.Opcode, s mlx4.Status, event bool) {
 		mode := "poll"
 		if event {
@@ -113,7 +113,7 @@ type cmdResult struct {
 
 // trace prints every command the driver completes or, with --json,
 // collects it.
-func (c *resCmd) trace(v *vhcr.VF) func(mlx4.Opcode, mlx4.Status, bool) {
+func (c *resCmd) trace(v *vfclient.VF) func(mlx4.Opcode, mlx4.Status, bool) {
 	if !*c.json {
 		return traceTo(*c.bar, v)
 	}

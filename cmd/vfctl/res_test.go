@@ -15,16 +15,16 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/master"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 )
 
 // servePF runs a PF for n VFs over fresh files (the rig's, as vhcrd serves
 // them) and returns the --bar spec.
 func servePF(t *testing.T, n int) (string, *hca.HCA, *master.PF) {
 	t.Helper()
-	r := vhcrtest.NewWith(t, n, vhcrtest.Options{Files: true, Window: 1 << 20})
+	r := mastertest.NewWith(t, n, mastertest.Options{Files: true, Window: 1 << 20})
 	r.Start(t)
 	return "file:" + r.BARPath, r.HCA, r.PF
 }

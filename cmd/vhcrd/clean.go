@@ -14,7 +14,7 @@ import (
 	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 func init() {
@@ -62,7 +62,7 @@ func runClean(args []string) error {
 }
 
 // vfFileRE matches the names a VF's BAR file and its ivshmem socket have
-// beside the control file (vhcr.VFBARPath, guest.go's default socket).
+// beside the control file (wire.VFBARPath, guest.go's default socket).
 var vfFileRE = regexp.MustCompile(`^\.vf[0-9]+(\.sock)?$`)
 
 // pfFiles lists the files of the PF whose control file is ctrl that exist:
@@ -97,7 +97,7 @@ func pfFiles(ctrl, dmaSpec, pfstate, sock string) (files, sockets []string, err 
 		add(&files, ds.Path)
 	default:
 		if b, err := bar.OpenFile(ctrl, false); err == nil {
-			if l, err := vhcr.ReadLayout(b); err == nil && !l.DMAInBAR && l.DMAPath != "" {
+			if l, err := wire.ReadLayout(b); err == nil && !l.DMAInBAR && l.DMAPath != "" {
 				add(&files, l.DMAPath)
 			}
 			b.Close()

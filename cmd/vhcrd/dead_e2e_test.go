@@ -13,7 +13,8 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // pfState reads PF_STATE from the control file at path.
@@ -24,7 +25,7 @@ func pfState(t *testing.T, path string) uint32 {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	v, err := f.Load32(vhcr.HdrPFState)
+	v, err := f.Load32(wire.HdrPFState)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,13 +47,13 @@ func TestHangupStopsAsTerminateDoes(t *testing.T) {
 			if err := <-d.exited; err != nil {
 				t.Fatalf("vhcrd after %v: %v\n%s", sig, err, d.stderr)
 			}
-			if st := pfState(t, barPath); st != vhcr.PFStateStopped {
-				t.Errorf("PF_STATE after %v: %s, want stopped", sig, vhcr.PFStateName(st))
+			if st := pfState(t, barPath); st != wire.PFStateStopped {
+				t.Errorf("PF_STATE after %v: %s, want stopped", sig, vfclient.PFStateName(st))
 			}
 			if _, err := os.Stat(barPath + ".sock"); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("admin socket after %v: %v, want removed", sig, err)
 			}
-			if err := vhcr.CheckPF(barPath); !errors.Is(err, vhcr.ErrNoPF) {
+			if err := vfclient.CheckPF(barPath); !errors.Is(err, vfclient.ErrNoPF) {
 				t.Errorf("CheckPF after %v: %v, want ErrNoPF (stopped)", sig, err)
 			}
 		})

@@ -27,7 +27,8 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/hack/testenv"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 var binDir string
@@ -247,11 +248,11 @@ func TestDaemonAndVFToolsAcrossProcesses(t *testing.T) {
 	if err := d.stop(t); err != nil {
 		t.Fatalf("vhcrd exit: %v", err)
 	}
-	a, err := vhcr.AttachFile(barPath)
+	a, err := vfclient.AttachFile(barPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := a.PFState(); st != vhcr.PFStateStopped {
+	if st := a.PFState(); st != wire.PFStateStopped {
 		t.Errorf("PF state after SIGINT: %d", st)
 	}
 	vb3, err := a.VFBAR(3)
@@ -287,7 +288,7 @@ func TestSecondPFOnTheSameRegionsIsRefused(t *testing.T) {
 	// The last: fresh control and DMA files, but the first PF's VF 2 BAR
 	// region as VF 0's.
 	for _, files := range [][3]string{{barPath, dmaPath}, {barPath, filepath.Join(dir, "dma2")}, {filepath.Join(dir, "bar2"), dmaPath},
-		{filepath.Join(dir, "bar3"), filepath.Join(dir, "dma3"), vhcr.VFBARPath(barPath, 2)}} {
+		{filepath.Join(dir, "bar3"), filepath.Join(dir, "dma3"), wire.VFBARPath(barPath, 2)}} {
 		args := []string{"serve", "--bar", "file:" + files[0], "--dma", "file:" + files[1],
 			"--num-vfs", "8", "--window", "128K", "--metrics-addr", "127.0.0.1:0"}
 		if files[2] != "" {
@@ -299,7 +300,7 @@ func TestSecondPFOnTheSameRegionsIsRefused(t *testing.T) {
 			t.Errorf("second vhcrd on %v: the error does not name the owner (%s):\n%s", files, want, out)
 		}
 	}
-	a, err := vhcr.AttachFile(barPath)
+	a, err := vfclient.AttachFile(barPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +593,7 @@ func TestFLRBringsBackALostVFBAR(t *testing.T) {
 	if out, code := vfctl(t, barPath, "cmd", "NOP", "--vf", "1"); code != 0 {
 		t.Fatalf("NOP on VF 1: exit %d\n%s", code, out)
 	}
-	vf1 := vhcr.VFBARPath(barPath, 1)
+	vf1 := wire.VFBARPath(barPath, 1)
 	if err := os.Truncate(vf1, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -607,12 +608,12 @@ func TestFLRBringsBackALostVFBAR(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("vf flr 1 with its BAR file at 0 bytes: exit %d, want 1\n%s", code, out)
 	}
-	for _, want := range []string{"BAR region shrank", vf1 + " has 0 bytes", fmt.Sprintf("needs %d", vhcr.VFBARSize), "FLR again"} {
+	for _, want := range []string{"BAR region shrank", vf1 + " has 0 bytes", fmt.Sprintf("needs %d", wire.VFBARSize), "FLR again"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the refusal does not say %q:\n%s", want, out)
 		}
 	}
-	if err := os.Truncate(vf1, vhcr.VFBARSize); err != nil {
+	if err := os.Truncate(vf1, wire.VFBARSize); err != nil {
 		t.Fatal(err)
 	}
 	if out, code := vhcrdCmd(t, "vf", "flr", "1", sock); code != 0 || !strings.Contains(out, "FLR of VF 1 done") {

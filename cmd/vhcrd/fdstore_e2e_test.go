@@ -22,8 +22,9 @@ import (
 	"github.com/vhcrd/vhcrd/hack/testenv"
 	"github.com/vhcrd/vhcrd/hack/testenv/sdnotify"
 	"github.com/vhcrd/vhcrd/ivshmem"
-	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // fakeManager plays systemd for vhcrd (package sdnotify): the notify
@@ -137,7 +138,7 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 		t.Fatalf("stored before a guest: %v, want %v", got, want)
 	}
 
-	cl, err := ivshmem.Dial(vhcr.VFBARPath(barPath, 0) + ".sock")
+	cl, err := ivshmem.Dial(wire.VFBARPath(barPath, 0) + ".sock")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestGuestSurvivesPFKillUnderServiceManager(t *testing.T) {
 	// interrupt; the test waits until the post is in slave_write.
 	sw := func() uint32 {
 		var b [4]byte
-		f, err := os.Open(vhcr.VFBARPath(barPath, 0))
+		f, err := os.Open(wire.VFBARPath(barPath, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,8 +282,8 @@ func TestQEMUGuestSurvivesPFKill(t *testing.T) {
 		"--window", "256K", "--metrics-addr", "127.0.0.1:0", "--vectors", "4", "--guest", "0=" + ram + ",size=64M"}
 	m := newFakeManager(t)
 	d1 := m.start(args...)
-	q := startQEMU(t, qemu, ram, vhcr.VFBARPath(barPath, 0)+".sock")
-	if got := q.ivshmemBAR2(t); got != vhcr.VFBARSize {
+	q := startQEMU(t, qemu, ram, wire.VFBARPath(barPath, 0)+".sock")
+	if got := q.ivshmemBAR2(t); got != wire.VFBARSize {
 		t.Fatalf("BAR2 of %d bytes", got)
 	}
 	m.WaitFor("FDNAME", "vf0-conn")
@@ -350,14 +351,14 @@ func guestDriver(t *testing.T, barPath, ram string, post time.Duration, irq *os.
 // guestVF opens VF 0 as a guest's driver sees it, over the BAR files of
 // barPath and the guest's RAM file ram (no futex doorbell), and brings its
 // channel up; posts wait up to post. The regions close with the test.
-func guestVF(t *testing.T, barPath, ram string, post time.Duration) (*vhcr.VF, bar.Region) {
+func guestVF(t *testing.T, barPath, ram string, post time.Duration) (*vfclient.VF, bar.Region) {
 	t.Helper()
 	ctrl, err := bar.OpenFile(barPath, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctrl.Close() })
-	vfBAR, err := bar.OpenFile(vhcr.VFBARPath(barPath, 0), false)
+	vfBAR, err := bar.OpenFile(wire.VFBARPath(barPath, 0), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,16 +368,16 @@ func guestVF(t *testing.T, barPath, ram string, post time.Duration) (*vhcr.VF, b
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ramR.Close() })
-	lay, err := vhcr.ReadLayout(ctrl)
+	lay, err := wire.ReadLayout(ctrl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gv, err := vhcr.NewGuestVF(ctrl, vfBAR, ramR, lay, 0)
+	gv, err := vfclient.NewGuestVF(ctrl, vfBAR, ramR, lay, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gv.NoDoorbell()
-	gv.Timeouts = vhcr.Timeouts{Sync: time.Second, Offline: 30 * time.Second, Comm: 30 * time.Second, Post: post}
+	gv.Timeouts = vfclient.Timeouts{Sync: time.Second, Offline: 30 * time.Second, Comm: 30 * time.Second, Post: post}
 	if err := gv.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}

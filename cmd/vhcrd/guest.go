@@ -13,8 +13,8 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/ivshmem"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/irq"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // guestSpec is one --guest N=RAMFILE[,size=SIZE][,socket=PATH]: VF N is a
@@ -63,7 +63,7 @@ func parseGuests(given vfSpecs, ctrl bar.Spec, vfBARs []bar.Spec) ([]guestSpec, 
 			if ctrl.Scheme != "file" {
 				return nil, fmt.Errorf("--guest %d: give socket=PATH (no default next to a device --bar)", vf)
 			}
-			g.socket = vhcr.VFBARPath(ctrl.Path, vf) + ".sock"
+			g.socket = wire.VFBARPath(ctrl.Path, vf) + ".sock"
 		}
 		out = append(out, g)
 	}

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/hack/testenv"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 const (
@@ -215,7 +215,7 @@ func linkUp(t *testing.T, barPath string) bool {
 // describes each EQE written so far.
 func vfEvents(t *testing.T, barPath, dmaPath string, iova uint64) []string {
 	t.Helper()
-	a, err := vhcr.AttachFile(barPath)
+	a, err := vfclient.AttachFile(barPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,10 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/bar/pci/pcitest"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // probeGet answers GET path from the metrics listener's mux, in this
@@ -59,7 +60,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.pf.Run(ctx) }()
-	until(t, "the PF serving", func() bool { return s.pf.PFState() == vhcr.PFStateServing })
+	until(t, "the PF serving", func() bool { return s.pf.PFState() == wire.PFStateServing })
 	check("serving", 200, 200, "")
 
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -89,7 +90,7 @@ func sysfsPF(tr *pcitest.Tree, addr, dir string) serveFlags {
 }
 
 // A device BAR (sysfs:, vfio:) has a PF state file by default, in
-// vhcr.RunDir and named after the device, so two PFs on one host have two;
+// vfclient.RunDir and named after the device, so two PFs on one host have two;
 // it is claimed as a file BAR's regions are: a second vhcrd on the same
 // device is refused before it touches the first one's state. --pfstate off
 // still means none, and --pfstate PATH is claimed too.
@@ -104,10 +105,10 @@ func TestDeviceBARStateFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := stateFilePath("", sp, vhcr.RunDir); got != want {
+		if got := stateFilePath("", sp, vfclient.RunDir); got != want {
 			t.Errorf("--bar %s: state file %q, want %q", spec, got, want)
 		}
-		if got := stateFilePath("off", sp, vhcr.RunDir); got != "" {
+		if got := stateFilePath("off", sp, vfclient.RunDir); got != "" {
 			t.Errorf("--bar %s --pfstate off: state file %q", spec, got)
 		}
 	}

@@ -19,11 +19,12 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/hack/testenv"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/master"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // qmp is a QEMU started with -qmp stdio.
@@ -197,16 +198,16 @@ func TestQEMUGuestVF(t *testing.T) {
 		}
 		s.close()
 	}()
-	sock := vhcr.VFBARPath(filepath.Join(dir, "bar"), 0) + ".sock"
+	sock := wire.VFBARPath(filepath.Join(dir, "bar"), 0) + ".sock"
 	srv := s.guests[0].srv
 
 	q := startQEMU(t, qemu, ram, sock)
-	if got := q.ivshmemBAR2(t); got != vhcr.VFBARSize {
-		t.Fatalf("BAR2 of %d bytes, want the VF BAR region's %d", got, vhcr.VFBARSize)
+	if got := q.ivshmemBAR2(t); got != wire.VFBARSize {
+		t.Fatalf("BAR2 of %d bytes, want the VF BAR region's %d", got, wire.VFBARSize)
 	}
 	// A second guest at once, with VF 1, its own RAM file and socket.
-	q1 := startQEMU(t, qemu, filepath.Join(dir, "ram1"), vhcr.VFBARPath(filepath.Join(dir, "bar"), 1)+".sock")
-	if got := q1.ivshmemBAR2(t); got != vhcr.VFBARSize {
+	q1 := startQEMU(t, qemu, filepath.Join(dir, "ram1"), wire.VFBARPath(filepath.Join(dir, "bar"), 1)+".sock")
+	if got := q1.ivshmemBAR2(t); got != wire.VFBARSize {
 		t.Fatalf("VF 1's guest: BAR2 of %d bytes", got)
 	}
 	srv1 := s.guests[1].srv
@@ -250,12 +251,12 @@ func TestQEMUGuestVF(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ram0.Close()
-	gv, err := vhcr.NewGuestVF(s.barR, s.vfBARs[0], ram0, s.pf.Layout(), 0)
+	gv, err := vfclient.NewGuestVF(s.barR, s.vfBARs[0], ram0, s.pf.Layout(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gv.NoDoorbell()
-	gv.Timeouts = vhcr.Timeouts{Sync: time.Second, Offline: 10 * time.Second, Comm: 10 * time.Second, Post: 10 * time.Second}
+	gv.Timeouts = vfclient.Timeouts{Sync: time.Second, Offline: 10 * time.Second, Comm: 10 * time.Second, Post: 10 * time.Second}
 	if err := gv.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestQEMUGuestVF(t *testing.T) {
 	}
 
 	q2 := startQEMU(t, qemu, ram, sock)
-	if got := q2.ivshmemBAR2(t); got != vhcr.VFBARSize {
+	if got := q2.ivshmemBAR2(t); got != wire.VFBARSize {
 		t.Fatalf("second QEMU: BAR2 of %d bytes", got)
 	}
 	until(t, "the second client", func() bool { n, _, c := srv.Stats(); return c && n == 2 })

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // vfSpecs is a repeatable flag of N=VALUE pairs, one per VF (--vf-bar,
@@ -33,8 +33,8 @@ func (v vfSpecs) Set(s string) error {
 		return fmt.Errorf("%q: want N=VALUE (N the VF's number)", s)
 	}
 	i, err := strconv.Atoi(n)
-	if err != nil || i < 0 || i >= vhcr.MaxVFs {
-		return fmt.Errorf("%q: VF number %q outside 0..%d", s, n, vhcr.MaxVFs-1)
+	if err != nil || i < 0 || i >= wire.MaxVFs {
+		return fmt.Errorf("%q: VF number %q outside 0..%d", s, n, wire.MaxVFs-1)
 	}
 	if _, dup := v[i]; dup {
 		return fmt.Errorf("%q: VF %d given twice", s, i)
@@ -58,7 +58,7 @@ func vfBARSpecs(ctrl bar.Spec, given vfSpecs, n int) ([]bar.Spec, error) {
 			if ctrl.Scheme != "file" || ctrl.Offset != 0 {
 				return nil, fmt.Errorf("--vf-bar %d=SPEC is needed: the control region is not a whole file, so VF %d's BAR region has no default", i, i)
 			}
-			s = "file:" + vhcr.VFBARPath(ctrl.Path, i)
+			s = "file:" + wire.VFBARPath(ctrl.Path, i)
 		}
 		sp, err := bar.ParseSpec(s)
 		if err != nil {

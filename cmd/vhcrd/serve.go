@@ -32,19 +32,20 @@ import (
 	"github.com/vhcrd/vhcrd/mad/ibsim"
 	"github.com/vhcrd/vhcrd/metrics"
 	"github.com/vhcrd/vhcrd/metrics/buildinfo"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/master"
-	"github.com/vhcrd/vhcrd/vhcr/trace"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // Defaults of `vhcrd serve`, which vfctl shares; VHCRD_BAR, VHCRD_DMA and
 // VHCRD_METRICS_ADDR set others (cmd/internal/cli).
 var (
-	DefaultBAR         = cli.Default(cli.EnvBAR, "file:"+vhcr.DefaultBARPath)
-	DefaultDMA         = cli.Default(cli.EnvDMA, "file:"+vhcr.DefaultDMAPath)
+	DefaultBAR         = cli.Default(cli.EnvBAR, "file:"+vfclient.DefaultBARPath)
+	DefaultDMA         = cli.Default(cli.EnvDMA, "file:"+vfclient.DefaultDMAPath)
 	DefaultMetricsAddr = cli.Default(cli.EnvMetricsAddr, "127.0.0.1:9464")
 )
 
@@ -87,7 +88,7 @@ func (f *serveFlags) flagSet() *flag.FlagSet {
 	fs.StringVar(&f.adminSocket, "admin-socket", "", "admin unix socket `PATH`, mode 0600 (vhcrd trace, vf and port use it; default: the BAR file's path + .sock, /run/vhcrd/... for a device; off: none)")
 	fs.StringVar(&f.traceFile, "trace", "", "write the command trace to this file from the first command (text; see --trace-json)")
 	fs.BoolVar(&f.traceJSON, "trace-json", false, "write --trace as JSON lines")
-	fs.StringVar(&f.pfstate, "pfstate", "", "PF state file `PATH` that keeps objects, pending commands and completions across a PF restart (default: the BAR file's path + .pfstate, "+vhcr.RunDir+"/SCHEME-DEVICE[-N].pfstate for a device; off: none, for cost measurements only)")
+	fs.StringVar(&f.pfstate, "pfstate", "", "PF state file `PATH` that keeps objects, pending commands and completions across a PF restart (default: the BAR file's path + .pfstate, "+vfclient.RunDir+"/SCHEME-DEVICE[-N].pfstate for a device; off: none, for cost measurements only)")
 	return fs
 }
 
@@ -296,7 +297,7 @@ type server struct {
 type regionPlan struct {
 	bs, ds    bar.Spec
 	vbs       []bar.Spec
-	lay       vhcr.Layout
+	lay       wire.Layout
 	guests    []guestSpec
 	statePath string
 }
@@ -320,7 +321,7 @@ func planRegions(f serveFlags, window int64) (regionPlan, error) {
 		}
 		dmaPath = p.ds.Path
 	}
-	if p.lay, err = vhcr.NewLayout(f.vfs, window, p.dmaInBAR(), p.ds.Offset, 0, dmaPath); err != nil {
+	if p.lay, err = wire.NewLayout(f.vfs, window, p.dmaInBAR(), p.ds.Offset, 0, dmaPath); err != nil {
 		return p, err
 	}
 	if p.vbs, err = vfBARSpecs(p.bs, f.vfBARs, f.vfs); err != nil {
@@ -352,7 +353,7 @@ func openServer(f serveFlags, cfg *config.Config, window int64, log *slog.Logger
 	if s.notify, err = newNotifier(log); err != nil {
 		return nil, err
 	}
-	if plan.statePath != "" && plan.statePath == vhcr.DevicePath(runDir, plan.bs, ".pfstate") {
+	if plan.statePath != "" && plan.statePath == vfclient.DevicePath(runDir, plan.bs, ".pfstate") {
 		if err := os.MkdirAll(runDir, 0o700); err != nil {
 			return nil, fmt.Errorf("PF state file: %w", err)
 		}
@@ -516,7 +517,7 @@ func (s *server) close() {
 		// left PF_STATE serving or stopped: its files are its state.
 		// Guarded: the region may have shrunk under the PF.
 		_ = bar.Guard(func() {
-			if st, err := s.barR.Load32(vhcr.HdrPFState); err == nil && st != vhcr.PFStateInit {
+			if st, err := s.barR.Load32(wire.HdrPFState); err == nil && st != wire.PFStateInit {
 				s.served = true
 			}
 		})
@@ -602,11 +603,11 @@ const defaultProbeWait = time.Second
 func (s *server) probe(w http.ResponseWriter, ready bool) {
 	st := s.pf.PFState()
 	switch {
-	case st == vhcr.PFStateInit && !ready:
+	case st == wire.PFStateInit && !ready:
 		fmt.Fprintln(w, "ok: starting (loading the PF state, the poller has not started)")
 		return
-	case st != vhcr.PFStateServing:
-		http.Error(w, "not serving: PF_STATE "+vhcr.PFStateName(st), http.StatusServiceUnavailable)
+	case st != wire.PFStateServing:
+		http.Error(w, "not serving: PF_STATE "+vfclient.PFStateName(st), http.StatusServiceUnavailable)
 		return
 	}
 	wait := s.probeWait
@@ -863,13 +864,13 @@ func (s *server) watchPorts(ctx context.Context, log *slog.Logger) {
 	}()
 }
 
-// runDir is vhcr.RunDir, where a device BAR's state file goes by default;
+// runDir is vfclient.RunDir, where a device BAR's state file goes by default;
 // tests point it elsewhere.
-var runDir = vhcr.RunDir
+var runDir = vfclient.RunDir
 
 // stateFilePath is the PF state file: --pfstate, beside a file BAR
 // (PATH.pfstate), or for a device BAR (sysfs:, vfio:) in dir, named after
-// the device (vhcr.DevicePath: dir/SCHEME-DEVICE[-N].pfstate, beside its
+// the device (vfclient.DevicePath: dir/SCHEME-DEVICE[-N].pfstate, beside its
 // default admin socket); "" for none (--pfstate off).
 func stateFilePath(flagValue string, bs bar.Spec, dir string) string {
 	switch {
@@ -880,5 +881,5 @@ func stateFilePath(flagValue string, bs bar.Spec, dir string) string {
 	case bs.Scheme == "file":
 		return bs.Path + ".pfstate"
 	}
-	return vhcr.DevicePath(dir, bs, ".pfstate")
+	return vfclient.DevicePath(dir, bs, ".pfstate")
 }

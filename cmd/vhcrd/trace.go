@@ -16,8 +16,8 @@ import (
 
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
 func init() {

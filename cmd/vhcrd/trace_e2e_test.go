@@ -17,8 +17,8 @@ import (
 
 	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
 // traceUntil runs `vhcrd trace ARGS` and returns its stdout, read until a

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 )
 
 // waitBeat waits until the poller's beats pass b (the condition, not a
 // time: the test fails by its own deadline if it never comes).
-func waitBeat(r *vhcrtest.Rig, b uint64) {
+func waitBeat(r *mastertest.Rig, b uint64) {
 	for r.PF.Beats() == b {
 		runtime.Gosched()
 	}
@@ -22,7 +22,7 @@ func waitBeat(r *vhcrtest.Rig, b uint64) {
 // on its futex between scans) feeds it, a poller stuck in a request does
 // not, and one that scans again feeds it again.
 func TestWatchdogFedOnlyWhileThePollerScans(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	w := watchdog{beats: r.PF.Beats}
 	w.step()

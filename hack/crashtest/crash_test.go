@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vhcrd/vhcrd/vhcr"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 // The PF's named crash points and the variable that selects one (package
@@ -275,7 +275,7 @@ type totals struct {
 type rig struct {
 	t       *testing.T
 	dir     string
-	a       *vhcr.Attachment
+	a       *vfclient.Attachment
 	workers []*worker
 	ctx     context.Context
 	wg      sync.WaitGroup
@@ -293,7 +293,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T, seed uint64, extra ...string) *rig {
-	dir := vhcrtest.TempDir(t, "vhcrd-crash")
+	dir := mastertest.TempDir(t, "vhcrd-crash")
 	r := &rig{t: t, dir: dir, extra: extra, finding: t.Errorf, tot: totals{pointKills: map[string]int{}},
 		lastPosted: make([]int, numVFs), lastCompleted: make([]int, numVFs), lastNonOK: make([]int, numVFs), lastStray: make([]uint64, numVFs)}
 	for range numVFs {
@@ -302,7 +302,7 @@ func newRig(t *testing.T, seed uint64, extra ...string) *rig {
 	if r.d, _ = startDaemon(t, dir, "", extra...); r.d.metrics == "" {
 		t.Fatalf("vhcrd killed before it served:\n%s", r.d.logText())
 	}
-	a, err := vhcr.AttachFile(filepath.Join(dir, "bar"))
+	a, err := vfclient.AttachFile(filepath.Join(dir, "bar"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
 )
 
 // The VFs' timeouts in the tier: a command is lost if it has not completed
@@ -166,9 +166,9 @@ type checkResult struct {
 type worker struct {
 	idx  int
 	mode mode
-	v    *vhcr.VF
+	v    *vfclient.VF
 	d    *vfdrv.Driver
-	a    *vhcr.Attachment
+	a    *vfclient.Attachment
 	l    *ledger
 	h    held
 	rng  *rand.Rand
@@ -182,12 +182,12 @@ type worker struct {
 	steps  int
 }
 
-func newWorker(a *vhcr.Attachment, idx int, seed uint64) (*worker, error) {
+func newWorker(a *vfclient.Attachment, idx int, seed uint64) (*worker, error) {
 	v, err := a.VF(idx)
 	if err != nil {
 		return nil, err
 	}
-	v.Timeouts = vhcr.Timeouts{Sync: crashSync, Offline: crashComm, Comm: crashComm, Post: crashPost}
+	v.Timeouts = vfclient.Timeouts{Sync: crashSync, Offline: crashComm, Comm: crashComm, Post: crashPost}
 	w := &worker{idx: idx, mode: modeOf(idx), v: v, a: a, l: &ledger{t: newTally()},
 		rng:    rand.New(rand.NewPCG(seed, uint64(idx))),
 		paused: make(chan struct{}), cmds: make(chan func()), resume: make(chan chan struct{})}

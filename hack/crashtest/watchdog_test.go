@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/hack/testenv/sdnotify"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 // TestWatchdogStarvedByAStuckPoller: vhcrd under a service manager with a
@@ -53,7 +53,7 @@ func TestWatchdogStarvedByAStuckPoller(t *testing.T) {
 	}()
 	m.WaitFor("READY", "1")
 	m.WaitFor("WATCHDOG", "1") // fed while the poller scans
-	a, err := vhcr.AttachFile(filepath.Join(dir, "bar"))
+	a, err := vfclient.AttachFile(filepath.Join(dir, "bar"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/metrics"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 // documents splits a multi-document YAML file.
@@ -395,7 +395,7 @@ func parseServeArgs(t *testing.T, args []string) serveArgs {
 
 // stateFile is the PF state file vhcrd serve keeps with these flags (as
 // cmd/vhcrd's stateFilePath chooses it): --pfstate, beside a file BAR, or
-// vhcr.DevicePath in vhcr.RunDir for a device; "" for none. It also checks
+// vfclient.DevicePath in vfclient.RunDir for a device; "" for none. It also checks
 // that a device BAR has a --vf-bar for every VF (no default then).
 func (a serveArgs) stateFile(t *testing.T, where string) string {
 	t.Helper()
@@ -418,7 +418,7 @@ func (a serveArgs) stateFile(t *testing.T, where string) string {
 	case sp.Scheme == "file":
 		return sp.Path + ".pfstate"
 	}
-	return vhcr.DevicePath(vhcr.RunDir, sp, ".pfstate")
+	return vfclient.DevicePath(vfclient.RunDir, sp, ".pfstate")
 }
 
 func atoi(t *testing.T, s string) int {

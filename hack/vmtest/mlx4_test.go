@@ -20,7 +20,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/hack/testenv"
 	"github.com/vhcrd/vhcrd/hack/testenv/sdnotify"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // The Linux-driver tier: Debian's unmodified mlx4_core, ib_core, ib_uverbs
@@ -934,7 +934,7 @@ func TestLinuxMLX4(t *testing.T) {
 			// a command across the kill.
 			var inFlight string
 			gone := pe.vhcrd.killAndRestart(t, func() {
-				f, err := os.Open(vhcr.VFBARPath(pe.vhcrd.ctrl, guestVF))
+				f, err := os.Open(wire.VFBARPath(pe.vhcrd.ctrl, guestVF))
 				if err != nil {
 					t.Fatal(err)
 				}

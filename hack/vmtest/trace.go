@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/vhcrd/vhcrd/vhcr/trace"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 )
 
 // The guest's vhcrd writes its command trace as JSON lines

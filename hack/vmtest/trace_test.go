@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr/trace"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 )
 
 // testdata/guest-trace.jsonl is the trace of a vhcrd run as the VM tier

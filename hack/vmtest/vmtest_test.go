@@ -20,7 +20,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/hack/testenv"
-	"github.com/vhcrd/vhcrd/vhcr/trace"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 )
 
 // Environment:

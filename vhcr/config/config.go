@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 //go:embed example.json
@@ -367,7 +367,7 @@ func (r *Resources) validate() error {
 }
 
 // MaxVFs is the largest VF count vhcrd serves: the wire contract's bound.
-const MaxVFs = vhcr.MaxVFs
+const MaxVFs = wire.MaxVFs
 
 var portStates = map[string]uint8{"down": 1, "init": 2, "armed": 3, "active": 4}
 

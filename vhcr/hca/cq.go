@@ -16,8 +16,8 @@ import (
 	"encoding/binary"
 
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // checkEQ: the CQ's completion EQ must be an EQ of this VF in HW. Linux

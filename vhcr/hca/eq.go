@@ -36,8 +36,8 @@ import (
 
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 const (

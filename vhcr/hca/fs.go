@@ -14,8 +14,8 @@ import (
 	"encoding/binary"
 
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // maxFSRulesPerVF bounds a VF's rules: mlx4 has no quota for them.

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // FuzzQPContext runs an arbitrary modify-QP mailbox through RST2INIT and

@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // An Image is the software HCA's state as plain values, for the PF's state

@@ -3,8 +3,8 @@ package hca
 import (
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // TestQPCounterLinuxRebind is what Linux's mlx4_ib does to a proxy QP

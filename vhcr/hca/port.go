@@ -22,8 +22,8 @@ import (
 	"encoding/binary"
 
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // port converts in_modifier[7:0] to a physical port or refuses BAD_PARAM.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // TestPropertyIsolation runs random command streams from several VFs,

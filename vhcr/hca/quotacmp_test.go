@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 )
 
 // The quotas QUERY_FUNC_CAP reports are the ones the tracker enforces.

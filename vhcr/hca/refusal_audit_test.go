@@ -8,8 +8,8 @@ import (
 	"github.com/vhcrd/vhcrd/mad/madtest"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // auditCase is one refusal of the audit against Linux's PF (6.1): the VF

@@ -1,6 +1,6 @@
 package hca
 
-import "github.com/vhcrd/vhcrd/vhcr/restrack"
+import "github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 
 // ResetFunction releases exactly VF vf's resources, in mlx4's cleanup order
 // (mlx4_delete_all_resources_for_slave, §2.8): VLANs and MACs (every

@@ -14,8 +14,8 @@ import (
 	"encoding/binary"
 
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // mttRefuse maps an MTT check error: a range outside the allocation is

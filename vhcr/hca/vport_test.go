@@ -7,8 +7,8 @@ import (
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
 )
 
 // vstRig has an Ethernet port 1; VF 0 is in VST (VLAN vlan, priority 5) with

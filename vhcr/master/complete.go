@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // Completion by event: with the vHCR 'e' bit, a command completes with an
@@ -47,8 +47,8 @@ import (
 type Completions uint8
 
 const (
-	CompletionsAuto Completions = iota // per command: token 0xffff → mlx4, else early
-	CompletionsMlx4                    // always as Linux's PF
+	CompletionsAuto  Completions = iota // per command: token 0xffff → mlx4, else early
+	CompletionsMlx4                     // always as Linux's PF
 	CompletionsEarly                    // always the accept-early EQE
 )
 
@@ -117,7 +117,7 @@ func (p *PF) completionEQE(i int, token uint16, status mlx4.Status, imm bool, ou
 // eqDoorbell reads VF vf's EQ doorbell word for eqn (the HCA asks when an
 // EQ looks full).
 func (p *PF) eqDoorbell(vf, eqn int) (uint32, bool) {
-	if vf < 0 || vf >= len(p.vfs) || eqn < 0 || eqn >= vhcr.MaxEQDoorbells {
+	if vf < 0 || vf >= len(p.vfs) || eqn < 0 || eqn >= wire.MaxEQDoorbells {
 		return 0, false
 	}
 	v, err := p.vfs[vf].bar.Load32(mlx4.EQDoorbellOffset(eqn))

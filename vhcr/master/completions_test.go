@@ -6,11 +6,11 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
 )
 
 // TestMlx4CompletionOrder: an 'e' command with token 0xffff completes as
@@ -19,7 +19,7 @@ import (
 // status and the immediate output and the toggle is not yet acknowledged;
 // the EQE carries the counter 1, 2, 3, ..., status 0 and out_param 0.
 func TestMlx4CompletionOrder(t *testing.T) {
-	r := vhcrtest.New(t, 1)
+	r := mastertest.New(t, 1)
 	r.Start(t)
 	ctx := context.Background()
 	v := r.InitVF(t, 0)
@@ -43,7 +43,7 @@ func TestMlx4CompletionOrder(t *testing.T) {
 		sw, err := r.VFBARs[0].Load32(mlx4.CommSlaveWrite)
 		return err == nil && sw>>31 == v.SlaveRead()>>31
 	}
-	vh := v.Memory()[vhcr.VFPageVHCR*4096:]
+	vh := v.Memory()[vfclient.VFPageVHCR*4096:]
 	// Runs on the poller inside PostEQE (it replaces the trace's observer).
 	if err := r.PF.Do(func() {
 		r.HCA.SetEQEObserver(func(vf, eqn int, eqe *[mlx4.EQESize]byte) {
@@ -60,7 +60,7 @@ func TestMlx4CompletionOrder(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, req := range []vhcr.Request{
+	for _, req := range []vfclient.Request{
 		{Op: mlx4.NOP},
 		{Op: mlx4.ALLOC_RES, InMod: 2 /* CQ */, OpMod: 1},
 		{Op: mlx4.FREE_RES, InMod: 2, OpMod: 1, InParam: 0xfffff},
@@ -90,7 +90,7 @@ func TestTraceOfBothCompletions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Trace: ring})
+	r := mastertest.NewWith(t, 2, mastertest.Options{Trace: ring})
 	r.Start(t)
 	ctx := context.Background()
 	var ds [2]*vfdrv.Driver
@@ -106,7 +106,7 @@ func TestTraceOfBothCompletions(t *testing.T) {
 	}
 	for range 2 {
 		for _, d := range ds {
-			if _, err := d.Do(ctx, &vhcr.Request{Op: mlx4.NOP, InMod: 5}); err != nil {
+			if _, err := d.Do(ctx, &vfclient.Request{Op: mlx4.NOP, InMod: 5}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -134,7 +134,7 @@ func TestTraceOfBothCompletions(t *testing.T) {
 // only, and RESET and FLR zero it (mlx4_master_do_cmd's RESET sets
 // event_eq[].token = 0; an FLR releases the function as a reset does).
 func TestMlx4TokenZeroedByResetAndFLR(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	ctx := context.Background()
 	up := func(i int, mode vfdrv.Completions) *vfdrv.Driver {
@@ -150,7 +150,7 @@ func TestMlx4TokenZeroedByResetAndFLR(t *testing.T) {
 	lx, seed := up(0, vfdrv.CompletionsMlx4), up(1, vfdrv.CompletionsEarly)
 	for range 3 {
 		for _, d := range []*vfdrv.Driver{lx, seed} {
-			if _, err := d.Do(ctx, &vhcr.Request{Op: mlx4.NOP}); err != nil {
+			if _, err := d.Do(ctx, &vfclient.Request{Op: mlx4.NOP}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -165,7 +165,7 @@ func TestMlx4TokenZeroedByResetAndFLR(t *testing.T) {
 		t.Fatalf("counter %d after FLR", n)
 	}
 	lx = up(0, vfdrv.CompletionsMlx4)
-	if _, err := lx.Do(ctx, &vhcr.Request{Op: mlx4.NOP}); err != nil || r.PF.CmdToken(0) != 1 {
+	if _, err := lx.Do(ctx, &vfclient.Request{Op: mlx4.NOP}); err != nil || r.PF.CmdToken(0) != 1 {
 		t.Fatalf("after FLR and RESET: %v, counter %d", err, r.PF.CmdToken(0))
 	}
 	if err := lx.Reset(ctx); err != nil {

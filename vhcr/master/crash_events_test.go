@@ -6,11 +6,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
 )
 
 // TestKillWithEvents: an 'e' command (ALLOC_RES of a CQ) with the PF killed
@@ -83,9 +83,9 @@ func TestKillWithEvents(t *testing.T) {
 // eventsRestarted: VF 1 of a two-VF rig with a state file enables events
 // (its driver completing as comp says) and the PF restarts cleanly; the
 // rig is left stopped for stepping, with the command EQ's number.
-func eventsRestarted(t *testing.T, comp vfdrv.Completions) (*vhcrtest.Rig, stepRig, int) {
+func eventsRestarted(t *testing.T, comp vfdrv.Completions) (*mastertest.Rig, stepRig, int) {
 	t.Helper()
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{State: true})
+	r := mastertest.NewWith(t, 2, mastertest.Options{State: true})
 	r.Start(t)
 	d, err := vfdrv.New(r.InitVF(t, 1), vfdrv.Options{BAR: r.VFBARs[1], Completions: comp})
 	if err != nil {
@@ -100,7 +100,7 @@ func eventsRestarted(t *testing.T, comp vfdrv.Completions) (*vhcrtest.Rig, stepR
 }
 
 // readEQE reads EQE number idx of VF vf's EQ eqn from the VF's memory.
-func readEQE(t *testing.T, r *vhcrtest.Rig, vf, eqn int, idx uint32) [mlx4.EQESize]byte {
+func readEQE(t *testing.T, r *mastertest.Rig, vf, eqn int, idx uint32) [mlx4.EQESize]byte {
 	t.Helper()
 	for _, e := range r.HCA.Image().EQs {
 		if e.VF != vf || e.EQN != eqn {
@@ -159,7 +159,7 @@ func TestKillEarlyAcceptedThenNextPosted(t *testing.T) {
 // exactly one completion EQE (the VF's token, or mlx4's counter with no
 // gap), and the tracker matches the ledger of completed commands.
 func TestKillsAtRandomWithEvents(t *testing.T) {
-	r := vhcrtest.NewWith(t, 3, vhcrtest.Options{State: true})
+	r := mastertest.NewWith(t, 3, mastertest.Options{State: true})
 	r.Start(t)
 	modes := map[int]vfdrv.Completions{1: vfdrv.CompletionsEarly, 2: vfdrv.CompletionsMlx4}
 	for vf, m := range modes {

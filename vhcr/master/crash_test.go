@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
 // crashScan runs one scan that dies at the nth hit of point and reports
@@ -53,7 +53,7 @@ func result(r stepRig) (mlx4.Status, uint64) {
 func TestKillAtEachPoint(t *testing.T) {
 	for _, point := range []string{crashpoint.PostAccepted, crashpoint.PostExecuting, crashpoint.PostWrittenBack, crashpoint.CommitTorn} {
 		t.Run(point, func(t *testing.T) {
-			r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+			r := newStepRigWith(t, 2, mastertest.Options{State: true})
 			r.up(t, 1)
 			postAllocCQ(r)
 			r.scan()
@@ -92,7 +92,7 @@ func TestKillAtEachPoint(t *testing.T) {
 // acknowledgement, so the restarted PF continues with VHCR0 and resets no
 // one; the VF's old objects were released by the RESET.
 func TestKillBetweenResetAndVHCR0(t *testing.T) {
-	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+	r := newStepRigWith(t, 2, mastertest.Options{State: true})
 	r.up(t, 1)
 	postAllocCQ(r)
 	r.scan()
@@ -122,7 +122,7 @@ func TestKillBetweenResetAndVHCR0(t *testing.T) {
 func TestKillInChannelRecord(t *testing.T) {
 	kills := 0
 	for nth := 1; ; nth++ {
-		r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+		r := newStepRigWith(t, 2, mastertest.Options{State: true})
 		r.up(t, 1)
 		postAllocCQ(r)
 		r.scan()
@@ -157,7 +157,7 @@ func TestKillInChannelRecord(t *testing.T) {
 // into the returned builder.
 func restartFromEdited(t *testing.T, edit func(b []byte)) (stepRig, *strings.Builder) {
 	t.Helper()
-	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+	r := newStepRigWith(t, 2, mastertest.Options{State: true})
 	r.up(t, 1)
 	postAllocCQ(r)
 	r.scan()
@@ -219,7 +219,7 @@ func TestStateFileOtherVersionOrPF(t *testing.T) {
 // were; a kill in the middle of writing a checkpoint leaves the previous
 // one and its journal.
 func TestCheckpointAndJournal(t *testing.T) {
-	r := newStepRigWith(t, 3, vhcrtest.Options{State: true})
+	r := newStepRigWith(t, 3, mastertest.Options{State: true})
 	r.up(t, 1)
 	r.up(t, 2)
 	alloc := func(vf int) uint64 {
@@ -278,7 +278,7 @@ func TestCheckpointAndJournal(t *testing.T) {
 // (a VF's last result lies beyond where replay stops) is not silently
 // dropped: the file is not trusted.
 func TestCorruptRecordMidJournal(t *testing.T) {
-	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+	r := newStepRigWith(t, 2, mastertest.Options{State: true})
 	r.up(t, 1)
 	for range 3 {
 		postAllocCQ(r)
@@ -300,7 +300,7 @@ func TestCorruptRecordMidJournal(t *testing.T) {
 // the journal's checkpoints are off this measurement (the journal has
 // room for every run).
 func TestJournaledPostAllocatesNothing(t *testing.T) {
-	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+	r := newStepRigWith(t, 2, mastertest.Options{State: true})
 	r.up(t, 1)
 	for _, h := range []mlx4.VHCR{
 		{Op: mlx4.NOP, Token: mlx4.PollToken},
@@ -335,7 +335,7 @@ func TestKillsAtRandomKeepLedger(t *testing.T) {
 
 func killsAtRandom(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 42))
-	r := newStepRigWith(t, 4, vhcrtest.Options{State: true})
+	r := newStepRigWith(t, 4, mastertest.Options{State: true})
 	ledger := map[int]map[restrack.Type]map[uint64]bool{}
 	for vf := 1; vf <= 3; vf++ {
 		r.up(t, vf)

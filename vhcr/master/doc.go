@@ -34,7 +34,7 @@
 // ends Run with ErrRegionLost; fault.go), the FLAGS reset handshake, FLR,
 // the poller's idle policy (spin, yield, futex doorbell), the counters the
 // poller keeps without atomics (Stats), and the writing of the command trace
-// (Options.Trace, package vhcr/trace; trace.go). Every VF-supplied value is read
+// (Options.Trace, package vhcr/master/trace; trace.go). Every VF-supplied value is read
 // once into PF-private memory and only that copy is checked and used.
 //
 // The wire contract and the VF half are package vhcr; the per-opcode ABI

@@ -2,7 +2,7 @@ package master
 
 import "github.com/vhcrd/vhcrd/vhcr/mlx4"
 
-// Hooks for the package's external tests, which drive a vhcrtest rig one
+// Hooks for the package's external tests, which drive a mastertest rig one
 // scan at a time (compiled into this package's tests only).
 
 // Scan runs one scan of every VF.

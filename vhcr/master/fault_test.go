@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // TestDMARegionShrinks: the DMA file is truncated under a serving PF so
@@ -23,9 +24,9 @@ import (
 // VHCR_EN is refused (bit 17, no second fault) while its window is not
 // backed, and accepted once the file has grown back.
 func TestDMARegionShrinks(t *testing.T) {
-	r := vhcrtest.NewWith(t, 4, vhcrtest.Options{Files: true})
+	r := mastertest.NewWith(t, 4, mastertest.Options{Files: true})
 	r.Start(t)
-	var vfs [2]*vhcr.VF
+	var vfs [2]*vfclient.VF
 	for i := range vfs {
 		vfs[i] = r.InitVF(t, i)
 	}
@@ -56,7 +57,7 @@ func TestDMARegionShrinks(t *testing.T) {
 	}
 	for round := 0; round < 3; round++ {
 		for i, v := range vfs {
-			if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+			if got := post(t, v, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 				t.Fatalf("VF %d below the lost range: %v", i, got.Status)
 			}
 		}
@@ -78,10 +79,10 @@ func TestDMARegionShrinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := r.InitVF(t, 3)
-	if got := post(t, v, vhcr.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
+	if got := post(t, v, vfclient.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
 		t.Fatalf("VF 3 after the file grew back: %v", got.Status)
 	}
-	if got := post(t, vfs[0], vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+	if got := post(t, vfs[0], vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("VF 0: %v", got.Status)
 	}
 }
@@ -89,7 +90,7 @@ func TestDMARegionShrinks(t *testing.T) {
 // waitReset waits, through requests about VF ask (each runs between two
 // scans), until the PF has reset VF i for reason; what names the cause for
 // the failure.
-func waitReset(t *testing.T, r *vhcrtest.Rig, i int, reason master.ResetReason, ask int, what string) {
+func waitReset(t *testing.T, r *mastertest.Rig, i int, reason master.ResetReason, ask int, what string) {
 	t.Helper()
 	for k := 0; r.PF.Stats().Reset(i, reason) == 0; k++ {
 		if _, err := r.PF.Info(ask); err != nil {
@@ -103,7 +104,7 @@ func waitReset(t *testing.T, r *vhcrtest.Rig, i int, reason master.ResetReason, 
 
 // waitAck waits, through the poller's request queue (each request runs
 // between two scans), for the PF to answer VF i's last Write.
-func waitAck(t *testing.T, r *vhcrtest.Rig, i int) {
+func waitAck(t *testing.T, r *mastertest.Rig, i int) {
 	t.Helper()
 	for k := 0; !r.Acked(i); k++ {
 		if _, err := r.PF.Info(i); err != nil {
@@ -119,11 +120,11 @@ func waitAck(t *testing.T, r *vhcrtest.Rig, i int) {
 // Run returns an error naming the file and its size instead of the process
 // dying of SIGBUS.
 func TestBARRegionShrinks(t *testing.T) {
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Files: true})
+	r := mastertest.NewWith(t, 2, mastertest.Options{Files: true})
 	done := make(chan error, 1)
 	go func() { done <- r.PF.Run(t.Context()) }()
 	v := r.InitVF(t, 0)
-	post(t, v, vhcr.Request{Op: mlx4.NOP})
+	post(t, v, vfclient.Request{Op: mlx4.NOP})
 	// The header goes; the idle poller's next sleep touches it.
 	if err := os.Truncate(r.BARPath, 0); err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestBARRegionShrinks(t *testing.T) {
 
 // held is how many objects of type ty VF vf holds, read on the poller (the
 // tracker's one owner) through PF.Do.
-func held(t *testing.T, r *vhcrtest.Rig, vf int, ty restrack.Type) int {
+func held(t *testing.T, r *mastertest.Rig, vf int, ty restrack.Type) int {
 	t.Helper()
 	var n int
 	if err := r.PF.Do(func() { n = r.HCA.Res.Counts(vf)[ty] }); err != nil {
@@ -159,10 +160,10 @@ func held(t *testing.T, r *vhcrtest.Rig, vf int, ty restrack.Type) int {
 // VF 1 is no longer served (its objects released, the reset counted), the
 // PF goes on, and VF 0 does not notice.
 func TestVFBARRegionShrinks(t *testing.T) {
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Files: true})
+	r := mastertest.NewWith(t, 2, mastertest.Options{Files: true})
 	r.Start(t)
 	v0, v1 := r.InitVF(t, 0), r.InitVF(t, 1)
-	post(t, v1, vhcr.Request{Op: mlx4.NOP})
+	post(t, v1, vfclient.Request{Op: mlx4.NOP})
 	d, err := vfdrv.New(v1, vfdrv.Options{BAR: r.VFBARs[1]})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +174,7 @@ func TestVFBARRegionShrinks(t *testing.T) {
 	if n := held(t, r, 1, restrack.MTT); n != 1 {
 		t.Fatalf("VF 1 holds %d MTT ranges", n)
 	}
-	if err := os.Truncate(vhcr.VFBARPath(r.BARPath, 1), 0); err != nil {
+	if err := os.Truncate(wire.VFBARPath(r.BARPath, 1), 0); err != nil {
 		t.Fatal(err)
 	}
 	waitReset(t, r, 1, master.ResetRegionLost, 0, "the lost VF BAR region")
@@ -181,7 +182,7 @@ func TestVFBARRegionShrinks(t *testing.T) {
 		t.Errorf("VF 1 still holds %d MTT ranges", n)
 	}
 	for range 3 {
-		if got := post(t, v0, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+		if got := post(t, v0, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 			t.Fatalf("VF 0: %v", got.Status)
 		}
 	}
@@ -196,11 +197,11 @@ func TestVFBARRegionShrinks(t *testing.T) {
 // file is whole again an FLR maps it back and VF 1 starts again from RESET
 // and serves, while VF 0 never notices.
 func TestFLRBringsBackLostVFBAR(t *testing.T) {
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Files: true})
+	r := mastertest.NewWith(t, 2, mastertest.Options{Files: true})
 	r.Start(t)
 	v0, v1 := r.InitVF(t, 0), r.InitVF(t, 1)
-	post(t, v1, vhcr.Request{Op: mlx4.NOP})
-	path := vhcr.VFBARPath(r.BARPath, 1)
+	post(t, v1, vfclient.Request{Op: mlx4.NOP})
+	path := wire.VFBARPath(r.BARPath, 1)
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -233,10 +234,10 @@ func TestFLRBringsBackLostVFBAR(t *testing.T) {
 		t.Fatalf("VF 1 after the FLR: %v", err)
 	}
 	for range 3 {
-		if got := post(t, v1, vhcr.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
+		if got := post(t, v1, vfclient.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
 			t.Fatalf("VF 1 after the FLR: %v", got.Status)
 		}
-		if got := post(t, v0, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+		if got := post(t, v0, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 			t.Fatalf("VF 0: %v", got.Status)
 		}
 	}

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // FuzzCommChannel drives VF 1's comm page with arbitrary slave_write words,
@@ -94,7 +94,7 @@ func FuzzSavedState(f *testing.F) {
 		r := newStepRig(t, 2)
 		r.up(t, 0)
 		r.up(t, 1)
-		base := vhcr.HdrVFRecord(1)
+		base := wire.HdrVFRecord(1)
 		if _, err := r.BAR.WriteAt(in[:16], base); err != nil {
 			t.Fatal(err)
 		}
@@ -102,8 +102,8 @@ func FuzzSavedState(f *testing.F) {
 		r.SlaveWrite(1).Store(sw)
 		r.SlaveRead(1).Store(sr)
 		delta := binary.BigEndian.Uint32(in[24:])
-		g, _ := r.BAR.Load32(vhcr.HdrPFGen)
-		_ = r.BAR.Store32(vhcr.HdrPFGen, g+delta)
+		g, _ := r.BAR.Load32(wire.HdrPFGen)
+		_ = r.BAR.Store32(wire.HdrPFGen, g+delta)
 		r.Rebuild(t)
 		st := r.PF.State(1)
 		got := r.SlaveRead(1).Load()

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 // TestGuestRAMWindow: VF 1's DMA memory is a guest's RAM (IOVA = GPA =
@@ -15,15 +15,15 @@ import (
 // written in the guest's RAM, its window in the shared DMA region stays
 // untouched, and VF 0 does not notice.
 func TestGuestRAMWindow(t *testing.T) {
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{GuestRAM: map[int]int64{1: 1 << 20}})
+	r := mastertest.NewWith(t, 2, mastertest.Options{GuestRAM: map[int]int64{1: 1 << 20}})
 	r.Start(t)
 	v0, v1 := r.InitVF(t, 0), r.InitVF(t, 1)
-	got := post(t, v1, vhcr.Request{Op: mlx4.QUERY_FW})
+	got := post(t, v1, vfclient.Request{Op: mlx4.QUERY_FW})
 	if got.Status != mlx4.OK {
 		t.Fatalf("VF 1 QUERY_FW: %v", got.Status)
 	}
 	ram, _ := r.GuestRAM[1].Bytes()
-	out := ram[vhcr.VFPageOutbox*4096 : vhcr.VFPageOutbox*4096+mlx4.QUERY_FW_OUT_SIZE]
+	out := ram[vfclient.VFPageOutbox*4096 : vfclient.VFPageOutbox*4096+mlx4.QUERY_FW_OUT_SIZE]
 	if bytes.Equal(out, make([]byte, len(out))) || !bytes.Equal(out, got.Out[:len(out)]) {
 		t.Fatal("the outbox was not written into the guest's RAM")
 	}
@@ -32,7 +32,7 @@ func TestGuestRAMWindow(t *testing.T) {
 	if !bytes.Equal(w1, make([]byte, len(w1))) {
 		t.Fatal("VF 1's window in the shared DMA region was touched")
 	}
-	if got := post(t, v0, vhcr.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
+	if got := post(t, v0, vfclient.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
 		t.Fatalf("VF 0 QUERY_FW: %v", got.Status)
 	}
 }
@@ -42,7 +42,7 @@ func TestGuestRAMWindow(t *testing.T) {
 // one in the RAM above 4 GiB is the page at file offset 2 GiB + (GPA -
 // 4 GiB), where the PF reads the command and writes the status back.
 func TestGuestRAMSplitThroughThePF(t *testing.T) {
-	r := newStepRigWith(t, 2, vhcrtest.Options{GuestRAM: map[int]int64{1: 3 << 30}})
+	r := newStepRigWith(t, 2, mastertest.Options{GuestRAM: map[int]int64{1: 3 << 30}})
 	enable := func(addr uint64) {
 		for _, c := range []struct {
 			cmd   mlx4.CommCmd

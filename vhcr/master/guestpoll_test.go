@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
 // BenchmarkPolledRoundTrip: a VF that cannot ring the futex doorbell (a
@@ -24,7 +24,7 @@ func BenchmarkPolledRoundTrip(b *testing.B) {
 			name = "no-guest"
 		}
 		b.Run(name, func(b *testing.B) {
-			r := vhcrtest.New(b, 1)
+			r := mastertest.New(b, 1)
 			r.Start(b)
 			v := r.InitVF(b, 0)
 			r.SetToggle(0, v.SlaveRead()>>31)

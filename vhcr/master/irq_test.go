@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/irq"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
 )
 
 // hang bounds a wait for an interrupt already raised: a hang guard, not a
@@ -27,9 +27,9 @@ func vector(t *testing.T, s *irq.Set, vf, v int) int {
 
 // irqVF starts a rig of one VF with two MSI-X vectors and a driver of
 // VF 0 that completes as mode says.
-func irqVF(t *testing.T, mode vfdrv.Completions) (*vhcrtest.Rig, *irq.Set, *vfdrv.Driver) {
+func irqVF(t *testing.T, mode vfdrv.Completions) (*mastertest.Rig, *irq.Set, *vfdrv.Driver) {
 	t.Helper()
-	r, set := vhcrtest.NewWithInterrupts(t, 1, 2, vhcrtest.Options{})
+	r, set := mastertest.NewWithInterrupts(t, 1, 2, mastertest.Options{})
 	r.Start(t)
 	d, err := vfdrv.New(r.InitVF(t, 0), vfdrv.Options{BAR: r.VFBARs[0], Completions: mode})
 	if err != nil {
@@ -54,7 +54,7 @@ func TestNOPInterrupt(t *testing.T) {
 			if n, _ := irq.Drain(vector(t, set, 0, 0)); n != 0 {
 				t.Fatalf("vector 0 raised %d times before any EQE", n)
 			}
-			res, err := d.PostEvent(ctx, &vhcr.Request{Op: mlx4.NOP, InMod: 0x1f})
+			res, err := d.PostEvent(ctx, &vfclient.Request{Op: mlx4.NOP, InMod: 0x1f})
 			if err != nil || res.Status != mlx4.OK || !res.Event {
 				t.Fatalf("NOP: %+v, %v", res, err)
 			}
@@ -76,7 +76,7 @@ func TestPortEventInterrupt(t *testing.T) {
 	if _, err := d.EnableEvents(ctx, 2, 4); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Poll(ctx, &vhcr.Request{Op: mlx4.MAP_EQ, InParam: 1 << mlx4.EventPortChange, InMod: 2}); err != nil {
+	if _, err := d.Poll(ctx, &vfclient.Request{Op: mlx4.MAP_EQ, InParam: 1 << mlx4.EventPortChange, InMod: 2}); err != nil {
 		t.Fatal(err)
 	}
 	var n int

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
 // pointSeen is a named point as the VF's memory stood when the PF passed
@@ -29,7 +29,7 @@ const notWritten = mlx4.Status(0xff)
 // state file, and returns the post-* points it passed and the torn moments
 // of records.
 func postPoints(t *testing.T, state bool, setup func(v benchVF) (mlx4.VHCR, []byte)) (seen []pointSeen, torn int) {
-	r := newStepRigWith(t, 2, vhcrtest.Options{State: state})
+	r := newStepRigWith(t, 2, mastertest.Options{State: state})
 	r.up(t, 1)
 	v := benchVF{r: r, b: t, pf: new(time.Duration)}
 	v.post(mlx4.VHCR{Op: mlx4.NOP}, nil)

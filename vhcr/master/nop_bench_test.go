@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
 // BenchmarkNOPParts splits the PF's side of vfctl bench's NOP round trip
@@ -34,7 +34,7 @@ func BenchmarkNOPParts(b *testing.B) {
 		traced, file bool
 	}{{"scan-idle", false, false, false}, {"post", true, false, false}, {"post-traced", true, true, false}, {"post-state-file", true, false, true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			o := vhcrtest.Options{Files: true, State: tc.file}
+			o := mastertest.Options{Files: true, State: tc.file}
 			if tc.traced {
 				ring, err := master.NewTrace(0)
 				if err != nil {

@@ -7,15 +7,15 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // Persistence: each VF's channel state is kept in a record in the PF state
 // file (pfstate.go; without one, in PF-private words of the header), read
 // only at PF start, so that a restarted PF resumes the channels, posted
 // commands included. With a state file the header's first word of each
-// record only mirrors the last command for vhcr.Attachment.ChannelUp. Every change of the state is
+// record only mirrors the last command for vfclient.Attachment.ChannelUp. Every change of the state is
 // written here before the VF can see it acknowledged (acknowledge,
 // violation); a VHCR_POST after a VHCR_POST changes nothing and writes
 // nothing, so the hot path does not pay for it.
@@ -214,8 +214,8 @@ func (p *PF) persistVF(i int) {
 // can be trusted and distrusts the others; it logs one line per cause and
 // returns the number of VFs restored. A region never served (magic and
 // PF_GEN zero) is a first start: its registers are cleared silently.
-func (p *PF) restore(b bar.Region, l vhcr.Layout, gen uint32) int {
-	magic, _ := b.Load32(vhcr.HdrMagic)
+func (p *PF) restore(b bar.Region, l wire.Layout, gen uint32) int {
+	magic, _ := b.Load32(wire.HdrMagic)
 	if magic == 0 && gen == 0 {
 		for i := range p.vfs {
 			p.vfs[i].sw.Store(0)
@@ -224,14 +224,14 @@ func (p *PF) restore(b bar.Region, l vhcr.Layout, gen uint32) int {
 		return 0
 	}
 	global := p.stateCause // the objects are lost: every VF that used its channel is told
-	if old, err := vhcr.ReadLayout(b); global != "" {
+	if old, err := wire.ReadLayout(b); global != "" {
 	} else if err != nil {
 		global = err.Error()
 	} else if old != l.Through(b) {
 		global = fmt.Sprintf("the header describes another layout (%d VFs, windows of %#x at %#x) than this PF serves (%d VFs, windows of %#x at %#x)",
 			old.NumVFs, old.Window, old.DMABase, l.NumVFs, l.Window, l.DMABase)
-	} else if v, _ := b.Load32(vhcr.HdrStateVer); v != vhcr.StateVersion {
-		global = fmt.Sprintf("saved state version %d, this build writes %d", v, vhcr.StateVersion)
+	} else if v, _ := b.Load32(wire.HdrStateVer); v != wire.StateVersion {
+		global = fmt.Sprintf("saved state version %d, this build writes %d", v, wire.StateVersion)
 	}
 	told := map[string][]int{}
 	var causes []string

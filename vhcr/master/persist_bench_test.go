@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
 // benchVF posts commands for VF 1 of a rig driven scan by scan: vHCR at
@@ -183,7 +183,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 // benchVFWithEQ is VF 1 of a new step rig (with a state file if state),
 // its channel up and EQ 1 in hardware (an MTT at 0x8000, 128 EQEs).
 func benchVFWithEQ(b *testing.B, state bool) benchVF {
-	r := newStepRigWith(b, 2, vhcrtest.Options{State: state})
+	r := newStepRigWith(b, 2, mastertest.Options{State: state})
 	r.up(b, 1)
 	v := benchVF{r, b, new(time.Duration)}
 	m := v.mtt(0x8000)

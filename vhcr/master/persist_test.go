@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
 // checkSaved fails unless the channel state persisted for VF i equals the
@@ -145,7 +145,7 @@ func TestRestartContinuesEveryStep(t *testing.T) {
 	t.Run("between VHCR2 and VHCR_EN", func(t *testing.T) {
 		// The vHCR at 0x11000 of a 128 KiB window: VHCR2 carries bit 16 and
 		// VHCR_EN 0x1000, so a restart that lost the high words shows.
-		r := newStepRigWith(t, 2, vhcrtest.Options{Window: 128 * 1024})
+		r := newStepRigWith(t, 2, mastertest.Options{Window: 128 * 1024})
 		seq(t, r, all[:4], []uint16{0, 0, 0, 1})
 		r.Rebuild(t)
 		seq(t, r, all[4:], []uint16{0x1000})

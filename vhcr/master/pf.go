@@ -10,11 +10,11 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
-	"github.com/vhcrd/vhcrd/vhcr/trace"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // Options configure a PF.
@@ -27,7 +27,7 @@ type Options struct {
 	// GuestRAM are the VFs whose DMA window is a guest's RAM file instead
 	// (dma.Space.UseGuestRAM: IOVA = guest-physical address, q35's split).
 	GuestRAM map[int]bar.Region
-	Layout   vhcr.Layout
+	Layout   wire.Layout
 	HCA      *hca.HCA
 	Logger   *slog.Logger // nil: slog.Default()
 	Idle     Idle         // the poller's idle policy; zero fields: DefaultIdle's
@@ -46,7 +46,7 @@ type Options struct {
 
 // PF is the master side of the comm channel for all VFs of one region.
 type PF struct {
-	lay   vhcr.Layout
+	lay   wire.Layout
 	bar   bar.Region
 	dma   bar.Region
 	space *dma.Space
@@ -200,7 +200,7 @@ func New(o Options) (*PF, error) {
 	if err := p.mapVFs(o, ps); err != nil {
 		return nil, err
 	}
-	gen, _ := o.BAR.Load32(vhcr.HdrPFGen)
+	gen, _ := o.BAR.Load32(wire.HdrPFGen)
 	pending, err := p.loadPrevious(o, ps, gen)
 	if err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func New(o Options) (*PF, error) {
 			p.resume(i, pending, ps)
 		}
 	}
-	p.pfState.Store(vhcr.PFStateInit)
+	p.pfState.Store(wire.PFStateInit)
 	if restored > 0 {
 		p.log.Info("restored comm channel state from the previous PF", "vfs", restored, "generation", p.gen)
 	}
@@ -287,7 +287,7 @@ func newPF(o Options) (*PF, error) {
 	}
 	p.stats = newStats(l.NumVFs, p.table.NumOps())
 	p.limit = rateLimiter{perSec: 10}
-	if p.pfState, err = bar.NewReg(o.BAR, vhcr.HdrPFState); err != nil {
+	if p.pfState, err = bar.NewReg(o.BAR, wire.HdrPFState); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -312,14 +312,14 @@ func (p *PF) mapVF(o Options, ps *pstate, i int) error {
 	}
 	// The channel record: in the state file if there is one (the header's
 	// first word then mirrors its last command for
-	// vhcr.Attachment.ChannelUp, and is never read by a PF), else in the
+	// vfclient.Attachment.ChannelUp, and is never read by a PF), else in the
 	// header.
 	var err error
-	recR, recOff := o.BAR, vhcr.HdrVFRecord(i)
+	recR, recOff := o.BAR, wire.HdrVFRecord(i)
 	st.nslot = 1
 	if ps != nil {
 		recR, recOff, st.nslot = o.State, ps.g.ChanSlot(i, 0), pfstate.SlotsPerVF
-		if st.mirror, err = bar.NewReg(o.BAR, vhcr.HdrVFRecord(i)+pfstate.WordLastCmd); err != nil {
+		if st.mirror, err = bar.NewReg(o.BAR, wire.HdrVFRecord(i)+pfstate.WordLastCmd); err != nil {
 			return err
 		}
 	}
@@ -346,7 +346,7 @@ func (p *PF) mapVF(o Options, ps *pstate, i int) error {
 // model fresh and nothing pending. It returns the commands pending at the
 // previous PF's death.
 func (p *PF) loadPrevious(o Options, ps *pstate, gen uint32) (*jrec, error) {
-	if old, err := vhcr.ReadLayout(o.BAR); err == nil && old.NumVFs != o.Layout.NumVFs {
+	if old, err := wire.ReadLayout(o.BAR); err == nil && old.NumVFs != o.Layout.NumVFs {
 		p.vfsBefore = old.NumVFs
 	}
 	if ps == nil {
@@ -375,7 +375,7 @@ func (p *PF) writeHeader(o Options, ps *pstate) error {
 			ps.format(l)
 		}
 	}
-	if err := o.BAR.Store32(vhcr.HdrStateVer, vhcr.StateVersion); err != nil {
+	if err := o.BAR.Store32(wire.HdrStateVer, wire.StateVersion); err != nil {
 		return err
 	}
 	for i := range p.vfs {
@@ -386,13 +386,13 @@ func (p *PF) writeHeader(o Options, ps *pstate) error {
 		return err
 	}
 	if l.Through(o.BAR).Doorbell {
-		p.doorbell, _ = bar.Word(o.BAR, vhcr.HdrDoorbell)
-		p.sleeping, _ = bar.Word(o.BAR, vhcr.HdrPFSleeping)
+		p.doorbell, _ = bar.Word(o.BAR, wire.HdrDoorbell)
+		p.sleeping, _ = bar.Word(o.BAR, wire.HdrPFSleeping)
 	}
 	if ps != nil {
 		ps.setGen(p.gen) // before PF_GEN: a restart accepts PF_GEN or PF_GEN+1
 	}
-	return o.BAR.Store32(vhcr.HdrPFGen, p.gen)
+	return o.BAR.Store32(wire.HdrPFGen, p.gen)
 }
 
 // Stats returns a copy of the poller-owned counters, made by the poller
@@ -406,10 +406,10 @@ func (p *PF) Stats() *Stats {
 }
 
 // PFState returns PF_STATE as this PF last wrote it in the header:
-// vhcr.PFStateInit from New until Run starts the poller, PFStateServing
+// wire.PFStateInit from New until Run starts the poller, PFStateServing
 // while it serves, PFStateStopped once Run returned. Safe on any goroutine.
 func (p *PF) PFState() uint32 {
-	st := uint32(vhcr.PFStateStopped)
+	st := uint32(wire.PFStateStopped)
 	// Guarded: a control region that shrank is the poller's to report (it
 	// stops serving), not a SIGBUS in the caller.
 	_ = bar.Guard(func() { st = p.pfState.Load() })
@@ -420,7 +420,7 @@ func (p *PF) PFState() uint32 {
 func (p *PF) Table() *Table { return p.table }
 
 // Layout returns the wire layout served.
-func (p *PF) Layout() vhcr.Layout { return p.lay }
+func (p *PF) Layout() wire.Layout { return p.lay }
 
 // rateLimiter allows perSec log lines a second.
 type rateLimiter struct {

@@ -7,16 +7,17 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 var ctx = context.Background()
 
-func post(t *testing.T, v *vhcr.VF, r vhcr.Request) vhcr.Response {
+func post(t *testing.T, v *vfclient.VF, r vfclient.Request) vfclient.Response {
 	t.Helper()
 	resp, err := v.Post(ctx, &r)
 	if err != nil {
@@ -26,14 +27,14 @@ func post(t *testing.T, v *vhcr.VF, r vhcr.Request) vhcr.Response {
 }
 
 func TestBringUpAndQueries(t *testing.T) {
-	r := vhcrtest.New(t, 4)
+	r := mastertest.New(t, 4)
 	r.Start(t)
 	v := r.InitVF(t, 3)
 
-	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+	if got := post(t, v, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP: %v", got.Status)
 	}
-	fw := post(t, v, vhcr.Request{Op: mlx4.QUERY_FW})
+	fw := post(t, v, vfclient.Request{Op: mlx4.QUERY_FW})
 	if fw.Status != mlx4.OK {
 		t.Fatalf("QUERY_FW: %v", fw.Status)
 	}
@@ -49,14 +50,14 @@ func TestBringUpAndQueries(t *testing.T) {
 			t.Fatalf("QUERY_FW byte %#x = %#x; the VF view is zero past the version", i, fw.Out[i])
 		}
 	}
-	fc := post(t, v, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP})
+	fc := post(t, v, vfclient.Request{Op: mlx4.QUERY_FUNC_CAP})
 	if fc.Status != mlx4.OK || fc.Out[0]&0x10 == 0 || fc.Out[1] != 2 {
 		t.Fatalf("QUERY_FUNC_CAP general: %v flags %#x ports %d", fc.Status, fc.Out[0], fc.Out[1])
 	}
 	if q := binary.BigEndian.Uint32(fc.Out[0x50:]); q != uint32(r.HCA.Quota(3, "qp")) || q == 0 {
 		t.Errorf("QP quota %d, want %d", q, r.HCA.Quota(3, "qp"))
 	}
-	pc := post(t, v, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2})
+	pc := post(t, v, vfclient.Request{Op: mlx4.QUERY_FUNC_CAP, OpMod: 1, InMod: 2})
 	if pc.Status != mlx4.OK || pc.Out[3] != 2 {
 		t.Fatalf("QUERY_FUNC_CAP port 2: %v phys port %d", pc.Status, pc.Out[3])
 	}
@@ -64,21 +65,21 @@ func TestBringUpAndQueries(t *testing.T) {
 	if qp1 := binary.BigEndian.Uint32(pc.Out[0x1c:]); qp1 != qp0proxy+2 {
 		t.Errorf("QP1 proxy %#x is not QP0 proxy %#x + 2", qp1, qp0proxy)
 	}
-	qport := post(t, v, vhcr.Request{Op: mlx4.QUERY_PORT, InMod: 1})
+	qport := post(t, v, vfclient.Request{Op: mlx4.QUERY_PORT, InMod: 1})
 	if qport.Status != mlx4.OK || qport.Out[0]&0x80 == 0 {
 		t.Fatalf("QUERY_PORT: %v type %#x (link up expected)", qport.Status, qport.Out[0])
 	}
 	if n := binary.BigEndian.Uint16(qport.Out[0x0c:]); n != 3 {
 		t.Errorf("QUERY_PORT P_Key table length %d, want VF 3's 3 virtual entries", n)
 	}
-	dc := post(t, v, vhcr.Request{Op: mlx4.QUERY_DEV_CAP})
+	dc := post(t, v, vfclient.Request{Op: mlx4.QUERY_DEV_CAP})
 	if dc.Status != mlx4.OK || dc.Out[0x13] != 17 || dc.Out[0x37]&0xf != 2 || dc.Out[0x4c] != 0 {
 		t.Fatalf("QUERY_DEV_CAP: %v log_qps %d ports %d bf %#x", dc.Status, dc.Out[0x13], dc.Out[0x37]&0xf, dc.Out[0x4c])
 	}
 }
 
 func TestOpcodeStatuses(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 0)
 	for _, tc := range []struct {
@@ -113,7 +114,7 @@ func TestOpcodeStatuses(t *testing.T) {
 		{mlx4.QUERY_FW, 1, 0, mlx4.BAD_PARAM, refusal.OpModifier},
 	} {
 		before := r.PF.Stats().Refusal(0, tc.reason)
-		got := post(t, v, vhcr.Request{Op: tc.op, OpMod: tc.opMod, InMod: tc.inMod})
+		got := post(t, v, vfclient.Request{Op: tc.op, OpMod: tc.opMod, InMod: tc.inMod})
 		if got.Status != tc.want {
 			t.Errorf("%v op_mod %d in_mod %#x: status %v, want %v", tc.op, tc.opMod, tc.inMod, got.Status, tc.want)
 		}
@@ -122,32 +123,32 @@ func TestOpcodeStatuses(t *testing.T) {
 		}
 	}
 	// Command failures never reset the VF.
-	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+	if got := post(t, v, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after refusals: %v", got.Status)
 	}
 }
 
 // rawPost writes a vHCR image into VF v's page 0 and posts, bypassing the
 // library's own address choices.
-func rawPost(t *testing.T, v *vhcr.VF, h mlx4.VHCR) uint32 {
+func rawPost(t *testing.T, v *vfclient.VF, h mlx4.VHCR) uint32 {
 	t.Helper()
 	var img [mlx4.VHCRSize]byte
 	h.Encode(&img)
 	copy(v.Memory(), img[:])
-	if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, v.Timeouts.Post); err != nil && !errors.Is(err, vhcr.ErrInternal) {
+	if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, v.Timeouts.Post); err != nil && !errors.Is(err, vfclient.ErrInternal) {
 		t.Fatalf("post: %v", err)
 	}
 	return v.SlaveRead()
 }
 
 func TestMailboxAddresses(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 1)
 	other := r.InitVF(t, 0)
 
 	// Inbox outside the window: INTERNAL_ERR, the VF is not reset.
-	sr := rawPost(t, v, vhcr.Request2VHCR(mlx4.SET_PORT, vhcrtest.Window, 0))
+	sr := rawPost(t, v, vfclient.Request2VHCR(mlx4.SET_PORT, mastertest.Window, 0))
 	if sr&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR != 0 {
 		t.Fatalf("inbox fault reset the VF (slave_read %#x)", sr)
 	}
@@ -155,15 +156,15 @@ func TestMailboxAddresses(t *testing.T) {
 		t.Errorf("inbox outside the window: %v, want INTERNAL_ERR", st)
 	}
 	// Inbox not 4 KiB aligned after masking the low byte: INTERNAL_ERR.
-	rawPost(t, v, vhcr.Request2VHCR(mlx4.SET_PORT, 0x1800, 0))
+	rawPost(t, v, vfclient.Request2VHCR(mlx4.SET_PORT, 0x1800, 0))
 	if st := mlx4.Status(v.Memory()[mlx4.OffStatus]); st != mlx4.INTERNAL_ERR {
 		t.Errorf("unaligned inbox: %v, want INTERNAL_ERR", st)
 	}
-	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+	if got := post(t, v, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after inbox faults: %v", got.Status)
 	}
 	// Outbox outside the window: a DMA failure, the VF is reset with bit 17.
-	sr = rawPost(t, v, vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 1<<40))
+	sr = rawPost(t, v, vfclient.Request2VHCR(mlx4.QUERY_FW, 0, 1<<40))
 	if sr&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 		t.Fatalf("outbox fault did not reset the VF (slave_read %#x)", sr)
 	}
@@ -174,14 +175,14 @@ func TestMailboxAddresses(t *testing.T) {
 		t.Errorf("after the outbox fault VF 1 is %v active=%v, want RESET", in.LastCmd, in.Active)
 	}
 	// The other VF is untouched.
-	if got := post(t, other, vhcr.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
+	if got := post(t, other, vfclient.Request{Op: mlx4.QUERY_FW}); got.Status != mlx4.OK {
 		t.Fatalf("VF 0 after VF 1's reset: %v", got.Status)
 	}
 	// And VF 1 comes back through RESET.
 	if err := v.Init(ctx); err != nil {
 		t.Fatalf("re-init: %v", err)
 	}
-	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+	if got := post(t, v, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after re-init: %v", got.Status)
 	}
 }
@@ -190,24 +191,24 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		reason master.ResetReason
-		do     func(v *vhcr.VF) error
+		do     func(v *vfclient.VF) error
 	}{
-		{"VHCR_POST before VHCR_EN", master.ResetSequence, func(v *vhcr.VF) error {
+		{"VHCR_POST before VHCR_EN", master.ResetSequence, func(v *vfclient.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
 			return v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, v.Timeouts.Comm)
 		}},
-		{"VHCR1 before VHCR0", master.ResetSequence, func(v *vhcr.VF) error {
+		{"VHCR1 before VHCR0", master.ResetSequence, func(v *vfclient.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
 			return v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR1, 0, v.Timeouts.Comm)
 		}},
-		{"unknown comm command", master.ResetUnknownCmd, func(v *vhcr.VF) error {
+		{"unknown comm command", master.ResetUnknownCmd, func(v *vfclient.VF) error {
 			return v.Comm(ctx, 7, 0, v.Timeouts.Comm)
 		}},
-		{"vHCR outside the window", master.ResetVHCRAddress, func(v *vhcr.VF) error {
+		{"vHCR outside the window", master.ResetVHCRAddress, func(v *vfclient.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
@@ -218,7 +219,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 			}
 			return v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_EN, 0, v.Timeouts.Comm) // address 0 is fine...
 		}},
-		{"vHCR not 4 KiB aligned", master.ResetVHCRAddress, func(v *vhcr.VF) error {
+		{"vHCR not 4 KiB aligned", master.ResetVHCRAddress, func(v *vfclient.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
@@ -229,7 +230,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 			}
 			return v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_EN, 0x0800, v.Timeouts.Comm)
 		}},
-		{"vHCR beyond the window", master.ResetVHCRAddress, func(v *vhcr.VF) error {
+		{"vHCR beyond the window", master.ResetVHCRAddress, func(v *vfclient.VF) error {
 			if err := v.Reset(ctx); err != nil {
 				return err
 			}
@@ -245,7 +246,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := vhcrtest.New(t, 3)
+			r := mastertest.New(t, 3)
 			r.Start(t)
 			bystander := r.InitVF(t, 0)
 			v := r.VF(t, 2)
@@ -257,7 +258,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 			}
 			err := tc.do(v)
 			wantReset := tc.name != "vHCR outside the window"
-			if wantReset && !errors.Is(err, vhcr.ErrInternal) {
+			if wantReset && !errors.Is(err, vfclient.ErrInternal) {
 				t.Fatalf("got %v, want the bit-17 reset (ErrInternal)", err)
 			}
 			if !wantReset && err != nil {
@@ -272,7 +273,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 				}
 			}
 			for i := 0; i < 3; i++ {
-				if got := post(t, bystander, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+				if got := post(t, bystander, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 					t.Fatalf("bystander VF: %v", got.Status)
 				}
 			}
@@ -284,7 +285,7 @@ func TestProtocolViolationsResetOnlyThatVF(t *testing.T) {
 }
 
 func TestWrongToggle(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 1)
 	bystander := r.InitVF(t, 0)
@@ -300,19 +301,19 @@ func TestWrongToggle(t *testing.T) {
 	if got := v.SlaveRead(); got != sr&mlx4.CommToggle|mlx4.COMM_CHAN_EVENT_INTERNAL_ERR {
 		t.Errorf("slave_read %#08x, want toggle %d with bit 17", got, sr>>31)
 	}
-	if got := post(t, bystander, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+	if got := post(t, bystander, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("bystander: %v", got.Status)
 	}
 }
 
 func TestZeroedRegistersResync(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 0)
 	// Init flips the toggle 5 times; two NOPs leave it at 1, so zeroing
 	// the registers contradicts the PF's acknowledged toggle.
-	post(t, v, vhcr.Request{Op: mlx4.NOP})
-	post(t, v, vhcr.Request{Op: mlx4.NOP})
+	post(t, v, vfclient.Request{Op: mlx4.NOP})
+	post(t, v, vfclient.Request{Op: mlx4.NOP})
 	if v.SlaveRead()>>31 != 1 {
 		t.Fatalf("toggle %d, want 1", v.SlaveRead()>>31)
 	}
@@ -324,7 +325,7 @@ func TestZeroedRegistersResync(t *testing.T) {
 	if err := v2.Init(ctx); err != nil {
 		t.Fatalf("init after zeroing: %v", err)
 	}
-	if got := post(t, v2, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+	if got := post(t, v2, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after zeroing: %v", got.Status)
 	}
 	if r.PF.Stats().Resyncs[0] == 0 {
@@ -336,20 +337,20 @@ func TestZeroedRegistersResync(t *testing.T) {
 }
 
 func TestPostAndNeverLookAgain(t *testing.T) {
-	r := vhcrtest.New(t, 3)
+	r := mastertest.New(t, 3)
 	r.Start(t)
 	quiet := r.InitVF(t, 1)
 	busy := r.InitVF(t, 2)
 	// VF 1 posts QUERY_FW and walks away: no wait, never reads.
 	var img [mlx4.VHCRSize]byte
-	h := vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 2*4096)
+	h := vfclient.Request2VHCR(mlx4.QUERY_FW, 0, 2*4096)
 	h.Encode(&img)
 	copy(quiet.Memory(), img[:])
 	if err := quiet.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 50; i++ {
-		if got := post(t, busy, vhcr.Request{Op: mlx4.QUERY_FUNC_CAP}); got.Status != mlx4.OK {
+		if got := post(t, busy, vfclient.Request{Op: mlx4.QUERY_FUNC_CAP}); got.Status != mlx4.OK {
 			t.Fatalf("VF 2 command %d: %v", i, got.Status)
 		}
 	}
@@ -360,7 +361,7 @@ func TestPostAndNeverLookAgain(t *testing.T) {
 }
 
 func TestResetRequestHandshake(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 1)
 	if err := v.RequestReset(ctx); err != nil {
@@ -378,7 +379,7 @@ func TestResetRequestHandshake(t *testing.T) {
 }
 
 func TestFLR(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 1)
 	if err := r.PF.BeginFLR(1); err != nil {
@@ -387,7 +388,7 @@ func TestFLR(t *testing.T) {
 	// A command during FLR is dropped: no acknowledgement.
 	before := v.SlaveRead()
 	var img [mlx4.VHCRSize]byte
-	h := vhcr.Request2VHCR(mlx4.NOP, 0, 0)
+	h := vfclient.Request2VHCR(mlx4.NOP, 0, 0)
 	h.Encode(&img)
 	copy(v.Memory(), img[:])
 	if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, 0); err != nil {
@@ -409,7 +410,7 @@ func TestFLR(t *testing.T) {
 	_ = page.Store32(mlx4.CommSlaveRead, 0)
 	_ = page.Store32(mlx4.CommSlaveWrite, 0)
 	v2 := r.InitVF(t, 1)
-	if got := post(t, v2, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+	if got := post(t, v2, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after FLR: %v", got.Status)
 	}
 	if n := r.PF.Stats().Reset(1, master.ResetFLR); n != 1 {
@@ -418,15 +419,15 @@ func TestFLR(t *testing.T) {
 }
 
 func TestPFRestartKeepsChannels(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 1)
-	post(t, v, vhcr.Request{Op: mlx4.NOP})
+	post(t, v, vfclient.Request{Op: mlx4.NOP})
 	r.Stop(t)
 	// While the PF is down the VF posts; the command must run exactly once
 	// after the restart, without the VF re-initialising.
 	var img [mlx4.VHCRSize]byte
-	h := vhcr.Request2VHCR(mlx4.QUERY_FW, 0, 2*4096)
+	h := vfclient.Request2VHCR(mlx4.QUERY_FW, 0, 2*4096)
 	h.Encode(&img)
 	copy(v.Memory(), img[:])
 	if err := v.Comm(ctx, mlx4.MLX4_COMM_CMD_VHCR_POST, 0, 0); err != nil {
@@ -440,7 +441,7 @@ func TestPFRestartKeepsChannels(t *testing.T) {
 	if st := mlx4.Status(v.Memory()[mlx4.OffStatus]); st != mlx4.OK {
 		t.Fatalf("QUERY_FW across the restart: %v", st)
 	}
-	if got := post(t, v, vhcr.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
+	if got := post(t, v, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("NOP after restart: %v", got.Status)
 	}
 	idx := r.PF.Table().Lookup(mlx4.QUERY_FW).Index()
@@ -450,10 +451,10 @@ func TestPFRestartKeepsChannels(t *testing.T) {
 }
 
 func TestEventBitWithoutEQIsRefused(t *testing.T) {
-	r := vhcrtest.New(t, 1)
+	r := mastertest.New(t, 1)
 	r.Start(t)
 	v := r.InitVF(t, 0)
-	got := post(t, v, vhcr.Request{Op: mlx4.NOP, Event: true, Token: 7})
+	got := post(t, v, vfclient.Request{Op: mlx4.NOP, Event: true, Token: 7})
 	if got.Status != mlx4.BAD_SYS_STATE {
 		t.Fatalf("'e' without an EQ: %v, want BAD_SYS_STATE", got.Status)
 	}
@@ -472,14 +473,14 @@ func TestSpinPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Store(0x0101)
-	if r, ok := vhcr.SpinPoll(g, 1, 3); ok || r != 0x0101 {
+	if r, ok := vfclient.SpinPoll(g, 1, 3); ok || r != 0x0101 {
 		t.Fatalf("toggle 0 polled for 1: got %#x, %v", r, ok)
 	}
 	g.Store(mlx4.CommToggle | 0x0101)
-	if r, ok := vhcr.SpinPoll(g, 1, 3); !ok || r != mlx4.CommToggle|0x0101 {
+	if r, ok := vfclient.SpinPoll(g, 1, 3); !ok || r != mlx4.CommToggle|0x0101 {
 		t.Fatalf("toggle 1 polled for 1: got %#x, %v", r, ok)
 	}
-	if _, ok := vhcr.SpinPoll(g, 1, 0); ok {
+	if _, ok := vfclient.SpinPoll(g, 1, 0); ok {
 		t.Fatal("zero polls matched")
 	}
 }
@@ -487,7 +488,7 @@ func TestSpinPoll(t *testing.T) {
 // TestAccessRegThroughTheChannel: a VF reads PTYS through its comm channel
 // (inbox and outbox through its DMA window) and is refused a write.
 func TestAccessRegThroughTheChannel(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 1)
 	in := make([]byte, 0x14+0x34)
@@ -495,7 +496,7 @@ func TestAccessRegThroughTheChannel(t *testing.T) {
 	binary.BigEndian.PutUint16(in[4:], mlx4.REG_ID_PTYS)
 	in[6], in[7] = mlx4.ACCESS_REG_QUERY, 1
 	in[0x14+1] = 2 // VF port 2
-	got := post(t, v, vhcr.Request{Op: mlx4.ACCESS_REG, In: in})
+	got := post(t, v, vfclient.Request{Op: mlx4.ACCESS_REG, In: in})
 	if got.Status != mlx4.OK || got.Out == nil {
 		t.Fatalf("PTYS query: %v", got.Status)
 	}
@@ -503,7 +504,7 @@ func TestAccessRegThroughTheChannel(t *testing.T) {
 		t.Fatalf("PTYS reply: register status %#x, local_port %d", st, port)
 	}
 	in[6] = mlx4.ACCESS_REG_WRITE
-	if got := post(t, v, vhcr.Request{Op: mlx4.ACCESS_REG, In: in}); got.Status != mlx4.BAD_OP {
+	if got := post(t, v, vfclient.Request{Op: mlx4.ACCESS_REG, In: in}); got.Status != mlx4.BAD_OP {
 		t.Fatalf("PTYS write: %v, want BAD_OP", got.Status)
 	}
 }
@@ -511,7 +512,7 @@ func TestAccessRegThroughTheChannel(t *testing.T) {
 // TestNewRejectsSmallBAR: a fixed-size BAR (a device) that cannot hold the
 // VFs is refused with bar.ErrTooSmall.
 func TestNewRejectsSmallBAR(t *testing.T) {
-	l, _ := vhcr.NewLayout(8, 64<<10, true, 0, 0, "")
+	l, _ := wire.NewLayout(8, 64<<10, true, 0, 0, "")
 	small, _ := bar.NewMem("bar", 0x10000)
 	_, err := master.New(master.Options{BAR: small, DMA: small, Layout: l})
 	if !errors.Is(err, bar.ErrTooSmall) {

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // The PF-private state file (<bar>.pfstate, tmpfs by default, covered by
@@ -64,7 +64,7 @@ const (
 	recActivate = pfstate.KindActivate
 
 	flagInbox  = pfstate.FlagInbox
-	flagEarly   = pfstate.FlagEarly
+	flagEarly  = pfstate.FlagEarly
 	flagEvent  = pfstate.FlagEvent
 	flagOutbox = pfstate.FlagOutbox
 	flagImm    = pfstate.FlagImm
@@ -78,7 +78,7 @@ var ErrStateFile = errors.New("master: state file")
 
 // StateFileSize is the size of the state file for a layout with eqsPerVF
 // EQ numbers per VF.
-func StateFileSize(l vhcr.Layout, eqsPerVF int) int64 {
+func StateFileSize(l wire.Layout, eqsPerVF int) int64 {
 	return pfstate.NewGeometry(l.NumVFs, eqsPerVF).Size
 }
 
@@ -114,7 +114,7 @@ type pstate struct {
 	admin uint64  // the HCA's AdminChanges at the last checkpoint
 }
 
-func openState(r bar.Region, l vhcr.Layout, eqs int) (*pstate, error) {
+func openState(r bar.Region, l wire.Layout, eqs int) (*pstate, error) {
 	g := pfstate.NewGeometry(l.NumVFs, eqs)
 	if r.Size() < g.Size {
 		return nil, fmt.Errorf("%s: %w: %d VFs need %#x bytes, the file has %#x", r.Name(), ErrStateFile, l.NumVFs, g.Size, r.Size())
@@ -152,14 +152,14 @@ func (ps *pstate) prefault() {
 }
 
 // headerBytes is the header this PF writes, before its check word.
-func (ps *pstate) headerBytes(l vhcr.Layout) []byte {
+func (ps *pstate) headerBytes(l wire.Layout) []byte {
 	h := pfstate.Header(ps.nvf, ps.eqs, ps.g.Journal.Size, ps.g.Ckpt.Size, pfstate.LayoutCheck(l.Window, l.DMABase, l.DMASize))
 	return h[:]
 }
 
 // checkHeader says why the file's header is not this PF's ("" if it is);
 // fresh reports a file never written.
-func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
+func (ps *pstate) checkHeader(l wire.Layout) (cause string, fresh bool) {
 	b := ps.b
 	if bytes.Equal(b[:pfstate.HdrGen+4], make([]byte, pfstate.HdrGen+4)) {
 		return "", true
@@ -187,7 +187,7 @@ func (ps *pstate) checkHeader(l vhcr.Layout) (cause string, fresh bool) {
 // on from the clock's nanoseconds, beyond any number an earlier life of
 // the file (which numbered fewer commands than nanoseconds passed) can
 // have left in it, so that no stale record continues the new journal.
-func (ps *pstate) format(l vhcr.Layout) {
+func (ps *pstate) format(l wire.Layout) {
 	atomic.StoreUint32(ps.act, 0)
 	clear(ps.b[ps.g.Chans.Off:ps.g.Pos.End()])
 	for i := range ps.last {

@@ -9,11 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/internal/futex"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // Idle is the idle policy of the poller. After the last work it spins
@@ -107,7 +107,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		for i := range p.vfs {
 			p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ mlx4.CommFlagsOffline)
 		}
-		p.pfState.Store(vhcr.PFStateServing)
+		p.pfState.Store(wire.PFStateServing)
 		p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
 	}
 
@@ -240,8 +240,8 @@ func (p *PF) shutdown() {
 			st := &p.vfs[i]
 			st.flags.Store(st.flags.Load() | mlx4.CommFlagsOffline)
 		}
-		_ = p.bar.Store32(vhcr.HdrPFStopped, uint32(time.Now().Unix()))
-		p.pfState.Store(vhcr.PFStateStopped)
+		_ = p.bar.Store32(wire.HdrPFStopped, uint32(time.Now().Unix()))
+		p.pfState.Store(wire.PFStateStopped)
 	})
 	p.running.Store(false)
 	if err != nil {

@@ -4,10 +4,10 @@ import (
 	"fmt"
 
 	"github.com/vhcrd/vhcrd/dma"
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // The PF's side of the state file (pfstate.go) at start: what a restarted
@@ -16,7 +16,7 @@ import (
 // loadState restores the model from the state file: the checkpoint, then
 // the committed records replayed quietly. It returns the last record if it
 // never committed, and why the state cannot be trusted ("" if it can).
-func (p *PF) loadState(ps *pstate, l vhcr.Layout, gen uint32) (pending *jrec, cause string) {
+func (p *PF) loadState(ps *pstate, l wire.Layout, gen uint32) (pending *jrec, cause string) {
 	defer func() {
 		if cause != "" {
 			// nothing of untrusted state is re-delivered, nor carried

@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 // Info reports a VF's last refused command: opcode, status, the reason the
@@ -16,7 +16,7 @@ import (
 // prints after a non-OK status). An OK command leaves it; another VF's
 // refusal is not this VF's.
 func TestInfoLastRefusal(t *testing.T) {
-	r := vhcrtest.New(t, 2)
+	r := mastertest.New(t, 2)
 	r.Start(t)
 	v := r.InitVF(t, 0)
 	w := r.InitVF(t, 1)
@@ -25,9 +25,9 @@ func TestInfoLastRefusal(t *testing.T) {
 	if err != nil || in.Refused != (master.Refusal{}) {
 		t.Fatalf("before any refusal: %+v, %v", in.Refused, err)
 	}
-	post := func(vf *vhcr.VF, op mlx4.Opcode, opMod uint8) mlx4.Status {
+	post := func(vf *vfclient.VF, op mlx4.Opcode, opMod uint8) mlx4.Status {
 		t.Helper()
-		resp, err := vf.Post(ctx, &vhcr.Request{Op: op, OpMod: opMod})
+		resp, err := vf.Post(ctx, &vfclient.Request{Op: op, OpMod: opMod})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/restrack"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
 // TestRestartKeepsTheHCAState: a PF restarted from its state file (the
@@ -20,7 +20,7 @@ import (
 // doorbell fields are left out of the comparison: the restarted PF reads
 // every doorbell afresh (hca.HCA.RefreshEQs) by design.
 func TestRestartKeepsTheHCAState(t *testing.T) {
-	r := newStepRigWith(t, 2, vhcrtest.Options{State: true})
+	r := newStepRigWith(t, 2, mastertest.Options{State: true})
 	r.up(t, 1)
 	v := benchVF{r, t, new(time.Duration)}
 	eqm := v.mtt(0x8000)

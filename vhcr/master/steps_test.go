@@ -7,23 +7,23 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/trace"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
 )
 
-// stepRig is a vhcrtest rig driven without its poller: the test writes
+// stepRig is a mastertest rig driven without its poller: the test writes
 // registers and calls scan, so every assertion is about one deterministic
 // scan.
 type stepRig struct {
-	*vhcrtest.Rig
+	*mastertest.Rig
 	t testing.TB
 }
 
-func newStepRig(t testing.TB, n int) stepRig { return newStepRigWith(t, n, vhcrtest.Options{}) }
+func newStepRig(t testing.TB, n int) stepRig { return newStepRigWith(t, n, mastertest.Options{}) }
 
-func newStepRigWith(t testing.TB, n int, o vhcrtest.Options) stepRig {
-	return stepRig{vhcrtest.NewWith(t, n, o), t}
+func newStepRigWith(t testing.TB, n int, o mastertest.Options) stepRig {
+	return stepRig{mastertest.NewWith(t, n, o), t}
 }
 
 func (r stepRig) scan() bool { return r.PF.Scan() }
@@ -103,7 +103,7 @@ func TestPostAllocatesNothing(t *testing.T) {
 }
 
 func postAllocatesNothing(t *testing.T, ring *trace.Ring) {
-	r := newStepRigWith(t, 2, vhcrtest.Options{Trace: ring})
+	r := newStepRigWith(t, 2, mastertest.Options{Trace: ring})
 	r.up(t, 1)
 	for _, op := range []mlx4.Opcode{mlx4.NOP, mlx4.QUERY_FUNC_CAP, mlx4.INIT_HCA, mlx4.MAD_DEMUX, mlx4.MAD_IFC} {
 		r.vhcr(1, op, 2*4096)
@@ -177,7 +177,7 @@ func BenchmarkPost(b *testing.B) {
 			name += "/traced"
 		}
 		b.Run(name, func(b *testing.B) {
-			var o vhcrtest.Options
+			var o mastertest.Options
 			if tc.traced {
 				ring, err := master.NewTrace(0)
 				if err != nil {
@@ -234,7 +234,7 @@ func TestWriteBackKeepsTheVFsWord(t *testing.T) {
 // copies through the window and writes back the status word and the
 // immediate output the same way.
 func TestUnmappedDMAWindow(t *testing.T) {
-	r := newStepRigWith(t, 1, vhcrtest.Options{UnmappedDMA: true})
+	r := newStepRigWith(t, 1, mastertest.Options{UnmappedDMA: true})
 	r.up(t, 0)
 	if st := r.PF.State(0); st.VHCRMapped || !st.VHCRBoxChecked {
 		t.Fatalf("vHCR over a region that has no mapping: mapped %v, page checked %v", st.VHCRMapped, st.VHCRBoxChecked)
@@ -335,21 +335,21 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 func TestFastPathDeclines(t *testing.T) {
 	cases := []struct {
 		name  string
-		opts  vhcrtest.Options
+		opts  mastertest.Options
 		setup func(r stepRig)
 	}{
-		{"inbox", vhcrtest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.SW2HW_CQ, 0) }},
-		{"outbox", vhcrtest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.QUERY_FUNC_CAP, 0x2000) }},
-		{"EPERM", vhcrtest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.MAD_DEMUX, 0) }},
-		{"unknown opcode", vhcrtest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.INIT_HCA, 0) }},
-		{"illegal op_modifier", vhcrtest.Options{}, func(r stepRig) {
+		{"inbox", mastertest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.SW2HW_CQ, 0) }},
+		{"outbox", mastertest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.QUERY_FUNC_CAP, 0x2000) }},
+		{"EPERM", mastertest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.MAD_DEMUX, 0) }},
+		{"unknown opcode", mastertest.Options{}, func(r stepRig) { r.vhcr(0, mlx4.INIT_HCA, 0) }},
+		{"illegal op_modifier", mastertest.Options{}, func(r stepRig) {
 			r.SetVHCR(r.t, 0, mlx4.VHCR{Op: mlx4.ALLOC_RES, OpMod: 5, Token: mlx4.PollToken})
 		}},
-		{"e bit", vhcrtest.Options{}, func(r stepRig) {
+		{"e bit", mastertest.Options{}, func(r stepRig) {
 			r.SetVHCR(r.t, 0, mlx4.VHCR{Op: mlx4.NOP, Flags: mlx4.FlagE, Token: 7})
 		}},
-		{"unmapped vHCR", vhcrtest.Options{UnmappedDMA: true}, func(r stepRig) { r.vhcr(0, mlx4.NOP, 0) }},
-		{"slave_read rewritten", vhcrtest.Options{}, func(r stepRig) {
+		{"unmapped vHCR", mastertest.Options{UnmappedDMA: true}, func(r stepRig) { r.vhcr(0, mlx4.NOP, 0) }},
+		{"slave_read rewritten", mastertest.Options{}, func(r stepRig) {
 			r.vhcr(0, mlx4.NOP, 0)
 			r.SlaveRead(0).Store(r.SlaveRead(0).Load() ^ mlx4.CommToggle)
 		}},

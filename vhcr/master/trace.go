@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/trace"
 )
 
 // The command trace (Options.Trace): the poller, its only writer, records

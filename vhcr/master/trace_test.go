@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/master"
+	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
+	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
-	"github.com/vhcrd/vhcrd/vhcr/trace"
-	"github.com/vhcrd/vhcrd/vhcr/vfdrv"
-	"github.com/vhcrd/vhcrd/vhcr/vhcrtest"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
 )
 
 // traceLines reads every record of r as text lines without the time column.
@@ -53,7 +53,7 @@ func TestTraceOfASession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := vhcrtest.NewWith(t, 2, vhcrtest.Options{Trace: ring})
+	r := mastertest.NewWith(t, 2, mastertest.Options{Trace: ring})
 	r.Start(t)
 	ctx := context.Background()
 	v := r.InitVF(t, 1)
@@ -64,23 +64,23 @@ func TestTraceOfASession(t *testing.T) {
 	if _, err := d.EnableEvents(ctx, 2, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Do(ctx, &vhcr.Request{Op: mlx4.NOP, InMod: 5}); err != nil {
+	if _, err := d.Do(ctx, &vfclient.Request{Op: mlx4.NOP, InMod: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.UseEvents(false); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := v.Post(ctx, &vhcr.Request{Op: mlx4.ALLOC_RES, InMod: uint32(mlx4.RES_QP),
+	if res, err := v.Post(ctx, &vfclient.Request{Op: mlx4.ALLOC_RES, InMod: uint32(mlx4.RES_QP),
 		OpMod: uint8(mlx4.RES_OP_RESERVE), InParam: 1<<32 | 1}); err != nil || res.Status != mlx4.OK {
 		t.Fatalf("ALLOC_RES: %v %v", res.Status, err)
 	}
 	var smp [256]byte // SubnGet(NodeInfo), LID-routed
 	copy(smp[:], []byte{1, 0x01, 1, 0x01})
 	smp[16], smp[17] = 0x00, 0x11
-	if _, err := v.Post(ctx, &vhcr.Request{Op: mlx4.MAD_IFC, OpMod: 1, InMod: 1, In: smp[:]}); err != nil {
+	if _, err := v.Post(ctx, &vfclient.Request{Op: mlx4.MAD_IFC, OpMod: 1, InMod: 1, In: smp[:]}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := v.Post(ctx, &vhcr.Request{Op: mlx4.MAD_DEMUX, InParam: 0x1234}); err != nil || res.Status != mlx4.BAD_OP {
+	if res, err := v.Post(ctx, &vfclient.Request{Op: mlx4.MAD_DEMUX, InParam: 0x1234}); err != nil || res.Status != mlx4.BAD_OP {
 		t.Fatalf("MAD_DEMUX: %v %v", res.Status, err)
 	}
 	if err := r.PF.FLR(1); err != nil {
@@ -120,7 +120,7 @@ func TestTraceOfViolationsAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newStepRigWith(t, 2, vhcrtest.Options{Trace: ring})
+	r := newStepRigWith(t, 2, mastertest.Options{Trace: ring})
 	r.write(0, mlx4.MLX4_COMM_CMD_VHCR1, 7) // not after VHCR0
 	r.scan()
 	r.up(t, 1)

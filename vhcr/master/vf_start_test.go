@@ -5,13 +5,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 // startRig is a step rig with VF 0 up and its VF library side open: the
 // VF's Start and Poll against the PF, one deterministic scan at a time.
-func startRig(t *testing.T) (stepRig, *vhcr.VF) {
+func startRig(t *testing.T) (stepRig, *vfclient.VF) {
 	t.Helper()
 	r := newStepRig(t, 1)
 	r.up(t, 0)
@@ -26,29 +26,29 @@ func startRig(t *testing.T) (stepRig, *vhcr.VF) {
 // PF has served the command and then returns what Post would have, once.
 func TestStartPoll(t *testing.T) {
 	r, v := startRig(t)
-	if _, _, err := v.Poll(); !errors.Is(err, vhcr.ErrNotStarted) {
-		t.Fatalf("Poll before Start: %v, want vhcr.ErrNotStarted", err)
+	if _, _, err := v.Poll(); !errors.Is(err, vfclient.ErrNotStarted) {
+		t.Fatalf("Poll before Start: %v, want vfclient.ErrNotStarted", err)
 	}
-	if err := v.Start(&vhcr.Request{Op: mlx4.NOP}); err != nil {
+	if err := v.Start(&vfclient.Request{Op: mlx4.NOP}); err != nil {
 		t.Fatal(err)
 	}
 	if _, done, err := v.Poll(); done || err != nil {
 		t.Fatalf("Poll before the PF scanned: done=%v err=%v", done, err)
 	}
-	if err := v.Start(&vhcr.Request{Op: mlx4.NOP}); !errors.Is(err, vhcr.ErrBusy) {
-		t.Fatalf("second Start while in flight: %v, want vhcr.ErrBusy", err)
+	if err := v.Start(&vfclient.Request{Op: mlx4.NOP}); !errors.Is(err, vfclient.ErrBusy) {
+		t.Fatalf("second Start while in flight: %v, want vfclient.ErrBusy", err)
 	}
 	r.scan()
 	resp, done, err := v.Poll()
 	if !done || err != nil || resp.Status != mlx4.OK || resp.Out != nil {
 		t.Fatalf("NOP: done=%v err=%v status=%v out=%v", done, err, resp.Status, resp.Out != nil)
 	}
-	if _, _, err := v.Poll(); !errors.Is(err, vhcr.ErrNotStarted) {
-		t.Fatalf("Poll after completion: %v, want vhcr.ErrNotStarted", err)
+	if _, _, err := v.Poll(); !errors.Is(err, vfclient.ErrNotStarted) {
+		t.Fatalf("Poll after completion: %v, want vfclient.ErrNotStarted", err)
 	}
 
 	// An opcode with an outbox: the Response points at the outbox page.
-	if err := v.Start(&vhcr.Request{Op: mlx4.QUERY_FW}); err != nil {
+	if err := v.Start(&vfclient.Request{Op: mlx4.QUERY_FW}); err != nil {
 		t.Fatal(err)
 	}
 	r.scan()
@@ -61,7 +61,7 @@ func TestStartPoll(t *testing.T) {
 	}
 
 	// A bad status is in the Response, not an error.
-	if err := v.Start(&vhcr.Request{Op: 0xfff}); err != nil {
+	if err := v.Start(&vfclient.Request{Op: 0xfff}); err != nil {
 		t.Fatal(err)
 	}
 	r.scan()
@@ -74,13 +74,13 @@ func TestStartPoll(t *testing.T) {
 // completes the command with ErrInternal.
 func TestPollInternalError(t *testing.T) {
 	r, v := startRig(t)
-	if err := v.Start(&vhcr.Request{Op: mlx4.NOP}); err != nil {
+	if err := v.Start(&vfclient.Request{Op: mlx4.NOP}); err != nil {
 		t.Fatal(err)
 	}
 	// The PF's answer to a violation: its toggle with bit 17.
 	r.SlaveRead(0).Store(r.SlaveWrite(0).Load()&mlx4.CommToggle | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
-	if _, done, err := v.Poll(); !done || !errors.Is(err, vhcr.ErrInternal) {
-		t.Fatalf("done=%v err=%v, want vhcr.ErrInternal", done, err)
+	if _, done, err := v.Poll(); !done || !errors.Is(err, vfclient.ErrInternal) {
+		t.Fatalf("done=%v err=%v, want vfclient.ErrInternal", done, err)
 	}
 }
 
@@ -88,7 +88,7 @@ func TestPollInternalError(t *testing.T) {
 // with Poll allocates nothing on the VF side.
 func TestStartPollAllocatesNothing(t *testing.T) {
 	r, v := startRig(t)
-	req := vhcr.Request{Op: mlx4.NOP}
+	req := vfclient.Request{Op: mlx4.NOP}
 	allocs := testing.AllocsPerRun(1000, func() {
 		if err := v.Start(&req); err != nil {
 			t.Fatal(err)

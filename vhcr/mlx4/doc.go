@@ -11,7 +11,7 @@
 // Each layout is written once, here, and checked by golden tests against
 // the kernel structure written out in the test; where both sides of the
 // channel need a structure, a codec serves both: the PF (package vhcr/hca)
-// decodes what the VF driver (package vhcr/vfdrv) encodes. Decoders accept
+// decodes what the VF driver (package vhcr/vfclient/vfdrv) encodes. Decoders accept
 // every bit pattern and clamp sizes derived from VF-controlled exponents.
 //
 // Names follow the Linux mlx4 driver so that they grep against it: opcodes

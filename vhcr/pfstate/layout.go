@@ -153,7 +153,7 @@ const (
 // immediate bits).
 const (
 	FlagInbox  = 1 << 0 // the intent keeps the inbox
-	FlagEarly   = 1 << 1 // accepted the early way ('e' bit, early acknowledgement)
+	FlagEarly  = 1 << 1 // accepted the early way ('e' bit, early acknowledgement)
 	FlagEvent  = 1 << 2 // completes by EQE
 	FlagOutbox = 1 << 3 // the result keeps the outbox
 	FlagImm    = 1 << 4 // immediate output

@@ -5,8 +5,8 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"testing"
 
-	"github.com/vhcrd/vhcrd/vhcr"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // The offsets below are written out by hand from the format as version 4
@@ -36,7 +36,7 @@ func TestChannelRecordLayout(t *testing.T) {
 		{"cmd_mask", pfstate.RecCmdMask, 0xff}, {"active", pfstate.RecActive, 1 << 8}, {"valid", pfstate.RecValid, 1 << 31},
 		{"seq_shift", pfstate.RecSeqShift, 9}, {"seq_mask", pfstate.RecSeqMask, 0x7f}, {"slots", pfstate.SlotsPerVF, 2},
 		// the header's copy: VF n's record at 0x400 + 16*n
-		{"header_slot", vhcr.HdrVFState, 0x400}, {"header_slot_size", vhcr.HdrVFStateSize, 16},
+		{"header_slot", wire.HdrVFState, 0x400}, {"header_slot_size", wire.HdrVFStateSize, 16},
 	})
 	// VHCR_POST (6), active, sequence 5, at 0x12345678_9abcd000.
 	r := pfstate.Record{LastCmd: 6, Active: true, VHCR: 0x123456789abcd000}
@@ -98,7 +98,7 @@ func TestStateFileGeometry(t *testing.T) {
 		{"chan(1,1)", g.ChanSlot(1, 1), 0x1030}, {"seq(1)", g.SeqWord(1), 0x2008}, {"pos(1,2)", g.PosWord(1, 2, 4), 0x3018},
 		{"ckpt_slot(1)", g.CkptSlot(1), 0x2004000},
 	})
-	g = pfstate.NewGeometry(vhcr.MaxVFs, 1024)
+	g = pfstate.NewGeometry(wire.MaxVFs, 1024)
 	checkOffsets(t, "geometry(126 VFs, 1024 EQs)", []off{
 		{"seqs", g.Seqs.Off, 0x2000}, {"pos", g.Pos.Off, 0x3000}, {"pos_size", g.Pos.Size, 0x7e000}, {"journal", g.Journal.Off, 0x81000},
 	})

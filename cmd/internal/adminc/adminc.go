@@ -3,7 +3,7 @@
 // socket of a BAR region is, and one request/answer exchange on it (one JSON
 // line each way; an answer "# error: ..." is a refusal). The server is
 // cmd/vhcrd/admin.go; `vhcrd trace` streams instead and uses package
-// vhcr/trace's Follow.
+// vhcr/master/trace's Follow.
 package adminc
 
 import (
@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 )
 
 // ErrRefused wraps the daemon's "# error: ..." answer.
@@ -36,7 +36,7 @@ func DefaultSocket(barSpec string) (string, error) {
 	if sp.Scheme == "file" {
 		return sp.Path + ".sock", nil
 	}
-	return vhcr.DevicePath(vhcr.RunDir, sp, ".sock"), nil
+	return vfclient.DevicePath(vfclient.RunDir, sp, ".sock"), nil
 }
 
 // Socket is an admin socket to call: its path and, where known, the BAR
@@ -49,8 +49,8 @@ type Socket struct {
 
 // Dial connects to s within timeout. Where the socket cannot be reached
 // (no file, nobody listening) and s.BAR is a file region, the region's
-// owner claim decides (vhcr.CheckPF): no holder is reported at once (a PF
-// that was killed wraps vhcr.ErrPFDead, one that stopped vhcr.ErrNoPF); a
+// owner claim decides (vfclient.CheckPF): no holder is reported at once (a PF
+// that was killed wraps vfclient.ErrPFDead, one that stopped vfclient.ErrNoPF); a
 // holder is a PF starting, whose socket is waited for until timeout.
 func (s Socket) Dial(timeout time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(timeout)
@@ -67,7 +67,7 @@ func (s Socket) Dial(timeout time.Duration) (net.Conn, error) {
 		if ctrl == "" || !absent {
 			return nil, fmt.Errorf("admin socket: %w (is vhcrd serving? see --admin-socket)", err)
 		}
-		if perr := vhcr.CheckPF(ctrl); perr != nil {
+		if perr := vfclient.CheckPF(ctrl); perr != nil {
 			if errors.Is(perr, os.ErrNotExist) {
 				return nil, fmt.Errorf("admin socket: %w (is vhcrd serving? no region %s)", err, ctrl)
 			}

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/bar"
-	"github.com/vhcrd/vhcrd/vhcr"
+	"github.com/vhcrd/vhcrd/vhcr/vfclient"
+	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
 // controlFile writes a control file in PF_STATE st and returns its path.
 func controlFile(t *testing.T, st uint32) string {
 	t.Helper()
-	l, err := vhcr.NewLayout(1, 64<<10, true, 0x40000, 0, "")
+	l, err := wire.NewLayout(1, 64<<10, true, 0x40000, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func controlFile(t *testing.T, st uint32) string {
 	if err := l.Write(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Store32(vhcr.HdrPFState, st); err != nil {
+	if err := f.Store32(wire.HdrPFState, st); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -39,13 +40,13 @@ func controlFile(t *testing.T, st uint32) string {
 // holder and SERVING is a dead PF, reported at once; no holder and
 // stopped is no PF; a holder is a PF starting, whose socket is waited for.
 func TestCallTellsADeadPFFromAStartingOne(t *testing.T) {
-	path := controlFile(t, vhcr.PFStateServing)
+	path := controlFile(t, wire.PFStateServing)
 	s := Socket{Path: path + ".sock", BAR: "file:" + path}
-	if _, err := Call(s, map[string]any{"cmd": "vf.list"}, time.Minute); !errors.Is(err, vhcr.ErrPFDead) {
+	if _, err := Call(s, map[string]any{"cmd": "vf.list"}, time.Minute); !errors.Is(err, vfclient.ErrPFDead) {
 		t.Fatalf("killed PF: %v, want ErrPFDead", err)
 	}
-	stopped := controlFile(t, vhcr.PFStateStopped)
-	if _, err := Call(Socket{Path: stopped + ".sock", BAR: "file:" + stopped}, map[string]any{}, time.Minute); !errors.Is(err, vhcr.ErrNoPF) {
+	stopped := controlFile(t, wire.PFStateStopped)
+	if _, err := Call(Socket{Path: stopped + ".sock", BAR: "file:" + stopped}, map[string]any{}, time.Minute); !errors.Is(err, vfclient.ErrNoPF) {
 		t.Fatalf("stopped PF: %v, want ErrNoPF", err)
 	}
 	o, err := bar.Own(path) // a PF starting: the claim, no socket yet
