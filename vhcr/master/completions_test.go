@@ -41,7 +41,7 @@ func TestMlx4CompletionOrder(t *testing.T) {
 	var got []seen
 	acked := func() bool {
 		sw, err := r.VFBARs[0].Load32(mlx4.CommSlaveWrite)
-		return err == nil && sw>>31 == v.SlaveRead()>>31
+		return err == nil && sw>>mlx4.CommToggleShift == v.SlaveRead()>>mlx4.CommToggleShift
 	}
 	vh := v.Memory()[vfclient.VFPageVHCR*4096:]
 	// Runs on the poller inside PostEQE (it replaces the trace's observer).

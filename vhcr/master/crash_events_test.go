@@ -34,7 +34,7 @@ func TestKillWithEvents(t *testing.T) {
 					t.Fatalf("no command EQ after the clean restart (event EQ %d)", eqn)
 				}
 				tok0 := r.PF.CmdToken(1)
-				r.SetToggle(1, r.SlaveWrite(1).Load()>>31)
+				r.SetToggle(1, r.SlaveWrite(1).Load()>>mlx4.CommToggleShift)
 				r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: mode.token, Flags: mlx4.FlagE})
 				r.Write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 				if !crashScan(t, sr, point, 1) {
@@ -125,7 +125,7 @@ func readEQE(t *testing.T, r *mastertest.Rig, vf, eqn int, idx uint32) [mlx4.EQE
 func TestKillEarlyAcceptedThenNextPosted(t *testing.T) {
 	r, sr, eqn := eventsRestarted(t, vfdrv.CompletionsEarly)
 	p0, _ := r.HCA.EQProd(1, eqn)
-	r.SetToggle(1, r.SlaveWrite(1).Load()>>31)
+	r.SetToggle(1, r.SlaveWrite(1).Load()>>mlx4.CommToggleShift)
 	r.SetVHCR(t, 1, mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1, Token: 0x111, Flags: mlx4.FlagE})
 	r.Write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
 	if !crashScan(t, sr, crashpoint.PostAccepted, 1) {
@@ -182,7 +182,7 @@ func TestKillsAtRandomWithEvents(t *testing.T) {
 	}
 	led := map[int]*vfLedger{}
 	for vf := range modes {
-		r.SetToggle(vf, r.SlaveWrite(vf).Load()>>31)
+		r.SetToggle(vf, r.SlaveWrite(vf).Load()>>mlx4.CommToggleShift)
 		eqn := r.HCA.EventEQ(vf, mlx4.EventCmd)
 		p, _ := r.HCA.EQProd(vf, eqn)
 		led[vf] = &vfLedger{eqn: eqn, cons: p, token: r.PF.CmdToken(vf), cqs: map[uint64]bool{}}

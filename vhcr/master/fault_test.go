@@ -63,7 +63,7 @@ func TestDMARegionShrinks(t *testing.T) {
 		}
 	}
 	// VF 3 starts again while its window is still lost: refused at VHCR_EN.
-	r.SetToggle(3, r.SlaveRead(3).Load()>>31)
+	r.SetToggle(3, r.SlaveRead(3).Load()>>mlx4.CommToggleShift)
 	for _, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN} {
 		r.Write(3, c, 0)
 		waitAck(t, r, 3)

@@ -57,7 +57,7 @@ func TestGuestRAMSplitThroughThePF(t *testing.T) {
 	if st := r.PF.State(1); st.Active || r.PF.Stats().Reset(1, master.ResetVHCRAddress) != 1 || r.SlaveRead(1).Load()&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
 		t.Fatalf("vHCR in the hole: active %v, resets %d", st.Active, r.PF.Stats().Reset(1, master.ResetVHCRAddress))
 	}
-	r.SetToggle(1, r.SlaveRead(1).Load()>>31)
+	r.SetToggle(1, r.SlaveRead(1).Load()>>mlx4.CommToggleShift)
 	const gpa = 1<<32 + 0x10000
 	enable(gpa)
 	if st := r.PF.State(1); !st.Active || st.VHCR != gpa {

@@ -27,7 +27,7 @@ func BenchmarkPolledRoundTrip(b *testing.B) {
 			r := mastertest.New(b, 1)
 			r.Start(b)
 			v := r.InitVF(b, 0)
-			r.SetToggle(0, v.SlaveRead()>>31)
+			r.SetToggle(0, v.SlaveRead()>>mlx4.CommToggleShift)
 			r.SetVHCR(b, 0, mlx4.VHCR{Op: mlx4.NOP})
 			if guest {
 				r.PF.GuestAttached(true)

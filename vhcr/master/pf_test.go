@@ -292,14 +292,14 @@ func TestWrongToggle(t *testing.T) {
 	// Rewrite slave_write with the command of a NOP post but without
 	// flipping the toggle: what a VF that flipped twice leaves behind.
 	sr := v.SlaveRead()
-	word := mlx4.CommWord(sr>>31, mlx4.MLX4_COMM_CMD_VHCR_POST, 0x55)
+	word := mlx4.CommWord(sr>>mlx4.CommToggleShift, mlx4.MLX4_COMM_CMD_VHCR_POST, 0x55)
 	if err := r.VFBARs[1].Store32(mlx4.CommSlaveWrite, word); err != nil {
 		t.Fatal(err)
 	}
 	// The PF answers with bit 17 and the unchanged toggle.
 	waitReset(t, r, 1, master.ResetToggle, 1, "the rewritten slave_write")
 	if got := v.SlaveRead(); got != sr&mlx4.CommToggle|mlx4.COMM_CHAN_EVENT_INTERNAL_ERR {
-		t.Errorf("slave_read %#08x, want toggle %d with bit 17", got, sr>>31)
+		t.Errorf("slave_read %#08x, want toggle %d with bit 17", got, sr>>mlx4.CommToggleShift)
 	}
 	if got := post(t, bystander, vfclient.Request{Op: mlx4.NOP}); got.Status != mlx4.OK {
 		t.Fatalf("bystander: %v", got.Status)
@@ -314,8 +314,8 @@ func TestZeroedRegistersResync(t *testing.T) {
 	// the registers contradicts the PF's acknowledged toggle.
 	post(t, v, vfclient.Request{Op: mlx4.NOP})
 	post(t, v, vfclient.Request{Op: mlx4.NOP})
-	if v.SlaveRead()>>31 != 1 {
-		t.Fatalf("toggle %d, want 1", v.SlaveRead()>>31)
+	if v.SlaveRead()>>mlx4.CommToggleShift != 1 {
+		t.Fatalf("toggle %d, want 1", v.SlaveRead()>>mlx4.CommToggleShift)
 	}
 	page := r.VFBARs[0]
 	_ = page.Store32(mlx4.CommSlaveRead, 0)

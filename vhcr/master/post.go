@@ -288,7 +288,7 @@ func (p *PF) account(i int, e *Entry, c *hca.Cmd, status mlx4.Status, toggle uin
 	p.stats.countCommand(i, idx, status)
 	p.stats.countRefusal(i, c.Reason)
 	if status != mlx4.OK {
-		p.vfs[i].refused = Refusal{Op: c.Op, Status: status, Reason: c.Reason, Toggle: toggle >> 31}
+		p.vfs[i].refused = Refusal{Op: c.Op, Status: status, Reason: c.Reason, Toggle: toggle >> mlx4.CommToggleShift}
 	}
 	if timed {
 		t1 := tick.Now()

@@ -67,7 +67,7 @@ func TestInfoLastRefusal(t *testing.T) {
 	}
 	second, _ := r.PF.Info(0)
 	if first.Refused.Reason != refusal.OpModifier || first.Refused.Op != mlx4.QUERY_FUNC_CAP ||
-		second.Refused.Toggle != v.SlaveRead()>>31 || first.Refused.Toggle == second.Refused.Toggle {
-		t.Errorf("two refusals in a row: %+v then %+v (slave_read toggle %d)", first.Refused, second.Refused, v.SlaveRead()>>31)
+		second.Refused.Toggle != v.SlaveRead()>>mlx4.CommToggleShift || first.Refused.Toggle == second.Refused.Toggle {
+		t.Errorf("two refusals in a row: %+v then %+v (slave_read toggle %d)", first.Refused, second.Refused, v.SlaveRead()>>mlx4.CommToggleShift)
 	}
 }
