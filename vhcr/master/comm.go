@@ -81,7 +81,7 @@ func (p *PF) serve(i int, w uint32) {
 // (sync_toggles zeroes both after a misbehaved predecessor) and the PF
 // resynchronises from it. It reports whether w is then served already:
 // nothing pending, or a toggle not flipped (a violation).
-func (p *PF) resync(i int, st *vfState, w uint32) bool {
+func (p *PF) resync(i int, st *vfChannel, w uint32) bool {
 	sr := st.sr.Load()
 	resynced := sr&mlx4.CommToggle != st.ack
 	if resynced {
@@ -109,7 +109,7 @@ func (p *PF) resync(i int, st *vfState, w uint32) bool {
 // command performs comm command cmd with its parameter and returns the reply
 // to acknowledge it with, or false when there is none: the VF was reset, or
 // the command was a VHCR_POST (post answers it).
-func (p *PF) command(i int, st *vfState, w uint32, cmd mlx4.CommCmd, param uint16, toggle uint32) (reply uint32, ok bool) {
+func (p *PF) command(i int, st *vfChannel, w uint32, cmd mlx4.CommCmd, param uint16, toggle uint32) (reply uint32, ok bool) {
 	reply = toggle
 	switch cmd {
 	case mlx4.MLX4_COMM_CMD_RESET:
@@ -166,7 +166,7 @@ func (p *PF) command(i int, st *vfState, w uint32, cmd mlx4.CommCmd, param uint1
 
 // enableVHCR completes the vHCR's address with VHCR_EN's parameter, maps it
 // and activates the VF's admin state; false: the VF was reset.
-func (p *PF) enableVHCR(i int, st *vfState, w, toggle uint32, param uint16) bool {
+func (p *PF) enableVHCR(i int, st *vfChannel, w, toggle uint32, param uint16) bool {
 	st.vhcr |= uint64(param)
 	if st.unbacked && !p.backedAgain(i) {
 		p.violation(i, toggle, ResetRegionLost, "DMA window still not backed by the region's file", w)
@@ -204,7 +204,7 @@ func (p *PF) acknowledge(i int, cmd mlx4.CommCmd, reply uint32) {
 
 // reply writes slave_read and records its toggle as acknowledged; the
 // VF's last command is unchanged.
-func (st *vfState) reply(r uint32) {
+func (st *vfChannel) reply(r uint32) {
 	st.ack = r & mlx4.CommToggle
 	st.sr.Store(r)
 }

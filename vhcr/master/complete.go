@@ -82,7 +82,7 @@ var ErrCompletions = errors.New("master: unknown completion mode")
 
 // mlx4Way reports whether an 'e' command with token completes as Linux's
 // PF completes it.
-func (st *vfState) mlx4Way(token uint16) bool {
+func (st *vfChannel) mlx4Way(token uint16) bool {
 	switch st.completions {
 	case CompletionsMlx4:
 		return true

@@ -66,7 +66,7 @@ func (r record) encoded() pfstate.Record {
 // the newer of its two slots that is intact where the record is in the
 // state file, its one slot in the header. An empty cause means it is
 // intact. It also points the next write at the other slot.
-func (st *vfState) saved(i int, gen uint32) (rec record, cause string) {
+func (st *vfChannel) saved(i int, gen uint32) (rec record, cause string) {
 	best := -1
 	var bestSeq uint32
 	for s := 0; s < st.nslot; s++ {
@@ -89,7 +89,7 @@ func (st *vfState) saved(i int, gen uint32) (rec record, cause string) {
 }
 
 // savedSlot decodes slot s of VF i's record.
-func (st *vfState) savedSlot(s, i int, gen uint32) (rec record, seq uint32, cause string) {
+func (st *vfChannel) savedSlot(s, i int, gen uint32) (rec record, seq uint32, cause string) {
 	reg := &st.persist[s]
 	r, seq, cause := pfstate.DecodeRecord(reg.lastCmd.Load(), reg.check.Load(), reg.vhcrHi.Load(), reg.vhcrLo.Load(), i, gen, st.nslot)
 	return record{lastCmd: mlx4.CommCmd(r.LastCmd), active: r.Active, vhcr: r.VHCR}, seq, cause

@@ -56,7 +56,7 @@ type PF struct {
 	log   *slog.Logger
 	limit rateLimiter
 	idle  Idle
-	vfs   []vfState
+	vfs   []vfChannel
 
 	// the command trace (trace.go): the ring, the poller's latest clock
 	// reading, and a completion EQE held until its command is recorded
@@ -101,7 +101,11 @@ type PF struct {
 	vfsBefore int
 }
 
-type vfState struct {
+// vfChannel is the PF's side of one VF's comm channel: its registers, the
+// channel state of mlx4_master_do_cmd, the vHCR's address and mapping, the
+// completion counters. (The firmware's per-VF state is hca.VFState, the
+// tracker's per-VF objects and quotas restrack's vfResources.)
+type vfChannel struct {
 	// bar is the VF's BAR region; after it shrank under the PF, a private
 	// page that no VF writes (fault.go: the VF is no longer served)
 	bar     bar.Region
@@ -150,7 +154,7 @@ type vfState struct {
 }
 
 // mapBAR points the VF's comm registers at offset 0 of r.
-func (st *vfState) mapBAR(r bar.Region) error {
+func (st *vfChannel) mapBAR(r bar.Region) error {
 	st.bar = r
 	var err error
 	for _, x := range []struct {
@@ -165,7 +169,7 @@ func (st *vfState) mapBAR(r bar.Region) error {
 }
 
 // mapVHCR checks the vHCR's page at st.vhcr and keeps it for VHCR_POST.
-func (st *vfState) mapVHCR() error {
+func (st *vfChannel) mapVHCR() error {
 	st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
 	box, err := st.win.Mailbox(st.vhcr, dma.ReadWrite)
 	if err != nil {
@@ -296,7 +300,7 @@ func newPF(o Options) (*PF, error) {
 // mapVFs maps every VF's comm registers, channel record and DMA window, and
 // marks its comm page offline.
 func (p *PF) mapVFs(o Options, ps *pstate) error {
-	p.vfs = make([]vfState, o.Layout.NumVFs)
+	p.vfs = make([]vfChannel, o.Layout.NumVFs)
 	for i := range p.vfs {
 		if err := p.mapVF(o, ps, i); err != nil {
 			return err

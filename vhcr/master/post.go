@@ -44,7 +44,7 @@ type inflight struct {
 // For such a command it runs process and reports true; for any other it
 // returns false having changed nothing the VF sees, and serve takes the
 // general path, which reads the vHCR afresh.
-func (p *PF) postFast(i int, st *vfState, w uint32) bool {
+func (p *PF) postFast(i int, st *vfChannel, w uint32) bool {
 	m := st.vhcrMem
 	if m == nil || st.sr.Load()&mlx4.CommToggle != st.ack {
 		return false
@@ -103,7 +103,7 @@ func (p *PF) post(i int, toggle uint32) error {
 // mailboxes checks an admitted command's outbox writable (an error: the
 // VF is reset) and copies its inbox into the shadow (unreadable: the
 // command is refused).
-func (p *PF) mailboxes(st *vfState, x *inflight) error {
+func (p *PF) mailboxes(st *vfChannel, x *inflight) error {
 	c := x.c
 	var err error
 	if x.status == mlx4.OK && x.e.HasOutbox {
@@ -211,7 +211,7 @@ func (p *PF) deliver(x *inflight) error {
 // loads from a mapped window, else through the vHCR's mailbox. The shadow
 // is held in registers (an array or a decoded struct would live on the
 // stack and put a store-to-load round trip on every field).
-func (p *PF) readVHCR(st *vfState) (w0, w1, w2, w3 uint64, err error) {
+func (p *PF) readVHCR(st *vfChannel) (w0, w1, w2, w3 uint64, err error) {
 	if m := st.vhcrMem; m != nil {
 		w0, w1, w2, w3 = mlx4.VHCRWords(m)
 		return w0, w1, w2, w3, nil
@@ -225,7 +225,7 @@ func (p *PF) readVHCR(st *vfState) (w0, w1, w2, w3 uint64, err error) {
 
 // decode fills the PF's reused command from VF i's vHCR shadow with mlx4's
 // decoder and clears what the previous command left.
-func (p *PF) decode(i int, st *vfState, w0, w1, w2, w3 uint64) *hca.Cmd {
+func (p *PF) decode(i int, st *vfChannel, w0, w1, w2, w3 uint64) *hca.Cmd {
 	c := &p.cmd
 	c.DecodeVHCR(w0, w1, w2, w3)
 	c.VF, c.Mem, c.Reason, c.Inbox, c.Outbox = i, st.win, refusal.None, nil, nil
@@ -247,7 +247,7 @@ func (p *PF) admit(c *hca.Cmd) (*Entry, mlx4.Status) {
 // an out_is_imm row, then the status word (mlx4.StatusWord: the status and
 // the flags and opcode as the VF wrote them). Plain stores where the window
 // is mapped, else through the vHCR's mailbox.
-func (p *PF) writeBack(st *vfState, imm bool, out uint64, word uint32) error {
+func (p *PF) writeBack(st *vfChannel, imm bool, out uint64, word uint32) error {
 	if m := st.vhcrMem; m != nil {
 		storeBack(m, imm, out, word)
 		return nil

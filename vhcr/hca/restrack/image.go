@@ -168,8 +168,8 @@ func loadObjects(im *Image, nvf int) ([]*Object, [NumTypes]map[uint64]*Object, e
 
 // vfLists links the objects into their owners' per-type lists, in image
 // order, and counts them.
-func vfLists(objs []*Object, nvf int) []vfState {
-	vfs := make([]vfState, nvf)
+func vfLists(objs []*Object, nvf int) []vfResources {
+	vfs := make([]vfResources, nvf)
 	tails := make([][NumTypes]*Object, nvf)
 	for _, o := range objs {
 		s := &vfs[o.Owner]

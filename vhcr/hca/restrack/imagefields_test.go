@@ -29,7 +29,7 @@ var imageFields = map[reflect.Type]map[string]string{
 		"w": "BitmapImage.Words", "hint": "BitmapImage.Hint",
 		"lo": "not kept: the number space, from the configuration", "n": "not kept: the number space",
 	},
-	reflect.TypeFor[vfState](): {
+	reflect.TypeFor[vfResources](): {
 		"head":   "not kept: list heads, rebuilt from Image.Objects (each VF's lists in order)",
 		"counts": "not kept: derived, the length of each list",
 	},

@@ -66,7 +66,9 @@ func (o *Object) To() State { return o.to }
 // the result aliases o's array).
 func (o *Object) Deps() []*Object { return o.deps[:o.ndeps] }
 
-type vfState struct {
+// vfResources is what the tracker keeps per VF: its objects by type and its
+// quota use.
+type vfResources struct {
 	head   [NumTypes]*Object // per-type list of owned objects
 	counts [NumTypes]int
 }
@@ -75,7 +77,7 @@ type vfState struct {
 type Tracker struct {
 	cfg         Config
 	objs        [NumTypes]map[uint64]*Object
-	vfs         []vfState
+	vfs         []vfResources
 	pools       [NumTypes][]pool // one pool per type; MAC/VLAN one per port
 	nums        [NumTypes]bitmap
 	mptMask     uint64
@@ -96,7 +98,7 @@ func New(cfg Config) (*Tracker, error) {
 	if err := checkShape(cfg); err != nil {
 		return nil, err
 	}
-	t := &Tracker{cfg: cfg, vfs: make([]vfState, cfg.NumVFs)}
+	t := &Tracker{cfg: cfg, vfs: make([]vfResources, cfg.NumVFs)}
 	for i := range t.objs {
 		t.objs[i] = make(map[uint64]*Object)
 	}
