@@ -13,6 +13,27 @@ const (
 	MaxVLArbEntries = 64  // per priority (2 blocks)
 )
 
+// PortInfo's link width and speed encodings (IBA 14.2.5.6, PortInfo
+// LinkWidth*, LinkSpeed*, LinkSpeedExt*): masks in *Supported and
+// *Enabled, one bit in *Active.
+const (
+	LinkWidth1X  = 0x01
+	LinkWidth4X  = 0x02
+	LinkWidth8X  = 0x04
+	LinkWidth12X = 0x08
+	LinkWidth2X  = 0x10
+
+	LinkSpeedSDR = 0x1 // 2.5 Gb/s
+	LinkSpeedDDR = 0x2 // 5.0 Gb/s
+	LinkSpeedQDR = 0x4 // 10.0 Gb/s
+
+	LinkSpeedExtFDR = 0x1 // 14.0625 Gb/s
+	LinkSpeedExtEDR = 0x2 // 25.78125 Gb/s
+	// LinkSpeedExtEnabled's two special values.
+	LinkSpeedExtDisabled     = 0x1e
+	LinkSpeedExtAllSupported = 0x1f
+)
+
 // Defaults used where a config field is zero.
 const (
 	DefaultPartitionCap    = 64
@@ -20,12 +41,12 @@ const (
 	DefaultGIDPrefix       = 0xFE80000000000000
 	DefaultMaxTrapRepeats  = 4
 	defaultVLArbCap        = 8
-	defaultLinkWidthSupp   = 0x3 // 1X, 4X
-	defaultLinkWidthActive = 0x2 // 4X
-	defaultLinkSpeedSupp   = 0x7 // SDR, DDR, QDR
-	defaultLinkSpeedActive = 0x4 // QDR
-	defaultMTU             = 5   // 4096
-	defaultVLCap           = 4   // VL0-7
+	defaultLinkWidthSupp   = LinkWidth1X | LinkWidth4X
+	defaultLinkWidthActive = LinkWidth4X
+	defaultLinkSpeedSupp   = LinkSpeedSDR | LinkSpeedDDR | LinkSpeedQDR
+	defaultLinkSpeedActive = LinkSpeedQDR
+	defaultMTU             = 5 // 4096
+	defaultVLCap           = 4 // VL0-7
 	defaultRespTime        = 18
 )
 

@@ -125,3 +125,23 @@ func TestTrapDetailOffsets(t *testing.T) {
 		t.Errorf("trap 257 details: %s", got)
 	}
 }
+
+// TestLinkEncodings pins PortInfo's link width and speed encodings (IBA
+// 14.2.5.6) with literal values: the SMA, the switch model and PTYS
+// (vhcr/hca) all use these names.
+func TestLinkEncodings(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{
+		{"1X", LinkWidth1X, 0x01}, {"4X", LinkWidth4X, 0x02}, {"8X", LinkWidth8X, 0x04},
+		{"12X", LinkWidth12X, 0x08}, {"2X", LinkWidth2X, 0x10},
+		{"SDR", LinkSpeedSDR, 1}, {"DDR", LinkSpeedDDR, 2}, {"QDR", LinkSpeedQDR, 4},
+		{"FDR", LinkSpeedExtFDR, 1}, {"EDR", LinkSpeedExtEDR, 2},
+		{"ext disabled", LinkSpeedExtDisabled, 0x1e}, {"ext all supported", LinkSpeedExtAllSupported, 0x1f},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %#x, want %#x", c.name, c.got, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package hca
 
 import (
 	"encoding/binary"
+	"github.com/vhcrd/vhcrd/mad"
 
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -66,11 +67,11 @@ func (h *HCA) accessReg(vf int, method uint8, id uint16, in, out []byte) uint8 {
 		p.IBWidthCap = ptysWidth(l.widthSupported)
 		p.IBSpeedCap = ptysSpeed(l.speedSupported, l.speedExtSupported)
 		p.IBWidthAdmin = ptysWidth(l.widthEnabled)
-		extEnabled := l.speedExtEnabled // 5 bits: 0x1E disabled, 0x1F all supported
+		extEnabled := l.speedExtEnabled // 5 bits; LinkSpeedExtDisabled, LinkSpeedExtAllSupported
 		switch {
-		case extEnabled == 0x1f:
+		case extEnabled == mad.LinkSpeedExtAllSupported:
 			extEnabled = l.speedExtSupported
-		case extEnabled >= 0x10:
+		case extEnabled >= 0x10: // reserved values and LinkSpeedExtDisabled
 			extEnabled = 0
 		}
 		p.IBSpeedAdmin = ptysSpeed(l.speedEnabled, extEnabled)
@@ -102,18 +103,20 @@ func (h *HCA) ibLink(phys int) ibLinkInfo {
 				pi.LinkSpeedExtSupported, pi.LinkSpeedExtEnabled, pi.LinkSpeedExtActive}
 		}
 	}
-	return ibLinkInfo{widthSupported: 0x3, widthEnabled: 0x3, widthActive: 0x2,
-		speedSupported: 0x7, speedEnabled: 0x7, speedActive: 0x4}
+	const widths, speeds = mad.LinkWidth1X | mad.LinkWidth4X, mad.LinkSpeedSDR | mad.LinkSpeedDDR | mad.LinkSpeedQDR
+	return ibLinkInfo{widthSupported: widths, widthEnabled: widths, widthActive: mad.LinkWidth4X,
+		speedSupported: speeds, speedEnabled: speeds, speedActive: mad.LinkSpeedQDR}
 }
 
-// ptysWidth converts a PortInfo link width mask (1X 0x1, 4X 0x2, 8X 0x4,
-// 12X 0x8, 2X 0x10) to the PTYS one (1X, 2X, 4X, 8X, 12X in bits 0..4).
+// ptysWidth converts a PortInfo link width mask (mad.LinkWidth*) to the
+// PTYS one (mlx4.PTYS_IB_WIDTH_*: 1X, 2X, 4X, 8X, 12X in bits 0..4).
 func ptysWidth(w uint8) uint16 {
 	var out uint16
 	for _, m := range [...]struct {
 		pi   uint8
 		ptys uint16
-	}{{0x1, 1 << 0}, {0x10, 1 << 1}, {0x2, 1 << 2}, {0x4, 1 << 3}, {0x8, 1 << 4}} {
+	}{{mad.LinkWidth1X, mlx4.PTYS_IB_WIDTH_1X}, {mad.LinkWidth2X, mlx4.PTYS_IB_WIDTH_2X}, {mad.LinkWidth4X, mlx4.PTYS_IB_WIDTH_4X},
+		{mad.LinkWidth8X, mlx4.PTYS_IB_WIDTH_8X}, {mad.LinkWidth12X, mlx4.PTYS_IB_WIDTH_12X}} {
 		if w&m.pi != 0 {
 			out |= m.ptys
 		}
@@ -121,9 +124,20 @@ func ptysWidth(w uint8) uint16 {
 	return out
 }
 
-// ptysSpeed converts PortInfo's LinkSpeed (SDR 0x1, DDR 0x2, QDR 0x4) and
-// LinkSpeedExt (FDR 0x1, EDR 0x2) masks to the PTYS one (SDR, DDR, QDR,
-// FDR10, FDR, EDR in bits 0..5; FDR10 is not in PortInfo).
+// ptysSpeed converts PortInfo's LinkSpeed (mad.LinkSpeedSDR, DDR, QDR) and
+// LinkSpeedExt (mad.LinkSpeedExtFDR, EDR) masks to the PTYS one
+// (mlx4.PTYS_IB_SPEED_*: SDR, DDR, QDR, FDR10, FDR, EDR in bits 0..5; FDR10
+// is not in PortInfo).
 func ptysSpeed(s, ext uint8) uint16 {
-	return uint16(s&0x7) | uint16(ext&0x3)<<4
+	var out uint16
+	for _, m := range [...]struct {
+		pi, ext uint8
+		ptys    uint16
+	}{{mad.LinkSpeedSDR, 0, mlx4.PTYS_IB_SPEED_SDR}, {mad.LinkSpeedDDR, 0, mlx4.PTYS_IB_SPEED_DDR}, {mad.LinkSpeedQDR, 0, mlx4.PTYS_IB_SPEED_QDR},
+		{0, mad.LinkSpeedExtFDR, mlx4.PTYS_IB_SPEED_FDR}, {0, mad.LinkSpeedExtEDR, mlx4.PTYS_IB_SPEED_EDR}} {
+		if s&m.pi != 0 || ext&m.ext != 0 {
+			out |= m.ptys
+		}
+	}
+	return out
 }

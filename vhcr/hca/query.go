@@ -6,6 +6,7 @@ package hca
 
 import (
 	"encoding/binary"
+	"github.com/vhcrd/vhcrd/mad"
 	"math/bits"
 
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
@@ -38,6 +39,14 @@ func log2(n int) uint8 {
 // mtuCode is the IB MTU enumeration (1 = 256 .. 5 = 4096).
 func mtuCode(mtu int) uint8 { return log2(mtu) - 7 }
 
+// The model's own values in the QUERY_* outboxes (not mlx4 facts: what
+// this software HCA chose to be).
+const (
+	modelMaxVL        = 8              // VL0-7
+	modelReservedLKey = 0x100          // QUERY_DEV_CAP reserved_lkey
+	modelMACBase      = 0x02c903000000 // 02:c9:03: Mellanox's OUI 00:02:c9 with the locally administered bit; a VF's MAC adds (port, VF+1)
+)
+
 // QUERY_DEV_CAP answers the device capabilities as a VF sees them: the
 // wrapper's rules applied (port-management-change events on, BlueFlame off,
 // the VF's port count).
@@ -46,19 +55,19 @@ func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 	o := c.Outbox[:]
 	o[mlx4.QUERY_DEV_CAP_MAX_SRQ_SZ_OFFSET] = 16
 	o[mlx4.QUERY_DEV_CAP_MAX_QP_SZ_OFFSET] = 14
-	o[mlx4.QUERY_DEV_CAP_RSVD_QP_OFFSET] = log2(r.ReservedQPs) & 0xf
-	o[mlx4.QUERY_DEV_CAP_MAX_QP_OFFSET] = r.LogQPs & 0x1f
-	o[mlx4.QUERY_DEV_CAP_RSVD_SRQ_OFFSET] = (log2(r.ReservedSRQs) & 0xf) << 4
-	o[mlx4.QUERY_DEV_CAP_MAX_SRQ_OFFSET] = r.LogSRQs & 0x1f
+	o[mlx4.QUERY_DEV_CAP_RSVD_QP_OFFSET] = log2(r.ReservedQPs) & mlx4.QUERY_DEV_CAP_RSVD_QP_MASK
+	o[mlx4.QUERY_DEV_CAP_MAX_QP_OFFSET] = r.LogQPs & mlx4.QUERY_DEV_CAP_MAX_QP_MASK
+	o[mlx4.QUERY_DEV_CAP_RSVD_SRQ_OFFSET] = log2(r.ReservedSRQs) << mlx4.QUERY_DEV_CAP_RSVD_SRQ_SHIFT
+	o[mlx4.QUERY_DEV_CAP_MAX_SRQ_OFFSET] = r.LogSRQs & mlx4.QUERY_DEV_CAP_MAX_SRQ_MASK
 	o[mlx4.QUERY_DEV_CAP_MAX_CQ_SZ_OFFSET] = 22
-	o[mlx4.QUERY_DEV_CAP_RSVD_CQ_OFFSET] = log2(r.ReservedCQs) & 0xf
-	o[mlx4.QUERY_DEV_CAP_MAX_CQ_OFFSET] = r.LogCQs & 0x1f
-	o[mlx4.QUERY_DEV_CAP_MAX_MPT_OFFSET] = r.LogMPTs & 0x3f
-	o[mlx4.QUERY_DEV_CAP_RSVD_EQ_OFFSET] = log2(r.ReservedEQs) & 0xf
-	o[mlx4.QUERY_DEV_CAP_MAX_EQ_OFFSET] = r.LogEQs & 0xf
-	o[mlx4.QUERY_DEV_CAP_RSVD_MTT_OFFSET] = (log2(r.ReservedMTTs) & 0xf) << 4
+	o[mlx4.QUERY_DEV_CAP_RSVD_CQ_OFFSET] = log2(r.ReservedCQs) & mlx4.QUERY_DEV_CAP_RSVD_CQ_MASK
+	o[mlx4.QUERY_DEV_CAP_MAX_CQ_OFFSET] = r.LogCQs & mlx4.QUERY_DEV_CAP_MAX_CQ_MASK
+	o[mlx4.QUERY_DEV_CAP_MAX_MPT_OFFSET] = r.LogMPTs & mlx4.QUERY_DEV_CAP_MAX_MPT_MASK
+	o[mlx4.QUERY_DEV_CAP_RSVD_EQ_OFFSET] = log2(r.ReservedEQs) & mlx4.QUERY_DEV_CAP_RSVD_EQ_MASK
+	o[mlx4.QUERY_DEV_CAP_MAX_EQ_OFFSET] = r.LogEQs & mlx4.QUERY_DEV_CAP_MAX_EQ_MASK
+	o[mlx4.QUERY_DEV_CAP_RSVD_MTT_OFFSET] = log2(r.ReservedMTTs) << mlx4.QUERY_DEV_CAP_RSVD_MTT_SHIFT
 	o[mlx4.QUERY_DEV_CAP_MAX_MRW_SZ_OFFSET] = 32
-	o[mlx4.QUERY_DEV_CAP_RSVD_MRW_OFFSET] = log2(r.ReservedMRWs) & 0xf
+	o[mlx4.QUERY_DEV_CAP_RSVD_MRW_OFFSET] = log2(r.ReservedMRWs) & mlx4.QUERY_DEV_CAP_RSVD_MRW_MASK
 	o[mlx4.QUERY_DEV_CAP_MAX_MTT_SEG_OFFSET] = r.LogMTTs - 3
 	o[mlx4.QUERY_DEV_CAP_MAX_AV_OFFSET] = 20
 	o[mlx4.QUERY_DEV_CAP_MAX_REQ_QP_OFFSET] = 4
@@ -66,8 +75,8 @@ func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 	o[mlx4.QUERY_DEV_CAP_MAX_RDMA_OFFSET] = 16
 	o[mlx4.QUERY_DEV_CAP_ACK_DELAY_OFFSET] = 15
 	ports := len(h.Funcs[c.VF].Ports)
-	o[mlx4.QUERY_DEV_CAP_MTU_WIDTH_OFFSET] = mtuCode(h.Cfg.Ports[0].MTU)<<4 | 0x3 // 1X|4X
-	o[mlx4.QUERY_DEV_CAP_VL_PORT_OFFSET] = 0x80 | uint8(ports)&0xf                // max VL 8, VF's port count
+	o[mlx4.QUERY_DEV_CAP_MTU_WIDTH_OFFSET] = mtuCode(h.Cfg.Ports[0].MTU)<<mlx4.QUERY_DEV_CAP_IB_MTU_SHIFT | mad.LinkWidth1X | mad.LinkWidth4X
+	o[mlx4.QUERY_DEV_CAP_VL_PORT_OFFSET] = modelMaxVL<<mlx4.QUERY_DEV_CAP_MAX_VL_SHIFT | uint8(ports)&mlx4.QUERY_DEV_CAP_NUM_PORTS_MASK // the VF's port count
 	o[mlx4.QUERY_DEV_CAP_MAX_MSG_SZ_OFFSET] = 31
 	o[mlx4.QUERY_DEV_CAP_MAX_GID_OFFSET] = log2(h.Cfg.Ports[0].GIDTableLen)
 	o[mlx4.QUERY_DEV_CAP_MAX_PKEY_OFFSET] = log2(len(h.Cfg.Ports[0].PKeys))
@@ -79,8 +88,8 @@ func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 	f := uint64(flags)
 	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_EXT_FLAGS_OFFSET:], uint32(f>>32))
 	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_FLAGS_OFFSET:], uint32(f))
-	o[mlx4.QUERY_DEV_CAP_RSVD_UAR_OFFSET] = 1 << 4
-	o[mlx4.QUERY_DEV_CAP_UAR_SZ_OFFSET] = mlx4.DevCapUARSize // UARSize of UARs: every VF BAR region's size
+	o[mlx4.QUERY_DEV_CAP_RSVD_UAR_OFFSET] = 1 << mlx4.QUERY_DEV_CAP_RSVD_UAR_SHIFT // one reserved UAR
+	o[mlx4.QUERY_DEV_CAP_UAR_SZ_OFFSET] = mlx4.DevCapUARSize                       // UARSize of UARs: every VF BAR region's size
 	o[mlx4.QUERY_DEV_CAP_PAGE_SZ_OFFSET] = 12
 	o[mlx4.QUERY_DEV_CAP_BF_OFFSET] = 0 // BlueFlame disabled for VFs
 	o[mlx4.QUERY_DEV_CAP_MAX_SG_SQ_OFFSET] = 32
@@ -90,7 +99,7 @@ func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 	o[mlx4.QUERY_DEV_CAP_MAX_QP_MCG_OFFSET] = 3
 	o[mlx4.QUERY_DEV_CAP_RSVD_MCG_OFFSET] = 0
 	o[mlx4.QUERY_DEV_CAP_MAX_MCG_OFFSET] = 13
-	o[mlx4.QUERY_DEV_CAP_RSVD_PD_OFFSET] = 1 << 4
+	o[mlx4.QUERY_DEV_CAP_RSVD_PD_OFFSET] = 1 << mlx4.QUERY_DEV_CAP_RSVD_PD_SHIFT // one reserved PD
 	o[mlx4.QUERY_DEV_CAP_MAX_PD_OFFSET] = 17
 	o[mlx4.QUERY_DEV_CAP_RSVD_XRC_OFFSET] = 0
 	o[mlx4.QUERY_DEV_CAP_MAX_XRC_OFFSET] = 16
@@ -102,7 +111,7 @@ func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 	} {
 		binary.BigEndian.PutUint16(o[off:], sz)
 	}
-	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_RSVD_LKEY_OFFSET:], 0x100)
+	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_RSVD_LKEY_OFFSET:], modelReservedLKey)
 	binary.BigEndian.PutUint64(o[mlx4.QUERY_DEV_CAP_MAX_ICM_SZ_OFFSET:], 1<<40)
 	return mlx4.OK
 }
@@ -166,7 +175,7 @@ func (h *HCA) QUERY_FUNC_CAP(c *Cmd) mlx4.Status {
 	put(mlx4.QUERY_FUNC_CAP_MCG_QUOTA_OFFSET_DEP, 1<<13)
 	binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_EXTRA_FLAGS_OFFSET:],
 		mlx4.QUERY_FUNC_CAP_EXTRA_FLAGS_BF_QP_ALLOC_FLAG|mlx4.QUERY_FUNC_CAP_EXTRA_FLAGS_A0_QP_ALLOC_FLAG)
-	put(mlx4.QUERY_FUNC_CAP_QP_RESD_LKEY_OFFSET, 0x100+int(slave<<8&0xff00))
+	put(mlx4.QUERY_FUNC_CAP_QP_RESD_LKEY_OFFSET, modelReservedLKey+int(slave<<8&0xff00)) // reserved_lkey + ((slave << 8) & 0xFF00)
 	return mlx4.OK
 }
 
@@ -251,18 +260,20 @@ func (h *HCA) QUERY_PORT(c *Cmd) mlx4.Status {
 		typ = mlx4.PORT_TYPE_ETH
 	}
 	up := h.VFLinkUp(c.VF, phys)
-	t := (typ | 0x3<<2) & mlx4.VF_PORT_NO_LINK_SENSE_MASK // supported types, no link sensing
-	t |= typ
+	// The wrapper's: no link sensing (the firmware's byte under
+	// VF_PORT_NO_LINK_SENSE_MASK, which the model leaves clear), the port's
+	// current type, the VF's link.
+	t := typ & mlx4.PORT_TYPE_MASK
 	if up {
 		t |= mlx4.PORT_LINK_UP_MASK
 	}
 	o[mlx4.QUERY_PORT_SUPPORTED_TYPE_OFFSET] = t
 	o[mlx4.QUERY_PORT_MTU_OFFSET] = mtuCode(p.MTU)
 	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_ETH_MTU_OFFSET:], 1500)
-	o[mlx4.QUERY_PORT_WIDTH_OFFSET] = 0x3
+	o[mlx4.QUERY_PORT_WIDTH_OFFSET] = mad.LinkWidth1X | mad.LinkWidth4X
 	o[mlx4.QUERY_PORT_MAX_GID_PKEY_OFFSET] = log2(p.GIDTableLen)<<4 | log2(len(p.PKeys))
 	o[mlx4.QUERY_PORT_MAX_MACVLAN_OFFSET] = log2(h.Cfg.Resources.VLANsPerPort)<<4 | log2(h.Cfg.Resources.MACsPerPort)
-	o[mlx4.QUERY_PORT_MAX_VL_OFFSET] = 8
+	o[mlx4.QUERY_PORT_MAX_VL_OFFSET] = modelMaxVL
 	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_CUR_MAX_PKEY_OFFSET:], uint16(len(fn.PKeyMap[phys])))
 	gids := uint16(1)
 	if p.LinkLayer == "eth" {
@@ -292,7 +303,7 @@ func (h *HCA) VFMAC(vf, phys int) uint64 {
 	if m := h.fw.vfs[vf].Vport[phys-1].MAC; m != 0 {
 		return m
 	}
-	return 0x02c903000000 | uint64(phys)<<16 | uint64(vf+1)
+	return modelMACBase | uint64(phys)<<16 | uint64(vf+1)
 }
 
 // QUERY_ADAPTER answers the INTA pin and the board id in the VSD, each

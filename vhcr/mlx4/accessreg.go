@@ -57,6 +57,20 @@ const (
 	PTYS_IB = 1 << 0 // MLX4_PTYS_IB
 	PTYS_EN = 1 << 2 // MLX4_PTYS_EN
 
+	// The InfiniBand width and speed bits of ib_proto_cap/admin/oper
+	// (PRM, PTYS register; PTYSWidths and PTYSSpeeds name them).
+	PTYS_IB_WIDTH_1X    = 1 << 0
+	PTYS_IB_WIDTH_2X    = 1 << 1
+	PTYS_IB_WIDTH_4X    = 1 << 2
+	PTYS_IB_WIDTH_8X    = 1 << 3
+	PTYS_IB_WIDTH_12X   = 1 << 4
+	PTYS_IB_SPEED_SDR   = 1 << 0
+	PTYS_IB_SPEED_DDR   = 1 << 1
+	PTYS_IB_SPEED_QDR   = 1 << 2
+	PTYS_IB_SPEED_FDR10 = 1 << 3
+	PTYS_IB_SPEED_FDR   = 1 << 4
+	PTYS_IB_SPEED_EDR   = 1 << 5
+
 	// Ethernet link modes (include/linux/mlx4/device.h enum mlx4_link_mode,
 	// MLX4_40GBASE_CR4 and MLX4_10GBASE_CR): bit numbers of the protocol
 	// masks.

@@ -425,6 +425,20 @@ func TestEQELayout(t *testing.T) {
 func TestMasksAndBits(t *testing.T) {
 	checkOffsets(t, "masks", []off{
 		{"MAP_EQ unmap", MAP_EQ_UNMAP, 0x80000000}, {"MAP_EQ eqn", EQNMask, 0x3ff},
+		// fw.c mlx4_QUERY_DEV_CAP: 1 << (field & 0xf), 1 << (field & 0x1f), field >> 4, ...
+		{"DEV_CAP rsvd_qp", QUERY_DEV_CAP_RSVD_QP_MASK, 0xf}, {"DEV_CAP max_qp", QUERY_DEV_CAP_MAX_QP_MASK, 0x1f},
+		{"DEV_CAP rsvd_srq >>", QUERY_DEV_CAP_RSVD_SRQ_SHIFT, 4}, {"DEV_CAP max_srq", QUERY_DEV_CAP_MAX_SRQ_MASK, 0x1f},
+		{"DEV_CAP rsvd_cq", QUERY_DEV_CAP_RSVD_CQ_MASK, 0xf}, {"DEV_CAP max_cq", QUERY_DEV_CAP_MAX_CQ_MASK, 0x1f},
+		{"DEV_CAP max_mpt", QUERY_DEV_CAP_MAX_MPT_MASK, 0x3f}, {"DEV_CAP rsvd_eq", QUERY_DEV_CAP_RSVD_EQ_MASK, 0xf},
+		{"DEV_CAP max_eq", QUERY_DEV_CAP_MAX_EQ_MASK, 0xf}, {"DEV_CAP rsvd_mtt >>", QUERY_DEV_CAP_RSVD_MTT_SHIFT, 4},
+		{"DEV_CAP rsvd_mrw", QUERY_DEV_CAP_RSVD_MRW_MASK, 0xf}, {"DEV_CAP num_ports", QUERY_DEV_CAP_NUM_PORTS_MASK, 0xf},
+		{"DEV_CAP max_vl >>", QUERY_DEV_CAP_MAX_VL_SHIFT, 4}, {"DEV_CAP ib_mtu >>", QUERY_DEV_CAP_IB_MTU_SHIFT, 4},
+		{"DEV_CAP rsvd_uar >>", QUERY_DEV_CAP_RSVD_UAR_SHIFT, 4}, {"DEV_CAP rsvd_pd >>", QUERY_DEV_CAP_RSVD_PD_SHIFT, 4},
+		{"port_type & 0x3", PORT_TYPE_MASK, 0x3},
+		{"PTYS IB 1X", PTYS_IB_WIDTH_1X, 0x1}, {"PTYS IB 2X", PTYS_IB_WIDTH_2X, 0x2}, {"PTYS IB 4X", PTYS_IB_WIDTH_4X, 0x4},
+		{"PTYS IB 8X", PTYS_IB_WIDTH_8X, 0x8}, {"PTYS IB 12X", PTYS_IB_WIDTH_12X, 0x10},
+		{"PTYS IB SDR", PTYS_IB_SPEED_SDR, 0x1}, {"PTYS IB DDR", PTYS_IB_SPEED_DDR, 0x2}, {"PTYS IB QDR", PTYS_IB_SPEED_QDR, 0x4},
+		{"PTYS IB FDR10", PTYS_IB_SPEED_FDR10, 0x8}, {"PTYS IB FDR", PTYS_IB_SPEED_FDR, 0x10}, {"PTYS IB EDR", PTYS_IB_SPEED_EDR, 0x20},
 		{"object number", ObjectMask, 0xffffff}, {"QPN", QPNMask, 0xffffff},
 		{"resource_tracker QPN", QPNTrackerMask, 0x7fffff}, {"qp_alloc_res count", AllocResQPCountMask, 0xffffff},
 		{"MLX4_PORT_CHANGE_SUBTYPE_DOWN", PORT_CHANGE_SUBTYPE_DOWN, 1},

@@ -167,6 +167,35 @@ const (
 	VF_PORT_NO_LINK_SENSE_MASK = 0xe0 // MLX4_VF_PORT_NO_LINK_SENSE_MASK
 	PORT_TYPE_IB               = 1    // enum mlx4_port_type
 	PORT_TYPE_ETH              = 2
+	// The port type bits of QUERY_PORT_SUPPORTED_TYPE (the wrapper keeps
+	// dev->caps.port_type & 0x3 under VF_PORT_NO_LINK_SENSE_MASK).
+	PORT_TYPE_MASK = 0x3
+)
+
+// How mlx4_QUERY_DEV_CAP (fw.c) reads QUERY_DEV_CAP's packed fields: a
+// log2 or a count in the low bits (field & MASK) or in the high nibble
+// (field >> 4). reserved_qps = 1 << (field & 0xf), max_qps = 1 << (field &
+// 0x1f), reserved_srqs = 1 << (field >> 4), max_mpts = 1 << (field & 0x3f),
+// num_ports = VL_PORT & 0xf and max_vl = VL_PORT >> 4 (old port commands),
+// ib_mtu = MTU_WIDTH >> 4 and max_port_width = MTU_WIDTH & 0xf,
+// reserved_uars and reserved_pds = field >> 4.
+const (
+	QUERY_DEV_CAP_RSVD_QP_MASK   = 0x0f
+	QUERY_DEV_CAP_MAX_QP_MASK    = 0x1f
+	QUERY_DEV_CAP_RSVD_SRQ_SHIFT = 4
+	QUERY_DEV_CAP_MAX_SRQ_MASK   = 0x1f
+	QUERY_DEV_CAP_RSVD_CQ_MASK   = 0x0f
+	QUERY_DEV_CAP_MAX_CQ_MASK    = 0x1f
+	QUERY_DEV_CAP_MAX_MPT_MASK   = 0x3f
+	QUERY_DEV_CAP_RSVD_EQ_MASK   = 0x0f
+	QUERY_DEV_CAP_MAX_EQ_MASK    = 0x0f
+	QUERY_DEV_CAP_RSVD_MTT_SHIFT = 4
+	QUERY_DEV_CAP_RSVD_MRW_MASK  = 0x0f
+	QUERY_DEV_CAP_NUM_PORTS_MASK = 0x0f
+	QUERY_DEV_CAP_MAX_VL_SHIFT   = 4
+	QUERY_DEV_CAP_IB_MTU_SHIFT   = 4
+	QUERY_DEV_CAP_RSVD_UAR_SHIFT = 4
+	QUERY_DEV_CAP_RSVD_PD_SHIFT  = 4
 )
 
 // QUERY_ADAPTER outbox: drivers/net/ethernet/mellanox/mlx4/fw.c
