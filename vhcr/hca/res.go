@@ -354,7 +354,7 @@ func (h *HCA) validReservedQP(vf int, qpn uint32) bool {
 // returns 0 if the VF has no such port, and whether the port came from
 // out_param (the old API).
 func (h *HCA) resPort(c *Cmd, useOut bool) (phys int, old bool) {
-	vport := c.InMod >> mlx4.ResPortShift & 0xff
+	vport := c.InMod >> mlx4.ResPortShift & mlx4.PortInModMask
 	if vport == 0 && useOut {
 		vport, old = lo32(c.OutParam), true
 	}

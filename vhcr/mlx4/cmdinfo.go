@@ -109,7 +109,7 @@ var cmdIndex = func() (x [4096]uint8) {
 // CmdInfo returns op's row of cmd_info[], and false for an opcode a VF may
 // not post at all (the master answers BAD_PARAM).
 func CmdInfo(op Opcode) (Info, bool) {
-	if i := cmdIndex[op&0xfff]; i != 0 {
+	if i := cmdIndex[op&OpcodeMask]; i != 0 {
 		return cmdInfo[i-1], true
 	}
 	return Info{}, false
@@ -118,7 +118,7 @@ func CmdInfo(op Opcode) (Info, bool) {
 // CmdIndex is 1 + op's row number in cmd_info[] (the kernel's order), or 0
 // for an opcode without a row: the one dense per-opcode index, to which the
 // PF's command table and counters are aligned.
-func CmdIndex(op Opcode) int { return int(cmdIndex[op&0xfff]) }
+func CmdIndex(op Opcode) int { return int(cmdIndex[op&OpcodeMask]) }
 
 // NumCmdInfo is the number of rows of cmd_info[].
 const NumCmdInfo = len(cmdInfo)

@@ -424,7 +424,7 @@ func TestEQELayout(t *testing.T) {
 // bits and the sched_queue port bit.
 func TestMasksAndBits(t *testing.T) {
 	checkOffsets(t, "masks", []off{
-		{"MAP_EQ unmap", MAP_EQ_UNMAP, 0x80000000}, {"MAP_EQ eqn", EQNMask, 0x3ff},
+		{"opcode", OpcodeMask, 0xfff}, {"MAP_EQ unmap", MAP_EQ_UNMAP, 0x80000000}, {"MAP_EQ eqn", EQNMask, 0x3ff},
 		// fw.c mlx4_QUERY_DEV_CAP: 1 << (field & 0xf), 1 << (field & 0x1f), field >> 4, ...
 		{"DEV_CAP rsvd_qp", QUERY_DEV_CAP_RSVD_QP_MASK, 0xf}, {"DEV_CAP max_qp", QUERY_DEV_CAP_MAX_QP_MASK, 0x1f},
 		{"DEV_CAP rsvd_srq >>", QUERY_DEV_CAP_RSVD_SRQ_SHIFT, 4}, {"DEV_CAP max_srq", QUERY_DEV_CAP_MAX_SRQ_MASK, 0x1f},

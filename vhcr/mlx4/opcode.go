@@ -9,6 +9,11 @@ import (
 // Opcode is the 12-bit command opcode (vHCR bits 11:0 of the opcode field).
 type Opcode uint16
 
+// OpcodeMask is the opcode's width: 12 bits (the vHCR's opcode field
+// keeps op_modifier in bits 15:12: mlx4_master_process_vhcr's
+// vhcr->op = opcode & 0xfff, op_modifier = opcode >> 12).
+const OpcodeMask = 0xfff
+
 // Opcodes of include/linux/mlx4/cmd.h used by the comm channel.
 const (
 	// initialization and general commands
@@ -186,10 +191,10 @@ func ParseOpcode(s string) (Opcode, error) {
 		return op, nil
 	}
 	var v uint64
-	if _, err := fmt.Sscan(s, &v); err == nil && v <= 0xfff {
+	if _, err := fmt.Sscan(s, &v); err == nil && v <= OpcodeMask {
 		return Opcode(v), nil
 	}
-	if n, err := parseUint(s); err == nil && n <= 0xfff {
+	if n, err := parseUint(s); err == nil && n <= OpcodeMask {
 		return Opcode(n), nil
 	}
 	return 0, fmt.Errorf("%w %q (an mlx4 name such as QUERY_FUNC_CAP, or a number)", ErrUnknownOpcode, s)

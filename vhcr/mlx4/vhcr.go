@@ -56,7 +56,7 @@ func VHCRWords(b *[VHCRSize]byte) (w0, w1, w2, w3 uint64) {
 // the one the master calls (through its command's DecodeVHCR) for every
 // VHCR_POST; it inlines, so that the words stay in registers.
 func DecodeVHCR(w0, w1, w2, w3 uint64) (inParam uint64, inMod uint32, outParam uint64, token uint16, e bool, opMod uint8, op Opcode) {
-	return w0, uint32(w1 >> 32), w2, uint16(w3 >> 48), uint8(w3>>16)&FlagE != 0, uint8(w3>>12) & 0xf, Opcode(w3 & 0xfff)
+	return w0, uint32(w1 >> 32), w2, uint16(w3 >> 48), uint8(w3>>16)&FlagE != 0, uint8(w3>>12) & 0xf, Opcode(w3 & OpcodeMask)
 }
 
 // PutVHCRWords stores the four big-endian 64-bit words of a vHCR image
@@ -78,7 +78,7 @@ func Word1(inMod uint32) uint64 { return uint64(inMod) << 32 }
 // Word3 composes word 3 of a vHCR image as a VF writes it, status zero:
 // the token, the flags, op_modifier and opcode (DecodeVHCR's inverse).
 func Word3(token uint16, flags uint8, opMod uint8, op Opcode) uint64 {
-	return uint64(token)<<48 | uint64(flags)<<16 | uint64(opMod&0xf)<<12 | uint64(op)&0xfff
+	return uint64(token)<<48 | uint64(flags)<<16 | uint64(opMod&0xf)<<12 | uint64(op)&OpcodeMask
 }
 
 // StatusWord is the low 32 bits of word 3 that the master writes back at
@@ -95,5 +95,5 @@ func (v *VHCR) Encode(b *[VHCRSize]byte) {
 	binary.BigEndian.PutUint16(b[OffToken:], v.Token)
 	b[OffStatus] = byte(v.Status)
 	b[OffFlags] = v.Flags
-	binary.BigEndian.PutUint16(b[OffOpcode:], uint16(v.Op)&0xfff|uint16(v.OpMod&0xf)<<12)
+	binary.BigEndian.PutUint16(b[OffOpcode:], uint16(v.Op)&OpcodeMask|uint16(v.OpMod&0xf)<<12)
 }

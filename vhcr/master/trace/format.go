@@ -115,7 +115,7 @@ func (c *Clock) EntryOf(rec *Record) Entry {
 		e.Comm, e.Toggle, e.Param = CommName(rec.Comm), rec.Toggle(), uint16(rec.Arg)
 	case KindPost:
 		e.Comm, e.Toggle = CommName(rec.Comm), rec.Toggle()
-		e.Opcode, e.OpMod, e.InMod = names().op[rec.Op&0xfff], rec.OpMod, rec.Arg
+		e.Opcode, e.OpMod, e.InMod = names().op[rec.Op&mlx4.OpcodeMask], rec.OpMod, rec.Arg
 		e.InParam, e.OutParam, e.E, e.Token = Hex64(rec.InParam), Hex64(rec.OutParam), rec.EBit(), rec.Token
 		e.Status, e.Reason = names().status[rec.Status], rec.Reason.String()
 		if rec.Timed() {
@@ -148,7 +148,7 @@ func (c *Clock) EntryOf(rec *Record) Entry {
 // MAD's class, method, attribute ID and modifier from the inbox head. The
 // writer records only numbers; naming them is the reader's work.
 func decodePost(e *Entry, rec *Record) {
-	switch op := rec.Op & 0xfff; {
+	switch op := rec.Op & mlx4.OpcodeMask; {
 	case op == mlx4.ALLOC_RES || op == mlx4.FREE_RES:
 		ty, mode := mlx4.Resource(rec.Arg&mlx4.ResTypeMask), mlx4.AllocMode(rec.OpMod)
 		e.Res, e.ResOp = ty.String(), mode.String()

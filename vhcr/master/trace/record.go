@@ -147,7 +147,7 @@ func misc(arg uint32, status mlx4.Status, reason refusal.Reason, flags, aux uint
 // Pack packs r (all but Seq) into its six words.
 func (r *Record) Pack() Words {
 	return Words{r.Ticks, r.InParam, r.OutParam, r.Latency,
-		hdr(r.Kind, r.Comm, r.VF, uint16(r.Op)&0xfff|uint16(r.OpMod&0xf)<<12, r.Token),
+		hdr(r.Kind, r.Comm, r.VF, uint16(r.Op)&mlx4.OpcodeMask|uint16(r.OpMod&0xf)<<12, r.Token),
 		misc(r.Arg, r.Status, r.Reason, r.Flags, r.Aux), r.Inbox[0], r.Inbox[1]}
 }
 
@@ -158,7 +158,7 @@ func Unpack(w *Words) Record {
 	return Record{
 		Ticks: w[0], InParam: w[1], OutParam: w[2], Latency: w[3],
 		Kind: Kind(h), Comm: uint8(h >> 8), VF: uint16(h >> 16),
-		Op: mlx4.Opcode(h>>32) & 0xfff, OpMod: uint8(h>>44) & 0xf, Token: uint16(h >> 48),
+		Op: mlx4.Opcode(h>>32) & mlx4.OpcodeMask, OpMod: uint8(h>>44) & 0xf, Token: uint16(h >> 48),
 		Arg: uint32(m), Status: mlx4.Status(m >> 32), Reason: refusal.Reason(m >> 40),
 		Flags: uint8(m >> 48), Aux: uint8(m >> 56), Inbox: [2]uint64{w[6], w[7]},
 	}

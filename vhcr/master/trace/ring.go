@@ -153,7 +153,7 @@ func (r *Ring) post(t, latency uint64, f uint8, c *hca.Cmd, status mlx4.Status) 
 		in0, in1 = binary.BigEndian.Uint64(in[0:8]), binary.BigEndian.Uint64(in[16:24])
 	}
 	r.put(t, c.InParam, c.OutParam, latency,
-		hdr(KindPost, CommVHCRPost, uint16(c.VF), uint16(c.Op)&0xfff|uint16(c.OpMod&0xf)<<12, c.Token),
+		hdr(KindPost, CommVHCRPost, uint16(c.VF), uint16(c.Op)&mlx4.OpcodeMask|uint16(c.OpMod&0xf)<<12, c.Token),
 		misc(c.InMod, status, c.Reason, f, 0), in0, in1)
 }
 
