@@ -28,7 +28,7 @@ const notWritten = mlx4.Status(0xff)
 // channel record no longer changes) for VF 1 of a rig with or without a
 // state file, and returns the post-* points it passed and the torn moments
 // of records.
-func postPoints(t *testing.T, state bool, setup func(v benchVF) (mlx4.VHCR, []byte)) (seen []pointSeen, torn int) {
+func postPoints(t *testing.T, state, fast bool, setup func(v benchVF) (mlx4.VHCR, []byte)) (seen []pointSeen, torn int) {
 	r := newStepRigWith(t, 2, mastertest.Options{State: state})
 	r.up(t, 1)
 	v := benchVF{r: r, b: t, pf: new(time.Duration)}
@@ -53,7 +53,16 @@ func postPoints(t *testing.T, state bool, setup func(v benchVF) (mlx4.VHCR, []by
 		seen = append(seen, pointSeen{at, mlx4.Status(img[mlx4.OffStatus]) != notWritten, r.Acked(1)})
 	})
 	r.write(1, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)
-	r.scan()
+	if fast {
+		if !r.PF.PostFast(1) {
+			t.Fatalf("state file %v: %v did not take the fast path", state, h.Op)
+		}
+	} else {
+		if r.PF.PostFast(1) {
+			t.Fatalf("state file %v: %v took the fast path", state, h.Op)
+		}
+		r.scan()
+	}
 	r.PF.OnPoint(nil)
 	if img := r.VHCR(t, 1); !r.Acked(1) || mlx4.Status(img[mlx4.OffStatus]) != mlx4.OK {
 		t.Fatalf("state file %v: %v not acknowledged with OK (%v)", state, h.Op, mlx4.Status(img[mlx4.OffStatus]))
@@ -73,17 +82,18 @@ func TestJournalsSameCalls(t *testing.T) {
 	want := []pointSeen{{crashpoint.PostAccepted, false, false}, {crashpoint.PostExecuting, false, false}, {crashpoint.PostWrittenBack, true, false}}
 	for _, c := range []struct {
 		name    string
+		fast    bool // the fast path takes it
 		setup   func(v benchVF) (mlx4.VHCR, []byte)
 		records int // records the state file's journal writes
 	}{
-		{"NOP, fast path, read-only", func(benchVF) (mlx4.VHCR, []byte) { return mlx4.VHCR{Op: mlx4.NOP}, nil }, 0},
-		{"ALLOC_RES CQ, fast path, journaled", func(benchVF) (mlx4.VHCR, []byte) {
+		{"NOP, fast path, read-only", true, func(benchVF) (mlx4.VHCR, []byte) { return mlx4.VHCR{Op: mlx4.NOP}, nil }, 0},
+		{"ALLOC_RES CQ, fast path, journaled", true, func(benchVF) (mlx4.VHCR, []byte) {
 			return mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.CQ), OpMod: 1}, nil
 		}, 1},
-		{"QUERY_FUNC_CAP, outbox, read-only", func(benchVF) (mlx4.VHCR, []byte) {
+		{"QUERY_FUNC_CAP, outbox, read-only", false, func(benchVF) (mlx4.VHCR, []byte) {
 			return mlx4.VHCR{Op: mlx4.QUERY_FUNC_CAP, OutParam: benchOutbox}, nil
 		}, 0},
-		{"WRITE_MTT, inbox, journaled", func(v benchVF) (mlx4.VHCR, []byte) {
+		{"WRITE_MTT, inbox, journaled", false, func(v benchVF) (mlx4.VHCR, []byte) {
 			m := v.post(mlx4.VHCR{Op: mlx4.ALLOC_RES, InMod: uint32(restrack.MTT), OpMod: 1}, nil)
 			in := make([]byte, 24)
 			binary.BigEndian.PutUint64(in, m)
@@ -93,7 +103,7 @@ func TestJournalsSameCalls(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, state := range []bool{false, true} {
-				seen, torn := postPoints(t, state, c.setup)
+				seen, torn := postPoints(t, state, c.fast, c.setup)
 				if !slices.Equal(seen, want) {
 					t.Errorf("state file %v: points %+v, want %+v", state, seen, want)
 				}

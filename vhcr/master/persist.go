@@ -103,12 +103,8 @@ func (rec record) plausible() string {
 	switch rec.lastCmd {
 	case mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_FLR:
 		unset = ^uint64(0)
-	case mlx4.MLX4_COMM_CMD_VHCR0:
-		unset = 1<<48 - 1
-	case mlx4.MLX4_COMM_CMD_VHCR1:
-		unset = 1<<32 - 1
-	case mlx4.MLX4_COMM_CMD_VHCR2:
-		unset = 1<<16 - 1
+	case mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2:
+		unset = 1<<mlx4.CommVHCRShift(rec.lastCmd) - 1 // the parts the next commands bring
 	case mlx4.MLX4_COMM_CMD_VHCR_EN, mlx4.MLX4_COMM_CMD_VHCR_POST:
 		if !rec.active {
 			return fmt.Sprintf("saved state %v without the active bit", rec.lastCmd)
@@ -196,7 +192,6 @@ func (p *PF) persistVF(i int) {
 	}
 	seq := (st.seq + 1) & pfstate.RecSeqMask
 	w0, hi, lo := rec.encoded().Words(seq, st.nslot)
-	mirror, _, _ := rec.encoded().Words(0, 1) // the header's first word carries no sequence
 	reg := &st.persist[st.slot]
 	reg.lastCmd.Store(w0)
 	reg.vhcrHi.Store(hi)
@@ -205,6 +200,7 @@ func (p *PF) persistVF(i int) {
 	reg.check.Store(pfstate.RecordCheck(w0, hi, lo, i, p.gen))
 	st.seq, st.slot = seq, (st.slot+1)%st.nslot
 	if st.mirror != (bar.Reg{}) {
+		mirror, _, _ := rec.encoded().Words(0, 1) // the header's first word carries no sequence
 		st.mirror.Store(mirror)
 	}
 	st.rec, st.recOK = rec, true
