@@ -9,7 +9,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/bench"
 )
 
-// vfctl bench prints every ratio with the target vhcrbench sets for it,
+// vfctl bench prints every ratio with the target package bench sets for it,
 // names vhcrd's flags as vhcrd spells them (--num-vfs) and VFs in words.
 func TestBenchPrintsTargets(t *testing.T) {
 	res := &bench.Result{NOPOverMinimum: 1.07, NOPOverToggle: 1.62, COverB: 53.3, TracedOverNOP: 0.95,

@@ -8,7 +8,7 @@
 //	    channel's bring-up; per VHCR_POST the toggle-only one loads
 //	    slave_write and toggles slave_read, the protocol-minimum one also
 //	    reads the 32-byte vHCR from the VF's window and writes its status
-//	    word. The VF side is the same vhcr.VF as in (b), so the three differ
+//	    word. The VF side is the same vfclient.VF as in (b), so the three differ
 //	    only in who answers; the toggle-only round trip gives the regime
 //	    (Regime: shared-cache or cross-core) printed beside every ratio;
 //	(b) a NOP round trip from a VF process through a real `vhcrd serve`;

@@ -29,7 +29,7 @@
 // persist.go); the PF state file (Options.State: the model's checkpoint, a
 // redo journal of commands, each VF's last result, EQ positions), so that a
 // PF killed at any instruction restarts with every object under its number
-// and completes each command exactly once (pfstate.go, recover.go); regions that shrink under the PF (the poll loop runs
+// and completes each command exactly once (journal.go, pfstate.go, recover.go); regions that shrink under the PF (the poll loop runs
 // under bar.Guard: a lost DMA range resets the VFs it backed, a lost BAR
 // ends Run with ErrRegionLost; fault.go), the FLAGS reset handshake, FLR,
 // the poller's idle policy (spin, yield, futex doorbell), the counters the
@@ -37,6 +37,7 @@
 // (Options.Trace, package vhcr/master/trace; trace.go). Every VF-supplied value is read
 // once into PF-private memory and only that copy is checked and used.
 //
-// The wire contract and the VF half are package vhcr; the per-opcode ABI
-// facts (cmd_info[]) are package vhcr/mlx4.
+// The wire contract is package vhcr/wire (its channel record and the state
+// file's layout vhcr/pfstate), the VF half vhcr/vfclient; the per-opcode
+// ABI facts (cmd_info[]) are package vhcr/mlx4.
 package master

@@ -217,9 +217,10 @@ func (p *PF) deliver(x *inflight) error {
 }
 
 // readVHCR copies VF i's vHCR once into the four-word shadow: four 8-byte
-// loads from a mapped window, else through the vHCR's mailbox. The shadow
-// is held in registers (an array or a decoded struct would live on the
-// stack and put a store-to-load round trip on every field).
+// loads from a mapped window, else through the vHCR's mailbox. The words
+// come back in registers for the decoder; the post path then keeps one copy
+// in p.words, which the journal's intent records and deliver's status word
+// (w3's flags and opcode) reads.
 func (p *PF) readVHCR(st *vfChannel) (w0, w1, w2, w3 uint64, err error) {
 	if m := st.vhcrMem; m != nil {
 		w0, w1, w2, w3 = mlx4.VHCRWords(m)

@@ -14,8 +14,8 @@ type Entry struct {
 
 	plain bool // no mailbox, executed: VHCR_POST's fast path may run it
 	// journal: the command may change the model (hca.EffChanges), so with
-	// a state file it is journaled (pfstate.go), takes the general path
-	// and is replayed
+	// a state file it is journaled (journal.go: an intent and a result
+	// record, on the fast path as on the general one) and replayed
 	journal bool
 	class   Class // the latency class
 }

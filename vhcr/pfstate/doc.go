@@ -3,7 +3,7 @@
 // sequences, EQ positions, the redo journal's records and the checkpoint
 // slots) and the per-VF channel record, which lives in the state file (two
 // slots per VF) or, without one, in the control region's header
-// (vhcr.HdrVFState). Every offset, size, magic and bit of these formats is a
+// (wire.HdrVFState). Every offset, size, magic and bit of these formats is a
 // named constant here, pinned by layout_test.go with literal offsets; the
 // PF (vhcr/master) writes and reads them, the wire contract (vhcr) reads the
 // header's channel record for Attachment.ChannelUp, and nothing else

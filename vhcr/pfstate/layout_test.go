@@ -114,7 +114,7 @@ func TestJournalRecordLayout(t *testing.T) {
 		{"flag_shift", pfstate.RecFlagShift, 8}, {"kind_flags", pfstate.RecKindFlags, 0xffff}, {"toggle", pfstate.RecToggle, 1 << 31},
 		{"magic_intent", pfstate.MagicIntent, 0x494e5431}, {"magic_commit", pfstate.MagicCommit, 0x434d5431},
 		{"kind_cmd", pfstate.KindCmd, 1}, {"kind_reset", pfstate.KindReset, 2}, {"kind_activate", pfstate.KindActivate, 3},
-		{"flag_inbox", pfstate.FlagInbox, 1}, {"flag_seed", pfstate.FlagEarly, 2}, {"flag_event", pfstate.FlagEvent, 4},
+		{"flag_inbox", pfstate.FlagInbox, 1}, {"flag_early", pfstate.FlagEarly, 2}, {"flag_event", pfstate.FlagEvent, 4},
 		{"flag_outbox", pfstate.FlagOutbox, 8}, {"flag_imm", pfstate.FlagImm, 0x10}, {"flag_exec", pfstate.FlagExec, 0x20},
 	})
 	checkOffsets(t, "result", []off{

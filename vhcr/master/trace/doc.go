@@ -75,7 +75,7 @@
 // stamp a command, the poller's choice:
 //
 //   - Post(t0, t1, ...) for the commands the poller times anyway (one in
-//     vhcr.LatencySample), and PostUntimed(now, ...) for the others, with
+//     master.LatencySample), and PostUntimed(now, ...) for the others, with
 //     now the poller's latest clock reading (the last timed command, an idle
 //     checkpoint, the wake-up from a sleep): no clock read added, exact
 //     latency for the sampled commands, the others shown without latency

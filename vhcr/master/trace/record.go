@@ -58,12 +58,12 @@ const (
 // CommName is the mlx4 name of a comm command ("VHCR_EN"): mlx4.CommCmd's.
 func CommName(c uint8) string { return mlx4.CommCmd(c).String() }
 
-// resetReasonNames mirrors vhcr.ResetReason's names, in value order (a test
+// resetReasonNames mirrors master.ResetReason's names, in value order (a test
 // checks that they match).
 var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "toggle", "vhcr_address",
 	"dma", "flr", "reset_request", "admin_state", "saved_state", "region_lost"}
 
-// ResetReasonName is the name of a reset reason (vhcr.ResetReason) as the
+// ResetReasonName is the name of a reset reason (master.ResetReason) as the
 // metrics label it: "toggle".
 func ResetReasonName(r uint8) string {
 	if int(r) < len(resetReasonNames) {
@@ -89,7 +89,7 @@ const (
 //	          Latency (if timed), Inbox (a command with an inbox)
 //	EQE       Aux (event type), Arg (EQ number), Token
 //	IRQ       Arg (vector)
-//	RESET     Aux (vhcr.ResetReason)
+//	RESET     Aux (master.ResetReason)
 //	FLR       Aux (1: begin, 0: end)
 //	RESTART   Aux (1: the VF's state was adopted, 0: started afresh)
 //
@@ -144,7 +144,7 @@ func misc(arg uint32, status mlx4.Status, reason refusal.Reason, flags, aux uint
 	return uint64(arg) | uint64(status)<<32 | uint64(reason)<<40 | uint64(flags)<<48 | uint64(aux)<<56
 }
 
-// Pack packs r (all but Seq) into its six words.
+// Pack packs r (all but Seq) into its words (Words).
 func (r *Record) Pack() Words {
 	return Words{r.Ticks, r.InParam, r.OutParam, r.Latency,
 		hdr(r.Kind, r.Comm, r.VF, uint16(r.Op)&mlx4.OpcodeMask|uint16(r.OpMod&0xf)<<12, r.Token),

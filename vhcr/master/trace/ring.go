@@ -169,7 +169,7 @@ func (r *Ring) IRQ(t uint64, vf, vector int) {
 }
 
 // Reset records that the PF reset VF vf's channel state for reason (a
-// vhcr.ResetReason).
+// master.ResetReason).
 func (r *Ring) Reset(t uint64, vf int, reason uint8) {
 	r.put(t, 0, 0, 0, hdr(KindReset, 0, uint16(vf), 0, 0), misc(0, 0, 0, 0, reason), 0, 0)
 }

@@ -1,4 +1,4 @@
-// Package vfdrv is a VF driver model over a *vhcr.VF: what the mlx4 VF
+// Package vfdrv is a VF driver model over a *vfclient.VF: what the mlx4 VF
 // driver does with its command path once the comm channel is up.
 //
 // It owns
@@ -33,7 +33,7 @@
 //   - the VF's memory for rings and buffers: pages taken once from
 //     VF.AllocPages and recycled.
 //
-// Poll mode is vhcr.VF.Post. A Driver, like the VF under it, is used by one
+// Poll mode is vfclient.VF.Post. A Driver, like the VF under it, is used by one
 // goroutine. The PF treats the VF as untrusted; this package is the
 // well-behaved driver, but it does not trust the PF's replies either: odd
 // EQEs, tokens and outboxes produce errors and counters, never panics.
