@@ -25,7 +25,7 @@ func TestKillWithEvents(t *testing.T) {
 		name  string
 		token uint16
 		comp  vfdrv.Completions
-	}{{"seed", 0x1234, vfdrv.CompletionsEarly}, {"mlx4", mlx4.PollToken, vfdrv.CompletionsMlx4}} {
+	}{{"early", 0x1234, vfdrv.CompletionsEarly}, {"mlx4", mlx4.PollToken, vfdrv.CompletionsMlx4}} {
 		for _, point := range []string{crashpoint.PostAccepted, crashpoint.PostExecuting, crashpoint.PostWrittenBack, crashpoint.CommitTorn} {
 			t.Run(mode.name+"/"+point, func(t *testing.T) {
 				r, sr, eqn := eventsRestarted(t, mode.comp)

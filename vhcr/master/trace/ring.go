@@ -28,7 +28,7 @@ type Config struct {
 	// [MinRecords, MaxRecords]; 0 means DefaultRecords.
 	Records int
 	// Ticks is the clock records are stamped with (the poller's cycle
-	// counter, vhcr.Ticks) and TicksPerNS its rate (vhcr.TicksPerNS). With
+	// counter, tick.Now) and TicksPerNS its rate (tick.PerNS). With
 	// Ticks nil, records are stamped in nanoseconds and TicksPerNS must be
 	// 0 or 1.
 	Ticks      func() uint64

@@ -29,7 +29,7 @@ func FuzzCompletions(f *testing.F) {
 	f.Add(uint8(1), []byte{1, 0, 1, 3, 0, 2, 5, 0xff, 0xff, 2, 0, 0})
 	f.Add(uint8(2), []byte{1, 0xff, 0xff, 3, 0xff, 0xff, 1, 0, 4})
 	f.Fuzz(func(t *testing.T, mode uint8, steps []byte) {
-		modes := [...]string{"auto", "mlx4", "seed"}
+		modes := [...]string{"auto", "mlx4", "early"}
 		r := mastertest.New(t, 1)
 		r.Config.VFs.Default.Completions = modes[mode%3]
 		r.Rebuild(t)

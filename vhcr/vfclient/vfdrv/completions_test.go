@@ -150,15 +150,15 @@ func TestCompletionsMlx4Override(t *testing.T) {
 	}
 }
 
-// TestCompletionsEarlyOverride: with "seed" the early-completion VF pipelines as under
+// TestCompletionsEarlyOverride: with "early" the early-completion VF pipelines as under
 // auto; the Linux-style VF receives an EQE with its 0xffff echoed and no
 // write-back, and its command fails (Linux would time out after 70 s).
 func TestCompletionsEarlyOverride(t *testing.T) {
-	_, seed, lx := completionsRig(t, "seed")
+	_, seed, lx := completionsRig(t, "early")
 	pipelines(t, seed)
 	_, err := lx.PostEvent(context.Background(), &vfclient.Request{Op: mlx4.NOP})
 	if !errors.Is(err, ErrStrayCompletion) {
-		t.Fatalf("mlx4 VF under seed: %v, want ErrStrayCompletion", err)
+		t.Fatalf("mlx4 VF under early: %v, want ErrStrayCompletion", err)
 	}
 	if lx.Stats.Stray != 1 {
 		t.Fatalf("stats %+v", lx.Stats)

@@ -34,7 +34,7 @@ func (l *countingLedger) Completed(op mlx4.Opcode, r Result) {
 	}
 }
 
-// TestLedgerSeesEveryCommand: in poll mode, the seed's event mode
+// TestLedgerSeesEveryCommand: in poll mode, the early way's event mode
 // (pipelined) and mlx4's, the ledger sees one Posted and one Completed per
 // command the driver counts, and ALLOC_RES's immediate output (the CQN
 // the driver hands out).
@@ -42,7 +42,7 @@ func TestLedgerSeesEveryCommand(t *testing.T) {
 	r := mastertest.New(t, 3)
 	r.Start(t)
 	ctx := context.Background()
-	for vf, mode := range []string{"poll", "seed", "mlx4"} {
+	for vf, mode := range []string{"poll", "early", "mlx4"} {
 		l := newCountingLedger()
 		opt := Options{Ledger: l, MaxInFlight: 4}
 		if mode == "mlx4" {
