@@ -2,8 +2,8 @@ package hca
 
 import (
 	"encoding/binary"
-	"github.com/vhcrd/vhcrd/mad"
 
+	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )

@@ -6,9 +6,9 @@ package hca
 
 import (
 	"encoding/binary"
-	"github.com/vhcrd/vhcrd/mad"
 	"math/bits"
 
+	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -303,8 +303,12 @@ func (h *HCA) VFMAC(vf, phys int) uint64 {
 	if m := h.fw.vfs[vf].Vport[phys-1].MAC; m != 0 {
 		return m
 	}
-	return modelMACBase | uint64(phys)<<16 | uint64(vf+1)
+	return defaultMAC(vf, phys)
 }
+
+// defaultMAC is the MAC the model gives VF vf on physical port phys where
+// the operator set none: locally administered, unique per (VF, port).
+func defaultMAC(vf, phys int) uint64 { return modelMACBase | uint64(phys)<<16 | uint64(vf+1) }
 
 // QUERY_ADAPTER answers the INTA pin and the board id in the VSD, each
 // 4-byte word byte-swapped as the firmware does (get_board_id).

@@ -98,7 +98,7 @@ func (h *HCA) adminMAC(vf, phys int) uint64 {
 	if m := h.fw.vfs[vf].AdminMAC[phys-1]; m != 0 {
 		return m
 	}
-	return modelMACBase | uint64(phys)<<16 | uint64(vf+1)
+	return defaultMAC(vf, phys)
 }
 
 // VFSettings returns VF vf's settings. Runs on the poller.

@@ -11,25 +11,3 @@ import "github.com/vhcrd/vhcrd/vhcr/mlx4"
 // MaxEQDoorbells is the number of EQ doorbells a VF BAR region holds: four
 // per UAR page.
 const MaxEQDoorbells = 4 * VFBARSize / mlx4.UARPageSize
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -86,7 +87,7 @@ const VFBARSize = mlx4.UARSize
 
 // VFBARPath is the default file of VF vf's BAR region next to the control
 // region's file ctrl: ctrl + ".vf" + vf.
-func VFBARPath(ctrl string, vf int) string { return ctrl + ".vf" + itoa(vf) }
+func VFBARPath(ctrl string, vf int) string { return ctrl + ".vf" + strconv.Itoa(vf) }
 
 // ErrHeader is wrapped by every header validation error.
 var ErrHeader = errors.New("vhcr: bad region header")

@@ -143,7 +143,7 @@ func loadObjects(im *Image, nvf int) ([]*Object, [NumTypes]map[uint64]*Object, e
 		maps[i] = make(map[uint64]*Object)
 	}
 	for i, oi := range im.Objects {
-		if int(oi.Type) >= NumTypes || oi.Owner < 0 || oi.Owner >= nvf || len(oi.Deps) > 4 {
+		if int(oi.Type) >= NumTypes || oi.Owner < 0 || oi.Owner >= nvf || len(oi.Deps) > len(Object{}.deps) {
 			return nil, maps, badImage("object %d: type %d owner %d deps %d", i, oi.Type, oi.Owner, len(oi.Deps))
 		}
 		if _, dup := maps[oi.Type][oi.ID]; dup {

@@ -377,7 +377,7 @@ func (t *Tracker) RemoveEQ(o *Object) error {
 
 // MACID is the tracker id of (vf, port, value) for MAC and VLAN objects.
 func MACID(vf, port int, value uint64) uint64 {
-	return uint64(vf)<<56 | uint64(port&0xff)<<48 | value&0xffffffffffff
+	return uint64(vf)<<56 | uint64(port&0xff)<<48 | value&mlx4.MLX4_MAC_MASK
 }
 
 // AddMAC records one more registration of a MAC (ty MAC) or VLAN (ty VLAN)
