@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -93,11 +95,29 @@ func attachServing(path string, cmd *exec.Cmd) (*vfclient.Attachment, error) {
 		if a != nil {
 			a.Close()
 		}
-		if cmd.ProcessState != nil || time.Now().After(deadline) {
+		if exited(cmd) {
+			return nil, fmt.Errorf("%w before it served (%v)", errPeerExited, err)
+		}
+		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("did not start serving: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// errPeerExited is attachServing's error for a process that ended first.
+var errPeerExited = errors.New("the process exited")
+
+// exited reports whether cmd's process has ended, without reaping it
+// (WNOWAIT), so that the caller's cmd.Wait still collects it and its exit
+// status. (cmd.ProcessState is set only by Wait.)
+func exited(cmd *exec.Cmd) bool {
+	if cmd.Process == nil {
+		return true
+	}
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err != nil || info.Signo != 0
 }
 
 func (p *limitPeer) round(ctx context.Context, iters int) ([]float64, error) {

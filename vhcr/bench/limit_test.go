@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -126,5 +127,23 @@ func TestLimitGivesUp(t *testing.T) {
 	}
 	if err := limit("copy", filepath.Join(t.TempDir(), "bar"), 1); err == nil {
 		t.Error("mode copy accepted")
+	}
+}
+
+// TestAttachServingSeesTheProcessExit: a peer that exits before it serves
+// is reported as such (errPeerExited), not waited for until the start-up
+// deadline, and its exit status is still the caller's to collect.
+func TestAttachServingSeesTheProcessExit(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "exit 3")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sh: %v", err)
+	}
+	_, err := attachServing(filepath.Join(t.TempDir(), "never"), cmd)
+	if !errors.Is(err, errPeerExited) {
+		t.Fatalf("attachServing: %v, want errPeerExited", err)
+	}
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("Wait after attachServing: %v, want exit status 3", err)
 	}
 }
