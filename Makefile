@@ -85,7 +85,8 @@ vmtest:
 
 # A stopped PF's files (vhcrd clean: the regions of CLEAN_BAR, its VF BAR
 # files, state file and sockets; refused while a PF serves them), then bin/.
-CLEAN_BAR ?= file:/dev/shm/vhcrd-bar
+# CLEAN_BAR defaults to $VHCRD_BAR, as the tools' --bar does.
+CLEAN_BAR ?= $(or $(VHCRD_BAR),file:/dev/shm/vhcrd-bar)
 clean:
 	@if [ -x $(BIN)/vhcrd ]; then ./$(BIN)/vhcrd clean --bar $(CLEAN_BAR); else $(GO) run ./cmd/vhcrd clean --bar $(CLEAN_BAR); fi
 	rm -rf $(BIN)
