@@ -20,8 +20,8 @@ const (
 	CQDBCIMask             = 0xffffff // cons_index & 0xffffff
 
 	// The CQ doorbell record (8 bytes in host memory at the CQ context's
-	// db_rec_addr; mlx4dv.h struct mlx4dv_cq set_ci_db, arm_db; the
-	// kernel's mlx4_ib_cq set_ci_db = db.db, arm_db = db.db + 1):
+	// db_rec_addr; libmlx4's verbs.c arm_db = set_ci_db + 1, as the
+	// kernel's mlx4_ib_cq has them; mlx4dv.h struct mlx4dv_cq):
 	// set_ci = BE32 cons_index & 0xffffff (mlx4_cq_set_ci), arm_db = BE32
 	// sn << 28 | cmd | ci, written before the UAR store.
 	CQDBRecSetCI = 0x0
@@ -32,7 +32,8 @@ const (
 	// BE32 rq.head & 0xffff (mlx4_post_recv: *qp->db = htobe32(qp->rq.head
 	// & 0xffff); mlx4_ib_post_recv; mlx4_en's rx prod db), the count of
 	// receive WQEs posted, modulo 2^16. An SRQ's record is its 16-bit WQE
-	// counter the same way (mlx4_post_srq_recv).
+	// counter the same way (mlx4_post_srq_recv: *srq->db =
+	// htobe32(srq->counter), a uint16_t).
 	RQDBRecSize     = 4
 	RQDBRecHeadMask = 0xffff
 )
