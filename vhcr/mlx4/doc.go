@@ -6,7 +6,11 @@
 // output, which is EPERM, which op_modifiers are legal), and the layouts the
 // commands' mailboxes carry: the QP context and its modify mailbox, the CQ,
 // SRQ and EQ contexts, the MPT entry, the WRITE_MTT inbox, the EQE, the
-// QUERY_* outboxes and the ACCESS_REG header with the PTYS register.
+// QUERY_* outboxes and the ACCESS_REG header with the PTYS register; and
+// the data path's formats: send and receive WQEs with their segments
+// (wqe.go: DecodeSendWQE, EncodeSendWQE, DecodeRecvWQE, EncodeRecvWQE),
+// CQEs (cqe.go: DecodeCQE, EncodeCQE, the owner rule CQEOwnerSW), and the
+// UAR doorbells and doorbell records (uar.go).
 //
 // Each layout is written once, here, and checked by golden tests against
 // the kernel structure written out in the test; where both sides of the
