@@ -6,6 +6,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -264,7 +265,8 @@ func (p *PF) postFault(x *inflight, r *faultinj.Rule) bool {
 	switch r.Kind {
 	case faultinj.Status:
 		if r.Params.Status != mlx4.OK {
-			x.status = r.Params.Status // not executed; OK leaves the command as it was
+			// Not executed; OK leaves the command as it was.
+			x.status = x.c.Refuse(r.Params.Status, refusal.Injected)
 		}
 	case faultinj.Delay:
 		p.hold(i, st.lastWord, deadline(r.Params.US))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr/faultinj"
+	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/master/trace"
@@ -111,8 +112,8 @@ func TestFaultPostKinds(t *testing.T) {
 	}{
 		{kind: "status", cmd: qfc, args: map[string]string{"status": "BAD_PARAM"}, after: true,
 			check: func(t *testing.T, r stepRig, p posted) {
-				if !p.acked || p.status != byte(mlx4.BAD_PARAM) {
-					t.Fatalf("%+v", p)
+				if !p.acked || p.status != byte(mlx4.BAD_PARAM) || r.PF.Counters().Refusal(1, refusal.Injected) != 1 {
+					t.Fatalf("%+v, refusals %d", p, r.PF.Counters().Refusal(1, refusal.Injected))
 				}
 			}},
 		{kind: "status", cmd: qfc, args: map[string]string{"status": "0x7e"}, after: true,
