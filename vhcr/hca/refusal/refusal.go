@@ -30,6 +30,7 @@ const (
 	MAD                  // MAD refused by the VF policy
 	NotModelled          // in the table but not executed by this model
 	MADDropped           // MAD consumed without a reply (a key violation, a trap repress): firmware's BAD_PKT
+	Injected             // an injected fault's status (vhcr/faultinj's status kind)
 	count
 )
 
@@ -40,7 +41,7 @@ var reasonNames = [...]string{
 	BadState: "bad_state", Busy: "busy", Quota: "quota", Range: "range",
 	PKey: "pkey", Port: "port", GID: "gid", MTT: "mtt", EQ: "eq",
 	Context: "context", FLR: "flr", MAD: "mad_policy", NotModelled: "not_modelled",
-	MADDropped: "mad_dropped",
+	MADDropped: "mad_dropped", Injected: "fault_injected",
 }
 
 // reasonTexts say in words what each reason's name stands for.
@@ -67,6 +68,7 @@ var reasonTexts = [...]string{
 	MAD:         "the VF policy of MAD_IFC refuses this MAD",
 	NotModelled: "the command is in the table but this model does not execute it",
 	MADDropped:  "the MAD was consumed without a reply, the firmware's BAD_PKT: a key violation, whose trap goes to the SM",
+	Injected:    "an injected fault answered the command with this status (vhcrd fault list)",
 }
 
 // Text says in words why a command was refused ("the object does not

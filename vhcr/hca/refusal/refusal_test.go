@@ -22,7 +22,7 @@ func TestEveryReasonNamed(t *testing.T) {
 			t.Errorf("reason %d (%s) has no text", r, n)
 		}
 	}
-	if r := Reason(NumReasons); r.String() != "unknown" || r.Text() != "reason 23" {
+	if r := Reason(NumReasons); r.String() != "unknown" || r.Text() != "reason 24" {
 		t.Errorf("reason %d: %q, %q", r, r.String(), r.Text())
 	}
 }
