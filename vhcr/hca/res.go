@@ -76,7 +76,7 @@ type firmware struct {
 type vfFW struct {
 	VFState
 	stats EventStats
-	dps   DPStats // data-path counters (sq.go)
+	eng   EngineStats // work-request engine counters (sq.go)
 }
 
 // EventStats are one VF's event counters (read by metrics at scrape time).
@@ -105,7 +105,8 @@ type qpObj struct {
 
 type cqObj struct {
 	CQState
-	tr *restrack.Object
+	tr   *restrack.Object
+	ring *cqRing // the ring in the VF's memory (cqring.go)
 }
 
 type srqObj struct {

@@ -201,10 +201,10 @@ func (h *HCA) wqTransition(qp *qpObj, from mlx4.QPState) {
 	switch {
 	case walk && !w.attached:
 		w.attached = true
-		dpAttach(h, qp)
+		h.dpAttach(qp)
 	case !walk && w.attached:
 		w.attached = false
-		dpDetach(h, qp)
+		h.dpDetach(qp)
 	}
 	if qp.State == mlx4.QP_STATE_ERR && from != mlx4.QP_STATE_ERR && w.srq {
 		// The QP's last WQE from its SRQ has been consumed (IBA 11.6.3.1):
@@ -219,7 +219,7 @@ func (h *HCA) wqDrop(qp *qpObj) {
 		return
 	}
 	if qp.wq.attached {
-		dpDetach(h, qp)
+		h.dpDetach(qp)
 	}
 	qp.wq = nil
 	qp.SQHead, qp.RQHead = 0, 0

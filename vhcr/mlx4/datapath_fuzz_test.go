@@ -23,6 +23,9 @@ func FuzzDecodeSendWQE(f *testing.F) {
 		if size == 0 || size > len(in) || w.NSGE > MaxSGE {
 			t.Fatalf("decoded size %d of %d bytes, %d entries", size, len(in), w.NSGE)
 		}
+		if cut, err := DecodeSendWQE(in[:size], st); err != nil || cut != w {
+			t.Fatalf("the WQE cut at its size decodes differently: %v", err)
+		}
 		var inline []byte
 		if w.HasLSO {
 			inline = append(inline, in[w.LSO.HdrOff:w.LSO.HdrOff+int(w.LSO.HdrSize)]...)

@@ -378,23 +378,31 @@ func segErr(what string, at, size int) error {
 // ErrWQETransport or ErrWQETooManySGE.
 func DecodeSendWQE(b []byte, st uint8) (SendWQE, error) {
 	var w SendWQE
+	err := w.Decode(b, st)
+	return w, err
+}
+
+// Decode is DecodeSendWQE into w, which it overwrites: the poller's
+// way, without copying the value out.
+func (w *SendWQE) Decode(b []byte, st uint8) error {
+	*w = SendWQE{}
 	if len(b) < CtrlSegSize {
-		return w, shortErr("send WQE", len(b), CtrlSegSize)
+		return shortErr("send WQE", len(b), CtrlSegSize)
 	}
 	w.Ctrl = decodeCtrl(b)
 	size := w.Bytes()
 	if size == 0 || size > len(b) {
-		return w, fmt.Errorf("%w: %d units, %d bytes at hand", ErrWQESize, w.Ctrl.Size, len(b))
+		return fmt.Errorf("%w: %d units, %d bytes at hand", ErrWQESize, w.Ctrl.Size, len(b))
 	}
 	l, err := layoutFor(st, w.Ctrl.Opcode)
 	if err != nil {
-		return w, err
+		return err
 	}
 	p, err := w.decodeFixed(b[:size], l)
 	if err != nil {
-		return w, err
+		return err
 	}
-	return w, w.decodeGather(b[:size], p)
+	return w.decodeGather(b[:size], p)
 }
 
 func (w *SendWQE) decodeFixed(b []byte, l sendLayout) (int, error) {
@@ -649,12 +657,21 @@ type RecvWQE struct {
 // ring; srq: it begins with the next segment): at most MaxSGE entries,
 // ErrWQETooManySGE past that, ErrShort for an SRQ WQE shorter than its
 // next segment. The terminating INVALID_LKEY entry is not part of SGE.
+// (vhcrd's QUERY_DEV_CAP reports max_rq_sg 32, so a WQE the VF driver
+// builds never reaches MaxSGE; a larger stride the VF chose can.)
 func DecodeRecvWQE(b []byte, srq bool) (RecvWQE, error) {
 	var r RecvWQE
+	err := r.Decode(b, srq)
+	return r, err
+}
+
+// Decode is DecodeRecvWQE into r, which it overwrites.
+func (r *RecvWQE) Decode(b []byte, srq bool) error {
+	*r = RecvWQE{}
 	p := 0
 	if srq {
 		if len(b) < SRQNextSegSize {
-			return r, shortErr("SRQ WQE", len(b), SRQNextSegSize)
+			return shortErr("SRQ WQE", len(b), SRQNextSegSize)
 		}
 		r.NextWQEIndex = get16(b, SRQNextWQEIndex)
 		p = SRQNextSegSize
@@ -665,12 +682,12 @@ func DecodeRecvWQE(b []byte, srq bool) (RecvWQE, error) {
 			break
 		}
 		if r.NSGE == MaxSGE {
-			return r, fmt.Errorf("%w: receive WQE at %d", ErrWQETooManySGE, p)
+			return fmt.Errorf("%w: receive WQE at %d", ErrWQETooManySGE, p)
 		}
 		r.SGE[r.NSGE] = Gather{ByteCount: get32(b, p+DataByteCount), LKey: lkey, Addr: get64(b, p+DataAddr)}
 		r.NSGE++
 	}
-	return r, nil
+	return nil
 }
 
 // EncodeRecvWQE is DecodeRecvWQE's inverse: it writes r into the stride b,
