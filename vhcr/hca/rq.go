@@ -98,9 +98,7 @@ func (h *HCA) recvPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 			return true, true
 		}
 	}
-	var err error
-	h.dpw.recv, err = mlx4.DecodeRecvWQE(buf, false)
-	return true, err != nil
+	return true, h.dpw.recv.Decode(buf, false) != nil
 }
 
 // recvConsume takes the WQE recvPeek found.
@@ -148,8 +146,7 @@ func (h *HCA) srqPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 			return true, true
 		}
 	}
-	var err error
-	h.dpw.recv, err = mlx4.DecodeRecvWQE(buf, true)
+	err := h.dpw.recv.Decode(buf, true)
 	s.next = h.dpw.recv.NextWQEIndex
 	return true, err != nil
 }

@@ -238,9 +238,7 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 func (h *HCA) execWQE(qp *qpObj, n int) bool {
 	w := qp.wq
 	d := &h.dpw.send
-	var err error
-	*d, err = mlx4.DecodeSendWQE(h.dpw.wqe[:n], w.st)
-	if err != nil {
+	if d.Decode(h.dpw.wqe[:n], w.st) != nil {
 		h.sqError(qp, 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 		return true
 	}
