@@ -39,7 +39,12 @@ package hca
 // a destination port not Active or no QP there that takes the packet (a
 // packet lost: no ACK ever comes) is transport retry exceeded — at once,
 // without waiting retry_count timeouts, since every retry would meet the
-// same fabric. A receive WQE missing at the responder is an RNR NAK:
+// same fabric. With path migration armed (pm_state ARMED and an alternate
+// path: its rlid set), a lost primary path also raises PATH_MIG_FAILED:
+// the model has no automatic path migration (the alternate path is
+// checked at the modify commands, never used to send), and hardware that
+// cannot migrate reports it so. A receive WQE missing at the responder is
+// an RNR NAK:
 // rnr_retry 7 retries forever (the WQE stays at SQHead and is tried again
 // at the next scan, never in a loop), otherwise the WQE is retried at the
 // next scans and fails with RNR retry exceeded after rnr_retry retries.
@@ -354,6 +359,14 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		}
 	}
 	if rr != routeOK {
+		if w.pmArmed && rr != routeNoQP {
+			// The primary path is lost with migration armed: hardware would
+			// move to the alternate path; the model does not migrate
+			// (automatic path migration is not modelled), which the QP
+			// learns as hardware reports a failed migration.
+			_ = h.QPEvent(w.qpn, mlx4.EventPathMigFailed)
+			w.pmArmed = false
+		}
 		if !rc { // UC: nothing acknowledges; the message is gone
 			h.sqDone(qp, uint32(total))
 			return true

@@ -20,12 +20,13 @@ package hca
 // bit) and the GRH of that packet (mad.Engine.KeyViolation).
 //
 // Multicast (a DLID in 0xc000..0xfffe, dqpn 0xffffff) reaches every QP
-// attached (QP_ATTACH) to the AV's DGID on the arrival port, but the
-// sender's own QP, each with the receiver checks; the DLID must still be
-// routed by the port it leaves (the model's ports answer to every
-// multicast LID: a switch with the group's MFT entry to each of them).
+// attached (QP_ATTACH) to the AV's DGID on an Active port, but the
+// sender's own QP, each with the receiver checks: the switch's MFT is not
+// consulted, the model's ports answer to every multicast LID.
 
 import (
+	"slices"
+
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -64,27 +65,19 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 		qkey = w.qkey
 	}
 	st := &h.fw.vfs[w.vf].eng
-	arrive, bits, rr := h.routePort(port, av.DLID)
-	if rr != routeOK {
-		st.UDDropped.Add(1)
+	dqpn := d.Datagram.DQPN & mlx4.QPNMask
+	if av.DLID >= multicastLIDBase && av.DLID != permissiveLID && dqpn == multicastQPN {
+		if v := h.portView(port); !v.active || v.eth {
+			st.UDDropped.Add(1)
+		} else {
+			h.multicast(qp, port, qkey, total)
+		}
 		h.sqDone(qp, uint32(total))
 		return true
 	}
-	dqpn := d.Datagram.DQPN & mlx4.QPNMask
-	if av.DLID >= multicastLIDBase && av.DLID != permissiveLID && dqpn == multicastQPN {
-		for qpn, gids := range h.fw.mcg {
-			if qpn == w.qpn&qpnMask {
-				continue
-			}
-			for i := range gids {
-				if gids[i] == av.DGID {
-					if dq := h.routeQP(arrive, qpn); dq != nil {
-						h.udReceive(qp, dq, port, arrive, bits, qkey, total)
-					}
-					break
-				}
-			}
-		}
+	arrive, bits, rr := h.routePort(port, av.DLID)
+	if rr != routeOK {
+		st.UDDropped.Add(1)
 		h.sqDone(qp, uint32(total))
 		return true
 	}
@@ -96,6 +89,26 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 	}
 	h.sqDone(qp, uint32(total))
 	return true
+}
+
+// multicast delivers the datagram to every UD QP attached to the AV's DGID
+// on an Active IB port, but the sender.
+func (h *HCA) multicast(qp *qpObj, port int, qkey uint32, total uint64) {
+	w := qp.wq
+	dgid := h.dpw.send.Datagram.AV.DGID
+	for qpn, gids := range h.fw.mcg {
+		if qpn == w.qpn&qpnMask || !slices.Contains(gids, dgid) {
+			continue
+		}
+		dq := h.fw.qps[qpn]
+		if dq == nil || dq.wq == nil || dq.wq.st != mlx4.QP_ST_UD {
+			continue
+		}
+		if v := h.portView(dq.Port); !v.active || v.eth || h.routeQP(dq.Port, qpn) == nil {
+			continue
+		}
+		h.udReceive(qp, dq, port, dq.Port, 0, qkey, total)
+	}
 }
 
 // udReceive is the arrival of the datagram at dq (arrival port arrive,
