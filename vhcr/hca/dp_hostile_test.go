@@ -149,9 +149,8 @@ func TestDataHostileKeys(t *testing.T) {
 			by := p.d.setup(2)
 			before := snapshot(t, by.w)
 			p.a.fill(p.ma, pattern(64, 3))
-			victim := snapshot(t, p.b.w)
 			c.post(p)
-			victim = snapshot(t, p.b.w) // what the posts wrote (receive WQEs, new MRs)
+			victim := snapshot(t, p.b.w) // with what the posts wrote (receive WQEs, new MRs)
 			evB := len(p.b.events())
 			p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil) // flushed
 			p.qa.run(16)
