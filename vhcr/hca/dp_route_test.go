@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -149,4 +150,47 @@ func TestDataUDMulticast(t *testing.T) {
 		t.Fatalf("DGID in the GRH %q", got)
 	}
 	_ = d
+}
+
+// TestDataSurvivesLoad: a checkpoint carries the queues' positions; a
+// loaded HCA rebuilds the work queues and goes on where it was (the next
+// WQE's index, the receive queue's consumer).
+func TestDataSurvivesLoad(t *testing.T) {
+	p := newRCPair(t, permAll, qpOpts{})
+	p.qb.recv(sge(p.kb, vaB, 64))
+	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
+	p.qa.run(4)
+	p.d.take()
+	im := p.d.h.Image()
+	win := func(vf int) *dma.Window { w, _ := p.d.sp.Window(vf); return w }
+	if err := p.d.h.Load(im, win); err != nil {
+		t.Fatal(err)
+	}
+	if p.qa.obj().wq == nil || p.qa.obj().SQHead != 1 || p.qb.obj().RQHead != 1 {
+		t.Fatalf("after Load: queues %v, SQ %d, RQ %d", p.qa.obj().wq != nil, p.qa.obj().SQHead, p.qb.obj().RQHead)
+	}
+	p.a.fill(p.ma, []byte("after the restart"))
+	p.qb.recv(sge(p.kb, vaB+64, 64))
+	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 17)), nil)
+	if n := p.qa.run(4); n != 1 {
+		t.Fatalf("consumed %d", n)
+	}
+	if got := p.b.read(p.mb+64, 17); string(got) != "after the restart" {
+		t.Fatalf("got %q", got)
+	}
+	wantCQE(t, p.d.take(), rCQE(p.b.cq, p.qb.qpn, 1, mlx4.RECV_OPCODE_SEND, 17, 0), sCQE(p.a.cq, p.qa.qpn, 1, mlx4.OPCODE_SEND, 17))
+}
+
+// TestDataSuspended: a suspended QP executes nothing until UNSUSPEND_QP.
+func TestDataSuspended(t *testing.T) {
+	p := newRCPair(t, permAll, qpOpts{})
+	p.a.must(p.a.run(p.a.cmd(mlx4.SUSPEND_QP, 0, p.qa.qpn, 0, nil, false)), "SUSPEND_QP")
+	p.qa.post(send(mlx4.OPCODE_NOP), nil)
+	if p.d.h.sqPending(p.qa.obj()) || p.qa.run(4) != 0 {
+		t.Fatal("a suspended QP ran")
+	}
+	p.a.must(p.a.run(p.a.cmd(mlx4.UNSUSPEND_QP, 0, p.qa.qpn, 0, nil, false)), "UNSUSPEND_QP")
+	if p.qa.run(4) != 1 {
+		t.Fatal("the QP did not resume")
+	}
 }

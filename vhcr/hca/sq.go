@@ -142,7 +142,7 @@ func (h *HCA) sqValid(qp *qpObj) (valid, ok bool) {
 // sqPending reports whether qp has a send WQE (or, in ERR, a receive WQE)
 // the device would take now: one read of the next control segment.
 func (h *HCA) sqPending(qp *qpObj) bool {
-	if qp.wq == nil {
+	if qp.wq == nil || qp.Suspended {
 		return false
 	}
 	h.scratch()
@@ -204,8 +204,8 @@ func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 // VF posted instead.
 func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	w := qp.wq
-	if w == nil || budget <= 0 {
-		return 0
+	if w == nil || budget <= 0 || qp.Suspended {
+		return 0 // SUSPEND_QP: the QP does nothing until UNSUSPEND_QP
 	}
 	h.scratch()
 	switch qp.State {

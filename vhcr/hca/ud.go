@@ -123,7 +123,9 @@ func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32
 	src := h.portView(port)
 	slid := src.lid | uint16(av.GSLID&0x7f)&(1<<src.lmc-1)
 	sl := uint8(av.SLTClassFlowLabel >> 28)
-	h.udGRH(qp, port, total)
+	if grh {
+		h.udGRH(qp, port, total)
+	}
 	if !pkeyMatch(h.pkey(port, w.pkeyIndex), h.pkey(arrive, dw.pkeyIndex)) {
 		st.PKeyViol.Add(1)
 		h.keyTrap(dq, w.qpn, arrive, slid, bits, sl, grh, true, uint32(h.pkey(port, w.pkeyIndex)))
