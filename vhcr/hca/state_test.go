@@ -47,7 +47,7 @@ var (
 		reflect.TypeFor[qpObj]():  {"tr": "link to the tracker object, joined again by Load", "wq": "geometry derived from Ctx and the MTT, rebuilt by Load"},
 		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object", "ring": "derived from Ctx and the MTT, rebuilt by Load"},
 		reflect.TypeFor[srqObj](): {"tr": "link to the tracker object", "q": "ring derived from Ctx and the MTT, rebuilt on first use"},
-		reflect.TypeFor[mptObj](): {"tr": "link to the tracker object"},
+		reflect.TypeFor[mptObj](): {"tr": "link to the tracker object", "dec": "derived from Entry (the data path's decoded copy)", "decoded": "whether dec is Entry's"},
 		reflect.TypeFor[eqObj](): {
 			"tr": "link to the tracker object", "win": "the VF's DMA window, given to Load",
 			"dbLast": "the doorbell word last applied: a restarted PF reads every doorbell afresh (RefreshEQs)",
