@@ -121,6 +121,7 @@ type dpSched struct {
 	sweepVF  int
 	cqWatch  []*cqObj // CQs disarmed with CQEs pending (cqring.go)
 	uar      func(vf int, off uint64) (uint32, bool)
+	cqPos    func(vf int, cqn, prod uint32, live bool) // CQ producer positions (cqring.go), or nil
 	stats    []DataPathStats
 }
 
@@ -139,10 +140,10 @@ func (s *dpSched) reset() {
 	for _, cq := range s.cqWatch {
 		cq.ring.watched = false
 	}
-	stats, uar := s.stats, s.uar
+	stats, uar, pos := s.stats, s.uar, s.cqPos
 	*s = dpSched{}
 	s.init(len(stats))
-	s.stats, s.uar = stats, uar
+	s.stats, s.uar, s.cqPos = stats, uar, pos
 }
 
 // SetUARReader installs read, which returns the 32-bit big-endian word at
