@@ -11,8 +11,8 @@ import (
 
 // The data-path rig: VFs with an EQ, a CQ, memory regions and QPs built
 // through the executors as mlx4_ib and libmlx4 build them, WQEs posted with
-// the mlx4 encoders into the VF's queue memory, and the CQEs the engine
-// hands to the CQ layer recorded.
+// the mlx4 encoders into the VF's queue memory, and the CQEs polled from
+// the CQ rings as libmlx4 polls them.
 
 type gotCQE struct {
 	cqn uint32
@@ -21,28 +21,40 @@ type gotCQE struct {
 
 type dpRig struct {
 	*rig
-	cqes []gotCQE
+	vfs []*tvf
 }
 
 func newDPRig(t testing.TB, nvf int, edit func(*config.Config)) *dpRig {
-	d := &dpRig{rig: newRig(t, nvf, edit)}
-	old := postCQE
-	postCQE = func(h *HCA, cqn uint32, e *mlx4.CQE) error {
-		if h == d.h {
-			d.cqes = append(d.cqes, gotCQE{cqn, *e})
-		}
-		return nil
-	}
-	t.Cleanup(func() { postCQE = old })
-	return d
+	return &dpRig{rig: newRig(t, nvf, edit)}
 }
 
-// take returns and forgets the CQEs recorded so far.
+// take polls every VF's CQ (in VF order) and returns the CQEs found.
 func (d *dpRig) take() []gotCQE {
-	c := d.cqes
-	d.cqes = nil
-	return c
+	var got []gotCQE
+	for _, v := range d.vfs {
+		for {
+			off := uint64(v.ci&(cqEntries-1)) * mlx4.CQESize
+			var b [mlx4.CQESize]byte
+			if err := v.w.CopyIn(b[:], v.cqRing+off); err != nil {
+				d.t.Fatal(err)
+			}
+			e, _ := mlx4.DecodeCQE(b[:])
+			if !mlx4.CQEOwnerSW(e.Owner, v.ci, cqEntries) {
+				break
+			}
+			got = append(got, gotCQE{v.cq, e})
+			v.ci = (v.ci + 1) & 0xffffff
+		}
+		var rec [4]byte
+		binary.BigEndian.PutUint32(rec[:], v.ci)
+		if err := v.w.CopyOut(v.cqRec+mlx4.CQDBRecSetCI, rec[:]); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	return got
 }
+
+const cqEntries = 128
 
 // tvf is a VF of the rig with its EQ (every event mapped), a CQ and a PD.
 type tvf struct {
@@ -50,6 +62,9 @@ type tvf struct {
 	d      *dpRig
 	eqPage uint64
 	cq     uint32
+	cqRing uint64 // the CQ's ring page and doorbell record
+	cqRec  uint64
+	ci     uint32 // the CQ's consumer index
 	pd     uint32
 }
 
@@ -58,8 +73,14 @@ func (d *dpRig) setup(n int) *tvf {
 	v.page = 0x10000
 	t := &tvf{vf: v, d: d, eqPage: v.page}
 	v.setupEQ(1, 6)
-	t.cq = v.createCQ()
+	// The CQ as libmlx4's mlx4_create_cq makes it: zeroed ring and record.
+	t.cq = v.mustAlloc(restrack.CQ, resOpReserveAndMap, 0)
+	t.cqRing, t.cqRec = v.newPage(), v.newPage()
+	b := make([]byte, mlx4.CQContextSize)
+	mlx4.CQContext{LogSize: 7, UsrPage: 128, CompEQN: 1, DBRecAddr: t.cqRec, MTTBase: uint64(v.mtt(0, t.cqRing))}.Encode(b)
+	v.must(v.run(v.cmd(mlx4.SW2HW_CQ, 0, t.cq, 0, b, false)), "SW2HW_CQ")
 	t.pd = uint32(n+2)<<17 | 0x11 // PD 0x11 tagged with the slave (VF+1) + 1
+	d.vfs = append(d.vfs, t)
 	return t
 }
 
@@ -98,23 +119,21 @@ func (t *tvf) mr(va uint64, npages int, access uint32, pd uint32) (uint32, uint6
 
 // tqp is a QP of a tvf and the driver's view of its queues.
 type tqp struct {
-	t          *tvf
-	qpn        uint32
-	buf        uint64 // the QP buffer's page (IOVA)
-	db         uint64 // receive doorbell record
-	sqShift    uint
-	rqShift    uint
-	sqCnt      uint32
-	rqCnt      uint32
-	sqOff      uint64
-	rqOff      uint64
-	sqHead     uint32
-	rqHead     uint32
-	ctx        mlx4.QPContext
-	p1, p2     uint32 // params1, params2
-	remoteLID  uint16
-	srq        *tsrq
-	stampAfter bool
+	t       *tvf
+	qpn     uint32
+	buf     uint64 // the QP buffer's page (IOVA)
+	db      uint64 // receive doorbell record
+	sqShift uint
+	rqShift uint
+	sqCnt   uint32
+	rqCnt   uint32
+	sqOff   uint64
+	rqOff   uint64
+	sqHead  uint32
+	rqHead  uint32
+	ctx     mlx4.QPContext
+	p1, p2  uint32 // params1, params2
+	srq     *tsrq
 }
 
 type qpOpts struct {

@@ -76,7 +76,7 @@ type firmware struct {
 type vfFW struct {
 	VFState
 	stats EventStats
-	dps   DPStats // data-path counters (sq.go)
+	eng   EngineStats // work-request engine counters (sq.go)
 }
 
 // EventStats are one VF's event counters (read by metrics at scrape time).

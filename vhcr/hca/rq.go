@@ -98,9 +98,7 @@ func (h *HCA) recvPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 			return true, true
 		}
 	}
-	var err error
-	h.dp.recv, err = mlx4.DecodeRecvWQE(buf, false)
-	return true, err != nil
+	return true, h.dp.recv.Decode(buf, false) != nil
 }
 
 // recvConsume takes the WQE recvPeek found.
@@ -148,8 +146,7 @@ func (h *HCA) srqPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 			return true, true
 		}
 	}
-	var err error
-	h.dp.recv, err = mlx4.DecodeRecvWQE(buf, true)
+	err := h.dp.recv.Decode(buf, true)
 	s.next = h.dp.recv.NextWQEIndex
 	return true, err != nil
 }
@@ -211,11 +208,12 @@ func (h *HCA) scatterList(dq *qpObj, n uint64) (int, uint8) {
 	return k, 0
 }
 
-// recvCQE writes the responder's CQE for a message into dq's receive CQ.
+// recvCQE writes the responder's CQE for a message into dq's receive CQ
+// (solicited when the sending WQE asked for the solicited event).
 func (h *HCA) recvCQE(dq *qpObj, s *recvSlot, e *mlx4.CQE) {
 	e.VlanMyQPN = dq.wq.qpn & mlx4.CQE_QPN_MASK
 	e.WQEIndex = s.index
-	h.cqe(dq.wq.rcqn, dq.wq.vf, e)
+	h.cqe(dq.wq.rcqn, dq.wq.vf, e, h.dp.send.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_SOLICITED != 0)
 }
 
 // recvError completes the receive WQE s of dq in error (syndrome) and
@@ -247,7 +245,7 @@ func (h *HCA) flushRQ(qp *qpObj, budget int) int {
 		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
 		e.VlanMyQPN = w.qpn
 		e.WQEIndex = uint16(qp.RQHead)
-		h.cqe(w.rcqn, w.vf, e)
+		h.cqe(w.rcqn, w.vf, e, false)
 		qp.RQHead = (qp.RQHead + 1) & 0xffff
 	}
 	return int(avail)

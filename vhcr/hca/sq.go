@@ -39,7 +39,12 @@ package hca
 // a destination port not Active or no QP there that takes the packet (a
 // packet lost: no ACK ever comes) is transport retry exceeded — at once,
 // without waiting retry_count timeouts, since every retry would meet the
-// same fabric. A receive WQE missing at the responder is an RNR NAK:
+// same fabric. With path migration armed (pm_state ARMED and an alternate
+// path: its rlid set), a lost primary path also raises PATH_MIG_FAILED:
+// the model has no automatic path migration (the alternate path is
+// checked at the modify commands, never used to send), and hardware that
+// cannot migrate reports it so. A receive WQE missing at the responder is
+// an RNR NAK:
 // rnr_retry 7 retries forever (the WQE stays at SQHead and is tried again
 // at the next scan, never in a loop), otherwise the WQE is retried at the
 // next scans and fails with RNR retry exceeded after rnr_retry retries.
@@ -62,9 +67,9 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// DPStats are one VF's data-path counters (metrics read them at scrape
-// time).
-type DPStats struct {
+// EngineStats are one VF's work-request engine counters (metrics read
+// them at scrape time; the CQ layer's are DataPathStats).
+type EngineStats struct {
 	WQEs       atomic.Uint64 // send WQEs executed (errors and flushes included)
 	ErrorCQEs  atomic.Uint64 // error CQEs written, flushes included
 	CQEDrops   atomic.Uint64 // CQEs the CQ layer refused (overrun, no CQ)
@@ -75,12 +80,12 @@ type DPStats struct {
 	RNRRetries atomic.Uint64 // RNR NAKs retried
 }
 
-// DataPathStats returns VF vf's data-path counters (nil for no such VF).
-func (h *HCA) DataPathStats(vf int) *DPStats {
+// EngineStats returns VF vf's engine counters (nil for no such VF).
+func (h *HCA) EngineStats(vf int) *EngineStats {
 	if vf < 0 || vf >= len(h.fw.vfs) {
 		return nil
 	}
-	return &h.fw.vfs[vf].dps
+	return &h.fw.vfs[vf].eng
 }
 
 // Segment kinds of a data transfer.
@@ -137,7 +142,7 @@ func (h *HCA) sqValid(qp *qpObj) (valid, ok bool) {
 // sqPending reports whether qp has a send WQE (or, in ERR, a receive WQE)
 // the device would take now: one read of the next control segment.
 func (h *HCA) sqPending(qp *qpObj) bool {
-	if qp.wq == nil {
+	if qp.wq == nil || qp.Suspended {
 		return false
 	}
 	h.scratch()
@@ -199,8 +204,8 @@ func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 // VF posted instead.
 func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	w := qp.wq
-	if w == nil || budget <= 0 {
-		return 0
+	if w == nil || budget <= 0 || qp.Suspended {
+		return 0 // SUSPEND_QP: the QP does nothing until UNSUSPEND_QP
 	}
 	h.scratch()
 	switch qp.State {
@@ -217,7 +222,7 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 		case fetchNone:
 			return done
 		case fetchCatas:
-			h.fw.vfs[w.vf].dps.Catas.Add(1)
+			h.fw.vfs[w.vf].eng.Catas.Add(1)
 			h.qpError(qp, mlx4.EventWQCatasError)
 			return done
 		case fetchBad:
@@ -238,9 +243,7 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 func (h *HCA) execWQE(qp *qpObj, n int) bool {
 	w := qp.wq
 	d := &h.dp.send
-	var err error
-	*d, err = mlx4.DecodeSendWQE(h.dp.wqe[:n], w.st)
-	if err != nil {
+	if d.Decode(h.dp.wqe[:n], w.st) != nil {
 		h.sqError(qp, 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 		return true
 	}
@@ -356,6 +359,14 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		}
 	}
 	if rr != routeOK {
+		if w.pmArmed && rr != routeNoQP {
+			// The primary path is lost with migration armed: hardware would
+			// move to the alternate path; the model does not migrate
+			// (automatic path migration is not modelled), which the QP
+			// learns as hardware reports a failed migration.
+			_ = h.QPEvent(w.qpn, mlx4.EventPathMigFailed)
+			w.pmArmed = false
+		}
 		if !rc { // UC: nothing acknowledges; the message is gone
 			h.sqDone(qp, uint32(total))
 			return true
@@ -521,7 +532,7 @@ func (h *HCA) rnr(qp *qpObj, op uint8) bool {
 		if w.rnrRetry != 7 {
 			w.rnrTries++
 		}
-		h.fw.vfs[w.vf].dps.RNRRetries.Add(1)
+		h.fw.vfs[w.vf].eng.RNRRetries.Add(1)
 		return false
 	}
 	w.rnrTries = 0
@@ -552,12 +563,12 @@ func (h *HCA) nakDone(qp *qpObj, op uint8, rc bool, syndrome uint8) bool {
 func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 	w := qp.wq
 	d := &h.dp.send
-	h.fw.vfs[w.vf].dps.WQEs.Add(1)
+	h.fw.vfs[w.vf].eng.WQEs.Add(1)
 	w.rnrTries = 0
 	if d.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_CQ_UPDATE != 0 {
 		e := &h.dp.cqe
 		*e = mlx4.CQE{VlanMyQPN: w.qpn, ByteCnt: byteCnt, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: d.Ctrl.Opcode}
-		h.cqe(w.scqn, w.vf, e)
+		h.cqe(w.scqn, w.vf, e, false)
 	}
 	qp.SQHead = (qp.SQHead + 1) & 0xffff
 }
@@ -566,12 +577,12 @@ func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 // of RTS: ERR for RC, SQER for UD and UC; the rest is flushed.
 func (h *HCA) sqError(qp *qpObj, op uint8, syndrome uint8) {
 	w := qp.wq
-	h.fw.vfs[w.vf].dps.WQEs.Add(1)
+	h.fw.vfs[w.vf].eng.WQEs.Add(1)
 	w.rnrTries = 0
 	e := &h.dp.cqe
 	*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: op}
 	e.SetError(syndrome, 0)
-	h.cqe(w.scqn, w.vf, e)
+	h.cqe(w.scqn, w.vf, e, false)
 	qp.SQHead = (qp.SQHead + 1) & 0xffff
 	if w.st == mlx4.QP_ST_RC {
 		h.qpError(qp, 0)
@@ -612,7 +623,7 @@ func (h *HCA) flush(qp *qpObj, budget int) int {
 		oo := binary.BigEndian.Uint32(h.dp.word[:])
 		*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: uint8(oo & mlx4.WQEOpcodeMask)}
 		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
-		h.cqe(w.scqn, w.vf, e)
+		h.cqe(w.scqn, w.vf, e, false)
 		qp.SQHead = (qp.SQHead + 1) & 0xffff
 		n++
 	}
@@ -622,13 +633,22 @@ func (h *HCA) flush(qp *qpObj, budget int) int {
 	return n
 }
 
-// cqe hands a CQE to the CQ layer, counting errors and refusals.
-func (h *HCA) cqe(cqn uint32, vf int, e *mlx4.CQE) {
-	st := &h.fw.vfs[vf].dps
+// cqe hands a CQE to the CQ layer (cqring.go), counting errors and
+// refusals; solicited: a receive of a message with the solicited-event bit
+// (SOLICIT in the sender's srcrb_flags), which fires a REQ_NOT_SOL arm.
+// Error CQEs count as solicited, as on hardware.
+func (h *HCA) cqe(cqn uint32, vf int, e *mlx4.CQE, solicited bool) {
+	st := &h.fw.vfs[vf].eng
 	if e.IsError() {
 		st.ErrorCQEs.Add(1)
 	}
-	if postCQE(h, cqn, e) != nil {
+	var err error
+	if solicited || e.IsError() {
+		err = h.postSolicitedCQE(cqn, e)
+	} else {
+		err = h.postCQE(cqn, e)
+	}
+	if err != nil {
 		st.CQEDrops.Add(1)
 	}
 }

@@ -40,8 +40,13 @@ func newRCPair(t testing.TB, access uint32, o qpOpts) *rcPair {
 	return p
 }
 
+// wantCQE compares CQEs CQ by CQ, in order within each CQ.
 func wantCQE(t *testing.T, got []gotCQE, want ...gotCQE) {
 	t.Helper()
+	byCQ := func(c []gotCQE) []gotCQE {
+		return slices.SortedStableFunc(slices.Values(c), func(a, b gotCQE) int { return int(a.cqn) - int(b.cqn) })
+	}
+	got, want = byCQ(got), byCQ(want)
 	if len(got) != len(want) {
 		t.Fatalf("CQEs %+v, want %+v", got, want)
 	}
@@ -55,15 +60,15 @@ func wantCQE(t *testing.T, got []gotCQE, want ...gotCQE) {
 	}
 }
 
-func sendCQE(cqn, qpn uint32, idx uint16, op uint8, n uint32) gotCQE {
+func sCQE(cqn, qpn uint32, idx uint16, op uint8, n uint32) gotCQE {
 	return gotCQE{cqn, mlx4.CQE{VlanMyQPN: qpn, IsSend: true, Opcode: op, WQEIndex: idx, ByteCnt: n}}
 }
 
-func recvCQE(cqn, qpn uint32, idx uint16, op uint8, n, imm uint32) gotCQE {
+func rCQE(cqn, qpn uint32, idx uint16, op uint8, n, imm uint32) gotCQE {
 	return gotCQE{cqn, mlx4.CQE{VlanMyQPN: qpn, Opcode: op, WQEIndex: idx, ByteCnt: n, ImmedRSSInvalid: imm}}
 }
 
-func errCQE(cqn, qpn uint32, idx uint16, send bool, syndrome uint8) gotCQE {
+func eCQE(cqn, qpn uint32, idx uint16, send bool, syndrome uint8) gotCQE {
 	e := mlx4.CQE{VlanMyQPN: qpn, IsSend: send, WQEIndex: idx}
 	e.SetError(syndrome, 0)
 	return gotCQE{cqn, e}
@@ -87,7 +92,7 @@ func TestDataRCBetweenVFs(t *testing.T) {
 	if got := b.read(p.mb+4050, 200); !bytes.Equal(got, msg) {
 		t.Fatalf("SEND: B holds %x", got)
 	}
-	wantCQE(t, p.d.take(), recvCQE(b.cq, qb.qpn, 0, mlx4.RECV_OPCODE_SEND, 200, 0), sendCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 200))
+	wantCQE(t, p.d.take(), rCQE(b.cq, qb.qpn, 0, mlx4.RECV_OPCODE_SEND, 200, 0), sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 200))
 
 	// SEND_IMM with inline data.
 	qb.recv(sge(p.kb, vaB, 64))
@@ -99,7 +104,7 @@ func TestDataRCBetweenVFs(t *testing.T) {
 	if got := b.read(p.mb, 20); string(got) != "inline data 20 bytes" {
 		t.Fatalf("SEND_IMM inline: %q", got)
 	}
-	wantCQE(t, p.d.take(), recvCQE(b.cq, qb.qpn, 1, mlx4.RECV_OPCODE_SEND_IMM, 20, 0xdeadbeef), sendCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND_IMM, 20))
+	wantCQE(t, p.d.take(), rCQE(b.cq, qb.qpn, 1, mlx4.RECV_OPCODE_SEND_IMM, 20, 0xdeadbeef), sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND_IMM, 20))
 
 	// RDMA_WRITE to B's region: no receive WQE, no CQE at B.
 	w = send(mlx4.OPCODE_RDMA_WRITE, sge(p.ka, vaA+4000, 200))
@@ -109,7 +114,7 @@ func TestDataRCBetweenVFs(t *testing.T) {
 	if got := b.read(p.mb+4000, 200); !bytes.Equal(got, msg) {
 		t.Fatalf("RDMA_WRITE: B holds %x", got)
 	}
-	wantCQE(t, p.d.take(), sendCQE(a.cq, qa.qpn, 2, mlx4.OPCODE_RDMA_WRITE, 200))
+	wantCQE(t, p.d.take(), sCQE(a.cq, qa.qpn, 2, mlx4.OPCODE_RDMA_WRITE, 200))
 
 	// RDMA_WRITE_IMM consumes a receive WQE.
 	qb.recv()
@@ -118,7 +123,7 @@ func TestDataRCBetweenVFs(t *testing.T) {
 	w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: vaB + 100, RKey: p.kb}
 	qa.post(w, nil)
 	qa.run(16)
-	wantCQE(t, p.d.take(), recvCQE(b.cq, qb.qpn, 2, mlx4.RECV_OPCODE_RDMA_WRITE_IMM, 16, 7), sendCQE(a.cq, qa.qpn, 3, mlx4.OPCODE_RDMA_WRITE_IMM, 16))
+	wantCQE(t, p.d.take(), rCQE(b.cq, qb.qpn, 2, mlx4.RECV_OPCODE_RDMA_WRITE_IMM, 16, 7), sCQE(a.cq, qa.qpn, 3, mlx4.OPCODE_RDMA_WRITE_IMM, 16))
 	if got := b.read(p.mb+100, 16); !bytes.Equal(got, msg[:16]) {
 		t.Fatalf("RDMA_WRITE_IMM: %x", got)
 	}
@@ -133,7 +138,7 @@ func TestDataRCBetweenVFs(t *testing.T) {
 	if got := append(a.read(p.ma+10, 60), a.read(p.ma+5000, 40)...); !bytes.Equal(got, remote) {
 		t.Fatalf("RDMA_READ: %x", got)
 	}
-	wantCQE(t, p.d.take(), sendCQE(a.cq, qa.qpn, 4, mlx4.OPCODE_RDMA_READ, 100))
+	wantCQE(t, p.d.take(), sCQE(a.cq, qa.qpn, 4, mlx4.OPCODE_RDMA_READ, 100))
 
 	// Atomics on a big-endian word of B; the original to A.
 	var word [8]byte
@@ -156,7 +161,7 @@ func TestDataRCBetweenVFs(t *testing.T) {
 	if f, c := binary.BigEndian.Uint64(a.read(p.ma+512, 8)), binary.BigEndian.Uint64(a.read(p.ma+520, 8)); f != 40 || c != 42 {
 		t.Fatalf("originals %d, %d", f, c)
 	}
-	wantCQE(t, p.d.take(), sendCQE(a.cq, qa.qpn, 5, mlx4.OPCODE_ATOMIC_FA, 8), sendCQE(a.cq, qa.qpn, 6, mlx4.OPCODE_ATOMIC_CS, 8))
+	wantCQE(t, p.d.take(), sCQE(a.cq, qa.qpn, 5, mlx4.OPCODE_ATOMIC_FA, 8), sCQE(a.cq, qa.qpn, 6, mlx4.OPCODE_ATOMIC_CS, 8))
 	if qa.obj().SQHead != 7 || qb.obj().RQHead != 3 {
 		t.Fatalf("positions SQ %d RQ %d", qa.obj().SQHead, qb.obj().RQHead)
 	}
@@ -202,7 +207,7 @@ func TestDataUnsignalled(t *testing.T) {
 			recvs++
 		}
 	}
-	wantCQE(t, sends, sendCQE(p.a.cq, p.qa.qpn, 4, mlx4.OPCODE_SEND, 8))
+	wantCQE(t, sends, sCQE(p.a.cq, p.qa.qpn, 4, mlx4.OPCODE_SEND, 8))
 	if recvs != 5 {
 		t.Fatalf("%d receive CQEs", recvs)
 	}
@@ -228,8 +233,8 @@ func TestDataSRQ(t *testing.T) {
 	if got := b.read(mb, 32); string(got) != "0123456789abcdefFEDCBA9876543210" {
 		t.Fatalf("got %q", got)
 	}
-	wantCQE(t, d.take(), recvCQE(b.cq, qb.qpn, i0, mlx4.RECV_OPCODE_SEND, 16, 0), sendCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 16),
-		recvCQE(b.cq, qb.qpn, i1, mlx4.RECV_OPCODE_SEND, 16, 0), sendCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND, 16))
+	wantCQE(t, d.take(), rCQE(b.cq, qb.qpn, i0, mlx4.RECV_OPCODE_SEND, 16, 0), sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 16),
+		rCQE(b.cq, qb.qpn, i1, mlx4.RECV_OPCODE_SEND, 16, 0), sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND, 16))
 	if q := d.h.fw.srqs[s.srqn]; q.Taken != 2 || q.Head != 2 {
 		t.Fatalf("SRQ position %d/%d", q.Head, q.Taken)
 	}
@@ -263,8 +268,8 @@ func TestDataRNR(t *testing.T) {
 		t.Fatalf("CQEs before the retries ran out: %v", c)
 	}
 	q.qa.run(16)
-	wantCQE(t, q.d.take(), errCQE(q.a.cq, q.qa.qpn, 0, true, mlx4.CQE_SYNDROME_RNR_RETRY_EXC_ERR),
-		errCQE(q.a.cq, q.qa.qpn, 1, true, mlx4.CQE_SYNDROME_WR_FLUSH_ERR))
+	wantCQE(t, q.d.take(), eCQE(q.a.cq, q.qa.qpn, 0, true, mlx4.CQE_SYNDROME_RNR_RETRY_EXC_ERR),
+		eCQE(q.a.cq, q.qa.qpn, 1, true, mlx4.CQE_SYNDROME_WR_FLUSH_ERR))
 	if q.qa.obj().State != mlx4.QP_STATE_ERR {
 		t.Fatalf("state %v", q.qa.obj().State)
 	}
@@ -279,7 +284,7 @@ func TestDataPortDown(t *testing.T) {
 	p.qb.recv(sge(p.kb, vaB, 64))
 	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
 	p.qa.run(4)
-	wantCQE(t, p.d.take(), errCQE(p.a.cq, p.qa.qpn, 0, true, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR))
+	wantCQE(t, p.d.take(), eCQE(p.a.cq, p.qa.qpn, 0, true, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR))
 	if p.qb.obj().RQHead != 0 {
 		t.Fatal("the receive WQE was consumed")
 	}
@@ -289,7 +294,7 @@ func TestDataPortDown(t *testing.T) {
 	q.qa.modify(mlx4.RTS2RTS_QP, mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH)
 	q.qa.post(send(mlx4.OPCODE_SEND, sge(q.ka, vaA, 8)), nil)
 	q.qa.run(4)
-	wantCQE(t, q.d.take(), errCQE(q.a.cq, q.qa.qpn, 0, true, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR))
+	wantCQE(t, q.d.take(), eCQE(q.a.cq, q.qa.qpn, 0, true, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR))
 }
 
 // udPair is two UD QPs on two VFs.
@@ -341,10 +346,19 @@ func TestDataUDSend(t *testing.T) {
 	if got := b.read(mb+200, 56); !bytes.Equal(got[:40], make([]byte, 40)) || string(got[40:]) != "datagram payload" {
 		t.Fatalf("without a GRH: %x", got)
 	}
-	c := d.take()
+	all := d.take()
+	var c []gotCQE // receives first, then sends
+	for _, send := range []bool{false, true} {
+		for _, g := range all {
+			if g.e.IsSend == send {
+				c = append(c, g)
+			}
+		}
+	}
 	if len(c) != 4 {
 		t.Fatalf("CQEs %+v", c)
 	}
+	c[1], c[2] = c[2], c[1]
 	r := c[0].e
 	if c[0].cqn != b.cq || r.IsSend || r.Opcode != mlx4.RECV_OPCODE_SEND || r.ByteCnt != 56 || !r.GRH() || r.SrcQPN() != qa.qpn ||
 		r.RLID != 5 || r.SLVID>>mlx4.CQESLShift != 3 || r.QPN() != qb.qpn {
@@ -353,7 +367,7 @@ func TestDataUDSend(t *testing.T) {
 	if c[2].e.GRH() || c[2].e.ByteCnt != 56 {
 		t.Fatalf("receive CQE without GRH %+v", c[2].e)
 	}
-	wantCQE(t, []gotCQE{c[1], c[3]}, sendCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 16), sendCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND, 16))
+	wantCQE(t, []gotCQE{c[1], c[3]}, sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 16), sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND, 16))
 }
 
 // TestDataUDKeys: a UD datagram with the wrong Q_Key or P_Key is dropped
@@ -365,11 +379,11 @@ func TestDataUDKeys(t *testing.T) {
 	qa.post(udSend(qb.qpn, 0x3333, false, sge(ka, vaA, 16)), nil)
 	qa.post(udSend(qb.qpn, 0x80000000, false, sge(ka, vaA, 16)), nil) // uses A's 0x1111
 	qa.run(8)
-	st := d.h.DataPathStats(1)
+	st := d.h.EngineStats(1)
 	if st.QKeyViol.Load() != 2 || qb.obj().RQHead != 0 {
 		t.Fatalf("Q_Key violations %d, RQ %d", st.QKeyViol.Load(), qb.obj().RQHead)
 	}
-	wantCQE(t, d.take(), sendCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 16), sendCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND, 16))
+	wantCQE(t, d.take(), sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 16), sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND, 16))
 	// The Q_Key of bit 31 is A's own: with B's Q_Key the same, it passes.
 	qb.ctx.QKey = 0x1111
 	b.must(qb.modify(mlx4.RTS2RTS_QP, mlx4.QP_OPTPAR_Q_KEY), "RTS2RTS")
@@ -391,7 +405,7 @@ func TestDataUDKeys(t *testing.T) {
 	// A UD packet to a QP with no receive WQE, or no QP: dropped.
 	qa.post(udSend(0xabcdef, 0x1111, false, sge(ka, vaA, 16)), nil)
 	qa.run(8)
-	if st := d.h.DataPathStats(0); st.UDDropped.Load() != 1 {
+	if st := d.h.EngineStats(0); st.UDDropped.Load() != 1 {
 		t.Fatalf("dropped %d", st.UDDropped.Load())
 	}
 }
@@ -409,8 +423,8 @@ func TestDataFlushAfterError(t *testing.T) {
 	if n := p.qa.run(16); n != 2 {
 		t.Fatalf("flushed %d", n)
 	}
-	wantCQE(t, p.d.take(), errCQE(p.a.cq, p.qa.qpn, 0, true, mlx4.CQE_SYNDROME_WR_FLUSH_ERR),
-		errCQE(p.a.cq, p.qa.qpn, 0, false, mlx4.CQE_SYNDROME_WR_FLUSH_ERR))
+	wantCQE(t, p.d.take(), eCQE(p.a.cq, p.qa.qpn, 0, true, mlx4.CQE_SYNDROME_WR_FLUSH_ERR),
+		eCQE(p.a.cq, p.qa.qpn, 0, false, mlx4.CQE_SYNDROME_WR_FLUSH_ERR))
 	if p.d.h.sqPending(p.qa.obj()) {
 		t.Fatal("still pending after the flush")
 	}

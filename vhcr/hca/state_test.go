@@ -54,7 +54,7 @@ var (
 			"intr":   "derived from Ctx (the MSI-X vector)", "always": "derived from Ctx (EQ_STATE_ALWAYS_ARMED)",
 			"watched": "membership of firmware.watch",
 		},
-		reflect.TypeFor[vfFW](): {"stats": "event counters: metrics, carried over by Load", "dps": "data-path counters: metrics"},
+		reflect.TypeFor[vfFW](): {"stats": "event counters: metrics, carried over by Load", "eng": "engine counters: metrics"},
 	}
 	// embedsState names the persistent value each live struct embeds.
 	embedsState = map[reflect.Type]reflect.Type{

@@ -5,7 +5,7 @@ package hca
 //
 // The sender's WQE always completes successfully (no acknowledgement
 // exists); what becomes of the packet is the receiver's business. It is
-// dropped and counted (DPStats.UDDropped) when its port or the port the
+// dropped and counted (EngineStats.UDDropped) when its port or the port the
 // DLID names is not Active, no QP on that port has the dqpn or can
 // receive, or that QP has no receive WQE posted. The receiver's checks, in
 // IBA order: the P_Key (the sender's, its QP's pkey_index entry of the
@@ -20,12 +20,13 @@ package hca
 // bit) and the GRH of that packet (mad.Engine.KeyViolation).
 //
 // Multicast (a DLID in 0xc000..0xfffe, dqpn 0xffffff) reaches every QP
-// attached (QP_ATTACH) to the AV's DGID on the arrival port, but the
-// sender's own QP, each with the receiver checks; the DLID must still be
-// routed by the port it leaves (the model's ports answer to every
-// multicast LID: a switch with the group's MFT entry to each of them).
+// attached (QP_ATTACH) to the AV's DGID on an Active port, but the
+// sender's own QP, each with the receiver checks: the switch's MFT is not
+// consulted, the model's ports answer to every multicast LID.
 
 import (
+	"slices"
+
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -63,28 +64,20 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 	if qkey&qkeyUseQP != 0 {
 		qkey = w.qkey
 	}
-	st := &h.fw.vfs[w.vf].dps
-	arrive, bits, rr := h.routePort(port, av.DLID)
-	if rr != routeOK {
-		st.UDDropped.Add(1)
+	st := &h.fw.vfs[w.vf].eng
+	dqpn := d.Datagram.DQPN & mlx4.QPNMask
+	if av.DLID >= multicastLIDBase && av.DLID != permissiveLID && dqpn == multicastQPN {
+		if v := h.portView(port); !v.active || v.eth {
+			st.UDDropped.Add(1)
+		} else {
+			h.multicast(qp, port, qkey, total)
+		}
 		h.sqDone(qp, uint32(total))
 		return true
 	}
-	dqpn := d.Datagram.DQPN & mlx4.QPNMask
-	if av.DLID >= multicastLIDBase && av.DLID != permissiveLID && dqpn == multicastQPN {
-		for qpn, gids := range h.fw.mcg {
-			if qpn == w.qpn&qpnMask {
-				continue
-			}
-			for i := range gids {
-				if gids[i] == av.DGID {
-					if dq := h.routeQP(arrive, qpn); dq != nil {
-						h.udReceive(qp, dq, port, arrive, bits, qkey, total)
-					}
-					break
-				}
-			}
-		}
+	arrive, bits, rr := h.routePort(port, av.DLID)
+	if rr != routeOK {
+		st.UDDropped.Add(1)
 		h.sqDone(qp, uint32(total))
 		return true
 	}
@@ -98,6 +91,26 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 	return true
 }
 
+// multicast delivers the datagram to every UD QP attached to the AV's DGID
+// on an Active IB port, but the sender.
+func (h *HCA) multicast(qp *qpObj, port int, qkey uint32, total uint64) {
+	w := qp.wq
+	dgid := h.dp.send.Datagram.AV.DGID
+	for qpn, gids := range h.fw.mcg {
+		if qpn == w.qpn&qpnMask || !slices.Contains(gids, dgid) {
+			continue
+		}
+		dq := h.fw.qps[qpn]
+		if dq == nil || dq.wq == nil || dq.wq.st != mlx4.QP_ST_UD {
+			continue
+		}
+		if v := h.portView(dq.Port); !v.active || v.eth || h.routeQP(dq.Port, qpn) == nil {
+			continue
+		}
+		h.udReceive(qp, dq, port, dq.Port, 0, qkey, total)
+	}
+}
+
 // udReceive is the arrival of the datagram at dq (arrival port arrive,
 // DLID path bits bits): the key checks, the receive WQE, the GRH, the
 // data and the receive CQE.
@@ -105,12 +118,14 @@ func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32
 	w, dw := qp.wq, dq.wq
 	d := &h.dp.send
 	av := &d.Datagram.AV
-	st := &h.fw.vfs[dw.vf].dps
+	st := &h.fw.vfs[dw.vf].eng
 	grh := av.GSLID&0x80 != 0
 	src := h.portView(port)
 	slid := src.lid | uint16(av.GSLID&0x7f)&(1<<src.lmc-1)
 	sl := uint8(av.SLTClassFlowLabel >> 28)
-	h.udGRH(qp, port, total)
+	if grh {
+		h.udGRH(qp, port, total)
+	}
 	if !pkeyMatch(h.pkey(port, w.pkeyIndex), h.pkey(arrive, dw.pkeyIndex)) {
 		st.PKeyViol.Add(1)
 		h.keyTrap(dq, w.qpn, arrive, slid, bits, sl, grh, true, uint32(h.pkey(port, w.pkeyIndex)))

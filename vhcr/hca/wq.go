@@ -99,6 +99,7 @@ type wq struct {
 	rnrRetry  uint8 // params1 rnr_retry, 7 = infinite
 	rre, rwe  bool  // params2: remote read / write enable
 	rae       bool  // remote atomic enable
+	pmArmed   bool  // path migration armed (flags pm_state ARMED)
 
 	rnrTries uint8 // RNR NAKs the WQE at SQHead has had (transient: a restarted PF retries afresh)
 	attached bool  // dpAttach done
@@ -184,6 +185,8 @@ func (h *HCA) wqRefresh(qp *qpObj) {
 	w.rre = p2&mlx4.QP_BIT_RRE != 0
 	w.rwe = p2&mlx4.QP_BIT_RWE != 0
 	w.rae = p2&mlx4.QP_BIT_RAE != 0
+	fl := binary.BigEndian.Uint32(b[mlx4.QPCFlags:])
+	w.pmArmed = fl>>mlx4.QPCFlagsPMStateShift&mlx4.QPCFlagsPMStateMask == mlx4.QP_PM_ARMED && ctx.Alt.RLID != 0
 }
 
 // wqTransition is called after every QP state change: the scheduler's
@@ -201,10 +204,10 @@ func (h *HCA) wqTransition(qp *qpObj, from mlx4.QPState) {
 	switch {
 	case walk && !w.attached:
 		w.attached = true
-		dpAttach(h, qp)
+		h.dpAttach(qp)
 	case !walk && w.attached:
 		w.attached = false
-		dpDetach(h, qp)
+		h.dpDetach(qp)
 	}
 	if qp.State == mlx4.QP_STATE_ERR && from != mlx4.QP_STATE_ERR && w.srq {
 		// The QP's last WQE from its SRQ has been consumed (IBA 11.6.3.1):
@@ -219,7 +222,7 @@ func (h *HCA) wqDrop(qp *qpObj) {
 		return
 	}
 	if qp.wq.attached {
-		dpDetach(h, qp)
+		h.dpDetach(qp)
 	}
 	qp.wq = nil
 	qp.SQHead, qp.RQHead = 0, 0

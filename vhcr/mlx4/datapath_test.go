@@ -416,6 +416,19 @@ func TestCQEOwner(t *testing.T) {
 	}
 }
 
+func TestWQEOwnerBitAndHeadroom(t *testing.T) {
+	for _, c := range []struct {
+		index, cnt uint32
+		want       bool
+	}{{0, 64, false}, {63, 64, false}, {64, 64, true}, {127, 64, true}, {128, 64, false}} {
+		if got := WQEOwnerBit(c.index, c.cnt); got != c.want {
+			t.Errorf("WQE %d of %d: owner %v, want %v", c.index, c.cnt, got, c.want)
+		}
+	}
+	checkOffsets(t, "sq_spare_wqes", []off{{"64-byte stride", SQHeadroom(6), 33}, {"128-byte stride", SQHeadroom(7), 17},
+		{"1 KiB stride", SQHeadroom(10), 3}})
+}
+
 // The hot path decodes without allocating.
 func TestDataPathDecodersDoNotAllocate(t *testing.T) {
 	var b [256]byte

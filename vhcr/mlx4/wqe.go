@@ -76,8 +76,10 @@ const (
 	// still in rdma-core 44) writes to the first dword of every 64-byte
 	// chunk of a WQE after the first, up to the WQE's size, so that a
 	// prefetched stale chunk is invalid. It is the same on every pass
-	// (kernel 6.1 and rdma-core dropped the per-pass 0x7fffffff of the
-	// multi-WQEBB "WQE shrinking" code). At RESET→INIT (the kernel for its
+	// (the kernel's older multi-WQEBB code stamped 0x7fffffff on odd
+	// passes; the one-argument stamp_send_wqe of current kernels and
+	// rdma-core v44 has the one value). Within a WQE's size a stamp
+	// decodes as an inline segment past the size (ErrWQESegment). At RESET→INIT (the kernel for its
 	// own QPs in mlx4_ib_modify_qp; libmlx4's mlx4_qp_init_sq_ownership)
 	// every WQE gets owner_opcode = WQEOwner, fence_size = 1 << (wqe_shift
 	// - 4) and is stamped; after posting, the WQE sq_spare_wqes ahead is
@@ -725,3 +727,17 @@ func EncodeRecvWQE(b []byte, r *RecvWQE, srq bool) (int, error) {
 	}
 	return p, nil
 }
+
+// WQEOwnerBit is the owner bit the drivers write in send WQE index of a
+// send queue of wqeCnt entries (a power of two): set on odd passes,
+// index & wqe_cnt != 0 (mlx4_post_send, mlx4_ib_post_send). The device
+// executes the WQE at its producer index only while the bit reads so.
+func WQEOwnerBit(index, wqeCnt uint32) bool { return index&wqeCnt != 0 }
+
+// SQHeadroom is sq_spare_wqes for a send queue of stride 1 << wqeShift:
+// the 2 KiB plus one WQE the drivers keep free ahead of the producer, as
+// the device may prefetch them (MLX4_IB_SQ_HEADROOM in
+// drivers/infiniband/hw/mlx4/mlx4_ib.h; rdma-core verbs.c:
+// (2048 >> wqe_shift) + 1). The WQE this far ahead is the one stamped
+// after each post.
+func SQHeadroom(wqeShift uint) int { return 2048>>wqeShift + 1 }
