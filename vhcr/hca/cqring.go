@@ -201,6 +201,7 @@ func (h *HCA) cqCreated(c *Cmd, cqn uint32, obj *cqObj, mtt *restrack.Object) ml
 		}
 	}
 	obj.ring = r
+	h.cqPos(obj, true)
 	return mlx4.OK
 }
 
@@ -243,8 +244,11 @@ func (h *HCA) cqResized(c *Cmd, cqn uint32, obj *cqObj, mtt *restrack.Object) ml
 
 // dropCQ forgets CQ cqn (HW2SW_CQ, a VF's reset): off the watch list.
 func (h *HCA) dropCQ(cqn uint32) {
-	if cq := h.fw.cqs[cqn]; cq != nil && cq.ring != nil && cq.ring.watched {
-		h.sched.unwatchCQ(cq)
+	if cq := h.fw.cqs[cqn]; cq != nil && cq.ring != nil {
+		if cq.ring.watched {
+			h.sched.unwatchCQ(cq)
+		}
+		h.cqPos(cq, false)
 	}
 	delete(h.fw.cqs, cqn)
 }
@@ -325,8 +329,21 @@ func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
 		return ErrCQFailed
 	}
 	cq.Prod = (cq.Prod + 1) & cqIndexMask
+	h.cqPos(cq, true)
 	st.CQEs.Add(1)
 	return nil
+}
+
+// SetCQPositions installs pos, which the HCA calls with a CQ's producer
+// index whenever it changes (created, a CQE written: live) and when the
+// CQ goes away (not live), as SetEQPositions does for EQs: the positions a
+// restarted PF needs to continue the VF's CQs.
+func (h *HCA) SetCQPositions(pos func(vf int, cqn, prod uint32, live bool)) { h.sched.cqPos = pos }
+
+func (h *HCA) cqPos(cq *cqObj, live bool) {
+	if h.sched.cqPos != nil && !h.fw.quiet && cq.ring != nil {
+		h.sched.cqPos(cq.ring.vf, cq.ring.cqn, cq.Prod, live)
+	}
 }
 
 // cqRecord reads the CQ's doorbell record: set_ci is the consumer index,

@@ -649,3 +649,39 @@ func exerciseCQ(t *testing.T, h *HCA, cqn uint32) {
 	}
 	c.SolProd, c.Sol, c.Err = 2, true, mlx4.CQErrOverrun
 }
+
+// TestCQPositions: the position hook sees a CQ's producer index at
+// creation, after every CQE (the resize CQE too) and its end at HW2SW_CQ;
+// nothing while replaying quietly.
+func TestCQPositions(t *testing.T) {
+	r := newCQRig(t)
+	type pos struct {
+		vf        int
+		cqn, prod uint32
+		live      bool
+	}
+	var got []pos
+	r.h.SetCQPositions(func(vf int, cqn, prod uint32, live bool) { got = append(got, pos{vf, cqn, prod, live}) })
+	v := r.vfCQ(1)
+	c := v.newCQ(3, 128)
+	for i := range 2 {
+		if err := r.h.postCQE(c.n, cqeOfSend(1, uint16(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.h.SetQuiet(true)
+	if err := r.h.postCQE(c.n, cqeOfSend(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	r.h.SetQuiet(false)
+	v.must(v.run(v.cmd(mlx4.HW2SW_CQ, 0, c.n, 0, nil, false)), "HW2SW_CQ")
+	want := []pos{{1, c.n, 0, true}, {1, c.n, 1, true}, {1, c.n, 2, true}, {1, c.n, 2, false}}
+	if len(got) != len(want) {
+		t.Fatalf("positions %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("positions %+v, want %+v", got, want)
+		}
+	}
+}

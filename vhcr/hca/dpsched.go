@@ -20,9 +20,11 @@ package hca
 //     row; a QP that does work stays hot, so a QP that rings the same word
 //     again (which changes nothing) is served without a hint.
 //   - the sweep: every attached QP is checked by ownership, sweepPerScan
-//     QPs per scan in turn and all of them at each of the poller's idle
-//     checkpoints (SweepQueues, before it sleeps), so a doorbell the hint
-//     missed is found within one pass of the sweep, or one sleep.
+//     QPs every sweepEvery scans in turn (a pass over n QPs takes
+//     n/sweepPerScan·sweepEvery scans) and all of them at each of the
+//     poller's idle checkpoints (SweepQueues, before it sleeps), so a
+//     doorbell the hint missed is found within one pass of the sweep, or
+//     one sleep.
 //
 // Fairness, as for commands: each pass over the VFs with hot QPs gives
 // every VF one turn (round-robin, the first VF rotating per scan), a turn
@@ -39,8 +41,8 @@ package hca
 //
 // The cost. With no QP attached and no CQ watched, ServiceQueues is one
 // comparison. With idle attached QPs, a scan reads each UAR page's word
-// once and checks sweepPerScan QPs by ownership; ARCHITECTURE.md has the
-// measured figures.
+// once and checks sweepPerScan QPs by ownership every sweepEvery scans;
+// ARCHITECTURE.md has the measured figures.
 
 import (
 	"encoding/binary"
@@ -52,6 +54,8 @@ const (
 	dpQuantum    = 16   // WQEs per QP per turn
 	hotScans     = 4096 // empty checks before a hot QP is left to the hint and the sweep
 	sweepPerScan = 4    // attached QPs checked by ownership per scan
+	attachScans  = 16   // empty checks before a newly attached QP goes cold
+	sweepEvery   = 8    // scans between two steps of the sweep
 )
 
 // The engine's send queue functions (wq.go): sqPending is the cheap check
@@ -113,9 +117,11 @@ type dpSched struct {
 	free     []*dpQP
 	freePg   []*dpPage
 	attached int
+	scans    uint64 // ServiceQueues calls with QPs attached
 	sweepVF  int
 	cqWatch  []*cqObj // CQs disarmed with CQEs pending (cqring.go)
 	uar      func(vf int, off uint64) (uint32, bool)
+	cqPos    func(vf int, cqn, prod uint32, live bool) // CQ producer positions (cqring.go), or nil
 	stats    []DataPathStats
 }
 
@@ -134,10 +140,10 @@ func (s *dpSched) reset() {
 	for _, cq := range s.cqWatch {
 		cq.ring.watched = false
 	}
-	stats, uar := s.stats, s.uar
+	stats, uar, pos := s.stats, s.uar, s.cqPos
 	*s = dpSched{}
 	s.init(len(stats))
-	s.stats, s.uar = stats, uar
+	s.stats, s.uar, s.cqPos = stats, uar, pos
 }
 
 // SetUARReader installs read, which returns the 32-bit big-endian word at
@@ -194,7 +200,8 @@ func (h *HCA) dpAttach(qp *qpObj) {
 	}
 	s.byQPN[qpn] = q
 	s.attached++
-	s.heat(q) // WQEs may be posted already
+	s.heat(q) // WQEs may be posted already: checked for a few scans
+	q.idle = hotScans - attachScans
 }
 
 // dpDetach takes a QP off the lists (it left the states that walk its
@@ -301,7 +308,9 @@ func (h *HCA) serviceQueues(budget int) int {
 		return work
 	}
 	h.doorbellHints()
-	h.sweep(sweepPerScan)
+	if s.scans++; s.scans%sweepEvery == 0 {
+		h.sweep(sweepPerScan)
+	}
 	return work + h.runHot(budget)
 }
 

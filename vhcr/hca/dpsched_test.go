@@ -169,7 +169,7 @@ func TestSchedDoorbellHint(t *testing.T) {
 	// c, on the other page, rang nothing: the sweep finds it within one
 	// pass over the attached QPs
 	scans := 1
-	for ; f.ran[c] == 0 && scans <= len(qps)/sweepPerScan+1; scans++ {
+	for ; f.ran[c] == 0 && scans <= (len(qps)/sweepPerScan+1)*sweepEvery; scans++ {
 		r.h.ServiceQueues(64)
 	}
 	if f.ran[c] != 1 {

@@ -79,6 +79,7 @@ func (p *PF) Run(ctx context.Context) error {
 	perNS := tick.PerNS()
 	spin := uint64(float64(p.idle.SpinFor.Nanoseconds()) * perNS)
 	yield := uint64(float64(p.idle.YieldFor.Nanoseconds()) * perNS)
+	p.dpath.every = uint64(float64(sweepInterval.Nanoseconds()) * perNS)
 	// The loop runs under bar.Guard (on this goroutine: the fault mode is
 	// per goroutine), entered once and again after each fault it handled
 	// (fault.go): a region that shrinks under the PF is an error, not a
