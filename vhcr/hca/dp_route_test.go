@@ -194,3 +194,45 @@ func TestDataSuspended(t *testing.T) {
 		t.Fatal("the QP did not resume")
 	}
 }
+
+// TestDataRCPKey: an RC QP whose P_Key is not the responder's: the packet
+// is dropped at the responder's port (counted), the requester's retries
+// run out.
+func TestDataRCPKey(t *testing.T) {
+	p := newRCPair(t, permAll, qpOpts{})
+	p.qb.ctx.Pri.PKeyIndex = 1 // 0x8001 against A's 0xffff
+	p.b.must(p.qb.modify(mlx4.RTS2RTS_QP, mlx4.QP_OPTPAR_PKEY_INDEX), "RTS2RTS")
+	p.qb.recv(sge(p.kb, vaB, 64))
+	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
+	p.qa.run(4)
+	if c := p.d.take(); len(c) != 1 || c[0].e.Syndrome() != mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR {
+		t.Fatalf("CQEs %+v", c)
+	}
+	if p.d.h.EngineStats(1).PKeyViol.Load() != 1 || p.qb.obj().RQHead != 0 || p.qb.obj().State != mlx4.QP_STATE_RTS {
+		t.Fatal("the responder took the packet")
+	}
+}
+
+// TestDataUCBadRKey: on UC a bad rkey is dropped by the responder, which
+// stays as it is, and the requester's WQE completes (nothing acknowledges).
+func TestDataUCBadRKey(t *testing.T) {
+	d := newDPRig(t, 2, nil)
+	a, b := d.setup(0), d.setup(1)
+	ka, _ := a.mr(vaA, 1, permAll, a.pd)
+	kb, mb := b.mr(vaB, 1, mlx4.PERM_LOCAL_WRITE, b.pd) // no remote write
+	qa := a.qp(qpOpts{st: mlx4.QP_ST_UC, access: remoteAll})
+	qb := b.qp(qpOpts{st: mlx4.QP_ST_UC, access: remoteAll})
+	pair(qa, qb)
+	before := b.read(mb, 64)
+	w := send(mlx4.OPCODE_RDMA_WRITE, sge(ka, vaA, 64))
+	w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: vaB, RKey: kb}
+	qa.post(w, nil)
+	qa.run(4)
+	wantCQE(t, d.take(), sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_RDMA_WRITE, 0))
+	if qb.obj().State != mlx4.QP_STATE_RTS || qa.obj().State != mlx4.QP_STATE_RTS || d.h.EngineStats(1).UCDropped.Load() != 1 {
+		t.Fatalf("states %v %v", qa.obj().State, qb.obj().State)
+	}
+	if got := b.read(mb, 64); string(got) != string(before) {
+		t.Fatal("the responder's region changed")
+	}
+}

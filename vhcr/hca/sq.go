@@ -74,7 +74,8 @@ type EngineStats struct {
 	ErrorCQEs  atomic.Uint64 // error CQEs written, flushes included
 	CQEDrops   atomic.Uint64 // CQEs the CQ layer refused (overrun, no CQ)
 	UDDropped  atomic.Uint64 // UD packets dropped: port down, unknown DLID or QP, no receive WQE
-	PKeyViol   atomic.Uint64 // UD packets dropped on their P_Key
+	UCDropped  atomic.Uint64 // UC packets a responder dropped (bad rkey, access)
+	PKeyViol   atomic.Uint64 // packets dropped on their P_Key (UD, RC, UC)
 	QKeyViol   atomic.Uint64 // UD packets dropped on their Q_Key
 	Catas      atomic.Uint64 // local work queue catastrophic errors
 	RNRRetries atomic.Uint64 // RNR NAKs retried
@@ -375,6 +376,19 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		return true
 	}
 	dw := dq.wq
+	// Every packet's P_Key is checked at the receiving port (IBA 9.6.1.1):
+	// a mismatch drops it, counts it and raises trap 257; for RC no ACK
+	// comes, the requester's retries run out.
+	if spk := h.pkey(qp.Port, w.pkeyIndex); !pkeyMatch(spk, h.pkey(dq.Port, dw.pkeyIndex)) {
+		h.fw.vfs[dw.vf].eng.PKeyViol.Add(1)
+		h.keyTrap(dq, w.qpn, dq.Port, h.portView(qp.Port).lid|uint16(w.pathBits), 0, w.sl, false, true, uint32(spk))
+		if !rc {
+			h.sqDone(qp, uint32(total))
+			return true
+		}
+		h.sqError(qp, op, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR)
+		return true
+	}
 	switch op {
 	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM:
 		return h.deliver(qp, dq, op, total, false)
@@ -542,7 +556,14 @@ func (h *HCA) rnr(qp *qpObj, op uint8) bool {
 
 // nak is a responder's error NAK: the responder QP takes event ev and ERR,
 // the requester the syndrome.
+// On UC nothing is acknowledged: the responder drops the packet (counted)
+// and stays as it is, the requester's WQE completes.
 func (h *HCA) nak(qp, dq *qpObj, op uint8, syndrome, ev uint8) bool {
+	if qp.wq.st != mlx4.QP_ST_RC {
+		h.fw.vfs[dq.wq.vf].eng.UCDropped.Add(1)
+		h.sqDone(qp, 0)
+		return true
+	}
 	h.qpError(dq, ev)
 	h.sqError(qp, op, syndrome)
 	return true
