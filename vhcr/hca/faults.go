@@ -25,7 +25,7 @@ func (h *HCA) DropEvents(vf, n int) {
 }
 
 // dropEvent reports whether an injected fault drops VF vf's next EQE
-// (PostEQE, after the EQ is found).
+// (writeEQE, after the EQ is found: command, async and completion EQEs).
 func (h *HCA) dropEvent(vf int) bool {
 	if h.dropEvents == nil || h.dropEvents[vf] == 0 {
 		return false

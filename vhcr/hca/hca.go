@@ -24,6 +24,12 @@ type HCA struct {
 	madScratch mad.MADIFCInbox
 	eqeScratch [mlx4.EQESize]byte // PostEQE's copy of the EQE it writes
 	dropEvents []int              // per VF: EQEs an injected fault drops (faults.go), nil until one does
+	dp         *dpScratch         // the data path's working memory (sq.go)
+
+	sched      dpSched                // the data path's scheduler and CQ watch list (dpsched.go)
+	cqeScratch [mlx4.CQESize]byte     // postCQE's copy of the CQE it writes
+	cqRec      [mlx4.CQDBRecSize]byte // a CQ doorbell record read
+	compEQE    [mlx4.EQESize]byte     // a completion EQE
 }
 
 // New builds the model for numVFs functions.
@@ -38,6 +44,7 @@ func New(cfg *config.Config, numVFs int) (*HCA, error) {
 	if err := h.initResources(); err != nil {
 		return nil, err
 	}
+	h.sched.init(numVFs)
 	return h, nil
 }
 

@@ -65,6 +65,7 @@ type PF struct {
 	// the command trace (trace.go): the ring, the poller's latest clock
 	// reading, and a completion EQE held until its command is recorded
 	trace   *trace.Ring
+	dpath   dataPath // the data path's sweep clock (datapath.go)
 	now     uint64
 	holdEQE bool
 	held    heldEQE
@@ -317,6 +318,7 @@ func newPF(o Options) (*PF, error) {
 	p.faults = faultinj.NewSet(l.NumVFs)
 	p.flimit = rateLimiter{perSec: 10}
 	o.HCA.SetDoorbellReader(p.eqDoorbell)
+	o.HCA.SetUARReader(p.uarWord) // the data path's doorbells (datapath.go)
 	if o.Trace != nil {
 		o.HCA.SetEQEObserver(p.eqePosted)
 	}

@@ -79,6 +79,7 @@ func (p *PF) Run(ctx context.Context) error {
 	perNS := tick.PerNS()
 	spin := uint64(float64(p.idle.SpinFor.Nanoseconds()) * perNS)
 	yield := uint64(float64(p.idle.YieldFor.Nanoseconds()) * perNS)
+	p.dpath.every = uint64(float64(sweepInterval.Nanoseconds()) * perNS)
 	// The loop runs under bar.Guard (on this goroutine: the fault mode is
 	// per goroutine), entered once and again after each fault it handled
 	// (fault.go): a region that shrinks under the PF is an error, not a
@@ -154,6 +155,10 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		if idleSince == 0 {
 			idleSince = now
 			p.hca.CheckArms()
+			if p.sweepQueues() {
+				idle = false
+				continue
+			}
 			if p.scans++; p.scans%64 == 0 {
 				p.checkFlags()
 			}
@@ -165,7 +170,11 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 			schedYield() // lets a VF spinning on this CPU run
 		default:
 			p.checkFlags()
-			p.hca.CheckArms() // a re-arm with EQEs pending (hca/irq.go)
+			p.hca.CheckArms()    // a re-arm with EQEs or CQEs pending (hca/irq.go, cqring.go)
+			if p.sweepQueues() { // never sleep on work a doorbell hint missed
+				idle = false
+				continue
+			}
 			p.block(sleepNS)
 			p.now = tick.Now() // the stamp of the commands that woke the poller
 			if sleepNS < p.idle.MaxSleep.Nanoseconds() {
