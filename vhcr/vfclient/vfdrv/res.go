@@ -593,7 +593,8 @@ type QPConfig struct {
 	RemoteQPN   uint32
 	DestLID     uint16
 	NextSendPSN uint32
-	SMACIndex   uint8 // Ethernet: a MAC index the VF registered (ALLOC_RES MAC)
+	SMACIndex   uint8  // Ethernet: a MAC index the VF registered (ALLOC_RES MAC)
+	RecvPSN     uint32 // the receive PSN (rnr_nextrecvpsn: the remote's send PSN)
 }
 
 // QP is a queue pair; State is the driver's view of its firmware state.
@@ -602,7 +603,8 @@ type QP struct {
 	Cfg   QPConfig
 	State mlx4.QPState
 	buffer
-	counter uint8 // pri_path.counter_index the driver writes: the sink
+	counter uint8     // pri_path.counter_index the driver writes: the sink
+	wq      *qpQueues // the work queues of a verbs QP (CreateVerbsQP), nil for others
 }
 
 // CreateQP reserves a QPN (ALLOC_RES QP RESERVE) and an MTT for its
@@ -661,14 +663,24 @@ func (d *Driver) newQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 // context is the QP context the driver writes in every modify mailbox.
 func (qp *QP) context() mlx4.QPContext {
 	c := qp.Cfg
-	return mlx4.QPContext{
+	ctx := mlx4.QPContext{
 		ST: c.ST, PD: c.PD, MTU: 5, MsgMax: 31,
 		LogRQSize: c.LogRQSize, LogRQStride: 2, LogSQSize: c.LogSQSize, LogSQStride: 2,
 		NoRQ: c.UseSRQ, LocalQPN: qp.QPN, RemoteQPN: c.RemoteQPN,
 		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3, SMACIndex: c.SMACIndex},
 		NextSendPSN: c.NextSendPSN, CQNSend: c.SendCQ, CQNRecv: c.RecvCQ,
-		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base,
+		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base, RNRNextRecvPSN: c.RecvPSN,
 	}
+	if q := qp.wq; q != nil {
+		// the queues as CreateVerbsQP laid them out (log_page_size 0 and
+		// page offset 0: 4 KiB pages, the buffer page-aligned)
+		ctx.LogSQStride = q.v.sq.shift - 4
+		if !c.UseSRQ {
+			ctx.LogRQStride = q.v.rq.shift - 4
+		}
+		ctx.DBRecAddr, ctx.UsrPage = q.dbrec, q.uar
+	}
+	return ctx
 }
 
 // modifyOptPar is the optpar the driver sets in a transition's mailbox,
@@ -710,11 +722,28 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to mlx4.QPState) error {
 		mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
 		r.In = in[:]
 	}
+	qp.before(to)
 	if _, err := d.must(ctx, &r); err != nil {
 		return err
 	}
 	qp.State = to
+	qp.after()
 	return nil
+}
+
+// before and after are what libmlx4's mlx4_modify_qp does around a
+// transition of a verbs QP: the send queue's ownership and stamps before
+// RESET→INIT, the indices and the RQ record after a transition to RESET.
+func (qp *QP) before(to mlx4.QPState) {
+	if qp.wq != nil && qp.State == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+		qp.wq.v.initOwnership()
+	}
+}
+
+func (qp *QP) after() {
+	if qp.wq != nil && qp.State == mlx4.QP_STATE_RST {
+		qp.wq.v.resetIndices()
+	}
 }
 
 // Transition posts op on qp as given (for walking illegal transitions by
@@ -791,6 +820,9 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...mlx4.QPState)
 			r.In = mb[:]
 		}
 		reqs = append(reqs, r)
+		if qp.wq != nil && from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+			qp.wq.v.initOwnership()
+		}
 		from = to
 	}
 	res, err := d.Pipeline(ctx, reqs)
@@ -806,6 +838,7 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...mlx4.QPState)
 			break
 		}
 		qp.State, from = to, to
+		qp.after()
 		j++
 	}
 	return err
