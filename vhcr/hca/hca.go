@@ -23,6 +23,7 @@ type HCA struct {
 	madRec     MADRecorder    // --capture of MAD_IFC commands with a WC
 	madScratch mad.MADIFCInbox
 	eqeScratch [mlx4.EQESize]byte // PostEQE's copy of the EQE it writes
+	dp         *dpScratch         // the data path's working memory (sq.go)
 }
 
 // New builds the model for numVFs functions.

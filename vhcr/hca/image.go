@@ -95,6 +95,11 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	fw.loadTables(im)
 	fw.carryStats(h.fw)
 	h.Res, h.fw = tr, fw
+	for _, qp := range l.wqs {
+		if window != nil {
+			h.wqLoad(qp, window(qp.tr.Owner))
+		}
+	}
 	return nil
 }
 
@@ -116,6 +121,7 @@ type imageLoad struct {
 	tr     *restrack.Tracker
 	fw     *firmware
 	window func(vf int) *dma.Window
+	wqs    []*qpObj // QPs whose work queues Load rebuilds (wqLoad)
 }
 
 // obj is the tracker object of a firmware object; an image with a firmware
@@ -144,7 +150,9 @@ func (l *imageLoad) qps(im *Image) error {
 		if err != nil {
 			return err
 		}
-		l.fw.qps[n] = &qpObj{QPState: s, tr: o}
+		qp := &qpObj{QPState: s, tr: o}
+		l.fw.qps[n] = qp
+		l.wqs = append(l.wqs, qp)
 	}
 	return nil
 }

@@ -76,6 +76,7 @@ type firmware struct {
 type vfFW struct {
 	VFState
 	stats EventStats
+	dps   DPStats // data-path counters (sq.go)
 }
 
 // EventStats are one VF's event counters (read by metrics at scrape time).
@@ -99,6 +100,7 @@ type EventStats struct {
 type qpObj struct {
 	QPState
 	tr *restrack.Object
+	wq *wq // work queues (wq.go), from RST2INIT to 2RST
 }
 
 type cqObj struct {
@@ -109,6 +111,7 @@ type cqObj struct {
 type srqObj struct {
 	SRQState
 	tr *restrack.Object
+	q  *srqWQ // the ring (rq.go), built on first use
 }
 
 type mptObj struct {

@@ -28,6 +28,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 				unregister(h.fw.ports[o.Port-1].VLAN[:], o.Index)
 			}
 		case restrack.QP:
+			h.wqDrop(h.fw.qps[uint32(o.ID)])
 			delete(h.fw.qps, uint32(o.ID))
 			delete(h.fw.mcg, uint32(o.ID))
 		case restrack.SRQ:

@@ -33,6 +33,8 @@ type QPState struct {
 	Suspended bool
 	Ctx       [mlx4.QPMailboxSize]byte // the last context written (rewritten fields included)
 	Vport     bool                     // VST or spoof check rewrote its context (vport.go)
+	SQHead    uint32                   // send WQEs the device consumed (sq_wqe_counter, 16 bits; wq.go)
+	RQHead    uint32                   // receive WQEs consumed (16 bits, against the doorbell record)
 }
 
 // CQState is one CQ's firmware state.
@@ -45,6 +47,8 @@ type CQState struct {
 type SRQState struct {
 	Ctx   [mlx4.SRQContextSize]byte
 	Limit uint16
+	Head  uint16 // the next WQE the device takes (rq.go)
+	Taken uint16 // WQEs taken, against the doorbell record's counter
 }
 
 // MPTState is one MPT's firmware state.
