@@ -2,6 +2,7 @@ package vfdrv
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -595,6 +596,13 @@ type QPConfig struct {
 	NextSendPSN uint32
 	SMACIndex   uint8  // Ethernet: a MAC index the VF registered (ALLOC_RES MAC)
 	RecvPSN     uint32 // the receive PSN (rnr_nextrecvpsn: the remote's send PSN)
+	// Access is the responder's remote access enables (params2:
+	// mlx4.QP_BIT_RRE, _RWE, _RAE; to_mlx4_access_flags of
+	// qp_access_flags), Retry and RNRRetry the requester's retry counts
+	// (params1; 7 is infinite RNR retry). A verbs QP's zero Retry and
+	// RNRRetry are 7, as ibv_rc_pingpong sets them.
+	Access          uint32
+	Retry, RNRRetry uint8
 }
 
 // QP is a queue pair; State is the driver's view of its firmware state.
@@ -604,6 +612,7 @@ type QP struct {
 	State mlx4.QPState
 	buffer
 	counter uint8     // pri_path.counter_index the driver writes: the sink
+	uar     uint32    // usr_page: the UAR of the send doorbell (Options.UAR)
 	wq      *qpQueues // the work queues of a verbs QP (CreateVerbsQP), nil for others
 }
 
@@ -657,7 +666,7 @@ func (d *Driver) newQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &QP{Cfg: cfg, counter: sink}, nil
+	return &QP{Cfg: cfg, counter: sink, uar: d.uar()}, nil
 }
 
 // context is the QP context the driver writes in every modify mailbox.
@@ -669,7 +678,7 @@ func (qp *QP) context() mlx4.QPContext {
 		NoRQ: c.UseSRQ, LocalQPN: qp.QPN, RemoteQPN: c.RemoteQPN,
 		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3, SMACIndex: c.SMACIndex},
 		NextSendPSN: c.NextSendPSN, CQNSend: c.SendCQ, CQNRecv: c.RecvCQ,
-		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base, RNRNextRecvPSN: c.RecvPSN,
+		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base, RNRNextRecvPSN: c.RecvPSN, UsrPage: qp.uar,
 	}
 	if q := qp.wq; q != nil {
 		// the queues as CreateVerbsQP laid them out (log_page_size 0 and
@@ -678,9 +687,32 @@ func (qp *QP) context() mlx4.QPContext {
 		if !c.UseSRQ {
 			ctx.LogRQStride = q.v.rq.shift - 4
 		}
-		ctx.DBRecAddr, ctx.UsrPage = q.dbrec, q.uar
+		ctx.DBRecAddr = q.dbrec
 	}
 	return ctx
+}
+
+// mailbox writes the modify-QP mailbox: optpar and the driver's context,
+// with the retry counts (params1) and the remote access enables (params2)
+// the context codec does not carry.
+func (qp *QP) mailbox(optpar uint32, b []byte) {
+	mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(b)
+	c := b[mlx4.QPMailboxContext:]
+	retry, rnr := qp.Cfg.Retry, qp.Cfg.RNRRetry
+	if qp.wq != nil {
+		if retry == 0 {
+			retry = 7
+		}
+		if rnr == 0 {
+			rnr = 7
+		}
+	}
+	p1 := binary.BigEndian.Uint32(c[mlx4.QPCParams1:])
+	p1 |= uint32(retry&7)<<mlx4.QPCParams1RetryShift | uint32(rnr&7)<<mlx4.QPCParams1RNRRetryShift
+	binary.BigEndian.PutUint32(c[mlx4.QPCParams1:], p1)
+	p2 := binary.BigEndian.Uint32(c[mlx4.QPCParams2:])
+	p2 |= qp.Cfg.Access & (mlx4.QP_BIT_RRE | mlx4.QP_BIT_RWE | mlx4.QP_BIT_RAE)
+	binary.BigEndian.PutUint32(c[mlx4.QPCParams2:], p2)
 }
 
 // modifyOptPar is the optpar the driver sets in a transition's mailbox,
@@ -719,7 +751,7 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to mlx4.QPState) error {
 	r := vfclient.Request{Op: op, InMod: qp.QPN}
 	if inbox {
 		var in [mlx4.QPMailboxSize]byte
-		mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
+		qp.mailbox(optpar, in[:])
 		r.In = in[:]
 	}
 	qp.before(to)
@@ -753,7 +785,7 @@ func (d *Driver) Transition(ctx context.Context, qp *QP, op mlx4.Opcode, optpar 
 	r := vfclient.Request{Op: op, InMod: qp.QPN}
 	if info, _ := mlx4.CmdInfo(op); info.HasInbox {
 		var in [mlx4.QPMailboxSize]byte
-		mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
+		qp.mailbox(optpar, in[:])
 		r.In = in[:]
 	}
 	res, err := d.Do(ctx, &r)
@@ -816,7 +848,7 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...mlx4.QPState)
 				mboxes = make([][mlx4.QPMailboxSize]byte, len(states))
 			}
 			mb := &mboxes[len(reqs)]
-			mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(mb[:])
+			qp.mailbox(optpar, mb[:])
 			r.In = mb[:]
 		}
 		reqs = append(reqs, r)

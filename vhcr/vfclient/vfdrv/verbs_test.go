@@ -88,7 +88,7 @@ func TestVerbsGeometryIsLibmlx4s(t *testing.T) {
 func TestVerbsQPContextAndOwnership(t *testing.T) {
 	v := newVerbsRig(t, 1)
 	ctx := context.Background()
-	qp := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: 64})
+	qp := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 16, MaxRecvWR: 256, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: 64})
 	ok(t, "to INIT", v.d.Modify(ctx, qp.QP, mlx4.QP_STATE_INIT))
 	c, err := v.d.QueryQP(ctx, qp.QP)
 	ok(t, "QueryQP", err)
@@ -123,8 +123,8 @@ func TestVerbsQPContextAndOwnership(t *testing.T) {
 func TestVerbsPostSendWQEBytes(t *testing.T) {
 	v := newVerbsRig(t, 1)
 	ctx := context.Background()
-	rc := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInline: 100})
-	ud := v.qp(t, mlx4.QP_ST_UD, QPCaps{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1})
+	rc := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 16, MaxRecvWR: 256, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInline: 100})
+	ud := v.qp(t, mlx4.QP_ST_UD, QPCaps{MaxSendWR: 16, MaxRecvWR: 256, MaxSendSGE: 1, MaxRecvSGE: 1})
 	ok(t, "rc INIT", v.d.Modify(ctx, rc.QP, mlx4.QP_STATE_INIT))
 	ok(t, "ud INIT", v.d.Modify(ctx, ud.QP, mlx4.QP_STATE_INIT))
 	buf := v.mr.IOVA
@@ -230,24 +230,34 @@ func TestVerbsPostSendWQEBytes(t *testing.T) {
 // when shorter than the stride, and the RQ record counts them.
 func TestVerbsPostRecvWQEBytes(t *testing.T) {
 	v := newVerbsRig(t, 1)
-	qp := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 4, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 3})
+	qp := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 4, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 3})
 	ok(t, "INIT", v.d.Modify(context.Background(), qp.QP, mlx4.QP_STATE_INIT))
-	sge := []SGE{{Addr: v.mr.IOVA, Length: 100, LKey: v.mr.Key}, {Addr: v.mr.IOVA + 100, Length: 50, LKey: v.mr.Key}}
-	for i := 1; i <= 10; i++ {
-		n, err := qp.PostRecv([]RecvWR{{WRID: uint64(i), SGE: sge[:1+i%2]}})
-		if i > 8 {
+	if qp.rq.shift != 6 || qp.Caps.MaxRecvSGE != 4 {
+		t.Fatalf("3 SGEs: a %d-byte stride holding %d", 1<<qp.rq.shift, qp.Caps.MaxRecvSGE)
+	}
+	sge := []SGE{{Addr: v.mr.IOVA, Length: 100, LKey: v.mr.Key}, {Addr: v.mr.IOVA + 100, Length: 50, LKey: v.mr.Key},
+		{Addr: v.mr.IOVA + 150, Length: 10, LKey: v.mr.Key}, {Addr: v.mr.IOVA + 160, Length: 10, LKey: v.mr.Key}}
+	stride := 1 << qp.rq.shift
+	for i := 1; i <= int(qp.rq.maxPost)+1; i++ {
+		k := 1 + i%4
+		n, err := qp.PostRecv([]RecvWR{{WRID: uint64(i), SGE: sge[:k]}})
+		if i > int(qp.rq.maxPost) {
 			if !errors.Is(err, ErrQueueFull) || n != 0 {
 				t.Fatalf("recv %d on a full RQ: %d, %v", i, n, err)
 			}
 			continue
 		}
 		ok(t, "PostRecv", err)
-		stride := 1 << qp.rq.shift
 		off := qp.rq.offset + (i-1)*stride
-		r, err := mlx4.DecodeRecvWQE(qp.buf[off:off+stride], false)
+		w := qp.buf[off : off+stride]
+		r, err := mlx4.DecodeRecvWQE(w, false)
 		ok(t, "DecodeRecvWQE", err)
-		if r.NSGE != 1+i%2 || r.SGE[0].Addr != sge[0].Addr || r.SGE[0].LKey != v.mr.Key || r.SGE[0].ByteCount != 100 {
+		if r.NSGE != k || r.SGE[0].Addr != sge[0].Addr || r.SGE[0].LKey != v.mr.Key || r.SGE[0].ByteCount != 100 {
 			t.Errorf("recv WQE %d: %+v", i, r.SGE[:r.NSGE])
+		}
+		// shorter than the stride: the next entry is the terminator
+		if k < 4 && binary.BigEndian.Uint32(w[k*mlx4.DataSegSize+mlx4.DataLKey:]) != mlx4.INVALID_LKEY {
+			t.Errorf("recv WQE %d of %d entries has no MLX4_INVALID_LKEY terminator", i, k)
 		}
 		if got := binary.BigEndian.Uint32(qp.db); got != uint32(i) {
 			t.Errorf("RQ record %d after %d receives", got, i)
@@ -278,7 +288,7 @@ func writeCQE(cq *VCQ, n uint32, c mlx4.CQE) {
 // the ring's wrap; Arm writes arm_db and the two UAR words.
 func TestVerbsPollAndArm(t *testing.T) {
 	v := newVerbsRig(t, 1)
-	qp := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 8, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1})
+	qp := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 8, MaxRecvWR: 256, MaxSendSGE: 1, MaxRecvSGE: 1})
 	ok(t, "INIT", v.d.Modify(context.Background(), qp.QP, mlx4.QP_STATE_INIT))
 	sge := []SGE{{Addr: v.mr.IOVA, Length: 8, LKey: v.mr.Key}}
 	wrs := []SendWR{{WRID: 10, Opcode: mlx4.OPCODE_SEND, SGE: sge}, {WRID: 11, Opcode: mlx4.OPCODE_SEND, SGE: sge}, {WRID: 12, Opcode: mlx4.OPCODE_SEND, SGE: sge, Signaled: true}}
@@ -347,7 +357,7 @@ func TestVerbsPollAndArm(t *testing.T) {
 // Posting and polling allocate nothing.
 func TestVerbsPostPollAllocateNothing(t *testing.T) {
 	v := newVerbsRig(t, 1)
-	qp := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: 64})
+	qp := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 64, MaxRecvWR: 256, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: 64})
 	ok(t, "INIT", v.d.Modify(context.Background(), qp.QP, mlx4.QP_STATE_INIT))
 	sge := []SGE{{Addr: v.mr.IOVA, Length: 64, LKey: v.mr.Key}}
 	send := []SendWR{{Opcode: mlx4.OPCODE_RDMA_WRITE, SGE: sge, RemoteAddr: 0x1000, RKey: 1, Signaled: true}}
