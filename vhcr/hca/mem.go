@@ -141,7 +141,7 @@ func (h *HCA) copyRegions(dst *mref, daddr uint64, src *mref, saddr uint64, n ui
 		if k > 1<<30 {
 			k = 1 << 30
 		}
-		if dma.Copy(dst.win, d, src.win, s, int(k), h.dp.bounce[:]) != nil {
+		if dma.Copy(dst.win, d, src.win, s, int(k), h.dpw.bounce[:]) != nil {
 			return false
 		}
 		saddr, daddr, n = saddr+k, daddr+k, n-k

@@ -105,7 +105,8 @@ type qpObj struct {
 
 type cqObj struct {
 	CQState
-	tr *restrack.Object
+	tr   *restrack.Object
+	ring *cqRing // the ring in the VF's memory (cqring.go)
 }
 
 type srqObj struct {

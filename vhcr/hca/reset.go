@@ -34,7 +34,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 		case restrack.SRQ:
 			delete(h.fw.srqs, uint32(o.ID))
 		case restrack.CQ:
-			delete(h.fw.cqs, uint32(o.ID))
+			h.dropCQ(uint32(o.ID))
 		case restrack.MPT:
 			delete(h.fw.mpts, o.ID)
 		case restrack.EQ:
@@ -47,6 +47,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 			delete(h.fw.counterPort, o.ID)
 		}
 	})
+	h.dpDetachVF(vf) // no QP of the VF left on the data path's lists
 	h.DeactivateVF(vf)
 	v := &h.fw.vfs[vf]
 	v.clearEvents()

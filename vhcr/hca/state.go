@@ -37,10 +37,20 @@ type QPState struct {
 	RQHead    uint32                   // receive WQEs consumed (16 bits, against the doorbell record)
 }
 
-// CQState is one CQ's firmware state.
+// CQState is one CQ's firmware state: its context, its EQ, and the
+// ring's positions and arm (cqring.go).
 type CQState struct {
 	Ctx [mlx4.CQContextSize]byte
 	EQN int
+
+	Prod    uint32 // producer index: CQEs written (24 bits)
+	Cons    uint32 // consumer index last read from the doorbell record (set_ci)
+	ArmDB   uint32 // the doorbell record's arm_db word last applied
+	Arm     uint32 // the arm pending: MLX4_CQ_DB_REQ_NOT, _REQ_NOT_SOL, or 0 (disarmed)
+	ArmCI   uint32 // the consumer index of that arm
+	SolProd uint32 // producer index after the last solicited or error CQE
+	Sol     bool   // a solicited or error CQE was written
+	Err     uint8  // CQ error syndrome (mlx4.CQErr*): the CQ writes no more CQEs; 0 none
 }
 
 // SRQState is one SRQ's firmware state.

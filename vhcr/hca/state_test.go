@@ -33,7 +33,8 @@ var (
 			"Res": "persistent through its own image (restrack.Image, Image.Res)", "fw": "persistent through State",
 			"mad": "MAD_IFC's engine, wired by the PF", "madViews": "derived from the configuration",
 			"madRec": "capture wiring", "madScratch": "scratch buffer", "eqeScratch": "scratch buffer",
-			"dp": "scratch buffer",
+			"dp":         "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
+			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer", "dpw": "scratch buffer",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",
@@ -43,7 +44,7 @@ var (
 			"dmfs": "configuration (flow-steering mode the PF sets)",
 		},
 		reflect.TypeFor[qpObj]():  {"tr": "link to the tracker object, joined again by Load", "wq": "geometry derived from Ctx and the MTT, rebuilt by Load"},
-		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object"},
+		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object", "ring": "derived from Ctx and the MTT, rebuilt by Load"},
 		reflect.TypeFor[srqObj](): {"tr": "link to the tracker object", "q": "ring derived from Ctx and the MTT, rebuilt on first use"},
 		reflect.TypeFor[mptObj](): {"tr": "link to the tracker object"},
 		reflect.TypeFor[eqObj](): {
@@ -212,6 +213,7 @@ func stateRig(t *testing.T, seed uint64) (*propState, *uint32) {
 	*db = mlx4.EQ_DOORBELL_ARM | 1
 	r.h.RefreshEQs()
 	v.must(v.createEQ(5, 3), "SW2HW_EQ") // its word at creation stays stale
+	exerciseCQ(t, r.h, cq)
 	return p, db
 }
 
