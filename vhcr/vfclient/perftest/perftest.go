@@ -127,16 +127,26 @@ func (e *Endpoint) RecvAddr() uint64 { return e.MR.IOVA + uint64(e.cfg.Size) }
 func NewEndpoint(ctx context.Context, d *vfdrv.Driver, cfg Config, lid uint16) (*Endpoint, error) {
 	cfg.defaults()
 	e := &Endpoint{D: d, cfg: cfg}
+	e, err := e.build(ctx, lid)
+	if err != nil {
+		_ = e.Close(ctx) // what was created, so that the VF can run again
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Endpoint) build(ctx context.Context, lid uint16) (*Endpoint, error) {
+	d, cfg := e.D, e.cfg
 	var err error
 	if e.EQ, err = d.CreateEQ(ctx, cfg.EQN, 7); err != nil {
-		return nil, fmt.Errorf("EQ: %w", err)
+		return e, fmt.Errorf("EQ: %w", err)
 	}
 	if e.CQ, err = d.CreateVerbsCQ(ctx, cfg.RxDepth+cfg.TxDepth, e.EQ.EQN); err != nil {
-		return nil, fmt.Errorf("CQ: %w", err)
+		return e, fmt.Errorf("CQ: %w", err)
 	}
 	pages := (cfg.Size + e.recvLen() + mlx4.PageSize - 1) / mlx4.PageSize
 	if e.MR, err = d.CreateMR(ctx, pages, mlx4.PERM_LOCAL_READ|mlx4.PERM_LOCAL_WRITE|mlx4.PERM_REMOTE_WRITE|mlx4.PERM_REMOTE_READ, pd); err != nil {
-		return nil, fmt.Errorf("MR: %w", err)
+		return e, fmt.Errorf("MR: %w", err)
 	}
 	st := uint8(mlx4.QP_ST_RC)
 	if cfg.UD {
@@ -146,10 +156,10 @@ func NewEndpoint(ctx context.Context, d *vfdrv.Driver, cfg Config, lid uint16) (
 		Access: mlx4.QP_BIT_RRE | mlx4.QP_BIT_RWE}
 	caps := vfdrv.QPCaps{MaxSendWR: cfg.TxDepth, MaxRecvWR: cfg.RxDepth, MaxSendSGE: 1, MaxRecvSGE: 1}
 	if e.QP, err = d.CreateVerbsQP(ctx, qcfg, caps, !cfg.Selective); err != nil {
-		return nil, fmt.Errorf("QP: %w", err)
+		return e, fmt.Errorf("QP: %w", err)
 	}
 	if err := d.Modify(ctx, e.QP.QP, mlx4.QP_STATE_INIT); err != nil {
-		return nil, fmt.Errorf("QP to INIT: %w", err)
+		return e, fmt.Errorf("QP to INIT: %w", err)
 	}
 	e.Local = Dest{LID: lid, QPN: e.QP.QPN, PSN: cfg.PSN, RKey: e.MR.Key, Addr: e.RecvAddr()}
 	e.ssge[0] = vfdrv.SGE{Addr: e.SendAddr(), Length: uint32(cfg.Size), LKey: e.MR.Key}
@@ -164,7 +174,7 @@ func NewEndpoint(ctx context.Context, d *vfdrv.Driver, cfg Config, lid uint16) (
 		// ibv_rc_pingpong posts its rx_depth receives before the
 		// exchange: a UD message that finds none is dropped
 		if e.routs, err = e.postRecv(cfg.RxDepth); err != nil {
-			return nil, fmt.Errorf("post receives: %w", err)
+			return e, fmt.Errorf("post receives: %w", err)
 		}
 	}
 	return e, nil
