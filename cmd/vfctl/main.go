@@ -166,7 +166,7 @@ var examples = map[string][]string{
 	"mad":        {"vfctl mad --vf 3 get pkeys", "vfctl mad --vf 7 bm-set --bkey 0x1 --slid 9 --sgid fe80::2:c903:0:7"},
 	"res":        {"vfctl res --vf 2 --events", "vfctl res --vf 2 --json"},
 	"ptys":       {"vfctl ptys --vf 2 --port 1", "vfctl ptys --vf 2 --port 1 --json"},
-	"bench":      {"vfctl bench --vhcrd bin/vhcrd --rounds 1 --iters 20000 --sock-iters 2000 --irq-iters 2000 --persist-iters 2000 --fair=false"},
+	"bench":      {"vfctl bench --vhcrd bin/vhcrd --rounds 1 --iters 20000 --sock-iters 2000 --irq-iters 2000 --persist-iters 2000 --fair=false --dp-write-iters 200 --dp-send-iters 20000 --dp-ping-iters 1000"},
 	"eq create":  {"vfctl eq create --vf 0 --eqn 1 --log-size 6 --map-events"},
 	"cq create":  {exEQ, "vfctl cq create --vf 0 --eqn 1 --log-size 8"},
 	"cq query":   {exEQ, exCQ, "vfctl cq query --vf 0 --cqn 128"},

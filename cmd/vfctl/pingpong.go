@@ -14,8 +14,6 @@ import (
 	"sync"
 
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
-	"github.com/vhcrd/vhcrd/mad"
-	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vfclient"
 	"github.com/vhcrd/vhcrd/vhcr/vfclient/perftest"
 	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
@@ -109,39 +107,6 @@ func parseDest(s string, bw bool) (perftest.Dest, error) {
 	return d, nil
 }
 
-// localLID asks the VF's port for its LID (an SMP Get PortInfo through
-// MAD_IFC), as ibv_query_port does; LID 0 is ibv_rc_pingpong's "Couldn't
-// get local LID".
-func localLID(ctx context.Context, d *vfdrv.Driver, port int) (uint16, error) {
-	var in mad.MADIFCInbox
-	in.Port = uint8(port)
-	if err := encodeGet(&in, "portinfo", 0, uint(port)); err != nil {
-		return 0, err
-	}
-	inbox := make([]byte, mlx4.MailboxSize)
-	opMod, inMod, err := mad.EncodeMADIFCInbox(&in, inbox)
-	if err != nil {
-		return 0, err
-	}
-	res, err := d.Poll(ctx, &vfclient.Request{Op: mlx4.MAD_IFC, OpMod: opMod, InMod: inMod, In: inbox})
-	if err != nil {
-		return 0, err
-	}
-	if res.Status != mlx4.OK {
-		return 0, fmt.Errorf("MAD_IFC PortInfo: %v", res.Status)
-	}
-	var m mad.MAD
-	copy(m[:], res.Out)
-	var pi mad.PortInfo
-	if err := pi.Decode(m.SMPData()); err != nil {
-		return 0, err
-	}
-	if pi.LID == 0 {
-		return 0, errors.New("couldn't get local LID")
-	}
-	return pi.LID, nil
-}
-
 // end is one end of a run in this process.
 type end struct {
 	a   *vfclient.Attachment
@@ -181,7 +146,7 @@ func openEnd(ctx context.Context, f *ppFlags, vf int, cfg perftest.Config) (*end
 		x.close(ctx)
 		return nil, err
 	}
-	lid, err := localLID(ctx, d, cfg.Port)
+	lid, err := perftest.LocalLID(ctx, d, cfg.Port)
 	if err != nil {
 		x.close(ctx)
 		return nil, fmt.Errorf("VF %d: %w", vf, err)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
@@ -285,18 +287,26 @@ func (e *Endpoint) wait(ctx context.Context) error {
 }
 
 // idle is one empty poll: a pause, and past a few a yield, so that other
-// goroutines of the process (the other end, a PF in the same process) run
-// on a loaded machine; it reports when the caller should look at its
+// goroutines of the process (the other end, a PF in the same process) and
+// other processes (vhcrd) run on a loaded machine; it reports when the caller should look at its
 // context.
 func idle(spins *int) bool {
 	*spins++
 	if *spins < 64 {
 		bar.Pause()
 	} else {
+		// the PF may be waiting for the very CPU this end spins on (a
+		// machine with fewer free CPUs than spinners): give it up, to
+		// this process's goroutines and to other threads
 		runtime.Gosched()
+		schedYield()
 	}
 	return *spins&0xff == 0
 }
+
+// schedYield gives the CPU to another runnable thread (x/sys/unix has no
+// wrapper for sched_yield).
+func schedYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // Result is a run's figures.
 type Result struct {
