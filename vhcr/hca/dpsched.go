@@ -58,14 +58,19 @@ const (
 // (the next send WQE is valid for this pass), runSQ executes up to budget
 // WQEs and returns how many it consumed.
 var (
-	dpPending = func(h *HCA, qp *qpObj) bool { return false }
-	dpRun     = func(h *HCA, qp *qpObj, budget int) int { return 0 }
-	// dpUsrPage is the UAR index of the QP's send doorbell (the context's
-	// usr_page).
-	dpUsrPage = func(qp *qpObj) uint32 {
-		return binary.BigEndian.Uint32(qp.Ctx[mlx4.QPMailboxContext+mlx4.QPCUsrPage:]) & 0xffffff
-	}
+	dpPending = (*HCA).sqPending
+	dpRun     = (*HCA).runSQ
 )
+
+// dpUsrPage is the UAR index of the QP's send doorbell: the usr_page of
+// its work queues (RST2INIT's context, checked against the VF's UARs by
+// the engine), else of its last context.
+func dpUsrPage(qp *qpObj) uint32 {
+	if qp.wq != nil {
+		return qp.wq.usrPage
+	}
+	return binary.BigEndian.Uint32(qp.Ctx[mlx4.QPMailboxContext+mlx4.QPCUsrPage:]) & 0xffffff
+}
 
 // dpQP is an attached QP's slot.
 type dpQP struct {
@@ -139,12 +144,12 @@ func (s *dpSched) reset() {
 // byte offset off of VF vf's BAR region (its UAR pages) and whether it
 // could be read. The scheduler reads only the pages of the VF's own
 // attached QPs and CQs, at MLX4_SEND_DOORBELL and MLX4_CQ_DOORBELL.
-func (h *HCA) SetUARReader(read func(vf int, off uint64) (uint32, bool)) { h.dp.uar = read }
+func (h *HCA) SetUARReader(read func(vf int, off uint64) (uint32, bool)) { h.sched.uar = read }
 
 // dpAttach puts a QP on the scheduler's lists (the engine: its send queue
 // may run). Attaching an attached QP again does nothing.
 func (h *HCA) dpAttach(qp *qpObj) {
-	s := &h.dp
+	s := &h.sched
 	qpn := uint32(qp.tr.ID)
 	vf := qp.tr.Owner
 	if vf < 0 || vf >= len(s.vfs) {
@@ -195,7 +200,7 @@ func (h *HCA) dpAttach(qp *qpObj) {
 // dpDetach takes a QP off the lists (it left the states that walk its
 // send queue, or is gone). Unknown QPs are ignored.
 func (h *HCA) dpDetach(qp *qpObj) {
-	s := &h.dp
+	s := &h.sched
 	q, ok := s.byQPN[uint32(qp.tr.ID)]
 	if !ok || q.qp != qp {
 		return
@@ -205,7 +210,7 @@ func (h *HCA) dpDetach(qp *qpObj) {
 
 // dpDetachVF detaches every QP of VF vf (its reset).
 func (h *HCA) dpDetachVF(vf int) {
-	s := &h.dp
+	s := &h.sched
 	if vf < 0 || vf >= len(s.vfs) {
 		return
 	}
@@ -271,7 +276,7 @@ func (s *dpSched) cool(q *dpQP) {
 }
 
 // Attached returns the number of QPs on the scheduler's lists.
-func (h *HCA) Attached() int { return h.dp.attached }
+func (h *HCA) Attached() int { return h.sched.attached }
 
 // ServiceQueues is the poller's data-path step, once per scan: the UAR
 // hints read, the sweep advanced, the hot QPs run for at most budget WQEs
@@ -280,14 +285,14 @@ func (h *HCA) Attached() int { return h.dp.attached }
 // non-zero is a busy scan. With nothing attached or watched it returns at
 // once.
 func (h *HCA) ServiceQueues(budget int) int {
-	if h.dp.attached == 0 && len(h.dp.cqWatch) == 0 {
+	if h.sched.attached == 0 && len(h.sched.cqWatch) == 0 {
 		return 0 // inlined into the poller's scan: the idle command path pays two loads
 	}
 	return h.serviceQueues(budget)
 }
 
 func (h *HCA) serviceQueues(budget int) int {
-	s := &h.dp
+	s := &h.sched
 	work := 0
 	if len(s.cqWatch) > 0 {
 		work += h.cqHints()
@@ -303,7 +308,7 @@ func (h *HCA) serviceQueues(budget int) int {
 // doorbellHints reads the send doorbell word of every UAR page in use: a
 // changed word heats the page's QPs.
 func (h *HCA) doorbellHints() {
-	s := &h.dp
+	s := &h.sched
 	if s.uar == nil {
 		return
 	}
@@ -335,7 +340,7 @@ func (h *HCA) doorbellHints() {
 // sweep checks n attached QPs by ownership, in turn across the VFs, and
 // heats those with work.
 func (h *HCA) sweep(n int) int {
-	s := &h.dp
+	s := &h.sched
 	found := 0
 	for i := 0; i < n && i < s.attached; i++ {
 		if s.sweepVF >= len(s.live) {
@@ -363,7 +368,7 @@ func (h *HCA) sweep(n int) int {
 // returns how many QPs have work: the poller does not sleep when it is
 // non-zero.
 func (h *HCA) SweepQueues() int {
-	s := &h.dp
+	s := &h.sched
 	n := 0
 	for _, vf := range s.live {
 		for _, q := range s.vfs[vf].qps {
@@ -379,7 +384,7 @@ func (h *HCA) SweepQueues() int {
 // runHot gives the VFs with hot QPs their turns until budget WQEs are spent
 // or a whole pass did nothing.
 func (h *HCA) runHot(budget int) int {
-	s := &h.dp
+	s := &h.sched
 	left := budget
 	nlive := len(s.live)
 	if nlive == 0 || left <= 0 {
@@ -451,7 +456,7 @@ func (s *dpSched) unwatchCQ(cq *cqObj) {
 // UAR page of every watched CQ; where it changed the CQ's record is read
 // (an arm owed fires). It returns the events fired.
 func (h *HCA) cqHints() int {
-	s := &h.dp
+	s := &h.sched
 	if s.uar == nil {
 		return 0
 	}
@@ -478,7 +483,7 @@ func (h *HCA) cqHints() int {
 // checkCQArms reads the record of every watched CQ (CheckArms' part for
 // CQs). It returns the events fired.
 func (h *HCA) checkCQArms() int {
-	s := &h.dp
+	s := &h.sched
 	n := 0
 	for i := 0; i < len(s.cqWatch); {
 		cq := s.cqWatch[i]

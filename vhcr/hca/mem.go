@@ -10,8 +10,9 @@ package hca
 // since), its key field must equal the whole 32-bit key (the variant byte
 // included, so a key of a freed and re-registered MPT does not match), its
 // function must be the QP's (the model's equivalent of the function bits
-// firmware keeps beside the PD: two VFs' PD numbers never match) and its PD
-// the QP's PD. Then the access the operation needs (local write for a
+// firmware keeps beside the PD: two VFs' PD numbers never match, whatever
+// the VFs number them) and its PD (pd_flags 16:0, what mlx4_mr_enable
+// writes) the QP's PD. Then the access the operation needs (local write for a
 // receive's scatter and an RDMA READ's or atomic's local sink; remote
 // write, remote read, atomic for the responder's rkey) and the bounds
 // [start, start+length). A translated region's pages come from its MTT
@@ -79,7 +80,7 @@ func (h *HCA) checkKey(w *wq, key uint32, need uint32, remote bool, addr, n uint
 	if e.Key != key || !e.Region() {
 		return keyBad
 	}
-	if e.PD != w.pd {
+	if e.PD&mlx4.MPT_PD_MASK != w.pd&mlx4.MPT_PD_MASK {
 		return keyPD
 	}
 	if e.Access&need != need {
@@ -141,7 +142,7 @@ func (h *HCA) copyRegions(dst *mref, daddr uint64, src *mref, saddr uint64, n ui
 		if k > 1<<30 {
 			k = 1 << 30
 		}
-		if dma.Copy(dst.win, d, src.win, s, int(k), h.dpw.bounce[:]) != nil {
+		if dma.Copy(dst.win, d, src.win, s, int(k), h.dp.bounce[:]) != nil {
 			return false
 		}
 		saddr, daddr, n = saddr+k, daddr+k, n-k

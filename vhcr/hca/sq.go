@@ -116,8 +116,8 @@ type dpScratch struct {
 }
 
 func (h *HCA) scratch() {
-	if h.dpw == nil {
-		h.dpw = new(dpScratch)
+	if h.dp == nil {
+		h.dp = new(dpScratch)
 	}
 }
 
@@ -125,11 +125,11 @@ func (h *HCA) scratch() {
 // the device's for this pass.
 func (h *HCA) sqValid(qp *qpObj) (valid, ok bool) {
 	w := qp.wq
-	if w.win.CopyIn(h.dpw.word[:8], w.sqAddr(qp.SQHead, 0)) != nil {
+	if w.win.CopyIn(h.dp.word[:8], w.sqAddr(qp.SQHead, 0)) != nil {
 		return false, false
 	}
-	oo := binary.BigEndian.Uint32(h.dpw.word[mlx4.CtrlOwnerOpcode:])
-	size := h.dpw.word[mlx4.CtrlFenceSize] & mlx4.WQESizeMask
+	oo := binary.BigEndian.Uint32(h.dp.word[mlx4.CtrlOwnerOpcode:])
+	size := h.dp.word[mlx4.CtrlFenceSize] & mlx4.WQESizeMask
 	pass := qp.SQHead&w.sqCnt != 0
 	return oo != mlx4.WQEStamp && (oo&mlx4.WQEOwner != 0) == pass && size != 0, true
 }
@@ -156,12 +156,12 @@ func (h *HCA) sqPending(qp *qpObj) bool {
 // fetch results.
 const (
 	fetchNone  = iota // no valid WQE at SQHead
-	fetchOK           // h.dpw.wqe holds it
+	fetchOK           // h.dp.wqe holds it
 	fetchBad          // larger than the stride: local QP operation error
 	fetchCatas        // its pages cannot be read
 )
 
-// fetchSQ reads the WQE at SQHead into h.dpw.wqe, checking ownership and
+// fetchSQ reads the WQE at SQHead into h.dp.wqe, checking ownership and
 // stamps; n is its size in bytes.
 func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 	w := qp.wq
@@ -172,13 +172,13 @@ func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 	if !v {
 		return fetchNone, 0
 	}
-	n := int(h.dpw.word[mlx4.CtrlFenceSize]&mlx4.WQESizeMask) * mlx4.WQESegUnit
+	n := int(h.dp.word[mlx4.CtrlFenceSize]&mlx4.WQESizeMask) * mlx4.WQESegUnit
 	if n > 1<<w.sqShift {
 		return fetchBad, 0
 	}
 	chunks := (n + wqChunk - 1) / wqChunk
 	for i := range chunks {
-		b := h.dpw.wqe[i*wqChunk : (i+1)*wqChunk]
+		b := h.dp.wqe[i*wqChunk : (i+1)*wqChunk]
 		if w.win.CopyIn(b, w.sqAddr(qp.SQHead, uint64(i*wqChunk))) != nil {
 			return fetchCatas, 0
 		}
@@ -188,7 +188,7 @@ func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 	}
 	// The owner word again, last: a WQE whose owner was read before the
 	// rest was complete is taken only if it still says so.
-	if binary.BigEndian.Uint32(h.dpw.wqe[:]) != binary.BigEndian.Uint32(h.dpw.word[:]) {
+	if binary.BigEndian.Uint32(h.dp.wqe[:]) != binary.BigEndian.Uint32(h.dp.word[:]) {
 		return fetchNone, 0
 	}
 	return fetchOK, n
@@ -233,13 +233,13 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	return done
 }
 
-// execWQE executes the WQE in h.dpw.wqe[:n]; false: it was not consumed
+// execWQE executes the WQE in h.dp.wqe[:n]; false: it was not consumed
 // (an RNR NAK to retry).
 func (h *HCA) execWQE(qp *qpObj, n int) bool {
 	w := qp.wq
-	d := &h.dpw.send
+	d := &h.dp.send
 	var err error
-	*d, err = mlx4.DecodeSendWQE(h.dpw.wqe[:n], w.st)
+	*d, err = mlx4.DecodeSendWQE(h.dp.wqe[:n], w.st)
 	if err != nil {
 		h.sqError(qp, 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 		return true
@@ -270,11 +270,11 @@ func (h *HCA) execWQE(qp *qpObj, n int) bool {
 	return true
 }
 
-// gatherList fills h.dpw.src from the WQE's gather entries. For RDMA READ
+// gatherList fills h.dp.src from the WQE's gather entries. For RDMA READ
 // and atomics they are the local sink (local write); otherwise the
 // source. A syndrome on a bad key.
 func (h *HCA) gatherList(qp *qpObj, op uint8) (uint64, uint8) {
-	d := &h.dpw.send
+	d := &h.dp.send
 	sink := op == mlx4.OPCODE_RDMA_READ || op == mlx4.OPCODE_ATOMIC_CS || op == mlx4.OPCODE_ATOMIC_FA
 	var need uint32
 	if sink {
@@ -283,12 +283,12 @@ func (h *HCA) gatherList(qp *qpObj, op uint8) (uint64, uint8) {
 	var total uint64
 	for i := range d.NSGE {
 		g := &d.SGE[i]
-		s := &h.dpw.src[i]
+		s := &h.dp.src[i]
 		if g.Inline {
 			if sink {
 				return 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR
 			}
-			*s = seg{kind: segInline, n: uint64(g.ByteCount), inl: h.dpw.wqe[g.Off : g.Off+int(g.ByteCount)]}
+			*s = seg{kind: segInline, n: uint64(g.ByteCount), inl: h.dp.wqe[g.Off : g.Off+int(g.ByteCount)]}
 		} else {
 			s.kind, s.addr, s.n, s.inl = segKey, g.Addr, uint64(g.ByteCount), nil
 			if h.checkKey(qp.wq, g.LKey, need, false, g.Addr, s.n, &s.m) != keyOK {
@@ -335,7 +335,7 @@ func (h *HCA) stream(dst, src []seg) bool {
 // sendConnected executes an RC or UC WQE against the QP at the other end.
 func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 	w := qp.wq
-	d := &h.dpw.send
+	d := &h.dp.send
 	rc := w.st == mlx4.QP_ST_RC
 	switch op {
 	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM, mlx4.OPCODE_RDMA_WRITE, mlx4.OPCODE_RDMA_WRITE_IMM:
@@ -368,7 +368,7 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM:
 		return h.deliver(qp, dq, op, total, false)
 	case mlx4.OPCODE_RDMA_WRITE, mlx4.OPCODE_RDMA_WRITE_IMM:
-		t := &h.dpw.dst[0]
+		t := &h.dp.dst[0]
 		if total > 0 {
 			if !dw.rwe {
 				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
@@ -381,13 +381,13 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		if op == mlx4.OPCODE_RDMA_WRITE_IMM {
 			return h.deliver(qp, dq, op, total, true)
 		}
-		if !h.stream(h.dpw.dst[:1], h.dpw.src[:d.NSGE]) {
+		if !h.stream(h.dp.dst[:1], h.dp.src[:d.NSGE]) {
 			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 		}
 		h.sqDone(qp, uint32(total))
 		return true
 	case mlx4.OPCODE_RDMA_READ:
-		t := &h.dpw.dst[0]
+		t := &h.dp.dst[0]
 		if total > 0 {
 			if !dw.rre {
 				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq)
@@ -397,9 +397,9 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 			}
 		}
 		t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
-		// The response lands in the local sink (h.dpw.src, checked for
+		// The response lands in the local sink (h.dp.src, checked for
 		// local write): a stream from the remote region into it.
-		if !h.stream(h.dpw.src[:d.NSGE], h.dpw.dst[:1]) {
+		if !h.stream(h.dp.src[:d.NSGE], h.dp.dst[:1]) {
 			h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
 			return true
 		}
@@ -414,7 +414,7 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 // remote address (8-aligned), big-endian as on the wire; the original value
 // goes to the local sink (the first gather entry, 8 bytes).
 func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
-	d := &h.dpw.send
+	d := &h.dp.send
 	dw := dq.wq
 	if !dw.rae || d.RAddr.RAddr&7 != 0 {
 		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq)
@@ -423,11 +423,11 @@ func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
 	if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_ATOMIC, true, d.RAddr.RAddr, 8, &t) != keyOK {
 		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 	}
-	if d.NSGE > 0 && h.dpw.src[0].n < 8 {
+	if d.NSGE > 0 && h.dp.src[0].n < 8 {
 		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_LENGTH_ERR)
 		return true
 	}
-	b := h.dpw.atom[:]
+	b := h.dp.atom[:]
 	if !t.read(b, d.RAddr.RAddr) {
 		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 	}
@@ -446,7 +446,7 @@ func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
 	}
 	if d.NSGE > 0 {
 		binary.BigEndian.PutUint64(b, orig)
-		if s := &h.dpw.src[0]; !s.m.write(s.addr, b) {
+		if s := &h.dp.src[0]; !s.m.write(s.addr, b) {
 			h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
 			return true
 		}
@@ -456,11 +456,11 @@ func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
 }
 
 // deliver is a message that consumes a receive WQE at dq: SEND, SEND_IMM
-// (data scattered) or RDMA_WRITE_IMM (data already checked in h.dpw.dst[0];
+// (data scattered) or RDMA_WRITE_IMM (data already checked in h.dp.dst[0];
 // the WQE only completes). false: RNR, to retry.
 func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool {
 	w := qp.wq
-	d := &h.dpw.send
+	d := &h.dp.send
 	rc := w.st == mlx4.QP_ST_RC
 	var s recvSlot
 	ok, bad := h.recvPeek(dq, &s)
@@ -476,9 +476,9 @@ func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool
 		h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 		return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
 	}
-	e := &h.dpw.cqe
+	e := &h.dp.cqe
 	if writeImm {
-		if !h.stream(h.dpw.dst[:1], h.dpw.src[:d.NSGE]) {
+		if !h.stream(h.dp.dst[:1], h.dp.src[:d.NSGE]) {
 			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 		}
 	} else {
@@ -490,7 +490,7 @@ func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool
 			}
 			return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
 		}
-		if !h.stream(h.dpw.dst[:k], h.dpw.src[:d.NSGE]) {
+		if !h.stream(h.dp.dst[:k], h.dp.src[:d.NSGE]) {
 			h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
 			return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
 		}
@@ -551,11 +551,11 @@ func (h *HCA) nakDone(qp *qpObj, op uint8, rc bool, syndrome uint8) bool {
 // sqDone completes the WQE at SQHead: a CQE if it is signalled.
 func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 	w := qp.wq
-	d := &h.dpw.send
+	d := &h.dp.send
 	h.fw.vfs[w.vf].dps.WQEs.Add(1)
 	w.rnrTries = 0
 	if d.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_CQ_UPDATE != 0 {
-		e := &h.dpw.cqe
+		e := &h.dp.cqe
 		*e = mlx4.CQE{VlanMyQPN: w.qpn, ByteCnt: byteCnt, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: d.Ctrl.Opcode}
 		h.cqe(w.scqn, w.vf, e)
 	}
@@ -568,7 +568,7 @@ func (h *HCA) sqError(qp *qpObj, op uint8, syndrome uint8) {
 	w := qp.wq
 	h.fw.vfs[w.vf].dps.WQEs.Add(1)
 	w.rnrTries = 0
-	e := &h.dpw.cqe
+	e := &h.dp.cqe
 	*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: op}
 	e.SetError(syndrome, 0)
 	h.cqe(w.scqn, w.vf, e)
@@ -608,8 +608,8 @@ func (h *HCA) flush(qp *qpObj, budget int) int {
 		if !ok || !v {
 			break
 		}
-		e := &h.dpw.cqe
-		oo := binary.BigEndian.Uint32(h.dpw.word[:])
+		e := &h.dp.cqe
+		oo := binary.BigEndian.Uint32(h.dp.word[:])
 		*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: uint8(oo & mlx4.WQEOpcodeMask)}
 		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
 		h.cqe(w.scqn, w.vf, e)

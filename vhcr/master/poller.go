@@ -168,7 +168,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 			schedYield() // lets a VF spinning on this CPU run
 		default:
 			p.checkFlags()
-			p.hca.CheckArms() // a re-arm with EQEs or CQEs pending (hca/irq.go, cqring.go)
+			p.hca.CheckArms()    // a re-arm with EQEs or CQEs pending (hca/irq.go, cqring.go)
 			if p.sweepQueues() { // never sleep on work a doorbell hint missed
 				idle = false
 				continue
