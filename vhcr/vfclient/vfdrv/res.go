@@ -754,7 +754,7 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to mlx4.QPState) error {
 		qp.mailbox(optpar, in[:])
 		r.In = in[:]
 	}
-	qp.before(to)
+	d.before(qp, to)
 	if _, err := d.must(ctx, &r); err != nil {
 		return err
 	}
@@ -766,9 +766,30 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to mlx4.QPState) error {
 // before and after are what libmlx4's mlx4_modify_qp does around a
 // transition of a verbs QP: the send queue's ownership and stamps before
 // RESET→INIT, the indices and the RQ record after a transition to RESET.
-func (qp *QP) before(to mlx4.QPState) {
-	if qp.wq != nil && qp.State == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+func (d *Driver) before(qp *QP, to mlx4.QPState) {
+	if qp.State == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+		d.initSQ(qp)
+	}
+}
+
+// initSQ makes every send WQE of qp hardware-owned (and stamped) for the
+// first pass.
+func (d *Driver) initSQ(qp *QP) {
+	if qp.wq != nil {
 		qp.wq.v.initOwnership()
+		return
+	}
+	// a QP the driver posts nothing to: its send queue (first in the
+	// buffer, 64-byte WQEs) hardware-owned all the same, as mlx4_ib
+	// leaves a kernel QP's, so that the device finds nothing to run
+	if qp.Pages == 0 {
+		return
+	}
+	const stride = 1 << mlx4.SendWQEMinShift
+	for i := uint64(0); i < 1<<qp.Cfg.LogSQSize && (i+1)*stride <= uint64(qp.Pages)*mlx4.PageSize; i++ {
+		w := d.mem[qp.IOVA+i*stride : qp.IOVA+(i+1)*stride]
+		w[mlx4.CtrlFenceSize] = stride / mlx4.WQESegUnit
+		dmaPut32(w[mlx4.CtrlOwnerOpcode:], mlx4.WQEOwner)
 	}
 }
 
@@ -852,8 +873,8 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...mlx4.QPState)
 			r.In = mb[:]
 		}
 		reqs = append(reqs, r)
-		if qp.wq != nil && from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
-			qp.wq.v.initOwnership()
+		if from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+			d.initSQ(qp)
 		}
 		from = to
 	}
