@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/vfclient/vfdrv"
 )
@@ -19,9 +20,19 @@ type pair struct {
 
 // newPair brings VFs 0 and 1 up and builds an end on each with cfg (the
 // PSNs differ), connected to each other.
-func newPair(t *testing.T, cfg Config) *pair {
+func newPair(t *testing.T, cfg Config) *pair { return newPairIRQ(t, cfg, false) }
+
+// newPairIRQ is newPair with each driver waiting on its VF's MSI-X vector
+// 0 when irq is set.
+func newPairIRQ(t *testing.T, cfg Config, withIRQ bool) *pair {
 	t.Helper()
-	r := mastertest.NewWith(t, 2, mastertest.Options{Window: 4 << 20})
+	var r *mastertest.Rig
+	var set *irq.Set
+	if withIRQ {
+		r, set = mastertest.NewWithInterrupts(t, 2, 2, mastertest.Options{Window: 4 << 20})
+	} else {
+		r = mastertest.NewWith(t, 2, mastertest.Options{Window: 4 << 20})
+	}
 	r.Start(t)
 	lid := r.HCA.Cfg.Ports[0].LID
 	if lid == 0 {
@@ -31,7 +42,11 @@ func newPair(t *testing.T, cfg Config) *pair {
 	p := &pair{r: r}
 	ends := make([]*Endpoint, 2)
 	for i := range ends {
-		d, err := vfdrv.New(r.InitVF(t, i), vfdrv.Options{BAR: r.VFBARs[i]})
+		opt := vfdrv.Options{BAR: r.VFBARs[i]}
+		if set != nil {
+			opt.IRQ = mastertest.VectorFile(t, set, i, 0)
+		}
+		d, err := vfdrv.New(r.InitVF(t, i), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,15 +101,18 @@ func TestPingPong(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cfg  Config
+		irq  bool
 	}{
-		{"rc", Config{Size: 4096, RxDepth: 500, Check: true}},
-		{"rc inline", Config{Size: 16, RxDepth: 256, Check: true}},
-		{"rc events", Config{Size: 4096, RxDepth: 256, Check: true, Events: true}},
-		{"ud", Config{UD: true, Size: 2048, RxDepth: 500, Check: true}},
-		{"ud events", Config{UD: true, Size: 1024, RxDepth: 500, Check: true, Events: true}},
+		{"rc", Config{Size: 4096, RxDepth: 500, Check: true}, false},
+		{"rc inline", Config{Size: 16, RxDepth: 256, Check: true}, false},
+		{"rc events", Config{Size: 4096, RxDepth: 256, Check: true, Events: true}, false},
+		{"ud", Config{UD: true, Size: 2048, RxDepth: 500, Check: true}, false},
+		{"ud events", Config{UD: true, Size: 1024, RxDepth: 500, Check: true, Events: true}, false},
+		{"rc events msi-x", Config{Size: 4096, RxDepth: 256, Check: true, Events: true}, true},
+		{"ud events msi-x", Config{UD: true, Size: 1024, RxDepth: 500, Check: true, Events: true}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := newPair(t, c.cfg)
+			p := newPairIRQ(t, c.cfg, c.irq)
 			ctx := testCtx(t)
 			const iters = 200
 			ra, rb := both(t, p.a, p.b, func(e *Endpoint, server bool) (Result, error) { return e.PingPong(ctx, iters, server) })
@@ -107,6 +125,9 @@ func TestPingPong(t *testing.T) {
 				for _, e := range []*Endpoint{p.a, p.b} {
 					if e.CQ.Events() == 0 || e.D.Stats.CompEvents != e.CQ.Events() {
 						t.Errorf("events mode: %d completion events, driver counted %d", e.CQ.Events(), e.D.Stats.CompEvents)
+					}
+					if c.irq && e.D.Stats.Interrupts == 0 {
+						t.Errorf("events on MSI-X: no wake-up by the vector (stats %+v)", e.D.Stats)
 					}
 				}
 			}
