@@ -185,6 +185,11 @@ func RunDataPath(ctx context.Context, o Options, dp DataPath) (*DataPathResult, 
 	if err != nil {
 		return nil, err
 	}
+	return p.run(ctx, o, dp, lid)
+}
+
+// run is (g)'s rounds on p's two drivers, whose port has LID lid.
+func (p *dpPeer) run(ctx context.Context, o Options, dp DataPath, lid uint16) (*DataPathResult, error) {
 	const wsize = 64 << 10
 	wa, wb, err := p.pair(ctx, perftest.Config{Size: wsize, RxDepth: 1, TxDepth: 128, Selective: true, EQN: 1}, lid)
 	if err != nil {
