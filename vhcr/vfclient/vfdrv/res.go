@@ -613,6 +613,7 @@ type QP struct {
 	buffer
 	counter uint8     // pri_path.counter_index the driver writes: the sink
 	uar     uint32    // usr_page: the UAR of the send doorbell (Options.UAR)
+	rqdb    uint64    // db_rec_addr: the RQ doorbell record (none on an SRQ)
 	wq      *qpQueues // the work queues of a verbs QP (CreateVerbsQP), nil for others
 }
 
@@ -625,6 +626,13 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 	if err != nil {
 		return nil, err
 	}
+	// an RQ doorbell record, as mlx4_ib gives every QP with a receive
+	// queue (the device reads it when it flushes the queue)
+	if !cfg.UseSRQ {
+		if qp.rqdb, err = d.allocDB(dbRQ); err != nil {
+			return nil, err
+		}
+	}
 	mapped := false
 	res, err := d.create(ctx, qp.context().MTTPages(),
 		vfclient.Request{Op: mlx4.ALLOC_RES, InMod: ResQP, OpMod: opReserve, InParam: 1<<32 | 1}, // align 1, count 1
@@ -634,6 +642,7 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 			return []vfclient.Request{{Op: mlx4.ALLOC_RES, InMod: ResQP, OpMod: opMapICM, InParam: uint64(n)}}
 		})
 	if res == nil {
+		d.freeDB(dbRQ, qp.rqdb)
 		return nil, err
 	}
 	mapped = completed(err) && res[1].Status == mlx4.OK
@@ -645,6 +654,7 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 		if _, uerr := d.Pipeline(ctx, undo); uerr == nil {
 			d.pool.put(qp.IOVA, qp.Pages)
 		}
+		d.freeDB(dbRQ, qp.rqdb)
 		return nil, err
 	}
 	return qp, nil
@@ -679,6 +689,7 @@ func (qp *QP) context() mlx4.QPContext {
 		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3, SMACIndex: c.SMACIndex},
 		NextSendPSN: c.NextSendPSN, CQNSend: c.SendCQ, CQNRecv: c.RecvCQ,
 		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base, RNRNextRecvPSN: c.RecvPSN, UsrPage: qp.uar,
+		DBRecAddr: qp.rqdb,
 	}
 	if q := qp.wq; q != nil {
 		// the queues as CreateVerbsQP laid them out (log_page_size 0 and
@@ -687,7 +698,6 @@ func (qp *QP) context() mlx4.QPContext {
 		if !c.UseSRQ {
 			ctx.LogRQStride = q.v.rq.shift - 4
 		}
-		ctx.DBRecAddr = q.dbrec
 	}
 	return ctx
 }
@@ -844,6 +854,10 @@ func (d *Driver) DestroyQP(ctx context.Context, qp *QP) error {
 	}
 	if err == nil && qp.Pages > 0 {
 		d.pool.put(qp.IOVA, qp.Pages)
+	}
+	if err == nil && qp.rqdb != 0 && qp.wq == nil {
+		d.freeDB(dbRQ, qp.rqdb)
+		qp.rqdb = 0
 	}
 	return err
 }

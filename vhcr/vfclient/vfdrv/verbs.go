@@ -361,7 +361,7 @@ func (d *Driver) CreateVerbsQP(ctx context.Context, cfg QPConfig, caps QPCaps, s
 		if err != nil {
 			return nil, err
 		}
-		q.dbrec = rec
+		q.dbrec, qp.rqdb = rec, rec
 		v.db = d.mem[rec : rec+mlx4.RQDBRecSize]
 	}
 	pages := qp.context().MTTPages()
