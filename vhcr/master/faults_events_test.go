@@ -181,15 +181,23 @@ func TestFaultEQEKindsMlx4(t *testing.T) {
 					t.Fatal(err)
 				case k == 1 && kind == "eqe_token" && !errors.Is(err, vfdrv.ErrStrayCompletion):
 					t.Fatalf("want a stray completion, got %v", err)
-				case k == 1 && kind == "eqe_dup" && (err != nil || ds[1].Stats.Stray != 1):
-					t.Fatalf("%v, stray %d", err, ds[1].Stats.Stray)
+				case k == 1 && kind == "eqe_dup" && err != nil:
+					t.Fatal(err)
+				}
+			}
+			if kind == "eqe_dup" {
+				// The duplicate is a stray while the 2nd command waits for its
+				// toggle, or while the 3rd waits (whichever pump reads it).
+				_, err := ds[1].PostEvent(ctx, &vfclient.Request{Op: mlx4.NOP})
+				if err != nil && !errors.Is(err, vfdrv.ErrStrayCompletion) || ds[1].Stats.Stray != 1 {
+					t.Fatalf("3rd NOP: %v, stray %d", err, ds[1].Stats.Stray)
 				}
 			}
 			eqes := log.of(1)
 			if kind == "eqe_token" && (len(eqes) != 2 || eqes[1].Token != 2^1) {
 				t.Fatalf("EQEs %+v", eqes)
 			}
-			if kind == "eqe_dup" && (len(eqes) != 3 || eqes[1].Token != 2 || eqes[2].Token != 2) {
+			if kind == "eqe_dup" && (len(eqes) < 3 || eqes[1].Token != 2 || eqes[2].Token != 2) {
 				t.Fatalf("EQEs %+v", eqes)
 			}
 			for k := 0; k < 3; k++ {
@@ -264,11 +272,16 @@ func TestFaultMSIXKinds(t *testing.T) {
 				allOK(t, "NOP", nops(t, d, 1))
 			}
 		}
-		if got := len(irqs.of(0)); got != 2 {
-			t.Fatalf("VF 0: %d interrupts, want 2", got)
+		// The HCA counts a raise it made whether or not the fault let it
+		// through (its arm and the VF's doorbell writes race, so how many
+		// raises there were is the HCA's to say): VF 0 got every one, VF 1
+		// every one but its first.
+		r0, r1 := r.HCA.Stats(0).Interrupts.Load(), r.HCA.Stats(1).Interrupts.Load()
+		if got := uint64(len(irqs.of(0))); got != r0 || r0 == 0 {
+			t.Fatalf("VF 0: %d interrupts of %d raised", got, r0)
 		}
-		if got := len(irqs.of(1)); got != 1 || len(log.of(1)) != 2 {
-			t.Fatalf("VF 1: %d interrupts for %d EQEs, want 1 for 2", got, len(log.of(1)))
+		if got := uint64(len(irqs.of(1))); r1 == 0 || got != r1-1 || len(log.of(1)) != 2 {
+			t.Fatalf("VF 1: %d interrupts of %d raised for %d EQEs, want all but one", got, r1, len(log.of(1)))
 		}
 	})
 	t.Run("msix_spurious", func(t *testing.T) {
