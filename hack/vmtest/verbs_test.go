@@ -312,6 +312,13 @@ var devinfoWant = map[string]string{
 	"atomic_cap":  "ATOMIC_HCA (1)",
 	"max_ah":      "2147483647", // INT_MAX
 	"max_srq_sge": "31",
+	// ConnectX-3 firmware's limits behind Linux's PF (vhcr/hca's
+	// TestVFDeviceAttributesAsConnectX3 decodes them as the driver does).
+	"page_size_cap":       "0xfffffe00", // QUERY_DEV_CAP log_pg_sz 9
+	"max_srq_wr":          "16383",      // max_srq_sz 2^14, less one
+	"max_qp_init_rd_atom": "128",        // max_requester_per_qp 2^7
+	"max_qp_rd_atom":      "16",         // QUERY_HCA log_rd_per_qp 4, as the PF's INIT_HCA
+	"max_res_rd_atom":     "1386656",    // max_qp_rd_atom * max_qp
 	// The VF's quotas of QUERY_FUNC_CAP, as Linux's PF computes them
 	// (mlx4_init_quotas: half the free objects plus the VF's guaranteed
 	// share, total / (2 * (num_vfs + 1))), for --num-vfs 2 and the
