@@ -147,10 +147,10 @@ func startVhcrd(t *testing.T, bin, dir string, mgr *sdnotify.Manager) *vhcrdProc
 	return startVhcrdGuests(t, bin, dir, mgr, false)
 }
 
-// startVhcrdGuests is startVhcrd; with two, VF 1 is a second QEMU guest's
-// (its RAM file and socket ram1 and socket1) instead of the bystander, and
-// the trace has both VFs' records.
-func startVhcrdGuests(t *testing.T, bin, dir string, mgr *sdnotify.Manager, two bool) *vhcrdProc {
+// startVhcrdGuests is startVhcrd with more serve arguments; with two, VF 1
+// is a second QEMU guest's (its RAM file and socket ram1 and socket1)
+// instead of the bystander, and the trace has both VFs' records.
+func startVhcrdGuests(t *testing.T, bin, dir string, mgr *sdnotify.Manager, two bool, extra ...string) *vhcrdProc {
 	v := &vhcrdProc{
 		bin:  bin,
 		dir:  dir,
@@ -172,6 +172,7 @@ func startVhcrdGuests(t *testing.T, bin, dir string, mgr *sdnotify.Manager, two 
 		v.args = append(v.args, "--guest", fmt.Sprintf("%d=%s,size=%dM,socket=%s", bystanderVF, v.ram1, mlx4GuestRAM>>20, v.socket1))
 		v.traceVF = -1
 	}
+	v.args = append(v.args, extra...)
 	t.Logf("vhcrd %s", strings.Join(v.args, " "))
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -18,7 +18,8 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 )
 
-// The verbs tier: Debian's unmodified rdma-core userspace (libibverbs, the
+// The verbs tier: on a subnet OpenSM brought up (fabric_test.go), Debian's
+// unmodified rdma-core userspace (libibverbs, the
 // mlx4 provider of ibverbs-providers, ibverbs-utils; glibc and the loader
 // Debian's too, from hack/fetch-vmuserspace.sh) in the Linux-driver guest:
 // `ibv_devinfo -v` against mlx4_0, then ibv_rc_pingpong and
@@ -87,7 +88,11 @@ func (c *consoleLog) keep(v *vm) func() {
 }
 
 func TestLinuxMLX4Verbs(t *testing.T) {
-	e, recs := setupVerbs(t)
+	base, recs := setupVerbs(t)
+	// One vhcrd for both scenarios: VF 0 and VF 1 are guests', its ports
+	// fresh until OpenSM brings them up.
+	e := *base
+	e.vhcrd = base.startVerbsFabric(t)
 	t0 := time.Now()
 	defer func() { t.Logf("verbs tier: %.1fs of scenarios (after the build)", time.Since(t0).Seconds()) }()
 
@@ -128,12 +133,7 @@ func TestLinuxMLX4Verbs(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.mods, "virtio_net.ko")); err != nil {
 			testenv.SkipOrFail(t, "two guests: no virtio_net.ko in %s (run hack/fetch-vmkernel.sh)", e.mods)
 		}
-		dir := filepath.Join(e.tmp, "twoguests")
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		pe := *e
-		pe.vhcrd = startVhcrdGuests(t, e.vhcrd.bin, dir, nil, true)
+		pe := e
 		port := freePort(t)
 		srvCfg := verbsConfig("server", &NetConfig{Addr: netAddr0, Prefix: 24, Peer: netAddr1})
 		cliCfg := verbsConfig("client", &NetConfig{Addr: netAddr1, Prefix: 24, Peer: netAddr0})
@@ -292,6 +292,10 @@ func checkDevinfo(t *testing.T, lines []string) {
 	}
 	if lid := p1["port_lid"]; lid == "" || lid == "0" {
 		t.Errorf("ibv_devinfo -v: port 1 port_lid %q, want a nonzero LID", lid)
+	}
+	// OpenSM runs on port 1: the master SM's LID is the port's own.
+	if p1["sm_lid"] != p1["port_lid"] {
+		t.Errorf("ibv_devinfo -v: port 1 sm_lid %q, port_lid %q: want OpenSM (on port 1) as the master SM", p1["sm_lid"], p1["port_lid"])
 	}
 	for key, want := range devinfoWant {
 		if got := d.dev[key]; got != want {
