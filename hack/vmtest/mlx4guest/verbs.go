@@ -173,7 +173,10 @@ func report(name string, took, limit time.Duration, ends []*toolRun, why string)
 	case len(hung) > 0:
 		say("pingpong %s: hung (time limit %v, both ends killed): %s", name, limit, strings.Join(append(hung, failed...), "; "))
 	case len(failed) > 0 || why != "":
-		say("pingpong %s: failed: %s", name, strings.Join(append(failed, why), "; "))
+		if why != "" {
+			failed = append(failed, why)
+		}
+		say("pingpong %s: failed: %s", name, strings.Join(failed, "; "))
 	default:
 		say("pingpong %s: ok in %v", name, took.Round(time.Millisecond))
 	}
@@ -192,7 +195,9 @@ func runTool(ctx context.Context, name, bin string, args ...string) toolResult {
 	say("run %s: %s %s", name, bin, strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	pr, pw, err := os.Pipe()
+	// A terminal, so that the tool's stdio is line-buffered: a tool killed
+	// at the time limit has its lines out, not in its buffer.
+	pr, pw, err := openPTY()
 	if err != nil {
 		return toolResult{err: err}
 	}
@@ -210,8 +215,9 @@ func runTool(ctx context.Context, name, bin string, args ...string) toolResult {
 		defer close(lines)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			fmt.Printf("vmtest: %s| %s\n", name, sc.Text())
-			res.last = append(res.last, sc.Text())
+			line := strings.TrimRight(sc.Text(), "\r")
+			fmt.Printf("vmtest: %s| %s\n", name, line)
+			res.last = append(res.last, line)
 			if len(res.last) > lastLines {
 				res.last = res.last[1:]
 			}
@@ -234,6 +240,41 @@ func runTool(ctx context.Context, name, bin string, args ...string) toolResult {
 		say("run %s: %v in %v", name, exitText(err), res.took.Round(time.Millisecond))
 	}
 	return res
+}
+
+// openPTY opens a pseudo-terminal pair (devpts mounted on /dev/pts on
+// first use) with output processing and echo off.
+func openPTY() (master, slave *os.File, err error) {
+	if err := os.MkdirAll("/dev/pts", 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", 0, "ptmxmode=0666"); err != nil && !errors.Is(err, unix.EBUSY) {
+		return nil, nil, fmt.Errorf("mount devpts: %w", err)
+	}
+	m, err := os.OpenFile("/dev/pts/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fd := int(m.Fd())
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0)
+	}
+	if err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("ptmx: %w", err)
+	}
+	sl, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	if tio, err := unix.IoctlGetTermios(int(sl.Fd()), unix.TCGETS); err == nil {
+		tio.Oflag &^= unix.OPOST
+		tio.Lflag &^= unix.ECHO
+		unix.IoctlSetTermios(int(sl.Fd()), unix.TCSETS, tio)
+	}
+	return m, sl, nil
 }
 
 func exitText(err error) string {
