@@ -33,3 +33,29 @@ func TestDevinfoParse(t *testing.T) {
 	}
 	checkDevinfo(t, lines)
 }
+
+// A pingpong that passes as rdma-core prints it (its result line and each
+// end's throughput and latency lines, in one guest and in a pair) passes
+// checkPingpongs, with no trace read.
+func TestCheckPingpongsAcceptsAPass(t *testing.T) {
+	pps := DefaultPingpongs()
+	ends := func(pp Pingpong, who ...string) []string {
+		var l []string
+		for _, end := range who {
+			l = append(l,
+				"vmtest: "+pp.Name+" "+end+"|   local address:  LID 0x0001, QPN 0x000848, PSN 0x13cc16, GID ::",
+				"vmtest: "+pp.Name+" "+end+"| 8192000 bytes in 0.31 seconds = 211.40 Mbit/sec",
+				"vmtest: "+pp.Name+" "+end+"| 1000 iters in 0.31 seconds = 310.00 usec/iter")
+		}
+		return append(l, PingpongPrefix+pp.Name+": ok in 812ms")
+	}
+	var one, srv, cli []string
+	for _, pp := range pps {
+		one = append(one, ends(pp, "server", "client")...)
+		srv = append(srv, ends(pp, "server")...)
+		cli = append(cli, ends(pp, "client")...)
+	}
+	v := &vhcrdProc{trace: "testdata/no-such-trace"}
+	checkPingpongs(t, pps, map[string][]string{"": one}, v, nil)
+	checkPingpongs(t, pps, map[string][]string{"server": srv, "client": cli}, v, nil)
+}

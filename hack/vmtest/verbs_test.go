@@ -340,11 +340,27 @@ var devinfoWant = map[string]string{
 
 // checkPingpongs asserts each pingpong's result and throughput and latency
 // lines, one subtest each; a pingpong that did not pass is reported with
-// the verbs commands vhcrd traced since traceFrom[its name].
+// the verbs commands vhcrd traced from traceFrom[its name] to the next
+// pingpong's.
 func checkPingpongs(t *testing.T, pps []Pingpong, logs map[string][]string, v *vhcrdProc, traceFrom map[string]int64) {
-	for _, pp := range pps {
+	for i, pp := range pps {
+		// The pingpong's commands end where the next one's begin.
+		traceTo := int64(-1)
+		if i+1 < len(pps) {
+			traceTo = traceFrom[pps[i+1].Name]
+		}
 		t.Run(strings.ReplaceAll(pp.Name, " ", ""), func(t *testing.T) {
-			for who, lines := range logs {
+			failed := false
+			defer func() {
+				if failed {
+					t.Logf("vhcrd's verbs commands during %s:\n%s", pp.Name, verbsTrace(v, traceFrom[pp.Name], traceTo))
+				}
+			}()
+			for _, who := range []string{"", "server", "client"} {
+				lines, ok := logs[who]
+				if !ok {
+					continue
+				}
 				res := ""
 				var out []string
 				for _, l := range lines {
@@ -365,8 +381,9 @@ func checkPingpongs(t *testing.T, pps []Pingpong, logs map[string][]string, v *v
 					if res == "" {
 						res = "no result line"
 					}
-					t.Errorf("%s in %s: %s\nvhcrd's verbs commands since the pingpong began:\n%s", pp.Name, where, res, verbsTrace(v, traceFrom[pp.Name]))
-					return
+					t.Errorf("%s in %s: %s", pp.Name, where, res)
+					failed = true
+					continue
 				}
 				for _, l := range out {
 					t.Logf("%s (%s): %s", pp.Name, where, l)
@@ -385,6 +402,7 @@ func checkPingpongs(t *testing.T, pps []Pingpong, logs map[string][]string, v *v
 					}
 					if !bw || !lat {
 						t.Errorf("%s in %s: the %s printed no throughput and latency lines (have %q)", pp.Name, where, end, out)
+						failed = true
 					}
 				}
 			}
@@ -405,12 +423,15 @@ func traceSize(v *vhcrdProc) int64 {
 // mlx4_ib: PD and MR, CQ, QP and its transitions, and their teardown.
 var verbsOpcodes = regexp.MustCompile(`_CQ|_QP|_MPT|_MTT|WRITE_MTT|ALLOC_RES|FREE_RES|_SRQ|MAD_IFC`)
 
-// verbsTrace is the verbs commands of vhcrd's trace from byte off on, as
-// text.
-func verbsTrace(v *vhcrdProc, off int64) string {
+// verbsTrace is the verbs commands of vhcrd's trace from byte off to byte
+// end (-1: to its end), as text.
+func verbsTrace(v *vhcrdProc, off, end int64) string {
 	b, err := os.ReadFile(v.trace)
 	if err != nil {
 		return err.Error()
+	}
+	if end >= 0 && end < int64(len(b)) {
+		b = b[:end]
 	}
 	if off > int64(len(b)) {
 		off = 0
