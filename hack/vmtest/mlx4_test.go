@@ -46,8 +46,12 @@ const (
 	// timeout is 70 s). The longest quiet wait that is expected is the
 	// catas poll's 5 s in the FLAGS scenario.
 	mlx4Silence = 20 * time.Second
-	guestVF     = 0
-	bystanderVF = 1
+	// mlx4BootSilence is that bound before the guest's /init has said
+	// anything: the boot prints nothing (quiet), and on a loaded 2-core
+	// machine TCG takes longer than mlx4Silence to reach /init.
+	mlx4BootSilence = 60 * time.Second
+	guestVF         = 0
+	bystanderVF     = 1
 )
 
 // consoleFailures are the lines that end a run at once: the driver's
@@ -507,17 +511,22 @@ func (v *vm) tail(n int) string {
 func (v *vm) expect(want string) string {
 	t := v.t
 	t.Helper()
-	silence := time.NewTimer(mlx4Silence)
+	bound := func() time.Duration {
+		if v.inInit {
+			return mlx4Silence
+		}
+		return mlx4BootSilence
+	}
+	silence := time.NewTimer(bound())
 	defer silence.Stop()
 	for {
 		select {
 		case <-silence.C:
-			t.Fatalf("the guest console has been silent for %v waiting for %q (a command without completion?); console tail:\n%s", mlx4Silence, want, v.tail(40))
+			t.Fatalf("the guest console has been silent for %v waiting for %q (a command without completion?); console tail:\n%s", bound(), want, v.tail(40))
 		case line, ok := <-v.con.lines:
 			if !ok {
 				t.Fatalf("guest console ended before %q; its tail:\n%s", want, v.tail(40))
 			}
-			silence.Reset(mlx4Silence)
 			if v.tolerate {
 				v.during = append(v.during, line)
 			}
@@ -526,6 +535,7 @@ func (v *vm) expect(want string) string {
 				v.inInit = true
 				v.said = append(v.said, line)
 			}
+			silence.Reset(bound())
 			if dmesgQuotes.MatchString(line) && !v.quoted[dmesgKey(line)] {
 				v.quoted[dmesgKey(line)] = true
 				t.Logf("guest dmesg: %s", line)
