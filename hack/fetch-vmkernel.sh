@@ -5,13 +5,16 @@
 #   mods/   the VFIO modules (TestVM: vfio-pci in the guest)
 #   mlx4/   Debian's unmodified mlx4_core, ib_core, ib_uverbs, mlx4_ib and
 #           every module their .modinfo depends= names, transitively
-#           (TestLinuxMLX4: the guest's mlx4 driver against vhcrd)
+#           (TestLinuxMLX4: the guest's mlx4 driver against vhcrd), and
+#           virtio_pci and virtio_net with theirs (the cloud kernel builds
+#           them as modules): the two-guest verbs scenario's network
+#           between the guests (TestLinuxMLX4Verbs)
 #   package "NAME VERSION" of the kernel package, which the tests log
 # Idempotent: a complete cache is reused; one that lacks a file is refilled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.cache/vmkernel
-mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib)
+mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib virtio_pci virtio_net)
 complete() {
   [ -f "$dest/vmlinuz" ] || return 1
   ls "$dest"/mods/*.ko* >/dev/null 2>&1 || return 1

@@ -8,12 +8,15 @@
 # TestLinuxMLX4 (hack/vmtest/mlx4_test.go) is the Linux-driver tier: Debian's
 # unmodified mlx4_core and mlx4_ib in a guest against `vhcrd serve` on the
 # host, with the modules hack/fetch-vmkernel.sh unpacks into
-# .cache/vmkernel/mlx4.
+# .cache/vmkernel/mlx4. TestLinuxMLX4Verbs (hack/vmtest/verbs_test.go) runs
+# Debian's rdma-core userspace (hack/fetch-vmuserspace.sh, .cache/vmuser) in
+# such a guest: ibv_devinfo -v, and the pingpongs on one VF and between two
+# guests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s%N)
 # The timeout covers the builds the tests do first (static, -trimpath: on an
 # empty build cache they compile the standard library and every dependency
 # again) as well as the guests; each guest step has its own bound inside.
-VHCRD_VMTEST=1 go test -count=1 -v -timeout 20m -run '^(TestVM|TestLinuxMLX4)$' ./hack/vmtest/ "$@"
+VHCRD_VMTEST=1 go test -count=1 -v -timeout 20m -run '^(TestVM|TestLinuxMLX4|TestLinuxMLX4Verbs)$' ./hack/vmtest/ "$@"
 echo "vmtest: wall time $(( ($(date +%s%N) - start) / 1000000 )) ms (build + boot + test)"

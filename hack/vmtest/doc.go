@@ -27,4 +27,14 @@
 // step together over the console ("vmtest: wait STEP", then "go"), so that
 // the host checks vhcrd's metrics between binds and unbinds; a driver line
 // with "bogus", "timed out" or "failed" ends the run at once.
+//
+// TestLinuxMLX4Verbs (verbs_test.go) runs Debian's unmodified rdma-core
+// userspace in that guest (ScenarioVerbs): hack/fetch-vmuserspace.sh unpacks
+// the packages, glibc and the loader included, into .cache/vmuser, and
+// Userspace puts the tools into the initramfs with the shared libraries
+// their DT_NEEDED entries name, transitively. On a subnet OpenSM brought up
+// through libumad2sim (fabric_test.go), the guest prints `ibv_devinfo -v`
+// and runs ibv_rc_pingpong and ibv_ud_pingpong (with and without -e) on
+// one VF, then between two guests, each with its own VF of one vhcrd and a
+// virtio-net socket netdev between them for the tools' TCP exchange.
 package vmtest

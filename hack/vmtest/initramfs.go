@@ -174,6 +174,8 @@ type Image struct {
 	Files   map[string]string // archive path -> host path (e.g. "bin/vhcrd")
 	Modules string            // directory with the VFIO .ko files
 	Config  GuestConfig
+	// Extra are records added as they are (Userspace's tree).
+	Extra []cpio.Record
 }
 
 // Write writes the newc cpio archive to w and returns the kernel release
@@ -211,6 +213,7 @@ func (im Image) Write(w io.Writer) (string, error) {
 		return "", err
 	}
 	recs = append(recs, mods...)
+	recs = append(recs, im.Extra...)
 	cfg, err := json.MarshalIndent(im.Config, "", "  ")
 	if err != nil {
 		return "", err

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/u-root/u-root/pkg/cpio"
+
 	"github.com/vhcrd/vhcrd/hack/testenv"
 	"github.com/vhcrd/vhcrd/hack/testenv/sdnotify"
 	"github.com/vhcrd/vhcrd/vhcr/wire"
@@ -44,8 +46,12 @@ const (
 	// timeout is 70 s). The longest quiet wait that is expected is the
 	// catas poll's 5 s in the FLAGS scenario.
 	mlx4Silence = 20 * time.Second
-	guestVF     = 0
-	bystanderVF = 1
+	// mlx4BootSilence is that bound before the guest's /init has said
+	// anything: the boot prints nothing (quiet), and on a loaded 2-core
+	// machine TCG takes longer than mlx4Silence to reach /init.
+	mlx4BootSilence = 60 * time.Second
+	guestVF         = 0
+	bystanderVF     = 1
 )
 
 // consoleFailures are the lines that end a run at once: the driver's
@@ -83,11 +89,15 @@ type vhcrdProc struct {
 	metricsURL  string
 	ctrl        string // the control region (--bar file:)
 	ram, socket string // VF 0's guest RAM file and ivshmem server socket
-	trace       string // VF 0's command trace (JSON lines), shown on failure
-	tracer      *exec.Cmd
-	mu          sync.Mutex
-	log         strings.Builder
-	exited      chan struct{}
+	// ram1 and socket1 are VF 1's when it is a guest's too
+	// (startVhcrdGuests).
+	ram1, socket1 string
+	trace         string // the command trace (JSON lines), shown on failure
+	traceVF       int    // the VF the trace has (-1: every VF)
+	tracer        *exec.Cmd
+	mu            sync.Mutex
+	log           strings.Builder
+	exited        chan struct{}
 }
 
 func (v *vhcrdProc) logText() string {
@@ -138,6 +148,13 @@ func setupMLX4(t *testing.T) *mlx4Env {
 // ivshmem socket), VF 1 is vhcrd's own kind of VF, the bystander. With mgr
 // it runs under that service manager (restartable with killAndRestart).
 func startVhcrd(t *testing.T, bin, dir string, mgr *sdnotify.Manager) *vhcrdProc {
+	return startVhcrdGuests(t, bin, dir, mgr, false)
+}
+
+// startVhcrdGuests is startVhcrd with more serve arguments; with two, VF 1
+// is a second QEMU guest's (its RAM file and socket ram1 and socket1)
+// instead of the bystander, and the trace has both VFs' records.
+func startVhcrdGuests(t *testing.T, bin, dir string, mgr *sdnotify.Manager, two bool, extra ...string) *vhcrdProc {
 	v := &vhcrdProc{
 		bin:  bin,
 		dir:  dir,
@@ -153,6 +170,13 @@ func startVhcrd(t *testing.T, bin, dir string, mgr *sdnotify.Manager) *vhcrdProc
 		"--guest", fmt.Sprintf("%d=%s,size=%dM,socket=%s", guestVF, v.ram, mlx4GuestRAM>>20, v.socket),
 		"--vectors", fmt.Sprint(mlx4Vectors),
 		"--metrics-addr", "127.0.0.1:0", "--admin-socket", filepath.Join(dir, "admin.sock")}
+	v.traceVF = guestVF
+	if two {
+		v.ram1, v.socket1 = filepath.Join(dir, "ram1"), v.ctrl+".vf1.sock"
+		v.args = append(v.args, "--guest", fmt.Sprintf("%d=%s,size=%dM,socket=%s", bystanderVF, v.ram1, mlx4GuestRAM>>20, v.socket1))
+		v.traceVF = -1
+	}
+	v.args = append(v.args, extra...)
 	t.Logf("vhcrd %s", strings.Join(v.args, " "))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -254,7 +278,7 @@ func (v *vhcrdProc) launch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.tracer = exec.Command(v.bin, "trace", "--admin-socket", filepath.Join(v.dir, "admin.sock"), "--vf", fmt.Sprint(guestVF), "--json")
+	v.tracer = exec.Command(v.bin, "trace", "--admin-socket", filepath.Join(v.dir, "admin.sock"), "--vf", fmt.Sprint(v.traceVF), "--json")
 	v.tracer.Stdout, v.tracer.Stderr = tf, tf
 	v.tracer.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := v.tracer.Start(); err != nil {
@@ -262,14 +286,16 @@ func (v *vhcrdProc) launch(t *testing.T) {
 	}
 	tf.Close()
 	// The server socket exists once serve listens on it.
-	for i := 0; ; i++ {
-		if _, err := os.Stat(v.socket); err == nil {
-			break
+	for _, sock := range []string{v.socket, v.socket1} {
+		for i := 0; sock != ""; i++ {
+			if _, err := os.Stat(sock); err == nil {
+				break
+			}
+			if i == 2000 {
+				t.Fatalf("no ivshmem socket %s after serve started:\n%s", sock, v.logText())
+			}
+			time.Sleep(5 * time.Millisecond) // observing another process's start-up
 		}
-		if i == 2000 {
-			t.Fatalf("no ivshmem socket %s after serve started:\n%s", v.socket, v.logText())
-		}
-		time.Sleep(5 * time.Millisecond) // observing another process's start-up
 	}
 }
 
@@ -367,7 +393,31 @@ type vm struct {
 // device on vhcrd's socket.
 func (e *mlx4Env) boot(t *testing.T, cfg MLX4Config) *vm {
 	t.Helper()
-	name := filepath.Join(e.tmp, "initramfs-"+cfg.Scenario)
+	return e.bootWith(t, cfg, bootOpts{})
+}
+
+// bootOpts are what bootWith changes from boot's defaults.
+type bootOpts struct {
+	name        string        // the initramfs's and the console log's name (default: the scenario)
+	extra       []cpio.Record // more files in the initramfs
+	ram, socket string        // the VF's guest RAM file and ivshmem socket (default: VF 0's)
+	qemuArgs    []string      // more QEMU arguments (a network device)
+	timeout     time.Duration // the QEMU's hard limit (default mlx4BootTimeout)
+}
+
+// bootWith is boot with o.
+func (e *mlx4Env) bootWith(t *testing.T, cfg MLX4Config, o bootOpts) *vm {
+	t.Helper()
+	if o.name == "" {
+		o.name = cfg.Scenario
+	}
+	if o.ram == "" {
+		o.ram, o.socket = e.vhcrd.ram, e.vhcrd.socket
+	}
+	if o.timeout == 0 {
+		o.timeout = mlx4BootTimeout
+	}
+	name := filepath.Join(e.tmp, "initramfs-"+o.name)
 	cj, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +426,7 @@ func (e *mlx4Env) boot(t *testing.T, cfg MLX4Config) *vm {
 	if err := os.WriteFile(cfgFile, cj, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	im := Image{Init: e.guestInit, Files: map[string]string{MLX4ConfigPath: cfgFile}, Modules: e.mods, Config: DefaultGuestConfig()}
+	im := Image{Init: e.guestInit, Files: map[string]string{MLX4ConfigPath: cfgFile}, Modules: e.mods, Config: DefaultGuestConfig(), Extra: o.extra}
 	f, err := os.Create(name + ".cpio")
 	if err != nil {
 		t.Fatal(err)
@@ -389,8 +439,8 @@ func (e *mlx4Env) boot(t *testing.T, cfg MLX4Config) *vm {
 	}
 	args := []string{"-machine", "q35,memory-backend=ram", "-accel", "tcg", "-cpu", "max", "-smp", "1",
 		"-m", fmt.Sprintf("%dM", mlx4GuestRAM>>20),
-		"-object", fmt.Sprintf("memory-backend-file,id=ram,size=%d,mem-path=%s,share=on", mlx4GuestRAM, e.vhcrd.ram),
-		"-chardev", "socket,id=vf0,path=" + e.vhcrd.socket,
+		"-object", fmt.Sprintf("memory-backend-file,id=ram,size=%d,mem-path=%s,share=on", mlx4GuestRAM, o.ram),
+		"-chardev", "socket,id=vf0,path=" + o.socket,
 		"-device", fmt.Sprintf("ivshmem-doorbell,chardev=vf0,vectors=%d", mlx4Vectors),
 		"-kernel", e.kernel, "-initrd", name + ".cpio",
 		// quiet: the boot's own messages stay off the serial console
@@ -403,8 +453,9 @@ func (e *mlx4Env) boot(t *testing.T, cfg MLX4Config) *vm {
 		// IO-APIC timer check ("IO-APIC + timer doesn't work!", a panic).
 		"-append", "console=ttyS0 panic=-1 quiet iomem=relaxed no_timer_check",
 		"-display", "none", "-serial", "stdio", "-monitor", "none", "-nodefaults", "-no-reboot"}
+	args = append(args, o.qemuArgs...)
 	v := &vm{t: t, exited: make(chan error, 1), quoted: map[string]bool{}}
-	v.ctx, v.cancel = context.WithTimeout(context.Background(), mlx4BootTimeout)
+	v.ctx, v.cancel = context.WithTimeout(context.Background(), o.timeout)
 	v.cmd = exec.Command(e.qemu, args...)
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if v.stdin, err = v.cmd.StdinPipe(); err != nil {
@@ -431,7 +482,7 @@ func (e *mlx4Env) boot(t *testing.T, cfg MLX4Config) *vm {
 		pr.Close()
 		if t.Failed() {
 			<-v.con.done
-			t.Logf("guest console (%s):\n%s", cfg.Scenario, v.con.log.String())
+			t.Logf("guest console (%s):\n%s", o.name, v.con.log.String())
 		}
 	})
 	return v
@@ -460,17 +511,22 @@ func (v *vm) tail(n int) string {
 func (v *vm) expect(want string) string {
 	t := v.t
 	t.Helper()
-	silence := time.NewTimer(mlx4Silence)
+	bound := func() time.Duration {
+		if v.inInit {
+			return mlx4Silence
+		}
+		return mlx4BootSilence
+	}
+	silence := time.NewTimer(bound())
 	defer silence.Stop()
 	for {
 		select {
 		case <-silence.C:
-			t.Fatalf("the guest console has been silent for %v waiting for %q (a command without completion?); console tail:\n%s", mlx4Silence, want, v.tail(40))
+			t.Fatalf("the guest console has been silent for %v waiting for %q (a command without completion?); console tail:\n%s", bound(), want, v.tail(40))
 		case line, ok := <-v.con.lines:
 			if !ok {
 				t.Fatalf("guest console ended before %q; its tail:\n%s", want, v.tail(40))
 			}
-			silence.Reset(mlx4Silence)
 			if v.tolerate {
 				v.during = append(v.during, line)
 			}
@@ -479,6 +535,7 @@ func (v *vm) expect(want string) string {
 				v.inInit = true
 				v.said = append(v.said, line)
 			}
+			silence.Reset(bound())
 			if dmesgQuotes.MatchString(line) && !v.quoted[dmesgKey(line)] {
 				v.quoted[dmesgKey(line)] = true
 				t.Logf("guest dmesg: %s", line)
@@ -496,7 +553,7 @@ func (v *vm) expect(want string) string {
 				return line
 			}
 		case <-v.ctx.Done():
-			t.Fatalf("no %q from the guest in %v; console tail:\n%s", want, mlx4BootTimeout, v.tail(40))
+			t.Fatalf("no %q from the guest before QEMU's hard limit; console tail:\n%s", want, v.tail(40))
 		}
 	}
 }

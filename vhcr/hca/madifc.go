@@ -172,6 +172,9 @@ func (h *HCA) QUERY_HCA(c *Cmd) mlx4.Status {
 	o[mlx4.INIT_HCA_LOG_CQ_OFFSET] = r.LogCQs
 	o[mlx4.INIT_HCA_EQE_CQE_OFFSETS] = 0
 	o[mlx4.INIT_HCA_LOG_EQ_OFFSET] = r.LogEQs
+	// 16 responder resources per QP: what Linux's PF gives INIT_HCA
+	// (mlx4_make_profile: the default profile's rdmarc_per_qp, 1 << 4).
+	o[mlx4.INIT_HCA_LOG_RD_OFFSET] = 4
 	o[mlx4.INIT_HCA_LOG_MC_ENTRY_SZ_OFFSET] = 9
 	o[mlx4.INIT_HCA_LOG_MC_HASH_SZ_OFFSET] = 12
 	o[mlx4.INIT_HCA_LOG_MC_TABLE_SZ_OFFSET] = 13

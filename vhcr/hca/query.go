@@ -53,7 +53,12 @@ const (
 func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 	r := &h.Cfg.Resources
 	o := c.Outbox[:]
-	o[mlx4.QUERY_DEV_CAP_MAX_SRQ_SZ_OFFSET] = 16
+	// ConnectX-3 firmware's limits, as a VF behind Linux's PF reads them
+	// (TestVFDeviceAttributesAsConnectX3): 2^14 WQEs per SRQ (max_srq_wr
+	// 16383), 2^7 outstanding RDMA reads and atomics per QP as requester
+	// (max_qp_init_rd_atom 128), a 512-byte minimum page (page_size_cap
+	// 0xfffffe00).
+	o[mlx4.QUERY_DEV_CAP_MAX_SRQ_SZ_OFFSET] = 14
 	o[mlx4.QUERY_DEV_CAP_MAX_QP_SZ_OFFSET] = 14
 	o[mlx4.QUERY_DEV_CAP_RSVD_QP_OFFSET] = log2(r.ReservedQPs) & mlx4.QUERY_DEV_CAP_RSVD_QP_MASK
 	o[mlx4.QUERY_DEV_CAP_MAX_QP_OFFSET] = r.LogQPs & mlx4.QUERY_DEV_CAP_MAX_QP_MASK
@@ -70,7 +75,7 @@ func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 	o[mlx4.QUERY_DEV_CAP_RSVD_MRW_OFFSET] = log2(r.ReservedMRWs) & mlx4.QUERY_DEV_CAP_RSVD_MRW_MASK
 	o[mlx4.QUERY_DEV_CAP_MAX_MTT_SEG_OFFSET] = r.LogMTTs - 3
 	o[mlx4.QUERY_DEV_CAP_MAX_AV_OFFSET] = 20
-	o[mlx4.QUERY_DEV_CAP_MAX_REQ_QP_OFFSET] = 4
+	o[mlx4.QUERY_DEV_CAP_MAX_REQ_QP_OFFSET] = 7
 	o[mlx4.QUERY_DEV_CAP_MAX_RES_QP_OFFSET] = 4
 	o[mlx4.QUERY_DEV_CAP_MAX_RDMA_OFFSET] = 16
 	o[mlx4.QUERY_DEV_CAP_ACK_DELAY_OFFSET] = 15
@@ -90,7 +95,7 @@ func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 	binary.BigEndian.PutUint32(o[mlx4.QUERY_DEV_CAP_FLAGS_OFFSET:], uint32(f))
 	o[mlx4.QUERY_DEV_CAP_RSVD_UAR_OFFSET] = 1 << mlx4.QUERY_DEV_CAP_RSVD_UAR_SHIFT // one reserved UAR
 	o[mlx4.QUERY_DEV_CAP_UAR_SZ_OFFSET] = mlx4.DevCapUARSize                       // UARSize of UARs: every VF BAR region's size
-	o[mlx4.QUERY_DEV_CAP_PAGE_SZ_OFFSET] = 12
+	o[mlx4.QUERY_DEV_CAP_PAGE_SZ_OFFSET] = 9
 	o[mlx4.QUERY_DEV_CAP_BF_OFFSET] = 0 // BlueFlame disabled for VFs
 	o[mlx4.QUERY_DEV_CAP_MAX_SG_SQ_OFFSET] = 32
 	binary.BigEndian.PutUint16(o[mlx4.QUERY_DEV_CAP_MAX_DESC_SZ_SQ_OFFSET:], 1008)

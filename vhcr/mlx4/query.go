@@ -213,6 +213,9 @@ const (
 // "net/mlx4_core: Fix init_hca fields offset" (Linux 5.10, in stable from
 // 5.0) corrected them; a VF's mlx4_slave_cap turns LOG_MC_ENTRY_SZ into
 // caps.num_qp_per_mgm, which mlx4_ib reports as max_mcast_qp_attach.
+// INIT_HCA_LOG_RD_OFFSET holds log_rd_per_qp (& 0x7), the RDMA read and
+// atomic responder resources per QP: a VF's mlx4_slave_cap sets
+// caps.max_qp_dest_rdma = 1 << it (ibv_devinfo's max_qp_rd_atom).
 const (
 	INIT_HCA_VERSION_OFFSET      = 0x000
 	INIT_HCA_VERSION             = 2
@@ -229,6 +232,7 @@ const (
 	INIT_HCA_LOG_CQ_OFFSET                   = INIT_HCA_QPC_OFFSET + 0x37
 	INIT_HCA_EQE_CQE_OFFSETS                 = INIT_HCA_QPC_OFFSET + 0x38
 	INIT_HCA_LOG_EQ_OFFSET                   = INIT_HCA_QPC_OFFSET + 0x67
+	INIT_HCA_LOG_RD_OFFSET                   = INIT_HCA_QPC_OFFSET + 0x77
 	INIT_HCA_MCAST_OFFSET                    = 0x0c0
 	INIT_HCA_LOG_MC_ENTRY_SZ_OFFSET          = INIT_HCA_MCAST_OFFSET + 0x13
 	INIT_HCA_LOG_MC_HASH_SZ_OFFSET           = INIT_HCA_MCAST_OFFSET + 0x17

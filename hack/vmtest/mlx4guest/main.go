@@ -6,7 +6,9 @@
 // write), checks that /sys/class/infiniband/mlx4_0 has its ports, and then
 // runs the scenario of /etc/mlx4guest.json (vmtest.MLX4Config): unbind and
 // rebind rounds, an unbind under a stream of MAD_IFC commands, the FLAGS
-// reset handshake while bound, or a hold for the host to kill QEMU.
+// reset handshake while bound, a hold for the host to kill QEMU, or
+// Debian's rdma-core tools against mlx4_0 (verbs.go: ibv_devinfo -v and the
+// RC and UD pingpongs, on one VF or with a peer guest over virtio-net).
 //
 // Every step is a "vmtest: " line on the console. At "vmtest: wait STEP" the
 // guest blocks until the host writes a "go" line to the console, so that
@@ -109,6 +111,8 @@ func run() error {
 		return g.pfkill()
 	case vmtest.ScenarioFLR:
 		return g.flr()
+	case vmtest.ScenarioVerbs:
+		return g.verbs()
 	case vmtest.ScenarioHold:
 		if err := g.bind(1); err != nil {
 			return err

@@ -1,0 +1,67 @@
+package vmtest
+
+// Scenarios of the verbs guest: Debian's rdma-core userspace (Userspace)
+// against mlx4_0 once mlx4_core and mlx4_ib have bound.
+const (
+	// ScenarioVerbs binds, waits for port 1 ACTIVE with a LID, runs
+	// `ibv_devinfo -v` (if Verbs.Devinfo), then each of Verbs.Pingpongs
+	// with its server and client in this guest (Verbs.Role "") or one end
+	// here and the other in a peer guest (Role "server" or "client", over
+	// Verbs.Net), then unbinds.
+	ScenarioVerbs = "verbs"
+)
+
+// Steps and line prefixes of ScenarioVerbs (the host matches them).
+const (
+	// DevinfoPrefix starts each line of `ibv_devinfo -v` on the console.
+	DevinfoPrefix = "vmtest: ibv_devinfo| "
+	// PingpongPrefix starts a pingpong's result line: "vmtest: pingpong
+	// NAME: ok" or "vmtest: pingpong NAME: hung ..." or "... failed ...".
+	PingpongPrefix = "vmtest: pingpong "
+	// TCPPort is the port of the guests' TCP check (the pingpongs use
+	// their default, 18515).
+	TCPPort = 18600
+)
+
+// VerbsConfig is ScenarioVerbs' part of MLX4Config.
+type VerbsConfig struct {
+	Devinfo   bool       // run `ibv_devinfo -v` and print it (DevinfoPrefix)
+	Pingpongs []Pingpong // run in order
+	// TimeLimitMS bounds each pingpong: past it both ends are killed and
+	// the guest reports it hung, with their last lines.
+	TimeLimitMS int
+	// Role is "" (server and client here, the client to 127.0.0.1),
+	// "server" or "client" (the client to Net.Peer): in a pair of guests
+	// the host lets the client start once the server listens.
+	Role string
+	Net  *NetConfig // eth0 (virtio-net) configuration; nil: none
+}
+
+// Pingpong is one rdma-core pingpong run: Tool (in /usr/bin) with Args on
+// both ends; the client also gets the server's address.
+type Pingpong struct {
+	Name string // e.g. "rc -e", in the guest's lines and the host's subtests
+	Tool string // ibv_rc_pingpong, ibv_ud_pingpong
+	Args []string
+}
+
+// NetConfig is the guest's virtio-net interface: its IPv4 address and
+// prefix length, and the peer guest's address.
+type NetConfig struct {
+	Addr   string // e.g. 10.77.0.1
+	Prefix int    // e.g. 24
+	Peer   string
+}
+
+// DefaultPingpongs are the pingpongs of issue 20 item 6: RC and UD on port
+// 1 of mlx4_0, each polling and with completion events (-e).
+func DefaultPingpongs() []Pingpong {
+	base := []string{"-d", "mlx4_0", "-i", "1"}
+	var pp []Pingpong
+	for _, tool := range []struct{ name, bin string }{{"rc", "ibv_rc_pingpong"}, {"ud", "ibv_ud_pingpong"}} {
+		pp = append(pp,
+			Pingpong{Name: tool.name, Tool: tool.bin, Args: base},
+			Pingpong{Name: tool.name + " -e", Tool: tool.bin, Args: append(append([]string{}, base...), "-e")})
+	}
+	return pp
+}
