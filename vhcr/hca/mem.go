@@ -62,7 +62,7 @@ type mref struct {
 func reservedLKey(vf int) uint32 { return modelReservedLKey + uint32((vf+1)<<8&0xff00) }
 
 // keyIndex is key_to_hw_index: the MPT index a key names.
-func keyIndex(key uint32) uint32 { return key>>8 | key<<24 }
+func keyIndex(key uint32) uint32 { return mlx4.HWIndexOf(key) }
 
 // checkKey checks key for [addr, addr+n) with access need on behalf of
 // QP w (its function, PD and window) and fills m. remote: an rkey (the

@@ -209,12 +209,14 @@ func TestContextGolden(t *testing.T) {
 		be32(srq[:], 0x14) != 16 || be32(srq[:], 0x18) != 0x88 || srq[0x1d] != 0x99 || srq[0x2f] != 0xaa {
 		t.Errorf("SRQ context %x", srq)
 	}
+	// The key field holds key_to_hw_index(key), the MPT index (mlx4_mr_enable);
+	// lkey (0x20) is left zero.
 	var mpt [MPTEntrySize]byte
 	MPT{Access: PERM_LOCAL_READ | PERM_REMOTE_WRITE, QPN: 0x31, Key: KeyOf(0x10), PD: 1, Start: 0x3000,
 		Length: 0x2000, MTTBase: 5, MTTSize: 2, EntitySize: 12}.Encode(mpt[:])
-	if be32(mpt[:], 0) != 1<<17|1<<8|1<<10|1<<13 || be32(mpt[:], 4) != 0x31 || be32(mpt[:], 8) != 0x1000 ||
+	if be32(mpt[:], 0) != 1<<17|1<<8|1<<10|1<<13 || be32(mpt[:], 4) != 0x31 || be32(mpt[:], 8) != 0x10 ||
 		be32(mpt[:], 0x0c) != 3<<24|1 || be32(mpt[:], 0x14) != 0x3000 || be32(mpt[:], 0x1c) != 0x2000 ||
-		be32(mpt[:], 0x20) != 0x1000 || be32(mpt[:], 0x30) != 40 || be32(mpt[:], 0x34) != 2 || be32(mpt[:], 0x38) != 12 {
+		be32(mpt[:], 0x20) != 0 || be32(mpt[:], 0x30) != 40 || be32(mpt[:], 0x34) != 2 || be32(mpt[:], 0x38) != 12 {
 		t.Errorf("MPT %x", mpt)
 	}
 	var w [64]byte

@@ -50,7 +50,7 @@ type MPT struct {
 	Access     uint32 // MLX4_PERM_* bits but BIND_MW (flags 14:10; bit 15 is BIND_ENABLE)
 	Physical   bool   // no translation (MTT ignored)
 	QPN        uint32
-	Key        uint32
+	Key        uint32 // the key (lkey/rkey); the entry's key field holds HWIndexOf(Key)
 	PDFlags    uint32 // the whole pd_flags word
 	PD         uint32 // 23:0; 23:17 name a slave (slave + 1)
 	Start      uint64
@@ -73,11 +73,10 @@ func (m MPT) Encode(b []byte) {
 	}
 	put32(b, MPTFlags, flags)
 	put32(b, MPTQPN, m.QPN&0xffffff)
-	put32(b, MPTKey, m.Key)
+	put32(b, MPTKey, HWIndexOf(m.Key)) // mlx4_mr_enable: key_to_hw_index(mr->key)
 	put32(b, MPTPDFlags, m.PD&MPT_PD_MASK|MPT_PD_FLAG_EN_INV)
 	put64(b, MPTStart, m.Start)
 	put64(b, MPTLength, m.Length)
-	put32(b, MPTLKey, m.Key)
 	if !m.Physical {
 		put64(b, MPTMTTAddr, m.MTTBase*MTTEntrySize)
 		put32(b, MPTMTTSz, m.MTTSize)
@@ -100,7 +99,7 @@ func DecodeMPT(b []byte) (MPT, error) {
 		Access:     f & PERM_MASK &^ PERM_BIND_MW,
 		Physical:   f&MPT_FLAG_PHYSICAL != 0,
 		QPN:        get32(b, MPTQPN) & 0xffffff,
-		Key:        get32(b, MPTKey),
+		Key:        KeyOf(get32(b, MPTKey)),
 		PDFlags:    pd,
 		PD:         pd & 0xffffff,
 		Start:      get64(b, MPTStart),
@@ -119,6 +118,11 @@ func (m MPT) PDSlave() int { return int(m.PD&MPT_PD_VF_MASK) >> 17 }
 
 // KeyOf is mlx4's hw_index_to_key: the MPT index rotated left by 8.
 func KeyOf(index uint32) uint32 { return index<<8 | index>>24 }
+
+// HWIndexOf is mlx4's key_to_hw_index (mr.c), KeyOf's inverse: what
+// mlx4_mr_enable stores in the MPT entry's key field (MPTKey), whose key
+// the lkey and rkey of a work request name.
+func HWIndexOf(key uint32) uint32 { return key>>8 | key<<24 }
 
 // MTT mailbox: WRITE_MTT's inbox (mlx4_WRITE_MTT, mlx4_write_mtt_chunk) and,
 // in the model, READ_MTT's outbox: BE64 the first entry index at 0, 8
