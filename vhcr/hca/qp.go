@@ -365,6 +365,7 @@ func (h *HCA) modifyQP(c *Cmd, op mlx4.Opcode) mlx4.Status {
 			off := mlx4.QPMailboxContext + r[0]
 			copy(qp.Ctx[off:off+r[1]], keep[off:off+r[1]])
 		}
+		keepUncarried(op, q.OptPar, &qp.Ctx, &keep)
 		qp.Port = phys
 	}
 	from := qp.State
