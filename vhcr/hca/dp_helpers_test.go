@@ -113,6 +113,9 @@ func (t *tvf) mr(va uint64, npages int, access uint32, pd uint32) (uint32, uint6
 	b := make([]byte, mlx4.MPTEntrySize)
 	mlx4.MPT{Access: access | mlx4.PERM_LOCAL_READ, Key: mlx4.KeyOf(idx), PD: pd, Start: va, Length: uint64(npages) * 4096,
 		MTTBase: uint64(mtt), MTTSize: uint32(npages), EntitySize: 12}.Encode(b)
+	// mlx4_mr_enable leaves mtt_sz 0 for a registered region (it is the
+	// fast-register MR's): the firmware bounds the region by its length.
+	binary.BigEndian.PutUint32(b[mlx4.MPTMTTSz:], 0)
 	t.must(t.run(t.cmd(mlx4.SW2HW_MPT, 0, idx, 0, b, false)), "SW2HW_MPT")
 	return mlx4.KeyOf(idx), pages[0]
 }

@@ -99,8 +99,20 @@ func (h *HCA) checkKey(w *wq, key uint32, need uint32, remote bool, addr, n uint
 		if m.shift < mlx4.PageShift || m.shift > 30 {
 			return keyBounds
 		}
+		// The region's entries from mtt_addr: as many as its pages
+		// (mlx4_mr_enable writes mtt_sz only for a fast-register MR in
+		// the free state; a registered region's is 0), never past the
+		// allocation.
 		ents := h.fw.mtt[e.MTTBase]
-		m.mtt = ents[:min(uint64(len(ents)), uint64(e.MTTSize))]
+		psize := uint64(1) << m.shift
+		need := (e.Start&(psize-1) + e.Length + psize - 1) >> m.shift
+		if e.Length > 1<<62 {
+			need = uint64(len(ents))
+		}
+		if e.MTTSize != 0 {
+			need = min(need, uint64(e.MTTSize))
+		}
+		m.mtt = ents[:min(uint64(len(ents)), need)]
 	}
 	return m.bounds(addr, n)
 }
