@@ -47,11 +47,15 @@ func (h *HCA) SW2HW_CQ(c *Cmd) mlx4.Status {
 		h.Res.AbortMove(o)
 		return c.Refuse(mlx4.BAD_PARAM, refusal.EQ)
 	}
+	obj := &cqObj{tr: o, CQState: CQState{EQN: int(ctx.CompEQN)}}
+	if s := h.cqCreated(c, cqn, obj, mtt); s != mlx4.OK { // the ring (cqring.go)
+		h.Res.AbortMove(o)
+		return s
+	}
 	if err := h.Res.AddDep(o, mtt); err != nil {
 		h.Res.AbortMove(o)
 		return c.refuse(err)
 	}
-	obj := &cqObj{tr: o, CQState: CQState{EQN: int(ctx.CompEQN)}}
 	copy(obj.Ctx[:], c.Inbox[:])
 	h.fw.cqs[cqn] = obj
 	h.Res.EndMove(o)
@@ -61,7 +65,7 @@ func (h *HCA) SW2HW_CQ(c *Cmd) mlx4.Status {
 // HW2SW_CQ takes a CQ back (HW→ALLOCATED): RESOURCE_BUSY while a QP uses
 // it, BAD_PARAM if not in HW; drops the MTT reference.
 func (h *HCA) HW2SW_CQ(c *Cmd) mlx4.Status {
-	return h.toSW(c, restrack.CQ, func(n uint32) { delete(h.fw.cqs, n) })
+	return h.toSW(c, restrack.CQ, h.dropCQ)
 }
 
 // toSW moves the VF's CQ or SRQ numbered by in_modifier from HW back to
@@ -90,6 +94,7 @@ func (h *HCA) QUERY_CQ(c *Cmd) mlx4.Status {
 	defer h.Res.Put(o)
 	if obj := h.fw.cqs[cqn]; obj != nil && o.From() == restrack.HW {
 		copy(c.Outbox[:], obj.Ctx[:])
+		binary.BigEndian.PutUint32(c.Outbox[mlx4.CQCProducerIndex:], obj.Prod&cqIndexMask)
 	}
 	return mlx4.OK
 }
@@ -121,6 +126,9 @@ func (h *HCA) MODIFY_CQ(c *Cmd) mlx4.Status {
 		if err != nil {
 			return mttRefuse(c, err)
 		}
+		if s := h.cqResized(c, cqn, obj, mtt); s != mlx4.OK { // the new ring (cqring.go)
+			return s
+		}
 		var old *restrack.Object
 		if d := o.Deps(); len(d) > 0 {
 			old = d[0]
@@ -130,7 +138,7 @@ func (h *HCA) MODIFY_CQ(c *Cmd) mlx4.Status {
 		} else if err := h.Res.AddDep(o, mtt); err != nil {
 			return c.refuse(err)
 		}
-		copy(obj.Ctx[mlx4.CQCLogSizeUsrPage:mlx4.CQCLogSizeUsrPage+4], c.Inbox[mlx4.CQCLogSizeUsrPage:])
+		obj.Ctx[mlx4.CQCLogSizeUsrPage] = c.Inbox[mlx4.CQCLogSizeUsrPage] // log size 28:24; usr_page stays
 		copy(obj.Ctx[mlx4.CQCLogPageSize:mlx4.CQCMTTBaseAddrL+4], c.Inbox[mlx4.CQCLogPageSize:])
 		return mlx4.OK
 	}

@@ -16,9 +16,8 @@ package hca
 // (prod mod nent)*32, with the owner bit (byte 0x1f bit 7) set on odd passes
 // over the ring (prod & nent), written after the other 31 bytes, as
 // firmware does. SW2HW_EQ hands the ring over with every EQE HW-owned
-// (handOver): the VF's buffer may be zeroed, as Linux's is. The model
-// writes no CQEs (no work request ever completes: there is no data path),
-// so there is no CQ ownership to hand over.
+// (handOver): the VF's buffer may be zeroed, as Linux's is. CQ rings
+// follow the same rule (cqring.go).
 //
 // Flow control. The VF reports its consumer index as the EQ doorbell value
 // of mlx4's eq_set_ci (cons_index & 0xffffff | req_not << 31), which on
@@ -330,6 +329,15 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 			h.fw.vfs[vf].stats.NoEQ.Add(1)
 		}
 		return err
+	}
+	return h.writeEQE(eq, vf, eventType, eqe)
+}
+
+// writeEQE is PostEQE's write into eq, an EQ of VF vf in HW: also the
+// path of completion events, which go to the EQ of the CQ's context.
+func (h *HCA) writeEQE(eq *eqObj, vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
+	if h.fw.quiet {
+		return nil
 	}
 	st := &h.fw.vfs[vf].stats
 	if h.fw.irq != nil || (eq.Prod-eq.Cons)&mlx4.EQIndexMask >= eq.Nent {

@@ -1,6 +1,7 @@
 package hca
 
 import (
+	"cmp"
 	"encoding/binary"
 	"testing"
 
@@ -209,6 +210,7 @@ type qpc struct {
 	rateLimit    uint16
 	smac         uint8
 	sqLog, rqLog uint8
+	uar          uint32 // usr_page; 0: 128, the first a Linux VF hands out
 }
 
 func (q qpc) bytes() []byte {
@@ -219,7 +221,7 @@ func (q qpc) bytes() []byte {
 			CounterIndex: uint8(config.Default().Resources.Counters - 1), // the sink
 			GRH:          q.smac&mlx4.GRHMyLMCGRH != 0, SMACIndex: q.smac & mlx4.GRHMyLMCSMACMask},
 		CQNSend: q.scq, CQNRecv: q.rcq, UseSRQ: q.useSRQ, SRQN: q.srq, RateLimitParams: q.rateLimit,
-		MTTBase: uint64(q.mtt),
+		MTTBase: uint64(q.mtt), UsrPage: cmp.Or(q.uar, 128),
 	}}.Encode(b)
 	return b
 }
@@ -230,7 +232,7 @@ func (v *vf) newQP(cq uint32) (uint32, qpc) {
 	v.r.t.Helper()
 	qpn := v.mustAlloc(restrack.QP, resOpReserve, 1)
 	v.mustAlloc(restrack.QP, resOpMapICM, uint64(qpn))
-	mtt := v.mtt(0)
+	mtt := v.mtt(0, v.newPage()) // the queues' page
 	return qpn, qpc{st: mlx4.QP_ST_RC, scq: cq, rcq: cq, mtt: mtt, sqLog: 3, rqLog: 3}
 }
 

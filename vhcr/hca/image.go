@@ -85,6 +85,7 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	if err := tr.Load(im.Res); err != nil {
 		return fmt.Errorf("%w: %w", ErrImage, err)
 	}
+	h.dp.reset() // the scheduler's lists name the objects being replaced
 	fw := h.emptyFirmware(im.NextRegID)
 	l := imageLoad{tr: tr, fw: fw, window: window}
 	for _, load := range [...]func(*Image) error{l.mtts, l.qps, l.cqs, l.srqs, l.mpts, l.eqs} {
@@ -95,6 +96,11 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	fw.loadTables(im)
 	fw.carryStats(h.fw)
 	h.Res, h.fw = tr, fw
+	for _, qp := range l.wqs {
+		if window != nil {
+			h.wqLoad(qp, window(qp.tr.Owner))
+		}
+	}
 	return nil
 }
 
@@ -116,6 +122,7 @@ type imageLoad struct {
 	tr     *restrack.Tracker
 	fw     *firmware
 	window func(vf int) *dma.Window
+	wqs    []*qpObj // QPs whose work queues Load rebuilds (wqLoad)
 }
 
 // obj is the tracker object of a firmware object; an image with a firmware
@@ -144,7 +151,9 @@ func (l *imageLoad) qps(im *Image) error {
 		if err != nil {
 			return err
 		}
-		l.fw.qps[n] = &qpObj{QPState: s, tr: o}
+		qp := &qpObj{QPState: s, tr: o}
+		l.fw.qps[n] = qp
+		l.wqs = append(l.wqs, qp)
 	}
 	return nil
 }
@@ -155,7 +164,7 @@ func (l *imageLoad) cqs(im *Image) error {
 		if err != nil {
 			return err
 		}
-		l.fw.cqs[n] = &cqObj{CQState: s, tr: o}
+		l.fw.cqs[n] = &cqObj{CQState: s, tr: o, ring: l.cqRing(n, o, s)}
 	}
 	return nil
 }

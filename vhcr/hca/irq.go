@@ -115,8 +115,9 @@ func (h *HCA) unwatch(eq *eqObj) {
 }
 
 // CheckArms reads the doorbell of every EQ that is disarmed with EQEs
-// pending and raises those the VF has re-armed since. It returns how many
-// it raised. The poller calls it when it goes idle, before it sleeps, and
+// pending and raises those the VF has re-armed since, and the doorbell
+// record of every CQ disarmed with CQEs pending (a re-arm owed fires). It
+// returns how many it raised and fired. The poller calls it when it goes idle, before it sleeps, and
 // every 1024 busy scans (so that a VF flooding the channel cannot delay
 // another VF's interrupt).
 func (h *HCA) CheckArms() int {
@@ -141,5 +142,5 @@ func (h *HCA) CheckArms() int {
 		h.fw.watch[last] = nil
 		h.fw.watch = h.fw.watch[:last]
 	}
-	return n
+	return n + h.checkCQArms() // CQs disarmed with CQEs pending (cqring.go)
 }

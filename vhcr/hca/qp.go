@@ -259,8 +259,14 @@ func (h *HCA) RST2INIT_QP(c *Cmd) mlx4.Status {
 			}
 		}
 	}
-	qp := &qpObj{tr: o, QPState: QPState{State: mlx4.QP_STATE_INIT, Port: phys}}
+	w, s := h.wqBuild(c, &q.Ctx, mtt)
+	if s != mlx4.OK {
+		h.Res.DropDeps(o)
+		return fail(s)
+	}
+	qp := &qpObj{tr: o, QPState: QPState{State: mlx4.QP_STATE_INIT, Port: phys}, wq: w}
 	copy(qp.Ctx[:], c.Inbox[:])
+	h.wqTransition(qp, mlx4.QP_STATE_RST)
 	h.fw.qps[qpn] = qp
 	h.Res.EndMove(o)
 	return mlx4.OK
@@ -361,7 +367,9 @@ func (h *HCA) modifyQP(c *Cmd, op mlx4.Opcode) mlx4.Status {
 		}
 		qp.Port = phys
 	}
+	from := qp.State
 	qp.State = x.QP.To
+	h.wqTransition(qp, from)
 	return mlx4.OK
 }
 
@@ -410,6 +418,7 @@ func (h *HCA) TWO_RST_QP(c *Cmd) mlx4.Status {
 // QP is RESOURCE_BUSY until they are detached (or the VF is reset).
 func (h *HCA) resetQP(qpn uint32, o *restrack.Object) {
 	h.Res.DropDeps(o)
+	h.wqDrop(h.fw.qps[qpn])
 	delete(h.fw.qps, qpn)
 }
 

@@ -592,7 +592,7 @@ var auditCases = []auditCase{
 			cq := v.createCQ()
 			qpn := uint32(BaseProxySQPN + 8)
 			v.mustAlloc(restrack.QP, resOpMapICM, uint64(qpn))
-			q := qpc{st: mlx4.QP_ST_MLX, scq: cq, rcq: cq, mtt: v.mtt(0), sqLog: 3, rqLog: 3}
+			q := qpc{st: mlx4.QP_ST_MLX, scq: cq, rcq: cq, mtt: v.mtt(0, v.newPage()), sqLog: 3, rqLog: 3}
 			v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")
 			return qpC(v, mlx4.INIT2RTR_QP, qpn, &q)
 		}},

@@ -76,6 +76,7 @@ type firmware struct {
 type vfFW struct {
 	VFState
 	stats EventStats
+	eng   EngineStats // work-request engine counters (sq.go)
 }
 
 // EventStats are one VF's event counters (read by metrics at scrape time).
@@ -99,16 +100,19 @@ type EventStats struct {
 type qpObj struct {
 	QPState
 	tr *restrack.Object
+	wq *wq // work queues (wq.go), from RST2INIT to 2RST
 }
 
 type cqObj struct {
 	CQState
-	tr *restrack.Object
+	tr   *restrack.Object
+	ring *cqRing // the ring in the VF's memory (cqring.go)
 }
 
 type srqObj struct {
 	SRQState
 	tr *restrack.Object
+	q  *srqWQ // the ring (rq.go), built on first use
 }
 
 type mptObj struct {

@@ -577,7 +577,7 @@ func TestSpecialProxyQP(t *testing.T) {
 	// Its Q_Key is the reserved one whatever the VF writes.
 	v.setupEQ(1, 4)
 	cq := v.createCQ()
-	q := qpc{st: mlx4.QP_ST_UD, scq: cq, rcq: cq, mtt: v.mtt(0), sqLog: 3, rqLog: 3}
+	q := qpc{st: mlx4.QP_ST_UD, scq: cq, rcq: cq, mtt: v.mtt(0, v.newPage()), sqLog: 3, rqLog: 3}
 	in := q.bytes()
 	binary.BigEndian.PutUint32(in[mlx4.QPMailboxContext+mlx4.QPCQKey:], 0x1234)
 	v.must(v.run(v.cmd(mlx4.RST2INIT_QP, 0, uint32(own), 0, in, false)), "RST2INIT proxy")

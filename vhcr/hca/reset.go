@@ -28,12 +28,13 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 				unregister(h.fw.ports[o.Port-1].VLAN[:], o.Index)
 			}
 		case restrack.QP:
+			h.wqDrop(h.fw.qps[uint32(o.ID)])
 			delete(h.fw.qps, uint32(o.ID))
 			delete(h.fw.mcg, uint32(o.ID))
 		case restrack.SRQ:
 			delete(h.fw.srqs, uint32(o.ID))
 		case restrack.CQ:
-			delete(h.fw.cqs, uint32(o.ID))
+			h.dropCQ(uint32(o.ID))
 		case restrack.MPT:
 			delete(h.fw.mpts, o.ID)
 		case restrack.EQ:
@@ -46,6 +47,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 			delete(h.fw.counterPort, o.ID)
 		}
 	})
+	h.dpDetachVF(vf) // no QP of the VF left on the data path's lists
 	h.DeactivateVF(vf)
 	v := &h.fw.vfs[vf]
 	v.clearEvents()

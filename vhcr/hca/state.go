@@ -33,18 +33,32 @@ type QPState struct {
 	Suspended bool
 	Ctx       [mlx4.QPMailboxSize]byte // the last context written (rewritten fields included)
 	Vport     bool                     // VST or spoof check rewrote its context (vport.go)
+	SQHead    uint32                   // send WQEs the device consumed (sq_wqe_counter, 16 bits; wq.go)
+	RQHead    uint32                   // receive WQEs consumed (16 bits, against the doorbell record)
 }
 
-// CQState is one CQ's firmware state.
+// CQState is one CQ's firmware state: its context, its EQ, and the
+// ring's positions and arm (cqring.go).
 type CQState struct {
 	Ctx [mlx4.CQContextSize]byte
 	EQN int
+
+	Prod    uint32 // producer index: CQEs written (24 bits)
+	Cons    uint32 // consumer index last read from the doorbell record (set_ci)
+	ArmDB   uint32 // the doorbell record's arm_db word last applied
+	Arm     uint32 // the arm pending: MLX4_CQ_DB_REQ_NOT, _REQ_NOT_SOL, or 0 (disarmed)
+	ArmCI   uint32 // the consumer index of that arm
+	SolProd uint32 // producer index after the last solicited or error CQE
+	Sol     bool   // a solicited or error CQE was written
+	Err     uint8  // CQ error syndrome (mlx4.CQErr*): the CQ writes no more CQEs; 0 none
 }
 
 // SRQState is one SRQ's firmware state.
 type SRQState struct {
 	Ctx   [mlx4.SRQContextSize]byte
 	Limit uint16
+	Head  uint16 // the next WQE the device takes (rq.go)
+	Taken uint16 // WQEs taken, against the doorbell record's counter
 }
 
 // MPTState is one MPT's firmware state.

@@ -33,6 +33,9 @@ var (
 			"Res": "persistent through its own image (restrack.Image, Image.Res)", "fw": "persistent through State",
 			"mad": "MAD_IFC's engine, wired by the PF", "madViews": "derived from the configuration",
 			"madRec": "capture wiring", "madScratch": "scratch buffer", "eqeScratch": "scratch buffer",
+			"dp":         "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
+			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer",
+			"dpw": "scratch buffer",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",
@@ -41,9 +44,9 @@ var (
 			"quiet": "replay mode of the restarted PF", "adminChanges": "a counter the PF compares to decide to checkpoint, not state",
 			"dmfs": "configuration (flow-steering mode the PF sets)",
 		},
-		reflect.TypeFor[qpObj]():  {"tr": "link to the tracker object, joined again by Load"},
-		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object"},
-		reflect.TypeFor[srqObj](): {"tr": "link to the tracker object"},
+		reflect.TypeFor[qpObj]():  {"tr": "link to the tracker object, joined again by Load", "wq": "geometry derived from Ctx and the MTT, rebuilt by Load"},
+		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object", "ring": "derived from Ctx and the MTT, rebuilt by Load"},
+		reflect.TypeFor[srqObj](): {"tr": "link to the tracker object", "q": "ring derived from Ctx and the MTT, rebuilt on first use"},
 		reflect.TypeFor[mptObj](): {"tr": "link to the tracker object"},
 		reflect.TypeFor[eqObj](): {
 			"tr": "link to the tracker object", "win": "the VF's DMA window, given to Load",
@@ -51,7 +54,7 @@ var (
 			"intr":   "derived from Ctx (the MSI-X vector)", "always": "derived from Ctx (EQ_STATE_ALWAYS_ARMED)",
 			"watched": "membership of firmware.watch",
 		},
-		reflect.TypeFor[vfFW](): {"stats": "event counters: metrics, carried over by Load"},
+		reflect.TypeFor[vfFW](): {"stats": "event counters: metrics, carried over by Load", "eng": "engine counters: metrics"},
 	}
 	// embedsState names the persistent value each live struct embeds.
 	embedsState = map[reflect.Type]reflect.Type{
@@ -182,6 +185,9 @@ func stateRig(t *testing.T, seed uint64) (*propState, *uint32) {
 	v.must(v.qpCmd(mlx4.INIT2RTR_QP, qpn, &q), "INIT2RTR")
 	v.must(v.qpCmd(mlx4.RTR2RTS_QP, qpn, &q), "RTR2RTS")
 	v.must(v.qpCmd(mlx4.SUSPEND_QP, qpn, nil), "SUSPEND_QP")
+	// The data path's positions, as traffic leaves them (sq_test.go moves
+	// them for real): the image must carry them.
+	r.h.fw.qps[qpn].SQHead, r.h.fw.qps[qpn].RQHead = 5, 3
 	fltr := make([]byte, 512)
 	binary.BigEndian.PutUint32(fltr[8:], 0x10)
 	v.must(v.run(v.cmd(mlx4.SET_VLAN_FLTR, 0, 2, 0, fltr, false)), "SET_VLAN_FLTR")
@@ -196,6 +202,7 @@ func stateRig(t *testing.T, seed uint64) (*propState, *uint32) {
 	}
 	srq := v.createSRQ()
 	v.must(v.run(v.cmd(mlx4.ARM_SRQ, 9, srq, 0, nil, false)), "ARM_SRQ")
+	r.h.fw.srqs[srq].Head, r.h.fw.srqs[srq].Taken = 7, 2
 	gid := make([]byte, 16)
 	gid[5], gid[15] = 1, 1 // an Ethernet group: its port in byte 5
 	v.must(v.run(v.cmd(mlx4.QP_ATTACH, 0, qpn, 1, gid, false)), "QP_ATTACH")
@@ -207,6 +214,7 @@ func stateRig(t *testing.T, seed uint64) (*propState, *uint32) {
 	*db = mlx4.EQ_DOORBELL_ARM | 1
 	r.h.RefreshEQs()
 	v.must(v.createEQ(5, 3), "SW2HW_EQ") // its word at creation stays stale
+	exerciseCQ(t, r.h, cq)
 	return p, db
 }
 

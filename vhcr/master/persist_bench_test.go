@@ -85,7 +85,7 @@ func (v benchVF) qpCycle(cqn uint32) {
 	in := make([]byte, mlx4.QPMailboxSize)
 	mlx4.QPMailbox{Ctx: mlx4.QPContext{ST: mlx4.QP_ST_RC, LogSQSize: 3, LogSQStride: 2, LogRQSize: 3, LogRQStride: 2,
 		Pri:     mlx4.QPPath{Port: 1, CounterIndex: uint8(config.Default().Resources.Counters - 1)},
-		CQNSend: cqn, CQNRecv: cqn, MTTBase: uint64(m)}}.Encode(in)
+		CQNSend: cqn, CQNRecv: cqn, MTTBase: uint64(m), UsrPage: 128}}.Encode(in)
 	v.post(mlx4.VHCR{Op: mlx4.RST2INIT_QP, InMod: qpn}, in)
 	v.post(mlx4.VHCR{Op: mlx4.TWO_RST_QP, InMod: qpn}, nil)
 	v.post(mlx4.VHCR{Op: mlx4.FREE_RES, InMod: uint32(restrack.QP), OpMod: 2, InParam: uint64(qpn)}, nil)

@@ -41,7 +41,7 @@ func TestRestartKeepsTheHCAState(t *testing.T) {
 		in := make([]byte, mlx4.QPMailboxSize)
 		mlx4.QPMailbox{Ctx: mlx4.QPContext{ST: mlx4.QP_ST_RC, LogSQSize: 3, LogSQStride: 2, LogRQSize: 3, LogRQStride: 2,
 			Pri:     mlx4.QPPath{Port: 1, CounterIndex: uint8(config.Default().Resources.Counters - 1)},
-			CQNSend: cqn, CQNRecv: cqn, MTTBase: uint64(v.mtt(0xa000))}}.Encode(in)
+			CQNSend: cqn, CQNRecv: cqn, MTTBase: uint64(v.mtt(0xa000)), UsrPage: 128}}.Encode(in)
 		v.post(mlx4.VHCR{Op: mlx4.RST2INIT_QP, InMod: qpn}, in)
 	}
 	qp(cq())

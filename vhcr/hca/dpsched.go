@@ -1,0 +1,486 @@
+package hca
+
+// The data path's scheduler: which send queues the poller walks, and when.
+//
+// The PF cannot trap a store to a VF's UAR page, so it looks. Three things
+// tell it a send queue may have work:
+//
+//   - the hint: the send doorbell word at MLX4_SEND_DOORBELL (0x14) of each
+//     UAR page a VF's attached QPs use (mlx4_post_send stores qpn << 8
+//     there after its WQEs), read every scan through the PF's UAR reader.
+//     A word that changed makes every attached QP of that page hot (the
+//     word holds only the last QPN stored: two QPs of one page ringing
+//     between scans leave one). A word naming a QPN that is not one of
+//     the VF's attached QPs on that page is counted (ForeignDoorbells) and
+//     runs nothing: the scheduler only ever walks the VF's own QPs, so
+//     another VF's QPN in a VF's UAR page cannot make another VF's QP run.
+//   - the truth: the WQE's ownership (the engine's sqPending, one load of
+//     the next WQE's owner bit, size and stamp). Hot QPs are run every
+//     scan (runSQ) until they have been found empty hotScans times in a
+//     row; a QP that does work stays hot, so a QP that rings the same word
+//     again (which changes nothing) is served without a hint.
+//   - the sweep: every attached QP is checked by ownership, sweepPerScan
+//     QPs per scan in turn and all of them at each of the poller's idle
+//     checkpoints (SweepQueues, before it sleeps), so a doorbell the hint
+//     missed is found within one pass of the sweep, or one sleep.
+//
+// Fairness, as for commands: each pass over the VFs with hot QPs gives
+// every VF one turn (round-robin, the first VF rotating per scan), a turn
+// runs one of the VF's hot QPs (round-robin within the VF) for at most
+// quantum WQEs, and the passes stop when the scan's budget of WQEs is
+// spent or a whole pass found nothing. A VF with many QPs gets no more
+// turns than a VF with one; one QP with a full ring gets quantum WQEs per
+// turn.
+//
+// Lists. dpAttach (the engine, when a QP's send queue may run) and dpDetach
+// are O(1): each QP's slot remembers its index in its VF's list, its
+// page's list and the VF's hot list; removal swaps the last one in. The
+// slots and their lists are reused: after warm-up nothing is allocated.
+//
+// The cost. With no QP attached and no CQ watched, ServiceQueues is one
+// comparison. With idle attached QPs, a scan reads each UAR page's word
+// once and checks sweepPerScan QPs by ownership; ARCHITECTURE.md has the
+// measured figures.
+
+import (
+	"encoding/binary"
+
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+const (
+	dpQuantum    = 16   // WQEs per QP per turn
+	hotScans     = 4096 // empty checks before a hot QP is left to the hint and the sweep
+	sweepPerScan = 4    // attached QPs checked by ownership per scan
+)
+
+// The engine's send queue functions (wq.go): sqPending is the cheap check
+// (the next send WQE is valid for this pass), runSQ executes up to budget
+// WQEs and returns how many it consumed.
+var (
+	dpPending = func(h *HCA, qp *qpObj) bool { return h.sqPending(qp) }
+	dpRun     = func(h *HCA, qp *qpObj, budget int) int { return h.runSQ(qp, budget) }
+	// dpUsrPage is the UAR index of the QP's send doorbell (the context's
+	// usr_page).
+	dpUsrPage = func(qp *qpObj) uint32 {
+		return binary.BigEndian.Uint32(qp.Ctx[mlx4.QPMailboxContext+mlx4.QPCUsrPage:]) & 0xffffff
+	}
+)
+
+// dpQP is an attached QP's slot.
+type dpQP struct {
+	qp   *qpObj
+	vf   int
+	qpn  uint32
+	page *dpPage
+	iVF  int // index in dpVF.qps
+	iPg  int // index in dpPage.qps
+	iHot int // index in dpVF.hot, -1 if not hot
+	idle int // consecutive empty checks while hot
+}
+
+// dpPage is a UAR page in use by attached QPs of one VF.
+type dpPage struct {
+	off  uint64 // offset of the page in the VF's BAR region
+	last uint32 // send doorbell word last seen
+	seen bool   // last is a word read (not the zero before the first read)
+	qps  []*dpQP
+	i    int // index in dpVF.pages
+}
+
+// dpVF is one VF's lists.
+type dpVF struct {
+	qps   []*dpQP
+	hot   []*dpQP
+	pages []*dpPage
+	next  int // round-robin position in hot
+	sweep int // sweep position in qps
+	live  int // index in dpSched.live, -1 if none attached
+}
+
+// dpSched is the scheduler's state (transient: the engine attaches the QPs
+// again when a checkpoint is loaded).
+type dpSched struct {
+	vfs      []dpVF
+	live     []int // VFs with attached QPs
+	nextVF   int
+	byQPN    map[uint32]*dpQP
+	free     []*dpQP
+	freePg   []*dpPage
+	attached int
+	sweepVF  int
+	cqWatch  []*cqObj // CQs disarmed with CQEs pending (cqring.go)
+	uar      func(vf int, off uint64) (uint32, bool)
+	stats    []DataPathStats
+}
+
+func (s *dpSched) init(numVFs int) {
+	s.vfs = make([]dpVF, numVFs)
+	for i := range s.vfs {
+		s.vfs[i].live = -1
+	}
+	s.stats = make([]DataPathStats, numVFs)
+	s.byQPN = map[uint32]*dpQP{}
+}
+
+// reset forgets every list (a checkpoint is being loaded: its objects are
+// new); the counters stay.
+func (s *dpSched) reset() {
+	for _, cq := range s.cqWatch {
+		cq.ring.watched = false
+	}
+	stats, uar := s.stats, s.uar
+	*s = dpSched{}
+	s.init(len(stats))
+	s.stats, s.uar = stats, uar
+}
+
+// SetUARReader installs read, which returns the 32-bit big-endian word at
+// byte offset off of VF vf's BAR region (its UAR pages) and whether it
+// could be read. The scheduler reads only the pages of the VF's own
+// attached QPs and CQs, at MLX4_SEND_DOORBELL and MLX4_CQ_DOORBELL.
+func (h *HCA) SetUARReader(read func(vf int, off uint64) (uint32, bool)) { h.dp.uar = read }
+
+// dpAttach puts a QP on the scheduler's lists (the engine: its send queue
+// may run). Attaching an attached QP again does nothing.
+func (h *HCA) dpAttach(qp *qpObj) {
+	s := &h.dp
+	qpn := uint32(qp.tr.ID)
+	vf := qp.tr.Owner
+	if vf < 0 || vf >= len(s.vfs) {
+		return
+	}
+	if _, ok := s.byQPN[qpn]; ok {
+		return
+	}
+	var q *dpQP
+	if n := len(s.free); n > 0 {
+		q, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		q = new(dpQP)
+	}
+	*q = dpQP{qp: qp, vf: vf, qpn: qpn, iHot: -1}
+	v := &s.vfs[vf]
+	off := mlx4.UARPageOffset(dpUsrPage(qp), mlx4.UARSize)
+	var pg *dpPage
+	for _, p := range v.pages {
+		if p.off == off {
+			pg = p
+			break
+		}
+	}
+	if pg == nil {
+		if n := len(s.freePg); n > 0 {
+			pg, s.freePg = s.freePg[n-1], s.freePg[:n-1]
+		} else {
+			pg = new(dpPage)
+		}
+		qs := pg.qps[:0]
+		*pg = dpPage{off: off, qps: qs, i: len(v.pages)}
+		v.pages = append(v.pages, pg)
+	}
+	q.page, q.iPg = pg, len(pg.qps)
+	pg.qps = append(pg.qps, q)
+	q.iVF = len(v.qps)
+	v.qps = append(v.qps, q)
+	if v.live < 0 {
+		v.live = len(s.live)
+		s.live = append(s.live, vf)
+	}
+	s.byQPN[qpn] = q
+	s.attached++
+	s.heat(q) // WQEs may be posted already
+}
+
+// dpDetach takes a QP off the lists (it left the states that walk its
+// send queue, or is gone). Unknown QPs are ignored.
+func (h *HCA) dpDetach(qp *qpObj) {
+	s := &h.dp
+	q, ok := s.byQPN[uint32(qp.tr.ID)]
+	if !ok || q.qp != qp {
+		return
+	}
+	s.drop(q)
+}
+
+// dpDetachVF detaches every QP of VF vf (its reset).
+func (h *HCA) dpDetachVF(vf int) {
+	s := &h.dp
+	if vf < 0 || vf >= len(s.vfs) {
+		return
+	}
+	for v := &s.vfs[vf]; len(v.qps) > 0; {
+		s.drop(v.qps[len(v.qps)-1])
+	}
+}
+
+func (s *dpSched) drop(q *dpQP) {
+	v := &s.vfs[q.vf]
+	s.cool(q)
+	last := v.qps[len(v.qps)-1]
+	v.qps[q.iVF], last.iVF = last, q.iVF
+	v.qps[len(v.qps)-1] = nil
+	v.qps = v.qps[:len(v.qps)-1]
+	pg := q.page
+	lastPg := pg.qps[len(pg.qps)-1]
+	pg.qps[q.iPg], lastPg.iPg = lastPg, q.iPg
+	pg.qps[len(pg.qps)-1] = nil
+	pg.qps = pg.qps[:len(pg.qps)-1]
+	if len(pg.qps) == 0 {
+		lp := v.pages[len(v.pages)-1]
+		v.pages[pg.i], lp.i = lp, pg.i
+		v.pages[len(v.pages)-1] = nil
+		v.pages = v.pages[:len(v.pages)-1]
+		s.freePg = append(s.freePg, pg)
+	}
+	if len(v.qps) == 0 && v.live >= 0 {
+		lv := s.live[len(s.live)-1]
+		s.live[v.live] = lv
+		s.vfs[lv].live = v.live
+		s.live = s.live[:len(s.live)-1]
+		v.live = -1
+	}
+	delete(s.byQPN, q.qpn)
+	*q = dpQP{}
+	s.free = append(s.free, q)
+	s.attached--
+}
+
+// heat puts q on its VF's hot list.
+func (s *dpSched) heat(q *dpQP) {
+	q.idle = 0
+	if q.iHot >= 0 {
+		return
+	}
+	v := &s.vfs[q.vf]
+	q.iHot = len(v.hot)
+	v.hot = append(v.hot, q)
+}
+
+// cool takes q off its VF's hot list.
+func (s *dpSched) cool(q *dpQP) {
+	if q.iHot < 0 {
+		return
+	}
+	v := &s.vfs[q.vf]
+	last := v.hot[len(v.hot)-1]
+	v.hot[q.iHot], last.iHot = last, q.iHot
+	v.hot[len(v.hot)-1] = nil
+	v.hot = v.hot[:len(v.hot)-1]
+	q.iHot = -1
+}
+
+// Attached returns the number of QPs on the scheduler's lists.
+func (h *HCA) Attached() int { return h.dp.attached }
+
+// ServiceQueues is the poller's data-path step, once per scan: the UAR
+// hints read, the sweep advanced, the hot QPs run for at most budget WQEs
+// in all (fairly: see the package comment), the watched CQs' arms looked
+// at. It returns the work done (WQEs executed, completion events fired):
+// non-zero is a busy scan. With nothing attached or watched it returns at
+// once.
+func (h *HCA) ServiceQueues(budget int) int {
+	s := &h.dp
+	if s.attached == 0 && len(s.cqWatch) == 0 {
+		return 0
+	}
+	work := 0
+	if len(s.cqWatch) > 0 {
+		work += h.cqHints()
+	}
+	if s.attached == 0 {
+		return work
+	}
+	h.doorbellHints()
+	h.sweep(sweepPerScan)
+	return work + h.runHot(budget)
+}
+
+// doorbellHints reads the send doorbell word of every UAR page in use: a
+// changed word heats the page's QPs.
+func (h *HCA) doorbellHints() {
+	s := &h.dp
+	if s.uar == nil {
+		return
+	}
+	for _, vf := range s.live {
+		v := &s.vfs[vf]
+		for _, pg := range v.pages {
+			w, ok := s.uar(vf, pg.off+mlx4.MLX4_SEND_DOORBELL)
+			if !ok || (w == pg.last && pg.seen) {
+				continue
+			}
+			changed := pg.seen || w != 0
+			pg.last, pg.seen = w, true
+			if !changed {
+				continue
+			}
+			s.stats[vf].Doorbells.Add(1)
+			named := false
+			for _, q := range pg.qps {
+				s.heat(q)
+				named = named || q.qpn == mlx4.SendDoorbellQPN(w)&qpnMask
+			}
+			if !named {
+				s.stats[vf].ForeignDoorbells.Add(1)
+			}
+		}
+	}
+}
+
+// sweep checks n attached QPs by ownership, in turn across the VFs, and
+// heats those with work.
+func (h *HCA) sweep(n int) int {
+	s := &h.dp
+	found := 0
+	for i := 0; i < n && i < s.attached; i++ {
+		if s.sweepVF >= len(s.live) {
+			s.sweepVF = 0
+		}
+		v := &s.vfs[s.live[s.sweepVF]]
+		if v.sweep >= len(v.qps) { // this VF done: the next one
+			v.sweep = 0
+			s.sweepVF++
+			i--
+			continue
+		}
+		q := v.qps[v.sweep]
+		v.sweep++
+		if q.iHot < 0 && dpPending(h, q.qp) {
+			s.heat(q)
+			found++
+		}
+	}
+	return found
+}
+
+// SweepQueues checks every attached QP by ownership (the poller's idle
+// checkpoints, before it sleeps; CheckArms does the watched CQs). It
+// returns how many QPs have work: the poller does not sleep when it is
+// non-zero.
+func (h *HCA) SweepQueues() int {
+	s := &h.dp
+	n := 0
+	for _, vf := range s.live {
+		for _, q := range s.vfs[vf].qps {
+			if q.iHot >= 0 || dpPending(h, q.qp) {
+				s.heat(q)
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// runHot gives the VFs with hot QPs their turns until budget WQEs are spent
+// or a whole pass did nothing.
+func (h *HCA) runHot(budget int) int {
+	s := &h.dp
+	left := budget
+	nlive := len(s.live)
+	if nlive == 0 || left <= 0 {
+		return 0
+	}
+	if s.nextVF >= nlive {
+		s.nextVF = 0
+	}
+	start := s.nextVF
+	s.nextVF++
+	for left > 0 {
+		did := false
+		for k := range nlive {
+			if k >= len(s.live) { // a VF detached during the pass
+				break
+			}
+			v := &s.vfs[s.live[(start+k)%len(s.live)]]
+			if len(v.hot) == 0 {
+				continue
+			}
+			if v.next >= len(v.hot) {
+				v.next = 0
+			}
+			q := v.hot[v.next]
+			v.next++
+			n := dpRun(h, q.qp, min(dpQuantum, left))
+			if n > 0 {
+				did = true
+				left -= n
+				q.idle = 0
+			} else if q.idle++; q.idle >= hotScans {
+				s.cool(q)
+			}
+			if left <= 0 {
+				break
+			}
+		}
+		if !did {
+			break
+		}
+	}
+	return budget - left
+}
+
+// watchCQ puts a CQ that is disarmed with CQEs pending on the watch list.
+func (s *dpSched) watchCQ(cq *cqObj) {
+	cq.ring.watched = true
+	s.cqWatch = append(s.cqWatch, cq)
+}
+
+// unwatchCQ takes it off.
+func (s *dpSched) unwatchCQ(cq *cqObj) {
+	cq.ring.watched = false
+	for i, c := range s.cqWatch {
+		if c == cq {
+			last := len(s.cqWatch) - 1
+			s.cqWatch[i] = s.cqWatch[last]
+			s.cqWatch[last] = nil
+			s.cqWatch = s.cqWatch[:last]
+			return
+		}
+	}
+}
+
+// cqHints reads the CQ doorbell word (its high word: sn, cmd, CQN) of the
+// UAR page of every watched CQ; where it changed the CQ's record is read
+// (an arm owed fires). It returns the events fired.
+func (h *HCA) cqHints() int {
+	s := &h.dp
+	if s.uar == nil {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(s.cqWatch); {
+		cq := s.cqWatch[i]
+		r := cq.ring
+		w, ok := s.uar(r.vf, r.uar+mlx4.MLX4_CQ_DOORBELL)
+		if !ok || w == r.uarLast {
+			i++
+			continue
+		}
+		r.uarLast = w
+		if h.checkCQArm(cq) {
+			n++
+		}
+		if r.watched {
+			i++
+		}
+	}
+	return n
+}
+
+// checkCQArms reads the record of every watched CQ (CheckArms' part for
+// CQs). It returns the events fired.
+func (h *HCA) checkCQArms() int {
+	s := &h.dp
+	n := 0
+	for i := 0; i < len(s.cqWatch); {
+		cq := s.cqWatch[i]
+		if h.checkCQArm(cq) {
+			n++
+		}
+		if cq.ring.watched {
+			i++
+		}
+	}
+	return n
+}

@@ -1,0 +1,643 @@
+package hca
+
+// The send engine: a QP's send queue, walked by ownership.
+//
+// The device learns of send WQEs by their ownership, not from the
+// doorbell (which carries only the QPN): the WQE at the firmware's
+// counter QPState.SQHead (the 16-bit sq_wqe_counter) is the device's when
+// its owner bit (owner_opcode bit 31) equals the pass, SQHead & sq_size ≠
+// 0 (the drivers write it last, after a barrier), its size (fence_size
+// 5:0, 16-byte units) is not zero, and no 64-byte chunk of it after the
+// first still holds the stamp 0xffffffff (the drivers stamp every WQE at
+// RESET→INIT and the one sq_spare_wqes ahead after each post: a chunk not
+// yet written since). A WQE that fails these is not executed and stays
+// where it is: a half-written WQE is tried again at the next scan. A WQE
+// larger than the stride, or one the decoder refuses (an opcode the
+// transport does not have, a segment past its size), is a local QP
+// operation error. Each WQE is executed at most once (SQHead moves past
+// it), runSQ executes at most budget of them, and a ring that never ends
+// (every slot valid on every pass) costs budget WQEs per call and no more.
+//
+// Completions. A WQE with CQ_UPDATE in srcrb_flags gets a CQE on the send
+// CQ whose wqe_index is its counter; an unsignalled one gets none, and the
+// next signalled CQE implies it completed (libmlx4's mlx4_poll_one moves
+// the SQ's tail to the CQE's wqe_index; mlx4_ib's the same). Errors are
+// always completed: the failing WQE's error CQE (mlx4's syndrome), then
+// the QP leaves RTS — RC to ERR; UD and UC to SQER (IBA 10.8.3: their
+// send errors do not touch the receive side) — and every WQE after it on
+// the send queue (and for ERR every receive WQE posted) is completed with
+// WR_FLUSH_ERR, now and as the VF posts more (ib_drain_qp posts after ERR
+// and waits for that flush).
+//
+// Ordering. The engine is synchronous: a WQE is finished (its data in the
+// responder's memory, an RDMA READ's or atomic's response in the local
+// sink, both CQEs written) before the next WQE of any QP starts. A fenced
+// WQE (fence_size bit 6) waits until the RDMA READs and atomics before it
+// completed: here that always holds already, so the fence never delays.
+//
+// RC requester errors as hardware reports them (IBA 9.9, the NAK codes):
+// a destination port not Active or no QP there that takes the packet (a
+// packet lost: no ACK ever comes) is transport retry exceeded — at once,
+// without waiting retry_count timeouts, since every retry would meet the
+// same fabric. A receive WQE missing at the responder is an RNR NAK:
+// rnr_retry 7 retries forever (the WQE stays at SQHead and is tried again
+// at the next scan, never in a loop), otherwise the WQE is retried at the
+// next scans and fails with RNR retry exceeded after rnr_retry retries.
+// The responder's errors come back as the NAK's syndrome: a bad rkey,
+// access or bounds is remote access error (the responder QP takes a
+// WQ_ACCESS_ERROR event and ERR); a message too long for the receive WQE
+// or an RDMA READ/atomic without the QP's enable is remote invalid request
+// (the responder's receive WQE fails with local length error, or the
+// responder QP takes WQ_INVAL_REQ_ERROR); a receive scatter whose lkey
+// fails is remote operation error (the responder's WQE fails with local
+// protection error). A WQE ring page the window no longer allows (the
+// device cannot read the WQE) is the QP's local work queue catastrophic
+// error: the event, the QP to ERR, no CQE for that WQE.
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// EngineStats are one VF's work-request engine counters (metrics read
+// them at scrape time; the CQ layer's are DataPathStats).
+type EngineStats struct {
+	WQEs       atomic.Uint64 // send WQEs executed (errors and flushes included)
+	ErrorCQEs  atomic.Uint64 // error CQEs written, flushes included
+	CQEDrops   atomic.Uint64 // CQEs the CQ layer refused (overrun, no CQ)
+	UDDropped  atomic.Uint64 // UD packets dropped: port down, unknown DLID or QP, no receive WQE
+	PKeyViol   atomic.Uint64 // UD packets dropped on their P_Key
+	QKeyViol   atomic.Uint64 // UD packets dropped on their Q_Key
+	Catas      atomic.Uint64 // local work queue catastrophic errors
+	RNRRetries atomic.Uint64 // RNR NAKs retried
+}
+
+// EngineStats returns VF vf's engine counters (nil for no such VF).
+func (h *HCA) EngineStats(vf int) *EngineStats {
+	if vf < 0 || vf >= len(h.fw.vfs) {
+		return nil
+	}
+	return &h.fw.vfs[vf].eng
+}
+
+// Segment kinds of a data transfer.
+const (
+	segKey    = iota // a checked region
+	segInline        // bytes of the WQE (or the GRH) the PF holds
+	segSkip          // bytes of the destination left untouched (UD without GRH)
+)
+
+type seg struct {
+	kind uint8
+	m    mref
+	addr uint64
+	n    uint64
+	inl  []byte
+}
+
+// dpScratch is the engine's working memory, allocated once.
+type dpScratch struct {
+	wqe    [maxWQEBytes]byte
+	rwqe   [maxWQEBytes]byte
+	send   mlx4.SendWQE
+	recv   mlx4.RecvWQE
+	src    [mlx4.MaxSGE + 1]seg
+	dst    [mlx4.MaxSGE + 1]seg
+	cqe    mlx4.CQE
+	word   [8]byte
+	grh    [mad.GRHSize]byte
+	atom   [8]byte
+	bounce [4096]byte
+	wc     mad.WC
+	ghdr   mad.GRH
+}
+
+func (h *HCA) scratch() {
+	if h.dpw == nil {
+		h.dpw = new(dpScratch)
+	}
+}
+
+// sqValid reads the control segment's first 8 bytes at SQHead: the WQE is
+// the device's for this pass.
+func (h *HCA) sqValid(qp *qpObj) (valid, ok bool) {
+	w := qp.wq
+	if w.win.CopyIn(h.dpw.word[:8], w.sqAddr(qp.SQHead, 0)) != nil {
+		return false, false
+	}
+	oo := binary.BigEndian.Uint32(h.dpw.word[mlx4.CtrlOwnerOpcode:])
+	size := h.dpw.word[mlx4.CtrlFenceSize] & mlx4.WQESizeMask
+	pass := qp.SQHead&w.sqCnt != 0
+	return oo != mlx4.WQEStamp && (oo&mlx4.WQEOwner != 0) == pass && size != 0, true
+}
+
+// sqPending reports whether qp has a send WQE (or, in ERR, a receive WQE)
+// the device would take now: one read of the next control segment.
+func (h *HCA) sqPending(qp *qpObj) bool {
+	if qp.wq == nil {
+		return false
+	}
+	h.scratch()
+	switch qp.State {
+	case mlx4.QP_STATE_RTS, mlx4.QP_STATE_SQER, mlx4.QP_STATE_ERR:
+	default:
+		return false
+	}
+	v, ok := h.sqValid(qp)
+	if !ok {
+		return qp.State == mlx4.QP_STATE_RTS // the catastrophic error is runSQ's to report
+	}
+	return v || qp.State == mlx4.QP_STATE_ERR && h.rqPending(qp)
+}
+
+// fetch results.
+const (
+	fetchNone  = iota // no valid WQE at SQHead
+	fetchOK           // h.dpw.wqe holds it
+	fetchBad          // larger than the stride: local QP operation error
+	fetchCatas        // its pages cannot be read
+)
+
+// fetchSQ reads the WQE at SQHead into h.dpw.wqe, checking ownership and
+// stamps; n is its size in bytes.
+func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
+	w := qp.wq
+	v, ok := h.sqValid(qp)
+	if !ok {
+		return fetchCatas, 0
+	}
+	if !v {
+		return fetchNone, 0
+	}
+	n := int(h.dpw.word[mlx4.CtrlFenceSize]&mlx4.WQESizeMask) * mlx4.WQESegUnit
+	if n > 1<<w.sqShift {
+		return fetchBad, 0
+	}
+	chunks := (n + wqChunk - 1) / wqChunk
+	for i := range chunks {
+		b := h.dpw.wqe[i*wqChunk : (i+1)*wqChunk]
+		if w.win.CopyIn(b, w.sqAddr(qp.SQHead, uint64(i*wqChunk))) != nil {
+			return fetchCatas, 0
+		}
+		if i > 0 && binary.BigEndian.Uint32(b) == mlx4.WQEStamp {
+			return fetchNone, 0 // not written yet
+		}
+	}
+	// The owner word again, last: a WQE whose owner was read before the
+	// rest was complete is taken only if it still says so.
+	if binary.BigEndian.Uint32(h.dpw.wqe[:]) != binary.BigEndian.Uint32(h.dpw.word[:]) {
+		return fetchNone, 0
+	}
+	return fetchOK, n
+}
+
+// runSQ executes up to budget send WQEs of qp in order and returns how
+// many it consumed (0: nothing valid). In SQER and ERR it flushes what the
+// VF posted instead.
+func (h *HCA) runSQ(qp *qpObj, budget int) int {
+	w := qp.wq
+	if w == nil || budget <= 0 {
+		return 0
+	}
+	h.scratch()
+	switch qp.State {
+	case mlx4.QP_STATE_RTS:
+	case mlx4.QP_STATE_SQER, mlx4.QP_STATE_ERR:
+		return h.flush(qp, budget)
+	default:
+		return 0
+	}
+	done := 0
+	for done < budget && qp.State == mlx4.QP_STATE_RTS {
+		r, n := h.fetchSQ(qp)
+		switch r {
+		case fetchNone:
+			return done
+		case fetchCatas:
+			h.fw.vfs[w.vf].eng.Catas.Add(1)
+			h.qpError(qp, mlx4.EventWQCatasError)
+			return done
+		case fetchBad:
+			h.sqError(qp, 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+			done++
+			continue
+		}
+		if !h.execWQE(qp, n) {
+			return done // RNR: the WQE stays for a later scan
+		}
+		done++
+	}
+	return done
+}
+
+// execWQE executes the WQE in h.dpw.wqe[:n]; false: it was not consumed
+// (an RNR NAK to retry).
+func (h *HCA) execWQE(qp *qpObj, n int) bool {
+	w := qp.wq
+	d := &h.dpw.send
+	var err error
+	*d, err = mlx4.DecodeSendWQE(h.dpw.wqe[:n], w.st)
+	if err != nil {
+		h.sqError(qp, 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+		return true
+	}
+	op := d.Ctrl.Opcode
+	if op == mlx4.OPCODE_NOP {
+		h.sqDone(qp, 0)
+		return true
+	}
+	// The gather list: inline data, or local keys (local read is every
+	// region's).
+	total, syn := h.gatherList(qp, op)
+	if syn != 0 {
+		h.sqError(qp, op, syn)
+		return true
+	}
+	if w.msgMax < 32 && total > 1<<w.msgMax {
+		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_LENGTH_ERR)
+		return true
+	}
+	switch w.st {
+	case mlx4.QP_ST_UD:
+		return h.sendUD(qp, total)
+	case mlx4.QP_ST_RC, mlx4.QP_ST_UC:
+		return h.sendConnected(qp, op, total)
+	}
+	h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+	return true
+}
+
+// gatherList fills h.dpw.src from the WQE's gather entries. For RDMA READ
+// and atomics they are the local sink (local write); otherwise the
+// source. A syndrome on a bad key.
+func (h *HCA) gatherList(qp *qpObj, op uint8) (uint64, uint8) {
+	d := &h.dpw.send
+	sink := op == mlx4.OPCODE_RDMA_READ || op == mlx4.OPCODE_ATOMIC_CS || op == mlx4.OPCODE_ATOMIC_FA
+	var need uint32
+	if sink {
+		need = mlx4.PERM_LOCAL_WRITE
+	}
+	var total uint64
+	for i := range d.NSGE {
+		g := &d.SGE[i]
+		s := &h.dpw.src[i]
+		if g.Inline {
+			if sink {
+				return 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR
+			}
+			*s = seg{kind: segInline, n: uint64(g.ByteCount), inl: h.dpw.wqe[g.Off : g.Off+int(g.ByteCount)]}
+		} else {
+			s.kind, s.addr, s.n, s.inl = segKey, g.Addr, uint64(g.ByteCount), nil
+			if h.checkKey(qp.wq, g.LKey, need, false, g.Addr, s.n, &s.m) != keyOK {
+				return 0, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR
+			}
+		}
+		total += s.n
+	}
+	return total, 0
+}
+
+// stream copies the bytes of src into dst in order (dst holds at least as
+// many); false on a page or window that refuses.
+func (h *HCA) stream(dst, src []seg) bool {
+	si, di := 0, 0
+	var so, do uint64
+	for si < len(src) && di < len(dst) {
+		s, d := &src[si], &dst[di]
+		if so == s.n {
+			si, so = si+1, 0
+			continue
+		}
+		if do == d.n {
+			di, do = di+1, 0
+			continue
+		}
+		k := min(s.n-so, d.n-do)
+		ok := true
+		switch {
+		case s.kind == segSkip:
+		case s.kind == segInline:
+			ok = d.m.write(d.addr+do, s.inl[so:so+k])
+		default:
+			ok = h.copyRegions(&d.m, d.addr+do, &s.m, s.addr+so, k)
+		}
+		if !ok {
+			return false
+		}
+		so, do = so+k, do+k
+	}
+	return true
+}
+
+// sendConnected executes an RC or UC WQE against the QP at the other end.
+func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
+	w := qp.wq
+	d := &h.dpw.send
+	rc := w.st == mlx4.QP_ST_RC
+	switch op {
+	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM, mlx4.OPCODE_RDMA_WRITE, mlx4.OPCODE_RDMA_WRITE_IMM:
+	case mlx4.OPCODE_RDMA_READ, mlx4.OPCODE_ATOMIC_CS, mlx4.OPCODE_ATOMIC_FA:
+		if !rc {
+			h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+			return true
+		}
+	default: // SEND_INVAL, LOCAL_INVAL, masked atomics: not offered (QUERY_DEV_CAP)
+		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+		return true
+	}
+	port, _, rr := h.routePort(qp.Port, w.rlid)
+	var dq *qpObj
+	if rr == routeOK {
+		if dq = h.routeQP(port, w.remoteQPN); dq == nil || dq.wq.st != w.st || dq.wq.remoteQPN != w.qpn {
+			dq, rr = nil, routeNoQP
+		}
+	}
+	if rr != routeOK {
+		if !rc { // UC: nothing acknowledges; the message is gone
+			h.sqDone(qp, uint32(total))
+			return true
+		}
+		h.sqError(qp, op, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR)
+		return true
+	}
+	dw := dq.wq
+	switch op {
+	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM:
+		return h.deliver(qp, dq, op, total, false)
+	case mlx4.OPCODE_RDMA_WRITE, mlx4.OPCODE_RDMA_WRITE_IMM:
+		t := &h.dpw.dst[0]
+		if total > 0 {
+			if !dw.rwe {
+				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+			}
+			if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_REMOTE_WRITE, true, d.RAddr.RAddr, total, &t.m) != keyOK {
+				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+			}
+		}
+		t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
+		if op == mlx4.OPCODE_RDMA_WRITE_IMM {
+			return h.deliver(qp, dq, op, total, true)
+		}
+		if !h.stream(h.dpw.dst[:1], h.dpw.src[:d.NSGE]) {
+			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+		}
+		h.sqDone(qp, uint32(total))
+		return true
+	case mlx4.OPCODE_RDMA_READ:
+		t := &h.dpw.dst[0]
+		if total > 0 {
+			if !dw.rre {
+				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq)
+			}
+			if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_REMOTE_READ, true, d.RAddr.RAddr, total, &t.m) != keyOK {
+				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+			}
+		}
+		t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
+		// The response lands in the local sink (h.dpw.src, checked for
+		// local write): a stream from the remote region into it.
+		if !h.stream(h.dpw.src[:d.NSGE], h.dpw.dst[:1]) {
+			h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
+			return true
+		}
+		h.sqDone(qp, uint32(total))
+		return true
+	default: // atomics
+		return h.atomic(qp, dq, op)
+	}
+}
+
+// atomic executes ATOMIC_CMP_SWP or ATOMIC_FETCH_ADD: 8 bytes at the
+// remote address (8-aligned), big-endian as on the wire; the original value
+// goes to the local sink (the first gather entry, 8 bytes).
+func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
+	d := &h.dpw.send
+	dw := dq.wq
+	if !dw.rae || d.RAddr.RAddr&7 != 0 {
+		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq)
+	}
+	var t mref
+	if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_ATOMIC, true, d.RAddr.RAddr, 8, &t) != keyOK {
+		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+	}
+	if d.NSGE > 0 && h.dpw.src[0].n < 8 {
+		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_LENGTH_ERR)
+		return true
+	}
+	b := h.dpw.atom[:]
+	if !t.read(b, d.RAddr.RAddr) {
+		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+	}
+	orig := binary.BigEndian.Uint64(b)
+	v := orig
+	if op == mlx4.OPCODE_ATOMIC_CS {
+		if orig == d.Atomic.Compare {
+			v = d.Atomic.SwapAdd
+		}
+	} else {
+		v = orig + d.Atomic.SwapAdd
+	}
+	binary.BigEndian.PutUint64(b, v)
+	if !t.write(d.RAddr.RAddr, b) {
+		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+	}
+	if d.NSGE > 0 {
+		binary.BigEndian.PutUint64(b, orig)
+		if s := &h.dpw.src[0]; !s.m.write(s.addr, b) {
+			h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
+			return true
+		}
+	}
+	h.sqDone(qp, 8)
+	return true
+}
+
+// deliver is a message that consumes a receive WQE at dq: SEND, SEND_IMM
+// (data scattered) or RDMA_WRITE_IMM (data already checked in h.dpw.dst[0];
+// the WQE only completes). false: RNR, to retry.
+func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool {
+	w := qp.wq
+	d := &h.dpw.send
+	rc := w.st == mlx4.QP_ST_RC
+	var s recvSlot
+	ok, bad := h.recvPeek(dq, &s)
+	if !ok {
+		if !rc { // UC: no RNR NAK; the message is dropped
+			h.sqDone(qp, uint32(total))
+			return true
+		}
+		return h.rnr(qp, op)
+	}
+	w.rnrTries = 0
+	if bad {
+		h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+		return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
+	}
+	e := &h.dpw.cqe
+	if writeImm {
+		if !h.stream(h.dpw.dst[:1], h.dpw.src[:d.NSGE]) {
+			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+		}
+	} else {
+		k, syn := h.scatterList(dq, total)
+		if syn != 0 {
+			h.recvError(dq, &s, syn)
+			if syn == mlx4.CQE_SYNDROME_LOCAL_LENGTH_ERR {
+				return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR)
+			}
+			return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
+		}
+		if !h.stream(h.dpw.dst[:k], h.dpw.src[:d.NSGE]) {
+			h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
+			return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
+		}
+	}
+	h.recvConsume(dq, &s)
+	*e = mlx4.CQE{ByteCnt: uint32(total)}
+	switch op {
+	case mlx4.OPCODE_SEND:
+		e.Opcode = mlx4.RECV_OPCODE_SEND
+	case mlx4.OPCODE_SEND_IMM:
+		e.Opcode, e.ImmedRSSInvalid = mlx4.RECV_OPCODE_SEND_IMM, d.Ctrl.Imm
+	default:
+		e.Opcode, e.ImmedRSSInvalid = mlx4.RECV_OPCODE_RDMA_WRITE_IMM, d.Ctrl.Imm
+	}
+	e.GMLPathRQPN = w.qpn & mlx4.CQE_QPN_MASK
+	e.SLVID = uint16(w.sl) << mlx4.CQESLShift
+	e.RLID = h.portView(qp.Port).lid | uint16(w.pathBits)
+	h.recvCQE(dq, &s, e)
+	h.sqDone(qp, uint32(total))
+	return true
+}
+
+// rnr handles an RNR NAK for the WQE at SQHead: retry (false: not
+// consumed) or RNR retry exceeded.
+func (h *HCA) rnr(qp *qpObj, op uint8) bool {
+	w := qp.wq
+	if w.rnrRetry == 7 || w.rnrTries < w.rnrRetry {
+		if w.rnrRetry != 7 {
+			w.rnrTries++
+		}
+		h.fw.vfs[w.vf].eng.RNRRetries.Add(1)
+		return false
+	}
+	w.rnrTries = 0
+	h.sqError(qp, op, mlx4.CQE_SYNDROME_RNR_RETRY_EXC_ERR)
+	return true
+}
+
+// nak is a responder's error NAK: the responder QP takes event ev and ERR,
+// the requester the syndrome.
+func (h *HCA) nak(qp, dq *qpObj, op uint8, syndrome, ev uint8) bool {
+	h.qpError(dq, ev)
+	h.sqError(qp, op, syndrome)
+	return true
+}
+
+// nakDone is the requester's side of a NAK whose responder side is done;
+// on UC nothing comes back.
+func (h *HCA) nakDone(qp *qpObj, op uint8, rc bool, syndrome uint8) bool {
+	if !rc {
+		h.sqDone(qp, uint32(0))
+		return true
+	}
+	h.sqError(qp, op, syndrome)
+	return true
+}
+
+// sqDone completes the WQE at SQHead: a CQE if it is signalled.
+func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
+	w := qp.wq
+	d := &h.dpw.send
+	h.fw.vfs[w.vf].eng.WQEs.Add(1)
+	w.rnrTries = 0
+	if d.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_CQ_UPDATE != 0 {
+		e := &h.dpw.cqe
+		*e = mlx4.CQE{VlanMyQPN: w.qpn, ByteCnt: byteCnt, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: d.Ctrl.Opcode}
+		h.cqe(w.scqn, w.vf, e, false)
+	}
+	qp.SQHead = (qp.SQHead + 1) & 0xffff
+}
+
+// sqError completes the WQE at SQHead with syndrome and takes the QP out
+// of RTS: ERR for RC, SQER for UD and UC; the rest is flushed.
+func (h *HCA) sqError(qp *qpObj, op uint8, syndrome uint8) {
+	w := qp.wq
+	h.fw.vfs[w.vf].eng.WQEs.Add(1)
+	w.rnrTries = 0
+	e := &h.dpw.cqe
+	*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: op}
+	e.SetError(syndrome, 0)
+	h.cqe(w.scqn, w.vf, e, false)
+	qp.SQHead = (qp.SQHead + 1) & 0xffff
+	if w.st == mlx4.QP_ST_RC {
+		h.qpError(qp, 0)
+		return
+	}
+	from := qp.State
+	qp.State = mlx4.QP_STATE_SQER
+	h.wqTransition(qp, from)
+	h.flush(qp, int(w.sqCnt))
+}
+
+// qpError moves qp to ERR (with async event ev, 0 for none) and flushes
+// its queues.
+func (h *HCA) qpError(qp *qpObj, ev uint8) {
+	if qp.State == mlx4.QP_STATE_ERR {
+		return
+	}
+	if ev != 0 {
+		_ = h.QPEvent(qp.wq.qpn, ev)
+	}
+	from := qp.State
+	qp.State = mlx4.QP_STATE_ERR
+	h.wqTransition(qp, from)
+	h.flush(qp, int(qp.wq.sqCnt+qp.wq.rqCnt))
+}
+
+// flush completes with WR_FLUSH_ERR the send WQEs valid at SQHead and, in
+// ERR, the receive WQEs posted: at most budget, the count returned.
+func (h *HCA) flush(qp *qpObj, budget int) int {
+	w := qp.wq
+	n := 0
+	for n < budget {
+		v, ok := h.sqValid(qp)
+		if !ok || !v {
+			break
+		}
+		e := &h.dpw.cqe
+		oo := binary.BigEndian.Uint32(h.dpw.word[:])
+		*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: uint8(oo & mlx4.WQEOpcodeMask)}
+		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
+		h.cqe(w.scqn, w.vf, e, false)
+		qp.SQHead = (qp.SQHead + 1) & 0xffff
+		n++
+	}
+	if qp.State == mlx4.QP_STATE_ERR {
+		n += h.flushRQ(qp, budget-n)
+	}
+	return n
+}
+
+// cqe hands a CQE to the CQ layer (cqring.go), counting errors and
+// refusals; solicited: a receive of a message with the solicited-event bit
+// (SOLICIT in the sender's srcrb_flags), which fires a REQ_NOT_SOL arm.
+// Error CQEs count as solicited, as on hardware.
+func (h *HCA) cqe(cqn uint32, vf int, e *mlx4.CQE, solicited bool) {
+	st := &h.fw.vfs[vf].eng
+	if e.IsError() {
+		st.ErrorCQEs.Add(1)
+	}
+	var err error
+	if solicited || e.IsError() {
+		err = h.postSolicitedCQE(cqn, e)
+	} else {
+		err = h.postCQE(cqn, e)
+	}
+	if err != nil {
+		st.CQEDrops.Add(1)
+	}
+}

@@ -1,0 +1,209 @@
+package hca
+
+// UD sends: one datagram per WQE, addressed by the datagram segment's
+// address vector (port, DLID, GRH, SL) and its remote QPN and Q_Key.
+//
+// The sender's WQE always completes successfully (no acknowledgement
+// exists); what becomes of the packet is the receiver's business. It is
+// dropped and counted (EngineStats.UDDropped) when its port or the port the
+// DLID names is not Active, no QP on that port has the dqpn or can
+// receive, or that QP has no receive WQE posted. The receiver's checks, in
+// IBA order: the P_Key (the sender's, its QP's pkey_index entry of the
+// sending port's table, against the receiver's QP's pkey_index entry of
+// the arrival port's: IBA 10.9.3, pkeyMatch) and the Q_Key (the WQE's, or
+// with bit 31 set the sending QP's own from its context — IBA 10.2.5: a
+// Q_Key with the high bit set means "use the QP's"; against the receiving
+// QP's context Q_Key). A failure drops the packet, counts it
+// (PKeyViol, QKeyViol) and raises trap 257 (Bad P_Key) or 258 (Bad Q_Key)
+// from the receiving port through the MAD engine, with the work
+// completion (source LID and QP, SL, P_Key index, DLID path bits, the GRH
+// bit) and the GRH of that packet (mad.Engine.KeyViolation).
+//
+// Multicast (a DLID in 0xc000..0xfffe, dqpn 0xffffff) reaches every QP
+// attached (QP_ATTACH) to the AV's DGID on the arrival port, but the
+// sender's own QP, each with the receiver checks; the DLID must still be
+// routed by the port it leaves (the model's ports answer to every
+// multicast LID: a switch with the group's MFT entry to each of them).
+
+import (
+	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+const (
+	multicastLIDBase = 0xc000
+	permissiveLID    = 0xffff
+	multicastQPN     = 0xffffff
+	qkeyUseQP        = 1 << 31
+	grhNextHdrIBA    = 0x1b
+	udHeaderBytes    = 12 + 8 + 4 // BTH, DETH, ICRC: the GRH's PayLen beside the payload
+)
+
+// sendUD executes a UD SEND or SEND_IMM (the only UD opcodes that reach
+// here besides NOP and LSO, which needs Ethernet: a local QP operation
+// error).
+func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
+	w := qp.wq
+	d := &h.dpw.send
+	op := d.Ctrl.Opcode
+	if op != mlx4.OPCODE_SEND && op != mlx4.OPCODE_SEND_IMM {
+		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+		return true
+	}
+	av := &d.Datagram.AV
+	port := qp.Port
+	if p := h.PhysPort(w.vf, av.PortPD>>24); p != 0 {
+		port = p
+	}
+	if mtu := h.Cfg.Ports[port-1].MTU; mtu > 0 && total > uint64(mtu) {
+		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_LENGTH_ERR)
+		return true
+	}
+	qkey := d.Datagram.QKey
+	if qkey&qkeyUseQP != 0 {
+		qkey = w.qkey
+	}
+	st := &h.fw.vfs[w.vf].eng
+	arrive, bits, rr := h.routePort(port, av.DLID)
+	if rr != routeOK {
+		st.UDDropped.Add(1)
+		h.sqDone(qp, uint32(total))
+		return true
+	}
+	dqpn := d.Datagram.DQPN & mlx4.QPNMask
+	if av.DLID >= multicastLIDBase && av.DLID != permissiveLID && dqpn == multicastQPN {
+		for qpn, gids := range h.fw.mcg {
+			if qpn == w.qpn&qpnMask {
+				continue
+			}
+			for i := range gids {
+				if gids[i] == av.DGID {
+					if dq := h.routeQP(arrive, qpn); dq != nil {
+						h.udReceive(qp, dq, port, arrive, bits, qkey, total)
+					}
+					break
+				}
+			}
+		}
+		h.sqDone(qp, uint32(total))
+		return true
+	}
+	dq := h.routeQP(arrive, dqpn)
+	if dq == nil || dq.wq.st != mlx4.QP_ST_UD {
+		st.UDDropped.Add(1)
+	} else {
+		h.udReceive(qp, dq, port, arrive, bits, qkey, total)
+	}
+	h.sqDone(qp, uint32(total))
+	return true
+}
+
+// udReceive is the arrival of the datagram at dq (arrival port arrive,
+// DLID path bits bits): the key checks, the receive WQE, the GRH, the
+// data and the receive CQE.
+func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32, total uint64) {
+	w, dw := qp.wq, dq.wq
+	d := &h.dpw.send
+	av := &d.Datagram.AV
+	st := &h.fw.vfs[dw.vf].eng
+	grh := av.GSLID&0x80 != 0
+	src := h.portView(port)
+	slid := src.lid | uint16(av.GSLID&0x7f)&(1<<src.lmc-1)
+	sl := uint8(av.SLTClassFlowLabel >> 28)
+	h.udGRH(qp, port, total)
+	if !pkeyMatch(h.pkey(port, w.pkeyIndex), h.pkey(arrive, dw.pkeyIndex)) {
+		st.PKeyViol.Add(1)
+		h.keyTrap(dq, w.qpn, arrive, slid, bits, sl, grh, true, uint32(h.pkey(port, w.pkeyIndex)))
+		return
+	}
+	if qkey != dw.qkey {
+		st.QKeyViol.Add(1)
+		h.keyTrap(dq, w.qpn, arrive, slid, bits, sl, grh, false, qkey)
+		return
+	}
+	var s recvSlot
+	ok, bad := h.recvPeek(dq, &s)
+	if !ok {
+		st.UDDropped.Add(1)
+		return
+	}
+	if bad {
+		h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+		return
+	}
+	k, syn := h.scatterList(dq, total+mad.GRHSize)
+	if syn != 0 {
+		h.recvError(dq, &s, syn)
+		return
+	}
+	// The GRH's 40 bytes first (written, or skipped without one), then the
+	// payload.
+	n := d.NSGE
+	copy(h.dpw.src[1:n+1], h.dpw.src[:n])
+	if grh {
+		h.dpw.src[0] = seg{kind: segInline, n: mad.GRHSize, inl: h.dpw.grh[:]}
+	} else {
+		h.dpw.src[0] = seg{kind: segSkip, n: mad.GRHSize}
+	}
+	ok = h.stream(h.dpw.dst[:k], h.dpw.src[:n+1])
+	copy(h.dpw.src[:n], h.dpw.src[1:n+1])
+	if !ok {
+		h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
+		return
+	}
+	h.recvConsume(dq, &s)
+	e := &h.dpw.cqe
+	*e = mlx4.CQE{ByteCnt: uint32(total + mad.GRHSize), Opcode: mlx4.RECV_OPCODE_SEND}
+	if d.Ctrl.Opcode == mlx4.OPCODE_SEND_IMM {
+		e.Opcode, e.ImmedRSSInvalid = mlx4.RECV_OPCODE_SEND_IMM, d.Ctrl.Imm
+	}
+	e.GMLPathRQPN = w.qpn&mlx4.CQE_QPN_MASK | uint32(bits&mlx4.CQEMLPathMask)<<mlx4.CQEMLPathShift
+	if grh {
+		e.GMLPathRQPN |= mlx4.CQE_G_MASK
+	}
+	e.SLVID = uint16(sl) << mlx4.CQESLShift
+	e.RLID = slid
+	h.recvCQE(dq, &s, e)
+}
+
+// udGRH builds the packet's GRH into h.dpw.grh (and h.dpw.ghdr): the
+// sender's GID (the port's GID prefix and the sending VF's GUID: its
+// GUIDInfo entry on the port, VF+1, as update_gid names it for UD), the
+// AV's DGID, traffic class, flow label and hop limit.
+func (h *HCA) udGRH(qp *qpObj, port int, total uint64) {
+	av := &h.dpw.send.Datagram.AV
+	g := &h.dpw.ghdr
+	*g = mad.GRH{IPVer: 6, TClass: uint8(av.SLTClassFlowLabel >> 20), FlowLabel: av.SLTClassFlowLabel & 0xfffff,
+		PayLen: uint16((total+3)&^3 + udHeaderBytes), NextHeader: grhNextHdrIBA, HopLimit: av.HopLimit, DGID: av.DGID}
+	v := h.portView(port)
+	guid := uint64(h.Cfg.Ports[port-1].PortGUID)
+	if h.mad != nil {
+		if x, ok := h.mad.GUID(uint8(port), qp.wq.vf+1); ok && x != 0 {
+			guid = x
+		}
+	}
+	for i := range 8 {
+		g.SGID[i] = byte(v.prefix >> (56 - 8*i))
+		g.SGID[8+i] = byte(guid >> (56 - 8*i))
+	}
+	_ = g.Encode(h.dpw.grh[:])
+}
+
+// keyTrap raises trap 257 or 258 for a UD packet dq's port dropped.
+func (h *HCA) keyTrap(dq *qpObj, srcQP uint32, arrive int, slid uint16, bits, sl uint8, grh, pkey bool, key uint32) {
+	if h.mad == nil {
+		return
+	}
+	wc := &h.dpw.wc
+	*wc = mad.WC{SLID: slid, SrcQP: srcQP, SL: sl, PKeyIndex: uint16(dq.wq.pkeyIndex),
+		DLIDPathBits: bits, GRHPresent: grh, QPN: dq.wq.qpn}
+	num := mad.TrapBadQKey
+	if pkey {
+		num = mad.TrapBadPKey
+	}
+	var gp *mad.GRH
+	if grh {
+		gp = &h.dpw.ghdr
+	}
+	h.mad.KeyViolation(uint8(arrive), num, key, wc, gp)
+}
