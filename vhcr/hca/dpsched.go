@@ -280,10 +280,14 @@ func (h *HCA) Attached() int { return h.dp.attached }
 // non-zero is a busy scan. With nothing attached or watched it returns at
 // once.
 func (h *HCA) ServiceQueues(budget int) int {
-	s := &h.dp
-	if s.attached == 0 && len(s.cqWatch) == 0 {
-		return 0
+	if h.dp.attached == 0 && len(h.dp.cqWatch) == 0 {
+		return 0 // inlined into the poller's scan: the idle command path pays two loads
 	}
+	return h.serviceQueues(budget)
+}
+
+func (h *HCA) serviceQueues(budget int) int {
+	s := &h.dp
 	work := 0
 	if len(s.cqWatch) > 0 {
 		work += h.cqHints()
@@ -393,21 +397,24 @@ func (h *HCA) runHot(budget int) int {
 				break
 			}
 			v := &s.vfs[s.live[(start+k)%len(s.live)]]
-			if len(v.hot) == 0 {
-				continue
-			}
-			if v.next >= len(v.hot) {
-				v.next = 0
-			}
-			q := v.hot[v.next]
-			v.next++
-			n := dpRun(h, q.qp, min(dpQuantum, left))
-			if n > 0 {
-				did = true
-				left -= n
-				q.idle = 0
-			} else if q.idle++; q.idle >= hotScans {
-				s.cool(q)
+			// The VF's turn: its next hot QP with work, each empty one
+			// tried once.
+			for tries := len(v.hot); tries > 0 && len(v.hot) > 0; tries-- {
+				if v.next >= len(v.hot) {
+					v.next = 0
+				}
+				q := v.hot[v.next]
+				v.next++
+				n := dpRun(h, q.qp, min(dpQuantum, left))
+				if n > 0 {
+					did = true
+					left -= n
+					q.idle = 0
+					break
+				}
+				if q.idle++; q.idle >= hotScans {
+					s.cool(q)
+				}
 			}
 			if left <= 0 {
 				break

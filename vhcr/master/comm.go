@@ -30,6 +30,9 @@ func (p *PF) scan() bool {
 	if p.next++; p.next == n {
 		p.next = 0
 	}
+	if p.hca.ServiceQueues(dataPathBudget) > 0 { // the send queues (hca/dpsched.go)
+		busy = true
+	}
 	p.journal.Scanned()
 	return busy
 }

@@ -286,6 +286,7 @@ func newPF(o Options) (*PF, error) {
 		o.HCA.SetInterrupts(o.Interrupts)
 	}
 	o.HCA.SetDoorbellReader(p.eqDoorbell)
+	o.HCA.SetUARReader(p.uarWord) // the data path's doorbells (datapath.go)
 	if o.Trace != nil {
 		o.HCA.SetEQEObserver(p.eqePosted)
 	}

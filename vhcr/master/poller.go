@@ -153,6 +153,10 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		if idleSince == 0 {
 			idleSince = now
 			p.hca.CheckArms()
+			if p.sweepQueues() {
+				idle = false
+				continue
+			}
 			if p.scans++; p.scans%64 == 0 {
 				p.checkFlags()
 			}
@@ -164,7 +168,11 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 			schedYield() // lets a VF spinning on this CPU run
 		default:
 			p.checkFlags()
-			p.hca.CheckArms() // a re-arm with EQEs pending (hca/irq.go)
+			p.hca.CheckArms() // a re-arm with EQEs or CQEs pending (hca/irq.go, cqring.go)
+			if p.sweepQueues() { // never sleep on work a doorbell hint missed
+				idle = false
+				continue
+			}
 			p.block(sleepNS)
 			p.now = tick.Now() // the stamp of the commands that woke the poller
 			if sleepNS < p.idle.MaxSleep.Nanoseconds() {
