@@ -95,6 +95,14 @@ type Options struct {
 	// Ledger, if set, sees every command the driver posts and every
 	// completion it takes.
 	Ledger Ledger
+	// UAR is the UAR index the verbs' CQs and QPs name in their contexts
+	// (usr_page) and ring at (mlx4.UARPageOffset of it in BAR); 0 is
+	// mlx4.ReservedUARs, the first a driver allocates.
+	UAR uint32
+	// CQESize is the verbs CQs' CQE slot size, 32 (0) or 64 bytes as the
+	// device reports (the 64-byte CQE capability); the CQE proper is a
+	// 64-byte slot's second half.
+	CQESize int
 }
 
 // Ledger records a driver's commands: Posted once per VHCR_POST that went
@@ -123,6 +131,7 @@ type Stats struct {
 	Doorbells   uint64 // doorbell writes
 	Interrupts  uint64 // wake-ups by the IRQ eventfd (Options.IRQ)
 	Recycles    uint64 // completion EQ re-creations
+	CompEvents  uint64 // completion EQEs for the verbs' CQs
 }
 
 // Result is a completed command.
@@ -148,6 +157,10 @@ type Driver struct {
 	ev   events
 	sink int // the sink counter index (QUERY_DEV_CAP max_counters - 1); -1 until asked
 	irq  int // Options.IRQ's descriptor, -1 without one
+	// the verbs' objects (verbs.go) by number, and their doorbell records
+	cqs map[uint32]*VCQ
+	qps map[uint32]*VQP
+	db  dbPool
 }
 
 // New builds a driver over v, whose comm channel must be up (VF.Init).
@@ -275,6 +288,7 @@ func (d *Driver) count(op mlx4.Opcode, s mlx4.Status, event bool) {
 func (d *Driver) Reset(ctx context.Context) error {
 	d.ev.forget()
 	d.pool.reclaim()
+	d.cqs, d.qps, d.db = nil, nil, dbPool{}
 	return d.VF.Init(ctx)
 }
 

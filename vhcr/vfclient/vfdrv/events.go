@@ -389,6 +389,10 @@ func (d *Driver) pump(q *EQ) int {
 
 func (d *Driver) dispatch(eqe *EQE) {
 	if eqe.Type != mlx4.EventCmd {
+		if eqe.Type == mlx4.EventComp && d.compEvent(eqe.Object) {
+			d.Stats.CompEvents++
+			return
+		}
 		d.Stats.Async++
 		if d.opt.OnEvent != nil {
 			d.opt.OnEvent(*eqe)

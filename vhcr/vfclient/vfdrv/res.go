@@ -2,6 +2,7 @@ package vfdrv
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -593,7 +594,15 @@ type QPConfig struct {
 	RemoteQPN   uint32
 	DestLID     uint16
 	NextSendPSN uint32
-	SMACIndex   uint8 // Ethernet: a MAC index the VF registered (ALLOC_RES MAC)
+	SMACIndex   uint8  // Ethernet: a MAC index the VF registered (ALLOC_RES MAC)
+	RecvPSN     uint32 // the receive PSN (rnr_nextrecvpsn: the remote's send PSN)
+	// Access is the responder's remote access enables (params2:
+	// mlx4.QP_BIT_RRE, _RWE, _RAE; to_mlx4_access_flags of
+	// qp_access_flags), Retry and RNRRetry the requester's retry counts
+	// (params1; 7 is infinite RNR retry). A verbs QP's zero Retry and
+	// RNRRetry are 7, as ibv_rc_pingpong sets them.
+	Access          uint32
+	Retry, RNRRetry uint8
 }
 
 // QP is a queue pair; State is the driver's view of its firmware state.
@@ -602,7 +611,9 @@ type QP struct {
 	Cfg   QPConfig
 	State mlx4.QPState
 	buffer
-	counter uint8 // pri_path.counter_index the driver writes: the sink
+	counter uint8     // pri_path.counter_index the driver writes: the sink
+	uar     uint32    // usr_page: the UAR of the send doorbell (Options.UAR)
+	wq      *qpQueues // the work queues of a verbs QP (CreateVerbsQP), nil for others
 }
 
 // CreateQP reserves a QPN (ALLOC_RES QP RESERVE) and an MTT for its
@@ -655,20 +666,53 @@ func (d *Driver) newQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &QP{Cfg: cfg, counter: sink}, nil
+	return &QP{Cfg: cfg, counter: sink, uar: d.uar()}, nil
 }
 
 // context is the QP context the driver writes in every modify mailbox.
 func (qp *QP) context() mlx4.QPContext {
 	c := qp.Cfg
-	return mlx4.QPContext{
+	ctx := mlx4.QPContext{
 		ST: c.ST, PD: c.PD, MTU: 5, MsgMax: 31,
 		LogRQSize: c.LogRQSize, LogRQStride: 2, LogSQSize: c.LogSQSize, LogSQStride: 2,
 		NoRQ: c.UseSRQ, LocalQPN: qp.QPN, RemoteQPN: c.RemoteQPN,
 		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3, SMACIndex: c.SMACIndex},
 		NextSendPSN: c.NextSendPSN, CQNSend: c.SendCQ, CQNRecv: c.RecvCQ,
-		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base,
+		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base, RNRNextRecvPSN: c.RecvPSN, UsrPage: qp.uar,
 	}
+	if q := qp.wq; q != nil {
+		// the queues as CreateVerbsQP laid them out (log_page_size 0 and
+		// page offset 0: 4 KiB pages, the buffer page-aligned)
+		ctx.LogSQStride = q.v.sq.shift - 4
+		if !c.UseSRQ {
+			ctx.LogRQStride = q.v.rq.shift - 4
+		}
+		ctx.DBRecAddr = q.dbrec
+	}
+	return ctx
+}
+
+// mailbox writes the modify-QP mailbox: optpar and the driver's context,
+// with the retry counts (params1) and the remote access enables (params2)
+// the context codec does not carry.
+func (qp *QP) mailbox(optpar uint32, b []byte) {
+	mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(b)
+	c := b[mlx4.QPMailboxContext:]
+	retry, rnr := qp.Cfg.Retry, qp.Cfg.RNRRetry
+	if qp.wq != nil {
+		if retry == 0 {
+			retry = 7
+		}
+		if rnr == 0 {
+			rnr = 7
+		}
+	}
+	p1 := binary.BigEndian.Uint32(c[mlx4.QPCParams1:])
+	p1 |= uint32(retry&7)<<mlx4.QPCParams1RetryShift | uint32(rnr&7)<<mlx4.QPCParams1RNRRetryShift
+	binary.BigEndian.PutUint32(c[mlx4.QPCParams1:], p1)
+	p2 := binary.BigEndian.Uint32(c[mlx4.QPCParams2:])
+	p2 |= qp.Cfg.Access & (mlx4.QP_BIT_RRE | mlx4.QP_BIT_RWE | mlx4.QP_BIT_RAE)
+	binary.BigEndian.PutUint32(c[mlx4.QPCParams2:], p2)
 }
 
 // modifyOptPar is the optpar the driver sets in a transition's mailbox,
@@ -707,14 +751,31 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to mlx4.QPState) error {
 	r := vfclient.Request{Op: op, InMod: qp.QPN}
 	if inbox {
 		var in [mlx4.QPMailboxSize]byte
-		mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
+		qp.mailbox(optpar, in[:])
 		r.In = in[:]
 	}
+	qp.before(to)
 	if _, err := d.must(ctx, &r); err != nil {
 		return err
 	}
 	qp.State = to
+	qp.after()
 	return nil
+}
+
+// before and after are what libmlx4's mlx4_modify_qp does around a
+// transition of a verbs QP: the send queue's ownership and stamps before
+// RESET→INIT, the indices and the RQ record after a transition to RESET.
+func (qp *QP) before(to mlx4.QPState) {
+	if qp.wq != nil && qp.State == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+		qp.wq.v.initOwnership()
+	}
+}
+
+func (qp *QP) after() {
+	if qp.wq != nil && qp.State == mlx4.QP_STATE_RST {
+		qp.wq.v.resetIndices()
+	}
 }
 
 // Transition posts op on qp as given (for walking illegal transitions by
@@ -724,7 +785,7 @@ func (d *Driver) Transition(ctx context.Context, qp *QP, op mlx4.Opcode, optpar 
 	r := vfclient.Request{Op: op, InMod: qp.QPN}
 	if info, _ := mlx4.CmdInfo(op); info.HasInbox {
 		var in [mlx4.QPMailboxSize]byte
-		mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(in[:])
+		qp.mailbox(optpar, in[:])
 		r.In = in[:]
 	}
 	res, err := d.Do(ctx, &r)
@@ -787,10 +848,13 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...mlx4.QPState)
 				mboxes = make([][mlx4.QPMailboxSize]byte, len(states))
 			}
 			mb := &mboxes[len(reqs)]
-			mlx4.QPMailbox{OptPar: optpar, Ctx: qp.context()}.Encode(mb[:])
+			qp.mailbox(optpar, mb[:])
 			r.In = mb[:]
 		}
 		reqs = append(reqs, r)
+		if qp.wq != nil && from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+			qp.wq.v.initOwnership()
+		}
 		from = to
 	}
 	res, err := d.Pipeline(ctx, reqs)
@@ -806,6 +870,7 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...mlx4.QPState)
 			break
 		}
 		qp.State, from = to, to
+		qp.after()
 		j++
 	}
 	return err
