@@ -238,6 +238,7 @@ func (h *HCA) cqResized(c *Cmd, cqn uint32, obj *cqObj, mtt *restrack.Object) ml
 		obj.Prod = (obj.Prod + 1) & cqIndexMask // the resize CQE's index, as written
 	}
 	obj.ring = r
+	h.dpSaveCQ(obj)
 	return mlx4.OK
 }
 
@@ -245,6 +246,9 @@ func (h *HCA) cqResized(c *Cmd, cqn uint32, obj *cqObj, mtt *restrack.Object) ml
 func (h *HCA) dropCQ(cqn uint32) {
 	if cq := h.fw.cqs[cqn]; cq != nil && cq.ring != nil && cq.ring.watched {
 		h.dp.unwatchCQ(cq)
+	}
+	if cq := h.fw.cqs[cqn]; cq != nil {
+		h.dpForget(&cq.dps)
 	}
 	delete(h.fw.cqs, cqn)
 }
@@ -364,6 +368,7 @@ func (h *HCA) cqArmWord(cq *cqObj, w uint32) {
 		return // no command: not an arm
 	}
 	cq.ArmCI = ci
+	h.dpSaveCQ(cq)
 	h.dp.stats[cq.ring.vf].CQArms.Add(1)
 	if cq.owed() {
 		h.cqFire(cq)
@@ -389,12 +394,16 @@ func (cq *cqObj) owed() bool {
 // cqFire posts the completion EQE of CQ cq to its EQ and disarms it.
 func (h *HCA) cqFire(cq *cqObj) {
 	cq.Arm = 0
+	h.dpSaveCQ(cq)
 	r := cq.ring
 	st := &h.dp.stats[r.vf]
 	eq := h.fw.eqs[restrack.EQID(r.vf, cq.EQN)]
 	if eq == nil || eq.tr.State != restrack.HW {
 		st.CompNoEQ.Add(1)
 		return
+	}
+	if !h.dpRedoFire(r.vf, cq.EQN, eq.Prod) {
+		return // a redone step's event the previous PF posted (dplog.go)
 	}
 	h.compEQE = mlx4.EncodeEQE(mlx4.EQE{Type: mlx4.EventComp, Object: r.cqn})
 	if h.writeEQE(eq, r.vf, mlx4.EventComp, &h.compEQE) == nil {
@@ -409,6 +418,7 @@ func (h *HCA) cqFail(cq *cqObj, syndrome uint8) {
 		return
 	}
 	cq.Err = syndrome
+	h.dpSaveCQ(cq)
 	if cq.ring.watched {
 		h.dp.unwatchCQ(cq)
 	}

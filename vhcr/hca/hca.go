@@ -29,6 +29,7 @@ type HCA struct {
 	cqRec      [mlx4.CQDBRecSize]byte // a CQ doorbell record read
 	compEQE    [mlx4.EQESize]byte     // a completion EQE
 	dpw        *dpScratch             // the engine's working memory (sq.go)
+	dl         *dpLog                 // the data path's log in the state file (dplog.go), or nil
 }
 
 // New builds the model for numVFs functions.

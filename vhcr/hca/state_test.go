@@ -35,7 +35,7 @@ var (
 			"madRec": "capture wiring", "madScratch": "scratch buffer", "eqeScratch": "scratch buffer",
 			"dp":         "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
 			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer",
-			"dpw": "scratch buffer",
+			"dpw": "scratch buffer", "dl": "wiring: the data path's log in the PF's state file",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",
@@ -44,9 +44,9 @@ var (
 			"quiet": "replay mode of the restarted PF", "adminChanges": "a counter the PF compares to decide to checkpoint, not state",
 			"dmfs": "configuration (flow-steering mode the PF sets)",
 		},
-		reflect.TypeFor[qpObj]():  {"tr": "link to the tracker object, joined again by Load", "wq": "geometry derived from Ctx and the MTT, rebuilt by Load"},
-		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object", "ring": "derived from Ctx and the MTT, rebuilt by Load"},
-		reflect.TypeFor[srqObj](): {"tr": "link to the tracker object", "q": "ring derived from Ctx and the MTT, rebuilt on first use"},
+		reflect.TypeFor[qpObj]():  {"tr": "link to the tracker object, joined again by Load", "wq": "geometry derived from Ctx and the MTT, rebuilt by Load", "dps": "wiring: its entry in the data path's log, joined again by AttachDataPathLog"},
+		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object", "ring": "derived from Ctx and the MTT, rebuilt by Load", "dps": "wiring: its entry in the data path's log"},
+		reflect.TypeFor[srqObj](): {"tr": "link to the tracker object", "q": "ring derived from Ctx and the MTT, rebuilt on first use", "dps": "wiring: its entry in the data path's log"},
 		reflect.TypeFor[mptObj](): {"tr": "link to the tracker object"},
 		reflect.TypeFor[eqObj](): {
 			"tr": "link to the tracker object", "win": "the VF's DMA window, given to Load",
