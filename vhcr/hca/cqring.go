@@ -308,7 +308,7 @@ func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
 			return ErrCQFailed
 		}
 	}
-	if (cq.Prod-cq.Cons)&cqIndexMask >= r.nent {
+	if (cq.Prod-cq.Cons)&cqIndexMask >= r.nent && !h.dpRedoAhead(cq) {
 		st.CQEDropped.Add(1)
 		st.CQOverruns.Add(1)
 		h.cqFail(cq, mlx4.CQErrOverrun)

@@ -658,6 +658,14 @@ func (h *HCA) dpRedoFire(vf, eqn int, prod uint32) bool {
 	return true
 }
 
+// dpRedoAhead: while a step is redone, a consumer index ahead of the
+// producer by at most the step's CQEs is the VF having read CQEs the
+// previous PF wrote before its death (they are rewritten in place), not an
+// overrun.
+func (h *HCA) dpRedoAhead(cq *cqObj) bool {
+	return h.dl != nil && h.dl.redo && (cq.Cons-cq.Prod)&cqIndexMask <= pfstate.MaxStepCQEs
+}
+
 // --- atomics ---
 
 // dpAtomic is an ATOMIC's original value: the one recorded before a kill
