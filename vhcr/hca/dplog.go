@@ -104,7 +104,6 @@ type dpLog struct {
 	ovOrig  uint64
 
 	vals  [pfstate.EntWords]uint32
-	copyb [pfstate.DPCopySize]byte
 	stats DataPathLogStats
 }
 
@@ -170,38 +169,27 @@ func (l *dpLog) readEntry(i int32) (seq, key uint32, ok bool) {
 	return seq, key, true
 }
 
-func copyCheck(p []byte) uint32 {
-	return pfstate.Checksum(p[pfstate.EntSeq:pfstate.EntCheck]) ^ pfstate.Checksum(p[pfstate.EntKey:pfstate.DPCopySize])
-}
+func copyCheck(p []byte) uint32 { return pfstate.Checksum(p[pfstate.EntKey:pfstate.DPCopySize]) }
 
-// writeEntry stores key and l.vals into the older copy of entry i, check
-// word last.
+// writeEntry stores key and l.vals into the older copy of entry i (by
+// sequence): the copy, its check word, then its sequence. A kill before
+// the check leaves the copy torn (its check fails), one before the
+// sequence leaves it older than the other: either way the other copy, the
+// previous state, counts, and the next write goes to this copy again.
 func (l *dpLog) writeEntry(i int32, key uint32) {
 	e := l.entry(i)
 	s0, s1 := le.Uint32(e[pfstate.EntSeq:]), le.Uint32(e[pfstate.DPCopySize+pfstate.EntSeq:])
-	v0 := le.Uint32(e[pfstate.EntKey:]) != 0 && le.Uint32(e[pfstate.EntCheck:]) == copyCheck(e[:pfstate.DPCopySize])
-	c, seq := 1, s0+1
-	if !v0 {
-		c, seq = 0, s1+1
-	} else if int32(s1-s0) > 0 {
-		// copy 1 is newer (if valid): write copy 0
-		if v1 := le.Uint32(e[pfstate.DPCopySize+pfstate.EntCheck:]) == copyCheck(e[pfstate.DPCopySize:]); v1 {
-			c, seq = 0, s1+1
-		}
+	c, seq := 0, s1+1
+	if int32(s1-s0) < 0 {
+		c, seq = 1, s0+1
 	}
-	b := &l.copyb
-	le.PutUint32(b[pfstate.EntSeq:], seq)
-	le.PutUint32(b[pfstate.EntKey:], key)
-	for k, v := range l.vals {
-		le.PutUint32(b[pfstate.EntVals+4*k:], v)
-	}
-	chk := copyCheck(b[:])
 	p := e[c*pfstate.DPCopySize : (c+1)*pfstate.DPCopySize]
-	copy(p[pfstate.EntKey:], b[pfstate.EntKey:])
+	le.PutUint32(p[pfstate.EntKey:], key)
+	for k, v := range l.vals {
+		le.PutUint32(p[pfstate.EntVals+4*k:], v)
+	}
+	le.PutUint32(p[pfstate.EntCheck:], copyCheck(p))
 	le.PutUint32(p[pfstate.EntSeq:], seq)
-	// A plain store last: the check covers the copy, so a kill before it
-	// leaves this copy torn and the other one standing.
-	le.PutUint32(p[pfstate.EntCheck:], chk)
 }
 
 // clearEntry frees entry i (both copies' keys zero).

@@ -68,8 +68,8 @@ const (
 
 // A table entry's copy.
 const (
-	EntSeq   = 0x00 // the copy's sequence (the newer valid copy counts)
-	EntCheck = 0x04 // CRC32C of EntSeq and EntKey .. the end of the copy, stored last
+	EntSeq   = 0x00 // the copy's sequence, stored last (the newer valid copy counts)
+	EntCheck = 0x04 // CRC32C of EntKey .. the end of the copy, stored before the sequence
 	EntKey   = 0x08 // kind << EntKindShift | object number; 0: free
 	EntVals  = 0x0c // EntWords words of the object's state
 
