@@ -201,6 +201,7 @@ func (h *HCA) cqCreated(c *Cmd, cqn uint32, obj *cqObj, mtt *restrack.Object) ml
 		}
 	}
 	obj.ring = r
+	h.cqPos(obj, true)
 	return mlx4.OK
 }
 
@@ -244,8 +245,11 @@ func (h *HCA) cqResized(c *Cmd, cqn uint32, obj *cqObj, mtt *restrack.Object) ml
 
 // dropCQ forgets CQ cqn (HW2SW_CQ, a VF's reset): off the watch list.
 func (h *HCA) dropCQ(cqn uint32) {
-	if cq := h.fw.cqs[cqn]; cq != nil && cq.ring != nil && cq.ring.watched {
-		h.dp.unwatchCQ(cq)
+	if cq := h.fw.cqs[cqn]; cq != nil && cq.ring != nil {
+		if cq.ring.watched {
+			h.sched.unwatchCQ(cq)
+		}
+		h.cqPos(cq, false)
 	}
 	if cq := h.fw.cqs[cqn]; cq != nil {
 		h.dpForget(&cq.dps)
@@ -286,7 +290,7 @@ func (h *HCA) completeCQ(cqn uint32, e *mlx4.CQE, solicited bool) error {
 		h.cqFire(cq)
 	}
 	if cq.Arm != mlx4.MLX4_CQ_DB_REQ_NOT && !cq.ring.watched {
-		h.dp.watchCQ(cq) // a new arm (or REQ_NOT over REQ_NOT_SOL) would owe an event at once
+		h.sched.watchCQ(cq) // a new arm (or REQ_NOT over REQ_NOT_SOL) would owe an event at once
 	}
 	return nil
 }
@@ -297,7 +301,7 @@ func (h *HCA) completeCQ(cqn uint32, e *mlx4.CQE, solicited bool) error {
 // and has room by the consumer index last read.
 func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
 	r := cq.ring
-	st := &h.dp.stats[r.vf]
+	st := &h.sched.stats[r.vf]
 	if cq.Err != 0 {
 		st.CQEDropped.Add(1)
 		return ErrCQFailed
@@ -329,8 +333,21 @@ func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
 		return ErrCQFailed
 	}
 	cq.Prod = (cq.Prod + 1) & cqIndexMask
+	h.cqPos(cq, true)
 	st.CQEs.Add(1)
 	return nil
+}
+
+// SetCQPositions installs pos, which the HCA calls with a CQ's producer
+// index whenever it changes (created, a CQE written: live) and when the
+// CQ goes away (not live), as SetEQPositions does for EQs: the positions a
+// restarted PF needs to continue the VF's CQs.
+func (h *HCA) SetCQPositions(pos func(vf int, cqn, prod uint32, live bool)) { h.sched.cqPos = pos }
+
+func (h *HCA) cqPos(cq *cqObj, live bool) {
+	if h.sched.cqPos != nil && !h.fw.quiet && cq.ring != nil {
+		h.sched.cqPos(cq.ring.vf, cq.ring.cqn, cq.Prod, live)
+	}
 }
 
 // cqRecord reads the CQ's doorbell record: set_ci is the consumer index,
@@ -341,7 +358,7 @@ func (h *HCA) cqRecord(cq *cqObj) bool {
 	r := cq.ring
 	rec := &h.cqRec
 	if r.win.CopyIn(rec[:], r.dbRec) != nil {
-		h.dp.stats[r.vf].CQAccess.Add(1)
+		h.sched.stats[r.vf].CQAccess.Add(1)
 		h.cqFail(cq, mlx4.CQErrAccessViolation)
 		return false
 	}
@@ -369,7 +386,7 @@ func (h *HCA) cqArmWord(cq *cqObj, w uint32) {
 	}
 	cq.ArmCI = ci
 	h.dpSaveCQ(cq)
-	h.dp.stats[cq.ring.vf].CQArms.Add(1)
+	h.sched.stats[cq.ring.vf].CQArms.Add(1)
 	if cq.owed() {
 		h.cqFire(cq)
 	}
@@ -396,7 +413,7 @@ func (h *HCA) cqFire(cq *cqObj) {
 	cq.Arm = 0
 	h.dpSaveCQ(cq)
 	r := cq.ring
-	st := &h.dp.stats[r.vf]
+	st := &h.sched.stats[r.vf]
 	eq := h.fw.eqs[restrack.EQID(r.vf, cq.EQN)]
 	if eq == nil || eq.tr.State != restrack.HW {
 		st.CompNoEQ.Add(1)
@@ -420,7 +437,7 @@ func (h *HCA) cqFail(cq *cqObj, syndrome uint8) {
 	cq.Err = syndrome
 	h.dpSaveCQ(cq)
 	if cq.ring.watched {
-		h.dp.unwatchCQ(cq)
+		h.sched.unwatchCQ(cq)
 	}
 	_ = h.CQError(cq.ring.cqn, syndrome)
 }
@@ -430,11 +447,11 @@ func (h *HCA) cqFail(cq *cqObj, syndrome uint8) {
 // leaves the watch list.
 // It reports whether it fired.
 func (h *HCA) checkCQArm(cq *cqObj) bool {
-	before := h.dp.stats[cq.ring.vf].CompEvents.Load()
+	before := h.sched.stats[cq.ring.vf].CompEvents.Load()
 	if h.cqRecord(cq) && (cq.Arm == mlx4.MLX4_CQ_DB_REQ_NOT || cq.Prod == cq.Cons) && cq.ring.watched {
-		h.dp.unwatchCQ(cq)
+		h.sched.unwatchCQ(cq)
 	}
-	return h.dp.stats[cq.ring.vf].CompEvents.Load() != before
+	return h.sched.stats[cq.ring.vf].CompEvents.Load() != before
 }
 
 // CQProd returns the producer index of CQ cqn and whether it is in HW
@@ -448,10 +465,10 @@ func (h *HCA) CQProd(cqn uint32) (uint32, bool) {
 
 // DPStats returns VF vf's data-path counters.
 func (h *HCA) DPStats(vf int) *DataPathStats {
-	if vf < 0 || vf >= len(h.dp.stats) {
+	if vf < 0 || vf >= len(h.sched.stats) {
 		return nil
 	}
-	return &h.dp.stats[vf]
+	return &h.sched.stats[vf]
 }
 
 // cqRing rebuilds the ring of a CQ a checkpoint restored, from its context

@@ -205,7 +205,7 @@ func (v *cqVF) wantComp(what string, cqns ...uint32) {
 	}
 }
 
-func sendCQE(qpn uint32, wqe uint16) *mlx4.CQE {
+func cqeOfSend(qpn uint32, wqe uint16) *mlx4.CQE {
 	return &mlx4.CQE{VlanMyQPN: qpn, WQEIndex: wqe, IsSend: true, Opcode: 0x0a, ByteCnt: 64}
 }
 
@@ -227,7 +227,7 @@ func TestCQHandOver(t *testing.T) {
 	if got := c.poll(); len(got) != 0 {
 		t.Fatalf("polled %d CQEs from a new CQ", len(got))
 	}
-	if err := r.h.postCQE(c.n, sendCQE(0x48, 7)); err != nil {
+	if err := r.h.postCQE(c.n, cqeOfSend(0x48, 7)); err != nil {
 		t.Fatal(err)
 	}
 	got := c.poll()
@@ -244,7 +244,7 @@ func TestPostCQEOwnerPasses(t *testing.T) {
 	v := r.vfCQ(1)
 	c := v.newCQ(3, 130) // 8 CQEs
 	for i := range 3*c.nent + 1 {
-		if err := r.h.postCQE(c.n, sendCQE(0x50, uint16(i))); err != nil {
+		if err := r.h.postCQE(c.n, cqeOfSend(0x50, uint16(i))); err != nil {
 			t.Fatalf("CQE %d: %v", i, err)
 		}
 		e := c.slot(i)
@@ -275,11 +275,11 @@ func TestCQOverrun(t *testing.T) {
 	v, w := r.vfCQ(0), r.vfCQ(1)
 	c, other := v.newCQ(3, 128), w.newCQ(3, 128)
 	for i := range c.nent {
-		if err := r.h.postCQE(c.n, sendCQE(1, uint16(i))); err != nil {
+		if err := r.h.postCQE(c.n, cqeOfSend(1, uint16(i))); err != nil {
 			t.Fatalf("CQE %d: %v", i, err)
 		}
 	}
-	if err := r.h.postCQE(c.n, sendCQE(1, 99)); !errors.Is(err, ErrCQOverrun) {
+	if err := r.h.postCQE(c.n, cqeOfSend(1, 99)); !errors.Is(err, ErrCQOverrun) {
 		t.Fatalf("CQE nent+1: %v, want ErrCQOverrun", err)
 	}
 	if e := c.slot(0); e.WQEIndex != 0 {
@@ -290,7 +290,7 @@ func TestCQOverrun(t *testing.T) {
 		t.Fatalf("async EQEs %+v, want one CQ_ERROR overrun for CQ %#x", ev, c.n)
 	}
 	c.poll() // too late: the CQ has failed
-	if err := r.h.postCQE(c.n, sendCQE(1, 100)); !errors.Is(err, ErrCQFailed) {
+	if err := r.h.postCQE(c.n, cqeOfSend(1, 100)); !errors.Is(err, ErrCQFailed) {
 		t.Fatalf("after the overrun: %v, want ErrCQFailed", err)
 	}
 	if ev := v.eqes(0); len(ev) != 0 {
@@ -300,7 +300,7 @@ func TestCQOverrun(t *testing.T) {
 	if st.CQOverruns.Load() != 1 || st.CQEDropped.Load() != 2 {
 		t.Fatalf("overruns %d dropped %d, want 1 2", st.CQOverruns.Load(), st.CQEDropped.Load())
 	}
-	if err := r.h.postCQE(other.n, sendCQE(2, 0)); err != nil || len(other.poll()) != 1 {
+	if err := r.h.postCQE(other.n, cqeOfSend(2, 0)); err != nil || len(other.poll()) != 1 {
 		t.Fatalf("the other VF's CQ: %v", err)
 	}
 	if r.h.DPStats(1).CQEDropped.Load() != 0 || len(w.eqes(0)) != 0 {
@@ -380,7 +380,7 @@ func TestCQArmPingpong(t *testing.T) {
 	c := v.newCQ(4, 129)
 	post := func(i int) {
 		t.Helper()
-		if err := r.h.postCQE(c.n, sendCQE(0x60, uint16(i))); err != nil {
+		if err := r.h.postCQE(c.n, cqeOfSend(0x60, uint16(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -435,11 +435,11 @@ func TestCQArmSolicited(t *testing.T) {
 	v := r.vfCQ(1)
 	c := v.newCQ(4, 129)
 	c.arm(true)
-	if err := r.h.postCQE(c.n, sendCQE(0x61, 0)); err != nil {
+	if err := r.h.postCQE(c.n, cqeOfSend(0x61, 0)); err != nil {
 		t.Fatal(err)
 	}
 	v.wantComp("plain CQE under REQ_NOT_SOL")
-	if err := r.h.postSolicitedCQE(c.n, sendCQE(0x61, 1)); err != nil {
+	if err := r.h.postSolicitedCQE(c.n, cqeOfSend(0x61, 1)); err != nil {
 		t.Fatal(err)
 	}
 	v.wantComp("solicited CQE", c.n)
@@ -449,13 +449,13 @@ func TestCQArmSolicited(t *testing.T) {
 	v.wantComp("re-arm with a solicited CQE pending", c.n)
 	c.poll()
 	c.event()
-	if err := r.h.postCQE(c.n, sendCQE(0x61, 2)); err != nil {
+	if err := r.h.postCQE(c.n, cqeOfSend(0x61, 2)); err != nil {
 		t.Fatal(err)
 	}
 	c.arm(true) // ci 2: only a plain CQE pending
 	r.h.CheckArms()
 	v.wantComp("re-arm with a plain CQE pending")
-	e := sendCQE(0x61, 3)
+	e := cqeOfSend(0x61, 3)
 	e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
 	if err := r.h.postCQE(c.n, e); err != nil {
 		t.Fatal(err)
@@ -474,7 +474,7 @@ func TestCQResize(t *testing.T) {
 	v := r.vfCQ(0)
 	c := v.newCQ(3, 129) // 8 CQEs
 	for i := range 5 {
-		if err := r.h.postCQE(c.n, sendCQE(0x62, uint16(i))); err != nil {
+		if err := r.h.postCQE(c.n, cqeOfSend(0x62, uint16(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -514,7 +514,7 @@ func TestCQResize(t *testing.T) {
 			t.Fatalf("new ring CQE %d software-owned before it was written", n)
 		}
 	}
-	if err := r.h.postCQE(c.n, sendCQE(0x62, 5)); err != nil {
+	if err := r.h.postCQE(c.n, cqeOfSend(0x62, 5)); err != nil {
 		t.Fatal(err)
 	}
 	got := nc.poll()
@@ -552,7 +552,7 @@ func TestCQRecordOutsideWindow(t *testing.T) {
 	v := r.vfCQ(0)
 	c, s := v.tryCQ(3, 129, func(x *mlx4.CQContext, _ []uint64) { x.DBRecAddr = testWindow - 4 })
 	v.must(s, "SW2HW_CQ")
-	if err := r.h.postCQE(c.n, sendCQE(1, 0)); !errors.Is(err, ErrCQFailed) {
+	if err := r.h.postCQE(c.n, cqeOfSend(1, 0)); !errors.Is(err, ErrCQFailed) {
 		t.Fatalf("postCQE: %v, want ErrCQFailed", err)
 	}
 	if e := c.slot(0); mlx4.CQEOwnerSW(e.Owner, 0, c.nent) {
@@ -575,7 +575,7 @@ func TestCQArmFlood(t *testing.T) {
 	r := newCQRig(t)
 	v, w := r.vfCQ(0), r.vfCQ(1)
 	c, d := v.newCQ(3, 129), w.newCQ(3, 129)
-	if err := r.h.postCQE(c.n, sendCQE(1, 0)); err != nil {
+	if err := r.h.postCQE(c.n, cqeOfSend(1, 0)); err != nil {
 		t.Fatal(err)
 	}
 	const scans = 300
@@ -591,7 +591,7 @@ func TestCQArmFlood(t *testing.T) {
 		t.Fatal("the flooded EQ never overran")
 	}
 	d.arm(false)
-	if err := r.h.postCQE(d.n, sendCQE(2, 0)); err != nil {
+	if err := r.h.postCQE(d.n, cqeOfSend(2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	w.wantComp("the other VF's CQE", d.n)
@@ -607,22 +607,22 @@ func TestCQDestroyedLeavesTheWatch(t *testing.T) {
 	v := r.vfCQ(0)
 	c, d := v.newCQ(3, 129), v.newCQ(3, 129)
 	for _, x := range []*cq{c, d} {
-		if err := r.h.postCQE(x.n, sendCQE(1, 0)); err != nil {
+		if err := r.h.postCQE(x.n, cqeOfSend(1, 0)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(r.h.dp.cqWatch) != 2 {
-		t.Fatalf("%d CQs watched, want 2", len(r.h.dp.cqWatch))
+	if len(r.h.sched.cqWatch) != 2 {
+		t.Fatalf("%d CQs watched, want 2", len(r.h.sched.cqWatch))
 	}
 	v.must(v.run(v.cmd(mlx4.HW2SW_CQ, 0, c.n, 0, nil, false)), "HW2SW_CQ")
-	if len(r.h.dp.cqWatch) != 1 {
-		t.Fatalf("%d CQs watched after HW2SW_CQ, want 1", len(r.h.dp.cqWatch))
+	if len(r.h.sched.cqWatch) != 1 {
+		t.Fatalf("%d CQs watched after HW2SW_CQ, want 1", len(r.h.sched.cqWatch))
 	}
-	if err := r.h.postCQE(c.n, sendCQE(1, 1)); !errors.Is(err, ErrNoCQ) {
+	if err := r.h.postCQE(c.n, cqeOfSend(1, 1)); !errors.Is(err, ErrNoCQ) {
 		t.Fatalf("postCQE to a destroyed CQ: %v", err)
 	}
 	r.h.ResetFunction(0)
-	if len(r.h.dp.cqWatch) != 0 || r.h.ServiceQueues(64) != 0 {
+	if len(r.h.sched.cqWatch) != 0 || r.h.ServiceQueues(64) != 0 {
 		t.Fatal("a reset VF's CQ is still watched")
 	}
 }
@@ -643,9 +643,45 @@ func exerciseCQ(t *testing.T, h *HCA, cqn uint32) {
 		if err := c.ring.win.CopyOut(c.ring.dbRec, rec[:]); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.postCQE(cqn, sendCQE(1, uint16(i))); err != nil {
+		if err := h.postCQE(cqn, cqeOfSend(1, uint16(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.SolProd, c.Sol, c.Err = 2, true, mlx4.CQErrOverrun
+}
+
+// TestCQPositions: the position hook sees a CQ's producer index at
+// creation, after every CQE (the resize CQE too) and its end at HW2SW_CQ;
+// nothing while replaying quietly.
+func TestCQPositions(t *testing.T) {
+	r := newCQRig(t)
+	type pos struct {
+		vf        int
+		cqn, prod uint32
+		live      bool
+	}
+	var got []pos
+	r.h.SetCQPositions(func(vf int, cqn, prod uint32, live bool) { got = append(got, pos{vf, cqn, prod, live}) })
+	v := r.vfCQ(1)
+	c := v.newCQ(3, 128)
+	for i := range 2 {
+		if err := r.h.postCQE(c.n, cqeOfSend(1, uint16(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.h.SetQuiet(true)
+	if err := r.h.postCQE(c.n, cqeOfSend(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	r.h.SetQuiet(false)
+	v.must(v.run(v.cmd(mlx4.HW2SW_CQ, 0, c.n, 0, nil, false)), "HW2SW_CQ")
+	want := []pos{{1, c.n, 0, true}, {1, c.n, 1, true}, {1, c.n, 2, true}, {1, c.n, 2, false}}
+	if len(got) != len(want) {
+		t.Fatalf("positions %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("positions %+v, want %+v", got, want)
+		}
+	}
 }

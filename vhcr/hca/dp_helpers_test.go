@@ -119,23 +119,21 @@ func (t *tvf) mr(va uint64, npages int, access uint32, pd uint32) (uint32, uint6
 
 // tqp is a QP of a tvf and the driver's view of its queues.
 type tqp struct {
-	t          *tvf
-	qpn        uint32
-	buf        uint64 // the QP buffer's page (IOVA)
-	db         uint64 // receive doorbell record
-	sqShift    uint
-	rqShift    uint
-	sqCnt      uint32
-	rqCnt      uint32
-	sqOff      uint64
-	rqOff      uint64
-	sqHead     uint32
-	rqHead     uint32
-	ctx        mlx4.QPContext
-	p1, p2     uint32 // params1, params2
-	remoteLID  uint16
-	srq        *tsrq
-	stampAfter bool
+	t       *tvf
+	qpn     uint32
+	buf     uint64 // the QP buffer's page (IOVA)
+	db      uint64 // receive doorbell record
+	sqShift uint
+	rqShift uint
+	sqCnt   uint32
+	rqCnt   uint32
+	sqOff   uint64
+	rqOff   uint64
+	sqHead  uint32
+	rqHead  uint32
+	ctx     mlx4.QPContext
+	p1, p2  uint32 // params1, params2
+	srq     *tsrq
 }
 
 type qpOpts struct {

@@ -8,11 +8,11 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 )
 
-// BenchmarkSend64 is a 64-byte signalled RC SEND between two VFs through
+// BenchmarkSend64StateFile is a 64-byte signalled RC SEND between two VFs through
 // the engine (receive WQE posted, WQE executed, both CQEs written, the
 // CQ's consumer index moved), without the data path's log and with it
 // (the state file's region: the step record, the positions).
-func BenchmarkSend64(b *testing.B) {
+func BenchmarkSend64StateFile(b *testing.B) {
 	for _, withLog := range []bool{false, true} {
 		name := "no-state-file"
 		if withLog {

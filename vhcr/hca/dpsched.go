@@ -20,9 +20,11 @@ package hca
 //     row; a QP that does work stays hot, so a QP that rings the same word
 //     again (which changes nothing) is served without a hint.
 //   - the sweep: every attached QP is checked by ownership, sweepPerScan
-//     QPs per scan in turn and all of them at each of the poller's idle
-//     checkpoints (SweepQueues, before it sleeps), so a doorbell the hint
-//     missed is found within one pass of the sweep, or one sleep.
+//     QPs every sweepEvery scans in turn (a pass over n QPs takes
+//     n/sweepPerScan·sweepEvery scans) and all of them at each of the
+//     poller's idle checkpoints (SweepQueues, before it sleeps), so a
+//     doorbell the hint missed is found within one pass of the sweep, or
+//     one sleep.
 //
 // Fairness, as for commands: each pass over the VFs with hot QPs gives
 // every VF one turn (round-robin, the first VF rotating per scan), a turn
@@ -39,8 +41,8 @@ package hca
 //
 // The cost. With no QP attached and no CQ watched, ServiceQueues is one
 // comparison. With idle attached QPs, a scan reads each UAR page's word
-// once and checks sweepPerScan QPs by ownership; ARCHITECTURE.md has the
-// measured figures.
+// once and checks sweepPerScan QPs by ownership every sweepEvery scans;
+// ARCHITECTURE.md has the measured figures.
 
 import (
 	"encoding/binary"
@@ -52,20 +54,27 @@ const (
 	dpQuantum    = 16   // WQEs per QP per turn
 	hotScans     = 4096 // empty checks before a hot QP is left to the hint and the sweep
 	sweepPerScan = 4    // attached QPs checked by ownership per scan
+	attachScans  = 16   // empty checks before a newly attached QP goes cold
+	sweepEvery   = 8    // scans between two steps of the sweep
 )
 
 // The engine's send queue functions (wq.go): sqPending is the cheap check
 // (the next send WQE is valid for this pass), runSQ executes up to budget
 // WQEs and returns how many it consumed.
 var (
-	dpPending = func(h *HCA, qp *qpObj) bool { return h.sqPending(qp) }
-	dpRun     = func(h *HCA, qp *qpObj, budget int) int { return h.runSQ(qp, budget) }
-	// dpUsrPage is the UAR index of the QP's send doorbell (the context's
-	// usr_page).
-	dpUsrPage = func(qp *qpObj) uint32 {
-		return binary.BigEndian.Uint32(qp.Ctx[mlx4.QPMailboxContext+mlx4.QPCUsrPage:]) & 0xffffff
-	}
+	dpPending = (*HCA).sqPending
+	dpRun     = (*HCA).runSQ
 )
+
+// dpUsrPage is the UAR index of the QP's send doorbell: the usr_page of
+// its work queues (RST2INIT's context, checked against the VF's UARs by
+// the engine), else of its last context.
+func dpUsrPage(qp *qpObj) uint32 {
+	if qp.wq != nil {
+		return qp.wq.usrPage
+	}
+	return binary.BigEndian.Uint32(qp.Ctx[mlx4.QPMailboxContext+mlx4.QPCUsrPage:]) & 0xffffff
+}
 
 // dpQP is an attached QP's slot.
 type dpQP struct {
@@ -108,9 +117,11 @@ type dpSched struct {
 	free     []*dpQP
 	freePg   []*dpPage
 	attached int
+	scans    uint64 // ServiceQueues calls with QPs attached
 	sweepVF  int
 	cqWatch  []*cqObj // CQs disarmed with CQEs pending (cqring.go)
 	uar      func(vf int, off uint64) (uint32, bool)
+	cqPos    func(vf int, cqn, prod uint32, live bool) // CQ producer positions (cqring.go), or nil
 	stats    []DataPathStats
 }
 
@@ -129,22 +140,22 @@ func (s *dpSched) reset() {
 	for _, cq := range s.cqWatch {
 		cq.ring.watched = false
 	}
-	stats, uar := s.stats, s.uar
+	stats, uar, pos := s.stats, s.uar, s.cqPos
 	*s = dpSched{}
 	s.init(len(stats))
-	s.stats, s.uar = stats, uar
+	s.stats, s.uar, s.cqPos = stats, uar, pos
 }
 
 // SetUARReader installs read, which returns the 32-bit big-endian word at
 // byte offset off of VF vf's BAR region (its UAR pages) and whether it
 // could be read. The scheduler reads only the pages of the VF's own
 // attached QPs and CQs, at MLX4_SEND_DOORBELL and MLX4_CQ_DOORBELL.
-func (h *HCA) SetUARReader(read func(vf int, off uint64) (uint32, bool)) { h.dp.uar = read }
+func (h *HCA) SetUARReader(read func(vf int, off uint64) (uint32, bool)) { h.sched.uar = read }
 
 // dpAttach puts a QP on the scheduler's lists (the engine: its send queue
 // may run). Attaching an attached QP again does nothing.
 func (h *HCA) dpAttach(qp *qpObj) {
-	s := &h.dp
+	s := &h.sched
 	qpn := uint32(qp.tr.ID)
 	vf := qp.tr.Owner
 	if vf < 0 || vf >= len(s.vfs) {
@@ -189,13 +200,14 @@ func (h *HCA) dpAttach(qp *qpObj) {
 	}
 	s.byQPN[qpn] = q
 	s.attached++
-	s.heat(q) // WQEs may be posted already
+	s.heat(q) // WQEs may be posted already: checked for a few scans
+	q.idle = hotScans - attachScans
 }
 
 // dpDetach takes a QP off the lists (it left the states that walk its
 // send queue, or is gone). Unknown QPs are ignored.
 func (h *HCA) dpDetach(qp *qpObj) {
-	s := &h.dp
+	s := &h.sched
 	q, ok := s.byQPN[uint32(qp.tr.ID)]
 	if !ok || q.qp != qp {
 		return
@@ -205,7 +217,7 @@ func (h *HCA) dpDetach(qp *qpObj) {
 
 // dpDetachVF detaches every QP of VF vf (its reset).
 func (h *HCA) dpDetachVF(vf int) {
-	s := &h.dp
+	s := &h.sched
 	if vf < 0 || vf >= len(s.vfs) {
 		return
 	}
@@ -271,7 +283,7 @@ func (s *dpSched) cool(q *dpQP) {
 }
 
 // Attached returns the number of QPs on the scheduler's lists.
-func (h *HCA) Attached() int { return h.dp.attached }
+func (h *HCA) Attached() int { return h.sched.attached }
 
 // ServiceQueues is the poller's data-path step, once per scan: the UAR
 // hints read, the sweep advanced, the hot QPs run for at most budget WQEs
@@ -280,14 +292,14 @@ func (h *HCA) Attached() int { return h.dp.attached }
 // non-zero is a busy scan. With nothing attached or watched it returns at
 // once.
 func (h *HCA) ServiceQueues(budget int) int {
-	if h.dp.attached == 0 && len(h.dp.cqWatch) == 0 {
+	if h.sched.attached == 0 && len(h.sched.cqWatch) == 0 {
 		return 0 // inlined into the poller's scan: the idle command path pays two loads
 	}
 	return h.serviceQueues(budget)
 }
 
 func (h *HCA) serviceQueues(budget int) int {
-	s := &h.dp
+	s := &h.sched
 	work := 0
 	if len(s.cqWatch) > 0 {
 		work += h.cqHints()
@@ -296,14 +308,16 @@ func (h *HCA) serviceQueues(budget int) int {
 		return work
 	}
 	h.doorbellHints()
-	h.sweep(sweepPerScan)
+	if s.scans++; s.scans%sweepEvery == 0 {
+		h.sweep(sweepPerScan)
+	}
 	return work + h.runHot(budget)
 }
 
 // doorbellHints reads the send doorbell word of every UAR page in use: a
 // changed word heats the page's QPs.
 func (h *HCA) doorbellHints() {
-	s := &h.dp
+	s := &h.sched
 	if s.uar == nil {
 		return
 	}
@@ -335,7 +349,7 @@ func (h *HCA) doorbellHints() {
 // sweep checks n attached QPs by ownership, in turn across the VFs, and
 // heats those with work.
 func (h *HCA) sweep(n int) int {
-	s := &h.dp
+	s := &h.sched
 	found := 0
 	for i := 0; i < n && i < s.attached; i++ {
 		if s.sweepVF >= len(s.live) {
@@ -363,7 +377,7 @@ func (h *HCA) sweep(n int) int {
 // returns how many QPs have work: the poller does not sleep when it is
 // non-zero.
 func (h *HCA) SweepQueues() int {
-	s := &h.dp
+	s := &h.sched
 	n := 0
 	for _, vf := range s.live {
 		for _, q := range s.vfs[vf].qps {
@@ -379,7 +393,7 @@ func (h *HCA) SweepQueues() int {
 // runHot gives the VFs with hot QPs their turns until budget WQEs are spent
 // or a whole pass did nothing.
 func (h *HCA) runHot(budget int) int {
-	s := &h.dp
+	s := &h.sched
 	left := budget
 	nlive := len(s.live)
 	if nlive == 0 || left <= 0 {
@@ -451,7 +465,7 @@ func (s *dpSched) unwatchCQ(cq *cqObj) {
 // UAR page of every watched CQ; where it changed the CQ's record is read
 // (an arm owed fires). It returns the events fired.
 func (h *HCA) cqHints() int {
-	s := &h.dp
+	s := &h.sched
 	if s.uar == nil {
 		return 0
 	}
@@ -478,7 +492,7 @@ func (h *HCA) cqHints() int {
 // checkCQArms reads the record of every watched CQ (CheckArms' part for
 // CQs). It returns the events fired.
 func (h *HCA) checkCQArms() int {
-	s := &h.dp
+	s := &h.sched
 	n := 0
 	for i := 0; i < len(s.cqWatch); {
 		cq := s.cqWatch[i]

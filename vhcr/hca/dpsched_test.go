@@ -72,7 +72,7 @@ func (r *schedRig) cold(t *testing.T) {
 	for range hotScans + 1 {
 		r.h.ServiceQueues(64)
 	}
-	for _, v := range r.h.dp.vfs {
+	for _, v := range r.h.sched.vfs {
 		if len(v.hot) != 0 {
 			t.Fatalf("%d QPs still hot", len(v.hot))
 		}
@@ -169,7 +169,7 @@ func TestSchedDoorbellHint(t *testing.T) {
 	// c, on the other page, rang nothing: the sweep finds it within one
 	// pass over the attached QPs
 	scans := 1
-	for ; f.ran[c] == 0 && scans <= len(qps)/sweepPerScan+1; scans++ {
+	for ; f.ran[c] == 0 && scans <= (len(qps)/sweepPerScan+1)*sweepEvery; scans++ {
 		r.h.ServiceQueues(64)
 	}
 	if f.ran[c] != 1 {
@@ -227,10 +227,10 @@ func TestSchedForeignDoorbell(t *testing.T) {
 	r.ring(0, 128, 0x200) // VF 0 rings VF 1's QPN on its own page
 	r.ring(0, 130, 0x200) // and on a page of its own no QP of it uses
 	r.h.doorbellHints()
-	if r.h.dp.byQPN[0x200].iHot >= 0 {
+	if r.h.sched.byQPN[0x200].iHot >= 0 {
 		t.Fatal("VF 0's doorbell heated VF 1's QP")
 	}
-	if r.h.dp.byQPN[0x100].iHot < 0 {
+	if r.h.sched.byQPN[0x100].iHot < 0 {
 		t.Fatal("VF 0's own QP on the page was not heated")
 	}
 	if st := r.h.DPStats(0); st.ForeignDoorbells.Load() != 1 {
@@ -275,11 +275,11 @@ func TestSchedAttachDetach(t *testing.T) {
 		}
 		if step%97 == 0 {
 			r.h.ServiceQueues(64)
-			checkSched(t, &r.h.dp, len(in))
+			checkSched(t, &r.h.sched, len(in))
 		}
 	}
 	r.h.dpDetach(fakeQP(0, 0x7fffff, 128))
-	checkSched(t, &r.h.dp, len(in))
+	checkSched(t, &r.h.sched, len(in))
 	r.h.dpDetachVF(2)
 	n := 0
 	for _, qp := range in {
@@ -287,8 +287,8 @@ func TestSchedAttachDetach(t *testing.T) {
 			n++
 		}
 	}
-	checkSched(t, &r.h.dp, n)
-	if len(r.h.dp.vfs[2].qps) != 0 {
+	checkSched(t, &r.h.sched, n)
+	if len(r.h.sched.vfs[2].qps) != 0 {
 		t.Fatal("the reset VF kept QPs")
 	}
 }
@@ -358,7 +358,7 @@ func TestSchedNoAllocs(t *testing.T) {
 	v := cr.vfCQ(0)
 	c := v.newCQ(3, 128)
 	c.arm(false)
-	e, ci := sendCQE(1, 0), make([]byte, 4)
+	e, ci := cqeOfSend(1, 0), make([]byte, 4)
 	if a := testing.AllocsPerRun(100, func() {
 		if err := cr.h.postCQE(c.n, e); err != nil {
 			t.Fatal(err)

@@ -23,12 +23,12 @@ type HCA struct {
 	madRec     MADRecorder    // --capture of MAD_IFC commands with a WC
 	madScratch mad.MADIFCInbox
 	eqeScratch [mlx4.EQESize]byte // PostEQE's copy of the EQE it writes
+	dp         *dpScratch         // the data path's working memory (sq.go)
 
-	dp         dpSched                // the data path's scheduler and CQ watch list (dpsched.go)
+	sched      dpSched                // the data path's scheduler and CQ watch list (dpsched.go)
 	cqeScratch [mlx4.CQESize]byte     // postCQE's copy of the CQE it writes
 	cqRec      [mlx4.CQDBRecSize]byte // a CQ doorbell record read
 	compEQE    [mlx4.EQESize]byte     // a completion EQE
-	dpw        *dpScratch             // the engine's working memory (sq.go)
 	dl         *dpLog                 // the data path's log in the state file (dplog.go), or nil
 }
 
@@ -44,7 +44,7 @@ func New(cfg *config.Config, numVFs int) (*HCA, error) {
 	if err := h.initResources(); err != nil {
 		return nil, err
 	}
-	h.dp.init(numVFs)
+	h.sched.init(numVFs)
 	return h, nil
 }
 

@@ -85,7 +85,7 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 	if err := tr.Load(im.Res); err != nil {
 		return fmt.Errorf("%w: %w", ErrImage, err)
 	}
-	h.dp.reset() // the scheduler's lists name the objects being replaced
+	h.sched.reset() // the scheduler's lists name the objects being replaced
 	fw := h.emptyFirmware(im.NextRegID)
 	l := imageLoad{tr: tr, fw: fw, window: window}
 	for _, load := range [...]func(*Image) error{l.mtts, l.qps, l.cqs, l.srqs, l.mpts, l.eqs} {

@@ -76,7 +76,11 @@ func (h *HCA) checkKey(w *wq, key uint32, need uint32, remote bool, addr, n uint
 	if mpt == nil || !mpt.Valid || mpt.tr == nil || mpt.tr.State != restrack.QPHW || mpt.tr.Owner != w.vf {
 		return keyBad
 	}
-	e, _ := mlx4.DecodeMPT(mpt.Entry[:]) // the stored entry is whole
+	if !mpt.decoded {
+		mpt.dec, _ = mlx4.DecodeMPT(mpt.Entry[:]) // the stored entry is whole
+		mpt.decoded = true
+	}
+	e := &mpt.dec
 	if e.Key != key || !e.Region() {
 		return keyBad
 	}
@@ -142,7 +146,7 @@ func (h *HCA) copyRegions(dst *mref, daddr uint64, src *mref, saddr uint64, n ui
 		if k > 1<<30 {
 			k = 1 << 30
 		}
-		if dma.Copy(dst.win, d, src.win, s, int(k), h.dpw.bounce[:]) != nil {
+		if dma.Copy(dst.win, d, src.win, s, int(k), h.dp.bounce[:]) != nil {
 			return false
 		}
 		saddr, daddr, n = saddr+k, daddr+k, n-k

@@ -120,7 +120,9 @@ type srqObj struct {
 
 type mptObj struct {
 	MPTState
-	tr *restrack.Object
+	tr      *restrack.Object
+	dec     mlx4.MPT // Entry decoded (mem.go) when decoded is set
+	decoded bool     // cleared by SW2HW_MPT
 }
 
 type eqObj struct {

@@ -61,14 +61,14 @@ type recvSlot struct {
 
 // rqProducer reads a doorbell record's 16-bit producer.
 func (h *HCA) dbRecord(win *dma.Window, addr uint64) (uint16, bool) {
-	if win.CopyIn(h.dpw.word[:4], addr) != nil {
+	if win.CopyIn(h.dp.word[:4], addr) != nil {
 		return 0, false
 	}
-	return uint16(binary.BigEndian.Uint32(h.dpw.word[:4]) & mlx4.RQDBRecHeadMask), true
+	return uint16(binary.BigEndian.Uint32(h.dp.word[:4]) & mlx4.RQDBRecHeadMask), true
 }
 
 // recvPeek finds the receive WQE the next message to dq takes and decodes
-// its scatter list into h.dpw.recv. ok false: none posted (RNR for RC, a
+// its scatter list into h.dp.recv. ok false: none posted (RNR for RC, a
 // drop for UD). bad true: the WQE is there but malformed (too many
 // entries: the responder's local QP operation error).
 func (h *HCA) recvPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
@@ -91,16 +91,14 @@ func (h *HCA) recvPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 	s.avail = min(avail, w.rqCnt)
 	s.index = uint16(dq.RQHead)
 	n := 1 << w.rqShift
-	buf := h.dpw.rwqe[:n]
+	buf := h.dp.rwqe[:n]
 	for off := 0; off < n; off += min(n, wqChunk) {
 		k := min(n-off, wqChunk)
 		if w.win.CopyIn(buf[off:off+k], w.rqAddr(dq.RQHead, uint64(off))) != nil {
 			return true, true
 		}
 	}
-	var err error
-	h.dpw.recv, err = mlx4.DecodeRecvWQE(buf, false)
-	return true, err != nil
+	return true, h.dp.recv.Decode(buf, false) != nil
 }
 
 // recvConsume takes the WQE recvPeek found.
@@ -142,7 +140,7 @@ func (h *HCA) srqPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 	}
 	s.srq, s.avail, s.index = q, min(avail, r.cnt), q.Head
 	n := 1 << r.shift
-	buf := h.dpw.rwqe[:n]
+	buf := h.dp.rwqe[:n]
 	for off := 0; off < n; off += wqChunk {
 		k := min(n-off, wqChunk)
 		a := uint64(uint32(q.Head)&(r.cnt-1))<<r.shift + uint64(off)
@@ -150,9 +148,8 @@ func (h *HCA) srqPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 			return true, true
 		}
 	}
-	var err error
-	h.dpw.recv, err = mlx4.DecodeRecvWQE(buf, true)
-	s.next = h.dpw.recv.NextWQEIndex
+	err := h.dp.recv.Decode(buf, true)
+	s.next = h.dp.recv.NextWQEIndex
 	return true, err != nil
 }
 
@@ -189,17 +186,17 @@ func (h *HCA) srqBuild(q *srqObj, win *dma.Window) bool {
 	return true
 }
 
-// scatterList checks the receive WQE's entries (h.dpw.recv) for a message
-// of n bytes (grh: 40 bytes more first) into h.dpw.dst: the entries it
+// scatterList checks the receive WQE's entries (h.dp.recv) for a message
+// of n bytes (grh: 40 bytes more first) into h.dp.dst: the entries it
 // reaches, each the responder's lkey with local write. It returns the
 // entries used and the syndrome (0: fits and checks).
 func (h *HCA) scatterList(dq *qpObj, n uint64) (int, uint8) {
-	r := &h.dpw.recv
+	r := &h.dp.recv
 	k := 0
 	for i := 0; i < r.NSGE && n > 0; i++ {
 		g := &r.SGE[i]
 		l := min(uint64(g.ByteCount), n)
-		d := &h.dpw.dst[k]
+		d := &h.dp.dst[k]
 		if h.checkKey(dq.wq, g.LKey, mlx4.PERM_LOCAL_WRITE, false, g.Addr, l, &d.m) != keyOK {
 			return 0, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR
 		}
@@ -218,14 +215,14 @@ func (h *HCA) scatterList(dq *qpObj, n uint64) (int, uint8) {
 func (h *HCA) recvCQE(dq *qpObj, s *recvSlot, e *mlx4.CQE) {
 	e.VlanMyQPN = dq.wq.qpn & mlx4.CQE_QPN_MASK
 	e.WQEIndex = s.index
-	h.cqe(dq.wq.rcqn, dq.wq.vf, e, h.dpw.send.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_SOLICITED != 0)
+	h.cqe(dq.wq.rcqn, dq.wq.vf, e, h.dp.send.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_SOLICITED != 0)
 }
 
 // recvError completes the receive WQE s of dq in error (syndrome) and
 // puts dq in the error state: the responder's side of a failed message.
 func (h *HCA) recvError(dq *qpObj, s *recvSlot, syndrome uint8) {
 	h.recvConsume(dq, s)
-	e := &h.dpw.cqe
+	e := &h.dp.cqe
 	*e = mlx4.CQE{}
 	e.SetError(syndrome, 0)
 	h.recvCQE(dq, s, e)
@@ -245,7 +242,7 @@ func (h *HCA) flushRQ(qp *qpObj, budget int) int {
 	}
 	avail := min(uint32(prod-uint16(qp.RQHead))&0xffff, w.rqCnt, uint32(budget))
 	for range avail {
-		e := &h.dpw.cqe
+		e := &h.dp.cqe
 		*e = mlx4.CQE{}
 		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
 		e.VlanMyQPN = w.qpn

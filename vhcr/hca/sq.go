@@ -39,7 +39,12 @@ package hca
 // a destination port not Active or no QP there that takes the packet (a
 // packet lost: no ACK ever comes) is transport retry exceeded — at once,
 // without waiting retry_count timeouts, since every retry would meet the
-// same fabric. A receive WQE missing at the responder is an RNR NAK:
+// same fabric. With path migration armed (pm_state ARMED and an alternate
+// path: its rlid set), a lost primary path also raises PATH_MIG_FAILED:
+// the model has no automatic path migration (the alternate path is
+// checked at the modify commands, never used to send), and hardware that
+// cannot migrate reports it so. A receive WQE missing at the responder is
+// an RNR NAK:
 // rnr_retry 7 retries forever (the WQE stays at SQHead and is tried again
 // at the next scan, never in a loop), otherwise the WQE is retried at the
 // next scans and fails with RNR retry exceeded after rnr_retry retries.
@@ -69,7 +74,8 @@ type EngineStats struct {
 	ErrorCQEs  atomic.Uint64 // error CQEs written, flushes included
 	CQEDrops   atomic.Uint64 // CQEs the CQ layer refused (overrun, no CQ)
 	UDDropped  atomic.Uint64 // UD packets dropped: port down, unknown DLID or QP, no receive WQE
-	PKeyViol   atomic.Uint64 // UD packets dropped on their P_Key
+	UCDropped  atomic.Uint64 // UC packets a responder dropped (bad rkey, access)
+	PKeyViol   atomic.Uint64 // packets dropped on their P_Key (UD, RC, UC)
 	QKeyViol   atomic.Uint64 // UD packets dropped on their Q_Key
 	Catas      atomic.Uint64 // local work queue catastrophic errors
 	RNRRetries atomic.Uint64 // RNR NAKs retried
@@ -116,8 +122,8 @@ type dpScratch struct {
 }
 
 func (h *HCA) scratch() {
-	if h.dpw == nil {
-		h.dpw = new(dpScratch)
+	if h.dp == nil {
+		h.dp = new(dpScratch)
 	}
 }
 
@@ -125,11 +131,11 @@ func (h *HCA) scratch() {
 // the device's for this pass.
 func (h *HCA) sqValid(qp *qpObj) (valid, ok bool) {
 	w := qp.wq
-	if w.win.CopyIn(h.dpw.word[:8], w.sqAddr(qp.SQHead, 0)) != nil {
+	if w.win.CopyIn(h.dp.word[:8], w.sqAddr(qp.SQHead, 0)) != nil {
 		return false, false
 	}
-	oo := binary.BigEndian.Uint32(h.dpw.word[mlx4.CtrlOwnerOpcode:])
-	size := h.dpw.word[mlx4.CtrlFenceSize] & mlx4.WQESizeMask
+	oo := binary.BigEndian.Uint32(h.dp.word[mlx4.CtrlOwnerOpcode:])
+	size := h.dp.word[mlx4.CtrlFenceSize] & mlx4.WQESizeMask
 	pass := qp.SQHead&w.sqCnt != 0
 	return oo != mlx4.WQEStamp && (oo&mlx4.WQEOwner != 0) == pass && size != 0, true
 }
@@ -137,7 +143,7 @@ func (h *HCA) sqValid(qp *qpObj) (valid, ok bool) {
 // sqPending reports whether qp has a send WQE (or, in ERR, a receive WQE)
 // the device would take now: one read of the next control segment.
 func (h *HCA) sqPending(qp *qpObj) bool {
-	if qp.wq == nil {
+	if qp.wq == nil || qp.Suspended {
 		return false
 	}
 	h.scratch()
@@ -156,12 +162,12 @@ func (h *HCA) sqPending(qp *qpObj) bool {
 // fetch results.
 const (
 	fetchNone  = iota // no valid WQE at SQHead
-	fetchOK           // h.dpw.wqe holds it
+	fetchOK           // h.dp.wqe holds it
 	fetchBad          // larger than the stride: local QP operation error
 	fetchCatas        // its pages cannot be read
 )
 
-// fetchSQ reads the WQE at SQHead into h.dpw.wqe, checking ownership and
+// fetchSQ reads the WQE at SQHead into h.dp.wqe, checking ownership and
 // stamps; n is its size in bytes.
 func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 	w := qp.wq
@@ -172,13 +178,13 @@ func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 	if !v {
 		return fetchNone, 0
 	}
-	n := int(h.dpw.word[mlx4.CtrlFenceSize]&mlx4.WQESizeMask) * mlx4.WQESegUnit
+	n := int(h.dp.word[mlx4.CtrlFenceSize]&mlx4.WQESizeMask) * mlx4.WQESegUnit
 	if n > 1<<w.sqShift {
 		return fetchBad, 0
 	}
 	chunks := (n + wqChunk - 1) / wqChunk
 	for i := range chunks {
-		b := h.dpw.wqe[i*wqChunk : (i+1)*wqChunk]
+		b := h.dp.wqe[i*wqChunk : (i+1)*wqChunk]
 		if w.win.CopyIn(b, w.sqAddr(qp.SQHead, uint64(i*wqChunk))) != nil {
 			return fetchCatas, 0
 		}
@@ -188,7 +194,7 @@ func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 	}
 	// The owner word again, last: a WQE whose owner was read before the
 	// rest was complete is taken only if it still says so.
-	if binary.BigEndian.Uint32(h.dpw.wqe[:]) != binary.BigEndian.Uint32(h.dpw.word[:]) {
+	if binary.BigEndian.Uint32(h.dp.wqe[:]) != binary.BigEndian.Uint32(h.dp.word[:]) {
 		return fetchNone, 0
 	}
 	return fetchOK, n
@@ -199,8 +205,8 @@ func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 // VF posted instead.
 func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	w := qp.wq
-	if w == nil || budget <= 0 {
-		return 0
+	if w == nil || budget <= 0 || qp.Suspended {
+		return 0 // SUSPEND_QP: the QP does nothing until UNSUSPEND_QP
 	}
 	h.scratch()
 	switch qp.State {
@@ -239,14 +245,12 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	return done
 }
 
-// execWQE executes the WQE in h.dpw.wqe[:n]; false: it was not consumed
+// execWQE executes the WQE in h.dp.wqe[:n]; false: it was not consumed
 // (an RNR NAK to retry).
 func (h *HCA) execWQE(qp *qpObj, n int) bool {
 	w := qp.wq
-	d := &h.dpw.send
-	var err error
-	*d, err = mlx4.DecodeSendWQE(h.dpw.wqe[:n], w.st)
-	if err != nil {
+	d := &h.dp.send
+	if d.Decode(h.dp.wqe[:n], w.st) != nil {
 		h.sqError(qp, 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 		return true
 	}
@@ -276,11 +280,11 @@ func (h *HCA) execWQE(qp *qpObj, n int) bool {
 	return true
 }
 
-// gatherList fills h.dpw.src from the WQE's gather entries. For RDMA READ
+// gatherList fills h.dp.src from the WQE's gather entries. For RDMA READ
 // and atomics they are the local sink (local write); otherwise the
 // source. A syndrome on a bad key.
 func (h *HCA) gatherList(qp *qpObj, op uint8) (uint64, uint8) {
-	d := &h.dpw.send
+	d := &h.dp.send
 	sink := op == mlx4.OPCODE_RDMA_READ || op == mlx4.OPCODE_ATOMIC_CS || op == mlx4.OPCODE_ATOMIC_FA
 	var need uint32
 	if sink {
@@ -289,12 +293,12 @@ func (h *HCA) gatherList(qp *qpObj, op uint8) (uint64, uint8) {
 	var total uint64
 	for i := range d.NSGE {
 		g := &d.SGE[i]
-		s := &h.dpw.src[i]
+		s := &h.dp.src[i]
 		if g.Inline {
 			if sink {
 				return 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR
 			}
-			*s = seg{kind: segInline, n: uint64(g.ByteCount), inl: h.dpw.wqe[g.Off : g.Off+int(g.ByteCount)]}
+			*s = seg{kind: segInline, n: uint64(g.ByteCount), inl: h.dp.wqe[g.Off : g.Off+int(g.ByteCount)]}
 		} else {
 			s.kind, s.addr, s.n, s.inl = segKey, g.Addr, uint64(g.ByteCount), nil
 			if h.checkKey(qp.wq, g.LKey, need, false, g.Addr, s.n, &s.m) != keyOK {
@@ -341,7 +345,7 @@ func (h *HCA) stream(dst, src []seg) bool {
 // sendConnected executes an RC or UC WQE against the QP at the other end.
 func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 	w := qp.wq
-	d := &h.dpw.send
+	d := &h.dp.send
 	rc := w.st == mlx4.QP_ST_RC
 	switch op {
 	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM, mlx4.OPCODE_RDMA_WRITE, mlx4.OPCODE_RDMA_WRITE_IMM:
@@ -362,6 +366,14 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		}
 	}
 	if rr != routeOK {
+		if w.pmArmed && rr != routeNoQP {
+			// The primary path is lost with migration armed: hardware would
+			// move to the alternate path; the model does not migrate
+			// (automatic path migration is not modelled), which the QP
+			// learns as hardware reports a failed migration.
+			_ = h.QPEvent(w.qpn, mlx4.EventPathMigFailed)
+			w.pmArmed = false
+		}
 		if !rc { // UC: nothing acknowledges; the message is gone
 			h.sqDone(qp, uint32(total))
 			return true
@@ -370,11 +382,24 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		return true
 	}
 	dw := dq.wq
+	// Every packet's P_Key is checked at the receiving port (IBA 9.6.1.1):
+	// a mismatch drops it, counts it and raises trap 257; for RC no ACK
+	// comes, the requester's retries run out.
+	if spk := h.pkey(qp.Port, w.pkeyIndex); !pkeyMatch(spk, h.pkey(dq.Port, dw.pkeyIndex)) {
+		h.fw.vfs[dw.vf].eng.PKeyViol.Add(1)
+		h.keyTrap(dq, w.qpn, dq.Port, h.portView(qp.Port).lid|uint16(w.pathBits), 0, w.sl, false, true, uint32(spk))
+		if !rc {
+			h.sqDone(qp, uint32(total))
+			return true
+		}
+		h.sqError(qp, op, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR)
+		return true
+	}
 	switch op {
 	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM:
 		return h.deliver(qp, dq, op, total, false)
 	case mlx4.OPCODE_RDMA_WRITE, mlx4.OPCODE_RDMA_WRITE_IMM:
-		t := &h.dpw.dst[0]
+		t := &h.dp.dst[0]
 		if total > 0 {
 			if !dw.rwe {
 				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
@@ -387,13 +412,13 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		if op == mlx4.OPCODE_RDMA_WRITE_IMM {
 			return h.deliver(qp, dq, op, total, true)
 		}
-		if !h.stream(h.dpw.dst[:1], h.dpw.src[:d.NSGE]) {
+		if !h.stream(h.dp.dst[:1], h.dp.src[:d.NSGE]) {
 			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 		}
 		h.sqDone(qp, uint32(total))
 		return true
 	case mlx4.OPCODE_RDMA_READ:
-		t := &h.dpw.dst[0]
+		t := &h.dp.dst[0]
 		if total > 0 {
 			if !dw.rre {
 				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq)
@@ -403,9 +428,9 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 			}
 		}
 		t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
-		// The response lands in the local sink (h.dpw.src, checked for
+		// The response lands in the local sink (h.dp.src, checked for
 		// local write): a stream from the remote region into it.
-		if !h.stream(h.dpw.src[:d.NSGE], h.dpw.dst[:1]) {
+		if !h.stream(h.dp.src[:d.NSGE], h.dp.dst[:1]) {
 			h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
 			return true
 		}
@@ -420,7 +445,7 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 // remote address (8-aligned), big-endian as on the wire; the original value
 // goes to the local sink (the first gather entry, 8 bytes).
 func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
-	d := &h.dpw.send
+	d := &h.dp.send
 	dw := dq.wq
 	if !dw.rae || d.RAddr.RAddr&7 != 0 {
 		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq)
@@ -429,11 +454,11 @@ func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
 	if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_ATOMIC, true, d.RAddr.RAddr, 8, &t) != keyOK {
 		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 	}
-	if d.NSGE > 0 && h.dpw.src[0].n < 8 {
+	if d.NSGE > 0 && h.dp.src[0].n < 8 {
 		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_LENGTH_ERR)
 		return true
 	}
-	b := h.dpw.atom[:]
+	b := h.dp.atom[:]
 	if !t.read(b, d.RAddr.RAddr) {
 		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 	}
@@ -454,7 +479,7 @@ func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
 	}
 	if d.NSGE > 0 {
 		binary.BigEndian.PutUint64(b, orig)
-		if s := &h.dpw.src[0]; !s.m.write(s.addr, b) {
+		if s := &h.dp.src[0]; !s.m.write(s.addr, b) {
 			h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
 			return true
 		}
@@ -464,11 +489,11 @@ func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
 }
 
 // deliver is a message that consumes a receive WQE at dq: SEND, SEND_IMM
-// (data scattered) or RDMA_WRITE_IMM (data already checked in h.dpw.dst[0];
+// (data scattered) or RDMA_WRITE_IMM (data already checked in h.dp.dst[0];
 // the WQE only completes). false: RNR, to retry.
 func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool {
 	w := qp.wq
-	d := &h.dpw.send
+	d := &h.dp.send
 	rc := w.st == mlx4.QP_ST_RC
 	var s recvSlot
 	ok, bad := h.recvPeek(dq, &s)
@@ -484,9 +509,9 @@ func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool
 		h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 		return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
 	}
-	e := &h.dpw.cqe
+	e := &h.dp.cqe
 	if writeImm {
-		if !h.stream(h.dpw.dst[:1], h.dpw.src[:d.NSGE]) {
+		if !h.stream(h.dp.dst[:1], h.dp.src[:d.NSGE]) {
 			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 		}
 	} else {
@@ -498,7 +523,7 @@ func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool
 			}
 			return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
 		}
-		if !h.stream(h.dpw.dst[:k], h.dpw.src[:d.NSGE]) {
+		if !h.stream(h.dp.dst[:k], h.dp.src[:d.NSGE]) {
 			h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
 			return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
 		}
@@ -539,7 +564,14 @@ func (h *HCA) rnr(qp *qpObj, op uint8) bool {
 
 // nak is a responder's error NAK: the responder QP takes event ev and ERR,
 // the requester the syndrome.
+// On UC nothing is acknowledged: the responder drops the packet (counted)
+// and stays as it is, the requester's WQE completes.
 func (h *HCA) nak(qp, dq *qpObj, op uint8, syndrome, ev uint8) bool {
+	if qp.wq.st != mlx4.QP_ST_RC {
+		h.fw.vfs[dq.wq.vf].eng.UCDropped.Add(1)
+		h.sqDone(qp, 0)
+		return true
+	}
 	h.qpError(dq, ev)
 	h.sqError(qp, op, syndrome)
 	return true
@@ -559,11 +591,11 @@ func (h *HCA) nakDone(qp *qpObj, op uint8, rc bool, syndrome uint8) bool {
 // sqDone completes the WQE at SQHead: a CQE if it is signalled.
 func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 	w := qp.wq
-	d := &h.dpw.send
+	d := &h.dp.send
 	h.fw.vfs[w.vf].eng.WQEs.Add(1)
 	w.rnrTries = 0
 	if d.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_CQ_UPDATE != 0 {
-		e := &h.dpw.cqe
+		e := &h.dp.cqe
 		*e = mlx4.CQE{VlanMyQPN: w.qpn, ByteCnt: byteCnt, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: d.Ctrl.Opcode}
 		h.cqe(w.scqn, w.vf, e, false)
 	}
@@ -577,7 +609,7 @@ func (h *HCA) sqError(qp *qpObj, op uint8, syndrome uint8) {
 	w := qp.wq
 	h.fw.vfs[w.vf].eng.WQEs.Add(1)
 	w.rnrTries = 0
-	e := &h.dpw.cqe
+	e := &h.dp.cqe
 	*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: op}
 	e.SetError(syndrome, 0)
 	h.cqe(w.scqn, w.vf, e, false)
@@ -620,8 +652,8 @@ func (h *HCA) flush(qp *qpObj, budget int) int {
 		if !ok || !v {
 			break
 		}
-		e := &h.dpw.cqe
-		oo := binary.BigEndian.Uint32(h.dpw.word[:])
+		e := &h.dp.cqe
+		oo := binary.BigEndian.Uint32(h.dp.word[:])
 		*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: uint8(oo & mlx4.WQEOpcodeMask)}
 		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
 		h.cqe(w.scqn, w.vf, e, false)

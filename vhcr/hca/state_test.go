@@ -33,9 +33,10 @@ var (
 			"Res": "persistent through its own image (restrack.Image, Image.Res)", "fw": "persistent through State",
 			"mad": "MAD_IFC's engine, wired by the PF", "madViews": "derived from the configuration",
 			"madRec": "capture wiring", "madScratch": "scratch buffer", "eqeScratch": "scratch buffer",
-			"dp":         "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
+			"dp":         "scratch buffer",
+			"sched":      "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
 			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer",
-			"dpw": "scratch buffer", "dl": "wiring: the data path's log in the PF's state file",
+			"dl": "wiring: the data path's log in the PF's state file",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",
@@ -47,7 +48,7 @@ var (
 		reflect.TypeFor[qpObj]():  {"tr": "link to the tracker object, joined again by Load", "wq": "geometry derived from Ctx and the MTT, rebuilt by Load", "dps": "wiring: its entry in the data path's log, joined again by AttachDataPathLog"},
 		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object", "ring": "derived from Ctx and the MTT, rebuilt by Load", "dps": "wiring: its entry in the data path's log"},
 		reflect.TypeFor[srqObj](): {"tr": "link to the tracker object", "q": "ring derived from Ctx and the MTT, rebuilt on first use", "dps": "wiring: its entry in the data path's log"},
-		reflect.TypeFor[mptObj](): {"tr": "link to the tracker object"},
+		reflect.TypeFor[mptObj](): {"tr": "link to the tracker object", "dec": "derived from Entry (the data path's decoded copy)", "decoded": "whether dec is Entry's"},
 		reflect.TypeFor[eqObj](): {
 			"tr": "link to the tracker object", "win": "the VF's DMA window, given to Load",
 			"dbLast": "the doorbell word last applied: a restarted PF reads every doorbell afresh (RefreshEQs)",

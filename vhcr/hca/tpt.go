@@ -75,6 +75,7 @@ func (h *HCA) SW2HW_MPT(c *Cmd) mlx4.Status {
 	}
 	copy(obj.Entry[:], c.Inbox[:])
 	obj.Valid = true
+	obj.decoded = false // the data path decodes the new entry
 	h.Res.EndMove(o)
 	return mlx4.OK
 }

@@ -20,12 +20,13 @@ package hca
 // bit) and the GRH of that packet (mad.Engine.KeyViolation).
 //
 // Multicast (a DLID in 0xc000..0xfffe, dqpn 0xffffff) reaches every QP
-// attached (QP_ATTACH) to the AV's DGID on the arrival port, but the
-// sender's own QP, each with the receiver checks; the DLID must still be
-// routed by the port it leaves (the model's ports answer to every
-// multicast LID: a switch with the group's MFT entry to each of them).
+// attached (QP_ATTACH) to the AV's DGID on an Active port, but the
+// sender's own QP, each with the receiver checks: the switch's MFT is not
+// consulted, the model's ports answer to every multicast LID.
 
 import (
+	"slices"
+
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -44,7 +45,7 @@ const (
 // error).
 func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 	w := qp.wq
-	d := &h.dpw.send
+	d := &h.dp.send
 	op := d.Ctrl.Opcode
 	if op != mlx4.OPCODE_SEND && op != mlx4.OPCODE_SEND_IMM {
 		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
@@ -64,27 +65,19 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 		qkey = w.qkey
 	}
 	st := &h.fw.vfs[w.vf].eng
-	arrive, bits, rr := h.routePort(port, av.DLID)
-	if rr != routeOK {
-		st.UDDropped.Add(1)
+	dqpn := d.Datagram.DQPN & mlx4.QPNMask
+	if av.DLID >= multicastLIDBase && av.DLID != permissiveLID && dqpn == multicastQPN {
+		if v := h.portView(port); !v.active || v.eth {
+			st.UDDropped.Add(1)
+		} else {
+			h.multicast(qp, port, qkey, total)
+		}
 		h.sqDone(qp, uint32(total))
 		return true
 	}
-	dqpn := d.Datagram.DQPN & mlx4.QPNMask
-	if av.DLID >= multicastLIDBase && av.DLID != permissiveLID && dqpn == multicastQPN {
-		for qpn, gids := range h.fw.mcg {
-			if qpn == w.qpn&qpnMask {
-				continue
-			}
-			for i := range gids {
-				if gids[i] == av.DGID {
-					if dq := h.routeQP(arrive, qpn); dq != nil {
-						h.udReceive(qp, dq, port, arrive, bits, qkey, total)
-					}
-					break
-				}
-			}
-		}
+	arrive, bits, rr := h.routePort(port, av.DLID)
+	if rr != routeOK {
+		st.UDDropped.Add(1)
 		h.sqDone(qp, uint32(total))
 		return true
 	}
@@ -98,19 +91,41 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 	return true
 }
 
+// multicast delivers the datagram to every UD QP attached to the AV's DGID
+// on an Active IB port, but the sender.
+func (h *HCA) multicast(qp *qpObj, port int, qkey uint32, total uint64) {
+	w := qp.wq
+	dgid := h.dp.send.Datagram.AV.DGID
+	for qpn, gids := range h.fw.mcg {
+		if qpn == w.qpn&qpnMask || !slices.Contains(gids, dgid) {
+			continue
+		}
+		dq := h.fw.qps[qpn]
+		if dq == nil || dq.wq == nil || dq.wq.st != mlx4.QP_ST_UD {
+			continue
+		}
+		if v := h.portView(dq.Port); !v.active || v.eth || h.routeQP(dq.Port, qpn) == nil {
+			continue
+		}
+		h.udReceive(qp, dq, port, dq.Port, 0, qkey, total)
+	}
+}
+
 // udReceive is the arrival of the datagram at dq (arrival port arrive,
 // DLID path bits bits): the key checks, the receive WQE, the GRH, the
 // data and the receive CQE.
 func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32, total uint64) {
 	w, dw := qp.wq, dq.wq
-	d := &h.dpw.send
+	d := &h.dp.send
 	av := &d.Datagram.AV
 	st := &h.fw.vfs[dw.vf].eng
 	grh := av.GSLID&0x80 != 0
 	src := h.portView(port)
 	slid := src.lid | uint16(av.GSLID&0x7f)&(1<<src.lmc-1)
 	sl := uint8(av.SLTClassFlowLabel >> 28)
-	h.udGRH(qp, port, total)
+	if grh {
+		h.udGRH(qp, port, total)
+	}
 	if !pkeyMatch(h.pkey(port, w.pkeyIndex), h.pkey(arrive, dw.pkeyIndex)) {
 		st.PKeyViol.Add(1)
 		h.keyTrap(dq, w.qpn, arrive, slid, bits, sl, grh, true, uint32(h.pkey(port, w.pkeyIndex)))
@@ -139,20 +154,20 @@ func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32
 	// The GRH's 40 bytes first (written, or skipped without one), then the
 	// payload.
 	n := d.NSGE
-	copy(h.dpw.src[1:n+1], h.dpw.src[:n])
+	copy(h.dp.src[1:n+1], h.dp.src[:n])
 	if grh {
-		h.dpw.src[0] = seg{kind: segInline, n: mad.GRHSize, inl: h.dpw.grh[:]}
+		h.dp.src[0] = seg{kind: segInline, n: mad.GRHSize, inl: h.dp.grh[:]}
 	} else {
-		h.dpw.src[0] = seg{kind: segSkip, n: mad.GRHSize}
+		h.dp.src[0] = seg{kind: segSkip, n: mad.GRHSize}
 	}
-	ok = h.stream(h.dpw.dst[:k], h.dpw.src[:n+1])
-	copy(h.dpw.src[:n], h.dpw.src[1:n+1])
+	ok = h.stream(h.dp.dst[:k], h.dp.src[:n+1])
+	copy(h.dp.src[:n], h.dp.src[1:n+1])
 	if !ok {
 		h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
 		return
 	}
 	h.recvConsume(dq, &s)
-	e := &h.dpw.cqe
+	e := &h.dp.cqe
 	*e = mlx4.CQE{ByteCnt: uint32(total + mad.GRHSize), Opcode: mlx4.RECV_OPCODE_SEND}
 	if d.Ctrl.Opcode == mlx4.OPCODE_SEND_IMM {
 		e.Opcode, e.ImmedRSSInvalid = mlx4.RECV_OPCODE_SEND_IMM, d.Ctrl.Imm
@@ -166,13 +181,13 @@ func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32
 	h.recvCQE(dq, &s, e)
 }
 
-// udGRH builds the packet's GRH into h.dpw.grh (and h.dpw.ghdr): the
+// udGRH builds the packet's GRH into h.dp.grh (and h.dp.ghdr): the
 // sender's GID (the port's GID prefix and the sending VF's GUID: its
 // GUIDInfo entry on the port, VF+1, as update_gid names it for UD), the
 // AV's DGID, traffic class, flow label and hop limit.
 func (h *HCA) udGRH(qp *qpObj, port int, total uint64) {
-	av := &h.dpw.send.Datagram.AV
-	g := &h.dpw.ghdr
+	av := &h.dp.send.Datagram.AV
+	g := &h.dp.ghdr
 	*g = mad.GRH{IPVer: 6, TClass: uint8(av.SLTClassFlowLabel >> 20), FlowLabel: av.SLTClassFlowLabel & 0xfffff,
 		PayLen: uint16((total+3)&^3 + udHeaderBytes), NextHeader: grhNextHdrIBA, HopLimit: av.HopLimit, DGID: av.DGID}
 	v := h.portView(port)
@@ -186,7 +201,7 @@ func (h *HCA) udGRH(qp *qpObj, port int, total uint64) {
 		g.SGID[i] = byte(v.prefix >> (56 - 8*i))
 		g.SGID[8+i] = byte(guid >> (56 - 8*i))
 	}
-	_ = g.Encode(h.dpw.grh[:])
+	_ = g.Encode(h.dp.grh[:])
 }
 
 // keyTrap raises trap 257 or 258 for a UD packet dq's port dropped.
@@ -194,7 +209,7 @@ func (h *HCA) keyTrap(dq *qpObj, srcQP uint32, arrive int, slid uint16, bits, sl
 	if h.mad == nil {
 		return
 	}
-	wc := &h.dpw.wc
+	wc := &h.dp.wc
 	*wc = mad.WC{SLID: slid, SrcQP: srcQP, SL: sl, PKeyIndex: uint16(dq.wq.pkeyIndex),
 		DLIDPathBits: bits, GRHPresent: grh, QPN: dq.wq.qpn}
 	num := mad.TrapBadQKey
@@ -203,7 +218,7 @@ func (h *HCA) keyTrap(dq *qpObj, srcQP uint32, arrive int, slid uint16, bits, sl
 	}
 	var gp *mad.GRH
 	if grh {
-		gp = &h.dpw.ghdr
+		gp = &h.dp.ghdr
 	}
 	h.mad.KeyViolation(uint8(arrive), num, key, wc, gp)
 }

@@ -99,6 +99,7 @@ type wq struct {
 	rnrRetry  uint8 // params1 rnr_retry, 7 = infinite
 	rre, rwe  bool  // params2: remote read / write enable
 	rae       bool  // remote atomic enable
+	pmArmed   bool  // path migration armed (flags pm_state ARMED)
 
 	rnrTries uint8 // RNR NAKs the WQE at SQHead has had (transient: a restarted PF retries afresh)
 	attached bool  // dpAttach done
@@ -184,6 +185,8 @@ func (h *HCA) wqRefresh(qp *qpObj) {
 	w.rre = p2&mlx4.QP_BIT_RRE != 0
 	w.rwe = p2&mlx4.QP_BIT_RWE != 0
 	w.rae = p2&mlx4.QP_BIT_RAE != 0
+	fl := binary.BigEndian.Uint32(b[mlx4.QPCFlags:])
+	w.pmArmed = fl>>mlx4.QPCFlagsPMStateShift&mlx4.QPCFlagsPMStateMask == mlx4.QP_PM_ARMED && ctx.Alt.RLID != 0
 }
 
 // wqTransition is called after every QP state change: the scheduler's

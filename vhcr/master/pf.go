@@ -61,6 +61,7 @@ type PF struct {
 	// the command trace (trace.go): the ring, the poller's latest clock
 	// reading, and a completion EQE held until its command is recorded
 	trace   *trace.Ring
+	dpath   dataPath // the data path's sweep clock (datapath.go)
 	now     uint64
 	holdEQE bool
 	held    heldEQE

@@ -79,6 +79,7 @@ func (p *PF) Run(ctx context.Context) error {
 	perNS := tick.PerNS()
 	spin := uint64(float64(p.idle.SpinFor.Nanoseconds()) * perNS)
 	yield := uint64(float64(p.idle.YieldFor.Nanoseconds()) * perNS)
+	p.dpath.every = uint64(float64(sweepInterval.Nanoseconds()) * perNS)
 	// The loop runs under bar.Guard (on this goroutine: the fault mode is
 	// per goroutine), entered once and again after each fault it handled
 	// (fault.go): a region that shrinks under the PF is an error, not a
@@ -168,7 +169,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 			schedYield() // lets a VF spinning on this CPU run
 		default:
 			p.checkFlags()
-			p.hca.CheckArms() // a re-arm with EQEs or CQEs pending (hca/irq.go, cqring.go)
+			p.hca.CheckArms()    // a re-arm with EQEs or CQEs pending (hca/irq.go, cqring.go)
 			if p.sweepQueues() { // never sleep on work a doorbell hint missed
 				idle = false
 				continue

@@ -18,3 +18,14 @@ const (
 	// (mlx4_set_sched: 0x80 | (port - 1) << 6 | sl << 2).
 	PathSchedQueueSLShift = 2
 )
+
+// The QP context's path-migration state (flags 12:11, MLX4_QP_PM_*:
+// include/linux/mlx4/qp.h; mlx4_ib writes MIGRATED at RST2INIT and the
+// IB_QP_PATH_MIG_STATE attribute's state after).
+const (
+	QPCFlagsPMStateShift = 11
+	QPCFlagsPMStateMask  = 3
+	QP_PM_MIGRATED       = 0x3
+	QP_PM_ARMED          = 0x0
+	QP_PM_REARM          = 0x1
+)
