@@ -328,9 +328,8 @@ func (h *HCA) doorbellHints() {
 			if !ok || (w == pg.last && pg.seen) {
 				continue
 			}
-			changed := pg.seen || w != 0
 			pg.last, pg.seen = w, true
-			if !changed {
+			if w == 0 { // no store names QPN 0's page this way: nothing rang
 				continue
 			}
 			s.stats[vf].Doorbells.Add(1)
