@@ -32,6 +32,9 @@ func runBench(args []string) error {
 	phase := fs.Duration("fair-phase", 500*time.Millisecond, "length of one fairness phase")
 	irqIters := fs.Int("irq-iters", 20000, "round trips per round for the interrupt figures (0: skip them)")
 	persistIters := fs.Int("persist-iters", 20000, "NOP round trips per round for the state-file cost figures, CQ and QP cycles a tenth of it (0: skip them)")
+	dpWrite := fs.Int("dp-write-iters", 2000, "data path: RDMA_WRITEs of 64 KiB per round (0: skip the data path figures)")
+	dpSend := fs.Int("dp-send-iters", 200000, "data path: 64-byte SENDs per round")
+	dpPing := fs.Int("dp-ping-iters", 10000, "data path: RC ping-pong round trips per round")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -52,6 +55,12 @@ func runBench(args []string) error {
 			return fmt.Errorf("state file cost: %w", err)
 		}
 	}
+	var dr *bench.DataPathResult
+	if *dpWrite > 0 {
+		if dr, err = bench.RunDataPath(context.Background(), o, bench.DataPath{WriteIters: *dpWrite, SendIters: *dpSend, PingIters: *dpPing, NOPIters: *iters / 5}); err != nil {
+			return fmt.Errorf("data path: %w", err)
+		}
+	}
 	var fr *bench.FairResult
 	if *fair {
 		busy := []int{8, *fairVFs}
@@ -65,12 +74,16 @@ func runBench(args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(struct {
 			*bench.Result
-			IRQ     *bench.IRQResult     `json:"interrupts,omitempty"`
-			Persist *bench.PersistResult `json:"state_file_cost,omitempty"`
-			Fair    *bench.FairResult    `json:"fairness,omitempty"`
-		}{res, ir, pr, fr})
+			IRQ     *bench.IRQResult      `json:"interrupts,omitempty"`
+			Persist *bench.PersistResult  `json:"state_file_cost,omitempty"`
+			Fair    *bench.FairResult     `json:"fairness,omitempty"`
+			Data    *bench.DataPathResult `json:"data_path,omitempty"`
+		}{res, ir, pr, fr, dr})
 	}
 	printBench(os.Stdout, *rounds, res, ir, pr, fr)
+	if dr != nil {
+		printDataPath(os.Stdout, dr)
+	}
 	return nil
 }
 
@@ -107,6 +120,21 @@ func printBench(w io.Writer, rounds int, res *bench.Result, ir *bench.IRQResult,
 	if fr != nil {
 		printFair(w, fr)
 	}
+}
+
+// printDataPath prints the data path's figures of vfctl bench, each ratio
+// against the NOP or the copy measured in the same run.
+func printDataPath(w io.Writer, dr *bench.DataPathResult) {
+	fmt.Fprintln(w, "data path: vhcrd serve --num-vfs 2, vfdrv's verbs on both VFs in this process, one PF thread (the poller)")
+	fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", dr.NOP.Name, dr.NOP.MedianNS, dr.NOP.P99NS)
+	fmt.Fprintf(w, "RDMA_WRITE 64 KiB: %.0f MB/s; memcpy of the same bytes between the same places: %.0f MB/s; write/memcpy = %.3f   (median over rounds; target >= %g) [%s]\n",
+		dr.WriteMBps, dr.MemcpyMBps, dr.WriteOverMemcpy, bench.TargetWriteOverMemcpy, dr.Load)
+	fmt.Fprintf(w, "SEND 64 B: %.0f msg/s (target >= %g); NOP capacity %.0f/s; SEND/NOP = %.2f   (median over rounds) [%s]\n",
+		dr.SendRate, float64(bench.TargetSendRate), dr.NOPRate, dr.SendOverNOP, dr.Load)
+	fmt.Fprintf(w, "RC ping-pong 64 B half round trip: %.0f ns; half round trip/NOP = %.2f   (median over rounds; target <= %g) [%s]\n",
+		dr.HalfRTTNS, dr.HalfRTTOverNOP, float64(bench.TargetHalfRTTOverNOP), dr.Load)
+	fmt.Fprintf(w, "VF allocations: %d over %d WQEs and %d CQEs: %.5f per WQE, %.5f per CQE   (target 0)\n",
+		dr.Mallocs, dr.WQEs, dr.CQEs, dr.AllocsPerWQE, dr.AllocsPerCQE)
 }
 
 // printPersist prints the state-file cost figures of vfctl bench.

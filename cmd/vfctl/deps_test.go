@@ -30,6 +30,7 @@ func TestVFSideLinksNoPF(t *testing.T) {
 		{"cmd/vfctl", pfSide},
 		{"vhcr/bench", pfSide},
 		{"vhcr/vfclient/vfdrv", append(pfSide, "mad")},
+		{"vhcr/vfclient/perftest", pfSide},
 		{"vhcr/vfclient", append(pfSide, "mad")},
 		{"vhcr/wire", append(pfSide, "mad", "vhcr/vfclient")},
 	} {

@@ -10,6 +10,8 @@
 //	vfctl mad --vf N get nodeinfo|portinfo|pkeys|guids|nodedesc | bm-get | bm-set
 //	vfctl load --vfs 0-7 --duration 10s [--mix basic|realistic] [--events] [--json]
 //	vfctl load --one-thread --vfs 0-63 [--bystander N [--gap 5us] [--rounds 5]] [--json]
+//	vfctl pingpong --vf N (--peer-vf M | [HOST]) [-s SIZE] [-n ITERS] [-r RX] [-e] [-c] [--ud]
+//	vfctl bw --vf N (--peer-vf M | [HOST]) [-s SIZE] [-n ITERS] [-t TX] [-Q CQMOD]
 //	vfctl flr --vf N
 //	vfctl bench --vhcrd bin/vhcrd
 //	vfctl completion bash|zsh|fish | man DIR | help [COMMAND [ACTION]]
@@ -163,10 +165,12 @@ var examples = map[string][]string{
 	"flr":        {"vfctl flr --vf 3"},
 	"port":       {"vfctl port --phys-port 1 --state down", "vfctl port --phys-port 1 --state active"},
 	"load":       {"vfctl load --vfs 0-7 --duration 2s --json", "vfctl load --one-thread --vfs 0-7 --bystander 0"},
+	"pingpong":   {"vfctl pingpong --vf 0 --peer-vf 1 -n 100 -c", "vfctl pingpong --vf 2 --peer-vf 3 --ud -s 1024 -n 100 -e"},
+	"bw":         {"vfctl bw --vf 0 --peer-vf 1 -n 500"},
 	"mad":        {"vfctl mad --vf 3 get pkeys", "vfctl mad --vf 7 bm-set --bkey 0x1 --slid 9 --sgid fe80::2:c903:0:7"},
 	"res":        {"vfctl res --vf 2 --events", "vfctl res --vf 2 --json"},
 	"ptys":       {"vfctl ptys --vf 2 --port 1", "vfctl ptys --vf 2 --port 1 --json"},
-	"bench":      {"vfctl bench --vhcrd bin/vhcrd --rounds 1 --iters 20000 --sock-iters 2000 --irq-iters 2000 --persist-iters 2000 --fair=false"},
+	"bench":      {"vfctl bench --vhcrd bin/vhcrd --rounds 1 --iters 20000 --sock-iters 2000 --irq-iters 2000 --persist-iters 2000 --fair=false --dp-write-iters 200 --dp-send-iters 20000 --dp-ping-iters 1000"},
 	"eq create":  {"vfctl eq create --vf 0 --eqn 1 --log-size 6 --map-events"},
 	"cq create":  {exEQ, "vfctl cq create --vf 0 --eqn 1 --log-size 8"},
 	"cq query":   {exEQ, exCQ, "vfctl cq query --vf 0 --cqn 128"},
@@ -188,8 +192,10 @@ var examples = map[string][]string{
 
 // synopses are the usage lines of commands with positional arguments.
 var synopses = map[string]string{
-	"cmd": "vfctl cmd OPCODE [flags]",
-	"mad": "vfctl mad get nodeinfo|portinfo|pkeys|guids|nodedesc | bm-get | bm-set [flags]",
+	"cmd":      "vfctl cmd OPCODE [flags]",
+	"pingpong": "vfctl pingpong --vf N (--peer-vf M | [HOST]) [flags]     (no HOST: the server)",
+	"bw":       "vfctl bw --vf N (--peer-vf M | [HOST]) [flags]     (no HOST: the server)",
+	"mad":      "vfctl mad get nodeinfo|portinfo|pkeys|guids|nodedesc | bm-get | bm-set [flags]",
 }
 
 // help is the --help of the command or action fs parses.

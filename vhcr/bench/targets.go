@@ -21,6 +21,12 @@ const (
 	// its p50 alone.
 	TargetFairMaxMin = 1.1
 	TargetBystander  = 2
+	// The data path's: RDMA_WRITE of 64 KiB over a plain copy of the same
+	// bytes (least), 64-byte SENDs per second on one PF thread (least), an
+	// RC ping-pong's half round trip over the NOP round trip (most).
+	TargetWriteOverMemcpy = 0.8
+	TargetSendRate        = 4_000_000
+	TargetHalfRTTOverNOP  = 2
 )
 
 // The NOP against its two limits (package bench's LimitMinimum and

@@ -140,9 +140,12 @@ func (h *HCA) wqBuild(c *Cmd, q *mlx4.QPContext, mtt *restrack.Object) (*wq, mlx
 	psize := uint64(1) << w.pageShift
 	npages := (total + psize - 1) >> w.pageShift
 	// The firmware reads the pages from mtt_base: the ring must fit the
-	// MTT range the context names (qp_get_mtt_size) and the allocation.
+	// MTT allocation. Not qp_get_mtt_size (q.MTTPages): Linux's tracker
+	// rounds the ring's bytes down to pages before the power of two, so a
+	// ring it accepts may span one page more (libmlx4's 16 KiB send queue
+	// beside ib_write_bw's one 16-byte receive WQE: 5 pages, size 4).
 	first := q.MTTBase - mtt.ID
-	if npages > uint64(q.MTTPages()) || first+npages > 1<<mtt.Order || npages > maxRingPages {
+	if first+npages > 1<<mtt.Order || npages > maxRingPages {
 		return nil, c.Refuse(mlx4.BAD_PARAM, refusal.MTT)
 	}
 	w.pages = make([]uint64, npages)

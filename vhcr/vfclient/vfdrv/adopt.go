@@ -164,7 +164,7 @@ func (d *Driver) AdoptQP(ctx context.Context, qpn uint32, cfg QPConfig, mtt MTT)
 		return nil, err
 	}
 	qp.counter = c.Pri.CounterIndex // the PF's assignment, if any
-	qp.uar = c.UsrPage
+	qp.uar, qp.rqdb = c.UsrPage, c.DBRecAddr
 	qp.Cfg.ST, qp.Cfg.SendCQ, qp.Cfg.RecvCQ = c.ST, c.CQNSend, c.CQNRecv
 	qp.Cfg.UseSRQ, qp.Cfg.SRQN, qp.Cfg.PD, qp.Cfg.QKey = c.UseSRQ, c.SRQN, c.PD, c.QKey
 	qp.Cfg.RemoteQPN, qp.Cfg.DestLID, qp.Cfg.NextSendPSN = c.RemoteQPN, c.Pri.RLID, c.NextSendPSN

@@ -31,7 +31,19 @@
 //     from the PF with QUERY_EQ/CQ/MPT/QP and READ_MTT (objects live in the
 //     PF, so a vfctl process can pick up where the previous one stopped);
 //   - the VF's memory for rings and buffers: pages taken once from
-//     VF.AllocPages and recycled.
+//     VF.AllocPages and recycled;
+//   - the verbs (verbs.go, wq.go, dbrec.go), as rdma-core's mlx4 provider
+//     drives the device: CreateVerbsCQ/CreateVerbsQP size and lay out the
+//     rings as libmlx4 does (the larger stride first, sq_spare_wqes,
+//     ownership and stamps at RESET→INIT), with doorbell records in the
+//     VF's memory and the contexts naming them, the UAR (usr_page,
+//     Options.UAR) and the MTT; PostSend writes a WQE's body, then its
+//     owner word, then rings qpn << 8 at UAR + MLX4_SEND_DOORBELL;
+//     PostRecv ends short scatter lists with MLX4_INVALID_LKEY and writes
+//     the RQ record; Poll takes CQEs by the owner rule and writes set_ci;
+//     Arm writes arm_db and the UAR words; WaitEvent takes a completion EQE
+//     from the CQ's EQ (on the vector's eventfd with Options.IRQ). Post and
+//     poll allocate nothing and make no system call.
 //
 // Poll mode is vfclient.VF.Post. A Driver, like the VF under it, is used by one
 // goroutine. The PF treats the VF as untrusted; this package is the

@@ -613,6 +613,7 @@ type QP struct {
 	buffer
 	counter uint8     // pri_path.counter_index the driver writes: the sink
 	uar     uint32    // usr_page: the UAR of the send doorbell (Options.UAR)
+	rqdb    uint64    // db_rec_addr: the RQ doorbell record (none on an SRQ)
 	wq      *qpQueues // the work queues of a verbs QP (CreateVerbsQP), nil for others
 }
 
@@ -625,6 +626,13 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 	if err != nil {
 		return nil, err
 	}
+	// an RQ doorbell record, as mlx4_ib gives every QP with a receive
+	// queue (the device reads it when it flushes the queue)
+	if !cfg.UseSRQ {
+		if qp.rqdb, err = d.allocDB(dbRQ); err != nil {
+			return nil, err
+		}
+	}
 	mapped := false
 	res, err := d.create(ctx, qp.context().MTTPages(),
 		vfclient.Request{Op: mlx4.ALLOC_RES, InMod: ResQP, OpMod: opReserve, InParam: 1<<32 | 1}, // align 1, count 1
@@ -634,6 +642,7 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 			return []vfclient.Request{{Op: mlx4.ALLOC_RES, InMod: ResQP, OpMod: opMapICM, InParam: uint64(n)}}
 		})
 	if res == nil {
+		d.freeDB(dbRQ, qp.rqdb)
 		return nil, err
 	}
 	mapped = completed(err) && res[1].Status == mlx4.OK
@@ -645,6 +654,7 @@ func (d *Driver) CreateQP(ctx context.Context, cfg QPConfig) (*QP, error) {
 		if _, uerr := d.Pipeline(ctx, undo); uerr == nil {
 			d.pool.put(qp.IOVA, qp.Pages)
 		}
+		d.freeDB(dbRQ, qp.rqdb)
 		return nil, err
 	}
 	return qp, nil
@@ -679,6 +689,7 @@ func (qp *QP) context() mlx4.QPContext {
 		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3, SMACIndex: c.SMACIndex},
 		NextSendPSN: c.NextSendPSN, CQNSend: c.SendCQ, CQNRecv: c.RecvCQ,
 		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base, RNRNextRecvPSN: c.RecvPSN, UsrPage: qp.uar,
+		DBRecAddr: qp.rqdb,
 	}
 	if q := qp.wq; q != nil {
 		// the queues as CreateVerbsQP laid them out (log_page_size 0 and
@@ -687,7 +698,6 @@ func (qp *QP) context() mlx4.QPContext {
 		if !c.UseSRQ {
 			ctx.LogRQStride = q.v.rq.shift - 4
 		}
-		ctx.DBRecAddr = q.dbrec
 	}
 	return ctx
 }
@@ -754,7 +764,7 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to mlx4.QPState) error {
 		qp.mailbox(optpar, in[:])
 		r.In = in[:]
 	}
-	qp.before(to)
+	d.before(qp, to)
 	if _, err := d.must(ctx, &r); err != nil {
 		return err
 	}
@@ -766,9 +776,30 @@ func (d *Driver) Modify(ctx context.Context, qp *QP, to mlx4.QPState) error {
 // before and after are what libmlx4's mlx4_modify_qp does around a
 // transition of a verbs QP: the send queue's ownership and stamps before
 // RESET→INIT, the indices and the RQ record after a transition to RESET.
-func (qp *QP) before(to mlx4.QPState) {
-	if qp.wq != nil && qp.State == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+func (d *Driver) before(qp *QP, to mlx4.QPState) {
+	if qp.State == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+		d.initSQ(qp)
+	}
+}
+
+// initSQ makes every send WQE of qp hardware-owned (and stamped) for the
+// first pass.
+func (d *Driver) initSQ(qp *QP) {
+	if qp.wq != nil {
 		qp.wq.v.initOwnership()
+		return
+	}
+	// a QP the driver posts nothing to: its send queue (first in the
+	// buffer, 64-byte WQEs) hardware-owned all the same, as mlx4_ib
+	// leaves a kernel QP's, so that the device finds nothing to run
+	if qp.Pages == 0 {
+		return
+	}
+	const stride = 1 << mlx4.SendWQEMinShift
+	for i := uint64(0); i < 1<<qp.Cfg.LogSQSize && (i+1)*stride <= uint64(qp.Pages)*mlx4.PageSize; i++ {
+		w := d.mem[qp.IOVA+i*stride : qp.IOVA+(i+1)*stride]
+		w[mlx4.CtrlFenceSize] = stride / mlx4.WQESegUnit
+		dmaPut32(w[mlx4.CtrlOwnerOpcode:], mlx4.WQEOwner)
 	}
 }
 
@@ -824,6 +855,10 @@ func (d *Driver) DestroyQP(ctx context.Context, qp *QP) error {
 	if err == nil && qp.Pages > 0 {
 		d.pool.put(qp.IOVA, qp.Pages)
 	}
+	if err == nil && qp.rqdb != 0 && qp.wq == nil {
+		d.freeDB(dbRQ, qp.rqdb)
+		qp.rqdb = 0
+	}
 	return err
 }
 
@@ -852,8 +887,8 @@ func (d *Driver) ModifyPath(ctx context.Context, qp *QP, states ...mlx4.QPState)
 			r.In = mb[:]
 		}
 		reqs = append(reqs, r)
-		if qp.wq != nil && from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
-			qp.wq.v.initOwnership()
+		if from == mlx4.QP_STATE_RST && to == mlx4.QP_STATE_INIT {
+			d.initSQ(qp)
 		}
 		from = to
 	}

@@ -361,7 +361,7 @@ func (d *Driver) CreateVerbsQP(ctx context.Context, cfg QPConfig, caps QPCaps, s
 		if err != nil {
 			return nil, err
 		}
-		q.dbrec = rec
+		q.dbrec, qp.rqdb = rec, rec
 		v.db = d.mem[rec : rec+mlx4.RQDBRecSize]
 	}
 	pages := qp.context().MTTPages()
@@ -488,7 +488,9 @@ func (v *VQP) PostSend(wrs []SendWR) (int, error) {
 // writeSend writes wr as send WQE ind (mlx4_post_send's body).
 func (v *VQP) writeSend(wr *SendWR, ind uint32) error {
 	w := &v.wqe
-	*w = mlx4.SendWQE{NSGE: 0}
+	// the fields EncodeSendWQE reads, reset (not the whole value: its
+	// gather array is 2 KiB)
+	w.HasRAddr, w.HasAtomic, w.HasDatagram, w.HasLSO, w.HasLocalInval, w.NSGE = false, false, false, false, false, 0
 	flags := uint32(0)
 	if wr.Signaled || v.sigAll {
 		flags |= mlx4.WQE_CTRL_CQ_UPDATE
