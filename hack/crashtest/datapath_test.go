@@ -81,7 +81,7 @@ func dpSideOf(t *testing.T, a *vfclient.Attachment, vf int) *dpSide {
 // dpTally is the data-path ledger's totals.
 type dpTally struct {
 	wqes, bytes, sent, received, cqes, lost, dup, bad int
-	adds                                           uint64
+	adds                                              uint64
 }
 
 type dpRun struct {
