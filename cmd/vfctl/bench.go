@@ -127,7 +127,7 @@ func printBench(w io.Writer, rounds int, res *bench.Result, ir *bench.IRQResult,
 func printDataPath(w io.Writer, dr *bench.DataPathResult) {
 	fmt.Fprintln(w, "data path: vhcrd serve --num-vfs 2, vfdrv's verbs on both VFs in this process, one PF thread (the poller)")
 	fmt.Fprintf(w, "%-34s %8.0f ns %8.0f ns\n", dr.NOP.Name, dr.NOP.MedianNS, dr.NOP.P99NS)
-	fmt.Fprintf(w, "RDMA_WRITE 64 KiB: %.0f MB/s; memcpy of the same bytes between the same places: %.0f MB/s; write/memcpy = %.3f   (median over rounds; target >= %g) [%s]\n",
+	fmt.Fprintf(w, "RDMA_WRITE 64 KiB: %.0f MB/s; memcpy of the same bytes from the same place into the other VF's window: %.0f MB/s; write/memcpy = %.3f   (median over rounds; target >= %g) [%s]\n",
 		dr.WriteMBps, dr.MemcpyMBps, dr.WriteOverMemcpy, bench.TargetWriteOverMemcpy, dr.Load)
 	fmt.Fprintf(w, "SEND 64 B: %.0f msg/s (target >= %g); NOP capacity %.0f/s; SEND/NOP = %.2f   (median over rounds) [%s]\n",
 		dr.SendRate, float64(bench.TargetSendRate), dr.NOPRate, dr.SendOverNOP, dr.Load)

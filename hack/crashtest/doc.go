@@ -45,6 +45,18 @@
 //     with every VF quiescent: across the verification queries after every
 //     restart, and across a final load segment that is not killed.
 //
+// TestCrashDataPath is the data-path ledger: VFs 0 and 1 of its own
+// vhcrd connect RC QPs with vfdrv's verbs and move data in batches (5
+// SENDs of a pattern into VF 1's receive WQEs, 5 RDMA WRITEs of another,
+// 5 FETCH_ADDs of 1 on VF 1's counter) while the process is killed at
+// random moments (VHCRD_CRASH_DP_KILLS, default 6) and once at each
+// data-path point (dp-intent, dp-effects, dp-cqe, dp-commit-torn), then
+// restarted. After each batch: every WR id completed exactly once (lost,
+// duplicated), the bytes in place, the counter equal to the adds, every
+// add's original distinct. It prints "crash tier, data path: ... kills K,
+// WQEs W, bytes B checked, messages sent S received R, CQEs C, lost 0,
+// duplicated 0". Without the data path's log it loses completions.
+//
 // TestCrashTierSeesLoss is the tier's own check: against a PF without its
 // state file (--pfstate off) one kill must produce findings.
 //

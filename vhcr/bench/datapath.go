@@ -21,8 +21,9 @@ import (
 //     and capacity in the same run, the baseline of the next figures;
 //   - RDMA_WRITE of 64 KiB messages from VF 0 into VF 1's memory
 //     (perftest.WriteBW, ib_write_bw's stream), against a plain copy of the
-//     same bytes between the same places of the same file (the DMA region
-//     both windows are in), by this process: the ratio of bandwidths;
+//     same bytes from the same place into VF 1's window of the same file
+//     (the DMA region both windows are in), by this process: the ratio of
+//     bandwidths;
 //   - 64-byte SENDs from VF 0 to VF 1 (perftest.SendRate against
 //     ReceiveLoop): the message rate of one PF thread (vhcrd's poller),
 //     and its ratio to the NOP capacity (1 / the NOP round trip);
@@ -210,7 +211,10 @@ func (p *dpPeer) run(ctx context.Context, o Options, dp DataPath, lid uint16) (*
 	res := &DataPathResult{NOP: Figure{Name: "NOP (data path's vhcrd)"}}
 	var writeMB, copyMB, sendRate, nopRate, half []float64
 	var mallocs, wqes, cqes uint64
-	src, dst := p.d[0].Memory()[wa.SendAddr():wa.SendAddr()+wsize], p.d[1].Memory()[wb.RecvAddr():wb.RecvAddr()+wsize]
+	// the copy's source is the messages' (VF 0's send buffer), its
+	// destination a buffer of VF 1's beside the one the writes land in,
+	// which the PF does not touch
+	src, dst := p.d[0].Memory()[wa.SendAddr():wa.SendAddr()+wsize], p.d[1].Memory()[wb.SendAddr():wb.SendAddr()+wsize]
 	nopReq := vfclient.Request{Op: mlx4.NOP}
 	for r := 0; r < o.Rounds; r++ {
 		res.Load = append(res.Load, LoadAvg1())

@@ -58,6 +58,7 @@ func (h *HCA) SW2HW_CQ(c *Cmd) mlx4.Status {
 	}
 	copy(obj.Ctx[:], c.Inbox[:])
 	h.fw.cqs[cqn] = obj
+	h.dpSaveCQ(obj)
 	h.Res.EndMove(o)
 	return mlx4.OK
 }
@@ -171,6 +172,7 @@ func (h *HCA) SW2HW_SRQ(c *Cmd) mlx4.Status {
 	obj := &srqObj{tr: o}
 	copy(obj.Ctx[:], c.Inbox[:])
 	h.fw.srqs[srqn] = obj
+	h.dpSaveSRQ(obj)
 	h.Res.EndMove(o)
 	return mlx4.OK
 }
@@ -178,7 +180,12 @@ func (h *HCA) SW2HW_SRQ(c *Cmd) mlx4.Status {
 // HW2SW_SRQ takes an SRQ back (HW→ALLOCATED; RESOURCE_BUSY while a QP uses
 // it) and drops its MTT reference.
 func (h *HCA) HW2SW_SRQ(c *Cmd) mlx4.Status {
-	return h.toSW(c, restrack.SRQ, func(n uint32) { delete(h.fw.srqs, n) })
+	return h.toSW(c, restrack.SRQ, func(n uint32) {
+		if q := h.fw.srqs[n]; q != nil {
+			h.dpForget(&q.dps)
+		}
+		delete(h.fw.srqs, n)
+	})
 }
 
 // hwSRQ gets the VF's SRQ that must be in HW (else RESOURCE_BUSY, as mlx4).
@@ -214,5 +221,6 @@ func (h *HCA) ARM_SRQ(c *Cmd) mlx4.Status {
 		return s
 	}
 	obj.Limit = uint16(c.InParam)
+	h.dpSaveSRQ(obj)
 	return mlx4.OK
 }

@@ -239,6 +239,7 @@ func (h *HCA) cqResized(c *Cmd, cqn uint32, obj *cqObj, mtt *restrack.Object) ml
 		obj.Prod = (obj.Prod + 1) & cqIndexMask // the resize CQE's index, as written
 	}
 	obj.ring = r
+	h.dpSaveCQ(obj)
 	return mlx4.OK
 }
 
@@ -249,6 +250,9 @@ func (h *HCA) dropCQ(cqn uint32) {
 			h.sched.unwatchCQ(cq)
 		}
 		h.cqPos(cq, false)
+	}
+	if cq := h.fw.cqs[cqn]; cq != nil {
+		h.dpForget(&cq.dps)
 	}
 	delete(h.fw.cqs, cqn)
 }
@@ -308,7 +312,7 @@ func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
 			return ErrCQFailed
 		}
 	}
-	if (cq.Prod-cq.Cons)&cqIndexMask >= r.nent {
+	if (cq.Prod-cq.Cons)&cqIndexMask >= r.nent && !h.dpRedoAhead(cq) {
 		st.CQEDropped.Add(1)
 		st.CQOverruns.Add(1)
 		h.cqFail(cq, mlx4.CQErrOverrun)
@@ -381,6 +385,7 @@ func (h *HCA) cqArmWord(cq *cqObj, w uint32) {
 		return // no command: not an arm
 	}
 	cq.ArmCI = ci
+	h.dpSaveCQ(cq)
 	h.sched.stats[cq.ring.vf].CQArms.Add(1)
 	if cq.owed() {
 		h.cqFire(cq)
@@ -406,12 +411,16 @@ func (cq *cqObj) owed() bool {
 // cqFire posts the completion EQE of CQ cq to its EQ and disarms it.
 func (h *HCA) cqFire(cq *cqObj) {
 	cq.Arm = 0
+	h.dpSaveCQ(cq)
 	r := cq.ring
 	st := &h.sched.stats[r.vf]
 	eq := h.fw.eqs[restrack.EQID(r.vf, cq.EQN)]
 	if eq == nil || eq.tr.State != restrack.HW {
 		st.CompNoEQ.Add(1)
 		return
+	}
+	if !h.dpRedoFire(r.vf, cq.EQN, eq.Prod) {
+		return // a redone step's event the previous PF posted (dplog.go)
 	}
 	h.compEQE = mlx4.EncodeEQE(mlx4.EQE{Type: mlx4.EventComp, Object: r.cqn})
 	if h.writeEQE(eq, r.vf, mlx4.EventComp, &h.compEQE) == nil {
@@ -426,6 +435,7 @@ func (h *HCA) cqFail(cq *cqObj, syndrome uint8) {
 		return
 	}
 	cq.Err = syndrome
+	h.dpSaveCQ(cq)
 	if cq.ring.watched {
 		h.sched.unwatchCQ(cq)
 	}

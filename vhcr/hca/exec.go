@@ -313,5 +313,7 @@ func (h *HCA) Exec(c *Cmd) mlx4.Status {
 		}
 		clear(c.Outbox[:])
 	}
-	return x.Exec(h, c)
+	s := x.Exec(h, c)
+	h.dpStep() // CQEs a command's flush held back (dplog.go)
+	return s
 }

@@ -30,6 +30,7 @@ type HCA struct {
 	cqeScratch [mlx4.CQESize]byte     // postCQE's copy of the CQE it writes
 	cqRec      [mlx4.CQDBRecSize]byte // a CQ doorbell record read
 	compEQE    [mlx4.EQESize]byte     // a completion EQE
+	dl         *dpLog                 // the data path's log in the state file (dplog.go), or nil
 }
 
 // New builds the model for numVFs functions.

@@ -371,6 +371,7 @@ func (h *HCA) modifyQP(c *Cmd, op mlx4.Opcode) mlx4.Status {
 	from := qp.State
 	qp.State = x.QP.To
 	h.wqTransition(qp, from)
+	h.dpSaveQP(qp)
 	return mlx4.OK
 }
 
@@ -420,6 +421,9 @@ func (h *HCA) TWO_RST_QP(c *Cmd) mlx4.Status {
 func (h *HCA) resetQP(qpn uint32, o *restrack.Object) {
 	h.Res.DropDeps(o)
 	h.wqDrop(h.fw.qps[qpn])
+	if qp := h.fw.qps[qpn]; qp != nil {
+		h.dpForget(&qp.dps)
+	}
 	delete(h.fw.qps, qpn)
 }
 

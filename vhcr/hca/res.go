@@ -99,20 +99,23 @@ type EventStats struct {
 
 type qpObj struct {
 	QPState
-	tr *restrack.Object
-	wq *wq // work queues (wq.go), from RST2INIT to 2RST
+	tr  *restrack.Object
+	wq  *wq   // work queues (wq.go), from RST2INIT to 2RST
+	dps int32 // its entry in the data path's log + 1, 0 none (dplog.go)
 }
 
 type cqObj struct {
 	CQState
 	tr   *restrack.Object
 	ring *cqRing // the ring in the VF's memory (cqring.go)
+	dps  int32   // its entry in the data path's log + 1, 0 none (dplog.go)
 }
 
 type srqObj struct {
 	SRQState
-	tr *restrack.Object
-	q  *srqWQ // the ring (rq.go), built on first use
+	tr  *restrack.Object
+	q   *srqWQ // the ring (rq.go), built on first use
+	dps int32  // its entry in the data path's log + 1, 0 none (dplog.go)
 }
 
 type mptObj struct {

@@ -29,9 +29,15 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 			}
 		case restrack.QP:
 			h.wqDrop(h.fw.qps[uint32(o.ID)])
+			if qp := h.fw.qps[uint32(o.ID)]; qp != nil {
+				h.dpForget(&qp.dps)
+			}
 			delete(h.fw.qps, uint32(o.ID))
 			delete(h.fw.mcg, uint32(o.ID))
 		case restrack.SRQ:
+			if q := h.fw.srqs[uint32(o.ID)]; q != nil {
+				h.dpForget(&q.dps)
+			}
 			delete(h.fw.srqs, uint32(o.ID))
 		case restrack.CQ:
 			h.dropCQ(uint32(o.ID))

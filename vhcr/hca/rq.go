@@ -105,11 +105,13 @@ func (h *HCA) recvPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 func (h *HCA) recvConsume(dq *qpObj, s *recvSlot) {
 	if s.srq == nil {
 		dq.RQHead = (dq.RQHead + 1) & 0xffff
+		h.dpTouchQP(dq)
 		return
 	}
 	q := s.srq
 	q.Head = s.next
 	q.Taken++
+	h.dpTouchSRQ(q)
 	if q.Limit != 0 && s.avail-1 < uint32(q.Limit) {
 		// SRQ limit reached: the event, and the limit disarms (ARM_SRQ
 		// arms it again).
@@ -247,6 +249,7 @@ func (h *HCA) flushRQ(qp *qpObj, budget int) int {
 		e.WQEIndex = uint16(qp.RQHead)
 		h.cqe(w.rcqn, w.vf, e, false)
 		qp.RQHead = (qp.RQHead + 1) & 0xffff
+		h.dpTouchQP(qp)
 	}
 	return int(avail)
 }

@@ -212,7 +212,9 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	switch qp.State {
 	case mlx4.QP_STATE_RTS:
 	case mlx4.QP_STATE_SQER, mlx4.QP_STATE_ERR:
-		return h.flush(qp, budget)
+		n := h.flush(qp, budget)
+		h.dpStep()
+		return n
 	default:
 		return 0
 	}
@@ -225,15 +227,19 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 		case fetchCatas:
 			h.fw.vfs[w.vf].eng.Catas.Add(1)
 			h.qpError(qp, mlx4.EventWQCatasError)
+			h.dpStep()
 			return done
 		case fetchBad:
 			h.sqError(qp, 0, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+			h.dpStep()
 			done++
 			continue
 		}
 		if !h.execWQE(qp, n) {
+			h.dpStep()
 			return done // RNR: the WQE stays for a later scan
 		}
+		h.dpStep() // the WQE's completion (dplog.go)
 		done++
 	}
 	return done
@@ -456,7 +462,9 @@ func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
 	if !t.read(b, d.RAddr.RAddr) {
 		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 	}
-	orig := binary.BigEndian.Uint64(b)
+	// The original value is in the log before the remote value changes
+	// (a restarted PF executing this WQE again takes it from there).
+	orig := h.dpAtomic(qp, binary.BigEndian.Uint64(b))
 	v := orig
 	if op == mlx4.OPCODE_ATOMIC_CS {
 		if orig == d.Atomic.Compare {
@@ -592,6 +600,7 @@ func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 		h.cqe(w.scqn, w.vf, e, false)
 	}
 	qp.SQHead = (qp.SQHead + 1) & 0xffff
+	h.dpTouchQP(qp)
 }
 
 // sqError completes the WQE at SQHead with syndrome and takes the QP out
@@ -605,12 +614,14 @@ func (h *HCA) sqError(qp *qpObj, op uint8, syndrome uint8) {
 	e.SetError(syndrome, 0)
 	h.cqe(w.scqn, w.vf, e, false)
 	qp.SQHead = (qp.SQHead + 1) & 0xffff
+	h.dpTouchQP(qp)
 	if w.st == mlx4.QP_ST_RC {
 		h.qpError(qp, 0)
 		return
 	}
 	from := qp.State
 	qp.State = mlx4.QP_STATE_SQER
+	h.dpTouchQP(qp)
 	h.wqTransition(qp, from)
 	h.flush(qp, int(w.sqCnt))
 }
@@ -626,6 +637,7 @@ func (h *HCA) qpError(qp *qpObj, ev uint8) {
 	}
 	from := qp.State
 	qp.State = mlx4.QP_STATE_ERR
+	h.dpTouchQP(qp)
 	h.wqTransition(qp, from)
 	h.flush(qp, int(qp.wq.sqCnt+qp.wq.rqCnt))
 }
@@ -646,6 +658,7 @@ func (h *HCA) flush(qp *qpObj, budget int) int {
 		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
 		h.cqe(w.scqn, w.vf, e, false)
 		qp.SQHead = (qp.SQHead + 1) & 0xffff
+		h.dpTouchQP(qp)
 		n++
 	}
 	if qp.State == mlx4.QP_STATE_ERR {
@@ -662,6 +675,9 @@ func (h *HCA) cqe(cqn uint32, vf int, e *mlx4.CQE, solicited bool) {
 	st := &h.fw.vfs[vf].eng
 	if e.IsError() {
 		st.ErrorCQEs.Add(1)
+	}
+	if h.dpHold(cqn, e, solicited) {
+		return // written at the step's end (dplog.go)
 	}
 	var err error
 	if solicited || e.IsError() {

@@ -37,6 +37,7 @@ var (
 			"dp":         "scratch buffer",
 			"sched":      "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
 			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer",
+			"dl": "wiring: the data path's log in the PF's state file",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",
@@ -45,9 +46,9 @@ var (
 			"quiet": "replay mode of the restarted PF", "adminChanges": "a counter the PF compares to decide to checkpoint, not state",
 			"dmfs": "configuration (flow-steering mode the PF sets)",
 		},
-		reflect.TypeFor[qpObj]():  {"tr": "link to the tracker object, joined again by Load", "wq": "geometry derived from Ctx and the MTT, rebuilt by Load"},
-		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object", "ring": "derived from Ctx and the MTT, rebuilt by Load"},
-		reflect.TypeFor[srqObj](): {"tr": "link to the tracker object", "q": "ring derived from Ctx and the MTT, rebuilt on first use"},
+		reflect.TypeFor[qpObj]():  {"tr": "link to the tracker object, joined again by Load", "wq": "geometry derived from Ctx and the MTT, rebuilt by Load", "dps": "wiring: its entry in the data path's log, joined again by AttachDataPathLog"},
+		reflect.TypeFor[cqObj]():  {"tr": "link to the tracker object", "ring": "derived from Ctx and the MTT, rebuilt by Load", "dps": "wiring: its entry in the data path's log"},
+		reflect.TypeFor[srqObj](): {"tr": "link to the tracker object", "q": "ring derived from Ctx and the MTT, rebuilt on first use", "dps": "wiring: its entry in the data path's log"},
 		reflect.TypeFor[mptObj](): {"tr": "link to the tracker object", "dec": "derived from Entry (the data path's decoded copy)", "decoded": "whether dec is Entry's"},
 		reflect.TypeFor[eqObj](): {
 			"tr": "link to the tracker object", "win": "the VF's DMA window, given to Load",

@@ -50,3 +50,22 @@ func (p *PF) sweepQueues() bool {
 	p.dpath.last = p.now
 	return p.hca.SweepQueues() > 0 && p.hca.ServiceQueues(dataPathBudget) > 0
 }
+
+// attachDataPath gives the HCA the state file's data-path region (the
+// positions of QPs, SRQs and CQs, the step record, the atomic intent:
+// hca's dplog.go, pfstate's datapath.go) once the model is restored: the
+// positions are applied over the checkpoint and the journal, and a step
+// the previous PF committed and did not finish is redone before any scan.
+// The kill points it passes are the journal's (dp-intent, dp-effects,
+// dp-cqe, dp-commit-torn). State that was not trusted leaves nothing of
+// the region.
+func (p *PF) attachDataPath(ps *pstate) {
+	dp := ps.b[ps.g.DP.Off:ps.g.DP.End()]
+	if p.stateCause != "" {
+		clear(dp)
+	}
+	k := p.journal.points()
+	if p.hca.AttachDataPathLog(dp, k.hit) {
+		p.stats.DPRedone++
+	}
+}

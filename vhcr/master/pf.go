@@ -242,6 +242,7 @@ func New(o Options) (*PF, error) {
 	}
 	if ps != nil {
 		p.hca.SetEQPositions(ps.setPos)
+		p.attachDataPath(ps)
 		ps.prefault()
 		p.journal = newFileJournal(p, ps, p.journal.points())
 		p.journal.Checkpoint() // the journal starts empty from here

@@ -190,6 +190,7 @@ func (ps *pstate) checkHeader(l wire.Layout) (cause string, fresh bool) {
 func (ps *pstate) format(l wire.Layout) {
 	atomic.StoreUint32(ps.act, 0)
 	clear(ps.b[ps.g.Chans.Off:ps.g.Pos.End()])
+	clear(ps.b[ps.g.DP.Off:ps.g.DP.End()])
 	for i := range ps.last {
 		ps.forget(i)
 	}

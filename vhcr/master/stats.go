@@ -148,6 +148,8 @@ type Stats struct {
 	// the state file (pfstate.go): checkpoints written; results delivered
 	// again and early-accepted commands executed by a restarted PF
 	Checkpoints, Redelivered, Resumed uint64
+	// DPRedone counts data-path steps a restarted PF redid (datapath.go).
+	DPRedone uint64
 
 	latencyTicks [15]uint64 // LatencyBounds in cycle-counter ticks
 	sampleCount  uint32

@@ -17,11 +17,15 @@ import (
 //	                  inbox kept, ResHdr bytes of result and the outbox kept,
 //	                  padded to RecAlign
 //	Geometry.Ckpt     two checkpoint slots of CkptHdr bytes and a gob
+//	Geometry.DP       the data path's step record, atomic intent and
+//	                  positions (datapath.go)
 const (
 	Magic = "VHCRPFS1"
-	// Version 4: the checkpoint's HCA image is the firmware's hca.State
-	// (tables keyed by object number); version 3's layout is unchanged.
-	Version = 4
+	// Version 5: the data path's region (Geometry.DP) after the
+	// checkpoint slots. Version 4: the checkpoint's HCA image is the
+	// firmware's hca.State (tables keyed by object number); version 3's
+	// layout is unchanged.
+	Version = 5
 
 	HeaderSize = 0x1000
 
@@ -79,6 +83,7 @@ func (r Region) End() int64 { return r.Off + r.Size }
 type Geometry struct {
 	Chans, Seqs, Pos, Journal Region
 	Ckpt                      Region // slot 0; slot 1 follows
+	DP                        Region // the data path's (datapath.go)
 	Size                      int64
 }
 
@@ -95,7 +100,9 @@ func NewGeometry(nvf, eqs int) Geometry {
 	g.Pos = next(pageUp(int64(nvf*eqs) * PosSize))
 	g.Journal = next(DefJournal)
 	g.Ckpt = next(DefCkpt)
-	g.Size = off + DefCkpt
+	off += DefCkpt // slot 1
+	g.DP = next(DPSize)
+	g.Size = off
 	return g
 }
 

@@ -75,15 +75,15 @@ func TestStateFileHeaderLayout(t *testing.T) {
 		{"journal_kib", pfstate.HdrJournalKiB, 0x14}, {"ckpt_kib", pfstate.HdrCkptKiB, 0x18},
 		{"layout_crc", pfstate.HdrLayoutCRC, 0x1c}, {"check", pfstate.HdrCheck, 0x20},
 		{"active", pfstate.HdrActive, 0x40}, {"gen", pfstate.HdrGen, 0x44},
-		{"version_number", pfstate.Version, 4},
+		{"version_number", pfstate.Version, 5},
 	})
 	h := pfstate.Header(2, 4, 16<<20, 16<<20, pfstate.LayoutCheck(0x10000, 0x1000, 0x21000))
-	want := "5648435250465331" + "04000000" + "02000000" + "04000000" + "00400000" + "00400000" + "09bebffb"
+	want := "5648435250465331" + "05000000" + "02000000" + "04000000" + "00400000" + "00400000" + "09bebffb"
 	if got := hex.EncodeToString(h[:]); got != want {
 		t.Fatalf("header\n%s, the format has\n%s", got, want)
 	}
 	// the values computed apart from this package (a bitwise CRC32C)
-	if c := pfstate.Checksum(h[:]); c != 0x816c5554 {
+	if c := pfstate.Checksum(h[:]); c != 0x3b2397da {
 		t.Fatalf("header check %#08x", c)
 	}
 }
@@ -94,7 +94,7 @@ func TestStateFileGeometry(t *testing.T) {
 		{"chans", g.Chans.Off, 0x1000}, {"chans_size", g.Chans.Size, 0x1000},
 		{"seqs", g.Seqs.Off, 0x2000}, {"pos", g.Pos.Off, 0x3000}, {"journal", g.Journal.Off, 0x4000},
 		{"journal_size", g.Journal.Size, 0x1000000}, {"ckpt", g.Ckpt.Off, 0x1004000}, {"ckpt_size", g.Ckpt.Size, 0x1000000},
-		{"size", g.Size, 0x3004000},
+		{"dp", g.DP.Off, 0x3004000}, {"dp_size", g.DP.Size, 0x202000}, {"size", g.Size, 0x3206000},
 		{"chan(1,1)", g.ChanSlot(1, 1), 0x1030}, {"seq(1)", g.SeqWord(1), 0x2008}, {"pos(1,2)", g.PosWord(1, 2, 4), 0x3018},
 		{"ckpt_slot(1)", g.CkptSlot(1), 0x2004000},
 	})
@@ -131,6 +131,38 @@ func TestJournalRecordLayout(t *testing.T) {
 	// the record's toggle is the comm channel's
 	if pfstate.RecToggle != mlx4.CommToggle {
 		t.Fatalf("RecToggle %#x, the comm channel's toggle %#x", pfstate.RecToggle, mlx4.CommToggle)
+	}
+}
+
+func TestDataPathLayout(t *testing.T) {
+	checkOffsets(t, "region", []off{
+		{"step", pfstate.DPStepOff, 0}, {"step_size", pfstate.DPStepSize, 0x1000}, {"intent", pfstate.DPIntentOff, 0x1000},
+		{"intent_size", pfstate.DPIntentSize, 0x40}, {"table", pfstate.DPTableOff, 0x2000}, {"entries", pfstate.DPEntries, 16384},
+		{"entry", pfstate.DPEntrySize, 128}, {"copy", pfstate.DPCopySize, 64}, {"size", pfstate.DPSize, 0x202000},
+	})
+	checkOffsets(t, "step", []off{
+		{"commit", pfstate.StepCommit, 0}, {"check", pfstate.StepCheck, 4}, {"seq", pfstate.StepSeq, 8}, {"counts", pfstate.StepCounts, 0x10},
+		{"body", pfstate.StepBody, 0x18}, {"cqe", pfstate.StepCQESize, 40}, {"cq", pfstate.StepCQSize, 48}, {"qp", pfstate.StepQPSize, 16},
+		{"srq", pfstate.StepSRQSize, 16}, {"solicited", pfstate.StepSolicited, 1}, {"max_cqes", pfstate.MaxStepCQEs, 32},
+		{"max_cqs", pfstate.MaxStepCQs, 8}, {"max_qps", pfstate.MaxStepQPs, 8}, {"max_srqs", pfstate.MaxStepSRQs, 4},
+		{"magic_step", pfstate.MagicStep, 0x44505331}, {"magic_applied", pfstate.MagicApplied, 0x44504131},
+	})
+	checkOffsets(t, "intent", []off{
+		{"commit", pfstate.IntCommit, 0}, {"check", pfstate.IntCheck, 4}, {"seq", pfstate.IntSeq, 8}, {"qpn", pfstate.IntQPN, 0x10},
+		{"sq", pfstate.IntSQ, 0x14}, {"orig", pfstate.IntOrig, 0x18}, {"end", pfstate.IntEnd, 0x20}, {"magic", pfstate.MagicAtomic, 0x44504931},
+	})
+	checkOffsets(t, "entry", []off{
+		{"seq", pfstate.EntSeq, 0}, {"check", pfstate.EntCheck, 4}, {"key", pfstate.EntKey, 8}, {"vals", pfstate.EntVals, 0x0c},
+		{"words", pfstate.EntWords, 13}, {"kind_shift", pfstate.EntKindShift, 24}, {"qp", pfstate.EntQP, 1}, {"cq", pfstate.EntCQ, 2},
+		{"srq", pfstate.EntSRQ, 3}, {"cq_words", pfstate.CQWords, 8},
+	})
+	// the step's largest body fits its slot; a copy's words fit the copy
+	if n := pfstate.StepBody + pfstate.MaxStepCQEs*pfstate.StepCQESize + pfstate.MaxStepCQs*pfstate.StepCQSize +
+		pfstate.MaxStepQPs*pfstate.StepQPSize + pfstate.MaxStepSRQs*pfstate.StepSRQSize; n > pfstate.DPStepSize {
+		t.Fatalf("step body %d > %d", n, pfstate.DPStepSize)
+	}
+	if pfstate.EntVals+4*pfstate.EntWords != pfstate.DPCopySize || pfstate.StepCQSize != 16+4*pfstate.CQWords {
+		t.Fatal("entry or step CQ words do not fill their size")
 	}
 }
 

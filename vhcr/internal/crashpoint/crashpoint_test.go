@@ -10,8 +10,8 @@ func TestNamesDistinct(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	if len(Names) != 5 {
-		t.Fatalf("%d points, want 5", len(Names))
+	if len(Names) != 9 {
+		t.Fatalf("%d points, want 9", len(Names))
 	}
 }
 

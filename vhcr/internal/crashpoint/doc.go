@@ -17,6 +17,15 @@
 //	reset-acked        a RESET is acknowledged; the VF's VHCR0 not yet served
 //	commit-torn        in the middle of writing a journal record: the record
 //	                   is half written, its commit word not
+//	dp-intent          an ATOMIC's intent (its original value) is durable;
+//	                   the remote value not yet written
+//	dp-effects         a WQE's data is written (remote memory, the
+//	                   responder's scatter, a READ's sink); nothing of its
+//	                   completion recorded
+//	dp-cqe             a step's record is committed and a CQE of it written
+//	                   (hit after each); the positions not yet stored
+//	dp-commit-torn     in the middle of storing a step's positions: the
+//	                   first entry written, the record not marked applied
 package crashpoint
 
 // The named points.
@@ -26,10 +35,15 @@ const (
 	PostWrittenBack = "post-written-back"
 	ResetAcked      = "reset-acked"
 	CommitTorn      = "commit-torn"
+
+	DPIntent     = "dp-intent"
+	DPEffects    = "dp-effects"
+	DPCQE        = "dp-cqe"
+	DPCommitTorn = "dp-commit-torn"
 )
 
 // Names lists every point.
-var Names = []string{PostAccepted, PostExecuting, PostWrittenBack, ResetAcked, CommitTorn}
+var Names = []string{PostAccepted, PostExecuting, PostWrittenBack, ResetAcked, CommitTorn, DPIntent, DPEffects, DPCQE, DPCommitTorn}
 
 // EnvVar selects the point (name or name:N).
 const EnvVar = "VHCRD_CRASHPOINT"

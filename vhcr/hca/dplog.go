@@ -1,0 +1,699 @@
+package hca
+
+// Exactly once on the data path across a kill of the PF at any instruction.
+//
+// What a VF can see of a work request: the memory it writes (RDMA WRITE,
+// a SEND's scatter, a READ's or an atomic's sink, an atomic's remote
+// value), the receive WQE it consumes, its CQEs and the completion EQEs
+// they fire. The engine is synchronous and runs on the poller's goroutine,
+// so one step is in flight at a time. The log (the state file's data-path
+// region, pfstate's datapath.go; installed by the PF with
+// AttachDataPathLog) keeps:
+//
+//   - the positions: per QP, SRQ and CQ an entry of two copies (the newer
+//     valid one counts) with its runtime state — QP state, SQ and RQ
+//     consumer indices; SRQ head, taken, limit; CQ producer and consumer
+//     indices, arm, error. A command that creates, moves or arms an object
+//     stores its entry as it does so (as the EQ positions are stored on
+//     every EQE); the engine stores the entries a step moved at the
+//     step's end. Positions are therefore never behind what the VF saw.
+//   - the step record: while a step runs, its CQEs are held back; at its
+//     end the record gets the CQEs, the CQs' state before them (with their
+//     EQ's producer index) and the QPs' and SRQs' positions after, commit
+//     word last; then the CQEs are written (firing completion EQEs), the
+//     entries stored, and the record marked applied.
+//   - the atomic intent: the original value an ATOMIC read, stored before
+//     the remote value is written.
+//
+// A restarted PF applies the entries over the checkpoint and the journal
+// (AttachDataPathLog); a step record committed and not applied is redone:
+// the CQs' state before restored, the same CQEs written into the same
+// slots, a completion EQE posted only where the EQ's producer index shows
+// it was not, the positions after stored. A kill before a step's record
+// leaves the positions where they were before the WQE: the WQE is executed
+// again, writing the same bytes into the same places — the VF has seen no
+// CQE of it, so no receive WQE, buffer or ring slot has been reused — and
+// an atomic whose intent is there writes f(original) and returns the
+// recorded original instead of reading the remote value again. A CQE
+// rewritten into its slot cannot be read twice: the slot holds either the
+// CQE of the previous pass (owner bit the other way: not the VF's) or
+// this same CQE; the slot's next CQE is written only after the CQ's
+// producer index passed it, which happens after the record is applied.
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
+)
+
+// DataPathLogStats are the data-path log's counters.
+type DataPathLogStats struct {
+	Steps    atomic.Uint64 // step records committed
+	Redone   atomic.Uint64 // steps redone by a restarted PF
+	Atomics  atomic.Uint64 // atomic intents written
+	Replayed atomic.Uint64 // atomics executed again with their recorded original
+	NoSlot   atomic.Uint64 // objects without a position entry (the table full)
+	Applied  atomic.Uint64 // entries applied at a restart
+}
+
+type dpPendCQE struct {
+	cqn uint32
+	sol bool
+	e   mlx4.CQE
+}
+
+type dpCQBefore struct {
+	cq   *cqObj
+	cqn  uint32
+	eqn  int32
+	eqP  uint32
+	vals [pfstate.CQWords]uint32
+}
+
+// dpLog is the data path's log over the state file's region.
+type dpLog struct {
+	b    []byte
+	hit  func(string)
+	seq  uint64 // the last step's sequence
+	iseq uint64 // the last intent's
+	free []int32
+	next int32 // entries never used start here
+
+	pend [pfstate.MaxStepCQEs]dpPendCQE
+	np   int
+	cqs  [pfstate.MaxStepCQs]dpCQBefore
+	ncq  int
+	qps  [pfstate.MaxStepQPs]*qpObj
+	nqp  int
+	srqs [pfstate.MaxStepSRQs]*srqObj
+	nsrq int
+
+	redo   bool
+	redoEQ [pfstate.MaxStepCQs]struct {
+		vf, eqn int
+		next    uint32
+	}
+	nredo int
+
+	ovValid bool
+	ovQPN   uint32
+	ovSQ    uint32
+	ovOrig  uint64
+
+	vals  [pfstate.EntWords]uint32
+	stats DataPathLogStats
+}
+
+// DataPathLogStats returns the log's counters (nil without a log).
+func (h *HCA) DataPathLogStats() *DataPathLogStats {
+	if h.dl == nil {
+		return nil
+	}
+	return &h.dl.stats
+}
+
+var le = binary.LittleEndian // the log's byte order (pfstate's)
+
+// AttachDataPathLog installs the data path's log over region (the state
+// file's Geometry.DP, DPSize bytes; zeroed for a fresh file) and, for a
+// restarted PF after Load and the journal's replay, applies the positions
+// it holds and redoes a step whose record was committed and not applied.
+// hit is called at the named kill points (crashpoint.DP*). It reports
+// whether a step was redone.
+func (h *HCA) AttachDataPathLog(region []byte, hit func(string)) (redone bool) {
+	if len(region) < pfstate.DPSize {
+		return false
+	}
+	l := &dpLog{b: region[:pfstate.DPSize], hit: hit}
+	h.dl = nil
+	h.applyEntries(l)
+	h.dl = l
+	h.scratch()
+	l.seq = le.Uint64(l.b[pfstate.StepSeq:])
+	l.iseq = le.Uint64(l.b[pfstate.DPIntentOff+pfstate.IntSeq:])
+	redone = h.redoStep()
+	h.loadIntent()
+	return redone
+}
+
+func (l *dpLog) entry(i int32) []byte {
+	off := pfstate.DPTableOff + int(i)*pfstate.DPEntrySize
+	return l.b[off : off+pfstate.DPEntrySize]
+}
+
+// readEntry returns the newer valid copy of entry i: its sequence, key and
+// words (in l.vals); ok false for a free or torn entry.
+func (l *dpLog) readEntry(i int32) (seq, key uint32, ok bool) {
+	e := l.entry(i)
+	best := -1
+	for c := range 2 {
+		p := e[c*pfstate.DPCopySize : (c+1)*pfstate.DPCopySize]
+		if le.Uint32(p[pfstate.EntKey:]) == 0 || le.Uint32(p[pfstate.EntCheck:]) != copyCheck(p) {
+			continue
+		}
+		if s := le.Uint32(p[pfstate.EntSeq:]); best < 0 || int32(s-seq) > 0 {
+			best, seq = c, s
+		}
+	}
+	if best < 0 {
+		return 0, 0, false
+	}
+	p := e[best*pfstate.DPCopySize:]
+	key = le.Uint32(p[pfstate.EntKey:])
+	for k := range l.vals {
+		l.vals[k] = le.Uint32(p[pfstate.EntVals+4*k:])
+	}
+	return seq, key, true
+}
+
+func copyCheck(p []byte) uint32 { return pfstate.Checksum(p[pfstate.EntKey:pfstate.DPCopySize]) }
+
+// writeEntry stores key and l.vals into the older copy of entry i (by
+// sequence): the copy, its check word, then its sequence. A kill before
+// the check leaves the copy torn (its check fails), one before the
+// sequence leaves it older than the other: either way the other copy, the
+// previous state, counts, and the next write goes to this copy again.
+func (l *dpLog) writeEntry(i int32, key uint32) {
+	e := l.entry(i)
+	s0, s1 := le.Uint32(e[pfstate.EntSeq:]), le.Uint32(e[pfstate.DPCopySize+pfstate.EntSeq:])
+	c, seq := 0, s1+1
+	if int32(s1-s0) < 0 {
+		c, seq = 1, s0+1
+	}
+	p := e[c*pfstate.DPCopySize : (c+1)*pfstate.DPCopySize]
+	le.PutUint32(p[pfstate.EntKey:], key)
+	for k, v := range l.vals {
+		le.PutUint32(p[pfstate.EntVals+4*k:], v)
+	}
+	le.PutUint32(p[pfstate.EntCheck:], copyCheck(p))
+	le.PutUint32(p[pfstate.EntSeq:], seq)
+}
+
+// clearEntry frees entry i (both copies' keys zero).
+func (l *dpLog) clearEntry(i int32) {
+	e := l.entry(i)
+	le.PutUint32(e[pfstate.EntKey:], 0)
+	le.PutUint32(e[pfstate.DPCopySize+pfstate.EntKey:], 0)
+	l.free = append(l.free, i)
+}
+
+// slot returns the entry of an object (its cached slot+1 in *s), taking a
+// free one if it has none; -1 when the table is full.
+func (l *dpLog) slot(s *int32) int32 {
+	if *s > 0 {
+		return *s - 1
+	}
+	var i int32
+	switch {
+	case len(l.free) > 0:
+		i = l.free[len(l.free)-1]
+		l.free = l.free[:len(l.free)-1]
+	case l.next < pfstate.DPEntries:
+		i = l.next
+		l.next++
+	default:
+		l.stats.NoSlot.Add(1)
+		return -1
+	}
+	*s = i + 1
+	return i
+}
+
+// applyEntries applies the table's entries to the objects that exist
+// (a restart: after Load and the replay) and frees the others.
+func (h *HCA) applyEntries(l *dpLog) {
+	used := make([]bool, pfstate.DPEntries)
+	for i := int32(0); i < pfstate.DPEntries; i++ {
+		_, key, ok := l.readEntry(i)
+		if !ok {
+			continue
+		}
+		num := key & pfstate.EntNumMask
+		applied := false
+		switch key >> pfstate.EntKindShift {
+		case pfstate.EntQP:
+			if qp := h.fw.qps[num]; qp != nil && qp.dps == 0 {
+				h.dpSetQP(qp, mlx4.QPState(l.vals[0]), l.vals[1], l.vals[2])
+				qp.dps, applied = i+1, true
+			}
+		case pfstate.EntSRQ:
+			if q := h.fw.srqs[num]; q != nil && q.dps == 0 {
+				q.Head, q.Taken, q.Limit = uint16(l.vals[0]), uint16(l.vals[1]), uint16(l.vals[2])
+				q.dps, applied = i+1, true
+			}
+		case pfstate.EntCQ:
+			if cq := h.fw.cqs[num]; cq != nil && cq.dps == 0 {
+				cqFromWords(cq, l.vals[:pfstate.CQWords])
+				cq.dps, applied = i+1, true
+			}
+		}
+		if applied {
+			used[i] = true
+			l.stats.Applied.Add(1)
+		}
+	}
+	// entries of objects that are gone are free; the rest stay in use
+	last := int32(-1)
+	for i := int32(0); i < pfstate.DPEntries; i++ {
+		if used[i] {
+			last = i
+		}
+	}
+	l.next = last + 1
+	for i := last - 1; i >= 0; i-- {
+		if !used[i] {
+			l.free = append(l.free, i)
+		}
+	}
+	for i := last + 1; i < pfstate.DPEntries; i++ {
+		e := l.entry(i)
+		le.PutUint32(e[pfstate.EntKey:], 0)
+		le.PutUint32(e[pfstate.DPCopySize+pfstate.EntKey:], 0)
+	}
+}
+
+// dpSetQP sets a QP's state and positions from the log, attaching it to or
+// detaching it from the scheduler as its state asks (no event: the
+// previous PF raised it).
+func (h *HCA) dpSetQP(qp *qpObj, st mlx4.QPState, sq, rq uint32) {
+	qp.State, qp.SQHead, qp.RQHead = st, sq&0xffff, rq&0xffff
+	w := qp.wq
+	if w == nil {
+		return
+	}
+	walk := st == mlx4.QP_STATE_RTS || st == mlx4.QP_STATE_SQD || st == mlx4.QP_STATE_SQER || st == mlx4.QP_STATE_ERR
+	switch {
+	case walk && !w.attached:
+		w.attached = true
+		h.dpAttach(qp)
+	case !walk && w.attached:
+		w.attached = false
+		h.dpDetach(qp)
+	}
+}
+
+func cqWords(cq *cqObj, v []uint32) {
+	v[0], v[1], v[2], v[3], v[4], v[5] = cq.Prod, cq.Cons, cq.ArmDB, cq.Arm, cq.ArmCI, cq.SolProd
+	v[6], v[7] = 0, uint32(cq.Err)
+	if cq.Sol {
+		v[6] = 1
+	}
+}
+
+func cqFromWords(cq *cqObj, v []uint32) {
+	cq.Prod, cq.Cons, cq.ArmDB, cq.Arm, cq.ArmCI, cq.SolProd = v[0], v[1], v[2], v[3], v[4], v[5]
+	cq.Sol, cq.Err = v[6] != 0, uint8(v[7])
+}
+
+// --- stores of positions (commands and the engine) ---
+
+func (h *HCA) dpOn() bool { return h.dl != nil && !h.fw.quiet }
+
+// dpSaveQP stores a QP's state and positions.
+func (h *HCA) dpSaveQP(qp *qpObj) {
+	if !h.dpOn() || qp == nil || qp.tr == nil {
+		return
+	}
+	l := h.dl
+	i := l.slot(&qp.dps)
+	if i < 0 {
+		return
+	}
+	clear(l.vals[:])
+	l.vals[0], l.vals[1], l.vals[2] = uint32(qp.State), qp.SQHead, qp.RQHead
+	l.writeEntry(i, pfstate.EntQP<<pfstate.EntKindShift|uint32(qp.tr.ID)&pfstate.EntNumMask)
+}
+
+// dpSaveSRQ stores an SRQ's positions and limit.
+func (h *HCA) dpSaveSRQ(q *srqObj) {
+	if !h.dpOn() || q == nil || q.tr == nil {
+		return
+	}
+	l := h.dl
+	i := l.slot(&q.dps)
+	if i < 0 {
+		return
+	}
+	clear(l.vals[:])
+	l.vals[0], l.vals[1], l.vals[2] = uint32(q.Head), uint32(q.Taken), uint32(q.Limit)
+	l.writeEntry(i, pfstate.EntSRQ<<pfstate.EntKindShift|uint32(q.tr.ID)&pfstate.EntNumMask)
+}
+
+// dpSaveCQ stores a CQ's runtime state. Inside a step (CQEs held back)
+// the step stores it at its end.
+func (h *HCA) dpSaveCQ(cq *cqObj) {
+	if !h.dpOn() || cq == nil || cq.tr == nil {
+		return
+	}
+	l := h.dl
+	i := l.slot(&cq.dps)
+	if i < 0 {
+		return
+	}
+	clear(l.vals[:])
+	cqWords(cq, l.vals[:pfstate.CQWords])
+	l.writeEntry(i, pfstate.EntCQ<<pfstate.EntKindShift|uint32(cq.tr.ID)&pfstate.EntNumMask)
+}
+
+// dpForget frees an object's entry (the object is gone).
+func (h *HCA) dpForget(s *int32) {
+	if h.dl == nil || *s == 0 {
+		return
+	}
+	if !h.fw.quiet {
+		h.dl.clearEntry(*s - 1)
+	}
+	*s = 0
+}
+
+// --- the engine's steps ---
+
+// dpTouchQP notes that the step moved qp (a consumer index, its state).
+func (h *HCA) dpTouchQP(qp *qpObj) {
+	l := h.dl
+	if l == nil || l.redo {
+		return
+	}
+	for _, q := range l.qps[:l.nqp] {
+		if q == qp {
+			return
+		}
+	}
+	if l.nqp == len(l.qps) {
+		h.dpStep()
+	}
+	l.qps[l.nqp] = qp
+	l.nqp++
+}
+
+// dpTouchSRQ notes that the step took a WQE of q.
+func (h *HCA) dpTouchSRQ(q *srqObj) {
+	l := h.dl
+	if l == nil || l.redo {
+		return
+	}
+	for _, s := range l.srqs[:l.nsrq] {
+		if s == q {
+			return
+		}
+	}
+	if l.nsrq == len(l.srqs) {
+		h.dpStep()
+	}
+	l.srqs[l.nsrq] = q
+	l.nsrq++
+}
+
+// dpHold holds a CQE back for the step's end; false: no log, write it now.
+func (h *HCA) dpHold(cqn uint32, e *mlx4.CQE, solicited bool) bool {
+	l := h.dl
+	if l == nil || l.redo || h.fw.quiet {
+		return false
+	}
+	if l.np == len(l.pend) {
+		h.dpStep()
+	}
+	p := &l.pend[l.np]
+	p.cqn, p.sol, p.e = cqn&mlx4.ObjectMask, solicited, *e
+	l.np++
+	return true
+}
+
+// dpStep ends the current step: its record, its CQEs, its positions.
+func (h *HCA) dpStep() {
+	l := h.dl
+	if l == nil || l.redo || l.np == 0 && l.nqp == 0 && l.nsrq == 0 {
+		return
+	}
+	l.hit(crashpoint.DPEffects)
+	// The CQs' state before the CQEs, with their EQ's producer index.
+	l.ncq = 0
+	for k := range l.np {
+		cqn := l.pend[k].cqn
+		seen := false
+		for _, c := range l.cqs[:l.ncq] {
+			seen = seen || c.cqn == cqn
+		}
+		if seen || l.ncq == len(l.cqs) {
+			continue
+		}
+		c := &l.cqs[l.ncq]
+		c.cq, c.cqn, c.eqn, c.eqP = h.fw.cqs[cqn], cqn, -1, 0
+		if c.cq != nil {
+			cqWords(c.cq, c.vals[:])
+			if c.cq.ring != nil {
+				if p, ok := h.EQProd(c.cq.ring.vf, c.cq.EQN); ok {
+					c.eqn, c.eqP = int32(c.cq.EQN), p
+				}
+			}
+		}
+		l.ncq++
+	}
+	l.writeStep()
+	for k := range l.np {
+		p := &l.pend[k]
+		h.postStepCQE(p.cqn, &p.e, p.sol)
+		l.hit(crashpoint.DPCQE)
+	}
+	h.storeStep()
+	l.np, l.nqp, l.nsrq, l.ncq = 0, 0, 0, 0
+}
+
+// postStepCQE writes a held-back CQE (counting a refusal as h.cqe does).
+func (h *HCA) postStepCQE(cqn uint32, e *mlx4.CQE, sol bool) {
+	var err error
+	if sol || e.IsError() {
+		err = h.postSolicitedCQE(cqn, e)
+	} else {
+		err = h.postCQE(cqn, e)
+	}
+	if err != nil {
+		if cq := h.fw.cqs[cqn]; cq != nil && cq.ring != nil {
+			h.fw.vfs[cq.ring.vf].eng.CQEDrops.Add(1)
+		}
+	}
+}
+
+// writeStep writes the step record, commit word last.
+func (l *dpLog) writeStep() {
+	b := l.b[pfstate.DPStepOff : pfstate.DPStepOff+pfstate.DPStepSize]
+	l.seq++
+	le.PutUint64(b[pfstate.StepSeq:], l.seq)
+	le.PutUint32(b[pfstate.StepCounts:], uint32(l.np)|uint32(l.ncq)<<8|uint32(l.nqp)<<16|uint32(l.nsrq)<<24)
+	off := pfstate.StepBody
+	for k := range l.np {
+		p := &l.pend[k]
+		le.PutUint32(b[off:], p.cqn)
+		f := uint32(0)
+		if p.sol {
+			f = pfstate.StepSolicited
+		}
+		le.PutUint32(b[off+4:], f)
+		x := mlx4.EncodeCQE(p.e)
+		copy(b[off+8:off+8+mlx4.CQESize], x[:])
+		off += pfstate.StepCQESize
+	}
+	for k := range l.ncq {
+		c := &l.cqs[k]
+		le.PutUint32(b[off:], c.cqn)
+		le.PutUint32(b[off+4:], uint32(c.eqn))
+		le.PutUint32(b[off+8:], c.eqP)
+		for j, v := range c.vals {
+			le.PutUint32(b[off+16+4*j:], v)
+		}
+		off += pfstate.StepCQSize
+	}
+	for _, qp := range l.qps[:l.nqp] {
+		le.PutUint32(b[off:], uint32(qp.tr.ID))
+		le.PutUint32(b[off+4:], uint32(qp.State))
+		le.PutUint32(b[off+8:], qp.SQHead)
+		le.PutUint32(b[off+12:], qp.RQHead)
+		off += pfstate.StepQPSize
+	}
+	for _, q := range l.srqs[:l.nsrq] {
+		le.PutUint32(b[off:], uint32(q.tr.ID))
+		le.PutUint32(b[off+4:], uint32(q.Head))
+		le.PutUint32(b[off+8:], uint32(q.Taken))
+		le.PutUint32(b[off+12:], uint32(q.Limit))
+		off += pfstate.StepSRQSize
+	}
+	le.PutUint32(b[pfstate.StepCheck:], pfstate.Checksum(b[pfstate.StepSeq:off]))
+	// A plain store last, as the journal's commit words.
+	le.PutUint32(b[pfstate.StepCommit:], pfstate.MagicStep^uint32(l.seq))
+	l.stats.Steps.Add(1)
+}
+
+// storeStep stores the positions of what the step moved, then marks the
+// record applied.
+func (h *HCA) storeStep() {
+	l := h.dl
+	first := true
+	torn := func() {
+		if first {
+			first = false
+			l.hit(crashpoint.DPCommitTorn)
+		}
+	}
+	for _, qp := range l.qps[:l.nqp] {
+		h.dpSaveQP(qp)
+		torn()
+	}
+	for _, q := range l.srqs[:l.nsrq] {
+		h.dpSaveSRQ(q)
+		torn()
+	}
+	for _, c := range l.cqs[:l.ncq] {
+		h.dpSaveCQ(c.cq)
+		torn()
+	}
+	le.PutUint32(l.b[pfstate.DPStepOff+pfstate.StepCommit:], pfstate.MagicApplied^uint32(l.seq))
+}
+
+// redoStep redoes a step committed and not applied (a restart).
+func (h *HCA) redoStep() bool {
+	l := h.dl
+	b := l.b[pfstate.DPStepOff : pfstate.DPStepOff+pfstate.DPStepSize]
+	if le.Uint32(b[pfstate.StepCommit:]) != pfstate.MagicStep^uint32(l.seq) {
+		return false
+	}
+	cnt := le.Uint32(b[pfstate.StepCounts:])
+	ncqe, ncq, nqp, nsrq := int(cnt&0xff), int(cnt>>8&0xff), int(cnt>>16&0xff), int(cnt>>24)
+	if ncqe > pfstate.MaxStepCQEs || ncq > pfstate.MaxStepCQs || nqp > pfstate.MaxStepQPs || nsrq > pfstate.MaxStepSRQs {
+		return false
+	}
+	end := pfstate.StepBody + ncqe*pfstate.StepCQESize + ncq*pfstate.StepCQSize + nqp*pfstate.StepQPSize + nsrq*pfstate.StepSRQSize
+	if le.Uint32(b[pfstate.StepCheck:]) != pfstate.Checksum(b[pfstate.StepSeq:end]) {
+		return false
+	}
+	// The CQs as they were before the step's CQEs.
+	off := pfstate.StepBody + ncqe*pfstate.StepCQESize
+	l.nredo, l.ncq = 0, 0
+	for range ncq {
+		cqn := le.Uint32(b[off:])
+		eqn := int32(le.Uint32(b[off+4:]))
+		cq := h.fw.cqs[cqn]
+		if cq != nil {
+			var v [pfstate.CQWords]uint32
+			for j := range v {
+				v[j] = le.Uint32(b[off+16+4*j:])
+			}
+			cqFromWords(cq, v[:])
+			l.cqs[l.ncq] = dpCQBefore{cq: cq, cqn: cqn}
+			l.ncq++
+			if eqn >= 0 && cq.ring != nil {
+				dup := false
+				for _, r := range l.redoEQ[:l.nredo] {
+					dup = dup || r.vf == cq.ring.vf && r.eqn == int(eqn)
+				}
+				if !dup {
+					r := &l.redoEQ[l.nredo]
+					r.vf, r.eqn, r.next = cq.ring.vf, int(eqn), le.Uint32(b[off+8:])
+					l.nredo++
+				}
+			}
+		}
+		off += pfstate.StepCQSize
+	}
+	l.redo = true
+	for k := range ncqe {
+		o := pfstate.StepBody + k*pfstate.StepCQESize
+		e, _ := mlx4.DecodeCQE(b[o+8 : o+8+mlx4.CQESize])
+		h.postStepCQE(le.Uint32(b[o:]), &e, le.Uint32(b[o+4:])&pfstate.StepSolicited != 0)
+	}
+	l.redo = false
+	l.nqp, l.nsrq = 0, 0
+	for range nqp {
+		if qp := h.fw.qps[le.Uint32(b[off:])]; qp != nil {
+			h.dpSetQP(qp, mlx4.QPState(le.Uint32(b[off+4:])), le.Uint32(b[off+8:]), le.Uint32(b[off+12:]))
+			l.qps[l.nqp] = qp
+			l.nqp++
+		}
+		off += pfstate.StepQPSize
+	}
+	for range nsrq {
+		if q := h.fw.srqs[le.Uint32(b[off:])]; q != nil {
+			q.Head, q.Taken, q.Limit = uint16(le.Uint32(b[off+4:])), uint16(le.Uint32(b[off+8:])), uint16(le.Uint32(b[off+12:]))
+			l.srqs[l.nsrq] = q
+			l.nsrq++
+		}
+		off += pfstate.StepSRQSize
+	}
+	h.storeStep()
+	l.nqp, l.nsrq, l.ncq = 0, 0, 0
+	l.stats.Redone.Add(1)
+	return true
+}
+
+// dpRedoFire reports whether a completion EQE to VF vf's EQ eqn is to be
+// written while a step is redone: not when the EQ's producer index shows
+// the previous PF wrote it.
+func (h *HCA) dpRedoFire(vf, eqn int, prod uint32) bool {
+	l := h.dl
+	if l == nil || !l.redo {
+		return true
+	}
+	for k := range l.redoEQ[:l.nredo] {
+		r := &l.redoEQ[k]
+		if r.vf == vf && r.eqn == eqn {
+			write := prod == r.next
+			r.next = (r.next + 1) & mlx4.EQIndexMask
+			return write
+		}
+	}
+	return true
+}
+
+// dpRedoAhead: while a step is redone, a consumer index ahead of the
+// producer by at most the step's CQEs is the VF having read CQEs the
+// previous PF wrote before its death (they are rewritten in place), not an
+// overrun.
+func (h *HCA) dpRedoAhead(cq *cqObj) bool {
+	return h.dl != nil && h.dl.redo && (cq.Cons-cq.Prod)&cqIndexMask <= pfstate.MaxStepCQEs
+}
+
+// --- atomics ---
+
+// dpAtomic is an ATOMIC's original value: the one recorded before a kill
+// for this WQE (its redo), else orig, recorded now before the remote value
+// is written.
+func (h *HCA) dpAtomic(qp *qpObj, orig uint64) uint64 {
+	l := h.dl
+	if l == nil || h.fw.quiet {
+		return orig
+	}
+	if l.ovValid && l.ovQPN == qp.wq.qpn && l.ovSQ == qp.SQHead {
+		l.ovValid = false
+		l.stats.Replayed.Add(1)
+		return l.ovOrig
+	}
+	l.ovValid = false
+	b := l.b[pfstate.DPIntentOff : pfstate.DPIntentOff+pfstate.DPIntentSize]
+	l.iseq++
+	le.PutUint64(b[pfstate.IntSeq:], l.iseq)
+	le.PutUint32(b[pfstate.IntQPN:], qp.wq.qpn)
+	le.PutUint32(b[pfstate.IntSQ:], qp.SQHead)
+	le.PutUint64(b[pfstate.IntOrig:], orig)
+	le.PutUint32(b[pfstate.IntCheck:], pfstate.Checksum(b[pfstate.IntSeq:pfstate.IntEnd]))
+	le.PutUint32(b[pfstate.IntCommit:], pfstate.MagicAtomic^uint32(l.iseq))
+	l.stats.Atomics.Add(1)
+	l.hit(crashpoint.DPIntent)
+	return orig
+}
+
+// loadIntent keeps the last atomic intent for its WQE if that WQE is still
+// the next of its QP (its step never committed).
+func (h *HCA) loadIntent() {
+	l := h.dl
+	b := l.b[pfstate.DPIntentOff : pfstate.DPIntentOff+pfstate.DPIntentSize]
+	if le.Uint32(b[pfstate.IntCommit:]) != pfstate.MagicAtomic^uint32(l.iseq) ||
+		le.Uint32(b[pfstate.IntCheck:]) != pfstate.Checksum(b[pfstate.IntSeq:pfstate.IntEnd]) {
+		return
+	}
+	qpn, sq := le.Uint32(b[pfstate.IntQPN:]), le.Uint32(b[pfstate.IntSQ:])
+	if qp := h.fw.qps[qpn&mlx4.QPNMask]; qp != nil && qp.wq != nil && qp.SQHead == sq {
+		l.ovValid, l.ovQPN, l.ovSQ, l.ovOrig = true, qpn, sq, le.Uint64(b[pfstate.IntOrig:])
+	}
+}

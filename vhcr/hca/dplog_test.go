@@ -1,0 +1,289 @@
+package hca
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+	"github.com/vhcrd/vhcrd/vhcr/pfstate"
+)
+
+// dpKill is the panic of a simulated kill at a data-path point.
+type dpKill string
+
+// logPair is an RC pair whose HCA keeps the data path's log in region
+// from before the first command (a fresh state file), with a kill point
+// that can be set.
+type logPair struct {
+	*rcPair
+	region []byte
+	point  string
+	nth    int
+}
+
+func newLogPair(t *testing.T) *logPair {
+	d := newDPRig(t, 3, nil)
+	lp := &logPair{region: make([]byte, pfstate.DPSize)}
+	d.h.AttachDataPathLog(lp.region, lp.hit)
+	p := &rcPair{d: d, a: d.setup(0), b: d.setup(1)}
+	p.ka, p.ma = p.a.mr(vaA, 2, permAll, p.a.pd)
+	p.kb, p.mb = p.b.mr(vaB, 2, permAll, p.b.pd)
+	o := qpOpts{st: mlx4.QP_ST_RC, access: remoteAll}
+	p.qa, p.qb = p.a.qp(o), p.b.qp(o)
+	pair(p.qa, p.qb)
+	lp.rcPair = p
+	return lp
+}
+
+func (lp *logPair) hit(at string) {
+	if at == lp.point {
+		if lp.nth--; lp.nth == 0 {
+			panic(dpKill(at))
+		}
+	}
+}
+
+// runKilled runs qa's send queue with the kill armed at the nth hit of
+// point; it reports whether the kill came.
+func (lp *logPair) runKilled(point string, nth int) (killed bool) {
+	lp.point, lp.nth = point, nth
+	defer func() {
+		lp.point = ""
+		if v := recover(); v != nil {
+			if _, ok := v.(dpKill); !ok {
+				panic(v)
+			}
+			killed = true
+		}
+	}()
+	lp.qa.run(16)
+	return false
+}
+
+// restart is a restarted PF: a new HCA loaded from the checkpoint img
+// (taken before the traffic), the EQ positions as the state file keeps
+// them, and the same log region.
+func (lp *logPair) restart(t *testing.T, img *Image) {
+	t.Helper()
+	old := lp.d.h
+	h, err := New(old.Cfg, old.NumVFs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := lp.d.sp
+	if err := h.Load(img, func(vf int) *dma.Window { w, _ := sp.Window(vf); return w }); err != nil {
+		t.Fatal(err)
+	}
+	for _, eq := range old.fw.eqs {
+		h.SetEQProd(eq.VF, eq.EQN, eq.Prod)
+	}
+	h.AttachDataPathLog(lp.region, lp.hit)
+	lp.d.h = h
+}
+
+func fetchAdd(ka uint32, kb uint32, sink uint64, remote uint64, add uint64) *mlx4.SendWQE {
+	w := send(mlx4.OPCODE_ATOMIC_FA, sge(ka, sink, 8))
+	w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: remote, RKey: kb}
+	w.HasAtomic, w.Atomic = true, mlx4.AtomicSeg{SwapAdd: add}
+	return w
+}
+
+func rdmaWrite(ka, kb uint32, src, dst uint64, n uint32) *mlx4.SendWQE {
+	w := send(mlx4.OPCODE_RDMA_WRITE, sge(ka, src, n))
+	w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: dst, RKey: kb}
+	return w
+}
+
+// TestDataPathKillAtEachPoint: a PF killed at each point of a WQE's
+// journal steps (after the atomic's intent, after the effects, after each
+// CQE, in the middle of storing the positions), restarted from a
+// checkpoint taken before the traffic, executes the WQE exactly once as
+// the VF sees it: the data in place, an atomic applied once with the
+// original returned, one receive WQE consumed, each CQE once; and the
+// next WQE after the restart goes on from there.
+func TestDataPathKillAtEachPoint(t *testing.T) {
+	type kase struct {
+		op    string
+		point string
+		nth   int
+	}
+	var cases []kase
+	for _, op := range []string{"send", "write", "fadd", "unsignalled"} {
+		for _, pt := range []string{crashpoint.DPIntent, crashpoint.DPEffects, crashpoint.DPCQE, crashpoint.DPCommitTorn} {
+			switch {
+			case pt == crashpoint.DPIntent && op != "fadd", pt == crashpoint.DPCQE && op == "unsignalled":
+				continue
+			}
+			cases = append(cases, kase{op, pt, 1})
+			if pt == crashpoint.DPCQE && op == "send" {
+				cases = append(cases, kase{op, pt, 2}) // between the responder's CQE and the requester's
+			}
+		}
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%s:%d", c.op, c.point, c.nth), func(t *testing.T) {
+			lp := newLogPair(t)
+			a, b, qa, qb := lp.a, lp.b, lp.qa, lp.qb
+			msg := pattern(200, 3)
+			a.fill(lp.ma, msg)
+			var word [8]byte
+			binary.BigEndian.PutUint64(word[:], 5)
+			b.fill(lp.mb+64, word[:])
+			qb.recv(sge(lp.kb, vaB+1000, 300))
+			qb.recv(sge(lp.kb, vaB+1500, 300))
+			img := lp.d.h.Image() // the checkpoint
+			switch c.op {
+			case "send":
+				qa.post(send(mlx4.OPCODE_SEND, sge(lp.ka, vaA, 200)), nil)
+			case "write":
+				qa.post(rdmaWrite(lp.ka, lp.kb, vaA, vaB+2000, 200), nil)
+			case "fadd":
+				qa.post(fetchAdd(lp.ka, lp.kb, vaA+512, vaB+64, 1), nil)
+			case "unsignalled":
+				w := rdmaWrite(lp.ka, lp.kb, vaA, vaB+2000, 200)
+				w.Ctrl.SrcRBFlags = 0
+				qa.post(w, nil)
+			}
+			if !lp.runKilled(c.point, c.nth) {
+				t.Fatalf("no kill at %s:%d", c.point, c.nth)
+			}
+			seen := lp.d.take() // the VF reads what was written before the kill
+			lp.restart(t, img)
+			qa.run(16)
+			got := append(seen, lp.d.take()...)
+			switch c.op {
+			case "send":
+				if g := b.read(lp.mb+1000, 200); !bytes.Equal(g, msg) {
+					t.Fatalf("B's first receive buffer holds %x", g)
+				}
+				if g := b.read(lp.mb+1500, 200); !bytes.Equal(g, make([]byte, 200)) {
+					t.Fatalf("B's second receive buffer was written: the message delivered twice")
+				}
+				wantCQE(t, got, rCQE(b.cq, qb.qpn, 0, mlx4.RECV_OPCODE_SEND, 200, 0), sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 200))
+			case "write", "unsignalled":
+				if g := b.read(lp.mb+2000, 200); !bytes.Equal(g, msg) {
+					t.Fatalf("RDMA_WRITE: B holds %x", g)
+				}
+				if c.op == "write" {
+					wantCQE(t, got, sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_RDMA_WRITE, 200))
+				} else {
+					wantCQE(t, got)
+				}
+			case "fadd":
+				if v := binary.BigEndian.Uint64(b.read(lp.mb+64, 8)); v != 6 {
+					t.Fatalf("counter %d after one fetch-add of 1 to 5", v)
+				}
+				if v := binary.BigEndian.Uint64(a.read(lp.ma+512, 8)); v != 5 {
+					t.Fatalf("fetch-add returned %d, want the original 5", v)
+				}
+				wantCQE(t, got, sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_ATOMIC_FA, 8))
+			}
+			if qa.obj().SQHead != 1 {
+				t.Fatalf("SQ consumer %d after one WQE", qa.obj().SQHead)
+			}
+			// The next WQE goes on from the positions restored.
+			switch c.op {
+			case "send":
+				qa.post(send(mlx4.OPCODE_SEND, sge(lp.ka, vaA, 100)), nil)
+				qa.run(16)
+				wantCQE(t, lp.d.take(), rCQE(b.cq, qb.qpn, 1, mlx4.RECV_OPCODE_SEND, 100, 0), sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND, 100))
+				if g := b.read(lp.mb+1500, 100); !bytes.Equal(g, msg[:100]) {
+					t.Fatalf("the second SEND: %x", g)
+				}
+			case "fadd":
+				qa.post(fetchAdd(lp.ka, lp.kb, vaA+520, vaB+64, 1), nil)
+				qa.run(16)
+				if v, o := binary.BigEndian.Uint64(b.read(lp.mb+64, 8)), binary.BigEndian.Uint64(a.read(lp.ma+520, 8)); v != 7 || o != 6 {
+					t.Fatalf("second fetch-add: counter %d, original %d", v, o)
+				}
+				wantCQE(t, lp.d.take(), sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_ATOMIC_FA, 8))
+			default:
+				qa.post(rdmaWrite(lp.ka, lp.kb, vaA, vaB+2400, 50), nil)
+				qa.run(16)
+				wantCQE(t, lp.d.take(), sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_RDMA_WRITE, 50))
+			}
+		})
+	}
+}
+
+// TestDataPathLimitSourceRewritten shows the guarantee's limit: a WQE
+// interrupted before its completion is executed again from its source
+// buffer as it is then. A VF that rewrites the buffer before the
+// completion (the verbs contract forbids it) gets its new bytes at the
+// destination — still one CQE, one WQE consumed.
+func TestDataPathLimitSourceRewritten(t *testing.T) {
+	lp := newLogPair(t)
+	a, b, qa := lp.a, lp.b, lp.qa
+	a.fill(lp.ma, pattern(64, 1))
+	img := lp.d.h.Image()
+	qa.post(rdmaWrite(lp.ka, lp.kb, vaA, vaB+2000, 64), nil)
+	if !lp.runKilled(crashpoint.DPEffects, 1) {
+		t.Fatal("no kill")
+	}
+	if g := b.read(lp.mb+2000, 64); !bytes.Equal(g, pattern(64, 1)) {
+		t.Fatalf("before the restart B holds %x", g)
+	}
+	a.fill(lp.ma, pattern(64, 9)) // rewritten before its completion
+	lp.restart(t, img)
+	qa.run(16)
+	if g := b.read(lp.mb+2000, 64); !bytes.Equal(g, pattern(64, 9)) {
+		t.Fatalf("B holds %x, want the rewritten source", g)
+	}
+	wantCQE(t, lp.d.take(), sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_RDMA_WRITE, 64))
+}
+
+// Without the log the same kill executes the fetch-add twice: the test
+// above fails on the engine without its log.
+func TestDataPathWithoutLogAddsTwice(t *testing.T) {
+	lp := newLogPair(t)
+	lp.d.h.dl = nil
+	a, b, qa := lp.a, lp.b, lp.qa
+	var word [8]byte
+	binary.BigEndian.PutUint64(word[:], 5)
+	b.fill(lp.mb+64, word[:])
+	img := lp.d.h.Image()
+	qa.post(fetchAdd(lp.ka, lp.kb, vaA+512, vaB+64, 1), nil)
+	qa.run(16) // completes; a PF without the log restarts from its checkpoint
+	old := lp.d.h
+	h, err := New(old.Cfg, old.NumVFs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := lp.d.sp
+	if err := h.Load(img, func(vf int) *dma.Window { w, _ := sp.Window(vf); return w }); err != nil {
+		t.Fatal(err)
+	}
+	lp.d.h = h
+	qa.run(16)
+	if v := binary.BigEndian.Uint64(b.read(lp.mb+64, 8)); v != 7 {
+		t.Fatalf("counter %d: the checkpoint's SQ consumer index runs the WQE again (7)", v)
+	}
+	_ = a
+}
+
+// The log costs no allocation per WQE: its record, CQEs and entries are
+// stores into the region.
+func TestDataPathLogAllocatesNothing(t *testing.T) {
+	lp := newLogPair(t)
+	a, qa := lp.a, lp.qa
+	a.fill(lp.ma, pattern(64, 1))
+	for range 6 {
+		qa.post(rdmaWrite(lp.ka, lp.kb, vaA, vaB+2000, 64), nil)
+	}
+	obj := qa.obj()
+	allocs := testing.AllocsPerRun(4, func() {
+		if lp.d.h.runSQ(obj, 1) != 1 {
+			t.Fatal("no WQE run")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("runSQ with the log: %v allocations per WQE", allocs)
+	}
+	if st := lp.d.h.DataPathLogStats(); st.Steps.Load() < 5 {
+		t.Fatalf("%d steps recorded", st.Steps.Load())
+	}
+}
