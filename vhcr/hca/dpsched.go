@@ -389,6 +389,40 @@ func (h *HCA) SweepQueues() int {
 	return n
 }
 
+// QueuesPending reports whether an attached send queue has a WQE to run by
+// ownership, without running it: every attached QP when at most limit are
+// attached, else the hot ones only. The QPs found are heated. It is the
+// poller's re-check after it said it sleeps (HdrPFSleeping) and before it
+// blocks: a VF that rang its send doorbell before it saw the flag did not
+// wake the futex, and its doorbell must be seen now rather than at the
+// next timeout.
+func (h *HCA) QueuesPending(limit int) bool {
+	s := &h.sched
+	if s.attached == 0 {
+		return false
+	}
+	found := false
+	if s.attached > limit {
+		for _, vf := range s.live {
+			for _, q := range s.vfs[vf].hot {
+				if dpPending(h, q.qp) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, vf := range s.live {
+		for _, q := range s.vfs[vf].qps {
+			if dpPending(h, q.qp) {
+				s.heat(q)
+				found = true
+			}
+		}
+	}
+	return found
+}
+
 // runHot gives the VFs with hot QPs their turns until budget WQEs are spent
 // or a whole pass did nothing.
 func (h *HCA) runHot(budget int) int {

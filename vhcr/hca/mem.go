@@ -125,9 +125,12 @@ func (m *mref) bounds(addr, n uint64) keyErr {
 }
 
 // at returns the IOVA of region address addr and how many bytes from it
-// are contiguous in the window (to the end of its page); ok false where
-// the region has no page there.
-func (m *mref) at(addr uint64) (iova, run uint64, ok bool) {
+// are contiguous in the window: to the end of its page, and on across the
+// following pages while their MTT entries are present and map the next
+// IOVA, until the run covers want bytes (a registration of contiguous
+// memory copies in one piece, not page by page); ok false where the region
+// has no page there.
+func (m *mref) at(addr, want uint64) (iova, run uint64, ok bool) {
 	if m.phys {
 		return addr, m.end - addr, true
 	}
@@ -141,7 +144,16 @@ func (m *mref) at(addr uint64) (iova, run uint64, ok bool) {
 	}
 	psize := uint64(1) << m.shift
 	off := addr & (psize - 1)
-	return e&^(psize-1) + off, psize - off, true
+	base := e &^ (psize - 1)
+	run = psize - off
+	for next := base + psize; run < want && pg+1 < uint64(len(m.mtt)); next += psize {
+		pg++
+		if e = m.mtt[pg]; e&mlx4.MTT_FLAG_PRESENT == 0 || e&^(psize-1) != next {
+			break
+		}
+		run += psize
+	}
+	return base + off, run, true
 }
 
 // copyRegions moves n bytes from src at saddr to dst at daddr, chunk by
@@ -149,8 +161,8 @@ func (m *mref) at(addr uint64) (iova, run uint64, ok bool) {
 // window refuses (the caller's protection error).
 func (h *HCA) copyRegions(dst *mref, daddr uint64, src *mref, saddr uint64, n uint64) bool {
 	for n > 0 {
-		s, sr, ok1 := src.at(saddr)
-		d, dr, ok2 := dst.at(daddr)
+		s, sr, ok1 := src.at(saddr, n)
+		d, dr, ok2 := dst.at(daddr, n)
 		if !ok1 || !ok2 {
 			return false
 		}
@@ -169,7 +181,7 @@ func (h *HCA) copyRegions(dst *mref, daddr uint64, src *mref, saddr uint64, n ui
 // writeRegion writes b into dst at daddr.
 func (m *mref) write(daddr uint64, b []byte) bool {
 	for len(b) > 0 {
-		d, dr, ok := m.at(daddr)
+		d, dr, ok := m.at(daddr, uint64(len(b)))
 		if !ok {
 			return false
 		}
@@ -186,7 +198,7 @@ func (m *mref) write(daddr uint64, b []byte) bool {
 // read reads len(b) bytes of the region at saddr into b.
 func (m *mref) read(b []byte, saddr uint64) bool {
 	for len(b) > 0 {
-		s, sr, ok := m.at(saddr)
+		s, sr, ok := m.at(saddr, uint64(len(b)))
 		if !ok {
 			return false
 		}

@@ -69,3 +69,20 @@ func (p *PF) attachDataPath(ps *pstate) {
 		p.stats.DPRedone++
 	}
 }
+
+// sleepCheckQPs bounds the attached QPs the poller checks by ownership
+// after it said it sleeps and before it blocks (hca.HCA.QueuesPending):
+// about 0.1 µs each, a few µs per sleep; above it only the hot QPs are
+// checked, and a send doorbell that rang in that window on a cold QP waits
+// for the futex timeout or the next sweep.
+const sleepCheckQPs = 64
+
+// dataPathRang is the poller's re-check of the data path after it said it
+// sleeps (HdrPFSleeping) and before it blocks: a VF that rang a send
+// doorbell or armed a CQ before it saw the flag did not wake the futex. The
+// UAR hints, the hot QPs and the watched CQs' arms are served
+// (hca.HCA.ServiceQueues), and the attached QPs checked by ownership
+// (hca.HCA.QueuesPending): work found is a reason not to block.
+func (p *PF) dataPathRang() bool {
+	return p.hca.ServiceQueues(dataPathBudget) > 0 || p.hca.QueuesPending(sleepCheckQPs)
+}

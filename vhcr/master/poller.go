@@ -217,8 +217,14 @@ func (p *PF) block(sleepNS int64) {
 	}
 	bar.WordStore(p.sleeping, 1) // XCHG: orders the flag before the re-check
 	seq := bar.WordLoad(p.doorbell)
-	if !p.peek() && p.pending.Load() == 0 && !p.stopping.Load() {
+	if !p.peek() && p.pending.Load() == 0 && !p.stopping.Load() && !p.dataPathRang() {
 		futex.Wait(p.doorbell, seq, futexNS)
+		if p.hca.Attached() > 0 && bar.WordLoad(p.doorbell) != seq && !p.peek() {
+			// rung, and not for a command: a send doorbell (vfclient's
+			// VF.Ring), maybe of a cold QP storing the word it stored
+			// last, which the UAR hint cannot show; heat the QPs with work
+			p.hca.SweepQueues()
+		}
 	}
 	bar.WordStore(p.sleeping, 0)
 }

@@ -291,6 +291,18 @@ func (v *VF) WaitAck(ctx context.Context) error {
 	return nil
 }
 
+// Ring wakes the PF if it says it sleeps on the futex doorbell (the wire
+// contract's HdrPFSleeping word): one locked add and one load when it does
+// not. The comm channel rings after every post; the verbs (vfdrv) ring after
+// a send doorbell and a CQ arm, stores the PF can only see by looking. A VF
+// with no futex doorbell (NoDoorbell, a region that is not shared memory)
+// rings nothing.
+func (v *VF) Ring() {
+	if v != nil {
+		v.ring()
+	}
+}
+
 // ring wakes a PF that blocks on the futex doorbell.
 func (v *VF) ring() {
 	if v.sleeping == nil {

@@ -480,6 +480,7 @@ func (v *VQP) PostSend(wrs []SendWR) (int, error) {
 	if n > 0 {
 		v.sq.head += uint32(n)
 		v.send.Store(mlx4.SendDoorbell(v.QPN))
+		v.d.VF.Ring() // a sleeping PF would find the doorbell at its next timeout
 		v.stamp(v.sq.head - 1 + v.sq.spare)
 	}
 	return n, err
@@ -690,6 +691,7 @@ func (cq *VCQ) Arm(solicited bool) {
 	v := mlx4.CQDoorbell(sn, cmd, cq.CQN, ci)
 	cq.armHi.Store(uint32(v >> 32))
 	cq.armLo.Store(uint32(v))
+	cq.d.VF.Ring()
 }
 
 // Events is how many completion events the CQ has had.
