@@ -9,11 +9,13 @@
 # unmodified mlx4_core and mlx4_ib in a guest against `vhcrd serve` on the
 # host, with the modules hack/fetch-vmkernel.sh unpacks into
 # .cache/vmkernel/mlx4.
+# TestLinuxMLX4Faults (hack/vmtest/faults_test.go) runs the fault matrix's
+# CI subset against that driver; `make faults` runs the whole matrix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s%N)
 # The timeout covers the builds the tests do first (static, -trimpath: on an
 # empty build cache they compile the standard library and every dependency
 # again) as well as the guests; each guest step has its own bound inside.
-VHCRD_VMTEST=1 go test -count=1 -v -timeout 20m -run '^(TestVM|TestLinuxMLX4)$' ./hack/vmtest/ "$@"
+VHCRD_VMTEST=1 go test -count=1 -v -timeout 20m -run '^(TestVM|TestLinuxMLX4|TestLinuxMLX4Faults)$' ./hack/vmtest/ "$@"
 echo "vmtest: wall time $(( ($(date +%s%N) - start) / 1000000 )) ms (build + boot + test)"

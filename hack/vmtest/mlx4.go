@@ -44,6 +44,8 @@ type MLX4Config struct {
 	// MidstreamReads is how many sysfs reads (each a MAD_IFC) the readers
 	// complete before ScenarioMidstream unbinds under them.
 	MidstreamReads int
+	// Faults are ScenarioFaults's cases, in order.
+	Faults []FaultRound
 }
 
 // DefaultMLX4Config is the configuration TestLinuxMLX4 starts from.

@@ -367,6 +367,12 @@ type vm struct {
 // device on vhcrd's socket.
 func (e *mlx4Env) boot(t *testing.T, cfg MLX4Config) *vm {
 	t.Helper()
+	return e.bootFor(t, cfg, mlx4BootTimeout)
+}
+
+// bootFor is boot with limit as QEMU's hard limit.
+func (e *mlx4Env) bootFor(t *testing.T, cfg MLX4Config, limit time.Duration) *vm {
+	t.Helper()
 	name := filepath.Join(e.tmp, "initramfs-"+cfg.Scenario)
 	cj, err := json.Marshal(cfg)
 	if err != nil {
@@ -404,7 +410,7 @@ func (e *mlx4Env) boot(t *testing.T, cfg MLX4Config) *vm {
 		"-append", "console=ttyS0 panic=-1 quiet iomem=relaxed no_timer_check",
 		"-display", "none", "-serial", "stdio", "-monitor", "none", "-nodefaults", "-no-reboot"}
 	v := &vm{t: t, exited: make(chan error, 1), quoted: map[string]bool{}}
-	v.ctx, v.cancel = context.WithTimeout(context.Background(), mlx4BootTimeout)
+	v.ctx, v.cancel = context.WithTimeout(context.Background(), limit)
 	v.cmd = exec.Command(e.qemu, args...)
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if v.stdin, err = v.cmd.StdinPipe(); err != nil {

@@ -109,6 +109,8 @@ func run() error {
 		return g.pfkill()
 	case vmtest.ScenarioFLR:
 		return g.flr()
+	case vmtest.ScenarioFaults:
+		return g.faults()
 	case vmtest.ScenarioHold:
 		if err := g.bind(1); err != nil {
 			return err
