@@ -281,7 +281,7 @@ var faultCases = func() []faultCase {
 		c := faultCase{Name: "mad-ifc-status-" + st, Point: PointSteady,
 			Rules:  []faultRule{{Kind: "status", Op: "MAD_IFC", Args: []string{"status=" + st}}},
 			Expect: classError, Why: whyStatusVerb,
-			CI:     st == "BAD_PARAM"}
+			CI: st == "BAD_PARAM"}
 		cs = append(cs, c)
 	}
 	return cs

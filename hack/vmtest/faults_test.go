@@ -69,9 +69,9 @@ var (
 	driverResetLine = regexp.MustCompile(`Internal error|device is going to be reset|VF Reset succeed|device was reset successfully|mlx4_restart_one was ended|Internal error mark`)
 	// driverNoteLine: a driver line that shows it took an event.
 	driverNoteLine = regexp.MustCompile(`EQ overrun|Unhandled event`)
-	steadyReads     = regexp.MustCompile(`vmtest: fault: steady: (\d+) reads, (\d+) errors`)
-	steadyPort      = regexp.MustCompile(`vmtest: fault: steady: port (\d+) states (.*); (.*) -> (.*)$`)
-	timestamp       = regexp.MustCompile(`^\[ *[0-9.]+\] `)
+	steadyReads    = regexp.MustCompile(`vmtest: fault: steady: (\d+) reads, (\d+) errors`)
+	steadyPort     = regexp.MustCompile(`vmtest: fault: steady: port (\d+) states (.*); (.*) -> (.*)$`)
+	timestamp      = regexp.MustCompile(`^\[ *[0-9.]+\] `)
 )
 
 // classifyFault classifies a case from its console lines (point is where
