@@ -27,4 +27,13 @@
 // step together over the console ("vmtest: wait STEP", then "go"), so that
 // the host checks vhcrd's metrics between binds and unbinds; a driver line
 // with "bogus", "timed out" or "failed" ends the run at once.
+//
+// TestLinuxMLX4Faults (faults_test.go, the cases in faultcases_test.go) is
+// the fault matrix: the same guest in ScenarioFaults runs one round per
+// case (bind, a steady state of port queries, unbind, a clean round) while
+// the host adds the case's faults through `vhcrd fault add` at the
+// round's bind, steady or unbind step, and classifies the driver's
+// reaction from the console and the guest's sysfs reports against the
+// reaction the driver's source predicts. Its CI subset runs in make vmtest;
+// make faults runs every case and writes the table into docs/faults.md.
 package vmtest

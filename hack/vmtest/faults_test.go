@@ -395,6 +395,10 @@ func faultTable(results []faultResult, wall time.Duration) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.c.Name, r.c.Point, strings.Join(rules, "<br>"), r.c.Expect, obs, strings.Join(ev, "<br>"))
 	}
+	b.WriteString("\nThe source behind each expectation (Linux 6.1, drivers/net/ethernet/mellanox/mlx4 unless named):\n\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- **%s** (%s): %s\n", r.c.Name, r.c.Expect, r.c.Why)
+	}
 	return b.String()
 }
 
