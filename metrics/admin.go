@@ -10,7 +10,7 @@ import (
 // values of vhcrd_admin_changes_total's action label (a closed set).
 var AdminActions = [...]string{
 	"vf_mac", "vf_vlan", "vf_spoof_check", "vf_trust", "vf_link_state", "vf_rate",
-	"vf_flr", "port_up", "port_down",
+	"vf_flr", "port_up", "port_down", "fault_add", "fault_clear",
 }
 
 // Results of an admin change, the values of the result label: done, or

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/master"
@@ -58,6 +59,7 @@ func Families(numVFs int) []Family {
 		{"vhcrd_key_violations_total", mad.NumKeyLabels, "key"},
 		{"vhcrd_vf_mad_ifc_total", 3, "outcome"},
 		{"vhcrd_admin_changes_total", len(AdminActions) * len(adminResults), "admin action × result (AdminCounter)"},
+		{"vhcrd_faults_injected_total", int(faultinj.NumKinds) - 1, "fault kind (FaultCollector)"},
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/metrics"
+	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/irq"
 	"github.com/vhcrd/vhcrd/vhcr/master"
@@ -52,6 +53,10 @@ type adminRequest struct {
 	Set   *vfSetRequest `json:"set,omitempty"`
 	Port  int           `json:"port,omitempty"`
 	State string        `json:"state,omitempty"`
+	// fault.add's rule; fault.clear's rule id (0 or absent: every rule)
+	// (adminfault.go).
+	Fault *faultinj.Spec `json:"fault,omitempty"`
+	ID    int            `json:"id,omitempty"`
 }
 
 // adminHandler serves request q on conn, whose request line has been read.
@@ -203,6 +208,9 @@ func parseAdminRequest(line []byte) (adminRequest, error) {
 		return adminRequest{}, err
 	}
 	if err := checkAdminFields(&q); err != nil {
+		return adminRequest{}, err
+	}
+	if err := checkFaultFields(&q); err != nil {
 		return adminRequest{}, err
 	}
 	return q, nil

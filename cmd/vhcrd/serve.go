@@ -403,7 +403,7 @@ func (s *server) setUp(f serveFlags, cfg *config.Config, plan regionPlan, passed
 	if err != nil {
 		return err
 	}
-	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, GuestRAM: guestRAM, DMA: s.dmaR, Layout: plan.lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq, State: state})
+	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, GuestRAM: guestRAM, DMA: s.dmaR, Layout: plan.lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq, State: state, Faults: cfg.Faults})
 	if err != nil {
 		return err
 	}
@@ -412,7 +412,7 @@ func (s *server) setUp(f serveFlags, cfg *config.Config, plan regionPlan, passed
 	}
 	s.reg = prometheus.NewRegistry()
 	s.changes = metrics.NewAdminCounter()
-	s.reg.MustRegister(s.changes, metrics.NewPFCollector(s.pf), metrics.NewHCACollector(s.pf, h, s.mad), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.reg.MustRegister(s.changes, metrics.NewPFCollector(s.pf), metrics.NewHCACollector(s.pf, h, s.mad), metrics.NewFaultCollector(s.pf), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return nil
 }
 

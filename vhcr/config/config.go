@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/wire"
 )
 
@@ -47,6 +48,10 @@ type Config struct {
 	// Fabric, if set, cables the IB ports to a simulated switch (the
 	// ibsim server's link partner, what an SM such as OpenSM discovers).
 	Fabric *Fabric `json:"fabric,omitempty"`
+	// Faults are fault rules armed when the PF starts (package faultinj's
+	// Spec, the objects `vhcrd fault add` sends; docs/faults.md). The
+	// default configuration has none.
+	Faults []faultinj.Spec `json:"faults,omitempty"`
 }
 
 // Fabric is a one-switch topology: the switch and which of the HCA's ports
@@ -293,6 +298,12 @@ func (c *Config) Validate() error {
 	}
 	if err := c.VFs.Default.validate("vfs.default", c, true); err != nil {
 		return err
+	}
+	for i, s := range c.Faults {
+		// The VF count is --num-vfs's: checked again when the PF arms it.
+		if _, err := faultinj.Compile(s, MaxVFs); err != nil {
+			return fieldErr(fmt.Sprintf("faults[%d]", i), "%v", err)
+		}
 	}
 	return c.validateOverrides()
 }

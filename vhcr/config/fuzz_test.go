@@ -10,6 +10,7 @@ import (
 func FuzzParse(f *testing.F) {
 	f.Add(Example())
 	f.Add([]byte(`{"ports":[]}`))
+	f.Add(withFaults(`[{"kind":"status","vf":1,"op":"QUERY_FUNC_CAP","nth":2,"args":{"status":"BAD_PARAM"}},{"kind":"pf_offline","args":{"us":"5s"}}]`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := Parse(bytes.NewReader(in))
 		if err != nil {

@@ -331,6 +331,9 @@ func (h *HCA) PostEQE(vf int, eventType uint8, eqe *[mlx4.EQESize]byte) error {
 		}
 		return err
 	}
+	if h.dropEvents != nil && h.dropEvent(vf) {
+		return ErrOverrun
+	}
 	st := &h.fw.vfs[vf].stats
 	if h.fw.irq != nil || (eq.Prod-eq.Cons)&mlx4.EQIndexMask >= eq.Nent {
 		// With interrupts, every EQE first takes the arms the VF wrote

@@ -23,6 +23,7 @@ type HCA struct {
 	madRec     MADRecorder    // --capture of MAD_IFC commands with a WC
 	madScratch mad.MADIFCInbox
 	eqeScratch [mlx4.EQESize]byte // PostEQE's copy of the EQE it writes
+	dropEvents []int              // per VF: EQEs an injected fault drops (faults.go), nil until one does
 }
 
 // New builds the model for numVFs functions.

@@ -33,6 +33,7 @@ var (
 			"Res": "persistent through its own image (restrack.Image, Image.Res)", "fw": "persistent through State",
 			"mad": "MAD_IFC's engine, wired by the PF", "madViews": "derived from the configuration",
 			"madRec": "capture wiring", "madScratch": "scratch buffer", "eqeScratch": "scratch buffer",
+			"dropEvents": "an injected fault's pending drops (faults.go), not firmware state",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",

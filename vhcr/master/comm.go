@@ -2,6 +2,8 @@ package master
 
 import (
 	"fmt"
+
+	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 
 	"github.com/vhcrd/vhcrd/dma"
@@ -31,6 +33,9 @@ func (p *PF) scan() bool {
 		p.next = 0
 	}
 	p.journal.Scanned()
+	if len(p.ftimers) != 0 {
+		p.runTimers()
+	}
 	return busy
 }
 
@@ -58,6 +63,9 @@ func (p *PF) serve(i int, w uint32) {
 	// Bits 30:24 are ignored, as mlx4_master_comm_channel does: it passes
 	// only bits 23:16 (the command) and 15:0 (the parameter) on.
 	cmd, param := mlx4.SplitCommWord(w)
+	if p.fmask&faultinj.PointComm != 0 && p.commFault(i, st, w, cmd, param, toggle) {
+		return
+	}
 	if cmd != mlx4.MLX4_COMM_CMD_VHCR_POST || st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_EN && st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_POST {
 		p.traceComm(i, cmd, toggle, param) // a VHCR_POST in sequence is recorded by post
 	}

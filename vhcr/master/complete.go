@@ -102,6 +102,14 @@ func (p *PF) completionEQE(i int, token uint16, status mlx4.Status, imm bool, ou
 		out = 0
 	}
 	mlx4.CompletionEQE(&p.eqe, token, status, out)
+	if f := p.eqeFault; f != nil && p.eqeFaulted(i, f, token, status, out) {
+		return
+	}
+	p.postCompletion(i)
+}
+
+// postCompletion posts the completion EQE in p.eqe to VF i.
+func (p *PF) postCompletion(i int) {
 	p.holdEQE = true // recorded after the command (flushEQE)
 	err := p.hca.PostEQE(i, EventTypeCmd, &p.eqe)
 	p.holdEQE = false

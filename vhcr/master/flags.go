@@ -3,6 +3,8 @@ package master
 import (
 	"errors"
 	"fmt"
+
+	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 
 	"github.com/vhcrd/vhcrd/bar"
@@ -22,14 +24,35 @@ func (p *PF) checkFlags() {
 		if req == (f&mlx4.CommFlagsResetAck != 0) {
 			continue
 		}
-		p.resetFunction(i, ResetRequest)
-		p.persistVF(i)
-		f &^= mlx4.CommFlagsResetAck
-		if req {
-			f |= mlx4.CommFlagsResetAck
+		if st.fault.flagsHold {
+			if f == st.fault.flagsWord {
+				continue // left unanswered by an injected fault (faults.go)
+			}
+			st.fault.flagsHold = false
 		}
-		st.flags.Store(f)
+		if p.farmed&faultinj.PointFlags != 0 && p.flagsFault(i, st, f) {
+			continue
+		}
+		p.answerFlags(i, st, f)
 	}
+}
+
+// answerFlags resets VF i's function and acknowledges its reset request
+// (FLAGS word f).
+func (p *PF) answerFlags(i int, st *vfChannel, f uint32) {
+	p.resetFunction(i, ResetRequest)
+	p.persistVF(i)
+	st.flags.Store(flagsAcked(f))
+}
+
+// flagsAcked is FLAGS word f with the acknowledgement bit copied from the
+// request bit.
+func flagsAcked(f uint32) uint32 {
+	f &^= mlx4.CommFlagsResetAck
+	if f&mlx4.CommFlagsResetReq != 0 {
+		f |= mlx4.CommFlagsResetAck
+	}
+	return f
 }
 
 // BeginFLR starts a function-level reset of VF vf (the FLR event of mlx4

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vhcrd/vhcrd/bar"
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/master/trace"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -42,6 +43,9 @@ type Options struct {
 	// PF's death; nil turns that persistence off (for tests and for the
 	// cost measurement only: the channel state alone is then restored).
 	State bar.Region
+	// Faults are fault rules (package faultinj) armed from the start, as
+	// the configuration's faults section gives them; AddFault arms more.
+	Faults []faultinj.Spec
 }
 
 // PF is the master side of the comm channel for all VFs of one region.
@@ -99,6 +103,23 @@ type PF struct {
 	// differs from this one's (0: the same, or none): an operator's change,
 	// which restore explains in one line instead of as distrust
 	vfsBefore int
+
+	// injected faults (faults.go): the rules; fmask, the points where the
+	// PF must ask them (the fast path's one check), farmed, the rules'
+	// own; the VFs offline, the timers, the rule acting on the completion
+	// EQE of the command in flight, the now rules waiting for Run, the
+	// MSI-X delivery the PF was given and whether it is wrapped, and the
+	// fault log's limit
+	faults     *faultinj.Set
+	fmask      faultinj.Point
+	farmed     faultinj.Point
+	foffline   int
+	ftimers    []faultTimer
+	eqeFault   *faultinj.Rule
+	fnow       []*faultinj.Rule
+	irqs       hca.Interrupts
+	irqWrapped bool
+	flimit     rateLimiter
 }
 
 // vfChannel is the PF's side of one VF's comm channel: its registers, the
@@ -151,6 +172,8 @@ type vfChannel struct {
 	mirror bar.Reg
 	// refused is the last VHCR_POST answered with a non-OK status (Info).
 	refused Refusal
+	// fault is the VF's injected-fault state (faults.go).
+	fault faultVF
 }
 
 // mapBAR points the VF's comm registers at offset 0 of r.
@@ -226,6 +249,11 @@ func New(o Options) (*PF, error) {
 		}
 	}
 	p.pfState.Store(wire.PFStateInit)
+	for _, s := range o.Faults {
+		if _, err := p.AddFault(s); err != nil {
+			return nil, err
+		}
+	}
 	if restored > 0 {
 		p.log.Info("restored comm channel state from the previous PF", "vfs", restored, "generation", p.gen)
 	}
@@ -285,6 +313,9 @@ func newPF(o Options) (*PF, error) {
 	if o.Interrupts != nil {
 		o.HCA.SetInterrupts(o.Interrupts)
 	}
+	p.irqs = o.Interrupts
+	p.faults = faultinj.NewSet(l.NumVFs)
+	p.flimit = rateLimiter{perSec: 10}
 	o.HCA.SetDoorbellReader(p.eqDoorbell)
 	if o.Trace != nil {
 		o.HCA.SetEQEObserver(p.eqePosted)

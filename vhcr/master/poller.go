@@ -109,6 +109,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		}
 		p.pfState.Store(wire.PFStateServing)
 		p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
+		p.fireStartFaults()
 	}
 
 	var idleSince uint64

@@ -6,6 +6,7 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/internal/tick"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -33,6 +34,7 @@ type inflight struct {
 	way    completion
 	token  uint16 // the completion EQE's token (execute)
 	toggle uint32
+	fault  *faultinj.Rule // an injected fault acting on its result (faults.go), or nil
 }
 
 // postFast is VHCR_POST's fast path, in front of the general one as
@@ -46,7 +48,7 @@ type inflight struct {
 // general path, which reads the vHCR afresh.
 func (p *PF) postFast(i int, st *vfChannel, w uint32) bool {
 	m := st.vhcrMem
-	if m == nil || st.sr.Load()&mlx4.CommToggle != st.ack {
+	if m == nil || st.sr.Load()&mlx4.CommToggle != st.ack || p.fmask&faultinj.PointPost != 0 {
 		return false
 	}
 	w0, w1, w2, w3 := mlx4.VHCRWords(m)
@@ -85,10 +87,15 @@ func (p *PF) post(i int, toggle uint32) error {
 	p.words = [4]uint64{w0, w1, w2, w3}
 	x := inflight{vf: i, c: c, toggle: toggle}
 	x.e, x.status = p.admit(c)
+	event := c.EBit && p.hca.HasEQ(i, EventTypeCmd)
+	if p.fmask&faultinj.PointPost != 0 && !st.fault.replay {
+		if r := p.faults.Match(faultinj.PointPost, i, int(c.Op), event); r != nil && p.postFault(&x, r) {
+			return nil
+		}
+	}
 	if err := p.mailboxes(st, &x); err != nil {
 		return err
 	}
-	event := c.EBit && p.hca.HasEQ(i, EventTypeCmd)
 	if x.status == mlx4.OK && c.EBit && !event {
 		// No EQ mapped for command completions: mlx4 would accept and never
 		// complete, leaving the VF to time out. Refuse at once instead.
@@ -101,7 +108,10 @@ func (p *PF) post(i int, toggle uint32) error {
 		}
 		st.lastMlx4 = x.way == byEQE
 	}
-	return p.process(&x, t0, timed)
+	p.eqeFault = x.fault
+	err = p.process(&x, t0, timed)
+	p.eqeFault = nil
+	return err
 }
 
 // mailboxes checks an admitted command's outbox writable (an error: the
@@ -140,12 +150,15 @@ func (p *PF) mailboxes(st *vfChannel, x *inflight) error {
 // deliver, account.
 func (p *PF) process(x *inflight, t0 uint64, timed bool) error {
 	x.tx = p.journal.Begin(x.vf, x.c, x.e, x.status, x.way, x.toggle, &p.words)
-	if x.way == byEarly {
+	if x.way == byEarly && (x.fault == nil || !p.faultAck(x)) {
 		// The early way: accept now, the VF may post its next command.
 		p.acknowledge(x.vf, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle)
 	}
 	x.tx.Accepted()
 	p.execute(x)
+	if x.fault != nil {
+		p.faultResult(x)
+	}
 	if err := p.deliver(x); err != nil {
 		return err
 	}
@@ -192,7 +205,9 @@ func (p *PF) deliver(x *inflight) error {
 	}
 	// writeBack's mapped case inline (storeBack: two stores; writeBack is
 	// too large to inline and its call is a tenth of a NOP's own work).
-	if m := st.vhcrMem; m != nil {
+	if x.fault != nil && x.fault.Kind == faultinj.NoWriteback {
+		// injected: the vHCR is left as the VF wrote it
+	} else if m := st.vhcrMem; m != nil {
 		storeBack(m, imm, c.OutParam, mlx4.StatusWord(x.status, p.words[3]))
 	} else if err := p.writeBack(st, imm, c.OutParam, mlx4.StatusWord(x.status, p.words[3])); err != nil {
 		p.stats.DMA[i]++
@@ -205,6 +220,9 @@ func (p *PF) deliver(x *inflight) error {
 		p.completionEQE(i, x.token, mlx4.OK, false, 0)
 	}
 	x.tx.Delivered()
+	if x.fault != nil && p.faultAck(x) {
+		return nil
+	}
 	if st.lastCmd == mlx4.MLX4_COMM_CMD_VHCR_POST {
 		// A VHCR_POST after a VHCR_POST: the channel record is unchanged,
 		// and acknowledge's persistVF would find that and write nothing;

@@ -22,10 +22,11 @@ const (
 	ResetAdminState                     // VHCR_EN: no room for the VF's VST VLAN or spoof-checked MAC
 	ResetSavedState                     // PF start: the channel state a previous PF saved cannot be trusted
 	ResetRegionLost                     // the DMA region behind the VF's window shrank
+	ResetFault                          // an injected fault (faultinj.VFReset)
 	numResetReasons
 )
 
-var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "toggle", "vhcr_address", "dma", "flr", "reset_request", "admin_state", "saved_state", "region_lost"}
+var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "toggle", "vhcr_address", "dma", "flr", "reset_request", "admin_state", "saved_state", "region_lost", "fault"}
 
 func (r ResetReason) String() string { return resetReasonNames[r] }
 

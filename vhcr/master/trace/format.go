@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -36,6 +37,9 @@ const KindLost = "lost"
 //	reset        reset_reason
 //	flr          phase ("begin" or "end")
 //	restart      adopted
+//	fault        fault (the faultinj kind's name), rule (its ID), point
+//	             (post, comm, flags, now), and opcode (point post) or comm
+//	             (point comm)
 //	lost         lost (only: the number of records a slow reader lost)
 //
 // in_param, out_param and qpn are hexadecimal strings ("0x5000"): 64-bit
@@ -79,6 +83,9 @@ type Entry struct {
 	ResetReason string    `json:"reset_reason"`
 	Phase       string    `json:"phase"`
 	Adopted     bool      `json:"adopted"`
+	Fault       string    `json:"fault"`
+	Rule        uint32    `json:"rule"`
+	Point       string    `json:"point"`
 	Lost        uint64    `json:"lost"`
 }
 
@@ -135,6 +142,15 @@ func (c *Clock) EntryOf(rec *Record) Entry {
 		}
 	case KindRestart:
 		e.Adopted = rec.Aux != 0
+	case KindFault:
+		pt := faultinj.Point(rec.InParam)
+		e.Fault, e.Rule, e.Point = faultinj.Kind(rec.Aux).String(), rec.Arg, pt.String()
+		switch pt {
+		case faultinj.PointPost:
+			e.Opcode = names().op[rec.Op&mlx4.OpcodeMask]
+		case faultinj.PointComm:
+			e.Comm = CommName(rec.Comm)
+		}
 	}
 	return e
 }
@@ -260,6 +276,16 @@ func AppendText(b []byte, e *Entry) []byte {
 			b = append(b, " RESTART adopted"...)
 		} else {
 			b = append(b, " RESTART fresh"...)
+		}
+	case "fault":
+		b = append(append(b, " FAULT "...), e.Fault...)
+		b = strconv.AppendUint(append(b, " rule="...), uint64(e.Rule), 10)
+		b = append(append(b, " at="...), e.Point...)
+		if e.Opcode != "" {
+			b = append(append(b, ' '), e.Opcode...)
+		}
+		if e.Comm != "" {
+			b = append(append(b, ' '), e.Comm...)
 		}
 	default:
 		b = append(append(b, " "...), e.Kind...)
@@ -405,6 +431,16 @@ func AppendJSON(b []byte, e *Entry) []byte {
 		b = appendString(append(b, `,"phase":`...), e.Phase)
 	case "restart":
 		b = strconv.AppendBool(append(b, `,"adopted":`...), e.Adopted)
+	case "fault":
+		b = appendString(append(b, `,"fault":`...), e.Fault)
+		b = strconv.AppendUint(append(b, `,"rule":`...), uint64(e.Rule), 10)
+		b = appendString(append(b, `,"point":`...), e.Point)
+		if e.Opcode != "" {
+			b = appendString(append(b, `,"opcode":`...), e.Opcode)
+		}
+		if e.Comm != "" {
+			b = appendString(append(b, `,"comm":`...), e.Comm)
+		}
 	}
 	return append(b, "}\n"...)
 }
@@ -512,6 +548,11 @@ func ParseJSON(line []byte) (Entry, error) {
 		e.Phase = in.Phase
 	case KindRestart:
 		e.Adopted = in.Adopted
+	case KindFault:
+		if in.Fault == "" || in.Point == "" {
+			return Entry{}, fmt.Errorf("%w: fault without its kind or point", ErrDecode)
+		}
+		e.Fault, e.Rule, e.Point, e.Opcode, e.Comm = in.Fault, in.Rule, in.Point, in.Opcode, in.Comm
 	}
 	return e, nil
 }

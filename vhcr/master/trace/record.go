@@ -18,11 +18,12 @@ const (
 	KindReset                   // the PF reset the VF's channel state
 	KindFLR                     // a function-level reset began or ended
 	KindRestart                 // a PF (re)start found the VF's channel state
+	KindFault                   // the PF injected a fault (package faultinj)
 	numKinds
 )
 
 var kindNames = [...]string{KindComm: "comm", KindPost: "post", KindEQE: "eqe", KindIRQ: "irq",
-	KindReset: "reset", KindFLR: "flr", KindRestart: "restart"}
+	KindReset: "reset", KindFLR: "flr", KindRestart: "restart", KindFault: "fault"}
 
 // String is the kind's JSON name ("post").
 func (k Kind) String() string {
@@ -61,7 +62,7 @@ func CommName(c uint8) string { return mlx4.CommCmd(c).String() }
 // resetReasonNames mirrors master.ResetReason's names, in value order (a test
 // checks that they match).
 var resetReasonNames = [...]string{"vf_reset", "sequence", "unknown_comm_cmd", "toggle", "vhcr_address",
-	"dma", "flr", "reset_request", "admin_state", "saved_state", "region_lost"}
+	"dma", "flr", "reset_request", "admin_state", "saved_state", "region_lost", "fault"}
 
 // ResetReasonName is the name of a reset reason (master.ResetReason) as the
 // metrics label it: "toggle".
@@ -92,6 +93,9 @@ const (
 //	RESET     Aux (master.ResetReason)
 //	FLR       Aux (1: begin, 0: end)
 //	RESTART   Aux (1: the VF's state was adopted, 0: started afresh)
+//	FAULT     Aux (faultinj.Kind), Arg (the rule's ID), InParam (the
+//	          faultinj.Point it fired at), Op (at a VHCR_POST: its opcode),
+//	          Comm (at a comm command: the command)
 //
 // A record packs into eight 64-bit words without loss (Pack, Unpack).
 type Record struct {

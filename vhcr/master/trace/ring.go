@@ -194,6 +194,13 @@ func (r *Ring) Restart(t uint64, vf int, adopted bool) {
 	r.put(t, 0, 0, 0, hdr(KindRestart, 0, uint16(vf), 0, 0), misc(0, 0, 0, 0, a), 0, 0)
 }
 
+// Fault records a fault the PF injected into VF vf: its kind (a
+// faultinj.Kind), the rule that fired, the point (a faultinj.Point) and,
+// at a VHCR_POST, the opcode, or at a comm command, the command.
+func (r *Ring) Fault(t uint64, vf int, kind uint8, rule uint32, point uint8, op mlx4.Opcode, comm uint8) {
+	r.put(t, uint64(point), 0, 0, hdr(KindFault, comm, uint16(vf), uint16(op)&mlx4.OpcodeMask, 0), misc(rule, 0, 0, 0, kind), 0, 0)
+}
+
 // afterCopy, if set (by tests), runs between a Read's copy and its check.
 var afterCopy func()
 
