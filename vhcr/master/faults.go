@@ -561,13 +561,22 @@ func (p *PF) ClearFaults(id int) (int, error) {
 		rs := p.faults.Clear(id)
 		n = len(rs)
 		for _, r := range rs {
-			if r.Kind != faultinj.NoVFResetCap {
-				continue
-			}
 			for i := range p.vfs {
-				if st := &p.vfs[i]; (r.VF == faultinj.Any || r.VF == i) && st.fault.noResetCap {
+				st := &p.vfs[i]
+				if r.VF != faultinj.Any && r.VF != i {
+					continue
+				}
+				switch {
+				case r.Kind == faultinj.NoVFResetCap && st.fault.noResetCap:
 					st.fault.noResetCap = false
 					st.caps.Store(st.caps.Load() | mlx4.CommCapsVFReset)
+				case (r.Kind == faultinj.FlagsNoAck || r.Kind == faultinj.FlagsLateAck) && st.fault.flagsHold:
+					// The request the rule left unanswered is the PF's
+					// again: checkFlags answers it at its next scan, as it
+					// would have without the fault (a VF whose request
+					// stays unanswered finds FLAGS out of sync at its next
+					// reset: "Communication channel isn't sync").
+					st.fault.flagsHold = false
 				}
 			}
 		}
