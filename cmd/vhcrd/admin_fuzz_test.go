@@ -12,7 +12,9 @@ import (
 func FuzzAdminRequest(f *testing.F) {
 	for _, s := range []string{`{"cmd":"trace"}`, `{"cmd":"trace","vf":3,"opcode":"NOP","json":true}`,
 		`{"cmd":"trace","opcode":"0x31","from_start":true}`, `{"cmd":"trace","vf":-1}`, `{"cmd":"vf"}`,
-		`{"cmd":"trace","extra":1}`, `{"cmd":"trace"}{"cmd":"trace"}`, `[]`, ``} {
+		`{"cmd":"trace","extra":1}`, `{"cmd":"trace"}{"cmd":"trace"}`, `[]`, ``,
+		`{"cmd":"fault.add","fault":{"kind":"delay","vf":2,"comm":"RESET","prob":0.5,"seed":7,"args":{"us":"80s"}}}`,
+		`{"cmd":"fault.clear","id":1}`, `{"cmd":"fault.list"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {

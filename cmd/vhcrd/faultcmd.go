@@ -102,7 +102,7 @@ func faultAddFlags(fs *flag.FlagSet, s *faultinj.Spec) {
 	fs.StringVar(&s.Comm, "comm", "", "fire at comm command `CMD` (RESET, VHCR0..2, VHCR_EN, VHCR_POST, FLAGS, any)")
 	fs.Uint64Var(&s.Nth, "nth", 0, "fire at the `N`th matching occurrence (default 1)")
 	fs.BoolVar(&s.Every, "every", false, "fire at every matching occurrence")
-	fs.Float64Var(&s.Prob, "prob", 0, "fire at each matching occurrence with probability `P` (0 < P ≤ 1)")
+	fs.Float64Var(&s.Prob, "prob", 0, "fire at each matching occurrence with probability `P` (0 < P <= 1)")
 	fs.Uint64Var(&s.Seed, "seed", 0, "the PRNG's `SEED` (with --prob)")
 	fs.Var(argFlag{&s.Args}, "arg", "the kind's argument `K=V` (repeatable)")
 }

@@ -288,7 +288,7 @@ func TestParseMicros(t *testing.T) {
 			t.Errorf("%s: %d %v, want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "x", "-1", "2h", "NaN"} {
+	for _, in := range []string{"", "x", "-1", "2h", "61m", "NaN"} {
 		if _, err := faultinj.ParseMicros(in); err == nil {
 			t.Errorf("%q accepted", in)
 		}

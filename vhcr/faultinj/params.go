@@ -192,13 +192,13 @@ func ParseStatus(s string) (mlx4.Status, error) {
 }
 
 // ParseMicros reads a duration in microseconds: a plain number is µs; a
-// number with a unit ns, us, µs, ms or s is converted (rounded down to
+// number with a unit ns, us, µs, ms, s, m or h is converted (rounded down to
 // whole µs). At most 1 hour.
 func ParseMicros(s string) (uint64, error) {
 	units := []struct {
 		suf string
 		mul float64
-	}{{"ns", 1e-3}, {"us", 1}, {"µs", 1}, {"ms", 1e3}, {"s", 1e6}}
+	}{{"ns", 1e-3}, {"us", 1}, {"µs", 1}, {"ms", 1e3}, {"s", 1e6}, {"m", 60e6}, {"h", 3600e6}}
 	mul := 1.0
 	num := s
 	for _, u := range units {
@@ -209,7 +209,7 @@ func ParseMicros(s string) (uint64, error) {
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || !(f >= 0) {
-		return 0, errors.New("want a duration such as 500, 500us, 20ms or 12s")
+		return 0, errors.New("want a duration such as 500, 500us, 20ms, 12s or 2m")
 	}
 	us := f * mul
 	if us > 3600e6 {

@@ -102,3 +102,18 @@ func (p *PF) PersistCounters() (ckpt, redelivered, resumed uint64) {
 
 // Checkpoint writes a checkpoint now.
 func (p *PF) Checkpoint() { p.journal.Checkpoint() }
+
+// ExpireFaultTimers makes every fault timer's deadline pass: the next
+// scan fires them (a test's way of "later", without sleeping).
+func (p *PF) ExpireFaultTimers() {
+	for k := range p.ftimers {
+		p.ftimers[k].at = 0
+	}
+}
+
+// FaultTimers is the number of fault timers pending.
+func (p *PF) FaultTimers() int { return len(p.ftimers) }
+
+// StartFaults fires the rules that fire now and were armed before the
+// poller started, as the poller's start does.
+func (p *PF) StartFaults() { p.fireStartFaults() }

@@ -560,6 +560,13 @@ func (p *PF) ClearFaults(id int) (int, error) {
 	if err := p.Do(func() {
 		rs := p.faults.Clear(id)
 		n = len(rs)
+		keep := p.fnow[:0]
+		for _, r := range p.fnow {
+			if id != 0 && r.ID != id {
+				keep = append(keep, r) // still armed: fires when the poller starts
+			}
+		}
+		p.fnow = keep
 		for _, r := range rs {
 			for i := range p.vfs {
 				st := &p.vfs[i]

@@ -9,7 +9,7 @@
 // anyone reads: the ring is a flight recorder, and a reader that attaches
 // after the fact (NewReaderFromStart, vhcrd trace --from-start) finds the
 // last Records()-1 records. Each writer method (Comm, Post, EQE, IRQ, Reset,
-// FLR, Restart) packs its arguments into eight 64-bit words, stores them in
+// FLR, Restart, Fault) packs its arguments into eight 64-bit words, stores them in
 // the next slot and publishes the record by advancing the ring's cursor:
 // nine plain stores on amd64, no allocation, no lock, no syscall, no atomic
 // read-modify-write. The records carry numbers (opcode, status, refusal

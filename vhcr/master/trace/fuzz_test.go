@@ -63,6 +63,7 @@ func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(`{"seq":7,"time":"2026-12-01T03:21:19.123457289Z","kind":"post","vf":3,"comm":"VHCR_POST","toggle":0,"opcode":"QUERY_FUNC_CAP","op_mod":1,"in_mod":2,"in_param":"0x0","out_param":"0x5000","e_bit":false,"token":65535,"status":"OK","reason":"none","latency_ns":1200}`))
 	f.Add([]byte(`{"kind":"lost","lost":12}`))
 	f.Add([]byte(`{"seq":1,"time":"2026-12-01T03:21:19Z","kind":"flr","vf":4,"phase":"begin"}`))
+	f.Add([]byte(`{"seq":2,"time":"2026-12-01T03:21:19Z","kind":"fault","vf":1,"fault":"delay","rule":3,"point":"comm","comm":"RESET"}`))
 	f.Add([]byte(`{"kind":"comm","comm":"\u00e9\"\\","time":"9999-12-31T23:00:00-05:00"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := ParseJSON(line)
