@@ -74,8 +74,9 @@ var (
 	driverLine = regexp.MustCompile(`^\[ *[0-9.]+\] (mlx4_core|mlx4_ib|infiniband mlx4_0|<mlx4_ib>)`)
 	// driverErrLine: a driver line that reports a failure.
 	driverErrLine = regexp.MustCompile(`(?i)fail|timed out|couldn't|error|bogus|unhandled|not supported|not responsive|offline|deferring|isn't sync|fw status`)
-	// driverResetLine: the internal-error flow of catas.c.
-	driverResetLine = regexp.MustCompile(`Internal error|device is going to be reset|VF Reset succeed|device was reset successfully|mlx4_restart_one was ended|Internal error mark`)
+	// driverResetLine: the internal-error flow of catas.c, and a probe
+	// deferred for the driver core to retry (main.c mlx4_init_slave).
+	driverResetLine = regexp.MustCompile(`Internal error|device is going to be reset|VF Reset succeed|device was reset successfully|mlx4_restart_one was ended|Internal error mark|Deferring probe`)
 	// normalDriverLine: lines of every clean probe of a VF that match
 	// driverErrLine (main.c mlx4_slave_cap's slave-mode notices).
 	normalDriverLine = regexp.MustCompile(`Timestamping is not supported in slave mode|User MAC FW update is not supported in slave mode`)
@@ -518,6 +519,7 @@ func TestClassifyFault(t *testing.T) {
 		{"bug", PointSteady, []string{bound, "[   24.1] mlx4_core 0000:00:01.0: Fail to send reset over the communication channel",
 			"[   24.1] kernel BUG at drivers/net/ethernet/mellanox/mlx4/catas.c:191!"}, false, classOops},
 		{"hung", PointSteady, []string{bound}, true, classHung},
+		{"deferred then bound", PointBind, []string{"[   30.3] mlx4_core 0000:00:01.0: slave is currently in the middle of FLR - Deferring probe", bound, steady}, false, classRecovered},
 		{"hung task", PointSteady, []string{bound, "[  200.1] INFO: task kworker/0:1:20 blocked for more than 75 seconds.", steady}, false, classHung},
 	} {
 		got, ev, notes := classifyFault(c.point, c.lines, c.hung)
