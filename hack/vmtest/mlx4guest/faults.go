@@ -116,8 +116,10 @@ func (g *guest) settle(d time.Duration) {
 	var reads, errs int
 	var firstErr error
 	states := make([][]string, g.cfg.Ports) // the distinct states read, in order
-	before := g.portAttrs()
+	// d counts from here: a command the fault holds back may be the
+	// first read's (portAttrs).
 	end := time.Now().Add(d)
+	before := g.portAttrs()
 	for time.Now().Before(end) {
 		for p := 1; p <= g.cfg.Ports; p++ {
 			st, err := os.ReadFile(filepath.Join(ibClass, "mlx4_0/ports", fmt.Sprint(p), "state"))
