@@ -8,7 +8,7 @@ FUZZTIME  ?= 3s
 BENCHTIME ?= 1s
 PKGS      := ./...
 
-.PHONY: all build run test unit race lint fuzz-smoke bench vmtest deploy-check crash clean
+.PHONY: all build run test unit race lint fuzz-smoke bench vmtest faults deploy-check crash clean
 
 all: build
 
@@ -82,6 +82,13 @@ deploy-check: build
 
 vmtest:
 	@if [ -x hack/vmtest.sh ]; then ./hack/vmtest.sh; else echo "vmtest: hack/vmtest.sh not present"; fi
+
+# The whole fault matrix (hack/vmtest/faults_test.go, TestLinuxMLX4Faults):
+# every case of injected fault × point against the guest's unmodified mlx4
+# driver, then the table into docs/faults.md's matrix section. vmtest runs
+# its CI subset (one case or more per class of reaction).
+faults:
+	VHCRD_FAULTS=all VHCRD_FAULTS_DOC=docs/faults.md ./hack/vmtest.sh -run '^TestLinuxMLX4Faults$$' -timeout 120m
 
 # A stopped PF's files (vhcrd clean: the regions of CLEAN_BAR, its VF BAR
 # files, state file and sockets; refused while a PF serves them), then bin/.

@@ -12,11 +12,13 @@
 # Debian's rdma-core userspace (hack/fetch-vmuserspace.sh, .cache/vmuser) in
 # such a guest: ibv_devinfo -v, and the pingpongs on one VF and between two
 # guests.
+# TestLinuxMLX4Faults (hack/vmtest/faults_test.go) runs the fault matrix's
+# CI subset against that driver; `make faults` runs the whole matrix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s%N)
 # The timeout covers the builds the tests do first (static, -trimpath: on an
 # empty build cache they compile the standard library and every dependency
 # again) as well as the guests; each guest step has its own bound inside.
-VHCRD_VMTEST=1 go test -count=1 -v -timeout 20m -run '^(TestVM|TestLinuxMLX4|TestLinuxMLX4Verbs)$' ./hack/vmtest/ "$@"
+VHCRD_VMTEST=1 go test -count=1 -v -timeout 20m -run '^(TestVM|TestLinuxMLX4|TestLinuxMLX4Verbs|TestLinuxMLX4Faults)$' ./hack/vmtest/ "$@"
 echo "vmtest: wall time $(( ($(date +%s%N) - start) / 1000000 )) ms (build + boot + test)"

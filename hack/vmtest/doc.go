@@ -37,4 +37,12 @@
 // and runs ibv_rc_pingpong and ibv_ud_pingpong (with and without -e) on
 // one VF, then between two guests, each with its own VF of one vhcrd and a
 // virtio-net socket netdev between them for the tools' TCP exchange.
+// TestLinuxMLX4Faults (faults_test.go, the cases in faultcases_test.go) is
+// the fault matrix: the same guest in ScenarioFaults runs one round per
+// case (bind, a steady state of port queries, unbind, a clean round) while
+// the host adds the case's faults through `vhcrd fault add` at the
+// round's bind, steady or unbind step, and classifies the driver's
+// reaction from the console and the guest's sysfs reports against the
+// reaction the driver's source predicts. Its CI subset runs in make vmtest;
+// make faults runs every case and writes the table into docs/faults.md.
 package vmtest

@@ -46,6 +46,8 @@ type MLX4Config struct {
 	MidstreamReads int
 	// Verbs is ScenarioVerbs' configuration (verbs.go).
 	Verbs VerbsConfig
+	// Faults are ScenarioFaults's cases, in order.
+	Faults []FaultRound
 }
 
 // DefaultMLX4Config is the configuration TestLinuxMLX4 starts from.

@@ -214,9 +214,13 @@ func (p *PF) acknowledge(i int, cmd mlx4.CommCmd, reply uint32) {
 }
 
 // reply writes slave_read and records its toggle as acknowledged; the
-// VF's last command is unchanged.
+// VF's last command is unchanged. After an injected internal error, bit 17
+// stays until the function is reset.
 func (st *vfChannel) reply(r uint32) {
 	st.ack = r & mlx4.CommToggle
+	if st.fault.internalErr {
+		r |= mlx4.COMM_CHAN_EVENT_INTERNAL_ERR
+	}
 	st.sr.Store(r)
 }
 
@@ -239,6 +243,7 @@ func (p *PF) resetFunction(i int, why ResetReason) {
 	st := &p.vfs[i]
 	p.journal.Record(recReset, i)
 	p.hca.ResetFunction(i)
+	st.fault.internalErr = false
 	st.active, st.vhcr, st.vhcrBox, st.vhcrMem = false, 0, dma.Mailbox{}, nil
 	st.lastCmd = mlx4.MLX4_COMM_CMD_RESET
 	st.cmdToken = 0 // mlx4_master_do_cmd's RESET: event_eq[].token = 0

@@ -44,6 +44,12 @@ type faultVF struct {
 	flagsWord  uint32 // the FLAGS word of that request
 	irqDrop    int    // msix_drop: interrupts still to drop
 	noResetCap bool   // no_vf_reset_cap: COMM_CHAN_CAPS bit 30 cleared
+	// internalErr: internal_err fired; bit 17 stays in every reply until
+	// the function is reset, as a PF in its error state leaves it (mlx4's
+	// mlx4_report_internal_err_comm_event, then no acknowledgement
+	// without it): a driver busy posting must still find it at its next
+	// catas poll.
+	internalErr bool
 }
 
 // timerWhat is what a fault timer does when its deadline passes.
@@ -315,7 +321,8 @@ func (p *PF) faultAck(x *inflight) bool {
 		p.acknowledge(x.vf, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle)
 		st.reply(x.toggle ^ mlx4.CommToggle)
 	case faultinj.InternalErr:
-		p.acknowledge(x.vf, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle|mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
+		st.fault.internalErr = true
+		p.acknowledge(x.vf, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle)
 	default:
 		return false
 	}
@@ -411,6 +418,7 @@ func (p *PF) actVF(vf int, r *faultinj.Rule) {
 	var err error
 	switch r.Kind {
 	case faultinj.InternalErr:
+		st.fault.internalErr = true
 		st.sr.Store(st.sr.Load() | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	case faultinj.VFReset:
 		p.violation(vf, st.ack, ResetFault, "injected fault", st.lastWord)
@@ -562,13 +570,22 @@ func (p *PF) ClearFaults(id int) (int, error) {
 		}
 		p.fnow = keep
 		for _, r := range rs {
-			if r.Kind != faultinj.NoVFResetCap {
-				continue
-			}
 			for i := range p.vfs {
-				if st := &p.vfs[i]; (r.VF == faultinj.Any || r.VF == i) && st.fault.noResetCap {
+				st := &p.vfs[i]
+				if r.VF != faultinj.Any && r.VF != i {
+					continue
+				}
+				switch {
+				case r.Kind == faultinj.NoVFResetCap && st.fault.noResetCap:
 					st.fault.noResetCap = false
 					st.caps.Store(st.caps.Load() | mlx4.CommCapsVFReset)
+				case (r.Kind == faultinj.FlagsNoAck || r.Kind == faultinj.FlagsLateAck) && st.fault.flagsHold:
+					// The request the rule left unanswered is the PF's
+					// again: checkFlags answers it at its next scan, as it
+					// would have without the fault (a VF whose request
+					// stays unanswered finds FLAGS out of sync at its next
+					// reset: "Communication channel isn't sync").
+					st.fault.flagsHold = false
 				}
 			}
 		}

@@ -207,6 +207,14 @@ func TestFaultPostKinds(t *testing.T) {
 					tc.check(t, r, p)
 					continue
 				}
+				if tc.kind == "internal_err" && k > 2 {
+					// Bit 17 stays until the function is reset: the driver's
+					// catas poll finds it however busy the VF is.
+					if !p.acked || p.status != byte(mlx4.OK) || p.sr&mlx4.COMM_CHAN_EVENT_INTERNAL_ERR == 0 {
+						t.Fatalf("VF 1's command %d after internal_err: %+v", k, p)
+					}
+					continue
+				}
 				if !p.normal() {
 					t.Fatalf("VF 1's command %d: %+v", k, p)
 				}

@@ -113,6 +113,8 @@ func run() error {
 		return g.flr()
 	case vmtest.ScenarioVerbs:
 		return g.verbs()
+	case vmtest.ScenarioFaults:
+		return g.faults()
 	case vmtest.ScenarioHold:
 		if err := g.bind(1); err != nil {
 			return err

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vhcrd/vhcrd/hack/vmtest"
+)
+
+// faults runs the fault matrix's rounds (vmtest.ScenarioFaults). Nothing
+// the driver does fails the guest: each step is reported on a "vmtest:
+// fault:" line and the host, which injected the fault, classifies. Per
+// case:
+//
+//	wait "arm N"      the host adds a fault of point bind
+//	bind              "fault: bind: driver D ib B in T: ERR"
+//	wait "bound N"    the host adds a fault of point steady
+//	steady state      "fault: steady: R reads, E errors, restart L; ib B"
+//	wait "steady N"   the host adds a fault of point unbind
+//	unbind            "fault: unbind: in T: ERR"
+//	wait "unbound N"  the host clears the faults
+//	clean round       "fault: clean: ok" or "fault: clean: failed: ..."
+//	wait "done N"     the host classifies the case
+func (g *guest) faults() error {
+	hung := [][2]string{
+		{"/proc/sys/kernel/hung_task_timeout_secs", fmt.Sprint(vmtest.HungTaskTimeout)},
+		{"/proc/sys/kernel/hung_task_check_interval_secs", fmt.Sprint(vmtest.HungTaskCheck)},
+		{"/proc/sys/kernel/hung_task_warnings", "-1"},
+	}
+	for _, h := range hung {
+		if err := os.WriteFile(h[0], []byte(h[1]), 0); err != nil {
+			say("fault: hung-task detector: %s: %v", h[0], err)
+		}
+	}
+	say("fault: hung-task detector: timeout %ss, check every %ss", readFile(hung[0][0]), readFile(hung[1][0]))
+	for i, c := range g.cfg.Faults {
+		n := i + 1
+		say("fault: case %d %s", n, c.Name)
+		wait(fmt.Sprintf("arm %d", n))
+		g.faultBind("bind")
+		wait(fmt.Sprintf("bound %d", n))
+		g.settle(c.Settle)
+		wait(fmt.Sprintf("steady %d", n))
+		g.faultUnbind("unbind")
+		wait(fmt.Sprintf("unbound %d", n))
+		g.clean()
+		wait(fmt.Sprintf("done %d", n))
+	}
+	return nil
+}
+
+// driver is the driver bound to the device ("" for none).
+func (g *guest) driver() string {
+	drv, err := os.Readlink(filepath.Join("/sys/bus/pci/devices", g.bdf, "driver"))
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(drv)
+}
+
+// faultBind binds (new_id the first time, bind after) and reports the
+// driver, mlx4_0 and the write's result.
+func (g *guest) faultBind(what string) bool {
+	t0 := time.Now()
+	var err error
+	if !g.bound {
+		err = os.WriteFile(driverDir+"/new_id", []byte(g.cfg.NewID), 0)
+		g.bound = err == nil
+	} else {
+		err = os.WriteFile(driverDir+"/bind", []byte(g.bdf), 0)
+	}
+	took := time.Since(t0).Round(time.Millisecond)
+	drv := g.driver()
+	ibErr := fmt.Errorf("not bound")
+	if drv == "mlx4_core" {
+		ibErr = g.checkIB(0)
+	}
+	say("fault: %s: driver %q ib %v in %v: %v (%v)", what, drv, ibErr == nil, took, err, ibErr)
+	return ibErr == nil
+}
+
+// faultUnbind unbinds if the driver is bound and reports the write.
+func (g *guest) faultUnbind(what string) {
+	if g.driver() != "mlx4_core" {
+		say("fault: %s: not bound", what)
+		return
+	}
+	t0 := time.Now()
+	err := os.WriteFile(driverDir+"/unbind", []byte(g.bdf), 0)
+	_, serr := os.Stat(filepath.Join(ibClass, "mlx4_0"))
+	say("fault: %s: in %v, mlx4_0 gone %v: %v", what, time.Since(t0).Round(time.Millisecond), serr != nil, err)
+}
+
+// settle reads the ports' state every vmtest.SettleRead for d (each read
+// a MAD_IFC), watching the kernel log for the driver's restart, and then
+// reports the reads and whether mlx4_0 is whole.
+func (g *guest) settle(d time.Duration) {
+	if g.driver() != "mlx4_core" {
+		say("fault: steady: not bound")
+		return
+	}
+	k, err := openKmsg()
+	if err != nil {
+		say("fault: steady: %v", err)
+		return
+	}
+	defer k.Close()
+	restarted := make(chan string, 1)
+	go func() {
+		line, _ := k.await("mlx4_restart_one was ended", d)
+		restarted <- line
+	}()
+	var reads, errs int
+	var firstErr error
+	states := make([][]string, g.cfg.Ports) // the distinct states read, in order
+	// d counts from here: a command the fault holds back may be the
+	// first read's (portAttrs).
+	end := time.Now().Add(d)
+	before := g.portAttrs()
+	for time.Now().Before(end) {
+		for p := 1; p <= g.cfg.Ports; p++ {
+			st, err := os.ReadFile(filepath.Join(ibClass, "mlx4_0/ports", fmt.Sprint(p), "state"))
+			reads++
+			if err != nil {
+				errs++
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			s := strings.TrimSpace(string(st))
+			if l := states[p-1]; len(l) == 0 || l[len(l)-1] != s {
+				states[p-1] = append(l, s)
+			}
+		}
+		time.Sleep(vmtest.SettleRead) // the steady state's pace, not synchronisation
+	}
+	after := g.portAttrs()
+	for p := range states {
+		say("fault: steady: port %d states %s; %s -> %s", p+1, strings.Join(states[p], " > "), before[p], after[p])
+	}
+	restart := <-restarted
+	ibErr := fmt.Errorf("not bound")
+	if g.driver() == "mlx4_core" {
+		ibErr = g.checkIB(0)
+	}
+	say("fault: steady: %d reads, %d errors (%v), restart %q; ib %v (%v)", reads, errs, firstErr, restart, ibErr == nil, ibErr)
+}
+
+// clean binds and unbinds once with the faults cleared: whatever the fault
+// did, the device must be usable again.
+func (g *guest) clean() {
+	if g.driver() == "mlx4_core" {
+		// The case left the driver bound (an unbind that was not done).
+		g.faultUnbind("clean unbind first")
+	}
+	if !g.faultBind("clean bind") {
+		say("fault: clean: failed: the bind after the case did not give mlx4_0 with its ports")
+		return
+	}
+	g.faultUnbind("clean unbind")
+	if g.driver() != "" {
+		say("fault: clean: failed: %s still has driver %s", g.bdf, g.driver())
+		return
+	}
+	say("fault: clean: ok")
+}
+
+// portAttrs are each port's lid, sm_lid, P_Key 0 and GID 0 from sysfs
+// (lid and sm_lid an ib_query_port each, the others from ib_core's cache).
+func (g *guest) portAttrs() []string {
+	var out []string
+	for p := 1; p <= g.cfg.Ports; p++ {
+		d := filepath.Join(ibClass, "mlx4_0/ports", fmt.Sprint(p))
+		out = append(out, fmt.Sprintf("lid=%s sm_lid=%s pkey0=%s gid0=%s", readFile(d+"/lid"), readFile(d+"/sm_lid"), readFile(d+"/pkeys/0"), readFile(d+"/gids/0")))
+	}
+	return out
+}
