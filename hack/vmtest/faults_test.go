@@ -92,7 +92,7 @@ var (
 func classifyFault(point string, lines []string, hung bool) (class string, evidence, notes []string) {
 	var errs, resets []string
 	var oops, hungTask, bound, followed, restartFailed bool
-	readErrs := 0
+	readErrs, attrErrs := 0, 0
 	for _, l := range lines {
 		switch {
 		case oopsLine.MatchString(l):
@@ -121,7 +121,9 @@ func classifyFault(point string, lines []string, hung bool) (class string, evide
 		if m := steadyReads.FindStringSubmatch(l); m != nil {
 			fmt.Sscan(m[2], &readErrs)
 		}
-		if m := steadyPort.FindStringSubmatch(l); m != nil && (strings.Contains(m[2], ">") || m[3] != m[4]) {
+		if m := steadyPort.FindStringSubmatch(l); m != nil && (strings.Contains(m[3], "=ERR") || strings.Contains(m[4], "=ERR")) {
+			attrErrs++ // an attribute read failed: the error reached the caller
+		} else if m != nil && (strings.Contains(m[2], ">") || m[3] != m[4]) {
 			followed = true
 			evidence = append(evidence, "port "+m[1]+": states "+m[2]+"; "+m[3]+" -> "+m[4])
 		}
@@ -135,9 +137,12 @@ func classifyFault(point string, lines []string, hung bool) (class string, evide
 		return classProbeFailed, first(errs, 4), notes
 	case len(resets) > 0 && !restartFailed:
 		return classRecovered, first(append(resets, errs...), 6), notes
-	case readErrs > 0 || len(errs) > 0 || restartFailed:
+	case readErrs > 0 || attrErrs > 0 || len(errs) > 0 || restartFailed:
 		if readErrs > 0 {
 			notes = append(notes, fmt.Sprintf("%d port reads failed", readErrs))
+		}
+		if attrErrs > 0 {
+			notes = append(notes, fmt.Sprintf("%d port attribute reads failed", attrErrs))
 		}
 		return classError, first(append(errs, resets...), 5), notes
 	case followed:
@@ -515,6 +520,7 @@ func TestClassifyFault(t *testing.T) {
 			"[   15.0] mlx4_core 0000:00:01.0: mlx4_restart_one was ended, ret=-5", steady}, false, classError},
 		{"followed port", PointSteady, []string{bound, "vmtest: fault: steady: port 1 states 4: ACTIVE > 1: DOWN > 4: ACTIVE; lid=0x5 -> lid=0x5", steady}, false, classFollowed},
 		{"followed lid", PointSteady, []string{bound, "vmtest: fault: steady: port 1 states 4: ACTIVE; lid=0x5 sm_lid=0x1 -> lid=0x25 sm_lid=0x1", steady}, false, classFollowed},
+		{"attribute read failed", PointSteady, []string{bound, "vmtest: fault: steady: port 1 states 4: ACTIVE; lid=ERR sm_lid=0x1 -> lid=0x5 sm_lid=0x1", "vmtest: fault: steady: 12 reads, 0 errors (<nil>), restart \"\"; ib true (<nil>)"}, false, classError},
 		{"overrun line", PointSteady, []string{bound, "[   14.1] mlx4_core 0000:00:01.0: EQ overrun on EQN 0", steady}, false, classFollowed},
 		{"bug", PointSteady, []string{bound, "[   24.1] mlx4_core 0000:00:01.0: Fail to send reset over the communication channel",
 			"[   24.1] kernel BUG at drivers/net/ethernet/mellanox/mlx4/catas.c:191!"}, false, classOops},

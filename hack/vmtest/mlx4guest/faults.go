@@ -175,7 +175,18 @@ func (g *guest) portAttrs() []string {
 	var out []string
 	for p := 1; p <= g.cfg.Ports; p++ {
 		d := filepath.Join(ibClass, "mlx4_0/ports", fmt.Sprint(p))
-		out = append(out, fmt.Sprintf("lid=%s sm_lid=%s pkey0=%s gid0=%s", readFile(d+"/lid"), readFile(d+"/sm_lid"), readFile(d+"/pkeys/0"), readFile(d+"/gids/0")))
+		out = append(out, fmt.Sprintf("lid=%s sm_lid=%s pkey0=%s gid0=%s", readAttr(d+"/lid"), readAttr(d+"/sm_lid"), readAttr(d+"/pkeys/0"), readAttr(d+"/gids/0")))
 	}
 	return out
+}
+
+// readAttr is a sysfs attribute's value, or "ERR" when its read failed
+// (the ib_query_port under it returned an error): the host counts that as
+// an error returned to the caller, not as a change the driver followed.
+func readAttr(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "ERR"
+	}
+	return strings.TrimSpace(string(b))
 }
