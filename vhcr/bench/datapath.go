@@ -189,24 +189,65 @@ func RunDataPath(ctx context.Context, o Options, dp DataPath) (*DataPathResult, 
 	return p.run(ctx, o, dp, lid)
 }
 
+// sendRound is one round of the SEND message rate from sa to sb, iters
+// messages, and the allocations the process made meanwhile.
+func sendRound(ctx context.Context, sa, sb *perftest.Endpoint, iters int) (perftest.BWResult, uint64, error) {
+	var credits atomic.Int64
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	sr, _, err := both(sa, sb, func(e *perftest.Endpoint, server bool) (perftest.BWResult, error) {
+		if server {
+			return e.ReceiveLoop(ctx, iters, &credits)
+		}
+		return e.SendRate(ctx, iters, sendSignal, &credits)
+	})
+	runtime.ReadMemStats(&m1)
+	if err != nil {
+		return sr, 0, fmt.Errorf("SEND: %w", err)
+	}
+	return sr, m1.Mallocs - m0.Mallocs, nil
+}
+
+// dpEnds are the data-path rounds' three pairs of endpoints: RDMA_WRITE,
+// SEND and ping-pong.
+type dpEnds struct{ wa, wb, sa, sb, pa, pb *perftest.Endpoint }
+
+// ends connects the three pairs over p's two drivers (port LID lid); the
+// writes are wsize bytes.
+func (p *dpPeer) ends(ctx context.Context, lid uint16, wsize int) (*dpEnds, error) {
+	e := &dpEnds{}
+	var err error
+	if e.wa, e.wb, err = p.pair(ctx, perftest.Config{Size: wsize, RxDepth: 1, TxDepth: 128, Selective: true, EQN: 1}, lid); err != nil {
+		return nil, fmt.Errorf("RDMA_WRITE ends: %w", err)
+	}
+	if e.sa, e.sb, err = p.pair(ctx, perftest.Config{Size: 64, RxDepth: 4096, TxDepth: 256, Selective: true, EQN: 2}, lid); err != nil {
+		closeEnds(ctx, e.wa, e.wb)
+		return nil, fmt.Errorf("SEND ends: %w", err)
+	}
+	if e.pa, e.pb, err = p.pair(ctx, perftest.Config{Size: 64, RxDepth: 500, EQN: 3}, lid); err != nil {
+		closeEnds(ctx, e.wa, e.wb)
+		closeEnds(ctx, e.sa, e.sb)
+		return nil, fmt.Errorf("ping-pong ends: %w", err)
+	}
+	return e, nil
+}
+
+// close closes the three pairs, the last first.
+func (e *dpEnds) close(ctx context.Context) {
+	closeEnds(ctx, e.pa, e.pb)
+	closeEnds(ctx, e.sa, e.sb)
+	closeEnds(ctx, e.wa, e.wb)
+}
+
 // run is (g)'s rounds on p's two drivers, whose port has LID lid.
 func (p *dpPeer) run(ctx context.Context, o Options, dp DataPath, lid uint16) (*DataPathResult, error) {
 	const wsize = 64 << 10
-	wa, wb, err := p.pair(ctx, perftest.Config{Size: wsize, RxDepth: 1, TxDepth: 128, Selective: true, EQN: 1}, lid)
+	e, err := p.ends(ctx, lid, wsize)
 	if err != nil {
-		return nil, fmt.Errorf("RDMA_WRITE ends: %w", err)
+		return nil, err
 	}
-	defer closeEnds(ctx, wa, wb)
-	sa, sb, err := p.pair(ctx, perftest.Config{Size: 64, RxDepth: 4096, TxDepth: 256, Selective: true, EQN: 2}, lid)
-	if err != nil {
-		return nil, fmt.Errorf("SEND ends: %w", err)
-	}
-	defer closeEnds(ctx, sa, sb)
-	pa, pb, err := p.pair(ctx, perftest.Config{Size: 64, RxDepth: 500, EQN: 3}, lid)
-	if err != nil {
-		return nil, fmt.Errorf("ping-pong ends: %w", err)
-	}
-	defer closeEnds(ctx, pa, pb)
+	defer e.close(ctx)
+	wa, wb, sa, sb, pa, pb := e.wa, e.wb, e.sa, e.sb, e.pa, e.pb
 
 	res := &DataPathResult{NOP: Figure{Name: "NOP (data path's vhcrd)"}}
 	var writeMB, copyMB, sendRate, nopRate, half []float64
@@ -244,20 +285,11 @@ func (p *dpPeer) run(ctx context.Context, o Options, dp DataPath, lid uint16) (*
 		writeMB, copyMB = append(writeMB, w.MBps()), append(copyMB, c)
 		res.RoundWrite = append(res.RoundWrite, w.MBps()/c)
 
-		var credits atomic.Int64
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		sr, _, err := both(sa, sb, func(e *perftest.Endpoint, server bool) (perftest.BWResult, error) {
-			if server {
-				return e.ReceiveLoop(ctx, dp.SendIters, &credits)
-			}
-			return e.SendRate(ctx, dp.SendIters, sendSignal, &credits)
-		})
-		runtime.ReadMemStats(&m1)
+		sr, n, err := sendRound(ctx, sa, sb, dp.SendIters)
 		if err != nil {
-			return nil, fmt.Errorf("SEND: %w", err)
+			return nil, err
 		}
-		mallocs += m1.Mallocs - m0.Mallocs
+		mallocs += n
 		wqes += uint64(2 * dp.SendIters) // the sends and the receives
 		// every receive's CQE, and one per sendSignal sends (and the last)
 		cqes += uint64(dp.SendIters + (dp.SendIters+sendSignal-1)/sendSignal)

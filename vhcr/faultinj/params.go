@@ -112,9 +112,7 @@ func contains(l []string, s string) bool {
 }
 
 func (p *Params) set(n, v string) error {
-	num := func(bits int) (uint64, error) { return parseUint(v, bits) }
 	var err error
-	var u uint64
 	switch n {
 	case "status":
 		p.Status, err = ParseStatus(v)
@@ -127,50 +125,59 @@ func (p *Params) set(n, v string) error {
 		}
 		p.Field = f
 	case "value":
-		p.Value, err = num(64)
+		p.Value, err = parseUint(v, 64)
+	case "guid":
+		p.GUID, err = parseUint(v, 64)
+	case "prefix":
+		p.Prefix, err = parseUint(v, 64)
+	default:
+		return p.setSmall(n, v)
+	}
+	return err
+}
+
+// ranged parses v as a bits-wide number in lo..hi; outside it, the error
+// is bad.
+func ranged(v string, bits int, lo, hi uint64, bad error) (uint64, error) {
+	u, err := parseUint(v, bits)
+	if err == nil && (u < lo || u > hi) {
+		err = bad
+	}
+	return u, err
+}
+
+// setSmall sets the parameters of 32 bits or fewer.
+func (p *Params) setSmall(n, v string) error {
+	var err error
+	var u uint64
+	switch n {
 	case "xor":
-		if u, err = num(16); err == nil && u == 0 {
-			err = errors.New("0 changes nothing")
-		}
+		u, err = ranged(v, 16, 1, 0xffff, errors.New("0 changes nothing"))
 		p.XOR = uint16(u)
 	case "version":
-		u, err = num(16)
+		u, err = parseUint(v, 16)
 		p.Version = uint16(u)
 	case "port":
-		if u, err = num(8); err == nil && (u < 1 || u > 2) {
-			err = errors.New("want 1 or 2")
-		}
+		u, err = ranged(v, 8, 1, 2, errors.New("want 1 or 2"))
 		p.Port = int(u)
 	case "count":
-		if u, err = num(32); err == nil && (u < 1 || u > 1_000_000) {
-			err = errors.New("want 1..1000000")
-		}
+		u, err = ranged(v, 32, 1, 1_000_000, errors.New("want 1..1000000"))
 		p.Count = int(u)
 	case "vector":
-		if u, err = num(16); err == nil && u > 1023 {
-			err = errors.New("want 0..1023")
-		}
+		u, err = ranged(v, 16, 0, 1023, errors.New("want 0..1023"))
 		p.Vector = int(u)
 	case "eqn":
-		if u, err = num(16); err == nil && u > mlx4.EQNMask {
-			err = fmt.Errorf("want 0..%d", mlx4.EQNMask)
-		}
+		u, err = ranged(v, 16, 0, mlx4.EQNMask, fmt.Errorf("want 0..%d", mlx4.EQNMask))
 		p.EQN = int(u)
 	case "index":
-		if u, err = num(16); err == nil && u > 127 {
-			err = errors.New("want 0..127")
-		}
+		u, err = ranged(v, 16, 0, 127, errors.New("want 0..127"))
 		p.Index = int(u)
 	case "lid":
-		u, err = num(16)
+		u, err = parseUint(v, 16)
 		p.LID = uint16(u)
 	case "pkey":
-		u, err = num(16)
+		u, err = parseUint(v, 16)
 		p.PKey = uint16(u)
-	case "guid":
-		p.GUID, err = num(64)
-	case "prefix":
-		p.Prefix, err = num(64)
 	}
 	return err
 }

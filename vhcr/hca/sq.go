@@ -345,7 +345,6 @@ func (h *HCA) stream(dst, src []seg) bool {
 // sendConnected executes an RC or UC WQE against the QP at the other end.
 func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 	w := qp.wq
-	d := &h.dp.send
 	rc := w.st == mlx4.QP_ST_RC
 	switch op {
 	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM, mlx4.OPCODE_RDMA_WRITE, mlx4.OPCODE_RDMA_WRITE_IMM:
@@ -399,46 +398,58 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM:
 		return h.deliver(qp, dq, op, total, false)
 	case mlx4.OPCODE_RDMA_WRITE, mlx4.OPCODE_RDMA_WRITE_IMM:
-		t := &h.dp.dst[0]
-		if total > 0 {
-			if !dw.rwe {
-				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
-			}
-			if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_REMOTE_WRITE, true, d.RAddr.RAddr, total, &t.m) != keyOK {
-				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
-			}
-		}
-		t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
-		if op == mlx4.OPCODE_RDMA_WRITE_IMM {
-			return h.deliver(qp, dq, op, total, true)
-		}
-		if !h.stream(h.dp.dst[:1], h.dp.src[:d.NSGE]) {
-			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
-		}
-		h.sqDone(qp, uint32(total))
-		return true
+		return h.rdmaWrite(qp, dq, op, total)
 	case mlx4.OPCODE_RDMA_READ:
-		t := &h.dp.dst[0]
-		if total > 0 {
-			if !dw.rre {
-				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq)
-			}
-			if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_REMOTE_READ, true, d.RAddr.RAddr, total, &t.m) != keyOK {
-				return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
-			}
-		}
-		t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
-		// The response lands in the local sink (h.dp.src, checked for
-		// local write): a stream from the remote region into it.
-		if !h.stream(h.dp.src[:d.NSGE], h.dp.dst[:1]) {
-			h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
-			return true
-		}
-		h.sqDone(qp, uint32(total))
-		return true
+		return h.rdmaRead(qp, dq, op, total)
 	default: // atomics
 		return h.atomic(qp, dq, op)
 	}
+}
+
+// rdmaWrite executes RDMA_WRITE or RDMA_WRITE_IMM into dq's region.
+func (h *HCA) rdmaWrite(qp, dq *qpObj, op uint8, total uint64) bool {
+	d, dw := &h.dp.send, dq.wq
+	t := &h.dp.dst[0]
+	if total > 0 {
+		if !dw.rwe {
+			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+		}
+		if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_REMOTE_WRITE, true, d.RAddr.RAddr, total, &t.m) != keyOK {
+			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+		}
+	}
+	t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
+	if op == mlx4.OPCODE_RDMA_WRITE_IMM {
+		return h.deliver(qp, dq, op, total, true)
+	}
+	if !h.stream(h.dp.dst[:1], h.dp.src[:d.NSGE]) {
+		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+	}
+	h.sqDone(qp, uint32(total))
+	return true
+}
+
+// rdmaRead executes RDMA_READ from dq's region into the local sink.
+func (h *HCA) rdmaRead(qp, dq *qpObj, op uint8, total uint64) bool {
+	d, dw := &h.dp.send, dq.wq
+	t := &h.dp.dst[0]
+	if total > 0 {
+		if !dw.rre {
+			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq)
+		}
+		if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_REMOTE_READ, true, d.RAddr.RAddr, total, &t.m) != keyOK {
+			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+		}
+	}
+	t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
+	// The response lands in the local sink (h.dp.src, checked for
+	// local write): a stream from the remote region into it.
+	if !h.stream(h.dp.src[:d.NSGE], h.dp.dst[:1]) {
+		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
+		return true
+	}
+	h.sqDone(qp, uint32(total))
+	return true
 }
 
 // atomic executes ATOMIC_CMP_SWP or ATOMIC_FETCH_ADD: 8 bytes at the

@@ -352,11 +352,8 @@ func (e *Endpoint) PingPong(ctx context.Context, iters int, server bool) (Result
 	scnt, rcnt := 0, 0
 	start := time.Now()
 	if !server {
-		if err := e.stamp(uint64(scnt)); err != nil {
+		if err := e.sendNext(scnt); err != nil {
 			return Result{}, err
-		}
-		if _, err := e.QP.PostSend(e.send[:]); err != nil {
-			return Result{}, fmt.Errorf("post send: %w", err)
 		}
 		pending |= sendPending
 	}
@@ -401,11 +398,8 @@ func (e *Endpoint) PingPong(ctx context.Context, iters int, server bool) (Result
 			}
 			pending &^= 1 << wc.WRID
 			if scnt < iters && pending == 0 {
-				if err := e.stamp(uint64(scnt)); err != nil {
+				if err := e.sendNext(scnt); err != nil {
 					return Result{}, err
-				}
-				if _, err := e.QP.PostSend(e.send[:]); err != nil {
-					return Result{}, fmt.Errorf("post send: %w", err)
 				}
 				pending = recvPending | sendPending
 			}
@@ -415,6 +409,17 @@ func (e *Endpoint) PingPong(ctx context.Context, iters int, server bool) (Result
 	// the last message of the server's first send is counted once: bytes
 	// = size * iters * 2, as ibv_rc_pingpong prints
 	return Result{Iters: iters, Bytes: int64(e.cfg.Size) * int64(iters) * 2, Elapsed: el}, nil
+}
+
+// sendNext stamps message n into the send buffer and posts it.
+func (e *Endpoint) sendNext(n int) error {
+	if err := e.stamp(uint64(n)); err != nil {
+		return err
+	}
+	if _, err := e.QP.PostSend(e.send[:]); err != nil {
+		return fmt.Errorf("post send: %w", err)
+	}
+	return nil
 }
 
 // BWResult is a bandwidth or message rate run's figures.
