@@ -213,5 +213,8 @@ func parseAdminRequest(line []byte) (adminRequest, error) {
 	if err := checkFaultFields(&q); err != nil {
 		return adminRequest{}, err
 	}
+	if q.Fault != nil && len(q.Fault.Args) == 0 {
+		q.Fault.Args = nil // "args":{} says what no args says
+	}
 	return q, nil
 }
