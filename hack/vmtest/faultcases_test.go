@@ -151,7 +151,7 @@ var faultCases = func() []faultCase {
 			Expect: classRecovered, Why: "cmd.c mlx4_comm_cmd_poll: RESET unanswered in MLX4_COMM_TIME (10 s) → MLX4_DELAY_RESET_SLAVE; main.c mlx4_init_slave \"slave is currently in the middle of FLR - Deferring probe\" (-EPROBE_DEFER); drivers/base/dd.c retries the deferred probe, whose RESET (the rule's 2nd) is answered: bound"},
 		{Name: "reset-toggle-never", Point: PointBind,
 			Rules:  []faultRule{{Kind: "toggle_never", Comm: "RESET"}},
-			Expect: classProbeFailed, Why: "cmd.c:319-323: RESET unanswered in MLX4_COMM_TIME → MLX4_DELAY_RESET_SLAVE; main.c:2076 \"slave is currently in the middle of FLR - Deferring probe\" (-EPROBE_DEFER); this case's bind is a sysfs bind (not the guest's first, new_id), which drivers/base/dd.c device_driver_attach returns as -EAGAIN without queueing a deferred retry: the device stays unbound and the clean round binds"},
+			Expect: classRecovered, Why: "as reset-never: comm_pending stays true for RESET → MLX4_DELAY_RESET_SLAVE, \"Deferring probe\", and the driver core's retry binds"},
 		{Name: "vhcr0-never", Point: PointBind, Slow: true,
 			Rules:  []faultRule{{Kind: "never", Comm: "VHCR0"}},
 			Expect: classProbeFailed, Why: "cmd.c mlx4_comm_cmd_poll: \"Communication channel command 0x1 timed out\" → mlx4_enter_error_state (reset over FLAGS); main.c mlx4_init_slave goto err: RESET, -EIO"},
