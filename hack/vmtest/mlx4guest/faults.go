@@ -41,8 +41,12 @@ func (g *guest) faults() error {
 		say("fault: case %d %s", n, c.Name)
 		wait(fmt.Sprintf("arm %d", n))
 		g.faultBind("bind")
+		// The baseline is read before the host arms the steady point: a
+		// port kind (lid_change, pkey_change...) acts as it is added, so a
+		// baseline read after "bound" already shows the change.
+		before := g.portAttrs()
 		wait(fmt.Sprintf("bound %d", n))
-		g.settle(c.Settle)
+		g.settle(c.Settle, before)
 		wait(fmt.Sprintf("steady %d", n))
 		g.faultUnbind("unbind")
 		wait(fmt.Sprintf("unbound %d", n))
@@ -96,8 +100,9 @@ func (g *guest) faultUnbind(what string) {
 
 // settle reads the ports' state every vmtest.SettleRead for d (each read
 // a MAD_IFC), watching the kernel log for the driver's restart, and then
-// reports the reads and whether mlx4_0 is whole.
-func (g *guest) settle(d time.Duration) {
+// reports the reads, the port attributes against before (read before the
+// steady point's faults were armed) and whether mlx4_0 is whole.
+func (g *guest) settle(d time.Duration, before []string) {
 	if g.driver() != "mlx4_core" {
 		say("fault: steady: not bound")
 		return
@@ -117,9 +122,8 @@ func (g *guest) settle(d time.Duration) {
 	var firstErr error
 	states := make([][]string, g.cfg.Ports) // the distinct states read, in order
 	// d counts from here: a command the fault holds back may be the
-	// first read's (portAttrs).
+	// first state read's.
 	end := time.Now().Add(d)
-	before := g.portAttrs()
 	for time.Now().Before(end) {
 		for p := 1; p <= g.cfg.Ports; p++ {
 			st, err := os.ReadFile(filepath.Join(ibClass, "mlx4_0/ports", fmt.Sprint(p), "state"))
