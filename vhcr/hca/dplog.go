@@ -236,7 +236,7 @@ func (h *HCA) applyEntries(l *dpLog) {
 		switch key >> pfstate.EntKindShift {
 		case pfstate.EntQP:
 			if qp := h.fw.qps[num]; qp != nil && qp.dps == 0 {
-				h.dpSetQP(qp, mlx4.QPState(l.vals[0]), l.vals[1], l.vals[2])
+				h.applyQPEntry(qp, mlx4.QPState(l.vals[0]), l.vals[1], l.vals[2])
 				qp.dps, applied = i+1, true
 			}
 		case pfstate.EntSRQ:
@@ -273,6 +273,23 @@ func (h *HCA) applyEntries(l *dpLog) {
 		le.PutUint32(e[pfstate.EntKey:], 0)
 		le.PutUint32(e[pfstate.DPCopySize+pfstate.EntKey:], 0)
 	}
+}
+
+// applyQPEntry applies a QP's entry over its state restored from the
+// checkpoint and the journal. Only the data path moves a QP without a
+// command (to ERR, or SQER for UD and UC): an entry in another state the
+// restored QP is not in was stored by a command the previous PF executed
+// and never committed, which the restarted PF executes again (an early
+// command's resume, or the VF's retry): the QP keeps its restored state,
+// and after an uncommitted 2RST (which zeroes them) its positions too.
+func (h *HCA) applyQPEntry(qp *qpObj, st mlx4.QPState, sq, rq uint32) {
+	if st != qp.State && st != mlx4.QP_STATE_ERR && st != mlx4.QP_STATE_SQER {
+		if st == mlx4.QP_STATE_RST {
+			sq, rq = qp.SQHead, qp.RQHead
+		}
+		st = qp.State
+	}
+	h.dpSetQP(qp, st, sq, rq)
 }
 
 // dpSetQP sets a QP's state and positions from the log, attaching it to or

@@ -287,3 +287,31 @@ func TestDataPathLogAllocatesNothing(t *testing.T) {
 		t.Fatalf("%d steps recorded", st.Steps.Load())
 	}
 }
+
+// TestDataPathLogUncommittedTransition: a modify-QP command the previous
+// PF executed (its entry stored) and never committed is executed again by
+// the restarted PF (an early command's resume): the log's entry must not
+// put the QP in the state that command reached, or the command's second
+// run finds the QP past its source state and fails (BAD_PARAM), as a kill
+// at post-executing of an RTS2SQD showed. The data path's own moves (ERR)
+// still come from the log.
+func TestDataPathLogUncommittedTransition(t *testing.T) {
+	lp := newLogPair(t)
+	img := lp.d.h.Image()                                  // the checkpoint: qa in RTS
+	lp.b.must(lp.qa.modify(mlx4.RTS2SQD_QP, 0), "RTS2SQD") // executed, never committed
+	lp.restart(t, img)
+	if got := lp.qa.obj().State; got != mlx4.QP_STATE_RTS {
+		t.Fatalf("restarted QP in %v, want RTS (the uncommitted RTS2SQD is redone)", got)
+	}
+	lp.a.must(lp.qa.modify(mlx4.RTS2SQD_QP, 0), "RTS2SQD again")
+
+	// A data-path move to ERR survives the restart.
+	lp = newLogPair(t)
+	img = lp.d.h.Image()
+	lp.qa.post(send(mlx4.OPCODE_SEND, sge(0xdead00, vaA, 8)), nil) // forged lkey: QP to ERR
+	lp.qa.run(4)
+	lp.restart(t, img)
+	if got := lp.qa.obj().State; got != mlx4.QP_STATE_ERR {
+		t.Fatalf("restarted QP in %v, want ERR (the data path's move)", got)
+	}
+}
