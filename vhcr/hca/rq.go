@@ -59,7 +59,7 @@ type recvSlot struct {
 	avail uint32 // WQEs available before this one is taken
 }
 
-// rqProducer reads a doorbell record's 16-bit producer.
+// dbRecord reads a doorbell record's 16-bit producer (the RQ's head or the SRQ's counter) into the HCA's scratch word, through the window.
 func (h *HCA) dbRecord(win *dma.Window, addr uint64) (uint16, bool) {
 	if win.CopyIn(h.dp.word[:4], addr) != nil {
 		return 0, false
