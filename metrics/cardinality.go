@@ -16,7 +16,8 @@ type Family struct {
 	Bound  string // what bounds it
 }
 
-// Families returns every family that PFCollector and HCACollector export
+// Families returns every family that PFCollector, HCACollector,
+// DataPathCollector, AdminCounter and FaultCollector export
 // for a PF with numVFs VFs, with its worst case. A histogram's series are
 // its buckets (+Inf included), _sum and _count. The Go and process
 // collectors come on top (a fixed set, independent of VFs).
@@ -58,6 +59,21 @@ func Families(numVFs int) []Family {
 		{"vhcrd_traps_suppressed_total", mad.NumSuppressLabels, "reason"},
 		{"vhcrd_key_violations_total", mad.NumKeyLabels, "key"},
 		{"vhcrd_vf_mad_ifc_total", 3, "outcome"},
+		{"vhcrd_wqes_total", numVFs, "vf (DataPathCollector)"},
+		{"vhcrd_error_cqes_total", numVFs, "vf"},
+		{"vhcrd_cqes_total", numVFs, "vf"},
+		{"vhcrd_cqes_dropped_total", numVFs, "vf"},
+		{"vhcrd_cq_overruns_total", numVFs, "vf"},
+		{"vhcrd_cq_access_errors_total", numVFs, "vf"},
+		{"vhcrd_cq_arms_total", numVFs, "vf"},
+		{"vhcrd_completion_events_total", numVFs, "vf"},
+		{"vhcrd_completion_events_lost_total", numVFs, "vf"},
+		{"vhcrd_send_doorbells_total", numVFs, "vf"},
+		{"vhcrd_foreign_doorbells_total", numVFs, "vf"},
+		{"vhcrd_packets_dropped_total", numVFs * len(PacketDropReasons), "vf × drop reason"},
+		{"vhcrd_wq_catastrophic_errors_total", numVFs, "vf"},
+		{"vhcrd_rnr_retries_total", numVFs, "vf"},
+		{"vhcrd_datapath_log_total", len(DataPathLogEvents), "log event"},
 		{"vhcrd_admin_changes_total", len(AdminActions) * len(adminResults), "admin action × result (AdminCounter)"},
 		{"vhcrd_faults_injected_total", int(faultinj.NumKinds) - 1, "fault kind (FaultCollector)"},
 	}

@@ -83,12 +83,13 @@ func TestCardinalityBounded(t *testing.T) {
 	for _, f := range metrics.Families(vfs) {
 		bounds[f.Name] = f
 	}
-	got := gather(t, metrics.NewPFCollector(r.PF), metrics.NewHCACollector(r.PF, r.HCA, nil), metrics.NewFaultCollector(r.PF))
+	got := gather(t, metrics.NewPFCollector(r.PF), metrics.NewHCACollector(r.PF, r.HCA, nil), metrics.NewDataPathCollector(r.HCA), metrics.NewFaultCollector(r.PF))
 	described := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
 		metrics.NewPFCollector(r.PF).Describe(ch)
 		metrics.NewHCACollector(r.PF, r.HCA, nil).Describe(ch)
+		metrics.NewDataPathCollector(r.HCA).Describe(ch)
 		metrics.NewAdminCounter().Describe(ch)
 		metrics.NewFaultCollector(r.PF).Describe(ch)
 		close(ch)

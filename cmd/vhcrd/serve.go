@@ -412,7 +412,7 @@ func (s *server) setUp(f serveFlags, cfg *config.Config, plan regionPlan, passed
 	}
 	s.reg = prometheus.NewRegistry()
 	s.changes = metrics.NewAdminCounter()
-	s.reg.MustRegister(s.changes, metrics.NewPFCollector(s.pf), metrics.NewHCACollector(s.pf, h, s.mad), metrics.NewFaultCollector(s.pf), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.reg.MustRegister(s.changes, metrics.NewPFCollector(s.pf), metrics.NewHCACollector(s.pf, h, s.mad), metrics.NewDataPathCollector(h), metrics.NewFaultCollector(s.pf), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return nil
 }
 

@@ -1,0 +1,115 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vhcrd/vhcrd/vhcr/hca"
+)
+
+// DataPathCollector exports the data path's counters: the work-request
+// engine's (hca.EngineStats), the CQ layer's (hca.DataPathStats), both per
+// VF, and the data-path log's (hca.DataPathLogStats), per PF. They are
+// atomics the poller increments; a scrape loads them without stopping it.
+// A VF's series appear once its counter is nonzero.
+type DataPathCollector struct {
+	h *hca.HCA
+
+	wqes, errCQEs, cqes, cqeDropped, overruns, cqAccess *prometheus.Desc
+	arms, compEvents, compLost, doorbells, foreign      *prometheus.Desc
+	dropped, catas, rnr, log                            *prometheus.Desc
+}
+
+// The reasons of vhcrd_packets_dropped_total.
+var PacketDropReasons = []string{"ud_undeliverable", "uc_responder", "pkey", "qkey"}
+
+// The events of vhcrd_datapath_log_total.
+var DataPathLogEvents = []string{"steps", "redone", "atomic_intents", "atomics_replayed", "no_slot", "applied"}
+
+// NewDataPathCollector exports h's data path.
+func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("vhcrd_"+name, help, labels, nil)
+	}
+	return &DataPathCollector{h: h,
+		wqes:       d("wqes_total", "Send WQEs the engine executed, errors and flushes included.", "vf"),
+		errCQEs:    d("error_cqes_total", "Error CQEs written (a syndrome other than success), flushes included.", "vf"),
+		cqes:       d("cqes_total", "CQEs written into a VF's CQs.", "vf"),
+		cqeDropped: d("cqes_dropped_total", "CQEs not written: the CQ full, in error or gone.", "vf"),
+		overruns:   d("cq_overruns_total", "CQs that overran (a CQ error event with the overrun syndrome).", "vf"),
+		cqAccess:   d("cq_access_errors_total", "CQs failed by an access violation: the doorbell record or a ring page outside the VF's window.", "vf"),
+		arms:       d("cq_arms_total", "CQ arms taken from the doorbell records.", "vf"),
+		compEvents: d("completion_events_total", "Completion EQEs posted, once per CQ arm.", "vf"),
+		compLost:   d("completion_events_lost_total", "Completion events lost: the CQ's EQ is gone.", "vf"),
+		doorbells:  d("send_doorbells_total", "Send doorbell words seen changed (the same QP rung again leaves its word as it was; its WQEs are found by their owner bit).", "vf"),
+		foreign:    d("foreign_doorbells_total", "Send doorbells naming a QP that is not the VF's on that UAR page (ignored).", "vf"),
+		dropped:    d("packets_dropped_total", "Packets dropped on the fabric or at the responder, by reason: ud_undeliverable (port down, unknown DLID or QP, no receive WQE), uc_responder (bad rkey or access), pkey, qkey.", "vf", "reason"),
+		catas:      d("wq_catastrophic_errors_total", "Local work queue catastrophic errors (the async event to the VF's EQ).", "vf"),
+		rnr:        d("rnr_retries_total", "RNR NAKs retried (the responder had no receive WQE).", "vf"),
+		log:        d("datapath_log_total", "The data-path log in the state file: step records committed, steps a restarted PF redid, atomic intents written, atomics replayed with their recorded original, objects without a position entry, entries applied at a restart.", "event"),
+	}
+}
+
+func (c *DataPathCollector) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.wqes, c.errCQEs, c.cqes, c.cqeDropped, c.overruns, c.cqAccess,
+		c.arms, c.compEvents, c.compLost, c.doorbells, c.foreign, c.dropped, c.catas, c.rnr, c.log}
+}
+
+// Describe implements prometheus.Collector.
+func (c *DataPathCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs() {
+		ch <- d
+	}
+}
+
+type dpValue struct {
+	d     *prometheus.Desc
+	v     uint64
+	label string // the second label's value, if the family has one
+}
+
+// Collect implements prometheus.Collector.
+func (c *DataPathCollector) Collect(ch chan<- prometheus.Metric) {
+	var vals [16]dpValue
+	for vf := 0; vf < c.h.NumVFs; vf++ {
+		e, s := c.h.EngineStats(vf), c.h.DPStats(vf)
+		if e == nil || s == nil {
+			continue
+		}
+		l := strconv.Itoa(vf)
+		for _, x := range append(vals[:0],
+			dpValue{c.wqes, e.WQEs.Load(), ""}, dpValue{c.errCQEs, e.ErrorCQEs.Load(), ""},
+			dpValue{c.cqes, s.CQEs.Load(), ""}, dpValue{c.cqeDropped, s.CQEDropped.Load(), ""},
+			dpValue{c.overruns, s.CQOverruns.Load(), ""}, dpValue{c.cqAccess, s.CQAccess.Load(), ""},
+			dpValue{c.arms, s.CQArms.Load(), ""}, dpValue{c.compEvents, s.CompEvents.Load(), ""},
+			dpValue{c.compLost, s.CompNoEQ.Load(), ""}, dpValue{c.doorbells, s.Doorbells.Load(), ""},
+			dpValue{c.foreign, s.ForeignDoorbells.Load(), ""},
+			dpValue{c.dropped, e.UDDropped.Load(), PacketDropReasons[0]}, dpValue{c.dropped, e.UCDropped.Load(), PacketDropReasons[1]},
+			dpValue{c.dropped, e.PKeyViol.Load(), PacketDropReasons[2]}, dpValue{c.dropped, e.QKeyViol.Load(), PacketDropReasons[3]},
+			dpValue{c.catas, e.Catas.Load(), ""}) {
+			c.emit(ch, x, l)
+		}
+		if r := e.RNRRetries.Load(); r != 0 {
+			ch <- prometheus.MustNewConstMetric(c.rnr, prometheus.CounterValue, float64(r), l)
+		}
+	}
+	lg := c.h.DataPathLogStats()
+	if lg == nil {
+		return
+	}
+	for i, v := range []uint64{lg.Steps.Load(), lg.Redone.Load(), lg.Atomics.Load(), lg.Replayed.Load(), lg.NoSlot.Load(), lg.Applied.Load()} {
+		ch <- prometheus.MustNewConstMetric(c.log, prometheus.CounterValue, float64(v), DataPathLogEvents[i])
+	}
+}
+
+func (c *DataPathCollector) emit(ch chan<- prometheus.Metric, x dpValue, vf string) {
+	if x.v == 0 {
+		return
+	}
+	if x.label != "" {
+		ch <- prometheus.MustNewConstMetric(x.d, prometheus.CounterValue, float64(x.v), vf, x.label)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(x.d, prometheus.CounterValue, float64(x.v), vf)
+}
