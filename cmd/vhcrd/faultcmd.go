@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vhcrd/vhcrd/cmd/internal/adminc"
 	"github.com/vhcrd/vhcrd/cmd/internal/cli"
 	"github.com/vhcrd/vhcrd/cmd/internal/clidoc"
 	"github.com/vhcrd/vhcrd/vhcr/faultinj"
@@ -166,19 +165,7 @@ func runFault(args []string) error {
 	if err := checkFaultFields(&q); err != nil {
 		return usageError{err}
 	}
-	path, err := af.path()
-	if err != nil {
-		return usageError{err}
-	}
-	raw, err := adminc.Call(af.socket(path), q, adminTimeout)
-	if err != nil {
-		return err
-	}
-	if af.json {
-		_, err := os.Stdout.Write(raw)
-		return err
-	}
-	return printFault(sub, raw)
+	return af.call(q, func(raw []byte) error { return printFault(sub, raw) })
 }
 
 // printFault prints the admin socket's answer raw to fault sub.

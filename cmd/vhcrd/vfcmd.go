@@ -102,6 +102,24 @@ func (a *adminFlags) socket(path string) adminc.Socket {
 	return adminc.Socket{Path: path, BAR: a.bar}
 }
 
+// call sends q to the daemon's admin socket and prints its answer: raw
+// with --json, else through print.
+func (a *adminFlags) call(q any, print func(raw []byte) error) error {
+	path, err := a.path()
+	if err != nil {
+		return usageError{err}
+	}
+	raw, err := adminc.Call(a.socket(path), q, adminTimeout)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		_, err := os.Stdout.Write(raw)
+		return err
+	}
+	return print(raw)
+}
+
 // adminTimeout bounds one exchange on the admin socket.
 const adminTimeout = 30 * time.Second
 
@@ -231,19 +249,7 @@ func runVF(args []string) error {
 	if err := checkAdminFields(&q); err != nil {
 		return usageError{err}
 	}
-	path, err := af.path()
-	if err != nil {
-		return usageError{err}
-	}
-	raw, err := adminc.Call(af.socket(path), q, adminTimeout)
-	if err != nil {
-		return err
-	}
-	if af.json {
-		_, err := os.Stdout.Write(raw)
-		return err
-	}
-	return printVF(sub, raw, q.VF)
+	return af.call(q, func(raw []byte) error { return printVF(sub, raw, q.VF) })
 }
 
 // printVF prints the admin socket's answer raw to vf sub (on VF vf).
@@ -332,24 +338,14 @@ func runPortCmd(args []string) error {
 	if err != nil || p < 1 {
 		return usageError{fmt.Errorf("port %q is not a physical port number (1, 2)", pos[0])}
 	}
-	path, err := af.path()
-	if err != nil {
-		return usageError{err}
-	}
-	raw, err := adminc.Call(af.socket(path), adminRequest{Cmd: "port", Port: p, State: state}, adminTimeout)
-	if err != nil {
-		return err
-	}
-	if af.json {
-		_, err := os.Stdout.Write(raw)
-		return err
-	}
-	var r struct {
-		N int `json:"vfs_notified"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return err
-	}
-	fmt.Printf("port %d %s: PORT_CHANGE sent to %d VFs\n", p, state, r.N)
-	return nil
+	return af.call(adminRequest{Cmd: "port", Port: p, State: state}, func(raw []byte) error {
+		var r struct {
+			N int `json:"vfs_notified"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		fmt.Printf("port %d %s: PORT_CHANGE sent to %d VFs\n", p, state, r.N)
+		return nil
+	})
 }
