@@ -179,6 +179,10 @@ func exchange(ctx context.Context, host string, port int, local perftest.Dest, b
 		if err != nil {
 			return perftest.Dest{}, nil, err
 		}
+		// On stderr, so that stdout stays ibv_rc_pingpong's: a script
+		// (or a test) starts the client once the server listens; with
+		// --port 0 this line says which port the system chose.
+		fmt.Fprintf(os.Stderr, "vfctl: waiting for the client on port %d\n", l.Addr().(*net.TCPAddr).Port)
 		stop := context.AfterFunc(ctx, func() { l.Close() })
 		c, err = l.Accept()
 		stop()
@@ -297,20 +301,11 @@ func runPingPong(args []string) error {
 		fmt.Print(rs.Lines())
 		return nil
 	}
-	host := ""
-	if len(pos) == 1 {
-		host = pos[0]
-	}
-	x, err := openEnd(ctx, f, *f.vf, cfg)
+	x, conn, host, err := openRemote(ctx, f, cfg, pos, false)
 	if err != nil {
 		return err
 	}
 	defer x.close(ctx)
-	rem, conn, err := exchange(opCtx(), host, *f.port, x.e.Local, false, func(d perftest.Dest) error { return x.e.Connect(ctx, d) })
-	if err != nil {
-		return err
-	}
-	printAddrs(x.e.Local, rem)
 	r, err := x.e.PingPong(ctx, *f.iters, host == "")
 	if err != nil {
 		conn.Close()
@@ -321,6 +316,28 @@ func runPingPong(args []string) error {
 	}
 	fmt.Print(r.Lines())
 	return nil
+}
+
+// openRemote opens the end of a run with its peer in another process: the
+// server without a HOST in pos, else the client of pos[0]; the two ends'
+// addresses exchanged over TCP (bw: with the buffer's) and printed. The
+// caller closes the end.
+func openRemote(ctx context.Context, f *ppFlags, cfg perftest.Config, pos []string, bw bool) (*end, net.Conn, string, error) {
+	host := ""
+	if len(pos) == 1 {
+		host = pos[0]
+	}
+	x, err := openEnd(ctx, f, *f.vf, cfg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	rem, conn, err := exchange(opCtx(), host, *f.port, x.e.Local, bw, func(d perftest.Dest) error { return x.e.Connect(ctx, d) })
+	if err != nil {
+		x.close(ctx)
+		return nil, nil, "", err
+	}
+	printAddrs(x.e.Local, rem)
+	return x, conn, host, nil
 }
 
 // bwHeader and bwLine are ib_write_bw's result table.
@@ -364,20 +381,11 @@ func runBW(args []string) error {
 		printBW(rc)
 		return nil
 	}
-	host := ""
-	if len(pos) == 1 {
-		host = pos[0]
-	}
-	x, err := openEnd(ctx, f, *f.vf, cfg)
+	x, conn, host, err := openRemote(ctx, f, cfg, pos, true)
 	if err != nil {
 		return err
 	}
 	defer x.close(ctx)
-	rem, conn, err := exchange(opCtx(), host, *f.port, x.e.Local, true, func(d perftest.Dest) error { return x.e.Connect(ctx, d) })
-	if err != nil {
-		return err
-	}
-	printAddrs(x.e.Local, rem)
 	if host == "" {
 		// the server's buffer is written; it waits for the client's done
 		if err := finish(conn, false); err != nil {
