@@ -133,7 +133,8 @@ func (d *Driver) AdoptCQ(ctx context.Context, cqn uint32) (*CQ, error) {
 	return cq, nil
 }
 
-// AdoptMR takes over MPT index (in HW): QUERY_MPT gives its MTT.
+// AdoptMR takes over MPT index (in HW): QUERY_MPT gives its MTT (its
+// entries are the region's pages: mtt_sz is 0, as Linux writes it).
 func (d *Driver) AdoptMR(ctx context.Context, index uint32) (*MR, error) {
 	mr := &MR{Index: index}
 	m, err := d.QueryMR(ctx, mr)
@@ -141,7 +142,7 @@ func (d *Driver) AdoptMR(ctx context.Context, index uint32) (*MR, error) {
 		return nil, err
 	}
 	mr.Key, mr.IOVA, mr.mapped, mr.hw = m.Key, m.Start, true, true
-	mr.MTT = MTT{Base: m.MTTBase, Order: orderFor(int(max(1, min(m.MTTSize, mlx4.MaxWriteMTTEntries))))}
+	mr.MTT = MTT{Base: m.MTTBase, Order: orderFor(int(max(1, min(m.Length/mlx4.PageSize, mlx4.MaxWriteMTTEntries))))}
 	return mr, nil
 }
 

@@ -520,8 +520,11 @@ func (d *Driver) CreateMR(ctx context.Context, pages int, access, pd uint32) (*M
 		func(n uint32) vfclient.Request { return freeReq(ResMPT, opReserve, uint64(n)) },
 		func(n uint32, b buffer) []vfclient.Request {
 			mr.Index, mr.Key, mr.buffer = n, mlx4.KeyOf(n), b
+			// mtt_sz 0, as mlx4_mr_enable leaves it (it writes mtt_sz
+			// only for fast-register regions): the region's entries are
+			// its pages from mtt_addr.
 			mlx4.MPT{Access: access, Key: mr.Key, PD: pd, Start: b.IOVA, Length: uint64(pages) * mlx4.PageSize,
-				MTTBase: b.MTT.Base, MTTSize: uint32(pages), EntitySize: mlx4.PageShift}.Encode(in[:])
+				MTTBase: b.MTT.Base, EntitySize: mlx4.PageShift}.Encode(in[:])
 			return []vfclient.Request{
 				{Op: mlx4.ALLOC_RES, InMod: ResMPT, OpMod: opMapICM, InParam: uint64(n)},
 				{Op: mlx4.SW2HW_MPT, InMod: n, In: in[:]},
