@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vhcrd/vhcrd/hack/vmtest"
 )
 
@@ -187,10 +189,22 @@ func (g *guest) portAttrs() []string {
 // readAttr is a sysfs attribute's value, or "ERR" when its read failed
 // (the ib_query_port under it returned an error): the host counts that as
 // an error returned to the caller, not as a change the driver followed.
+//
+// The read is one read(2) on a plain descriptor: os.ReadFile would put a
+// sysfs file (kernfs supports poll) in Go's poller, which takes EAGAIN
+// (mlx4_status_to_errno's LAM_NOT_PRE) as "not ready", waits for a
+// readiness kernfs reports at once and reads again: a second MAD_IFC
+// would hide the first one's error.
 func readAttr(p string) string {
-	b, err := os.ReadFile(p)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "ERR"
 	}
-	return strings.TrimSpace(string(b))
+	defer unix.Close(fd)
+	var b [4096]byte
+	n, err := unix.Read(fd, b[:])
+	if err != nil || n < 0 {
+		return "ERR"
+	}
+	return strings.TrimSpace(string(b[:n]))
 }
