@@ -533,3 +533,103 @@ func TestFaultConfig(t *testing.T) {
 		t.Fatal("no case arms its rules through the configuration")
 	}
 }
+
+// TestFiredFromTrace: the faults of a rule are placed at their occurrences
+// by counting back from seen over the trace's commands of the rule's
+// opcode; a trace that lost records, is behind or does not have the
+// rule's faults places none.
+func TestFiredFromTrace(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	seq := uint64(0)
+	var b []byte
+	add := func(e trace.Entry) {
+		seq++
+		e.Seq, e.Time, e.VF = seq, t0.Add(time.Duration(seq)*time.Millisecond), guestVF
+		b = trace.AppendJSON(b, &e)
+	}
+	mad := func(port uint32) {
+		add(trace.Entry{Kind: "post", Opcode: "MAD_IFC", Status: "OK", E: true, MADClass: "SubnGet", MADMethod: "Get", MADAttr: "PortInfo", MADAttrMod: port, Timed: true})
+	}
+	fault := func(rule uint32) {
+		add(trace.Entry{Kind: "fault", Fault: "internal_err", Rule: rule, Point: "post", Opcode: "MAD_IFC"})
+	}
+	write := func() string {
+		p := filepath.Join(t.TempDir(), "trace.jsonl")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Before the rule: an earlier case's fault of rule 4 and its commands.
+	fault(4)
+	mad(1)
+	mad(2)
+	// Rule 5: its first fault at its 4th MAD_IFC (port 2), its second at
+	// the 8th, and two after; an NOP between is not its opcode.
+	mad(1)
+	mad(2)
+	mad(1)
+	fault(5)
+	mad(2)
+	mad(1)
+	add(trace.Entry{Kind: "post", Opcode: "NOP", Status: "OK"})
+	mad(2)
+	mad(1)
+	fault(5)
+	mad(2)
+	mad(1)
+	mad(2)
+	p := write()
+	fired, first, err := firedFromTrace(p, 5, "MAD_IFC", 10)
+	if err != nil || !slices.Equal(fired, []uint64{4, 8}) || first != "MAD_IFC Get PortInfo attr_mod 2" {
+		t.Fatalf("fired %v (%q, %v), want [4 8] at MAD_IFC Get PortInfo attr_mod 2", fired, first, err)
+	}
+	// A trace behind the rule's count: more commands than seen.
+	if _, _, err := firedFromTrace(p, 5, "MAD_IFC", 6); err == nil {
+		t.Error("7 commands from the first fault with 6 seen: placed")
+	}
+	if _, _, err := firedFromTrace(p, 6, "MAD_IFC", 10); err == nil {
+		t.Error("a rule without faults in the trace: placed")
+	}
+	// A fault whose command is not in the file yet.
+	fault(5)
+	if _, _, err := firedFromTrace(write(), 5, "MAD_IFC", 12); err == nil {
+		t.Error("a fault without its command: placed")
+	}
+	// Records lost after the first fault.
+	mad(1)
+	b = trace.AppendJSON(b, &trace.Entry{Kind: trace.KindLost, Lost: 3})
+	if _, _, err := firedFromTrace(write(), 5, "MAD_IFC", 12); err == nil || !strings.Contains(err.Error(), "lost 3") {
+		t.Errorf("a trace that lost records: %v", err)
+	}
+}
+
+// TestReplayDiffers: a replay has the first fault at the same occurrence
+// and command, the same occurrences where both runs saw them, and the same
+// reaction; the later counts (how long the driver kept posting) may differ.
+func TestReplayDiffers(t *testing.T) {
+	bug := []string{"kernel BUG at drivers/net/ethernet/mellanox/mlx4/catas.c:191!", "Fail to send reset over the communication channel"}
+	res := func(first uint64, cmd string, fired []uint64, seen uint64, class string) faultResult {
+		return faultResult{class: class, evidence: bug, seeded: []seededFire{{fired: fired, first: cmd, seen: seen, hits: uint64(len(fired))}}}
+	}
+	a := res(6, "MAD_IFC Get PortInfo attr_mod 2", []uint64{6, 18}, 30, classOops)
+	for _, c := range []struct {
+		name string
+		b    faultResult
+		same bool
+	}{
+		{"same", res(6, "MAD_IFC Get PortInfo attr_mod 2", []uint64{6, 18}, 30, classOops), true},
+		{"the driver posted less", res(6, "MAD_IFC Get PortInfo attr_mod 2", []uint64{6}, 12, classOops), true},
+		{"the driver posted more", res(6, "MAD_IFC Get PortInfo attr_mod 2", []uint64{6, 18, 41}, 45, classOops), true},
+		{"another command", res(6, "MAD_IFC Get PortInfo attr_mod 1", []uint64{6, 18}, 30, classOops), false},
+		{"another occurrence", res(7, "MAD_IFC Get PortInfo attr_mod 2", []uint64{7, 18}, 30, classOops), false},
+		{"a later one missing", res(6, "MAD_IFC Get PortInfo attr_mod 2", []uint64{6}, 30, classOops), false},
+		{"another reaction", res(6, "MAD_IFC Get PortInfo attr_mod 2", []uint64{6, 18}, 30, classRecovered), false},
+		{"not read back", faultResult{class: classOops, evidence: bug, seeded: []seededFire{{err: "the trace has no fault of rule 3"}}}, false},
+	} {
+		c.b.seeded[0].fired = slices.Clone(c.b.seeded[0].fired)
+		if why := replayDiffers(a, c.b); (why == "") != c.same {
+			t.Errorf("%s: replayDiffers = %q", c.name, why)
+		}
+	}
+}
