@@ -136,7 +136,7 @@ func (r *faultRun) recordSeeded(c faultCase, res *faultResult) {
 		f := seededFire{rule: ar.rule, id: ar.id}
 		f.read(r)
 		res.seeded = append(res.seeded, f)
-		res.notes = append(res.notes, f.String())
+		res.read = append(res.read, f.String())
 		r.t.Logf("%s: rule %d of the case: %s", c.Name, i+1, f)
 	}
 }
@@ -388,11 +388,11 @@ func (r *faultRun) configFired(c faultCase, res *faultResult) {
 		err = json.Unmarshal([]byte(out), &rs)
 	}
 	if err != nil {
-		res.notes = append(res.notes, fmt.Sprintf("vhcrd fault list: %v", err))
+		res.read = append(res.read, fmt.Sprintf("vhcrd fault list: %v", err))
 		return
 	}
 	for _, st := range rs {
-		res.notes = append(res.notes, fmt.Sprintf("configuration rule %d: %d hits, %d seen", st.ID, st.Hits, st.Seen))
+		res.read = append(res.read, fmt.Sprintf("configuration rule %d: %d hits, %d seen", st.ID, st.Hits, st.Seen))
 	}
 }
 

@@ -65,6 +65,7 @@ type faultResult struct {
 	took     time.Duration
 	rules    []string // the `vhcrd fault add` lines as run (a Config case: its configuration's entries)
 	pre      []string // what the host did before the case's faults
+	read     []string // what the host read of the rules when the case ended (ended)
 	armed    []armedRule
 	seeded   []seededFire // where the seeded rules fired (recordSeeded)
 }
@@ -309,7 +310,7 @@ func (r *faultRun) runCase(c faultCase, n int) (res faultResult, reboot bool) {
 				r.ended(c, &res)
 				r.clear(c)
 			}
-			res.notes = append(res.pre, res.notes...)
+			res.notes = append(append(res.pre, res.notes...), res.read...)
 			return res, true
 		}
 		switch {
@@ -331,7 +332,7 @@ func (r *faultRun) runCase(c faultCase, n int) (res faultResult, reboot bool) {
 			r.t.Fatalf("writing go to the guest: %v", err)
 		}
 	}
-	res.notes = append(res.pre, res.notes...)
+	res.notes = append(append(res.pre, res.notes...), res.read...)
 	return res, reboot
 }
 
