@@ -293,11 +293,11 @@ var faultCases = func() []faultCase {
 		// (TestSeededFaultCases pins it). The steady state's MAD_IFCs are the
 		// guest's reads alone, in a fixed order: ports/1/state, ports/2/state
 		// every 250 ms, each sysfs.c state_show → ib_query_port →
-		// mlx4_ib_query_port → ib_link_query_port, one PortInfo MAD_IFC
-		// (attr_mod the port), a second (ExtendedPortInfo) only for a port at
-		// QDR, which the configuration fixes; nothing else of the VF posts
-		// while bound and idle (the catas poll reads slave_read). So the
-		// seed's occurrence is the same command in every run.
+		// mlx4_ib_query_port → ib_link_query_port, a PortInfo MAD_IFC
+		// (attr_mod the port) and, the port being QDR (the configuration's),
+		// an ExtendedPortInfo one (the FDR10 check); nothing else of the VF
+		// posts while bound and idle (the catas poll reads slave_read). So the
+		// 6th is the second round's port 1 ExtendedPortInfo in every run.
 		{Name: "flags-no-ack-seeded", Point: PointSteady, FlagsAtRest: true, Settle: 25 * time.Second,
 			Rules:  []faultRule{{Kind: "flags_no_ack"}, {Kind: "internal_err", Op: "MAD_IFC", ProbSeeded: "0.1 25"}},
 			Expect: classOops, Why: "bit 17 comes in the acknowledgement of the MAD_IFC the seed picks (cmd.c mlx4_comm_cmd_wait does not look at it); " + whyCatas[:strings.Index(whyCatas, " → mlx4_reset_slave")] + "; " + whyBUG},

@@ -279,7 +279,7 @@ func faultReplays(t *testing.T, results []faultResult) {
 			continue
 		}
 		for i, f := range r.seeded {
-			t.Logf("%s replays %s: rule %d fired first at occurrence %d (%s) in both, then at %s and %s; both %s", r.c.Name, o.c.Name, i+1, f.fired[0], f.first, joinUints(o.seeded[i].fired), joinUints(f.fired), r.class)
+			t.Logf("%s replays %s: its seeded rule %d fired first at occurrence %d (%s) in both, at %s and at %s; both %s", r.c.Name, o.c.Name, i+1, f.fired[0], f.first, joinUints(o.seeded[i].fired), joinUints(f.fired), r.class)
 		}
 	}
 }
