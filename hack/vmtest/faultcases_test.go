@@ -63,6 +63,14 @@ type faultCase struct {
 	// FlagsAtRest: the case needs the VF's next FLAGS reset request to be
 	// a 0 → 1 toggle of bit 16 (faultRun.flagsAtRest says why).
 	FlagsAtRest bool
+	// Config: the rules are the `faults` section of the configuration of a
+	// vhcrd started for this case alone (armed at its start), not added
+	// over the admin socket; they all belong to the case's point.
+	Config bool
+	// Replays names an earlier case with the same rules and seed: the run
+	// must show the same first fault (occurrence and command) and the same
+	// reaction (faultReplays).
+	Replays string
 }
 
 // want is the reaction the run must show.
@@ -277,6 +285,28 @@ var faultCases = func() []faultCase {
 		{Name: "client-rereg", Point: PointSteady,
 			Rules:  []faultRule{{Kind: "client_rereg", Args: []string{"port=1"}}},
 			Expect: classUnaffected, Why: "mlx4_ib mad.c: IB_EVENT_CLIENT_REREGISTER to the SA clients; no SA client runs in the guest and no sysfs attribute changes"},
+
+		// Replay and the configuration file (faults_seeded_test.go). The
+		// finding of flags-no-ack reached at the MAD_IFC the rule's seed
+		// picks: SplitMix64 seeded 25 draws under 0.1 first at the 6th
+		// MAD_IFC after the rule is armed, then at the 18th
+		// (TestSeededFaultCases pins it). The steady state's MAD_IFCs are the
+		// guest's reads alone, in a fixed order: ports/1/state, ports/2/state
+		// every 250 ms, each sysfs.c state_show → ib_query_port →
+		// mlx4_ib_query_port → ib_link_query_port, a PortInfo MAD_IFC
+		// (attr_mod the port) and, the port being QDR (the configuration's),
+		// an ExtendedPortInfo one (the FDR10 check); nothing else of the VF
+		// posts while bound and idle (the catas poll reads slave_read). So the
+		// 6th is the second round's port 1 ExtendedPortInfo in every run.
+		{Name: "flags-no-ack-seeded", Point: PointSteady, FlagsAtRest: true, Settle: 25 * time.Second,
+			Rules:  []faultRule{{Kind: "flags_no_ack"}, {Kind: "internal_err", Op: "MAD_IFC", ProbSeeded: "0.1 25"}},
+			Expect: classOops, Why: "bit 17 comes in the acknowledgement of the MAD_IFC the seed picks (cmd.c mlx4_comm_cmd_wait does not look at it); " + whyCatas[:strings.Index(whyCatas, " → mlx4_reset_slave")] + "; " + whyBUG},
+		{Name: "flags-no-ack-seeded-replay", Point: PointSteady, FlagsAtRest: true, Settle: 25 * time.Second, Replays: "flags-no-ack-seeded",
+			Rules:  []faultRule{{Kind: "flags_no_ack"}, {Kind: "internal_err", Op: "MAD_IFC", ProbSeeded: "0.1 25"}},
+			Expect: classOops, Why: "flags-no-ack-seeded again, in a new guest: the same seed fires at the same MAD_IFC and the driver reacts the same"},
+		{Name: "config-status-query-func-cap", Point: PointBind, Config: true,
+			Rules:  []faultRule{{Kind: "status", Op: "QUERY_FUNC_CAP", Nth: 1, Args: []string{"status=BAD_PARAM"}}},
+			Expect: classProbeFailed, Why: "status-query-func-cap's rule from the configuration's faults section, armed when vhcrd starts: the guest's first QUERY_FUNC_CAP is its probe's; " + whyProbeCap + " (\"QUERY_FUNC_CAP general command failed, aborting (-22)\")"},
 
 		// At unbind (the teardown).
 		{Name: "hw2sw-eq-status", Point: PointUnbind, CI: true,

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +63,17 @@ type faultResult struct {
 	evidence []string // the driver's lines that show the class
 	notes    []string // what else the run saw (the clean round, hung-task reports)
 	took     time.Duration
-	rules    []string // the `vhcrd fault add` lines as run, with the ids they printed
+	rules    []string // the `vhcrd fault add` lines as run (a Config case: its configuration's entries)
 	pre      []string // what the host did before the case's faults
+	read     []string // what the host read of the rules when the case ended (ended)
+	armed    []armedRule
+	seeded   []seededFire // where the seeded rules fired (recordSeeded)
+}
+
+// armedRule is a rule added over the admin socket, with the id vhcrd gave it.
+type armedRule struct {
+	rule faultRule
+	id   int
 }
 
 // faultLine classes of console lines.
@@ -173,10 +184,11 @@ func strip(l string) string {
 
 // faultRun is the host's side of one guest of ScenarioFaults.
 type faultRun struct {
-	t     *testing.T
-	e     *mlx4Env
-	v     *vm
-	lines []string // the current case's console lines
+	t      *testing.T
+	e      *mlx4Env
+	v      *vm
+	lines  []string // the current case's console lines
+	config []string // a Config case's vhcrd: the faults of its configuration
 }
 
 // await reads console lines into r.lines until one contains want. It
@@ -235,8 +247,12 @@ func (r *faultRun) vhcrdFault(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// arm adds c's rules of point (each on VF 0).
+// arm adds c's rules of point (each on VF 0); a Config case's are armed
+// already.
 func (r *faultRun) arm(c faultCase, point string, res *faultResult) {
+	if c.Config {
+		return
+	}
 	for _, rule := range c.rulesAt(point) {
 		args := append([]string{"add"}, rule.args()...)
 		out, err := r.vhcrdFault(args...)
@@ -246,6 +262,20 @@ func (r *faultRun) arm(c faultCase, point string, res *faultResult) {
 		}
 		r.t.Logf("%s: %s: %s", c.Name, line, out)
 		res.rules = append(res.rules, line)
+		id, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			r.t.Fatalf("%s: %s printed %q, not a rule id", c.Name, line, out)
+		}
+		res.armed = append(res.armed, armedRule{rule, id})
+	}
+}
+
+// ended is what the host reads of vhcrd's rules when the case has ended,
+// before it clears them.
+func (r *faultRun) ended(c faultCase, res *faultResult) {
+	r.recordSeeded(c, res)
+	if c.Config {
+		r.configFired(c, res)
 	}
 }
 
@@ -263,6 +293,12 @@ func (r *faultRun) runCase(c faultCase, n int) (res faultResult, reboot bool) {
 	defer func() { res.took = time.Since(t0) }()
 	limit := c.limit()
 	cleared := false
+	if c.Config {
+		for _, l := range r.config {
+			res.rules = append(res.rules, "config "+l)
+		}
+		r.configArmed(c, &res)
+	}
 	for _, s := range faultSteps {
 		why := r.await(fmt.Sprintf("vmtest: wait %s %d", s.step, n), limit)
 		if why != "" {
@@ -271,9 +307,10 @@ func (r *faultRun) runCase(c faultCase, n int) (res faultResult, reboot bool) {
 				res.notes = append(res.notes, why)
 			}
 			if !cleared {
+				r.ended(c, &res)
 				r.clear(c)
 			}
-			res.notes = append(res.pre, res.notes...)
+			res.notes = append(append(res.pre, res.notes...), res.read...)
 			return res, true
 		}
 		switch {
@@ -284,6 +321,7 @@ func (r *faultRun) runCase(c faultCase, n int) (res faultResult, reboot bool) {
 			r.arm(c, s.point, &res)
 		case s.step == "unbound":
 			r.arm(c, pointRestore, &res)
+			r.ended(c, &res)
 			r.clear(c)
 			cleared = true
 		case s.step == "done":
@@ -294,7 +332,7 @@ func (r *faultRun) runCase(c faultCase, n int) (res faultResult, reboot bool) {
 			r.t.Fatalf("writing go to the guest: %v", err)
 		}
 	}
-	res.notes = append(res.pre, res.notes...)
+	res.notes = append(append(res.pre, res.notes...), res.read...)
 	return res, reboot
 }
 
@@ -373,17 +411,26 @@ func selectFaultCases(t *testing.T) []faultCase {
 func TestLinuxMLX4Faults(t *testing.T) {
 	e := setupMLX4(t)
 	cases := selectFaultCases(t)
+	run := newMatrixRun(t, e.root, os.Getenv("VHCRD_FAULTS"))
 	t0 := time.Now()
 	var results []faultResult
 	for len(results) < len(cases) {
-		rest := cases[len(results):]
+		// One guest runs the cases up to the next Config case; a Config
+		// case runs alone, against a vhcrd of its own.
+		rest, env, config := cases[len(results):], e, []string(nil)
+		if rest[0].Config {
+			rest = rest[:1]
+			env, config = e.withConfig(t, rest[0])
+		} else if i := slices.IndexFunc(rest, func(c faultCase) bool { return c.Config }); i > 0 {
+			rest = rest[:i]
+		}
 		cfg := scenarioConfig(ScenarioFaults)
 		var budget time.Duration
 		for _, c := range rest {
 			cfg.Faults = append(cfg.Faults, FaultRound{Name: c.Name, Settle: c.settle()})
 			budget += 5*c.limit() + c.settle()
 		}
-		r := &faultRun{t: t, e: e, v: e.bootFor(t, cfg, budget)}
+		r := &faultRun{t: t, e: env, v: env.bootFor(t, cfg, budget), config: config}
 		if why := r.await("vmtest: fault: hung-task detector", mlx4Silence*3); why != "" {
 			t.Fatalf("the faults guest did not start: %s; console tail:\n%s", why, r.v.tail(40))
 		}
@@ -392,23 +439,30 @@ func TestLinuxMLX4Faults(t *testing.T) {
 			results = append(results, res)
 			t.Logf("%s: %s (expected %s) in %.1fs: %s; %s", c.Name, res.class, c.want(), res.took.Seconds(), strings.Join(res.evidence, " | "), strings.Join(res.notes, "; "))
 			if reboot {
-				t.Logf("%s: the guest is rebooted for the next case", c.Name)
-				r.v.kill()
-				e.awaitReleased(t)
+				if i+1 < len(rest) {
+					t.Logf("%s: the guest is rebooted for the next case", c.Name)
+				}
 				break
 			}
 		}
-		if len(results) == len(cases) && !r.v.done {
+		if !r.v.done {
 			r.v.kill()
-			e.awaitReleased(t)
+		}
+		env.awaitReleased(t)
+		if env != e {
+			env.vhcrd.stop(t)
 		}
 	}
 	wall := time.Since(t0)
 	t.Logf("fault matrix: %d cases in %.1fs", len(results), wall.Seconds())
-	table := faultTable(results, wall)
-	t.Logf("fault matrix:\n%s", table)
+	run.results, run.wall = results, wall
+	section, err := run.section(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fault matrix:\n%s", section)
 	if doc := os.Getenv("VHCRD_FAULTS_DOC"); doc != "" {
-		if err := spliceMatrix(filepath.Join(e.root, doc), table); err != nil {
+		if err := spliceMatrix(filepath.Join(e.root, doc), run); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("fault matrix written to %s", doc)
@@ -418,6 +472,7 @@ func TestLinuxMLX4Faults(t *testing.T) {
 			t.Errorf("%s: %s, expected %s (%s); driver's lines: %s; %s", res.c.Name, res.class, res.c.want(), res.c.Why, strings.Join(res.evidence, " | "), strings.Join(res.notes, "; "))
 		}
 	}
+	faultReplays(t, results)
 }
 
 // awaitReleased waits (bounded) for vhcrd to have released the guest's VF
@@ -433,61 +488,6 @@ func (e *mlx4Env) awaitReleased(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling another process's metrics
 	}
 	e.vhcrd.assertReleased(t, guestVF, "QEMU of the faults guest killed")
-}
-
-// Markers of the generated table in docs/faults.md.
-const (
-	matrixBegin = "<!-- fault matrix: begin (make faults writes this part) -->"
-	matrixEnd   = "<!-- fault matrix: end -->"
-)
-
-// faultTable is the run's markdown table.
-func faultTable(results []faultResult, wall time.Duration) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d cases, %.0f s of wall time (one guest, rebooted after a hung or BUG case).\n\n", len(results), wall.Seconds())
-	b.WriteString("| case | point | injected | expected | observed | the driver's lines |\n|---|---|---|---|---|---|\n")
-	for _, r := range results {
-		obs := r.class
-		if r.class != r.c.want() {
-			obs = "**" + r.class + "**"
-		}
-		exp := r.c.Expect
-		if r.c.Against != "" {
-			exp += " (against vhcrd: " + r.c.Against + ")"
-		}
-		var rules []string
-		for _, l := range r.rules {
-			rules = append(rules, "`"+strings.TrimPrefix(l, "vhcrd fault add ")+"`")
-		}
-		ev := append(append([]string{}, r.evidence...), r.notes...)
-		for i := range ev {
-			ev[i] = strings.ReplaceAll(ev[i], "|", "\\|")
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.c.Name, r.c.Point, strings.Join(rules, "<br>"), exp, obs, strings.Join(ev, "<br>"))
-	}
-	b.WriteString("\nThe source behind each expectation (Linux 6.1, drivers/net/ethernet/mellanox/mlx4 unless named):\n\n")
-	for _, r := range results {
-		fmt.Fprintf(&b, "- **%s** (%s): %s\n", r.c.Name, r.c.Expect, r.c.Why)
-		if r.c.Against != "" {
-			fmt.Fprintf(&b, "  Against vhcrd today, %s: %s\n", r.c.Against, r.c.AgainstWhy)
-		}
-	}
-	return b.String()
-}
-
-// spliceMatrix replaces what lies between the markers of path with table.
-func spliceMatrix(path, table string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	s := string(b)
-	i, j := strings.Index(s, matrixBegin), strings.Index(s, matrixEnd)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s: no %q ... %q markers", path, matrixBegin, matrixEnd)
-	}
-	s = s[:i+len(matrixBegin)] + "\n" + table + s[j:]
-	return os.WriteFile(path, []byte(s), 0o644)
 }
 
 // TestClassifyFault pins the classes of reaction against console lines of
