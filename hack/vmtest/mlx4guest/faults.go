@@ -128,7 +128,7 @@ func (g *guest) settle(d time.Duration, before []string) {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		for p := 1; p <= g.cfg.Ports; p++ {
-			st, err := os.ReadFile(filepath.Join(ibClass, "mlx4_0/ports", fmt.Sprint(p), "state"))
+			st, err := readSysfs(filepath.Join(ibClass, "mlx4_0/ports", fmt.Sprint(p), "state"))
 			reads++
 			if err != nil {
 				errs++
@@ -189,22 +189,29 @@ func (g *guest) portAttrs() []string {
 // readAttr is a sysfs attribute's value, or "ERR" when its read failed
 // (the ib_query_port under it returned an error): the host counts that as
 // an error returned to the caller, not as a change the driver followed.
-//
-// The read is one read(2) on a plain descriptor: os.ReadFile would put a
-// sysfs file (kernfs supports poll) in Go's poller, which takes EAGAIN
-// (mlx4_status_to_errno's LAM_NOT_PRE) as "not ready", waits for a
-// readiness kernfs reports at once and reads again: a second MAD_IFC
-// would hide the first one's error.
 func readAttr(p string) string {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	b, err := readSysfs(p)
 	if err != nil {
 		return "ERR"
 	}
-	defer unix.Close(fd)
-	var b [4096]byte
-	n, err := unix.Read(fd, b[:])
-	if err != nil || n < 0 {
-		return "ERR"
+	return strings.TrimSpace(string(b))
+}
+
+// readSysfs reads a sysfs attribute with one read(2) on a plain
+// descriptor: os.ReadFile would put the file (kernfs supports poll) in
+// Go's poller, which takes EAGAIN (mlx4_status_to_errno's LAM_NOT_PRE)
+// for "not ready", waits for a readiness kernfs reports at once and reads
+// again: a second MAD_IFC would hide the first one's error.
+func readSysfs(p string) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
 	}
-	return strings.TrimSpace(string(b[:n]))
+	defer unix.Close(fd)
+	b := make([]byte, 4096)
+	n, err := unix.Read(fd, b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
 }
