@@ -34,7 +34,10 @@ const faultAddAbout = `arm a rule: fault KIND for VF N (default: any VF) at a VH
 VHCR0, VHCR1, VHCR2, VHCR_EN, VHCR_POST, FLAGS for the reset request, or any); with
 neither, the kind's own point (the event and port kinds, internal_err, vf_reset,
 pf_offline, no_vf_reset_cap: now, once; the FLAGS kinds: the reset request; the
-command kinds: any VHCR_POST). It fires at the --nth matching occurrence (default 1),
+command kinds: any VHCR_POST). The data-path kinds (cqe_error, cqe_drop, cqe_dup,
+cq_overrun) fire at the CQEs the engine writes, --op naming the completed work
+request's opcode (SEND, RDMA_WRITE, ..., RECV for a receive, or any). It fires at the
+--nth matching occurrence (default 1),
 at --every one, or at each with probability --prob drawn from a PRNG seeded with
 --seed (the same seed and the same driver: the same faults at the same commands).
 --arg K=V sets the kind's arguments (vhcrd fault kinds lists them). Prints the
@@ -49,7 +52,9 @@ func faultHelp(sub string, fs *flag.FlagSet) *cli.Help {
 			"vhcrd fault add --kind delay --vf 2 --op any --prob 0.01 --seed 7 --arg us=80s",
 			"vhcrd fault add --kind reset_version --comm RESET",
 			"vhcrd fault add --kind flags_no_ack --vf 3",
-			"vhcrd fault add --kind port_flap --arg port=1 --arg us=500ms --arg count=3"},
+			"vhcrd fault add --kind port_flap --arg port=1 --arg us=500ms --arg count=3",
+			"vhcrd fault add --kind cqe_error --vf 1 --op SEND --arg syndrome=REM_ACCESS_ERR",
+			"vhcrd fault add --kind cq_overrun --vf 1 --op RECV"},
 		"list":  {"vhcrd fault list", "vhcrd fault list --json"},
 		"clear": {"vhcrd fault add --kind never --vf 4 --comm VHCR_EN", "vhcrd fault clear 1", "vhcrd fault clear"},
 		"kinds": {"vhcrd fault kinds", "vhcrd fault kinds --json"},
@@ -205,6 +210,7 @@ type kindJSON struct {
 	Points  []string          `json:"points"`
 	Default string            `json:"default_point"`
 	Event   bool              `json:"event_only,omitempty"`
+	Success bool              `json:"success_only,omitempty"`
 	Args    map[string]string `json:"args,omitempty"`
 	Does    string            `json:"does"`
 	Driver  string            `json:"driver"`
@@ -214,8 +220,9 @@ func printKinds(asJSON bool) error {
 	var out []kindJSON
 	for _, k := range faultinj.Kinds() {
 		in := k.Info()
-		j := kindJSON{Kind: in.Name, Group: in.Group.String(), Default: in.Default.String(), Event: in.Event, Does: in.Does, Driver: in.Driver}
-		for _, p := range []faultinj.Point{faultinj.PointPost, faultinj.PointComm, faultinj.PointFlags, faultinj.PointNow} {
+		j := kindJSON{Kind: in.Name, Group: in.Group.String(), Default: in.Default.String(), Event: in.Event, Success: in.Success,
+			Does: in.Does, Driver: in.Driver}
+		for _, p := range []faultinj.Point{faultinj.PointPost, faultinj.PointComm, faultinj.PointFlags, faultinj.PointNow, faultinj.PointCQE} {
 			if in.Points&p != 0 {
 				j.Points = append(j.Points, p.String())
 			}
@@ -243,6 +250,9 @@ func printKinds(asJSON bool) error {
 		}
 		sort.Strings(args)
 		fmt.Printf("%s (%s; at %s", j.Kind, j.Group, strings.Join(j.Points, ", "))
+		if j.Success {
+			fmt.Print(", successful completions only")
+		}
 		if len(args) > 0 {
 			fmt.Printf("; args %s", strings.Join(args, ", "))
 		}

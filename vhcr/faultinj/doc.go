@@ -18,8 +18,9 @@
 // by the PF); the Set's own Match allocates nothing.
 //
 // The data path's faults (error CQEs by syndrome, a CQE dropped or
-// duplicated, a CQ overrun) belong to the kind group GroupDataPath, which
-// the data-path engine is to ask at its completion step through Point
-// PointCQE; the group has no kinds yet because the model has no data path
-// (docs/faults.md, "Adding a fault kind").
+// duplicated, a CQ overrun) are the kind group GroupDataPath at Point
+// PointCQE: the work-request engine (vhcr/hca dpfault.go) asks the PF
+// (vhcr/master faults_dp.go) at every CQE it writes, keyed by CQEKey (the
+// work request's opcode, CQERecv for a receive) and qualified by the
+// completion's success (Info.Success kinds count only successes).
 package faultinj

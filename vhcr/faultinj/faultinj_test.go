@@ -31,8 +31,8 @@ func TestCatalogue(t *testing.T) {
 		if got, ok := faultinj.ParseKind(in.Name); !ok || got != k {
 			t.Errorf("%s does not parse back", in.Name)
 		}
-		if in.Group == 0 || in.Group == faultinj.GroupDataPath {
-			t.Errorf("%s: group %v", in.Name, in.Group)
+		if in.Group == 0 || (in.Group == faultinj.GroupDataPath) != (in.Points == faultinj.PointCQE) {
+			t.Errorf("%s: group %v, points %v", in.Name, in.Group, in.Points)
 		}
 		if in.Points == 0 || in.Points&in.Default == 0 {
 			t.Errorf("%s: points %v, default %v", in.Name, in.Points, in.Default)
@@ -99,6 +99,15 @@ func TestCompileRefuses(t *testing.T) {
 		{Kind: "eqe_token", Args: map[string]string{"xor": "0"}},
 		{Kind: "delay", Args: map[string]string{"us": "2h"}},
 		{Kind: "never", Args: map[string]string{"us": "1"}},
+		{Kind: "cqe_error"}, // which syndrome?
+		{Kind: "cqe_error", Args: map[string]string{"syndrome": "NOT_A_SYNDROME"}},
+		{Kind: "cqe_error", Args: map[string]string{"syndrome": "256"}},
+		{Kind: "cqe_error", Args: map[string]string{"syndrome": "LOC_PROT_ERR", "vendor": "0x100"}},
+		{Kind: "cqe_drop", Op: "QUERY_PORT"}, // a command, not a work request
+		{Kind: "cqe_drop", Op: "32"},         // past the 5-bit opcode
+		{Kind: "cqe_dup", Comm: "RESET"},     // completions only
+		{Kind: "cq_overrun", Args: map[string]string{"count": "1"}},
+		{Kind: "status", Op: "SEND"}, // SEND is a work request's opcode
 	} {
 		if _, err := faultinj.Compile(s, 2); !errors.Is(err, faultinj.ErrRule) && !errors.Is(err, faultinj.ErrArg) {
 			t.Errorf("%+v: %v, want a refusal", s, err)
@@ -117,6 +126,11 @@ func TestSpecRoundTrip(t *testing.T) {
 		{Kind: "outbox_field", Args: map[string]string{"field": "dev_cap.uar_size", "value": "0x3f"}},
 		{Kind: "port_flap", Args: map[string]string{"port": "2", "count": "3"}},
 		{Kind: "internal_err", VF: vf(0)},
+		{Kind: "cqe_error", VF: vf(1), Op: "SEND", Args: map[string]string{"syndrome": "REM_ACCESS_ERR", "vendor": "0x88"}},
+		{Kind: "cqe_error", Op: "recv", Every: true, Args: map[string]string{"syndrome": "0x77"}},
+		{Kind: "cqe_drop", Op: "RDMA_WRITE", Prob: 0.5, Seed: 9},
+		{Kind: "cqe_dup", Op: "9"},
+		{Kind: "cq_overrun", VF: vf(0)},
 	} {
 		r, err := faultinj.Compile(s, 2)
 		if err != nil {
@@ -181,6 +195,63 @@ func TestMatchEveryAndEvent(t *testing.T) {
 	}
 	if a.Seen() != 2 || a.Hits() != 2 || b.Seen() != 4 || b.Hits() != 2 {
 		t.Fatalf("a %d/%d, b %d/%d", a.Seen(), a.Hits(), b.Seen(), b.Hits())
+	}
+}
+
+// TestDataPathKinds: the data-path kinds fire at PointCQE only, keyed by
+// the work request's opcode (RECV for a receive); cqe_error counts only
+// successful completions; the syndrome parses by mlx4 name, by work
+// completion status and by number, and is written back by its mlx4 name.
+func TestDataPathKinds(t *testing.T) {
+	s := faultinj.NewSet(2)
+	e, err := s.Add(faultinj.Spec{Kind: "cqe_error", VF: vf(1), Op: "SEND", Nth: 2, Args: map[string]string{"syndrome": "IBV_WC_REM_ACCESS_ERR", "vendor": "0x51"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Point != faultinj.PointCQE || e.Key != mlx4.OPCODE_SEND || e.Params.Syndrome != mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR || e.Params.Vendor != 0x51 {
+		t.Fatalf("rule %+v", e)
+	}
+	if got := e.Spec(); got.Op != "SEND" || got.Args["syndrome"] != "REMOTE_ACCESS_ERR" || got.Args["vendor"] != "0x51" {
+		t.Fatalf("written back as %+v", got)
+	}
+	d, _ := s.Add(faultinj.Spec{Kind: "cqe_drop", Op: "RECV", Every: true})
+	if s.Armed() != faultinj.PointCQE {
+		t.Fatalf("armed %v", s.Armed())
+	}
+	send := faultinj.CQEKey(false, mlx4.OPCODE_SEND)
+	recv := faultinj.CQEKey(true, 0)
+	if s.Match(faultinj.PointPost, 1, send, true) != nil || s.Match(faultinj.PointCQE, 0, send, true) != nil {
+		t.Fatal("fired at another point or VF")
+	}
+	if s.Match(faultinj.PointCQE, 1, send, false) != nil || e.Seen() != 0 {
+		t.Fatal("cqe_error counted an error completion")
+	}
+	if s.Match(faultinj.PointCQE, 1, faultinj.CQEKey(false, mlx4.OPCODE_RDMA_WRITE), true) != nil {
+		t.Fatal("fired at another opcode")
+	}
+	if s.Match(faultinj.PointCQE, 1, send, true) != nil || s.Match(faultinj.PointCQE, 1, send, true) != e {
+		t.Fatal("cqe_error did not fire at the second successful SEND")
+	}
+	for _, ok := range []bool{true, false} {
+		if s.Match(faultinj.PointCQE, 0, recv, ok) != d {
+			t.Fatal("cqe_drop did not fire at a receive")
+		}
+	}
+	if e.Hits() != 1 || !e.Done() || d.Hits() != 2 || s.Injected(faultinj.CQEError) != 1 || s.Injected(faultinj.CQEDrop) != 2 {
+		t.Fatalf("hits %d/%d", e.Hits(), d.Hits())
+	}
+	for k, want := range map[int]string{recv: "RECV", send: "SEND", mlx4.OPCODE_ATOMIC_FA: "ATOMIC_FA", 0x1d: "0x1d"} {
+		if got := faultinj.CQEKeyName(k); got != want {
+			t.Errorf("CQEKeyName(%#x) = %q, want %q", k, got, want)
+		}
+	}
+	for _, in := range mlx4.CQESyndromes {
+		for _, name := range []string{in.Name, in.WC, strconv.Itoa(int(in.Syndrome))} {
+			r, err := faultinj.Compile(faultinj.Spec{Kind: "cqe_error", Args: map[string]string{"syndrome": name}}, 2)
+			if err != nil || r.Params.Syndrome != in.Syndrome || r.Spec().Args["syndrome"] != in.Name {
+				t.Errorf("syndrome=%s: %v %v", name, r, err)
+			}
+		}
 	}
 }
 

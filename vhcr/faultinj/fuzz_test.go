@@ -19,6 +19,11 @@ func FuzzSpec(f *testing.F) {
 		`{"kind":"flags_no_ack"}`,
 		`{"kind":"port_flap","args":{"port":"2","us":"1ms","count":"3"}}`,
 		`{"kind":"guid_change","vf":0,"args":{"guid":"0x1234"}}`,
+		`{"kind":"cqe_error","vf":1,"op":"SEND","args":{"syndrome":"REM_ACCESS_ERR","vendor":"0x51"}}`,
+		`{"kind":"cqe_error","op":"RECV","every":true,"args":{"syndrome":"0x22"}}`,
+		`{"kind":"cqe_drop","op":"RDMA_WRITE","prob":0.5,"seed":3}`,
+		`{"kind":"cqe_dup","op":"10","nth":2}`,
+		`{"kind":"cq_overrun","vf":0}`,
 	} {
 		f.Add([]byte(s), uint8(1), uint16(0))
 	}
@@ -38,7 +43,7 @@ func FuzzSpec(f *testing.F) {
 		}
 		n := 0
 		for i := 0; i < 64; i++ {
-			for _, pt := range []faultinj.Point{faultinj.PointPost, faultinj.PointComm, faultinj.PointFlags} {
+			for _, pt := range []faultinj.Point{faultinj.PointPost, faultinj.PointComm, faultinj.PointFlags, faultinj.PointCQE} {
 				if set.Match(pt, int(vf%6)-1, int(key), i%2 == 0) != nil {
 					n++
 				}

@@ -2,6 +2,8 @@ package faultinj
 
 import (
 	"strconv"
+
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
 // Kind is one fault of the catalogue. The set is closed: a kind is
@@ -59,6 +61,12 @@ const (
 	ClientRereg     // the SM asks for client reregistration (CLIENT_REREG)
 	GIDPrefixChange // the port's GID prefix changed (GID_PFX_CHANGE)
 
+	// The data path's completions.
+	CQEError  // a successful completion written as an error CQE with a syndrome
+	CQEDrop   // a CQE not written
+	CQEDup    // a CQE written twice
+	CQOverrun // the CQ overruns at a CQE (CQ_ERROR, overrun syndrome)
+
 	NumKinds
 )
 
@@ -72,11 +80,11 @@ const (
 	GroupFlags
 	GroupEvents
 	GroupPort
-	// GroupDataPath is the extension point of the data path's faults:
-	// error CQEs by syndrome, a CQE dropped or duplicated, a CQ overrun.
-	// The data-path engine asks Set.Match at PointCQE (keyed by the CQE's
-	// opcode) when it writes a CQE and carries the kind out; no kind is in
-	// the group until that engine exists.
+	// GroupDataPath is the data path's faults: error CQEs by syndrome, a
+	// CQE dropped or duplicated, a CQ overrun. The work-request engine
+	// (vhcr/hca) asks the PF at PointCQE, keyed by the completed work
+	// request's opcode (CQEKey), for every CQE it writes, and carries the
+	// kind out there.
 	GroupDataPath
 )
 
@@ -105,9 +113,36 @@ const (
 	// PointNow fires once, when the rule is armed (an admin request, the
 	// configuration at start).
 	PointNow
-	// PointCQE is the data path's completion step (GroupDataPath).
+	// PointCQE is the data path's completion step (GroupDataPath): a CQE
+	// the engine writes, keyed by CQEKey (the work request's opcode, or
+	// CQERecv).
 	PointCQE
 )
+
+// CQERecv is PointCQE's key of a receive completion; a send completion's
+// key is its WQE's opcode (mlx4.OPCODE_*, 5 bits).
+const CQERecv = 0x100
+
+// CQEKey is PointCQE's key of a completion: CQERecv for a receive, the
+// WQE's opcode for a send.
+func CQEKey(recv bool, op uint8) int {
+	if recv {
+		return CQERecv
+	}
+	return int(op & mlx4.WQEOpcodeMask)
+}
+
+// CQEKeyName names a PointCQE key: RECV, the send opcode's mlx4 name
+// (SEND, RDMA_WRITE), or its number.
+func CQEKeyName(key int) string {
+	if key == CQERecv {
+		return "RECV"
+	}
+	if n, ok := mlx4.WQEOpcodeNames[uint8(key)]; ok && key >= 0 && key <= mlx4.WQEOpcodeMask {
+		return n
+	}
+	return "0x" + strconv.FormatUint(uint64(key), 16)
+}
 
 var pointNames = map[Point]string{PointPost: "post", PointComm: "comm", PointFlags: "flags", PointNow: "now", PointCQE: "cqe"}
 
@@ -128,10 +163,13 @@ type Info struct {
 	Default Point // the point of a rule that names no opcode or comm command
 	// Event: fires only at a VHCR_POST with the 'e' bit (its occurrences
 	// count only those).
-	Event  bool
-	Params []string // the names of its arguments (ParamInfo)
-	Does   string   // what the PF does
-	Driver string   // the driver path it aims at
+	Event bool
+	// Success: fires only at a successful completion (PointCQE; its
+	// occurrences count only those).
+	Success bool
+	Params  []string // the names of its arguments (ParamInfo)
+	Does    string   // what the PF does
+	Driver  string   // the driver path it aims at
 }
 
 var infos = [NumKinds]Info{
@@ -236,6 +274,19 @@ var infos = [NumKinds]Info{
 	GIDPrefixChange: {Name: "gid_prefix_change", Group: GroupPort, Points: PointPost | PointComm | PointNow, Default: PointNow, Params: []string{"port", "prefix"},
 		Does:   "sets the port's GID prefix and sends PORT_MNG_CHG PORT_INFO with GID_PFX_CHANGE to the port's VFs",
 		Driver: "mlx4_ib mad.c handle_port_mgmt_change_event: IB_EVENT_GID_CHANGE"},
+
+	CQEError: {Name: "cqe_error", Group: GroupDataPath, Points: PointCQE, Default: PointCQE, Success: true, Params: []string{"syndrome", "vendor"},
+		Does:   "writes the successful completion as an error CQE (opcode MLX4_CQE_OPCODE_ERROR, the QPN, wqe_index and send bit kept) with the syndrome and vendor_err_syndrome vendor (default 0, as the model's own error CQEs), then does what hardware does after an error completion: the QP leaves RTS (RC to ERR, UD and UC send errors to SQER; a receive to ERR) and the rest of its work requests complete with WR_FLUSH_ERR, now and as the VF posts more",
+		Driver: "userspace: libmlx4 cq.c mlx4_poll_one → mlx4_handle_error_cqe: ibv_wc.status from the syndrome (IBV_WC_REM_ACCESS_ERR, ...; an unnamed one IBV_WC_GENERAL_ERR), vendor_err; ibv_rc_pingpong: \"Failed status %s (%d) for wr_id %d\"; kernel consumers: mlx4_ib cq.c mlx4_ib_poll_one → mlx4_ib_handle_error_cqe (ib_wc.status, vendor_err; LOCAL_QP_OP_ERR also a pr_debug \"local QP operation err\" with the CQE dumped), then the ULP's handler (IPoIB ipoib_ib.c: \"failed send event (status=%d, wrid=%d vend_err %#x)\", \"failed recv event ...\")"},
+	CQEDrop: {Name: "cqe_drop", Group: GroupDataPath, Points: PointCQE, Default: PointCQE,
+		Does:   "does not write the CQE: the CQ's producer index does not advance and its arm is not served by it; for the device the work request is complete (its WQE consumed, the QP's state as it was)",
+		Driver: "libmlx4 cq.c mlx4_poll_cq (the kernel's mlx4_ib_poll_cq alike) never sees the completion: ibv_rc_pingpong waits for it in ibv_poll_cq (ibv_get_cq_event with -e) for good; a later send CQE retires the dropped WQE with it (mlx4_poll_one moves the SQ tail to the CQE's wqe_index), a later receive CQE takes the dropped receive's wr_id (the RQ tail moves one per CQE)"},
+	CQEDup: {Name: "cqe_dup", Group: GroupDataPath, Points: PointCQE, Default: PointCQE,
+		Does:   "writes the CQE twice: the second at the next producer index with that index's owner bit",
+		Driver: "libmlx4 cq.c mlx4_poll_one takes both: a send CQE's copy reports the same wr_id again (the SQ tail moved back to its wqe_index), a receive CQE's copy the next receive's wr_id (the RQ tail moves one per CQE) while that receive is still posted; ibv_rc_pingpong counts one completion more than it posted"},
+	CQOverrun: {Name: "cq_overrun", Group: GroupDataPath, Points: PointCQE, Default: PointCQE,
+		Does:   "makes the CQ overrun at the CQE, as a full CQ does: the CQE not written, the CQ in error (no CQE written to it until it is destroyed), the CQ error async event (MLX4_EVENT_TYPE_CQ_ERROR, syndrome overrun) to the VF's EQ mapped for it",
+		Driver: "mlx4_core eq.c mlx4_eq_int: \"CQ overrun on CQN %06x\" → cq.c mlx4_cq_event → mlx4_ib cq.c mlx4_ib_cq_event → IB_EVENT_CQ_ERR to the CQ's event handler (userspace: uverbs ib_uverbs_cq_event_handler → ibv_get_async_event IBV_EVENT_CQ_ERR); the CQ's completions stop"},
 }
 
 // Info returns k's documentation (the zero Info for an unknown kind).

@@ -16,7 +16,7 @@ func CatalogueMarkdown() string {
 	for _, k := range Kinds() {
 		in := k.Info()
 		pts := []string{in.Default.String()}
-		for _, p := range []Point{PointPost, PointComm, PointFlags, PointNow} {
+		for _, p := range []Point{PointPost, PointComm, PointFlags, PointNow, PointCQE} {
 			if in.Points&p != 0 && p != in.Default {
 				pts = append(pts, p.String())
 			}
@@ -24,6 +24,9 @@ func CatalogueMarkdown() string {
 		at := strings.Join(pts, ", ")
 		if in.Event {
 			at += " ('e' commands only)"
+		}
+		if in.Success {
+			at += " (successful completions only)"
 		}
 		args := "—"
 		if len(in.Params) > 0 {

@@ -28,6 +28,10 @@ type Params struct {
 	PKey    uint16      // pkey_change
 	GUID    uint64      // guid_change
 	Prefix  uint64      // gid_prefix_change
+	// cqe_error: the error CQE's syndrome (MLX4_CQE_SYNDROME_*) and
+	// vendor_err_syndrome.
+	Syndrome uint8
+	Vendor   uint8
 }
 
 // ErrArg is wrapped by every argument error.
@@ -35,21 +39,23 @@ var ErrArg = errors.New("faultinj: bad argument")
 
 // ParamInfo documents one argument name.
 var ParamInfo = map[string]string{
-	"status":  "an mlx4 status: a name (BAD_PARAM) or a number (3, 0x40)",
-	"us":      "microseconds (a number, or with a unit: 500us, 20ms, 12s)",
-	"field":   "an outbox field (Fields: func_cap.max_eq, dev_cap.log_max_qp, port.ib_mtu, ...)",
-	"value":   "the value written (decimal or 0x...)",
-	"xor":     "the XOR mask applied to the token (1..0xffff)",
-	"version": "the version word of the RESET acknowledgement (its bits 15:8 are the interface revision)",
-	"port":    "the physical port, 1 or 2",
-	"count":   "how many times (1..1000000)",
-	"vector":  "the VF's MSI-X vector",
-	"eqn":     "the EQ number the event names",
-	"index":   "the physical P_Key index",
-	"lid":     "a LID (1..0xbfff, or any 16-bit value)",
-	"pkey":    "a P_Key (16 bits, membership bit 15)",
-	"guid":    "a 64-bit GUID",
-	"prefix":  "a 64-bit GID prefix",
+	"status":   "an mlx4 status: a name (BAD_PARAM) or a number (3, 0x40)",
+	"us":       "microseconds (a number, or with a unit: 500us, 20ms, 12s)",
+	"field":    "an outbox field (Fields: func_cap.max_eq, dev_cap.log_max_qp, port.ib_mtu, ...)",
+	"value":    "the value written (decimal or 0x...)",
+	"xor":      "the XOR mask applied to the token (1..0xffff)",
+	"version":  "the version word of the RESET acknowledgement (its bits 15:8 are the interface revision)",
+	"port":     "the physical port, 1 or 2",
+	"count":    "how many times (1..1000000)",
+	"vector":   "the VF's MSI-X vector",
+	"eqn":      "the EQ number the event names",
+	"index":    "the physical P_Key index",
+	"lid":      "a LID (1..0xbfff, or any 16-bit value)",
+	"pkey":     "a P_Key (16 bits, membership bit 15)",
+	"guid":     "a 64-bit GUID",
+	"prefix":   "a 64-bit GID prefix",
+	"syndrome": "an error CQE's syndrome: the mlx4 name (REMOTE_ACCESS_ERR, LOCAL_PROT_ERR, ...; cq.h's MLX4_CQE_SYNDROME_*), the work completion status it maps to (REM_ACCESS_ERR, LOC_PROT_ERR, ...; IBV_WC_*), or a number 0..255",
+	"vendor":   "the error CQE's vendor_err_syndrome, 0..255 (ibv_wc.vendor_err)",
 }
 
 // defaults are the arguments a rule that omits them gets.
@@ -97,6 +103,11 @@ func parseArgs(k Kind, args map[string]string) (Params, error) {
 	if k == OutParam {
 		if _, ok := args["value"]; !ok {
 			return p, fmt.Errorf("%w: out_param needs value=", ErrArg)
+		}
+	}
+	if k == CQEError {
+		if _, ok := args["syndrome"]; !ok {
+			return p, fmt.Errorf("%w: cqe_error needs syndrome= (%s, or a number)", ErrArg, strings.Join(syndromeNames(), ", "))
 		}
 	}
 	return p, nil
@@ -178,8 +189,29 @@ func (p *Params) setSmall(n, v string) error {
 	case "pkey":
 		u, err = parseUint(v, 16)
 		p.PKey = uint16(u)
+	case "syndrome":
+		if syn, ok := mlx4.ParseCQESyndrome(v); ok {
+			p.Syndrome = syn
+			return nil
+		}
+		u, err = parseUint(v, 8)
+		if err != nil {
+			return errors.New("not a syndrome name or a number 0..255")
+		}
+		p.Syndrome = uint8(u)
+	case "vendor":
+		u, err = parseUint(v, 8)
+		p.Vendor = uint8(u)
 	}
 	return err
+}
+
+func syndromeNames() []string {
+	out := make([]string, 0, len(mlx4.CQESyndromes))
+	for _, in := range mlx4.CQESyndromes {
+		out = append(out, in.Name)
+	}
+	return out
 }
 
 // ParseStatus reads an mlx4 status: its name (case-insensitive) or a

@@ -17,7 +17,11 @@ import (
 //
 //	kind   the kind's name (Kinds)
 //	vf     the VF (absent: any)
-//	op     a VHCR_POST's opcode: an mlx4 name (QUERY_FUNC_CAP) or a number, or "any"
+//	op     a VHCR_POST's opcode: an mlx4 name (QUERY_FUNC_CAP) or a number, or "any";
+//	       for the data-path kinds, the completed work request's opcode: a
+//	       send opcode (SEND, SEND_IMM, RDMA_WRITE, RDMA_WRITE_IMM, RDMA_READ,
+//	       ATOMIC_CS, ATOMIC_FA, NOP, ...: mlx4's MLX4_OPCODE_* names, or a
+//	       number 0..31), RECV (a receive completion), or "any"
 //	comm   a comm command: RESET, VHCR0, VHCR1, VHCR2, VHCR_EN, VHCR_POST
 //	       (any opcode), FLAGS (the reset request), or "any" (every comm
 //	       command but VHCR_POST)
@@ -112,6 +116,9 @@ func Compile(s Spec, numVFs int) (*Rule, error) {
 
 // target is the point and key of s.
 func target(s Spec, info Info) (Point, int, error) {
+	if info.Points == PointCQE {
+		return cqeTarget(s)
+	}
 	switch {
 	case s.Op != "" && s.Comm != "":
 		return 0, 0, fmt.Errorf("%w: op and comm: a rule fires at one of them", ErrRule)
@@ -146,6 +153,28 @@ func target(s Spec, info Info) (Point, int, error) {
 		return PointFlags, commFlags, nil
 	}
 	return info.Default, Any, nil
+}
+
+// cqeTarget is the key of a data-path kind's rule: op names the work
+// request's opcode.
+func cqeTarget(s Spec) (Point, int, error) {
+	if s.Comm != "" {
+		return 0, 0, fmt.Errorf("%w: the data-path kinds fire at completions: op names a work request's opcode (SEND, RDMA_WRITE, ..., RECV), not comm", ErrRule)
+	}
+	switch op := strings.ToUpper(s.Op); op {
+	case "", "ANY":
+		return PointCQE, Any, nil
+	case "RECV":
+		return PointCQE, CQERecv, nil
+	default:
+		if v, ok := mlx4.ParseWQEOpcode(op); ok {
+			return PointCQE, int(v), nil
+		}
+		if v, err := parseUint(s.Op, 8); err == nil && v <= mlx4.WQEOpcodeMask {
+			return PointCQE, int(v), nil
+		}
+	}
+	return 0, 0, fmt.Errorf("%w: op %q: a data-path kind's op is a work request's opcode (SEND, SEND_IMM, RDMA_WRITE, RDMA_WRITE_IMM, RDMA_READ, ATOMIC_CS, ATOMIC_FA, ..., a number 0..31), RECV or any", ErrRule, s.Op)
 }
 
 func (r *Rule) occurrence(s Spec) error {
@@ -206,7 +235,8 @@ func (r *Rule) checkKind() error {
 		if r.VF == Any {
 			return fmt.Errorf("%w: guid_change changes one VF's alias GUID: give vf", ErrRule)
 		}
-	case NoVFResetCap, FlagsNoAck, FlagsLateAck, FlagsAckNoReset, PFOffline, Status, Delay, Never:
+	case NoVFResetCap, FlagsNoAck, FlagsLateAck, FlagsAckNoReset, PFOffline, Status, Delay, Never,
+		CQEError, CQEDrop, CQEDup, CQOverrun:
 	}
 	return nil
 }
@@ -242,6 +272,11 @@ func (r *Rule) Spec() Spec {
 		}
 	case PointFlags:
 		s.Comm = "FLAGS"
+	case PointCQE:
+		s.Op = "any"
+		if r.Key != Any {
+			s.Op = CQEKeyName(r.Key)
+		}
 	}
 	if ps := r.Kind.Info().Params; len(ps) > 0 {
 		s.Args = make(map[string]string, len(ps))
@@ -284,6 +319,13 @@ func (p *Params) format(n string) string {
 		return "0x" + strconv.FormatUint(p.GUID, 16)
 	case "prefix":
 		return "0x" + strconv.FormatUint(p.Prefix, 16)
+	case "syndrome":
+		if n := mlx4.CQESyndromeName(p.Syndrome); n != "" {
+			return n
+		}
+		return "0x" + strconv.FormatUint(uint64(p.Syndrome), 16)
+	case "vendor":
+		return "0x" + strconv.FormatUint(uint64(p.Vendor), 16)
 	}
 	return ""
 }

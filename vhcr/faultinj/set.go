@@ -92,13 +92,15 @@ func (s *Set) recompute() {
 }
 
 // Match is one occurrence at point pt of VF vf with key (the opcode, the
-// comm command; 0 at PointFlags); event says whether a VHCR_POST carries
-// the 'e' bit. Every live rule that matches counts the occurrence (a
+// comm command; 0 at PointFlags; CQEKey at PointCQE); cond qualifies it:
+// at PointPost, whether the VHCR_POST carries the 'e' bit (the Event
+// kinds count only those); at PointCQE, whether the completion is a
+// success (the Success kinds count only those). Every live rule that matches counts the occurrence (a
 // probabilistic rule draws from its PRNG once); the first that fires
 // (in the order the rules were armed) is returned, counted as injected,
 // and the others' firing is void for this occurrence. nil: no fault. It
 // allocates nothing.
-func (s *Set) Match(pt Point, vf, key int, event bool) *Rule {
+func (s *Set) Match(pt Point, vf, key int, cond bool) *Rule {
 	if s.armed&pt == 0 || vf < 0 || vf >= s.numVFs {
 		return nil
 	}
@@ -111,7 +113,7 @@ func (s *Set) Match(pt Point, vf, key int, event bool) *Rule {
 		if r.Point != pt || r.done || (r.VF != Any && r.VF != vf) || (r.Key != Any && r.Key != key) {
 			continue
 		}
-		if infos[r.Kind].Event && !event {
+		if in := &infos[r.Kind]; (in.Event || in.Success) && !cond {
 			continue
 		}
 		r.seen++

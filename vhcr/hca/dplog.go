@@ -60,9 +60,10 @@ type DataPathLogStats struct {
 }
 
 type dpPendCQE struct {
-	cqn uint32
-	sol bool
-	e   mlx4.CQE
+	cqn  uint32
+	sol  bool
+	over bool // an injected CQ overrun in the CQE's place (dpfault.go)
+	e    mlx4.CQE
 }
 
 type dpCQBefore struct {
@@ -434,7 +435,23 @@ func (h *HCA) dpHold(cqn uint32, e *mlx4.CQE, solicited bool) bool {
 		h.dpStep()
 	}
 	p := &l.pend[l.np]
-	p.cqn, p.sol, p.e = cqn&mlx4.ObjectMask, solicited, *e
+	p.cqn, p.sol, p.over, p.e = cqn&mlx4.ObjectMask, solicited, false, *e
+	l.np++
+	return true
+}
+
+// dpHoldOverrun holds an injected overrun of CQ cqn back for the step's
+// end, in its place among the step's CQEs; false: no log, do it now.
+func (h *HCA) dpHoldOverrun(cqn uint32) bool {
+	l := h.dl
+	if l == nil || l.redo || h.fw.quiet {
+		return false
+	}
+	if l.np == len(l.pend) {
+		h.dpStep()
+	}
+	p := &l.pend[l.np]
+	p.cqn, p.sol, p.over, p.e = cqn&mlx4.ObjectMask, false, true, mlx4.CQE{}
 	l.np++
 	return true
 }
@@ -472,17 +489,20 @@ func (h *HCA) dpStep() {
 	l.writeStep()
 	for k := range l.np {
 		p := &l.pend[k]
-		h.postStepCQE(p.cqn, &p.e, p.sol)
+		h.postStepEntry(p.cqn, &p.e, p.sol, p.over)
 		l.hit(crashpoint.DPCQE)
 	}
 	h.storeStep()
 	l.np, l.nqp, l.nsrq, l.ncq = 0, 0, 0, 0
 }
 
-// postStepCQE writes a held-back CQE (counting a refusal as h.cqe does).
-func (h *HCA) postStepCQE(cqn uint32, e *mlx4.CQE, sol bool) {
+// postStepEntry writes a held-back CQE, or carries out a held-back
+// injected overrun (counting a refusal as h.cqe does).
+func (h *HCA) postStepEntry(cqn uint32, e *mlx4.CQE, sol, over bool) {
 	var err error
-	if sol || e.IsError() {
+	if over {
+		err = h.overrunCQ(cqn)
+	} else if sol || e.IsError() {
 		err = h.postSolicitedCQE(cqn, e)
 	} else {
 		err = h.postCQE(cqn, e)
@@ -507,6 +527,9 @@ func (l *dpLog) writeStep() {
 		f := uint32(0)
 		if p.sol {
 			f = pfstate.StepSolicited
+		}
+		if p.over {
+			f |= pfstate.StepOverrun
 		}
 		le.PutUint32(b[off+4:], f)
 		x := mlx4.EncodeCQE(p.e)
@@ -618,7 +641,8 @@ func (h *HCA) redoStep() bool {
 	for k := range ncqe {
 		o := pfstate.StepBody + k*pfstate.StepCQESize
 		e, _ := mlx4.DecodeCQE(b[o+8 : o+8+mlx4.CQESize])
-		h.postStepCQE(le.Uint32(b[o:]), &e, le.Uint32(b[o+4:])&pfstate.StepSolicited != 0)
+		f := le.Uint32(b[o+4:])
+		h.postStepEntry(le.Uint32(b[o:]), &e, f&pfstate.StepSolicited != 0, f&pfstate.StepOverrun != 0)
 	}
 	l.redo = false
 	l.nqp, l.nsrq = 0, 0

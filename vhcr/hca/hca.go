@@ -31,6 +31,7 @@ type HCA struct {
 	cqRec      [mlx4.CQDBRecSize]byte // a CQ doorbell record read
 	compEQE    [mlx4.EQESize]byte     // a completion EQE
 	dl         *dpLog                 // the data path's log in the state file (dplog.go), or nil
+	cqeHook    CQEFaultHook           // injected data-path faults (dpfault.go), nil when none is armed
 }
 
 // New builds the model for numVFs functions.

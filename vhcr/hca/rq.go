@@ -215,7 +215,7 @@ func (h *HCA) scatterList(dq *qpObj, n uint64) (int, uint8) {
 func (h *HCA) recvCQE(dq *qpObj, s *recvSlot, e *mlx4.CQE) {
 	e.VlanMyQPN = dq.wq.qpn & mlx4.CQE_QPN_MASK
 	e.WQEIndex = s.index
-	h.cqe(dq.wq.rcqn, dq.wq.vf, e, h.dp.send.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_SOLICITED != 0)
+	h.cqe(dq, 0, dq.wq.rcqn, e, h.dp.send.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_SOLICITED != 0)
 }
 
 // recvError completes the receive WQE s of dq in error (syndrome) and
@@ -247,7 +247,7 @@ func (h *HCA) flushRQ(qp *qpObj, budget int) int {
 		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
 		e.VlanMyQPN = w.qpn
 		e.WQEIndex = uint16(qp.RQHead)
-		h.cqe(w.rcqn, w.vf, e, false)
+		h.cqe(qp, 0, w.rcqn, e, false)
 		qp.RQHead = (qp.RQHead + 1) & 0xffff
 		h.dpTouchQP(qp)
 	}

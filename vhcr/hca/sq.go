@@ -605,13 +605,16 @@ func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 	d := &h.dp.send
 	h.fw.vfs[w.vf].eng.WQEs.Add(1)
 	w.rnrTries = 0
-	if d.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_CQ_UPDATE != 0 {
-		e := &h.dp.cqe
-		*e = mlx4.CQE{VlanMyQPN: w.qpn, ByteCnt: byteCnt, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: d.Ctrl.Opcode}
-		h.cqe(w.scqn, w.vf, e, false)
-	}
+	idx := qp.SQHead
 	qp.SQHead = (qp.SQHead + 1) & 0xffff
 	h.dpTouchQP(qp)
+	// The CQE after the WQE is consumed: an error an injected fault makes
+	// of it flushes from the next WQE on, as sqError's does.
+	if d.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_CQ_UPDATE != 0 {
+		e := &h.dp.cqe
+		*e = mlx4.CQE{VlanMyQPN: w.qpn, ByteCnt: byteCnt, WQEIndex: uint16(idx), IsSend: true, Opcode: d.Ctrl.Opcode}
+		h.cqe(qp, d.Ctrl.Opcode, w.scqn, e, false)
+	}
 }
 
 // sqError completes the WQE at SQHead with syndrome and takes the QP out
@@ -623,9 +626,16 @@ func (h *HCA) sqError(qp *qpObj, op uint8, syndrome uint8) {
 	e := &h.dp.cqe
 	*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: op}
 	e.SetError(syndrome, 0)
-	h.cqe(w.scqn, w.vf, e, false)
+	h.cqe(qp, op, w.scqn, e, false)
 	qp.SQHead = (qp.SQHead + 1) & 0xffff
 	h.dpTouchQP(qp)
+	h.sqLeave(qp)
+}
+
+// sqLeave takes qp out of RTS after a send error completion: RC to ERR,
+// UD and UC to SQER; the rest is flushed.
+func (h *HCA) sqLeave(qp *qpObj) {
+	w := qp.wq
 	if w.st == mlx4.QP_ST_RC {
 		h.qpError(qp, 0)
 		return
@@ -667,7 +677,7 @@ func (h *HCA) flush(qp *qpObj, budget int) int {
 		oo := binary.BigEndian.Uint32(h.dp.word[:])
 		*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: uint8(oo & mlx4.WQEOpcodeMask)}
 		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
-		h.cqe(w.scqn, w.vf, e, false)
+		h.cqe(qp, uint8(oo&mlx4.WQEOpcodeMask), w.scqn, e, false)
 		qp.SQHead = (qp.SQHead + 1) & 0xffff
 		h.dpTouchQP(qp)
 		n++
@@ -678,11 +688,21 @@ func (h *HCA) flush(qp *qpObj, budget int) int {
 	return n
 }
 
-// cqe hands a CQE to the CQ layer (cqring.go), counting errors and
-// refusals; solicited: a receive of a message with the solicited-event bit
-// (SOLICIT in the sender's srcrb_flags), which fires a REQ_NOT_SOL arm.
-// Error CQEs count as solicited, as on hardware.
-func (h *HCA) cqe(cqn uint32, vf int, e *mlx4.CQE, solicited bool) {
+// cqe hands qp's CQE e to the CQ layer (cqring.go), counting errors and
+// refusals; op is a send CQE's WQE opcode; solicited: a receive of a
+// message with the solicited-event bit (SOLICIT in the sender's
+// srcrb_flags), which fires a REQ_NOT_SOL arm. Error CQEs count as
+// solicited, as on hardware. With an injected-fault hook installed the
+// hook decides first (dpfault.go).
+func (h *HCA) cqe(qp *qpObj, op uint8, cqn uint32, e *mlx4.CQE, solicited bool) {
+	if h.cqeHook != nil && h.cqeFault(qp, op, cqn, e, solicited) {
+		return
+	}
+	h.completion(qp.wq.vf, cqn, e, solicited)
+}
+
+// completion is cqe's write, the fault hook's too.
+func (h *HCA) completion(vf int, cqn uint32, e *mlx4.CQE, solicited bool) {
 	st := &h.fw.vfs[vf].eng
 	if e.IsError() {
 		st.ErrorCQEs.Add(1)

@@ -37,7 +37,8 @@ var (
 			"dp":         "scratch buffer",
 			"sched":      "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
 			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer",
-			"dl": "wiring: the data path's log in the PF's state file",
+			"dl":      "wiring: the data path's log in the PF's state file",
+			"cqeHook": "wiring: the PF's injected data-path faults (dpfault.go), installed while a rule is armed",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",

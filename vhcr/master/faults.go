@@ -20,6 +20,9 @@ import (
 //	            toggle), completionEQE (the completion EQE)
 //	comm path   serve (PointComm: before the command is traced and served)
 //	FLAGS       checkFlags (PointFlags: the reset request)
+//	data path   cqeFault (PointCQE: every CQE the engine writes, through
+//	            the hook fsync installs while such a rule is armed;
+//	            faults_dp.go)
 //	now         AddFault (once, when armed; before Run, when the poller
 //	            starts)
 //	timers      scan (deadlines checked between scans: a delayed answer,
@@ -89,6 +92,7 @@ func (p *PF) fsync() {
 	if p.foffline > 0 {
 		p.fmask |= faultinj.PointPost | faultinj.PointComm
 	}
+	p.cqeHook()
 }
 
 func (p *PF) addTimer(t faultTimer) { p.ftimers = append(p.ftimers, t) }

@@ -114,6 +114,7 @@ type PF struct {
 	faults     *faultinj.Set
 	fmask      faultinj.Point
 	farmed     faultinj.Point
+	cqeHooked  bool // the data path's fault hook is installed (faults_dp.go)
 	foffline   int
 	ftimers    []faultTimer
 	eqeFault   *faultinj.Rule

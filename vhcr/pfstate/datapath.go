@@ -38,12 +38,13 @@ const (
 	StepCounts = 0x10 // CQEs | CQs << 8 | QPs << 16 | SRQs << 24
 	StepBody   = 0x18 // the CQE entries, then the CQ, QP and SRQ entries
 
-	StepCQESize = 40 // cqn, flags (StepSolicited), the 32-byte CQE as written
+	StepCQESize = 40 // cqn, flags (StepSolicited, StepOverrun), the 32-byte CQE as written
 	StepCQSize  = 48 // cqn, its EQ (-1: none), the EQ's producer index, then CQWords words
 	StepQPSize  = 16 // qpn, QP state, SQ consumer, RQ consumer
 	StepSRQSize = 16 // srqn, head, taken, limit
 
 	StepSolicited = 1 // the CQE fires a REQ_NOT_SOL arm
+	StepOverrun   = 2 // no CQE: an injected CQ overrun in its place (the CQ fails, overrun syndrome)
 
 	MaxStepCQEs = 32
 	MaxStepCQs  = 8

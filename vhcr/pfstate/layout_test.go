@@ -143,7 +143,7 @@ func TestDataPathLayout(t *testing.T) {
 	checkOffsets(t, "step", []off{
 		{"commit", pfstate.StepCommit, 0}, {"check", pfstate.StepCheck, 4}, {"seq", pfstate.StepSeq, 8}, {"counts", pfstate.StepCounts, 0x10},
 		{"body", pfstate.StepBody, 0x18}, {"cqe", pfstate.StepCQESize, 40}, {"cq", pfstate.StepCQSize, 48}, {"qp", pfstate.StepQPSize, 16},
-		{"srq", pfstate.StepSRQSize, 16}, {"solicited", pfstate.StepSolicited, 1}, {"max_cqes", pfstate.MaxStepCQEs, 32},
+		{"srq", pfstate.StepSRQSize, 16}, {"solicited", pfstate.StepSolicited, 1}, {"overrun", pfstate.StepOverrun, 2}, {"max_cqes", pfstate.MaxStepCQEs, 32},
 		{"max_cqs", pfstate.MaxStepCQs, 8}, {"max_qps", pfstate.MaxStepQPs, 8}, {"max_srqs", pfstate.MaxStepSRQs, 4},
 		{"magic_step", pfstate.MagicStep, 0x44505331}, {"magic_applied", pfstate.MagicApplied, 0x44504131},
 	})

@@ -150,6 +150,8 @@ func (c *Clock) EntryOf(rec *Record) Entry {
 			e.Opcode = names().op[rec.Op&mlx4.OpcodeMask]
 		case faultinj.PointComm:
 			e.Comm = CommName(rec.Comm)
+		case faultinj.PointCQE:
+			e.Opcode = faultinj.CQEKeyName(int(rec.Op & mlx4.OpcodeMask))
 		}
 	}
 	return e

@@ -196,7 +196,8 @@ func (r *Ring) Restart(t uint64, vf int, adopted bool) {
 
 // Fault records a fault the PF injected into VF vf: its kind (a
 // faultinj.Kind), the rule that fired, the point (a faultinj.Point) and,
-// at a VHCR_POST, the opcode, or at a comm command, the command.
+// at a VHCR_POST, the opcode, at a comm command, the command, or at a
+// completion (PointCQE), the work request's key (faultinj.CQEKey) in op.
 func (r *Ring) Fault(t uint64, vf int, kind uint8, rule uint32, point uint8, op mlx4.Opcode, comm uint8) {
 	r.put(t, uint64(point), 0, 0, hdr(KindFault, comm, uint16(vf), uint16(op)&mlx4.OpcodeMask, 0), misc(rule, 0, 0, 0, kind), 0, 0)
 }
