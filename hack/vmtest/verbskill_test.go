@@ -177,6 +177,28 @@ func bystanderClean(t *testing.T, m, base scrape, vf int, when string) {
 	}
 }
 
+// destroyed checks that the kernel's uverbs cleanup destroyed the killed
+// processes' objects through vhcrd from before to after: each process's QP
+// to RESET, its CQ and its MR (MPT) back to software ownership, and no
+// command of vf failed meanwhile (the bystander issues none during its
+// transfer).
+func destroyed(t *testing.T, before, after scrape, vf int) {
+	t.Helper()
+	var got []string
+	for _, op := range []string{"2RST_QP", "HW2SW_CQ", "HW2SW_MPT", "FREE_RES"} {
+		n := opCount(after, op) - opCount(before, op)
+		got = append(got, fmt.Sprintf("%s ×%v", op, n))
+		if n < 2 {
+			t.Errorf("the killed processes' cleanup: vhcrd completed %v %s (OK), want one per process at least", n, op)
+		}
+	}
+	bad := map[string]string{"vf": fmt.Sprint(vf), "status": "!OK"}
+	if d := after.sum("vhcrd_vf_commands_total", bad) - before.sum("vhcrd_vf_commands_total", bad); d != 0 {
+		t.Errorf("the killed processes' cleanup: %v commands of VF %d completed with a status other than OK", d, vf)
+	}
+	t.Logf("the killed processes' cleanup through vhcrd: %s, all OK", strings.Join(got, ", "))
+}
+
 // killedEnds are the victim's reports of its killed ends: its server's
 // and its client's, each dead of SIGKILL.
 func killedEnds(lines []string) ([]string, error) {
@@ -238,7 +260,6 @@ func checkIters(lines []string, name, iters string) error {
 func (e *mlx4Env) killGuest(t *testing.T, recs []cpio.Record) {
 	v := e.vhcrd
 	victimVF, byVF := guestVF, bystanderVF
-	flrBefore := guestResets(v.metrics(t), "flr")
 	a := e.bootWith(t, killConfig(KillVictim), bootOpts{name: "killguest-victim", extra: recs, timeout: verbsBootTimeout})
 	bcfg := killConfig(KillBystander)
 	b := e.bootWith(t, bcfg, bootOpts{name: "killguest-bystander", extra: recs, timeout: verbsBootTimeout, ram: v.ram1, socket: v.socket1})
@@ -253,6 +274,10 @@ func (e *mlx4Env) killGuest(t *testing.T, recs []cpio.Record) {
 	bl.keep(b)()
 	bBound := v.metrics(t)
 	baseA, baseB := vfResources(bBound, victimVF), vfResources(bBound, byVF)
+	// The FLRs of VF 0 so far (the previous guest's QEMU exit is one,
+	// which vhcrd counts when it sees the client go, long before the
+	// bind).
+	flrBefore := guestResets(bBound, "flr")
 	t.Logf("bound: VF %d (victim) holds %s; VF %d (bystander) holds %s", victimVF, resourceText(baseA), byVF, resourceText(baseB))
 	a.goOn()
 	a.expect("vmtest: wait running 1")
@@ -285,8 +310,8 @@ func (e *mlx4Env) killGuest(t *testing.T, recs []cpio.Record) {
 	}
 
 	// SIGKILL of the victim's processes mid-transfer.
-	heldA := vfResources(v.metrics(t), victimVF)
-	holdsTransfer(t, victimVF, heldA, baseA, "victim's transfer 1")
+	preKill := v.metrics(t)
+	holdsTransfer(t, victimVF, vfResources(preKill, victimVF), baseA, "victim's transfer 1")
 	a.goOn()
 	a.expect("vmtest: wait killed 1")
 	al.keep(a)()
@@ -300,6 +325,7 @@ func (e *mlx4Env) killGuest(t *testing.T, recs []cpio.Record) {
 	m := v.awaitResources(t, victimVF, baseA, "the victim's processes SIGKILLed")
 	t.Logf("the victim's processes SIGKILLed mid-transfer: VF %d's resources back to the bound driver's: %s (vhcrd_wqes_total %v, vhcrd_cqes_total %v, vhcrd_error_cqes_total %v)",
 		victimVF, resourceText(vfResources(m, victimVF)), m.sum("vhcrd_wqes_total", vfLabels(victimVF)), m.sum("vhcrd_cqes_total", vfLabels(victimVF)), m.sum("vhcrd_error_cqes_total", vfLabels(victimVF)))
+	destroyed(t, preKill, m, victimVF)
 	untouched("after the victim's processes were killed")
 
 	// The victim's QEMU killed mid-transfer: the FLR path.
