@@ -61,12 +61,13 @@ func killConfig(role string) MLX4Config {
 // bystanderErrors are the counters of the bystander's VF that must not
 // move while the victim dies: the data path's errors (error CQEs and
 // flushes, CQEs dropped, CQ overruns and access errors, completion events
-// lost, packets dropped, WQ catastrophic errors) and the channel's
+// lost, packets dropped, WQ catastrophic errors, doorbells naming a QP not
+// on their page) and the channel's
 // (resets, refusals, DMA faults, resyncs, EQ overruns, interrupts not
 // raised, commands an FLR dropped).
 var bystanderErrors = []string{
 	"vhcrd_error_cqes_total", "vhcrd_cqes_dropped_total", "vhcrd_cq_overruns_total", "vhcrd_cq_access_errors_total",
-	"vhcrd_completion_events_lost_total", "vhcrd_packets_dropped_total", "vhcrd_wq_catastrophic_errors_total",
+	"vhcrd_completion_events_lost_total", "vhcrd_packets_dropped_total", "vhcrd_wq_catastrophic_errors_total", "vhcrd_foreign_doorbells_total",
 	"vhcrd_comm_resets_total", "vhcrd_command_refusals_total", "vhcrd_dma_faults_total", "vhcrd_channel_resyncs_total",
 	"vhcrd_eq_overruns_total", "vhcrd_interrupt_errors_total", "vhcrd_flr_dropped_commands_total",
 }
@@ -362,9 +363,9 @@ func (e *mlx4Env) killGuest(t *testing.T, recs []cpio.Record) {
 	m = v.awaitResources(t, byVF, baseB, "the bystander's transfer ended")
 	bystanderClean(t, m, bBound, byVF, "the bystander's transfer ended")
 	lv := vfLabels(byVF)
-	t.Logf("the bystander's VF %d during its transfer: %v WQEs and %v CQEs, %v of the CQEs after the victim's QEMU was gone; no error CQE, drop, overrun, reset, refusal or DMA fault; foreign doorbells %v",
+	t.Logf("the bystander's VF %d during its transfer: %v WQEs and %v CQEs, %v of the CQEs after the victim's QEMU was gone; no error CQE, drop, overrun, foreign doorbell, reset, refusal or DMA fault (send doorbells %v)",
 		byVF, m.sum("vhcrd_wqes_total", lv)-bBound.sum("vhcrd_wqes_total", lv), m.sum("vhcrd_cqes_total", lv)-bBound.sum("vhcrd_cqes_total", lv),
-		m.sum("vhcrd_cqes_total", lv)-before.sum("vhcrd_cqes_total", lv), m.sum("vhcrd_foreign_doorbells_total", lv)-bBound.sum("vhcrd_foreign_doorbells_total", lv))
+		m.sum("vhcrd_cqes_total", lv)-before.sum("vhcrd_cqes_total", lv), m.sum("vhcrd_send_doorbells_total", lv)-bBound.sum("vhcrd_send_doorbells_total", lv))
 	b.goOn()
 	b.step("unbound 1", func() { v.assertReleased(t, byVF, "unbind of the bystander's guest") })
 	took := b.finish()
