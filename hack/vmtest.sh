@@ -10,8 +10,8 @@
 # host, with the modules hack/fetch-vmkernel.sh unpacks into
 # .cache/vmkernel/mlx4. TestLinuxMLX4Verbs (hack/vmtest/verbs_test.go) runs
 # Debian's rdma-core userspace (hack/fetch-vmuserspace.sh, .cache/vmuser) in
-# such a guest: ibv_devinfo -v, and the pingpongs on one VF and between two
-# guests.
+# such a guest: ibv_devinfo -v, the pingpongs on one VF and between two
+# guests, and a guest killed mid-transfer beside one whose transfer goes on.
 # TestLinuxMLX4Faults (hack/vmtest/faults_test.go) runs the fault matrix's
 # CI subset against that driver; `make faults` runs the whole matrix.
 set -euo pipefail

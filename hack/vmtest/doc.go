@@ -36,7 +36,10 @@
 // through libumad2sim (fabric_test.go), the guest prints `ibv_devinfo -v`
 // and runs ibv_rc_pingpong and ibv_ud_pingpong (with and without -e) on
 // one VF, then between two guests, each with its own VF of one vhcrd and a
-// virtio-net socket netdev between them for the tools' TCP exchange.
+// virtio-net socket netdev between them for the tools' TCP exchange, and
+// (ScenarioVerbsKill, verbskill_test.go) a guest whose pingpong processes
+// and then its QEMU are killed mid-transfer beside a guest whose own
+// transfer must go on untouched.
 // TestLinuxMLX4Faults (faults_test.go, the cases in faultcases_test.go) is
 // the fault matrix: the same guest in ScenarioFaults runs one round per
 // case (bind, a steady state of port queries, unbind, a clean round) while

@@ -46,6 +46,8 @@ type MLX4Config struct {
 	MidstreamReads int
 	// Verbs is ScenarioVerbs' configuration (verbs.go).
 	Verbs VerbsConfig
+	// VerbsKill is ScenarioVerbsKill's configuration (verbskill.go).
+	VerbsKill VerbsKillConfig
 	// Faults are ScenarioFaults's cases, in order.
 	Faults []FaultRound
 }

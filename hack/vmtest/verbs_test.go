@@ -193,6 +193,10 @@ func TestLinuxMLX4Verbs(t *testing.T) {
 		ts, tc := srv.finish(), cli.finish()
 		t.Logf("twoguests: %.1fs and %.1fs of QEMU", ts.Seconds(), tc.Seconds())
 	})
+
+	// A guest's processes and then its QEMU killed mid-transfer beside a
+	// guest whose transfer goes on (verbskill_test.go).
+	t.Run("killguest", func(t *testing.T) { e.killGuest(t, recs) })
 }
 
 // goOn lets a guest waiting at a step (its "vmtest: wait" line read with

@@ -188,6 +188,14 @@ func (h *HCA) dpAttach(qp *qpObj) {
 		}
 		qs := pg.qps[:0]
 		*pg = dpPage{off: off, qps: qs, i: len(v.pages)}
+		// The word the page holds now is no ring of a QP attached to it:
+		// a QP that used the page before (an earlier process or guest
+		// of the VF) left it there, where hardware keeps no doorbell. It
+		// is the page's baseline, so that the first scan does not count
+		// it as a doorbell, a foreign one if its QPN is not this QP's.
+		if s.uar != nil {
+			pg.last, pg.seen = s.uar(vf, off+mlx4.MLX4_SEND_DOORBELL)
+		}
 		v.pages = append(v.pages, pg)
 	}
 	q.page, q.iPg = pg, len(pg.qps)

@@ -372,3 +372,25 @@ func TestSchedNoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per CQE", a)
 	}
 }
+
+// TestSchedStaleDoorbellWord: a UAR page's send doorbell word left by a QP
+// that used the page before (an earlier process or guest of the VF) is
+// not a doorbell of the QP attached to the page next, nor a foreign one;
+// that QP's own first ring is.
+func TestSchedStaleDoorbellWord(t *testing.T) {
+	f := useFakeSQ(t)
+	r := newSchedRig(t, 1)
+	r.ring(0, 128, 0x100) // the page's last QP, destroyed with its process
+	qp := fakeQP(0, 0x101, 128)
+	r.h.dpAttach(qp)
+	r.cold(t)
+	if st := r.h.DPStats(0); st.Doorbells.Load() != 0 || st.ForeignDoorbells.Load() != 0 {
+		t.Fatalf("the stale word counted: doorbells %d foreign %d, want 0 0", st.Doorbells.Load(), st.ForeignDoorbells.Load())
+	}
+	f.work[qp] = 1
+	r.ring(0, 128, 0x101)
+	r.h.ServiceQueues(64)
+	if st := r.h.DPStats(0); st.Doorbells.Load() != 1 || st.ForeignDoorbells.Load() != 0 || f.ran[qp] != 1 {
+		t.Fatalf("the QP's ring: doorbells %d foreign %d, ran %d; want 1 0 1", st.Doorbells.Load(), st.ForeignDoorbells.Load(), f.ran[qp])
+	}
+}

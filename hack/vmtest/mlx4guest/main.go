@@ -8,7 +8,9 @@
 // rebind rounds, an unbind under a stream of MAD_IFC commands, the FLAGS
 // reset handshake while bound, a hold for the host to kill QEMU, or
 // Debian's rdma-core tools against mlx4_0 (verbs.go: ibv_devinfo -v and the
-// RC and UD pingpongs, on one VF or with a peer guest over virtio-net).
+// RC and UD pingpongs, on one VF or with a peer guest over virtio-net;
+// verbskill.go: a long pingpong killed mid-transfer, or run to its end
+// beside the guest whose pingpong is).
 //
 // Every step is a "vmtest: " line on the console. At "vmtest: wait STEP" the
 // guest blocks until the host writes a "go" line to the console, so that
@@ -113,6 +115,8 @@ func run() error {
 		return g.flr()
 	case vmtest.ScenarioVerbs:
 		return g.verbs()
+	case vmtest.ScenarioVerbsKill:
+		return g.verbsKill()
 	case vmtest.ScenarioFaults:
 		return g.faults()
 	case vmtest.ScenarioHold:

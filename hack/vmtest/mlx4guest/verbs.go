@@ -192,6 +192,13 @@ type toolResult struct {
 // runTool runs bin with args, printing each line of its output as
 // "vmtest: NAME| LINE", and kills it when ctx ends.
 func runTool(ctx context.Context, name, bin string, args ...string) toolResult {
+	return runToolLines(ctx, name, bin, nil, args...)
+}
+
+// runToolLines is runTool that also hands each line of the tool's output
+// to onLine (if not nil), on the goroutine that reads them, before it
+// returns.
+func runToolLines(ctx context.Context, name, bin string, onLine func(string), args ...string) toolResult {
 	say("run %s: %s %s", name, bin, strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
@@ -217,6 +224,9 @@ func runTool(ctx context.Context, name, bin string, args ...string) toolResult {
 		for sc.Scan() {
 			line := strings.TrimRight(sc.Text(), "\r")
 			fmt.Printf("vmtest: %s| %s\n", name, line)
+			if onLine != nil {
+				onLine(line)
+			}
 			res.last = append(res.last, line)
 			if len(res.last) > lastLines {
 				res.last = res.last[1:]
