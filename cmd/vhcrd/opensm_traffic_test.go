@@ -83,7 +83,9 @@ type simClient struct {
 	id        uint32
 }
 
-func simAddr(name string) *net.UnixAddr { return &net.UnixAddr{Name: "@" + name + "\x00", Net: "unixgram"} }
+func simAddr(name string) *net.UnixAddr {
+	return &net.UnixAddr{Name: "@" + name + "\x00", Net: "unixgram"}
+}
 
 func dialSim(t *testing.T, sock string) *simClient {
 	t.Helper()
