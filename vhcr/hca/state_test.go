@@ -37,7 +37,8 @@ var (
 			"dp":         "scratch buffer",
 			"sched":      "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
 			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer",
-			"dl": "wiring: the data path's log in the PF's state file",
+			"dl":  "wiring: the data path's log in the PF's state file",
+			"fab": "wiring: the switch the ports are cabled to (SetFabric), the switch's state is the SM's",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",
