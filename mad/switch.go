@@ -119,7 +119,7 @@ type Switch struct {
 	nodeDesc NodeDescription
 	si       SwitchInfo
 	ports    []swPort             // 0..NumPorts
-	lft      []uint8              // by LID, up to LinearFDBCap
+	fwd      swFwd                // the LFT, LinearFDBTop and Active ports, lock-free (switch_fwd.go)
 	mft      [switchMFTCap]uint64 // port masks, bit p for port p
 	pkeys    [switchPKeyCap]uint16
 	now      func() time.Time
@@ -134,7 +134,7 @@ func NewSwitch(c SwitchConfig) (*Switch, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Switch{lft: make([]uint8, switchLFTCap), now: c.Now}
+	s := &Switch{now: c.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -145,8 +145,8 @@ func NewSwitch(c SwitchConfig) (*Switch, error) {
 	s.si = SwitchInfo{LinearFDBCap: switchLFTCap, MulticastFDBCap: switchMFTCap, LinearFDBTop: 0,
 		DefaultPort: 0, DefaultMCPrimaryPort: 0xFF, DefaultMCNotPrimaryPort: 0xFF, LifeTimeValue: 18,
 		LIDsPerPort: 0, MulticastFDBTop: LIDMulticastBase - 1}
-	for i := range s.lft {
-		s.lft[i] = 0xFF // unassigned: drop
+	for i := range s.fwd.lft {
+		s.fwd.lft[i].Store(0xFFFFFFFF) // unassigned: drop
 	}
 	s.pkeys[0] = DefaultPKey
 	s.ports = make([]swPort, c.NumPorts+1)
@@ -200,6 +200,7 @@ func (s *Switch) SetLink(port int, up bool) error {
 		pi.PortState, pi.PortPhysicalState = PortDown, PhysPolling
 	}
 	s.si.PortStateChange = true
+	s.publishPorts()
 	return nil
 }
 
@@ -230,21 +231,23 @@ func (s *Switch) Configure(w Swept) error {
 	}
 	top := uint16(0)
 	for lid, out := range w.Routes {
-		if lid == 0 || int(lid) >= len(s.lft) || int(out) >= len(s.ports) {
+		if lid == 0 || lid >= switchLFTCap || int(out) >= len(s.ports) {
 			return fmt.Errorf("mad: switch route LID %d → port %d: %w", lid, out, ErrInvalid)
 		}
 		top = max(top, lid)
 	}
 	for lid, out := range w.Routes {
-		s.lft[lid] = out
+		s.fwd.setEntry(lid, out)
 	}
 	s.si.LinearFDBTop = top
+	s.fwd.top.Store(uint32(top))
 	s.si.PortStateChange = false // the SM has seen the links
 	p0 := &s.ports[0].pi
 	p0.LID, p0.MasterSMLID, p0.PortState = w.LID, w.SMLID, PortActive
 	for _, pn := range w.Active {
 		s.ports[pn].pi.PortState = PortActive
 	}
+	s.publishPorts()
 	return nil
 }
 
@@ -256,16 +259,6 @@ func (s *Switch) PortInfo(port int) (PortInfo, bool) {
 		return PortInfo{}, false
 	}
 	return s.ports[port].pi, true
-}
-
-// Forward returns the LFT's output port for a unicast LID (0xFF: none).
-func (s *Switch) Forward(lid uint16) uint8 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if int(lid) >= len(s.lft) || lid > s.si.LinearFDBTop {
-		return 0xFF
-	}
-	return s.lft[lid]
 }
 
 // ProcessSMP answers an SMP that reached the switch's SMA through external

@@ -162,6 +162,7 @@ func (s *Switch) setSwitchInfo(r *swReq) uint16 {
 		return StatusInvalidField
 	}
 	s.si.LinearFDBTop, s.si.LifeTimeValue = ns.LinearFDBTop, ns.LifeTimeValue
+	s.fwd.top.Store(uint32(ns.LinearFDBTop))
 	s.si.DefaultPort, s.si.DefaultMCPrimaryPort, s.si.DefaultMCNotPrimaryPort = ns.DefaultPort, ns.DefaultMCPrimaryPort, ns.DefaultMCNotPrimaryPort
 	if ns.MulticastFDBTop != 0 {
 		s.si.MulticastFDBTop = ns.MulticastFDBTop
@@ -182,6 +183,7 @@ func (s *Switch) setPortInfo(r *swReq) uint16 {
 		s.encodePI(pn, r.arrival, r.data[:], r.hide)
 		return st
 	}
+	s.publishPorts()
 	if pn == 0 {
 		// Port 0's state is the switch's: Active once the SM makes it
 		// so; it has no link to lose.
@@ -248,20 +250,26 @@ func (s *Switch) setVLArb(r *swReq) uint16 {
 	return 0
 }
 
-func (s *Switch) lftBlock(r *swReq) []uint8 { return s.lft[r.mod*lftBlock : (r.mod+1)*lftBlock] }
+// lftBase is the first LID of the block the modifier names.
+func lftBase(r *swReq) uint16 { return uint16(r.mod * lftBlock) }
 
-func (s *Switch) getLFT(r *swReq) { copy(r.data[:], s.lftBlock(r)) }
+func (s *Switch) getLFT(r *swReq) {
+	base := lftBase(r)
+	for i := range lftBlock {
+		r.data[i] = s.fwd.entry(base + uint16(i))
+	}
+}
 
 // setLFT writes the block's routes in order up to the first that names no
 // port (a port of the switch or 0xFF, none), which fails the Set.
 func (s *Switch) setLFT(r *swReq) uint16 {
-	b := s.lftBlock(r)
-	for i := range b {
+	base := lftBase(r)
+	for i := range lftBlock {
 		v := r.src[i]
 		if uint32(v) > r.n && v != 0xFF {
 			return StatusInvalidField
 		}
-		b[i] = v
+		s.fwd.setEntry(base+uint16(i), v)
 	}
 	return 0
 }

@@ -60,10 +60,14 @@ func checkConfig(path string, vfs int) (string, error) {
 		return "", err
 	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if _, _, err := newModel(cfg, vfs, nil, discard); err != nil {
+	h, e, err := newModel(cfg, vfs, nil, discard)
+	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	fab, err := fabric(cfg, nil, discard)
+	if err == nil {
+		err = cableFabric(h, e, fab)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s: fabric: %w", path, err)
 	}

@@ -5,7 +5,8 @@ package main
 // infiniband-diags do in TestDaemonMADInterop. It must discover the switch
 // and the HCA, assign LIDs, bring every port Active, program M_Key and
 // P_Keys, report a wrong-key Set as a Bad M_Key notice and repress it; a VF
-// must see the port change events. Every wait polls a file or a tool's
+// must see the port change events, and VFs on the two ports exchange RC
+// and UD messages through the LFT OpenSM programmed. Every wait polls a file or a tool's
 // output against a deadline.
 
 import (
@@ -198,6 +199,10 @@ func TestOpenSMFabric(t *testing.T) {
 		return strings.Contains(s, "PORT_CHANGE active port 1") && strings.Contains(s, "PORT_MNG_CHG PORT_INFO port 1 changed_attr 0xc")
 	})
 	t.Logf("VF 0's EQ 1:\n%s", strings.Join(evs, "\n"))
+
+	// The data path routes through the switch by the LFT OpenSM
+	// programmed: VFs on port 1 and port 2 exchange messages.
+	checkTrafficAcross(t, run, barPath, sock)
 }
 
 func linkUp(t *testing.T, barPath string) bool {

@@ -670,8 +670,8 @@ func (t *trapFanout) add(s mad.TrapSink) {
 	t.sinks.Store(&next)
 }
 
-// startMAD switches on the capture and the ibsim server and starts the
-// trap-resend clock.
+// startMAD switches on the capture, cables the fabric (the data path's
+// switch), starts the ibsim server and the trap-resend clock.
 func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config, log *slog.Logger) error {
 	var capw *capture.Writer
 	if f.capture != "" {
@@ -688,12 +688,18 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 		s.stopMAD = append(s.stopMAD, func() { _ = capw.Close(); _ = file.Close() })
 		log.Info("capturing MADs", "file", f.capture)
 	}
+	// The fabric, with or without --ibsim: the data path routes through
+	// its switch (hca.SetFabric), which the ibsim server then serves to
+	// OpenSM. Cabled before the poller runs.
+	fab, err := fabric(cfg, &s.traps, log)
+	if err != nil {
+		return fmt.Errorf("fabric: %w", err)
+	}
+	if err := cableFabric(s.hca, s.mad, fab); err != nil {
+		return fmt.Errorf("fabric: %w", err)
+	}
 	if f.ibsim != "" {
 		maj, min, sub := cfg.Device.FW()
-		fab, err := fabric(cfg, &s.traps, log)
-		if err != nil {
-			return fmt.Errorf("fabric: %w", err)
-		}
 		srv, err := ibsim.Listen(f.ibsim, s.mad, ibsim.Options{Capture: capw, Logger: log, Fabric: fab,
 			FWVersion: uint64(maj)<<32 | uint64(min)<<16 | uint64(sub)})
 		if err != nil {
@@ -702,9 +708,9 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 		s.traps.add(srv)
 		s.stopMAD = append(s.stopMAD, func() { _ = srv.Close() })
 		log.Info("ibsim server", "IBSIM_SOCKNAME", f.ibsim)
-		if fab != nil {
-			log.Info("fabric", fabricAttrs(cfg, fab)...)
-		}
+	}
+	if fab != nil {
+		log.Info("fabric", fabricAttrs(cfg, fab)...)
 	}
 	s.watchPorts(ctx, log)
 	go func() {
@@ -741,8 +747,8 @@ func (c *ifcCapture) Reply(port uint8, out *mad.MAD) {
 	}
 }
 
-// fabric builds the config's switch and cables for the ibsim server (nil
-// when the config has no fabric).
+// fabric builds the config's switch and cables (nil when the config has no
+// fabric): the data path's and the ibsim server's.
 func fabric(cfg *config.Config, traps mad.TrapSink, log *slog.Logger) (*ibsim.Fabric, error) {
 	fc := cfg.Fabric
 	if fc == nil {
@@ -778,6 +784,21 @@ func fabric(cfg *config.Config, traps mad.TrapSink, log *slog.Logger) (*ibsim.Fa
 		f.Peers[uint8(pc.SwitchPort)] = e
 	}
 	return f, nil
+}
+
+// cableFabric connects the MAD engine's ports to the fabric's switch (the
+// links up; a swept subnet's LIDs routed: ibsim.Fabric.Cable, as the ibsim
+// server's port 1 would) and gives the HCA's data path the switch to route
+// through. Nothing to do without a fabric: the ports then reach each other
+// directly (hca's route.go).
+func cableFabric(h *hca.HCA, e *mad.Engine, fab *ibsim.Fabric) error {
+	if fab == nil {
+		return nil
+	}
+	if err := fab.Cable(e, 1); err != nil {
+		return err
+	}
+	return h.SetFabric(fab.Switch, fab.Cables)
 }
 
 // fabricAttrs describes the fabric the ibsim server built, for its log

@@ -27,6 +27,25 @@ type Fabric struct {
 	// ports are Active. 0: a fresh switch (ports Init, no LID, empty
 	// table), as before any SM ran.
 	LID uint16
+
+	cabled *mad.Engine // the engine Cable connected, nil until then
+}
+
+// Cable connects engine e's ports to the fabric once, before any server
+// listens (validate: the links up, a sweep with a LID); port is the port an
+// ibsim server would serve, whose master SM LID the swept switch takes. A
+// daemon that routes its data path through the switch cables it at start
+// whether or not it serves the ibsim protocol; Listen with this Fabric and
+// engine then finds it cabled and leaves it as it is.
+func (f *Fabric) Cable(e *mad.Engine, port uint8) error {
+	if f.cabled != nil {
+		return fmt.Errorf("ibsim: fabric already cabled")
+	}
+	if err := f.validate(e, port); err != nil {
+		return err
+	}
+	f.cabled = e
+	return nil
 }
 
 // validate checks the cables and brings their links up: the switch ports

@@ -105,9 +105,15 @@ func Listen(name string, e *mad.Engine, opt Options) (*Server, error) {
 	if opt.NodeID == "" {
 		opt.NodeID = "vhcrd"
 	}
-	if opt.Fabric != nil {
-		if err := opt.Fabric.validate(e, opt.Port); err != nil {
-			return nil, err
+	if f := opt.Fabric; f != nil {
+		switch f.cabled {
+		case nil:
+			if err := f.validate(e, opt.Port); err != nil {
+				return nil, err
+			}
+		case e: // cabled at the daemon's start (Cable)
+		default:
+			return nil, fmt.Errorf("ibsim: fabric cabled to another engine")
 		}
 	}
 	s := &Server{e: e, name: name, opt: opt}

@@ -25,6 +25,7 @@ type HCA struct {
 	eqeScratch [mlx4.EQESize]byte // PostEQE's copy of the EQE it writes
 	dropEvents []int              // per VF: EQEs an injected fault drops (faults.go), nil until one does
 	dp         *dpScratch         // the data path's working memory (sq.go)
+	fab        fabricLink         // the switch the ports are cabled to (fabric.go), none until SetFabric
 
 	sched      dpSched                // the data path's scheduler and CQ watch list (dpsched.go)
 	cqeScratch [mlx4.CQESize]byte     // postCQE's copy of the CQE it writes

@@ -10,21 +10,42 @@ package hca
 // 2^LMC LIDs); the destination QP is the RC/UC context's remote QPN or the
 // UD WQE's dqpn, and it must be on that port. Nothing moves unless both
 // ports are Active (the port model's state, which OpenSM's PortInfo sets
-// through the MAD engine or the configuration gives).
+// through the MAD engine or the configuration gives), nor through a switch
+// port that is not.
 //
-// This covers loopback within a VF (a QP to another of its own on its
-// port's LID), between VFs of one vhcrd (the ports are shared), and
-// between the HCA's two ports: the model's fabric is the HCA's ports and
-// the switch that cables them, and the switch's forwarding table
-// (mad.Switch's LFT, which OpenSM programs) is not consulted here: the
-// HCA's engine does not hold the switch (cmd/vhcrd cables it to the MAD
-// engine only for SMPs), so a DLID reaches a port of this HCA when it is
-// that port's LID, whatever the LFT says, and no other DLID reaches
-// anything (there are no other end ports in the model's fabric). A DLID
-// that names no Active port here is a packet lost in the fabric: RC gets
-// transport retry exceeded, UD and UC a silent drop, counted. Ethernet
-// (RoCE) ports route by GID and MAC, which the model does not do: their
-// packets are dropped the same way.
+// The path, as the fabric takes it (the switch's LinearForwardingTable,
+// IBA 14.2.5.10; a port passes data packets only when Active, IBA 7.2):
+//
+//   - Loopback: a DLID the sending port's own LID covers stays inside the
+//     port (an HCA delivers to its own LID without the switch, as hardware
+//     does). This is loopback within a VF and between the VFs of one vhcrd
+//     that share the port.
+//   - Through the switch (SetFabric: cmd/vhcrd cables the config's
+//     fabric.cables to the mad.Switch OpenSM manages, the one its ibsim
+//     server serves): any other DLID leaves on the port's cable. The
+//     switch port there must be Active; the switch's LFT (Forward(dlid),
+//     what OpenSM's LinearForwardingTable Sets or the configuration's
+//     swept subnet programmed, LinearFDBTop included) gives the egress
+//     port, which must be Active and cabled to a port of this HCA whose
+//     LID covers the DLID and which is Active. 255 (unprogrammed), port 0
+//     (the switch's own LID), a port cabled to a peer CA (MAD-only, no
+//     data path) or nothing, a down port on the way, or an egress port
+//     whose HCA port does not own the DLID (the LFT pointing at the wrong
+//     port): the packet is lost. Reprogramming the LFT reroutes the next
+//     packet: the lookups are atomic loads of the switch's table
+//     (mad.Switch's swFwd), taken on the poller while the SM's Sets run
+//     on the ibsim server's goroutines, allocation- and lock-free.
+//   - Without a switch (a configuration without fabric, or an HCA built
+//     without SetFabric, as the package's tests and vfdrv's in-process
+//     PFs are): the ports reach each other directly, a DLID arriving at
+//     the other port of this HCA whose LID covers it, both Active.
+//
+// A lost packet is what hardware makes of it: RC gets transport retry
+// exceeded (RETRY_EXC_ERR, sq.go: at once, since every retry would meet
+// the same fabric), UD a silent drop counted in EngineStats.UDDropped, UC
+// a silent drop (the sender's WQE completes). Ethernet (RoCE) ports route
+// by GID and MAC, which the model does not do: their packets are dropped
+// the same way. Multicast does not consult the switch's MFT (ud.go).
 
 import (
 	"github.com/vhcrd/vhcrd/mad"
@@ -82,6 +103,13 @@ const (
 	routeNoQP            // no QP there that takes the packet
 )
 
+// covers reports whether port v answers to dlid: Active, IB, and its LID
+// with the LMC's low bits masked equal to the DLID's.
+func (v *portView) covers(dlid uint16) bool {
+	mask := uint16(1)<<v.lmc - 1
+	return v.active && !v.eth && v.lid != 0 && dlid&^mask == v.lid&^mask
+}
+
 // routePort finds the arrival port of a packet sent on port from to dlid,
 // and the DLID's path bits there.
 func (h *HCA) routePort(from int, dlid uint16) (int, uint8, routeRes) {
@@ -89,14 +117,23 @@ func (h *HCA) routePort(from int, dlid uint16) (int, uint8, routeRes) {
 	if !src.active || src.eth {
 		return 0, 0, routeDown
 	}
-	for p := 1; p <= len(h.Cfg.Ports); p++ {
-		v := src
-		if p != from {
-			v = h.portView(p)
+	if src.covers(dlid) {
+		return from, uint8(dlid & (uint16(1)<<src.lmc - 1)), routeOK
+	}
+	if h.fab.sw != nil {
+		if p := h.crossSwitch(from, dlid); p != 0 {
+			if v := h.portView(p); v.covers(dlid) {
+				return p, uint8(dlid & (uint16(1)<<v.lmc - 1)), routeOK
+			}
 		}
-		mask := uint16(1)<<v.lmc - 1
-		if v.active && !v.eth && v.lid != 0 && dlid&^mask == v.lid&^mask {
-			return p, uint8(dlid & mask), routeOK
+		return 0, 0, routeNoPort
+	}
+	for p := 1; p <= len(h.Cfg.Ports); p++ {
+		if p == from {
+			continue
+		}
+		if v := h.portView(p); v.covers(dlid) {
+			return p, uint8(dlid & (uint16(1)<<v.lmc - 1)), routeOK
 		}
 	}
 	return 0, 0, routeNoPort

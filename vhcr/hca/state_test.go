@@ -39,6 +39,7 @@ var (
 			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer",
 			"dl":      "wiring: the data path's log in the PF's state file",
 			"cqeHook": "wiring: the PF's injected data-path faults (dpfault.go), installed while a rule is armed",
+			"fab":     "wiring: the switch the ports are cabled to (SetFabric), the switch's state is the SM's",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",

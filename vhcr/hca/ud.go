@@ -6,7 +6,8 @@ package hca
 // The sender's WQE always completes successfully (no acknowledgement
 // exists); what becomes of the packet is the receiver's business. It is
 // dropped and counted (EngineStats.UDDropped) when its port or the port the
-// DLID names is not Active, no QP on that port has the dqpn or can
+// DLID names is not Active, the switch does not forward it there (route.go),
+// no QP on that port has the dqpn or can
 // receive, or that QP has no receive WQE posted. The receiver's checks, in
 // IBA order: the P_Key (the sender's, its QP's pkey_index entry of the
 // sending port's table, against the receiver's QP's pkey_index entry of

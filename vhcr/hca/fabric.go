@@ -1,0 +1,80 @@
+package hca
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Forwarder is what the data path needs of the switch the HCA's IB ports
+// are cabled to (mad.Switch is one): its linear forwarding table, as the
+// SM (OpenSM's LinearForwardingTable Sets) or the configuration's swept
+// subnet programmed it, and which of its external ports are Active. Both
+// are called on the poller for every packet that crosses the switch,
+// concurrently with the SM's Sets on other goroutines: they must be
+// lock-free and allocation-free (mad.Switch reads atomics).
+type Forwarder interface {
+	// Forward is the output port for a unicast DLID: an external port,
+	// 0 (the switch's own port 0) or 0xFF (no route).
+	Forward(dlid uint16) uint8
+	// PortActive reports whether an external port is Active.
+	PortActive(port int) bool
+}
+
+// ErrFabric is a SetFabric refused.
+var ErrFabric = errors.New("hca: bad fabric")
+
+// fabricLink is the HCA's cabling to the switch, fixed at start.
+type fabricLink struct {
+	sw    Forwarder
+	cable []uint8 // by physical port 1..n: the switch port cabled there, 0 none
+}
+
+// SetFabric cables the HCA's IB ports to switch sw: cables maps a physical
+// port (1..len(Cfg.Ports), IB) to the switch's external port it is cabled
+// to, each switch port once. From then on a packet between two different
+// ports crosses the switch (route.go). Call it before the poller runs;
+// without it the HCA has no switch and its ports reach each other
+// directly, by LID.
+func (h *HCA) SetFabric(sw Forwarder, cables map[uint8]uint8) error {
+	if sw == nil {
+		return fmt.Errorf("%w: no switch", ErrFabric)
+	}
+	cable := make([]uint8, len(h.Cfg.Ports)+1)
+	used := map[uint8]bool{}
+	for hp, sp := range cables {
+		switch {
+		case hp < 1 || int(hp) > len(h.Cfg.Ports):
+			return fmt.Errorf("%w: port %d of %d", ErrFabric, hp, len(h.Cfg.Ports))
+		case h.Cfg.Ports[hp-1].LinkLayer == "eth":
+			return fmt.Errorf("%w: port %d is Ethernet", ErrFabric, hp)
+		case sp == 0 || sp == 0xFF || used[sp]:
+			return fmt.Errorf("%w: switch port %d for port %d: none, or cabled twice", ErrFabric, sp, hp)
+		}
+		used[sp] = true
+		cable[hp] = sp
+	}
+	h.fab = fabricLink{sw: sw, cable: cable}
+	return nil
+}
+
+// crossSwitch is the arrival port of a packet from port from to dlid
+// through the switch: from's cable, the ingress switch port Active, the
+// LFT's egress port Active and cabled to a port of this HCA (a peer CA
+// there runs no data path: the packet is lost to the model).
+func (h *HCA) crossSwitch(from int, dlid uint16) int {
+	f := &h.fab
+	in := f.cable[from]
+	if in == 0 || !f.sw.PortActive(int(in)) {
+		return 0
+	}
+	out := f.sw.Forward(dlid)
+	if out == 0 || out == 0xFF || !f.sw.PortActive(int(out)) {
+		return 0
+	}
+	for p := 1; p < len(f.cable); p++ {
+		if f.cable[p] == out {
+			return p
+		}
+	}
+	return 0
+}
