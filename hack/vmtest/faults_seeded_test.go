@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -400,18 +399,11 @@ func (r *faultRun) configFired(c faultCase, res *faultResult) {
 // to stop).
 func (v *vhcrdProc) stop(t *testing.T) {
 	t.Helper()
-	v.stopTracer()
 	if v.cmd == nil {
+		v.stopTracer()
 		return
 	}
-	v.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-v.exited:
-	case <-time.After(10 * time.Second):
-		v.cmd.Process.Kill()
-		<-v.exited
-	}
-	err := v.cmd.Wait()
+	err := v.terminate()
 	v.cmd = nil
 	if err != nil {
 		t.Errorf("vhcrd serve: %v\n%s", err, v.logText())

@@ -192,18 +192,11 @@ func startVhcrdGuests(t *testing.T, bin, dir string, mgr *sdnotify.Manager, two 
 			}
 			cancel()
 		}
-		v.stopTracer()
 		if v.cmd == nil {
+			v.stopTracer()
 			return
 		}
-		v.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-v.exited:
-		case <-time.After(10 * time.Second):
-			v.cmd.Process.Kill()
-			<-v.exited
-		}
-		err := v.cmd.Wait()
+		err := v.terminate()
 		if t.Failed() {
 			t.Logf("vhcrd log:\n%s", v.logText())
 			if f, err := os.Open(v.trace); err == nil {
@@ -305,6 +298,20 @@ func (v *vhcrdProc) stopTracer() {
 		v.tracer.Wait()
 		v.tracer = nil
 	}
+}
+
+// terminate stops the tracer and then vhcrd (SIGTERM, SIGKILL after 10 s)
+// and returns how it exited.
+func (v *vhcrdProc) terminate() error {
+	v.stopTracer()
+	v.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-v.exited:
+	case <-time.After(10 * time.Second):
+		v.cmd.Process.Kill()
+		<-v.exited
+	}
+	return v.cmd.Wait()
 }
 
 // killAndRestart SIGKILLs vhcrd (nothing of its own runs) and has the

@@ -43,16 +43,9 @@ func (g *guest) verbs() error {
 			return err
 		}
 	}
-	if err := g.bind(1); err != nil {
+	if err := g.bindVerbs("verbs"); err != nil {
 		return err
 	}
-	if err := waitActive(1); err != nil {
-		return err
-	}
-	if _, err := os.Stat("/dev/infiniband/uverbs0"); err != nil {
-		return fmt.Errorf("verbs: %w (devtmpfs on /dev?)", err)
-	}
-	wait("bound 1")
 	if vc.Devinfo {
 		r := runTool(context.Background(), "ibv_devinfo", "/usr/bin/ibv_devinfo", "-v")
 		if r.err != nil {
@@ -422,5 +415,21 @@ func tcpCheck(vc vmtest.VerbsConfig) error {
 			return fmt.Errorf("tcp: %w", err)
 		}
 	}
+	return nil
+}
+
+// bindVerbs binds mlx4_core (and mlx4_ib) once, waits for port 1 to be
+// Active and for the uverbs device, and tells the host ("bound 1").
+func (g *guest) bindVerbs(scenario string) error {
+	if err := g.bind(1); err != nil {
+		return err
+	}
+	if err := waitActive(1); err != nil {
+		return err
+	}
+	if _, err := os.Stat("/dev/infiniband/uverbs0"); err != nil {
+		return fmt.Errorf("%s: %w (devtmpfs on /dev?)", scenario, err)
+	}
+	wait("bound 1")
 	return nil
 }

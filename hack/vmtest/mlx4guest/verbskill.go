@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,16 +28,9 @@ func (g *guest) verbsKill() error {
 	if err := ifUp("lo", nil, 0); err != nil {
 		return err
 	}
-	if err := g.bind(1); err != nil {
+	if err := g.bindVerbs("verbskill"); err != nil {
 		return err
 	}
-	if err := waitActive(1); err != nil {
-		return err
-	}
-	if _, err := os.Stat("/dev/infiniband/uverbs0"); err != nil {
-		return fmt.Errorf("verbskill: %w (devtmpfs on /dev?)", err)
-	}
-	wait("bound 1")
 	limit := time.Duration(kc.TimeLimitMS) * time.Millisecond
 	switch kc.Role {
 	case vmtest.KillVictim:
