@@ -151,7 +151,7 @@ var faultCases = func() []faultCase {
 			Expect: classRecovered, Why: "cmd.c mlx4_comm_cmd_poll: RESET unanswered in MLX4_COMM_TIME (10 s) → MLX4_DELAY_RESET_SLAVE; main.c mlx4_init_slave \"slave is currently in the middle of FLR - Deferring probe\" (-EPROBE_DEFER); drivers/base/dd.c retries the deferred probe, whose RESET (the rule's 2nd) is answered: bound"},
 		{Name: "reset-toggle-never", Point: PointBind,
 			Rules:  []faultRule{{Kind: "toggle_never", Comm: "RESET"}},
-			Expect: classRecovered, Why: "as reset-never: comm_pending stays true for RESET → MLX4_DELAY_RESET_SLAVE, \"Deferring probe\", and the driver core's retry binds"},
+			Expect: classRecovered, Why: "as reset-never: RESET executed but its toggle never flipped, so comm_pending stays true → MLX4_DELAY_RESET_SLAVE, \"Deferring probe\"; the retry's cmd.c sync_toggles finds the toggles apart for 5 s, \"recovering from previously mis-behaved VM\", writes 0 to slave_read (clearing the PF's unanswered mark, bit 30) and slave_write and restarts its toggle at 0; its RESET (toggle 1, the unanswered RESET's word when that had toggle 1) is served after the resync: bound"},
 		{Name: "vhcr0-never", Point: PointBind, Slow: true,
 			Rules:  []faultRule{{Kind: "never", Comm: "VHCR0"}},
 			Expect: classProbeFailed, Why: "cmd.c mlx4_comm_cmd_poll: \"Communication channel command 0x1 timed out\" → mlx4_enter_error_state (reset over FLAGS); main.c mlx4_init_slave goto err: RESET, -EIO"},
