@@ -159,7 +159,7 @@ var faultCases = func() []faultCase {
 			Expect: classRecovered, Why: "cmd.c mlx4_comm_cmd_poll: RESET unanswered in MLX4_COMM_TIME (10 s) → MLX4_DELAY_RESET_SLAVE; main.c mlx4_init_slave \"slave is currently in the middle of FLR - Deferring probe\" (-EPROBE_DEFER); drivers/base/dd.c retries the deferred probe, whose RESET (the rule's 2nd) is answered: bound"},
 		{Name: "reset-toggle-never", Point: PointBind,
 			Rules:  []faultRule{{Kind: "toggle_never", Comm: "RESET"}},
-			Expect: classRecovered, Why: "as reset-never: comm_pending stays true for RESET → MLX4_DELAY_RESET_SLAVE, \"Deferring probe\", and the driver core's retry binds"},
+			Expect: classProbeFailed, Why: "RESET executed but its toggle never flipped: cmd.c mlx4_comm_cmd_poll times out in MLX4_COMM_TIME (10 s) → MLX4_DELAY_RESET_SLAVE, main.c \"Deferring probe\", and the bind returns without the device; drivers/base/dd.c's deferred-probe work retries at once, off the bind: cmd.c sync_toggles finds the toggles apart for 5 s, \"recovering from previously mis-behaved VM\", writes 0 to slave_read (clearing the PF's unanswered mark, bit 30) and slave_write, restarts its toggle at 0, and the RESET (toggle 1, the same word as the unanswered one) is served: bound about 5 s after the bind returned; the next bind is clean"},
 		{Name: "vhcr0-never", Point: PointBind, Slow: true,
 			Rules:  []faultRule{{Kind: "never", Comm: "VHCR0"}},
 			Expect: classProbeFailed, Why: "cmd.c mlx4_comm_cmd_poll: \"Communication channel command 0x1 timed out\" → mlx4_enter_error_state (reset over FLAGS); main.c mlx4_init_slave goto err: RESET, -EIO"},

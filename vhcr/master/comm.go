@@ -16,6 +16,9 @@ import (
 // scan serves every VF with a new slave_write once, round-robin from a start
 // that advances every scan. It reports whether any VF had work.
 func (p *PF) scan() bool {
+	if p.unanswered {
+		p.checkUnanswered()
+	}
 	n := len(p.vfs)
 	i := p.next
 	busy := false
@@ -88,13 +91,15 @@ func (p *PF) serve(i int, w uint32) {
 }
 
 // resync takes slave_read as the reference, as mlx4's scan does: if it no
-// longer holds our last acknowledgement, the VF rewrote its registers
+// longer holds our last acknowledgement, or no longer the mark of a command
+// left unanswered (checkUnanswered), the VF rewrote its registers
 // (sync_toggles zeroes both after a misbehaved predecessor) and the PF
 // resynchronises from it. It reports whether w is then served already:
 // nothing pending, or a toggle not flipped (a violation).
 func (p *PF) resync(i int, st *vfChannel, w uint32) bool {
 	sr := st.sr.Load()
-	resynced := sr&mlx4.CommToggle != st.ack
+	resynced := sr&mlx4.CommToggle != st.ack || st.resynced
+	st.resynced = false
 	if resynced {
 		st.ack = sr & mlx4.CommToggle
 		p.stats.Resyncs[i]++
@@ -218,6 +223,7 @@ func (p *PF) acknowledge(i int, cmd mlx4.CommCmd, reply uint32) {
 // stays until the function is reset.
 func (st *vfChannel) reply(r uint32) {
 	st.ack = r & mlx4.CommToggle
+	st.unanswered = false
 	if st.fault.internalErr {
 		r |= mlx4.COMM_CHAN_EVENT_INTERNAL_ERR
 	}
@@ -231,7 +237,7 @@ func (p *PF) violation(i int, toggle uint32, why ResetReason, msg string, word u
 	st := &p.vfs[i]
 	st.lastCmd = mlx4.MLX4_COMM_CMD_RESET
 	p.persistVF(i) // before the VF can see the reset
-	st.ack = toggle
+	st.ack, st.unanswered = toggle, false
 	st.sr.Store(toggle | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	if p.limit.allow() {
 		p.log.Warn("resetting VF after a comm channel violation", "vf", i, "reason", why.String(), "detail", msg, "slave_write", fmt.Sprintf("%#08x", word))

@@ -105,7 +105,7 @@ func (p *PF) barLost(i int) error {
 		return err
 	}
 	st.barLost, st.lostBAR = true, lost
-	st.lastWord, st.ack = 0, 0 // the private page's slave_write: never changes
+	st.lastWord, st.ack, st.unanswered = 0, 0, false // the private page's slave_write: never changes
 	st.flags.Store(mlx4.CommFlagsOffline)
 	herr := bar.Guard(func() {
 		p.resetFunction(i, ResetRegionLost)
@@ -140,7 +140,7 @@ func (p *PF) regionLost(i int) {
 	st.unbacked = true
 	p.persistVF(i)
 	w := st.sw.Load()
-	st.lastWord, st.ack = w, w&mlx4.CommToggle
+	st.lastWord, st.ack, st.unanswered = w, w&mlx4.CommToggle, false
 	st.sr.Store(st.ack | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 }
 

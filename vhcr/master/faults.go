@@ -226,6 +226,7 @@ func (p *PF) commFault(i int, st *vfChannel, w uint32, cmd mlx4.CommCmd, param u
 	case faultinj.Delay:
 		p.hold(i, w, deadline(r.Params.US))
 	case faultinj.Never:
+		p.leaveUnanswered(i)
 	case faultinj.FLRMid:
 		p.faultFLR(i, r.Params.US)
 	case faultinj.VFReset:
@@ -249,9 +250,11 @@ func (p *PF) commFault(i int, st *vfChannel, w uint32, cmd mlx4.CommCmd, param u
 		case faultinj.ToggleNever:
 			st.lastCmd = cmd
 			p.persistVF(i)
+			p.leaveUnanswered(i)
 		case faultinj.ToggleTwice:
 			p.acknowledge(i, cmd, reply)
 			st.reply(reply ^ mlx4.CommToggle)
+			p.leaveUnanswered(i)
 		default:
 			p.acknowledge(i, cmd, reply|mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 		}
@@ -282,6 +285,7 @@ func (p *PF) postFault(x *inflight, r *faultinj.Rule) bool {
 		p.hold(i, st.lastWord, deadline(r.Params.US))
 		return true
 	case faultinj.Never:
+		p.leaveUnanswered(i)
 		return true
 	case faultinj.FLRMid:
 		p.traceComm(i, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle, 0)
@@ -321,9 +325,11 @@ func (p *PF) faultAck(x *inflight) bool {
 	case faultinj.ToggleNever:
 		st.lastCmd = mlx4.MLX4_COMM_CMD_VHCR_POST
 		p.persistVF(x.vf)
+		p.leaveUnanswered(x.vf)
 	case faultinj.ToggleTwice:
 		p.acknowledge(x.vf, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle)
 		st.reply(x.toggle ^ mlx4.CommToggle)
+		p.leaveUnanswered(x.vf)
 	case faultinj.InternalErr:
 		st.fault.internalErr = true
 		p.acknowledge(x.vf, mlx4.MLX4_COMM_CMD_VHCR_POST, x.toggle)
@@ -362,7 +368,7 @@ func (p *PF) faultFLR(i int, us uint64) {
 	st := &p.vfs[i]
 	st.lastCmd = mlx4.MLX4_COMM_CMD_FLR
 	p.persistVF(i)
-	st.sr.Store(st.sr.Load() | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
+	st.raiseSR(mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	p.addTimer(faultTimer{at: deadline(us), what: timerEndFLR, vf: i})
 }
 
@@ -423,7 +429,7 @@ func (p *PF) actVF(vf int, r *faultinj.Rule) {
 	switch r.Kind {
 	case faultinj.InternalErr:
 		st.fault.internalErr = true
-		st.sr.Store(st.sr.Load() | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
+		st.raiseSR(mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	case faultinj.VFReset:
 		p.violation(vf, st.ack, ResetFault, "injected fault", st.lastWord)
 	case faultinj.PFOffline:

@@ -79,7 +79,7 @@ func (p *PF) BeginFLR(vf int) error {
 		st := &p.vfs[vf]
 		st.lastCmd = mlx4.MLX4_COMM_CMD_FLR
 		p.persistVF(vf)
-		st.sr.Store(st.sr.Load() | mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
+		st.raiseSR(mlx4.COMM_CHAN_EVENT_INTERNAL_ERR)
 	}); derr != nil {
 		return derr
 	}
@@ -111,7 +111,7 @@ func (p *PF) restoreBAR(vf int) error {
 	st.barLost, st.lostBAR = false, nil
 	st.caps.Store(mlx4.CommCapsVFReset)
 	st.flags.Store(st.flags.Load() &^ (mlx4.CommFlagsOffline | mlx4.CommFlagsResetReq | mlx4.CommFlagsResetAck))
-	st.lastWord, st.ack = st.sw.Load(), st.sr.Load()&mlx4.CommToggle
+	st.lastWord, st.ack, st.unanswered = st.sw.Load(), st.sr.Load()&mlx4.CommToggle, false
 	if p.limit.allow() {
 		p.log.Info("VF BAR region whole again: served after its FLR", "vf", vf, "region", r.Name())
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/faultinj"
 	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/wire"
@@ -16,7 +17,11 @@ import (
 // step — is always served and never reset.
 //
 // Input: a sequence of 9-byte steps: kind, word (4), and 4 bytes that seed
-// the vHCR image (opcode, op_mod, flags, in_param page).
+// the vHCR image (opcode, op_mod, flags, in_param page). Kinds 0xf8-0xff
+// arm a fault that leaves VF 1's next comm command (even kinds) or post
+// (odd) unanswered: never, toggle_never, toggle_twice (bits 2:1; 3 is
+// never); the others store the word in slave_write (kind%3 == 0), zero
+// both registers (1) or store it in slave_read (2).
 func FuzzCommChannel(f *testing.F) {
 	up := []byte{}
 	for i, c := range []mlx4.CommCmd{mlx4.MLX4_COMM_CMD_RESET, mlx4.MLX4_COMM_CMD_VHCR0, mlx4.MLX4_COMM_CMD_VHCR1, mlx4.MLX4_COMM_CMD_VHCR2, mlx4.MLX4_COMM_CMD_VHCR_EN, mlx4.MLX4_COMM_CMD_VHCR_POST, mlx4.MLX4_COMM_CMD_VHCR_POST} {
@@ -27,6 +32,22 @@ func FuzzCommChannel(f *testing.F) {
 	f.Add(append(append([]byte{}, up...), 0, 0x80, 0x07, 0, 0, 0, 0, 0, 0))             // unknown comm command 7
 	f.Add(append(append([]byte{}, up...), 1, 0, 0, 0, 0, 0, 0, 0, 0))                   // zero the registers
 	f.Add(append(append([]byte{}, up...), 0, 0x00, 0x05, 0, 0x55, 0x0f, 0x0a, 0x40, 3)) // POST without a flip
+	// toggle_never (and never) at a RESET with toggle 1, then the driver's
+	// sync_toggles: slave_read 0, slave_write 0, RESET with toggle 1
+	// again; scanned between the two zeros, or after both.
+	post0 := []byte{0, 0x00, 0x05, 0, 0, 0x00, 0x31, 0, 0} // VF 1's next post, toggle 0
+	reset1 := []byte{0, 0x80, 0, 0, 0, 0x00, 0x31, 0, 0}
+	for _, kind := range []byte{0xfa, 0xf8} {
+		arm := []byte{kind, 0, 0, 0, 0, 0x00, 0x31, 0, 0}
+		seq := append(append(append(append([]byte{}, up...), post0...), arm...), reset1...)
+		f.Add(append(append(append(append([]byte{}, seq...), 2, 0, 0, 0, 0, 0x00, 0x31, 0, 0), 0, 0, 0, 0, 0, 0x00, 0x31, 0, 0), reset1...))
+		f.Add(append(append(append([]byte{}, seq...), 1, 0, 0, 0, 0, 0x00, 0x31, 0, 0), reset1...))
+	}
+	// toggle_never at a post with toggle 1, then sync_toggles and RESET.
+	arm := []byte{0xfb, 0, 0, 0, 0, 0x00, 0x31, 0, 0}
+	seq := append(append(append([]byte{}, up...), post0...), arm...)
+	seq = append(seq, 0, 0x80, 0x05, 0, 0, 0x00, 0x31, 0, 0)
+	f.Add(append(append(append(append([]byte{}, seq...), 2, 0, 0, 0, 0, 0x00, 0x31, 0, 0), 0, 0, 0, 0, 0, 0x00, 0x31, 0, 0), reset1...))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r := newStepRig(t, 2)
 		r.up(t, 0)
@@ -39,13 +60,21 @@ func FuzzCommChannel(f *testing.F) {
 			h := mlx4.VHCR{Op: mlx4.Opcode(binary.BigEndian.Uint16(seed[0:2]) & 0xfff), OpMod: seed[0] >> 4, Flags: seed[2],
 				InParam: uint64(seed[3]) * 0x1000, OutParam: uint64(seed[3]^1) * 0x1000, Token: mlx4.PollToken}
 			r.SetVHCR(t, 1, h)
-			switch kind % 3 {
-			case 0:
+			switch {
+			case kind >= 0xf8:
+				spec := faultinj.Spec{Kind: [4]string{"never", "toggle_never", "toggle_twice", "never"}[kind>>1&3], VF: vfp(1), Nth: 1}
+				if kind&1 == 0 {
+					spec.Comm = "any"
+				} else {
+					spec.Op = "any"
+				}
+				addFault(t, r.PF, spec)
+			case kind%3 == 0:
 				r.SlaveWrite(1).Store(w)
-			case 1:
+			case kind%3 == 1:
 				r.SlaveWrite(1).Store(0)
 				r.SlaveRead(1).Store(0)
-			case 2:
+			default:
 				r.SlaveRead(1).Store(w)
 			}
 			r.write(0, mlx4.MLX4_COMM_CMD_VHCR_POST, 0)

@@ -148,11 +148,18 @@ func (p *PF) restoreVF(i int, gen uint32) string {
 		}
 	}
 	st.lastCmd, st.active, st.vhcr = rec.lastCmd, rec.active, rec.vhcr
-	st.ack = st.sr.Load() & mlx4.CommToggle
+	sr := st.sr.Load()
+	st.ack = sr & mlx4.CommToggle
 	w := st.sw.Load()
-	if w&mlx4.CommToggle == st.ack {
+	switch {
+	case w&mlx4.CommToggle == st.ack:
 		st.lastWord = w // idle
-	} else {
+	case sr&pfstate.SlaveReadUnanswered != 0:
+		// taken in and left unanswered on purpose (unanswered.go): not
+		// served again until the VF rewrites its registers
+		st.lastWord, st.srMark, st.unanswered = w, sr, true
+		p.unanswered = true
+	default:
 		st.lastWord = ^w // a command was posted and not acknowledged: serve it
 	}
 	return ""
@@ -168,7 +175,7 @@ func (p *PF) distrust(i int) bool {
 	w, sr := st.sw.Load(), st.sr.Load()
 	st.lastCmd, st.active, st.vhcr = mlx4.MLX4_COMM_CMD_RESET, false, 0
 	st.vhcrBox, st.vhcrMem = dma.Mailbox{}, nil
-	st.lastWord, st.ack = w, w&mlx4.CommToggle
+	st.lastWord, st.ack, st.unanswered = w, w&mlx4.CommToggle, false
 	if w == 0 && sr == 0 {
 		return false
 	}

@@ -122,6 +122,9 @@ type PF struct {
 	irqs       hca.Interrupts
 	irqWrapped bool
 	flimit     rateLimiter
+	// unanswered: some VF has a command left unanswered on purpose, whose
+	// slave_read scan watches (unanswered.go)
+	unanswered bool
 }
 
 // vfChannel is the PF's side of one VF's comm channel: its registers, the
@@ -176,6 +179,12 @@ type vfChannel struct {
 	refused Refusal
 	// fault is the VF's injected-fault state (faults.go).
 	fault faultVF
+	// unanswered: the command taken in is left unanswered on purpose and
+	// slave_read holds srMark, the PF's store with
+	// pfstate.SlaveReadUnanswered; resynced: the VF rewrote slave_read
+	// since (unanswered.go), resync takes its toggle.
+	unanswered, resynced bool
+	srMark               uint32
 }
 
 // mapBAR points the VF's comm registers at offset 0 of r.

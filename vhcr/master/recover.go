@@ -150,6 +150,9 @@ func (p *PF) resume(i int, pending *jrec, ps *pstate) {
 	if !st.active || st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_POST && st.lastCmd != mlx4.MLX4_COMM_CMD_VHCR_EN {
 		return // a VHCR_POST follows VHCR_EN or VHCR_POST only
 	}
+	if st.unanswered {
+		return // left unanswered by the previous PF on purpose (restoreVF)
+	}
 	w := st.sw.Load()
 	posted := w&^mlx4.CommToggle == mlx4.CommVHCRPostWord && w&mlx4.CommToggle != st.ack
 	if pending != nil && pending.vf == i {

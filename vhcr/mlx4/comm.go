@@ -27,6 +27,14 @@ const (
 	// VF to reset itself (mlx4_master_comm_channel on a bad toggle; the VF's
 	// reset flow on an FLR).
 	COMM_CHAN_EVENT_INTERNAL_ERR = 1 << 17
+	// CommSlaveReadDriverBits are the bits of slave_read a Linux 6.1 VF
+	// reads: the toggle (cmd.c comm_pending, sync_toggles), bit 17
+	// (catas.c mlx4_comm_internal_err, from poll_catas and intf.c) and the
+	// interface revision, bits 15:8 (main.c mlx4_init_slave's
+	// MLX4_COMM_GET_IF_REV after RESET); beyond them only sync_toggles'
+	// test of the whole word against 0xffffffff (PCI offline). A PF
+	// (mlx4_master_do_cmd) writes the toggle, bit 17 and the version, 15:0.
+	CommSlaveReadDriverBits = CommToggle | COMM_CHAN_EVENT_INTERNAL_ERR | 0xff<<8
 
 	COMM_CHAN_RST_OFFSET     = 0x1e // bit of MLX4_COMM_CHAN_CAPS: VF reset supported (main.c mlx4_reset_vf_support)
 	COMM_CHAN_OFFLINE_OFFSET = 0x09 // bit of MLX4_COMM_CHAN_FLAGS: the channel is offline (main.c mlx4_comm_check_offline)

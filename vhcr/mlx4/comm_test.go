@@ -20,6 +20,7 @@ func TestCommChannelLayout(t *testing.T) {
 		{"COM_CHAN_RST_REQ_OFFSET", COM_CHAN_RST_REQ_OFFSET, 16}, {"COM_CHAN_RST_ACK_OFFSET", COM_CHAN_RST_ACK_OFFSET, 8},
 		{"CMD_CHAN_VER", CMD_CHAN_VER, 1}, {"CMD_CHAN_IF_REV", CMD_CHAN_IF_REV, 1},
 		{"mlx4_comm_get_version", CommVersion, 0x0101}, {"valid slave_write bits", CommSlaveWriteValid, 0x80ffffff},
+		{"slave_read bits the VF reads", CommSlaveReadDriverBits, 0x8002ff00},
 	})
 	checkOffsets(t, "MLX4_COMM_CMD", []off{
 		{"RESET", int(MLX4_COMM_CMD_RESET), 0}, {"VHCR0", int(MLX4_COMM_CMD_VHCR0), 1},

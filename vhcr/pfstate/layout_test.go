@@ -68,6 +68,16 @@ func TestChannelRecordLayout(t *testing.T) {
 	}
 }
 
+// TestSlaveReadUnanswered: vhcrd's mark of a command left unanswered is bit
+// 30 of slave_read, outside the bits the driver reads and apart from the
+// version a RESET acknowledgement carries.
+func TestSlaveReadUnanswered(t *testing.T) {
+	checkOffsets(t, "slave_read", []off{{"unanswered", pfstate.SlaveReadUnanswered, 1 << 30}})
+	if pfstate.SlaveReadUnanswered&(mlx4.CommSlaveReadDriverBits|mlx4.CommVersion) != 0 {
+		t.Fatalf("mark %#x overlaps the driver's bits %#x or the version %#x", pfstate.SlaveReadUnanswered, mlx4.CommSlaveReadDriverBits, mlx4.CommVersion)
+	}
+}
+
 func TestStateFileHeaderLayout(t *testing.T) {
 	checkOffsets(t, "header", []off{
 		{"size", pfstate.HeaderSize, 0x1000}, {"magic", pfstate.HdrMagic, 0x00}, {"version", pfstate.HdrVersion, 0x08},
