@@ -31,6 +31,8 @@ type HCA struct {
 	cqRec      [mlx4.CQDBRecSize]byte // a CQ doorbell record read
 	compEQE    [mlx4.EQESize]byte     // a completion EQE
 	dl         *dpLog                 // the data path's log in the state file (dplog.go), or nil
+
+	tptGen uint64 // moves at every change that may touch an MPT or MTT (keycache.go)
 }
 
 // New builds the model for numVFs functions.
