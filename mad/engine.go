@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -161,6 +162,8 @@ type Engine struct {
 	smp       smaReq // the SMP an SMA attribute handler works on
 
 	counters Counters
+
+	routes []atomic.Pointer[PortRoute] // per port, published under mu (portroute.go)
 }
 
 // New builds an engine for the node. It fails when node.Validate does.
@@ -197,8 +200,10 @@ func New(node NodeConfig, opt Options) (*Engine, error) {
 	}
 	copy(e.nodeDesc[:], node.Description)
 	e.ports = make([]port, len(node.Ports))
+	e.routes = make([]atomic.Pointer[PortRoute], len(node.Ports))
 	for i := range node.Ports {
 		e.ports[i].init(uint8(i+1), &node.Ports[i])
+		e.publishRoute(&e.ports[i])
 	}
 	return e, nil
 }
@@ -311,6 +316,7 @@ func (e *Engine) SetPortState(portNum uint8, st PortState) error {
 	if st == PortDown {
 		pi.PortPhysicalState = PhysPolling
 	}
+	e.publishRoute(&e.ports[portNum-1])
 	return nil
 }
 

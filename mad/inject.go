@@ -27,6 +27,7 @@ func (e *Engine) Inject(portNum uint8, in Injection) (PortChange, error) {
 		return PortChange{}, fmt.Errorf("mad: port %d of %d: %w", portNum, len(e.ports), ErrInvalid)
 	}
 	p := &e.ports[portNum-1]
+	defer e.publishRoute(p) // an error past the first field leaves those before it applied
 	c := PortChange{Port: portNum, What: in.What, State: PortNoChange}
 	if in.What&ChangeLID != 0 {
 		p.pi.LID = in.LID

@@ -215,6 +215,7 @@ func (e *Engine) setPortInfo(p *port, src []byte) uint16 {
 	}
 	old := p.pi
 	p.pi = c
+	e.publishRoute(p)
 	var what ChangeFlags
 	if old.PortState != c.PortState {
 		what |= ChangeState

@@ -248,6 +248,7 @@ func (e *Engine) setPKeyTable(r *smaReq) uint16 {
 			e.portChanged(r.p, ChangePKeys).PKeys[idx/64] |= 1 << (idx % 64)
 		}
 	}
+	e.publishRoute(r.p)
 	return 0
 }
 

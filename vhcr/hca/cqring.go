@@ -319,7 +319,7 @@ func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
 		return ErrCQOverrun
 	}
 	buf := &h.cqeScratch
-	*buf = mlx4.EncodeCQE(*e)
+	_ = mlx4.PutCQE(buf[:], e) // 32 bytes: never short
 	owner := byte(0)
 	if mlx4.CQEOwner(cq.Prod, r.nent) {
 		owner = mlx4.CQE_OWNER_MASK

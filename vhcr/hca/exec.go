@@ -313,7 +313,9 @@ func (h *HCA) Exec(c *Cmd) mlx4.Status {
 		}
 		clear(c.Outbox[:])
 	}
+	h.tptChanged() // keycache.go: before and after, whatever the command
 	s := x.Exec(h, c)
+	h.tptChanged()
 	h.dpStep() // CQEs a command's flush held back (dplog.go)
 	return s
 }

@@ -33,6 +33,8 @@ type HCA struct {
 	compEQE    [mlx4.EQESize]byte     // a completion EQE
 	dl         *dpLog                 // the data path's log in the state file (dplog.go), or nil
 	cqeHook    CQEFaultHook           // injected data-path faults (dpfault.go), nil when none is armed
+
+	tptGen uint64 // moves at every change that may touch an MPT or MTT (keycache.go)
 }
 
 // New builds the model for numVFs functions.

@@ -86,6 +86,7 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 		return fmt.Errorf("%w: %w", ErrImage, err)
 	}
 	h.sched.reset() // the scheduler's lists name the objects being replaced
+	h.tptChanged()  // keycache.go: every MPT and MTT is replaced
 	fw := h.emptyFirmware(im.NextRegID)
 	l := imageLoad{tr: tr, fw: fw, window: window}
 	for _, load := range [...]func(*Image) error{l.mtts, l.qps, l.cqs, l.srqs, l.mpts, l.eqs} {

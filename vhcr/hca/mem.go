@@ -72,6 +72,9 @@ func (h *HCA) checkKey(w *wq, key uint32, need uint32, remote bool, addr, n uint
 		*m = mref{win: w.win, phys: true, start: 0, end: uint64(w.win.Size())}
 		return m.bounds(addr, n)
 	}
+	if r, hit := h.cachedKey(w, key, need, addr, n, m); hit {
+		return r
+	}
 	mpt := h.fw.mpts[h.Res.MPTID(keyIndex(key))]
 	if mpt == nil || !mpt.Valid || mpt.tr == nil || mpt.tr.State != restrack.QPHW || mpt.tr.Owner != w.vf {
 		return keyBad
@@ -114,6 +117,7 @@ func (h *HCA) checkKey(w *wq, key uint32, need uint32, remote bool, addr, n uint
 		}
 		m.mtt = ents[:min(uint64(len(ents)), need)]
 	}
+	h.cacheKey(w, key, e.Access, m)
 	return m.bounds(addr, n)
 }
 

@@ -47,10 +47,6 @@ package hca
 // by GID and MAC, which the model does not do: their packets are dropped
 // the same way. Multicast does not consult the switch's MFT (ud.go).
 
-import (
-	"github.com/vhcrd/vhcrd/mad"
-)
-
 // portView is what routing needs of a physical port.
 type portView struct {
 	active bool
@@ -60,32 +56,10 @@ type portView struct {
 	prefix uint64
 }
 
-func (h *HCA) portView(phys int) portView {
-	if phys < 1 || phys > len(h.Cfg.Ports) {
-		return portView{}
-	}
-	p := &h.Cfg.Ports[phys-1]
-	v := portView{active: p.State == "active", eth: p.LinkLayer == "eth", lid: p.LID, lmc: p.LMC, prefix: uint64(p.GIDPrefix)}
-	if h.mad != nil {
-		if pi, err := h.mad.PortInfo(uint8(phys)); err == nil {
-			v.active = pi.PortState == mad.PortActive
-			v.lid, v.lmc, v.prefix = pi.LID, pi.LMC&7, pi.GIDPrefix
-		}
-	}
-	return v
-}
+func (h *HCA) portView(phys int) portView { return h.portNow(phys) } // portview.go
 
 // pkey is entry idx of physical port phys's P_Key table (0: none).
-func (h *HCA) pkey(phys int, idx uint8) uint16 {
-	if h.mad != nil {
-		k, _ := h.mad.PKey(uint8(phys), int(idx))
-		return k
-	}
-	if phys < 1 || phys > len(h.Cfg.Ports) || int(idx) >= len(h.Cfg.Ports[phys-1].PKeys) {
-		return 0
-	}
-	return uint16(h.Cfg.Ports[phys-1].PKeys[idx])
-}
+func (h *HCA) pkey(phys int, idx uint8) uint16 { return h.pkeyNow(phys, idx) }
 
 // pkeyMatch is the IBA 10.9.3 P_Key check: the same partition (15 low
 // bits, not the invalid 0) and at least one full member.

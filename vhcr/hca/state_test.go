@@ -36,6 +36,7 @@ var (
 			"dropEvents": "an injected fault's pending drops (faults.go), not firmware state",
 			"dp":         "scratch buffer",
 			"sched":      "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
+			"tptGen":     "derived: the key caches' generation (keycache.go), moved by every command, reset and Load",
 			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer",
 			"dl":      "wiring: the data path's log in the PF's state file",
 			"cqeHook": "wiring: the PF's injected data-path faults (dpfault.go), installed while a rule is armed",

@@ -103,6 +103,8 @@ type wq struct {
 
 	rnrTries uint8 // RNR NAKs the WQE at SQHead has had (transient: a restarted PF retries afresh)
 	attached bool  // dpAttach done
+
+	kc keyCache // the last key checked for this QP (keycache.go)
 }
 
 // wqBuild builds the QP's work queues at RST2INIT from the context in the

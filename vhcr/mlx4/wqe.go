@@ -385,9 +385,10 @@ func DecodeSendWQE(b []byte, st uint8) (SendWQE, error) {
 }
 
 // Decode is DecodeSendWQE into w, which it overwrites: the poller's
-// way, without copying the value out.
+// way, without copying the value out. The gather entries at and past NSGE
+// are left as they were (resetSend).
 func (w *SendWQE) Decode(b []byte, st uint8) error {
-	*w = SendWQE{}
+	w.resetSend()
 	if len(b) < CtrlSegSize {
 		return shortErr("send WQE", len(b), CtrlSegSize)
 	}
@@ -447,7 +448,7 @@ func (w *SendWQE) decodeFixed(b []byte, l sendLayout) (int, error) {
 			return p, err
 		}
 		w.HasDatagram = true
-		w.Datagram = decodeDatagram(b[p:])
+		decodeDatagram(&w.Datagram, b[p:])
 		p += DatagramSegSize
 	}
 	if l.lso {
@@ -491,8 +492,7 @@ func (w *SendWQE) decodeGather(b []byte, p int) error {
 	return nil
 }
 
-func decodeDatagram(b []byte) DatagramSeg {
-	var d DatagramSeg
+func decodeDatagram(d *DatagramSeg, b []byte) {
 	d.AV = AV{
 		PortPD: get32(b, AVPortPD), GSLID: b[AVGSLID], DLID: get16(b, AVDLID), GIDIndex: b[AVGIDIndex],
 		StatRate: b[AVStatRate], HopLimit: b[AVHopLimit], SLTClassFlowLabel: get32(b, AVSLTClassFlowLabel),
@@ -500,7 +500,6 @@ func decodeDatagram(b []byte) DatagramSeg {
 	copy(d.AV.DGID[:], b[AVDGID:AVDGID+16])
 	d.DQPN, d.QKey, d.VLAN = get32(b, DatagramDQPN), get32(b, DatagramQKey), get16(b, DatagramVLAN)
 	copy(d.MAC[:], b[DatagramMAC:DatagramMAC+6])
-	return d
 }
 
 func encodeDatagram(b []byte, d DatagramSeg) {
@@ -667,9 +666,10 @@ func DecodeRecvWQE(b []byte, srq bool) (RecvWQE, error) {
 	return r, err
 }
 
-// Decode is DecodeRecvWQE into r, which it overwrites.
+// Decode is DecodeRecvWQE into r, which it overwrites; the scatter
+// entries at and past NSGE are left as they were.
 func (r *RecvWQE) Decode(b []byte, srq bool) error {
-	*r = RecvWQE{}
+	r.NextWQEIndex, r.NSGE = 0, 0
 	p := 0
 	if srq {
 		if len(b) < SRQNextSegSize {
