@@ -380,9 +380,9 @@ func runMR(args []string) error {
 			return c.result(map[string]any{"mpt": *mpt}, err)
 		}
 		if *c.json {
-			return c.result(map[string]any{"mpt": *mpt, "key": m.Key, "pd": m.PD, "start": m.Start, "length": m.Length, "mtt_base": m.MTTBase, "mtt_entries": m.MTTSize}, nil)
+			return c.result(map[string]any{"mpt": *mpt, "key": m.Key, "pd": m.PD, "start": m.Start, "length": m.Length, "mtt_base": m.MTTBase, "mtt_sz": m.MTTSize}, nil)
 		}
-		fmt.Printf("MPT %d: key %#08x, pd %d, start %#x, length %#x, MTT base %d, %d entries\n", *mpt, m.Key, m.PD, m.Start, m.Length, m.MTTBase, m.MTTSize)
+		fmt.Printf("MPT %d: key %#08x, pd %d, start %#x, length %#x, MTT base %d, mtt_sz %d\n", *mpt, m.Key, m.PD, m.Start, m.Length, m.MTTBase, m.MTTSize)
 	}
 	return nil
 }
