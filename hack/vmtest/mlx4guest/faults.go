@@ -70,6 +70,10 @@ func (g *guest) driver() string {
 // faultBind binds (new_id the first time, bind after) and reports the
 // driver, mlx4_0 and the write's result.
 func (g *guest) faultBind(what string) bool {
+	k, kerr := openKmsg()
+	if kerr == nil {
+		defer k.Close()
+	}
 	t0 := time.Now()
 	var err error
 	if !g.bound {
@@ -79,13 +83,45 @@ func (g *guest) faultBind(what string) bool {
 		err = os.WriteFile(driverDir+"/bind", []byte(g.bdf), 0)
 	}
 	took := time.Since(t0).Round(time.Millisecond)
+	retry := ""
+	if g.driver() != "mlx4_core" && kerr == nil {
+		if _, derr := k.await("Deferring probe", 0); derr == nil {
+			retry = g.awaitDeferredProbe()
+		}
+	}
 	drv := g.driver()
 	ibErr := fmt.Errorf("not bound")
 	if drv == "mlx4_core" {
 		ibErr = g.checkIB(0)
 	}
-	say("fault: %s: driver %q ib %v in %v: %v (%v)", what, drv, ibErr == nil, took, err, ibErr)
+	say("fault: %s: driver %q ib %v in %v%s: %v (%v)", what, drv, ibErr == nil, took, retry, err, ibErr)
 	return ibErr == nil
+}
+
+// deferredProbeWait bounds the wait for the driver core's retry of a
+// deferred probe (drivers/base/dd.c's deferred-probe work, which runs
+// once the bind returned): cmd.c sync_toggles' 5 s, a RESET's
+// MLX4_COMM_TIME (10 s) and the bring-up, with a margin.
+const deferredProbeWait = 30 * time.Second
+
+// awaitDeferredProbe waits (bounded) for the retry of a probe mlx4_core
+// deferred to bind the device with mlx4_0 whole, and says how it ended.
+func (g *guest) awaitDeferredProbe() string {
+	t0 := time.Now()
+	for time.Since(t0) < deferredProbeWait {
+		if g.driver() == "mlx4_core" && g.ibWhole() {
+			return fmt.Sprintf(" (deferred: bound by the driver core's retry %v later)", time.Since(t0).Round(time.Millisecond))
+		}
+		time.Sleep(50 * time.Millisecond) // polling the device's state, bounded
+	}
+	return fmt.Sprintf(" (deferred: not bound %v later)", deferredProbeWait)
+}
+
+// ibWhole reports whether mlx4_0 exists with all its ports (checkIB's
+// test, without its report lines).
+func (g *guest) ibWhole() bool {
+	ports, err := os.ReadDir(filepath.Join(ibClass, "mlx4_0", "ports"))
+	return err == nil && len(ports) == g.cfg.Ports
 }
 
 // faultUnbind unbinds if the driver is bound and reports the write.
