@@ -84,7 +84,9 @@ func (g *guest) faultBind(what string) bool {
 	}
 	took := time.Since(t0).Round(time.Millisecond)
 	retry := ""
-	if g.driver() != "mlx4_core" && kerr == nil {
+	// The retry may already be running (the device's driver then reads
+	// mlx4_core during that probe): what tells is mlx4_0.
+	if !g.ibWhole() && kerr == nil {
 		if _, derr := k.await("Deferring probe", 0); derr == nil {
 			retry = g.awaitDeferredProbe()
 		}
