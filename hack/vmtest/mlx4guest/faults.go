@@ -119,11 +119,12 @@ func (g *guest) awaitDeferredProbe() string {
 	return fmt.Sprintf(" (deferred: not bound %v later)", deferredProbeWait)
 }
 
-// ibWhole reports whether mlx4_0 exists with all its ports (checkIB's
-// test, without its report lines).
+// ibWhole reports whether mlx4_0 exists with all its ports and its verbs
+// device (checkIB's tests, without its report lines).
 func (g *guest) ibWhole() bool {
 	ports, err := os.ReadDir(filepath.Join(ibClass, "mlx4_0", "ports"))
-	return err == nil && len(ports) == g.cfg.Ports
+	uv, _ := filepath.Glob(filepath.Join(ibClass, "mlx4_0", "device/infiniband_verbs/uverbs*"))
+	return err == nil && len(ports) == g.cfg.Ports && len(uv) == 1
 }
 
 // faultUnbind unbinds if the driver is bound and reports the write.
