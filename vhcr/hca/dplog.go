@@ -427,33 +427,38 @@ func (h *HCA) dpTouchSRQ(q *srqObj) {
 
 // dpHold holds a CQE back for the step's end; false: no log, write it now.
 func (h *HCA) dpHold(cqn uint32, e *mlx4.CQE, solicited bool) bool {
-	l := h.dl
-	if l == nil || l.redo || h.fw.quiet {
+	p := h.dpPend()
+	if p == nil {
 		return false
 	}
-	if l.np == len(l.pend) {
-		h.dpStep()
-	}
-	p := &l.pend[l.np]
 	p.cqn, p.sol, p.over, p.e = cqn&mlx4.ObjectMask, solicited, false, *e
-	l.np++
 	return true
 }
 
 // dpHoldOverrun holds an injected overrun of CQ cqn back for the step's
 // end, in its place among the step's CQEs; false: no log, do it now.
 func (h *HCA) dpHoldOverrun(cqn uint32) bool {
+	p := h.dpPend()
+	if p == nil {
+		return false
+	}
+	p.cqn, p.sol, p.over, p.e = cqn&mlx4.ObjectMask, false, true, mlx4.CQE{}
+	return true
+}
+
+// dpPend is the step's next held entry (the step ended first if it is
+// full), or nil when nothing is held: no log, a redo, or a quiet model.
+func (h *HCA) dpPend() *dpPendCQE {
 	l := h.dl
 	if l == nil || l.redo || h.fw.quiet {
-		return false
+		return nil
 	}
 	if l.np == len(l.pend) {
 		h.dpStep()
 	}
 	p := &l.pend[l.np]
-	p.cqn, p.sol, p.over, p.e = cqn&mlx4.ObjectMask, false, true, mlx4.CQE{}
 	l.np++
-	return true
+	return p
 }
 
 // dpStep ends the current step: its record, its CQEs, its positions.
