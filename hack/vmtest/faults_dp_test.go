@@ -167,7 +167,66 @@ var dataPathCases = []faultCase{
 		Expect: classHung, Why: "eq.c mlx4_eq_int MLX4_EVENT_TYPE_CQ_ERROR: \"CQ overrun on CQN %06x\" → cq.c mlx4_cq_event → mlx4_ib cq.c mlx4_ib_cq_event → IB_EVENT_CQ_ERR to uverbs' ib_uverbs_cq_event_handler (an async event rc_pingpong never reads); the server's CQ takes no CQE: " + whyPingpong + ", so the server waits for its first receive and the client for the answer, both for good"},
 }
 
-func init() { faultCases = append(faultCases, dataPathCases...) }
+// cqeSyndromes are the error CQE's syndromes (cq.h MLX4_CQE_SYNDROME_*,
+// and one number no driver names) with the ibv_wc status libmlx4's
+// mlx4_handle_error_cqe makes of each, as ibv_wc_status_str and the enum
+// print it in rc_pingpong's "Failed status %s (%d)".
+var cqeSyndromes = []struct{ name, status string }{
+	{"LOCAL_LENGTH_ERR", "local length error (1)"},
+	{"LOCAL_QP_OP_ERR", "local QP operation error (2)"},
+	{"LOCAL_PROT_ERR", "local protection error (4)"},
+	{"WR_FLUSH_ERR", "Work Request Flushed Error (5)"},
+	{"MW_BIND_ERR", "memory management operation error (6)"},
+	{"BAD_RESP_ERR", "bad response error (7)"},
+	{"LOCAL_ACCESS_ERR", "local access error (8)"},
+	{"REMOTE_INVAL_REQ_ERR", "remote invalid request error (9)"},
+	{"REMOTE_ACCESS_ERR", "remote access error (10)"},
+	{"REMOTE_OP_ERR", "remote operation error (11)"},
+	{"TRANSPORT_RETRY_EXC_ERR", "transport retry counter exceeded (12)"},
+	{"RNR_RETRY_EXC_ERR", "RNR retry counter exceeded (13)"},
+	{"REMOTE_ABORTED_ERR", "aborted error (16)"},
+	{"0x30", "general error (21)"},
+}
+
+// dataPathLines are lines a data-path case's run must have (the client's
+// or server's own, as the classifier quotes them), beyond its class.
+var dataPathLines = map[string][]string{
+	"cqe-error-send": {"client: Failed status remote access error (10) for wr_id 2", "server: Failed status transport retry counter exceeded (12) for wr_id 2"},
+	"cqe-error-recv": {"server: Failed status local protection error (4) for wr_id 1"},
+	"cqe-dup":        {"client: Couldn't post send"},
+	"cq-overrun":     {"CQ overrun on CQN "},
+}
+
+func init() {
+	for _, sy := range cqeSyndromes {
+		if sy.name == "REMOTE_ACCESS_ERR" {
+			continue // cqe-error-send
+		}
+		name := "cqe-error-send-" + sy.name
+		dataPathCases = append(dataPathCases, faultCase{Name: name, Point: PointPingpong,
+			Rules:  []faultRule{{Kind: "cqe_error", Op: "SEND", Args: []string{"syndrome=" + sy.name}}},
+			Expect: classError, Why: "as cqe-error-send: " + whyWCStatus + ": client \"Failed status " + sy.status + " for wr_id 2\"; the server's answer meets the client's QP in ERR: \"Failed status transport retry counter exceeded (12)\""})
+		dataPathLines[name] = []string{"client: Failed status " + sy.status + " for wr_id 2"}
+	}
+	faultCases = append(faultCases, dataPathCases...)
+}
+
+// checkDataPathLines fails a data-path case whose run lacks one of its
+// dataPathLines.
+func checkDataPathLines(t *testing.T, results []faultResult) {
+	t.Helper()
+	for _, res := range results {
+		for _, want := range dataPathLines[res.c.Name] {
+			found := false
+			for _, ev := range res.evidence {
+				found = found || strings.HasPrefix(ev, want)
+			}
+			if !found {
+				t.Errorf("%s: no %q among the driver's lines %q", res.c.Name, want, res.evidence)
+			}
+		}
+	}
+}
 
 // TestClassifyFaultDataPath pins the classes of the data-path cases
 // against the guest's pingpong report (rc_pingpong's lines as it prints
@@ -254,4 +313,18 @@ func TestDataPathCaseSteps(t *testing.T) {
 	if faultCases[0].pingpong() != nil {
 		t.Error("the baseline has a pingpong")
 	}
+	names := map[string]bool{}
+	for _, c := range faultCases {
+		names[c.Name] = true
+	}
+	for name := range dataPathLines {
+		if !names[name] {
+			t.Errorf("dataPathLines: no case %s", name)
+		}
+	}
+	var ok []faultResult
+	for _, c := range dataPathCases[1:2] {
+		ok = append(ok, faultResult{c: c, evidence: dataPathLines[c.Name]})
+	}
+	checkDataPathLines(t, ok)
 }

@@ -477,6 +477,7 @@ func TestLinuxMLX4Faults(t *testing.T) {
 			t.Errorf("%s: %s, expected %s (%s); driver's lines: %s; %s", res.c.Name, res.class, res.c.want(), res.c.Why, strings.Join(res.evidence, " | "), strings.Join(res.notes, "; "))
 		}
 	}
+	checkDataPathLines(t, results)
 	faultReplays(t, results)
 }
 
