@@ -100,7 +100,16 @@ func faultsUserspace(t *testing.T, e *mlx4Env, cases []faultCase) []cpio.Record 
 // ppOutcome is what a data-path case's pingpong did.
 type ppOutcome struct {
 	hung, failed bool     // an end killed at the bound; an end that exited with an error
-	evidence     []string // the ends' outcomes and their error lines
+	noted        bool     // the guest's kernel report has a driver line of an event (driverNoteLine)
+	evidence     []string // the driver's event lines, the ends' outcomes and their error lines
+}
+
+// merge is a with b's lines that a does not have.
+func merge(a, b []string) []string {
+	for _, s := range b {
+		a = appendOnce(a, s)
+	}
+	return a
 }
 
 // pingpongOutcome reads the pingpong's report from a case's lines.
@@ -121,6 +130,13 @@ func pingpongOutcome(lines []string) ppOutcome {
 				o.failed = true
 			}
 			o.evidence = append(o.evidence, "pingpong "+rest)
+		case strings.HasPrefix(l, FaultPingpongDmesg):
+			// The guest's copy of a kernel record: on the console the
+			// record itself may share a line with an end's output.
+			if text := strings.TrimPrefix(l, FaultPingpongDmesg); driverNoteLine.MatchString(text) {
+				o.noted = true
+				o.evidence = appendOnce(o.evidence, strip(text))
+			}
 		case strings.HasPrefix(l, FaultPingpongDone+"failed"):
 			o.failed = true
 		case strings.HasPrefix(l, tool):
@@ -269,6 +285,15 @@ func TestClassifyFaultDataPath(t *testing.T) {
 		{"not started", []string{bound, steady, "vmtest: fault: pingpong: mlx4_0 port 1: state \"1: DOWN\" lid \"0x0\" after 10s, want ACTIVE with a LID",
 			FaultPingpongDone + "failed", clean}, classError, []string{"pingpong: mlx4_0 port 1: state \"1: DOWN\" lid \"0x0\" after 10s, want ACTIVE with a LID"}},
 		{"overrun, both ok", []string{bound, steady, "[   30.1] mlx4_core 0000:00:01.0: CQ overrun on CQN 000085",
+			FaultPingpongEnd + "server: exit 0 in 1.1s", FaultPingpongEnd + "client: exit 0 in 1s", FaultPingpongDone + "ok", clean}, classFollowed,
+			[]string{"CQ overrun on CQN 000085", "pingpong server: exit 0 in 1.1s", "pingpong client: exit 0 in 1s"}},
+		{"overrun line glued to a tool's", []string{bound, steady,
+			"vmtest: fault: pingpong server|   remote address: LID 0x0005, QPN 0x00084b, PSN 0x84ddf2, GID ::[   28.198009] mlx4_core 0000:00:01.0: CQ overrun on CQN 0000a8",
+			FaultPingpongEnd + "server: " + FaultPingpongHung + "8s bound after 8s, last lines: ",
+			FaultPingpongEnd + "client: " + FaultPingpongHung + "8s bound after 8s, last lines: ",
+			FaultPingpongDmesg + "mlx4_core 0000:00:01.0: CQ overrun on CQN 0000a8", FaultPingpongDone + "hung", clean}, classHung,
+			[]string{"pingpong server: hung: killed at the 8s bound after 8s", "pingpong client: hung: killed at the 8s bound after 8s", "CQ overrun on CQN 0000a8"}},
+		{"overrun reported only, both ok", []string{bound, steady, FaultPingpongDmesg + "mlx4_core 0000:00:01.0: CQ overrun on CQN 000085",
 			FaultPingpongEnd + "server: exit 0 in 1.1s", FaultPingpongEnd + "client: exit 0 in 1s", FaultPingpongDone + "ok", clean}, classFollowed,
 			[]string{"CQ overrun on CQN 000085", "pingpong server: exit 0 in 1.1s", "pingpong client: exit 0 in 1s"}},
 		{"oops over hung", append(append([]string{}, overrun...), "[   40.0] BUG: kernel NULL pointer dereference, address: 0000000000000008"), classOops, nil},

@@ -146,13 +146,13 @@ func classifyFault(point string, lines []string, hung bool) (class string, evide
 	case hung || hungTask:
 		return classHung, first(append(errs, resets...), 4), notes
 	case pp.hung:
-		return classHung, append(append(evidence, pp.evidence...), first(append(errs, resets...), 4)...), notes
+		return classHung, append(merge(evidence, pp.evidence), first(append(errs, resets...), 4)...), notes
 	case point == PointBind && !bound:
 		return classProbeFailed, first(errs, 4), notes
 	case len(resets) > 0 && !restartFailed:
 		return classRecovered, first(append(resets, errs...), 6), notes
 	case pp.failed:
-		return classError, append(append(evidence, pp.evidence...), first(append(errs, resets...), 4)...), notes
+		return classError, append(merge(evidence, pp.evidence), first(append(errs, resets...), 4)...), notes
 	case readErrs > 0 || attrErrs > 0 || len(errs) > 0 || restartFailed:
 		if readErrs > 0 {
 			notes = append(notes, fmt.Sprintf("%d port reads failed", readErrs))
@@ -161,8 +161,8 @@ func classifyFault(point string, lines []string, hung bool) (class string, evide
 			notes = append(notes, fmt.Sprintf("%d port attribute reads failed", attrErrs))
 		}
 		return classError, first(append(errs, resets...), 5), notes
-	case followed:
-		return classFollowed, append(evidence, pp.evidence...), notes
+	case followed || pp.noted:
+		return classFollowed, merge(evidence, pp.evidence), notes
 	}
 	return classUnaffected, pp.evidence, notes
 }
