@@ -46,6 +46,8 @@
 // the host adds the case's faults through `vhcrd fault add` at the
 // round's bind, steady or unbind step, and classifies the driver's
 // reaction from the console and the guest's sysfs reports against the
-// reaction the driver's source predicts. Its CI subset runs in make vmtest;
+// reaction the driver's source predicts; the data-path kinds hit a short
+// ibv_rc_pingpong the guest runs after the steady state, both ends on its
+// VF (faults_dp.go, faults_dp_test.go). Its CI subset runs in make vmtest;
 // make faults runs every case and writes the table into docs/faults.md.
 package vmtest

@@ -27,6 +27,9 @@ type FaultRound struct {
 	// driver's restart. A fault that comes on its own (the internal-error
 	// bit, a port event) needs the catas poll's 5 s and the restart.
 	Settle time.Duration
+	// Pingpong, if set, is the data-path point's pingpong (faults_dp.go),
+	// run after the steady state.
+	Pingpong *FaultPingpong
 }
 
 // SettleRead is the period of the steady state's port-state reads.

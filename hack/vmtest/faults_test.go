@@ -92,7 +92,7 @@ var (
 	// driverErrLine (main.c mlx4_slave_cap's slave-mode notices).
 	normalDriverLine = regexp.MustCompile(`Timestamping is not supported in slave mode|User MAC FW update is not supported in slave mode`)
 	// driverNoteLine: a driver line that shows it took an event.
-	driverNoteLine = regexp.MustCompile(`EQ overrun|Unhandled event`)
+	driverNoteLine = regexp.MustCompile(`EQ overrun|Unhandled event|CQ overrun on CQN|CQ access violation on CQN`)
 	steadyReads    = regexp.MustCompile(`vmtest: fault: steady: (\d+) reads, (\d+) errors`)
 	steadyPort     = regexp.MustCompile(`vmtest: fault: steady: port (\d+) states (.*); (.*) -> (.*)$`)
 	timestamp      = regexp.MustCompile(`^\[ *[0-9.]+\] `)
@@ -139,15 +139,20 @@ func classifyFault(point string, lines []string, hung bool) (class string, evide
 			evidence = append(evidence, "port "+m[1]+": states "+m[2]+"; "+m[3]+" -> "+m[4])
 		}
 	}
+	pp := pingpongOutcome(lines)
 	switch {
 	case oops:
 		return classOops, append(evidence, first(errs, 2)...), notes
 	case hung || hungTask:
 		return classHung, first(append(errs, resets...), 4), notes
+	case pp.hung:
+		return classHung, append(merge(evidence, pp.evidence), first(append(errs, resets...), 4)...), notes
 	case point == PointBind && !bound:
 		return classProbeFailed, first(errs, 4), notes
 	case len(resets) > 0 && !restartFailed:
 		return classRecovered, first(append(resets, errs...), 6), notes
+	case pp.failed:
+		return classError, append(merge(evidence, pp.evidence), first(append(errs, resets...), 4)...), notes
 	case readErrs > 0 || attrErrs > 0 || len(errs) > 0 || restartFailed:
 		if readErrs > 0 {
 			notes = append(notes, fmt.Sprintf("%d port reads failed", readErrs))
@@ -156,10 +161,10 @@ func classifyFault(point string, lines []string, hung bool) (class string, evide
 			notes = append(notes, fmt.Sprintf("%d port attribute reads failed", attrErrs))
 		}
 		return classError, first(append(errs, resets...), 5), notes
-	case followed:
-		return classFollowed, evidence, notes
+	case followed || pp.noted:
+		return classFollowed, merge(evidence, pp.evidence), notes
 	}
-	return classUnaffected, nil, notes
+	return classUnaffected, pp.evidence, notes
 }
 
 func appendOnce(l []string, s string) []string {
@@ -299,7 +304,7 @@ func (r *faultRun) runCase(c faultCase, n int) (res faultResult, reboot bool) {
 		}
 		r.configArmed(c, &res)
 	}
-	for _, s := range faultSteps {
+	for _, s := range caseSteps(c) {
 		why := r.await(fmt.Sprintf("vmtest: wait %s %d", s.step, n), limit)
 		if why != "" {
 			res.class, res.evidence, res.notes = classifyFault(c.Point, r.lines, why != "oops")
@@ -427,10 +432,10 @@ func TestLinuxMLX4Faults(t *testing.T) {
 		cfg := scenarioConfig(ScenarioFaults)
 		var budget time.Duration
 		for _, c := range rest {
-			cfg.Faults = append(cfg.Faults, FaultRound{Name: c.Name, Settle: c.settle()})
+			cfg.Faults = append(cfg.Faults, FaultRound{Name: c.Name, Settle: c.settle(), Pingpong: c.pingpong()})
 			budget += 5*c.limit() + c.settle()
 		}
-		r := &faultRun{t: t, e: env, v: env.bootFor(t, cfg, budget), config: config}
+		r := &faultRun{t: t, e: env, v: env.bootWith(t, cfg, bootOpts{timeout: budget, extra: faultsUserspace(t, env, rest)}), config: config}
 		if why := r.await("vmtest: fault: hung-task detector", mlx4Silence*3); why != "" {
 			t.Fatalf("the faults guest did not start: %s; console tail:\n%s", why, r.v.tail(40))
 		}
@@ -472,6 +477,7 @@ func TestLinuxMLX4Faults(t *testing.T) {
 			t.Errorf("%s: %s, expected %s (%s); driver's lines: %s; %s", res.c.Name, res.class, res.c.want(), res.c.Why, strings.Join(res.evidence, " | "), strings.Join(res.notes, "; "))
 		}
 	}
+	checkDataPathLines(t, results)
 	faultReplays(t, results)
 }
 
@@ -551,7 +557,7 @@ func TestFaultCases(t *testing.T) {
 		}
 		names[c.Name] = true
 		switch c.Point {
-		case PointBind, PointSteady, PointUnbind:
+		case PointBind, PointSteady, PointUnbind, PointPingpong:
 		default:
 			t.Errorf("%s: point %q", c.Name, c.Point)
 		}
@@ -560,7 +566,7 @@ func TestFaultCases(t *testing.T) {
 		default:
 			t.Errorf("%s: class %q", c.Name, c.Expect)
 		}
-		if len(c.Rules) == 0 && c.Name != "baseline" || c.Why == "" {
+		if len(c.Rules) == 0 && c.Name != "baseline" && c.Name != "pingpong-baseline" || c.Why == "" {
 			t.Errorf("%s: no rule or no reason", c.Name)
 		}
 		if c.CI && c.Slow {

@@ -1079,9 +1079,3 @@ func scenarioConfig(scenario string) MLX4Config {
 func guestResets(m scrape, reason string) float64 {
 	return m.sum("vhcrd_comm_resets_total", map[string]string{"vf": fmt.Sprint(guestVF), "reason": reason})
 }
-
-// bootFor is boot with limit as QEMU's hard limit.
-func (e *mlx4Env) bootFor(t *testing.T, cfg MLX4Config, limit time.Duration) *vm {
-	t.Helper()
-	return e.bootWith(t, cfg, bootOpts{timeout: limit})
-}

@@ -21,6 +21,8 @@ import (
 //	bind              "fault: bind: driver D ib B in T: ERR"
 //	wait "bound N"    the host adds a fault of point steady
 //	steady state      "fault: steady: R reads, E errors, restart L; ib B"
+//	wait "pingpong N" (a round with a Pingpong) the host adds a fault of
+//	                  point pingpong; the pingpong (faults_dp.go)
 //	wait "steady N"   the host adds a fault of point unbind
 //	unbind            "fault: unbind: in T: ERR"
 //	wait "unbound N"  the host clears the faults
@@ -38,6 +40,7 @@ func (g *guest) faults() error {
 		}
 	}
 	say("fault: hung-task detector: timeout %ss, check every %ss", readFile(hung[0][0]), readFile(hung[1][0]))
+	g.faultsNeedLo()
 	for i, c := range g.cfg.Faults {
 		n := i + 1
 		say("fault: case %d %s", n, c.Name)
@@ -49,6 +52,10 @@ func (g *guest) faults() error {
 		before := g.portAttrs()
 		wait(fmt.Sprintf("bound %d", n))
 		g.settle(c.Settle, before)
+		if c.Pingpong != nil {
+			wait(fmt.Sprintf("pingpong %d", n))
+			g.faultPingpong(c.Pingpong)
+		}
 		wait(fmt.Sprintf("steady %d", n))
 		g.faultUnbind("unbind")
 		wait(fmt.Sprintf("unbound %d", n))
