@@ -307,6 +307,11 @@ func (r *faultRun) runCase(c faultCase, n int) (res faultResult, reboot bool) {
 	for _, s := range caseSteps(c) {
 		why := r.await(fmt.Sprintf("vmtest: wait %s %d", s.step, n), limit)
 		if why != "" {
+			if strings.HasPrefix(why, "no console line") {
+				// The guest's own watchdog has dumped its kernel's stacks
+				// (sysrq l and w) by now: keep them with the case.
+				r.t.Logf("%s: %s; the guest console's last lines:\n%s", c.Name, why, r.v.tail(80))
+			}
 			res.class, res.evidence, res.notes = classifyFault(c.Point, r.lines, why != "oops")
 			if why != "oops" && why != "hung task" {
 				res.notes = append(res.notes, why)

@@ -82,6 +82,8 @@ func (g *guest) faultBind(what string) bool {
 		defer k.Close()
 	}
 	t0 := time.Now()
+	dog := time.AfterFunc(bindWatchdog, dumpStacks)
+	defer dog.Stop()
 	var err error
 	if !g.bound {
 		err = os.WriteFile(driverDir+"/new_id", []byte(g.cfg.NewID), 0)
@@ -105,6 +107,21 @@ func (g *guest) faultBind(what string) bool {
 	}
 	say("fault: %s: driver %q ib %v in %v%s: %v (%v)", what, drv, ibErr == nil, took, retry, err, ibErr)
 	return ibErr == nil
+}
+
+// bindWatchdog is how long a bind write may take before the guest dumps
+// its kernel's stacks to the console: past every timeout of the probe
+// (MLX4_COMM_TIME 10 s, a command's 70 s wait is a steady-state matter),
+// before the host's silence limit gives the case up as hung.
+const bindWatchdog = 60 * time.Second
+
+// dumpStacks asks the kernel for the backtraces of its CPUs and of its
+// blocked tasks (sysrq l and w), so that a hung case shows where.
+func dumpStacks() {
+	say("fault: watchdog: a bind write is still running after %v: sysrq l, w", bindWatchdog)
+	for _, c := range []string{"l", "w"} {
+		os.WriteFile("/proc/sysrq-trigger", []byte(c), 0)
+	}
 }
 
 // deferredProbeWait bounds the wait for the driver core's retry of a
