@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,6 +42,19 @@ func (g *guest) faults() error {
 	}
 	say("fault: hung-task detector: timeout %ss, check every %ss", readFile(hung[0][0]), readFile(hung[1][0]))
 	g.faultsNeedLo()
+	// new_id adds the VF's ID (with its driver_data) and probes through
+	// driver_attach, whose deferred probes the driver core keeps for a
+	// retry; a sysfs bind does not (dd.c device_driver_attach returns
+	// -EPROBE_DEFER as -EAGAIN). Every case binds through bind: new_id
+	// once here, before any fault, and unbind.
+	if !g.bound {
+		err := sysfsWrite(driverDir+"/new_id", g.cfg.NewID)
+		g.bound = err == nil
+		say("fault: boot: new_id %v, driver %q", err, g.driver())
+		if g.driver() == "mlx4_core" {
+			g.faultUnbind("boot unbind")
+		}
+	}
 	for i, c := range g.cfg.Faults {
 		n := i + 1
 		say("fault: case %d %s", n, c.Name)
@@ -77,42 +91,52 @@ func (g *guest) driver() string {
 // faultBind binds (new_id the first time, bind after) and reports the
 // driver, mlx4_0 and the write's result.
 func (g *guest) faultBind(what string) bool {
-	k, kerr := openKmsg()
-	if kerr == nil {
-		defer k.Close()
-	}
 	t0 := time.Now()
 	dog := time.AfterFunc(bindWatchdog, dumpStacks)
 	defer dog.Stop()
 	var err error
 	if !g.bound {
-		err = os.WriteFile(driverDir+"/new_id", []byte(g.cfg.NewID), 0)
+		err = sysfsWrite(driverDir+"/new_id", g.cfg.NewID)
 		g.bound = err == nil
 	} else {
-		err = os.WriteFile(driverDir+"/bind", []byte(g.bdf), 0)
+		err = sysfsWrite(driverDir+"/bind", g.bdf)
 	}
 	took := time.Since(t0).Round(time.Millisecond)
-	retry := ""
-	// The retry may already be running (the device's driver then reads
-	// mlx4_core during that probe): what tells is mlx4_0.
-	if !g.ibWhole() && kerr == nil {
-		if _, derr := k.await("Deferring probe", 0); derr == nil {
-			retry = g.awaitDeferredProbe()
-		}
+	deferred := ""
+	if errors.Is(err, unix.EAGAIN) {
+		deferred = " (the probe deferred: -EPROBE_DEFER, which a sysfs bind returns as EAGAIN and does not retry)"
 	}
 	drv := g.driver()
 	ibErr := fmt.Errorf("not bound")
 	if drv == "mlx4_core" {
 		ibErr = g.checkIB(0)
 	}
-	say("fault: %s: driver %q ib %v in %v%s: %v (%v)", what, drv, ibErr == nil, took, retry, err, ibErr)
+	say("fault: %s: driver %q ib %v in %v%s: %v (%v)", what, drv, ibErr == nil, took, deferred, err, ibErr)
 	return ibErr == nil
+}
+
+// sysfsWrite writes v to the sysfs file p with one write(2) on a plain
+// descriptor and returns its error: os.WriteFile would put the file
+// (kernfs supports poll) in Go's poller, which takes EAGAIN for "not
+// ready" and writes again once epoll says so — a second bind the kernel
+// never made, or, when the edge-triggered readiness was already taken,
+// a wait for ever.
+func sysfsWrite(p, v string) error {
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte(v)); err != nil {
+		return &os.PathError{Op: "write", Path: p, Err: err}
+	}
+	return nil
 }
 
 // bindWatchdog is how long a bind write may take before the guest dumps
 // its kernel's stacks to the console: past every timeout of the probe
-// (MLX4_COMM_TIME 10 s, a command's 70 s wait is a steady-state matter),
-// before the host's silence limit gives the case up as hung.
+// (MLX4_COMM_TIME 10 s for a comm command, sync_toggles' 5 s), before the
+// host's silence limit gives the case up as hung.
 const bindWatchdog = 60 * time.Second
 
 // dumpStacks asks the kernel for the backtraces of its CPUs and of its
@@ -120,35 +144,8 @@ const bindWatchdog = 60 * time.Second
 func dumpStacks() {
 	say("fault: watchdog: a bind write is still running after %v: sysrq l, w", bindWatchdog)
 	for _, c := range []string{"l", "w"} {
-		os.WriteFile("/proc/sysrq-trigger", []byte(c), 0)
+		sysfsWrite("/proc/sysrq-trigger", c)
 	}
-}
-
-// deferredProbeWait bounds the wait for the driver core's retry of a
-// deferred probe (drivers/base/dd.c's deferred-probe work, which runs
-// once the bind returned): cmd.c sync_toggles' 5 s, a RESET's
-// MLX4_COMM_TIME (10 s) and the bring-up, with a margin.
-const deferredProbeWait = 30 * time.Second
-
-// awaitDeferredProbe waits (bounded) for the retry of a probe mlx4_core
-// deferred to bind the device with mlx4_0 whole, and says how it ended.
-func (g *guest) awaitDeferredProbe() string {
-	t0 := time.Now()
-	for time.Since(t0) < deferredProbeWait {
-		if g.driver() == "mlx4_core" && g.ibWhole() {
-			return fmt.Sprintf(" (deferred: bound by the driver core's retry %v later)", time.Since(t0).Round(time.Millisecond))
-		}
-		time.Sleep(50 * time.Millisecond) // polling the device's state, bounded
-	}
-	return fmt.Sprintf(" (deferred: not bound %v later)", deferredProbeWait)
-}
-
-// ibWhole reports whether mlx4_0 exists with all its ports and its verbs
-// device (checkIB's tests, without its report lines).
-func (g *guest) ibWhole() bool {
-	ports, err := os.ReadDir(filepath.Join(ibClass, "mlx4_0", "ports"))
-	uv, _ := filepath.Glob(filepath.Join(ibClass, "mlx4_0", "device/infiniband_verbs/uverbs*"))
-	return err == nil && len(ports) == g.cfg.Ports && len(uv) == 1
 }
 
 // faultUnbind unbinds if the driver is bound and reports the write.
@@ -158,7 +155,7 @@ func (g *guest) faultUnbind(what string) {
 		return
 	}
 	t0 := time.Now()
-	err := os.WriteFile(driverDir+"/unbind", []byte(g.bdf), 0)
+	err := sysfsWrite(driverDir+"/unbind", g.bdf)
 	_, serr := os.Stat(filepath.Join(ibClass, "mlx4_0"))
 	say("fault: %s: in %v, mlx4_0 gone %v: %v", what, time.Since(t0).Round(time.Millisecond), serr != nil, err)
 }
