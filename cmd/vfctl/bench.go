@@ -16,11 +16,18 @@ import (
 )
 
 func init() {
-	register("bench", "measure round trips: toggle-only and protocol-minimum limits, NOP through vhcrd, UNIX socket, interrupt delivery (medians, p99, ratios)", runBench)
+	register("bench", "measure round trips: toggle-only and protocol-minimum limits, NOP through vhcrd, UNIX socket, interrupt delivery (medians, p99, ratios); bench dp: the data path's figures alone", runBench)
 	register("bench-peer", "(internal) the peer process of vfctl bench", bench.Peer)
 }
 
 func runBench(args []string) error {
+	// "vfctl bench dp [flags]": the data path's figures alone (the NOP
+	// round trip of the same run included), without the limits, the
+	// interrupts, the state file and the fairness runs.
+	dpOnly := len(args) > 0 && args[0] == "dp"
+	if dpOnly {
+		args = args[1:]
+	}
 	fs := clidoc.NewFlagSet("bench", flag.ContinueOnError)
 	vhcrd := fs.String("vhcrd", "bin/vhcrd", "the vhcrd binary to measure")
 	rounds := fs.Int("rounds", 5, "interleaved rounds")
@@ -39,6 +46,22 @@ func runBench(args []string) error {
 		return err
 	}
 	o := bench.Options{PeerArg: "bench-peer", VHCRD: *vhcrd, Rounds: *rounds, Iters: *iters, SockIters: *sock, Log: os.Stderr}
+	if dpOnly {
+		if *dpWrite <= 0 {
+			return usageErr(fmt.Errorf("vfctl bench dp: --dp-write-iters must be positive"))
+		}
+		dr, err := bench.RunDataPath(context.Background(), o, bench.DataPath{WriteIters: *dpWrite, SendIters: *dpSend, PingIters: *dpPing, NOPIters: *iters / 5})
+		if err != nil {
+			return fmt.Errorf("data path: %w", err)
+		}
+		if *asJSON {
+			return json.NewEncoder(os.Stdout).Encode(struct {
+				Data *bench.DataPathResult `json:"data_path"`
+			}{dr})
+		}
+		printDataPath(os.Stdout, dr)
+		return nil
+	}
 	res, err := bench.Run(context.Background(), o)
 	if err != nil {
 		return err

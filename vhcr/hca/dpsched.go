@@ -94,6 +94,7 @@ type dpPage struct {
 	last uint32 // send doorbell word last seen
 	seen bool   // last is a word read (not the zero before the first read)
 	qps  []*dpQP
+	cold int // QPs of qps not hot: with none, the word is not read
 	i    int // index in dpVF.pages
 }
 
@@ -200,6 +201,7 @@ func (h *HCA) dpAttach(qp *qpObj) {
 	}
 	q.page, q.iPg = pg, len(pg.qps)
 	pg.qps = append(pg.qps, q)
+	pg.cold++ // q is not hot yet
 	q.iVF = len(v.qps)
 	v.qps = append(v.qps, q)
 	if v.live < 0 {
@@ -242,6 +244,7 @@ func (s *dpSched) drop(q *dpQP) {
 	v.qps[len(v.qps)-1] = nil
 	v.qps = v.qps[:len(v.qps)-1]
 	pg := q.page
+	pg.cold-- // q is cold (cool above)
 	lastPg := pg.qps[len(pg.qps)-1]
 	pg.qps[q.iPg], lastPg.iPg = lastPg, q.iPg
 	pg.qps[len(pg.qps)-1] = nil
@@ -275,6 +278,7 @@ func (s *dpSched) heat(q *dpQP) {
 	v := &s.vfs[q.vf]
 	q.iHot = len(v.hot)
 	v.hot = append(v.hot, q)
+	q.page.cold--
 }
 
 // cool takes q off its VF's hot list.
@@ -288,6 +292,7 @@ func (s *dpSched) cool(q *dpQP) {
 	v.hot[len(v.hot)-1] = nil
 	v.hot = v.hot[:len(v.hot)-1]
 	q.iHot = -1
+	q.page.cold++
 }
 
 // Attached returns the number of QPs on the scheduler's lists.
@@ -322,8 +327,15 @@ func (h *HCA) serviceQueues(budget int) int {
 	return work + h.runHot(budget)
 }
 
-// doorbellHints reads the send doorbell word of every UAR page in use: a
-// changed word heats the page's QPs.
+// doorbellHints reads the send doorbell word of every UAR page in use
+// with a QP that is not hot: a changed word heats the page's QPs. A page
+// whose QPs are all hot is not read: the hint could tell nothing the hot
+// QPs' ownership checks do not, and the word is the line the VF stores at
+// every post (its load is a cache-line transfer from the VF's CPU, about
+// a tenth of the poller's time in a SEND stream). When one of them cools,
+// the next scan reads the word again; if it changed meanwhile, that is one
+// doorbell (counted once) and heats the page's QPs again, so a ring is
+// never lost, at the price of one more hot period for a QP that cooled.
 func (h *HCA) doorbellHints() {
 	s := &h.sched
 	if s.uar == nil {
@@ -332,6 +344,9 @@ func (h *HCA) doorbellHints() {
 	for _, vf := range s.live {
 		v := &s.vfs[vf]
 		for _, pg := range v.pages {
+			if pg.cold == 0 {
+				continue
+			}
 			w, ok := s.uar(vf, pg.off+mlx4.MLX4_SEND_DOORBELL)
 			if !ok || (w == pg.last && pg.seen) {
 				continue
