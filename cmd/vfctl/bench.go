@@ -46,21 +46,9 @@ func runBench(args []string) error {
 		return err
 	}
 	o := bench.Options{PeerArg: "bench-peer", VHCRD: *vhcrd, Rounds: *rounds, Iters: *iters, SockIters: *sock, Log: os.Stderr}
+	dp := bench.DataPath{WriteIters: *dpWrite, SendIters: *dpSend, PingIters: *dpPing, NOPIters: *iters / 5}
 	if dpOnly {
-		if *dpWrite <= 0 {
-			return usageErr(fmt.Errorf("vfctl bench dp: --dp-write-iters must be positive"))
-		}
-		dr, err := bench.RunDataPath(context.Background(), o, bench.DataPath{WriteIters: *dpWrite, SendIters: *dpSend, PingIters: *dpPing, NOPIters: *iters / 5})
-		if err != nil {
-			return fmt.Errorf("data path: %w", err)
-		}
-		if *asJSON {
-			return json.NewEncoder(os.Stdout).Encode(struct {
-				Data *bench.DataPathResult `json:"data_path"`
-			}{dr})
-		}
-		printDataPath(os.Stdout, dr)
-		return nil
+		return benchDataPath(o, dp, *asJSON)
 	}
 	res, err := bench.Run(context.Background(), o)
 	if err != nil {
@@ -80,7 +68,7 @@ func runBench(args []string) error {
 	}
 	var dr *bench.DataPathResult
 	if *dpWrite > 0 {
-		if dr, err = bench.RunDataPath(context.Background(), o, bench.DataPath{WriteIters: *dpWrite, SendIters: *dpSend, PingIters: *dpPing, NOPIters: *iters / 5}); err != nil {
+		if dr, err = bench.RunDataPath(context.Background(), o, dp); err != nil {
 			return fmt.Errorf("data path: %w", err)
 		}
 	}
@@ -107,6 +95,24 @@ func runBench(args []string) error {
 	if dr != nil {
 		printDataPath(os.Stdout, dr)
 	}
+	return nil
+}
+
+// benchDataPath is "vfctl bench dp": the data path's figures alone.
+func benchDataPath(o bench.Options, dp bench.DataPath, asJSON bool) error {
+	if dp.WriteIters <= 0 {
+		return usageErr(fmt.Errorf("vfctl bench dp: --dp-write-iters must be positive"))
+	}
+	dr, err := bench.RunDataPath(context.Background(), o, dp)
+	if err != nil {
+		return fmt.Errorf("data path: %w", err)
+	}
+	if asJSON {
+		return json.NewEncoder(os.Stdout).Encode(struct {
+			Data *bench.DataPathResult `json:"data_path"`
+		}{dr})
+	}
+	printDataPath(os.Stdout, dr)
 	return nil
 }
 
