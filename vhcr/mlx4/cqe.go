@@ -157,24 +157,6 @@ func DecodeCQE(b []byte) (CQE, error) {
 // EncodeCQE is DecodeCQE's inverse (owner_sr_opcode bit 5 is written 0).
 func EncodeCQE(c CQE) [CQESize]byte {
 	var b [CQESize]byte
-	put32(b[:], CQEVlanMyQPN, c.VlanMyQPN)
-	put32(b[:], CQEImmedRSSInvalid, c.ImmedRSSInvalid)
-	put32(b[:], CQEGMLPathRQPN, c.GMLPathRQPN)
-	put16(b[:], CQESLVID, c.SLVID)
-	put16(b[:], CQERLID, c.RLID)
-	put16(b[:], CQEStatus, c.Status)
-	b[CQEIPv6ExtMask], b[CQEBadFCSEnc] = c.IPv6ExtMask, c.BadFCSEnc
-	put32(b[:], CQEByteCnt, c.ByteCnt)
-	put16(b[:], CQEWQEIndex, c.WQEIndex)
-	put16(b[:], CQEChecksum, c.Checksum)
-	copy(b[CQEReserved:], c.Reserved[:])
-	o := c.Opcode & CQE_OPCODE_MASK
-	if c.Owner {
-		o |= CQE_OWNER_MASK
-	}
-	if c.IsSend {
-		o |= CQE_IS_SEND_MASK
-	}
-	b[CQEOwnerSROpcode] = o
+	putCQE(b[:], &c)
 	return b
 }

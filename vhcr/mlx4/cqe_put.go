@@ -7,7 +7,12 @@ func PutCQE(b []byte, c *CQE) error {
 	if len(b) < CQESize {
 		return shortErr("CQE", len(b), CQESize)
 	}
-	b = b[:CQESize]
+	putCQE(b[:CQESize], c)
+	return nil
+}
+
+// putCQE is the one encoding of a CQE's 32 bytes into b (CQESize long).
+func putCQE(b []byte, c *CQE) {
 	put32(b, CQEVlanMyQPN, c.VlanMyQPN)
 	put32(b, CQEImmedRSSInvalid, c.ImmedRSSInvalid)
 	put32(b, CQEGMLPathRQPN, c.GMLPathRQPN)
@@ -27,5 +32,4 @@ func PutCQE(b []byte, c *CQE) error {
 		o |= CQE_IS_SEND_MASK
 	}
 	b[CQEOwnerSROpcode] = o
-	return nil
 }
