@@ -46,14 +46,15 @@ func (g *guest) faults() error {
 	// driver_attach, whose deferred probes the driver core keeps for a
 	// retry; a sysfs bind does not (dd.c device_driver_attach returns
 	// -EPROBE_DEFER as -EAGAIN). Every case binds through bind: new_id
-	// once here, before any fault, and unbind.
+	// once here, with driver_override naming no driver so that it probes
+	// nothing (pci_match_device), then driver_override cleared.
 	if !g.bound {
+		dev := filepath.Join("/sys/bus/pci/devices", g.bdf, "driver_override")
+		oerr := sysfsWrite(dev, "vmtest-none")
 		err := sysfsWrite(driverDir+"/new_id", g.cfg.NewID)
+		cerr := sysfsWrite(dev, "\n")
 		g.bound = err == nil
-		say("fault: boot: new_id %v, driver %q", err, g.driver())
-		if g.driver() == "mlx4_core" {
-			g.faultUnbind("boot unbind")
-		}
+		say("fault: boot: new_id %v (driver_override %v, %v), driver %q", err, oerr, cerr, g.driver())
 	}
 	for i, c := range g.cfg.Faults {
 		n := i + 1
