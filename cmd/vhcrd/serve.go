@@ -66,6 +66,7 @@ type serveFlags struct {
 	guests                                      vfSpecs
 	vectors                                     int
 	pfstate                                     string
+	idle                                        idleFlag
 }
 
 // flagSet is serve's flags, setting f's fields.
@@ -77,6 +78,7 @@ func (f *serveFlags) flagSet() *flag.FlagSet {
 	fs.Var(f.vfBARs, "vf-bar", "`N=SPEC`: VF N's BAR region (comm page at 0, EQ doorbells at mlx4's UAR offsets; 8 MiB), any --bar form; repeatable (default: file:<bar>.vf<N> next to a file --bar)")
 	fs.StringVar(&f.dma, "dma", DefaultDMA, "DMA region `SPEC`: file:PATH, or bar[@OFFSET] for a range of the BAR region ($VHCRD_DMA sets the default)")
 	fs.IntVar(&f.vfs, "num-vfs", 8, "number of VFs to serve (1..126)")
+	fs.Var(&f.idle, "idle", idleUsage())
 	fs.StringVar(&f.window, "window", "1M", "DMA window per VF (a multiple of 4K)")
 	fs.StringVar(&f.configPath, "config", "", "configuration `FILE` (default: the embedded example, which vhcrd config prints)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", DefaultMetricsAddr, "`ADDR` of the HTTP listener: /metrics, /healthz, /readyz (empty: off; $VHCRD_METRICS_ADDR sets the default)")
@@ -403,7 +405,7 @@ func (s *server) setUp(f serveFlags, cfg *config.Config, plan regionPlan, passed
 	if err != nil {
 		return err
 	}
-	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, GuestRAM: guestRAM, DMA: s.dmaR, Layout: plan.lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq, State: state, Faults: cfg.Faults})
+	s.pf, err = master.New(master.Options{BAR: s.barR, VFBARs: s.vfBARs, GuestRAM: guestRAM, DMA: s.dmaR, Layout: plan.lay, HCA: h, Logger: log, Trace: s.trace, Interrupts: s.irq, State: state, Faults: cfg.Faults, Idle: f.idle.policy})
 	if err != nil {
 		return err
 	}

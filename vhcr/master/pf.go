@@ -62,6 +62,10 @@ type PF struct {
 	idle  Idle
 	vfs   []vfChannel
 
+	// when the idle poller last did its chores and how often a busy one
+	// does them (Idle.FutexTimeout), in tick units
+	choresAt, choresEvery uint64
+
 	// the command trace (trace.go): the ring, the poller's latest clock
 	// reading, and a completion EQE held until its command is recorded
 	trace   *trace.Ring

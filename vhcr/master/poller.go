@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"time"
 
@@ -36,6 +37,13 @@ type Idle struct {
 	// slave_write and cannot ring the futex doorbell, so the poller finds
 	// its command at the latest GuestSleep after it blocked. Default 200 µs.
 	GuestSleep time.Duration
+	// Busy keeps the poller on its CPU: it never yields or blocks and
+	// spins between scans however long it has been idle (one CPU at
+	// 100 %), so that a command is found as soon as it is posted, a
+	// guest's too. The chores a blocking poller does before each sleep
+	// (FLAGS handshakes, re-arms with EQEs pending, the data path's
+	// sweep) run every FutexTimeout instead.
+	Busy bool
 }
 
 // DefaultIdle is the poller's default idle policy.
@@ -79,6 +87,10 @@ func (p *PF) Run(ctx context.Context) error {
 	perNS := tick.PerNS()
 	spin := uint64(float64(p.idle.SpinFor.Nanoseconds()) * perNS)
 	yield := uint64(float64(p.idle.YieldFor.Nanoseconds()) * perNS)
+	p.choresEvery = uint64(float64(p.idle.FutexTimeout.Nanoseconds()) * perNS)
+	if p.idle.Busy {
+		spin, yield = math.MaxUint64, math.MaxUint64
+	}
 	p.dpath.every = uint64(float64(sweepInterval.Nanoseconds()) * perNS)
 	// The loop runs under bar.Guard (on this goroutine: the fault mode is
 	// per goroutine), entered once and again after each fault it handled
@@ -165,13 +177,15 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 		}
 		switch d := now - idleSince; {
 		case d < spin:
+			if p.idle.Busy && now-p.choresAt >= p.choresEvery && p.chores(now) {
+				idle = false
+				continue
+			}
 			bar.Pause()
 		case d < yield:
 			schedYield() // lets a VF spinning on this CPU run
 		default:
-			p.checkFlags()
-			p.hca.CheckArms()    // a re-arm with EQEs or CQEs pending (hca/irq.go, cqring.go)
-			if p.sweepQueues() { // never sleep on work a doorbell hint missed
+			if p.chores(now) {
 				idle = false
 				continue
 			}
@@ -182,6 +196,17 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 			}
 		}
 	}
+}
+
+// chores is what the idle poller does before it blocks (Idle.Busy: every
+// FutexTimeout): FLAGS handshakes, re-arms with EQEs or CQEs pending
+// (hca/irq.go, cqring.go) and the data path's sweep. It reports whether
+// the sweep found work (never sleep on work a doorbell hint missed).
+func (p *PF) chores(now uint64) bool {
+	p.choresAt = now
+	p.checkFlags()
+	p.hca.CheckArms()
+	return p.sweepQueues()
 }
 
 // Beats is a counter that the poller advances while it scans: every 64
