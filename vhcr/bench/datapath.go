@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -24,11 +22,15 @@ import (
 //     same bytes from the same place into VF 1's window of the same file
 //     (the DMA region both windows are in), by this process: the ratio of
 //     bandwidths;
-//   - 64-byte SENDs from VF 0 to VF 1 (perftest.SendRate against
-//     ReceiveLoop): the message rate of one PF thread (vhcrd's poller),
-//     and its ratio to the NOP capacity (1 / the NOP round trip);
-//   - an RC ping-pong of 64-byte messages (perftest.PingPong): half its
-//     round trip against the NOP round trip;
+//   - 64-byte SENDs from VF 0 to VF 1 (perftest.SendRatePair): the
+//     message rate of one PF thread (vhcrd's poller), and its ratio to the
+//     NOP capacity (1 / the NOP round trip);
+//   - an RC ping-pong of 64-byte messages (perftest.PingPongPair): half
+//     its round trip against the NOP round trip;
+//
+// The SEND and ping-pong ends run on one goroutine, in turn, as the NOPs
+// do: two spinning ends and the PF's poller on a 2-CPU machine time-slice,
+// and the slices, not vhcrd, become the figure;
 //
 // and the VF side's heap allocations per WQE posted and per CQE polled
 // over the SEND stream (runtime.MemStats.Mallocs).
@@ -142,21 +144,6 @@ func closeEnds(ctx context.Context, ends ...*perftest.Endpoint) {
 // that port of one PF.
 func (p *dpPeer) lid(ctx context.Context) (uint16, error) { return perftest.LocalLID(ctx, p.d[0], 1) }
 
-// both runs f on a and b on their own goroutines.
-func both[T any](a, b *perftest.Endpoint, f func(e *perftest.Endpoint, server bool) (T, error)) (T, T, error) {
-	var ra, rb T
-	var ea, eb error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); rb, eb = f(b, true) }()
-	go func() { defer wg.Done(); ra, ea = f(a, false) }()
-	wg.Wait()
-	if ea != nil {
-		return ra, rb, ea
-	}
-	return ra, rb, eb
-}
-
 // sendSignal is the SEND stream's one signalled send in so many.
 const sendSignal = 64
 
@@ -190,17 +177,13 @@ func RunDataPath(ctx context.Context, o Options, dp DataPath) (*DataPathResult, 
 }
 
 // sendRound is one round of the SEND message rate from sa to sb, iters
-// messages, and the allocations the process made meanwhile.
+// messages, both ends on this goroutine (perftest.SendRatePair: the PF's
+// poller keeps a CPU to itself), and the allocations the process made
+// meanwhile.
 func sendRound(ctx context.Context, sa, sb *perftest.Endpoint, iters int) (perftest.BWResult, uint64, error) {
-	var credits atomic.Int64
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	sr, _, err := both(sa, sb, func(e *perftest.Endpoint, server bool) (perftest.BWResult, error) {
-		if server {
-			return e.ReceiveLoop(ctx, iters, &credits)
-		}
-		return e.SendRate(ctx, iters, sendSignal, &credits)
-	})
+	sr, err := perftest.SendRatePair(ctx, sa, sb, iters, sendSignal)
 	runtime.ReadMemStats(&m1)
 	if err != nil {
 		return sr, 0, fmt.Errorf("SEND: %w", err)
@@ -296,9 +279,7 @@ func (p *dpPeer) run(ctx context.Context, o Options, dp DataPath, lid uint16) (*
 		sendRate = append(sendRate, sr.MsgRate())
 		res.RoundSend = append(res.RoundSend, sr.MsgRate()/nopRate[r])
 
-		pr, _, err := both(pa, pb, func(e *perftest.Endpoint, server bool) (perftest.Result, error) {
-			return e.PingPong(ctx, dp.PingIters, server)
-		})
+		pr, err := perftest.PingPongPair(ctx, pa, pb, dp.PingIters)
 		if err != nil {
 			return nil, fmt.Errorf("ping-pong: %w", err)
 		}

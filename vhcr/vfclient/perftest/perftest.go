@@ -330,85 +330,164 @@ func (r Result) Lines() string {
 
 // PingPong runs ibv_rc_pingpong's loop (ibv_ud_pingpong's with UD) for
 // iters messages each way: rx_depth receives posted (NewEndpoint posts
-// them before the exchange) and topped up when one is left, the client (server false) sending first, each end sending its
-// next message once its last send completed and the peer's message
-// arrived. Bytes counts both directions, as ibv_rc_pingpong does.
+// them before the exchange) and topped up when one is left, the client
+// (server false) sending first, each end sending its next message once
+// its last send completed and the peer's message arrived. Bytes counts
+// both directions, as ibv_rc_pingpong does.
 func (e *Endpoint) PingPong(ctx context.Context, iters int, server bool) (Result, error) {
-	routs := e.routs
-	if k, err := e.postRecv(e.cfg.RxDepth - routs); err != nil {
+	p, err := e.startPingPong(iters, server)
+	if err != nil {
 		return Result{}, err
-	} else {
-		routs += k
 	}
-	defer func() { e.routs = routs }()
-	if e.cfg.Events {
-		e.CQ.Arm(false)
-	}
-	const (
-		recvPending = 1 << recvWRID
-		sendPending = 1 << sendWRID
-	)
-	pending := recvPending
-	scnt, rcnt := 0, 0
-	start := time.Now()
-	if !server {
-		if err := e.sendNext(scnt); err != nil {
-			return Result{}, err
-		}
-		pending |= sendPending
-	}
+	defer p.end()
 	spins := 0
-	for rcnt < iters || scnt < iters {
+	for !p.done() {
 		if err := e.wait(ctx); err != nil {
 			return Result{}, err
 		}
-		n := e.CQ.Poll(e.wc[:2])
-		if n == 0 {
-			if idle(&spins) {
-				if err := ctx.Err(); err != nil {
-					return Result{}, fmt.Errorf("after %d sends and %d receives: %w", scnt, rcnt, err)
-				}
-			}
-			continue
+		got, err := p.poll()
+		if err != nil {
+			return Result{}, err
 		}
-		spins = 0
-		for i := range e.wc[:n] {
-			wc := &e.wc[i]
-			if wc.Status != vfdrv.WCSuccess {
-				return Result{}, fmt.Errorf("%w: %v (syndrome %#x, vendor %#x) for wr_id %d after %d sends and %d receives",
-					ErrCompletion, wc.Status, wc.Syndrome, wc.VendorErr, wc.WRID, scnt, rcnt)
-			}
-			switch wc.WRID {
-			case sendWRID:
-				scnt++
-			case recvWRID:
-				if err := e.verify(uint64(rcnt)); err != nil {
-					return Result{}, err
-				}
-				if routs--; routs <= 1 {
-					k, err := e.postRecv(e.cfg.RxDepth - routs)
-					routs += k
-					if err != nil {
-						return Result{}, err
-					}
-				}
-				rcnt++
-			default:
-				return Result{}, fmt.Errorf("%w: wr_id %d", ErrCompletion, wc.WRID)
-			}
-			pending &^= 1 << wc.WRID
-			if scnt < iters && pending == 0 {
-				if err := e.sendNext(scnt); err != nil {
-					return Result{}, err
-				}
-				pending = recvPending | sendPending
+		if got {
+			spins = 0
+		} else if idle(&spins) {
+			if err := ctx.Err(); err != nil {
+				return Result{}, fmt.Errorf("after %d sends and %d receives: %w", p.scnt, p.rcnt, err)
 			}
 		}
 	}
-	el := time.Since(start)
+	return p.result(), nil
+}
+
+// PingPongPair is PingPong with both ends, client and server, driven by
+// the calling goroutine in turn (polled, not with completion events): the
+// exchange of two hosts' processes without a second spinning thread, for
+// a machine with fewer free CPUs than spinners (the PF's poller and two
+// ends on two CPUs time-slice, and the time slices become the round
+// trip). It returns the client's figures.
+func PingPongPair(ctx context.Context, client, server *Endpoint, iters int) (Result, error) {
+	if client.cfg.Events || server.cfg.Events {
+		return Result{}, errors.New("perftest: PingPongPair polls: no completion events")
+	}
+	c, err := client.startPingPong(iters, false)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.end()
+	s, err := server.startPingPong(iters, true)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.end()
+	spins := 0
+	for !c.done() || !s.done() {
+		gc, err := c.poll()
+		if err != nil {
+			return Result{}, fmt.Errorf("client: %w", err)
+		}
+		gs, err := s.poll()
+		if err != nil {
+			return Result{}, fmt.Errorf("server: %w", err)
+		}
+		if gc || gs {
+			spins = 0
+		} else if idle(&spins) {
+			if err := ctx.Err(); err != nil {
+				return Result{}, fmt.Errorf("client after %d sends and %d receives, server after %d and %d: %w", c.scnt, c.rcnt, s.scnt, s.rcnt, err)
+			}
+		}
+	}
+	return c.result(), nil
+}
+
+// pingPong is one end's state in PingPong's loop.
+type pingPong struct {
+	e                 *Endpoint
+	iters             int
+	routs, scnt, rcnt int
+	pending           uint
+	start             time.Time
+}
+
+const (
+	recvPending = 1 << recvWRID
+	sendPending = 1 << sendWRID
+)
+
+// startPingPong tops the receives up to rx_depth and, for the client,
+// posts the first message.
+func (e *Endpoint) startPingPong(iters int, server bool) (*pingPong, error) {
+	p := &pingPong{e: e, iters: iters, routs: e.routs, pending: recvPending}
+	k, err := e.postRecv(e.cfg.RxDepth - p.routs)
+	p.routs += k
+	if err != nil {
+		e.routs = p.routs
+		return nil, err
+	}
+	if e.cfg.Events {
+		e.CQ.Arm(false)
+	}
+	p.start = time.Now()
+	if !server {
+		if err := e.sendNext(p.scnt); err != nil {
+			e.routs = p.routs
+			return nil, err
+		}
+		p.pending |= sendPending
+	}
+	return p, nil
+}
+
+func (p *pingPong) done() bool { return p.rcnt >= p.iters && p.scnt >= p.iters }
+
+// end leaves the endpoint's receive count as the exchange left it.
+func (p *pingPong) end() { p.e.routs = p.routs }
+
+func (p *pingPong) result() Result {
 	// the last message of the server's first send is counted once: bytes
 	// = size * iters * 2, as ibv_rc_pingpong prints
-	return Result{Iters: iters, Bytes: int64(e.cfg.Size) * int64(iters) * 2, Elapsed: el}, nil
+	return Result{Iters: p.iters, Bytes: int64(p.e.cfg.Size) * int64(p.iters) * 2, Elapsed: time.Since(p.start)}
+}
+
+// poll handles the completions one poll of the CQ returns (at most two):
+// it reports whether there were any.
+func (p *pingPong) poll() (bool, error) {
+	e := p.e
+	n := e.CQ.Poll(e.wc[:2])
+	for i := range e.wc[:n] {
+		wc := &e.wc[i]
+		if wc.Status != vfdrv.WCSuccess {
+			return true, fmt.Errorf("%w: %v (syndrome %#x, vendor %#x) for wr_id %d after %d sends and %d receives",
+				ErrCompletion, wc.Status, wc.Syndrome, wc.VendorErr, wc.WRID, p.scnt, p.rcnt)
+		}
+		switch wc.WRID {
+		case sendWRID:
+			p.scnt++
+		case recvWRID:
+			if err := e.verify(uint64(p.rcnt)); err != nil {
+				return true, err
+			}
+			if p.routs--; p.routs <= 1 {
+				k, err := e.postRecv(e.cfg.RxDepth - p.routs)
+				p.routs += k
+				if err != nil {
+					return true, err
+				}
+			}
+			p.rcnt++
+		default:
+			return true, fmt.Errorf("%w: wr_id %d", ErrCompletion, wc.WRID)
+		}
+		p.pending &^= 1 << wc.WRID
+		if p.scnt < p.iters && p.pending == 0 {
+			if err := e.sendNext(p.scnt); err != nil {
+				return true, err
+			}
+			p.pending = recvPending | sendPending
+		}
+	}
+	return n > 0, nil
 }
 
 // sendNext stamps message n into the send buffer and posts it.
@@ -539,4 +618,68 @@ func (e *Endpoint) ReceiveLoop(ctx context.Context, iters int, credits *atomic.I
 		}
 	}
 	return BWResult{Size: e.cfg.Size, Iters: iters, Elapsed: time.Since(start)}, nil
+}
+
+// SendRatePair is SendRate toward ReceiveLoop with both ends driven by the
+// calling goroutine in turn (PingPongPair's reason): sends posted up to
+// tx_depth in flight and the receiver's posted receives, the receiver's
+// CQ polled and its receives topped up, the sender's CQ polled. It returns
+// the sender's figures.
+func SendRatePair(ctx context.Context, sender, receiver *Endpoint, iters, signalEvery int) (BWResult, error) {
+	s, r := sender, receiver
+	if signalEvery <= 0 || signalEvery > s.cfg.TxDepth {
+		signalEvery = max(1, min(s.cfg.TxDepth/2, 64))
+	}
+	if s.QP.Caps.MaxSendWR < s.cfg.TxDepth {
+		return BWResult{}, fmt.Errorf("QP holds %d sends, tx_depth %d", s.QP.Caps.MaxSendWR, s.cfg.TxDepth)
+	}
+	depth := min(r.cfg.RxDepth, r.QP.Caps.MaxRecvWR)
+	recvs, err := r.postRecv(min(depth, iters))
+	if err != nil {
+		return BWResult{}, err
+	}
+	wr := [1]vfdrv.SendWR{s.send[0]}
+	posted, done, got := 0, 0, 0
+	spins := 0
+	start := time.Now()
+	for done < iters || got < iters {
+		for posted < iters && posted-done < s.cfg.TxDepth && posted < recvs {
+			wr[0].WRID = uint64(posted)
+			wr[0].Signaled = (posted+1)%signalEvery == 0 || posted+1 == iters
+			if _, err := s.QP.PostSend(wr[:]); err != nil {
+				return BWResult{}, fmt.Errorf("post %d: %w", posted, err)
+			}
+			posted++
+		}
+		n := r.CQ.Poll(r.wc[:])
+		for i := range r.wc[:n] {
+			if wc := &r.wc[i]; wc.Status != vfdrv.WCSuccess || wc.IsSend {
+				return BWResult{}, fmt.Errorf("receiver: %w: %v (syndrome %#x) after %d received", ErrCompletion, wc.Status, wc.Syndrome, got)
+			}
+		}
+		got += n
+		if m := min(n, iters-recvs); m > 0 {
+			k, err := r.postRecv(m)
+			recvs += k
+			if err != nil {
+				return BWResult{}, err
+			}
+		}
+		m := s.CQ.Poll(s.wc[:])
+		for i := range s.wc[:m] {
+			wc := &s.wc[i]
+			if wc.Status != vfdrv.WCSuccess || !wc.IsSend {
+				return BWResult{}, fmt.Errorf("sender: %w: %v (syndrome %#x) for wr_id %d after %d completed", ErrCompletion, wc.Status, wc.Syndrome, wc.WRID, done)
+			}
+			done = int(wc.WRID) + 1
+		}
+		if n+m > 0 {
+			spins = 0
+		} else if idle(&spins) {
+			if err := ctx.Err(); err != nil {
+				return BWResult{}, fmt.Errorf("after %d of %d completed and %d received: %w", done, iters, got, err)
+			}
+		}
+	}
+	return BWResult{Size: s.cfg.Size, Iters: iters, Elapsed: time.Since(start)}, nil
 }
