@@ -72,7 +72,8 @@ fuzz-smoke:
 # Benchmarks print figures, never assert them: Go microbenchmarks with
 # allocs/op, then the cross-process round trips with medians and ratios, and
 # fairness against vhcrd --num-vfs 64 (per-VF throughput max/min with 8 and 64
-# busy VFs, a bystander's latency beside a flooding VF).
+# busy VFs, a bystander's latency beside a flooding VF), then a guest's bind
+# under the poller's default and busy policies.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 $(PKGS) > $(BIN)/bench.out; s=$$?; cat $(BIN)/bench.out; \
 	echo "persistence (vhcr/master BenchmarkPersistCost, the run at the full benchtime; targets: vfctl bench's state file cost lines below):"; \
@@ -80,6 +81,11 @@ bench: build
 	echo "the PF's side of a NOP on one goroutine (vhcr/master BenchmarkNOPParts; post - scan-idle is vhcrd's own work beyond detection, warm caches, no cache-line transfers):"; \
 	awk '/^BenchmarkNOPParts\// { print "  " $$1 " " $$3 " ns/op" }' $(BIN)/bench.out; exit $$s
 	./$(BIN)/vfctl bench --vhcrd ./$(BIN)/vhcrd
+	@# The poller's policy for guests: a QEMU guest's bind of mlx4_core +
+	@# mlx4_ib under the default policy against busy polling, and the idle
+	@# CPU with the guest bound (the VM tier's guest; it skips, saying why,
+	@# without QEMU or the guest kernel: hack/fetch-vmkernel.sh).
+	VHCRD_VMTEST=1 $(GO) test -count=1 -run '^$$' -bench '^BenchmarkGuestBindPolicy$$' -benchtime 1x ./hack/vmtest
 
 # hack/deploy through the tools that read it: promtool (alert rules and
 # their tests), systemd-analyze verify, the Dockerfile parser and the

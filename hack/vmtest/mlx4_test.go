@@ -106,7 +106,17 @@ func (v *vhcrdProc) logText() string {
 	return v.log.String()
 }
 
-func setupMLX4(t *testing.T) *mlx4Env {
+// setupMLX4 prepares the Linux-driver tier (it skips without VHCRD_VMTEST=1,
+// and where a tool is missing outside CI) and starts vhcrd on its files.
+func setupMLX4(t testing.TB) *mlx4Env {
+	e := setupMLX4Env(t)
+	e.vhcrd = startVhcrd(t, filepath.Join(e.tmp, "vhcrd"), e.tmp, nil)
+	return e
+}
+
+// setupMLX4Env is setupMLX4 without vhcrd: the tools checked, the guest's
+// init, vhcrd and vfctl built.
+func setupMLX4Env(t testing.TB) *mlx4Env {
 	if os.Getenv("VHCRD_VMTEST") != "1" {
 		t.Skip("VM tier: set VHCRD_VMTEST=1 to run it (make vmtest)")
 	}
@@ -139,7 +149,6 @@ func setupMLX4(t *testing.T) *mlx4Env {
 	e.tmp = t.TempDir()
 	goBuild(t, e.root, e.tmp, "./hack/vmtest/mlx4guest", "./cmd/vhcrd", "./cmd/vfctl")
 	e.guestInit, e.vfctl = filepath.Join(e.tmp, "mlx4guest"), filepath.Join(e.tmp, "vfctl")
-	e.vhcrd = startVhcrd(t, filepath.Join(e.tmp, "vhcrd"), e.tmp, nil)
 	return e
 }
 
@@ -147,14 +156,14 @@ func setupMLX4(t *testing.T) *mlx4Env {
 // DMA region the guest RAM file, its BAR and vectors served to QEMU on an
 // ivshmem socket), VF 1 is vhcrd's own kind of VF, the bystander. With mgr
 // it runs under that service manager (restartable with killAndRestart).
-func startVhcrd(t *testing.T, bin, dir string, mgr *sdnotify.Manager) *vhcrdProc {
+func startVhcrd(t testing.TB, bin, dir string, mgr *sdnotify.Manager) *vhcrdProc {
 	return startVhcrdGuests(t, bin, dir, mgr, false)
 }
 
 // startVhcrdGuests is startVhcrd with more serve arguments; with two, VF 1
 // is a second QEMU guest's (its RAM file and socket ram1 and socket1)
 // instead of the bystander, and the trace has both VFs' records.
-func startVhcrdGuests(t *testing.T, bin, dir string, mgr *sdnotify.Manager, two bool, extra ...string) *vhcrdProc {
+func startVhcrdGuests(t testing.TB, bin, dir string, mgr *sdnotify.Manager, two bool, extra ...string) *vhcrdProc {
 	v := &vhcrdProc{
 		bin:  bin,
 		dir:  dir,
@@ -214,7 +223,7 @@ func startVhcrdGuests(t *testing.T, bin, dir string, mgr *sdnotify.Manager, two 
 
 // launch starts the vhcrd process (under v.mgr, with its store, if set)
 // and its tracer, and waits until it serves.
-func (v *vhcrdProc) launch(t *testing.T) {
+func (v *vhcrdProc) launch(t testing.TB) {
 	t.Helper()
 	if v.mgr != nil {
 		v.cmd = v.mgr.Command(v.bin, v.args...)
@@ -350,7 +359,7 @@ func (v *vhcrdProc) sinceRestart() string {
 	return l[strings.LastIndex(l, restartMark)+len(restartMark):]
 }
 
-func (v *vhcrdProc) metrics(t *testing.T) scrape {
+func (v *vhcrdProc) metrics(t testing.TB) scrape {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -363,7 +372,7 @@ func (v *vhcrdProc) metrics(t *testing.T) scrape {
 
 // assertReleased checks that VF vf holds nothing: every resource gauge 0
 // and its channel down.
-func (v *vhcrdProc) assertReleased(t *testing.T, vf int, when string) scrape {
+func (v *vhcrdProc) assertReleased(t testing.TB, vf int, when string) scrape {
 	t.Helper()
 	m := v.metrics(t)
 	lv := map[string]string{"vf": fmt.Sprint(vf)}
@@ -379,7 +388,7 @@ func (v *vhcrdProc) assertReleased(t *testing.T, vf int, when string) scrape {
 
 // vm is one QEMU run of the mlx4 guest.
 type vm struct {
-	t         *testing.T
+	t         testing.TB
 	cmd       *exec.Cmd
 	stdin     io.WriteCloser
 	con       *serial
@@ -398,7 +407,7 @@ type vm struct {
 
 // boot writes an initramfs with cfg and starts QEMU with the ivshmem
 // device on vhcrd's socket.
-func (e *mlx4Env) boot(t *testing.T, cfg MLX4Config) *vm {
+func (e *mlx4Env) boot(t testing.TB, cfg MLX4Config) *vm {
 	t.Helper()
 	return e.bootWith(t, cfg, bootOpts{})
 }
@@ -413,7 +422,7 @@ type bootOpts struct {
 }
 
 // bootWith is boot with o.
-func (e *mlx4Env) bootWith(t *testing.T, cfg MLX4Config, o bootOpts) *vm {
+func (e *mlx4Env) bootWith(t testing.TB, cfg MLX4Config, o bootOpts) *vm {
 	t.Helper()
 	if o.name == "" {
 		o.name = cfg.Scenario

@@ -81,7 +81,7 @@ func kvmUsable() bool {
 	return syscall.Access("/dev/kvm", 2 /* W_OK */) == nil
 }
 
-func moduleRoot(t *testing.T) string {
+func moduleRoot(t testing.TB) string {
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func moduleRoot(t *testing.T) string {
 
 // goBuild builds static binaries (CGO_ENABLED=0) of pkgs into dir in one
 // go build, so that their shared dependencies compile once.
-func goBuild(t *testing.T, root, dir string, pkgs ...string) {
+func goBuild(t testing.TB, root, dir string, pkgs ...string) {
 	t.Helper()
 	t0 := time.Now()
 	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", dir + "/"}, pkgs...)...)

@@ -27,6 +27,12 @@ const (
 	TargetWriteOverMemcpy = 0.8
 	TargetSendRate        = 4_000_000
 	TargetHalfRTTOverNOP  = 2
+	// A QEMU guest's bind of mlx4_core + mlx4_ib under the poller's
+	// default idle policy over its bind under busy polling (most), and
+	// the poller's idle CPU with the guest's driver bound (most, as a
+	// fraction of a CPU): hack/vmtest BenchmarkGuestBindPolicy.
+	TargetGuestBindOverBusy = 1.3
+	TargetGuestIdleCPU      = 0.02
 )
 
 // The NOP against its two limits (package bench's LimitMinimum and

@@ -1,0 +1,125 @@
+package vmtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vhcrd/vhcrd/vhcr/bench"
+)
+
+// BenchmarkGuestBindPolicy measures the poller's idle policy for guests,
+// which cannot ring the futex doorbell (their driver only writes
+// slave_write): Debian's mlx4_core + mlx4_ib bind in a QEMU guest (the
+// guest's own clock around the bind write, which returns once mlx4_0 is
+// registered) under vhcrd's default policy (a sleep bounded by
+// GuestSleep while a guest is attached) and under busy polling (--idle
+// busy: the poller never sleeps), in the same run, one guest and one vhcrd
+// at a time; and vhcrd's CPU while the guest's driver is bound and idle
+// (every thread's run time from /proc, over idleWindow). It prints the
+// median bind of each policy, their ratio and the idle CPU of each against
+// their targets (vhcr/bench's TargetGuestBindOverBusy and
+// TargetGuestIdleCPU). One iteration whatever b.N (run it with -benchtime
+// 1x): a guest's boot is the unit.
+func BenchmarkGuestBindPolicy(b *testing.B) {
+	e := setupMLX4Env(b)
+	const binds = 5
+	const idleWindow = 5 * time.Second
+	type result struct {
+		binds []time.Duration
+		idle  float64 // CPU fraction over idleWindow
+	}
+	run := func(policy string) result {
+		dir := filepath.Join(e.tmp, "policy-"+policy)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		v := startVhcrdGuests(b, filepath.Join(e.tmp, "vhcrd"), dir, nil, false, "--idle", policy)
+		e.vhcrd = v
+		cfg := DefaultMLX4Config()
+		cfg.Binds = binds
+		g := e.bootWith(b, cfg, bootOpts{name: "bind-" + policy})
+		var r result
+		for i := 1; i <= binds; i++ {
+			g.step(fmt.Sprintf("bound %d", i), func() {
+				d, ok := boundIn(g.said, i)
+				if !ok {
+					b.Fatalf("%s: no bind time in the guest's lines %q", policy, g.said)
+				}
+				r.binds = append(r.binds, d)
+				if i == binds {
+					r.idle = cpuOver(b, v.cmd.Process.Pid, idleWindow)
+				}
+			})
+			g.step(fmt.Sprintf("unbound %d", i), nil)
+		}
+		g.finish()
+		if err := v.terminate(); err != nil {
+			b.Fatalf("vhcrd serve --idle %s: %v\n%s", policy, err, v.logText())
+		}
+		v.cmd = nil // terminated: its cleanup has only the tracer to stop
+		return r
+	}
+	def, busy := run("default"), run("busy")
+	md, mb := median(def.binds), median(busy.binds)
+	b.Logf("guest bind of mlx4_core + mlx4_ib (%d binds each, the guest's clock): default policy median %v %v, busy polling median %v %v", binds, md, def.binds, mb, busy.binds)
+	b.Logf("default/busy = %.3f (target <= %v); vhcrd's idle CPU with the guest's driver bound, over %v: default %.2f %% (target <= %v %%), busy %.1f %%",
+		float64(md)/float64(mb), bench.TargetGuestBindOverBusy, idleWindow, 100*def.idle, 100*bench.TargetGuestIdleCPU, 100*busy.idle)
+	b.ReportMetric(float64(md.Microseconds())/1000, "bind-default-ms")
+	b.ReportMetric(float64(mb.Microseconds())/1000, "bind-busy-ms")
+	b.ReportMetric(float64(md)/float64(mb), "default/busy")
+	b.ReportMetric(100*def.idle, "idle-cpu-default-%")
+	b.ReportMetric(100*busy.idle, "idle-cpu-busy-%")
+}
+
+// boundIn finds "bound N: BDF to mlx4_core in D" among the guest's lines.
+func boundIn(said []string, n int) (time.Duration, bool) {
+	prefix := fmt.Sprintf("vmtest: bound %d: ", n)
+	for _, l := range said {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		if i := strings.LastIndex(l, " in "); i >= 0 {
+			if d, err := time.ParseDuration(strings.TrimSpace(l[i+4:])); err == nil {
+				return d, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// cpuOver is the CPU time process pid's threads ran during the next d,
+// as a fraction of d (/proc/PID/task/*/schedstat: run time in ns).
+func cpuOver(t testing.TB, pid int, d time.Duration) float64 {
+	t.Helper()
+	ran := func() int64 {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		if err != nil || len(tasks) == 0 {
+			t.Fatalf("no threads of %d in /proc: %v", pid, err)
+		}
+		var sum int64
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // a thread that ended: its time is gone with it
+			}
+			n, _ := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+			sum += n
+		}
+		return sum
+	}
+	r0, t0 := ran(), time.Now()
+	time.Sleep(d) // the window measured, not a synchronisation
+	return float64(ran()-r0) / float64(time.Since(t0).Nanoseconds())
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
