@@ -59,21 +59,29 @@ func faultHelp(sub string, fs *flag.FlagSet) *cli.Help {
 		"clear": {"vhcrd fault add --kind never --vf 4 --comm VHCR_EN", "vhcrd fault clear 1", "vhcrd fault clear"},
 		"kinds": {"vhcrd fault kinds", "vhcrd fault kinds --json"},
 	}
-	h := &cli.Help{Usage: "vhcrd fault " + map[string]string{"": "ACTION [flags]     (vhcrd fault ACTION --help: its flags)",
-		"add": "add --kind KIND [flags]", "list": "list [flags]", "clear": "clear [ID] [flags]", "kinds": "kinds [flags]"}[sub],
-		Examples: ex[sub], Exit: exitStatus, Flags: fs}
-	for _, c := range subcommands["fault"] {
-		if sub == "" {
-			h.Subs = append(h.Subs, cli.Sub{Name: c[0], Summary: c[1]})
-		} else if c[0] == sub {
-			h.About = c[1]
-		}
-	}
+	h := actionHelp("fault", sub, map[string]string{"": "ACTION [flags]     (vhcrd fault ACTION --help: its flags)",
+		"add": "add --kind KIND [flags]", "list": "list [flags]", "clear": "clear [ID] [flags]", "kinds": "kinds [flags]"}, ex)
+	h.Flags = fs
 	switch sub {
 	case "":
 		h.About = "injects faults into the VFs' drivers through the daemon's admin socket (--admin-socket PATH, or --bar SPEC to find it); docs/faults.md has the catalogue"
 	case "add":
 		h.About = faultAddAbout
+	}
+	return h
+}
+
+// actionHelp is the --help of `vhcrd CMD` (sub "": its actions listed from
+// subcommands) and of its action sub (About: the action's summary), with
+// usage[sub] after "vhcrd CMD " and examples ex[sub].
+func actionHelp(cmd, sub string, usage map[string]string, ex map[string][]string) *cli.Help {
+	h := &cli.Help{Usage: "vhcrd " + cmd + " " + usage[sub], Examples: ex[sub], Exit: exitStatus}
+	for _, c := range subcommands[cmd] {
+		if sub == "" {
+			h.Subs = append(h.Subs, cli.Sub{Name: c[0], Summary: c[1]})
+		} else if c[0] == sub {
+			h.About = c[1]
+		}
 	}
 	return h
 }

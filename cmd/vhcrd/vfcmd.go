@@ -40,16 +40,8 @@ func vfHelp(sub string) *cli.Help {
 		"set":  {"vhcrd vf set 3 --vlan 100 --qos 2", "vhcrd vf set 3 --mac 00:11:22:33:44:55 --phys-port 1", "vhcrd vf set 3 --link-state disable"},
 		"flr":  {"vhcrd vf flr 3"},
 	}
-	h := &cli.Help{Usage: "vhcrd vf " + map[string]string{"": "COMMAND [flags]     (vhcrd vf COMMAND --help: its flags)",
-		"list": "list [flags]", "show": "show N [flags]", "set": "set N [flags]", "flr": "flr N [flags]"}[sub],
-		Examples: ex[sub], Exit: exitStatus}
-	for _, c := range subcommands["vf"] {
-		if sub == "" {
-			h.Subs = append(h.Subs, cli.Sub{Name: c[0], Summary: c[1]})
-		} else if c[0] == sub {
-			h.About = c[1]
-		}
-	}
+	h := actionHelp("vf", sub, map[string]string{"": "COMMAND [flags]     (vhcrd vf COMMAND --help: its flags)",
+		"list": "list [flags]", "show": "show N [flags]", "set": "set N [flags]", "flr": "flr N [flags]"}, ex)
 	switch sub {
 	case "":
 		h.About = "shows and changes VFs through the daemon's admin socket (--admin-socket PATH, or --bar SPEC to find it)"
