@@ -33,15 +33,7 @@ func (f Field) Apply(outbox []byte, v uint64) {
 		return
 	}
 	b := outbox[f.Off : f.Off+f.Width]
-	var w uint32
-	switch f.Width {
-	case 1:
-		w = uint32(b[0])
-	case 2:
-		w = uint32(binary.BigEndian.Uint16(b))
-	default:
-		w = binary.BigEndian.Uint32(b)
-	}
+	w := f.word(b)
 	w = w&^(f.Mask<<f.Shift) | (uint32(v)&f.Mask)<<f.Shift
 	switch f.Width {
 	case 1:
@@ -55,17 +47,19 @@ func (f Field) Apply(outbox []byte, v uint64) {
 
 // Read reads the field from outbox.
 func (f Field) Read(outbox []byte) uint64 {
-	b := outbox[f.Off : f.Off+f.Width]
-	var w uint32
+	return uint64(f.word(outbox[f.Off:f.Off+f.Width]) >> f.Shift & f.Mask)
+}
+
+// word is the big-endian word of the field's width in b.
+func (f Field) word(b []byte) uint32 {
 	switch f.Width {
 	case 1:
-		w = uint32(b[0])
+		return uint32(b[0])
 	case 2:
-		w = uint32(binary.BigEndian.Uint16(b))
+		return uint32(binary.BigEndian.Uint16(b))
 	default:
-		w = binary.BigEndian.Uint32(b)
+		return binary.BigEndian.Uint32(b)
 	}
-	return uint64(w >> f.Shift & f.Mask)
 }
 
 // fields are the catalogue's outbox fields: the capabilities a VF's
