@@ -408,17 +408,10 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 
 // rdmaWrite executes RDMA_WRITE or RDMA_WRITE_IMM into dq's region.
 func (h *HCA) rdmaWrite(qp, dq *qpObj, op uint8, total uint64) bool {
-	d, dw := &h.dp.send, dq.wq
-	t := &h.dp.dst[0]
-	if total > 0 {
-		if !dw.rwe {
-			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
-		}
-		if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_REMOTE_WRITE, true, d.RAddr.RAddr, total, &t.m) != keyOK {
-			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
-		}
+	d := &h.dp.send
+	if syn, ev := h.remoteRange(dq, dq.wq.rwe, mlx4.PERM_REMOTE_WRITE, total, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError); syn != 0 {
+		return h.nak(qp, dq, op, syn, ev)
 	}
-	t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
 	if op == mlx4.OPCODE_RDMA_WRITE_IMM {
 		return h.deliver(qp, dq, op, total, true)
 	}
@@ -429,19 +422,30 @@ func (h *HCA) rdmaWrite(qp, dq *qpObj, op uint8, total uint64) bool {
 	return true
 }
 
-// rdmaRead executes RDMA_READ from dq's region into the local sink.
-func (h *HCA) rdmaRead(qp, dq *qpObj, op uint8, total uint64) bool {
-	d, dw := &h.dp.send, dq.wq
-	t := &h.dp.dst[0]
+// remoteRange makes h.dp.dst[0] the WQE's remote range on dq, total
+// bytes through its rkey with perm. A non-zero syndrome (and the event to
+// the responder's VF) is the NAK: off (dq does not take the operation)
+// gives offSyn and offEv, a key that fails an access error.
+func (h *HCA) remoteRange(dq *qpObj, on bool, perm uint32, total uint64, offSyn, offEv uint8) (uint8, uint8) {
+	d, t := &h.dp.send, &h.dp.dst[0]
 	if total > 0 {
-		if !dw.rre {
-			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq)
+		if !on {
+			return offSyn, offEv
 		}
-		if h.checkKey(dw, d.RAddr.RKey, mlx4.PERM_REMOTE_READ, true, d.RAddr.RAddr, total, &t.m) != keyOK {
-			return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
+		if h.checkKey(dq.wq, d.RAddr.RKey, perm, true, d.RAddr.RAddr, total, &t.m) != keyOK {
+			return mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError
 		}
 	}
 	t.kind, t.addr, t.n = segKey, d.RAddr.RAddr, total
+	return 0, 0
+}
+
+// rdmaRead executes RDMA_READ from dq's region into the local sink.
+func (h *HCA) rdmaRead(qp, dq *qpObj, op uint8, total uint64) bool {
+	d := &h.dp.send
+	if syn, ev := h.remoteRange(dq, dq.wq.rre, mlx4.PERM_REMOTE_READ, total, mlx4.CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, mlx4.EventWQInvalReq); syn != 0 {
+		return h.nak(qp, dq, op, syn, ev)
+	}
 	// The response lands in the local sink (h.dp.src, checked for
 	// local write): a stream from the remote region into it.
 	if !h.stream(h.dp.src[:d.NSGE], h.dp.dst[:1]) {
