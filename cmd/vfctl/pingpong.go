@@ -126,9 +126,12 @@ func (x *end) close(ctx context.Context) {
 	}
 }
 
-// openEnd attaches VF vf and builds its end.
+// openEnd attaches VF vf and builds its end. The channel is brought up
+// with RESET whatever its state, as a driver's load does (mlx4_init_slave):
+// the end is a new driver, and the PF releases what a previous one (a
+// killed vfctl) left.
 func openEnd(ctx context.Context, f *ppFlags, vf int, cfg perftest.Config) (*end, error) {
-	a, v, err := openVF(*f.bar, vf, false)
+	a, v, err := openVF(*f.bar, vf, true)
 	if err != nil {
 		return nil, err
 	}

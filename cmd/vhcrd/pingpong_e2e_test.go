@@ -22,6 +22,14 @@ func TestPingPongAcrossProcesses(t *testing.T) {
 	barPath, dmaPath := filepath.Join(dir, "bar"), filepath.Join(dir, "dma")
 	d := startDaemon(t, barPath, dmaPath, "--window", "2M")
 	const iters = "200"
+	// A server SIGKILLed while it waits leaves VF 0 with its EQ, CQ, QP
+	// and MR; the next vfctl on VF 0 starts with RESET, as a driver's
+	// load does (mlx4_init_slave), and the PF releases them.
+	killed := startPPServer(t, barPath, []string{"pingpong"})
+	if err := killed.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-killed.done
 	for _, c := range []struct {
 		name string
 		args []string
@@ -37,30 +45,8 @@ func TestPingPongAcrossProcesses(t *testing.T) {
 			regexp.MustCompile(`remote address: LID 0x[0-9a-f]{4}`)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := exec.Command(filepath.Join(binDir, "vfctl"), append(c.args, "--bar", "file:"+barPath, "--vf", "0", "--port", "0")...)
-			var sout bytes.Buffer
-			srv.Stdout = &sout
-			pr, pw := io.Pipe()
-			srv.Stderr = pw
-			if err := srv.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- srv.Wait(); pw.Close() }()
-			var serr strings.Builder
-			port := ""
-			sc := bufio.NewScanner(pr)
-			for port == "" && sc.Scan() {
-				serr.WriteString(sc.Text() + "\n")
-				if m := regexp.MustCompile(`waiting for the client on port (\d+)`).FindStringSubmatch(sc.Text()); m != nil {
-					port = m[1]
-				}
-			}
-			go io.Copy(io.Discard, pr)
-			if port == "" {
-				<-done
-				t.Fatalf("the server did not listen:\n%s%s", sout.String(), serr.String())
-			}
+			srv := startPPServer(t, barPath, c.args)
+			sout, serr, port, done := &srv.out, &srv.err, srv.port, srv.done
 			out, code := vfctl(t, barPath, append(c.args, "--vf", "1", "--port", port, "127.0.0.1")...)
 			if err := <-done; err != nil || code != 0 {
 				t.Fatalf("server: %v, client exit %d\nclient:\n%s\nserver:\n%s%s", err, code, out, sout.String(), serr.String())
@@ -92,4 +78,42 @@ func TestPingPongAcrossProcesses(t *testing.T) {
 	if n := metricValue(t, d.metrics, "vhcrd_error_cqes_total", `vf="`); n != -1 {
 		t.Errorf("vhcrd_error_cqes_total: %d, want no series", n)
 	}
+}
+
+// ppServer is a vfctl server end on VF 0 (pingpong or bw) listening on a
+// port the system picked.
+type ppServer struct {
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+	err  strings.Builder
+	port string
+	done chan error
+}
+
+// startPPServer starts vfctl ARGS as the server on VF 0 and waits until
+// it names its port.
+func startPPServer(t *testing.T, barPath string, args []string) *ppServer {
+	t.Helper()
+	s := &ppServer{done: make(chan error, 1)}
+	s.cmd = exec.Command(filepath.Join(binDir, "vfctl"), append(args, "--bar", "file:"+barPath, "--vf", "0", "--port", "0")...)
+	s.cmd.Stdout = &s.out
+	pr, pw := io.Pipe()
+	s.cmd.Stderr = pw
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait(); pw.Close() }()
+	sc := bufio.NewScanner(pr)
+	for s.port == "" && sc.Scan() {
+		s.err.WriteString(sc.Text() + "\n")
+		if m := regexp.MustCompile(`waiting for the client on port (\d+)`).FindStringSubmatch(sc.Text()); m != nil {
+			s.port = m[1]
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if s.port == "" {
+		<-s.done
+		t.Fatalf("the server did not listen:\n%s%s", s.out.String(), s.err.String())
+	}
+	return s
 }
