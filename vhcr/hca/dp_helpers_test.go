@@ -21,11 +21,14 @@ type gotCQE struct {
 
 type dpRig struct {
 	*rig
-	vfs []*tvf
+	vfs   []*tvf
+	clock uint64 // the HCA's clock, in nanoseconds
 }
 
 func newDPRig(t testing.TB, nvf int, edit func(*config.Config)) *dpRig {
-	return &dpRig{rig: newRig(t, nvf, edit)}
+	d := &dpRig{rig: newRig(t, nvf, edit)}
+	d.h.clock = func() uint64 { return d.clock } // the retries' clock (retry.go), advanced by hand
+	return d
 }
 
 // take polls every VF's CQ (in VF order) and returns the CQEs found.
@@ -146,6 +149,7 @@ type qpOpts struct {
 	srq              *tsrq
 	qkey             uint32
 	rnrRetry, retry  uint8
+	timeout, minRNR  uint8 // the local ACK timeout and RNR timer codes
 }
 
 // qp creates a QP in INIT with the libmlx4 layout and ownership init.
@@ -171,7 +175,7 @@ func (t *tvf) qp(o qpOpts) *tqp {
 	mtt := t.mtt(0, q.buf)
 	q.ctx = mlx4.QPContext{ST: o.st, PD: t.pd, MsgMax: 31, LogSQSize: 3, LogSQStride: o.sqStride, LogRQSize: 3, LogRQStride: o.rqLogS,
 		NoRQ: o.srq != nil, UsrPage: 128, CQNSend: t.cq, CQNRecv: t.cq, MTTBase: uint64(mtt), DBRecAddr: q.db, QKey: o.qkey,
-		LocalQPN: qpn, Pri: mlx4.QPPath{Port: 1, CounterIndex: uint8(config.Default().Resources.Counters - 1)}}
+		LocalQPN: qpn, MinRNRTimer: o.minRNR, Pri: mlx4.QPPath{Port: 1, CounterIndex: uint8(config.Default().Resources.Counters - 1), AckTimeout: o.timeout << mlx4.PathAckTOShift}}
 	if o.srq != nil {
 		q.ctx.UseSRQ, q.ctx.SRQN = true, o.srq.srqn
 	}
