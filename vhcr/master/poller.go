@@ -196,9 +196,7 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 			}
 			p.block(sleepNS)
 			p.now = tick.Now() // the stamp of the commands that woke the poller
-			if sleepNS < p.sleepCap() {
-				sleepNS *= 2
-			}
+			sleepNS = p.nextSleep(sleepNS)
 		}
 	}
 }
@@ -230,6 +228,15 @@ func (p *PF) GuestAttached(on bool) {
 	} else {
 		p.guests.Add(-1)
 	}
+}
+
+// nextSleep is the backoff's sleep after one of sleepNS: twice as long,
+// until sleepCap.
+func (p *PF) nextSleep(sleepNS int64) int64 {
+	if sleepNS < p.sleepCap() {
+		return 2 * sleepNS
+	}
+	return sleepNS
 }
 
 // sleepCap is where the backoff of the poller's sleeps stops: MaxSleep,
