@@ -255,8 +255,8 @@ func (p *PF) sleepCap() int64 {
 func (p *PF) block(sleepNS int64) {
 	p.stats.Sleeps++
 	futexNS := p.idle.FutexTimeout.Nanoseconds()
+	sleepNS = min(sleepNS, p.sleepCap()) // a backoff past MaxSleep while a guest was attached
 	if p.guests.Load() > 0 {
-		sleepNS = min(sleepNS, p.idle.GuestSleep.Nanoseconds())
 		futexNS = min(futexNS, sleepNS)
 	}
 	if p.doorbell == nil {
