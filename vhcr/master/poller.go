@@ -39,8 +39,9 @@ type Idle struct {
 	// the poller finds a guest's command at the latest one sleep after it
 	// was posted: a delay about as long as the poller had been idle
 	// before, and at most GuestSleep. Default 5 ms: a wake-up costs the
-	// 2-CPU VM about 55 µs of CPU, so that an idle guest costs the
-	// poller about 1 % of a CPU (200 µs cost 21 %).
+	// 2-CPU VM about 55 µs of CPU, so that an idle guest cost the
+	// poller's thread 0.77 % of a CPU (200 µs: 21 %; hack/vmtest
+	// BenchmarkGuestBindPolicy).
 	GuestSleep time.Duration
 	// Busy keeps the poller on its CPU: it never yields or blocks and
 	// spins between scans however long it has been idle (one CPU at
