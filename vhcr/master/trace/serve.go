@@ -34,8 +34,12 @@ func (f *Filter) Match(rec *Record) bool {
 	return !f.ByOpcode || rec.Kind == KindPost && rec.Op == f.Opcode
 }
 
-// DefaultPoll is how often a caught-up stream looks for new records.
+// DefaultPoll is how often a caught-up stream looks for new records (a
+// stream that keeps finding none backs off to idlePolls of them).
 const DefaultPoll = 10 * time.Millisecond
+
+// idlePolls bounds a caught-up stream's backoff, in polls.
+const idlePolls = 20
 
 // Options says what Stream writes.
 type Options struct {
@@ -66,7 +70,7 @@ func Stream(ctx context.Context, w io.Writer, rd *Reader, o Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	recs := make([]Record, batch)
 	var line []byte
-	var tick *time.Ticker
+	var tick *time.Timer
 	emit := func(e *Entry) error {
 		if o.JSON {
 			line = AppendJSON(line[:0], e)
@@ -101,16 +105,28 @@ func Stream(ctx context.Context, w io.Writer, rd *Reader, o Options) error {
 			}
 		}
 	}
+	// A caught-up stream looks again after poll, and after twice as long
+	// each time it found nothing, up to idlePolls polls: an idle PF's
+	// follower wakes 5 times a second rather than 100.
+	wait := poll
 	for {
+		before := rd.Next()
 		if err := drain(); err != nil {
 			return err
 		}
 		if !o.Follow {
 			return nil
 		}
+		if rd.Next() != before {
+			wait = poll
+		} else if wait < idlePolls*poll {
+			wait = min(2*wait, idlePolls*poll)
+		}
 		if tick == nil {
-			tick = time.NewTicker(poll)
+			tick = time.NewTimer(wait)
 			defer tick.Stop()
+		} else {
+			tick.Reset(wait)
 		}
 		select {
 		case <-ctx.Done():

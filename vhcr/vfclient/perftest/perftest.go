@@ -548,6 +548,7 @@ func (e *Endpoint) stream(ctx context.Context, iters, signalEvery int, wr []vfdr
 	}
 	posted, done := 0, 0
 	spins := 0
+	var err error
 	start := time.Now()
 	for done < iters {
 		for posted < iters && posted-done < e.cfg.TxDepth && (credits == nil || int64(posted) < credits.Load()) {
@@ -568,15 +569,35 @@ func (e *Endpoint) stream(ctx context.Context, iters, signalEvery int, wr []vfdr
 			continue
 		}
 		spins = 0
-		for i := range e.wc[:n] {
-			wc := &e.wc[i]
-			if wc.Status != vfdrv.WCSuccess || !wc.IsSend {
-				return BWResult{}, fmt.Errorf("%w: %v (syndrome %#x) for wr_id %d after %d completed", ErrCompletion, wc.Status, wc.Syndrome, wc.WRID, done)
-			}
-			done = int(wc.WRID) + 1
+		if done, err = e.sendsDone(n, done); err != nil {
+			return BWResult{}, err
 		}
 	}
 	return BWResult{Size: e.cfg.Size, Iters: iters, Elapsed: time.Since(start)}, nil
+}
+
+// sendsDone checks the n send completions in e.wc and returns how many
+// sends are done after them (the last one's wr_id + 1), done before.
+func (e *Endpoint) sendsDone(n, done int) (int, error) {
+	for i := range e.wc[:n] {
+		wc := &e.wc[i]
+		if wc.Status != vfdrv.WCSuccess || !wc.IsSend {
+			return done, fmt.Errorf("%w: %v (syndrome %#x) for wr_id %d after %d completed", ErrCompletion, wc.Status, wc.Syndrome, wc.WRID, done)
+		}
+		done = int(wc.WRID) + 1
+	}
+	return done, nil
+}
+
+// recvsDone checks the n receive completions in e.wc, got received
+// before them.
+func (e *Endpoint) recvsDone(n, got int) error {
+	for i := range e.wc[:n] {
+		if wc := &e.wc[i]; wc.Status != vfdrv.WCSuccess || wc.IsSend {
+			return fmt.Errorf("%w: %v (syndrome %#x) after %d received", ErrCompletion, wc.Status, wc.Syndrome, got)
+		}
+	}
+	return nil
 }
 
 // ReceiveLoop keeps the receive queue full for iters messages, raising
@@ -602,10 +623,8 @@ func (e *Endpoint) ReceiveLoop(ctx context.Context, iters int, credits *atomic.I
 			continue
 		}
 		spins = 0
-		for i := range e.wc[:n] {
-			if wc := &e.wc[i]; wc.Status != vfdrv.WCSuccess || wc.IsSend {
-				return BWResult{}, fmt.Errorf("%w: %v (syndrome %#x) after %d received", ErrCompletion, wc.Status, wc.Syndrome, got)
-			}
+		if err := e.recvsDone(n, got); err != nil {
+			return BWResult{}, err
 		}
 		got += n
 		if m := min(n, iters-posted); m > 0 {
@@ -652,10 +671,8 @@ func SendRatePair(ctx context.Context, sender, receiver *Endpoint, iters, signal
 			posted++
 		}
 		n := r.CQ.Poll(r.wc[:])
-		for i := range r.wc[:n] {
-			if wc := &r.wc[i]; wc.Status != vfdrv.WCSuccess || wc.IsSend {
-				return BWResult{}, fmt.Errorf("receiver: %w: %v (syndrome %#x) after %d received", ErrCompletion, wc.Status, wc.Syndrome, got)
-			}
+		if err := r.recvsDone(n, got); err != nil {
+			return BWResult{}, fmt.Errorf("receiver: %w", err)
 		}
 		got += n
 		if m := min(n, iters-recvs); m > 0 {
@@ -666,12 +683,8 @@ func SendRatePair(ctx context.Context, sender, receiver *Endpoint, iters, signal
 			}
 		}
 		m := s.CQ.Poll(s.wc[:])
-		for i := range s.wc[:m] {
-			wc := &s.wc[i]
-			if wc.Status != vfdrv.WCSuccess || !wc.IsSend {
-				return BWResult{}, fmt.Errorf("sender: %w: %v (syndrome %#x) for wr_id %d after %d completed", ErrCompletion, wc.Status, wc.Syndrome, wc.WRID, done)
-			}
-			done = int(wc.WRID) + 1
+		if done, err = s.sendsDone(m, done); err != nil {
+			return BWResult{}, fmt.Errorf("sender: %w", err)
 		}
 		if n+m > 0 {
 			spins = 0
