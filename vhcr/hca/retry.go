@@ -105,6 +105,7 @@ func (h *HCA) rnr(qp, dq *qpObj, op uint8) bool {
 	h.fw.vfs[w.vf].eng.RNRRetries.Add(1)
 	r.wait, r.forever, r.fail, r.op = true, false, false, op
 	r.deadline = h.now() + uint64(mlx4.RNRTimer(dq.wq.minRNRTimer))
+	h.retryHot(qp)
 	return false
 }
 
@@ -123,5 +124,46 @@ func (h *HCA) lost(qp *qpObj, op uint8) bool {
 		h.fw.vfs[w.vf].eng.TransportRetries.Add(1)
 	}
 	r.deadline = h.now() + uint64(to)
+	h.retryHot(qp)
 	return false
+}
+
+// retryHot puts a QP whose WQE now waits on its VF's hot list (if it is
+// attached), where each scan looks at the deadline and NextRetry finds it.
+func (h *HCA) retryHot(qp *qpObj) {
+	if q := h.sched.byQPN[uint32(qp.tr.ID)]; q != nil {
+		h.sched.heat(q)
+	}
+}
+
+// NextRetry reports how long, in nanoseconds of the engine's clock, until
+// the nearest RC retry deadline of an attached QP (0: one is due), and
+// false when no QP waits for one with a deadline (none waits, or only with
+// ACK timeout 0, which only leaving RTS ends). The poller bounds its sleep
+// by it (vhcr/master), so a retry runs at about its deadline and not at
+// the next unrelated wake-up. It looks at the hot QPs only: a QP whose
+// WQE waits is kept hot (retryHot, runHot).
+func (h *HCA) NextRetry() (int64, bool) {
+	s := &h.sched
+	var next uint64
+	ok := false
+	for _, vf := range s.live {
+		for _, q := range s.vfs[vf].hot {
+			w := q.qp.wq
+			if w == nil || !w.rt.wait || w.rt.forever {
+				continue
+			}
+			if !ok || w.rt.deadline < next {
+				next, ok = w.rt.deadline, true
+			}
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	now := h.now()
+	if next <= now {
+		return 0, true
+	}
+	return int64(next - now), true
 }
