@@ -65,6 +65,12 @@ func (h *HCA) now() uint64 {
 	return tick.ToNS(tick.Now(), tick.PerNS())
 }
 
+// SetClock replaces the engine's clock (nanoseconds) for the RC retries'
+// deadlines: a test that steps the PF's scans itself moves time by hand
+// and sees each retry when it says. nil is the poller's cycle counter. Call
+// it while no scan runs.
+func (h *HCA) SetClock(clock func() uint64) { h.clock = clock }
+
 // sqWaiting reports whether qp's WQE at SQHead waits for a retry whose
 // deadline has not come: nothing to do for the QP now.
 func (h *HCA) sqWaiting(w *wq) bool {
