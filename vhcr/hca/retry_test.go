@@ -336,3 +336,22 @@ func TestRetryOthersNotDelayed(t *testing.T) {
 		t.Fatalf("VF 0 at its deadline: %d RNR retries, want 2", rnr)
 	}
 }
+
+// TestRetryNoAllocs: a WQE's RNR retries (the deadline found, the WQE
+// tried again, the NAK, the new deadline) allocate nothing.
+func TestRetryNoAllocs(t *testing.T) {
+	p := newRCPair(t, permAll, qpOpts{rnrRetry: 7})
+	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
+	p.d.h.SweepQueues()
+	p.d.h.ServiceQueues(16)
+	before, _ := p.d.retries(0)
+	if a := testing.AllocsPerRun(200, func() {
+		p.d.elapse()
+		p.d.h.ServiceQueues(16)
+	}); a != 0 {
+		t.Fatalf("%v allocations per retry", a)
+	}
+	if rnr, _ := p.d.retries(0); rnr-before < 200 {
+		t.Fatalf("%d retries in 200 rounds", rnr-before)
+	}
+}
