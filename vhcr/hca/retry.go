@@ -23,9 +23,11 @@ package hca
 // order, as on hardware. Until the retry's deadline runSQ does nothing for
 // the QP and sqPending reports no work, so the sweeps and the poller's
 // checks before it sleeps (SweepQueues, QueuesPending) see none and the
-// poller sleeps; the QP stays on its hot list (runHot does not count a
-// waiting QP's empty turns), where the first scan past the deadline tries
-// the WQE again. A retry that finds the receive WQE, or the route back
+// poller sleeps, at most until the nearest deadline (NextRetry bounds its
+// futex wait or nanosleep, vhcr/master poller.go). The QP is put on its
+// hot list when it starts to wait (retryHot) and stays there (runHot does
+// not count a waiting QP's empty turns), where the first scan past the
+// deadline tries the WQE again. A retry that finds the receive WQE, or the route back
 // (the LFT restored, the port Active again), completes as any other.
 //
 // The clock. The engine reads h.now only to set a deadline and, while a
