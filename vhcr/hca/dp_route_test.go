@@ -196,8 +196,8 @@ func TestDataSuspended(t *testing.T) {
 }
 
 // TestDataRCPKey: an RC QP whose P_Key is not the responder's: the packet
-// is dropped at the responder's port (counted), the requester's retries
-// run out.
+// is dropped at the responder's port (counted: the first and each of the
+// retry_cnt 7 retries), the requester's retries run out.
 func TestDataRCPKey(t *testing.T) {
 	p := newRCPair(t, permAll, qpOpts{})
 	p.qb.ctx.Pri.PKeyIndex = 1 // 0x8001 against A's 0xffff
