@@ -73,6 +73,7 @@ func Families(numVFs int) []Family {
 		{"vhcrd_packets_dropped_total", numVFs * len(PacketDropReasons), "vf × drop reason"},
 		{"vhcrd_wq_catastrophic_errors_total", numVFs, "vf"},
 		{"vhcrd_rnr_retries_total", numVFs, "vf"},
+		{"vhcrd_transport_retries_total", numVFs, "vf"},
 		{"vhcrd_datapath_log_total", len(DataPathLogEvents), "log event"},
 		{"vhcrd_admin_changes_total", len(AdminActions) * len(adminResults), "admin action × result (AdminCounter)"},
 		{"vhcrd_faults_injected_total", int(faultinj.NumKinds) - 1, "fault kind (FaultCollector)"},

@@ -18,7 +18,7 @@ type DataPathCollector struct {
 
 	wqes, errCQEs, cqes, cqeDropped, overruns, cqAccess *prometheus.Desc
 	arms, compEvents, compLost, doorbells, foreign      *prometheus.Desc
-	dropped, catas, rnr, log                            *prometheus.Desc
+	dropped, catas, rnr, transport, log                 *prometheus.Desc
 }
 
 // The reasons of vhcrd_packets_dropped_total.
@@ -46,14 +46,15 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 		foreign:    d("foreign_doorbells_total", "Send doorbells naming a QP that is not the VF's on that UAR page (ignored).", "vf"),
 		dropped:    d("packets_dropped_total", "Packets dropped on the fabric or at the responder, by reason: ud_undeliverable (port down, unknown DLID or QP, no receive WQE), uc_responder (bad rkey or access), pkey, qkey.", "vf", "reason"),
 		catas:      d("wq_catastrophic_errors_total", "Local work queue catastrophic errors (the async event to the VF's EQ).", "vf"),
-		rnr:        d("rnr_retries_total", "RNR NAKs retried (the responder had no receive WQE).", "vf"),
+		rnr:        d("rnr_retries_total", "RNR NAKs retried (the responder had no receive WQE), each after the responder's RNR timer.", "vf"),
+		transport:  d("transport_retries_total", "RC packets retransmitted after the local ACK timeout (the packet was lost: DLID unreachable, a port not Active, a P_Key mismatch, no QP there).", "vf"),
 		log:        d("datapath_log_total", "The data-path log in the state file: step records committed, steps a restarted PF redid, atomic intents written, atomics replayed with their recorded original, objects without a position entry, entries applied at a restart.", "event"),
 	}
 }
 
 func (c *DataPathCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.wqes, c.errCQEs, c.cqes, c.cqeDropped, c.overruns, c.cqAccess,
-		c.arms, c.compEvents, c.compLost, c.doorbells, c.foreign, c.dropped, c.catas, c.rnr, c.log}
+		c.arms, c.compEvents, c.compLost, c.doorbells, c.foreign, c.dropped, c.catas, c.rnr, c.transport, c.log}
 }
 
 // Describe implements prometheus.Collector.
@@ -92,6 +93,9 @@ func (c *DataPathCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if r := e.RNRRetries.Load(); r != 0 {
 			ch <- prometheus.MustNewConstMetric(c.rnr, prometheus.CounterValue, float64(r), l)
+		}
+		if r := e.TransportRetries.Load(); r != 0 {
+			ch <- prometheus.MustNewConstMetric(c.transport, prometheus.CounterValue, float64(r), l)
 		}
 	}
 	lg := c.h.DataPathLogStats()

@@ -159,7 +159,7 @@ func pingpongOutcome(lines []string) ppOutcome {
 const (
 	whyPingpong  = "rc_pingpong.c: the client posts the first SEND (wr_id 2), the server answers each receive (wr_id 1) with a SEND; an end posts its next SEND only when both its SEND and its RECV completed (ctx->pending), loops while rcnt < iters || scnt < iters, and has no timeout"
 	whyWCStatus  = "rc_pingpong.c parse_single_wc: wc.status != IBV_WC_SUCCESS → \"Failed status %s (%d) for wr_id %d\", main returns 1; providers/mlx4/cq.c mlx4_handle_error_cqe maps the syndrome"
-	whyFlushPeer = "the error CQE takes the QP to ERR (the device's rule after an error completion); a SEND to a QP that cannot receive is never acknowledged: the sender's retries run out (vhcr/hca sq.go routeNoQP, at once) → IBV_WC_RETRY_EXC_ERR"
+	whyFlushPeer = "the error CQE takes the QP to ERR (the device's rule after an error completion); a SEND to a QP that cannot receive is never acknowledged: the sender's retries run out (vhcr/hca sq.go routeNoQP, after retry_cnt 7 retries one ACK timeout of 67 ms apart: retry.go) → IBV_WC_RETRY_EXC_ERR"
 )
 
 // dataPathCases are the matrix's cases of the pingpong point.

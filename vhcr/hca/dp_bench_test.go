@@ -191,6 +191,10 @@ func FuzzRunSQ(f *testing.F) {
 			p.qa.post(send(mlx4.OPCODE_NOP), nil)
 		}
 	}))
+	f.Add(seed(func(p *rcPair) { // no receive WQE: RNR NAKs, retried (retry.go)
+		p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 64)), nil)
+		p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 64)), nil)
+	}))
 	f.Add(make([]byte, fuzzSize))
 	f.Add(bytes255(fuzzSize))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -204,6 +208,7 @@ func FuzzRunSQ(f *testing.F) {
 				}
 				p.d.h.sqPending(q.obj())
 			}
+			p.d.elapse() // a WQE waiting for an RC retry runs it next round (retry.go)
 		}
 		if !bytesEqual(snapshot(t, by.w), before) {
 			t.Fatal("a bystander VF's memory changed")

@@ -71,7 +71,7 @@ func (f *fabricRig) rcAcross() (qa, qb *tqp, try func() []gotCQE) {
 		b.fill(mb, make([]byte, 17))
 		qb.recv(sge(kb, vaB, 64))
 		qa.post(send(mlx4.OPCODE_SEND, sge(ka, vaA, 17)), nil)
-		qa.run(4)
+		qa.settle(4)
 		c := f.take()
 		if len(c) > 0 && c[0].e.Syndrome() == 0 && string(b.read(mb, 17)) != "across the switch" {
 			f.t.Fatalf("delivered %q", b.read(mb, 17))

@@ -21,11 +21,14 @@ type gotCQE struct {
 
 type dpRig struct {
 	*rig
-	vfs []*tvf
+	vfs   []*tvf
+	clock uint64 // the HCA's clock, in nanoseconds
 }
 
 func newDPRig(t testing.TB, nvf int, edit func(*config.Config)) *dpRig {
-	return &dpRig{rig: newRig(t, nvf, edit)}
+	d := &dpRig{rig: newRig(t, nvf, edit)}
+	d.h.clock = func() uint64 { return d.clock } // the retries' clock (retry.go), advanced by hand
+	return d
 }
 
 // take polls every VF's CQ (in VF order) and returns the CQEs found.
@@ -146,6 +149,27 @@ type qpOpts struct {
 	srq              *tsrq
 	qkey             uint32
 	rnrRetry, retry  uint8
+	timeout, minRNR  uint8 // the local ACK timeout and RNR timer codes
+	// exact takes the four fields above as they are for an RC QP, zeros
+	// included; else a zero is what ibv_rc_pingpong sets (rcDefaults).
+	exact bool
+}
+
+// rcDefaults fills an RC QP's zero retry fields with what ibv_rc_pingpong
+// sets: timeout 14 (67 ms), retry_cnt 7, rnr_retry 7 (for ever),
+// min_rnr_timer 12 (0.64 ms).
+func (o *qpOpts) rcDefaults() {
+	if o.st != mlx4.QP_ST_RC || o.exact {
+		return
+	}
+	for _, f := range []struct {
+		v   *uint8
+		def uint8
+	}{{&o.timeout, 14}, {&o.retry, 7}, {&o.rnrRetry, 7}, {&o.minRNR, 12}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
 }
 
 // qp creates a QP in INIT with the libmlx4 layout and ownership init.
@@ -157,6 +181,7 @@ func (t *tvf) qp(o qpOpts) *tqp {
 	if o.rqLogS == 0 {
 		o.rqLogS = 2
 	}
+	o.rcDefaults()
 	qpn := t.mustAlloc(restrack.QP, resOpReserve, 1)
 	t.mustAlloc(restrack.QP, resOpMapICM, uint64(qpn))
 	q := &tqp{t: t, qpn: qpn, buf: t.newPage(), db: t.newPage(), sqShift: uint(o.sqStride) + 4, sqCnt: 8, srq: o.srq}
@@ -171,7 +196,7 @@ func (t *tvf) qp(o qpOpts) *tqp {
 	mtt := t.mtt(0, q.buf)
 	q.ctx = mlx4.QPContext{ST: o.st, PD: t.pd, MsgMax: 31, LogSQSize: 3, LogSQStride: o.sqStride, LogRQSize: 3, LogRQStride: o.rqLogS,
 		NoRQ: o.srq != nil, UsrPage: 128, CQNSend: t.cq, CQNRecv: t.cq, MTTBase: uint64(mtt), DBRecAddr: q.db, QKey: o.qkey,
-		LocalQPN: qpn, Pri: mlx4.QPPath{Port: 1, CounterIndex: uint8(config.Default().Resources.Counters - 1)}}
+		LocalQPN: qpn, MinRNRTimer: o.minRNR, Pri: mlx4.QPPath{Port: 1, CounterIndex: uint8(config.Default().Resources.Counters - 1), AckTimeout: o.timeout << mlx4.PathAckTOShift}}
 	if o.srq != nil {
 		q.ctx.UseSRQ, q.ctx.SRQN = true, o.srq.srqn
 	}
@@ -261,6 +286,37 @@ func (q *tqp) recv(sges ...mlx4.Gather) {
 }
 
 func (q *tqp) run(budget int) int { return q.t.d.h.runSQ(q.obj(), budget) }
+
+// elapse moves the rig's clock to the nearest retry deadline
+// (HCA.NextRetry) and reports whether there was one.
+func (d *dpRig) elapse() bool {
+	ns, ok := d.h.NextRetry()
+	if ok {
+		d.clock += uint64(ns)
+	}
+	return ok
+}
+
+// settle runs q's send queue as the poller's scans would over time: while
+// q's WQE waits for a retry with a deadline, the clock moves to the
+// deadline (not past it) and the queue runs again, at most maxSettle
+// times. It returns the WQEs consumed.
+func (q *tqp) settle(budget int) int {
+	q.t.d.t.Helper()
+	n := q.run(budget)
+	for range maxSettle {
+		w := q.obj().wq
+		if w == nil || !w.rt.wait || w.rt.forever {
+			break
+		}
+		q.t.d.clock = max(q.t.d.clock, w.rt.deadline)
+		n += q.run(budget)
+	}
+	return n
+}
+
+// maxSettle bounds settle's retries (rnr_retry 7 retries for ever).
+const maxSettle = 64
 
 // tsrq is an SRQ and the driver's free list (libmlx4's srq.c).
 type tsrq struct {

@@ -307,7 +307,7 @@ func TestDataOtherVFQPN(t *testing.T) {
 	p.qb.recv(sge(p.kb, vaB, 64))
 	kc, _ := c.mr(vaA, 1, permAll, c.pd)
 	qc.post(send(mlx4.OPCODE_SEND, sge(kc, vaA, 8)), nil)
-	qc.run(4)
+	qc.settle(4)
 	got := p.d.take()
 	if len(got) != 1 || got[0].cqn != c.cq || got[0].e.Syndrome() != mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR {
 		t.Fatalf("CQEs %+v", got)

@@ -85,7 +85,7 @@ func TestDataBetweenPorts(t *testing.T) {
 	d.h.Cfg.Ports[1].State = "down"
 	qb.recv(sge(kb, vaB, 64))
 	qa.post(send(mlx4.OPCODE_SEND, sge(ka, vaA, 12)), nil)
-	qa.run(4)
+	qa.settle(4)
 	if c := d.take(); len(c) != 1 || c[0].e.Syndrome() != mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR {
 		t.Fatalf("to a down port: %+v", c)
 	}
@@ -116,7 +116,7 @@ func TestDataPathMigFailed(t *testing.T) {
 	p.qa.ctx.Pri.RLID = 99 // no such LID: the primary path is gone
 	p.a.must(p.qa.modify(mlx4.RTS2RTS_QP, mlx4.QP_OPTPAR_ALT_ADDR_PATH|mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH|mlx4.QP_OPTPAR_PM_STATE), "RTS2RTS")
 	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
-	p.qa.run(4)
+	p.qa.settle(4)
 	if !slices.Contains(p.a.events(), mlx4.EventPathMigFailed) {
 		t.Fatalf("events %#x", p.a.events())
 	}
@@ -196,19 +196,19 @@ func TestDataSuspended(t *testing.T) {
 }
 
 // TestDataRCPKey: an RC QP whose P_Key is not the responder's: the packet
-// is dropped at the responder's port (counted), the requester's retries
-// run out.
+// is dropped at the responder's port (counted: the first and each of the
+// retry_cnt 7 retries), the requester's retries run out.
 func TestDataRCPKey(t *testing.T) {
 	p := newRCPair(t, permAll, qpOpts{})
 	p.qb.ctx.Pri.PKeyIndex = 1 // 0x8001 against A's 0xffff
 	p.b.must(p.qb.modify(mlx4.RTS2RTS_QP, mlx4.QP_OPTPAR_PKEY_INDEX), "RTS2RTS")
 	p.qb.recv(sge(p.kb, vaB, 64))
 	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
-	p.qa.run(4)
+	p.qa.settle(4)
 	if c := p.d.take(); len(c) != 1 || c[0].e.Syndrome() != mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR {
 		t.Fatalf("CQEs %+v", c)
 	}
-	if p.d.h.EngineStats(1).PKeyViol.Load() != 1 || p.qb.obj().RQHead != 0 || p.qb.obj().State != mlx4.QP_STATE_RTS {
+	if p.d.h.EngineStats(1).PKeyViol.Load() != 1+7 || p.qb.obj().RQHead != 0 || p.qb.obj().State != mlx4.QP_STATE_RTS {
 		t.Fatal("the responder took the packet")
 	}
 }

@@ -403,7 +403,9 @@ func (h *HCA) SweepQueues() int {
 	n := 0
 	for _, vf := range s.live {
 		for _, q := range s.vfs[vf].qps {
-			if q.iHot >= 0 || dpPending(h, q.qp) {
+			// A hot QP is work, but one whose WQE waits for a retry
+			// (retry.go): it has work only once its deadline came.
+			if q.iHot >= 0 && !retryPending(q.qp) || dpPending(h, q.qp) {
 				s.heat(q)
 				n++
 			}
@@ -481,6 +483,9 @@ func (h *HCA) runHot(budget int) int {
 					left -= n
 					q.idle = 0
 					break
+				}
+				if retryPending(q.qp) {
+					continue // stays hot: each scan looks at its deadline (retry.go)
 				}
 				if q.idle++; q.idle >= hotScans {
 					s.cool(q)

@@ -35,6 +35,11 @@ type HCA struct {
 	cqeHook    CQEFaultHook           // injected data-path faults (dpfault.go), nil when none is armed
 
 	tptGen uint64 // moves at every change that may touch an MPT or MTT (keycache.go)
+
+	// clock is the data path's clock in nanoseconds for the RC retries'
+	// deadlines (retry.go): nil is the poller's cycle counter; the test
+	// rig sets it to advance time by hand.
+	clock func() uint64
 }
 
 // New builds the model for numVFs functions.

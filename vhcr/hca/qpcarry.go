@@ -18,7 +18,12 @@ type qpcField struct {
 
 var qpcCarried = [...]qpcField{
 	{mlx4.QPCRemoteQPN, 4, true, false, 0},
-	{mlx4.QPCPriPath, mlx4.QPPathSize, true, false, mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH | mlx4.QP_OPTPAR_PKEY_INDEX | mlx4.QP_OPTPAR_SCHED_QUEUE},
+	// The primary path but its ackto byte, which RTR2RTS carries (mlx4_ib
+	// writes attr->timeout << 3 there with MLX4_QP_OPTPAR_ACK_TIMEOUT, and
+	// no path otherwise: the local ACK timeout of the RC retries).
+	{mlx4.QPCPriPath, mlx4.PathAckTO, true, false, priPathOptPar},
+	{mlx4.QPCPriPath + mlx4.PathAckTO, 1, true, true, priPathOptPar | mlx4.QP_OPTPAR_ACK_TIMEOUT},
+	{mlx4.QPCPriPath + mlx4.PathAckTO + 1, mlx4.QPPathSize - mlx4.PathAckTO - 1, true, false, priPathOptPar},
 	{mlx4.QPCAltPath, mlx4.QPPathSize, false, false, mlx4.QP_OPTPAR_ALT_ADDR_PATH},
 	{mlx4.QPCMTUMsgMax, 1, true, false, 0},
 	{mlx4.QPCParams1, 4, false, true, mlx4.QP_OPTPAR_RETRY_COUNT | mlx4.QP_OPTPAR_RNR_RETRY | mlx4.QP_OPTPAR_ACK_TIMEOUT | mlx4.QP_OPTPAR_SRA_MAX},
@@ -26,6 +31,9 @@ var qpcCarried = [...]qpcField{
 	{mlx4.QPCQKey, 4, false, false, mlx4.QP_OPTPAR_Q_KEY},
 	{mlx4.QPCRNRNextRecvPSN, 4, true, false, mlx4.QP_OPTPAR_RNR_TIMEOUT},
 }
+
+// priPathOptPar are the optpar bits that carry the primary path.
+const priPathOptPar = mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH | mlx4.QP_OPTPAR_PKEY_INDEX | mlx4.QP_OPTPAR_SCHED_QUEUE
 
 // keepUncarried restores in ctx, from keep (the context before the
 // transition), each field of qpcCarried that transition op with optpar

@@ -40,9 +40,10 @@ package hca
 //     PFs are): the ports reach each other directly, a DLID arriving at
 //     the other port of this HCA whose LID covers it, both Active.
 //
-// A lost packet is what hardware makes of it: RC gets transport retry
-// exceeded (RETRY_EXC_ERR, sq.go: at once, since every retry would meet
-// the same fabric), UD a silent drop counted in EngineStats.UDDropped, UC
+// A lost packet is what hardware makes of it: RC sends it again after the
+// local ACK timeout, retry_cnt times, and then gets transport retry
+// exceeded (RETRY_EXC_ERR, retry.go; a retry that finds the route back is
+// delivered), UD a silent drop counted in EngineStats.UDDropped, UC
 // a silent drop (the sender's WQE completes). Ethernet (RoCE) ports route
 // by GID and MAC, which the model does not do: their packets are dropped
 // the same way. Multicast does not consult the switch's MFT (ud.go).

@@ -37,17 +37,18 @@ package hca
 //
 // RC requester errors as hardware reports them (IBA 9.9, the NAK codes):
 // a destination port not Active or no QP there that takes the packet (a
-// packet lost: no ACK ever comes) is transport retry exceeded — at once,
-// without waiting retry_count timeouts, since every retry would meet the
-// same fabric. With path migration armed (pm_state ARMED and an alternate
+// packet lost: no ACK ever comes) is retried after the path's local ACK
+// timeout, retry_count times, and then transport retry exceeded; a retry
+// that finds the route back succeeds; timeout 0 waits for ever (retry.go).
+// With path migration armed (pm_state ARMED and an alternate
 // path: its rlid set), a lost primary path also raises PATH_MIG_FAILED:
 // the model has no automatic path migration (the alternate path is
 // checked at the modify commands, never used to send), and hardware that
 // cannot migrate reports it so. A receive WQE missing at the responder is
-// an RNR NAK:
-// rnr_retry 7 retries forever (the WQE stays at SQHead and is tried again
-// at the next scan, never in a loop), otherwise the WQE is retried at the
-// next scans and fails with RNR retry exceeded after rnr_retry retries.
+// an RNR NAK: the WQE stays at SQHead and is tried again after the
+// responder's RNR timer (min_rnr_timer), for ever with rnr_retry 7, else
+// it fails with RNR retry exceeded at the NAK after rnr_retry retries
+// (retry.go). While a WQE waits, the WQEs behind it wait too.
 // The responder's errors come back as the NAK's syndrome: a bad rkey,
 // access or bounds is remote access error (the responder QP takes a
 // WQ_ACCESS_ERROR event and ERR); a message too long for the receive WQE
@@ -78,7 +79,9 @@ type EngineStats struct {
 	PKeyViol   atomic.Uint64 // packets dropped on their P_Key (UD, RC, UC)
 	QKeyViol   atomic.Uint64 // UD packets dropped on their Q_Key
 	Catas      atomic.Uint64 // local work queue catastrophic errors
-	RNRRetries atomic.Uint64 // RNR NAKs retried
+	RNRRetries atomic.Uint64 // RNR NAKs retried (after the responder's RNR timer)
+
+	TransportRetries atomic.Uint64 // RC packets sent again after the local ACK timeout (retry.go)
 }
 
 // EngineStats returns VF vf's engine counters (nil for no such VF).
@@ -148,7 +151,11 @@ func (h *HCA) sqPending(qp *qpObj) bool {
 	}
 	h.scratch()
 	switch qp.State {
-	case mlx4.QP_STATE_RTS, mlx4.QP_STATE_SQER, mlx4.QP_STATE_ERR:
+	case mlx4.QP_STATE_RTS:
+		if qp.wq.rt.wait && h.sqWaiting(qp.wq) {
+			return false // a retry's deadline to come (retry.go): no work
+		}
+	case mlx4.QP_STATE_SQER, mlx4.QP_STATE_ERR:
 	default:
 		return false
 	}
@@ -220,6 +227,16 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	}
 	done := 0
 	for done < budget && qp.State == mlx4.QP_STATE_RTS {
+		if w.rt.wait { // a retry pending (retry.go): one load when none is
+			if h.sqWaiting(w) {
+				return done
+			}
+			if h.retryDue(qp) {
+				h.dpStep()
+				done++
+				continue
+			}
+		}
 		r, n := h.fetchSQ(qp)
 		switch r {
 		case fetchNone:
@@ -237,7 +254,7 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 		}
 		if !h.execWQE(qp, n) {
 			h.dpStep()
-			return done // RNR: the WQE stays for a later scan
+			return done // RNR or lost: the WQE waits for its retry
 		}
 		h.dpStep() // the WQE's completion (dplog.go)
 		done++
@@ -246,7 +263,7 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 }
 
 // execWQE executes the WQE in h.dp.wqe[:n]; false: it was not consumed
-// (an RNR NAK to retry).
+// (an RNR NAK or a lost packet to retry).
 func (h *HCA) execWQE(qp *qpObj, n int) bool {
 	w := qp.wq
 	d := &h.dp.send
@@ -377,13 +394,12 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 			h.sqDone(qp, uint32(total))
 			return true
 		}
-		h.sqError(qp, op, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR)
-		return true
+		return h.lost(qp, op) // no ACK: the retry after the ACK timeout
 	}
 	dw := dq.wq
 	// Every packet's P_Key is checked at the receiving port (IBA 9.6.1.1):
-	// a mismatch drops it, counts it and raises trap 257; for RC no ACK
-	// comes, the requester's retries run out.
+	// a mismatch drops it, counts it and raises trap 257 (each retry's
+	// packet again); for RC no ACK comes: retried after the ACK timeout.
 	if spk := h.pkey(qp.Port, w.pkeyIndex); !pkeyMatch(spk, h.pkey(dq.Port, dw.pkeyIndex)) {
 		h.fw.vfs[dw.vf].eng.PKeyViol.Add(1)
 		h.keyTrap(dq, w.qpn, dq.Port, h.portView(qp.Port).lid|uint16(w.pathBits), 0, w.sl, false, true, uint32(spk))
@@ -391,8 +407,7 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 			h.sqDone(qp, uint32(total))
 			return true
 		}
-		h.sqError(qp, op, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR)
-		return true
+		return h.lost(qp, op)
 	}
 	switch op {
 	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM:
@@ -517,9 +532,8 @@ func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool
 			h.sqDone(qp, uint32(total))
 			return true
 		}
-		return h.rnr(qp, op)
+		return h.rnr(qp, dq, op)
 	}
-	w.rnrTries = 0
 	if bad {
 		h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 		return h.nakDone(qp, op, rc, mlx4.CQE_SYNDROME_REMOTE_OP_ERR)
@@ -561,22 +575,6 @@ func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool
 	return true
 }
 
-// rnr handles an RNR NAK for the WQE at SQHead: retry (false: not
-// consumed) or RNR retry exceeded.
-func (h *HCA) rnr(qp *qpObj, op uint8) bool {
-	w := qp.wq
-	if w.rnrRetry == 7 || w.rnrTries < w.rnrRetry {
-		if w.rnrRetry != 7 {
-			w.rnrTries++
-		}
-		h.fw.vfs[w.vf].eng.RNRRetries.Add(1)
-		return false
-	}
-	w.rnrTries = 0
-	h.sqError(qp, op, mlx4.CQE_SYNDROME_RNR_RETRY_EXC_ERR)
-	return true
-}
-
 // nak is a responder's error NAK: the responder QP takes event ev and ERR,
 // the requester the syndrome.
 // On UC nothing is acknowledged: the responder drops the packet (counted)
@@ -608,7 +606,7 @@ func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 	w := qp.wq
 	d := &h.dp.send
 	h.fw.vfs[w.vf].eng.WQEs.Add(1)
-	w.rnrTries = 0
+	w.rt = sqRetry{}
 	idx := qp.SQHead
 	qp.SQHead = (qp.SQHead + 1) & 0xffff
 	h.dpTouchQP(qp)
@@ -626,7 +624,7 @@ func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 func (h *HCA) sqError(qp *qpObj, op uint8, syndrome uint8) {
 	w := qp.wq
 	h.fw.vfs[w.vf].eng.WQEs.Add(1)
-	w.rnrTries = 0
+	w.rt = sqRetry{}
 	e := &h.dp.cqe
 	*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: op}
 	e.SetError(syndrome, 0)

@@ -240,14 +240,14 @@ func TestDataSRQ(t *testing.T) {
 	}
 }
 
-// TestDataRNR: a SEND with no receive WQE posted is retried at later
-// scans; rnr_retry 7 forever (the WQE stays, nothing else happens), a
-// smaller count ends in RNR retry exceeded.
+// TestDataRNR: a SEND with no receive WQE posted is retried after the
+// responder's RNR timer; rnr_retry 7 forever (the WQE stays, nothing else
+// happens), a smaller count ends in RNR retry exceeded.
 func TestDataRNR(t *testing.T) {
 	p := newRCPair(t, permAll, qpOpts{rnrRetry: 7})
 	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
 	for range 20 {
-		if n := p.qa.run(16); n != 0 {
+		if n := p.qa.settle(16); n != 0 {
 			t.Fatalf("consumed %d without a receive WQE", n)
 		}
 	}
@@ -255,6 +255,7 @@ func TestDataRNR(t *testing.T) {
 		t.Fatalf("CQEs %v, state %v", c, p.qa.obj().State)
 	}
 	p.qb.recv(sge(p.kb, vaB, 64))
+	p.d.elapse()
 	if n := p.qa.run(16); n != 1 {
 		t.Fatalf("consumed %d after the post", n)
 	}
@@ -263,10 +264,12 @@ func TestDataRNR(t *testing.T) {
 	q.qa.post(send(mlx4.OPCODE_SEND, sge(q.ka, vaA, 8)), nil)
 	q.qa.post(send(mlx4.OPCODE_SEND, sge(q.ka, vaA, 8)), nil)
 	q.qa.run(16)
+	q.d.elapse()
 	q.qa.run(16)
 	if c := q.d.take(); len(c) != 0 {
 		t.Fatalf("CQEs before the retries ran out: %v", c)
 	}
+	q.d.elapse()
 	q.qa.run(16)
 	wantCQE(t, q.d.take(), eCQE(q.a.cq, q.qa.qpn, 0, true, mlx4.CQE_SYNDROME_RNR_RETRY_EXC_ERR),
 		eCQE(q.a.cq, q.qa.qpn, 1, true, mlx4.CQE_SYNDROME_WR_FLUSH_ERR))
@@ -283,7 +286,7 @@ func TestDataPortDown(t *testing.T) {
 	p.d.h.Cfg.Ports[0].State = "down"
 	p.qb.recv(sge(p.kb, vaB, 64))
 	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
-	p.qa.run(4)
+	p.qa.settle(4)
 	wantCQE(t, p.d.take(), eCQE(p.a.cq, p.qa.qpn, 0, true, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR))
 	if p.qb.obj().RQHead != 0 {
 		t.Fatal("the receive WQE was consumed")
@@ -293,7 +296,7 @@ func TestDataPortDown(t *testing.T) {
 	q.qa.ctx.Pri.RLID = 77
 	q.qa.modify(mlx4.RTS2RTS_QP, mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH)
 	q.qa.post(send(mlx4.OPCODE_SEND, sge(q.ka, vaA, 8)), nil)
-	q.qa.run(4)
+	q.qa.settle(4)
 	wantCQE(t, q.d.take(), eCQE(q.a.cq, q.qa.qpn, 0, true, mlx4.CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR))
 }
 

@@ -37,6 +37,7 @@ var (
 			"dp":         "scratch buffer",
 			"sched":      "derived: the data path's lists (attached QPs, watched CQs), rebuilt by attach and as CQEs are posted; counters",
 			"tptGen":     "derived: the key caches' generation (keycache.go), moved by every command, reset and Load",
+			"clock":      "wiring: the data path retries' clock (retry.go), the test rig's hook",
 			"cqeScratch": "scratch buffer", "cqRec": "scratch buffer", "compEQE": "scratch buffer",
 			"dl":      "wiring: the data path's log in the PF's state file",
 			"cqeHook": "wiring: the PF's injected data-path faults (dpfault.go), installed while a rule is armed",

@@ -87,22 +87,24 @@ type wq struct {
 	pd        uint32
 
 	// From the context of the last transition (wqRefresh).
-	remoteQPN uint32
-	qkey      uint32
-	pkeyIndex uint8 // physical P_Key index (the PF rewrote it)
-	rlid      uint16
-	sl        uint8
-	pathBits  uint8 // my_lmc: the source path bits
-	grh       bool
-	msgMax    uint8
-	retry     uint8 // params1 retry_count
-	rnrRetry  uint8 // params1 rnr_retry, 7 = infinite
-	rre, rwe  bool  // params2: remote read / write enable
-	rae       bool  // remote atomic enable
-	pmArmed   bool  // path migration armed (flags pm_state ARMED)
+	remoteQPN   uint32
+	qkey        uint32
+	pkeyIndex   uint8 // physical P_Key index (the PF rewrote it)
+	rlid        uint16
+	sl          uint8
+	pathBits    uint8 // my_lmc: the source path bits
+	grh         bool
+	msgMax      uint8
+	retry       uint8 // params1 retry_count
+	rnrRetry    uint8 // params1 rnr_retry, 7 = infinite
+	ackTimeout  uint8 // the primary path's local ACK timeout code (0: infinite)
+	minRNRTimer uint8 // the responder's RNR NAK timer code (rnr_nextrecvpsn)
+	rre, rwe    bool  // params2: remote read / write enable
+	rae         bool  // remote atomic enable
+	pmArmed     bool  // path migration armed (flags pm_state ARMED)
 
-	rnrTries uint8 // RNR NAKs the WQE at SQHead has had (transient: a restarted PF retries afresh)
-	attached bool  // dpAttach done
+	rt       sqRetry // the WQE at SQHead's retries (retry.go; transient: a restarted PF retries afresh)
+	attached bool    // dpAttach done
 
 	kc keyCache // the last key checked for this QP (keycache.go)
 }
@@ -183,9 +185,10 @@ func (h *HCA) wqRefresh(qp *qpObj) {
 	w.pathBits = ctx.Pri.SMACIndex // grh_mylmc 6:0: my LMC path bits on IB
 	w.sl = b[mlx4.QPCPriPath+mlx4.PathSchedQueue] >> mlx4.PathSchedQueueSLShift & 0xf
 	w.msgMax = ctx.MsgMax
-	p1 := binary.BigEndian.Uint32(b[mlx4.QPCParams1:])
-	w.retry = uint8(p1 >> mlx4.QPCParams1RetryShift & 7)
-	w.rnrRetry = uint8(p1 >> mlx4.QPCParams1RNRRetryShift & 7)
+	w.retry = mlx4.QPCRetryCount(b)
+	w.rnrRetry = mlx4.QPCRNRRetry(b)
+	w.ackTimeout = mlx4.PathAckTimeout(b[mlx4.QPCPriPath:])
+	w.minRNRTimer = mlx4.QPCMinRNRTimer(b)
 	p2 := binary.BigEndian.Uint32(b[mlx4.QPCParams2:])
 	w.rre = p2&mlx4.QP_BIT_RRE != 0
 	w.rwe = p2&mlx4.QP_BIT_RWE != 0
@@ -204,6 +207,11 @@ func (h *HCA) wqTransition(qp *qpObj, from mlx4.QPState) {
 		return
 	}
 	h.wqRefresh(qp)
+	if qp.State != mlx4.QP_STATE_RTS && qp.State != mlx4.QP_STATE_SQD {
+		// Out of RTS (ERR, SQER: the flush completes the WQE that waited;
+		// RST, INIT, RTR: the queue starts again) a retry ends.
+		w.rt = sqRetry{}
+	}
 	walk := qp.State == mlx4.QP_STATE_RTS || qp.State == mlx4.QP_STATE_SQD ||
 		qp.State == mlx4.QP_STATE_SQER || qp.State == mlx4.QP_STATE_ERR
 	switch {

@@ -62,7 +62,8 @@ func newFaultEnd(t *testing.T, r *mastertest.Rig, vf int) *fEnd {
 
 type dpFaultRig struct {
 	stepRig
-	e [4]*fEnd
+	e     [4]*fEnd
+	clock uint64 // the engine's clock once the poller stopped (hca.HCA.SetClock)
 }
 
 // newDPFaultRig builds the two connections with the poller running, then
@@ -83,7 +84,22 @@ func newDPFaultRig(t *testing.T, ring *trace.Ring) *dpFaultRig {
 		}
 	}
 	x.Stop(t)
+	x.HCA.SetClock(func() uint64 { return x.clock })
 	return x
+}
+
+// settle moves the engine's clock to each RC retry deadline in turn
+// (hca.HCA.NextRetry) and scans, until no retry with a deadline is
+// pending (at most 64: rnr_retry 7 retries for ever).
+func (x *dpFaultRig) settle() {
+	for range 64 {
+		ns, ok := x.HCA.NextRetry()
+		if !ok {
+			return
+		}
+		x.clock += uint64(ns)
+		x.scan()
+	}
 }
 
 // exchange is ibv_rc_pingpong's first round on each pair, and more: the
@@ -113,6 +129,7 @@ func (x *dpFaultRig) exchange(t *testing.T) [4][]vfdrv.WC {
 	for range 8 {
 		x.scan()
 	}
+	x.settle()
 	var out [4][]vfdrv.WC
 	for i, e := range x.e {
 		var wc [16]vfdrv.WC

@@ -252,14 +252,23 @@ func (p *PF) sleepCap() int64 {
 
 // block waits for work: on the futex doorbell if there is one, else sleeps.
 // While a guest is attached the wait is sleepNS (the backoff) at most
-// GuestSleep, the futex's too.
+// GuestSleep, the futex's too. The nearest RC retry deadline bounds both
+// (hca.HCA.NextRetry); one already due is no reason to block at all.
 func (p *PF) block(sleepNS int64) {
-	p.stats.Sleeps++
 	futexNS := p.idle.FutexTimeout.Nanoseconds()
 	sleepNS = min(sleepNS, p.sleepCap()) // a backoff past MaxSleep while a guest was attached
 	if p.guests.Load() > 0 {
 		futexNS = min(futexNS, sleepNS)
 	}
+	if ns, ok := p.hca.NextRetry(); ok {
+		// An RC retry's deadline (hca/retry.go) bounds the wait: the scan
+		// after it retries the WQE at about its deadline.
+		if ns <= 0 {
+			return
+		}
+		sleepNS, futexNS = min(sleepNS, ns), min(futexNS, ns)
+	}
+	p.stats.Sleeps++
 	if p.doorbell == nil {
 		ts := unix.NsecToTimespec(sleepNS)
 		_ = unix.Nanosleep(&ts, nil)

@@ -248,6 +248,7 @@ type QPContext struct {
 	CQNSend         uint32
 	PageOffset      uint8 // params2 11:6, in 64-byte units
 	RNRNextRecvPSN  uint32
+	MinRNRTimer     uint8 // rnr_nextrecvpsn 28:24 (QPCMinRNRTimerShift)
 	XRCD            uint32
 	CQNRecv         uint32
 	DBRecAddr       uint64
@@ -293,7 +294,7 @@ func (c QPContext) Encode(b []byte) {
 	put32(b, QPCNextSendPSN, c.NextSendPSN&0xffffff)
 	put32(b, QPCCQNSend, c.CQNSend&0xffffff)
 	put32(b, QPCParams2, uint32(c.PageOffset&0x3f)<<6)
-	put32(b, QPCRNRNextRecvPSN, c.RNRNextRecvPSN&0xffffff)
+	put32(b, QPCRNRNextRecvPSN, uint32(c.MinRNRTimer&QPCMinRNRTimerMask)<<QPCMinRNRTimerShift|c.RNRNextRecvPSN&0xffffff)
 	put32(b, QPCXRCD, c.XRCD&0xffffff)
 	put32(b, QPCCQNRecv, c.CQNRecv&0xffffff)
 	put64(b, QPCDBRecAddr, c.DBRecAddr)
@@ -337,6 +338,7 @@ func DecodeQPContext(b []byte) (QPContext, error) {
 		CQNSend:         get32(b, QPCCQNSend) & 0xffffff,
 		PageOffset:      uint8(get32(b, QPCParams2) >> 6 & 0x3f),
 		RNRNextRecvPSN:  get32(b, QPCRNRNextRecvPSN) & 0xffffff,
+		MinRNRTimer:     QPCMinRNRTimer(b),
 		XRCD:            get32(b, QPCXRCD) & 0xffffff,
 		CQNRecv:         get32(b, QPCCQNRecv) & 0xffffff,
 		DBRecAddr:       get64(b, QPCDBRecAddr),

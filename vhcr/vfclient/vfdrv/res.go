@@ -603,7 +603,8 @@ type QPConfig struct {
 	// mlx4.QP_BIT_RRE, _RWE, _RAE; to_mlx4_access_flags of
 	// qp_access_flags), Retry and RNRRetry the requester's retry counts
 	// (params1; 7 is infinite RNR retry). A verbs QP's zero Retry and
-	// RNRRetry are 7, as ibv_rc_pingpong sets them.
+	// RNRRetry are 7 and its min_rnr_timer 12, with the ACK timeout 14
+	// of every QP, as ibv_rc_pingpong sets them.
 	Access          uint32
 	Retry, RNRRetry uint8
 }
@@ -689,12 +690,15 @@ func (qp *QP) context() mlx4.QPContext {
 		ST: c.ST, PD: c.PD, MTU: 5, MsgMax: 31,
 		LogRQSize: c.LogRQSize, LogRQStride: 2, LogSQSize: c.LogSQSize, LogSQStride: 2,
 		NoRQ: c.UseSRQ, LocalQPN: qp.QPN, RemoteQPN: c.RemoteQPN,
-		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << 3, SMACIndex: c.SMACIndex},
+		Pri:         mlx4.QPPath{Port: c.Port, PKeyIndex: c.PKeyIndex, CounterIndex: qp.counter, RLID: c.DestLID, AckTimeout: 14 << mlx4.PathAckTOShift, SMACIndex: c.SMACIndex},
 		NextSendPSN: c.NextSendPSN, CQNSend: c.SendCQ, CQNRecv: c.RecvCQ,
 		QKey: c.QKey, UseSRQ: c.UseSRQ, SRQN: c.SRQN, MTTBase: qp.MTT.Base, RNRNextRecvPSN: c.RecvPSN, UsrPage: qp.uar,
 		DBRecAddr: qp.rqdb,
 	}
 	if q := qp.wq; q != nil {
+		// ibv_rc_pingpong's min_rnr_timer 12 (0.64 ms: the RNR timer
+		// an RNR NAK of this responder carries), set at INIT2RTR
+		ctx.MinRNRTimer = 12
 		// the queues as CreateVerbsQP laid them out (log_page_size 0 and
 		// page offset 0: 4 KiB pages, the buffer page-aligned)
 		ctx.LogSQStride = q.v.sq.shift - 4
@@ -733,7 +737,7 @@ func (qp *QP) mailbox(optpar uint32, b []byte) {
 // it passes there.
 var modifyOptPar = map[mlx4.Opcode]uint32{
 	mlx4.INIT2INIT_QP: mlx4.QP_OPTPAR_PKEY_INDEX,
-	mlx4.INIT2RTR_QP:  mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH | mlx4.QP_OPTPAR_PKEY_INDEX,
+	mlx4.INIT2RTR_QP:  mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH | mlx4.QP_OPTPAR_PKEY_INDEX | mlx4.QP_OPTPAR_RNR_TIMEOUT,
 	mlx4.RTR2RTS_QP:   mlx4.QP_OPTPAR_ACK_TIMEOUT | mlx4.QP_OPTPAR_RETRY_COUNT | mlx4.QP_OPTPAR_RNR_RETRY,
 	mlx4.RTS2RTS_QP:   mlx4.QP_OPTPAR_RNR_TIMEOUT,
 	mlx4.SQD2SQD_QP:   mlx4.QP_OPTPAR_RNR_TIMEOUT,
