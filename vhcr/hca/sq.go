@@ -218,13 +218,22 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	default:
 		return 0
 	}
+	// One step for the run of WQEs (dplog.go): ended early when it has no
+	// room for another WQE, around an atomic (the log keeps one intent),
+	// and by an error.
 	done := 0
 	for done < budget && qp.State == mlx4.QP_STATE_RTS {
+		if !h.dpRoom() {
+			h.dpStep()
+		}
+		h.dpWQE()
 		r, n := h.fetchSQ(qp)
 		switch r {
 		case fetchNone:
+			h.dpStep()
 			return done
 		case fetchCatas:
+			h.dpStep()
 			h.fw.vfs[w.vf].eng.Catas.Add(1)
 			h.qpError(qp, mlx4.EventWQCatasError)
 			h.dpStep()
@@ -235,13 +244,20 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 			done++
 			continue
 		}
+		atomic := mlx4.IsAtomicOpcode(binary.BigEndian.Uint32(h.dp.wqe[:]) & mlx4.WQEOpcodeMask)
+		if atomic {
+			h.dpStep()
+		}
 		if !h.execWQE(qp, n) {
 			h.dpStep()
 			return done // RNR: the WQE stays for a later scan
 		}
-		h.dpStep() // the WQE's completion (dplog.go)
+		if atomic {
+			h.dpStep()
+		}
 		done++
 	}
+	h.dpStep() // the run's completions (dplog.go)
 	return done
 }
 
