@@ -119,6 +119,7 @@ type dpScratch struct {
 	bounce [4096]byte
 	wc     mad.WC
 	ghdr   mad.GRH
+	srcLID uint16 // the sending port's LID, as routePort last found it
 }
 
 func (h *HCA) scratch() {
@@ -571,7 +572,7 @@ func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool
 	}
 	e.GMLPathRQPN = w.qpn & mlx4.CQE_QPN_MASK
 	e.SLVID = uint16(w.sl) << mlx4.CQESLShift
-	e.RLID = h.portView(qp.Port).lid | uint16(w.pathBits)
+	e.RLID = h.dp.srcLID | uint16(w.pathBits) // routePort's look at qp.Port for this WQE
 	h.recvCQE(dq, &s, e)
 	h.sqDone(qp, uint32(total))
 	return true
