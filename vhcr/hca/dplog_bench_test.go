@@ -28,12 +28,7 @@ func benchSend64(b *testing.B, withLog bool, batch int) {
 	if withLog {
 		d.h.AttachDataPathLog(make([]byte, pfstate.DPSize), func(string) {})
 	}
-	p := &rcPair{d: d, a: d.setup(0), b: d.setup(1)}
-	p.ka, p.ma = p.a.mr(vaA, 2, permAll, p.a.pd)
-	p.kb, p.mb = p.b.mr(vaB, 2, permAll, p.b.pd)
-	o := qpOpts{st: mlx4.QP_ST_RC, access: remoteAll}
-	p.qa, p.qb = p.a.qp(o), p.b.qp(o)
-	pair(p.qa, p.qb)
+	p := rcPairOn(d, permAll, qpOpts{})
 	qa, qb := p.qa, p.qb
 	w := send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 64))
 	wb := make([]byte, 1<<qa.sqShift)

@@ -30,14 +30,15 @@ func newLogPair(t *testing.T) *logPair {
 	d := newDPRig(t, 3, nil)
 	lp := &logPair{region: make([]byte, pfstate.DPSize)}
 	d.h.AttachDataPathLog(lp.region, lp.hit)
-	p := &rcPair{d: d, a: d.setup(0), b: d.setup(1)}
-	p.ka, p.ma = p.a.mr(vaA, 2, permAll, p.a.pd)
-	p.kb, p.mb = p.b.mr(vaB, 2, permAll, p.b.pd)
-	o := qpOpts{st: mlx4.QP_ST_RC, access: remoteAll}
-	p.qa, p.qb = p.a.qp(o), p.b.qp(o)
-	pair(p.qa, p.qb)
-	lp.rcPair = p
+	lp.rcPair = rcPairOn(d, permAll, qpOpts{})
 	return lp
+}
+
+// counter sets the fetch-add target, B's 8 bytes at vaB+64, to v.
+func (lp *logPair) counter(v uint64) {
+	var word [8]byte
+	binary.BigEndian.PutUint64(word[:], v)
+	lp.b.fill(lp.mb+64, word[:])
 }
 
 func (lp *logPair) hit(at string) {
@@ -131,9 +132,7 @@ func TestDataPathKillAtEachPoint(t *testing.T) {
 			a, b, qa, qb := lp.a, lp.b, lp.qa, lp.qb
 			msg := pattern(200, 3)
 			a.fill(lp.ma, msg)
-			var word [8]byte
-			binary.BigEndian.PutUint64(word[:], 5)
-			b.fill(lp.mb+64, word[:])
+			lp.counter(5)
 			qb.recv(sge(lp.kb, vaB+1000, 300))
 			qb.recv(sge(lp.kb, vaB+1500, 300))
 			img := lp.d.h.Image() // the checkpoint
@@ -243,9 +242,7 @@ func TestDataPathWithoutLogAddsTwice(t *testing.T) {
 	lp := newLogPair(t)
 	lp.d.h.dl = nil
 	a, b, qa := lp.a, lp.b, lp.qa
-	var word [8]byte
-	binary.BigEndian.PutUint64(word[:], 5)
-	b.fill(lp.mb+64, word[:])
+	lp.counter(5)
 	img := lp.d.h.Image()
 	qa.post(fetchAdd(lp.ka, lp.kb, vaA+512, vaB+64, 1), nil)
 	qa.run(16) // completes; a PF without the log restarts from its checkpoint
@@ -396,9 +393,7 @@ func TestDataPathTwoAtomicsInARun(t *testing.T) {
 			t.Run(fmt.Sprintf("%s:%d", pt, nth), func(t *testing.T) {
 				lp := newLogPair(t)
 				a, b, qa := lp.a, lp.b, lp.qa
-				var word [8]byte
-				binary.BigEndian.PutUint64(word[:], 5)
-				b.fill(lp.mb+64, word[:])
+				lp.counter(5)
 				img := lp.d.h.Image()
 				qa.post(fetchAdd(lp.ka, lp.kb, vaA+512, vaB+64, 1), nil)
 				qa.post(fetchAdd(lp.ka, lp.kb, vaA+520, vaB+64, 1), nil)
