@@ -218,6 +218,30 @@ func (w *Window) CopyOut(iova uint64, src []byte) error {
 	return err
 }
 
+// CopyOutLast is CopyOut of src with the bytes from index last on stored
+// after the others (a descriptor whose ownership byte must be the last of
+// it the VF can see: a CQE's owner_sr_opcode), translated once.
+func (w *Window) CopyOutLast(iova uint64, src []byte, last int) error {
+	if last < 0 || last > len(src) {
+		return fmt.Errorf("vf %d: iova %#x len %d last %d: %w", w.vf, iova, len(src), last, ErrOutOfWindow)
+	}
+	off, err := w.Translate(iova, len(src), Write)
+	if err != nil {
+		return err
+	}
+	if w.mem != nil {
+		rel := off - w.off
+		copy(w.mem[rel:rel+int64(last)], src[:last])
+		copy(w.mem[rel+int64(last):rel+int64(len(src))], src[last:])
+		return nil
+	}
+	if _, err = w.r.WriteAt(src[:last], off); err != nil {
+		return err
+	}
+	_, err = w.r.WriteAt(src[last:], off+int64(last))
+	return err
+}
+
 // Bytes returns the window's memory when the region is mapped (the VF's own
 // view of its DMA memory; the PF never uses it on untrusted data).
 func (w *Window) Bytes() ([]byte, error) {

@@ -94,3 +94,52 @@ func FuzzTranslate(f *testing.F) {
 		}
 	})
 }
+
+// writeLog is an unmapped region (no Bytes) that records its writes.
+type writeLog struct {
+	bar.Region
+	writes [][2]int64 // offset, length
+}
+
+func (l *writeLog) Bytes() ([]byte, error) { return nil, bar.ErrNotMapped }
+
+func (l *writeLog) WriteAt(p []byte, off int64) (int, error) {
+	l.writes = append(l.writes, [2]int64{off, int64(len(p))})
+	return l.Region.WriteAt(p, off)
+}
+
+// TestCopyOutLast: the bytes land where CopyOut would put them, the ones
+// from last on in a store after the others (on an unmapped region: a
+// second write, at its offset), and a range or split that does not fit
+// writes nothing.
+func TestCopyOutLast(t *testing.T) {
+	m, _ := bar.NewMem("dma", 0x4000)
+	rec := &writeLog{Region: m}
+	for name, r := range map[string]bar.Region{"mapped": m, "unmapped": rec} {
+		s, err := dma.NewSpace(r, 0, 0x4000, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := s.Window(0)
+		src := []byte("0123456789abcdefghijklmnopqrstuV")
+		if err := w.CopyOutLast(0x100, src, 31); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := make([]byte, 32)
+		_ = w.CopyIn(got, 0x100)
+		if !bytes.Equal(got, src) {
+			t.Errorf("%s: %q", name, got)
+		}
+		for _, c := range []struct {
+			iova uint64
+			last int
+		}{{0x3ff0, 31}, {0x200, 33}, {0x200, -1}} {
+			if err := w.CopyOutLast(c.iova, src, c.last); err == nil {
+				t.Errorf("%s: CopyOutLast(%#x, 32 bytes, %d) accepted", name, c.iova, c.last)
+			}
+		}
+	}
+	if want := [][2]int64{{0x100, 31}, {0x11f, 1}}; len(rec.writes) != 2 || rec.writes[0] != want[0] || rec.writes[1] != want[1] {
+		t.Errorf("unmapped region's writes %v, want %v", rec.writes, want)
+	}
+}

@@ -326,7 +326,7 @@ func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
 	}
 	buf[mlx4.CQEOwnerSROpcode] = buf[mlx4.CQEOwnerSROpcode]&^mlx4.CQE_OWNER_MASK | owner
 	addr := r.slot(cq.Prod)
-	if r.win.CopyOut(addr, buf[:mlx4.CQEOwnerSROpcode]) != nil || r.win.CopyOut(addr+mlx4.CQEOwnerSROpcode, buf[mlx4.CQEOwnerSROpcode:]) != nil {
+	if r.win.CopyOutLast(addr, buf[:mlx4.CQESize], mlx4.CQEOwnerSROpcode) != nil {
 		st.CQEDropped.Add(1)
 		st.CQAccess.Add(1)
 		h.cqFail(cq, mlx4.CQErrAccessViolation)

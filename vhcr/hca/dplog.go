@@ -22,6 +22,17 @@ package hca
 //     EQ's producer index) and the QPs' and SRQs' positions after, commit
 //     word last; then the CQEs are written (firing completion EQEs), the
 //     entries stored, and the record marked applied.
+//
+// A step is a run of WQEs of one QP (runSQ), so that a stream of small
+// WQEs pays for one record, one store of each position and one CQE write
+// pass per run: up to the record's room (dpRoom), one WQE's effects never
+// split between two records, an atomic alone in its step (the log keeps
+// one intent), and the step ended before an async event a later WQE
+// raises, so that the event follows the CQEs of the WQEs before it as on
+// hardware. (Where the WQE raising it has already touched the step, the
+// step cannot end there and the event precedes the step's CQEs: the one
+// order the model changes.) The CQEs of a run are written when the run
+// ends, a budget's worth of WQEs (dpQuantum) at most after the first.
 //   - the atomic intent: the original value an ATOMIC read, stored before
 //     the remote value is written.
 //
@@ -85,6 +96,10 @@ type dpLog struct {
 
 	pend [pfstate.MaxStepCQEs]dpPendCQE
 	np   int
+	cqn  [pfstate.MaxStepCQs]uint32 // the distinct CQs of pend
+	ncqn int
+	wqe  bool // the WQE being executed has touched the step (dpTouch*, dpPend)
+	in   bool // dpStep is writing the step's CQEs
 	cqs  [pfstate.MaxStepCQs]dpCQBefore
 	ncq  int
 	qps  [pfstate.MaxStepQPs]*qpObj
@@ -395,6 +410,7 @@ func (h *HCA) dpTouchQP(qp *qpObj) {
 	if l == nil || l.redo {
 		return
 	}
+	l.wqe = true
 	for _, q := range l.qps[:l.nqp] {
 		if q == qp {
 			return
@@ -413,6 +429,7 @@ func (h *HCA) dpTouchSRQ(q *srqObj) {
 	if l == nil || l.redo {
 		return
 	}
+	l.wqe = true
 	for _, s := range l.srqs[:l.nsrq] {
 		if s == q {
 			return
@@ -427,7 +444,7 @@ func (h *HCA) dpTouchSRQ(q *srqObj) {
 
 // dpHold holds a CQE back for the step's end; false: no log, write it now.
 func (h *HCA) dpHold(cqn uint32, e *mlx4.CQE, solicited bool) bool {
-	p := h.dpPend()
+	p := h.dpPend(cqn & mlx4.ObjectMask)
 	if p == nil {
 		return false
 	}
@@ -438,7 +455,7 @@ func (h *HCA) dpHold(cqn uint32, e *mlx4.CQE, solicited bool) bool {
 // dpHoldOverrun holds an injected overrun of CQ cqn back for the step's
 // end, in its place among the step's CQEs; false: no log, do it now.
 func (h *HCA) dpHoldOverrun(cqn uint32) bool {
-	p := h.dpPend()
+	p := h.dpPend(cqn & mlx4.ObjectMask)
 	if p == nil {
 		return false
 	}
@@ -446,19 +463,61 @@ func (h *HCA) dpHoldOverrun(cqn uint32) bool {
 	return true
 }
 
-// dpPend is the step's next held entry (the step ended first if it is
-// full), or nil when nothing is held: no log, a redo, or a quiet model.
-func (h *HCA) dpPend() *dpPendCQE {
+// dpPend is the step's next held entry for CQ cqn (the step ended first
+// if it is full), or nil when nothing is held: no log, a redo, or a quiet
+// model.
+func (h *HCA) dpPend(cqn uint32) *dpPendCQE {
 	l := h.dl
 	if l == nil || l.redo || h.fw.quiet {
 		return nil
 	}
-	if l.np == len(l.pend) {
+	known := l.hasCQ(cqn)
+	if l.np == len(l.pend) || !known && l.ncqn == len(l.cqn) {
 		h.dpStep()
+		known = false
 	}
+	if !known {
+		l.cqn[l.ncqn] = cqn
+		l.ncqn++
+	}
+	l.wqe = true
 	p := &l.pend[l.np]
 	l.np++
 	return p
+}
+
+func (l *dpLog) hasCQ(cqn uint32) bool {
+	for _, c := range l.cqn[:l.ncqn] {
+		if c == cqn {
+			return true
+		}
+	}
+	return false
+}
+
+// dpRoom reports whether the step has room for another WQE's effects
+// (two CQEs on two more CQs, two QPs, an SRQ); true without a log.
+func (h *HCA) dpRoom() bool {
+	l := h.dl
+	return l == nil || l.np+2 <= len(l.pend) && l.ncqn+2 <= len(l.cqn) &&
+		l.nqp+2 <= len(l.qps) && l.nsrq+1 <= len(l.srqs)
+}
+
+// dpWQE notes that a WQE of the step starts: it has touched nothing yet.
+func (h *HCA) dpWQE() {
+	if h.dl != nil {
+		h.dl.wqe = false
+	}
+}
+
+// dpBeforeEvent ends the step before an async event the engine raises, so
+// that the event follows the CQEs of the step's earlier WQEs, unless the
+// WQE raising it has already touched the step (then the step cannot end
+// between its effects).
+func (h *HCA) dpBeforeEvent() {
+	if l := h.dl; l != nil && !l.redo && !l.in && !l.wqe {
+		h.dpStep()
+	}
 }
 
 // dpStep ends the current step: its record, its CQEs, its positions.
@@ -470,15 +529,7 @@ func (h *HCA) dpStep() {
 	l.hit(crashpoint.DPEffects)
 	// The CQs' state before the CQEs, with their EQ's producer index.
 	l.ncq = 0
-	for k := range l.np {
-		cqn := l.pend[k].cqn
-		seen := false
-		for _, c := range l.cqs[:l.ncq] {
-			seen = seen || c.cqn == cqn
-		}
-		if seen || l.ncq == len(l.cqs) {
-			continue
-		}
+	for _, cqn := range l.cqn[:l.ncqn] {
 		c := &l.cqs[l.ncq]
 		c.cq, c.cqn, c.eqn, c.eqP = h.fw.cqs[cqn], cqn, -1, 0
 		if c.cq != nil {
@@ -492,13 +543,15 @@ func (h *HCA) dpStep() {
 		l.ncq++
 	}
 	l.writeStep()
+	l.in = true
 	for k := range l.np {
 		p := &l.pend[k]
 		h.postStepEntry(p.cqn, &p.e, p.sol, p.over)
 		l.hit(crashpoint.DPCQE)
 	}
+	l.in = false
 	h.storeStep()
-	l.np, l.nqp, l.nsrq, l.ncq = 0, 0, 0, 0
+	l.np, l.nqp, l.nsrq, l.ncq, l.ncqn, l.wqe = 0, 0, 0, 0, 0, false
 }
 
 // postStepEntry writes a held-back CQE, or carries out a held-back

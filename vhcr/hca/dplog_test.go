@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/dma"
@@ -29,14 +30,15 @@ func newLogPair(t *testing.T) *logPair {
 	d := newDPRig(t, 3, nil)
 	lp := &logPair{region: make([]byte, pfstate.DPSize)}
 	d.h.AttachDataPathLog(lp.region, lp.hit)
-	p := &rcPair{d: d, a: d.setup(0), b: d.setup(1)}
-	p.ka, p.ma = p.a.mr(vaA, 2, permAll, p.a.pd)
-	p.kb, p.mb = p.b.mr(vaB, 2, permAll, p.b.pd)
-	o := qpOpts{st: mlx4.QP_ST_RC, access: remoteAll}
-	p.qa, p.qb = p.a.qp(o), p.b.qp(o)
-	pair(p.qa, p.qb)
-	lp.rcPair = p
+	lp.rcPair = rcPairOn(d, permAll, qpOpts{})
 	return lp
+}
+
+// counter sets the fetch-add target, B's 8 bytes at vaB+64, to v.
+func (lp *logPair) counter(v uint64) {
+	var word [8]byte
+	binary.BigEndian.PutUint64(word[:], v)
+	lp.b.fill(lp.mb+64, word[:])
 }
 
 func (lp *logPair) hit(at string) {
@@ -130,9 +132,7 @@ func TestDataPathKillAtEachPoint(t *testing.T) {
 			a, b, qa, qb := lp.a, lp.b, lp.qa, lp.qb
 			msg := pattern(200, 3)
 			a.fill(lp.ma, msg)
-			var word [8]byte
-			binary.BigEndian.PutUint64(word[:], 5)
-			b.fill(lp.mb+64, word[:])
+			lp.counter(5)
 			qb.recv(sge(lp.kb, vaB+1000, 300))
 			qb.recv(sge(lp.kb, vaB+1500, 300))
 			img := lp.d.h.Image() // the checkpoint
@@ -242,9 +242,7 @@ func TestDataPathWithoutLogAddsTwice(t *testing.T) {
 	lp := newLogPair(t)
 	lp.d.h.dl = nil
 	a, b, qa := lp.a, lp.b, lp.qa
-	var word [8]byte
-	binary.BigEndian.PutUint64(word[:], 5)
-	b.fill(lp.mb+64, word[:])
+	lp.counter(5)
 	img := lp.d.h.Image()
 	qa.post(fetchAdd(lp.ka, lp.kb, vaA+512, vaB+64, 1), nil)
 	qa.run(16) // completes; a PF without the log restarts from its checkpoint
@@ -313,5 +311,147 @@ func TestDataPathLogUncommittedTransition(t *testing.T) {
 	lp.restart(t, img)
 	if got := lp.qa.obj().State; got != mlx4.QP_STATE_ERR {
 		t.Fatalf("restarted QP in %v, want ERR (the data path's move)", got)
+	}
+}
+
+// TestDataPathKillInABatch: three WQEs of one QP run as one step (a SEND,
+// an RDMA_WRITE, a SEND: five CQEs in one record). A PF killed at each
+// point of that step, restarted from a checkpoint taken before the
+// traffic, delivers each message once, each CQE once, and goes on from
+// there (and so does one restarted after the whole step).
+func TestDataPathKillInABatch(t *testing.T) {
+	type kase struct {
+		point string
+		nth   int
+	}
+	cases := []kase{{crashpoint.DPEffects, 1}, {crashpoint.DPCommitTorn, 1}, {"none", 0}}
+	for n := 1; n <= 5; n++ {
+		cases = append(cases, kase{crashpoint.DPCQE, n})
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s:%d", c.point, c.nth), func(t *testing.T) {
+			lp := newLogPair(t)
+			a, b, qa, qb := lp.a, lp.b, lp.qa, lp.qb
+			msg := pattern(300, 7)
+			a.fill(lp.ma, msg)
+			for k := range 3 {
+				qb.recv(sge(lp.kb, vaB+uint64(k)*400, 300))
+			}
+			img := lp.d.h.Image()
+			qa.post(send(mlx4.OPCODE_SEND, sge(lp.ka, vaA, 100)), nil)
+			qa.post(rdmaWrite(lp.ka, lp.kb, vaA+100, vaB+2000, 100), nil)
+			qa.post(send(mlx4.OPCODE_SEND, sge(lp.ka, vaA+200, 100)), nil)
+			steps := lp.d.h.DataPathLogStats().Steps.Load()
+			if c.point == "none" {
+				if n := qa.run(16); n != 3 {
+					t.Fatalf("%d WQEs run", n)
+				}
+			} else if !lp.runKilled(c.point, c.nth) {
+				t.Fatalf("no kill at %s:%d", c.point, c.nth)
+			}
+			if got := lp.d.h.DataPathLogStats().Steps.Load() - steps; c.point != crashpoint.DPEffects && got != 1 {
+				t.Fatalf("%d step records for one run of three WQEs", got)
+			}
+			seen := lp.d.take()
+			lp.restart(t, img)
+			qa.run(16)
+			got := append(seen, lp.d.take()...)
+			wantCQE(t, got,
+				rCQE(b.cq, qb.qpn, 0, mlx4.RECV_OPCODE_SEND, 100, 0), sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 100),
+				sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_RDMA_WRITE, 100),
+				rCQE(b.cq, qb.qpn, 1, mlx4.RECV_OPCODE_SEND, 100, 0), sCQE(a.cq, qa.qpn, 2, mlx4.OPCODE_SEND, 100))
+			if g := b.read(lp.mb, 100); !bytes.Equal(g, msg[:100]) {
+				t.Fatalf("first SEND: %x", g)
+			}
+			if g := b.read(lp.mb+2000, 100); !bytes.Equal(g, msg[100:200]) {
+				t.Fatalf("RDMA_WRITE: %x", g)
+			}
+			if g := b.read(lp.mb+400, 100); !bytes.Equal(g, msg[200:300]) {
+				t.Fatalf("second SEND: %x", g)
+			}
+			if g := b.read(lp.mb+800, 100); !bytes.Equal(g, make([]byte, 100)) {
+				t.Fatal("the third receive buffer was written: a message delivered twice")
+			}
+			if qa.obj().SQHead != 3 || qb.obj().RQHead != 2 {
+				t.Fatalf("SQ consumer %d, RQ consumer %d", qa.obj().SQHead, qb.obj().RQHead)
+			}
+			qa.post(send(mlx4.OPCODE_SEND, sge(lp.ka, vaA, 50)), nil)
+			qa.run(16)
+			wantCQE(t, lp.d.take(), rCQE(b.cq, qb.qpn, 2, mlx4.RECV_OPCODE_SEND, 50, 0), sCQE(a.cq, qa.qpn, 3, mlx4.OPCODE_SEND, 50))
+		})
+	}
+}
+
+// TestDataPathTwoAtomicsInARun: two fetch-adds posted together run as
+// steps of their own (the log keeps one atomic intent): a PF killed after
+// the second one's intent, restarted from a checkpoint taken before the
+// traffic, has added twice and returned the originals 5 and 6, not read
+// the counter again for the first.
+func TestDataPathTwoAtomicsInARun(t *testing.T) {
+	for _, pt := range []string{crashpoint.DPIntent, crashpoint.DPEffects, crashpoint.DPCQE} {
+		for nth := 1; nth <= 2; nth++ {
+			t.Run(fmt.Sprintf("%s:%d", pt, nth), func(t *testing.T) {
+				lp := newLogPair(t)
+				a, b, qa := lp.a, lp.b, lp.qa
+				lp.counter(5)
+				img := lp.d.h.Image()
+				qa.post(fetchAdd(lp.ka, lp.kb, vaA+512, vaB+64, 1), nil)
+				qa.post(fetchAdd(lp.ka, lp.kb, vaA+520, vaB+64, 1), nil)
+				if !lp.runKilled(pt, nth) {
+					t.Fatalf("no kill at %s:%d", pt, nth)
+				}
+				seen := lp.d.take()
+				lp.restart(t, img)
+				qa.run(16)
+				got := append(seen, lp.d.take()...)
+				if v := binary.BigEndian.Uint64(b.read(lp.mb+64, 8)); v != 7 {
+					t.Fatalf("counter %d after two fetch-adds of 1 to 5", v)
+				}
+				o1, o2 := binary.BigEndian.Uint64(a.read(lp.ma+512, 8)), binary.BigEndian.Uint64(a.read(lp.ma+520, 8))
+				if o1 != 5 || o2 != 6 {
+					t.Fatalf("fetch-adds returned %d and %d, want 5 and 6", o1, o2)
+				}
+				wantCQE(t, got, sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_ATOMIC_FA, 8), sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_ATOMIC_FA, 8))
+			})
+		}
+	}
+}
+
+// TestDataPathEventAfterEarlierCQEs: in one run of WQEs, an RDMA_WRITE
+// that completes and one the responder refuses (a forged rkey: the
+// responder's WQ_ACCESS_ERROR, the requester's REMOTE_ACCESS_ERR). The
+// first one's CQE is written before the responder's event is posted, as
+// on hardware, where it completed before the second was read: a PF killed
+// after writing that CQE has posted no event yet. Restarted, it posts the
+// event once and completes the second WQE with its error.
+func TestDataPathEventAfterEarlierCQEs(t *testing.T) {
+	lp := newLogPair(t)
+	a, b, qa := lp.a, lp.b, lp.qa
+	a.fill(lp.ma, pattern(64, 1))
+	img := lp.d.h.Image()
+	qa.post(rdmaWrite(lp.ka, lp.kb, vaA, vaB+2000, 64), nil)
+	qa.post(rdmaWrite(lp.ka, lp.kb^0x100, vaA, vaB+2100, 64), nil)
+	if !lp.runKilled(crashpoint.DPCQE, 1) {
+		t.Fatal("no kill at the first CQE")
+	}
+	if ev := b.events(); slices.Contains(ev, mlx4.EventWQAccessError) {
+		t.Fatalf("the responder's event %#x was posted before the first WQE's CQE", ev)
+	}
+	seen := lp.d.take()
+	wantCQE(t, seen, sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_RDMA_WRITE, 64))
+	lp.restart(t, img)
+	qa.run(16)
+	got := lp.d.take()
+	if len(got) != 1 || got[0].e.Syndrome() != mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR || got[0].e.WQEIndex != 1 {
+		t.Fatalf("after the restart: %+v", got)
+	}
+	n := 0
+	for _, e := range b.events() {
+		if e == mlx4.EventWQAccessError {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d WQ_ACCESS_ERROR events, want 1", n)
 	}
 }

@@ -409,6 +409,7 @@ func (h *HCA) objectEvent(ty restrack.Type, id uint32, eventType, subtype, syndr
 	if err != nil {
 		return err
 	}
+	h.dpBeforeEvent() // after the CQEs of the data-path step's earlier WQEs (dplog.go)
 	ev := mlx4.EQE{Type: eventType, Subtype: subtype, Object: id}
 	if eventType == mlx4.EventCQError {
 		ev.Status = syndrome

@@ -86,11 +86,15 @@ func (v *portView) covers(dlid uint16) bool {
 }
 
 // routePort finds the arrival port of a packet sent on port from to dlid,
-// and the DLID's path bits there.
+// and the DLID's path bits there; the sending port's LID is left in the
+// engine's scratch (srcLID) for the packet's receive CQE.
 func (h *HCA) routePort(from int, dlid uint16) (int, uint8, routeRes) {
 	src := h.portView(from)
 	if !src.active || src.eth {
 		return 0, 0, routeDown
+	}
+	if h.dp != nil {
+		h.dp.srcLID = src.lid
 	}
 	if src.covers(dlid) {
 		return from, uint8(dlid & (uint16(1)<<src.lmc - 1)), routeOK

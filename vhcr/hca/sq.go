@@ -122,6 +122,7 @@ type dpScratch struct {
 	bounce [4096]byte
 	wc     mad.WC
 	ghdr   mad.GRH
+	srcLID uint16 // the sending port's LID, as routePort last found it
 }
 
 func (h *HCA) scratch() {
@@ -225,10 +226,18 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	default:
 		return 0
 	}
+	// One step for the run of WQEs (dplog.go): ended early when it has no
+	// room for another WQE, around an atomic (the log keeps one intent),
+	// and by an error.
 	done := 0
 	for done < budget && qp.State == mlx4.QP_STATE_RTS {
+		if !h.dpRoom() {
+			h.dpStep()
+		}
+		h.dpWQE()
 		if w.rt.wait { // a retry pending (retry.go): one load when none is
 			if h.sqWaiting(w) {
+				h.dpStep()
 				return done
 			}
 			if h.retryDue(qp) {
@@ -240,8 +249,10 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 		r, n := h.fetchSQ(qp)
 		switch r {
 		case fetchNone:
+			h.dpStep()
 			return done
 		case fetchCatas:
+			h.dpStep()
 			h.fw.vfs[w.vf].eng.Catas.Add(1)
 			h.qpError(qp, mlx4.EventWQCatasError)
 			h.dpStep()
@@ -252,13 +263,20 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 			done++
 			continue
 		}
+		atomic := mlx4.IsAtomicOpcode(binary.BigEndian.Uint32(h.dp.wqe[:]) & mlx4.WQEOpcodeMask)
+		if atomic {
+			h.dpStep()
+		}
 		if !h.execWQE(qp, n) {
 			h.dpStep()
 			return done // RNR or lost: the WQE waits for its retry
 		}
-		h.dpStep() // the WQE's completion (dplog.go)
+		if atomic {
+			h.dpStep()
+		}
 		done++
 	}
+	h.dpStep() // the run's completions (dplog.go)
 	return done
 }
 
@@ -569,7 +587,7 @@ func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool
 	}
 	e.GMLPathRQPN = w.qpn & mlx4.CQE_QPN_MASK
 	e.SLVID = uint16(w.sl) << mlx4.CQESLShift
-	e.RLID = h.portView(qp.Port).lid | uint16(w.pathBits)
+	e.RLID = h.dp.srcLID | uint16(w.pathBits) // routePort's look at qp.Port for this WQE
 	h.recvCQE(dq, &s, e)
 	h.sqDone(qp, uint32(total))
 	return true

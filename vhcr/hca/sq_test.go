@@ -27,7 +27,11 @@ type rcPair struct {
 const vaA, vaB = 0x7f0000001000, 0x5500000000
 
 func newRCPair(t testing.TB, access uint32, o qpOpts) *rcPair {
-	d := newDPRig(t, 3, nil)
+	return rcPairOn(newDPRig(t, 3, nil), access, o)
+}
+
+// rcPairOn is newRCPair's pair on rig d (VFs 0 and 1).
+func rcPairOn(d *dpRig, access uint32, o qpOpts) *rcPair {
 	p := &rcPair{d: d, a: d.setup(0), b: d.setup(1)}
 	p.ka, p.ma = p.a.mr(vaA, 2, access, p.a.pd)
 	p.kb, p.mb = p.b.mr(vaB, 2, access, p.b.pd)

@@ -143,10 +143,14 @@ func (ps *pstate) word(off int64) *uint32 { return (*uint32)(wordPtr(ps.b, off))
 
 // prefault dirties every page of the journal and the last sequences once,
 // so that the post path does not take the first-write fault of a fresh
-// tmpfs page (a few microseconds every few dozen commands); adding 0
-// writes the word it reads.
+// tmpfs page (a few microseconds every few dozen commands), and of the
+// data path's region (its position entries: the first WQE of each new
+// object's would take one); adding 0 writes the word it reads.
 func (ps *pstate) prefault() {
 	for off := ps.g.Seqs.Off; off < ps.g.Journal.End(); off += 4096 {
+		atomic.AddUint32(ps.word(off), 0)
+	}
+	for off := ps.g.DP.Off; off < ps.g.DP.End(); off += 4096 {
 		atomic.AddUint32(ps.word(off), 0)
 	}
 }

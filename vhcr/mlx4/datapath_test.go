@@ -449,3 +449,15 @@ func TestDataPathDecodersDoNotAllocate(t *testing.T) {
 	}
 	_ = sink
 }
+
+// TestIsAtomicOpcode: the send opcodes that read and write remote memory
+// (mlx4_ib's MLX4_OPCODE_ATOMIC_CS 0x11, ATOMIC_FA 0x12, MASKED_ATOMIC_CS
+// 0x14, MASKED_ATOMIC_FA 0x15), and no other of the 5-bit opcodes.
+func TestIsAtomicOpcode(t *testing.T) {
+	want := map[uint32]bool{0x11: true, 0x12: true, 0x14: true, 0x15: true}
+	for op := uint32(0); op <= WQEOpcodeMask; op++ {
+		if got := IsAtomicOpcode(op); got != want[op] {
+			t.Errorf("IsAtomicOpcode(%#x) = %v", op, got)
+		}
+	}
+}

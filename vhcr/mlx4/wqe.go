@@ -27,6 +27,17 @@ const (
 	OPCODE_CONFIG_CMD       = 0x1f
 )
 
+// IsAtomicOpcode reports whether send opcode op (the owner word's low
+// bits, WQEOpcodeMask) is an atomic: it reads the remote 8 bytes and writes
+// them back (ATOMIC_CS, ATOMIC_FA and their masked forms).
+func IsAtomicOpcode(op uint32) bool {
+	switch op {
+	case OPCODE_ATOMIC_CS, OPCODE_ATOMIC_FA, OPCODE_MASKED_ATOMIC_CS, OPCODE_MASKED_ATOMIC_FA:
+		return true
+	}
+	return false
+}
+
 // Receive opcodes, a receive CQE's opcode (MLX4_RECV_OPCODE_*, mlx4dv.h
 // and include/linux/mlx4/cq.h).
 const (
