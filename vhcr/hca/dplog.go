@@ -503,6 +503,9 @@ func (h *HCA) dpRoom() bool {
 		l.nqp+2 <= len(l.qps) && l.nsrq+1 <= len(l.srqs)
 }
 
+// dpHeld reports whether the step holds CQEs back.
+func (h *HCA) dpHeld() bool { return h.dl != nil && h.dl.np > 0 }
+
 // dpWQE notes that a WQE of the step starts: it has touched nothing yet.
 func (h *HCA) dpWQE() {
 	if h.dl != nil {

@@ -228,7 +228,9 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	}
 	// One step for the run of WQEs (dplog.go): ended early when it has no
 	// room for another WQE, around an atomic (the log keeps one intent),
-	// and by an error.
+	// by an error, and when the WQE after one with CQEs is not there yet
+	// (a lone WQE's completion is not held back for the look that finds
+	// the queue empty).
 	done := 0
 	for done < budget && qp.State == mlx4.QP_STATE_RTS {
 		if !h.dpRoom() {
@@ -271,13 +273,20 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 			h.dpStep()
 			return done // RNR or lost: the WQE waits for its retry
 		}
-		if atomic {
-			h.dpStep()
+		if atomic || h.dpHeld() && qp.State == mlx4.QP_STATE_RTS && !h.sqNext(qp) {
+			h.dpStep() // an atomic alone; or no WQE behind this one yet: its CQEs out now
 		}
 		done++
 	}
 	h.dpStep() // the run's completions (dplog.go)
 	return done
+}
+
+// sqNext reports whether the WQE at SQHead is already the device's (its
+// owner word only): the run goes on with it.
+func (h *HCA) sqNext(qp *qpObj) bool {
+	v, ok := h.sqValid(qp)
+	return ok && v
 }
 
 // execWQE executes the WQE in h.dp.wqe[:n]; false: it was not consumed
