@@ -32,7 +32,8 @@ package hca
 // hardware. (Where the WQE raising it has already touched the step, the
 // step cannot end there and the event precedes the step's CQEs: the one
 // order the model changes.) The CQEs of a run are written when the run
-// ends, a budget's worth of WQEs (dpQuantum) at most after the first.
+// ends: at once when the next WQE is not there yet (runSQ), else a
+// budget's worth of WQEs (dpQuantum) at most after the first.
 //   - the atomic intent: the original value an ATOMIC read, stored before
 //     the remote value is written.
 //
