@@ -158,8 +158,8 @@ func (h *HCA) NextRetry() (int64, bool) {
 	for _, vf := range s.live {
 		for _, q := range s.vfs[vf].hot {
 			w := q.qp.wq
-			if w == nil || !w.rt.wait || w.rt.forever {
-				continue
+			if w == nil || !w.rt.wait || w.rt.forever || q.qp.Suspended || q.qp.State != mlx4.QP_STATE_RTS {
+				continue // only RTS runs a retry (SQD drains nothing here, SUSPEND_QP stops all): no deadline to wake for
 			}
 			if !ok || w.rt.deadline < next {
 				next, ok = w.rt.deadline, true

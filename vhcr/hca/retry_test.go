@@ -355,3 +355,50 @@ func TestRetryNoAllocs(t *testing.T) {
 		t.Fatalf("%d retries in 200 rounds", rnr-before)
 	}
 }
+
+// TestRetryNotRunnableNoDeadline: a QP whose SEND waits for its RNR retry
+// and is then suspended (SUSPEND_QP) or moved to SQD runs nothing, so its
+// deadline is no reason to wake: NextRetry reports none (the poller would
+// otherwise never block again), until UNSUSPEND_QP or SQD2RTS brings the
+// QP back and the retry is due at once.
+func TestRetryNotRunnableNoDeadline(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		stop, run func(p *rcPair)
+	}{
+		{"suspended", func(p *rcPair) {
+			p.a.must(p.a.run(p.a.cmd(mlx4.SUSPEND_QP, 0, p.qa.qpn, 0, nil, false)), "SUSPEND_QP")
+		}, func(p *rcPair) {
+			p.a.must(p.a.run(p.a.cmd(mlx4.UNSUSPEND_QP, 0, p.qa.qpn, 0, nil, false)), "UNSUSPEND_QP")
+		}},
+		{"sqd", func(p *rcPair) {
+			p.a.must(p.qa.modify(mlx4.RTS2SQD_QP, 0), "RTS2SQD")
+		}, func(p *rcPair) {
+			p.a.must(p.qa.modify(mlx4.SQD2RTS_QP, 0), "SQD2RTS")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newRCPair(t, permAll, qpOpts{rnrRetry: 3, minRNR: 14})
+			p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 7)), nil)
+			if n := p.qa.run(4); n != 0 {
+				t.Fatalf("consumed %d without a receive WQE", n)
+			}
+			if _, ok := p.d.h.NextRetry(); !ok {
+				t.Fatal("no retry pending after the RNR NAK")
+			}
+			c.stop(p)
+			p.d.clock = p.qa.waitDeadline() + 1
+			if ns, ok := p.d.h.NextRetry(); ok {
+				t.Fatalf("NextRetry = %d ns for a QP that runs nothing", ns)
+			}
+			c.run(p)
+			p.qb.recv(sge(p.kb, vaB, 64))
+			if ns, ok := p.d.h.NextRetry(); !ok || ns != 0 {
+				t.Fatalf("back in RTS: NextRetry = %d, %v; want due now", ns, ok)
+			}
+			if n := p.qa.run(4); n != 1 {
+				t.Fatalf("consumed %d once the QP runs again", n)
+			}
+		})
+	}
+}
