@@ -254,7 +254,6 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 			h.dpStep()
 			return done
 		case fetchCatas:
-			h.dpStep()
 			h.fw.vfs[w.vf].eng.Catas.Add(1)
 			h.qpError(qp, mlx4.EventWQCatasError)
 			h.dpStep()
