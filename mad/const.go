@@ -9,6 +9,8 @@ const (
 	ClassSubnAdm      uint8 = 0x03 // SA (not handled by the engine)
 	ClassPerfMgt      uint8 = 0x04 // PMA
 	ClassBM           uint8 = 0x05 // Baseboard management
+	ClassDevMgt       uint8 = 0x06 // Device management
+	ClassCM           uint8 = 0x07 // Communication management
 	ClassSubnDirected uint8 = 0x81 // directed-route SMP
 )
 
@@ -22,6 +24,11 @@ const (
 	MethodTrapRepress uint8 = 0x07
 	MethodGetResp     uint8 = 0x81
 	MethodResp        uint8 = 0x80
+	// The SA's own methods (ib_sa.h, IBA 15.2.2).
+	MethodSAGetTable    uint8 = 0x12
+	MethodSAGetTraceTbl uint8 = 0x13
+	MethodSAGetMulti    uint8 = 0x14
+	MethodSADelete      uint8 = 0x15
 )
 
 // SMA attribute IDs (ib_smi.h).

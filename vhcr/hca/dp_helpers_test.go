@@ -153,6 +153,10 @@ type qpOpts struct {
 	// exact takes the four fields above as they are for an RC QP, zeros
 	// included; else a zero is what ibv_rc_pingpong sets (rcDefaults).
 	exact bool
+	// qpn, if set, is a special QPN of the VF's proxy range, mapped as
+	// mlx4_ib maps its proxy QPs (no reservation).
+	qpn  uint32
+	port int
 }
 
 // rcDefaults fills an RC QP's zero retry fields with what ibv_rc_pingpong
@@ -182,8 +186,14 @@ func (t *tvf) qp(o qpOpts) *tqp {
 		o.rqLogS = 2
 	}
 	o.rcDefaults()
-	qpn := t.mustAlloc(restrack.QP, resOpReserve, 1)
+	qpn := o.qpn
+	if qpn == 0 {
+		qpn = t.mustAlloc(restrack.QP, resOpReserve, 1)
+	}
 	t.mustAlloc(restrack.QP, resOpMapICM, uint64(qpn))
+	if o.port == 0 {
+		o.port = 1
+	}
 	q := &tqp{t: t, qpn: qpn, buf: t.newPage(), db: t.newPage(), sqShift: uint(o.sqStride) + 4, sqCnt: 8, srq: o.srq}
 	if o.srq == nil {
 		q.rqShift, q.rqCnt = uint(o.rqLogS)+4, 8
@@ -196,7 +206,7 @@ func (t *tvf) qp(o qpOpts) *tqp {
 	mtt := t.mtt(0, q.buf)
 	q.ctx = mlx4.QPContext{ST: o.st, PD: t.pd, MsgMax: 31, LogSQSize: 3, LogSQStride: o.sqStride, LogRQSize: 3, LogRQStride: o.rqLogS,
 		NoRQ: o.srq != nil, UsrPage: 128, CQNSend: t.cq, CQNRecv: t.cq, MTTBase: uint64(mtt), DBRecAddr: q.db, QKey: o.qkey,
-		LocalQPN: qpn, MinRNRTimer: o.minRNR, Pri: mlx4.QPPath{Port: 1, CounterIndex: uint8(config.Default().Resources.Counters - 1), AckTimeout: o.timeout << mlx4.PathAckTOShift}}
+		LocalQPN: qpn, MinRNRTimer: o.minRNR, Pri: mlx4.QPPath{Port: o.port, CounterIndex: uint8(config.Default().Resources.Counters - 1), AckTimeout: o.timeout << mlx4.PathAckTOShift}}
 	if o.srq != nil {
 		q.ctx.UseSRQ, q.ctx.SRQN = true, o.srq.srqn
 	}

@@ -33,6 +33,7 @@ type HCA struct {
 	compEQE    [mlx4.EQESize]byte     // a completion EQE
 	dl         *dpLog                 // the data path's log in the state file (dplog.go), or nil
 	cqeHook    CQEFaultHook           // injected data-path faults (dpfault.go), nil when none is armed
+	tun        tunnel                 // the SR-IOV MAD tunnel (tunnel.go)
 
 	tptGen uint64 // moves at every change that may touch an MPT or MTT (keycache.go)
 

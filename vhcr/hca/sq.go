@@ -82,6 +82,9 @@ type EngineStats struct {
 	RNRRetries atomic.Uint64 // RNR NAKs retried (after the responder's RNR timer)
 
 	TransportRetries atomic.Uint64 // RC packets sent again after the local ACK timeout (retry.go)
+
+	TunnelOut atomic.Uint64 // MADs the VF's proxy QPs sent that the tunnel passed to the wire (tunnel.go)
+	TunnelIn  atomic.Uint64 // MADs the tunnel delivered to the VF's proxy QPs
 }
 
 // EngineStats returns VF vf's engine counters (nil for no such VF).

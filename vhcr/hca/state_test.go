@@ -42,6 +42,7 @@ var (
 			"dl":      "wiring: the data path's log in the PF's state file",
 			"cqeHook": "wiring: the PF's injected data-path faults (dpfault.go), installed while a rule is armed",
 			"fab":     "wiring: the switch the ports are cabled to (SetFabric), the switch's state is the SM's",
+			"tun":     "the MAD tunnel's wiring, its queue of datagrams (lost at a kill, as on a wire) and counters",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",

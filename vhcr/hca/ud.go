@@ -76,6 +76,11 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 		h.sqDone(qp, uint32(total))
 		return true
 	}
+	if av.PortPD&mlx4.AVForceLoopback != 0 && isTunnelQPN(dqpn) {
+		h.tunnelEgress(qp, dqpn, qkey, total) // a proxy QP's MAD to its tunnel QP (tunnel.go)
+		h.sqDone(qp, uint32(total))
+		return true
+	}
 	arrive, bits, rr := h.routePort(port, av.DLID)
 	if rr != routeOK {
 		st.UDDropped.Add(1)

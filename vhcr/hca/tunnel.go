@@ -1,0 +1,514 @@
+package hca
+
+// The SR-IOV MAD tunnel: what mlx4_ib's PF (drivers/infiniband/hw/mlx4/
+// mad.c) does for its VFs' QP0 and QP1, which are proxy QPs.
+//
+// Egress. A VF's proxy QP sends a UD datagram with the force-loopback bit
+// to its tunnel QP (QUERY_FUNC_CAP's qp0/qp1 tunnel QPN: BaseTunnelSQPN +
+// 8*slave + 2*qpt + port-1, slave = VF+1), whose payload is a struct
+// mlx4_ib_tunnel_header, inline, and the MAD (mlx4.TunnelSendPayload).
+// The PF's tunnel QPs are the model's own (no QP object): the engine
+// delivers the datagram to them as hardware would (the tunnel QP's
+// reserved Q_Key, its 352-byte receive buffer) and runs
+// mlx4_ib_multiplex_mad on it (tunnelMultiplex): the source QP must be a
+// proxy QP0/QP1 of the tunnel's port and slave; a request's TID must have
+// a zero most significant byte, which becomes the slave; an SMP only from
+// a VF with SMI; SA and DEVICE_MGMT (GET and SET) pass, CM and every other
+// class are dropped (the PF's CM paravirtualisation, cm.c, is not there:
+// a CM MAD from a VF is dropped and counted, as the real PF drops the
+// classes it does not handle); the AV's port goes through the VF's port
+// map, its GRH's SGID index becomes the slave's, the P_Key index through
+// the VF's virtual table. The MAD then leaves the port's QP0 (a proxy QP0's)
+// or QP1 (mlx4_ib_send_to_wire) through the wire (SetMADWire), or, with
+// none installed, reaches the HCA's own ports' agents (localWire).
+//
+// Ingress. A MAD that reaches a port's QP0/QP1 for the PF (a response, a
+// wire's delivery) comes in through ReceiveMAD, from any goroutine, into a
+// bounded queue the poller drains (a full queue drops and counts: a MAD is
+// a datagram). mlx4_ib_demux_mad finds the slave: a response's TID most
+// significant byte (cleared), or the GRH's DGID (the GUID index of the
+// slave); SMPs only as responses to an SMI VF; SA and DEVICE_MGMT
+// GET_RESP pass; the rest is dropped. mlx4_ib_send_to_slave delivers it
+// to the slave's proxy QP as a struct mlx4_rcv_tunnel_mad: the receive
+// header with the work completion (source QP, GRH bit, the VF's P_Key
+// index of the packet's P_Key, SL, SLID), the GRH, the MAD — after the
+// UD GRH area, the proxy receive's first scatter entry — with a receive
+// CQE from the tunnel QP. Each delivery is one data-path step (dplog.go).
+// A kill of the PF loses what is queued: a lost datagram, which the MAD
+// layer's retries cover.
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// mfuncMax is MLX4_MFUNC_MAX: the proxy and tunnel ranges hold 8 QPs for
+// each of 128 functions.
+const mfuncMax = 128
+
+// TunnelDrop is why the tunnel dropped a MAD.
+type TunnelDrop uint8
+
+// The tunnel's drop reasons (metrics labels: TunnelDropLabels).
+const (
+	TunDropSrcQP    TunnelDrop = iota // the sender is not a proxy QP0/QP1 of the tunnel's port and slave
+	TunDropLength                     // the datagram is not a tunnel header and a MAD
+	TunDropTID                        // a request whose TID's most significant byte is not zero
+	TunDropSMI                        // an SMP from or to a VF without SMI, or unsolicited to a VF
+	TunDropClass                      // a management class the PF does not pass for a VF
+	TunDropPort                       // the AV names a port the VF does not have
+	TunDropPKey                       // the P_Key index is outside the VF's table, or the P_Key not in it
+	TunDropUnrouted                   // nothing answers at the destination (port down, no agent)
+	TunDropSlave                      // an incoming MAD names no VF
+	TunDropProxy                      // the VF's proxy QP cannot take it (absent, not receiving, no WQE)
+	TunDropQueue                      // the ingress queue or the wire's queue was full
+	NumTunnelDrops
+)
+
+// TunnelDropLabels are the drop reasons' metric labels.
+var TunnelDropLabels = [NumTunnelDrops]string{"src_qp", "length", "tid", "smi", "class", "port", "pkey",
+	"unrouted", "slave", "proxy", "queue"}
+
+// TunnelStats are the tunnel's counters (metrics read them at scrape
+// time).
+type TunnelStats struct {
+	Out   atomic.Uint64 // MADs VFs sent that left through the wire
+	In    atomic.Uint64 // MADs delivered to VFs' proxy QPs
+	Drops [NumTunnelDrops]atomic.Uint64
+}
+
+// WireMAD is a MAD on a port's QP0 or QP1: the datagram's addressing and
+// the fields its receiver's work completion gets.
+type WireMAD struct {
+	SQP       uint32 // the PF's QP it leaves from: 0 or 1
+	DLID      uint16
+	DQPN      uint32
+	QKey      uint32
+	SL        uint8
+	SLIDBits  uint8  // the AV's source path bits
+	PKeyIndex uint16 // the physical P_Key index
+	HasGRH    bool
+	GRH       mad.GRH
+	MAD       mad.MAD
+}
+
+// MADWire is the fabric beyond a port's QP0 and QP1: SendMAD takes a MAD
+// the tunnel sends (on the poller: it must not block); a response or any
+// MAD for the port's QP0/QP1 comes back through HCA.ReceiveMAD.
+type MADWire interface {
+	SendMAD(port uint8, m *WireMAD)
+}
+
+// SetMADWire installs the wire; nil: the HCA's own ports' agents only.
+func (h *HCA) SetMADWire(w MADWire) { h.tun.wire = w }
+
+// SetTunnelWake installs what ReceiveMAD calls after queueing, so that a
+// sleeping poller comes to drain the queue (the PF's futex doorbell).
+func (h *HCA) SetTunnelWake(wake func()) { h.tun.wake = wake }
+
+// TunnelStats returns the tunnel's counters.
+func (h *HCA) TunnelStats() *TunnelStats { return &h.tun.stats }
+
+const tunQueueLen = 64
+
+type tunItem struct {
+	port   uint8
+	wc     mad.WC
+	hasGRH bool
+	grh    mad.GRH
+	m      mad.MAD
+}
+
+// tunnel is the HCA's tunnel: the ingress queue (its own lock: any
+// goroutine fills it), the wire, the counters and the poller's buffers.
+type tunnel struct {
+	wire  MADWire
+	wake  func()
+	stats TunnelStats
+
+	n    atomic.Int32 // queued, read without the lock by the poller's scan
+	mu   sync.Mutex
+	q    [tunQueueLen]tunItem
+	head int
+
+	cur tunItem                     // the item being delivered (poller)
+	buf [mlx4.TunnelMADSize]byte    // egress: the datagram as the tunnel QP receives it
+	rcv [mlx4.RcvTunnelMADSize]byte // ingress: the struct mlx4_rcv_tunnel_mad
+	out WireMAD                     // egress: what the wire gets
+}
+
+func (t *tunnel) drop(r TunnelDrop) { t.stats.Drops[r].Add(1) }
+
+// isTunnelQPN reports whether qpn is in the PF's tunnel QP range.
+func isTunnelQPN(qpn uint32) bool {
+	return qpn >= BaseTunnelSQPN && qpn < BaseTunnelSQPN+8*mfuncMax
+}
+
+// tunnelEgress is the arrival of the UD datagram the engine is executing
+// (h.dp.send, total bytes, Q_Key qkey) at the tunnel QP dqpn.
+func (h *HCA) tunnelEgress(qp *qpObj, dqpn, qkey uint32, total uint64) {
+	w := qp.wq
+	t := &h.tun
+	off := dqpn - BaseTunnelSQPN
+	slave, port := int(off/8), uint8(off%2+1)
+	if off%8 >= 4 || slave < 1 || slave > h.NumVFs {
+		h.fw.vfs[w.vf].eng.UDDropped.Add(1) // no QP there
+		return
+	}
+	if qkey != mlx4.RESERVED_QKEY_BASE+off { // the tunnel QP's context Q_Key
+		h.fw.vfs[w.vf].eng.QKeyViol.Add(1)
+		return
+	}
+	// The tunnel QP's receive buffer is a struct mlx4_tunnel_mad: the GRH
+	// area, then the datagram; anything else is not a tunnel MAD.
+	if total != mlx4.TunnelSendPayload {
+		t.drop(TunDropLength)
+		return
+	}
+	if !h.gather(t.buf[mad.GRHSize:], total) {
+		t.drop(TunDropLength)
+		return
+	}
+	h.tunnelMultiplex(w.qpn, slave, port, t.buf[mad.GRHSize:])
+}
+
+// gather copies the WQE's gather list (total bytes, already checked
+// against the keys) into b.
+func (h *HCA) gather(b []byte, total uint64) bool {
+	var off uint64
+	for i := range h.dp.send.NSGE {
+		s := &h.dp.src[i]
+		switch s.kind {
+		case segInline:
+			copy(b[off:off+s.n], s.inl)
+		case segSkip:
+		default:
+			if !s.m.read(b[off:off+s.n], s.addr) {
+				return false
+			}
+		}
+		off += s.n
+	}
+	return off == total
+}
+
+// tunnelMultiplex is mlx4_ib_multiplex_mad for the datagram d (a tunnel
+// header and a MAD) that src sent to slave's tunnel QP on port.
+func (h *HCA) tunnelMultiplex(src uint32, slave int, port uint8, d []byte) {
+	t := &h.tun
+	if src < BaseProxySQPN || src >= BaseProxySQPN+8*mfuncMax || src&1 != uint32(port-1) || src&4 != 0 ||
+		int((src&^7-BaseProxySQPN)/8) != slave {
+		t.drop(TunDropSrcQP)
+		return
+	}
+	vf := slave - 1
+	hdr, _ := mlx4.DecodeTunnelHeader(d)
+	o := &t.out
+	*o = WireMAD{}
+	copy(o.MAD[:], d[mlx4.TunHdrSize:])
+	m := &o.MAD
+	if r, ok := h.multiplexClass(vf, slave, m); !ok {
+		t.drop(r)
+		return
+	}
+	if h.PhysPort(vf, hdr.AV.PortPD>>24&0xff) == 0 { // mlx4_slave_convert_port
+		t.drop(TunDropPort)
+		return
+	}
+	qp0 := src-(BaseProxySQPN+8*uint32(slave)) <= 1 // is_proxy_qp0
+	pm := h.Funcs[vf].PKeyMap[int(port)]
+	idx := int(hdr.PKeyIndex)
+	if qp0 {
+		idx = 0
+	}
+	if idx >= len(pm) {
+		t.drop(TunDropPKey)
+		return
+	}
+	o.PKeyIndex, o.DLID, o.DQPN, o.QKey = uint16(pm[idx]), hdr.AV.DLID, hdr.RemoteQPN&mlx4.QPNMask, hdr.QKey
+	o.SL, o.SLIDBits = uint8(hdr.AV.SLTClassFlowLabel>>28), hdr.AV.GSLID&0x7f
+	o.SQP = 1
+	if qp0 {
+		o.SQP = 0
+	}
+	if hdr.AV.GSLID&0x80 != 0 {
+		o.HasGRH = true
+		h.tunnelGRH(&o.GRH, &hdr.AV, vf, int(port))
+	}
+	h.fw.vfs[vf].eng.TunnelOut.Add(1)
+	t.stats.Out.Add(1)
+	if t.wire != nil {
+		t.wire.SendMAD(port, o)
+		return
+	}
+	h.localWire(port, o)
+}
+
+// multiplexClass is mlx4_ib_multiplex_mad's TID mapping and class rules
+// for a MAD of slave (VF vf).
+func (h *HCA) multiplexClass(vf, slave int, m *mad.MAD) (TunnelDrop, bool) {
+	switch m.Method() {
+	case mad.MethodSet, mad.MethodGet, mad.MethodReport, mad.MethodSAGetTable, mad.MethodSADelete,
+		mad.MethodSAGetMulti, mad.MethodSAGetTraceTbl:
+		if m[mlx4.MADTIDSlaveByte] != 0 {
+			return TunDropTID, false
+		}
+		m[mlx4.MADTIDSlaveByte] = byte(slave)
+	}
+	switch m.MgmtClass() {
+	case mad.ClassSubnLID, mad.ClassSubnDirected:
+		if !h.Funcs[vf].SMI {
+			return TunDropSMI, false
+		}
+	case mad.ClassSubnAdm:
+	case mad.ClassDevMgt:
+		if m.Method() != mad.MethodGet && m.Method() != mad.MethodSet {
+			return TunDropClass, false
+		}
+	default: // CM (cm.c's paravirtualisation is not there) and every other class
+		return TunDropClass, false
+	}
+	return 0, true
+}
+
+// tunnelGRH builds the GRH of a VF's MAD from its AV: the port's GID
+// prefix and the VF's GUID (GUID index slave: fill_in_real_sgid_index).
+func (h *HCA) tunnelGRH(g *mad.GRH, av *mlx4.AV, vf, port int) {
+	*g = mad.GRH{IPVer: 6, TClass: uint8(av.SLTClassFlowLabel >> 20), FlowLabel: av.SLTClassFlowLabel & 0xfffff,
+		PayLen: mad.Size + udHeaderBytes, NextHeader: grhNextHdrIBA, HopLimit: av.HopLimit, DGID: av.DGID}
+	v := h.portView(port)
+	guid := uint64(h.Cfg.Ports[port-1].PortGUID)
+	if h.mad != nil {
+		if x, ok := h.mad.GUID(uint8(port), vf+1); ok && x != 0 {
+			guid = x
+		}
+	}
+	binary.BigEndian.PutUint64(g.SGID[:], v.prefix)
+	binary.BigEndian.PutUint64(g.SGID[8:], guid)
+}
+
+// localWire is the wire without a fabric: the MAD reaches the agents of
+// the HCA's port its DLID names (a directed-route SMP: the sending port's
+// own), and a reply comes back to the sender.
+func (h *HCA) localWire(port uint8, o *WireMAD) {
+	t := &h.tun
+	if h.mad == nil || o.DQPN > 1 {
+		t.drop(TunDropUnrouted)
+		return
+	}
+	src := h.portView(int(port))
+	arrive, bits := int(port), uint8(0)
+	if o.MAD.MgmtClass() != mad.ClassSubnDirected || o.DLID != permissiveLID {
+		var rr routeRes
+		if arrive, bits, rr = h.routePort(int(port), o.DLID); rr != routeOK {
+			t.drop(TunDropUnrouted)
+			return
+		}
+	}
+	wc := mad.WC{SLID: src.lid | uint16(o.SLIDBits)&(1<<src.lmc-1), SrcQP: o.SQP, SL: o.SL, PKeyIndex: o.PKeyIndex,
+		DLIDPathBits: bits, GRHPresent: o.HasGRH, QPN: o.DQPN, QKey: o.QKey, QKeyValid: o.DQPN == 1}
+	var g *mad.GRH
+	if o.HasGRH {
+		g = &o.GRH
+	}
+	out, res := h.mad.ProcessMAD(0, uint8(arrive), &wc, g, &o.MAD)
+	if res&mad.Reply == 0 {
+		if res&mad.Consumed == 0 && !o.MAD.IsResponse() && o.MAD.Method() != mad.MethodTrapRepress {
+			t.drop(TunDropUnrouted) // no agent here (the SA without an SM)
+		}
+		return
+	}
+	dst := h.portView(arrive)
+	back := mad.WC{SLID: dst.lid | uint16(bits), SrcQP: o.DQPN, SL: o.SL, PKeyIndex: o.PKeyIndex, QPN: o.SQP}
+	h.ReceiveMAD(port, &back, nil, &out)
+}
+
+// ReceiveMAD queues a MAD that reached port's QP wc.QPN (0 or 1) for the
+// PF, with its work completion and GRH (nil: none), for the poller to
+// demultiplex to a VF. Any goroutine may call it; it reports false when
+// the queue is full (the MAD is dropped and counted).
+func (h *HCA) ReceiveMAD(port uint8, wc *mad.WC, grh *mad.GRH, m *mad.MAD) bool {
+	t := &h.tun
+	t.mu.Lock()
+	if int(t.n.Load()) == tunQueueLen {
+		t.mu.Unlock()
+		t.drop(TunDropQueue)
+		return false
+	}
+	it := &t.q[(t.head+int(t.n.Load()))%tunQueueLen]
+	it.port, it.wc, it.hasGRH, it.m = port, *wc, grh != nil, *m
+	if grh != nil {
+		it.grh = *grh
+	}
+	t.n.Add(1)
+	t.mu.Unlock()
+	if t.wake != nil {
+		t.wake()
+	}
+	return true
+}
+
+// tunnelPending reports whether MADs wait in the ingress queue: one load.
+func (h *HCA) tunnelPending() bool { return h.tun.n.Load() != 0 }
+
+// tunnelDrain delivers what the ingress queue holds and reports how many.
+func (h *HCA) tunnelDrain() int {
+	t := &h.tun
+	done := 0
+	for {
+		t.mu.Lock()
+		if t.n.Load() == 0 {
+			t.mu.Unlock()
+			return done
+		}
+		t.cur = t.q[t.head]
+		t.head = (t.head + 1) % tunQueueLen
+		t.n.Add(-1)
+		t.mu.Unlock()
+		h.tunnelDemux(&t.cur)
+		done++
+	}
+}
+
+// tunnelDemux is mlx4_ib_demux_mad for an incoming MAD.
+func (h *HCA) tunnelDemux(it *tunItem) {
+	t := &h.tun
+	m := &it.m
+	slave := 0 // the PF's own
+	if m.IsResponse() {
+		slave = int(m[mlx4.MADTIDSlaveByte])
+		if slave != 255 {
+			m[mlx4.MADTIDSlaveByte] = 0
+		}
+	}
+	if it.wc.GRHPresent && it.hasGRH {
+		slave = h.slaveOfGUID(it.port, binary.BigEndian.Uint64(it.grh.DGID[8:]))
+	}
+	if slave < 1 || slave > h.NumVFs {
+		t.drop(TunDropSlave) // the PF's own MADs, or no such VF
+		return
+	}
+	vf := slave - 1
+	switch m.MgmtClass() {
+	case mad.ClassSubnLID, mad.ClassSubnDirected:
+		if !h.Funcs[vf].SMI || !m.IsResponse() {
+			t.drop(TunDropSMI)
+			return
+		}
+	case mad.ClassSubnAdm:
+	case mad.ClassDevMgt:
+		if m.Method() != mad.MethodGetResp {
+			t.drop(TunDropClass)
+			return
+		}
+	default:
+		t.drop(TunDropClass)
+		return
+	}
+	h.sendToSlave(vf, it)
+}
+
+// slaveOfGUID is mlx4_ib_find_real_gid: the GUID index on port whose GUID
+// is guid (the slave), or -1.
+func (h *HCA) slaveOfGUID(port uint8, guid uint64) int {
+	if h.mad == nil {
+		return -1
+	}
+	for i := 0; i <= h.NumVFs; i++ {
+		if g, ok := h.mad.GUID(port, i); ok && g == guid {
+			return i
+		}
+	}
+	return -1
+}
+
+// sendToSlave is mlx4_ib_send_to_slave: the MAD into VF vf's proxy QP of
+// the QP it arrived on, with the receive tunnel header.
+func (h *HCA) sendToSlave(vf int, it *tunItem) {
+	t := &h.tun
+	slave, port, qpt := uint32(vf+1), int(it.port), it.wc.QPN&1
+	pm := h.Funcs[vf].PKeyMap[port]
+	// The VF's index of the packet's P_Key (find_slave_port_pkey_ix); a
+	// QP0 MAD gets the physical index of the VF's entry 0, as mlx4 does.
+	vidx := -1
+	if qpt == 0 {
+		if len(pm) > 0 {
+			vidx = pm[0]
+		}
+	} else {
+		want := h.pkey(port, uint8(it.wc.PKeyIndex))
+		for i, p := range pm {
+			if h.pkey(port, uint8(p)) == want && want != 0 {
+				vidx = i
+				break
+			}
+		}
+	}
+	if vidx < 0 {
+		t.drop(TunDropPKey)
+		return
+	}
+	dqpn := BaseProxySQPN + 8*slave + 2*qpt + uint32(port) - 1
+	dq := h.routeQP(port, dqpn)
+	if dq == nil || dq.wq.st != mlx4.QP_ST_UD || dq.wq.vf != vf || dq.wq.qkey != mlx4.RESERVED_QKEY_BASE+dqpn-BaseProxySQPN {
+		t.drop(TunDropProxy)
+		return
+	}
+	b := t.rcv[:]
+	clear(b)
+	r := mlx4.RcvTunnelHeader{SrcQP: it.wc.SrcQP, GRH: it.hasGRH && it.wc.GRHPresent, PKeyIndex: uint16(vidx),
+		SL: it.wc.SL, SLID: it.wc.SLID}
+	_ = r.Encode(b)
+	if r.GRH {
+		_ = it.grh.Encode(b[mlx4.RcvTunHdrSize:])
+	}
+	copy(b[mlx4.RcvTunHdrSize+mad.GRHSize:], it.m[:])
+	tqpn := BaseTunnelSQPN + 8*slave + 2*qpt + uint32(port) - 1
+	if h.tunnelReceive(dq, tqpn, port) {
+		h.fw.vfs[vf].eng.TunnelIn.Add(1)
+		t.stats.In.Add(1)
+	}
+}
+
+// tunnelReceive is the UD receive at proxy QP dq of t.rcv from tunnel QP
+// tqpn on port (no GRH: the area is skipped), in a data-path step of its
+// own.
+func (h *HCA) tunnelReceive(dq *qpObj, tqpn uint32, port int) bool {
+	h.scratch()
+	h.dp.send = mlx4.SendWQE{} // recvCQE reads the sender's solicited bit
+	h.dpWQE()
+	defer h.dpStep()
+	var s recvSlot
+	ok, bad := h.recvPeek(dq, &s)
+	if !ok {
+		h.tun.drop(TunDropProxy)
+		return false
+	}
+	if bad {
+		h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+		return false
+	}
+	total := uint64(mad.GRHSize + mlx4.RcvTunnelMADSize)
+	k, syn := h.scatterList(dq, total)
+	if syn != 0 {
+		h.recvError(dq, &s, syn)
+		return false
+	}
+	src := h.dp.src[:2]
+	src[0] = seg{kind: segSkip, n: mad.GRHSize}
+	src[1] = seg{kind: segInline, n: mlx4.RcvTunnelMADSize, inl: h.tun.rcv[:]}
+	if !h.stream(h.dp.dst[:k], src) {
+		h.recvError(dq, &s, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
+		return false
+	}
+	h.recvConsume(dq, &s)
+	e := &h.dp.cqe
+	*e = mlx4.CQE{ByteCnt: uint32(total), Opcode: mlx4.RECV_OPCODE_SEND, GMLPathRQPN: tqpn & mlx4.CQE_QPN_MASK,
+		RLID: h.portView(port).lid}
+	h.recvCQE(dq, &s, e)
+	return true
+}

@@ -1,0 +1,347 @@
+package hca
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// The MAD tunnel's tests: proxy QPs made as mlx4_ib makes them on a VF
+// (QUERY_FUNC_CAP's proxy QPNs, UD, the PF's reserved Q_Key), MADs posted
+// as qp.c's set_tunnel_datagram_seg and build_tunnel_header post them
+// (the tunnel header inline, the MAD from a registered buffer), receives
+// posted with the 56-byte proxy header first as mlx4_ib_post_recv does.
+
+type fakeWire struct{ sent []sentMAD }
+
+type sentMAD struct {
+	port uint8
+	m    WireMAD
+}
+
+func (f *fakeWire) SendMAD(port uint8, m *WireMAD) { f.sent = append(f.sent, sentMAD{port, *m}) }
+
+// tunVF is a VF with proxy QP0 and QP1 on port 1 in RTS and a buffer
+// region (key k at vaA, IOVA m).
+type tunVF struct {
+	*tvf
+	qp0, qp1 *tqp
+	k        uint32
+	m        uint64
+}
+
+func proxyQPN(vf, qpt, port int) uint32 {
+	return BaseProxySQPN + 8*uint32(vf+1) + 2*uint32(qpt) + uint32(port) - 1
+}
+
+func tunnelQPN(vf, qpt, port int) uint32 {
+	return BaseTunnelSQPN + 8*uint32(vf+1) + 2*uint32(qpt) + uint32(port) - 1
+}
+
+func (d *dpRig) tunVF(n int) *tunVF {
+	d.t.Helper()
+	v := &tunVF{tvf: d.setup(n)}
+	v.k, v.m = v.mr(vaA, 2, permAll, v.pd)
+	for qpt, q := range []**tqp{&v.qp0, &v.qp1} {
+		*q = v.qp(qpOpts{st: mlx4.QP_ST_UD, qpn: proxyQPN(n, qpt, 1), rqLogS: 3, sqStride: 4})
+		v.must((*q).modify(mlx4.INIT2RTR_QP, 0), "INIT2RTR")
+		v.must((*q).modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
+	}
+	return v
+}
+
+func newTunnelRig(t *testing.T, nvf int, edit func(*config.Config)) (*dpRig, *fakeWire, []*tunVF) {
+	d := newDPRig(t, nvf, edit)
+	w := &fakeWire{}
+	d.h.SetMADWire(w)
+	var vs []*tunVF
+	for i := range nvf {
+		vs = append(vs, d.tunVF(i))
+	}
+	return d, w, vs
+}
+
+// saGet is an SA Get of a PathRecord with TID tid.
+func saGet(tid uint64) mad.MAD {
+	var m mad.MAD
+	m[0], m[1], m[2], m[3] = 1, mad.ClassSubnAdm, 2, mad.MethodGet
+	binary.BigEndian.PutUint64(m[8:], tid)
+	binary.BigEndian.PutUint16(m[16:], 0x0035)
+	return m
+}
+
+// post sends m through proxy QP q (qpt 0 or 1) to the tunnel QP dqpn with
+// the header h: the datagram segment of set_tunnel_datagram_seg, the
+// header inline, the MAD from the VF's buffer.
+func (v *tunVF) post(q *tqp, dqpn uint32, h mlx4.TunnelHeader, m mad.MAD) {
+	v.d.t.Helper()
+	v.fill(v.m, m[:])
+	var hb [mlx4.TunHdrSize]byte
+	if err := h.Encode(hb[:]); err != nil {
+		v.d.t.Fatal(err)
+	}
+	w := send(mlx4.OPCODE_SEND, mlx4.Gather{Inline: true, ByteCount: mlx4.TunHdrSize}, sge(v.k, vaA, mad.Size))
+	w.HasDatagram = true
+	w.Datagram = mlx4.DatagramSeg{DQPN: dqpn, QKey: qkeyUseQP,
+		AV: mlx4.AV{PortPD: mlx4.AVForceLoopback | 1<<24 | v.pd, SLTClassFlowLabel: h.AV.SLTClassFlowLabel & 0xf0000000}}
+	q.post(w, hb[:])
+	q.run(4)
+}
+
+// hdr is a tunnel header to LID dlid's QP1 with the GSI Q_Key.
+func hdr(dlid uint16) mlx4.TunnelHeader {
+	return mlx4.TunnelHeader{AV: mlx4.AV{PortPD: 1 << 24, DLID: dlid, SLTClassFlowLabel: 4 << 28}, RemoteQPN: 1, QKey: 0x80010000}
+}
+
+// TestTunnelEgress: a proxy QP1's SA request leaves through the wire from
+// the port's QP1 as mlx4_ib_multiplex_mad and mlx4_ib_send_to_wire send it:
+// the header's destination, Q_Key and SL, the physical P_Key index, the
+// slave in the TID's most significant byte; the VF's send completes.
+func TestTunnelEgress(t *testing.T) {
+	d, w, vs := newTunnelRig(t, 2, nil)
+	a := vs[1]
+	h := hdr(1)
+	h.AV.GSLID = 0x80 | 0x1 // a GRH: the SGID becomes the VF's
+	copy(h.AV.DGID[:], bytes.Repeat([]byte{0xfe}, 16))
+	a.post(a.qp1, tunnelQPN(1, 1, 1), h, saGet(0x0000_1234_0000_0042))
+	if len(w.sent) != 1 {
+		t.Fatalf("wire got %d MADs", len(w.sent))
+	}
+	s := w.sent[0]
+	if s.port != 1 || s.m.SQP != 1 || s.m.DLID != 1 || s.m.DQPN != 1 || s.m.QKey != 0x80010000 || s.m.SL != 4 ||
+		s.m.SLIDBits != 1 || s.m.PKeyIndex != uint16(d.h.Funcs[1].PKeyMap[1][0]) {
+		t.Fatalf("wire MAD %+v", s)
+	}
+	if got := s.m.MAD.TID(); got != 0x0200_1234_0000_0042 {
+		t.Fatalf("TID %#x, want the slave (2) in its top byte", got)
+	}
+	guid, _ := binary.BigEndian.Uint64(s.m.GRH.SGID[8:]), 0
+	if !s.m.HasGRH || s.m.GRH.DGID != h.AV.DGID || guid == 0 {
+		t.Fatalf("GRH %+v", s.m.GRH)
+	}
+	c := d.take()
+	if len(c) != 1 || c[0].e.IsError() || c[0].e.VlanMyQPN&mlx4.CQE_QPN_MASK != a.qp1.qpn {
+		t.Fatalf("send CQEs %+v", c)
+	}
+	if n := d.h.TunnelStats().Out.Load(); n != 1 || d.h.EngineStats(1).TunnelOut.Load() != 1 {
+		t.Fatalf("out %d", n)
+	}
+}
+
+// TestTunnelEgressRefused: what mlx4_ib_multiplex_mad and the tunnel QP
+// refuse, each counted under its reason, nothing on the wire, the VF's
+// send still completing (UD), and the other VF's MAD passing after them.
+func TestTunnelEgressRefused(t *testing.T) {
+	d, w, vs := newTunnelRig(t, 2, nil)
+	a, b := vs[0], vs[1]
+	perf := saGet(0)
+	perf[1] = mad.ClassPerfMgt
+	cm := saGet(0)
+	cm[1], cm[3] = mad.ClassCM, mad.MethodSend
+	smp := saGet(0)
+	smp[1] = mad.ClassSubnLID
+	farPort := hdr(1)
+	farPort.AV.PortPD = 3 << 24
+	badPKey := hdr(1)
+	badPKey.PKeyIndex = 100
+	plain := a.qp(qpOpts{st: mlx4.QP_ST_UD, sqStride: 4, qkey: mlx4.RESERVED_QKEY_BASE + tunnelQPN(0, 1, 1) - BaseTunnelSQPN})
+	a.must(plain.modify(mlx4.INIT2RTR_QP, 0), "INIT2RTR")
+	a.must(plain.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
+	cases := []struct {
+		name   string
+		q      *tqp
+		dqpn   uint32
+		h      mlx4.TunnelHeader
+		m      mad.MAD
+		reason TunnelDrop
+	}{
+		{"TID's top byte set", a.qp1, tunnelQPN(0, 1, 1), hdr(1), saGet(0x0100_0000_0000_0001), TunDropTID},
+		{"PerfMgt", a.qp1, tunnelQPN(0, 1, 1), hdr(1), perf, TunDropClass},
+		{"CM", a.qp1, tunnelQPN(0, 1, 1), hdr(1), cm, TunDropClass},
+		{"SMP from a VF without SMI", a.qp0, tunnelQPN(0, 0, 1), hdr(1), smp, TunDropSMI},
+		{"a port the VF has not", a.qp1, tunnelQPN(0, 1, 1), farPort, saGet(0), TunDropPort},
+		{"P_Key index beyond the VF's table", a.qp1, tunnelQPN(0, 1, 1), badPKey, saGet(0), TunDropPKey},
+		{"a QP that is not a proxy", plain, tunnelQPN(0, 1, 1), hdr(1), saGet(0), TunDropSrcQP},
+	}
+	st := d.h.TunnelStats()
+	for _, c := range cases {
+		before := st.Drops[c.reason].Load()
+		c.q.ctx.QKey = 0
+		a.post(c.q, c.dqpn, c.h, c.m)
+		if st.Drops[c.reason].Load() != before+1 || len(w.sent) != 0 {
+			t.Errorf("%s: %s drops %d→%d, wire %d", c.name, TunnelDropLabels[c.reason], before, st.Drops[c.reason].Load(), len(w.sent))
+		}
+	}
+	// Another VF's tunnel QP, or the QP0 tunnel from QP1's proxy, has
+	// another reserved Q_Key than the sender's QP (the PF set it; a WQE
+	// cannot name a Q_Key with bit 31 set, which means "the QP's"): the
+	// tunnel QP drops the datagram on its Q_Key, as does one whose WQE
+	// names some other Q_Key.
+	for _, dqpn := range []uint32{tunnelQPN(1, 1, 1), tunnelQPN(0, 0, 1), tunnelQPN(0, 1, 1)} {
+		q0 := d.h.EngineStats(0).QKeyViol.Load()
+		ws := udSend(dqpn, qkeyUseQP, false, sge(a.k, vaA, mlx4.TunnelSendPayload))
+		if dqpn == tunnelQPN(0, 1, 1) {
+			ws.Datagram.QKey = 0x1234
+		}
+		ws.Datagram.AV.PortPD |= mlx4.AVForceLoopback
+		a.qp1.post(ws, nil)
+		a.qp1.run(4)
+		if d.h.EngineStats(0).QKeyViol.Load() != q0+1 || len(w.sent) != 0 {
+			t.Errorf("to tunnel QP %#x: not refused on its Q_Key", dqpn)
+		}
+	}
+	for _, c := range d.take() {
+		if c.e.IsError() {
+			t.Fatalf("a refused MAD failed its send: %+v", c.e)
+		}
+	}
+	b.post(b.qp1, tunnelQPN(1, 1, 1), hdr(1), saGet(7))
+	if len(w.sent) != 1 || w.sent[0].m.MAD.TID() != 0x0200_0000_0000_0007 {
+		t.Fatalf("the other VF's MAD: %+v", w.sent)
+	}
+}
+
+// proxyRecv posts a receive on q as mlx4_ib_post_recv does for a proxy QP:
+// the proxy header's 56 bytes at IOVA m+off, then the MAD buffer (GRH and
+// MAD) after them.
+func (v *tunVF) proxyRecv(q *tqp, off uint64) {
+	q.recv(sge(v.k, vaA+off, mlx4.ProxySQPHdrSize), sge(v.k, vaA+off+mlx4.ProxySQPHdrSize, mad.GRHSize+mad.Size))
+}
+
+// TestTunnelIngress: a response for slave 2 (its TID's top byte) reaches
+// VF 1's proxy QP1 as mlx4_ib_send_to_slave sends it — the UD GRH area
+// untouched, the receive header with the work completion, the GRH area,
+// the MAD with its TID restored — with a receive CQE from the tunnel QP;
+// one for no VF is dropped, and so is one for a VF whose proxy QP has no
+// receive posted.
+func TestTunnelIngress(t *testing.T) {
+	d, _, vs := newTunnelRig(t, 2, nil)
+	b := vs[1]
+	b.fill(b.m+0x800, bytes.Repeat([]byte{0xee}, 40))
+	b.proxyRecv(b.qp1, 0x800)
+	resp := saGet(0x0200_0000_0000_0099)
+	resp[3] = mad.MethodGetResp
+	wc := mad.WC{SLID: 9, SrcQP: 1, SL: 3, PKeyIndex: 0, QPN: 1}
+	if !d.h.ReceiveMAD(1, &wc, nil, &resp) {
+		t.Fatal("queue refused")
+	}
+	if n := d.h.ServiceQueues(64); n == 0 {
+		t.Fatal("the queued MAD was not work")
+	}
+	got := b.read(b.m+0x800, mlx4.ProxySQPHdrSize+mad.GRHSize+mad.Size)
+	if !bytes.Equal(got[:40], bytes.Repeat([]byte{0xee}, 40)) {
+		t.Fatalf("the UD GRH area was written: % x", got[:40])
+	}
+	r, _ := mlx4.DecodeRcvTunnelHeader(got[40:56])
+	if r != (mlx4.RcvTunnelHeader{SrcQP: 1, PKeyIndex: 0, SL: 3, SLID: 9}) {
+		t.Fatalf("receive header %+v", r)
+	}
+	var m mad.MAD
+	copy(m[:], got[56+40:])
+	want := resp
+	want[mlx4.MADTIDSlaveByte] = 0
+	if m != want {
+		t.Fatalf("MAD % x", m[:24])
+	}
+	c := d.take()
+	if len(c) != 1 || c[0].e.IsError() || c[0].e.GMLPathRQPN&mlx4.CQE_QPN_MASK != tunnelQPN(1, 1, 1) ||
+		c[0].e.ByteCnt != mad.GRHSize+mlx4.RcvTunnelMADSize || c[0].e.VlanMyQPN&mlx4.CQE_QPN_MASK != b.qp1.qpn {
+		t.Fatalf("receive CQEs %+v", c)
+	}
+	st := d.h.TunnelStats()
+	if st.In.Load() != 1 {
+		t.Fatalf("in %d", st.In.Load())
+	}
+	for _, c := range []struct {
+		tid    uint64
+		reason TunnelDrop
+	}{{0, TunDropSlave}, {0x0900_0000_0000_0001, TunDropSlave}, {0x0100_0000_0000_0001, TunDropProxy}} {
+		m := saGet(c.tid)
+		m[3] = mad.MethodGetResp
+		before := st.Drops[c.reason].Load()
+		d.h.ReceiveMAD(1, &wc, nil, &m)
+		d.h.ServiceQueues(64)
+		if st.Drops[c.reason].Load() != before+1 {
+			t.Errorf("TID %#x: %s not counted", c.tid, TunnelDropLabels[c.reason])
+		}
+	}
+	// A PerfMgt response is a class the PF does not pass to a VF.
+	perf := saGet(0x0200_0000_0000_0001)
+	perf[1], perf[3] = mad.ClassPerfMgt, mad.MethodGetResp
+	before := st.Drops[TunDropClass].Load()
+	b.proxyRecv(b.qp1, 0x800)
+	d.h.ReceiveMAD(1, &wc, nil, &perf)
+	d.h.ServiceQueues(64)
+	if st.Drops[TunDropClass].Load() != before+1 || b.qp1.obj().RQHead != 1 {
+		t.Fatalf("PerfMgt response: class drops %d, RQ head %d", st.Drops[TunDropClass].Load(), b.qp1.obj().RQHead)
+	}
+}
+
+// TestTunnelQueueBound: a flood of incoming MADs beyond the queue is
+// dropped and counted, and what was queued is delivered.
+func TestTunnelQueueBound(t *testing.T) {
+	d, _, vs := newTunnelRig(t, 1, nil)
+	a := vs[0]
+	for i := range 4 {
+		a.proxyRecv(a.qp1, uint64(0x400*i))
+	}
+	wc := mad.WC{SLID: 9, SrcQP: 1, QPN: 1}
+	accepted := 0
+	for i := range tunQueueLen + 10 {
+		m := saGet(0x0100_0000_0000_0000 | uint64(i))
+		m[3] = mad.MethodGetResp
+		if d.h.ReceiveMAD(1, &wc, nil, &m) {
+			accepted++
+		}
+	}
+	st := d.h.TunnelStats()
+	if accepted != tunQueueLen || st.Drops[TunDropQueue].Load() != 10 {
+		t.Fatalf("accepted %d, queue drops %d", accepted, st.Drops[TunDropQueue].Load())
+	}
+	d.h.ServiceQueues(64)
+	if st.In.Load() != 4 || st.Drops[TunDropProxy].Load() != tunQueueLen-4 || d.h.tunnelPending() {
+		t.Fatalf("in %d, proxy drops %d", st.In.Load(), st.Drops[TunDropProxy].Load())
+	}
+}
+
+// TestTunnelLocalSMP: without a wire, an SMI VF's NodeInfo Get through its
+// proxy QP0 reaches its own port's SMA and the response comes back into
+// its proxy QP0, TID restored, from the port's LID.
+func TestTunnelLocalSMP(t *testing.T) {
+	d := newDPRig(t, 1, func(c *config.Config) {
+		on := true
+		c.VFs.Default.SMI = &on
+	})
+	e, err := mad.New(MADNode(d.h.Cfg), mad.Options{Now: func() time.Time { return time.Unix(1e9, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.h.AttachMAD(e); err != nil {
+		t.Fatal(err)
+	}
+	a := d.tunVF(0)
+	a.proxyRecv(a.qp0, 0x800)
+	var m mad.MAD
+	m[0], m[1], m[2], m[3] = 1, mad.ClassSubnLID, 1, mad.MethodGet
+	binary.BigEndian.PutUint64(m[8:], 0x42)
+	binary.BigEndian.PutUint16(m[16:], mad.AttrNodeInfo)
+	h := hdr(5)
+	h.RemoteQPN, h.QKey = 0, 0
+	a.post(a.qp0, tunnelQPN(0, 0, 1), h, m)
+	d.h.ServiceQueues(64)
+	got := a.read(a.m+0x800, mlx4.ProxySQPHdrSize+mad.GRHSize+mad.Size)
+	r, _ := mlx4.DecodeRcvTunnelHeader(got[40:56])
+	var out mad.MAD
+	copy(out[:], got[96:])
+	if out.Method() != mad.MethodGetResp || out.TID() != 0x42 || out.AttrID() != mad.AttrNodeInfo || r.SLID != 5 || r.SrcQP != 0 {
+		t.Fatalf("response %+v, MAD % x", r, out[:24])
+	}
+	if d.h.TunnelStats().In.Load() != 1 {
+		t.Fatal("not delivered")
+	}
+}
