@@ -3,9 +3,10 @@
 # into .cache/vmkernel:
 #   vmlinuz
 #   mods/   the VFIO modules (TestVM: vfio-pci in the guest)
-#   mlx4/   Debian's unmodified mlx4_core, ib_core, ib_uverbs, mlx4_ib and
+#   mlx4/   Debian's unmodified mlx4_core, ib_core, ib_uverbs, mlx4_ib, ib_umad and
 #           every module their .modinfo depends= names, transitively
-#           (TestLinuxMLX4: the guest's mlx4 driver against vhcrd), and
+#           (TestLinuxMLX4: the guest's mlx4 driver against vhcrd; ib_umad:
+#           the verbs guest's infiniband-diags through the MAD tunnel), and
 #           virtio_pci and virtio_net with theirs (the cloud kernel builds
 #           them as modules): the two-guest verbs scenario's network
 #           between the guests (TestLinuxMLX4Verbs)
@@ -14,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.cache/vmkernel
-mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib virtio_pci virtio_net)
+mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib ib_umad virtio_pci virtio_net)
 complete() {
   [ -f "$dest/vmlinuz" ] || return 1
   ls "$dest"/mods/*.ko* >/dev/null 2>&1 || return 1

@@ -3,6 +3,7 @@ package metrics
 import (
 	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/faultinj"
+	"github.com/vhcrd/vhcrd/vhcr/hca"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/master"
@@ -71,6 +72,8 @@ func Families(numVFs int) []Family {
 		{"vhcrd_send_doorbells_total", numVFs, "vf"},
 		{"vhcrd_foreign_doorbells_total", numVFs, "vf"},
 		{"vhcrd_packets_dropped_total", numVFs * len(PacketDropReasons), "vf × drop reason"},
+		{"vhcrd_mad_tunnel_mads_total", numVFs * len(TunnelDirections), "vf × direction"},
+		{"vhcrd_mad_tunnel_drops_total", int(hca.NumTunnelDrops), "drop reason"},
 		{"vhcrd_wq_catastrophic_errors_total", numVFs, "vf"},
 		{"vhcrd_rnr_retries_total", numVFs, "vf"},
 		{"vhcrd_transport_retries_total", numVFs, "vf"},

@@ -19,7 +19,11 @@ type DataPathCollector struct {
 	wqes, errCQEs, cqes, cqeDropped, overruns, cqAccess *prometheus.Desc
 	arms, compEvents, compLost, doorbells, foreign      *prometheus.Desc
 	dropped, catas, rnr, transport, log                 *prometheus.Desc
+	tunMADs, tunDrops                                   *prometheus.Desc
 }
+
+// The directions of vhcrd_mad_tunnel_mads_total.
+var TunnelDirections = []string{"out", "in"}
 
 // The reasons of vhcrd_packets_dropped_total.
 var PacketDropReasons = []string{"ud_undeliverable", "uc_responder", "pkey", "qkey"}
@@ -48,13 +52,16 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 		catas:      d("wq_catastrophic_errors_total", "Local work queue catastrophic errors (the async event to the VF's EQ).", "vf"),
 		rnr:        d("rnr_retries_total", "RNR NAKs retried (the responder had no receive WQE), each after the responder's RNR timer.", "vf"),
 		transport:  d("transport_retries_total", "RC packets retransmitted after the local ACK timeout (the packet was lost: DLID unreachable, a port not Active, a P_Key mismatch, no QP there).", "vf"),
+		tunMADs:    d("mad_tunnel_mads_total", "MADs through the PF's SR-IOV tunnel, by VF: out, from its proxy QP0/QP1 to the wire (after mlx4_ib_multiplex_mad's checks); in, delivered to its proxy QPs.", "vf", "direction"),
+		tunDrops:   d("mad_tunnel_drops_total", "MADs the tunnel dropped, by reason (hca.TunnelDropLabels): src_qp, length, tid, smi, class, port, pkey, unrouted, slave, proxy, queue.", "reason"),
 		log:        d("datapath_log_total", "The data-path log in the state file: step records committed, steps a restarted PF redid, atomic intents written, atomics replayed with their recorded original, objects without a position entry, entries applied at a restart.", "event"),
 	}
 }
 
 func (c *DataPathCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.wqes, c.errCQEs, c.cqes, c.cqeDropped, c.overruns, c.cqAccess,
-		c.arms, c.compEvents, c.compLost, c.doorbells, c.foreign, c.dropped, c.catas, c.rnr, c.transport, c.log}
+		c.arms, c.compEvents, c.compLost, c.doorbells, c.foreign, c.dropped, c.catas, c.rnr, c.transport, c.log,
+		c.tunMADs, c.tunDrops}
 }
 
 // Describe implements prometheus.Collector.
@@ -72,7 +79,7 @@ type dpValue struct {
 
 // Collect implements prometheus.Collector.
 func (c *DataPathCollector) Collect(ch chan<- prometheus.Metric) {
-	var vals [16]dpValue
+	var vals [18]dpValue
 	for vf := 0; vf < c.h.NumVFs; vf++ {
 		e, s := c.h.EngineStats(vf), c.h.DPStats(vf)
 		if e == nil || s == nil {
@@ -88,7 +95,8 @@ func (c *DataPathCollector) Collect(ch chan<- prometheus.Metric) {
 			dpValue{c.foreign, s.ForeignDoorbells.Load(), ""},
 			dpValue{c.dropped, e.UDDropped.Load(), PacketDropReasons[0]}, dpValue{c.dropped, e.UCDropped.Load(), PacketDropReasons[1]},
 			dpValue{c.dropped, e.PKeyViol.Load(), PacketDropReasons[2]}, dpValue{c.dropped, e.QKeyViol.Load(), PacketDropReasons[3]},
-			dpValue{c.catas, e.Catas.Load(), ""}) {
+			dpValue{c.catas, e.Catas.Load(), ""},
+			dpValue{c.tunMADs, e.TunnelOut.Load(), TunnelDirections[0]}, dpValue{c.tunMADs, e.TunnelIn.Load(), TunnelDirections[1]}) {
 			c.emit(ch, x, l)
 		}
 		if r := e.RNRRetries.Load(); r != 0 {
@@ -96,6 +104,12 @@ func (c *DataPathCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if r := e.TransportRetries.Load(); r != 0 {
 			ch <- prometheus.MustNewConstMetric(c.transport, prometheus.CounterValue, float64(r), l)
+		}
+	}
+	ts := c.h.TunnelStats()
+	for r := range hca.NumTunnelDrops {
+		if v := ts.Drops[r].Load(); v != 0 {
+			ch <- prometheus.MustNewConstMetric(c.tunDrops, prometheus.CounterValue, float64(v), hca.TunnelDropLabels[r])
 		}
 	}
 	lg := c.h.DataPathLogStats()

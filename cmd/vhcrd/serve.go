@@ -702,13 +702,18 @@ func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config,
 	}
 	if f.ibsim != "" {
 		maj, min, sub := cfg.Device.FW()
+		tw := newTunnelWire(s.hca, 1) // the server's port (ibsim.Options.Port's default)
 		srv, err := ibsim.Listen(f.ibsim, s.mad, ibsim.Options{Capture: capw, Logger: log, Fabric: fab,
-			FWVersion: uint64(maj)<<32 | uint64(min)<<16 | uint64(sub)})
+			FWVersion: uint64(maj)<<32 | uint64(min)<<16 | uint64(sub), Tunnel: tw.receive})
 		if err != nil {
 			return fmt.Errorf("--ibsim: %w", err)
 		}
+		tw.srv = srv
+		s.hca.SetMADWire(tw) // before the poller runs
+		done := make(chan struct{})
+		go tw.run(done)
 		s.traps.add(srv)
-		s.stopMAD = append(s.stopMAD, func() { _ = srv.Close() })
+		s.stopMAD = append(s.stopMAD, func() { close(done); _ = srv.Close() })
 		log.Info("ibsim server", "IBSIM_SOCKNAME", f.ibsim)
 	}
 	if fab != nil {

@@ -35,7 +35,22 @@ type VerbsConfig struct {
 	// the host lets the client start once the server listens.
 	Role string
 	Net  *NetConfig // eth0 (virtio-net) configuration; nil: none
+	// Diags run after ibv_devinfo, in order, each bounded by TimeLimitMS:
+	// management tools whose MADs cross the PF's tunnel (saquery). Each
+	// line they print starts with DiagPrefix and the diag's name; the
+	// result is "vmtest: diag NAME: ok ..." or "... failed ...".
+	Diags []Diag
 }
+
+// Diag is one management tool run in the verbs guest.
+type Diag struct {
+	Name string   // e.g. "saquery NodeRecord"
+	Tool string   // the path in the guest, e.g. /usr/sbin/saquery
+	Args []string // with the device and port
+}
+
+// DiagPrefix starts a diag's result line.
+const DiagPrefix = "vmtest: diag "
 
 // Pingpong is one rdma-core pingpong run: Tool (in /usr/bin) with Args on
 // both ends; the client also gets the server's address.

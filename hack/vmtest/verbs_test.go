@@ -74,6 +74,10 @@ func verbsConfig(role string, nc *NetConfig) MLX4Config {
 	cfg := DefaultMLX4Config()
 	cfg.Scenario = ScenarioVerbs
 	cfg.Verbs = VerbsConfig{Devinfo: role != "client", Pingpongs: DefaultPingpongs(), TimeLimitMS: int(pingpongLimit / time.Millisecond), Role: role, Net: nc}
+	cfg.Modules = append(cfg.Modules, "ib_umad")
+	if role == "" {
+		cfg.Verbs.Diags = tunnelDiags()
+	}
 	if nc != nil {
 		cfg.Modules = append(cfg.Modules, "virtio_pci", "virtio_net")
 	}
@@ -105,7 +109,11 @@ func TestLinuxMLX4Verbs(t *testing.T) {
 		v.step("devinfo", func() {
 			log.keep(v)()
 			t.Run("devinfo", func(t *testing.T) { checkDevinfo(t, log.lines) })
-			v.tolerate = true // the pingpongs' own failure lines are theirs to report
+			v.tolerate = true // the pingpongs' and diags' own failure lines are theirs to report
+		})
+		v.step("diags", func() {
+			log.keep(v)()
+			t.Run("diags", func(t *testing.T) { checkDiags(t, log.lines, e.vhcrd) })
 		})
 		traceFrom := map[string]int64{}
 		for _, pp := range cfg.Verbs.Pingpongs {

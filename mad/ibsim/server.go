@@ -62,7 +62,17 @@ type Options struct {
 	// as it would cross the link (traps are recorded by giving the same
 	// Writer to the engine as a sink).
 	Capture *capture.Writer
+	// Tunnel, if set, gets every MAD a client sends to the port that is a
+	// response whose TID's most significant byte is not zero: mlx4's slave
+	// byte, which the PF's tunnel set in a VF's request (SendTunnel) and
+	// demultiplexes by (hca.HCA.ReceiveMAD). It runs on the server's
+	// goroutines. The clients' own requests carry their index in TID bits
+	// 55:48 and a zero top byte, as the PF's own MADs do.
+	Tunnel func(wc *mad.WC, m *mad.MAD)
 }
+
+// tunnelSender is the sender index of the PF's tunnel: no client slot.
+const tunnelSender = MaxClients
 
 type client struct {
 	used bool
@@ -372,6 +382,9 @@ func gone(a *net.UnixAddr) bool {
 }
 
 func (s *Server) clientAddr(i int) *net.UnixAddr {
+	if i < 0 || i >= MaxClients {
+		return nil // the tunnel, or nobody
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.clients[i].used {
@@ -410,6 +423,10 @@ func (s *Server) serveData(i int) {
 			_, _ = conn.WriteToUnix(req, to)
 			continue
 		}
+		if dest == tunnelSender {
+			s.toTunnel(req)
+			continue
+		}
 		if da := s.clientAddr(dest); da != nil {
 			if _, err := s.out[dest].WriteToUnix(req, da); err == nil {
 				continue
@@ -444,6 +461,9 @@ func (s *Server) dropped(req []byte) {
 // request on QP0 or QP1 to the client attached as an SM. It reports -1 for
 // nobody.
 func (s *Server) agent(m *mad.MAD) int {
+	if m.IsResponse() && m.TID()>>56 != 0 && s.opt.Tunnel != nil {
+		return tunnelSender // a VF's: the tunnel demultiplexes it
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m.IsResponse() {
@@ -458,6 +478,57 @@ func (s *Server) agent(m *mad.MAD) int {
 		}
 	}
 	return -1
+}
+
+// smClient is the client attached as an SM, or -1.
+func (s *Server) smClient() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.clients {
+		if s.clients[i].used && s.clients[i].issm {
+			return i
+		}
+	}
+	return -1
+}
+
+// RMPP (IBA 13.6.2): the header after the MAD header, and the fields a
+// sending host's MAD layer writes.
+const (
+	rmppVersionOff = 24
+	rmppTypeOff    = 25
+	rmppFlagsOff   = 26
+	rmppStatusOff  = 27
+	rmppSegNumOff  = 28
+	rmppPayLenOff  = 32
+	rmppHdrEnd     = 36 // the data of a segment starts here
+
+	rmppVersion   = 1
+	rmppTypeData  = 1
+	rmppActive    = 0x01
+	rmppFirstLast = 0x06 // FIRST | LAST
+)
+
+// frameRMPP does for a client's MAD what the sending host's MAD layer does
+// for an RMPP agent (Linux's ib_mad for OpenSM's SA, which sets only the
+// ACTIVE flag and leaves the rest to the kernel): a transfer that fits one
+// MAD becomes one DATA segment — version 1, FIRST and LAST, segment 1, the
+// payload length from the sim_request's length (umad2sim's write size, at
+// most a MAD: a larger transfer never reaches the server whole). A MAD
+// already framed (version set) or not RMPP-active is left alone; so the
+// receiver's own RMPP (a guest kernel's, through the PF's tunnel) gets
+// what a real SA host sends.
+func frameRMPP(m *mad.MAD, length uint64) {
+	if m.MgmtClass() != mad.ClassSubnAdm || m[rmppFlagsOff]&rmppActive == 0 || m[rmppVersionOff] != 0 {
+		return
+	}
+	if length < rmppHdrEnd || length > mad.Size {
+		length = mad.Size
+	}
+	m[rmppVersionOff], m[rmppTypeOff], m[rmppStatusOff] = rmppVersion, rmppTypeData, 0
+	m[rmppFlagsOff] |= rmppFirstLast
+	be.PutUint32(m[rmppSegNumOff:], 1)
+	be.PutUint32(m[rmppPayLenOff:], uint32(length-rmppHdrEnd))
 }
 
 // Handle turns one 288-byte sim_request into its reply, in place, and
@@ -492,11 +563,14 @@ func (s *Server) handle(sender int, req []byte) (dest int, send bool) {
 		return sender, false
 	}
 	r := s.parseRequest(req)
+	if sender >= 0 && sender < MaxClients {
+		frameRMPP(&r.in, be.Uint64(req[24:]))
+	}
 	noReply := r.in.Method() == mad.MethodTrapRepress || r.in.IsResponse()
 	out, ok, from, to := s.route(sender, &r)
 	if to >= 0 {
 		be.PutUint16(req[4:], r.slid)
-		if !r.in.IsResponse() {
+		if !r.in.IsResponse() && sender != tunnelSender {
 			be.PutUint64(r.in[8:], r.in.TID()&(1<<48-1)|uint64(sender)<<48)
 		}
 		copy(req[32:], r.in[:])
@@ -581,6 +655,11 @@ func (s *Server) atPort(sender int, r *request) (out mad.MAD, ok bool, to int) {
 		// Not the HCA's: the MAD layer hands it to the agent that
 		// registered for it, a client of this port.
 		to = s.agent(&r.in)
+		if to == tunnelSender && sender == tunnelSender {
+			// A VF's response (an RMPP ACK or ABORT of its MAD layer)
+			// is for the agent whose request it answers: the SM's SA.
+			to = s.smClient()
+		}
 	}
 	return out, ok, to
 }
@@ -657,4 +736,50 @@ func (s *Server) lidRoute(dlid uint16, dqp uint32) (node, bool) {
 		return node{}, false
 	}
 	return n, true
+}
+
+// toTunnel hands a client's response for a VF to the tunnel, as the port's
+// QP0/QP1 received it.
+func (s *Server) toTunnel(req []byte) {
+	var m mad.MAD
+	copy(m[:], req[32:])
+	wc := mad.WC{SLID: be.Uint16(req[4:]), SrcQP: be.Uint32(req[12:]) & 0xffffff, QPN: be.Uint32(req[8:]) & 1}
+	s.opt.Tunnel(&wc, &m)
+}
+
+// SendTunnel sends a MAD a VF sent through the PF's tunnel from the
+// port's QP sqp (0 or 1) to dlid's QP dqp, source path bits bits, as a
+// client's request is routed (Handle): to the port's own agents, along a
+// directed route or by LID through the fabric, or, for a MAD the port's
+// agents leave to others (the SA), to the client attached as the SM. A
+// response given at once is returned with the LID it comes from (ok); a
+// forwarded request's response comes back through Options.Tunnel. The TID
+// is left as the tunnel set it. It may block on the client's socket.
+func (s *Server) SendTunnel(dlid uint16, bits uint8, sqp, dqp uint32, in *mad.MAD) (out mad.MAD, from uint16, ok bool) {
+	pi, _ := s.e.PortInfo(s.opt.Port)
+	r := request{dlid: dlid, dqp: dqp, sqp: sqp, lid: pi.LID, mask: uint16(1)<<pi.LMC - 1, in: *in}
+	r.slid = r.lid | uint16(bits)&r.mask
+	s.record(r.slid, r.dlid, r.sqp, r.dqp, &r.in)
+	out, ok, from, to := s.route(tunnelSender, &r)
+	if to == tunnelSender { // a VF's response to a VF: back into the tunnel
+		s.opt.Tunnel(&mad.WC{SLID: r.slid, SrcQP: r.sqp, QPN: r.dqp & 1}, &r.in)
+		return out, 0, false
+	}
+	if to >= 0 {
+		var req [requestSize]byte
+		be.PutUint16(req[0:], r.dlid)
+		be.PutUint16(req[4:], r.slid)
+		be.PutUint32(req[8:], r.dqp)
+		be.PutUint32(req[12:], r.sqp)
+		be.PutUint64(req[24:], mad.Size)
+		copy(req[32:], r.in[:])
+		if a := s.clientAddr(to); a != nil {
+			_, _ = s.out[to].WriteToUnix(req[:], a)
+		}
+		return out, 0, false
+	}
+	if ok {
+		s.record(from, r.slid, r.dqp, r.sqp, &out)
+	}
+	return out, from, ok
 }

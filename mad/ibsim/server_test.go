@@ -573,3 +573,129 @@ func TestAgentMADsWithoutSM(t *testing.T) {
 		t.Fatalf("SM gone: status %d", st)
 	}
 }
+
+// The PF's tunnel on the server: a VF's SA request (SendTunnel) reaches the
+// SM client with its TID as the tunnel set it (the slave in the top byte)
+// and from the port's LID and QP1; the SM's response comes back through
+// Options.Tunnel, not to a client. A MAD the port's own agents answer
+// comes back at once. A tool's exchange is untouched.
+func TestTunnelThroughTheSM(t *testing.T) {
+	cfg := madtest.Node()
+	cfg.Ports[0].LID = 5
+	e, err := mad.New(cfg, mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		wc mad.WC
+		m  mad.MAD
+	}
+	back := make(chan got, 4)
+	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
+	s, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca", Tunnel: func(wc *mad.WC, m *mad.MAD) { back <- got{*wc, *m} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sm := dialSM(t, name, true)
+	req := madtest.SMP(mad.MethodGet, 0x0035, 0, 0, nil)
+	req[1], req[2], req[3] = mad.ClassSubnAdm, 2, mad.MethodSAGetTable
+	be.PutUint64(req[8:], 0x0200_0000_0000_0077)
+	if _, _, ok := s.SendTunnel(5, 0, 1, 1, req); ok {
+		t.Fatal("an SA request answered by the port itself")
+	}
+	raw, in := sm.recv(t)
+	if in.TID() != 0x0200_0000_0000_0077 || be.Uint16(raw[4:]) != 5 || be.Uint32(raw[12:]) != 1 {
+		t.Fatalf("at the SM: TID %#x slid %d sqp %d", in.TID(), be.Uint16(raw[4:]), be.Uint32(raw[12:]))
+	}
+	resp := in
+	resp[3] = 0x92 // GetTableResp
+	sm.send(t, name, 5, 1, 1, &resp)
+	select {
+	case g := <-back:
+		if g.m.TID() != in.TID() || g.m.Method() != 0x92 || g.wc.QPN != 1 || g.wc.SrcQP != 1 || g.wc.SLID != 5 {
+			t.Fatalf("tunnel got wc %+v, TID %#x method %#x", g.wc, g.m.TID(), g.m.Method())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the SM's response did not reach the tunnel")
+	}
+	// The port's own SMA answers an SMP at once.
+	ni := madtest.SMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, nil)
+	be.PutUint64(ni[8:], 0x0100_0000_0000_0001)
+	out, from, ok := s.SendTunnel(5, 0, 0, 0, ni)
+	if !ok || from != 5 || out.Method() != mad.MethodGetResp || out.TID() != 0x0100_0000_0000_0001 {
+		t.Fatalf("NodeInfo: ok %v from %d method %#x", ok, from, out.Method())
+	}
+	tool := dial(t, name)
+	if st, _, out := tool.mad(t, name, 5, 0, madtest.SMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, nil)); st != 0 || out.AttrID() != mad.AttrNodeInfo {
+		t.Fatalf("a tool's NodeInfo: status %d", st)
+	}
+}
+
+// An SA client's RMPP-active response that its host's MAD layer would
+// frame (OpenSM sets only the ACTIVE flag) reaches the receiver as one DATA
+// segment: version 1, FIRST and LAST, segment 1, the payload length from
+// the request's length; a framed one is left as it is. A VF's RMPP ACK of
+// it goes to the SM client, not back into the tunnel.
+func TestRMPPFramedForTheTunnel(t *testing.T) {
+	cfg := madtest.Node()
+	cfg.Ports[0].LID = 5
+	e, err := mad.New(cfg, mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := make(chan mad.MAD, 4)
+	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
+	s, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca", Tunnel: func(_ *mad.WC, m *mad.MAD) { back <- *m }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sm := dialSM(t, name, true)
+	for _, tc := range []struct {
+		name   string
+		in     [4]byte // version, type, flags, status
+		length uint64
+		want   [4]byte
+		paylen uint32
+	}{
+		{"OpenSM's", [4]byte{0, 0, 1, 0}, 164, [4]byte{1, 1, 7, 0}, 128},
+		{"already framed", [4]byte{1, 1, 7, 0}, 256, [4]byte{1, 1, 7, 0}, 0x99},
+	} {
+		resp := madtest.SMP(mad.MethodGet, 0x0011, 0, 0, nil)
+		resp[1], resp[2], resp[3] = mad.ClassSubnAdm, 2, 0x92
+		be.PutUint64(resp[8:], 0x0300_0000_0000_0001)
+		copy(resp[24:28], tc.in[:])
+		if tc.in[0] != 0 {
+			be.PutUint32(resp[28:], 1)
+			be.PutUint32(resp[32:], 0x99)
+		}
+		req := make([]byte, 288)
+		be.PutUint16(req[0:], 5)
+		be.PutUint32(req[8:], 1)
+		be.PutUint32(req[12:], 1)
+		be.PutUint64(req[24:], tc.length)
+		copy(req[32:], resp[:])
+		if _, err := sm.data.WriteToUnix(req, addr(fmt.Sprintf("%s:out%d", name, sm.id))); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-back:
+			if [4]byte(m[24:28]) != tc.want || be.Uint32(m[28:]) != 1 || be.Uint32(m[32:]) != tc.paylen {
+				t.Errorf("%s: RMPP header % x", tc.name, m[24:36])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: nothing reached the tunnel", tc.name)
+		}
+	}
+	ack := madtest.SMP(mad.MethodGet, 0x0011, 0, 0, nil)
+	ack[1], ack[2], ack[3] = mad.ClassSubnAdm, 2, 0x92
+	ack[24], ack[25], ack[26] = 1, 2, 1 // version 1, ACK, ACTIVE
+	be.PutUint64(ack[8:], 0x0300_0000_0000_0001) // a VF's: the slave's byte as it came
+	if _, _, ok := s.SendTunnel(5, 0, 1, 1, ack); ok {
+		t.Fatal("an ACK answered")
+	}
+	if _, m := sm.recv(t); m[25] != 2 || m.TID() != 0x0300_0000_0000_0001 {
+		t.Fatalf("at the SM: type %d TID %#x", m[25], m.TID())
+	}
+}

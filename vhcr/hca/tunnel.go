@@ -97,10 +97,12 @@ type WireMAD struct {
 }
 
 // MADWire is the fabric beyond a port's QP0 and QP1: SendMAD takes a MAD
-// the tunnel sends (on the poller: it must not block); a response or any
-// MAD for the port's QP0/QP1 comes back through HCA.ReceiveMAD.
+// the tunnel sends from port (on the poller: it must not block, and m is
+// the tunnel's, to copy), or reports false for a port it does not serve,
+// whose MADs then reach the HCA's own agents (localWire). A response or
+// any MAD for the port's QP0/QP1 comes back through HCA.ReceiveMAD.
 type MADWire interface {
-	SendMAD(port uint8, m *WireMAD)
+	SendMAD(port uint8, m *WireMAD) bool
 }
 
 // SetMADWire installs the wire; nil: the HCA's own ports' agents only.
@@ -241,8 +243,7 @@ func (h *HCA) tunnelMultiplex(src uint32, slave int, port uint8, d []byte) {
 	}
 	h.fw.vfs[vf].eng.TunnelOut.Add(1)
 	t.stats.Out.Add(1)
-	if t.wire != nil {
-		t.wire.SendMAD(port, o)
+	if t.wire != nil && t.wire.SendMAD(port, o) {
 		return
 	}
 	h.localWire(port, o)

@@ -24,7 +24,10 @@ type sentMAD struct {
 	m    WireMAD
 }
 
-func (f *fakeWire) SendMAD(port uint8, m *WireMAD) { f.sent = append(f.sent, sentMAD{port, *m}) }
+func (f *fakeWire) SendMAD(port uint8, m *WireMAD) bool {
+	f.sent = append(f.sent, sentMAD{port, *m})
+	return true
+}
 
 // tunVF is a VF with proxy QP0 and QP1 on port 1 in RTS and a buffer
 // region (key k at vaA, IOVA m).

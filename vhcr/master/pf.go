@@ -264,6 +264,7 @@ func New(o Options) (*PF, error) {
 			p.resume(i, pending, ps)
 		}
 	}
+	p.hca.SetTunnelWake(p.wake) // a MAD for a VF's proxy QP queued by the wire's goroutines
 	p.pfState.Store(wire.PFStateInit)
 	for _, s := range o.Faults {
 		if _, err := p.AddFault(s); err != nil {

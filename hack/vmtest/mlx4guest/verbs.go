@@ -53,6 +53,10 @@ func (g *guest) verbs() error {
 		}
 		wait("devinfo")
 	}
+	if len(vc.Diags) > 0 {
+		g.diags(vc)
+		wait("diags")
+	}
 	if vc.Net != nil {
 		if err := tcpCheck(vc); err != nil {
 			return err
@@ -71,6 +75,25 @@ func (g *guest) verbs() error {
 	}
 	wait("unbound 1")
 	return nil
+}
+
+// diags runs the management tools, each to its end or the time limit,
+// and reports each one's result (the host judges the output).
+func (g *guest) diags(vc vmtest.VerbsConfig) {
+	limit := time.Duration(vc.TimeLimitMS) * time.Millisecond
+	for _, d := range vc.Diags {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		r := runTool(ctx, "diag "+d.Name, d.Tool, d.Args...)
+		cancel()
+		switch {
+		case r.hung:
+			say("diag %s: hung (time limit %v), last lines: %s", d.Name, limit, strings.Join(r.last, " | "))
+		case r.err != nil:
+			say("diag %s: failed: %v, last lines: %s", d.Name, r.err, strings.Join(r.last, " | "))
+		default:
+			say("diag %s: ok in %v", d.Name, r.took.Round(time.Millisecond))
+		}
+	}
 }
 
 // waitActive waits for port's state "4: ACTIVE" and a nonzero LID.
