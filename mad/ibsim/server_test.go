@@ -690,7 +690,7 @@ func TestRMPPFramedForTheTunnel(t *testing.T) {
 	}
 	ack := madtest.SMP(mad.MethodGet, 0x0011, 0, 0, nil)
 	ack[1], ack[2], ack[3] = mad.ClassSubnAdm, 2, 0x92
-	ack[24], ack[25], ack[26] = 1, 2, 1 // version 1, ACK, ACTIVE
+	ack[24], ack[25], ack[26] = 1, 2, 1          // version 1, ACK, ACTIVE
 	be.PutUint64(ack[8:], 0x0300_0000_0000_0001) // a VF's: the slave's byte as it came
 	if _, _, ok := s.SendTunnel(5, 0, 1, 1, ack); ok {
 		t.Fatal("an ACK answered")
