@@ -17,7 +17,7 @@ pkgs=(
   libnl-3-200 libnl-route-3-200                # libibverbs' netlink (its device discovery)
   librdmacm1 rdmacm-utils                      # rping, udaddy and the RDMA CM (later scenarios)
   libibumad3 perftest libpci3 libudev1 zlib1g  # ib_write_bw, ib_send_lat and the libraries they link
-  infiniband-diags libibmad5                   # saquery through the PF's MAD tunnel
+  infiniband-diags libibmad5 libibnetdisc5     # saquery, smpquery, ibnetdiscover through the PF's MAD tunnel
   libc6 libgcc-s1                              # glibc and the loader
 )
 complete() {

@@ -17,11 +17,58 @@ import (
 
 const smLID, otherLID = 1, 3
 
+// switchLID is the switch's LID in that sweep.
+const switchLID = 2
+
+var diagDev = []string{"-C", "mlx4_0", "-P", "1"}
+
+func diag(name, tool string, args ...string) Diag {
+	return Diag{Name: name, Tool: tool, Args: append(append([]string{}, diagDev...), args...)}
+}
+
+// tunnelDiags are the guest on VF 0's (no SMI): two SA queries, and an SMP
+// that mlx4_ib_multiplex_mad refuses for a VF without SMI.
 func tunnelDiags() []Diag {
-	dev := []string{"-C", "mlx4_0", "-P", "1"}
 	return []Diag{
-		{Name: "saquery NodeRecord", Tool: "/usr/sbin/saquery", Args: append(append([]string{}, dev...), fmt.Sprint(smLID))},
-		{Name: "saquery PathRecord", Tool: "/usr/sbin/saquery", Args: append(append([]string{}, dev...), "--src-to-dst", fmt.Sprintf("%d:%d", smLID, otherLID))},
+		diag("saquery NodeRecord", "/usr/sbin/saquery", fmt.Sprint(smLID)),
+		diag("saquery PathRecord", "/usr/sbin/saquery", "--src-to-dst", fmt.Sprintf("%d:%d", smLID, otherLID)),
+		diag("smpquery refused", "/usr/sbin/smpquery", "nodeinfo", fmt.Sprint(switchLID)),
+	}
+}
+
+// smiDiags are the guest on VF 1's, which owns its SMI: an SMP to the
+// switch by LID and a directed-route discovery of the subnet, from its
+// proxy QP0 (an MLX QP, build_sriov_qp0_header's packets).
+func smiDiags() []Diag {
+	return []Diag{
+		diag("smpquery switch", "/usr/sbin/smpquery", "nodeinfo", fmt.Sprint(switchLID)),
+		diag("ibnetdiscover", "/usr/sbin/ibnetdiscover"),
+	}
+}
+
+// checkSMIDiags asserts the SMI guest's tools saw the switch and the HCA.
+func checkSMIDiags(t *testing.T, lines []string, d *vhcrdProc) {
+	m := d.metrics(t)
+	t.Logf("tunnel drops by reason %v; VF %d: MADs %v, packets dropped %v, error CQEs %v", m.byLabel("vhcrd_mad_tunnel_drops_total", "reason", nil),
+		bystanderVF, m.byLabel("vhcrd_mad_tunnel_mads_total", "direction", map[string]string{"vf": fmt.Sprint(bystanderVF)}),
+		m.byLabel("vhcrd_packets_dropped_total", "reason", map[string]string{"vf": fmt.Sprint(bystanderVF)}),
+		m.sum("vhcrd_error_cqes_total", map[string]string{"vf": fmt.Sprint(bystanderVF)}))
+	want := map[string][]string{
+		"smpquery switch": {"NodeType:........................Switch", "Guid:............................0x0002c90300f00000"},
+		"ibnetdiscover":   {`Switch	8 "S-0002c90300f00000"`, `Ca	2 "H-0002c90300a0b0c0"`},
+	}
+	for _, dg := range smiDiags() {
+		out, res := diagOutput(lines, dg.Name)
+		t.Logf("%s in the SMI guest (%s):\n%s", dg.Name, res, out)
+		if !strings.HasPrefix(res, "ok") {
+			t.Errorf("%s: %s", dg.Name, res)
+			continue
+		}
+		for _, w := range want[dg.Name] {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s lacks %q", dg.Name, w)
+			}
+		}
 	}
 }
 
@@ -50,7 +97,7 @@ func checkDiags(t *testing.T, lines []string, d *vhcrdProc) {
 		"saquery PathRecord": {"PathRecord dump:", fmt.Sprintf("dlid....................%d\n", otherLID),
 			fmt.Sprintf("slid....................%d\n", smLID), "sgid....................fe80::2:c903:a0:b0c1", "dgid....................fe80::2:c903:a0:b0c2"},
 	}
-	for _, dg := range tunnelDiags() {
+	for _, dg := range tunnelDiags()[:2] {
 		out, res := diagOutput(lines, dg.Name)
 		t.Logf("%s in the guest (%s):\n%s", dg.Name, res, out)
 		if !strings.HasPrefix(res, "ok") {
@@ -63,11 +110,19 @@ func checkDiags(t *testing.T, lines []string, d *vhcrdProc) {
 			}
 		}
 	}
+	out, res := diagOutput(lines, "smpquery refused")
+	t.Logf("smpquery in the guest without SMI (%s):\n%s", res, out)
+	if strings.HasPrefix(res, "ok") {
+		t.Errorf("an SMP from a VF without SMI was answered")
+	}
 	m := d.metrics(t)
-	out := m.sum("vhcrd_mad_tunnel_mads_total", map[string]string{"direction": "out"})
+	if n := m.sum("vhcrd_mad_tunnel_drops_total", map[string]string{"reason": "smi"}); n < 1 {
+		t.Errorf("the refused SMP was not counted (drops by reason %v)", m.byLabel("vhcrd_mad_tunnel_drops_total", "reason", nil))
+	}
+	outN := m.sum("vhcrd_mad_tunnel_mads_total", map[string]string{"direction": "out"})
 	in := m.sum("vhcrd_mad_tunnel_mads_total", map[string]string{"direction": "in"})
-	t.Logf("tunnel: %v MADs out, %v in; drops by reason %v", out, in, m.byLabel("vhcrd_mad_tunnel_drops_total", "reason", nil))
-	if out < 2 || in < 2 {
-		t.Errorf("the tunnel did not count the guest's MADs both ways: out %v, in %v", out, in)
+	t.Logf("tunnel: %v MADs out, %v in; drops by reason %v", outN, in, m.byLabel("vhcrd_mad_tunnel_drops_total", "reason", nil))
+	if outN < 2 || in < 2 {
+		t.Errorf("the tunnel did not count the guest's MADs both ways: out %v, in %v", outN, in)
 	}
 }

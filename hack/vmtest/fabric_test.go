@@ -54,6 +54,11 @@ func freshFabricConfig(t *testing.T, bin, dir string) string {
 	}
 	sw := cfg["fabric"].(map[string]any)["switch"].(map[string]any)
 	delete(sw, "lid")
+	// VF 1 (the second guest's) owns its SMI, as `mlx4_core
+	// enable_qp0=...` makes a VF on a Linux PF: its QP0 is a proxy QP0
+	// owner and its SMPs cross the tunnel; VF 0's are refused.
+	ov := cfg["vfs"].(map[string]any)["overrides"].(map[string]any)
+	ov[fmt.Sprint(bystanderVF)] = map[string]any{"smi": true}
 	b, err := json.MarshalIndent(cfg, "", " ")
 	if err != nil {
 		t.Fatal(err)

@@ -75,8 +75,11 @@ func verbsConfig(role string, nc *NetConfig) MLX4Config {
 	cfg.Scenario = ScenarioVerbs
 	cfg.Verbs = VerbsConfig{Devinfo: role != "client", Pingpongs: DefaultPingpongs(), TimeLimitMS: int(pingpongLimit / time.Millisecond), Role: role, Net: nc}
 	cfg.Modules = append(cfg.Modules, "ib_umad")
-	if role == "" {
+	switch role {
+	case "":
 		cfg.Verbs.Diags = tunnelDiags()
+	case "client":
+		cfg.Verbs.Diags = smiDiags()
 	}
 	if nc != nil {
 		cfg.Modules = append(cfg.Modules, "virtio_pci", "virtio_net")
@@ -159,6 +162,12 @@ func TestLinuxMLX4Verbs(t *testing.T) {
 		cli.step("bound 1", cl.keep(cli))
 		srv.step("devinfo", sl.keep(srv))
 		t.Run("devinfo", func(t *testing.T) { checkDevinfo(t, sl.lines) })
+		cli.tolerate = true // a failing diag's lines are its own to report
+		cli.step("diags", func() {
+			cl.keep(cli)()
+			cli.tolerate = false
+			t.Run("smi", func(t *testing.T) { checkSMIDiags(t, cl.lines, pe.vhcrd) })
+		})
 		// The TCP check over the socket netdev.
 		srv.step("tcp listening", sl.keep(srv))
 		cli.step("tcp dial", cl.keep(cli))

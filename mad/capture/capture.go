@@ -18,9 +18,9 @@ const LinkTypeUpperPDU = 252
 
 // Sizes of the parts of a captured packet.
 const (
-	LRHSize  = 8
-	BTHSize  = 12
-	DETHSize = 8
+	LRHSize  = mad.LRHSize
+	BTHSize  = mad.BTHSize
+	DETHSize = mad.DETHSize
 	ICRCSize = 4
 	VCRCSize = 2
 	// exported-PDU header: tag 12 (protocol name) "infiniband" padded to

@@ -758,6 +758,12 @@ func (s *Server) toTunnel(req []byte) {
 func (s *Server) SendTunnel(dlid uint16, bits uint8, sqp, dqp uint32, in *mad.MAD) (out mad.MAD, from uint16, ok bool) {
 	pi, _ := s.e.PortInfo(s.opt.Port)
 	r := request{dlid: dlid, dqp: dqp, sqp: sqp, lid: pi.LID, mask: uint16(1)<<pi.LMC - 1, in: *in}
+	if m := &r.in; m.MgmtClass() == mad.ClassSubnDirected && !m.Direction() && m.HopCount() > 0 && m.HopPointer() == 1 {
+		// The sending host's SMI took the source's step (IBA C14-9:1:
+		// hop pointer 0 to 1) before the SMP left; the fabric's walk
+		// (Fabric.directed) takes it from the source, as for a client's.
+		m[6] = 0
+	}
 	r.slid = r.lid | uint16(bits)&r.mask
 	s.record(r.slid, r.dlid, r.sqp, r.dqp, &r.in)
 	out, ok, from, to := s.route(tunnelSender, &r)

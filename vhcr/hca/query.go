@@ -147,6 +147,13 @@ func (h *HCA) QUERY_FUNC_CAP(c *Cmd) mlx4.Status {
 		o[mlx4.QUERY_FUNC_CAP_FLAGS0_OFFSET] = 0
 		tunnel := BaseTunnelSQPN + 8*slave + uint32(phys) - 1
 		proxy := BaseProxySQPN + 8*slave + uint32(phys) - 1
+		if h.Funcs[c.VF].SMI {
+			// mlx4_vf_smi_enabled: the VF owns its QP0, whose proxy's
+			// Q_Key (mlx4_get_parav_qkey) its build_sriov_qp0_header puts
+			// in the DETH.
+			o[mlx4.QUERY_FUNC_CAP_FLAGS1_OFFSET] |= mlx4.QUERY_FUNC_CAP_VF_ENABLE_QP0
+			binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_PRIV_VF_QKEY_OFFSET:], mlx4.RESERVED_QKEY_BASE+proxy-BaseProxySQPN)
+		}
 		binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_QP0_TUNNEL:], tunnel)
 		binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_QP1_TUNNEL:], tunnel+2)
 		binary.BigEndian.PutUint32(o[mlx4.QUERY_FUNC_CAP_QP0_PROXY:], proxy)

@@ -321,6 +321,8 @@ func (h *HCA) execWQE(qp *qpObj, n int) bool {
 		return h.sendUD(qp, total)
 	case mlx4.QP_ST_RC, mlx4.QP_ST_UC:
 		return h.sendConnected(qp, op, total)
+	case mlx4.QP_ST_MLX:
+		return h.sendMLX(qp, total) // tunnel.go
 	}
 	h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 	return true

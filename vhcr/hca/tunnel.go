@@ -139,6 +139,7 @@ type tunnel struct {
 
 	cur tunItem                     // the item being delivered (poller)
 	buf [mlx4.TunnelMADSize]byte    // egress: the datagram as the tunnel QP receives it
+	mlx [512]byte                   // egress: an MLX WQE's packet, its UD header first
 	rcv [mlx4.RcvTunnelMADSize]byte // ingress: the struct mlx4_rcv_tunnel_mad
 	out WireMAD                     // egress: what the wire gets
 }
@@ -153,29 +154,82 @@ func isTunnelQPN(qpn uint32) bool {
 // tunnelEgress is the arrival of the UD datagram the engine is executing
 // (h.dp.send, total bytes, Q_Key qkey) at the tunnel QP dqpn.
 func (h *HCA) tunnelEgress(qp *qpObj, dqpn, qkey uint32, total uint64) {
-	w := qp.wq
-	t := &h.tun
-	off := dqpn - BaseTunnelSQPN
-	slave, port := int(off/8), uint8(off%2+1)
-	if off%8 >= 4 || slave < 1 || slave > h.NumVFs {
-		h.fw.vfs[w.vf].eng.UDDropped.Add(1) // no QP there
-		return
-	}
-	if qkey != mlx4.RESERVED_QKEY_BASE+off { // the tunnel QP's context Q_Key
-		h.fw.vfs[w.vf].eng.QKeyViol.Add(1)
+	if !h.tunnelQP(qp, dqpn, qkey) {
 		return
 	}
 	// The tunnel QP's receive buffer is a struct mlx4_tunnel_mad: the GRH
 	// area, then the datagram; anything else is not a tunnel MAD.
-	if total != mlx4.TunnelSendPayload {
+	t := &h.tun
+	if total != mlx4.TunnelSendPayload || !h.gather(t.buf[mad.GRHSize:], total) {
 		t.drop(TunDropLength)
 		return
 	}
-	if !h.gather(t.buf[mad.GRHSize:], total) {
-		t.drop(TunDropLength)
-		return
+	h.tunnelArrive(qp, dqpn, t.buf[mad.GRHSize:])
+}
+
+// tunnelQP is the tunnel QP dqpn's check of a datagram from qp: the QP is
+// there (a slave's QP0 or QP1 tunnel) and the Q_Key is its context's.
+func (h *HCA) tunnelQP(qp *qpObj, dqpn, qkey uint32) bool {
+	off := dqpn - BaseTunnelSQPN
+	if slave := int(off / 8); off%8 >= 4 || slave < 1 || slave > h.NumVFs {
+		h.fw.vfs[qp.wq.vf].eng.UDDropped.Add(1) // no QP there
+		return false
 	}
-	h.tunnelMultiplex(w.qpn, slave, port, t.buf[mad.GRHSize:])
+	if qkey != mlx4.RESERVED_QKEY_BASE+off { // the tunnel QP's context Q_Key
+		h.fw.vfs[qp.wq.vf].eng.QKeyViol.Add(1)
+		return false
+	}
+	return true
+}
+
+// tunnelArrive multiplexes datagram d (a tunnel header and a MAD) that qp
+// sent to the tunnel QP dqpn.
+func (h *HCA) tunnelArrive(qp *qpObj, dqpn uint32, d []byte) {
+	off := dqpn - BaseTunnelSQPN
+	h.tunnelMultiplex(qp.wq.qpn, int(off/8), uint8(off%2+1), d)
+}
+
+// sendMLX executes an MLX QP's WQE: the packet's UD header is the start of
+// its gather list (build_sriov_qp0_header's, for a VF's proxy QP0 that
+// owns its SMI), the payload the rest but the last inline segment's 4
+// bytes, the ICRC's place (set_mlx_icrc_seg). With the force-loopback bit it
+// arrives at the tunnel QP its BTH names (the header's Q_Key is the
+// DETH's); a VF's MLX packet for the wire is dropped: the model gives VFs
+// no raw QP0 beyond the tunnel.
+func (h *HCA) sendMLX(qp *qpObj, total uint64) bool {
+	w := qp.wq
+	d := &h.dp.send
+	t := &h.tun
+	if d.Ctrl.Opcode != mlx4.OPCODE_SEND || total > uint64(len(t.mlx)) {
+		h.sqError(qp, d.Ctrl.Opcode, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+		return true
+	}
+	if !h.gather(t.mlx[:total], total) {
+		h.sqError(qp, d.Ctrl.Opcode, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
+		return true
+	}
+	uh, n, err := mad.DecodeUDHeader(t.mlx[:total])
+	switch {
+	case err != nil:
+		h.sqError(qp, d.Ctrl.Opcode, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
+		return true
+	case total < uint64(n)+mlx4.MLXICRCSize:
+		h.sqError(qp, d.Ctrl.Opcode, mlx4.CQE_SYNDROME_LOCAL_LENGTH_ERR)
+		return true
+	case d.Ctrl.SrcRBFlags&mlx4.MLXWQEForceLoopback != 0 && isTunnelQPN(uh.DestQP):
+		// The payload is between the headers and the ICRC's place.
+		if h.tunnelQP(qp, uh.DestQP, uh.QKey) {
+			if end := total - mlx4.MLXICRCSize; end-uint64(n) != mlx4.TunnelSendPayload {
+				t.drop(TunDropLength)
+			} else {
+				h.tunnelArrive(qp, uh.DestQP, t.mlx[n:end])
+			}
+		}
+	default:
+		h.fw.vfs[w.vf].eng.UDDropped.Add(1)
+	}
+	h.sqDone(qp, uint32(total))
+	return true
 }
 
 // gather copies the WQE's gather list (total bytes, already checked
@@ -455,7 +509,10 @@ func (h *HCA) sendToSlave(vf int, it *tunItem) {
 	}
 	dqpn := BaseProxySQPN + 8*slave + 2*qpt + uint32(port) - 1
 	dq := h.routeQP(port, dqpn)
-	if dq == nil || dq.wq.st != mlx4.QP_ST_UD || dq.wq.vf != vf || dq.wq.qkey != mlx4.RESERVED_QKEY_BASE+dqpn-BaseProxySQPN {
+	// A proxy QP is UD, or MLX for the QP0 of a VF that owns its SMI
+	// (PROXY_SMI_OWNER).
+	if dq == nil || dq.wq.st != mlx4.QP_ST_UD && (qpt != 0 || dq.wq.st != mlx4.QP_ST_MLX) || dq.wq.vf != vf ||
+		dq.wq.qkey != mlx4.RESERVED_QKEY_BASE+dqpn-BaseProxySQPN {
 		t.drop(TunDropProxy)
 		return
 	}

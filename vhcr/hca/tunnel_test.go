@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/mad/capture"
 	"github.com/vhcrd/vhcrd/vhcr/config"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -427,4 +428,76 @@ func FuzzTunnel(f *testing.F) {
 			t.Fatal("the other VF got a MAD not addressed to it")
 		}
 	})
+}
+
+// TestTunnelSMIOwner: a VF with SMI learns from QUERY_FUNC_CAP that it owns
+// its QP0 (VF_ENABLE_QP0 and its proxy QP0's Q_Key), makes the proxy QP0 an
+// MLX QP as mlx4_ib does (PROXY_SMI_OWNER), and posts an SMP as
+// build_sriov_qp0_header builds it: the UD header to the QP0 tunnel with
+// that Q_Key inline, a zero-length inline segment, the tunnel header
+// inline, the MAD. It reaches its port's SMA and the response comes back
+// into the MLX proxy QP0.
+func TestTunnelSMIOwner(t *testing.T) {
+	d := newDPRig(t, 1, func(c *config.Config) {
+		on := true
+		c.VFs.Default.SMI = &on
+	})
+	e, err := mad.New(MADNode(d.h.Cfg), mad.Options{Now: func() time.Time { return time.Unix(1e9, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.h.AttachMAD(e); err != nil {
+		t.Fatal(err)
+	}
+	a := &tunVF{tvf: d.setup(0)}
+	c := a.cmd(mlx4.QUERY_FUNC_CAP, 0, 1, 1, nil, true)
+	a.must(a.run(c), "QUERY_FUNC_CAP")
+	qkey := binary.BigEndian.Uint32(c.Outbox[mlx4.QUERY_FUNC_CAP_PRIV_VF_QKEY_OFFSET:])
+	if c.Outbox[mlx4.QUERY_FUNC_CAP_FLAGS1_OFFSET]&mlx4.QUERY_FUNC_CAP_VF_ENABLE_QP0 == 0 || qkey != mlx4.RESERVED_QKEY_BASE+8 {
+		t.Fatalf("flags1 %#x qkey %#x", c.Outbox[mlx4.QUERY_FUNC_CAP_FLAGS1_OFFSET], qkey)
+	}
+	a.k, a.m = a.mr(vaA, 2, permAll, a.pd)
+	a.qp0 = a.qp(qpOpts{st: mlx4.QP_ST_MLX, qpn: proxyQPN(0, 0, 1), rqLogS: 3, sqStride: 4})
+	a.must(a.qp0.modify(mlx4.INIT2RTR_QP, 0), "INIT2RTR")
+	a.must(a.qp0.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
+	a.proxyRecv(a.qp0, 0x800)
+	var m mad.MAD
+	m[0], m[1], m[2], m[3] = 1, mad.ClassSubnLID, 1, mad.MethodGet
+	binary.BigEndian.PutUint64(m[8:], 0x43)
+	binary.BigEndian.PutUint16(m[16:], mad.AttrNodeInfo)
+	a.fill(a.m, m[:])
+	// The UD header as build_sriov_qp0_header packs it.
+	pkt := make([]byte, capture.MaxPacket)
+	if _, err := capture.Encode(&capture.Packet{VL: 15, PKey: 0xffff, DestQP: tunnelQPN(0, 0, 1), SrcQP: a.qp0.qpn, QKey: qkey, MAD: &m}, pkt); err != nil {
+		t.Fatal(err)
+	}
+	udh := pkt[:mad.LRHSize+mad.BTHSize+mad.DETHSize]
+	h := hdr(5)
+	h.RemoteQPN, h.QKey = 0, 0
+	var hb [mlx4.TunHdrSize]byte
+	_ = h.Encode(hb[:])
+	// The MAD in two entries as ib_mad posts it (header, data), then the
+	// ICRC's inline segment (set_mlx_icrc_seg).
+	w := send(mlx4.OPCODE_SEND, mlx4.Gather{Inline: true, ByteCount: uint32(len(udh))}, mlx4.Gather{Inline: true},
+		mlx4.Gather{Inline: true, ByteCount: mlx4.TunHdrSize}, sge(a.k, vaA, 24), sge(a.k, vaA+24, mad.Size-24),
+		mlx4.Gather{Inline: true, ByteCount: mlx4.MLXICRCSize})
+	w.Ctrl.SrcRBFlags |= mlx4.MLX4_WQE_MLX_VL15 | mlx4.MLXWQEForceLoopback | mlx4.MLX4_WQE_MLX_SLR
+	a.qp0.post(w, append(append(append([]byte{}, udh...), hb[:]...), 0, 0, 0, 0))
+	a.qp0.run(4)
+	d.h.ServiceQueues(64)
+	got := a.read(a.m+0x800, mlx4.ProxySQPHdrSize+mad.GRHSize+mad.Size)
+	var out mad.MAD
+	copy(out[:], got[96:])
+	if out.Method() != mad.MethodGetResp || out.TID() != 0x43 || out.AttrID() != mad.AttrNodeInfo {
+		var drops [NumTunnelDrops]uint64
+		for i := range drops {
+			drops[i] = d.h.TunnelStats().Drops[i].Load()
+		}
+		t.Fatalf("response % x (tunnel drops %v)", out[:24], drops)
+	}
+	for _, c := range d.take() {
+		if c.e.IsError() {
+			t.Fatalf("error CQE %+v", c.e)
+		}
+	}
 }

@@ -26,6 +26,9 @@ func TestWQELayout(t *testing.T) {
 	})
 	checkOffsets(t, "mlx4_wqe_datagram_seg", []off{{"dqpn", DatagramDQPN, 32}, {"qkey", DatagramQKey, 36},
 		{"vlan", DatagramVLAN, 40}, {"mac", DatagramMAC, 42}, {"sizeof", DatagramSegSize, 48}})
+	checkOffsets(t, "mlx4_wqe_mlx_seg", []off{{"flags", MLXSegFlags, 8}, {"rlid", MLXSegRLID, 12},
+		{"MLX4_WQE_MLX_VL15", MLX4_WQE_MLX_VL15, 1 << 17}, {"MLX4_WQE_MLX_SLR", MLX4_WQE_MLX_SLR, 1 << 16},
+		{"force loopback", MLXWQEForceLoopback, 1}, {"ICRC segment", MLXICRCSize, 4}})
 	checkOffsets(t, "mlx4_wqe_data_seg", []off{{"byte_count", DataByteCount, 0}, {"lkey", DataLKey, 4},
 		{"addr", DataAddr, 8}, {"sizeof", DataSegSize, 16}})
 	checkOffsets(t, "mlx4_wqe_inline_seg", []off{{"byte_count", InlineByteCount, 0}, {"sizeof", InlineSegSize, 4}})
@@ -302,7 +305,9 @@ func TestDecodeSendWQEErrors(t *testing.T) {
 		{"inline past the size", inl, QP_ST_RC, ErrWQESegment},
 		{"bind", ctrl(OPCODE_BIND_MW, 3), QP_ST_RC, ErrWQEOpcode},
 		{"rdma on UD", ctrl(OPCODE_RDMA_WRITE, 4), QP_ST_UD, ErrWQEOpcode},
-		{"MLX", ctrl(OPCODE_SEND, 1), QP_ST_MLX, ErrWQETransport},
+		{"MLX SEND", ctrl(OPCODE_SEND, 1), QP_ST_MLX, nil},
+		{"RDMA on MLX", ctrl(OPCODE_RDMA_WRITE, 4), QP_ST_MLX, ErrWQEOpcode},
+		{"raw Ethernet", ctrl(OPCODE_SEND, 1), QP_ST_MLX + 1, ErrWQETransport},
 		{"63 units fit", many, QP_ST_RC, nil},
 	} {
 		_, err := DecodeSendWQE(c.b, c.st)

@@ -68,6 +68,23 @@ const (
 	WQE_CTRL_FORCE_LOOPBACK = 1 << 0  // srcrb_flags [0] FL
 )
 
+// struct mlx4_wqe_mlx_seg (include/linux/mlx4/qp.h): an MLX QP's control
+// segment, the 16 bytes of struct mlx4_wqe_ctrl_seg read another way; the
+// UD header the driver built (build_mlx_header, build_sriov_qp0_header)
+// follows as inline data.
+const (
+	MLXSegFlags = 0x08 // BE32 flags: VL15, SLR, SL 11:8, CQ update 3:2, force loopback 0
+	MLXSegRLID  = 0x0c // BE16 rlid
+
+	MLX4_WQE_MLX_VL15   = 1 << 17
+	MLX4_WQE_MLX_SLR    = 1 << 16
+	MLXWQEForceLoopback = 1 << 0 // flags bit 0: build_sriov_qp0_header's "force loopback"
+
+	// MLXICRCSize is the last inline segment of an MLX send
+	// (set_mlx_icrc_seg): room for the ICRC the HCA computes, no payload.
+	MLXICRCSize = 4
+)
+
 // Ownership, size and stamping of send WQEs (drivers/infiniband/hw/mlx4/qp.c
 // and rdma-core providers/mlx4/qp.c).
 const (
@@ -357,6 +374,15 @@ func layoutFor(st uint8, op uint8) (sendLayout, error) {
 			return l, fmt.Errorf("%w: opcode %#x on UD", ErrWQEOpcode, op)
 		}
 		return l, nil
+	case QP_ST_MLX:
+		// The packet's headers are the WQE's own first bytes (inline),
+		// the control segment a struct mlx4_wqe_mlx_seg: no fixed
+		// segment follows it.
+		switch op {
+		case OPCODE_SEND, OPCODE_NOP:
+			return l, nil
+		}
+		return l, fmt.Errorf("%w: opcode %#x on MLX", ErrWQEOpcode, op)
 	case QP_ST_RC, QP_ST_UC, QP_ST_XRC:
 	default:
 		return l, fmt.Errorf("%w: service type %#x", ErrWQETransport, st)
