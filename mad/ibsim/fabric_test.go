@@ -323,3 +323,20 @@ func TestFabricSwept(t *testing.T) {
 		t.Fatal("two ports with LID 5 accepted")
 	}
 }
+
+// A VF's directed-route SMP through the PF's tunnel (SendTunnel) arrives
+// as a Linux host's SMI sends it, the source's step taken (hop pointer 1):
+// it walks the same path as a client's and its response comes back at
+// once, the return path filled.
+func TestFabricDirectedRouteFromTheTunnel(t *testing.T) {
+	_, _, s := fabricServer(t)
+	m := madtest.DRSMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, 1, 1)
+	m[6] = 1 // smi_handle_dr_smp_send's C14-9:1
+	be.PutUint64(m[8:], 0x0200_0000_0000_0009)
+	out, _, ok := s.SendTunnel(0xFFFF, 0, 0, 0, m)
+	var ni mad.NodeInfo
+	_ = ni.Decode(out.SMPData())
+	if !ok || ni.NodeType != mad.NodeTypeSwitch || ni.LocalPortNum != 3 || !out.Direction() || out[192+1] != 3 || out.TID() != 0x0200_0000_0000_0009 {
+		t.Fatalf("ok %v NodeInfo %+v D %v return path % x TID %#x", ok, ni, out.Direction(), out[192:195], out.TID())
+	}
+}
