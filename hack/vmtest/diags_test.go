@@ -2,8 +2,10 @@ package vmtest
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The verbs guest's management tools: infiniband-diags' saquery in the
@@ -43,6 +45,9 @@ func smiDiags() []Diag {
 	return []Diag{
 		diag("smpquery switch", "/usr/sbin/smpquery", "nodeinfo", fmt.Sprint(switchLID)),
 		diag("ibnetdiscover", "/usr/sbin/ibnetdiscover"),
+		// A PortInfo Set to its own port's LID with a key that is not
+		// the port's: the SMA drops it and traps Bad M_Key to the SM.
+		diag("ibportstate wrong M_Key", "/usr/sbin/ibportstate", "-y", "0x1", fmt.Sprint(smLID), "1", "enable"),
 	}
 }
 
@@ -57,7 +62,8 @@ func checkSMIDiags(t *testing.T, lines []string, d *vhcrdProc) {
 		"smpquery switch": {"NodeType:........................Switch", "Guid:............................0x0002c90300f00000"},
 		"ibnetdiscover":   {`Switch	8 "S-0002c90300f00000"`, `Ca	2 "H-0002c90300a0b0c0"`},
 	}
-	for _, dg := range smiDiags() {
+	checkMKeyTrap(t, lines, d)
+	for _, dg := range smiDiags()[:2] {
 		out, res := diagOutput(lines, dg.Name)
 		t.Logf("%s in the SMI guest (%s):\n%s", dg.Name, res, out)
 		if !strings.HasPrefix(res, "ok") {
@@ -125,4 +131,26 @@ func checkDiags(t *testing.T, lines []string, d *vhcrdProc) {
 	if outN < 2 || in < 2 {
 		t.Errorf("the tunnel did not count the guest's MADs both ways: out %v, in %v", outN, in)
 	}
+}
+
+// checkMKeyTrap asserts that the SMI guest's Set with a wrong M_Key was
+// not answered and that OpenSM logged the port's Bad M_Key trap.
+func checkMKeyTrap(t *testing.T, lines []string, d *vhcrdProc) {
+	out, res := diagOutput(lines, "ibportstate wrong M_Key")
+	t.Logf("ibportstate with a wrong M_Key in the SMI guest (%s):\n%s", res, out)
+	if strings.HasPrefix(res, "ok") {
+		t.Errorf("a PortInfo Set with a wrong M_Key was answered")
+	}
+	// OpenSM got the port's trap: its log is another process's file.
+	bad := regexp.MustCompile(`Bad M_Key`)
+	var found string
+	for end := time.Now().Add(20 * time.Second); found == "" && time.Now().Before(end); {
+		if found = d.osm.lines(bad, 3); found == "" {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if found == "" {
+		t.Errorf("no Bad M_Key notice in OpenSM's log:\n%s", d.osm.lines(regexp.MustCompile(`[Tt]rap|[Nn]otice`), 10))
+	}
+	t.Logf("OpenSM on the guest's SMP:\n%s", d.osm.lines(regexp.MustCompile(`Bad M_Key|[Rr]epress`), 6))
 }

@@ -70,6 +70,9 @@ func freshFabricConfig(t *testing.T, bin, dir string) string {
 	return path
 }
 
+// osmMKey is the M_Key OpenSM gives the ports.
+const osmMKey = "0x00000000deadbeef"
+
 // openSM is OpenSM under libumad2sim against a vhcrd's --ibsim server.
 type openSM struct{ log string }
 
@@ -84,7 +87,10 @@ func startOpenSM(t *testing.T, lib, sock, dir string) *openSM {
 		t.Fatal(err)
 	}
 	sm := &openSM{log: filepath.Join(dir, "osm.log")}
-	conf := fmt.Sprintf("guid 0x0002c90300a0b0c1\nsweep_interval 10\ntransaction_timeout 200\npartition_config_file %s/partitions.conf\nlog_flags 0x0f\nforce_log_flush TRUE\nlog_file %s\ndump_files_dir %s\n", dir, sm.log, dir)
+	// The ports' M_Key protects their PortInfo against Sets (protection
+	// level 1: Gets answered, the key hidden), so that a guest's Set with
+	// another key is the M_Key violation OpenSM logs (diags_test.go).
+	conf := fmt.Sprintf("guid 0x0002c90300a0b0c1\nsweep_interval 10\ntransaction_timeout 200\npartition_config_file %s/partitions.conf\nlog_flags 0x0f\nforce_log_flush TRUE\nlog_file %s\ndump_files_dir %s\nm_key %s\nm_key_protection_level 1\nm_key_lease_period 0\n", dir, sm.log, dir, osmMKey)
 	for name, body := range map[string]string{"opensm.conf": conf, "partitions.conf": "Default=0x7fff, ipoib : ALL=full ;\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -150,6 +156,7 @@ func (e *mlx4Env) startVerbsFabric(t *testing.T) *vhcrdProc {
 	v := startVhcrdGuests(t, e.vhcrd.bin, dir, nil, true, "--config", freshFabricConfig(t, e.vhcrd.bin, dir), "--ibsim", sock)
 	t0 := time.Now()
 	sm := startOpenSM(t, lib, sock, filepath.Join(dir, "osm"))
+	v.osm = sm
 	t.Logf("OpenSM: SUBNET UP in %v:\n%s", time.Since(t0).Round(time.Millisecond),
 		sm.lines(regexp.MustCompile(`Discovered new|Assign(ed|ing)|SUBNET UP|ERR `), 20))
 	if errs := sm.lines(regexp.MustCompile(`ERR `), 10); errs != "" {

@@ -92,8 +92,9 @@ type vhcrdProc struct {
 	// ram1 and socket1 are VF 1's when it is a guest's too
 	// (startVhcrdGuests).
 	ram1, socket1 string
-	trace         string // the command trace (JSON lines), shown on failure
-	traceVF       int    // the VF the trace has (-1: every VF)
+	osm           *openSM // the OpenSM of the verbs tier's fabric, or nil
+	trace         string  // the command trace (JSON lines), shown on failure
+	traceVF       int     // the VF the trace has (-1: every VF)
 	tracer        *exec.Cmd
 	mu            sync.Mutex
 	log           strings.Builder
