@@ -149,6 +149,7 @@ func TestOpenSMFabric(t *testing.T) {
 	// The SM's own agents, reached from another client: SMInfo (QP0) and
 	// the SA (QP1) at the SM's LID, 1 on this fabric.
 	checkSMAndSA(t, run, 1, 3)
+	checkAliasGUIDs(t, run, d.metrics, osmLog)
 
 	for _, port := range []string{"1", "2"} {
 		// Port 2 is reached through the switch: DR path 0,1,2.
@@ -439,6 +440,41 @@ func TestUncabledPortPolls(t *testing.T) {
 	for _, w := range []string{"LinkState:.......................Down", "PhysLinkState:...................Polling"} {
 		if !strings.Contains(string(pi), w) {
 			t.Errorf("uncabled port 2 PortInfo lacks %q", w)
+		}
+	}
+}
+
+// checkAliasGUIDs: once the ports are Active with an SM, the PF registers
+// the VFs' GUIDs with the SA (GUIDInfoRecord Set, as mlx4_ib's
+// alias_GUID.c), and the SA's GUIDInfoRecord of port 1's block 0 holds
+// them at the VFs' indices (slave s at index s), the port's own at 0.
+func checkAliasGUIDs(t *testing.T, run func(...string) string, metrics, osmLog string) {
+	t.Helper()
+	ok := regexp.MustCompile(`vhcrd_alias_guid_records_total\{result="ok"\} [1-9]`)
+	var m string
+	for end := time.Now().Add(20 * time.Second); !ok.MatchString(m) && time.Now().Before(end); {
+		if m = get(t, metrics+"/metrics"); !ok.MatchString(m) {
+			time.Sleep(50 * time.Millisecond) // the SA answers on OpenSM's threads
+		}
+	}
+	if !ok.MatchString(m) {
+		t.Fatalf("no answer from the SA to the PF's GUIDInfoRecord Sets: %s\nOpenSM:\n%s",
+			strings.Join(regexp.MustCompile(`vhcrd_(alias_guid_records|mad_tunnel_drops)_total\{[^}]*\} \d+`).FindAllString(m, -1), ", "),
+			grepLines(osmLog, regexp.MustCompile(`(?i)guid.?info|sa_|ERR `), 30))
+	}
+	t.Logf("alias GUID registration: %s", strings.Join(regexp.MustCompile(`vhcrd_alias_guid_records_total\{[^}]*\} \d+`).FindAllString(m, -1), ", "))
+	if regexp.MustCompile(`vhcrd_alias_guid_records_total\{result="failed"\} [1-9]`).MatchString(m) {
+		t.Errorf("the SA refused a GUIDInfoRecord Set")
+	}
+	out := run("saquery", "GIR", "1/0")
+	t.Logf("saquery GIR 1/0:\n%s\nOpenSM:\n%s", out, grepLines(osmLog, regexp.MustCompile(`(?i)alias`), 10))
+	if !strings.Contains(out, "GUID 0.....................0x0002c90300a0b0c1") {
+		t.Errorf("saquery GIR: no port GUID at index 0")
+	}
+	// The daemon's four VFs, slaves 1 to 4, each its GUID at its index.
+	for i := 1; i <= 4; i++ {
+		if !regexp.MustCompile(fmt.Sprintf(`GUID %d\.+0x[0-9a-f]*[1-9a-f][0-9a-f]*\n`, i)).MatchString(out) {
+			t.Errorf("saquery GIR: no alias GUID at index %d", i)
 		}
 	}
 }

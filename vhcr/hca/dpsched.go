@@ -315,7 +315,7 @@ func (h *HCA) serviceQueues(budget int) int {
 	s := &h.sched
 	work := 0
 	if h.tunnelPending() {
-		work += h.tunnelDrain() // MADs for the VFs' proxy QPs (tunnel.go)
+		work += h.tunnelWork() // MADs for the VFs' proxy QPs, the PF's own SA requests (tunnel.go)
 	}
 	if len(s.cqWatch) > 0 {
 		work += h.cqHints()

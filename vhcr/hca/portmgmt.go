@@ -50,6 +50,9 @@ func (h *HCA) PortMgmtChange(c *mad.PortChange) (int, error) {
 			h.refreshMADView(vf)
 		}
 	}
+	if c.What&(mad.ChangeState|mad.ChangeLID|mad.ChangeSMLID|mad.ChangeClientRereg) != 0 {
+		h.registerAliasGUIDs(phys) // aliasguid.go: only once Active with an SM
+	}
 	attr := portInfoChangedAttr(c.What)
 	for vf := range h.Funcs {
 		if vport := h.vfPort(vf, phys); vport != 0 {

@@ -153,8 +153,7 @@ func (h *HCA) retryHot(qp *qpObj) {
 // WQE waits is kept hot (retryHot, runHot).
 func (h *HCA) NextRetry() (int64, bool) {
 	s := &h.sched
-	var next uint64
-	ok := false
+	next, ok := h.aliasNext() // the alias GUID registration's resend (aliasguid.go)
 	for _, vf := range s.live {
 		for _, q := range s.vfs[vf].hot {
 			w := q.qp.wq

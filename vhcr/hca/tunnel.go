@@ -131,6 +131,11 @@ type tunnel struct {
 	wire  MADWire
 	wake  func()
 	stats TunnelStats
+	alias AliasGUIDStats // aliasguid.go
+
+	aliasTID   uint64 // the PF's own SA requests' transaction IDs (poller)
+	aliasPorts [2]aliasPort
+	aliasArmed bool // a registration waits for its answer (poller)
 
 	n    atomic.Int32 // queued, read without the lock by the poller's scan
 	mu   sync.Mutex
@@ -407,8 +412,19 @@ func (h *HCA) ReceiveMAD(port uint8, wc *mad.WC, grh *mad.GRH, m *mad.MAD) bool 
 	return true
 }
 
-// tunnelPending reports whether MADs wait in the ingress queue: one load.
-func (h *HCA) tunnelPending() bool { return h.tun.n.Load() != 0 }
+// tunnelPending reports whether MADs wait in the ingress queue or a
+// registration waits for its answer (aliasguid.go): two loads.
+func (h *HCA) tunnelPending() bool { return h.tun.n.Load() != 0 || h.tun.aliasArmed }
+
+// tunnelWork delivers the queued MADs and sends the registrations that are
+// due; it reports how many of either.
+func (h *HCA) tunnelWork() int {
+	n := h.tunnelDrain()
+	if h.tun.aliasArmed {
+		n += h.aliasRetries()
+	}
+	return n
+}
 
 // tunnelDrain delivers what the ingress queue holds and reports how many.
 func (h *HCA) tunnelDrain() int {
@@ -442,6 +458,10 @@ func (h *HCA) tunnelDemux(it *tunItem) {
 	}
 	if it.wc.GRHPresent && it.hasGRH {
 		slave = h.slaveOfGUID(it.port, binary.BigEndian.Uint64(it.grh.DGID[8:]))
+	}
+	if slave == pfTIDByte {
+		h.pfMAD(m) // the PF's own request's answer (aliasguid.go)
+		return
 	}
 	if slave < 1 || slave > h.NumVFs {
 		t.drop(TunDropSlave) // the PF's own MADs, or no such VF

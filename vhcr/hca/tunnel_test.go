@@ -501,3 +501,76 @@ func TestTunnelSMIOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestAliasGUIDRegistration: a port that becomes Active with an SM sends
+// the SA a GUIDInfoRecord Set of block 0 with the VFs' GUIDs at their
+// slave indices (index 0, the port's own, left to the SM), as the PF's own
+// MAD (TID top byte 0xff, the port next); unanswered, it is sent again at
+// its deadline, which NextRetry reports; a refusal counts and keeps the
+// retries; the SA's answer ends them.
+func TestAliasGUIDRegistration(t *testing.T) {
+	d := newDPRig(t, 2, nil)
+	e, err := mad.New(MADNode(d.h.Cfg), mad.Options{Now: func() time.Time { return time.Unix(1e9, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.h.AttachMAD(e); err != nil {
+		t.Fatal(err)
+	}
+	w := &fakeWire{}
+	d.h.SetMADWire(w)
+	pi, _ := e.PortInfo(1)
+	if pi.PortState != mad.PortActive || pi.MasterSMLID == 0 {
+		t.Fatalf("port 1 %v SM LID %d: the rig's port should be Active with an SM", pi.PortState, pi.MasterSMLID)
+	}
+	if _, err := d.h.PortMgmtChange(&mad.PortChange{Port: 1, State: mad.PortActive, What: mad.ChangeState}); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.sent) != 1 {
+		t.Fatalf("%d MADs sent", len(w.sent))
+	}
+	s := w.sent[0].m
+	m := s.MAD
+	mask := binary.BigEndian.Uint64(m[saHdrCompMask:])
+	g1, _ := e.GUID(1, 1)
+	g2, _ := e.GUID(1, 2)
+	if s.DLID != pi.MasterSMLID || s.DQPN != 1 || s.SQP != 1 || m.MgmtClass() != mad.ClassSubnAdm || m.Method() != mad.MethodSet ||
+		m.AttrID() != saAttrGUIDInfoRecord || m[8] != 0xff || m[9] != 1 || mask != compMaskLID|compMaskBlockNum|1<<5|1<<6 ||
+		binary.BigEndian.Uint16(m[saData:]) != pi.LID || m[saData+2] != 0 ||
+		binary.BigEndian.Uint64(m[saData+8+8:]) != g1 || binary.BigEndian.Uint64(m[saData+8+16:]) != g2 || g1 == 0 {
+		t.Fatalf("GUIDInfoRecord Set: %+v mask %#x", s, mask)
+	}
+	ns, ok := d.h.NextRetry()
+	if !ok || ns != int64(aliasFirstRetryNS) {
+		t.Fatalf("next retry %d %v", ns, ok)
+	}
+	d.clock += aliasFirstRetryNS - 1
+	d.h.ServiceQueues(64)
+	if len(w.sent) != 1 {
+		t.Fatal("sent again before its deadline")
+	}
+	d.clock++
+	d.h.ServiceQueues(64)
+	if len(w.sent) != 2 {
+		t.Fatal("not sent again at its deadline")
+	}
+	answer := func(status uint16) {
+		r := w.sent[len(w.sent)-1].m.MAD
+		r[3] = mad.MethodGetResp
+		r.SetStatus(status)
+		d.h.ReceiveMAD(1, &mad.WC{SLID: pi.MasterSMLID, SrcQP: 1, QPN: 1}, nil, &r)
+		d.h.ServiceQueues(64)
+	}
+	answer(0x0200) // an SA status: refused
+	st := d.h.AliasGUIDStats()
+	if st.Failed.Load() != 1 {
+		t.Fatal("a refusal not counted")
+	}
+	if _, ok := d.h.NextRetry(); !ok {
+		t.Fatal("a refused registration is not retried")
+	}
+	answer(0)
+	if _, ok := d.h.NextRetry(); ok || st.OK.Load() != 1 || st.Sent.Load() != 2 {
+		t.Fatalf("after the SA's answer: retry pending %v, ok %d sent %d", ok, st.OK.Load(), st.Sent.Load())
+	}
+}
