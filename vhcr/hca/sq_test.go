@@ -472,3 +472,37 @@ func TestDataNOPAndBudget(t *testing.T) {
 		t.Fatalf("CQEs %+v", c)
 	}
 }
+
+// TestDataNotOffered: the opcodes QUERY_DEV_CAP does not offer — SEND_INVAL,
+// LOCAL_INVAL, the masked atomics on RC, LSO on UD — complete with a local
+// QP operation error, on a fresh QP each (the error takes it out of RTS).
+func TestDataNotOffered(t *testing.T) {
+	for _, op := range []uint8{mlx4.OPCODE_SEND_INVAL, mlx4.OPCODE_LOCAL_INVAL, mlx4.OPCODE_MASKED_ATOMIC_CS, mlx4.OPCODE_MASKED_ATOMIC_FA} {
+		p := newRCPair(t, permAll, qpOpts{sqStride: 4})
+		w := send(op, sge(p.ka, vaA, 8))
+		switch op {
+		case mlx4.OPCODE_LOCAL_INVAL:
+			w.HasLocalInval, w.LocalInvalKey = true, p.kb
+		case mlx4.OPCODE_MASKED_ATOMIC_CS, mlx4.OPCODE_MASKED_ATOMIC_FA:
+			// A masked fetch-and-add's segment is the plain one (its mask
+			// in compare: set_atomic_seg), a masked compare-and-swap's the
+			// 32-byte one.
+			w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: vaB, RKey: p.kb}
+			w.HasAtomic, w.Atomic.Masked = true, op == mlx4.OPCODE_MASKED_ATOMIC_CS
+		}
+		p.qa.post(w, nil)
+		p.qa.run(4)
+		c := p.d.take()
+		if len(c) != 1 || c[0].e.Syndrome() != mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR {
+			t.Errorf("opcode %#x: CQEs %+v", op, c)
+		}
+	}
+	d, _, _, qa, qb, ka, _, _, _ := udPair(t)
+	w := udSend(qb.qpn, 0x2222, false, sge(ka, vaA, 16))
+	w.Ctrl.Opcode, w.HasLSO, w.LSO = mlx4.OPCODE_LSO, true, mlx4.LSOSeg{MSS: 64, HdrSize: 16}
+	qa.post(w, make([]byte, 16))
+	qa.run(4)
+	if c := d.take(); len(c) != 1 || c[0].e.Syndrome() != mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR {
+		t.Errorf("LSO on UD: CQEs %+v", c)
+	}
+}
