@@ -3,6 +3,7 @@ package mad
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -118,9 +119,9 @@ type Switch struct {
 	node     NodeInfo
 	nodeDesc NodeDescription
 	si       SwitchInfo
-	ports    []swPort             // 0..NumPorts
-	fwd      swFwd                // the LFT, LinearFDBTop and Active ports, lock-free (switch_fwd.go)
-	mft      [switchMFTCap]uint64 // port masks, bit p for port p
+	ports    []swPort                    // 0..NumPorts
+	fwd      swFwd                       // the LFT, LinearFDBTop and Active ports, lock-free (switch_fwd.go)
+	mft      [switchMFTCap]atomic.Uint64 // port masks, bit p for port p; written under mu, read lock-free (MulticastPorts)
 	pkeys    [switchPKeyCap]uint16
 	now      func() time.Time
 	lease    lease // port 0's M_Key lease

@@ -282,7 +282,7 @@ func mftShift(r *swReq) uint32 { return 16 * (r.mod >> 28) }
 func (s *Switch) getMFT(r *swReq) {
 	base, shift := int(r.mod&0x1FF)*mftBlock, mftShift(r)
 	for i := range mftBlock {
-		be.PutUint16(r.data[2*i:], uint16(s.mft[base+i]>>shift))
+		be.PutUint16(r.data[2*i:], uint16(s.mft[base+i].Load()>>shift))
 	}
 }
 
@@ -298,7 +298,7 @@ func (s *Switch) setMFT(r *swReq) uint16 {
 	}
 	for i := range mftBlock {
 		e := &s.mft[base+i]
-		*e = *e&^(0xFFFF<<shift) | uint64(be.Uint16(r.src[2*i:]))<<shift
+		e.Store(e.Load()&^(0xFFFF<<shift) | uint64(be.Uint16(r.src[2*i:]))<<shift)
 	}
 	return 0
 }

@@ -58,3 +58,15 @@ func (s *Switch) Forward(lid uint16) uint8 {
 func (s *Switch) PortActive(port int) bool {
 	return port >= 1 && port < len(s.ports) && s.fwd.active.Load()&(1<<port) != 0
 }
+
+// MulticastPorts returns the MFT's port mask for a multicast LID (bit p:
+// the switch replicates the packet out of port p; IBA 14.2.5.12), 0 for a
+// LID outside the table. Lock-free, as Forward: the entries are atomics
+// the SM's Sets store under the switch's lock. MulticastFDBTop is not
+// applied: an entry the SM never wrote is an empty mask.
+func (s *Switch) MulticastPorts(mlid uint16) uint64 {
+	if mlid < LIDMulticastBase || int(mlid-LIDMulticastBase) >= switchMFTCap {
+		return 0
+	}
+	return s.mft[mlid-LIDMulticastBase].Load()
+}

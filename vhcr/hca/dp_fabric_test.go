@@ -1,6 +1,7 @@
 package hca
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/mad"
@@ -299,5 +300,73 @@ func TestDataPathAllocsThroughSwitch(t *testing.T) {
 	}
 	if got := uint32(p.qb.obj().RQHead); got != l.n&0xffff || p.qa.obj().State != mlx4.QP_STATE_RTS {
 		t.Fatalf("%d SENDs, %d received, A in state %d", l.n, got, p.qa.obj().State)
+	}
+}
+
+// mft sets MLID mlid's multicast forwarding entry to mask (ports 0..15),
+// as OpenSM's MulticastForwardingTable Set writes a block of 32.
+func (f *fabricRig) mft(mlid uint16, mask uint16) {
+	f.t.Helper()
+	b := make([]byte, 64)
+	block := uint32(mlid-0xc000) / 32
+	for i := range 32 {
+		binary.BigEndian.PutUint16(b[2*i:], uint16(f.sw.MulticastPorts(0xc000+uint16(block*32)+uint16(i))))
+	}
+	binary.BigEndian.PutUint16(b[2*int((mlid-0xc000)%32):], mask)
+	out, res := f.sw.ProcessSMP(1, madtest.SMP(mad.MethodSet, mad.AttrMulticastFwdTable, block, 0, b))
+	if res&mad.Reply == 0 || out.Status() != 0 {
+		f.t.Fatalf("MFT Set: result %d status %#x", res, out.Status())
+	}
+}
+
+// TestDataUDMulticastThroughMFT: a multicast datagram from port 1 reaches a
+// QP attached on port 2 only when the switch's MFT entry for the MLID names
+// the switch port cabled to port 2; a QP attached on the sending port gets
+// it inside the HCA whatever the MFT says.
+func TestDataUDMulticastThroughMFT(t *testing.T) {
+	f := newFabricRig(t)
+	a, b := f.setup(0), f.setup(1)
+	ka, _ := a.mr(vaA, 1, permAll, a.pd)
+	kb, _ := b.mr(vaB, 1, permAll, b.pd)
+	sender := a.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x1111})
+	near := a.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x1111})
+	far := b.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x1111})
+	far.ctx.Pri.Port = 2
+	for _, q := range []*tqp{sender, near, far} {
+		opt := uint32(0)
+		if q == far {
+			opt = mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH
+		}
+		q.t.must(q.modify(mlx4.INIT2RTR_QP, opt), "INIT2RTR")
+		q.t.must(q.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
+	}
+	gid := []byte("multicast group!")
+	for _, q := range []*tqp{near, far} {
+		q.t.must(q.t.run(q.t.cmd(mlx4.QP_ATTACH, 0, q.qpn, 1, gid, false)), "QP_ATTACH")
+	}
+	const mlid = 0xc005
+	post := func() {
+		t.Helper()
+		near.recv(sge(ka, vaA+0x800, 100))
+		far.recv(sge(kb, vaB+0x800, 100))
+		w := udSend(multicastQPN, 0x1111, true, sge(ka, vaA, 16))
+		w.Datagram.AV.DLID = mlid
+		copy(w.Datagram.AV.DGID[:], gid)
+		sender.post(w, nil)
+		sender.run(4)
+	}
+	post() // an MFT nobody programmed
+	if near.obj().RQHead != 1 || far.obj().RQHead != 0 {
+		t.Fatalf("empty MFT: near %d far %d", near.obj().RQHead, far.obj().RQHead)
+	}
+	f.mft(mlid, 1<<1|1<<3) // the ingress port and port 3: not port 2's
+	post()
+	if near.obj().RQHead != 2 || far.obj().RQHead != 0 {
+		t.Fatalf("MFT without port 2: near %d far %d", near.obj().RQHead, far.obj().RQHead)
+	}
+	f.mft(mlid, 1<<1|1<<2)
+	post()
+	if near.obj().RQHead != 3 || far.obj().RQHead != 1 {
+		t.Fatalf("MFT with port 2: near %d far %d", near.obj().RQHead, far.obj().RQHead)
 	}
 }

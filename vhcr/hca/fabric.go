@@ -18,6 +18,9 @@ type Forwarder interface {
 	Forward(dlid uint16) uint8
 	// PortActive reports whether an external port is Active.
 	PortActive(port int) bool
+	// MulticastPorts is the multicast forwarding table's port mask for a
+	// multicast LID (bit p: out of port p).
+	MulticastPorts(mlid uint16) uint64
 }
 
 // ErrFabric is a SetFabric refused.
@@ -77,4 +80,23 @@ func (h *HCA) crossSwitch(from int, dlid uint16) int {
 		}
 	}
 	return 0
+}
+
+// multicastReaches reports whether a multicast packet for mlid sent on
+// port from reaches port to of this HCA. The sending port's own QPs get it
+// inside the HCA; another port only through the switch: the ingress
+// switch port Active, the MFT's mask for mlid naming the egress switch
+// port cabled to port to (never the ingress one: a switch does not send a
+// packet back where it came from), that port Active. Without a switch the
+// ports reach each other directly.
+func (h *HCA) multicastReaches(from, to int, mlid uint16) bool {
+	f := &h.fab
+	if from == to || f.sw == nil {
+		return true
+	}
+	in, out := f.cable[from], f.cable[to]
+	if in == 0 || out == 0 || in == out || !f.sw.PortActive(int(in)) || !f.sw.PortActive(int(out)) {
+		return false
+	}
+	return f.sw.MulticastPorts(mlid)&(1<<out) != 0
 }

@@ -46,7 +46,8 @@ package hca
 // delivered), UD a silent drop counted in EngineStats.UDDropped, UC
 // a silent drop (the sender's WQE completes). Ethernet (RoCE) ports route
 // by GID and MAC, which the model does not do: their packets are dropped
-// the same way. Multicast does not consult the switch's MFT (ud.go).
+// the same way. Multicast goes to another port through the switch's MFT
+// (ud.go, multicastReaches).
 
 // portView is what routing needs of a physical port.
 type portView struct {

@@ -21,9 +21,11 @@ package hca
 // bit) and the GRH of that packet (mad.Engine.KeyViolation).
 //
 // Multicast (a DLID in 0xc000..0xfffe, dqpn 0xffffff) reaches every QP
-// attached (QP_ATTACH) to the AV's DGID on an Active port, but the
-// sender's own QP, each with the receiver checks: the switch's MFT is not
-// consulted, the model's ports answer to every multicast LID.
+// attached (QP_ATTACH) to the AV's DGID on an Active port the packet gets
+// to, but the sender's own QP, each with the receiver checks: the sending
+// port's QPs inside the HCA, another port's through the switch as its
+// multicast forwarding table (what OpenSM programs for the group) sends it
+// there (multicastReaches, fabric.go); without a switch, directly.
 
 import (
 	"slices"
@@ -110,7 +112,8 @@ func (h *HCA) multicast(qp *qpObj, port int, qkey uint32, total uint64) {
 		if dq == nil || dq.wq == nil || dq.wq.st != mlx4.QP_ST_UD {
 			continue
 		}
-		if v := h.portView(dq.Port); !v.active || v.eth || h.routeQP(dq.Port, qpn) == nil {
+		if v := h.portView(dq.Port); !v.active || v.eth || h.routeQP(dq.Port, qpn) == nil ||
+			!h.multicastReaches(port, dq.Port, h.dp.send.Datagram.AV.DLID) {
 			continue
 		}
 		h.udReceive(qp, dq, port, dq.Port, 0, qkey, total)
