@@ -574,3 +574,29 @@ func TestAliasGUIDRegistration(t *testing.T) {
 		t.Fatalf("after the SA's answer: retry pending %v, ok %d sent %d", ok, st.OK.Load(), st.Sent.Load())
 	}
 }
+
+// TestTunnelSGIDIsTheVFs: a VF that names another VF's GID index in its
+// tunnel header's AV still sends with its own GID (fill_in_real_sgid_index:
+// the slave's index), so it cannot pass for another VF on the wire.
+func TestTunnelSGIDIsTheVFs(t *testing.T) {
+	d, w, vs := newTunnelRig(t, 2, nil)
+	e, err := mad.New(MADNode(d.h.Cfg), mad.Options{Now: func() time.Time { return time.Unix(1e9, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.h.AttachMAD(e); err != nil {
+		t.Fatal(err)
+	}
+	a := vs[0]
+	h := hdr(1)
+	h.AV.GSLID, h.AV.GIDIndex = 0x80, 2 // VF 1's index
+	a.post(a.qp1, tunnelQPN(0, 1, 1), h, saGet(1))
+	own, _ := e.GUID(1, 1)
+	other, _ := e.GUID(1, 2)
+	if len(w.sent) != 1 || own == other {
+		t.Fatalf("sent %d, GUIDs %#x %#x", len(w.sent), own, other)
+	}
+	if got := binary.BigEndian.Uint64(w.sent[0].m.GRH.SGID[8:]); got != own {
+		t.Fatalf("SGID interface ID %#x, want the VF's own %#x", got, own)
+	}
+}
