@@ -166,9 +166,15 @@ func (h *HCA) sendGUIDInfoRecord(phys int, lid, smLID uint16, block uint8, mask 
 }
 
 // pfMAD takes a MAD for the PF itself (its TID's top byte 0xff): the SA's
-// answer to a GUIDInfoRecord Set.
+// answer to a GUIDInfoRecord Set or to a join of the PF's (mcg.go).
 func (h *HCA) pfMAD(m *mad.MAD) {
 	t := &h.tun
+	if m.MgmtClass() == mad.ClassSubnAdm && m.AttrID() == saAttrMCMemberRecord && m.IsResponse() {
+		if !h.mcgAnswered(m[tidPortByte], m) {
+			t.drop(TunDropSlave) // a leave's answer, or a join no group waits for
+		}
+		return
+	}
 	if m.MgmtClass() != mad.ClassSubnAdm || m.AttrID() != saAttrGUIDInfoRecord || !m.IsResponse() {
 		t.drop(TunDropSlave)
 		return

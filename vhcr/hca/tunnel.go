@@ -135,7 +135,9 @@ type tunnel struct {
 
 	aliasTID   uint64 // the PF's own SA requests' transaction IDs (poller)
 	aliasPorts [2]aliasPort
-	aliasArmed bool // a registration waits for its answer (poller)
+	aliasArmed bool       // a registration waits for its answer (poller)
+	mcg        [2]mcgPort // the VFs' multicast groups per port (mcg.go)
+	mcgOut     WireMAD    // the PF's own join as the wire gets it
 
 	n    atomic.Int32 // queued, read without the lock by the poller's scan
 	mu   sync.Mutex
@@ -302,6 +304,9 @@ func (h *HCA) tunnelMultiplex(src uint32, slave int, port uint8, d []byte) {
 	}
 	h.fw.vfs[vf].eng.TunnelOut.Add(1)
 	t.stats.Out.Add(1)
+	if m.MgmtClass() == mad.ClassSubnAdm && h.mcgMultiplex(vf, port, o) {
+		return // a join or leave the PF answers (mcg.go)
+	}
 	if t.wire != nil && t.wire.SendMAD(port, o) {
 		return
 	}

@@ -411,16 +411,17 @@ func FuzzTunnel(f *testing.F) {
 		var m mad.MAD
 		copy(m[:], in)
 		wc := mad.WC{SLID: 1, SrcQP: 1, QPN: uint32(qpt) & 1}
-		before = st.In.Load()
-		for i := range st.Drops {
-			before += st.Drops[i].Load()
+		counted := func() uint64 { // delivered, dropped, or an answer to the PF's own request
+			n := st.In.Load() + d.h.AliasGUIDStats().OK.Load() + d.h.AliasGUIDStats().Failed.Load()
+			for i := range st.Drops {
+				n += st.Drops[i].Load()
+			}
+			return n
 		}
+		before = counted()
 		d.h.ReceiveMAD(1, &wc, nil, &m)
 		d.h.ServiceQueues(64)
-		after := st.In.Load()
-		for i := range st.Drops {
-			after += st.Drops[i].Load()
-		}
+		after := counted()
 		if after-before != 1 {
 			t.Fatalf("an incoming MAD counted %d times", after-before)
 		}
@@ -598,5 +599,115 @@ func TestTunnelSGIDIsTheVFs(t *testing.T) {
 	}
 	if got := binary.BigEndian.Uint64(w.sent[0].m.GRH.SGID[8:]); got != own {
 		t.Fatalf("SGID interface ID %#x, want the VF's own %#x", got, own)
+	}
+}
+
+// mcJoin is a VF's MCMemberRecord Set (method) of mgid with its PortGID
+// gid and join state js, TID tid, as ib_sa's multicast join sends it.
+func mcJoin(method uint8, tid uint64, mgid, gid [16]byte, js uint8) mad.MAD {
+	var m mad.MAD
+	m[0], m[1], m[2], m[3] = 1, mad.ClassSubnAdm, 2, method
+	binary.BigEndian.PutUint64(m[8:], tid)
+	binary.BigEndian.PutUint16(m[16:], saAttrMCMemberRecord)
+	binary.BigEndian.PutUint64(m[saHdrCompMask:], 1<<0|1<<1|1<<16)
+	copy(m[saData+mcmrMGID:], mgid[:])
+	copy(m[saData+mcmrPortGID:], gid[:])
+	m[saData+mcmrScopeJoin] = 0x20 | js
+	return m
+}
+
+// TestMCGAggregation: the VFs' joins of a group are the PF's to answer, as
+// mcg.c does: the first makes the PF join on the wire with its own PortGID
+// for the union of the join states, a second while that is in flight
+// waits for it, the SA's answer answers both (the SA's record, each VF's
+// PortGID, the TID restored); a join the PF's membership covers is
+// answered at once; a leave is answered at once, and the PF leaves on the
+// wire only when no member needs the group; a VF's reset leaves its
+// groups; past mcgMaxGroups a join is refused.
+func TestMCGAggregation(t *testing.T) {
+	d, w, vs := newTunnelRig(t, 2, nil)
+	mgid := [16]byte{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 12: 0xff, 0xff, 0xff, 0xff}
+	gid := func(vf int) (g [16]byte) {
+		binary.BigEndian.PutUint64(g[:], 0xfe80<<48)
+		g[15] = byte(vf + 1)
+		return
+	}
+	join := func(v *tunVF, vf int, method uint8, js uint8, tid uint64) {
+		t.Helper()
+		v.proxyRecv(v.qp1, 0x800)
+		v.post(v.qp1, tunnelQPN(vf, 1, 1), hdr(1), mcJoin(method, tid, mgid, gid(vf), js))
+		d.h.ServiceQueues(64) // an answer the PF gives at once
+	}
+	answer := func(status uint16) {
+		t.Helper()
+		r := w.sent[len(w.sent)-1].m.MAD
+		r[3] = mad.MethodGetResp
+		r.SetStatus(status)
+		binary.BigEndian.PutUint16(r[saData+36:], 0xc001) // MLID
+		d.h.ReceiveMAD(1, &mad.WC{SLID: 1, SrcQP: 1, QPN: 1}, nil, &r)
+		d.h.ServiceQueues(64)
+	}
+	got := func(v *tunVF) mad.MAD {
+		t.Helper()
+		var m mad.MAD
+		copy(m[:], v.read(v.m+0x800+mlx4.ProxySQPHdrSize+mad.GRHSize, mad.Size))
+		return m
+	}
+	join(vs[0], 0, mad.MethodSet, 1, 0x11)
+	join(vs[1], 1, mad.MethodSet, 1, 0x22)
+	if len(w.sent) != 2 || w.sent[0].m.MAD.Method() != mad.MethodSet || w.sent[1].m.MAD.Method() != mad.MethodSet {
+		t.Fatalf("%d MADs on the wire, want the PF's join for each VF waiting", len(w.sent))
+	}
+	for range 5 { // VF 0's retries: one request waits for it, still
+		join(vs[0], 0, mad.MethodSet, 1, 0x11)
+	}
+	if g := d.h.tun.mcg[0][mgid]; g == nil || len(g.pending) != 2 {
+		t.Fatalf("waiting requests: %+v", g)
+	}
+	w.sent = w.sent[len(w.sent)-1:]
+	pj := w.sent[0].m.MAD
+	port := d.h.portView(1)
+	if pj.Method() != mad.MethodSet || pj[8] != 0xff || binary.BigEndian.Uint64(pj[saData+mcmrPortGID:]) != port.prefix ||
+		binary.BigEndian.Uint64(pj[saData+mcmrPortGID+8:]) != uint64(d.h.Cfg.Ports[0].PortGUIDValue()) || pj[saData+mcmrScopeJoin]&0xf != 1 {
+		t.Fatalf("the PF's join % x", pj[:64])
+	}
+	answer(0)
+	for i, v := range vs {
+		m := got(v)
+		if m.Method() != mad.MethodGetResp || m.Status() != 0 || binary.BigEndian.Uint16(m[saData+36:]) != 0xc001 ||
+			[16]byte(m[saData+mcmrPortGID:saData+mcmrPortGID+16]) != gid(i) || m.TID() != uint64(0x11*(i+1)) {
+			t.Fatalf("VF %d's answer % x", i, m[:64])
+		}
+	}
+	join(vs[0], 0, mad.MethodSet, 1, 0x33) // covered: answered at once
+	if m := got(vs[0]); len(w.sent) != 1 || m.TID() != 0x33 {
+		t.Fatalf("a covered join: wire %d, TID %#x", len(w.sent), m.TID())
+	}
+	join(vs[0], 0, mad.MethodSADelete, 1, 0x44)
+	if m := got(vs[0]); len(w.sent) != 1 || m.Method() != mad.MethodSADelete|mad.MethodResp || m.TID() != 0x44 {
+		t.Fatalf("a leave another VF's membership keeps: wire %d, answer %#x TID %#x", len(w.sent), m.Method(), m.TID())
+	}
+	join(vs[1], 1, mad.MethodSADelete, 1, 0x55)
+	if len(w.sent) != 2 || w.sent[1].m.MAD.Method() != mad.MethodSADelete || w.sent[1].m.MAD[saData+mcmrScopeJoin]&0xf != 1 {
+		t.Fatalf("the last leave: wire %d", len(w.sent))
+	}
+	// A reset leaves.
+	join(vs[0], 0, mad.MethodSet, 1, 0x66)
+	answer(0)
+	d.h.ResetFunction(0)
+	if last := w.sent[len(w.sent)-1].m.MAD; last.Method() != mad.MethodSADelete {
+		t.Fatalf("after the VF's reset: %#x", last.Method())
+	}
+	// The bound: mcgMaxGroups groups, the next refused.
+	v := vs[1]
+	for i := range mcgMaxGroups { // pending joins: nothing to receive yet
+		mgid[15] = byte(i)
+		mgid[14] = byte(i >> 8)
+		v.post(v.qp1, tunnelQPN(1, 1, 1), hdr(1), mcJoin(mad.MethodSet, 0x100+uint64(i), mgid, gid(1), 1))
+	}
+	mgid[13] = 1
+	join(v, 1, mad.MethodSet, 1, 0x999)
+	if m := got(v); m.Status() != saStatusNoResources || m.TID() != 0x999 {
+		t.Fatalf("past the bound: status %#x TID %#x", m.Status(), m.TID())
 	}
 }
