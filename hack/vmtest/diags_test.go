@@ -63,19 +63,7 @@ func checkSMIDiags(t *testing.T, lines []string, d *vhcrdProc) {
 		"ibnetdiscover":   {`Switch	8 "S-0002c90300f00000"`, `Ca	2 "H-0002c90300a0b0c0"`},
 	}
 	checkMKeyTrap(t, lines, d)
-	for _, dg := range smiDiags()[:2] {
-		out, res := diagOutput(lines, dg.Name)
-		t.Logf("%s in the SMI guest (%s):\n%s", dg.Name, res, out)
-		if !strings.HasPrefix(res, "ok") {
-			t.Errorf("%s: %s", dg.Name, res)
-			continue
-		}
-		for _, w := range want[dg.Name] {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s lacks %q", dg.Name, w)
-			}
-		}
-	}
+	checkDiagLines(t, lines, smiDiags()[:2], want, "the SMI guest")
 }
 
 // diagOutput is what diag name printed, one line each.
@@ -103,19 +91,7 @@ func checkDiags(t *testing.T, lines []string, d *vhcrdProc) {
 		"saquery PathRecord": {"PathRecord dump:", fmt.Sprintf("dlid....................%d\n", otherLID),
 			fmt.Sprintf("slid....................%d\n", smLID), "sgid....................fe80::2:c903:a0:b0c1", "dgid....................fe80::2:c903:a0:b0c2"},
 	}
-	for _, dg := range tunnelDiags()[:2] {
-		out, res := diagOutput(lines, dg.Name)
-		t.Logf("%s in the guest (%s):\n%s", dg.Name, res, out)
-		if !strings.HasPrefix(res, "ok") {
-			t.Errorf("%s: %s", dg.Name, res)
-			continue
-		}
-		for _, w := range want[dg.Name] {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s lacks %q", dg.Name, w)
-			}
-		}
-	}
+	checkDiagLines(t, lines, tunnelDiags()[:2], want, "the guest")
 	out, res := diagOutput(lines, "smpquery refused")
 	t.Logf("smpquery in the guest without SMI (%s):\n%s", res, out)
 	if strings.HasPrefix(res, "ok") {
@@ -153,4 +129,23 @@ func checkMKeyTrap(t *testing.T, lines []string, d *vhcrdProc) {
 		t.Errorf("no Bad M_Key notice in OpenSM's log:\n%s", d.osm.lines(regexp.MustCompile(`[Tt]rap|[Nn]otice`), 10))
 	}
 	t.Logf("OpenSM on the guest's SMP:\n%s", d.osm.lines(regexp.MustCompile(`Bad M_Key|[Rr]epress`), 6))
+}
+
+// checkDiagLines asserts that each of diags ended ok and printed the lines
+// want names for it, and logs what it printed in who.
+func checkDiagLines(t *testing.T, lines []string, diags []Diag, want map[string][]string, who string) {
+	t.Helper()
+	for _, dg := range diags {
+		out, res := diagOutput(lines, dg.Name)
+		t.Logf("%s in %s (%s):\n%s", dg.Name, who, res, out)
+		if !strings.HasPrefix(res, "ok") {
+			t.Errorf("%s: %s", dg.Name, res)
+			continue
+		}
+		for _, w := range want[dg.Name] {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s lacks %q", dg.Name, w)
+			}
+		}
+	}
 }

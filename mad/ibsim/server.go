@@ -306,12 +306,7 @@ func (s *Server) record(slid, dlid uint16, sqp, dqp uint32, m *mad.MAD) {
 // is dropped here (the engine still counts and resends it).
 func (s *Server) SendTrap(t mad.Trap) {
 	var req [requestSize]byte
-	be.PutUint16(req[0:], t.DLID)
-	be.PutUint16(req[4:], t.SLID)
-	be.PutUint32(req[8:], t.DestQP)
-	be.PutUint32(req[12:], t.SrcQP)
-	be.PutUint64(req[24:], mad.Size)
-	copy(req[32:], t.MAD[:])
+	putRequest(req[:], t.DLID, t.SLID, t.DestQP, t.SrcQP, &t.MAD)
 	var to [MaxClients]*net.UnixAddr
 	s.mu.Lock()
 	for i := range s.clients {
@@ -773,12 +768,7 @@ func (s *Server) SendTunnel(dlid uint16, bits uint8, sqp, dqp uint32, in *mad.MA
 	}
 	if to >= 0 {
 		var req [requestSize]byte
-		be.PutUint16(req[0:], r.dlid)
-		be.PutUint16(req[4:], r.slid)
-		be.PutUint32(req[8:], r.dqp)
-		be.PutUint32(req[12:], r.sqp)
-		be.PutUint64(req[24:], mad.Size)
-		copy(req[32:], r.in[:])
+		putRequest(req[:], r.dlid, r.slid, r.dqp, r.sqp, &r.in)
 		if a := s.clientAddr(to); a != nil {
 			_, _ = s.out[to].WriteToUnix(req[:], a)
 		}
@@ -788,4 +778,14 @@ func (s *Server) SendTunnel(dlid uint16, bits uint8, sqp, dqp uint32, in *mad.MA
 		s.record(from, r.slid, r.dqp, r.sqp, &out)
 	}
 	return out, from, ok
+}
+
+// putRequest writes an unsolicited sim_request of m into req.
+func putRequest(req []byte, dlid, slid uint16, dqp, sqp uint32, m *mad.MAD) {
+	be.PutUint16(req[0:], dlid)
+	be.PutUint16(req[4:], slid)
+	be.PutUint32(req[8:], dqp)
+	be.PutUint32(req[12:], sqp)
+	be.PutUint64(req[24:], mad.Size)
+	copy(req[32:], m[:])
 }

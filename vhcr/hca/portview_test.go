@@ -11,15 +11,7 @@ import (
 // configuration, as cmd/vhcrd does.
 func attachEngine(tb testing.TB, l *dpLoop) *mad.Engine {
 	tb.Helper()
-	h := l.p.d.h
-	e, err := mad.New(MADNode(h.Cfg), mad.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := h.AttachMAD(e); err != nil {
-		tb.Fatal(err)
-	}
-	return e
+	return withEngine(tb, l.p.d.h)
 }
 
 // smSetPortInfo is an SM's SubnSet(PortInfo) of port 1 with the LMC lmc,

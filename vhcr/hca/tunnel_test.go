@@ -60,6 +60,31 @@ func (d *dpRig) tunVF(n int) *tunVF {
 	return v
 }
 
+// madRig is a data-path rig of nvf VFs (each with SMI if smi) with a MAD
+// engine attached.
+func madRig(t *testing.T, nvf int, smi bool) (*dpRig, *mad.Engine) {
+	d := newDPRig(t, nvf, func(c *config.Config) {
+		if smi {
+			c.VFs.Default.SMI = &smi
+		}
+	})
+	return d, withEngine(t, d.h)
+}
+
+// withEngine attaches a MAD engine of h's configuration (its clock fixed)
+// to h.
+func withEngine(tb testing.TB, h *HCA) *mad.Engine {
+	tb.Helper()
+	e, err := mad.New(MADNode(h.Cfg), mad.Options{Now: func() time.Time { return time.Unix(1e9, 0) }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := h.AttachMAD(e); err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
 func newTunnelRig(t *testing.T, nvf int, edit func(*config.Config)) (*dpRig, *fakeWire, []*tunVF) {
 	d := newDPRig(t, nvf, edit)
 	w := &fakeWire{}
@@ -318,17 +343,7 @@ func TestTunnelQueueBound(t *testing.T) {
 // proxy QP0 reaches its own port's SMA and the response comes back into
 // its proxy QP0, TID restored, from the port's LID.
 func TestTunnelLocalSMP(t *testing.T) {
-	d := newDPRig(t, 1, func(c *config.Config) {
-		on := true
-		c.VFs.Default.SMI = &on
-	})
-	e, err := mad.New(MADNode(d.h.Cfg), mad.Options{Now: func() time.Time { return time.Unix(1e9, 0) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.h.AttachMAD(e); err != nil {
-		t.Fatal(err)
-	}
+	d, _ := madRig(t, 1, true)
 	a := d.tunVF(0)
 	a.proxyRecv(a.qp0, 0x800)
 	var m mad.MAD
@@ -439,17 +454,7 @@ func FuzzTunnel(f *testing.F) {
 // inline, the MAD. It reaches its port's SMA and the response comes back
 // into the MLX proxy QP0.
 func TestTunnelSMIOwner(t *testing.T) {
-	d := newDPRig(t, 1, func(c *config.Config) {
-		on := true
-		c.VFs.Default.SMI = &on
-	})
-	e, err := mad.New(MADNode(d.h.Cfg), mad.Options{Now: func() time.Time { return time.Unix(1e9, 0) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.h.AttachMAD(e); err != nil {
-		t.Fatal(err)
-	}
+	d, _ := madRig(t, 1, true)
 	a := &tunVF{tvf: d.setup(0)}
 	c := a.cmd(mlx4.QUERY_FUNC_CAP, 0, 1, 1, nil, true)
 	a.must(a.run(c), "QUERY_FUNC_CAP")
@@ -510,14 +515,7 @@ func TestTunnelSMIOwner(t *testing.T) {
 // its deadline, which NextRetry reports; a refusal counts and keeps the
 // retries; the SA's answer ends them.
 func TestAliasGUIDRegistration(t *testing.T) {
-	d := newDPRig(t, 2, nil)
-	e, err := mad.New(MADNode(d.h.Cfg), mad.Options{Now: func() time.Time { return time.Unix(1e9, 0) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.h.AttachMAD(e); err != nil {
-		t.Fatal(err)
-	}
+	d, e := madRig(t, 2, false)
 	w := &fakeWire{}
 	d.h.SetMADWire(w)
 	pi, _ := e.PortInfo(1)
@@ -581,13 +579,7 @@ func TestAliasGUIDRegistration(t *testing.T) {
 // the slave's index), so it cannot pass for another VF on the wire.
 func TestTunnelSGIDIsTheVFs(t *testing.T) {
 	d, w, vs := newTunnelRig(t, 2, nil)
-	e, err := mad.New(MADNode(d.h.Cfg), mad.Options{Now: func() time.Time { return time.Unix(1e9, 0) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.h.AttachMAD(e); err != nil {
-		t.Fatal(err)
-	}
+	e := withEngine(t, d.h)
 	a := vs[0]
 	h := hdr(1)
 	h.AV.GSLID, h.AV.GIDIndex = 0x80, 2 // VF 1's index
