@@ -153,13 +153,7 @@ func TestDataUDThroughLFT(t *testing.T) {
 	a, b := f.setup(0), f.setup(1)
 	ka, ma := a.mr(vaA, 1, permAll, a.pd)
 	kb, _ := b.mr(vaB, 1, permAll, b.pd)
-	qa := a.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x1111})
-	qb := b.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x2222})
-	qb.ctx.Pri.Port = 2
-	b.must(qb.modify(mlx4.INIT2RTR_QP, mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH), "INIT2RTR")
-	b.must(qb.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
-	a.must(qa.modify(mlx4.INIT2RTR_QP, 0), "INIT2RTR")
-	a.must(qa.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
+	qa, qb := a.udQP(0x1111, 1), b.udQP(0x2222, 2)
 	if qb.obj().Port != 2 {
 		t.Fatalf("B on port %d", qb.obj().Port)
 	}
@@ -328,18 +322,7 @@ func TestDataUDMulticastThroughMFT(t *testing.T) {
 	a, b := f.setup(0), f.setup(1)
 	ka, _ := a.mr(vaA, 1, permAll, a.pd)
 	kb, _ := b.mr(vaB, 1, permAll, b.pd)
-	sender := a.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x1111})
-	near := a.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x1111})
-	far := b.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x1111})
-	far.ctx.Pri.Port = 2
-	for _, q := range []*tqp{sender, near, far} {
-		opt := uint32(0)
-		if q == far {
-			opt = mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH
-		}
-		q.t.must(q.modify(mlx4.INIT2RTR_QP, opt), "INIT2RTR")
-		q.t.must(q.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
-	}
+	sender, near, far := a.udQP(0x1111, 1), a.udQP(0x1111, 1), b.udQP(0x1111, 2)
 	gid := []byte("multicast group!")
 	for _, q := range []*tqp{near, far} {
 		q.t.must(q.t.run(q.t.cmd(mlx4.QP_ATTACH, 0, q.qpn, 1, gid, false)), "QP_ATTACH")
@@ -369,4 +352,17 @@ func TestDataUDMulticastThroughMFT(t *testing.T) {
 	if near.obj().RQHead != 3 || far.obj().RQHead != 1 {
 		t.Fatalf("MFT with port 2: near %d far %d", near.obj().RQHead, far.obj().RQHead)
 	}
+}
+
+// udQP is a UD QP of t with Q_Key qkey on port, in RTS.
+func (t *tvf) udQP(qkey uint32, port int) *tqp {
+	t.d.t.Helper()
+	q := t.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: qkey})
+	opt := uint32(0)
+	if port != 1 {
+		q.ctx.Pri.Port, opt = port, mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH
+	}
+	t.must(q.modify(mlx4.INIT2RTR_QP, opt), "INIT2RTR")
+	t.must(q.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
+	return q
 }
