@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Downloads Debian's cloud kernel package and unpacks, with no installation,
+# Downloads Debian's kernel package (linux-image-amd64: the cloud flavour
+# lacks ib_ipoib) and unpacks, with no installation,
 # into .cache/vmkernel:
 #   vmlinuz
 #   mods/   the VFIO modules (TestVM: vfio-pci in the guest)
-#   mlx4/   Debian's unmodified mlx4_core, ib_core, ib_uverbs, mlx4_ib, ib_umad and
+#   mlx4/   Debian's unmodified mlx4_core, ib_core, ib_uverbs, mlx4_ib, ib_umad, ib_ipoib and
 #           every module their .modinfo depends= names, transitively
 #           (TestLinuxMLX4: the guest's mlx4 driver against vhcrd; ib_umad:
-#           the verbs guest's infiniband-diags through the MAD tunnel), and
-#           virtio_pci and virtio_net with theirs (the cloud kernel builds
+#           the verbs guest's infiniband-diags through the MAD tunnel;
+#           ib_ipoib: IPoIB between two guests), and
+#           virtio_pci and virtio_net with theirs (the kernel builds
 #           them as modules): the two-guest verbs scenario's network
 #           between the guests (TestLinuxMLX4Verbs)
 #   package "NAME VERSION" of the kernel package, which the tests log
@@ -15,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.cache/vmkernel
-mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib ib_umad virtio_pci virtio_net)
+mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib ib_umad ib_ipoib virtio_pci virtio_net)
 complete() {
   [ -f "$dest/vmlinuz" ] || return 1
   ls "$dest"/mods/*.ko* >/dev/null 2>&1 || return 1
@@ -27,8 +29,8 @@ complete() {
 if complete; then
   echo "vm kernel already in $dest: $(cat "$dest/package")"; exit 0
 fi
-pkg=$(apt-cache depends linux-image-cloud-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-if [ -z "$pkg" ]; then echo "cannot resolve linux-image-cloud-amd64 (apt-get update first)" >&2; exit 1; fi
+pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+if [ -z "$pkg" ]; then echo "cannot resolve linux-image-amd64 (apt-get update first)" >&2; exit 1; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get download -q "$pkg" >/dev/null 2>&1)

@@ -18,6 +18,7 @@ pkgs=(
   librdmacm1 rdmacm-utils                      # rping, udaddy and the RDMA CM (later scenarios)
   libibumad3 perftest libpci3 libudev1 zlib1g  # ib_write_bw, ib_send_lat and the libraries they link
   infiniband-diags libibmad5 libibnetdisc5     # saquery, smpquery, ibnetdiscover through the PF's MAD tunnel
+  iputils-ping libcap2 libidn2-0 libunistring2 # ping between the guests' ib0 (IPoIB)
   libc6 libgcc-s1                              # glibc and the loader
 )
 complete() {

@@ -149,3 +149,28 @@ func checkDiagLines(t *testing.T, lines []string, diags []Diag, want map[string]
 		}
 	}
 }
+
+// checkIPoIB asserts the client's ping of the server's ib0 got its
+// replies, and logs ping's lines and the tunnel's counters.
+func checkIPoIB(t *testing.T, lines []string, d *vhcrdProc) {
+	var out []string
+	var res string
+	for _, l := range lines {
+		if s, ok := strings.CutPrefix(l, "vmtest: ipoib ping| "); ok {
+			out = append(out, s)
+		}
+		if s, ok := strings.CutPrefix(l, IPoIBPrefix); ok {
+			res = s
+		}
+	}
+	t.Logf("ping over IPoIB (%s):\n%s", res, strings.Join(out, "\n"))
+	m := d.metrics(t)
+	t.Logf("tunnel drops by reason %v; alias GUID records %v; packets dropped %v", m.byLabel("vhcrd_mad_tunnel_drops_total", "reason", nil),
+		m.byLabel("vhcrd_alias_guid_records_total", "result", nil), m.byLabel("vhcrd_packets_dropped_total", "reason", nil))
+	if !strings.HasPrefix(res, "ok") {
+		t.Errorf("ping between the guests' ib0: %s", res)
+	}
+	if !regexp.MustCompile(`3 packets transmitted, 3 received`).MatchString(strings.Join(out, "\n")) {
+		t.Errorf("ping did not get its 3 replies")
+	}
+}

@@ -40,7 +40,13 @@ type VerbsConfig struct {
 	// line they print starts with DiagPrefix and the diag's name; the
 	// result is "vmtest: diag NAME: ok ..." or "... failed ...".
 	Diags []Diag
+	// IPoIB, if set, is ib0's address (ib_ipoib in both guests of a
+	// pair); the client pings the peer's (IPoIBPrefix lines).
+	IPoIB *NetConfig
 }
+
+// IPoIBPrefix starts the IPoIB ping's result line.
+const IPoIBPrefix = "vmtest: ipoib ping: "
 
 // Diag is one management tool run in the verbs guest.
 type Diag struct {

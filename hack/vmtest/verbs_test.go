@@ -43,6 +43,9 @@ const (
 	netAddr0, netAddr1 = "10.77.0.1", "10.77.0.2"
 )
 
+// ipoibAddr is each guest's ib0 address, by its virtio-net address.
+var ipoibAddr = map[string]string{netAddr0: "10.78.0.1", netAddr1: "10.78.0.2"}
+
 // pingpongResult is "N bytes in T seconds = X Mbit/sec" and "N iters in T
 // seconds = U usec/iter", each end's.
 var (
@@ -82,7 +85,8 @@ func verbsConfig(role string, nc *NetConfig) MLX4Config {
 		cfg.Verbs.Diags = smiDiags()
 	}
 	if nc != nil {
-		cfg.Modules = append(cfg.Modules, "virtio_pci", "virtio_net")
+		cfg.Modules = append(cfg.Modules, "virtio_pci", "virtio_net", "ib_ipoib")
+		cfg.Verbs.IPoIB = &NetConfig{Addr: ipoibAddr[nc.Addr], Prefix: 24, Peer: ipoibAddr[nc.Peer]}
 	}
 	return cfg
 }
@@ -184,6 +188,18 @@ func TestLinuxMLX4Verbs(t *testing.T) {
 				}
 			}
 		})
+		// IPoIB: both guests' ib0 up (the broadcast group joined through
+		// the tunnel, OpenSM's SA knowing each VF's alias GID), then the
+		// client pings the server's ib0.
+		srv.step("ipoib up", sl.keep(srv))
+		cli.tolerate = true // a failing ping's lines are its own to report
+		cli.step("ipoib up", cl.keep(cli))
+		cli.step("ipoib", func() {
+			cl.keep(cli)()
+			cli.tolerate = false
+			t.Run("ipoib", func(t *testing.T) { checkIPoIB(t, cl.lines, pe.vhcrd) })
+		})
+		srv.step("ipoib", sl.keep(srv))
 		srv.tolerate, cli.tolerate = true, true
 		traceFrom := map[string]int64{}
 		for _, pp := range srvCfg.Verbs.Pingpongs {

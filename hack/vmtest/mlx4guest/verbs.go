@@ -63,6 +63,11 @@ func (g *guest) verbs() error {
 		}
 		wait("tcp")
 	}
+	if vc.IPoIB != nil {
+		if err := g.ipoib(vc); err != nil {
+			return err
+		}
+	}
 	limit := time.Duration(vc.TimeLimitMS) * time.Millisecond
 	for _, pp := range vc.Pingpongs {
 		if err := g.pingpong(pp, vc, limit); err != nil {
@@ -94,6 +99,43 @@ func (g *guest) diags(vc vmtest.VerbsConfig) {
 			say("diag %s: ok in %v", d.Name, r.took.Round(time.Millisecond))
 		}
 	}
+}
+
+// ipoib brings ib0 (ib_ipoib's interface on port 1) up with its address;
+// once the host has both guests there, the client pings the peer's.
+func (g *guest) ipoib(vc vmtest.VerbsConfig) error {
+	ic := vc.IPoIB
+	end := time.Now().Add(activeTime)
+	for {
+		if _, err := os.Stat("/sys/class/net/ib0"); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("ipoib: no ib0 after %v (ib_ipoib loaded?)", activeTime)
+		}
+		time.Sleep(50 * time.Millisecond) // the driver creates ib0 on its own work queue
+	}
+	if err := ifUp("ib0", net.ParseIP(ic.Addr).To4(), ic.Prefix); err != nil {
+		return fmt.Errorf("ipoib: %w", err)
+	}
+	say("ib0 up: %s/%d, hardware address %s", ic.Addr, ic.Prefix, readFile("/sys/class/net/ib0/address"))
+	wait("ipoib up")
+	if vc.Role == "client" {
+		limit := time.Duration(vc.TimeLimitMS) * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		r := runTool(ctx, "ipoib ping", "/bin/ping", "-c", "3", "-W", "5", "-I", "ib0", ic.Peer)
+		cancel()
+		switch {
+		case r.hung:
+			say("ipoib ping: hung (time limit %v), last lines: %s", limit, strings.Join(r.last, " | "))
+		case r.err != nil:
+			say("ipoib ping: failed: %v, last lines: %s", r.err, strings.Join(r.last, " | "))
+		default:
+			say("ipoib ping: ok in %v", r.took.Round(time.Millisecond))
+		}
+	}
+	wait("ipoib")
+	return nil
 }
 
 // waitActive waits for port's state "4: ACTIVE" and a nonzero LID.
