@@ -1,4 +1,4 @@
-// Package vmtest is vhcrd's VM tier: it boots Debian's cloud kernel in QEMU
+// Package vmtest is vhcrd's VM tier: it boots Debian's kernel (linux-image-amd64) in QEMU
 // (TCG; KVM only where real VMX/SVM is present) with an ivshmem-plain device
 // whose BAR2 is a file in /dev/shm, and runs the real vfio-pci path in the
 // guest: load the VFIO modules with u-root's kmodule, bind the device to

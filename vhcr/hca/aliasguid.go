@@ -170,9 +170,10 @@ func (h *HCA) sendGUIDInfoRecord(phys int, lid, smLID uint16, block uint8, mask 
 func (h *HCA) pfMAD(m *mad.MAD) {
 	t := &h.tun
 	if m.MgmtClass() == mad.ClassSubnAdm && m.AttrID() == saAttrMCMemberRecord && m.IsResponse() {
-		if !h.mcgAnswered(m[tidPortByte], m) {
-			t.drop(TunDropSlave) // a leave's answer, or a join no group waits for
-		}
+		// A join's answer; a leave's, or one a later join superseded,
+		// finds nothing waiting for it.
+		h.mcgAnswered(m[tidPortByte], m)
+		t.stats.PFAnswers.Add(1)
 		return
 	}
 	if m.MgmtClass() != mad.ClassSubnAdm || m.AttrID() != saAttrGUIDInfoRecord || !m.IsResponse() {

@@ -76,9 +76,11 @@ var TunnelDropLabels = [NumTunnelDrops]string{"src_qp", "length", "tid", "smi", 
 // TunnelStats are the tunnel's counters (metrics read them at scrape
 // time).
 type TunnelStats struct {
-	Out   atomic.Uint64 // MADs VFs sent that left through the wire
-	In    atomic.Uint64 // MADs delivered to VFs' proxy QPs
-	Drops [NumTunnelDrops]atomic.Uint64
+	Out atomic.Uint64 // MADs VFs sent that left through the wire
+	In  atomic.Uint64 // MADs delivered to VFs' proxy QPs
+
+	PFAnswers atomic.Uint64 // the SA's answers to the PF's own multicast joins and leaves (mcg.go)
+	Drops     [NumTunnelDrops]atomic.Uint64
 }
 
 // WireMAD is a MAD on a port's QP0 or QP1: the datagram's addressing and

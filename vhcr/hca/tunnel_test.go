@@ -427,7 +427,7 @@ func FuzzTunnel(f *testing.F) {
 		copy(m[:], in)
 		wc := mad.WC{SLID: 1, SrcQP: 1, QPN: uint32(qpt) & 1}
 		counted := func() uint64 { // delivered, dropped, or an answer to the PF's own request
-			n := st.In.Load() + d.h.AliasGUIDStats().OK.Load() + d.h.AliasGUIDStats().Failed.Load()
+			n := st.In.Load() + st.PFAnswers.Load() + d.h.AliasGUIDStats().OK.Load() + d.h.AliasGUIDStats().Failed.Load()
 			for i := range st.Drops {
 				n += st.Drops[i].Load()
 			}
