@@ -487,23 +487,6 @@ func (s *Server) smClient() int {
 	return -1
 }
 
-// RMPP (IBA 13.6.2): the header after the MAD header, and the fields a
-// sending host's MAD layer writes.
-const (
-	rmppVersionOff = 24
-	rmppTypeOff    = 25
-	rmppFlagsOff   = 26
-	rmppStatusOff  = 27
-	rmppSegNumOff  = 28
-	rmppPayLenOff  = 32
-	rmppHdrEnd     = 36 // the data of a segment starts here
-
-	rmppVersion   = 1
-	rmppTypeData  = 1
-	rmppActive    = 0x01
-	rmppFirstLast = 0x06 // FIRST | LAST
-)
-
 // frameRMPP does for a client's MAD what the sending host's MAD layer does
 // for an RMPP agent (Linux's ib_mad for OpenSM's SA, which sets only the
 // ACTIVE flag and leaves the rest to the kernel): a transfer that fits one
@@ -514,16 +497,16 @@ const (
 // receiver's own RMPP (a guest kernel's, through the PF's tunnel) gets
 // what a real SA host sends.
 func frameRMPP(m *mad.MAD, length uint64) {
-	if m.MgmtClass() != mad.ClassSubnAdm || m[rmppFlagsOff]&rmppActive == 0 || m[rmppVersionOff] != 0 {
+	if m.MgmtClass() != mad.ClassSubnAdm || m[mad.RMPPFlagsOff]&mad.RMPPActive == 0 || m[mad.RMPPVersionOff] != 0 {
 		return
 	}
-	if length < rmppHdrEnd || length > mad.Size {
+	if length < mad.RMPPHdrEnd || length > mad.Size {
 		length = mad.Size
 	}
-	m[rmppVersionOff], m[rmppTypeOff], m[rmppStatusOff] = rmppVersion, rmppTypeData, 0
-	m[rmppFlagsOff] |= rmppFirstLast
-	be.PutUint32(m[rmppSegNumOff:], 1)
-	be.PutUint32(m[rmppPayLenOff:], uint32(length-rmppHdrEnd))
+	m[mad.RMPPVersionOff], m[mad.RMPPTypeOff], m[mad.RMPPStatusOff] = mad.RMPPVersion, mad.RMPPTypeData, 0
+	m[mad.RMPPFlagsOff] |= mad.RMPPFirstLast
+	be.PutUint32(m[mad.RMPPSegNumOff:], 1)
+	be.PutUint32(m[mad.RMPPPayLenOff:], uint32(length-mad.RMPPHdrEnd))
 }
 
 // Handle turns one 288-byte sim_request into its reply, in place, and

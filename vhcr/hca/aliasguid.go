@@ -25,28 +25,14 @@ import (
 	"sync/atomic"
 
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// SA GUIDInfoRecord (IBA 15.2.5.18) and the SA MAD header (IBA 15.2.1.1).
 const (
-	saAttrGUIDInfoRecord = 0x0030
-	saClassVersion       = 2
-	saHdrSMKey           = 36 // after the MAD and RMPP headers
-	saHdrAttrOffset      = 44 // BE16: the record's size in 8-byte words
-	saHdrCompMask        = 48 // BE64
-	saData               = 56
-	guidInfoRecSize      = 72 // LID 2, BlockNum 1, reserved 5, GUIDInfo 64
-	guidInfoRecBlock     = 2
-	guidInfoRecGUIDs     = 8
-	compMaskLID          = 1 << 0
-	compMaskBlockNum     = 1 << 1
-	compMaskGUID0        = 4 // GUID i is component bit 4+i (IB_SA_GUIDINFO_REC_GID0)
-	guidsPerBlock        = 8
-	pfTIDByte            = 0xff // the TID's top byte of the PF's own MADs
-	tidPortByte          = 9    // the TID byte after it: the port
-	saStatusMask         = 0x7fff
-	aliasFirstRetryNS    = 1e9
-	aliasMaxRetryNS      = 32e9
+	guidsPerBlock     = len(mad.GUIDInfo{})
+	tidPortByte       = mlx4.MADTIDSlaveByte + 1 // the PF's own TIDs: the port after the dom0 byte
+	aliasFirstRetryNS = 1e9
+	aliasMaxRetryNS   = 32e9
 )
 
 // aliasPort is a port's registration in flight.
@@ -81,14 +67,14 @@ func (h *HCA) registerAliasGUIDs(phys int) {
 	a.waiting = 0
 	for block := 0; block*guidsPerBlock <= h.NumVFs; block++ {
 		var mask uint64
-		var guids [guidsPerBlock]uint64
+		var guids mad.GUIDInfo
 		for i := range guidsPerBlock {
 			slave := block*guidsPerBlock + i
 			if slave == 0 || slave > h.NumVFs || !h.hasPort(slave-1, phys) {
 				continue
 			}
 			if g, ok := h.mad.GUID(uint8(phys), slave); ok {
-				guids[i], mask = g, mask|1<<(compMaskGUID0+i)
+				guids[i], mask = g, mask|1<<(mad.GUIDInfoRecCompGUID0+i)
 			}
 		}
 		if mask == 0 {
@@ -141,23 +127,20 @@ func (h *HCA) aliasNext() (uint64, bool) {
 
 // sendGUIDInfoRecord builds and sends one GUIDInfoRecord Set to the SA at
 // smLID from port phys (LID lid).
-func (h *HCA) sendGUIDInfoRecord(phys int, lid, smLID uint16, block uint8, mask uint64, guids *[guidsPerBlock]uint64) bool {
+func (h *HCA) sendGUIDInfoRecord(phys int, lid, smLID uint16, block uint8, mask uint64, guids *mad.GUIDInfo) bool {
 	t := &h.tun
-	t.aliasTID++
 	o := &t.out
 	*o = WireMAD{SQP: 1, DLID: smLID, DQPN: 1, QKey: mad.QP1QKey}
 	m := &o.MAD
-	m[0], m[1], m[2], m[3] = 1, mad.ClassSubnAdm, saClassVersion, mad.MethodSet
-	binary.BigEndian.PutUint64(m[8:], uint64(pfTIDByte)<<56|uint64(phys)<<48|t.aliasTID&(1<<48-1))
-	binary.BigEndian.PutUint16(m[16:], saAttrGUIDInfoRecord)
-	binary.BigEndian.PutUint16(m[saHdrAttrOffset:], guidInfoRecSize/8)
-	binary.BigEndian.PutUint64(m[saHdrCompMask:], compMaskLID|compMaskBlockNum|mask)
-	r := m[saData:]
+	m[0], m[1], m[2], m[3] = 1, mad.ClassSubnAdm, mad.SAClassVersion, mad.MethodSet
+	binary.BigEndian.PutUint64(m[8:], h.pfTID(phys))
+	binary.BigEndian.PutUint16(m[16:], mad.AttrGUIDInfoRecord)
+	binary.BigEndian.PutUint16(m[mad.SAHdrAttrOffset:], mad.GUIDInfoRecordSize/8)
+	binary.BigEndian.PutUint64(m[mad.SAHdrCompMask:], mad.GUIDInfoRecCompLID|mad.GUIDInfoRecCompBlock|mask)
+	r := m[mad.SAData:]
 	binary.BigEndian.PutUint16(r, lid)
-	r[guidInfoRecBlock] = block
-	for i, g := range guids {
-		binary.BigEndian.PutUint64(r[guidInfoRecGUIDs+8*i:], g)
-	}
+	r[mad.GUIDInfoRecBlockNum] = block
+	_ = guids.Encode(r[mad.GUIDInfoRecGUIDs:]) // 64 bytes: never short
 	if !t.wire.SendMAD(uint8(phys), o) {
 		return false // not a port the wire serves: no SA to ask
 	}
@@ -165,22 +148,29 @@ func (h *HCA) sendGUIDInfoRecord(phys int, lid, smLID uint16, block uint8, mask 
 	return true
 }
 
+// pfTID is a fresh transaction ID of the PF's own on port phys: the dom0
+// byte, the port, a counter.
+func (h *HCA) pfTID(phys int) uint64 {
+	h.tun.aliasTID++
+	return uint64(mlx4.MADTIDDom0)<<56 | uint64(phys)<<48 | h.tun.aliasTID&(1<<48-1)
+}
+
 // pfMAD takes a MAD for the PF itself (its TID's top byte 0xff): the SA's
 // answer to a GUIDInfoRecord Set or to a join of the PF's (mcg.go).
 func (h *HCA) pfMAD(m *mad.MAD) {
 	t := &h.tun
-	if m.MgmtClass() == mad.ClassSubnAdm && m.AttrID() == saAttrMCMemberRecord && m.IsResponse() {
+	if m.MgmtClass() == mad.ClassSubnAdm && m.AttrID() == mad.AttrMCMemberRecord && m.IsResponse() {
 		// A join's answer; a leave's, or one a later join superseded,
 		// finds nothing waiting for it.
 		h.mcgAnswered(m[tidPortByte], m)
 		t.stats.PFAnswers.Add(1)
 		return
 	}
-	if m.MgmtClass() != mad.ClassSubnAdm || m.AttrID() != saAttrGUIDInfoRecord || !m.IsResponse() {
+	if m.MgmtClass() != mad.ClassSubnAdm || m.AttrID() != mad.AttrGUIDInfoRecord || !m.IsResponse() {
 		t.drop(TunDropSlave)
 		return
 	}
-	if m.Status()&saStatusMask != 0 {
+	if m.Status()&^mad.StatusDirection != 0 {
 		t.alias.Failed.Add(1) // the SA's refusal: sent again after the backoff
 		return
 	}

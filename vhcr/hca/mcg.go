@@ -24,28 +24,19 @@ import (
 	"github.com/vhcrd/vhcrd/mad"
 )
 
-// SA MCMemberRecord (IBA 15.2.5.17).
-const (
-	saAttrMCMemberRecord = 0x0038
-	mcmrMGID             = 0
-	mcmrPortGID          = 16
-	mcmrScopeJoin        = 48 // scope 7:4, join state 3:0
-	mcmrJoinMask         = 0x0f
-	mcmrSize             = 52
-	saStatusNoResources  = 0x0100 // ERR_NO_RESOURCES, in the class-specific status bits
-	mcgMaxGroups         = 256
-)
+// mcgMaxGroups bounds the groups a port's VFs make the PF keep.
+const mcgMaxGroups = 256
 
 // mcGroup is a multicast group the port's VFs joined.
 type mcGroup struct {
-	rec     [mcmrSize]byte // the SA's answer to the PF's join
-	valid   bool           // rec holds the SA's answer for joined
-	joined  uint8          // the PF's join state with the SA
-	members map[int]uint8  // VF -> join state
-	tid     uint64         // the PF's join in flight (0: none)
-	asked   uint8          // its join state
-	pending []mcPending    // VFs waiting for it
-	o       WireMAD        // the last VF request's addressing (the SA's), to join again
+	rec     [mad.MCMemberRecordSize]byte // the SA's answer to the PF's join
+	valid   bool                         // rec holds the SA's answer for joined
+	joined  uint8                        // the PF's join state with the SA
+	members map[int]uint8                // VF -> join state
+	tid     uint64                       // the PF's join in flight (0: none)
+	asked   uint8                        // its join state
+	pending []mcPending                  // VFs waiting for it
+	o       WireMAD                      // the last VF request's addressing (the SA's), to join again
 }
 
 // mcPending is a VF's join waiting for the PF's.
@@ -72,12 +63,12 @@ func (g *mcGroup) union() uint8 {
 // the SA is to have as it is.
 func (h *HCA) mcgMultiplex(vf int, port uint8, o *WireMAD) bool {
 	m := &o.MAD
-	if m.AttrID() != saAttrMCMemberRecord || m.Method() != mad.MethodSet && m.Method() != mad.MethodSADelete {
+	if m.AttrID() != mad.AttrMCMemberRecord || m.Method() != mad.MethodSet && m.Method() != mad.MethodSADelete {
 		return false
 	}
-	rec := m[saData:]
+	rec := m[mad.SAData:]
 	var mgid [16]byte
-	copy(mgid[:], rec[mcmrMGID:])
+	copy(mgid[:], rec[mad.MCMRMGID:])
 	if mgid == ([16]byte{}) {
 		return false // the SA assigns the MGID: its answer names the group
 	}
@@ -86,7 +77,7 @@ func (h *HCA) mcgMultiplex(vf int, port uint8, o *WireMAD) bool {
 		t.mcg[port-1] = mcgPort{}
 	}
 	groups := t.mcg[port-1]
-	js := rec[mcmrScopeJoin] & mcmrJoinMask
+	js := rec[mad.MCMRScopeJoin] & mad.MCMRJoinStateMask
 	g := groups[mgid]
 	if m.Method() == mad.MethodSADelete {
 		h.mcgLeave(vf, port, o, g, js)
@@ -94,7 +85,7 @@ func (h *HCA) mcgMultiplex(vf int, port uint8, o *WireMAD) bool {
 	}
 	if g == nil {
 		if len(groups) >= mcgMaxGroups {
-			h.mcgAnswer(vf, port, m, mad.MethodGetResp, saStatusNoResources, rec, js)
+			h.mcgAnswer(vf, port, m, mad.MethodGetResp, mad.SAStatusNoResources, rec, js)
 			return true
 		}
 		g = &mcGroup{members: map[int]uint8{}}
@@ -124,7 +115,7 @@ func (h *HCA) mcgMultiplex(vf int, port uint8, o *WireMAD) bool {
 // answered at once; the PF leaves on the wire what no member needs.
 func (h *HCA) mcgLeave(vf int, port uint8, o *WireMAD, g *mcGroup, js uint8) {
 	m := &o.MAD
-	rec := m[saData:]
+	rec := m[mad.SAData:]
 	if g == nil {
 		h.mcgAnswer(vf, port, m, mad.MethodSADelete|mad.MethodResp, 0, rec, js)
 		return
@@ -146,9 +137,9 @@ func (h *HCA) mcgDrop(port uint8, o *WireMAD, g *mcGroup, vf int, js uint8) {
 	}
 	if len(g.members) == 0 && g.tid == 0 {
 		var mgid [16]byte
-		copy(mgid[:], g.rec[mcmrMGID:])
+		copy(mgid[:], g.rec[mad.MCMRMGID:])
 		if mgid == ([16]byte{}) {
-			copy(mgid[:], o.MAD[saData+mcmrMGID:])
+			copy(mgid[:], o.MAD[mad.SAData+mad.MCMRMGID:])
 		}
 		delete(h.tun.mcg[port-1], mgid)
 	}
@@ -158,17 +149,16 @@ func (h *HCA) mcgDrop(port uint8, o *WireMAD, g *mcGroup, vf int, js uint8) {
 // the VF's request o with the port's GID as PortGID and the PF's TID.
 func (h *HCA) mcgJoinWire(port uint8, o *WireMAD, g *mcGroup, method, js uint8) {
 	t := &h.tun
-	t.aliasTID++
 	w := *o
 	m := &w.MAD
 	m[3] = method
-	tid := uint64(pfTIDByte)<<56 | uint64(port)<<48 | t.aliasTID&(1<<48-1)
+	tid := h.pfTID(int(port))
 	binary.BigEndian.PutUint64(m[8:], tid)
-	rec := m[saData:]
+	rec := m[mad.SAData:]
 	v := h.portView(int(port))
-	binary.BigEndian.PutUint64(rec[mcmrPortGID:], v.prefix)
-	binary.BigEndian.PutUint64(rec[mcmrPortGID+8:], uint64(h.Cfg.Ports[port-1].PortGUIDValue()))
-	rec[mcmrScopeJoin] = rec[mcmrScopeJoin]&^mcmrJoinMask | js
+	binary.BigEndian.PutUint64(rec[mad.MCMRPortGID:], v.prefix)
+	binary.BigEndian.PutUint64(rec[mad.MCMRPortGID+8:], uint64(h.Cfg.Ports[port-1].PortGUIDValue()))
+	rec[mad.MCMRScopeJoin] = rec[mad.MCMRScopeJoin]&^mad.MCMRJoinStateMask | js
 	if method == mad.MethodSet {
 		g.tid, g.asked = tid, js
 	}
@@ -191,9 +181,9 @@ func (h *HCA) mcgAnswered(port uint8, m *mad.MAD) bool {
 			continue
 		}
 		g.tid = 0
-		st := m.Status() & saStatusMask
+		st := m.Status() &^ mad.StatusDirection
 		if st == 0 {
-			copy(g.rec[:], m[saData:])
+			copy(g.rec[:], m[mad.SAData:])
 			g.valid, g.joined = true, g.joined|g.asked
 		}
 		// Answer the VFs the join covers (or that the SA refused); one that
@@ -206,7 +196,7 @@ func (h *HCA) mcgAnswered(port uint8, m *mad.MAD) bool {
 			case st == 0:
 				h.mcgAnswer(p.vf, port, &p.req, mad.MethodGetResp, 0, g.rec[:], p.js)
 			default:
-				h.mcgAnswer(p.vf, port, &p.req, mad.MethodGetResp, st, p.req[saData:], p.js)
+				h.mcgAnswer(p.vf, port, &p.req, mad.MethodGetResp, st, p.req[mad.SAData:], p.js)
 				if g.members[p.vf] &^= p.js; g.members[p.vf] == 0 {
 					delete(g.members, p.vf)
 				}
@@ -232,10 +222,10 @@ func (h *HCA) mcgAnswer(vf int, port uint8, req *mad.MAD, method uint8, status u
 	r := *req
 	r[3] = method
 	r.SetStatus(status)
-	out := r[saData : saData+mcmrSize]
-	copy(out, rec[:mcmrSize])
-	copy(out[mcmrPortGID:mcmrPortGID+16], req[saData+mcmrPortGID:])
-	out[mcmrScopeJoin] = out[mcmrScopeJoin]&^mcmrJoinMask | js
+	out := r[mad.SAData : mad.SAData+mad.MCMemberRecordSize]
+	copy(out, rec[:mad.MCMemberRecordSize])
+	copy(out[mad.MCMRPortGID:mad.MCMRPortGID+16], req[mad.SAData+mad.MCMRPortGID:])
+	out[mad.MCMRScopeJoin] = out[mad.MCMRScopeJoin]&^mad.MCMRJoinStateMask | js
 	wc := mad.WC{SrcQP: 1, QPN: 1}
 	if h.mad != nil {
 		pi, _ := h.mad.PortInfo(port)
@@ -262,7 +252,7 @@ func (h *HCA) mcgResetVF(vf int) {
 			}
 			g.pending = rest
 			o := g.o // the SA's addressing, a request for the group
-			copy(o.MAD[saData+mcmrMGID:], mgid[:])
+			copy(o.MAD[mad.SAData+mad.MCMRMGID:], mgid[:])
 			h.mcgDrop(port, &o, g, vf, js)
 		}
 	}

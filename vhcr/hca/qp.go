@@ -167,7 +167,7 @@ func (h *HCA) qpcModel(c *Cmd, q *mlx4.QPMailbox, path bool, pri, alt int) mlx4.
 	}
 	// adjust_proxy_tun_qkey: proxy and tunnel QPs get their reserved Q_Key.
 	qpn := c.InMod & qpnMask
-	if qpn >= BaseProxySQPN && qpn < BaseTunnelSQPN+8*128 {
+	if qpn >= BaseProxySQPN && qpn < BaseTunnelSQPN+8*mlx4.MLX4_MFUNC_MAX {
 		base := uint32(BaseProxySQPN)
 		if qpn >= BaseTunnelSQPN {
 			base = BaseTunnelSQPN

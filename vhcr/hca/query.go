@@ -126,7 +126,7 @@ func (h *HCA) QUERY_DEV_CAP(c *Cmd) mlx4.Status {
 const (
 	BaseSQPN       = 0x40
 	BaseProxySQPN  = BaseSQPN + 8
-	BaseTunnelSQPN = BaseProxySQPN + 8*128
+	BaseTunnelSQPN = BaseProxySQPN + 8*mlx4.MLX4_MFUNC_MAX
 )
 
 // QUERY_FUNC_CAP answers op_modifier 0 (general: flags, ports, quotas, EQs,

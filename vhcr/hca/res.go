@@ -146,7 +146,7 @@ func (h *HCA) initResources() error {
 	set := func(t restrack.Type, total, rsv int) { rc.Total[t], rc.Reserved[t] = total, rsv }
 	// QP numbers below the special QP area (base, proxy and tunnel QPs of
 	// every function) are never handed out.
-	set(restrack.QP, 1<<r.LogQPs, min(max(r.ReservedQPs, BaseTunnelSQPN+8*128), 1<<r.LogQPs-1))
+	set(restrack.QP, 1<<r.LogQPs, min(max(r.ReservedQPs, BaseTunnelSQPN+8*mlx4.MLX4_MFUNC_MAX), 1<<r.LogQPs-1))
 	rc.Instances[restrack.QP] = 1<<r.LogQPs - r.ReservedQPs - 8*(h.NumVFs+1)*2
 	set(restrack.CQ, 1<<r.LogCQs, r.ReservedCQs)
 	set(restrack.SRQ, 1<<r.LogSRQs, r.ReservedSRQs)

@@ -46,10 +46,6 @@ import (
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
-// mfuncMax is MLX4_MFUNC_MAX: the proxy and tunnel ranges hold 8 QPs for
-// each of 128 functions.
-const mfuncMax = 128
-
 // TunnelDrop is why the tunnel dropped a MAD.
 type TunnelDrop uint8
 
@@ -135,7 +131,7 @@ type tunnel struct {
 	stats TunnelStats
 	alias AliasGUIDStats // aliasguid.go
 
-	aliasTID   uint64 // the PF's own SA requests' transaction IDs (poller)
+	aliasTID   uint64 // the PF's own SA requests' transaction IDs (pfTID, poller)
 	aliasPorts [2]aliasPort
 	aliasArmed bool       // a registration waits for its answer (poller)
 	mcg        [2]mcgPort // the VFs' multicast groups per port (mcg.go)
@@ -157,7 +153,7 @@ func (t *tunnel) drop(r TunnelDrop) { t.stats.Drops[r].Add(1) }
 
 // isTunnelQPN reports whether qpn is in the PF's tunnel QP range.
 func isTunnelQPN(qpn uint32) bool {
-	return qpn >= BaseTunnelSQPN && qpn < BaseTunnelSQPN+8*mfuncMax
+	return qpn >= BaseTunnelSQPN && qpn < BaseTunnelSQPN+8*mlx4.MLX4_MFUNC_MAX
 }
 
 // tunnelEgress is the arrival of the UD datagram the engine is executing
@@ -265,7 +261,7 @@ func (h *HCA) gather(b []byte, total uint64) bool {
 // header and a MAD) that src sent to slave's tunnel QP on port.
 func (h *HCA) tunnelMultiplex(src uint32, slave int, port uint8, d []byte) {
 	t := &h.tun
-	if src < BaseProxySQPN || src >= BaseProxySQPN+8*mfuncMax || src&1 != uint32(port-1) || src&4 != 0 ||
+	if src < BaseProxySQPN || src >= BaseProxySQPN+8*mlx4.MLX4_MFUNC_MAX || src&1 != uint32(port-1) || src&4 != 0 ||
 		int((src&^7-BaseProxySQPN)/8) != slave {
 		t.drop(TunDropSrcQP)
 		return
@@ -466,7 +462,7 @@ func (h *HCA) tunnelDemux(it *tunItem) {
 	if it.wc.GRHPresent && it.hasGRH {
 		slave = h.slaveOfGUID(it.port, binary.BigEndian.Uint64(it.grh.DGID[8:]))
 	}
-	if slave == pfTIDByte {
+	if slave == mlx4.MADTIDDom0 {
 		h.pfMAD(m) // the PF's own request's answer (aliasguid.go)
 		return
 	}

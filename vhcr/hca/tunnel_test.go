@@ -150,8 +150,8 @@ func TestTunnelEgress(t *testing.T) {
 	if got := s.m.MAD.TID(); got != 0x0200_1234_0000_0042 {
 		t.Fatalf("TID %#x, want the slave (2) in its top byte", got)
 	}
-	guid, _ := binary.BigEndian.Uint64(s.m.GRH.SGID[8:]), 0
-	if !s.m.HasGRH || s.m.GRH.DGID != h.AV.DGID || guid == 0 {
+	prefix, guid := binary.BigEndian.Uint64(s.m.GRH.SGID[:8]), binary.BigEndian.Uint64(s.m.GRH.SGID[8:])
+	if !s.m.HasGRH || s.m.GRH.DGID != h.AV.DGID || prefix != d.h.portView(1).prefix || guid == 0 {
 		t.Fatalf("GRH %+v", s.m.GRH)
 	}
 	c := d.take()
@@ -530,13 +530,13 @@ func TestAliasGUIDRegistration(t *testing.T) {
 	}
 	s := w.sent[0].m
 	m := s.MAD
-	mask := binary.BigEndian.Uint64(m[saHdrCompMask:])
+	mask := binary.BigEndian.Uint64(m[mad.SAHdrCompMask:])
 	g1, _ := e.GUID(1, 1)
 	g2, _ := e.GUID(1, 2)
 	if s.DLID != pi.MasterSMLID || s.DQPN != 1 || s.SQP != 1 || m.MgmtClass() != mad.ClassSubnAdm || m.Method() != mad.MethodSet ||
-		m.AttrID() != saAttrGUIDInfoRecord || m[8] != 0xff || m[9] != 1 || mask != compMaskLID|compMaskBlockNum|1<<5|1<<6 ||
-		binary.BigEndian.Uint16(m[saData:]) != pi.LID || m[saData+2] != 0 ||
-		binary.BigEndian.Uint64(m[saData+8+8:]) != g1 || binary.BigEndian.Uint64(m[saData+8+16:]) != g2 || g1 == 0 {
+		m.AttrID() != mad.AttrGUIDInfoRecord || m[8] != 0xff || m[9] != 1 || mask != mad.GUIDInfoRecCompLID|mad.GUIDInfoRecCompBlock|1<<5|1<<6 ||
+		binary.BigEndian.Uint16(m[mad.SAData:]) != pi.LID || m[mad.SAData+2] != 0 ||
+		binary.BigEndian.Uint64(m[mad.SAData+8+8:]) != g1 || binary.BigEndian.Uint64(m[mad.SAData+8+16:]) != g2 || g1 == 0 {
 		t.Fatalf("GUIDInfoRecord Set: %+v mask %#x", s, mask)
 	}
 	ns, ok := d.h.NextRetry()
@@ -600,11 +600,11 @@ func mcJoin(method uint8, tid uint64, mgid, gid [16]byte, js uint8) mad.MAD {
 	var m mad.MAD
 	m[0], m[1], m[2], m[3] = 1, mad.ClassSubnAdm, 2, method
 	binary.BigEndian.PutUint64(m[8:], tid)
-	binary.BigEndian.PutUint16(m[16:], saAttrMCMemberRecord)
-	binary.BigEndian.PutUint64(m[saHdrCompMask:], 1<<0|1<<1|1<<16)
-	copy(m[saData+mcmrMGID:], mgid[:])
-	copy(m[saData+mcmrPortGID:], gid[:])
-	m[saData+mcmrScopeJoin] = 0x20 | js
+	binary.BigEndian.PutUint16(m[16:], mad.AttrMCMemberRecord)
+	binary.BigEndian.PutUint64(m[mad.SAHdrCompMask:], 1<<0|1<<1|1<<16)
+	copy(m[mad.SAData+mad.MCMRMGID:], mgid[:])
+	copy(m[mad.SAData+mad.MCMRPortGID:], gid[:])
+	m[mad.SAData+mad.MCMRScopeJoin] = 0x20 | js
 	return m
 }
 
@@ -635,7 +635,7 @@ func TestMCGAggregation(t *testing.T) {
 		r := w.sent[len(w.sent)-1].m.MAD
 		r[3] = mad.MethodGetResp
 		r.SetStatus(status)
-		binary.BigEndian.PutUint16(r[saData+36:], 0xc001) // MLID
+		binary.BigEndian.PutUint16(r[mad.SAData+mad.MCMRMLID:], 0xc001) // MLID
 		d.h.ReceiveMAD(1, &mad.WC{SLID: 1, SrcQP: 1, QPN: 1}, nil, &r)
 		d.h.ServiceQueues(64)
 	}
@@ -659,15 +659,15 @@ func TestMCGAggregation(t *testing.T) {
 	w.sent = w.sent[len(w.sent)-1:]
 	pj := w.sent[0].m.MAD
 	port := d.h.portView(1)
-	if pj.Method() != mad.MethodSet || pj[8] != 0xff || binary.BigEndian.Uint64(pj[saData+mcmrPortGID:]) != port.prefix ||
-		binary.BigEndian.Uint64(pj[saData+mcmrPortGID+8:]) != uint64(d.h.Cfg.Ports[0].PortGUIDValue()) || pj[saData+mcmrScopeJoin]&0xf != 1 {
+	if pj.Method() != mad.MethodSet || pj[8] != 0xff || binary.BigEndian.Uint64(pj[mad.SAData+mad.MCMRPortGID:]) != port.prefix ||
+		binary.BigEndian.Uint64(pj[mad.SAData+mad.MCMRPortGID+8:]) != uint64(d.h.Cfg.Ports[0].PortGUIDValue()) || pj[mad.SAData+mad.MCMRScopeJoin]&0xf != 1 {
 		t.Fatalf("the PF's join % x", pj[:64])
 	}
 	answer(0)
 	for i, v := range vs {
 		m := got(v)
-		if m.Method() != mad.MethodGetResp || m.Status() != 0 || binary.BigEndian.Uint16(m[saData+36:]) != 0xc001 ||
-			[16]byte(m[saData+mcmrPortGID:saData+mcmrPortGID+16]) != gid(i) || m.TID() != uint64(0x11*(i+1)) {
+		if m.Method() != mad.MethodGetResp || m.Status() != 0 || binary.BigEndian.Uint16(m[mad.SAData+mad.MCMRMLID:]) != 0xc001 ||
+			[16]byte(m[mad.SAData+mad.MCMRPortGID:mad.SAData+mad.MCMRPortGID+16]) != gid(i) || m.TID() != uint64(0x11*(i+1)) {
 			t.Fatalf("VF %d's answer % x", i, m[:64])
 		}
 	}
@@ -680,7 +680,7 @@ func TestMCGAggregation(t *testing.T) {
 		t.Fatalf("a leave another VF's membership keeps: wire %d, answer %#x TID %#x", len(w.sent), m.Method(), m.TID())
 	}
 	join(vs[1], 1, mad.MethodSADelete, 1, 0x55)
-	if len(w.sent) != 2 || w.sent[1].m.MAD.Method() != mad.MethodSADelete || w.sent[1].m.MAD[saData+mcmrScopeJoin]&0xf != 1 {
+	if len(w.sent) != 2 || w.sent[1].m.MAD.Method() != mad.MethodSADelete || w.sent[1].m.MAD[mad.SAData+mad.MCMRScopeJoin]&0xf != 1 {
 		t.Fatalf("the last leave: wire %d", len(w.sent))
 	}
 	// A reset leaves.
@@ -699,7 +699,7 @@ func TestMCGAggregation(t *testing.T) {
 	}
 	mgid[13] = 1
 	join(v, 1, mad.MethodSet, 1, 0x999)
-	if m := got(v); m.Status() != saStatusNoResources || m.TID() != 0x999 {
+	if m := got(v); m.Status() != mad.SAStatusNoResources || m.TID() != 0x999 {
 		t.Fatalf("past the bound: status %#x TID %#x", m.Status(), m.TID())
 	}
 }

@@ -70,6 +70,14 @@ const AVForceLoopback = 1 << 31
 // clears: the TID's most significant byte (offset 8 of the MAD header).
 const MADTIDSlaveByte = 8
 
+// MADTIDDom0 is the slave byte of the PF's own MADs in mlx4_ib_demux_mad
+// ("255 indicates the dom0": a response with it is the PF's, its TID kept).
+const MADTIDDom0 = 0xff
+
+// MLX4_MFUNC_MAX is the most functions (PF and VFs) mlx4 has: the proxy
+// and tunnel QP ranges hold 8 QPs for each.
+const MLX4_MFUNC_MAX = 128
+
 // TunnelHeader is struct mlx4_ib_tunnel_header.
 type TunnelHeader struct {
 	AV        AV

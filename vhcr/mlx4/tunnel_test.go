@@ -22,7 +22,7 @@ func TestTunnelLayout(t *testing.T) {
 	checkOffsets(t, "tunnel buffers", []off{
 		{"sizeof(struct mlx4_tunnel_mad)", TunnelMADSize, 352}, {"sizeof(struct mlx4_rcv_tunnel_mad)", RcvTunnelMADSize, 312},
 		{"sizeof(struct mlx4_ib_proxy_sqp_hdr)", ProxySQPHdrSize, 56}, {"proxy send payload", TunnelSendPayload, 312},
-		{"tid msb", MADTIDSlaveByte, 8},
+		{"tid msb", MADTIDSlaveByte, 8}, {"dom0", MADTIDDom0, 0xff}, {"MLX4_MFUNC_MAX", MLX4_MFUNC_MAX, 128},
 	})
 	checkOffsets(t, "tunnel bits", []off{
 		{"force loopback (port_pd bit 31)", AVForceLoopback, 0x80000000}, {"g_ml_path GRH", RcvTunGRHBit, 0x80},
