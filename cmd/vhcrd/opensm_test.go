@@ -451,17 +451,8 @@ func TestUncabledPortPolls(t *testing.T) {
 func checkAliasGUIDs(t *testing.T, run func(...string) string, metrics, osmLog string) {
 	t.Helper()
 	ok := regexp.MustCompile(`vhcrd_alias_guid_records_total\{result="ok"\} [1-9]`)
-	var m string
-	for end := time.Now().Add(20 * time.Second); !ok.MatchString(m) && time.Now().Before(end); {
-		if m = get(t, metrics+"/metrics"); !ok.MatchString(m) {
-			time.Sleep(50 * time.Millisecond) // the SA answers on OpenSM's threads
-		}
-	}
-	if !ok.MatchString(m) {
-		t.Fatalf("no answer from the SA to the PF's GUIDInfoRecord Sets: %s\nOpenSM:\n%s",
-			strings.Join(regexp.MustCompile(`vhcrd_(alias_guid_records|mad_tunnel_drops)_total\{[^}]*\} \d+`).FindAllString(m, -1), ", "),
-			grepLines(osmLog, regexp.MustCompile(`(?i)guid.?info|sa_|ERR `), 30))
-	}
+	waitFor(t, "the SA's answer to the PF's GUIDInfoRecord Sets", func() bool { return ok.MatchString(get(t, metrics+"/metrics")) })
+	m := get(t, metrics+"/metrics")
 	t.Logf("alias GUID registration: %s", strings.Join(regexp.MustCompile(`vhcrd_alias_guid_records_total\{[^}]*\} \d+`).FindAllString(m, -1), ", "))
 	if regexp.MustCompile(`vhcrd_alias_guid_records_total\{result="failed"\} [1-9]`).MatchString(m) {
 		t.Errorf("the SA refused a GUIDInfoRecord Set")

@@ -232,7 +232,7 @@ func (h *HCA) mcgAnswer(vf int, port uint8, req *mad.MAD, method uint8, status u
 		wc.SLID = pi.MasterSMLID
 	}
 	_ = vf // the slave byte of req's TID names it
-	h.ReceiveMAD(port, &wc, nil, &r)
+	h.queueMAD(port, &wc, nil, &r)
 }
 
 // mcgResetVF leaves every group VF vf joined (its reset).

@@ -298,7 +298,7 @@ func (h *HCA) tunnelMultiplex(src uint32, slave int, port uint8, d []byte) {
 	}
 	if hdr.AV.GSLID&0x80 != 0 {
 		o.HasGRH = true
-		h.tunnelGRH(&o.GRH, &hdr.AV, vf, int(port))
+		h.avGRH(&o.GRH, &hdr.AV, vf, int(port), mad.Size) // fill_in_real_sgid_index: the VF's own GID
 	}
 	h.fw.vfs[vf].eng.TunnelOut.Add(1)
 	t.stats.Out.Add(1)
@@ -338,22 +338,6 @@ func (h *HCA) multiplexClass(vf, slave int, m *mad.MAD) (TunnelDrop, bool) {
 	return 0, true
 }
 
-// tunnelGRH builds the GRH of a VF's MAD from its AV: the port's GID
-// prefix and the VF's GUID (GUID index slave: fill_in_real_sgid_index).
-func (h *HCA) tunnelGRH(g *mad.GRH, av *mlx4.AV, vf, port int) {
-	*g = mad.GRH{IPVer: 6, TClass: uint8(av.SLTClassFlowLabel >> 20), FlowLabel: av.SLTClassFlowLabel & 0xfffff,
-		PayLen: mad.Size + udHeaderBytes, NextHeader: grhNextHdrIBA, HopLimit: av.HopLimit, DGID: av.DGID}
-	v := h.portView(port)
-	guid := uint64(h.Cfg.Ports[port-1].PortGUID)
-	if h.mad != nil {
-		if x, ok := h.mad.GUID(uint8(port), vf+1); ok && x != 0 {
-			guid = x
-		}
-	}
-	binary.BigEndian.PutUint64(g.SGID[:], v.prefix)
-	binary.BigEndian.PutUint64(g.SGID[8:], guid)
-}
-
 // localWire is the wire without a fabric: the MAD reaches the agents of
 // the HCA's port its DLID names (a directed-route SMP: the sending port's
 // own), and a reply comes back to the sender.
@@ -387,7 +371,7 @@ func (h *HCA) localWire(port uint8, o *WireMAD) {
 	}
 	dst := h.portView(arrive)
 	back := mad.WC{SLID: dst.lid | uint16(bits), SrcQP: o.DQPN, SL: o.SL, PKeyIndex: o.PKeyIndex, QPN: o.SQP}
-	h.ReceiveMAD(port, &back, nil, &out)
+	h.queueMAD(port, &back, nil, &out)
 }
 
 // ReceiveMAD queues a MAD that reached port's QP wc.QPN (0 or 1) for the
@@ -395,6 +379,18 @@ func (h *HCA) localWire(port uint8, o *WireMAD) {
 // demultiplex to a VF. Any goroutine may call it; it reports false when
 // the queue is full (the MAD is dropped and counted).
 func (h *HCA) ReceiveMAD(port uint8, wc *mad.WC, grh *mad.GRH, m *mad.MAD) bool {
+	if !h.queueMAD(port, wc, grh, m) {
+		return false
+	}
+	if h.tun.wake != nil {
+		h.tun.wake()
+	}
+	return true
+}
+
+// queueMAD is ReceiveMAD without the wake: the poller's own answers
+// (localWire, mcg.go) are drained by its next scan.
+func (h *HCA) queueMAD(port uint8, wc *mad.WC, grh *mad.GRH, m *mad.MAD) bool {
 	t := &h.tun
 	t.mu.Lock()
 	if int(t.n.Load()) == tunQueueLen {
@@ -409,9 +405,6 @@ func (h *HCA) ReceiveMAD(port uint8, wc *mad.WC, grh *mad.GRH, m *mad.MAD) bool 
 	}
 	t.n.Add(1)
 	t.mu.Unlock()
-	if t.wake != nil {
-		t.wake()
-	}
 	return true
 }
 

@@ -28,6 +28,7 @@ package hca
 // there (multicastReaches, fabric.go); without a switch, directly.
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"github.com/vhcrd/vhcrd/mad"
@@ -195,22 +196,26 @@ func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32
 // GUIDInfo entry on the port, VF+1, as update_gid names it for UD), the
 // AV's DGID, traffic class, flow label and hop limit.
 func (h *HCA) udGRH(qp *qpObj, port int, total uint64) {
-	av := &h.dp.send.Datagram.AV
-	g := &h.dp.ghdr
+	h.avGRH(&h.dp.ghdr, &h.dp.send.Datagram.AV, qp.wq.vf, port, total)
+	_ = h.dp.ghdr.Encode(h.dp.grh[:])
+}
+
+// avGRH builds into g the GRH of a packet of VF vf from port with total
+// bytes of payload, addressed by av: the port's GID prefix and the VF's
+// GUID (its GUIDInfo entry, VF+1, as update_gid and
+// fill_in_real_sgid_index name it), the AV's DGID, traffic class, flow
+// label and hop limit.
+func (h *HCA) avGRH(g *mad.GRH, av *mlx4.AV, vf, port int, total uint64) {
 	*g = mad.GRH{IPVer: 6, TClass: uint8(av.SLTClassFlowLabel >> 20), FlowLabel: av.SLTClassFlowLabel & 0xfffff,
 		PayLen: uint16((total+3)&^3 + udHeaderBytes), NextHeader: grhNextHdrIBA, HopLimit: av.HopLimit, DGID: av.DGID}
-	v := h.portView(port)
 	guid := uint64(h.Cfg.Ports[port-1].PortGUID)
 	if h.mad != nil {
-		if x, ok := h.mad.GUID(uint8(port), qp.wq.vf+1); ok && x != 0 {
+		if x, ok := h.mad.GUID(uint8(port), vf+1); ok && x != 0 {
 			guid = x
 		}
 	}
-	for i := range 8 {
-		g.SGID[i] = byte(v.prefix >> (56 - 8*i))
-		g.SGID[8+i] = byte(guid >> (56 - 8*i))
-	}
-	_ = g.Encode(h.dp.grh[:])
+	binary.BigEndian.PutUint64(g.SGID[:], h.portView(port).prefix)
+	binary.BigEndian.PutUint64(g.SGID[8:], guid)
 }
 
 // keyTrap raises trap 257 or 258 for a UD packet dq's port dropped.
