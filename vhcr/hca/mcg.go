@@ -14,7 +14,8 @@ package hca
 // at once; when no member needs a join state any more, the PF leaves the
 // group for it on the wire. A join with a zero MGID (the SA to assign one)
 // goes to the SA as the VF sent it. A VF's reset (ResetFunction) leaves
-// its groups. Groups are bounded per port (mcgMaxGroups): past that a
+// its groups. A VF is a member of at most mcgMaxGroups groups per port
+// (so that one VF cannot fill the PF's table for the others): past that a
 // join is refused with the SA's "no resources" status.
 
 import (
@@ -24,7 +25,7 @@ import (
 	"github.com/vhcrd/vhcrd/mad"
 )
 
-// mcgMaxGroups bounds the groups a port's VFs make the PF keep.
+// mcgMaxGroups bounds the groups of a port one VF makes the PF keep.
 const mcgMaxGroups = 256
 
 // mcGroup is a multicast group the port's VFs joined.
@@ -48,6 +49,26 @@ type mcPending struct {
 
 // mcgPort is one port's groups.
 type mcgPort map[[16]byte]*mcGroup
+
+// memberOf is VF vf's join state in g (a nil g has no members).
+func (g *mcGroup) memberOf(vf int) (uint8, bool) {
+	if g == nil {
+		return 0, false
+	}
+	js, ok := g.members[vf]
+	return js, ok
+}
+
+// count is how many of the port's groups VF vf is a member of.
+func (p mcgPort) count(vf int) int {
+	n := 0
+	for _, g := range p {
+		if _, ok := g.members[vf]; ok {
+			n++
+		}
+	}
+	return n
+}
 
 // union is the join state the members need.
 func (g *mcGroup) union() uint8 {
@@ -83,17 +104,17 @@ func (h *HCA) mcgMultiplex(vf int, port uint8, o *WireMAD) bool {
 		h.mcgLeave(vf, port, o, g, js)
 		return true
 	}
+	if _, member := g.memberOf(vf); !member && groups.count(vf) >= mcgMaxGroups {
+		h.mcgAnswer(port, m, mad.MethodGetResp, mad.SAStatusNoResources, rec, js)
+		return true
+	}
 	if g == nil {
-		if len(groups) >= mcgMaxGroups {
-			h.mcgAnswer(vf, port, m, mad.MethodGetResp, mad.SAStatusNoResources, rec, js)
-			return true
-		}
 		g = &mcGroup{members: map[int]uint8{}}
 		groups[mgid] = g
 	}
 	g.members[vf] |= js
 	if g.valid && g.joined&js == js {
-		h.mcgAnswer(vf, port, m, mad.MethodGetResp, 0, g.rec[:], js)
+		h.mcgAnswer(port, m, mad.MethodGetResp, 0, g.rec[:], js)
 		return true
 	}
 	// One waiting request per VF (its latest: a retry replaces it), and
@@ -117,10 +138,10 @@ func (h *HCA) mcgLeave(vf int, port uint8, o *WireMAD, g *mcGroup, js uint8) {
 	m := &o.MAD
 	rec := m[mad.SAData:]
 	if g == nil {
-		h.mcgAnswer(vf, port, m, mad.MethodSADelete|mad.MethodResp, 0, rec, js)
+		h.mcgAnswer(port, m, mad.MethodSADelete|mad.MethodResp, 0, rec, js)
 		return
 	}
-	h.mcgAnswer(vf, port, m, mad.MethodSADelete|mad.MethodResp, 0, g.rec[:], js)
+	h.mcgAnswer(port, m, mad.MethodSADelete|mad.MethodResp, 0, g.rec[:], js)
 	h.mcgDrop(port, o, g, vf, js)
 }
 
@@ -194,9 +215,9 @@ func (h *HCA) mcgAnswered(port uint8, m *mad.MAD) bool {
 			case st == 0 && g.joined&p.js != p.js:
 				rest = append(rest, p)
 			case st == 0:
-				h.mcgAnswer(p.vf, port, &p.req, mad.MethodGetResp, 0, g.rec[:], p.js)
+				h.mcgAnswer(port, &p.req, mad.MethodGetResp, 0, g.rec[:], p.js)
 			default:
-				h.mcgAnswer(p.vf, port, &p.req, mad.MethodGetResp, st, p.req[mad.SAData:], p.js)
+				h.mcgAnswer(port, &p.req, mad.MethodGetResp, st, p.req[mad.SAData:], p.js)
 				if g.members[p.vf] &^= p.js; g.members[p.vf] == 0 {
 					delete(g.members, p.vf)
 				}
@@ -214,11 +235,11 @@ func (h *HCA) mcgAnswered(port uint8, m *mad.MAD) bool {
 	return false
 }
 
-// mcgAnswer answers VF vf's request req (TID with its slave byte) with
+// mcgAnswer answers a VF's request req (its TID's slave byte names the VF) with
 // method, status and the record rec carrying the VF's PortGID and join
 // state js, as the SA would; it reaches the VF through the tunnel's
 // ingress.
-func (h *HCA) mcgAnswer(vf int, port uint8, req *mad.MAD, method uint8, status uint16, rec []byte, js uint8) {
+func (h *HCA) mcgAnswer(port uint8, req *mad.MAD, method uint8, status uint16, rec []byte, js uint8) {
 	r := *req
 	r[3] = method
 	r.SetStatus(status)
@@ -231,7 +252,6 @@ func (h *HCA) mcgAnswer(vf int, port uint8, req *mad.MAD, method uint8, status u
 		pi, _ := h.mad.PortInfo(port)
 		wc.SLID = pi.MasterSMLID
 	}
-	_ = vf // the slave byte of req's TID names it
 	h.queueMAD(port, &wc, nil, &r)
 }
 

@@ -615,7 +615,8 @@ func mcJoin(method uint8, tid uint64, mgid, gid [16]byte, js uint8) mad.MAD {
 // PortGID, the TID restored); a join the PF's membership covers is
 // answered at once; a leave is answered at once, and the PF leaves on the
 // wire only when no member needs the group; a VF's reset leaves its
-// groups; past mcgMaxGroups a join is refused.
+// groups; past mcgMaxGroups groups a VF's join is refused, and another
+// VF's is not.
 func TestMCGAggregation(t *testing.T) {
 	d, w, vs := newTunnelRig(t, 2, nil)
 	mgid := [16]byte{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 12: 0xff, 0xff, 0xff, 0xff}
@@ -683,13 +684,6 @@ func TestMCGAggregation(t *testing.T) {
 	if len(w.sent) != 2 || w.sent[1].m.MAD.Method() != mad.MethodSADelete || w.sent[1].m.MAD[mad.SAData+mad.MCMRScopeJoin]&0xf != 1 {
 		t.Fatalf("the last leave: wire %d", len(w.sent))
 	}
-	// A reset leaves.
-	join(vs[0], 0, mad.MethodSet, 1, 0x66)
-	answer(0)
-	d.h.ResetFunction(0)
-	if last := w.sent[len(w.sent)-1].m.MAD; last.Method() != mad.MethodSADelete {
-		t.Fatalf("after the VF's reset: %#x", last.Method())
-	}
 	// The bound: mcgMaxGroups groups, the next refused.
 	v := vs[1]
 	for i := range mcgMaxGroups { // pending joins: nothing to receive yet
@@ -701,5 +695,17 @@ func TestMCGAggregation(t *testing.T) {
 	join(v, 1, mad.MethodSet, 1, 0x999)
 	if m := got(v); m.Status() != mad.SAStatusNoResources || m.TID() != 0x999 {
 		t.Fatalf("past the bound: status %#x TID %#x", m.Status(), m.TID())
+	}
+	before := len(w.sent)
+	join(vs[0], 0, mad.MethodSet, 1, 0xaaa) // the other VF's join of a new group
+	if m := got(vs[0]); len(w.sent) != before+1 || m.Status() == mad.SAStatusNoResources {
+		t.Fatal("one VF's groups refused another VF's join")
+	}
+	// A reset leaves (VF 0 is a member of the last group alone).
+	join(vs[0], 0, mad.MethodSet, 1, 0x66)
+	answer(0)
+	d.h.ResetFunction(0)
+	if last := w.sent[len(w.sent)-1].m.MAD; last.Method() != mad.MethodSADelete {
+		t.Fatalf("after the VF's reset: %#x", last.Method())
 	}
 }
