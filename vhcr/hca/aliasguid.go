@@ -90,7 +90,7 @@ func (h *HCA) registerAliasGUIDs(phys int) {
 	}
 	a.backoff = min(max(a.backoff*2, aliasFirstRetryNS), aliasMaxRetryNS)
 	a.due = h.now() + a.backoff
-	t.aliasArmed = true
+	t.setAliasArmed(true)
 }
 
 // aliasRetries sends again the registrations whose deadline passed and
@@ -109,8 +109,20 @@ func (h *HCA) aliasRetries() int {
 		}
 		armed = armed || a.due != 0
 	}
-	t.aliasArmed = armed
+	t.setAliasArmed(armed)
 	return n
+}
+
+// setAliasArmed records whether a registration waits, counting it in the
+// tunnel's work once (tunnelPending).
+func (t *tunnel) setAliasArmed(armed bool) {
+	switch {
+	case armed && !t.aliasArmed:
+		t.work.Add(1)
+	case !armed && t.aliasArmed:
+		t.work.Add(-1)
+	}
+	t.aliasArmed = armed
 }
 
 // aliasNext is the nearest registration deadline, as NextRetry reports it.

@@ -305,8 +305,8 @@ func (h *HCA) Attached() int { return h.sched.attached }
 // non-zero is a busy scan. With nothing attached or watched it returns at
 // once.
 func (h *HCA) ServiceQueues(budget int) int {
-	if h.sched.attached == 0 && len(h.sched.cqWatch) == 0 && !h.tunnelPending() {
-		return 0 // inlined into the poller's scan: the idle command path pays three loads
+	if h.sched.attached == 0 && len(h.sched.cqWatch) == 0 {
+		return 0 // inlined into the poller's scan: the idle command path pays two loads
 	}
 	return h.serviceQueues(budget)
 }
@@ -314,9 +314,6 @@ func (h *HCA) ServiceQueues(budget int) int {
 func (h *HCA) serviceQueues(budget int) int {
 	s := &h.sched
 	work := 0
-	if h.tunnelPending() {
-		work += h.tunnelWork() // MADs for the VFs' proxy QPs, the PF's own SA requests (tunnel.go)
-	}
 	if len(s.cqWatch) > 0 {
 		work += h.cqHints()
 	}

@@ -137,10 +137,14 @@ type tunnel struct {
 	mcg        [2]mcgPort // the VFs' multicast groups per port (mcg.go)
 	mcgOut     WireMAD    // the PF's own join as the wire gets it
 
-	n    atomic.Int32 // queued, read without the lock by the poller's scan
+	// work is what the poller has to do here: the MADs queued, and one
+	// more while a registration waits for its answer (aliasguid.go). The
+	// scan's idle fast path reads it alone, without the lock.
+	work atomic.Int32
 	mu   sync.Mutex
 	q    [tunQueueLen]tunItem
 	head int
+	n    int // queued (under mu)
 
 	cur tunItem                     // the item being delivered (poller)
 	buf [mlx4.TunnelMADSize]byte    // egress: the datagram as the tunnel QP receives it
@@ -393,24 +397,36 @@ func (h *HCA) ReceiveMAD(port uint8, wc *mad.WC, grh *mad.GRH, m *mad.MAD) bool 
 func (h *HCA) queueMAD(port uint8, wc *mad.WC, grh *mad.GRH, m *mad.MAD) bool {
 	t := &h.tun
 	t.mu.Lock()
-	if int(t.n.Load()) == tunQueueLen {
+	if t.n == tunQueueLen {
 		t.mu.Unlock()
 		t.drop(TunDropQueue)
 		return false
 	}
-	it := &t.q[(t.head+int(t.n.Load()))%tunQueueLen]
+	it := &t.q[(t.head+t.n)%tunQueueLen]
 	it.port, it.wc, it.hasGRH, it.m = port, *wc, grh != nil, *m
 	if grh != nil {
 		it.grh = *grh
 	}
-	t.n.Add(1)
+	t.n++
+	t.work.Add(1)
 	t.mu.Unlock()
 	return true
 }
 
 // tunnelPending reports whether MADs wait in the ingress queue or a
-// registration waits for its answer (aliasguid.go): two loads.
-func (h *HCA) tunnelPending() bool { return h.tun.n.Load() != 0 || h.tun.aliasArmed }
+// registration waits for its answer (aliasguid.go): one load.
+func (h *HCA) tunnelPending() bool { return h.tun.work.Load() != 0 }
+
+// ServiceTunnel is the poller's tunnel step, once per scan beside
+// ServiceQueues: the MADs queued for the VFs delivered, the PF's own SA
+// requests that are due sent again. It returns how many (non-zero is a busy
+// scan); idle, it is one load inlined into the scan.
+func (h *HCA) ServiceTunnel() int {
+	if !h.tunnelPending() {
+		return 0
+	}
+	return h.tunnelWork()
+}
 
 // tunnelWork delivers the queued MADs and sends the registrations that are
 // due; it reports how many of either.
@@ -428,13 +444,14 @@ func (h *HCA) tunnelDrain() int {
 	done := 0
 	for {
 		t.mu.Lock()
-		if t.n.Load() == 0 {
+		if t.n == 0 {
 			t.mu.Unlock()
 			return done
 		}
 		t.cur = t.q[t.head]
 		t.head = (t.head + 1) % tunQueueLen
-		t.n.Add(-1)
+		t.n--
+		t.work.Add(-1)
 		t.mu.Unlock()
 		h.tunnelDemux(&t.cur)
 		done++

@@ -260,7 +260,7 @@ func TestTunnelIngress(t *testing.T) {
 	if !d.h.ReceiveMAD(1, &wc, nil, &resp) {
 		t.Fatal("queue refused")
 	}
-	if n := d.h.ServiceQueues(64); n == 0 {
+	if n := d.h.ServiceTunnel(); n == 0 {
 		t.Fatal("the queued MAD was not work")
 	}
 	got := b.read(b.m+0x800, mlx4.ProxySQPHdrSize+mad.GRHSize+mad.Size)
@@ -295,7 +295,7 @@ func TestTunnelIngress(t *testing.T) {
 		m[3] = mad.MethodGetResp
 		before := st.Drops[c.reason].Load()
 		d.h.ReceiveMAD(1, &wc, nil, &m)
-		d.h.ServiceQueues(64)
+		d.h.ServiceTunnel()
 		if st.Drops[c.reason].Load() != before+1 {
 			t.Errorf("TID %#x: %s not counted", c.tid, TunnelDropLabels[c.reason])
 		}
@@ -306,7 +306,7 @@ func TestTunnelIngress(t *testing.T) {
 	before := st.Drops[TunDropClass].Load()
 	b.proxyRecv(b.qp1, 0x800)
 	d.h.ReceiveMAD(1, &wc, nil, &perf)
-	d.h.ServiceQueues(64)
+	d.h.ServiceTunnel()
 	if st.Drops[TunDropClass].Load() != before+1 || b.qp1.obj().RQHead != 1 {
 		t.Fatalf("PerfMgt response: class drops %d, RQ head %d", st.Drops[TunDropClass].Load(), b.qp1.obj().RQHead)
 	}
@@ -333,7 +333,7 @@ func TestTunnelQueueBound(t *testing.T) {
 	if accepted != tunQueueLen || st.Drops[TunDropQueue].Load() != 10 {
 		t.Fatalf("accepted %d, queue drops %d", accepted, st.Drops[TunDropQueue].Load())
 	}
-	d.h.ServiceQueues(64)
+	d.h.ServiceTunnel()
 	if st.In.Load() != 4 || st.Drops[TunDropProxy].Load() != tunQueueLen-4 || d.h.tunnelPending() {
 		t.Fatalf("in %d, proxy drops %d", st.In.Load(), st.Drops[TunDropProxy].Load())
 	}
@@ -353,7 +353,7 @@ func TestTunnelLocalSMP(t *testing.T) {
 	h := hdr(5)
 	h.RemoteQPN, h.QKey = 0, 0
 	a.post(a.qp0, tunnelQPN(0, 0, 1), h, m)
-	d.h.ServiceQueues(64)
+	d.h.ServiceTunnel()
 	got := a.read(a.m+0x800, mlx4.ProxySQPHdrSize+mad.GRHSize+mad.Size)
 	r, _ := mlx4.DecodeRcvTunnelHeader(got[40:56])
 	var out mad.MAD
@@ -435,7 +435,7 @@ func FuzzTunnel(f *testing.F) {
 		}
 		before = counted()
 		d.h.ReceiveMAD(1, &wc, nil, &m)
-		d.h.ServiceQueues(64)
+		d.h.ServiceTunnel()
 		after := counted()
 		if after-before != 1 {
 			t.Fatalf("an incoming MAD counted %d times", after-before)
@@ -490,7 +490,7 @@ func TestTunnelSMIOwner(t *testing.T) {
 	w.Ctrl.SrcRBFlags |= mlx4.MLX4_WQE_MLX_VL15 | mlx4.MLXWQEForceLoopback | mlx4.MLX4_WQE_MLX_SLR
 	a.qp0.post(w, append(append(append([]byte{}, udh...), hb[:]...), 0, 0, 0, 0))
 	a.qp0.run(4)
-	d.h.ServiceQueues(64)
+	d.h.ServiceTunnel()
 	got := a.read(a.m+0x800, mlx4.ProxySQPHdrSize+mad.GRHSize+mad.Size)
 	var out mad.MAD
 	copy(out[:], got[96:])
@@ -544,12 +544,12 @@ func TestAliasGUIDRegistration(t *testing.T) {
 		t.Fatalf("next retry %d %v", ns, ok)
 	}
 	d.clock += aliasFirstRetryNS - 1
-	d.h.ServiceQueues(64)
+	d.h.ServiceTunnel()
 	if len(w.sent) != 1 {
 		t.Fatal("sent again before its deadline")
 	}
 	d.clock++
-	d.h.ServiceQueues(64)
+	d.h.ServiceTunnel()
 	if len(w.sent) != 2 {
 		t.Fatal("not sent again at its deadline")
 	}
@@ -558,7 +558,7 @@ func TestAliasGUIDRegistration(t *testing.T) {
 		r[3] = mad.MethodGetResp
 		r.SetStatus(status)
 		d.h.ReceiveMAD(1, &mad.WC{SLID: pi.MasterSMLID, SrcQP: 1, QPN: 1}, nil, &r)
-		d.h.ServiceQueues(64)
+		d.h.ServiceTunnel()
 	}
 	answer(0x0200) // an SA status: refused
 	st := d.h.AliasGUIDStats()
@@ -629,7 +629,7 @@ func TestMCGAggregation(t *testing.T) {
 		t.Helper()
 		v.proxyRecv(v.qp1, 0x800)
 		v.post(v.qp1, tunnelQPN(vf, 1, 1), hdr(1), mcJoin(method, tid, mgid, gid(vf), js))
-		d.h.ServiceQueues(64) // an answer the PF gives at once
+		d.h.ServiceTunnel() // an answer the PF gives at once
 	}
 	answer := func(status uint16) {
 		t.Helper()
@@ -638,7 +638,7 @@ func TestMCGAggregation(t *testing.T) {
 		r.SetStatus(status)
 		binary.BigEndian.PutUint16(r[mad.SAData+mad.MCMRMLID:], 0xc001) // MLID
 		d.h.ReceiveMAD(1, &mad.WC{SLID: 1, SrcQP: 1, QPN: 1}, nil, &r)
-		d.h.ServiceQueues(64)
+		d.h.ServiceTunnel()
 	}
 	got := func(v *tunVF) mad.MAD {
 		t.Helper()

@@ -38,6 +38,9 @@ func (p *PF) scan() bool {
 	if p.hca.ServiceQueues(dataPathBudget) > 0 { // the send queues (hca/dpsched.go)
 		busy = true
 	}
+	if p.hca.ServiceTunnel() > 0 { // MADs for the VFs' proxy QPs (hca/tunnel.go)
+		busy = true
+	}
 	p.journal.Scanned()
 	if len(p.ftimers) != 0 {
 		p.runTimers()

@@ -85,7 +85,8 @@ const sleepCheckQPs = 64
 // doorbell or armed a CQ before it saw the flag did not wake the futex. The
 // UAR hints, the hot QPs and the watched CQs' arms are served
 // (hca.HCA.ServiceQueues), and the attached QPs checked by ownership
-// (hca.HCA.QueuesPending): work found is a reason not to block.
+// (hca.HCA.QueuesPending): work found is a reason not to block, as are
+// MADs the tunnel queued meanwhile (hca.HCA.ServiceTunnel).
 func (p *PF) dataPathRang() bool {
-	return p.hca.ServiceQueues(dataPathBudget) > 0 || p.hca.QueuesPending(sleepCheckQPs)
+	return p.hca.ServiceQueues(dataPathBudget) > 0 || p.hca.ServiceTunnel() > 0 || p.hca.QueuesPending(sleepCheckQPs)
 }
