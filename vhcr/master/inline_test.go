@@ -2,10 +2,10 @@ package master
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/vhcrd/vhcrd/hack/testenv"
 )
 
 // TestIdleDataPathInlined: the poller's scan pays for an idle data path
@@ -17,7 +17,7 @@ func TestIdleDataPathInlined(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the package with -gcflags=-m")
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin := testenv.LookPath(t, "go", "golang-go")
 	out, err := exec.Command(gobin, "build", "-o", "/dev/null", "-gcflags=-m", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build -gcflags=-m: %v\n%s", err, out)
