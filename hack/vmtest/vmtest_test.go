@@ -353,6 +353,10 @@ func TestVM(t *testing.T) {
 		// serve writes the header before it handles SIGTERM; "vhcrd
 		// starting" says it is polling and will stop cleanly.
 		con.expect(t, ctx, `msg="vhcrd starting"`)
+		// "serving" follows PF_STATE SERVING: a PF in a guest holds no
+		// owner claim on the host file, so vfctl reports one still
+		// starting at once instead of waiting for it.
+		con.expect(t, ctx, `msg=serving`)
 		vfChecks(t, ctx, host, vfctl, shm)
 	} else {
 		echoChecks(t, ctx, host, cfg)
@@ -364,6 +368,7 @@ func TestVM(t *testing.T) {
 		// The second run: vhcrd serve on sysfs resource2.
 		con.expect(t, ctx, "vmtest: ready: vhcrd serve --bar sysfs:")
 		con.expect(t, ctx, `msg="vhcrd starting" bar=sysfs:`)
+		con.expect(t, ctx, `msg=serving`)
 		sysfsChecks(t, ctx, vfctl, shm)
 		io.WriteString(stdin, "stop\n")
 		con.expect(t, ctx, `msg="vhcrd stopped"`)
