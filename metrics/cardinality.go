@@ -74,6 +74,7 @@ func Families(numVFs int) []Family {
 		{"vhcrd_packets_dropped_total", numVFs * len(PacketDropReasons), "vf × drop reason"},
 		{"vhcrd_mad_tunnel_mads_total", numVFs * len(TunnelDirections), "vf × direction"},
 		{"vhcrd_mad_tunnel_drops_total", int(hca.NumTunnelDrops), "drop reason"},
+		{"vhcrd_mad_tunnel_cm_ids_total", 1, "none"},
 		{"vhcrd_alias_guid_records_total", len(AliasGUIDResults), "result"},
 		{"vhcrd_wq_catastrophic_errors_total", numVFs, "vf"},
 		{"vhcrd_rnr_retries_total", numVFs, "vf"},

@@ -19,7 +19,7 @@ type DataPathCollector struct {
 	wqes, errCQEs, cqes, cqeDropped, overruns, cqAccess *prometheus.Desc
 	arms, compEvents, compLost, doorbells, foreign      *prometheus.Desc
 	dropped, catas, rnr, transport, log                 *prometheus.Desc
-	tunMADs, tunDrops, aliasGUIDs                       *prometheus.Desc
+	tunMADs, tunDrops, aliasGUIDs, cmIDs                *prometheus.Desc
 }
 
 // The results of vhcrd_alias_guid_records_total.
@@ -56,7 +56,8 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 		rnr:        d("rnr_retries_total", "RNR NAKs retried (the responder had no receive WQE), each after the responder's RNR timer.", "vf"),
 		transport:  d("transport_retries_total", "RC packets retransmitted after the local ACK timeout (the packet was lost: DLID unreachable, a port not Active, a P_Key mismatch, no QP there).", "vf"),
 		tunMADs:    d("mad_tunnel_mads_total", "MADs through the PF's SR-IOV tunnel, by VF: out, from its proxy QP0/QP1 to the wire (after mlx4_ib_multiplex_mad's checks); in, delivered to its proxy QPs.", "vf", "direction"),
-		tunDrops:   d("mad_tunnel_drops_total", "MADs the tunnel dropped, by reason (hca.TunnelDropLabels): src_qp, length, tid, smi, class, port, pkey, unrouted, slave, proxy, queue.", "reason"),
+		tunDrops:   d("mad_tunnel_drops_total", "MADs the tunnel dropped, by reason (hca.TunnelDropLabels): src_qp, length, tid, smi, class, port, pkey, unrouted, slave, proxy, queue, cm.", "reason"),
+		cmIDs:      d("mad_tunnel_cm_ids_total", "Comm IDs the PF gave the VFs' connections (mlx4_ib's CM paravirtualisation, cm.c): one per connection a VF's REQ, REP, MRA or SIDR REQ started."),
 		aliasGUIDs: d("alias_guid_records_total", "GUIDInfoRecord Sets the PF sent the SA to register the VFs' alias GUIDs (alias_GUID.c), and the SA's answers: ok, failed (a status).", "result"),
 		log:        d("datapath_log_total", "The data-path log in the state file: step records committed, steps a restarted PF redid, atomic intents written, atomics replayed with their recorded original, objects without a position entry, entries applied at a restart.", "event"),
 	}
@@ -65,7 +66,7 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 func (c *DataPathCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.wqes, c.errCQEs, c.cqes, c.cqeDropped, c.overruns, c.cqAccess,
 		c.arms, c.compEvents, c.compLost, c.doorbells, c.foreign, c.dropped, c.catas, c.rnr, c.transport, c.log,
-		c.tunMADs, c.tunDrops, c.aliasGUIDs}
+		c.tunMADs, c.tunDrops, c.cmIDs, c.aliasGUIDs}
 }
 
 // Describe implements prometheus.Collector.
@@ -115,6 +116,9 @@ func (c *DataPathCollector) Collect(ch chan<- prometheus.Metric) {
 		if v := ts.Drops[r].Load(); v != 0 {
 			ch <- prometheus.MustNewConstMetric(c.tunDrops, prometheus.CounterValue, float64(v), hca.TunnelDropLabels[r])
 		}
+	}
+	if v := ts.CMIDs.Load(); v != 0 {
+		ch <- prometheus.MustNewConstMetric(c.cmIDs, prometheus.CounterValue, float64(v))
 	}
 	as := c.h.AliasGUIDStats()
 	for i, v := range []uint64{as.Sent.Load(), as.OK.Load(), as.Failed.Load()} {

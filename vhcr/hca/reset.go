@@ -19,6 +19,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 	}
 	h.tptChanged()   // keycache.go: the VF's MPTs and MTTs go
 	h.mcgResetVF(vf) // mcg.go: its multicast groups left
+	h.cmResetVF(vf)  // cm.go: its connections' comm IDs forgotten
 	rel := h.Res.DeleteAll(vf, func(o *restrack.Object) {
 		switch o.Type {
 		case restrack.MAC:

@@ -13,10 +13,10 @@ package hca
 // mlx4_ib_multiplex_mad on it (tunnelMultiplex): the source QP must be a
 // proxy QP0/QP1 of the tunnel's port and slave; a request's TID must have
 // a zero most significant byte, which becomes the slave; an SMP only from
-// a VF with SMI; SA and DEVICE_MGMT (GET and SET) pass, CM and every other
-// class are dropped (the PF's CM paravirtualisation, cm.c, is not there:
-// a CM MAD from a VF is dropped and counted, as the real PF drops the
-// classes it does not handle); the AV's port goes through the VF's port
+// a VF with SMI; SA and DEVICE_MGMT (GET and SET) pass, CM passes with
+// the PF's comm ID for the connection (cm.go), every other class is
+// dropped and counted, as the real PF drops the classes it does not
+// handle; the AV's port goes through the VF's port
 // map, its GRH's SGID index becomes the slave's, the P_Key index through
 // the VF's virtual table. The MAD then leaves the port's QP0 (a proxy QP0's)
 // or QP1 (mlx4_ib_send_to_wire) through the wire (SetMADWire), or, with
@@ -28,7 +28,9 @@ package hca
 // a datagram). mlx4_ib_demux_mad finds the slave: a response's TID most
 // significant byte (cleared), or the GRH's DGID (the GUID index of the
 // slave); SMPs only as responses to an SMI VF; SA and DEVICE_MGMT
-// GET_RESP pass; the rest is dropped. mlx4_ib_send_to_slave delivers it
+// GET_RESP pass; a CM MAD goes to the VF its comm ID or, for a REQ, its
+// remote port GID names (cm.go); the rest is dropped. A CM MAD that
+// localWire brings to a port's QP1 is demultiplexed the same way. mlx4_ib_send_to_slave delivers it
 // to the slave's proxy QP as a struct mlx4_rcv_tunnel_mad: the receive
 // header with the work completion (source QP, GRH bit, the VF's P_Key
 // index of the packet's P_Key, SL, SLID), the GRH, the MAD — after the
@@ -62,12 +64,13 @@ const (
 	TunDropSlave                      // an incoming MAD names no VF
 	TunDropProxy                      // the VF's proxy QP cannot take it (absent, not receiving, no WQE)
 	TunDropQueue                      // the ingress queue or the wire's queue was full
+	TunDropCM                         // a CM MAD naming a comm ID the sender does not have, or none left (cm.go)
 	NumTunnelDrops
 )
 
 // TunnelDropLabels are the drop reasons' metric labels.
 var TunnelDropLabels = [NumTunnelDrops]string{"src_qp", "length", "tid", "smi", "class", "port", "pkey",
-	"unrouted", "slave", "proxy", "queue"}
+	"unrouted", "slave", "proxy", "queue", "cm"}
 
 // TunnelStats are the tunnel's counters (metrics read them at scrape
 // time).
@@ -76,6 +79,7 @@ type TunnelStats struct {
 	In  atomic.Uint64 // MADs delivered to VFs' proxy QPs
 
 	PFAnswers atomic.Uint64 // the SA's answers to the PF's own multicast joins and leaves (mcg.go)
+	CMIDs     atomic.Uint64 // comm IDs the PF gave the VFs' connections (cm.go)
 	Drops     [NumTunnelDrops]atomic.Uint64
 }
 
@@ -136,6 +140,7 @@ type tunnel struct {
 	aliasArmed bool       // a registration waits for its answer (poller)
 	mcg        [2]mcgPort // the VFs' multicast groups per port (mcg.go)
 	mcgOut     WireMAD    // the PF's own join as the wire gets it
+	cm         cmState    // the VFs' CM comm IDs (cm.go)
 
 	// work is what the poller has to do here: the MADs queued, and one
 	// more while a registration waits for its answer (aliasguid.go). The
@@ -336,7 +341,11 @@ func (h *HCA) multiplexClass(vf, slave int, m *mad.MAD) (TunnelDrop, bool) {
 		if m.Method() != mad.MethodGet && m.Method() != mad.MethodSet {
 			return TunDropClass, false
 		}
-	default: // CM (cm.c's paravirtualisation is not there) and every other class
+	case mad.ClassCM:
+		if !h.cmMultiplex(vf, m) {
+			return TunDropCM, false
+		}
+	default:
 		return TunDropClass, false
 	}
 	return 0, true
@@ -367,6 +376,13 @@ func (h *HCA) localWire(port uint8, o *WireMAD) {
 		g = &o.GRH
 	}
 	out, res := h.mad.ProcessMAD(0, uint8(arrive), &wc, g, &o.MAD)
+	if res == mad.Success && o.DQPN == 1 && o.MAD.MgmtClass() == mad.ClassCM {
+		// No agent of the port's takes it: the arrival port's QP1
+		// receives it for the PF, which demultiplexes it to a VF
+		// (cm.go), as it would a CM MAD from the fabric.
+		h.queueMAD(uint8(arrive), &wc, g, &o.MAD)
+		return
+	}
 	if res&mad.Reply == 0 {
 		if res&mad.Consumed == 0 && !o.MAD.IsResponse() && o.MAD.Method() != mad.MethodTrapRepress {
 			t.drop(TunDropUnrouted) // no agent here (the SA without an SM)
@@ -476,18 +492,20 @@ func (h *HCA) tunnelDemux(it *tunItem) {
 		h.pfMAD(m) // the PF's own request's answer (aliasguid.go)
 		return
 	}
-	if slave < 1 || slave > h.NumVFs {
-		t.drop(TunDropSlave) // the PF's own MADs, or no such VF
-		return
-	}
-	vf := slave - 1
 	switch m.MgmtClass() {
 	case mad.ClassSubnLID, mad.ClassSubnDirected:
-		if !h.Funcs[vf].SMI || !m.IsResponse() {
+		if slave >= 1 && slave <= h.NumVFs && (!h.Funcs[slave-1].SMI || !m.IsResponse()) {
 			t.drop(TunDropSMI)
 			return
 		}
 	case mad.ClassSubnAdm:
+	case mad.ClassCM:
+		vf := h.cmDemux(it.port, m)
+		if vf < 0 {
+			t.drop(TunDropCM)
+			return
+		}
+		slave = vf + 1
 	case mad.ClassDevMgt:
 		if m.Method() != mad.MethodGetResp {
 			t.drop(TunDropClass)
@@ -497,7 +515,11 @@ func (h *HCA) tunnelDemux(it *tunItem) {
 		t.drop(TunDropClass)
 		return
 	}
-	h.sendToSlave(vf, it)
+	if slave < 1 || slave > h.NumVFs {
+		t.drop(TunDropSlave) // the PF's own MADs, or no such VF
+		return
+	}
+	h.sendToSlave(slave-1, it)
 }
 
 // slaveOfGUID is mlx4_ib_find_real_gid: the GUID index on port whose GUID

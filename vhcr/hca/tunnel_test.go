@@ -171,8 +171,6 @@ func TestTunnelEgressRefused(t *testing.T) {
 	a, b := vs[0], vs[1]
 	perf := saGet(0)
 	perf[1] = mad.ClassPerfMgt
-	cm := saGet(0)
-	cm[1], cm[3] = mad.ClassCM, mad.MethodSend
 	smp := saGet(0)
 	smp[1] = mad.ClassSubnLID
 	farPort := hdr(1)
@@ -192,7 +190,7 @@ func TestTunnelEgressRefused(t *testing.T) {
 	}{
 		{"TID's top byte set", a.qp1, tunnelQPN(0, 1, 1), hdr(1), saGet(0x0100_0000_0000_0001), TunDropTID},
 		{"PerfMgt", a.qp1, tunnelQPN(0, 1, 1), hdr(1), perf, TunDropClass},
-		{"CM", a.qp1, tunnelQPN(0, 1, 1), hdr(1), cm, TunDropClass},
+		{"a CM RTU for no connection of the VF's", a.qp1, tunnelQPN(0, 1, 1), hdr(1), cmMAD(mad.AttrCMRTU, 5, 6), TunDropCM},
 		{"SMP from a VF without SMI", a.qp0, tunnelQPN(0, 0, 1), hdr(1), smp, TunDropSMI},
 		{"a port the VF has not", a.qp1, tunnelQPN(0, 1, 1), farPort, saGet(0), TunDropPort},
 		{"P_Key index beyond the VF's table", a.qp1, tunnelQPN(0, 1, 1), badPKey, saGet(0), TunDropPKey},
@@ -383,6 +381,8 @@ func FuzzTunnel(f *testing.F) {
 	resp[3] = mad.MethodGetResp
 	f.Add(append(hb[:], resp[:]...), resp[:], uint8(0))
 	f.Add(make([]byte, mlx4.TunnelSendPayload), make([]byte, mad.Size), uint8(2))
+	req, rep := cmREQ(0x1111, 0x0002c90300a0b0c2), cmMAD(mad.AttrCMREP, 0x2222, 0x1111)
+	f.Add(append(hb[:], req[:]...), rep[:], uint8(1)) // the CM's comm IDs (cm.go)
 	f.Fuzz(func(t *testing.T, dg, in []byte, qpt uint8) {
 		if len(dg) < mlx4.TunnelSendPayload || len(in) < mad.Size {
 			return

@@ -74,6 +74,12 @@ const MADTIDSlaveByte = 8
 // ("255 indicates the dom0": a response with it is the PF's, its TID kept).
 const MADTIDDom0 = 0xff
 
+// CM_CLEANUP_CACHE_TIMEOUT is how long mlx4_ib's CM paravirtualisation
+// (cm.c) keeps a connection's comm ID mapping after its DREQ or REJ (and a
+// REQ's sender for a later REJ with reason Timeout), in nanoseconds: 30 s,
+// so that the retries and the DREP still find it.
+const CM_CLEANUP_CACHE_TIMEOUT = 30e9
+
 // MLX4_MFUNC_MAX is the most functions (PF and VFs) mlx4 has: the proxy
 // and tunnel QP ranges hold 8 QPs for each.
 const MLX4_MFUNC_MAX = 128

@@ -23,6 +23,7 @@ func TestTunnelLayout(t *testing.T) {
 		{"sizeof(struct mlx4_tunnel_mad)", TunnelMADSize, 352}, {"sizeof(struct mlx4_rcv_tunnel_mad)", RcvTunnelMADSize, 312},
 		{"sizeof(struct mlx4_ib_proxy_sqp_hdr)", ProxySQPHdrSize, 56}, {"proxy send payload", TunnelSendPayload, 312},
 		{"tid msb", MADTIDSlaveByte, 8}, {"dom0", MADTIDDom0, 0xff}, {"MLX4_MFUNC_MAX", MLX4_MFUNC_MAX, 128},
+		{"CM_CLEANUP_CACHE_TIMEOUT (30 * HZ, ns)", CM_CLEANUP_CACHE_TIMEOUT, 30_000_000_000},
 	})
 	checkOffsets(t, "tunnel bits", []off{
 		{"force loopback (port_pd bit 31)", AVForceLoopback, 0x80000000}, {"g_ml_path GRH", RcvTunGRHBit, 0x80},
