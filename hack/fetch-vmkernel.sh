@@ -4,11 +4,12 @@
 # into .cache/vmkernel:
 #   vmlinuz
 #   mods/   the VFIO modules (TestVM: vfio-pci in the guest)
-#   mlx4/   Debian's unmodified mlx4_core, ib_core, ib_uverbs, mlx4_ib, ib_umad, ib_ipoib and
+#   mlx4/   Debian's unmodified mlx4_core, ib_core, ib_uverbs, mlx4_ib, ib_umad, ib_ipoib, rdma_ucm and
 #           every module their .modinfo depends= names, transitively
 #           (TestLinuxMLX4: the guest's mlx4 driver against vhcrd; ib_umad:
 #           the verbs guest's infiniband-diags through the MAD tunnel;
-#           ib_ipoib: IPoIB between two guests), and
+#           ib_ipoib: IPoIB between two guests; rdma_ucm with rdma_cm and
+#           ib_cm: rping over the RDMA CM), and
 #           virtio_pci and virtio_net with theirs (the kernel builds
 #           them as modules): the two-guest verbs scenario's network
 #           between the guests (TestLinuxMLX4Verbs)
@@ -17,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.cache/vmkernel
-mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib ib_umad ib_ipoib virtio_pci virtio_net)
+mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib ib_umad ib_ipoib rdma_ucm virtio_pci virtio_net)
 complete() {
   [ -f "$dest/vmlinuz" ] || return 1
   ls "$dest"/mods/*.ko* >/dev/null 2>&1 || return 1

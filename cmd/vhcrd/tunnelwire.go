@@ -41,8 +41,9 @@ func (w *tunnelWire) SendMAD(port uint8, m *hca.WireMAD) bool {
 	return true
 }
 
-// receive is the server's Options.Tunnel: a client's response for a VF.
-func (w *tunnelWire) receive(wc *mad.WC, m *mad.MAD) { w.h.ReceiveMAD(w.port, wc, nil, m) }
+// receive is the server's Options.Tunnel: a MAD that reached a port's QP1
+// for a VF (a client's response, a CM MAD).
+func (w *tunnelWire) receive(port uint8, wc *mad.WC, m *mad.MAD) { w.h.ReceiveMAD(port, wc, nil, m) }
 
 // run routes the queued MADs until done is closed.
 func (w *tunnelWire) run(done <-chan struct{}) {

@@ -174,3 +174,49 @@ func checkIPoIB(t *testing.T, lines []string, d *vhcrdProc) {
 		t.Errorf("ping did not get its 3 replies")
 	}
 }
+
+// checkRping holds rping's run between the guests: both ends ok, the
+// client's RpingCount validated pings and the server's as many, and the
+// tunnel's comm IDs (the REQ's and the REP's at least).
+func checkRping(t *testing.T, srv, cli []string, d *vhcrdProc) {
+	count := func(lines []string, prefix string) (int, string, []string) {
+		n, res := 0, ""
+		var out []string
+		for _, l := range lines {
+			if s, ok := strings.CutPrefix(l, "vmtest: rping| "); ok {
+				out = append(out, s)
+				if strings.HasPrefix(s, prefix+"rdma-ping-") {
+					n++
+				}
+			}
+			if s, ok := strings.CutPrefix(l, RpingPrefix); ok {
+				res = s
+			}
+		}
+		return n, res, out
+	}
+	sn, sres, sout := count(srv, "server ping data: ")
+	cn, cres, cout := count(cli, "ping data: ")
+	t.Logf("rping server (%s), %d pings:\n%s", sres, sn, strings.Join(lastN(sout, 8), "\n"))
+	t.Logf("rping client (%s), %d pings:\n%s", cres, cn, strings.Join(lastN(cout, 8), "\n"))
+	m := d.metrics(t)
+	t.Logf("tunnel: comm IDs %v, MADs %v, drops by reason %v", m.sum("vhcrd_mad_tunnel_cm_ids_total", nil),
+		m.byLabel("vhcrd_mad_tunnel_mads_total", "direction", nil), m.byLabel("vhcrd_mad_tunnel_drops_total", "reason", nil))
+	if !strings.HasPrefix(sres, "ok") || !strings.HasPrefix(cres, "ok") {
+		t.Errorf("rping: server %q, client %q", sres, cres)
+	}
+	if sn != RpingCount || cn != RpingCount {
+		t.Errorf("rping: %d server and %d client pings, want %d each", sn, cn, RpingCount)
+	}
+	if n := m.sum("vhcrd_mad_tunnel_cm_ids_total", nil); n < 2 {
+		t.Errorf("%v comm IDs given by the tunnel, want the REQ's and the REP's at least", n)
+	}
+}
+
+// lastN is the last n of lines.
+func lastN(lines []string, n int) []string {
+	if len(lines) > n {
+		return lines[len(lines)-n:]
+	}
+	return lines
+}

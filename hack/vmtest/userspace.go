@@ -35,6 +35,9 @@ var VerbsFiles = []string{
 	"usr/bin/ib_write_bw", "usr/bin/ib_send_lat", "usr/bin/ib_send_bw",
 	"usr/lib/x86_64-linux-gnu/libibverbs/libmlx4-rdmav34.so",
 	"etc/libibverbs.d/mlx4.driver",
+	// glibc dlopens it for pthread_exit and pthread_cancel (rping's
+	// threads end so): no DT_NEEDED names it.
+	"lib/x86_64-linux-gnu/libgcc_s.so.1",
 }
 
 // ErrMissingLibrary is a DT_NEEDED library that no LibDirs of the root has.

@@ -43,10 +43,21 @@ type VerbsConfig struct {
 	// IPoIB, if set, is ib0's address (ib_ipoib in both guests of a
 	// pair); the client pings the peer's (IPoIBPrefix lines).
 	IPoIB *NetConfig
+	// Rping, with IPoIB, runs rdmacm-utils' rping between the pair over
+	// the RDMA CM: the server on its ib0 address, the client to the
+	// peer's, RpingCount pings verified (RpingPrefix lines).
+	Rping bool
 }
 
 // IPoIBPrefix starts the IPoIB ping's result line.
 const IPoIBPrefix = "vmtest: ipoib ping: "
+
+// RpingPrefix starts rping's result line; RpingCount is its -C.
+const (
+	RpingPrefix = "vmtest: rping: "
+	RpingCount  = 5
+	RpingPort   = 7174
+)
 
 // Diag is one management tool run in the verbs guest.
 type Diag struct {

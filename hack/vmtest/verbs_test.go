@@ -85,8 +85,9 @@ func verbsConfig(role string, nc *NetConfig) MLX4Config {
 		cfg.Verbs.Diags = smiDiags()
 	}
 	if nc != nil {
-		cfg.Modules = append(cfg.Modules, "virtio_pci", "virtio_net", "ib_ipoib")
+		cfg.Modules = append(cfg.Modules, "virtio_pci", "virtio_net", "ib_ipoib", "rdma_ucm")
 		cfg.Verbs.IPoIB = &NetConfig{Addr: ipoibAddr[nc.Addr], Prefix: 24, Peer: ipoibAddr[nc.Peer]}
+		cfg.Verbs.Rping = true
 	}
 	return cfg
 }
@@ -200,6 +201,16 @@ func TestLinuxMLX4Verbs(t *testing.T) {
 			t.Run("ipoib", func(t *testing.T) { checkIPoIB(t, cl.lines, pe.vhcrd) })
 		})
 		srv.step("ipoib", sl.keep(srv))
+		// rping over the RDMA CM: the CM's REQ, REP and RTU and the
+		// DREQ/DREP cross the PF's tunnel (its comm ID remapping), the
+		// pings are RDMA READs and WRITEs between the two VFs.
+		srv.tolerate, cli.tolerate = true, true // a failing rping's lines are its own to report
+		srv.step("rping listening", sl.keep(srv))
+		cli.step("rping connect", cl.keep(cli))
+		cli.step("rping", cl.keep(cli))
+		srv.step("rping", sl.keep(srv))
+		srv.tolerate, cli.tolerate = false, false
+		t.Run("rping", func(t *testing.T) { checkRping(t, sl.lines, cl.lines, pe.vhcrd) })
 		srv.tolerate, cli.tolerate = true, true
 		traceFrom := map[string]int64{}
 		for _, pp := range srvCfg.Verbs.Pingpongs {

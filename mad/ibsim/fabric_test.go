@@ -340,3 +340,55 @@ func TestFabricDirectedRouteFromTheTunnel(t *testing.T) {
 		t.Fatalf("ok %v NodeInfo %+v D %v return path % x TID %#x", ok, ni, out.Direction(), out[192:195], out.TID())
 	}
 }
+
+// A CM MAD is the PF's tunnel's to demultiplex (mlx4_ib's cm.c): one a VF
+// sends through the tunnel to its own port's LID comes back into the
+// tunnel for port 1, not to the SM client; one to the HCA's other port,
+// through the switch, reaches the tunnel for port 2.
+func TestFabricCMIntoTheTunnel(t *testing.T) {
+	cfg := madtest.Node()
+	cfg.Ports[0].LID, cfg.Ports[1].LID = 5, 6
+	cfg.Ports[1].State = mad.PortActive
+	e, err := mad.New(cfg, mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, Description: "sw", NumPorts: 8, VendorID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		port uint8
+		wc   mad.WC
+		m    mad.MAD
+	}
+	back := make(chan got, 4)
+	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
+	s, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca", Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1},
+		Tunnel: func(port uint8, wc *mad.WC, m *mad.MAD) { back <- got{port, *wc, *m} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	dialSM(t, name, true)
+	var req mad.MAD
+	req[0], req[1], req[2], req[3] = 1, mad.ClassCM, 2, mad.MethodSend
+	be.PutUint16(req[16:], mad.AttrCMREQ)
+	be.PutUint32(req[mad.CMLocalCommID:], 0x1111)
+	for _, c := range []struct {
+		dlid uint16
+		port uint8
+	}{{5, 1}, {6, 2}} {
+		if _, _, ok := s.SendTunnel(c.dlid, 0, 1, 1, &req); ok {
+			t.Fatalf("LID %d: a CM REQ answered", c.dlid)
+		}
+		select {
+		case g := <-back:
+			if g.port != c.port || g.m != req || g.wc.SLID != 5 || g.wc.SrcQP != 1 || g.wc.QPN != 1 {
+				t.Fatalf("LID %d: the tunnel got port %d, wc %+v", c.dlid, g.port, g.wc)
+			}
+		default:
+			t.Fatalf("LID %d: the CM REQ did not reach the tunnel", c.dlid)
+		}
+	}
+}

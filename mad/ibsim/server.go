@@ -62,13 +62,16 @@ type Options struct {
 	// as it would cross the link (traps are recorded by giving the same
 	// Writer to the engine as a sink).
 	Capture *capture.Writer
-	// Tunnel, if set, gets every MAD a client sends to the port that is a
-	// response whose TID's most significant byte is not zero: mlx4's slave
-	// byte, which the PF's tunnel set in a VF's request (SendTunnel) and
-	// demultiplexes by (hca.HCA.ReceiveMAD). It runs on the server's
-	// goroutines. The clients' own requests carry their index in TID bits
-	// 55:48 and a zero top byte, as the PF's own MADs do.
-	Tunnel func(wc *mad.WC, m *mad.MAD)
+	// Tunnel, if set, gets every MAD that reaches a port of the engine's
+	// QP1 for the PF's tunnel to demultiplex (hca.HCA.ReceiveMAD), with
+	// the port it reached: a response whose TID's most significant byte is
+	// not zero (mlx4's slave byte, which the PF's tunnel set in a VF's
+	// request, SendTunnel), and every CM MAD, which the PF hands to the VF
+	// its comm ID or GID names (mlx4_ib's cm.c) — sent to this port or,
+	// through the fabric, to another of the engine's ports. It runs on the
+	// server's goroutines. The clients' own requests carry their index in
+	// TID bits 55:48 and a zero top byte, as the PF's own MADs do.
+	Tunnel func(port uint8, wc *mad.WC, m *mad.MAD)
 }
 
 // tunnelSender is the sender index of the PF's tunnel: no client slot.
@@ -456,7 +459,7 @@ func (s *Server) dropped(req []byte) {
 // request on QP0 or QP1 to the client attached as an SM. It reports -1 for
 // nobody.
 func (s *Server) agent(m *mad.MAD) int {
-	if m.IsResponse() && m.TID()>>56 != 0 && s.opt.Tunnel != nil {
+	if s.opt.Tunnel != nil && (m.IsResponse() && m.TID()>>56 != 0 || m.MgmtClass() == mad.ClassCM) {
 		return tunnelSender // a VF's: the tunnel demultiplexes it
 	}
 	s.mu.Lock()
@@ -633,7 +636,7 @@ func (s *Server) atPort(sender int, r *request) (out mad.MAD, ok bool, to int) {
 		// Not the HCA's: the MAD layer hands it to the agent that
 		// registered for it, a client of this port.
 		to = s.agent(&r.in)
-		if to == tunnelSender && sender == tunnelSender {
+		if to == tunnelSender && sender == tunnelSender && r.in.IsResponse() {
 			// A VF's response (an RMPP ACK or ABORT of its MAD layer)
 			// is for the agent whose request it answers: the SM's SA.
 			to = s.smClient()
@@ -672,6 +675,11 @@ func (s *Server) at(n node, slid uint16, sqp, dqp uint32, in *mad.MAD) (mad.MAD,
 	}
 	wc := mad.WC{SLID: slid, SrcQP: sqp & 0xFFFFFF, QPN: dqp}
 	out, res := e.ProcessMAD(0, n.port, &wc, nil, in)
+	if res == mad.Success && n.peer == nil && dqp == 1 && in.MgmtClass() == mad.ClassCM && s.opt.Tunnel != nil {
+		// Another port of this HCA: its QP1 receives the CM MAD for the
+		// PF's tunnel, as this port's would.
+		s.opt.Tunnel(n.port, &wc, in)
+	}
 	return out, res&mad.Reply != 0
 }
 
@@ -722,7 +730,7 @@ func (s *Server) toTunnel(req []byte) {
 	var m mad.MAD
 	copy(m[:], req[32:])
 	wc := mad.WC{SLID: be.Uint16(req[4:]), SrcQP: be.Uint32(req[12:]) & 0xffffff, QPN: be.Uint32(req[8:]) & 1}
-	s.opt.Tunnel(&wc, &m)
+	s.opt.Tunnel(s.opt.Port, &wc, &m)
 }
 
 // SendTunnel sends a MAD a VF sent through the PF's tunnel from the
@@ -746,7 +754,7 @@ func (s *Server) SendTunnel(dlid uint16, bits uint8, sqp, dqp uint32, in *mad.MA
 	s.record(r.slid, r.dlid, r.sqp, r.dqp, &r.in)
 	out, ok, from, to := s.route(tunnelSender, &r)
 	if to == tunnelSender { // a VF's response to a VF: back into the tunnel
-		s.opt.Tunnel(&mad.WC{SLID: r.slid, SrcQP: r.sqp, QPN: r.dqp & 1}, &r.in)
+		s.opt.Tunnel(s.opt.Port, &mad.WC{SLID: r.slid, SrcQP: r.sqp, QPN: r.dqp & 1}, &r.in)
 		return out, 0, false
 	}
 	if to >= 0 {

@@ -592,7 +592,7 @@ func TestTunnelThroughTheSM(t *testing.T) {
 	}
 	back := make(chan got, 4)
 	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
-	s, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca", Tunnel: func(wc *mad.WC, m *mad.MAD) { back <- got{*wc, *m} }})
+	s, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca", Tunnel: func(_ uint8, wc *mad.WC, m *mad.MAD) { back <- got{*wc, *m} }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,7 +646,7 @@ func TestRMPPFramedForTheTunnel(t *testing.T) {
 	}
 	back := make(chan mad.MAD, 4)
 	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
-	s, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca", Tunnel: func(_ *mad.WC, m *mad.MAD) { back <- *m }})
+	s, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca", Tunnel: func(_ uint8, _ *mad.WC, m *mad.MAD) { back <- *m }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,3 +41,40 @@ func TestDataSparseTransitions(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestDataAccessFlagsCarried: the remote access enables as rdma_cm and
+// mlx4_ib set them — none at RST2INIT (cma_init_ib_qp), RRE/RWE/RAE at
+// INIT2INIT with their optpar bits, rra_max at INIT2RTR with
+// OPTPAR_RRA_MAX, and an RTR2RTS whose params2 has neither — stay set: the
+// peer's RDMA READ of the QP's memory is answered (rping's first READ
+// failed with a remote invalid request when RTR2RTS's zeros were taken).
+func TestDataAccessFlagsCarried(t *testing.T) {
+	d := newDPRig(t, 1, nil)
+	a := d.setup(0)
+	k, m := a.mr(vaA, 1, permAll, a.pd)
+	reader := a.qp(qpOpts{st: mlx4.QP_ST_RC, access: remoteAll})
+	target := a.qp(qpOpts{st: mlx4.QP_ST_RC}) // RST2INIT: no access
+	target.p2 = remoteAll
+	a.must(target.modify(mlx4.INIT2INIT_QP, mlx4.QP_OPTPAR_RRE|mlx4.QP_OPTPAR_RWE|mlx4.QP_OPTPAR_RAE), "INIT2INIT")
+	target.p2 = 0 << mlx4.QPCParams2RRAMaxShift // fls(1 - 1): one read in flight
+	target.ctx.RemoteQPN, target.ctx.Pri.RLID = reader.qpn, 5
+	a.must(target.modify(mlx4.INIT2RTR_QP, mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH|mlx4.QP_OPTPAR_RRA_MAX), "INIT2RTR")
+	a.must(target.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
+	if w := target.obj().wq; !w.rre || !w.rwe || !w.rae {
+		t.Fatalf("after RTR2RTS: RRE %v RWE %v RAE %v, want the INIT2INIT's", w.rre, w.rwe, w.rae)
+	}
+	reader.connect(target.qpn, 5)
+	a.fill(m+2048, []byte("read me through the peer"))
+	w := send(mlx4.OPCODE_RDMA_READ, sge(k, vaA, 24))
+	w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: vaA + 2048, RKey: k}
+	reader.post(w, nil)
+	reader.run(4)
+	if got := a.read(m, 24); string(got) != "read me through the peer" {
+		t.Fatalf("RDMA READ got %q", got)
+	}
+	for _, c := range d.take() {
+		if c.e.IsError() {
+			t.Fatalf("error CQE %+v", c.e)
+		}
+	}
+}

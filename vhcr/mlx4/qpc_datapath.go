@@ -13,6 +13,11 @@ const (
 	QP_BIT_RRE = 1 << 15
 	QP_BIT_RWE = 1 << 14
 	QP_BIT_RAE = 1 << 13
+	// QPCParams2RRAMaxShift: params2 23:21 is rra_max, the log of the
+	// responder's RDMA read and atomic resources (fls(max_dest_rd_atomic
+	// - 1) << 21, with MLX4_QP_OPTPAR_RRA_MAX).
+	QPCParams2RRAMaxShift = 21
+	QPCParams2RRAMaxMask  = 7
 
 	// PathSchedQueueSLShift: an IB path's SL is sched_queue 5:2
 	// (mlx4_set_sched: 0x80 | (port - 1) << 6 | sl << 2).

@@ -67,6 +67,9 @@ func (g *guest) verbs() error {
 		if err := g.ipoib(vc); err != nil {
 			return err
 		}
+		if vc.Rping {
+			g.rping(vc)
+		}
 	}
 	limit := time.Duration(vc.TimeLimitMS) * time.Millisecond
 	for _, pp := range vc.Pingpongs {
@@ -136,6 +139,52 @@ func (g *guest) ipoib(vc vmtest.VerbsConfig) error {
 	}
 	wait("ipoib")
 	return nil
+}
+
+// rping runs rdmacm-utils' rping over ib0: the server binds its ib0
+// address and, at its rdma_listen (its -d line, printed as it calls
+// rdma_listen: the client's guest needs a host round trip, an ARP and a
+// PathRecord query before its REQ can arrive), the host lets the client's
+// guest connect to it; the client validates the echoed data (-V). Each
+// end's result is one RpingPrefix line (the host judges the ping data
+// lines).
+func (g *guest) rping(vc vmtest.VerbsConfig) {
+	limit := time.Duration(vc.TimeLimitMS) * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	count, port := fmt.Sprint(vmtest.RpingCount), fmt.Sprint(vmtest.RpingPort)
+	var r toolResult
+	if vc.Role == "server" {
+		listening := make(chan struct{})
+		var once sync.Once
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r = runToolLines(ctx, "rping", "/usr/bin/rping", func(l string) {
+				if strings.Contains(l, "rdma_listen") {
+					once.Do(func() { close(listening) })
+				}
+			}, "-s", "-d", "-v", "-a", vc.IPoIB.Addr, "-p", port, "-C", count)
+		}()
+		select {
+		case <-listening:
+			wait("rping listening")
+		case <-done:
+		}
+		<-done
+	} else {
+		wait("rping connect")
+		r = runTool(ctx, "rping", "/usr/bin/rping", "-c", "-v", "-V", "-a", vc.IPoIB.Peer, "-p", port, "-C", count)
+	}
+	switch {
+	case r.hung:
+		say("rping: hung (time limit %v), last lines: %s", limit, strings.Join(r.last, " | "))
+	case r.err != nil:
+		say("rping: failed: %v, last lines: %s", r.err, strings.Join(r.last, " | "))
+	default:
+		say("rping: ok in %v", r.took.Round(time.Millisecond))
+	}
+	wait("rping")
 }
 
 // waitActive waits for port's state "4: ACTIVE" and a nonzero LID.
