@@ -189,7 +189,7 @@ func checkRping(t *testing.T, srv, cli []string, d *vhcrdProc) {
 					n++
 				}
 			}
-			if s, ok := strings.CutPrefix(l, RpingPrefix); ok {
+			if s, ok := strings.CutPrefix(l, CMPrefix+"rping: "); ok {
 				res = s
 			}
 		}
@@ -219,4 +219,49 @@ func lastN(lines []string, n int) []string {
 		return lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// cmLines are the lines of CM run name in lines, and its result.
+func cmLines(lines []string, name string) ([]string, string) {
+	var out []string
+	res := ""
+	for _, l := range lines {
+		if s, ok := strings.CutPrefix(l, "vmtest: "+name+"| "); ok {
+			out = append(out, s)
+		}
+		if s, ok := strings.CutPrefix(l, CMPrefix+name+": "); ok {
+			res = s
+		}
+	}
+	return out, res
+}
+
+// bwLine is perftest's result row: bytes, iterations, peak and average
+// bandwidth (MB/sec), message rate.
+var bwLine = regexp.MustCompile(`^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$`)
+
+// checkWriteBW holds ib_write_bw -R between the guests: both ends ok, the
+// connection made by the RDMA CM, a result row with iterations and a
+// nonzero average bandwidth.
+func checkWriteBW(t *testing.T, srv, cli []string) {
+	sout, sres := cmLines(srv, "ib_write_bw -R")
+	cout, cres := cmLines(cli, "ib_write_bw -R")
+	t.Logf("ib_write_bw -R server (%s):\n%s", sres, strings.Join(lastN(sout, 6), "\n"))
+	t.Logf("ib_write_bw -R client (%s):\n%s", cres, strings.Join(lastN(cout, 10), "\n"))
+	if !strings.HasPrefix(sres, "ok") || !strings.HasPrefix(cres, "ok") {
+		t.Errorf("ib_write_bw -R: server %q, client %q", sres, cres)
+	}
+	if !hasLine(cout, "Data ex. method : rdma_cm") {
+		t.Errorf("ib_write_bw -R: the connection was not made by the RDMA CM")
+	}
+	var row []string
+	for _, l := range cout {
+		if m := bwLine.FindStringSubmatch(l); m != nil {
+			row = m
+		}
+	}
+	if row == nil || row[2] == "0" || row[4] == "0.00" {
+		t.Fatalf("ib_write_bw -R: no result row with iterations and bandwidth (%q)", row)
+	}
+	t.Logf("ib_write_bw -R: %s-byte RDMA WRITEs, %s iterations, average %s MB/sec, %s Mpps", row[1], row[2], row[4], row[5])
 }

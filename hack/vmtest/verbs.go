@@ -1,5 +1,7 @@
 package vmtest
 
+import "fmt"
+
 // Scenarios of the verbs guest: Debian's rdma-core userspace (Userspace)
 // against mlx4_0 once mlx4_core and mlx4_ib have bound.
 const (
@@ -43,21 +45,46 @@ type VerbsConfig struct {
 	// IPoIB, if set, is ib0's address (ib_ipoib in both guests of a
 	// pair); the client pings the peer's (IPoIBPrefix lines).
 	IPoIB *NetConfig
-	// Rping, with IPoIB, runs rdmacm-utils' rping between the pair over
-	// the RDMA CM: the server on its ib0 address, the client to the
-	// peer's, RpingCount pings verified (RpingPrefix lines).
-	Rping bool
+	// CM, with IPoIB, are tools run between the pair over the RDMA CM,
+	// in order, each bounded by TimeLimitMS.
+	CM []CMRun
 }
 
 // IPoIBPrefix starts the IPoIB ping's result line.
 const IPoIBPrefix = "vmtest: ipoib ping: "
 
-// RpingPrefix starts rping's result line; RpingCount is its -C.
-const (
-	RpingPrefix = "vmtest: rping: "
-	RpingCount  = 5
-	RpingPort   = 7174
-)
+// CMRun is a tool run between a pair of guests over the RDMA CM (their
+// ib0 addresses): the server with Server, and once it prints a line with
+// Ready, the client with Client. "{addr}" in an argument is the guest's
+// own ib0 address, "{peer}" the other guest's. Each line the tool prints
+// is "vmtest: NAME| LINE"; the result is "vmtest: cm NAME: ok ..." or
+// "... failed ..." (CMPrefix).
+type CMRun struct {
+	Name, Tool     string
+	Server, Client []string
+	Ready          string
+}
+
+// CMPrefix starts a CM run's result line.
+const CMPrefix = "vmtest: cm "
+
+// RpingCount is the pings rping's run makes (-C).
+const RpingCount = 5
+
+// DefaultCMRuns are rdmacm-utils' rping (RpingCount pings, the client
+// validating each echo) and perftest's ib_write_bw with its connection
+// made by the RDMA CM (-R) for two seconds.
+func DefaultCMRuns() []CMRun {
+	c := fmt.Sprint(RpingCount)
+	bw := []string{"-R", "-d", "mlx4_0", "-i", "1", "-D", "2", "-F"}
+	return []CMRun{
+		{Name: "rping", Tool: "/usr/bin/rping", Ready: "rdma_listen",
+			Server: []string{"-s", "-d", "-v", "-a", "{addr}", "-p", "7174", "-C", c},
+			Client: []string{"-c", "-v", "-V", "-a", "{peer}", "-p", "7174", "-C", c}},
+		{Name: "ib_write_bw -R", Tool: "/usr/bin/ib_write_bw", Ready: "Waiting for client to connect",
+			Server: bw, Client: append(append([]string{}, bw...), "{peer}")},
+	}
+}
 
 // Diag is one management tool run in the verbs guest.
 type Diag struct {

@@ -87,7 +87,7 @@ func verbsConfig(role string, nc *NetConfig) MLX4Config {
 	if nc != nil {
 		cfg.Modules = append(cfg.Modules, "virtio_pci", "virtio_net", "ib_ipoib", "rdma_ucm")
 		cfg.Verbs.IPoIB = &NetConfig{Addr: ipoibAddr[nc.Addr], Prefix: 24, Peer: ipoibAddr[nc.Peer]}
-		cfg.Verbs.Rping = true
+		cfg.Verbs.CM = DefaultCMRuns()
 	}
 	return cfg
 }
@@ -204,13 +204,16 @@ func TestLinuxMLX4Verbs(t *testing.T) {
 		// rping over the RDMA CM: the CM's REQ, REP and RTU and the
 		// DREQ/DREP cross the PF's tunnel (its comm ID remapping), the
 		// pings are RDMA READs and WRITEs between the two VFs.
-		srv.tolerate, cli.tolerate = true, true // a failing rping's lines are its own to report
-		srv.step("rping listening", sl.keep(srv))
-		cli.step("rping connect", cl.keep(cli))
-		cli.step("rping", cl.keep(cli))
-		srv.step("rping", sl.keep(srv))
+		srv.tolerate, cli.tolerate = true, true // a failing tool's lines are its own to report
+		for _, c := range srvCfg.Verbs.CM {
+			srv.step("cm listening "+c.Name, sl.keep(srv))
+			cli.step("cm connect "+c.Name, cl.keep(cli))
+			cli.step("cm "+c.Name, cl.keep(cli))
+			srv.step("cm "+c.Name, sl.keep(srv))
+		}
 		srv.tolerate, cli.tolerate = false, false
 		t.Run("rping", func(t *testing.T) { checkRping(t, sl.lines, cl.lines, pe.vhcrd) })
+		t.Run("ib_write_bw -R", func(t *testing.T) { checkWriteBW(t, sl.lines, cl.lines) })
 		srv.tolerate, cli.tolerate = true, true
 		traceFrom := map[string]int64{}
 		for _, pp := range srvCfg.Verbs.Pingpongs {

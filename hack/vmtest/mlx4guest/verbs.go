@@ -67,8 +67,8 @@ func (g *guest) verbs() error {
 		if err := g.ipoib(vc); err != nil {
 			return err
 		}
-		if vc.Rping {
-			g.rping(vc)
+		for _, c := range vc.CM {
+			g.cmRun(c, vc)
 		}
 	}
 	limit := time.Duration(vc.TimeLimitMS) * time.Millisecond
@@ -141,50 +141,56 @@ func (g *guest) ipoib(vc vmtest.VerbsConfig) error {
 	return nil
 }
 
-// rping runs rdmacm-utils' rping over ib0: the server binds its ib0
-// address and, at its rdma_listen (its -d line, printed as it calls
-// rdma_listen: the client's guest needs a host round trip, an ARP and a
-// PathRecord query before its REQ can arrive), the host lets the client's
-// guest connect to it; the client validates the echoed data (-V). Each
-// end's result is one RpingPrefix line (the host judges the ping data
-// lines).
-func (g *guest) rping(vc vmtest.VerbsConfig) {
+// cmRun runs c between the pair of guests over ib0: the server here
+// (Role "server") and, once it prints c.Ready (rping's rdma_listen line
+// is printed as it calls rdma_listen, perftest's banner after; the
+// client's guest needs a host round trip, an ARP and a PathRecord query
+// before its REQ can arrive), the host lets the client's guest start its
+// end. Each end's result is one CMPrefix line; the host judges the tool's
+// lines.
+func (g *guest) cmRun(c vmtest.CMRun, vc vmtest.VerbsConfig) {
 	limit := time.Duration(vc.TimeLimitMS) * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	count, port := fmt.Sprint(vmtest.RpingCount), fmt.Sprint(vmtest.RpingPort)
+	args := func(a []string) []string {
+		out := make([]string, len(a))
+		for i, s := range a {
+			out[i] = strings.NewReplacer("{addr}", vc.IPoIB.Addr, "{peer}", vc.IPoIB.Peer).Replace(s)
+		}
+		return out
+	}
 	var r toolResult
 	if vc.Role == "server" {
-		listening := make(chan struct{})
+		ready := make(chan struct{})
 		var once sync.Once
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			r = runToolLines(ctx, "rping", "/usr/bin/rping", func(l string) {
-				if strings.Contains(l, "rdma_listen") {
-					once.Do(func() { close(listening) })
+			r = runToolLines(ctx, c.Name, c.Tool, func(l string) {
+				if strings.Contains(l, c.Ready) {
+					once.Do(func() { close(ready) })
 				}
-			}, "-s", "-d", "-v", "-a", vc.IPoIB.Addr, "-p", port, "-C", count)
+			}, args(c.Server)...)
 		}()
 		select {
-		case <-listening:
-			wait("rping listening")
+		case <-ready:
+			wait("cm listening " + c.Name)
 		case <-done:
 		}
 		<-done
 	} else {
-		wait("rping connect")
-		r = runTool(ctx, "rping", "/usr/bin/rping", "-c", "-v", "-V", "-a", vc.IPoIB.Peer, "-p", port, "-C", count)
+		wait("cm connect " + c.Name)
+		r = runTool(ctx, c.Name, c.Tool, args(c.Client)...)
 	}
 	switch {
 	case r.hung:
-		say("rping: hung (time limit %v), last lines: %s", limit, strings.Join(r.last, " | "))
+		say("cm %s: hung (time limit %v), last lines: %s", c.Name, limit, strings.Join(r.last, " | "))
 	case r.err != nil:
-		say("rping: failed: %v, last lines: %s", r.err, strings.Join(r.last, " | "))
+		say("cm %s: failed: %v, last lines: %s", c.Name, r.err, strings.Join(r.last, " | "))
 	default:
-		say("rping: ok in %v", r.took.Round(time.Millisecond))
+		say("cm %s: ok in %v", c.Name, r.took.Round(time.Millisecond))
 	}
-	wait("rping")
+	wait("cm " + c.Name)
 }
 
 // waitActive waits for port's state "4: ACTIVE" and a nonzero LID.
