@@ -357,19 +357,7 @@ func (h *HCA) modifyQP(c *Cmd, op mlx4.Opcode) mlx4.Status {
 			vp := &h.fw.vfs[c.VF].Vport[phys-1]
 			qp.Vport = qp.Vport || vp.VST || vp.Spoof
 		}
-		// Keep what RST2INIT validated (CQs, SRQ, MTT, params2 but for
-		// the fields optpar carries); take the rest.
-		keep := qp.Ctx
-		copy(qp.Ctx[:], c.Inbox[:])
-		for _, r := range [][2]int{{mlx4.QPCCQNSend, 4}, {mlx4.QPCCQNRecv, 4}, {mlx4.QPCSRQN, 4},
-			{mlx4.QPCLogPageSize, 8}, {mlx4.QPCRQSizeStride, 2}} {
-			off := mlx4.QPMailboxContext + r[0]
-			copy(qp.Ctx[off:off+r[1]], keep[off:off+r[1]])
-		}
-		p2 := mlx4.QPMailboxContext + mlx4.QPCParams2
-		binary.BigEndian.PutUint32(qp.Ctx[p2:], binary.BigEndian.Uint32(qp.Ctx[p2:])&params2Carried|
-			binary.BigEndian.Uint32(keep[p2:])&^params2Carried)
-		keepUncarried(op, q.OptPar, &qp.Ctx, &keep)
+		mergeQPContext(&qp.Ctx, (*[mlx4.QPMailboxSize]byte)(c.Inbox[:mlx4.QPMailboxSize]), op, q.OptPar)
 		qp.Port = phys
 	}
 	from := qp.State

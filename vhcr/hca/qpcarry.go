@@ -72,3 +72,21 @@ func keepUncarried(op mlx4.Opcode, optpar uint32, ctx, keep *[mlx4.QPMailboxSize
 		copy(ctx[off:off+f.n], keep[off:off+f.n])
 	}
 }
+
+// mergeQPContext is a transition past RST2INIT's effect on the QP's context
+// ctx: it keeps what RST2INIT validated (CQs, SRQ, MTT, params2 but for the
+// fields optpar carries), takes the rest of the mailbox in, and then keeps
+// each field of qpcCarried the transition does not carry (keepUncarried).
+func mergeQPContext(ctx, in *[mlx4.QPMailboxSize]byte, op mlx4.Opcode, optpar uint32) {
+	keep := *ctx
+	*ctx = *in
+	for _, r := range [][2]int{{mlx4.QPCCQNSend, 4}, {mlx4.QPCCQNRecv, 4}, {mlx4.QPCSRQN, 4},
+		{mlx4.QPCLogPageSize, 8}, {mlx4.QPCRQSizeStride, 2}} {
+		off := mlx4.QPMailboxContext + r[0]
+		copy(ctx[off:off+r[1]], keep[off:off+r[1]])
+	}
+	p2 := mlx4.QPMailboxContext + mlx4.QPCParams2
+	binary.BigEndian.PutUint32(ctx[p2:], binary.BigEndian.Uint32(ctx[p2:])&params2Carried|
+		binary.BigEndian.Uint32(keep[p2:])&^params2Carried)
+	keepUncarried(op, optpar, ctx, &keep)
+}
