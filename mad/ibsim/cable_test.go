@@ -17,14 +17,7 @@ import (
 func TestFabricCable(t *testing.T) {
 	cfg := madtest.Node()
 	cfg.Ports[0].LID, cfg.Ports[1].LID = 5, 6
-	e, err := mad.New(cfg, mad.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, Description: "sw", NumPorts: 8, VendorID: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, sw := engineAndSwitch(t, cfg)
 	f := &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1}
 	if err := f.Cable(e, 1); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,20 @@ func fabricServer(t *testing.T) (*mad.Engine, *mad.Switch, *ibsim.Server) {
 	for i := range cfg.Ports {
 		cfg.Ports[i].LID, cfg.Ports[i].State = 0, mad.PortDown
 	}
+	e, sw := engineAndSwitch(t, cfg)
+	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
+	s, err := ibsim.Listen(name, e, ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return e, sw, s
+}
+
+// engineAndSwitch is an engine of cfg and an 8-port switch (node GUID
+// 0x5000) to cable it to.
+func engineAndSwitch(t *testing.T, cfg mad.NodeConfig) (*mad.Engine, *mad.Switch) {
+	t.Helper()
 	e, err := mad.New(cfg, mad.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -26,13 +40,7 @@ func fabricServer(t *testing.T) (*mad.Engine, *mad.Switch, *ibsim.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
-	s, err := ibsim.Listen(name, e, ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return e, sw, s
+	return e, sw
 }
 
 // drSent is a directed-route SMP as the SM sends it: hop pointer 0, the
@@ -274,14 +282,7 @@ func TestFabricPeerCA(t *testing.T) {
 func TestFabricSwept(t *testing.T) {
 	cfg := madtest.Node()
 	cfg.Ports[0].LID, cfg.Ports[1].LID = 5, 6
-	e, err := mad.New(cfg, mad.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, Description: "sw", NumPorts: 8, VendorID: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, sw := engineAndSwitch(t, cfg)
 	name := fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1))
 	s, err := ibsim.Listen(name, e, ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1}})
 	if err != nil {
@@ -349,14 +350,7 @@ func TestFabricCMIntoTheTunnel(t *testing.T) {
 	cfg := madtest.Node()
 	cfg.Ports[0].LID, cfg.Ports[1].LID = 5, 6
 	cfg.Ports[1].State = mad.PortActive
-	e, err := mad.New(cfg, mad.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 0x5000, Description: "sw", NumPorts: 8, VendorID: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, sw := engineAndSwitch(t, cfg)
 	type got struct {
 		port uint8
 		wc   mad.WC

@@ -93,14 +93,7 @@ func (g *guest) diags(vc vmtest.VerbsConfig) {
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
 		r := runTool(ctx, "diag "+d.Name, d.Tool, d.Args...)
 		cancel()
-		switch {
-		case r.hung:
-			say("diag %s: hung (time limit %v), last lines: %s", d.Name, limit, strings.Join(r.last, " | "))
-		case r.err != nil:
-			say("diag %s: failed: %v, last lines: %s", d.Name, r.err, strings.Join(r.last, " | "))
-		default:
-			say("diag %s: ok in %v", d.Name, r.took.Round(time.Millisecond))
-		}
+		sayResult("diag "+d.Name, r, limit)
 	}
 }
 
@@ -128,14 +121,7 @@ func (g *guest) ipoib(vc vmtest.VerbsConfig) error {
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
 		r := runTool(ctx, "ipoib ping", "/bin/ping", "-c", "3", "-W", "5", "-I", "ib0", ic.Peer)
 		cancel()
-		switch {
-		case r.hung:
-			say("ipoib ping: hung (time limit %v), last lines: %s", limit, strings.Join(r.last, " | "))
-		case r.err != nil:
-			say("ipoib ping: failed: %v, last lines: %s", r.err, strings.Join(r.last, " | "))
-		default:
-			say("ipoib ping: ok in %v", r.took.Round(time.Millisecond))
-		}
+		sayResult("ipoib ping", r, limit)
 	}
 	wait("ipoib")
 	return nil
@@ -182,15 +168,21 @@ func (g *guest) cmRun(c vmtest.CMRun, vc vmtest.VerbsConfig) {
 		wait("cm connect " + c.Name)
 		r = runTool(ctx, c.Name, c.Tool, args(c.Client)...)
 	}
+	sayResult("cm "+c.Name, r, limit)
+	wait("cm " + c.Name)
+}
+
+// sayResult prints what's result line: "WHAT: ok in ...", "WHAT: failed:
+// ..." or "WHAT: hung ...", with the tool's last lines.
+func sayResult(what string, r toolResult, limit time.Duration) {
 	switch {
 	case r.hung:
-		say("cm %s: hung (time limit %v), last lines: %s", c.Name, limit, strings.Join(r.last, " | "))
+		say("%s: hung (time limit %v), last lines: %s", what, limit, strings.Join(r.last, " | "))
 	case r.err != nil:
-		say("cm %s: failed: %v, last lines: %s", c.Name, r.err, strings.Join(r.last, " | "))
+		say("%s: failed: %v, last lines: %s", what, r.err, strings.Join(r.last, " | "))
 	default:
-		say("cm %s: ok in %v", c.Name, r.took.Round(time.Millisecond))
+		say("%s: ok in %v", what, r.took.Round(time.Millisecond))
 	}
-	wait("cm " + c.Name)
 }
 
 // waitActive waits for port's state "4: ACTIVE" and a nonzero LID.
