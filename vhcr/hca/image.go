@@ -278,6 +278,29 @@ func (h *HCA) eqPos(vf, eqn int, prod uint32, live bool) {
 	}
 }
 
+// ringProd is the producer index the ring shows from eq.Prod on: EQE
+// number n is written when its owner bit is n's pass (n & nent), the bit
+// writeEQE gives it and handOver gave the other value; the VF reads EQEs
+// and never writes them back (mlx4_eq_int). At most nent EQEs are taken
+// (a VF that forges owner bits only moves its own ring's producer), and a
+// slot the window does not allow ends the walk.
+func (eq *eqObj) ringProd() uint32 {
+	prod := eq.Prod
+	var b [1]byte
+	for range eq.Nent {
+		off := uint64(prod&(eq.Nent-1)) * mlx4.EQESize
+		addr := eq.Pages[off>>eq.PageShift] + off&(1<<eq.PageShift-1)
+		if eq.win == nil || eq.win.CopyIn(b[:], addr+mlx4.EQEOwner) != nil {
+			break
+		}
+		if (b[0]&mlx4.EQEOwnerHW != 0) != (prod&eq.Nent != 0) {
+			break // not yet written in this pass
+		}
+		prod = (prod + 1) & mlx4.EQIndexMask
+	}
+	return prod
+}
+
 func (h *HCA) handOverUnlessQuiet(eq *eqObj) error {
 	if h.fw.quiet {
 		return nil
@@ -298,7 +321,16 @@ func (h *HCA) AdminChanges() uint64 { return h.fw.adminChanges }
 // doorbell word of the restart as the one "at creation" and would ignore
 // it as stale; a word whose consumer index lies within the ring behind the
 // producer (at most nent EQEs unread) is the VF's and is taken.
+//
+// First each EQ's producer index is taken from the ring itself
+// (ringProd): the state file records it just after each EQE is written,
+// and a PF killed between the two left EQEs the record does not count —
+// which the VF may have read, its consumer index then ahead of the
+// recorded producer, and every EQE after looked like an overrun.
 func (h *HCA) RefreshEQs() {
+	for _, eq := range h.fw.eqs {
+		eq.Prod = eq.ringProd()
+	}
 	if h.fw.doorbell == nil {
 		return
 	}

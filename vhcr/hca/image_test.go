@@ -81,10 +81,15 @@ func TestRefreshEQsTakesTheVFsDoorbell(t *testing.T) {
 	r.h.SetDoorbellReader(func(vf, eqn int) (uint32, bool) { return db, true })
 	v := r.vf(0)
 	v.setupEQ(1, 4) // 16 entries
-	db = 16         // the VF consumed 16 EQEs; as if this were the word at creation:
-	eq := r.h.fw.eqs[restrack.EQID(0, 1)]
-	eq.Prod, eq.Cons, eq.DBAtCreate, eq.DBStale = 16, 0, 16, true
 	var e [mlx4.EQESize]byte
+	for i := range 16 {
+		if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); err != nil {
+			t.Fatalf("EQE %d: %v", i, err)
+		}
+	}
+	db = 16 // the VF consumed 16 EQEs; as if this were the word at creation:
+	eq := r.h.fw.eqs[restrack.EQID(0, 1)]
+	eq.Cons, eq.DBAtCreate, eq.DBStale = 0, 16, true
 	if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); !errors.Is(err, ErrOverrun) {
 		t.Fatalf("stale word: %v, want an overrun", err)
 	}
@@ -97,5 +102,41 @@ func TestRefreshEQsTakesTheVFsDoorbell(t *testing.T) {
 	r.h.RefreshEQs()
 	if eq.Cons != 1 {
 		t.Fatalf("a consumer index ahead of the producer was taken: %d", eq.Cons)
+	}
+}
+
+// TestRefreshEQsRecoversTheProducer: a PF killed between writing an EQE
+// and recording its producer index restarts with the record one behind,
+// and the VF may have read that EQE (its consumer index then ahead of the
+// record). RefreshEQs takes the producer from the ring's owner bits, so
+// the next EQE goes to the next slot instead of every EQE after looking
+// like an overrun (the crash tier's "EQ full, event dropped" after a
+// kill); slots the ring shows unwritten are not taken.
+func TestRefreshEQsRecoversTheProducer(t *testing.T) {
+	r := newRig(t, 1, nil)
+	db := uint32(0)
+	r.h.SetDoorbellReader(func(vf, eqn int) (uint32, bool) { return db, true })
+	v := r.vf(0)
+	v.setupEQ(1, 4) // 16 entries
+	var e [mlx4.EQESize]byte
+	for i := range 3 {
+		if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); err != nil {
+			t.Fatalf("EQE %d: %v", i, err)
+		}
+	}
+	eq := r.h.fw.eqs[restrack.EQID(0, 1)]
+	db = 3                  // the VF read all three
+	eq.Prod, eq.Cons = 2, 0 // the record of the third was lost, the checkpoint's consumer index
+	r.h.RefreshEQs()
+	if eq.Prod != 3 || eq.Cons != 3 {
+		t.Fatalf("after RefreshEQs: producer %d consumer %d, want 3 and 3", eq.Prod, eq.Cons)
+	}
+	for i := range 15 {
+		if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); err != nil {
+			t.Fatalf("EQE %d after the restart: %v", i, err)
+		}
+	}
+	if eq.Prod != 18 {
+		t.Fatalf("producer %d, want 18", eq.Prod)
 	}
 }
