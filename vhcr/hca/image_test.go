@@ -76,18 +76,8 @@ func TestImageRefusedByOtherHCA(t *testing.T) {
 // stale; RefreshEQs takes it when its consumer index lies within the ring
 // behind the producer, so a restarted PF does not drop EQEs as overruns.
 func TestRefreshEQsTakesTheVFsDoorbell(t *testing.T) {
-	r := newRig(t, 1, nil)
-	db := uint32(0)
-	r.h.SetDoorbellReader(func(vf, eqn int) (uint32, bool) { return db, true })
-	v := r.vf(0)
-	v.setupEQ(1, 4) // 16 entries
-	var e [mlx4.EQESize]byte
-	for i := range 16 {
-		if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); err != nil {
-			t.Fatalf("EQE %d: %v", i, err)
-		}
-	}
-	db = 16 // the VF consumed 16 EQEs; as if this were the word at creation:
+	r, db, e := eqRig(t, 16)
+	*db = 16 // the VF consumed 16 EQEs; as if this were the word at creation:
 	eq := r.h.fw.eqs[restrack.EQID(0, 1)]
 	eq.Cons, eq.DBAtCreate, eq.DBStale = 0, 16, true
 	if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); !errors.Is(err, ErrOverrun) {
@@ -97,7 +87,7 @@ func TestRefreshEQsTakesTheVFsDoorbell(t *testing.T) {
 	if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); err != nil {
 		t.Fatalf("after RefreshEQs: %v", err)
 	}
-	db = 40 // ahead of the producer: not the VF's word for this ring
+	*db = 40 // ahead of the producer: not the VF's word for this ring
 	eq.Cons, eq.DBStale = 1, true
 	r.h.RefreshEQs()
 	if eq.Cons != 1 {
@@ -113,19 +103,9 @@ func TestRefreshEQsTakesTheVFsDoorbell(t *testing.T) {
 // like an overrun (the crash tier's "EQ full, event dropped" after a
 // kill); slots the ring shows unwritten are not taken.
 func TestRefreshEQsRecoversTheProducer(t *testing.T) {
-	r := newRig(t, 1, nil)
-	db := uint32(0)
-	r.h.SetDoorbellReader(func(vf, eqn int) (uint32, bool) { return db, true })
-	v := r.vf(0)
-	v.setupEQ(1, 4) // 16 entries
-	var e [mlx4.EQESize]byte
-	for i := range 3 {
-		if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); err != nil {
-			t.Fatalf("EQE %d: %v", i, err)
-		}
-	}
+	r, db, e := eqRig(t, 3)
 	eq := r.h.fw.eqs[restrack.EQID(0, 1)]
-	db = 3                  // the VF read all three
+	*db = 3                 // the VF read all three
 	eq.Prod, eq.Cons = 2, 0 // the record of the third was lost, the checkpoint's consumer index
 	r.h.RefreshEQs()
 	if eq.Prod != 3 || eq.Cons != 3 {
@@ -139,4 +119,21 @@ func TestRefreshEQsRecoversTheProducer(t *testing.T) {
 	if eq.Prod != 18 {
 		t.Fatalf("producer %d, want 18", eq.Prod)
 	}
+}
+
+// eqRig is a VF with a 16-entry EQ 1 mapped for port changes, n EQEs
+// posted, its doorbell word read from *db.
+func eqRig(t *testing.T, n int) (*rig, *uint32, [mlx4.EQESize]byte) {
+	t.Helper()
+	r := newRig(t, 1, nil)
+	db := new(uint32)
+	r.h.SetDoorbellReader(func(vf, eqn int) (uint32, bool) { return *db, true })
+	r.vf(0).setupEQ(1, 4) // 16 entries
+	var e [mlx4.EQESize]byte
+	for i := range n {
+		if err := r.h.PostEQE(0, mlx4.EventPortChange, &e); err != nil {
+			t.Fatalf("EQE %d: %v", i, err)
+		}
+	}
+	return r, db, e
 }
