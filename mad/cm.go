@@ -8,18 +8,17 @@ package mad
 // cm_msgs.h IBA_FIELD locations) are from the end of the 24-byte MAD
 // header.
 const (
-	AttrCMClassPortInfo uint16 = 0x0001
-	AttrCMREQ           uint16 = 0x0010
-	AttrCMMRA           uint16 = 0x0011
-	AttrCMREJ           uint16 = 0x0012
-	AttrCMREP           uint16 = 0x0013
-	AttrCMRTU           uint16 = 0x0014
-	AttrCMDREQ          uint16 = 0x0015
-	AttrCMDREP          uint16 = 0x0016
-	AttrCMSIDRREQ       uint16 = 0x0017
-	AttrCMSIDRREP       uint16 = 0x0018
-	AttrCMLAP           uint16 = 0x0019
-	AttrCMAPR           uint16 = 0x001a
+	AttrCMREQ     uint16 = 0x0010
+	AttrCMMRA     uint16 = 0x0011
+	AttrCMREJ     uint16 = 0x0012
+	AttrCMREP     uint16 = 0x0013
+	AttrCMRTU     uint16 = 0x0014
+	AttrCMDREQ    uint16 = 0x0015
+	AttrCMDREP    uint16 = 0x0016
+	AttrCMSIDRREQ uint16 = 0x0017
+	AttrCMSIDRREP uint16 = 0x0018
+	AttrCMLAP     uint16 = 0x0019
+	AttrCMAPR     uint16 = 0x001a
 
 	CMLocalCommID  = 24 // BE32; a SIDR REQ's or REP's RequestID is at the same place
 	CMRemoteCommID = 28 // BE32

@@ -28,8 +28,8 @@ package hca
 // id_map_alloc fails. A PF ID encodes the VF and the table slot, with a
 // sequence number that starts at random, so that a restarted PF (whose
 // tables are empty: a lost mapping costs its connection's disconnect
-// exchange, as a PF driver reload does) does not hand out the IDs of the
-// connections its predecessor mapped.
+// exchange, as a PF driver reload does) is unlikely to hand out the IDs of
+// the connections its predecessor mapped (nothing checks it can't).
 
 import (
 	"encoding/binary"
@@ -74,7 +74,7 @@ type cmState struct {
 	seq uint32
 }
 
-// cmLive reports whether e maps a connection at now.
+// live reports whether e maps a connection at now.
 func (e *cmEntry) live(now uint64) bool { return e.pv != 0 && (e.expire == 0 || now < e.expire) }
 
 func (h *HCA) cmVF(vf int) *cmVF {
@@ -89,7 +89,7 @@ func (h *HCA) cmVF(vf int) *cmVF {
 	return c.vfs[vf]
 }
 
-// cmBySL is id_map_find_by_sl_id for VF vf's comm ID sl.
+// bySL is id_map_find_by_sl_id for the VF's comm ID sl.
 func (v *cmVF) bySL(sl uint32, now uint64) *cmEntry {
 	for i := range v.ids {
 		if e := &v.ids[i]; e.sl == sl && e.live(now) {
@@ -108,12 +108,10 @@ func (h *HCA) cmAlloc(vf int, v *cmVF, sl uint32, now uint64) *cmEntry {
 			v.next = (i + 1) % cmPerVF
 			c := &h.tun.cm
 			c.seq++
-			pv := c.seq<<cmSeqShift | uint32(vf)<<cmSlotBits | uint32(i)
-			if pv == 0 {
-				c.seq++
-				pv = c.seq<<cmSeqShift | uint32(vf)<<cmSlotBits | uint32(i)
+			if c.seq<<cmSeqShift == 0 && vf == 0 && i == 0 {
+				c.seq++ // 0 is a free entry's
 			}
-			*e = cmEntry{pv: pv, sl: sl}
+			*e = cmEntry{pv: c.seq<<cmSeqShift | uint32(vf)<<cmSlotBits | uint32(i), sl: sl}
 			h.tun.stats.CMIDs.Add(1)
 			return e
 		}
@@ -134,22 +132,20 @@ func (h *HCA) cmByPV(pv uint32, now uint64) (int, *cmEntry) {
 	return -1, nil
 }
 
-func cmAttr(m *mad.MAD) uint16 { return m.AttrID() }
-
 // cmLocalID is get_local_comm_id (a SIDR REQ's RequestID, a SIDR REP has
 // none of its own).
 func cmLocalID(m *mad.MAD) uint32 { return binary.BigEndian.Uint32(m[mad.CMLocalCommID:]) }
 
 // cmRemoteID is get_remote_comm_id (a SIDR REP's RequestID).
 func cmRemoteID(m *mad.MAD) uint32 {
-	if cmAttr(m) == mad.AttrCMSIDRREP {
+	if m.AttrID() == mad.AttrCMSIDRREP {
 		return binary.BigEndian.Uint32(m[mad.CMSIDRReqID:])
 	}
 	return binary.BigEndian.Uint32(m[mad.CMRemoteCommID:])
 }
 
 func setCMRemoteID(m *mad.MAD, id uint32) {
-	if cmAttr(m) == mad.AttrCMSIDRREP {
+	if m.AttrID() == mad.AttrCMSIDRREP {
 		binary.BigEndian.PutUint32(m[mad.CMSIDRReqID:], id)
 		return
 	}
@@ -157,7 +153,7 @@ func setCMRemoteID(m *mad.MAD, id uint32) {
 }
 
 func cmREJTimeout(m *mad.MAD) bool {
-	return cmAttr(m) == mad.AttrCMREJ && binary.BigEndian.Uint16(m[mad.CMREJReason:]) == mad.CMREJTimeout
+	return m.AttrID() == mad.AttrCMREJ && binary.BigEndian.Uint16(m[mad.CMREJReason:]) == mad.CMREJTimeout
 }
 
 // cmMultiplex is mlx4_ib_multiplex_cm_handler for a CM MAD VF vf sends: it
@@ -166,7 +162,8 @@ func (h *HCA) cmMultiplex(vf int, m *mad.MAD) bool {
 	now := h.now()
 	v := h.cmVF(vf)
 	var e *cmEntry
-	switch a := cmAttr(m); {
+	a := m.AttrID()
+	switch {
 	case a == mad.AttrCMREQ || a == mad.AttrCMREP || a == mad.AttrCMMRA || a == mad.AttrCMSIDRREQ || cmREJTimeout(m):
 		sl := cmLocalID(m)
 		if e = v.bySL(sl, now); e == nil {
@@ -181,7 +178,7 @@ func (h *HCA) cmMultiplex(vf int, m *mad.MAD) bool {
 		return false // an ID the VF never had (or one the table had no room for)
 	}
 	binary.BigEndian.PutUint32(m[mad.CMLocalCommID:], e.pv) // set_local_comm_id
-	if cmAttr(m) == mad.AttrCMDREQ {
+	if a == mad.AttrCMDREQ {
 		e.expire = now + mlx4.CM_CLEANUP_CACHE_TIMEOUT // schedule_delayed
 	}
 	return true
@@ -191,7 +188,8 @@ func (h *HCA) cmMultiplex(vf int, m *mad.MAD) bool {
 // VF it is for (its remote comm ID rewritten to the VF's own), or -1.
 func (h *HCA) cmDemux(port uint8, m *mad.MAD) int {
 	now := h.now()
-	if a := cmAttr(m); a == mad.AttrCMREQ || a == mad.AttrCMSIDRREQ {
+	a := m.AttrID()
+	if a == mad.AttrCMREQ || a == mad.AttrCMSIDRREQ {
 		slave := h.slaveOfGUID(port, binary.BigEndian.Uint64(m[mad.CMREQRemoteGID+8:]))
 		if slave < 1 || slave > h.NumVFs {
 			return -1 // the PF's own GUID (no CM here) or nobody's
@@ -207,7 +205,7 @@ func (h *HCA) cmDemux(port uint8, m *mad.MAD) int {
 		return -1
 	}
 	setCMRemoteID(m, e.sl)
-	if a := cmAttr(m); a == mad.AttrCMDREQ || a == mad.AttrCMREJ {
+	if a == mad.AttrCMDREQ || a == mad.AttrCMREJ {
 		e.expire = now + mlx4.CM_CLEANUP_CACHE_TIMEOUT
 	}
 	return vf

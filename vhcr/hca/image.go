@@ -286,11 +286,14 @@ func (h *HCA) eqPos(vf, eqn int, prod uint32, live bool) {
 // slot the window does not allow ends the walk.
 func (eq *eqObj) ringProd() uint32 {
 	prod := eq.Prod
+	if eq.win == nil {
+		return prod
+	}
 	var b [1]byte
 	for range eq.Nent {
 		off := uint64(prod&(eq.Nent-1)) * mlx4.EQESize
 		addr := eq.Pages[off>>eq.PageShift] + off&(1<<eq.PageShift-1)
-		if eq.win == nil || eq.win.CopyIn(b[:], addr+mlx4.EQEOwner) != nil {
+		if eq.win.CopyIn(b[:], addr+mlx4.EQEOwner) != nil {
 			break
 		}
 		if (b[0]&mlx4.EQEOwnerHW != 0) != (prod&eq.Nent != 0) {

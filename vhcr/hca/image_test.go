@@ -119,6 +119,21 @@ func TestRefreshEQsRecoversTheProducer(t *testing.T) {
 	if eq.Prod != 18 {
 		t.Fatalf("producer %d, want 18", eq.Prod)
 	}
+	// A VF that forges every owner bit as written moves its own ring's
+	// producer by one ring at most.
+	for n := eq.Prod; n < eq.Prod+uint32(eq.Nent); n++ {
+		off := uint64(n&(eq.Nent-1)) * mlx4.EQESize
+		owner := []byte{0}
+		if n&eq.Nent != 0 {
+			owner[0] = mlx4.EQEOwnerHW
+		}
+		if err := eq.win.CopyOut(eq.Pages[off>>eq.PageShift]+off&(1<<eq.PageShift-1)+mlx4.EQEOwner, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := eq.ringProd(); got != 18+uint32(eq.Nent) {
+		t.Fatalf("forged ring: producer %d, want %d (one ring on)", got, 18+eq.Nent)
+	}
 }
 
 // eqRig is a VF with a 16-entry EQ 1 mapped for port changes, n EQEs

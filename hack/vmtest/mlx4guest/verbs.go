@@ -138,10 +138,11 @@ func (g *guest) cmRun(c vmtest.CMRun, vc vmtest.VerbsConfig) {
 	limit := time.Duration(vc.TimeLimitMS) * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
+	addrs := strings.NewReplacer("{addr}", vc.IPoIB.Addr, "{peer}", vc.IPoIB.Peer)
 	args := func(a []string) []string {
 		out := make([]string, len(a))
 		for i, s := range a {
-			out[i] = strings.NewReplacer("{addr}", vc.IPoIB.Addr, "{peer}", vc.IPoIB.Peer).Replace(s)
+			out[i] = addrs.Replace(s)
 		}
 		return out
 	}
@@ -160,9 +161,9 @@ func (g *guest) cmRun(c vmtest.CMRun, vc vmtest.VerbsConfig) {
 		}()
 		select {
 		case <-ready:
-			wait("cm listening " + c.Name)
-		case <-done:
+		case <-done: // it ended first: the client's end fails, and the lines tell why
 		}
+		wait("cm listening " + c.Name)
 		<-done
 	} else {
 		wait("cm connect " + c.Name)
