@@ -90,10 +90,14 @@ type Options struct {
 }
 
 const (
-	maxPending     = 8 // traps awaiting TrapRepress per port
-	outboxSize     = MaxPorts*maxPending + 4
-	madPacketWords = 72 // LRH+BTH+DETH+MAD+ICRC in 4-byte words (PortXmitData units)
+	maxPending = 8 // traps awaiting TrapRepress per port
+	outboxSize = MaxPorts*maxPending + 4
 )
+
+// MADWords is a MAD's packet from LRH to ICRC (LRH 8, BTH 12, DETH 8, the
+// MAD's 256 bytes, ICRC 4), in the 4-byte words PortXmitData and
+// PortRcvData count (IBA 16.1.3.5).
+const MADWords = 72
 
 // lease is an M_Key or B_Key lease timer.
 type lease struct {
@@ -367,7 +371,7 @@ func (e *Engine) process(flags Flags, pn uint8, wc *WC, grh *GRH, in, out *MAD) 
 	if wire {
 		p.pc.rcvPkts++
 		p.pc.ucRcvPkts++
-		p.pc.rcvData += madPacketWords
+		p.pc.rcvData += MADWords
 	}
 	var res Result
 	switch in.MgmtClass() {
@@ -399,7 +403,7 @@ func (e *Engine) process(flags Flags, pn uint8, wc *WC, grh *GRH, in, out *MAD) 
 	if res&Reply != 0 && wire {
 		p.pc.xmitPkts++
 		p.pc.ucXmitPkts++
-		p.pc.xmitData += madPacketWords
+		p.pc.xmitData += MADWords
 	}
 	return res
 }

@@ -113,7 +113,9 @@ type swPort struct {
 // or a Get at protection 2 or 3, is dropped and counted in
 // PortInfo.M_KeyViolations, and starts the M_Key lease (if it is not
 // running) after which protection drops to 0; the right key stops it. The
-// model sends no traps from the switch. Safe for concurrent use.
+// model sends no traps from the switch. Port 0's GSI has a Performance
+// Management agent whose port counters count what crosses each external
+// port (switch_pma.go). Safe for concurrent use.
 type Switch struct {
 	mu       sync.Mutex
 	node     NodeInfo
@@ -126,7 +128,9 @@ type Switch struct {
 	now      func() time.Time
 	lease    lease // port 0's M_Key lease
 	mkeyViol uint16
-	smp      swReq // the SMP an attribute handler works on
+	smp      swReq         // the SMP an attribute handler works on
+	pmaCPI   ClassPortInfo // the PMA's (switch_pma.go), under mu
+	pc       []swCounters  // by port, 1..NumPorts: atomics (switch_pma.go)
 }
 
 // NewSwitch builds a switch with every external port Down (Polling) until
@@ -150,6 +154,8 @@ func NewSwitch(c SwitchConfig) (*Switch, error) {
 		s.fwd.lft[i].Store(0xFFFFFFFF) // unassigned: drop
 	}
 	s.pkeys[0] = DefaultPKey
+	s.pmaCPI = classPortInfo(swCPICaps, defaultRespTime, &TrapAddress{})
+	s.pc = make([]swCounters, c.NumPorts+1)
 	s.ports = make([]swPort, c.NumPorts+1)
 	for i := range s.ports {
 		p := &s.ports[i]
@@ -274,7 +280,7 @@ func (s *Switch) ProcessSMP(arrival uint8, in *MAD) (out MAD, res Result) {
 	switch in.MgmtClass() {
 	case ClassSubnLID, ClassSubnDirected:
 	default:
-		return out, Failure // no GSI on a base switch port 0 model
+		return out, Failure // GMPs: ProcessGMP
 	}
 	method := in.Method()
 	switch method {

@@ -77,3 +77,31 @@ func FuzzSwitchInfo(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSwitchGMP feeds arbitrary GMPs to the switch's PMA after some
+// traffic: it must not panic, a reply is a response with the request's TID,
+// and a Get of every port's counters still decodes afterwards.
+func FuzzSwitchGMP(f *testing.F) {
+	f.Add(madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 1, 0)[:])
+	f.Add(madtest.Perf(mad.MethodSet, mad.AttrPortCountersExtended, 0xFF, 0xFFFF)[:])
+	f.Add(madtest.Perf(mad.MethodGet, mad.AttrClassPortInfo, 0, 0)[:])
+	f.Add(madtest.Perf(mad.MethodSet, mad.AttrPortCounters, 0, 0x1000)[:])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := mad.NewSwitch(mad.SwitchConfig{NodeGUID: 1, NumPorts: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Count(1, 2, 3, 300, false)
+		var in mad.MAD
+		copy(in[:], b)
+		out, res := s.ProcessGMP(&in)
+		if res&mad.Reply != 0 && (!out.IsResponse() || out.TID() != in.TID()) {
+			t.Fatalf("reply method 0x%x TID %x", out.Method(), out.TID())
+		}
+		out, res = s.ProcessGMP(madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 0xFF, 0))
+		var pc mad.PortCounters
+		if res != mad.Success|mad.Reply || out.Status() != 0 || pc.Decode(out.GSData()) != nil {
+			t.Fatalf("all-port Get after the fuzzed MAD: result %d status 0x%x", res, out.Status())
+		}
+	})
+}

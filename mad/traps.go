@@ -169,7 +169,7 @@ func (e *Engine) transmit(p *port, t *Trap) {
 	e.nout++
 	p.pc.xmitPkts++
 	p.pc.ucXmitPkts++
-	p.pc.xmitData += madPacketWords
+	p.pc.xmitData += MADWords
 }
 
 // repress ends the pending trap of the class family with this TID.

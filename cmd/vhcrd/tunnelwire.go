@@ -52,7 +52,12 @@ func (w *tunnelWire) run(done <-chan struct{}) {
 		case <-done:
 			return
 		case m := <-w.ch:
-			out, from, ok := w.srv.SendTunnel(m.DLID, m.SLIDBits, m.SQP, m.DQPN, &m.MAD)
+			a := ibsim.TunnelAddr{DLID: m.DLID, SLIDBits: m.SLIDBits, SQP: m.SQP, DQP: m.DQPN,
+				SL: m.SL, PKeyIndex: m.PKeyIndex, QKey: m.QKey}
+			if m.HasGRH {
+				a.GRH = &m.GRH
+			}
+			out, from, ok := w.srv.SendTunnel(a, &m.MAD)
 			if !ok {
 				continue // forwarded (its response comes through receive) or lost
 			}

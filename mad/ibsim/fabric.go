@@ -198,6 +198,11 @@ type node struct {
 	port uint8       // the port the SMP arrived on
 }
 
+// hop is a MAD's way through the switch: the external port it entered by
+// (0: it never reached the switch) and the one it left by (0: it ended at
+// port 0, the switch's agents; 0xFF: the switch had no route).
+type hop struct{ in, out uint8 }
+
 // caPeer returns the CA node behind switch port sp, if one is cabled there.
 func (f *Fabric) caPeer(sp uint8) (node, *mad.Engine, bool) {
 	if hp := f.hcaPeer(sp); hp != 0 {
@@ -213,52 +218,55 @@ func (f *Fabric) caPeer(sp uint8) (node, *mad.Engine, bool) {
 // engine's port `from` (the SM's port) along its initial path, as each
 // node's SMI would (smi_handle_dr_smp_send/recv, C14-9): it records the
 // arrival port of each hop in the return path and leaves the hop pointer at
-// hc+1 for the SMA at the end. It reports where the SMP ends, or false when
-// a node on the way would discard it (a CA that would have to forward, a
-// port with no cable or with its link down, a bad first hop).
-func (f *Fabric) directed(m *mad.MAD, from uint8) (node, bool) {
+// hc+1 for the SMA at the end. It reports where the SMP ends and the switch
+// ports it entered and left by (x.out 0: it ended at the switch), or false
+// when a node on the way would discard it (a CA that would have to forward,
+// a port with no cable or with its link down, a bad first hop).
+func (f *Fabric) directed(m *mad.MAD, from uint8) (at node, x hop, ok bool) {
 	hc := m.HopCount()
 	if hc == 0 || hc >= mad.MaxHops || m.HopPointer() != 0 || m.Direction() ||
 		m.DrSLID() != mad.LIDPermissive || m.DrDLID() != mad.LIDPermissive {
-		return node{}, false
+		return node{}, hop{}, false
 	}
 	path := m[128 : 128+mad.MaxHops]
 	ret := m[192 : 192+mad.MaxHops]
 	// The source: a CA sends out of the port its initial path names,
 	// which must be the port it sends on.
 	if path[1] != from {
-		return node{}, false
+		return node{}, hop{}, false
 	}
-	at := node{port: from}
+	at = node{port: from}
 	for i := 1; i <= int(hc); i++ {
 		exit := path[i]
 		var next node
 		if !at.sw {
 			if i > 1 {
-				return node{}, false // a CA does not forward
+				return node{}, hop{}, false // a CA does not forward
 			}
 			sp, ok := f.Cables[exit]
 			if !ok {
-				return node{}, false
+				return node{}, hop{}, false
 			}
 			if pi, _ := f.Switch.PortInfo(int(sp)); pi.PortPhysicalState != mad.PhysLinkUp {
-				return node{}, false
+				return node{}, hop{}, false
 			}
 			next = node{sw: true, port: sp}
+			x.in = sp
 		} else {
 			if exit == 0 || int(exit) > f.Switch.NumPorts() {
-				return node{}, false
+				return node{}, hop{}, false
 			}
 			pi, _ := f.Switch.PortInfo(int(exit))
 			n, _, ok := f.caPeer(exit)
 			if pi.PortPhysicalState != mad.PhysLinkUp || !ok {
-				return node{}, false
+				return node{}, hop{}, false
 			}
 			next = n
+			x.out = exit
 		}
 		ret[i] = next.port
 		at = next
 	}
 	m[6] = hc + 1
-	return at, true
+	return at, x, true
 }

@@ -334,7 +334,7 @@ func TestFabricDirectedRouteFromTheTunnel(t *testing.T) {
 	m := madtest.DRSMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, 1, 1)
 	m[6] = 1 // smi_handle_dr_smp_send's C14-9:1
 	be.PutUint64(m[8:], 0x0200_0000_0000_0009)
-	out, _, ok := s.SendTunnel(0xFFFF, 0, 0, 0, m)
+	out, _, ok := s.SendTunnel(ibsim.TunnelAddr{DLID: 0xFFFF}, m)
 	var ni mad.NodeInfo
 	_ = ni.Decode(out.SMPData())
 	if !ok || ni.NodeType != mad.NodeTypeSwitch || ni.LocalPortNum != 3 || !out.Direction() || out[192+1] != 3 || out.TID() != 0x0200_0000_0000_0009 {
@@ -373,7 +373,7 @@ func TestFabricCMIntoTheTunnel(t *testing.T) {
 		dlid uint16
 		port uint8
 	}{{5, 1}, {6, 2}} {
-		if _, _, ok := s.SendTunnel(c.dlid, 0, 1, 1, &req); ok {
+		if _, _, ok := s.SendTunnel(ibsim.TunnelAddr{DLID: c.dlid, SQP: 1, DQP: 1}, &req); ok {
 			t.Fatalf("LID %d: a CM REQ answered", c.dlid)
 		}
 		select {
@@ -384,5 +384,94 @@ func TestFabricCMIntoTheTunnel(t *testing.T) {
 		default:
 			t.Fatalf("LID %d: the CM REQ did not reach the tunnel", c.dlid)
 		}
+	}
+}
+
+// The switch's PMA answers a PerfMgt Get to the switch's LID (perfquery of
+// a switch port), and its counters are what crossed the switch: the MADs
+// to its agents and to the HCA's other port, each response back, and a
+// MAD with no route (a relay error at the port it entered by).
+func TestFabricSwitchPMA(t *testing.T) {
+	cfg := madtest.Node()
+	cfg.Ports[0].LID, cfg.Ports[1].LID = 5, 6
+	cfg.Ports[1].State = mad.PortActive
+	e, sw := engineAndSwitch(t, cfg)
+	s, err := ibsim.Listen(fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1)), e,
+		ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	get := func(dlid uint16, sel uint8) mad.PortCounters {
+		t.Helper()
+		req := simRequest(dlid, 1, madtest.Perf(mad.MethodGet, mad.AttrPortCounters, sel, 0))
+		if !s.Handle(req) {
+			t.Fatalf("LID %d: no reply", dlid)
+		}
+		out := reply(t, req)
+		var pc mad.PortCounters
+		if out.Status() != 0 || pc.Decode(out.GSData()) != nil || pc.PortSelect != sel || be.Uint16(req[4:]) != dlid {
+			t.Fatalf("LID %d: status 0x%x from LID %d, %+v", dlid, out.Status(), be.Uint16(req[4:]), pc)
+		}
+		return pc
+	}
+	// 1: the switch's PMA; it counts the request as it reads (in at 3).
+	if pc := get(1, 3); pc.PortRcvPkts != 1 || pc.PortXmitPkts != 0 || pc.PortRcvData != mad.MADWords {
+		t.Fatalf("switch port 3, first read: %+v", pc)
+	}
+	get(6, 2) // 2: the HCA's port 2, in at 3 and out at 5, and back
+	if pc := get(1, 5); pc.PortXmitPkts != 1 || pc.PortRcvPkts != 1 || pc.PortXmitData != mad.MADWords {
+		t.Fatalf("switch port 5: %+v", pc) // 3
+	}
+	req := simRequest(0x40, 1, madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 1, 0)) // no LFT entry
+	s.Handle(req)
+	if st := be.Uint32(req[16:]); st != ibsim.StatusDropped {
+		t.Fatalf("unrouted LID: status %d", st)
+	}
+	if pc := get(1, 3); pc.PortRcvPkts != 5 || pc.PortXmitPkts != 3 || pc.PortRcvSwitchRelayErrors != 1 {
+		t.Fatalf("switch port 3 after 5 MADs in, 3 responses out, 1 unrouted: %+v", pc)
+	}
+}
+
+// A MAD the tunnel sends reaches the agent with its work completion and
+// GRH: a BM Set with a wrong B_Key to the HCA's other port, through the
+// switch, raises Trap 259 naming the sender's LID, QP and the GID of the
+// GRH the VF gave it.
+func TestFabricTunnelTrap259(t *testing.T) {
+	cfg := madtest.Node()
+	cfg.Ports[0].LID, cfg.Ports[1].LID = 5, 6
+	cfg.Ports[1].State, cfg.Ports[1].BKey = mad.PortActive, 0x777
+	sink := new(madtest.Sink)
+	e, err := mad.New(cfg, mad.Options{Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sw := engineAndSwitch(t, cfg)
+	s, err := ibsim.Listen(fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1)), e,
+		ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	g := &mad.GRH{IPVer: 6, NextHeader: 0x1B, HopLimit: 1,
+		SGID: madtest.GID(mad.DefaultGIDPrefix, 0x0002c90300a0b0c1+0x100), DGID: madtest.GID(mad.DefaultGIDPrefix, 0x0002c90300a0b0c2)}
+	in := madtest.BM(mad.MethodSet, mad.AttrBKeyInfo, 0, 0xBAD, make([]byte, 14))
+	out, from, ok := s.SendTunnel(ibsim.TunnelAddr{DLID: 6, SLIDBits: 0, SQP: 1, DQP: 1, SL: 4, QKey: mad.QP1QKey, GRH: g}, in)
+	if ok && out.Status() == 0 {
+		t.Fatalf("a Set with the wrong B_Key answered from %d with status 0", from)
+	}
+	tr := sink.Traps()
+	if len(tr) != 1 || tr[0].Number != 259 || tr[0].Class != mad.ClassBM {
+		t.Fatalf("traps %+v", tr)
+	}
+	var n mad.Notice
+	if err := n.DecodeGS(tr[0].MAD.GSData()); err != nil {
+		t.Fatal(err)
+	}
+	var d mad.Trap259BKey
+	_ = d.Decode(n.Details[:])
+	want := mad.Trap259BKey{LIDAddr: 5, Method: mad.MethodSet, AttrID: mad.AttrBKeyInfo, QP: 1, BKey: 0xBAD, GIDAddr: g.SGID}
+	if d != want || n.IssuerLID != 6 {
+		t.Fatalf("trap 259 from LID %d: %+v\nwant %+v", n.IssuerLID, d, want)
 	}
 }

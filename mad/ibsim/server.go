@@ -577,7 +577,17 @@ type request struct {
 	dlid, slid uint16
 	dqp, sqp   uint32
 	lid, mask  uint16
+	sl         uint8
+	pkeyIndex  uint16   // the sending port's P_Key index (a client's: 0)
+	qkey       uint32   // the packet's Q_Key, if tunneled (a client's: not known)
+	grh        *mad.GRH // the packet's GRH (a client's: none)
 	in         mad.MAD
+}
+
+// wc is the work completion of the request at the node it reaches.
+func (r *request) wc() mad.WC {
+	return mad.WC{SLID: r.slid, SrcQP: r.sqp & 0xFFFFFF, QPN: r.dqp, SL: r.sl, PKeyIndex: r.pkeyIndex,
+		GRHPresent: r.grh != nil, QKey: r.qkey, QKeyValid: r.dqp == 1 && r.qkey != 0}
 }
 
 // parseRequest reads a request, fills in an "auto" SLID and records it.
@@ -596,7 +606,8 @@ func (s *Server) parseRequest(req []byte) request {
 // route delivers the request: along its directed path through the fabric,
 // to this port's engine, or by LID through the switch. It returns the
 // response if there is one (ok) and the LID it comes from, or the client
-// the request is to be forwarded to (to >= 0).
+// the request is to be forwarded to (to >= 0). What crosses the switch,
+// the request and its response, is counted in the switch's port counters.
 func (s *Server) route(sender int, r *request) (out mad.MAD, ok bool, from uint16, to int) {
 	from, to = r.lid|r.dlid&r.mask, -1
 	dr := r.in.MgmtClass() == mad.ClassSubnDirected
@@ -604,19 +615,28 @@ func (s *Server) route(sender int, r *request) (out mad.MAD, ok bool, from uint1
 	f := s.opt.Fabric
 	switch {
 	case f != nil && dr && local && r.in.HopCount() > 0 && !r.in.Direction():
-		if at, found := f.directed(&r.in, s.opt.Port); found && r.dqp == 0 {
-			if out, ok = s.at(at, r.slid, r.sqp, r.dqp, &r.in); ok {
+		if at, x, found := f.directed(&r.in, s.opt.Port); found && r.dqp == 0 {
+			f.Switch.Count(x.in, x.out, 1, mad.MADWords, false)
+			if out, ok = s.at(at, r, &r.in); ok {
 				out[6] = 0 // back at the source: the reverse path is walked
+				f.Switch.Count(x.out, x.in, 1, mad.MADWords, false)
 			}
 		}
 	case local && r.dqp <= 1 && mad.SMIRecv(&r.in, s.opt.Port):
 		// The SMI steps of a directed-route SMP are the port's, not the SMA's.
 		out, ok, to = s.atPort(sender, r)
 	case f != nil && !local && r.dqp <= 1:
-		if at, found := s.lidRoute(r.dlid, r.dqp); found {
-			if out, ok = s.at(at, r.slid, r.sqp, r.dqp, &r.in); ok {
-				from = r.dlid
+		at, x, found := s.lidRoute(r.dlid, r.dqp)
+		if !found {
+			if x.in != 0 {
+				f.Switch.CountDrop(x.in, x.out, mad.MADWords)
 			}
+			break
+		}
+		f.Switch.Count(x.in, x.out, 1, mad.MADWords, false)
+		if out, ok = s.at(at, r, &r.in); ok {
+			from = r.dlid
+			f.Switch.Count(x.out, x.in, 1, mad.MADWords, false)
 		}
 	}
 	return out, ok, from, to
@@ -626,8 +646,9 @@ func (s *Server) route(sender int, r *request) (out mad.MAD, ok bool, from uint1
 // to other agents (Success without a reply) from a client goes to the
 // client that registered for it, if any (to >= 0).
 func (s *Server) atPort(sender int, r *request) (out mad.MAD, ok bool, to int) {
-	wc := mad.WC{SLID: r.slid, SrcQP: r.sqp & 0xFFFFFF, QPN: r.dqp, DLIDPathBits: uint8(r.dlid & r.mask)}
-	resp, res := s.e.ProcessMAD(0, s.opt.Port, &wc, nil, &r.in)
+	wc := r.wc()
+	wc.DLIDPathBits = uint8(r.dlid & r.mask)
+	resp, res := s.e.ProcessMAD(0, s.opt.Port, &wc, r.grh, &r.in)
 	if res&mad.Reply != 0 && mad.SMISend(&resp) {
 		out, ok = resp, true
 	}
@@ -660,22 +681,27 @@ func writeReply(req []byte, r *request, from uint16, status uint32, out *mad.MAD
 }
 
 // at hands a MAD that reached a node of the fabric to that node's agent and
-// returns the response, if there is one to send.
-func (s *Server) at(n node, slid uint16, sqp, dqp uint32, in *mad.MAD) (mad.MAD, bool) {
+// returns the response, if there is one to send: the switch's SMA (QP0) or
+// PMA (QP1), or a CA port's engine with the request's work completion and
+// GRH.
+func (s *Server) at(n node, r *request, in *mad.MAD) (mad.MAD, bool) {
 	if n.sw {
-		if dqp != 0 {
-			return mad.MAD{}, false // no GSI on the model switch
+		var out mad.MAD
+		var res mad.Result
+		if r.dqp == 0 {
+			out, res = s.opt.Fabric.Switch.ProcessSMP(n.port, in)
+		} else {
+			out, res = s.opt.Fabric.Switch.ProcessGMP(in)
 		}
-		out, res := s.opt.Fabric.Switch.ProcessSMP(n.port, in)
 		return out, res&mad.Reply != 0
 	}
 	e := s.e
 	if n.peer != nil {
 		e = n.peer
 	}
-	wc := mad.WC{SLID: slid, SrcQP: sqp & 0xFFFFFF, QPN: dqp}
-	out, res := e.ProcessMAD(0, n.port, &wc, nil, in)
-	if res == mad.Success && n.peer == nil && dqp == 1 && in.MgmtClass() == mad.ClassCM && s.opt.Tunnel != nil {
+	wc := r.wc()
+	out, res := e.ProcessMAD(0, n.port, &wc, r.grh, in)
+	if res == mad.Success && n.peer == nil && r.dqp == 1 && in.MgmtClass() == mad.ClassCM && s.opt.Tunnel != nil {
 		// Another port of this HCA: its QP1 receives the CM MAD for the
 		// PF's tunnel, as this port's would.
 		s.opt.Tunnel(n.port, &wc, in)
@@ -687,41 +713,44 @@ func (s *Server) at(n node, slid uint16, sqp, dqp uint32, in *mad.MAD) (mad.MAD,
 // switch (its port 0 LID), or the engine port the switch's linear
 // forwarding table sends dlid to. A MAD on QP1 is a data packet: every port
 // on the way must be Active (IBA 7.2: Init and Armed ports pass only SMPs);
-// an SMP needs the links up.
-func (s *Server) lidRoute(dlid uint16, dqp uint32) (node, bool) {
+// an SMP needs the links up. x is the switch ports it entered and left by
+// (in 0: it never reached the switch; out 0: port 0, 0xFF: no route).
+func (s *Server) lidRoute(dlid uint16, dqp uint32) (n node, x hop, found bool) {
 	f := s.opt.Fabric
 	sp, ok := f.Cables[s.opt.Port]
 	if !ok || dlid == 0 || dlid >= mad.LIDMulticastBase {
-		return node{}, false
+		return node{}, x, false
 	}
 	pass := func(st mad.PortState, phys mad.PhysState) bool {
 		return phys == mad.PhysLinkUp && (dqp == 0 || st == mad.PortActive)
 	}
 	if pi, _ := s.e.PortInfo(s.opt.Port); !pass(pi.PortState, pi.PortPhysicalState) {
-		return node{}, false
+		return node{}, x, false
 	}
 	if pi, _ := f.Switch.PortInfo(int(sp)); !pass(pi.PortState, pi.PortPhysicalState) {
-		return node{}, false
+		return node{}, x, false
 	}
+	x.in = sp
 	if dlid == f.Switch.LID() {
-		return node{sw: true, port: sp}, true
+		return node{sw: true, port: sp}, x, true
 	}
-	out := f.Switch.Forward(dlid)
-	n, pe, ok := f.caPeer(out)
+	x.out = f.Switch.Forward(dlid)
+	n, pe, ok := f.caPeer(x.out)
 	if !ok || pe == nil && n.port == s.opt.Port {
-		return node{}, false
+		x.out = 0xFF // nothing there: relayed nowhere
+		return node{}, x, false
 	}
 	if pe == nil {
 		pe = s.e
 	}
-	if spi, _ := f.Switch.PortInfo(int(out)); !pass(spi.PortState, spi.PortPhysicalState) {
-		return node{}, false
+	if spi, _ := f.Switch.PortInfo(int(x.out)); !pass(spi.PortState, spi.PortPhysicalState) {
+		return node{}, x, false
 	}
 	pi, err := pe.PortInfo(n.port)
 	if err != nil || !pass(pi.PortState, pi.PortPhysicalState) || pi.LID == 0 || dlid&^(uint16(1)<<pi.LMC-1) != pi.LID {
-		return node{}, false
+		return node{}, x, false
 	}
-	return n, true
+	return n, x, true
 }
 
 // toTunnel hands a client's response for a VF to the tunnel, as the port's
@@ -733,24 +762,40 @@ func (s *Server) toTunnel(req []byte) {
 	s.opt.Tunnel(s.opt.Port, &wc, &m)
 }
 
-// SendTunnel sends a MAD a VF sent through the PF's tunnel from the
-// port's QP sqp (0 or 1) to dlid's QP dqp, source path bits bits, as a
-// client's request is routed (Handle): to the port's own agents, along a
-// directed route or by LID through the fabric, or, for a MAD the port's
-// agents leave to others (the SA), to the client attached as the SM. A
-// response given at once is returned with the LID it comes from (ok); a
-// forwarded request's response comes back through Options.Tunnel. The TID
-// is left as the tunnel set it. It may block on the client's socket.
-func (s *Server) SendTunnel(dlid uint16, bits uint8, sqp, dqp uint32, in *mad.MAD) (out mad.MAD, from uint16, ok bool) {
+// TunnelAddr is how a MAD the PF's tunnel sends for a VF leaves the port:
+// from QP SQP (0 or 1) with source path bits SLIDBits to DLID's QP DQP, on
+// SL, with the port's P_Key index PKeyIndex, Q_Key QKey (0: not known)
+// and, if GRH is not nil, that GRH (the VF's own source GID).
+type TunnelAddr struct {
+	DLID      uint16
+	SLIDBits  uint8
+	SQP, DQP  uint32
+	SL        uint8
+	PKeyIndex uint16
+	QKey      uint32
+	GRH       *mad.GRH
+}
+
+// SendTunnel sends a MAD a VF sent through the PF's tunnel, addressed as a
+// says, as a client's request is routed (Handle): to the port's own
+// agents, along a directed route or by LID through the fabric, or, for a
+// MAD the port's agents leave to others (the SA), to the client attached
+// as the SM. The agent it reaches gets its work completion (SLID, source
+// QP, SL, P_Key index) and GRH. A response given at once is returned with
+// the LID it comes from (ok); a forwarded request's response comes back
+// through Options.Tunnel. The TID is left as the tunnel set it. It may
+// block on the client's socket.
+func (s *Server) SendTunnel(a TunnelAddr, in *mad.MAD) (out mad.MAD, from uint16, ok bool) {
 	pi, _ := s.e.PortInfo(s.opt.Port)
-	r := request{dlid: dlid, dqp: dqp, sqp: sqp, lid: pi.LID, mask: uint16(1)<<pi.LMC - 1, in: *in}
+	r := request{dlid: a.DLID, dqp: a.DQP, sqp: a.SQP, lid: pi.LID, mask: uint16(1)<<pi.LMC - 1, in: *in,
+		sl: a.SL, pkeyIndex: a.PKeyIndex, qkey: a.QKey, grh: a.GRH}
 	if m := &r.in; m.MgmtClass() == mad.ClassSubnDirected && !m.Direction() && m.HopCount() > 0 && m.HopPointer() == 1 {
 		// The sending host's SMI took the source's step (IBA C14-9:1:
 		// hop pointer 0 to 1) before the SMP left; the fabric's walk
 		// (Fabric.directed) takes it from the source, as for a client's.
 		m[6] = 0
 	}
-	r.slid = r.lid | uint16(bits)&r.mask
+	r.slid = r.lid | uint16(a.SLIDBits)&r.mask
 	s.record(r.slid, r.dlid, r.sqp, r.dqp, &r.in)
 	out, ok, from, to := s.route(tunnelSender, &r)
 	if to == tunnelSender { // a VF's response to a VF: back into the tunnel

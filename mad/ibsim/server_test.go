@@ -601,7 +601,7 @@ func TestTunnelThroughTheSM(t *testing.T) {
 	req := madtest.SMP(mad.MethodGet, 0x0035, 0, 0, nil)
 	req[1], req[2], req[3] = mad.ClassSubnAdm, 2, mad.MethodSAGetTable
 	be.PutUint64(req[8:], 0x0200_0000_0000_0077)
-	if _, _, ok := s.SendTunnel(5, 0, 1, 1, req); ok {
+	if _, _, ok := s.SendTunnel(ibsim.TunnelAddr{DLID: 5, SQP: 1, DQP: 1}, req); ok {
 		t.Fatal("an SA request answered by the port itself")
 	}
 	raw, in := sm.recv(t)
@@ -622,7 +622,7 @@ func TestTunnelThroughTheSM(t *testing.T) {
 	// The port's own SMA answers an SMP at once.
 	ni := madtest.SMP(mad.MethodGet, mad.AttrNodeInfo, 0, 0, nil)
 	be.PutUint64(ni[8:], 0x0100_0000_0000_0001)
-	out, from, ok := s.SendTunnel(5, 0, 0, 0, ni)
+	out, from, ok := s.SendTunnel(ibsim.TunnelAddr{DLID: 5}, ni)
 	if !ok || from != 5 || out.Method() != mad.MethodGetResp || out.TID() != 0x0100_0000_0000_0001 {
 		t.Fatalf("NodeInfo: ok %v from %d method %#x", ok, from, out.Method())
 	}
@@ -692,7 +692,7 @@ func TestRMPPFramedForTheTunnel(t *testing.T) {
 	ack[1], ack[2], ack[3] = mad.ClassSubnAdm, 2, 0x92
 	ack[24], ack[25], ack[26] = 1, 2, 1          // version 1, ACK, ACTIVE
 	be.PutUint64(ack[8:], 0x0300_0000_0000_0001) // a VF's: the slave's byte as it came
-	if _, _, ok := s.SendTunnel(5, 0, 1, 1, ack); ok {
+	if _, _, ok := s.SendTunnel(ibsim.TunnelAddr{DLID: 5, SQP: 1, DQP: 1}, ack); ok {
 		t.Fatal("an ACK answered")
 	}
 	if _, m := sm.recv(t); m[25] != 2 || m.TID() != 0x0300_0000_0000_0001 {
