@@ -95,9 +95,9 @@ const (
 )
 
 // MADWords is a MAD's packet from LRH to ICRC (LRH 8, BTH 12, DETH 8, the
-// MAD's 256 bytes, ICRC 4), in the 4-byte words PortXmitData and
+// MAD's 256 bytes, ICRC 4: 72), in the 4-byte words PortXmitData and
 // PortRcvData count (IBA 16.1.3.5).
-const MADWords = 72
+const MADWords = (LRHSize + BTHSize + DETHSize + Size + ICRCSize) / 4
 
 // lease is an M_Key or B_Key lease timer.
 type lease struct {

@@ -52,6 +52,21 @@ func (c *swCounters) clear(ext bool, cs uint16) {
 	}
 }
 
+// PacketWords is what a message of n payload bytes is on the wire, in
+// packets of at most mtu payload bytes (0: one packet): the packets and
+// their 4-byte words from LRH to ICRC (PortXmitData's unit, VCRC not
+// included), with once bytes of headers the message carries once (RETH,
+// DETH, ImmDt, ...) and each bytes more in every packet (a GRH). The
+// payload is padded to 4 bytes; a multiple-of-4 MTU pads only the last
+// packet.
+func PacketWords(n, mtu, once, each uint64) (pkts, words uint64) {
+	pkts = 1
+	if mtu > 0 && n > mtu {
+		pkts = (n + mtu - 1) / mtu
+	}
+	return pkts, (pkts*(LRHSize+BTHSize+ICRCSize+each) + once + (n+3)&^3) / 4
+}
+
 // Count counts pkts packets of words 4-byte words (LRH to ICRC, IBA
 // 16.1.3.5's unit) that entered external port in and left by external port
 // out; out 0 is the switch's own port 0 (its agents), which has no
@@ -59,23 +74,27 @@ func (c *swCounters) clear(ext bool, cs uint16) {
 // it for every message that crosses the switch.
 func (s *Switch) Count(in, out uint8, pkts, words uint64, multicast bool) {
 	if c := s.counters(in); c != nil {
-		c.rcvPkts.Add(pkts)
-		c.rcvData.Add(words)
+		cast := &c.ucRcv
 		if multicast {
-			c.mcRcv.Add(pkts)
-		} else {
-			c.ucRcv.Add(pkts)
+			cast = &c.mcRcv
 		}
+		countPkts(&c.rcvPkts, &c.rcvData, cast, pkts, words)
 	}
 	if c := s.counters(out); c != nil {
-		c.xmitPkts.Add(pkts)
-		c.xmitData.Add(words)
+		cast := &c.ucXmit
 		if multicast {
-			c.mcXmit.Add(pkts)
-		} else {
-			c.ucXmit.Add(pkts)
+			cast = &c.mcXmit
 		}
+		countPkts(&c.xmitPkts, &c.xmitData, cast, pkts, words)
 	}
+}
+
+// countPkts adds pkts packets of words words to one direction's packet,
+// data and unicast or multicast packet counters.
+func countPkts(pk, data, cast *atomic.Uint64, pkts, words uint64) {
+	pk.Add(pkts)
+	data.Add(words)
+	cast.Add(pkts)
 }
 
 // CountDrop counts a packet that entered external port in (received there)

@@ -17,23 +17,24 @@ func switchPerf(t *testing.T, s *mad.Switch, method uint8, attr uint16, sel uint
 	return &out
 }
 
-func switchPC(t *testing.T, s *mad.Switch, sel uint8) mad.PortCounters {
+// switchGet reads attribute attr of port sel into v.
+func switchGet(t *testing.T, s *mad.Switch, attr uint16, sel uint8, v interface{ Decode([]byte) error }) {
 	t.Helper()
-	out := switchPerf(t, s, mad.MethodGet, mad.AttrPortCounters, sel, 0, 0)
-	var pc mad.PortCounters
-	if err := pc.Decode(out.GSData()); err != nil {
+	out := switchPerf(t, s, mad.MethodGet, attr, sel, 0, 0)
+	if err := v.Decode(out.GSData()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func switchPC(t *testing.T, s *mad.Switch, sel uint8) (pc mad.PortCounters) {
+	t.Helper()
+	switchGet(t, s, mad.AttrPortCounters, sel, &pc)
 	return pc
 }
 
-func switchPCX(t *testing.T, s *mad.Switch, sel uint8) mad.PortCountersExtended {
+func switchPCX(t *testing.T, s *mad.Switch, sel uint8) (x mad.PortCountersExtended) {
 	t.Helper()
-	out := switchPerf(t, s, mad.MethodGet, mad.AttrPortCountersExtended, sel, 0, 0)
-	var x mad.PortCountersExtended
-	if err := x.Decode(out.GSData()); err != nil {
-		t.Fatal(err)
-	}
+	switchGet(t, s, mad.AttrPortCountersExtended, sel, &x)
 	return x
 }
 
@@ -130,5 +131,27 @@ func TestSwitchPMARefusals(t *testing.T) {
 	resp := madtest.Perf(mad.MethodGetResp, mad.AttrPortCounters, 1, 0)
 	if _, res := s.ProcessGMP(resp); res&mad.Reply != 0 {
 		t.Fatal("a response answered")
+	}
+}
+
+func TestPacketWords(t *testing.T) {
+	for _, c := range []struct {
+		n, mtu, once, each uint64
+		pkts, words        uint64
+	}{
+		{0, 2048, mad.AETHSize, 0, 1, 7},                             // an ACK: LRH+BTH+AETH+ICRC = 28 bytes
+		{256, 0, mad.DETHSize, 0, 1, 72},                             // a MAD on QP1: 288 bytes
+		{256, 0, mad.DETHSize, mad.GRHSize, 1, 82},                   // with a GRH
+		{1, 2048, 0, 0, 1, 7},                                        // one byte padded to 4
+		{65536, 2048, mad.RETHSize, 0, 32, (32*24 + 16 + 65536) / 4}, // a 64 KiB RDMA WRITE
+		{4097, 4096, mad.ImmDtSize, 0, 2, (2*24 + 4 + 4100) / 4},
+	} {
+		p, w := mad.PacketWords(c.n, c.mtu, c.once, c.each)
+		if p != c.pkts || w != c.words {
+			t.Errorf("PacketWords(%d, %d, %d, %d) = %d, %d; want %d, %d", c.n, c.mtu, c.once, c.each, p, w, c.pkts, c.words)
+		}
+	}
+	if mad.MADWords != 72 {
+		t.Fatalf("MADWords %d", mad.MADWords)
 	}
 }

@@ -13,6 +13,14 @@ const (
 	LRHSize  = 8
 	BTHSize  = 12
 	DETHSize = 8
+	// The other transport headers (IBA 9.3) and the ICRC, for the size of
+	// a packet on the wire (PacketWords).
+	RETHSize         = 16 // RDMA: virtual address, R_Key, DMA length
+	AtomicETHSize    = 28 // virtual address, R_Key, swap/add and compare data
+	AETHSize         = 4  // acknowledge: syndrome, MSN
+	AtomicAckETHSize = 8  // the original remote data
+	ImmDtSize        = 4  // immediate data
+	ICRCSize         = 4
 
 	lrhLNHMask  = 0x03 // byte 1: link next header
 	lnhIBALocal = 2    // BTH follows

@@ -170,7 +170,14 @@ type VF struct {
 	NodeGUID  Hex              `json:"node_guid"`
 	PortGUIDs map[string]Hex   `json:"port_guids"`
 	SMI       *bool            `json:"smi"` // SMI-privileged (QP0, all MAD_IFC)
-	Quotas    map[string]Quota `json:"quotas"`
+	// TunnelClasses are the management classes beyond Linux's PF's that
+	// the PF's tunnel passes for the function, both ways: "perf_mgt"
+	// (perfquery of another node's PMA) and "bm" (Baseboard Management,
+	// B_Key checks and Trap 259 from a guest's MADs). mlx4_ib's
+	// mlx4_ib_multiplex_mad drops both for every VF; absent or empty:
+	// as it does.
+	TunnelClasses []string         `json:"tunnel_classes"`
+	Quotas        map[string]Quota `json:"quotas"`
 	// VST puts the function's Ethernet ports in VLAN switch tagging (ip
 	// link set ... vf N vlan V qos Q); absent: VGT, the VF tags itself.
 	VST *VST `json:"vst"`
@@ -468,6 +475,11 @@ func (v *VF) validate(f string, c *Config, isDefault bool) error {
 	default:
 		return fieldErr(f+".completions", "%q is not auto, mlx4 or early", v.Completions)
 	}
+	for i, c := range v.TunnelClasses {
+		if c != "perf_mgt" && c != "bm" {
+			return fieldErr(fmt.Sprintf("%s.tunnel_classes[%d]", f, i), "%q is not perf_mgt or bm", c)
+		}
+	}
 	if v.VST != nil {
 		if v.VST.VLAN < 0 || v.VST.VLAN > 4094 {
 			return fieldErr(f+".vst.vlan", "%d outside 0..4094 (0: priority tagged)", v.VST.VLAN)
@@ -531,16 +543,19 @@ func (v *VF) validateQuotas(f string) error {
 // Function is the resolved view of one VF: the default merged with its
 // override, with derived GUIDs filled in.
 type Function struct {
-	VF         int
-	Ports      []int         // physical port of VF port i+1
-	LinkState  string        // auto, up, down
-	PKeyMap    map[int][]int // physical port -> virtual index -> physical index
-	NodeGUID   uint64
-	PortGUID   map[int]uint64 // physical port -> GUID
-	SMI        bool
-	Quotas     map[string]Quota
-	VST        *VST // nil: VGT
-	SpoofCheck bool
+	VF        int
+	Ports     []int         // physical port of VF port i+1
+	LinkState string        // auto, up, down
+	PKeyMap   map[int][]int // physical port -> virtual index -> physical index
+	NodeGUID  uint64
+	PortGUID  map[int]uint64 // physical port -> GUID
+	SMI       bool
+	// TunnelPerfMgt and TunnelBM: the tunnel passes the VF's PerfMgt and
+	// BM MADs and their responses (VF.TunnelClasses).
+	TunnelPerfMgt, TunnelBM bool
+	Quotas                  map[string]Quota
+	VST                     *VST // nil: VGT
+	SpoofCheck              bool
 	// Completions is auto, mlx4 or early (or seed, early's old name) (VF.Completions).
 	Completions string
 }
@@ -569,11 +584,34 @@ func (c *Config) Function(vf int) Function {
 		fn.NodeGUID = uint64(d.NodeGUID) ^ uint64(vf+1)<<40
 	}
 	c.resolvePorts(&fn, &d, &o, hasO)
+	resolveAdmin(&fn, &d, &o, hasO)
+	for k, q := range d.Quotas {
+		fn.Quotas[k] = q
+	}
+	if hasO {
+		for k, q := range o.Quotas {
+			fn.Quotas[k] = q
+		}
+	}
+	return fn
+}
+
+// resolveAdmin merges what an operator sets per VF (SMI, the tunnel's
+// extra classes, VST, spoof check, completions): the override's wins.
+func resolveAdmin(fn *Function, d, o *VF, hasO bool) {
 	if d.SMI != nil {
 		fn.SMI = *d.SMI
 	}
 	if hasO && o.SMI != nil {
 		fn.SMI = *o.SMI
+	}
+	classes := d.TunnelClasses
+	if hasO && o.TunnelClasses != nil {
+		classes = o.TunnelClasses
+	}
+	for _, c := range classes {
+		fn.TunnelPerfMgt = fn.TunnelPerfMgt || c == "perf_mgt"
+		fn.TunnelBM = fn.TunnelBM || c == "bm"
 	}
 	fn.VST = d.VST
 	if hasO && o.VST != nil {
@@ -592,15 +630,6 @@ func (c *Config) Function(vf int) Function {
 	if fn.Completions == "" {
 		fn.Completions = "auto"
 	}
-	for k, q := range d.Quotas {
-		fn.Quotas[k] = q
-	}
-	if hasO {
-		for k, q := range o.Quotas {
-			fn.Quotas[k] = q
-		}
-	}
-	return fn
 }
 
 // resolvePorts fills in fn's port GUIDs and P_Key maps: the override's, the

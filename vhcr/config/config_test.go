@@ -236,3 +236,31 @@ func TestParseTypeErrorInWords(t *testing.T) {
 		}
 	}
 }
+
+// tunnel_classes: only perf_mgt and bm; an override's list replaces the
+// default's (an empty one: Linux's PF's classes again).
+func TestTunnelClasses(t *testing.T) {
+	src := strings.Replace(string(Example()), `"3": { "pkey_map"`, `"3": { "tunnel_classes": ["perf_mgt", "snmp"], "pkey_map"`, 1)
+	if _, err := Parse(strings.NewReader(src)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "vfs.overrides.3.tunnel_classes[1]") {
+		t.Fatalf("snmp: error %v", err)
+	}
+	src = strings.Replace(string(Example()), `"3": { "pkey_map"`, `"3": { "tunnel_classes": ["bm", "perf_mgt"], "pkey_map"`, 1)
+	c, err := Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fn := c.Function(3); !fn.TunnelPerfMgt || !fn.TunnelBM {
+		t.Fatalf("VF 3: perf_mgt %v bm %v", fn.TunnelPerfMgt, fn.TunnelBM)
+	}
+	if fn := c.Function(2); fn.TunnelPerfMgt || fn.TunnelBM {
+		t.Fatal("VF 2 took VF 3's tunnel classes")
+	}
+	c.VFs.Default.TunnelClasses = []string{"perf_mgt"}
+	c.VFs.Overrides["3"] = VF{TunnelClasses: []string{}}
+	if fn := c.Function(2); !fn.TunnelPerfMgt || fn.TunnelBM {
+		t.Fatalf("VF 2 under the default's perf_mgt: %v %v", fn.TunnelPerfMgt, fn.TunnelBM)
+	}
+	if fn := c.Function(3); fn.TunnelPerfMgt {
+		t.Fatal("an empty override kept the default's perf_mgt")
+	}
+}

@@ -366,3 +366,119 @@ func (t *tvf) udQP(qkey uint32, port int) *tqp {
 	t.must(q.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
 	return q
 }
+
+// swCounters reads switch port p's PortCountersExtended through its PMA,
+// as perfquery -x does.
+func (f *fabricRig) swCounters(p uint8) mad.PortCountersExtended {
+	f.t.Helper()
+	out, res := f.sw.ProcessGMP(madtest.Perf(mad.MethodGet, mad.AttrPortCountersExtended, p, 0))
+	var x mad.PortCountersExtended
+	if res&mad.Reply == 0 || out.Status() != 0 || x.Decode(out.GSData()) != nil {
+		f.t.Fatalf("switch PMA: result %d status %#x", res, out.Status())
+	}
+	return x
+}
+
+// clearCounters clears every port's extended counters (PortSelect 0xFF).
+func (f *fabricRig) clearCounters() {
+	f.t.Helper()
+	if _, res := f.sw.ProcessGMP(madtest.Perf(mad.MethodSet, mad.AttrPortCountersExtended, 0xFF, 0xFF)); res&mad.Reply == 0 {
+		f.t.Fatal("switch PMA: Set refused")
+	}
+}
+
+// TestDataSwitchCounters: what the data path sends through the switch is
+// in the switch's port counters, packet by packet in the path MTU and
+// word by word as IBA 9.3 frames it (LRH, BTH, the operation's headers,
+// the padded payload, ICRC): an RC RDMA WRITE and its ACK, an RDMA READ
+// request and its response, an atomic and its acknowledgement, a UD
+// datagram, one the LFT does not route (a relay error), a multicast one
+// out of every Active port of the MFT's but the one it came in by; a
+// message within a port never reaches the switch.
+func TestDataSwitchCounters(t *testing.T) {
+	f := newFabricRig(t)
+	a, b := f.setup(0), f.setup(1)
+	ka, _ := a.mr(vaA, 2, permAll, a.pd)
+	kb, _ := b.mr(vaB, 2, permAll, b.pd)
+	qa := a.qp(qpOpts{st: mlx4.QP_ST_RC, access: remoteAll, retry: 7})
+	qb := b.qp(qpOpts{st: mlx4.QP_ST_RC, access: remoteAll, retry: 7})
+	qa.ctx.MTU, qb.ctx.MTU = 3, 3 // 1024
+	qb.ctx.Pri.Port = 2
+	qa.connect(qb.qpn, 6)
+	qb.connect(qa.qpn, 5)
+	want := func(p uint8, rcvPkts, rcvWords, xmitPkts, xmitWords uint64) {
+		t.Helper()
+		x := f.swCounters(p)
+		if x.PortRcvPkts != rcvPkts || x.PortRcvData != rcvWords || x.PortXmitPkts != xmitPkts || x.PortXmitData != xmitWords {
+			t.Fatalf("switch port %d: received %d packets %d words, sent %d packets %d words; want %d %d, %d %d",
+				p, x.PortRcvPkts, x.PortRcvData, x.PortXmitPkts, x.PortXmitData, rcvPkts, rcvWords, xmitPkts, xmitWords)
+		}
+	}
+	op := func(w *mlx4.SendWQE) {
+		t.Helper()
+		f.clearCounters()
+		qa.post(w, nil)
+		qa.settle(4)
+		if c := f.take(); len(c) != 1 || c[0].e.IsError() {
+			t.Fatalf("opcode %#x: CQEs %+v", w.Ctrl.Opcode, c)
+		}
+	}
+	w := send(mlx4.OPCODE_RDMA_WRITE, sge(ka, vaA, 4096))
+	w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: vaB, RKey: kb}
+	op(w)
+	want(1, 4, (4*24+16+4096)/4, 1, 7) // 4 packets of 1024, RETH in the first; the ACK back
+	want(2, 1, 7, 4, (4*24+16+4096)/4)
+	w = send(mlx4.OPCODE_RDMA_READ, sge(ka, vaA, 4000))
+	w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: vaB, RKey: kb}
+	op(w)
+	want(1, 1, (24+16)/4, 4, (4*24+8+4000)/4) // the request; the response with AETH first and last
+	w = send(mlx4.OPCODE_ATOMIC_FA, sge(ka, vaA, 8))
+	w.HasRAddr, w.RAddr, w.HasAtomic, w.Atomic = true, mlx4.RAddrSeg{RAddr: vaB, RKey: kb}, true, mlx4.AtomicSeg{SwapAdd: 1}
+	op(w)
+	want(2, 1, (24+4+8)/4, 1, (24+28)/4)
+
+	// UD from VF 0's port 1 to VF 1's port 2: one packet with DETH.
+	ua, ub := a.udQP(0x1111, 1), b.udQP(0x2222, 2)
+	ub.recv(sge(kb, vaB, 100))
+	ud := func(dlid uint16) {
+		t.Helper()
+		w := udSend(ub.qpn, 0x2222, false, sge(ka, vaA, 8))
+		w.Datagram.AV.DLID = dlid
+		ua.post(w, nil)
+		ua.run(4)
+		f.take()
+	}
+	f.clearCounters()
+	ud(6)
+	want(2, 0, 0, 1, (24+8+8)/4)
+	f.clearCounters()
+	ud(5) // the sending port's own LID: inside the HCA
+	want(1, 0, 0, 0, 0)
+	f.route(6, 0xFF)
+	if _, res := f.sw.ProcessGMP(madtest.Perf(mad.MethodSet, mad.AttrPortCounters, 1, 0xFFFF)); res&mad.Reply == 0 {
+		t.Fatal("PortCounters Set refused")
+	}
+	ud(6)
+	out, _ := f.sw.ProcessGMP(madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 1, 0))
+	var pc mad.PortCounters
+	if _ = pc.Decode(out.GSData()); pc.PortRcvSwitchRelayErrors != 1 || pc.PortRcvPkts != 1 {
+		t.Fatalf("unrouted datagram: %+v", pc)
+	}
+
+	// Multicast with a GRH, the MFT naming ports 1 (the ingress), 2 and 3.
+	const mlid = 0xc007
+	f.mft(mlid, 1<<1|1<<2|1<<3)
+	f.clearCounters()
+	w = udSend(multicastQPN, 0x1111, true, sge(ka, vaA, 16))
+	w.Datagram.AV.DLID = mlid
+	ua.post(w, nil)
+	ua.run(4)
+	f.take()
+	words := uint64(24+40+8+16) / 4
+	for p, x := range map[uint8][2]uint64{1: {1, 0}, 2: {0, 1}, 3: {0, 1}} {
+		c := f.swCounters(p)
+		if c.PortMulticastRcvPkts != x[0] || c.PortMulticastXmitPkts != x[1] || c.PortRcvData != x[0]*words || c.PortXmitData != x[1]*words {
+			t.Fatalf("multicast, switch port %d: %+v", p, c)
+		}
+	}
+}

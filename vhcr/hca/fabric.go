@@ -3,6 +3,9 @@ package hca
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+
+	"github.com/vhcrd/vhcrd/mad"
 )
 
 // Forwarder is what the data path needs of the switch the HCA's IB ports
@@ -21,6 +24,22 @@ type Forwarder interface {
 	// MulticastPorts is the multicast forwarding table's port mask for a
 	// multicast LID (bit p: out of port p).
 	MulticastPorts(mlid uint16) uint64
+	// Count counts pkts packets of words 4-byte words that entered the
+	// switch at external port in and left it at out (0: not counted on
+	// that side), in its port counters (its PMA's PortCounters).
+	Count(in, out uint8, pkts, words uint64, multicast bool)
+	// CountDrop counts a packet that entered at in and went no further:
+	// out 0xFF no route, another port not Active.
+	CountDrop(in, out uint8, words uint64)
+}
+
+// pktSize is a message on a link: its packets and their 4-byte words
+// (mad.PacketWords), for the switch's port counters.
+type pktSize struct{ pkts, words uint64 }
+
+func wireSize(n, mtu, once, each uint64) pktSize {
+	p, w := mad.PacketWords(n, mtu, once, each)
+	return pktSize{p, w}
 }
 
 // ErrFabric is a SetFabric refused.
@@ -60,26 +79,65 @@ func (h *HCA) SetFabric(sw Forwarder, cables map[uint8]uint8) error {
 	return nil
 }
 
-// crossSwitch is the arrival port of a packet from port from to dlid
-// through the switch: from's cable, the ingress switch port Active, the
-// LFT's egress port Active and cabled to a port of this HCA (a peer CA
-// there runs no data path: the packet is lost to the model).
-func (h *HCA) crossSwitch(from int, dlid uint16) int {
+// crossSwitch is the arrival port of a message of size sz from port from
+// to dlid through the switch: from's cable, the ingress switch port
+// Active, the LFT's egress port Active and cabled to a port of this HCA (a
+// peer CA there runs no data path: the message is lost to the model).
+// What enters the switch is counted in its port counters: crossed, or
+// dropped there (no route, the egress port not Active; one to the
+// switch's own LID reaches no data QP).
+func (h *HCA) crossSwitch(from int, dlid uint16, sz pktSize) int {
 	f := &h.fab
 	in := f.cable[from]
 	if in == 0 || !f.sw.PortActive(int(in)) {
 		return 0
 	}
 	out := f.sw.Forward(dlid)
-	if out == 0 || out == 0xFF || !f.sw.PortActive(int(out)) {
+	switch {
+	case out == 0:
+		f.sw.Count(in, 0, sz.pkts, sz.words, false)
+		return 0
+	case out == 0xFF || !f.sw.PortActive(int(out)):
+		f.sw.CountDrop(in, out, sz.words)
 		return 0
 	}
+	f.sw.Count(in, out, sz.pkts, sz.words, false)
 	for p := 1; p < len(f.cable); p++ {
 		if f.cable[p] == out {
 			return p
 		}
 	}
 	return 0
+}
+
+// countBack counts a response (an ACK or NAK, a READ response, an atomic
+// acknowledgement) from port from back to port to through the switch.
+func (h *HCA) countBack(from, to int, sz pktSize) {
+	f := &h.fab
+	if f.sw == nil || from == to {
+		return
+	}
+	f.sw.Count(f.cable[from], f.cable[to], sz.pkts, sz.words, false)
+}
+
+// countMulticast counts a multicast packet sent on port from to mlid in
+// the switch's counters: received at from's switch port, sent out of every
+// other Active port the MFT names for mlid.
+func (h *HCA) countMulticast(from int, mlid uint16, sz pktSize) {
+	f := &h.fab
+	if f.sw == nil {
+		return
+	}
+	in := f.cable[from]
+	if in == 0 || !f.sw.PortActive(int(in)) {
+		return
+	}
+	f.sw.Count(in, 0, sz.pkts, sz.words, true)
+	for m := f.sw.MulticastPorts(mlid) &^ (1<<in | 1); m != 0; m &= m - 1 {
+		if out := bits.TrailingZeros64(m); f.sw.PortActive(out) {
+			f.sw.Count(0, uint8(out), sz.pkts, sz.words, true)
+		}
+	}
 }
 
 // multicastReaches reports whether a multicast packet for mlid sent on

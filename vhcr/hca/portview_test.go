@@ -80,7 +80,7 @@ func TestPortViewWithSMSets(t *testing.T) {
 	if err := e.SetPortState(1, mad.PortDown); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, rr := h.routePort(1, 5); rr != routeDown {
+	if _, _, rr := h.routePort(1, 5, pktSize{}); rr != routeDown {
 		t.Fatalf("route on a Down port: %d", rr)
 	}
 	if s := h.EngineStats(l.p.a.n).ErrorCQEs.Load(); s != 0 {

@@ -86,10 +86,11 @@ func (v *portView) covers(dlid uint16) bool {
 	return v.active && !v.eth && v.lid != 0 && dlid&^mask == v.lid&^mask
 }
 
-// routePort finds the arrival port of a packet sent on port from to dlid,
-// and the DLID's path bits there; the sending port's LID is left in the
-// engine's scratch (srcLID) for the packet's receive CQE.
-func (h *HCA) routePort(from int, dlid uint16) (int, uint8, routeRes) {
+// routePort finds the arrival port of a message of size sz sent on port
+// from to dlid, and the DLID's path bits there; the sending port's LID is
+// left in the engine's scratch (srcLID) for the packet's receive CQE. A
+// message that enters the switch is counted there (crossSwitch).
+func (h *HCA) routePort(from int, dlid uint16, sz pktSize) (int, uint8, routeRes) {
 	src := h.portView(from)
 	if !src.active || src.eth {
 		return 0, 0, routeDown
@@ -101,7 +102,7 @@ func (h *HCA) routePort(from int, dlid uint16) (int, uint8, routeRes) {
 		return from, uint8(dlid & (uint16(1)<<src.lmc - 1)), routeOK
 	}
 	if h.fab.sw != nil {
-		if p := h.crossSwitch(from, dlid); p != 0 {
+		if p := h.crossSwitch(from, dlid, sz); p != 0 {
 			if v := h.portView(p); v.covers(dlid) {
 				return p, uint8(dlid & (uint16(1)<<v.lmc - 1)), routeOK
 			}

@@ -125,7 +125,8 @@ type dpScratch struct {
 	bounce [4096]byte
 	wc     mad.WC
 	ghdr   mad.GRH
-	srcLID uint16 // the sending port's LID, as routePort last found it
+	srcLID uint16  // the sending port's LID, as routePort last found it
+	back   pktSize // what the responder of the RC WQE sends back (sendConnected)
 }
 
 func (h *HCA) scratch() {
@@ -405,7 +406,7 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 		return true
 	}
-	port, _, rr := h.routePort(qp.Port, w.rlid)
+	port, _, rr := h.routePort(qp.Port, w.rlid, rcRequestSize(w, op, total))
 	var dq *qpObj
 	if rr == routeOK {
 		if dq = h.routeQP(port, w.remoteQPN); dq == nil || dq.wq.st != w.st || dq.wq.remoteQPN != w.qpn {
@@ -440,16 +441,22 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		}
 		return h.lost(qp, op)
 	}
+	h.dp.back = ackSize(w) // a READ response or an atomic ACK: set where they succeed
+	var done bool
 	switch op {
 	case mlx4.OPCODE_SEND, mlx4.OPCODE_SEND_IMM:
-		return h.deliver(qp, dq, op, total, false)
+		done = h.deliver(qp, dq, op, total, false)
 	case mlx4.OPCODE_RDMA_WRITE, mlx4.OPCODE_RDMA_WRITE_IMM:
-		return h.rdmaWrite(qp, dq, op, total)
+		done = h.rdmaWrite(qp, dq, op, total)
 	case mlx4.OPCODE_RDMA_READ:
-		return h.rdmaRead(qp, dq, op, total)
+		done = h.rdmaRead(qp, dq, op, total)
 	default: // atomics
-		return h.atomic(qp, dq, op)
+		done = h.atomic(qp, dq, op)
 	}
+	if rc {
+		h.countBack(dq.Port, qp.Port, h.dp.back)
+	}
+	return done
 }
 
 // rdmaWrite executes RDMA_WRITE or RDMA_WRITE_IMM into dq's region.
@@ -494,6 +501,7 @@ func (h *HCA) rdmaRead(qp, dq *qpObj, op uint8, total uint64) bool {
 	}
 	// The response lands in the local sink (h.dp.src, checked for
 	// local write): a stream from the remote region into it.
+	h.dp.back = readResponseSize(qp.wq, total)
 	if !h.stream(h.dp.src[:d.NSGE], h.dp.dst[:1]) {
 		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
 		return true
@@ -538,6 +546,7 @@ func (h *HCA) atomic(qp, dq *qpObj, op uint8) bool {
 	if !t.write(d.RAddr.RAddr, b) {
 		return h.nak(qp, dq, op, mlx4.CQE_SYNDROME_REMOTE_ACCESS_ERR, mlx4.EventWQAccessError)
 	}
+	h.dp.back = atomicAckSize(qp.wq)
 	if d.NSGE > 0 {
 		binary.BigEndian.PutUint64(b, orig)
 		if s := &h.dp.src[0]; !s.m.write(s.addr, b) {

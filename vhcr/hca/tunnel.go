@@ -16,7 +16,9 @@ package hca
 // a VF with SMI; SA and DEVICE_MGMT (GET and SET) pass, CM passes with
 // the PF's comm ID for the connection (cm.go), every other class is
 // dropped and counted, as the real PF drops the classes it does not
-// handle; the AV's port goes through the VF's port
+// handle, unless the VF's configuration adds PerfMgt or BM
+// (config.VF.TunnelClasses, an extension: their requests pass, and their
+// responses come back to the VF whose TID they carry); the AV's port goes through the VF's port
 // map, its GRH's SGID index becomes the slave's, the P_Key index through
 // the VF's virtual table. The MAD then leaves the port's QP0 (a proxy QP0's)
 // or QP1 (mlx4_ib_send_to_wire) through the wire (SetMADWire), or, with
@@ -346,9 +348,18 @@ func (h *HCA) multiplexClass(vf, slave int, m *mad.MAD) (TunnelDrop, bool) {
 			return TunDropCM, false
 		}
 	default:
-		return TunDropClass, false
+		if !h.tunnelExtra(vf, m.MgmtClass()) {
+			return TunDropClass, false
+		}
 	}
 	return 0, true
+}
+
+// tunnelExtra reports whether VF vf's configuration passes class beyond
+// Linux's PF's classes (config.VF.TunnelClasses): PerfMgt, BM.
+func (h *HCA) tunnelExtra(vf int, class uint8) bool {
+	fn := &h.Funcs[vf]
+	return class == mad.ClassPerfMgt && fn.TunnelPerfMgt || class == mad.ClassBM && fn.TunnelBM
 }
 
 // localWire is the wire without a fabric: the MAD reaches the agents of
@@ -364,7 +375,11 @@ func (h *HCA) localWire(port uint8, o *WireMAD) {
 	arrive, bits := int(port), uint8(0)
 	if o.MAD.MgmtClass() != mad.ClassSubnDirected || o.DLID != permissiveLID {
 		var rr routeRes
-		if arrive, bits, rr = h.routePort(int(port), o.DLID); rr != routeOK {
+		mw := pktSize{1, mad.MADWords}
+		if o.HasGRH {
+			mw.words += mad.GRHSize / 4
+		}
+		if arrive, bits, rr = h.routePort(int(port), o.DLID, mw); rr != routeOK {
 			t.drop(TunDropUnrouted)
 			return
 		}
@@ -512,8 +527,12 @@ func (h *HCA) tunnelDemux(it *tunItem) {
 			return
 		}
 	default:
-		t.drop(TunDropClass)
-		return
+		// A class a VF's configuration adds: the responses to its own
+		// requests, nothing unsolicited (the port's agents are the PF's).
+		if !m.IsResponse() || slave < 1 || slave > h.NumVFs || !h.tunnelExtra(slave-1, m.MgmtClass()) {
+			t.drop(TunDropClass)
+			return
+		}
 	}
 	if slave < 1 || slave > h.NumVFs {
 		t.drop(TunDropSlave) // the PF's own MADs, or no such VF

@@ -310,6 +310,64 @@ func TestTunnelIngress(t *testing.T) {
 	}
 }
 
+// TestTunnelExtraClasses: a VF configured with tunnel_classes perf_mgt and
+// bm sends its PerfMgt and BM requests to the wire and gets their
+// responses; the other VF (Linux's PF's classes only) has both dropped
+// either way, and an unsolicited PerfMgt request is no VF's even with the
+// opt-in.
+func TestTunnelExtraClasses(t *testing.T) {
+	d, w, vs := newTunnelRig(t, 2, func(c *config.Config) {
+		c.VFs.Overrides["1"] = config.VF{TunnelClasses: []string{"perf_mgt", "bm"}}
+	})
+	a, b := vs[0], vs[1]
+	st := d.h.TunnelStats()
+	for _, class := range []uint8{mad.ClassPerfMgt, mad.ClassBM} {
+		m := saGet(0x0000_0000_0000_0031)
+		m[1] = class
+		before := st.Drops[TunDropClass].Load()
+		a.post(a.qp1, tunnelQPN(0, 1, 1), hdr(1), m)
+		if st.Drops[TunDropClass].Load() != before+1 || len(w.sent) != 0 {
+			t.Fatalf("class %#x from VF 0: passed", class)
+		}
+		b.post(b.qp1, tunnelQPN(1, 1, 1), hdr(7), m)
+		if len(w.sent) != 1 || w.sent[0].m.MAD.MgmtClass() != class || w.sent[0].m.MAD.TID() != 0x0200_0000_0000_0031 || w.sent[0].m.DLID != 7 {
+			t.Fatalf("class %#x from VF 1: wire %+v", class, w.sent)
+		}
+		w.sent = w.sent[:0]
+		d.take()
+
+		wc := mad.WC{SLID: 7, SrcQP: 1, SL: 4, QPN: 1}
+		resp := m
+		resp[3] = mad.MethodGetResp
+		resp[mlx4.MADTIDSlaveByte] = 2
+		b.proxyRecv(b.qp1, 0x800)
+		d.h.ReceiveMAD(1, &wc, nil, &resp)
+		d.h.ServiceTunnel()
+		got := b.read(b.m+0x800+mlx4.ProxySQPHdrSize+mad.GRHSize, mad.Size)
+		if c := d.take(); len(c) != 1 || c[0].e.IsError() || got[1] != class || binary.BigEndian.Uint64(got[8:]) != 0x31 {
+			t.Fatalf("class %#x response to VF 1: CQEs %+v, MAD % x", class, c, got[:24])
+		}
+		resp[mlx4.MADTIDSlaveByte] = 1 // to VF 0, which has not opted in
+		before = st.Drops[TunDropClass].Load()
+		a.proxyRecv(a.qp1, 0x800)
+		d.h.ReceiveMAD(1, &wc, nil, &resp)
+		d.h.ServiceTunnel()
+		if st.Drops[TunDropClass].Load() != before+1 || len(d.take()) != 0 {
+			t.Fatalf("class %#x response to VF 0: delivered", class)
+		}
+	}
+	// A request from the fabric (a PMA Get for the port) is the PF's.
+	req := saGet(0)
+	req[1] = mad.ClassPerfMgt
+	before := st.Drops[TunDropClass].Load()
+	wc := mad.WC{SLID: 7, SrcQP: 1, QPN: 1, GRHPresent: false}
+	d.h.ReceiveMAD(1, &wc, nil, &req)
+	d.h.ServiceTunnel()
+	if st.Drops[TunDropClass].Load() != before+1 || len(d.take()) != 0 {
+		t.Fatal("an unsolicited PerfMgt request reached a VF")
+	}
+}
+
 // TestTunnelQueueBound: a flood of incoming MADs beyond the queue is
 // dropped and counted, and what was queued is delivered.
 func TestTunnelQueueBound(t *testing.T) {

@@ -41,7 +41,7 @@ const (
 	multicastQPN     = 0xffffff
 	qkeyUseQP        = 1 << 31
 	grhNextHdrIBA    = 0x1b
-	udHeaderBytes    = 12 + 8 + 4 // BTH, DETH, ICRC: the GRH's PayLen beside the payload
+	udHeaderBytes    = mad.BTHSize + mad.DETHSize + mad.ICRCSize // the GRH's PayLen beside the payload
 )
 
 // sendUD executes a UD SEND or SEND_IMM (the only UD opcodes that reach
@@ -74,6 +74,7 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 		if v := h.portView(port); !v.active || v.eth {
 			st.UDDropped.Add(1)
 		} else {
+			h.countMulticast(port, av.DLID, udSize(op, total, av.GSLID&0x80 != 0))
 			h.multicast(qp, port, qkey, total)
 		}
 		h.sqDone(qp, uint32(total))
@@ -84,7 +85,7 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 		h.sqDone(qp, uint32(total))
 		return true
 	}
-	arrive, bits, rr := h.routePort(port, av.DLID)
+	arrive, bits, rr := h.routePort(port, av.DLID, udSize(op, total, av.GSLID&0x80 != 0))
 	if rr != routeOK {
 		st.UDDropped.Add(1)
 		h.sqDone(qp, uint32(total))

@@ -95,13 +95,14 @@ type wq struct {
 	pathBits    uint8 // my_lmc: the source path bits
 	grh         bool
 	msgMax      uint8
-	retry       uint8 // params1 retry_count
-	rnrRetry    uint8 // params1 rnr_retry, 7 = infinite
-	ackTimeout  uint8 // the primary path's local ACK timeout code (0: infinite)
-	minRNRTimer uint8 // the responder's RNR NAK timer code (rnr_nextrecvpsn)
-	rre, rwe    bool  // params2: remote read / write enable
-	rae         bool  // remote atomic enable
-	pmArmed     bool  // path migration armed (flags pm_state ARMED)
+	mtu         uint64 // the path MTU in bytes (0: not set)
+	retry       uint8  // params1 retry_count
+	rnrRetry    uint8  // params1 rnr_retry, 7 = infinite
+	ackTimeout  uint8  // the primary path's local ACK timeout code (0: infinite)
+	minRNRTimer uint8  // the responder's RNR NAK timer code (rnr_nextrecvpsn)
+	rre, rwe    bool   // params2: remote read / write enable
+	rae         bool   // remote atomic enable
+	pmArmed     bool   // path migration armed (flags pm_state ARMED)
 
 	rt       sqRetry // the WQE at SQHead's retries (retry.go; transient: a restarted PF retries afresh)
 	attached bool    // dpAttach done
@@ -185,6 +186,7 @@ func (h *HCA) wqRefresh(qp *qpObj) {
 	w.pathBits = ctx.Pri.SMACIndex // grh_mylmc 6:0: my LMC path bits on IB
 	w.sl = b[mlx4.QPCPriPath+mlx4.PathSchedQueue] >> mlx4.PathSchedQueueSLShift & 0xf
 	w.msgMax = ctx.MsgMax
+	w.mtu = mtuBytes(ctx.MTU)
 	w.retry = mlx4.QPCRetryCount(b)
 	w.rnrRetry = mlx4.QPCRNRRetry(b)
 	w.ackTimeout = mlx4.PathAckTimeout(b[mlx4.QPCPriPath:])
