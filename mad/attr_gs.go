@@ -285,6 +285,14 @@ type GRH struct {
 	DGID       [16]byte
 }
 
+// Reply is the GRH of the response to a packet with GRH g, as a Linux
+// agent addresses it (ib_init_ah_attr_from_wc): the GIDs swapped, the
+// traffic class and flow label kept, hop limit 0xFF.
+func (g *GRH) Reply() GRH {
+	return GRH{IPVer: 6, TClass: g.TClass, FlowLabel: g.FlowLabel, NextHeader: g.NextHeader, HopLimit: 0xFF,
+		SGID: g.DGID, DGID: g.SGID}
+}
+
 // Decode reads a GRH. IPVer must be 6.
 func (g *GRH) Decode(b []byte) error {
 	if len(b) < GRHSize {

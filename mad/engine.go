@@ -3,6 +3,7 @@ package mad
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,8 +85,9 @@ type Options struct {
 	// MaxTrapRepeats bounds the resends of an unrepressed trap; 0 means
 	// DefaultMaxTrapRepeats, negative means no resends.
 	MaxTrapRepeats int
-	// Logger, if set, gets a debug line per key violation, at most one a
-	// second (the counters count them all).
+	// Logger, if set, gets an info line per key violation (the sender's
+	// LID, QP and GID: what the trap names), at most one a second (the
+	// counters count them all).
 	Logger *slog.Logger
 }
 
@@ -449,7 +451,7 @@ func (l *lease) start(now time.Time, seconds uint16) {
 	}
 }
 
-func (e *Engine) logViolation(kind string, p *port, wc *WC, in *MAD) {
+func (e *Engine) logViolation(kind string, p *port, wc *WC, grh *GRH, in *MAD) {
 	if e.log == nil {
 		return
 	}
@@ -459,10 +461,15 @@ func (e *Engine) logViolation(kind string, p *port, wc *WC, in *MAD) {
 	}
 	e.lastLog = now
 	var slid uint16
+	var srcQP uint32
 	if wc != nil {
-		slid = wc.SLID
+		slid, srcQP = wc.SLID, wc.SrcQP&0xFFFFFF
 	}
-	e.log.Debug("mad: key violation", "key", kind, "port", p.num, "slid", slid,
+	sgid := "none"
+	if wc != nil && wc.GRHPresent && grh != nil {
+		sgid = netip.AddrFrom16(grh.SGID).String()
+	}
+	e.log.Info("mad: key violation", "key", kind, "port", p.num, "slid", slid, "src_qp", srcQP, "sgid", sgid,
 		"class", in.MgmtClass(), "method", in.Method(), "attr", in.AttrID())
 }
 

@@ -3,6 +3,7 @@ package mad_test
 import (
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -1172,5 +1173,31 @@ func TestMKeyLeaseRules(t *testing.T) {
 	}
 	if pi := f.portInfo(t, 1); pi.MKeyProtectBits != 0 {
 		t.Fatalf("protect bits %d after expiry", pi.MKeyProtectBits)
+	}
+}
+
+// A key violation's log line names what its trap names: the sender's LID,
+// QP and GID; a second within the second is not logged.
+func TestKeyViolationLogged(t *testing.T) {
+	var b strings.Builder
+	cfg := madtest.Node()
+	bkeyNode(0x777, false, 0)(&cfg)
+	e, err := mad.New(cfg, mad.Options{Logger: slog.New(slog.NewTextHandler(&b, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc := madtest.GSIWC(0x21, 0)
+	wc.GRHPresent = true
+	for range 2 {
+		e.ProcessMAD(0, 1, wc, testGRH(), madtest.BM(mad.MethodSet, mad.AttrBKeyInfo, 0, 0xBAD, make([]byte, 14)))
+	}
+	line := b.String()
+	for _, want := range []string{`msg="mad: key violation" key=b_key port=1 slid=33 src_qp=69 sgid=fe80::2:c903:0:7 class=5 method=2 attr=16`} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("log %q lacks %q", line, want)
+		}
+	}
+	if n := strings.Count(line, "key violation"); n != 1 {
+		t.Fatalf("%d lines for two violations in the same second", n)
 	}
 }

@@ -198,7 +198,7 @@ func (e *Engine) bma(flags Flags, p *port, wc *WC, grh *GRH, in, out *MAD) Resul
 	} else {
 		satInc16(&p.bkey.BKeyViolations)
 		e.counters.keyViol[CKeyB].Add(1)
-		e.logViolation("b_key", p, wc, in)
+		e.logViolation("b_key", p, wc, grh, in)
 		p.bkeyLease.start(e.now(), p.bkey.BKeyLeasePeriod)
 		e.trap259(p, wc, grh, in)
 		return Success | Consumed

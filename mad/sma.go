@@ -140,7 +140,7 @@ func (e *Engine) checkMKey(flags Flags, p *port, wc *WC, in *MAD) (ok, hide bool
 	}
 	satInc16(&p.pi.MKeyViolations)
 	e.counters.keyViol[CKeyM].Add(1)
-	e.logViolation("m_key", p, wc, in)
+	e.logViolation("m_key", p, wc, nil, in) // SMPs carry no GRH
 	p.mkeyLease.start(e.now(), p.pi.MKeyLeasePeriod)
 	e.trap256(p, wc, in)
 	return false, false

@@ -199,6 +199,7 @@ func checkTrafficAcross(t *testing.T, run func(...string) string, barPath, sock 
 			t.Errorf("ibroute: LID %d not routed to switch port %s", n, sp)
 		}
 	}
+	checkSwitchCounters(t, run, routes)
 	srv, cli = pingpongAcross(t, barPath, true)
 	t.Logf("vfctl pingpong --ud, VF 2 on port 1:\n%s\nVF 3 on port 2:\n%s", srv, cli)
 	if !strings.Contains(srv+cli, "iters in") {
@@ -227,4 +228,33 @@ func checkTrafficAcross(t *testing.T, run func(...string) string, barPath, sock 
 	sim.smp(t, mad.MethodSet, mad.AttrLinearFwdTable, block, lft)
 	_, cli = pingpongAcross(t, barPath, false)
 	t.Logf("LFT[%d] = 1 again: the client:\n%s", srvLID, cli)
+}
+
+// checkSwitchCounters reads the switch's port 2 counters with perfquery
+// (the switch's PMA at its LID, which routes names) after the RC pingpong
+// between the HCA's ports crossed it: at least the 200 SENDs each way and
+// their ACKs, 7 words an ACK, the 200 client SENDs' words.
+func checkSwitchCounters(t *testing.T, run func(...string) string, routes string) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^0x([0-9a-f]{4}) 000 : \(Switch`).FindStringSubmatch(routes)
+	if m == nil {
+		t.Fatalf("no switch LID in ibroute:\n%s", routes)
+	}
+	lid, _ := strconv.ParseUint(m[1], 16, 16)
+	out := run("perfquery", "-x", fmt.Sprint(lid), "2")
+	t.Logf("perfquery -x %d 2 (the switch port cabled to HCA port 2):\n%s", lid, out)
+	field := func(name string) uint64 {
+		f := regexp.MustCompile(`(?m)^` + name + `:\.+(\d+)$`).FindStringSubmatch(out)
+		if f == nil {
+			t.Fatalf("perfquery printed no %s", name)
+		}
+		v, _ := strconv.ParseUint(f[1], 10, 64)
+		return v
+	}
+	if x, r := field("PortXmitPkts"), field("PortRcvPkts"); x < 400 || r < 400 {
+		t.Errorf("switch port 2: %d packets out, %d in; the RC pingpong alone is 400 each way", x, r)
+	}
+	if d := field("PortXmitData"); d < 200*7 {
+		t.Errorf("switch port 2: %d words out", d)
+	}
 }

@@ -62,7 +62,12 @@ func (w *tunnelWire) run(done <-chan struct{}) {
 				continue // forwarded (its response comes through receive) or lost
 			}
 			wc := mad.WC{SLID: from, SrcQP: m.DQPN, SL: m.SL, PKeyIndex: m.PKeyIndex, QPN: m.SQP}
-			w.h.ReceiveMAD(w.port, &wc, nil, &out)
+			var g *mad.GRH
+			if m.HasGRH { // the agent answers a request with a GRH with one
+				r := m.GRH.Reply()
+				g, wc.GRHPresent = &r, true
+			}
+			w.h.ReceiveMAD(w.port, &wc, g, &out)
 		}
 	}
 }

@@ -35,6 +35,9 @@ func tunnelDiags() []Diag {
 		diag("saquery NodeRecord", "/usr/sbin/saquery", fmt.Sprint(smLID)),
 		diag("saquery PathRecord", "/usr/sbin/saquery", "--src-to-dst", fmt.Sprintf("%d:%d", smLID, otherLID)),
 		diag("smpquery refused", "/usr/sbin/smpquery", "nodeinfo", fmt.Sprint(switchLID)),
+		// PerfMgt: what Linux's PF drops for a VF (VF 0 has no
+		// tunnel_classes).
+		diag("perfquery refused", "/usr/sbin/perfquery", fmt.Sprint(switchLID), "1"),
 	}
 }
 
@@ -48,7 +51,21 @@ func smiDiags() []Diag {
 		// A PortInfo Set to its own port's LID with a key that is not
 		// the port's: the SMA drops it and traps Bad M_Key to the SM.
 		diag("ibportstate wrong M_Key", "/usr/sbin/ibportstate", "-y", "0x1", fmt.Sprint(smLID), "1", "enable"),
+		// VF 1's config passes PerfMgt (tunnel_classes, an extension):
+		// the switch's PMA answers, and the guest's own mlx4_ib consumes
+		// the answer (checkSwitchPMA).
+		diag("perfquery switch", "/usr/sbin/perfquery", "-x", fmt.Sprint(switchLID), "1"),
 	}
+}
+
+// portBKey is port 1's B_Key in vhcrd's default config; bmRun is the SMI
+// guest's BM exchange with its own port's BMA (VF 1 passes BM: its
+// tunnel_classes): the trap address set to OpenSM's LID with the B_Key,
+// then a Set with a wrong one.
+const portBKey = 0xb0b
+
+func bmRun() *BMRun {
+	return &BMRun{DLID: smLID, TrapLID: smLID, BKey: portBKey, WrongBKey: 0x1}
 }
 
 // checkSMIDiags asserts the SMI guest's tools saw the switch and the HCA.
@@ -64,6 +81,71 @@ func checkSMIDiags(t *testing.T, lines []string, d *vhcrdProc) {
 	}
 	checkMKeyTrap(t, lines, d)
 	checkDiagLines(t, lines, smiDiags()[:2], want, "the SMI guest")
+	checkSwitchPMA(t, lines, d)
+	checkBMTrap(t, lines, d)
+}
+
+// checkSwitchPMA holds what perfquery of the switch's port 1 gives in a
+// VF with tunnel_classes perf_mgt: the PF passes the query and the switch's
+// PMA answers (the tunnel's wire), but the guest's mlx4_ib answers the
+// incoming ClassPortInfo response itself (mlx4_ib_process_mad's
+// iboe_process_mad for a slave) and perfquery never sees it; the guest's
+// zeroed reply is dropped as class 0, as Linux's PF drops it.
+func checkSwitchPMA(t *testing.T, lines []string, d *vhcrdProc) {
+	out, res := diagOutput(lines, "perfquery switch")
+	t.Logf("perfquery -x of switch port 1 in the guest (%s):\n%s", res, out)
+	if strings.HasPrefix(res, "ok") {
+		t.Errorf("perfquery in a VF saw the switch's answer: mlx4_ib's iboe_process_mad consumes it")
+	}
+	if !strings.Contains(out, "classportinfo query") {
+		t.Errorf("perfquery did not fail on its ClassPortInfo query")
+	}
+	if n := d.metrics(t).sum("vhcrd_mad_tunnel_drops_total", map[string]string{"reason": "class"}); n < 1 {
+		t.Errorf("the guest's reply to the PMA's response was not dropped")
+	}
+}
+
+// checkBMTrap asserts the guest's BM exchange (the right B_Key answered,
+// the wrong one not) and that vhcrd's BMA saw the Set with the wrong
+// B_Key with the packet's work completion and GRH: its key-violation line
+// names the guest's port LID, the PF's QP1 it left from and the VF's
+// GID (what Trap 259's payload carries), and Trap 259 was sent.
+func checkBMTrap(t *testing.T, lines []string, d *vhcrdProc) {
+	var out []string
+	res, gid := "", ""
+	for _, l := range lines {
+		if s, ok := strings.CutPrefix(l, "vmtest: bm| "); ok {
+			out = append(out, s)
+			if m := regexp.MustCompile(`source GID (\S+)`).FindStringSubmatch(s); m != nil {
+				gid = m[1]
+			}
+		}
+		if s, ok := strings.CutPrefix(l, BMPrefix); ok {
+			res = s
+		}
+	}
+	t.Logf("BM exchange in the SMI guest (%s):\n%s", res, strings.Join(out, "\n"))
+	if !strings.HasPrefix(res, "ok") {
+		t.Errorf("bm: %s", res)
+		return
+	}
+	want := fmt.Sprintf(`msg="mad: key violation" key=b_key port=1 slid=%d src_qp=1 sgid=%s class=5 method=2 attr=16`, smLID, gid)
+	var found string
+	for _, l := range strings.Split(d.logText(), "\n") {
+		if strings.Contains(l, want) {
+			found = l
+		}
+	}
+	if found == "" {
+		t.Errorf("vhcrd logged no %s", want)
+	}
+	t.Logf("vhcrd on the guest's BM Set: %s", found)
+	m := d.metrics(t)
+	if n := m.sum("vhcrd_traps_sent_total", map[string]string{"trap": "259"}); n < 1 {
+		t.Errorf("no Trap 259 sent (traps %v)", m.byLabel("vhcrd_traps_sent_total", "trap", nil))
+	}
+	t.Logf("traps sent %v, key violations %v", m.byLabel("vhcrd_traps_sent_total", "trap", nil), m.byLabel("vhcrd_key_violations_total", "key", nil))
+	t.Logf("OpenSM (no BM agent) on the BM trap:\n%s", d.osm.lines(regexp.MustCompile(`259|BM|[Uu]nknown|class 0x05|ERR`), 6))
 }
 
 // diagOutput is what diag name printed, one line each.
@@ -97,9 +179,16 @@ func checkDiags(t *testing.T, lines []string, d *vhcrdProc) {
 	if strings.HasPrefix(res, "ok") {
 		t.Errorf("an SMP from a VF without SMI was answered")
 	}
+	out, res = diagOutput(lines, "perfquery refused")
+	t.Logf("perfquery of the switch in the guest without tunnel_classes (%s):\n%s", res, out)
+	if strings.HasPrefix(res, "ok") {
+		t.Errorf("a PerfMgt MAD from a VF without tunnel_classes was answered")
+	}
 	m := d.metrics(t)
-	if n := m.sum("vhcrd_mad_tunnel_drops_total", map[string]string{"reason": "smi"}); n < 1 {
-		t.Errorf("the refused SMP was not counted (drops by reason %v)", m.byLabel("vhcrd_mad_tunnel_drops_total", "reason", nil))
+	for _, r := range []string{"smi", "class"} {
+		if n := m.sum("vhcrd_mad_tunnel_drops_total", map[string]string{"reason": r}); n < 1 {
+			t.Errorf("the refused %s MAD was not counted (drops by reason %v)", r, m.byLabel("vhcrd_mad_tunnel_drops_total", "reason", nil))
+		}
 	}
 	outN := m.sum("vhcrd_mad_tunnel_mads_total", map[string]string{"direction": "out"})
 	in := m.sum("vhcrd_mad_tunnel_mads_total", map[string]string{"direction": "in"})

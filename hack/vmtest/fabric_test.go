@@ -58,7 +58,9 @@ func freshFabricConfig(t *testing.T, bin, dir string) string {
 	// enable_qp0=...` makes a VF on a Linux PF: its QP0 is a proxy QP0
 	// owner and its SMPs cross the tunnel; VF 0's are refused.
 	ov := cfg["vfs"].(map[string]any)["overrides"].(map[string]any)
-	ov[fmt.Sprint(bystanderVF)] = map[string]any{"smi": true}
+	// It also passes PerfMgt and BM (tunnel_classes, an extension a
+	// Linux PF has not): perfquery of the switch, its BM exchange.
+	ov[fmt.Sprint(bystanderVF)] = map[string]any{"smi": true, "tunnel_classes": []string{"perf_mgt", "bm"}}
 	b, err := json.MarshalIndent(cfg, "", " ")
 	if err != nil {
 		t.Fatal(err)

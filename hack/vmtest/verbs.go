@@ -48,7 +48,25 @@ type VerbsConfig struct {
 	// CM, with IPoIB, are tools run between the pair over the RDMA CM,
 	// in order, each bounded by TimeLimitMS.
 	CM []CMRun
+	// BM, if set, runs after the Diags: Baseboard Management MADs from
+	// the guest's umad (port 1's QP1, with a GRH), as a BM manager sends
+	// them (BMRun).
+	BM *BMRun
 }
+
+// BMRun is a Baseboard Management exchange with the BMA of LID DLID
+// (B_Key BKey): a Set(ClassPortInfo) with the right B_Key that points the
+// BMA's traps at TrapLID's QP1, answered; then a Set(BKeyInfo) with
+// WrongBKey, which the BMA drops (no answer: the MAD layer's timeout)
+// and reports as Trap 259. Each step is a "vmtest: bm| " line; the result
+// is BMPrefix and "ok ..." or "failed ...".
+type BMRun struct {
+	DLID, TrapLID   uint16
+	BKey, WrongBKey uint64
+}
+
+// BMPrefix starts the BM run's result line.
+const BMPrefix = "vmtest: bm: "
 
 // IPoIBPrefix starts the IPoIB ping's result line.
 const IPoIBPrefix = "vmtest: ipoib ping: "

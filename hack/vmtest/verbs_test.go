@@ -83,6 +83,7 @@ func verbsConfig(role string, nc *NetConfig) MLX4Config {
 		cfg.Verbs.Diags = tunnelDiags()
 	case "client":
 		cfg.Verbs.Diags = smiDiags()
+		cfg.Verbs.BM = bmRun()
 	}
 	if nc != nil {
 		cfg.Modules = append(cfg.Modules, "virtio_pci", "virtio_net", "ib_ipoib", "rdma_ucm")

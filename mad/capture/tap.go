@@ -65,8 +65,7 @@ func (t *Tap) Reply(req *Packet, out *mad.MAD) {
 		rsp.QKey = mad.QP1QKey
 	}
 	if req.GRH != nil {
-		g := *req.GRH
-		g.SGID, g.DGID = g.DGID, g.SGID
+		g := req.GRH.Reply()
 		rsp.GRH = &g
 	}
 	_ = t.W.WritePacket(&rsp)

@@ -396,12 +396,7 @@ func TestFabricSwitchPMA(t *testing.T) {
 	cfg.Ports[0].LID, cfg.Ports[1].LID = 5, 6
 	cfg.Ports[1].State = mad.PortActive
 	e, sw := engineAndSwitch(t, cfg)
-	s, err := ibsim.Listen(fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1)), e,
-		ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := sweptServer(t, e, sw)
 	get := func(dlid uint16, sel uint8) mad.PortCounters {
 		t.Helper()
 		req := simRequest(dlid, 1, madtest.Perf(mad.MethodGet, mad.AttrPortCounters, sel, 0))
@@ -447,12 +442,7 @@ func TestFabricTunnelTrap259(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, sw := engineAndSwitch(t, cfg)
-	s, err := ibsim.Listen(fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1)), e,
-		ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := sweptServer(t, e, sw)
 	g := &mad.GRH{IPVer: 6, NextHeader: 0x1B, HopLimit: 1,
 		SGID: madtest.GID(mad.DefaultGIDPrefix, 0x0002c90300a0b0c1+0x100), DGID: madtest.GID(mad.DefaultGIDPrefix, 0x0002c90300a0b0c2)}
 	in := madtest.BM(mad.MethodSet, mad.AttrBKeyInfo, 0, 0xBAD, make([]byte, 14))
@@ -474,4 +464,17 @@ func TestFabricTunnelTrap259(t *testing.T) {
 	if d != want || n.IssuerLID != 6 {
 		t.Fatalf("trap 259 from LID %d: %+v\nwant %+v", n.IssuerLID, d, want)
 	}
+}
+
+// sweptServer serves e with its ports 1 and 2 cabled to sw's ports 3 and 5,
+// swept with the switch at LID 1.
+func sweptServer(t *testing.T, e *mad.Engine, sw *mad.Switch) *ibsim.Server {
+	t.Helper()
+	s, err := ibsim.Listen(fmt.Sprintf("vhcrdtest%d-%d", os.Getpid(), seq.Add(1)), e,
+		ibsim.Options{Fabric: &ibsim.Fabric{Switch: sw, Cables: map[uint8]uint8{1: 3, 2: 5}, LID: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

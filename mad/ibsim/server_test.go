@@ -178,21 +178,29 @@ func (k sinkTo) SendTrap(t mad.Trap) {
 	}
 }
 
-func TestTrapsReachTheSMClient(t *testing.T) {
-	cfg := madtest.Node()
-	cfg.Ports[0].MKey, cfg.Ports[0].MKeyProtect = 0x77, 1
+// trapServer is a server named after suffix for an engine of cfg whose
+// traps it sends.
+func trapServer(t *testing.T, cfg mad.NodeConfig, suffix string) (*mad.Engine, string) {
+	t.Helper()
 	var srvp atomic.Pointer[ibsim.Server]
 	e, err := mad.New(cfg, mad.Options{Sink: sinkTo{&srvp}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := fmt.Sprintf("vhcrdtest%d-trap", os.Getpid())
+	name := fmt.Sprintf("vhcrdtest%d-%s", os.Getpid(), suffix)
 	srv, err := ibsim.Listen(name, e, ibsim.Options{NodeID: "model-hca"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srvp.Store(srv)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
+	return e, name
+}
+
+func TestTrapsReachTheSMClient(t *testing.T) {
+	cfg := madtest.Node()
+	cfg.Ports[0].MKey, cfg.Ports[0].MKeyProtect = 0x77, 1
+	_, name := trapServer(t, cfg, "trap")
 	sm := dialSM(t, name, true)
 	tool := dial(t, name)
 	st, _, _ := tool.mad(t, name, 5, 0, madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 1, 0x99, nil))
@@ -216,6 +224,34 @@ func TestTrapsReachTheSMClient(t *testing.T) {
 	_ = d.Decode(notice.Details[:])
 	if d.LIDAddr != 5 || d.MKey != 0x99 || d.Method != mad.MethodSet {
 		t.Fatalf("trap 256 %+v", d)
+	}
+}
+
+// The SM client gets only the classes it has agents for (OpenSM's SMI
+// and SA): a BM trap and a DEVICE_MGMT request, which the HCA leaves to
+// other agents, are not sent to it (libumad2sim would crash on a class it
+// has no agent for); the Bad M_Key trap after them is.
+func TestSMClientOnlyItsClasses(t *testing.T) {
+	cfg := madtest.Node()
+	cfg.Ports[0].MKey, cfg.Ports[0].MKeyProtect, cfg.Ports[0].BKey = 0x77, 1, 0x66
+	e, name := trapServer(t, cfg, "classes")
+	sm := dialSM(t, name, true)
+	tool := dial(t, name)
+	if st, _, _ := tool.mad(t, name, 5, 1, madtest.BM(mad.MethodSet, mad.AttrBKeyInfo, 0, 0x1, make([]byte, 14))); st != ibsim.StatusDropped {
+		t.Fatalf("BM Set with a wrong B_Key: status %d", st)
+	}
+	if n := e.Snapshot().TrapsSent[mad.CTrap259]; n != 1 {
+		t.Fatalf("trap 259 sent %d times", n)
+	}
+	dm := madtest.Perf(mad.MethodGet, 0x0001, 0, 0)
+	dm[1] = mad.ClassDevMgt
+	if st, _, _ := tool.mad(t, name, 5, 1, dm); st != ibsim.StatusDropped {
+		t.Fatalf("DEVICE_MGMT Get: status %d", st)
+	}
+	tool.mad(t, name, 5, 0, madtest.SMP(mad.MethodSet, mad.AttrPortInfo, 1, 0x99, nil))
+	_, m := sm.recv(t)
+	if m.MgmtClass() != mad.ClassSubnLID || m.Method() != mad.MethodTrap {
+		t.Fatalf("the SM client's first MAD: class %#x method %#x, want the Bad M_Key trap", m.MgmtClass(), m.Method())
 	}
 }
 

@@ -302,6 +302,11 @@ func (h *HCA) tunnelMultiplex(src uint32, slave int, port uint8, d []byte) {
 		return
 	}
 	o.PKeyIndex, o.DLID, o.DQPN, o.QKey = uint16(pm[idx]), hdr.AV.DLID, hdr.RemoteQPN&mlx4.QPNMask, hdr.QKey
+	if o.QKey&qkeyUseQP != 0 {
+		// ib_mad sends with IB_QP_SET_QKEY (the high bit: "the QP's"),
+		// which mlx4_ib_send_to_wire hands to the PF's QP1: its Q_Key.
+		o.QKey = mad.QP1QKey
+	}
 	o.SL, o.SLIDBits = uint8(hdr.AV.SLTClassFlowLabel>>28), hdr.AV.GSLID&0x7f
 	o.SQP = 1
 	if qp0 {
@@ -406,7 +411,12 @@ func (h *HCA) localWire(port uint8, o *WireMAD) {
 	}
 	dst := h.portView(arrive)
 	back := mad.WC{SLID: dst.lid | uint16(bits), SrcQP: o.DQPN, SL: o.SL, PKeyIndex: o.PKeyIndex, QPN: o.SQP}
-	h.queueMAD(port, &back, nil, &out)
+	var bg *mad.GRH
+	if g != nil { // the agent answers a request with a GRH with one
+		r := g.Reply()
+		bg, back.GRHPresent = &r, true
+	}
+	h.queueMAD(port, &back, bg, &out)
 }
 
 // ReceiveMAD queues a MAD that reached port's QP wc.QPN (0 or 1) for the

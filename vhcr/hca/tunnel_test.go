@@ -161,6 +161,13 @@ func TestTunnelEgress(t *testing.T) {
 	if n := d.h.TunnelStats().Out.Load(); n != 1 || d.h.EngineStats(1).TunnelOut.Load() != 1 {
 		t.Fatalf("out %d", n)
 	}
+	// ib_mad's sends name IB_QP_SET_QKEY (0x80000000: "the QP's"): the
+	// PF's QP1 sends them with its Q_Key.
+	h.QKey = 0x80000000
+	a.post(a.qp1, tunnelQPN(1, 1, 1), h, saGet(0x43))
+	if len(w.sent) != 2 || w.sent[1].m.QKey != mad.QP1QKey {
+		t.Fatalf("IB_QP_SET_QKEY: wire %+v", w.sent)
+	}
 }
 
 // TestTunnelEgressRefused: what mlx4_ib_multiplex_mad and the tunnel QP
@@ -765,5 +772,38 @@ func TestMCGAggregation(t *testing.T) {
 	d.h.ResetFunction(0)
 	if last := w.sent[len(w.sent)-1].m.MAD; last.Method() != mad.MethodSADelete {
 		t.Fatalf("after the VF's reset: %#x", last.Method())
+	}
+}
+
+// TestTunnelLocalWireGRH: without a wire, a VF's BM Get with a GRH to its
+// port's LID reaches the port's BMA (tunnel_classes bm), and the answer
+// comes back with a GRH, the GIDs swapped, as a Linux agent answers: the
+// guest's MAD layer matches the response to its request by GID.
+func TestTunnelLocalWireGRH(t *testing.T) {
+	d := newDPRig(t, 2, func(c *config.Config) {
+		c.VFs.Overrides["1"] = config.VF{TunnelClasses: []string{"bm"}}
+	})
+	withEngine(t, d.h)
+	b := d.tunVF(1)
+	b.proxyRecv(b.qp1, 0x800)
+	h := hdr(5)
+	h.AV.GSLID = 0x80
+	copy(h.AV.DGID[:], bytes.Repeat([]byte{0xd1}, 16))
+	m := saGet(0x44)
+	m[1], m[2] = mad.ClassBM, 1
+	binary.BigEndian.PutUint16(m[16:], mad.AttrClassPortInfo)
+	b.post(b.qp1, tunnelQPN(1, 1, 1), h, m)
+	d.h.ServiceTunnel()
+	got := b.read(b.m+0x800, mlx4.ProxySQPHdrSize+mad.GRHSize+mad.Size)
+	r, _ := mlx4.DecodeRcvTunnelHeader(got[40:56])
+	var g mad.GRH
+	_ = g.Decode(got[56 : 56+mad.GRHSize])
+	var resp mad.MAD
+	copy(resp[:], got[56+mad.GRHSize:])
+	if resp.Method() != mad.MethodGetResp || resp.MgmtClass() != mad.ClassBM || resp.TID() != 0x44 {
+		t.Fatalf("response % x", resp[:24])
+	}
+	if !r.GRH || g.SGID != h.AV.DGID || binary.BigEndian.Uint64(g.DGID[8:]) != d.h.Funcs[1].PortGUID[1] {
+		t.Fatalf("receive header %+v, GRH %+v: want the GIDs of the request swapped", r, g)
 	}
 }

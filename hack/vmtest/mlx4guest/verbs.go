@@ -53,8 +53,11 @@ func (g *guest) verbs() error {
 		}
 		wait("devinfo")
 	}
-	if len(vc.Diags) > 0 {
+	if len(vc.Diags) > 0 || vc.BM != nil {
 		g.diags(vc)
+		if vc.BM != nil {
+			g.bmRun(vc.BM)
+		}
 		wait("diags")
 	}
 	if vc.Net != nil {
