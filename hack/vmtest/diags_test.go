@@ -65,7 +65,9 @@ func smiDiags() []Diag {
 const portBKey = 0xb0b
 
 func bmRun() *BMRun {
-	return &BMRun{DLID: smLID, TrapLID: smLID, BKey: portBKey, WrongBKey: 0x1}
+	// VF 1's P_Key index 1 is port 1's entry 1 (its pkey_map), which
+	// OpenSM's default partition leaves 0.
+	return &BMRun{DLID: smLID, TrapLID: smLID, BKey: portBKey, WrongBKey: 0x1, BadPKeyIndex: 1}
 }
 
 // checkSMIDiags asserts the SMI guest's tools saw the switch and the HCA.
@@ -145,7 +147,18 @@ func checkBMTrap(t *testing.T, lines []string, d *vhcrdProc) {
 		t.Errorf("no Trap 259 sent (traps %v)", m.byLabel("vhcrd_traps_sent_total", "trap", nil))
 	}
 	t.Logf("traps sent %v, key violations %v", m.byLabel("vhcrd_traps_sent_total", "trap", nil), m.byLabel("vhcrd_key_violations_total", "key", nil))
-	t.Logf("OpenSM (no BM agent) on the BM trap:\n%s", d.osm.lines(regexp.MustCompile(`259|BM|[Uu]nknown|class 0x05|ERR`), 6))
+	// Trap 257, from the Get with an invalid P_Key: OpenSM logs it.
+	bad := regexp.MustCompile(`num:257 \(Bad P_Key\)`)
+	var got string
+	for end := time.Now().Add(20 * time.Second); got == "" && time.Now().Before(end); {
+		if got = d.osm.lines(bad, 3); got == "" {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if got == "" {
+		t.Errorf("no Bad P_Key trap in OpenSM's log:\n%s", d.osm.lines(regexp.MustCompile(`[Tt]rap|[Nn]otice`), 10))
+	}
+	t.Logf("OpenSM on the guest's MAD with an invalid P_Key:\n%s", d.osm.lines(regexp.MustCompile(`Bad P_Key`), 4))
 }
 
 // diagOutput is what diag name printed, one line each.

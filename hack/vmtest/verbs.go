@@ -58,11 +58,14 @@ type VerbsConfig struct {
 // (B_Key BKey): a Set(ClassPortInfo) with the right B_Key that points the
 // BMA's traps at TrapLID's QP1, answered; then a Set(BKeyInfo) with
 // WrongBKey, which the BMA drops (no answer: the MAD layer's timeout)
-// and reports as Trap 259. Each step is a "vmtest: bm| " line; the result
-// is BMPrefix and "ok ..." or "failed ...".
+// and reports as Trap 259; then a Get on the VF's P_Key index
+// BadPKeyIndex, whose P_Key the SM left invalid: dropped, Trap 257. Each
+// step is a "vmtest: bm| " line; the result is BMPrefix and "ok ..." or
+// "failed ...".
 type BMRun struct {
 	DLID, TrapLID   uint16
 	BKey, WrongBKey uint64
+	BadPKeyIndex    uint16
 }
 
 // BMPrefix starts the BM run's result line.

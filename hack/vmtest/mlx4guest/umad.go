@@ -24,11 +24,11 @@ import (
 
 const (
 	umadDev = "/dev/infiniband/umad0" // mlx4_0 port 1: the guest's only umad port
-	// umadHdrSize is struct ib_user_mad_hdr_old: the header ib_umad uses
-	// until IB_USER_MAD_ENABLE_PKEY (id, status, timeout_ms, retries,
-	// length, qpn, qkey, lid, sl, path_bits, grh_present, gid_index,
-	// hop_limit, traffic_class, gid, flow_label).
-	umadHdrSize = 56
+	// umadHdrSize is struct ib_user_mad_hdr with IB_USER_MAD_ENABLE_PKEY:
+	// id, status, timeout_ms, retries, length, qpn, qkey, lid, sl,
+	// path_bits, grh_present, gid_index, hop_limit, traffic_class, gid,
+	// flow_label, pkey_index, reserved[6].
+	umadHdrSize = 64
 	// umadTimeoutMS is the MAD layer's response timeout per send (one
 	// try: retries 0).
 	umadTimeoutMS = 1000
@@ -46,6 +46,10 @@ func openUMAD(class, version uint8) (*umadPort, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := umadEnablePKey(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("IB_USER_MAD_ENABLE_PKEY: %w", err)
+	}
 	id, err := umadRegister(f, 1, class, version)
 	if err != nil {
 		f.Close()
@@ -54,25 +58,28 @@ func openUMAD(class, version uint8) (*umadPort, error) {
 	return &umadPort{f: f, agent: id}, nil
 }
 
-// call sends m to dlid's QP1 with a GRH to dgid and returns what the MAD
-// layer gives back for it: the response, or the send's status (ETIMEDOUT:
-// no response in umadTimeoutMS).
-func (u *umadPort) call(dlid uint16, dgid [16]byte, m *mad.MAD) (resp mad.MAD, status uint32, err error) {
+// call sends m to dlid's QP1 with a GRH to dgid, with the port's P_Key
+// of (virtual) index pkeyIndex, and returns what the MAD layer gives back
+// for it: the response, or the send's status (ETIMEDOUT: no response in
+// umadTimeoutMS to the send or any of its retries resends).
+func (u *umadPort) call(dlid uint16, dgid [16]byte, pkeyIndex uint16, retries uint32, m *mad.MAD) (resp mad.MAD, status uint32, err error) {
 	u.tid++
 	binary.BigEndian.PutUint64(m[8:], uint64(u.tid))
 	var b [umadHdrSize + mad.Size]byte
 	binary.LittleEndian.PutUint32(b[0:], u.agent)
 	binary.LittleEndian.PutUint32(b[8:], umadTimeoutMS)
+	binary.LittleEndian.PutUint32(b[12:], retries)
 	binary.BigEndian.PutUint32(b[20:], 1) // qpn
 	binary.BigEndian.PutUint32(b[24:], mad.QP1QKey)
 	binary.BigEndian.PutUint16(b[28:], dlid)
 	b[32], b[33], b[34] = 1, 0, 64 // grh_present, gid_index 0 (the port's own GID), hop_limit
 	copy(b[36:52], dgid[:])
+	binary.LittleEndian.PutUint16(b[56:], pkeyIndex)
 	copy(b[umadHdrSize:], m[:])
 	if _, err := u.f.Write(b[:]); err != nil {
 		return resp, 0, fmt.Errorf("write: %w", err)
 	}
-	end := time.Now().Add(umadTimeoutMS*time.Millisecond + 5*time.Second)
+	end := time.Now().Add(time.Duration(retries+1)*umadTimeoutMS*time.Millisecond + 5*time.Second)
 	for time.Now().Before(end) {
 		fds := []unix.PollFd{{Fd: int32(u.f.Fd()), Events: unix.POLLIN}}
 		if n, err := unix.Poll(fds, 1000); err != nil && !errors.Is(err, unix.EINTR) {
@@ -119,7 +126,7 @@ func bmExchange(b *vmtest.BMRun) error {
 	cpi := mad.ClassPortInfo{TrapLID: b.TrapLID, TrapPKey: mad.DefaultPKey, TrapHL: 64, TrapQP: 1, TrapQKey: mad.QP1QKey}
 	m := bmMAD(mad.MethodSet, mad.AttrClassPortInfo, b.BKey)
 	_ = cpi.Encode(m.GSData())
-	resp, st, err := u.call(b.DLID, gid, m)
+	resp, st, err := u.call(b.DLID, gid, 0, 0, m)
 	if err != nil {
 		return fmt.Errorf("Set(ClassPortInfo): %w", err)
 	}
@@ -130,13 +137,27 @@ func bmExchange(b *vmtest.BMRun) error {
 		return errors.New("Set(ClassPortInfo) with the port's B_Key not answered as set")
 	}
 	m = bmMAD(mad.MethodSet, mad.AttrBKeyInfo, b.WrongBKey)
-	resp, st, err = u.call(b.DLID, gid, m)
+	resp, st, err = u.call(b.DLID, gid, 0, 0, m)
 	if err != nil {
 		return fmt.Errorf("Set(BKeyInfo): %w", err)
 	}
 	line("Set(BKeyInfo) B_Key %#x: send status %d (%s), response method %#x", b.WrongBKey, st, unix.Errno(st), resp.Method())
 	if st != uint32(unix.ETIMEDOUT) {
 		return errors.New("a Set with a wrong B_Key was answered")
+	}
+	// A Get with the P_Key of an index the SM left invalid: the port
+	// drops it (Bad P_Key, Trap 257 to the SM). Its MAD layer resends it
+	// twice: the port paces its traps (one per 4.096 µs * 2^SubnetTimeOut,
+	// about a second under OpenSM), and the Trap 259 above was the last.
+	pk := readFile(fmt.Sprintf("%s/mlx4_0/ports/1/pkeys/%d", ibClass, b.BadPKeyIndex))
+	m = bmMAD(mad.MethodGet, mad.AttrClassPortInfo, b.BKey)
+	resp, st, err = u.call(b.DLID, gid, b.BadPKeyIndex, 2, m)
+	if err != nil {
+		return fmt.Errorf("Get(ClassPortInfo) on P_Key index %d: %w", b.BadPKeyIndex, err)
+	}
+	line("Get(ClassPortInfo) on P_Key index %d (P_Key %s): send status %d (%s)", b.BadPKeyIndex, pk, st, unix.Errno(st))
+	if st != uint32(unix.ETIMEDOUT) {
+		return errors.New("a MAD with an invalid P_Key was answered")
 	}
 	return nil
 }

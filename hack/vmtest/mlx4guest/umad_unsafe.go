@@ -15,7 +15,17 @@ import (
 const (
 	umadRegisterAgent = 0xC0000000 | umadRegReqSize<<16 | 0x1b<<8 | 0x01
 	umadRegReqSize    = 28
+	umadEnablePKeyCmd = 0x1b<<8 | 0x03 // IB_USER_MAD_ENABLE_PKEY, _IO(0x1b, 0x03)
 )
+
+// umadEnablePKey switches f to struct ib_user_mad_hdr, with pkey_index
+// (before any agent is registered).
+func umadEnablePKey(f *os.File) error {
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), umadEnablePKeyCmd, 0); e != 0 {
+		return e
+	}
+	return nil
+}
 
 // umadRegister registers an agent for class/version on QP qpn that takes no
 // unsolicited MADs (method mask 0) and returns its id.
