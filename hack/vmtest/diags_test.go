@@ -148,16 +148,7 @@ func checkBMTrap(t *testing.T, lines []string, d *vhcrdProc) {
 	}
 	t.Logf("traps sent %v, key violations %v", m.byLabel("vhcrd_traps_sent_total", "trap", nil), m.byLabel("vhcrd_key_violations_total", "key", nil))
 	// Trap 257, from the Get with an invalid P_Key: OpenSM logs it.
-	bad := regexp.MustCompile(`num:257 \(Bad P_Key\)`)
-	var got string
-	for end := time.Now().Add(20 * time.Second); got == "" && time.Now().Before(end); {
-		if got = d.osm.lines(bad, 3); got == "" {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if got == "" {
-		t.Errorf("no Bad P_Key trap in OpenSM's log:\n%s", d.osm.lines(regexp.MustCompile(`[Tt]rap|[Nn]otice`), 10))
-	}
+	osmLogs(t, d, regexp.MustCompile(`num:257 \(Bad P_Key\)`), "Bad P_Key trap")
 	t.Logf("OpenSM on the guest's MAD with an invalid P_Key:\n%s", d.osm.lines(regexp.MustCompile(`Bad P_Key`), 4))
 }
 
@@ -220,17 +211,20 @@ func checkMKeyTrap(t *testing.T, lines []string, d *vhcrdProc) {
 		t.Errorf("a PortInfo Set with a wrong M_Key was answered")
 	}
 	// OpenSM got the port's trap: its log is another process's file.
-	bad := regexp.MustCompile(`Bad M_Key`)
-	var found string
-	for end := time.Now().Add(20 * time.Second); found == "" && time.Now().Before(end); {
-		if found = d.osm.lines(bad, 3); found == "" {
-			time.Sleep(50 * time.Millisecond)
+	osmLogs(t, d, regexp.MustCompile(`Bad M_Key`), "Bad M_Key notice")
+	t.Logf("OpenSM on the guest's SMP:\n%s", d.osm.lines(regexp.MustCompile(`Bad M_Key|[Rr]epress`), 6))
+}
+
+// osmLogs waits up to 20 s for OpenSM's log (another process's file, which
+// it flushes line by line) to have a line matching re, what.
+func osmLogs(t *testing.T, d *vhcrdProc, re *regexp.Regexp, what string) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if d.osm.lines(re, 1) != "" {
+			return
 		}
 	}
-	if found == "" {
-		t.Errorf("no Bad M_Key notice in OpenSM's log:\n%s", d.osm.lines(regexp.MustCompile(`[Tt]rap|[Nn]otice`), 10))
-	}
-	t.Logf("OpenSM on the guest's SMP:\n%s", d.osm.lines(regexp.MustCompile(`Bad M_Key|[Rr]epress`), 6))
+	t.Errorf("no %s in OpenSM's log:\n%s", what, d.osm.lines(regexp.MustCompile(`[Tt]rap|[Nn]otice`), 10))
 }
 
 // checkDiagLines asserts that each of diags ended ok and printed the lines
