@@ -137,6 +137,7 @@ type port struct {
 	pmaCPI    ClassPortInfo
 	bmCPI     ClassPortInfo
 	pc        pmaCounters
+	data      linkCounters // the data path's packets (CountData), lock-free
 
 	// MLNXExtendedPortInfo (0xFF90).
 	mlnxStateChangeEnable, mlnxSpeedSupported, mlnxSpeedEnabled uint8
@@ -483,6 +484,24 @@ func (s TrapSinks) SendTrap(t Trap) {
 	}
 }
 
+// CountData counts what the data path sent (xmit) or received on a port:
+// pkts packets of words 4-byte words (mad.PacketWords), in the port's PMA
+// counters beside its MADs. Lock-free and allocation-free: the data path
+// calls it for every message on the wire. An unknown port is ignored.
+func (e *Engine) CountData(portNum uint8, xmit bool, pkts, words uint64, multicast bool) {
+	if portNum < 1 || int(portNum) > len(e.ports) {
+		return
+	}
+	e.ports[portNum-1].data.count(xmit, pkts, words, multicast)
+}
+
+// counters is p's PMA counters: its MADs' and the data path's.
+func (p *port) counters() pmaCounters {
+	c := p.pc
+	p.data.add(&c)
+	return c
+}
+
 // PortCounters returns a port's PMA counters in their 64-bit form (what
 // PortCountersExtended reports), for collectors that read them at scrape
 // time without sending a MAD.
@@ -492,7 +511,7 @@ func (e *Engine) PortCounters(portNum uint8) (PortCountersExtended, bool) {
 	if portNum < 1 || int(portNum) > len(e.ports) {
 		return PortCountersExtended{}, false
 	}
-	c := &e.ports[portNum-1].pc
+	c := e.ports[portNum-1].counters()
 	return PortCountersExtended{
 		PortSelect:   portNum,
 		PortXmitData: c.xmitData, PortRcvData: c.rcvData, PortXmitPkts: c.xmitPkts, PortRcvPkts: c.rcvPkts,

@@ -69,20 +69,24 @@ func (e *Engine) pmaAttr(p *port, in, out *MAD) uint16 {
 		if sel == 0 || int(sel) > len(e.ports) {
 			return StatusInvalidField // no AllPortSelect (0xFF) support
 		}
-		c := &e.ports[sel-1].pc
+		sp := &e.ports[sel-1]
 		cs := be.Uint16(src[2:])
-		if in.AttrID() == AttrPortCounters {
-			if set {
-				clearPortCounters(c, cs, src[18])
+		ext := in.AttrID() == AttrPortCountersExtended
+		if set {
+			sp.data.clear(ext, cs)
+			if ext {
+				clearPortCountersExt(&sp.pc, cs)
+			} else {
+				clearPortCounters(&sp.pc, cs, src[18])
 			}
+		}
+		c := sp.counters()
+		if !ext {
 			clear(data)
-			pc := portCounters(c)
+			pc := portCounters(&c)
 			pc.PortSelect, pc.CounterSelect, pc.CounterSelect2 = sel, cs, src[18]
 			_ = pc.Encode(data)
 			return 0
-		}
-		if set {
-			clearPortCountersExt(c, cs)
 		}
 		clear(data)
 		x := PortCountersExtended{

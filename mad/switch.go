@@ -128,9 +128,9 @@ type Switch struct {
 	now      func() time.Time
 	lease    lease // port 0's M_Key lease
 	mkeyViol uint16
-	smp      swReq         // the SMP an attribute handler works on
-	pmaCPI   ClassPortInfo // the PMA's (switch_pma.go), under mu
-	pc       []swCounters  // by port, 1..NumPorts: atomics (switch_pma.go)
+	smp      swReq          // the SMP an attribute handler works on
+	pmaCPI   ClassPortInfo  // the PMA's (switch_pma.go), under mu
+	pc       []linkCounters // by port, 1..NumPorts: atomics (switch_pma.go)
 }
 
 // NewSwitch builds a switch with every external port Down (Polling) until
@@ -155,7 +155,7 @@ func NewSwitch(c SwitchConfig) (*Switch, error) {
 	}
 	s.pkeys[0] = DefaultPKey
 	s.pmaCPI = classPortInfo(swCPICaps, defaultRespTime, &TrapAddress{})
-	s.pc = make([]swCounters, c.NumPorts+1)
+	s.pc = make([]linkCounters, c.NumPorts+1)
 	s.ports = make([]swPort, c.NumPorts+1)
 	for i := range s.ports {
 		p := &s.ports[i]

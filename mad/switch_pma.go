@@ -12,9 +12,10 @@ import "sync/atomic"
 // (PortSelect 0xFF sums every external port) and the extended counters.
 const swCPICaps = PMACapAllPortSelect | PMACapExtWidth
 
-// swCounters are one external port's counters, 64-bit: the 32-bit and
-// 16-bit PortCounters fields saturate when read.
-type swCounters struct {
+// linkCounters are one port's traffic counters, 64-bit, lock-free (a
+// switch port's, and what the data path adds to an HCA port's MAD counts):
+// the 32-bit and 16-bit PortCounters fields saturate when read.
+type linkCounters struct {
 	xmitData, rcvData, xmitPkts, rcvPkts atomic.Uint64 // data in 4-byte words, LRH to ICRC
 	ucXmit, ucRcv, mcXmit, mcRcv         atomic.Uint64
 	xmitDiscards                         atomic.Uint64 // the egress port was not Active
@@ -22,7 +23,7 @@ type swCounters struct {
 }
 
 // add adds c's counters into pc (a snapshot, or a sum for AllPortSelect).
-func (c *swCounters) add(pc *pmaCounters) {
+func (c *linkCounters) add(pc *pmaCounters) {
 	pc.xmitData += c.xmitData.Load()
 	pc.rcvData += c.rcvData.Load()
 	pc.xmitPkts += c.xmitPkts.Load()
@@ -38,7 +39,7 @@ func (c *swCounters) add(pc *pmaCounters) {
 // clear resets the counters a Set's CounterSelect names: PortCounters' bit
 // order (ib_pma.h: bit 5 PortRcvSwitchRelayErrors, 6 PortXmitDiscards,
 // 12-15 data and packets) or PortCountersExtended's (bits 0-7).
-func (c *swCounters) clear(ext bool, cs uint16) {
+func (c *linkCounters) clear(ext bool, cs uint16) {
 	var f [16]*atomic.Uint64
 	if ext {
 		f = [16]*atomic.Uint64{&c.xmitData, &c.rcvData, &c.xmitPkts, &c.rcvPkts, &c.ucXmit, &c.ucRcv, &c.mcXmit, &c.mcRcv}
@@ -74,24 +75,25 @@ func PacketWords(n, mtu, once, each uint64) (pkts, words uint64) {
 // it for every message that crosses the switch.
 func (s *Switch) Count(in, out uint8, pkts, words uint64, multicast bool) {
 	if c := s.counters(in); c != nil {
-		cast := &c.ucRcv
-		if multicast {
-			cast = &c.mcRcv
-		}
-		countPkts(&c.rcvPkts, &c.rcvData, cast, pkts, words)
+		c.count(false, pkts, words, multicast)
 	}
 	if c := s.counters(out); c != nil {
-		cast := &c.ucXmit
-		if multicast {
-			cast = &c.mcXmit
-		}
-		countPkts(&c.xmitPkts, &c.xmitData, cast, pkts, words)
+		c.count(true, pkts, words, multicast)
 	}
 }
 
-// countPkts adds pkts packets of words words to one direction's packet,
-// data and unicast or multicast packet counters.
-func countPkts(pk, data, cast *atomic.Uint64, pkts, words uint64) {
+// count adds pkts packets of words words sent (xmit) or received, unicast
+// or multicast.
+func (c *linkCounters) count(xmit bool, pkts, words uint64, multicast bool) {
+	pk, data, cast := &c.rcvPkts, &c.rcvData, &c.ucRcv
+	switch {
+	case xmit && multicast:
+		pk, data, cast = &c.xmitPkts, &c.xmitData, &c.mcXmit
+	case xmit:
+		pk, data, cast = &c.xmitPkts, &c.xmitData, &c.ucXmit
+	case multicast:
+		cast = &c.mcRcv
+	}
 	pk.Add(pkts)
 	data.Add(words)
 	cast.Add(pkts)
@@ -114,7 +116,7 @@ func (s *Switch) CountDrop(in, out uint8, words uint64) {
 	}
 }
 
-func (s *Switch) counters(p uint8) *swCounters {
+func (s *Switch) counters(p uint8) *linkCounters {
 	if p == 0 || int(p) >= len(s.pc) {
 		return nil
 	}

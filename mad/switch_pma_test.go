@@ -155,3 +155,30 @@ func TestPacketWords(t *testing.T) {
 		t.Fatalf("MADWords %d", mad.MADWords)
 	}
 }
+
+// CountData adds the data path's packets to an HCA port's PMA counters,
+// beside its MADs; a Set clears them with the MADs' counts.
+func TestEngineCountData(t *testing.T) {
+	e, err := mad.New(madtest.Node(), mad.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.CountData(1, true, 3, 300, false)
+	e.CountData(1, false, 2, 20, true)
+	e.CountData(9, true, 1, 1, false) // no such port
+	if c, _ := e.PortCounters(1); c.PortXmitPkts != 3 || c.PortXmitData != 300 || c.PortRcvPkts != 2 || c.PortMulticastRcvPkts != 2 || c.PortUnicastXmitPkts != 3 {
+		t.Fatalf("port 1 %+v", c)
+	}
+	out, _ := e.ProcessMAD(0, 1, nil, nil, madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 1, 0))
+	var pc mad.PortCounters
+	if _ = pc.Decode(out.GSData()); pc.PortXmitPkts != 3 || pc.PortRcvData != 20 {
+		t.Fatalf("PortCounters %+v", pc)
+	}
+	e.ProcessMAD(0, 1, nil, nil, madtest.Perf(mad.MethodSet, mad.AttrPortCountersExtended, 1, 0xFF))
+	if c, _ := e.PortCounters(1); c.PortXmitPkts != 0 || c.PortRcvData != 0 || c.PortMulticastRcvPkts != 0 {
+		t.Fatalf("after the Set %+v", c)
+	}
+	if c, _ := e.PortCounters(2); c.PortXmitPkts != 0 {
+		t.Fatalf("port 2 %+v", c)
+	}
+}

@@ -200,6 +200,13 @@ func checkTrafficAcross(t *testing.T, run func(...string) string, barPath, sock 
 		}
 	}
 	checkSwitchCounters(t, run, routes)
+	// The HCA's port 2 (the client's) counts the same traffic in its PMA.
+	cl, _ := strconv.ParseUint(lc[1], 16, 16)
+	hp := run("perfquery", "-x", fmt.Sprint(cl), "2")
+	t.Logf("perfquery -x %d 2 (the HCA's port 2):\n%s", cl, hp)
+	if m := regexp.MustCompile(`(?m)^PortXmitPkts:\.+(\d+)$`).FindStringSubmatch(hp); m == nil || len(m[1]) < 3 {
+		t.Errorf("the HCA's port 2 did not count the pingpong's 400 packets out")
+	}
 	srv, cli = pingpongAcross(t, barPath, true)
 	t.Logf("vfctl pingpong --ud, VF 2 on port 1:\n%s\nVF 3 on port 2:\n%s", srv, cli)
 	if !strings.Contains(srv+cli, "iters in") {

@@ -423,11 +423,17 @@ func TestDataSwitchCounters(t *testing.T) {
 			t.Fatalf("opcode %#x: CQEs %+v", w.Ctrl.Opcode, c)
 		}
 	}
+	e := withEngine(t, f.h) // the HCA ports' PMA counts the data path too
 	w := send(mlx4.OPCODE_RDMA_WRITE, sge(ka, vaA, 4096))
 	w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: vaB, RKey: kb}
 	op(w)
 	want(1, 4, (4*24+16+4096)/4, 1, 7) // 4 packets of 1024, RETH in the first; the ACK back
 	want(2, 1, 7, 4, (4*24+16+4096)/4)
+	for p, x := range map[uint8][4]uint64{1: {4, 1052, 1, 7}, 2: {1, 7, 4, 1052}} {
+		if c, _ := e.PortCounters(p); c.PortXmitPkts != x[0] || c.PortXmitData != x[1] || c.PortRcvPkts != x[2] || c.PortRcvData != x[3] {
+			t.Fatalf("HCA port %d's PMA: %+v, want sent %d packets %d words, received %d %d", p, c, x[0], x[1], x[2], x[3])
+		}
+	}
 	w = send(mlx4.OPCODE_RDMA_READ, sge(ka, vaA, 4000))
 	w.HasRAddr, w.RAddr = true, mlx4.RAddrSeg{RAddr: vaB, RKey: kb}
 	op(w)

@@ -34,12 +34,16 @@ type Forwarder interface {
 }
 
 // pktSize is a message on a link: its packets and their 4-byte words
-// (mad.PacketWords), for the switch's port counters.
-type pktSize struct{ pkts, words uint64 }
+// (mad.PacketWords), for the ports' counters. A MAD's (mad) arrival is
+// counted by the arrival port's engine as it processes it.
+type pktSize struct {
+	pkts, words uint64
+	mad         bool
+}
 
 func wireSize(n, mtu, once, each uint64) pktSize {
 	p, w := mad.PacketWords(n, mtu, once, each)
-	return pktSize{p, w}
+	return pktSize{pkts: p, words: w}
 }
 
 // ErrFabric is a SetFabric refused.
@@ -110,20 +114,39 @@ func (h *HCA) crossSwitch(from int, dlid uint16, sz pktSize) int {
 	return 0
 }
 
-// countBack counts a response (an ACK or NAK, a READ response, an atomic
-// acknowledgement) from port from back to port to through the switch.
-func (h *HCA) countBack(from, to int, sz pktSize) {
-	f := &h.fab
-	if f.sw == nil || from == to {
-		return
+// countPort counts a message sent (xmit) or received on HCA port p in the
+// port's PMA counters (mad.Engine.CountData), if the HCA has its engine.
+func (h *HCA) countPort(p int, xmit bool, sz pktSize, multicast bool) {
+	if h.mad != nil {
+		h.mad.CountData(uint8(p), xmit, sz.pkts, sz.words, multicast)
 	}
-	f.sw.Count(f.cable[from], f.cable[to], sz.pkts, sz.words, false)
 }
 
-// countMulticast counts a multicast packet sent on port from to mlid in
-// the switch's counters: received at from's switch port, sent out of every
-// other Active port the MFT names for mlid.
+// countBack counts a response (an ACK or NAK, a READ response, an atomic
+// acknowledgement) from port from back to port to: both ports' counters
+// and the switch's.
+func (h *HCA) countBack(from, to int, sz pktSize) {
+	if from == to {
+		return
+	}
+	h.countPort(from, true, sz, false)
+	h.countPort(to, false, sz, false)
+	if f := &h.fab; f.sw != nil {
+		f.sw.Count(f.cable[from], f.cable[to], sz.pkts, sz.words, false)
+	}
+}
+
+// countMulticast counts a multicast packet sent on port from to mlid: sent
+// by from, received by every other IB port of the HCA it reaches
+// (multicastReaches), and in the switch's counters received at from's
+// switch port and sent out of every other Active port the MFT names.
 func (h *HCA) countMulticast(from int, mlid uint16, sz pktSize) {
+	h.countPort(from, true, sz, true)
+	for p := 1; p <= len(h.Cfg.Ports); p++ {
+		if v := h.portView(p); p != from && v.active && !v.eth && h.multicastReaches(from, p, mlid) {
+			h.countPort(p, false, sz, true)
+		}
+	}
 	f := &h.fab
 	if f.sw == nil {
 		return

@@ -89,7 +89,9 @@ func (v *portView) covers(dlid uint16) bool {
 // routePort finds the arrival port of a message of size sz sent on port
 // from to dlid, and the DLID's path bits there; the sending port's LID is
 // left in the engine's scratch (srcLID) for the packet's receive CQE. A
-// message that enters the switch is counted there (crossSwitch).
+// message that leaves the port is counted in its PMA counters, and in the
+// arrival port's, and in the switch's if it enters it (crossSwitch); one
+// the port's own LID covers loops back inside the HCA, off the wire.
 func (h *HCA) routePort(from int, dlid uint16, sz pktSize) (int, uint8, routeRes) {
 	src := h.portView(from)
 	if !src.active || src.eth {
@@ -101,9 +103,11 @@ func (h *HCA) routePort(from int, dlid uint16, sz pktSize) (int, uint8, routeRes
 	if src.covers(dlid) {
 		return from, uint8(dlid & (uint16(1)<<src.lmc - 1)), routeOK
 	}
+	h.countPort(from, true, sz, false) // on the wire: the sending port's PMA counts it
 	if h.fab.sw != nil {
 		if p := h.crossSwitch(from, dlid, sz); p != 0 {
 			if v := h.portView(p); v.covers(dlid) {
+				h.countArrival(p, sz)
 				return p, uint8(dlid & (uint16(1)<<v.lmc - 1)), routeOK
 			}
 		}
@@ -114,10 +118,19 @@ func (h *HCA) routePort(from int, dlid uint16, sz pktSize) (int, uint8, routeRes
 			continue
 		}
 		if v := h.portView(p); v.covers(dlid) {
+			h.countArrival(p, sz)
 			return p, uint8(dlid & (uint16(1)<<v.lmc - 1)), routeOK
 		}
 	}
 	return 0, 0, routeNoPort
+}
+
+// countArrival counts a message's arrival at port p, unless it is a MAD,
+// which p's engine counts as it processes it.
+func (h *HCA) countArrival(p int, sz pktSize) {
+	if !sz.mad {
+		h.countPort(p, false, sz, false)
+	}
 }
 
 // routeQP is the QP qpn on port p that can receive (RTR, RTS, SQD, SQER),

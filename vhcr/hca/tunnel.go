@@ -378,12 +378,12 @@ func (h *HCA) localWire(port uint8, o *WireMAD) {
 	}
 	src := h.portView(int(port))
 	arrive, bits := int(port), uint8(0)
+	mw := pktSize{pkts: 1, words: mad.MADWords, mad: true}
+	if o.HasGRH {
+		mw.words += mad.GRHSize / 4
+	}
 	if o.MAD.MgmtClass() != mad.ClassSubnDirected || o.DLID != permissiveLID {
 		var rr routeRes
-		mw := pktSize{1, mad.MADWords}
-		if o.HasGRH {
-			mw.words += mad.GRHSize / 4
-		}
 		if arrive, bits, rr = h.routePort(int(port), o.DLID, mw); rr != routeOK {
 			t.drop(TunDropUnrouted)
 			return
@@ -415,6 +415,12 @@ func (h *HCA) localWire(port uint8, o *WireMAD) {
 	if g != nil { // the agent answers a request with a GRH with one
 		r := g.Reply()
 		bg, back.GRHPresent = &r, true
+	}
+	if arrive != int(port) { // back across the wire (the engine counted its reply going out)
+		h.countPort(int(port), false, mw, false)
+		if f := &h.fab; f.sw != nil {
+			f.sw.Count(f.cable[arrive], f.cable[port], mw.pkts, mw.words, false)
+		}
 	}
 	h.queueMAD(port, &back, bg, &out)
 }
