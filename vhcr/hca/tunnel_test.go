@@ -448,11 +448,17 @@ func FuzzTunnel(f *testing.F) {
 	f.Add(make([]byte, mlx4.TunnelSendPayload), make([]byte, mad.Size), uint8(2))
 	req, rep := cmREQ(0x1111, 0x0002c90300a0b0c2), cmMAD(mad.AttrCMREP, 0x2222, 0x1111)
 	f.Add(append(hb[:], req[:]...), rep[:], uint8(1)) // the CM's comm IDs (cm.go)
+	bm, bmResp := saGet(0x43), saGet(0x0200_0000_0000_0043)
+	bm[1], bmResp[1], bmResp[3] = mad.ClassBM, mad.ClassBM, mad.MethodGetResp
+	f.Add(append(hb[:], bm[:]...), bmResp[:], uint8(1)) // a class VF 0 adds; the response is VF 1's, which does not
 	f.Fuzz(func(t *testing.T, dg, in []byte, qpt uint8) {
 		if len(dg) < mlx4.TunnelSendPayload || len(in) < mad.Size {
 			return
 		}
-		d, w, vs := newTunnelRig(t, 2, nil)
+		// VF 0 also passes PerfMgt and BM (tunnel_classes), VF 1 does not.
+		d, w, vs := newTunnelRig(t, 2, func(c *config.Config) {
+			c.VFs.Overrides["0"] = config.VF{TunnelClasses: []string{"perf_mgt", "bm"}}
+		})
 		a := vs[0]
 		st := d.h.TunnelStats()
 		count := func() uint64 {
