@@ -512,10 +512,7 @@ func (e *Engine) PortCounters(portNum uint8) (PortCountersExtended, bool) {
 		return PortCountersExtended{}, false
 	}
 	c := e.ports[portNum-1].counters()
-	return PortCountersExtended{
-		PortSelect:   portNum,
-		PortXmitData: c.xmitData, PortRcvData: c.rcvData, PortXmitPkts: c.xmitPkts, PortRcvPkts: c.rcvPkts,
-		PortUnicastXmitPkts: c.ucXmitPkts, PortUnicastRcvPkts: c.ucRcvPkts,
-		PortMulticastXmitPkts: c.mcXmitPkts, PortMulticastRcvPkts: c.mcRcvPkts,
-	}, true
+	x := portCountersExt(&c)
+	x.PortSelect = portNum
+	return x, true
 }

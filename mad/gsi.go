@@ -81,27 +81,38 @@ func (e *Engine) pmaAttr(p *port, in, out *MAD) uint16 {
 			}
 		}
 		c := sp.counters()
-		if !ext {
-			clear(data)
-			pc := portCounters(&c)
-			pc.PortSelect, pc.CounterSelect, pc.CounterSelect2 = sel, cs, src[18]
-			_ = pc.Encode(data)
-			return 0
-		}
-		clear(data)
-		x := PortCountersExtended{
-			PortSelect: sel, CounterSelect: cs,
-			PortXmitData: c.xmitData, PortRcvData: c.rcvData, PortXmitPkts: c.xmitPkts, PortRcvPkts: c.rcvPkts,
-			PortUnicastXmitPkts: c.ucXmitPkts, PortUnicastRcvPkts: c.ucRcvPkts,
-			PortMulticastXmitPkts: c.mcXmitPkts, PortMulticastRcvPkts: c.mcRcvPkts,
-		}
-		_ = x.Encode(data)
+		encodeCounters(data, ext, sel, cs, src[18], &c)
 		return 0
 	}
 	return StatusUnsupportedAttr
 }
 
 func sat(v uint64, limit uint64) uint64 { return min(v, limit) }
+
+// encodeCounters writes c into data as the PortCounters or, ext,
+// PortCountersExtended a Get of PortSelect sel with CounterSelect cs (and
+// CounterSelect2 cs2) answers.
+func encodeCounters(data []byte, ext bool, sel uint8, cs uint16, cs2 uint8, c *pmaCounters) {
+	clear(data)
+	if ext {
+		x := portCountersExt(c)
+		x.PortSelect, x.CounterSelect = sel, cs
+		_ = x.Encode(data)
+		return
+	}
+	pc := portCounters(c)
+	pc.PortSelect, pc.CounterSelect, pc.CounterSelect2 = sel, cs, cs2
+	_ = pc.Encode(data)
+}
+
+// portCountersExt is c in PortCountersExtended's 64-bit fields.
+func portCountersExt(c *pmaCounters) PortCountersExtended {
+	return PortCountersExtended{
+		PortXmitData: c.xmitData, PortRcvData: c.rcvData, PortXmitPkts: c.xmitPkts, PortRcvPkts: c.rcvPkts,
+		PortUnicastXmitPkts: c.ucXmitPkts, PortUnicastRcvPkts: c.ucRcvPkts,
+		PortMulticastXmitPkts: c.mcXmitPkts, PortMulticastRcvPkts: c.mcRcvPkts,
+	}
+}
 
 func portCounters(c *pmaCounters) PortCounters {
 	return PortCounters{

@@ -100,8 +100,8 @@ func (c *linkCounters) count(xmit bool, pkts, words uint64, multicast bool) {
 }
 
 // CountDrop counts a packet that entered external port in (received there)
-// and went no further: out 0xFF (or 0 for a data packet) is no route, a
-// relay error at in; another out is a discard there (the port not Active).
+// and went no further: out 0xFF (or 0) is no route, a relay error at in;
+// another out is a discard there (the port not Active).
 func (s *Switch) CountDrop(in, out uint8, words uint64) {
 	if c := s.counters(in); c != nil {
 		c.rcvPkts.Add(1)
@@ -171,17 +171,6 @@ func (s *Switch) pmaAttr(in, out *MAD) uint16 {
 		}
 		s.pc[p].add(&pc)
 	}
-	clear(data)
-	if ext {
-		x := PortCountersExtended{PortSelect: sel, CounterSelect: cs,
-			PortXmitData: pc.xmitData, PortRcvData: pc.rcvData, PortXmitPkts: pc.xmitPkts, PortRcvPkts: pc.rcvPkts,
-			PortUnicastXmitPkts: pc.ucXmitPkts, PortUnicastRcvPkts: pc.ucRcvPkts,
-			PortMulticastXmitPkts: pc.mcXmitPkts, PortMulticastRcvPkts: pc.mcRcvPkts}
-		_ = x.Encode(data)
-		return 0
-	}
-	c := portCounters(&pc)
-	c.PortSelect, c.CounterSelect, c.CounterSelect2 = sel, cs, src[18]
-	_ = c.Encode(data)
+	encodeCounters(data, ext, sel, cs, src[18], &pc)
 	return 0
 }
