@@ -39,6 +39,15 @@ func log2(n int) uint8 {
 // mtuCode is the IB MTU enumeration (1 = 256 .. 5 = 4096).
 func mtuCode(mtu int) uint8 { return log2(mtu) - 7 }
 
+// mtuBytes is mtuCode's inverse: the size of an IB MTU code, 0 for a value
+// outside 1..5 (a QP context that left it unset).
+func mtuBytes(code uint8) uint64 {
+	if code < 1 || code > 5 {
+		return 0
+	}
+	return 128 << code
+}
+
 // The model's own values in the QUERY_* outboxes (not mlx4 facts: what
 // this software HCA chose to be).
 const (

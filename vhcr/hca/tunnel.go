@@ -307,12 +307,12 @@ func (h *HCA) tunnelMultiplex(src uint32, slave int, port uint8, d []byte) {
 		// which mlx4_ib_send_to_wire hands to the PF's QP1: its Q_Key.
 		o.QKey = mad.QP1QKey
 	}
-	o.SL, o.SLIDBits = uint8(hdr.AV.SLTClassFlowLabel>>28), hdr.AV.GSLID&0x7f
+	o.SL, o.SLIDBits = uint8(hdr.AV.SLTClassFlowLabel>>mlx4.AVSLShift), hdr.AV.GSLID&^mlx4.AVGRH
 	o.SQP = 1
 	if qp0 {
 		o.SQP = 0
 	}
-	if hdr.AV.GSLID&0x80 != 0 {
+	if hdr.AV.GSLID&mlx4.AVGRH != 0 {
 		o.HasGRH = true
 		h.avGRH(&o.GRH, &hdr.AV, vf, int(port), mad.Size) // fill_in_real_sgid_index: the VF's own GID
 	}

@@ -70,11 +70,12 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 	}
 	st := &h.fw.vfs[w.vf].eng
 	dqpn := d.Datagram.DQPN & mlx4.QPNMask
+	sz := udSize(op, total, av.GSLID&mlx4.AVGRH != 0)
 	if av.DLID >= multicastLIDBase && av.DLID != permissiveLID && dqpn == multicastQPN {
 		if v := h.portView(port); !v.active || v.eth {
 			st.UDDropped.Add(1)
 		} else {
-			h.countMulticast(port, av.DLID, udSize(op, total, av.GSLID&0x80 != 0))
+			h.countMulticast(port, av.DLID, sz)
 			h.multicast(qp, port, qkey, total)
 		}
 		h.sqDone(qp, uint32(total))
@@ -85,7 +86,7 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 		h.sqDone(qp, uint32(total))
 		return true
 	}
-	arrive, bits, rr := h.routePort(port, av.DLID, udSize(op, total, av.GSLID&0x80 != 0))
+	arrive, bits, rr := h.routePort(port, av.DLID, sz)
 	if rr != routeOK {
 		st.UDDropped.Add(1)
 		h.sqDone(qp, uint32(total))
@@ -130,10 +131,10 @@ func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32
 	d := &h.dp.send
 	av := &d.Datagram.AV
 	st := &h.fw.vfs[dw.vf].eng
-	grh := av.GSLID&0x80 != 0
+	grh := av.GSLID&mlx4.AVGRH != 0
 	src := h.portView(port)
-	slid := src.lid | uint16(av.GSLID&0x7f)&(1<<src.lmc-1)
-	sl := uint8(av.SLTClassFlowLabel >> 28)
+	slid := src.lid | uint16(av.GSLID&^mlx4.AVGRH)&(1<<src.lmc-1)
+	sl := uint8(av.SLTClassFlowLabel >> mlx4.AVSLShift)
 	if grh {
 		h.udGRH(qp, port, total)
 	}

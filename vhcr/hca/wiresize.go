@@ -10,15 +10,6 @@ import (
 // its response, packets of the QP's path MTU, a GRH in every packet of a
 // QP whose path has one.
 
-// mtuBytes is the IB MTU enumeration's size (1 = 256 .. 5 = 4096); 0 for
-// a value outside it (the QP's context left it unset).
-func mtuBytes(code uint8) uint64 {
-	if code < 1 || code > 5 {
-		return 0
-	}
-	return 128 << code
-}
-
 // pathGRH is the GRH every packet of w carries, if its path has one.
 func pathGRH(w *wq) uint64 {
 	if w.grh {
