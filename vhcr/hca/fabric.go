@@ -34,8 +34,9 @@ type Forwarder interface {
 }
 
 // pktSize is a message on a link: its packets and their 4-byte words
-// (mad.PacketWords), for the ports' counters. A MAD's (mad) arrival is
-// counted by the arrival port's engine as it processes it.
+// (mad.PacketWords), for the ports' counters. A MAD's (mad) agent end is
+// counted by that port's engine as it processes the MAD and its reply: the
+// request's arrival, the reply's sending.
 type pktSize struct {
 	pkts, words uint64
 	mad         bool
@@ -123,13 +124,15 @@ func (h *HCA) countPort(p int, xmit bool, sz pktSize, multicast bool) {
 }
 
 // countBack counts a response (an ACK or NAK, a READ response, an atomic
-// acknowledgement) from port from back to port to: both ports' counters
-// and the switch's.
+// acknowledgement, a MAD's reply) from port from back to port to: both
+// ports' counters (but a MAD agent's, sz.mad) and the switch's.
 func (h *HCA) countBack(from, to int, sz pktSize) {
 	if from == to {
 		return
 	}
-	h.countPort(from, true, sz, false)
+	if !sz.mad {
+		h.countPort(from, true, sz, false)
+	}
 	h.countPort(to, false, sz, false)
 	if f := &h.fab; f.sw != nil {
 		f.sw.Count(f.cable[from], f.cable[to], sz.pkts, sz.words, false)

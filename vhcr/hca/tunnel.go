@@ -416,12 +416,7 @@ func (h *HCA) localWire(port uint8, o *WireMAD) {
 		r := g.Reply()
 		bg, back.GRHPresent = &r, true
 	}
-	if arrive != int(port) { // back across the wire (the engine counted its reply going out)
-		h.countPort(int(port), false, mw, false)
-		if f := &h.fab; f.sw != nil {
-			f.sw.Count(f.cable[arrive], f.cable[port], mw.pkts, mw.words, false)
-		}
-	}
+	h.countBack(arrive, int(port), mw)
 	h.queueMAD(port, &back, bg, &out)
 }
 

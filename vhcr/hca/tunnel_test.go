@@ -789,7 +789,7 @@ func TestTunnelLocalWireGRH(t *testing.T) {
 	d := newDPRig(t, 2, func(c *config.Config) {
 		c.VFs.Overrides["1"] = config.VF{TunnelClasses: []string{"bm"}}
 	})
-	withEngine(t, d.h)
+	e := withEngine(t, d.h)
 	b := d.tunVF(1)
 	b.proxyRecv(b.qp1, 0x800)
 	h := hdr(5)
@@ -811,5 +811,28 @@ func TestTunnelLocalWireGRH(t *testing.T) {
 	}
 	if !r.GRH || g.SGID != h.AV.DGID || binary.BigEndian.Uint64(g.DGID[8:]) != d.h.Funcs[1].PortGUID[1] {
 		t.Fatalf("receive header %+v, GRH %+v: want the GIDs of the request swapped", r, g)
+	}
+
+	// To port 2's LID: across the wire and back, each MAD once in each
+	// port's PMA counters (82 words: with its GRH).
+	d.take()
+	c1, _ := e.PortCounters(1)
+	c2, _ := e.PortCounters(2)
+	b.proxyRecv(b.qp1, 0x800)
+	b.post(b.qp1, tunnelQPN(1, 1, 1), func() mlx4.TunnelHeader { x := h; x.AV.DLID = 6; return x }(), m)
+	d.h.ServiceTunnel()
+	n1, _ := e.PortCounters(1)
+	n2, _ := e.PortCounters(2)
+	for _, c := range []struct {
+		name string
+		got  uint64
+	}{{"port 1 sent", n1.PortXmitPkts - c1.PortXmitPkts}, {"port 1 received", n1.PortRcvPkts - c1.PortRcvPkts},
+		{"port 2 sent", n2.PortXmitPkts - c2.PortXmitPkts}, {"port 2 received", n2.PortRcvPkts - c2.PortRcvPkts}} {
+		if c.got != 1 {
+			t.Errorf("%s %d MADs, want 1", c.name, c.got)
+		}
+	}
+	if w := n1.PortXmitData - c1.PortXmitData; w != mad.MADWords+mad.GRHSize/4 {
+		t.Errorf("port 1 sent %d words", w)
 	}
 }
