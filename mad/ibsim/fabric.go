@@ -201,7 +201,12 @@ type node struct {
 // hop is a MAD's way through the switch: the external port it entered by
 // (0: it never reached the switch) and the one it left by (0: it ended at
 // port 0, the switch's agents; 0xFF: the switch had no route).
-type hop struct{ in, out uint8 }
+// hop is the switch ports a MAD entered and left by; sent: the switch
+// sent it out of out (a CA there may still drop it).
+type hop struct {
+	in, out uint8
+	sent    bool
+}
 
 // caPeer returns the CA node behind switch port sp, if one is cabled there.
 func (f *Fabric) caPeer(sp uint8) (node, *mad.Engine, bool) {

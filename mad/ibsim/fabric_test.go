@@ -426,6 +426,24 @@ func TestFabricSwitchPMA(t *testing.T) {
 	if pc := get(1, 3); pc.PortRcvPkts != 5 || pc.PortXmitPkts != 3 || pc.PortRcvSwitchRelayErrors != 1 {
 		t.Fatalf("switch port 3 after 5 MADs in, 3 responses out, 1 unrouted: %+v", pc)
 	}
+	// LID 4 routed out of port 5, whose CA port has LID 6: the switch
+	// sends it (no discard of its own), the CA port drops it.
+	lft := make([]byte, 64)
+	for i := range lft {
+		lft[i] = sw.Forward(uint16(i))
+	}
+	lft[4] = 5
+	if out, res := sw.ProcessSMP(3, madtest.SMP(mad.MethodSet, mad.AttrLinearFwdTable, 0, 0, lft)); res&mad.Reply == 0 || out.Status() != 0 {
+		t.Fatalf("LFT Set: %d %#x", res, out.Status())
+	}
+	req = simRequest(4, 1, madtest.Perf(mad.MethodGet, mad.AttrPortCounters, 1, 0))
+	s.Handle(req)
+	if st := be.Uint32(req[16:]); st != ibsim.StatusDropped {
+		t.Fatalf("LID 4: status %d", st)
+	}
+	if pc := get(1, 5); pc.PortXmitPkts != 2 || pc.PortXmitDiscards != 0 {
+		t.Fatalf("switch port 5 after sending LID 4's MAD to a CA port of LID 6: %+v", pc)
+	}
 }
 
 // A MAD the tunnel sends reaches the agent with its work completion and

@@ -655,10 +655,13 @@ func (s *Server) route(sender int, r *request) (out mad.MAD, ok bool, from uint1
 		out, ok, to = s.atPort(sender, r)
 	case f != nil && !local && r.dqp <= 1:
 		at, x, found := s.lidRoute(r.dlid, r.dqp)
+		switch {
+		case !found && x.sent: // crossed; the CA port dropped it
+			f.Switch.Count(x.in, x.out, 1, mad.MADWords, false)
+		case !found && x.in != 0:
+			f.Switch.CountDrop(x.in, x.out, mad.MADWords)
+		}
 		if !found {
-			if x.in != 0 {
-				f.Switch.CountDrop(x.in, x.out, mad.MADWords)
-			}
 			break
 		}
 		f.Switch.Count(x.in, x.out, 1, mad.MADWords, false)
@@ -742,7 +745,8 @@ func (s *Server) at(n node, r *request, in *mad.MAD) (mad.MAD, bool) {
 // forwarding table sends dlid to. A MAD on QP1 is a data packet: every port
 // on the way must be Active (IBA 7.2: Init and Armed ports pass only SMPs);
 // an SMP needs the links up. x is the switch ports it entered and left by
-// (in 0: it never reached the switch; out 0: port 0, 0xFF: no route).
+// (in 0: it never reached the switch; out 0: port 0, 0xFF: no route; sent:
+// out of out, to a CA port that may still drop it).
 func (s *Server) lidRoute(dlid uint16, dqp uint32) (n node, x hop, found bool) {
 	f := s.opt.Fabric
 	sp, ok := f.Cables[s.opt.Port]
@@ -774,6 +778,7 @@ func (s *Server) lidRoute(dlid uint16, dqp uint32) (n node, x hop, found bool) {
 	if spi, _ := f.Switch.PortInfo(int(x.out)); !pass(spi.PortState, spi.PortPhysicalState) {
 		return node{}, x, false
 	}
+	x.sent = true
 	pi, err := pe.PortInfo(n.port)
 	if err != nil || !pass(pi.PortState, pi.PortPhysicalState) || pi.LID == 0 || dlid&^(uint16(1)<<pi.LMC-1) != pi.LID {
 		return node{}, x, false
