@@ -172,11 +172,13 @@ type VF struct {
 	SMI       *bool            `json:"smi"` // SMI-privileged (QP0, all MAD_IFC)
 	// TunnelClasses are the management classes beyond Linux's PF's that
 	// the PF's tunnel passes for the function, both ways: "perf_mgt"
-	// (perfquery of another node's PMA) and "bm" (Baseboard Management,
-	// B_Key checks and Trap 259 from a guest's MADs). mlx4_ib's
+	// (the VF's queries of other nodes' PMAs; Debian's mlx4_ib answers
+	// the replies to ClassPortInfo and PortCounters itself, see
+	// docs/differences.md) and "bm" (Baseboard Management, B_Key checks
+	// and Trap 259 from a guest's MADs). mlx4_ib's
 	// mlx4_ib_multiplex_mad drops both for every VF; absent or empty:
 	// as it does.
-	TunnelClasses []string         `json:"tunnel_classes"`
+	TunnelClasses []string         `json:"tunnel_classes"` // TunnelClassPerfMgt, TunnelClassBM
 	Quotas        map[string]Quota `json:"quotas"`
 	// VST puts the function's Ethernet ports in VLAN switch tagging (ip
 	// link set ... vf N vlan V qos Q); absent: VGT, the VF tags itself.
@@ -191,6 +193,12 @@ type VF struct {
 	// Linux's PF, "early" always the early way ("seed" is an alias: its name before; master.Completions).
 	Completions string `json:"completions"`
 }
+
+// The names VF.TunnelClasses takes.
+const (
+	TunnelClassPerfMgt = "perf_mgt"
+	TunnelClassBM      = "bm"
+)
 
 // VST is a VF's VLAN switch tagging: the VLAN its traffic is tagged with
 // (0: priority tagged only) and the 802.1p priority.
@@ -476,8 +484,8 @@ func (v *VF) validate(f string, c *Config, isDefault bool) error {
 		return fieldErr(f+".completions", "%q is not auto, mlx4 or early", v.Completions)
 	}
 	for i, c := range v.TunnelClasses {
-		if c != "perf_mgt" && c != "bm" {
-			return fieldErr(fmt.Sprintf("%s.tunnel_classes[%d]", f, i), "%q is not perf_mgt or bm", c)
+		if c != TunnelClassPerfMgt && c != TunnelClassBM {
+			return fieldErr(fmt.Sprintf("%s.tunnel_classes[%d]", f, i), "%q is not %s or %s", c, TunnelClassPerfMgt, TunnelClassBM)
 		}
 	}
 	if v.VST != nil {
@@ -610,8 +618,8 @@ func resolveAdmin(fn *Function, d, o *VF, hasO bool) {
 		classes = o.TunnelClasses
 	}
 	for _, c := range classes {
-		fn.TunnelPerfMgt = fn.TunnelPerfMgt || c == "perf_mgt"
-		fn.TunnelBM = fn.TunnelBM || c == "bm"
+		fn.TunnelPerfMgt = fn.TunnelPerfMgt || c == TunnelClassPerfMgt
+		fn.TunnelBM = fn.TunnelBM || c == TunnelClassBM
 	}
 	fn.VST = d.VST
 	if hasO && o.VST != nil {
