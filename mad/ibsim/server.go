@@ -73,27 +73,18 @@ type Options struct {
 	// server's goroutines. The clients' own requests carry their index in
 	// TID bits 55:48 and a zero top byte, as the PF's own MADs do.
 	Tunnel func(port uint8, wc *mad.WC, m *mad.MAD)
-	// SMClasses are the management classes the SM client has agents for
-	// (OpenSM binds the SMI's, LID-routed and directed, and the SA's; its
-	// PerfMgr and congestion control add theirs when enabled); nil means
-	// those three. A request or trap of another class is not sent to it:
-	// the SM host's MAD layer would drop it for want of an agent, and
-	// libumad2sim, which has no such check, would crash on it.
-	SMClasses []uint8
 }
 
-// smClasses is what OpenSM binds by default (osm_sm_mad_ctrl_bind,
-// osm_sa_mad_ctrl_bind).
+// smClasses are the management classes the SM client has agents for: what
+// OpenSM binds by default (osm_sm_mad_ctrl_bind: the SMI's, LID-routed and
+// directed; osm_sa_mad_ctrl_bind: the SA's). A request or trap of another
+// class is not sent to it: the SM host's MAD layer would drop it for want
+// of an agent, and libumad2sim, which has no such check, would crash on it
+// (its reader thread dereferences the NULL queue of the class's agent).
 var smClasses = []uint8{mad.ClassSubnLID, mad.ClassSubnDirected, mad.ClassSubnAdm}
 
 // smTakes reports whether the SM client has an agent for class.
-func (s *Server) smTakes(class uint8) bool {
-	c := s.opt.SMClasses
-	if c == nil {
-		c = smClasses
-	}
-	return slices.Contains(c, class)
-}
+func smTakes(class uint8) bool { return slices.Contains(smClasses, class) }
 
 // tunnelSender is the sender index of the PF's tunnel: no client slot.
 const tunnelSender = MaxClients
@@ -327,10 +318,10 @@ func (s *Server) record(slid, dlid uint16, sqp, dqp uint32, m *mad.MAD) {
 // SendTrap implements mad.TrapSink: a trap goes, as an unsolicited
 // sim_request, to every client attached as an SM (SIM_SET_ISSM or SET_ISSM),
 // as ibsim delivers traps to its SM client, if the SM has an agent for its
-// class (Options.SMClasses: OpenSM has none for BM's). Without one the
+// class (smClasses: OpenSM has none for BM's). Without one the
 // trap is dropped here (the engine still counts and resends it).
 func (s *Server) SendTrap(t mad.Trap) {
-	if !s.smTakes(t.MAD.MgmtClass()) {
+	if !smTakes(t.MAD.MgmtClass()) {
 		return
 	}
 	var req [requestSize]byte
@@ -495,7 +486,7 @@ func (s *Server) agent(m *mad.MAD) int {
 		}
 		return -1
 	}
-	if !s.smTakes(m.MgmtClass()) {
+	if !smTakes(m.MgmtClass()) {
 		return -1 // no agent for it: the SM host's MAD layer drops it
 	}
 	for i := range s.clients {

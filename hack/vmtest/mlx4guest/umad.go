@@ -29,8 +29,8 @@ const (
 	// path_bits, grh_present, gid_index, hop_limit, traffic_class, gid,
 	// flow_label, pkey_index, reserved[6].
 	umadHdrSize = 64
-	// umadTimeoutMS is the MAD layer's response timeout per send (one
-	// try: retries 0).
+	// umadTimeoutMS is the MAD layer's response timeout per send and per
+	// resend (call's retries).
 	umadTimeoutMS = 1000
 )
 
@@ -101,7 +101,8 @@ func (u *umadPort) call(dlid uint16, dgid [16]byte, pkeyIndex uint16, retries ui
 }
 
 // bmRun is vmtest.BMRun: the trap address set with the right B_Key, then a
-// Set with a wrong one, which must go unanswered.
+// Set with a wrong one and a Get on an invalid P_Key index, which must go
+// unanswered.
 func (g *guest) bmRun(b *vmtest.BMRun) {
 	err := bmExchange(b)
 	if err != nil {
