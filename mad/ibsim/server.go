@@ -647,15 +647,14 @@ func (s *Server) route(sender int, r *request) (out mad.MAD, ok bool, from uint1
 	case f != nil && !local && r.dqp <= 1:
 		at, x, found := s.lidRoute(r.dlid, r.dqp)
 		switch {
-		case !found && x.sent: // crossed; the CA port dropped it
+		case found || x.sent: // crossed (a CA port may have dropped it)
 			f.Switch.Count(x.in, x.out, 1, mad.MADWords, false)
-		case !found && x.in != 0:
+		case x.in != 0:
 			f.Switch.CountDrop(x.in, x.out, mad.MADWords)
 		}
 		if !found {
 			break
 		}
-		f.Switch.Count(x.in, x.out, 1, mad.MADWords, false)
 		if out, ok = s.at(at, r, &r.in); ok {
 			from = r.dlid
 			f.Switch.Count(x.out, x.in, 1, mad.MADWords, false)
