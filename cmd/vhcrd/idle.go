@@ -54,6 +54,6 @@ func (f *idleFlag) Set(s string) error {
 // idleUsage is --idle's help, with master.DefaultIdle's figures.
 func idleUsage() string {
 	d := master.DefaultIdle
-	return fmt.Sprintf("the poller's idle `POLICY`: default (after the last work spin %v, yield until %v, then block: on the futex doorbell for at most %v a wait, else in nanosleep backing off up to %v; while a guest is attached, which cannot ring the futex, every sleep is timed, backing off up to %v), busy (never yield or block: a CPU at 100 %%), or busy and spin=, yield=, max-sleep=, futex=, guest-sleep= DURATION items separated by commas",
+	return fmt.Sprintf("the poller's idle `POLICY`: default (after the last work spin %v, yield until %v, then block: on the futex doorbell for at most %v a wait, else in nanosleep backing off up to %v; while a guest is attached, which cannot ring the futex, every sleep is timed, an eighth of the time idle, up to %v), busy (never yield or block: a CPU at 100 %%), or busy and spin=, yield=, max-sleep=, futex=, guest-sleep= DURATION items separated by commas",
 		d.SpinFor, d.YieldFor, d.FutexTimeout, d.MaxSleep, d.GuestSleep)
 }
