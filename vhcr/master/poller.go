@@ -126,14 +126,8 @@ func (p *PF) Run(ctx context.Context) error {
 // It returns when the PF is asked to stop.
 func (p *PF) loop(start bool, spin, yield uint64) {
 	if start {
-		for i := range p.vfs {
-			p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ mlx4.CommFlagsOffline)
-		}
-		p.pfState.Store(wire.PFStateServing)
-		p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
-		p.fireStartFaults()
+		p.startServing()
 	}
-
 	var idleSince uint64
 	idle := false
 	idleScans := 0
@@ -204,6 +198,17 @@ func (p *PF) loop(start bool, spin, yield uint64) {
 			sleepNS = p.nextSleep(sleepNS, int64(float64(p.now-idleSince)/perNS))
 		}
 	}
+}
+
+// startServing is the poll loop's first step: the comm pages online, the
+// state file's serving mark, the faults armed for the start.
+func (p *PF) startServing() {
+	for i := range p.vfs {
+		p.vfs[i].flags.Store(p.vfs[i].flags.Load() &^ mlx4.CommFlagsOffline)
+	}
+	p.pfState.Store(wire.PFStateServing)
+	p.log.Info("serving", "vfs", len(p.vfs), "doorbell", p.doorbell != nil)
+	p.fireStartFaults()
 }
 
 // chores is what the idle poller does before it blocks (Idle.Busy: every
