@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,10 +10,11 @@ import (
 	"time"
 
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/pcap"
 )
 
 // LinkTypeUpperPDU is LINKTYPE_WIRESHARK_UPPER_PDU.
-const LinkTypeUpperPDU = 252
+const LinkTypeUpperPDU = pcap.LinkTypeUpperPDU
 
 // Sizes of the parts of a captured packet.
 const (
@@ -31,7 +31,7 @@ const (
 )
 
 // ErrClosed is returned by a Writer after an I/O error or Close.
-var ErrClosed = errors.New("capture: writer closed")
+var ErrClosed = pcap.ErrClosed
 
 var pduHeader = [pduHeaderSize]byte{0, 12, 0, 12, 'i', 'n', 'f', 'i', 'n', 'i', 'b', 'a', 'n', 'd', 0, 0, 0, 0, 0, 0}
 
@@ -124,64 +124,35 @@ func vcrc(pkt []byte) uint16 {
 	return crc ^ 0xFFFF
 }
 
-// Writer writes a pcap stream. It is safe for concurrent use.
+// Writer writes a pcap stream of MAD packets (pcap.LinkTypeUpperPDU). It
+// is safe for concurrent use.
 type Writer struct {
 	mu  sync.Mutex
-	bw  *bufio.Writer
-	c   io.Closer
-	now func() time.Time
-	err error
-	buf [16 + pduHeaderSize + MaxPacket]byte
+	pw  *pcap.Writer
+	buf [pduHeaderSize + MaxPacket]byte
 }
 
 // NewWriter writes the pcap file header to w and returns a Writer. now
 // stamps the records (nil means time.Now). If w is an io.Closer, Close
 // closes it.
 func NewWriter(w io.Writer, now func() time.Time) (*Writer, error) {
-	if now == nil {
-		now = time.Now
-	}
-	cw := &Writer{bw: bufio.NewWriter(w), now: now}
-	if c, ok := w.(io.Closer); ok {
-		cw.c = c
-	}
-	var h [24]byte
-	le := binary.LittleEndian
-	le.PutUint32(h[0:], 0xa1b2c3d4)
-	le.PutUint16(h[4:], 2)
-	le.PutUint16(h[6:], 4)
-	le.PutUint32(h[16:], 65535)
-	le.PutUint32(h[20:], LinkTypeUpperPDU)
-	if _, err := cw.bw.Write(h[:]); err != nil {
+	pw, err := pcap.NewWriter(w, LinkTypeUpperPDU, now)
+	if err != nil {
 		return nil, err
 	}
-	return cw, cw.bw.Flush()
+	return &Writer{pw: pw}, nil
 }
 
 // WritePacket appends one record.
 func (w *Writer) WritePacket(p *Packet) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	n, err := Encode(p, w.buf[16+pduHeaderSize:])
+	n, err := Encode(p, w.buf[pduHeaderSize:])
 	if err != nil {
 		return err
 	}
-	copy(w.buf[16:], pduHeader[:])
-	total := pduHeaderSize + n
-	ts := w.now()
-	le := binary.LittleEndian
-	le.PutUint32(w.buf[0:], uint32(ts.Unix()))
-	le.PutUint32(w.buf[4:], uint32(ts.Nanosecond()/1000))
-	le.PutUint32(w.buf[8:], uint32(total))
-	le.PutUint32(w.buf[12:], uint32(total))
-	if _, err := w.bw.Write(w.buf[:16+total]); err != nil {
-		w.err = err
-		return err
-	}
-	return nil
+	copy(w.buf[:], pduHeader[:])
+	return w.pw.WriteRecord(w.buf[:pduHeaderSize+n])
 }
 
 // SendTrap implements mad.TrapSink: it records the trap as sent. Errors
@@ -198,26 +169,12 @@ func (w *Writer) SendTrap(t mad.Trap) {
 func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	w.err = w.bw.Flush()
-	return w.err
+	return w.pw.Flush()
 }
 
 // Close flushes and, if the underlying writer is a Closer, closes it.
 func (w *Writer) Close() error {
-	err := w.Flush()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.c != nil {
-		if cerr := w.c.Close(); err == nil {
-			err = cerr
-		}
-		w.c = nil
-	}
-	if w.err == nil {
-		w.err = ErrClosed
-	}
-	return err
+	return w.pw.Close()
 }
