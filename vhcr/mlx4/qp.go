@@ -393,7 +393,8 @@ func DecodeQPMailbox(b []byte) (QPMailbox, error) {
 // (include/linux/mlx4/qp.h: MLX4_FL_*, MLX4_VLAN_CTRL_ETH_*, MLX4_FEUP_*,
 // MLX4_FSM_*, MLX4_FVL_*, MLX4_STRIP_VLAN).
 const (
-	FL_CV                         = 1 << 6 // fl
+	FL_CV                         = 1 << 6 // fl: the forced tag is an 802.1Q C-VLAN
+	FL_SV                         = 1 << 5 // fl: an 802.1ad S-VLAN (VST QinQ)
 	FL_ETH_HIDE_CQE_VLAN          = 1 << 2 // fl
 	CTRL_ETH_SRC_CHECK_IF_COUNTER = 1 << 7 // vlan_control
 	VLAN_CTRL_ETH_TX_BLOCK_TAGGED = 1 << 6 // vlan_control
