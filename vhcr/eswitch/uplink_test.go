@@ -1,0 +1,61 @@
+package eswitch
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/hack/testenv"
+	"github.com/vhcrd/vhcrd/pcap"
+)
+
+// TestUplinkCaptureTshark: frames a VST VF (VLAN 100, priority 2) sends,
+// through Egress into a pcap file as the uplink writes it, read back by
+// tshark: the VST tag is on the wire, the VF's own tag was dropped, a
+// short frame is padded to 60 bytes.
+func TestUplinkCaptureTshark(t *testing.T) {
+	testenv.LookPath(t, "tshark", "tshark")
+	path := filepath.Join(t.TempDir(), "uplink.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pcap.NewWriter(f, pcap.LinkTypeEthernet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := vst(100, 2)
+	var c Counters
+	out := make([]byte, EgressRoom(1500))
+	for _, in := range [][]byte{frame(Broadcast, macVF, 100), frame(macOther, macVF, 28, TPIDCVLAN, 5), frame(macOther, macVF, 2)} {
+		n, v := p.Egress(out, in, WQEVLAN{}, 1518)
+		c.Count(v)
+		if v == Forward {
+			if err := w.WriteRecord(out[:n]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Get(Forward) != 2 || c.Get(DropTagged) != 1 {
+		t.Fatalf("forwarded %d, dropped as tagged %d", c.Get(Forward), c.Get(DropTagged))
+	}
+	cmd := exec.Command("timeout", "60", "tshark", "-r", path, "-T", "fields", "-E", "separator=,",
+		"-e", "eth.dst", "-e", "eth.src", "-e", "vlan.id", "-e", "vlan.priority", "-e", "vlan.etype", "-e", "frame.len")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, stderr.String())
+	}
+	want := "ff:ff:ff:ff:ff:ff,02:c9:03:a0:b0:01,100,2,0x0800,118\n" +
+		"02:c9:03:a0:b0:02,02:c9:03:a0:b0:01,100,2,0x0800,60\n"
+	if string(got) != want {
+		t.Fatalf("tshark read\n%s\nwant\n%s", got, want)
+	}
+	t.Logf("tshark -r uplink.pcap:\n%s", strings.TrimSpace(string(got)))
+}
