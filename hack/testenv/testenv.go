@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -30,4 +31,27 @@ func LookPath(t testing.TB, tool, debPackage string) string {
 		return ""
 	}
 	return p
+}
+
+// Module is the module path of vhcrd's packages.
+const Module = "github.com/vhcrd/vhcrd"
+
+// DepsWithin fails t for every package of the module that pkg (a full
+// import path) depends on, through `go list -deps`, other than itself and
+// allowed: how a package's import rule in ARCHITECTURE.md is checked.
+func DepsWithin(t testing.TB, pkg string, allowed ...string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+	}
+	ok := map[string]bool{pkg: true}
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if !ok[p] && strings.HasPrefix(p, Module+"/") {
+			t.Errorf("%s depends on %s", strings.TrimPrefix(pkg, Module+"/"), p)
+		}
+	}
 }
