@@ -72,6 +72,7 @@ func Families(numVFs int) []Family {
 		{"vhcrd_send_doorbells_total", numVFs, "vf"},
 		{"vhcrd_foreign_doorbells_total", numVFs, "vf"},
 		{"vhcrd_packets_dropped_total", numVFs * len(PacketDropReasons), "vf × drop reason"},
+		{"vhcrd_eth_sent_frames_total", numVFs * len(EthVerdicts), "vf × switch verdict"},
 		{"vhcrd_mad_tunnel_mads_total", numVFs * len(TunnelDirections), "vf × direction"},
 		{"vhcrd_mad_tunnel_drops_total", int(hca.NumTunnelDrops), "drop reason"},
 		{"vhcrd_mad_tunnel_cm_ids_total", 1, "none"},

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/vhcrd/vhcrd/vhcr/eswitch"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,7 +20,7 @@ type DataPathCollector struct {
 	wqes, errCQEs, cqes, cqeDropped, overruns, cqAccess *prometheus.Desc
 	arms, compEvents, compLost, doorbells, foreign      *prometheus.Desc
 	dropped, catas, rnr, transport, log                 *prometheus.Desc
-	tunMADs, tunDrops, aliasGUIDs, cmIDs                *prometheus.Desc
+	tunMADs, tunDrops, aliasGUIDs, cmIDs, ethSent       *prometheus.Desc
 }
 
 // The results of vhcrd_alias_guid_records_total.
@@ -30,6 +31,9 @@ var TunnelDirections = []string{"out", "in"}
 
 // The reasons of vhcrd_packets_dropped_total.
 var PacketDropReasons = []string{"ud_undeliverable", "uc_responder", "pkey", "qkey"}
+
+// The verdicts of vhcrd_eth_sent_frames_total (eswitch.Verdict's labels).
+var EthVerdicts = eswitch.Verdicts()
 
 // The events of vhcrd_datapath_log_total.
 var DataPathLogEvents = []string{"steps", "redone", "atomic_intents", "atomics_replayed", "no_slot", "applied"}
@@ -56,6 +60,7 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 		rnr:        d("rnr_retries_total", "RNR NAKs retried (the responder had no receive WQE), each after the responder's RNR timer.", "vf"),
 		transport:  d("transport_retries_total", "RC packets retransmitted after the local ACK timeout (the packet was lost: DLID unreachable, a port not Active, a P_Key mismatch, no QP there).", "vf"),
 		tunMADs:    d("mad_tunnel_mads_total", "MADs through the PF's SR-IOV tunnel, by VF: out, from its proxy QP0/QP1 to the wire (after mlx4_ib_multiplex_mad's checks); in, delivered to its proxy QPs.", "vf", "direction"),
+		ethSent:    d("eth_sent_frames_total", "Raw Ethernet frames the VF's QPs sent on an Ethernet port, by what the port's switch did (eswitch.Verdict): forward, link_down, runt, oversize, tagged, prio_tagged, untagged (vlan_control's blocks: a VST VF's own tag), spoof (spoof check), vlan (a forced VLAN the table lacks).", "vf", "verdict"),
 		tunDrops:   d("mad_tunnel_drops_total", "MADs the tunnel dropped, by reason (hca.TunnelDropLabels): src_qp, length, tid, smi, class, port, pkey, unrouted, slave, proxy, queue, cm.", "reason"),
 		cmIDs:      d("mad_tunnel_cm_ids_total", "Comm IDs the PF gave the VFs' connections (mlx4_ib's CM paravirtualisation, cm.c): one per connection a VF's REQ, REP, MRA or SIDR REQ started."),
 		aliasGUIDs: d("alias_guid_records_total", "GUIDInfoRecord Sets the PF sent the SA to register the VFs' alias GUIDs (alias_GUID.c), and the SA's answers: ok, failed (a status).", "result"),
@@ -66,7 +71,7 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 func (c *DataPathCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.wqes, c.errCQEs, c.cqes, c.cqeDropped, c.overruns, c.cqAccess,
 		c.arms, c.compEvents, c.compLost, c.doorbells, c.foreign, c.dropped, c.catas, c.rnr, c.transport, c.log,
-		c.tunMADs, c.tunDrops, c.cmIDs, c.aliasGUIDs}
+		c.tunMADs, c.tunDrops, c.cmIDs, c.aliasGUIDs, c.ethSent}
 }
 
 // Describe implements prometheus.Collector.
@@ -103,6 +108,11 @@ func (c *DataPathCollector) Collect(ch chan<- prometheus.Metric) {
 			dpValue{c.catas, e.Catas.Load(), ""},
 			dpValue{c.tunMADs, e.TunnelOut.Load(), TunnelDirections[0]}, dpValue{c.tunMADs, e.TunnelIn.Load(), TunnelDirections[1]}) {
 			c.emit(ch, x, l)
+		}
+		for _, v := range EthVerdicts {
+			if n := e.EthTx.Get(v); n != 0 {
+				ch <- prometheus.MustNewConstMetric(c.ethSent, prometheus.CounterValue, float64(n), l, v.String())
+			}
 		}
 		if r := e.RNRRetries.Load(); r != 0 {
 			ch <- prometheus.MustNewConstMetric(c.rnr, prometheus.CounterValue, float64(r), l)

@@ -672,9 +672,13 @@ func (t *trapFanout) add(s mad.TrapSink) {
 	t.sinks.Store(&next)
 }
 
-// startMAD switches on the capture, cables the fabric (the data path's
+// startMAD opens the Ethernet ports' uplinks, switches on the capture,
+// cables the fabric (the data path's
 // switch), starts the ibsim server and the trap-resend clock.
 func (s *server) startMAD(ctx context.Context, f serveFlags, cfg *config.Config, log *slog.Logger) error {
+	if err := s.startUplinks(cfg, log); err != nil { // the Ethernet ports' way out (uplink.go)
+		return err
+	}
 	var capw *capture.Writer
 	if f.capture != "" {
 		file, err := os.Create(f.capture)

@@ -153,6 +153,17 @@ type Port struct {
 	BKeyLeasePeriod uint16 `json:"b_key_lease_period"`
 	QKey            Hex    `json:"q_key"`
 	MAC             string `json:"mac"`
+	// Uplink is where an Ethernet port's switch sends the frames that
+	// leave the device; without one they go nowhere.
+	Uplink *Uplink `json:"uplink,omitempty"`
+}
+
+// Uplink is an Ethernet port's way out of the device.
+type Uplink struct {
+	// PCAP is a capture file (created, truncated) that gets every frame
+	// leaving the port as it is on the wire (a VST VF's with its tag):
+	// tshark and Wireshark read it.
+	PCAP string `json:"pcap"`
 }
 
 // VFs configures the functions: a default and per-VF overrides (keyed by the
@@ -413,6 +424,9 @@ func (p *Port) validate(f string) error {
 	if p.LMC > 7 {
 		return fieldErr(f+".lmc", "%d outside 0..7", p.LMC)
 	}
+	if p.Uplink != nil && (p.LinkLayer != "eth" || p.Uplink.PCAP == "") {
+		return fieldErr(f+".uplink", "needs link_layer \"eth\" and a pcap file")
+	}
 	if p.PortGUID == 0 {
 		return fieldErr(f+".port_guid", "must be non-zero")
 	}
@@ -434,16 +448,8 @@ func (p *Port) validate(f string) error {
 	if p.SubnetTimeout > 31 {
 		return fieldErr(f+".subnet_timeout", "%d outside 0..31", p.SubnetTimeout)
 	}
-	if len(p.PKeys) == 0 || len(p.PKeys) > 128 {
-		return fieldErr(f+".pkeys", "%d entries; want 1..128", len(p.PKeys))
-	}
-	for i, k := range p.PKeys {
-		if k > 0xffff {
-			return fieldErr(fmt.Sprintf("%s.pkeys[%d]", f, i), "%#x does not fit 16 bits", uint64(k))
-		}
-		if k&0x7fff == 0 {
-			return fieldErr(fmt.Sprintf("%s.pkeys[%d]", f, i), "%#x is the invalid P_Key", uint64(k))
-		}
+	if err := validPKeys(f, p.PKeys); err != nil {
+		return err
 	}
 	if p.GIDTableLen < 1 || p.GIDTableLen > 128 {
 		return fieldErr(f+".gid_table_len", "%d outside 1..128", p.GIDTableLen)
@@ -455,6 +461,22 @@ func (p *Port) validate(f string) error {
 	}
 	if p.QKey > 0xffffffff {
 		return fieldErr(f+".q_key", "does not fit 32 bits")
+	}
+	return nil
+}
+
+// validPKeys checks a port's P_Key table: 1 to 128 valid 16-bit P_Keys.
+func validPKeys(f string, pkeys []Hex) error {
+	if len(pkeys) == 0 || len(pkeys) > 128 {
+		return fieldErr(f+".pkeys", "%d entries; want 1..128", len(pkeys))
+	}
+	for i, k := range pkeys {
+		if k > 0xffff {
+			return fieldErr(fmt.Sprintf("%s.pkeys[%d]", f, i), "%#x does not fit 16 bits", uint64(k))
+		}
+		if k&0x7fff == 0 {
+			return fieldErr(fmt.Sprintf("%s.pkeys[%d]", f, i), "%#x is the invalid P_Key", uint64(k))
+		}
 	}
 	return nil
 }

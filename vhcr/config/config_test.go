@@ -264,3 +264,24 @@ func TestTunnelClasses(t *testing.T) {
 		t.Fatal("an empty override kept the default's perf_mgt")
 	}
 }
+
+// An uplink belongs to an Ethernet port and names its capture file.
+func TestUplink(t *testing.T) {
+	uncabled := strings.Replace(string(Example()), `"cables": {"1": 1, "2": 2}`, `"cables": {"2": 2}`, 1)
+	eth := strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"pcap": "/tmp/port1.pcap"},`, 1)
+	c, err := Parse(strings.NewReader(eth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := c.Ports[0].Uplink; u == nil || u.PCAP != "/tmp/port1.pcap" || c.Ports[1].Uplink != nil {
+		t.Fatalf("uplinks %+v %+v", c.Ports[0].Uplink, c.Ports[1].Uplink)
+	}
+	for _, bad := range []string{
+		strings.Replace(string(Example()), `"link_layer": "ib",`, `"link_layer": "ib", "uplink": {"pcap": "/tmp/port1.pcap"},`, 1),
+		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"pcap": ""},`, 1),
+	} {
+		if _, err := Parse(strings.NewReader(bad)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ports[0].uplink") {
+			t.Errorf("error %v does not name ports[0].uplink", err)
+		}
+	}
+}

@@ -34,6 +34,7 @@ type HCA struct {
 	dl         *dpLog                 // the data path's log in the state file (dplog.go), or nil
 	cqeHook    CQEFaultHook           // injected data-path faults (dpfault.go), nil when none is armed
 	tun        tunnel                 // the SR-IOV MAD tunnel (tunnel.go)
+	eth        ethState               // raw Ethernet: the uplink and the frame scratch (eth.go)
 
 	tptGen uint64 // moves at every change that may touch an MPT or MTT (keycache.go)
 

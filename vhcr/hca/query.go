@@ -290,7 +290,7 @@ func (h *HCA) QUERY_PORT(c *Cmd) mlx4.Status {
 	}
 	o[mlx4.QUERY_PORT_SUPPORTED_TYPE_OFFSET] = t
 	o[mlx4.QUERY_PORT_MTU_OFFSET] = mtuCode(p.MTU)
-	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_ETH_MTU_OFFSET:], 1500)
+	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_ETH_MTU_OFFSET:], PortEthMTU)
 	o[mlx4.QUERY_PORT_WIDTH_OFFSET] = mad.LinkWidth1X | mad.LinkWidth4X
 	o[mlx4.QUERY_PORT_MAX_GID_PKEY_OFFSET] = log2(p.GIDTableLen)<<4 | log2(len(p.PKeys))
 	o[mlx4.QUERY_PORT_MAX_MACVLAN_OFFSET] = log2(h.Cfg.Resources.VLANsPerPort)<<4 | log2(h.Cfg.Resources.MACsPerPort)

@@ -62,6 +62,7 @@ package hca
 
 import (
 	"encoding/binary"
+	"github.com/vhcrd/vhcrd/vhcr/eswitch"
 	"sync/atomic"
 
 	"github.com/vhcrd/vhcrd/mad"
@@ -85,6 +86,10 @@ type EngineStats struct {
 
 	TunnelOut atomic.Uint64 // MADs the VF's proxy QPs sent that the tunnel passed to the wire (tunnel.go)
 	TunnelIn  atomic.Uint64 // MADs the tunnel delivered to the VF's proxy QPs
+
+	// EthTx counts the raw Ethernet frames the VF's QPs sent, by what the
+	// port's switch did with them (eth.go).
+	EthTx eswitch.Counters
 }
 
 // EngineStats returns VF vf's engine counters (nil for no such VF).

@@ -43,6 +43,7 @@ var (
 			"cqeHook": "wiring: the PF's injected data-path faults (dpfault.go), installed while a rule is armed",
 			"fab":     "wiring: the switch the ports are cabled to (SetFabric), the switch's state is the SM's",
 			"tun":     "the MAD tunnel's wiring, its queue of datagrams (lost at a kill, as on a wire) and counters",
+			"eth":     "the uplink cmd/vhcrd installs and the frame scratch of one send",
 		},
 		reflect.TypeFor[firmware](): {
 			"doorbell": "wiring: the PF's doorbell reader", "irq": "wiring: MSI-X delivery",

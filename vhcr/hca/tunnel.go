@@ -214,6 +214,9 @@ func (h *HCA) tunnelArrive(qp *qpObj, dqpn uint32, d []byte) {
 // no raw QP0 beyond the tunnel.
 func (h *HCA) sendMLX(qp *qpObj, total uint64) bool {
 	w := qp.wq
+	if w.ethOn {
+		return h.sendEth(qp, total) // eth.go
+	}
 	d := &h.dp.send
 	t := &h.tun
 	if d.Ctrl.Opcode != mlx4.OPCODE_SEND || total > uint64(len(t.mlx)) {

@@ -37,6 +37,7 @@ import (
 	"encoding/binary"
 
 	"github.com/vhcrd/vhcrd/dma"
+	"github.com/vhcrd/vhcrd/vhcr/eswitch"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -69,6 +70,11 @@ type wq struct {
 	vf  int
 	qpn uint32
 	st  uint8
+
+	// ethOn: an MLX QP on an Ethernet port, whose sends are frames through
+	// the port's switch under eth (eth.go).
+	ethOn bool
+	eth   eswitch.Path
 
 	pageShift uint
 	pages     []uint64 // IOVA of each buffer page
@@ -197,6 +203,7 @@ func (h *HCA) wqRefresh(qp *qpObj) {
 	w.rae = p2&mlx4.QP_BIT_RAE != 0
 	fl := binary.BigEndian.Uint32(b[mlx4.QPCFlags:])
 	w.pmArmed = fl>>mlx4.QPCFlagsPMStateShift&mlx4.QPCFlagsPMStateMask == mlx4.QP_PM_ARMED && ctx.Alt.RLID != 0
+	h.ethPathOf(qp)
 }
 
 // wqTransition is called after every QP state change: the scheduler's

@@ -213,12 +213,14 @@ func (p *PF) startServing() {
 
 // chores is what the idle poller does before it blocks (Idle.Busy: every
 // FutexTimeout): FLAGS handshakes, re-arms with EQEs or CQEs pending
-// (hca/irq.go, cqring.go) and the data path's sweep. It reports whether
+// (hca/irq.go, cqring.go), the uplink's buffered frames to its capture
+// files (hca/eth.go) and the data path's sweep. It reports whether
 // the sweep found work (never sleep on work a doorbell hint missed).
 func (p *PF) chores(now uint64) bool {
 	p.choresAt = now
 	p.checkFlags()
 	p.hca.CheckArms()
+	p.hca.FlushUplink()
 	return p.sweepQueues()
 }
 

@@ -1,0 +1,208 @@
+package hca
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/eswitch"
+	"github.com/vhcrd/vhcrd/vhcr/mlx4"
+)
+
+// fakeUplink records the frames a port's switch sends out.
+type fakeUplink struct {
+	frames  [][]byte
+	ports   []int
+	flushes int
+}
+
+func (u *fakeUplink) Send(phys int, b []byte) {
+	u.frames = append(u.frames, bytes.Clone(b))
+	u.ports = append(u.ports, phys)
+}
+
+func (u *fakeUplink) Flush() { u.flushes++ }
+
+// ethFrame is a frame from src to dst of n bytes in all (EtherType IPv4).
+func ethFrame(dst, src uint64, n int) []byte {
+	b := make([]byte, n)
+	eswitch.PutMAC(b, dst)
+	eswitch.PutMAC(b[6:], src)
+	binary.BigEndian.PutUint16(b[12:], 0x0800)
+	for i := 14; i < n; i++ {
+		b[i] = byte(i)
+	}
+	return b
+}
+
+// ethRig: port 1 Ethernet; VF 0 in VST (VLAN 100, priority 5) with spoof
+// check, VF 1 VGT; each with a raw Ethernet QP (MLX, as mlx4_en's TX
+// ring) in RTS and a region of frames.
+type ethRig struct {
+	d    *dpRig
+	up   *fakeUplink
+	vfs  [2]*tvf
+	qps  [2]*tqp
+	keys [2]uint32
+	mem  [2]uint64 // the region's first page (IOVA); its VA is ethVA
+}
+
+const ethVA = 0x500000
+
+func newEthRig(t *testing.T) *ethRig {
+	t.Helper()
+	on := true
+	r := &ethRig{up: &fakeUplink{}}
+	r.d = newDPRig(t, 2, func(c *config.Config) {
+		c.Ports[0].LinkLayer = "eth"
+		c.VFs.Overrides = map[string]config.VF{"0": {VST: &config.VST{VLAN: 100, QoS: 5}, SpoofCheck: &on}}
+	})
+	r.d.h.SetUplink(r.up)
+	for vf := range 2 {
+		if err := r.d.h.ActivateVF(vf); err != nil {
+			t.Fatal(err)
+		}
+		v := r.d.setup(vf)
+		r.vfs[vf] = v
+		r.keys[vf], r.mem[vf] = v.mr(ethVA, 1, mlx4.PERM_LOCAL_WRITE, v.pd)
+		q := v.qp(qpOpts{st: mlx4.QP_ST_MLX})
+		q.connect(0, 0)
+		r.qps[vf] = q
+	}
+	return r
+}
+
+// sendFrame posts frame (through the region) on VF vf's QP, with the
+// control segment's VLAN insertion ins, and runs it.
+func (r *ethRig) sendFrame(vf int, frame []byte, ins uint8, tag uint16) {
+	r.d.t.Helper()
+	r.vfs[vf].fill(r.mem[vf], frame)
+	w := send(mlx4.OPCODE_SEND, sge(r.keys[vf], ethVA, uint32(len(frame))))
+	w.Ctrl.InsVLAN, w.Ctrl.VLANTag = ins, tag
+	r.qps[vf].post(w, nil)
+	if n := r.qps[vf].run(4); n != 1 {
+		r.d.t.Fatalf("VF %d: %d WQEs ran", vf, n)
+	}
+}
+
+// TestEthSendThroughTheSwitch: mlx4_en's sends on an Ethernet port leave
+// by the uplink as the vport policy makes them — VST's tag and priority,
+// spoof check's drop, the VF's own tag refused under VST, a link forced
+// down — and every WQE completes with its byte count, dropped or not.
+func TestEthSendThroughTheSwitch(t *testing.T) {
+	r := newEthRig(t)
+	h := r.d.h
+	mac0, mac1 := h.VFMAC(0, 1), h.VFMAC(1, 1)
+	wantSent := func(what string, frame []byte) {
+		t.Helper()
+		if len(r.up.frames) == 0 || !bytes.Equal(r.up.frames[len(r.up.frames)-1], frame) || r.up.ports[len(r.up.ports)-1] != 1 {
+			t.Fatalf("%s: the uplink has %d frames, the last % x", what, len(r.up.frames), r.up.frames)
+		}
+	}
+	count := func(vf int, v eswitch.Verdict) uint64 { return h.EngineStats(vf).EthTx.Get(v) }
+
+	// VGT: as the VF sent it, and with the WQE's C-VLAN.
+	f := ethFrame(eswitch.Broadcast, mac1, 100)
+	r.sendFrame(1, f, 0, 0)
+	wantSent("VGT", f)
+	r.sendFrame(1, f, mlx4.WQE_CTRL_INS_CVLAN, 3<<13|7)
+	tagged := append(append(bytes.Clone(f[:12]), 0x81, 0, 0x60, 7), f[12:]...)
+	wantSent("VGT with the WQE's tag", tagged)
+
+	// VST 100, priority 5: the tag on the wire.
+	f0 := ethFrame(mac1, mac0, 60)
+	r.sendFrame(0, f0, 0, 0)
+	wantSent("VST", append(append(bytes.Clone(f0[:12]), 0x81, 0, 5<<5, 100), f0[12:]...))
+	n := len(r.up.frames)
+	// Spoof check: another source MAC is dropped; the VF's own tag under VST too.
+	r.sendFrame(0, ethFrame(mac1, 0x0002c9ffffff, 60), 0, 0)
+	r.sendFrame(0, f0, mlx4.WQE_CTRL_INS_CVLAN, 7)
+	if len(r.up.frames) != n || count(0, eswitch.DropSpoof) != 1 || count(0, eswitch.DropTagged) != 1 {
+		t.Fatalf("dropped frames reached the uplink (%d → %d) or were not counted: spoof %d, tagged %d",
+			n, len(r.up.frames), count(0, eswitch.DropSpoof), count(0, eswitch.DropTagged))
+	}
+	// Link forced down: nothing leaves.
+	h.Funcs[1].LinkState = "down"
+	r.sendFrame(1, f, 0, 0)
+	h.Funcs[1].LinkState = "auto"
+	if len(r.up.frames) != n || count(1, eswitch.DropLinkDown) != 1 {
+		t.Fatalf("link down: %d frames, counted %d", len(r.up.frames), count(1, eswitch.DropLinkDown))
+	}
+	// Every WQE completed, in order, with its byte count.
+	got := r.d.take()
+	if len(got) != 6 {
+		t.Fatalf("%d CQEs for 6 sends", len(got))
+	}
+	for _, g := range got {
+		if g.e.IsError() || !g.e.IsSend || g.e.Opcode != mlx4.OPCODE_SEND {
+			t.Fatalf("CQE %+v", g.e)
+		}
+	}
+	if count(0, eswitch.Forward) != 1 || count(1, eswitch.Forward) != 2 {
+		t.Fatalf("forwarded %d and %d", count(0, eswitch.Forward), count(1, eswitch.Forward))
+	}
+	h.FlushUplink()
+	h.FlushUplink() // nothing sent since: no second flush
+	if r.up.flushes != 1 {
+		t.Fatalf("%d flushes", r.up.flushes)
+	}
+}
+
+// TestEthSendHostile: a frame longer than the port's largest is dropped
+// and counted (the WQE completes); a gather entry outside the region is
+// the local protection error; LSO, which the model does not advertise, is
+// a local QP operation error. No frame leaves, no other VF is touched.
+func TestEthSendHostile(t *testing.T) {
+	r := newEthRig(t)
+	h := r.d.h
+	mac1 := h.VFMAC(1, 1)
+	q := r.qps[1]
+	q.post(send(mlx4.OPCODE_SEND, sge(r.keys[1], ethVA, ethMaxFrame+1)), nil)
+	q.run(4)
+	if c := r.d.take(); len(c) != 1 || c[0].e.IsError() || h.EngineStats(1).EthTx.Get(eswitch.DropOversize) != 1 {
+		t.Fatalf("oversize: %+v, counted %d", c, h.EngineStats(1).EthTx.Get(eswitch.DropOversize))
+	}
+	r.vfs[1].fill(r.mem[1], ethFrame(eswitch.Broadcast, mac1, 64))
+	q.post(send(mlx4.OPCODE_SEND, sge(r.keys[1], ethVA+4090, 64)), nil)
+	q.run(4)
+	if c := r.d.take(); len(c) != 1 || c[0].e.Syndrome() != mlx4.CQE_SYNDROME_LOCAL_PROT_ERR {
+		t.Fatalf("beyond the region: %+v", c)
+	}
+	p := r.qps[0]
+	p.post(&mlx4.SendWQE{Ctrl: mlx4.WQECtrl{Opcode: mlx4.OPCODE_LSO, SrcRBFlags: mlx4.WQE_CTRL_CQ_UPDATE, Size: 4}}, nil)
+	p.run(4)
+	if c := r.d.take(); len(c) != 1 || c[0].e.Syndrome() != mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR {
+		t.Fatalf("LSO: %+v", c)
+	}
+	if len(r.up.frames) != 0 || h.EngineStats(0).EthTx.Get(eswitch.Forward) != 0 {
+		t.Fatalf("%d frames left", len(r.up.frames))
+	}
+}
+
+// TestEthSendAllocatesNothing: a raw Ethernet send, switch and uplink
+// included, allocates nothing per WQE.
+func TestEthSendAllocatesNothing(t *testing.T) {
+	r := newEthRig(t)
+	r.d.h.SetUplink(nopUplink{})
+	f := ethFrame(eswitch.Broadcast, r.d.h.VFMAC(1, 1), 200)
+	r.vfs[1].fill(r.mem[1], f)
+	q := r.qps[1]
+	// Seven sends posted (the ring has eight slots), then run one at a
+	// time: AllocsPerRun's warm-up and six measured runs.
+	for range 7 {
+		q.post(send(mlx4.OPCODE_SEND, sge(r.keys[1], ethVA, uint32(len(f)))), nil)
+	}
+	if a := testing.AllocsPerRun(6, func() {
+		if q.run(1) != 1 {
+			t.Fatal("no send ran")
+		}
+	}); a != 0 {
+		t.Fatalf("%.1f allocations per send", a)
+	}
+}
+
+type nopUplink struct{}
+
+func (nopUplink) Send(int, []byte) {}
+func (nopUplink) Flush()           {}
