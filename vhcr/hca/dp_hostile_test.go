@@ -46,6 +46,14 @@ func TestDataRST2INITGeometry(t *testing.T) {
 	wantS(t, "ring page outside the window", try(none, 0, uint64(testWindow)), mlx4.BAD_PARAM)
 	wantS(t, "send stride of 32 bytes", try(func(c *mlx4.QPContext) { c.LogSQStride = 1 }, 0, a.newPage()), mlx4.BAD_PARAM)
 	wantS(t, "page size 2^43", try(func(c *mlx4.QPContext) { c.LogPageSize = 31 }, 0, a.newPage()), mlx4.BAD_PARAM)
+	// mlx4_en's send ring: 1024 64-byte WQEs in one 64 KiB page
+	// (mlx4_buf_direct_alloc), rq_size_stride 0 (a 16-byte receive queue
+	// past the page, which qp_get_mtt_size rounds away): accepted, the
+	// receive queue without a page.
+	en := func(c *mlx4.QPContext) {
+		c.ST, c.LogSQSize, c.LogSQStride, c.LogRQSize, c.LogRQStride, c.LogPageSize = mlx4.QP_ST_MLX, 10, 2, 0, 0, 4
+	}
+	wantS(t, "mlx4_en's send ring in one 64 KiB page", try(en, 0, 0xf0000), mlx4.OK)
 	// A refused RST2INIT leaves the QP in reset: the MTT is free again.
 	n := 0
 	for _, qp := range d.h.fw.qps {
@@ -53,8 +61,15 @@ func TestDataRST2INITGeometry(t *testing.T) {
 			n++
 		}
 	}
-	if n != 2 {
-		t.Fatalf("%d QPs of VF 0 in HW, want the 2 accepted", n)
+	if n != 3 {
+		t.Fatalf("%d QPs of VF 0 in HW, want the 3 accepted", n)
+	}
+	for _, qp := range d.h.fw.qps {
+		if w := qp.wq; w != nil && w.sqCnt == 1024 {
+			if len(w.pages) != 1 || w.sqAddr(1023, 63) != 0xf0000+0xffff || w.rqAddr(0, 0) != noPage {
+				t.Fatalf("mlx4_en's ring: pages %#x, last SQ byte %#x, RQ %#x", w.pages, w.sqAddr(1023, 63), w.rqAddr(0, 0))
+			}
+		}
 	}
 }
 
@@ -204,8 +219,8 @@ func TestDataReservedLKey(t *testing.T) {
 }
 
 // TestDataHostileRing: stamped and half-written WQEs are not executed (and
-// are when they are finished); a WQE larger than its stride or with an
-// opcode the transport lacks is a local QP operation error; a ring that
+// are when they are finished), a WQE over strides not yet written too; a
+// WQE with an opcode the transport lacks is a local QP operation error; a ring that
 // never ends costs the budget per call; a ring the device can no longer
 // read is the QP's catastrophic error.
 func TestDataHostileRing(t *testing.T) {
@@ -243,17 +258,24 @@ func TestDataHostileRing(t *testing.T) {
 		t.Fatal("the WQE, now owned, did not run")
 	}
 	d.take()
-	// A size field larger than the stride (128 bytes: 8 units).
+	// A WQE larger than the stride spans the strides after it (mlx4_en's
+	// 64-byte TXBBs): 20 units, 320 bytes over three 128-byte strides,
+	// the two after it still stamped (libmlx4's ownership init: not
+	// written yet). It is not taken.
 	big := make([]byte, 8)
 	binary.BigEndian.PutUint32(big, mlx4.OPCODE_SEND)
 	big[mlx4.CtrlFenceSize] = 20
 	qa.write(qa.sqOff+2<<qa.sqShift+4, big[4:])
 	qa.write(qa.sqOff+2<<qa.sqShift, big[:4])
-	qa.sqHead++
+	if n := qa.run(8); n != 0 || qa.obj().SQHead != 2 {
+		t.Fatalf("a WQE with unwritten strides ran (%d, SQ head %d)", n, qa.obj().SQHead)
+	}
+	// An opcode UD does not have, in its place: local QP operation error.
+	qa.post(&mlx4.SendWQE{Ctrl: mlx4.WQECtrl{Opcode: mlx4.OPCODE_RDMA_WRITE, SrcRBFlags: mlx4.WQE_CTRL_CQ_UPDATE}}, nil)
 	qa.run(8)
 	c := d.take()
 	if len(c) != 1 || c[0].e.Syndrome() != mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR || qa.obj().State != mlx4.QP_STATE_SQER {
-		t.Fatalf("oversized WQE: %+v, state %v", c, qa.obj().State)
+		t.Fatalf("RDMA_WRITE on UD: %+v, state %v", c, qa.obj().State)
 	}
 	// UD's send errors leave the receive side working (SQER).
 	if !canReceive(qa.obj()) {

@@ -180,7 +180,7 @@ func (h *HCA) sqPending(qp *qpObj) bool {
 const (
 	fetchNone  = iota // no valid WQE at SQHead
 	fetchOK           // h.dp.wqe holds it
-	fetchBad          // larger than the stride: local QP operation error
+	fetchBad          // larger than the ring: local QP operation error
 	fetchCatas        // its pages cannot be read
 )
 
@@ -195,14 +195,22 @@ func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 	if !v {
 		return fetchNone, 0
 	}
-	n := int(h.dp.word[mlx4.CtrlFenceSize]&mlx4.WQESizeMask) * mlx4.WQESegUnit
-	if n > 1<<w.sqShift {
+	size := h.dp.word[mlx4.CtrlFenceSize] & mlx4.WQESizeMask
+	n := int(size) * mlx4.WQESegUnit
+	// A WQE larger than the stride spans the strides after it (wrapping
+	// at the ring's end): SQHead moves past all of them. One larger than
+	// the ring is the local QP operation error.
+	bbs := w.wqeBBs(size)
+	w.headBBs = bbs
+	if bbs > w.sqCnt {
+		w.headBBs = 1
 		return fetchBad, 0
 	}
 	chunks := (n + wqChunk - 1) / wqChunk
 	for i := range chunks {
 		b := h.dp.wqe[i*wqChunk : (i+1)*wqChunk]
-		if w.win.CopyIn(b, w.sqAddr(qp.SQHead, uint64(i*wqChunk))) != nil {
+		o := uint64(i * wqChunk)
+		if w.win.CopyIn(b, w.sqAddr(qp.SQHead+uint32(o>>w.sqShift), o&(1<<w.sqShift-1))) != nil {
 			return fetchCatas, 0
 		}
 		if i > 0 && binary.BigEndian.Uint32(b) == mlx4.WQEStamp {
@@ -653,7 +661,7 @@ func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 	h.fw.vfs[w.vf].eng.WQEs.Add(1)
 	w.rt = sqRetry{}
 	idx := qp.SQHead
-	qp.SQHead = (qp.SQHead + 1) & 0xffff
+	w.advanceSQ(qp)
 	h.dpTouchQP(qp)
 	// The CQE after the WQE is consumed: an error an injected fault makes
 	// of it flushes from the next WQE on, as sqError's does.
@@ -674,7 +682,7 @@ func (h *HCA) sqError(qp *qpObj, op uint8, syndrome uint8) {
 	*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: op}
 	e.SetError(syndrome, 0)
 	h.cqe(qp, op, w.scqn, e, false)
-	qp.SQHead = (qp.SQHead + 1) & 0xffff
+	w.advanceSQ(qp)
 	h.dpTouchQP(qp)
 	h.sqLeave(qp)
 }
@@ -725,7 +733,8 @@ func (h *HCA) flush(qp *qpObj, budget int) int {
 		*e = mlx4.CQE{VlanMyQPN: w.qpn, WQEIndex: uint16(qp.SQHead), IsSend: true, Opcode: uint8(oo & mlx4.WQEOpcodeMask)}
 		e.SetError(mlx4.CQE_SYNDROME_WR_FLUSH_ERR, 0)
 		h.cqe(qp, uint8(oo&mlx4.WQEOpcodeMask), w.scqn, e, false)
-		qp.SQHead = (qp.SQHead + 1) & 0xffff
+		w.headBBs = w.wqeBBs(h.dp.word[mlx4.CtrlFenceSize] & mlx4.WQESizeMask)
+		w.advanceSQ(qp)
 		h.dpTouchQP(qp)
 		n++
 	}

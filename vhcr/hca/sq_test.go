@@ -3,9 +3,11 @@ package hca
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/mad"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -504,5 +506,89 @@ func TestDataNotOffered(t *testing.T) {
 	qa.run(4)
 	if c := d.take(); len(c) != 1 || c[0].e.Syndrome() != mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR {
 		t.Errorf("LSO on UD: CQEs %+v", c)
+	}
+}
+
+// postSpan writes w as the WQE at stride index idx of q's ring, over as
+// many strides as it needs (wrapping at the ring's end), owner word last;
+// it returns the strides it took.
+func (q *tqp) postSpan(idx uint32, w *mlx4.SendWQE) uint32 {
+	q.t.d.t.Helper()
+	w.Ctrl.Owner = idx&q.sqCnt != 0
+	b := make([]byte, 1024)
+	n, err := mlx4.EncodeSendWQE(b, w, nil)
+	if err != nil {
+		q.t.d.t.Fatal(err)
+	}
+	stride := 1 << q.sqShift
+	bbs := uint32((n + stride - 1) / stride)
+	for i := int(bbs) - 1; i >= 0; i-- {
+		part := b[i*stride : min((i+1)*stride, n)]
+		off := q.sqOff + uint64((idx+uint32(i))&(q.sqCnt-1))<<q.sqShift
+		if i == 0 {
+			q.write(off+4, part[4:])
+			q.write(off, part[:4])
+		} else {
+			q.write(off, part)
+		}
+	}
+	return bbs
+}
+
+// TestDataWQEOverStrides: a WQE larger than the send queue's stride spans
+// the strides after it, as ConnectX-3 walks its basic blocks (mlx4_en's
+// 64-byte TXBBs hold descriptors of up to 8): UD SENDs of 80 bytes on a
+// 64-byte stride take two each, the last wrapping from the ring's end to
+// its start; SQHead and the CQEs' wqe_index count strides.
+func TestDataWQEOverStrides(t *testing.T) {
+	d := newDPRig(t, 2, nil)
+	a, b := d.setup(0), d.setup(1)
+	ka, ma := a.mr(vaA, 1, permAll, a.pd)
+	kb, mb := b.mr(vaB, 1, permAll, b.pd)
+	qa := a.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x1111, sqStride: 2})
+	qb := b.qp(qpOpts{st: mlx4.QP_ST_UD, qkey: 0x2222})
+	for _, q := range []*tqp{qa, qb} {
+		q.t.must(q.modify(mlx4.INIT2RTR_QP, 0), "INIT2RTR")
+		q.t.must(q.modify(mlx4.RTR2RTS_QP, 0), "RTR2RTS")
+	}
+	// An empty SEND (64 bytes: one stride) at 0, then sends at 1, 3, 5
+	// and 7: the last starts in the ring's last stride and ends in its
+	// first, of the next pass.
+	qb.recv(sge(kb, vaB+4*64, 64))
+	if n := qa.postSpan(0, udSend(qb.qpn, 0x2222, false)); n != 1 {
+		t.Fatalf("an empty UD SEND of %d strides", n)
+	}
+	idx := uint32(1)
+	want := []uint16{0}
+	for i := range 4 {
+		msg := fmt.Sprintf("over two strides %d", i)
+		a.fill(ma, []byte(msg))
+		qb.recv(sge(kb, vaB+uint64(i)*64, 64))
+		if n := qa.postSpan(idx, udSend(qb.qpn, 0x2222, false, sge(ka, vaA, uint32(len(msg))))); n != 2 {
+			t.Fatalf("a UD SEND of %d strides", n)
+		}
+		want = append(want, uint16(idx))
+		idx += 2
+		if n := qa.run(8); n < 1 {
+			t.Fatalf("send %d: %d WQEs ran", i, n)
+		}
+		if got := b.read(mb+uint64(i)*64+mad.GRHSize, len(msg)); string(got) != msg {
+			t.Fatalf("receive %d: %q", i, got)
+		}
+	}
+	if qa.obj().SQHead != idx || qb.obj().RQHead != 5 {
+		t.Fatalf("SQ head %d (want %d), %d receives", qa.obj().SQHead, idx, qb.obj().RQHead)
+	}
+	var got []uint16
+	for _, c := range d.take() {
+		if c.cqn == a.cq {
+			if c.e.IsError() {
+				t.Fatalf("error CQE %+v", c.e)
+			}
+			got = append(got, c.e.WQEIndex)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("send CQEs' wqe_index %v, want %v", got, want)
 	}
 }

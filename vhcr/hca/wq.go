@@ -110,8 +110,13 @@ type wq struct {
 	rae         bool   // remote atomic enable
 	pmArmed     bool   // path migration armed (flags pm_state ARMED)
 
-	rt       sqRetry // the WQE at SQHead's retries (retry.go; transient: a restarted PF retries afresh)
-	attached bool    // dpAttach done
+	rt sqRetry // the WQE at SQHead's retries (retry.go; transient: a restarted PF retries afresh)
+	// headBBs is the size of the WQE at SQHead in strides (basic blocks),
+	// as its fetch read it: SQHead counts strides, and a WQE larger than
+	// the stride spans several (mlx4_en's 64-byte TXBBs; mlx4_ib's
+	// shrunk WQEs). 0 before a fetch: one.
+	headBBs  uint32
+	attached bool // dpAttach done
 
 	kc keyCache // the last key checked for this QP (keycache.go)
 }
@@ -150,15 +155,19 @@ func (h *HCA) wqBuild(c *Cmd, q *mlx4.QPContext, mtt *restrack.Object) (*wq, mlx
 	total := base + sqBytes + rqBytes
 	psize := uint64(1) << w.pageShift
 	npages := (total + psize - 1) >> w.pageShift
-	// The firmware reads the pages from mtt_base: the ring must fit the
-	// MTT allocation. Not qp_get_mtt_size (q.MTTPages): Linux's tracker
-	// rounds the ring's bytes down to pages before the power of two, so a
-	// ring it accepts may span one page more (libmlx4's 16 KiB send queue
-	// beside ib_write_bw's one 16-byte receive WQE: 5 pages, size 4).
+	// The firmware reads the pages from mtt_base, as far as the MTT
+	// allocation goes. Linux's tracker (qp_get_mtt_size, q.MTTPages, which
+	// the wrapper checked) rounds the ring's bytes down to pages before
+	// the power of two, so a ring it accepts may end one page past its
+	// allocation: mlx4_en's send queue, 64 KiB in one 64 KiB page, beside
+	// the 16-byte receive queue a zero rq_size_stride still means. That
+	// part has no page (pageAt): the device never reaches it unless the VF
+	// posts there, and then its read fails as a catastrophic error.
 	first := q.MTTBase - mtt.ID
-	if first+npages > 1<<mtt.Order || npages > maxRingPages {
+	if first >= 1<<mtt.Order || npages > maxRingPages {
 		return nil, c.Refuse(mlx4.BAD_PARAM, refusal.MTT)
 	}
+	npages = min(npages, 1<<mtt.Order-first)
 	w.pages = make([]uint64, npages)
 	for i := range w.pages {
 		e := h.mttRead(mtt, first+uint64(i))
@@ -274,12 +283,34 @@ func (h *HCA) wqLoad(qp *qpObj, win *dma.Window) {
 // sqAddr is the IOVA of byte off of send WQE slot idx (off < stride, a
 // multiple of 64 or inside one 64-byte chunk).
 func (w *wq) sqAddr(idx uint32, off uint64) uint64 {
-	a := w.sqOff + uint64(idx&(w.sqCnt-1))<<w.sqShift + off
-	return w.pages[a>>w.pageShift] + a&(1<<w.pageShift-1)
+	return w.pageAt(w.sqOff + uint64(idx&(w.sqCnt-1))<<w.sqShift + off)
+}
+
+// wqeBBs is how many strides a WQE of size 16-byte units spans (one at
+// least).
+func (w *wq) wqeBBs(size uint8) uint32 {
+	return max(1, (uint32(size)*mlx4.WQESegUnit+1<<w.sqShift-1)>>w.sqShift)
+}
+
+// advanceSQ moves SQHead past the WQE there (headBBs strides).
+func (w *wq) advanceSQ(qp *qpObj) {
+	qp.SQHead = (qp.SQHead + max(1, w.headBBs)) & 0xffff
+	w.headBBs = 0
+}
+
+// noPage is the IOVA of ring bytes past the pages the MTT maps: no window
+// translates it.
+const noPage = 1 << 63
+
+// pageAt is the IOVA of byte a of the ring, or noPage past its pages.
+func (w *wq) pageAt(a uint64) uint64 {
+	if i := a >> w.pageShift; i < uint64(len(w.pages)) {
+		return w.pages[i] + a&(1<<w.pageShift-1)
+	}
+	return noPage
 }
 
 // rqAddr is the IOVA of byte off of receive WQE slot idx.
 func (w *wq) rqAddr(idx uint32, off uint64) uint64 {
-	a := w.rqOff + uint64(idx&(w.rqCnt-1))<<w.rqShift + off
-	return w.pages[a>>w.pageShift] + a&(1<<w.pageShift-1)
+	return w.pageAt(w.rqOff + uint64(idx&(w.rqCnt-1))<<w.rqShift + off)
 }
