@@ -12,13 +12,14 @@
 #           ib_cm: rping over the RDMA CM), and
 #           virtio_pci and virtio_net with theirs (the kernel builds
 #           them as modules): the two-guest verbs scenario's network
-#           between the guests (TestLinuxMLX4Verbs)
+#           between the guests (TestLinuxMLX4Verbs); mlx4_en: the
+#           Ethernet guest's netdev on an Ethernet port (TestLinuxMLX4Eth)
 #   package "NAME VERSION" of the kernel package, which the tests log
 # Idempotent: a complete cache is reused; one that lacks a file is refilled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.cache/vmkernel
-mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib ib_umad ib_ipoib rdma_ucm virtio_pci virtio_net)
+mlx4_mods=(mlx4_core ib_core ib_uverbs mlx4_ib ib_umad ib_ipoib rdma_ucm virtio_pci virtio_net mlx4_en)
 complete() {
   [ -f "$dest/vmlinuz" ] || return 1
   ls "$dest"/mods/*.ko* >/dev/null 2>&1 || return 1

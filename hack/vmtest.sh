@@ -20,5 +20,5 @@ start=$(date +%s%N)
 # The timeout covers the builds the tests do first (static, -trimpath: on an
 # empty build cache they compile the standard library and every dependency
 # again) as well as the guests; each guest step has its own bound inside.
-VHCRD_VMTEST=1 go test -count=1 -v -timeout 20m -run '^(TestVM|TestLinuxMLX4|TestLinuxMLX4Verbs|TestLinuxMLX4Faults)$' ./hack/vmtest/ "$@"
+VHCRD_VMTEST=1 go test -count=1 -v -timeout 20m -run '^(TestVM|TestLinuxMLX4|TestLinuxMLX4Verbs|TestLinuxMLX4Faults|TestLinuxMLX4Eth)$' ./hack/vmtest/ "$@"
 echo "vmtest: wall time $(( ($(date +%s%N) - start) / 1000000 )) ms (build + boot + test)"

@@ -26,7 +26,22 @@ const (
 	// the host resets the function again and the guest unbinds at once;
 	// then it binds and unbinds once more.
 	ScenarioFLR = "flr"
+	// ScenarioEth binds mlx4_core with mlx4_en (the VF's port 1 is
+	// Ethernet), waits for the VF's netdev, brings it up with
+	// MLX4Config.Eth's address and sends its frames (EthConfig); mlx4_en's
+	// transmit completions must come (no watchdog), then it unbinds.
+	ScenarioEth = "eth"
 )
+
+// EthConfig is ScenarioEth's: the netdev's IPv4 address and prefix, and
+// how many UDP datagrams it sends to the subnet's broadcast address and
+// to Peer, an address no one answers (each an ARP request).
+type EthConfig struct {
+	Addr       string
+	Prefix     int
+	Peer       string
+	Broadcasts int
+}
 
 // MLX4Config is the mlx4 guest's configuration (MLX4ConfigPath). The guest
 // prints "vmtest: " lines; at each "vmtest: wait STEP" it blocks until the
@@ -50,6 +65,8 @@ type MLX4Config struct {
 	VerbsKill VerbsKillConfig
 	// Faults are ScenarioFaults's cases, in order.
 	Faults []FaultRound
+	// Eth is ScenarioEth's configuration.
+	Eth EthConfig
 }
 
 // DefaultMLX4Config is the configuration TestLinuxMLX4 starts from.

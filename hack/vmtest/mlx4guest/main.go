@@ -119,6 +119,8 @@ func run() error {
 		return g.verbsKill()
 	case vmtest.ScenarioFaults:
 		return g.faults()
+	case vmtest.ScenarioEth:
+		return g.eth()
 	case vmtest.ScenarioHold:
 		if err := g.bind(1); err != nil {
 			return err

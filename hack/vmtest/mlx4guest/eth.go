@@ -1,0 +1,141 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// eth is ScenarioEth: mlx4_core binds with mlx4_en loaded (the VF's port 1
+// is Ethernet), the VF's netdev comes up with the configured address, and
+// the guest sends UDP datagrams to the subnet's broadcast address and to
+// a peer no one answers (the kernel's ARP requests for it go out too).
+// Every frame mlx4_en queued must complete: the transmit queue's byte
+// queue limit shows nothing in flight, and the watchdog counted no
+// timeout. Then the driver unbinds.
+func (g *guest) eth() error {
+	ec := g.cfg.Eth
+	ip, peer := net.ParseIP(ec.Addr).To4(), net.ParseIP(ec.Peer).To4()
+	if ip == nil || peer == nil {
+		return fmt.Errorf("eth: addresses %q and %q are not IPv4", ec.Addr, ec.Peer)
+	}
+	say("bind 1: writing %q to new_id (the probe runs inside the write)", g.cfg.NewID)
+	if err := stalled("bind 1", func() error { return os.WriteFile(driverDir+"/new_id", []byte(g.cfg.NewID), 0) }); err != nil {
+		return fmt.Errorf("bind 1: %w", err)
+	}
+	g.bound = true
+	dev, err := netdevOf(g.bdf, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	sys := "/sys/class/net/" + dev
+	say("eth: %s (%s) MAC %s", dev, filepath.Base(readLink(sys+"/device/driver/module")), readTrim(sys+"/address"))
+	if err := ifUp(dev, ip, ec.Prefix); err != nil {
+		return err
+	}
+	if err := waitFile(sys+"/carrier", "1", 20*time.Second); err != nil {
+		return fmt.Errorf("eth: %s: no carrier: %w", dev, err)
+	}
+	say("eth: %s up with %s/%d, carrier %s, operstate %s, mtu %s", dev, ec.Addr, ec.Prefix, readTrim(sys+"/carrier"), readTrim(sys+"/operstate"), readTrim(sys+"/mtu"))
+	bcast := broadcast(ip, ec.Prefix)
+	if err := sendUDP(bcast, peer, ec.Broadcasts); err != nil {
+		return err
+	}
+	say("eth: sent %d datagrams to %v and %d to %v", ec.Broadcasts, bcast, ec.Broadcasts, peer)
+	// Every queued frame's completion: the queue's byte queue limit holds
+	// nothing in flight.
+	inflight := sys + "/queues/tx-0/byte_queue_limits/inflight"
+	drained := waitFile(inflight, "0", 15*time.Second)
+	say("eth: %s tx_packets %s tx_bytes %s tx_errors %s tx_dropped %s, tx-0 inflight %s bytes, tx_timeout %s", dev,
+		readTrim(sys+"/statistics/tx_packets"), readTrim(sys+"/statistics/tx_bytes"), readTrim(sys+"/statistics/tx_errors"),
+		readTrim(sys+"/statistics/tx_dropped"), readTrim(inflight), readTrim(sys+"/queues/tx-0/tx_timeout"))
+	if drained != nil || readTrim(inflight) != "0" {
+		return fmt.Errorf("eth: %s: transmit completions missing: %s bytes in flight", dev, readTrim(inflight))
+	}
+	if t := readTrim(sys + "/queues/tx-0/tx_timeout"); t != "0" {
+		return fmt.Errorf("eth: %s: the watchdog timed out %s times", dev, t)
+	}
+	wait("eth sent")
+	if err := stalled("unbind 1", func() error { return os.WriteFile(driverDir+"/unbind", []byte(g.bdf), 0) }); err != nil {
+		return fmt.Errorf("unbind 1: %w", err)
+	}
+	say("unbound 1")
+	return nil
+}
+
+// netdevOf waits for the network device of PCI device bdf.
+func netdevOf(bdf string, limit time.Duration) (string, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		ents, _ := os.ReadDir(filepath.Join("/sys/bus/pci/devices", bdf, "net"))
+		if len(ents) > 0 {
+			return ents[0].Name(), nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("eth: no network device of %s after %v (is mlx4_en loaded? is port 1 Ethernet?)", bdf, limit)
+		}
+		time.Sleep(50 * time.Millisecond) // sysfs, polled
+	}
+}
+
+// waitFile waits until the sysfs file p reads want.
+func waitFile(p, want string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for readTrim(p) != want {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is %q after %v, want %q", p, readTrim(p), limit, want)
+		}
+		time.Sleep(20 * time.Millisecond) // sysfs, polled
+	}
+	return nil
+}
+
+func readTrim(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// broadcast is the subnet's broadcast address of ip/prefix.
+func broadcast(ip net.IP, prefix int) net.IP {
+	m := net.CIDRMask(prefix, 32)
+	b := make(net.IP, 4)
+	for i := range b {
+		b[i] = ip[i] | ^m[i]
+	}
+	return b
+}
+
+// sendUDP sends n datagrams to the discard port of bcast and of peer.
+func sendUDP(bcast, peer net.IP, n int) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BROADCAST, 1); err != nil {
+		return err
+	}
+	for i := range n {
+		msg := []byte("vhcrd eswitch " + strconv.Itoa(i))
+		for _, to := range []net.IP{bcast, peer} {
+			sa := &unix.SockaddrInet4{Port: 9}
+			copy(sa.Addr[:], to)
+			// The peer's datagrams wait for ARP (and are dropped when it
+			// fails): EAGAIN is not a failure of the device.
+			if err := unix.Sendto(fd, msg, 0, sa); err != nil && !errors.Is(err, unix.EAGAIN) {
+				return fmt.Errorf("eth: sendto %v: %w", to, err)
+			}
+		}
+	}
+	return nil
+}
