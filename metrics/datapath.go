@@ -21,6 +21,7 @@ type DataPathCollector struct {
 	arms, compEvents, compLost, doorbells, foreign      *prometheus.Desc
 	dropped, catas, rnr, transport, log                 *prometheus.Desc
 	tunMADs, tunDrops, aliasGUIDs, cmIDs, ethSent       *prometheus.Desc
+	ethRecv                                             *prometheus.Desc
 }
 
 // The results of vhcrd_alias_guid_records_total.
@@ -61,6 +62,7 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 		transport:  d("transport_retries_total", "RC packets retransmitted after the local ACK timeout (the packet was lost: DLID unreachable, a port not Active, a P_Key mismatch, no QP there).", "vf"),
 		tunMADs:    d("mad_tunnel_mads_total", "MADs through the PF's SR-IOV tunnel, by VF: out, from its proxy QP0/QP1 to the wire (after mlx4_ib_multiplex_mad's checks); in, delivered to its proxy QPs.", "vf", "direction"),
 		ethSent:    d("eth_sent_frames_total", "Raw Ethernet frames the VF's QPs sent on an Ethernet port, by what the port's switch did (eswitch.Verdict): forward, link_down, runt, oversize, tagged, prio_tagged, untagged (vlan_control's blocks: a VST VF's own tag), spoof (spoof check), vlan (a forced VLAN the table lacks).", "vf", "verdict"),
+		ethRecv:    d("eth_received_frames_total", "Raw Ethernet frames the port's switch steered to the VF's QPs (by destination MAC: the QP_ATTACH of its L2 addresses), by what their ingress did (the verdicts of vhcrd_eth_sent_frames_total; untagged, prio_tagged, vlan: a VST VF's VLAN enforced) and no_wqe (passed, no receive WQE posted: dropped).", "vf", "verdict"),
 		tunDrops:   d("mad_tunnel_drops_total", "MADs the tunnel dropped, by reason (hca.TunnelDropLabels): src_qp, length, tid, smi, class, port, pkey, unrouted, slave, proxy, queue, cm.", "reason"),
 		cmIDs:      d("mad_tunnel_cm_ids_total", "Comm IDs the PF gave the VFs' connections (mlx4_ib's CM paravirtualisation, cm.c): one per connection a VF's REQ, REP, MRA or SIDR REQ started."),
 		aliasGUIDs: d("alias_guid_records_total", "GUIDInfoRecord Sets the PF sent the SA to register the VFs' alias GUIDs (alias_GUID.c), and the SA's answers: ok, failed (a status).", "result"),
@@ -71,7 +73,7 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 func (c *DataPathCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.wqes, c.errCQEs, c.cqes, c.cqeDropped, c.overruns, c.cqAccess,
 		c.arms, c.compEvents, c.compLost, c.doorbells, c.foreign, c.dropped, c.catas, c.rnr, c.transport, c.log,
-		c.tunMADs, c.tunDrops, c.cmIDs, c.aliasGUIDs, c.ethSent}
+		c.tunMADs, c.tunDrops, c.cmIDs, c.aliasGUIDs, c.ethSent, c.ethRecv}
 }
 
 // Describe implements prometheus.Collector.
@@ -113,6 +115,12 @@ func (c *DataPathCollector) Collect(ch chan<- prometheus.Metric) {
 			if n := e.EthTx.Get(v); n != 0 {
 				ch <- prometheus.MustNewConstMetric(c.ethSent, prometheus.CounterValue, float64(n), l, v.String())
 			}
+			if n := e.EthRx.Get(v); n != 0 {
+				ch <- prometheus.MustNewConstMetric(c.ethRecv, prometheus.CounterValue, float64(n), l, v.String())
+			}
+		}
+		if n := e.EthRxNoWQE.Load(); n != 0 {
+			ch <- prometheus.MustNewConstMetric(c.ethRecv, prometheus.CounterValue, float64(n), l, "no_wqe")
 		}
 		if r := e.RNRRetries.Load(); r != 0 {
 			ch <- prometheus.MustNewConstMetric(c.rnr, prometheus.CounterValue, float64(r), l)

@@ -180,18 +180,22 @@ func TestEthSendHostile(t *testing.T) {
 	}
 }
 
-// TestEthSendAllocatesNothing: a raw Ethernet send, switch and uplink
-// included, allocates nothing per WQE.
+// TestEthSendAllocatesNothing: a raw Ethernet send, switch, receive and
+// uplink included, allocates nothing per WQE.
 func TestEthSendAllocatesNothing(t *testing.T) {
 	r := newEthRig(t)
 	r.d.h.SetUplink(nopUplink{})
-	f := ethFrame(eswitch.Broadcast, r.d.h.VFMAC(1, 1), 200)
+	r.ethRX(0, 7)
+	f := ethFrame(r.d.h.VFMAC(0, 1), r.d.h.VFMAC(1, 1), 200)
 	r.vfs[1].fill(r.mem[1], f)
 	q := r.qps[1]
-	// Seven sends posted (the ring has eight slots), then run one at a
-	// time: AllocsPerRun's warm-up and six measured runs.
+	// Seven sends posted (the ring has eight slots), each to VF 0 on its
+	// VLAN, then run one at a time: AllocsPerRun's warm-up and six
+	// measured runs.
 	for range 7 {
-		q.post(send(mlx4.OPCODE_SEND, sge(r.keys[1], ethVA, uint32(len(f)))), nil)
+		w := send(mlx4.OPCODE_SEND, sge(r.keys[1], ethVA, uint32(len(f))))
+		w.Ctrl.InsVLAN, w.Ctrl.VLANTag = mlx4.WQE_CTRL_INS_CVLAN, 100
+		q.post(w, nil)
 	}
 	if a := testing.AllocsPerRun(6, func() {
 		if q.run(1) != 1 {
@@ -200,9 +204,91 @@ func TestEthSendAllocatesNothing(t *testing.T) {
 	}); a != 0 {
 		t.Fatalf("%.1f allocations per send", a)
 	}
+	if n := r.d.h.EngineStats(0).EthRx.Get(eswitch.Forward); n != 7 {
+		t.Fatalf("VF 0 received %d frames, want 7", n)
+	}
 }
 
 type nopUplink struct{}
 
 func (nopUplink) Send(int, []byte) {}
 func (nopUplink) Flush()           {}
+
+// ethRX gives VF vf of r an RX ring as mlx4_en makes one (an MLX QP with
+// a one-stride send queue and a receive queue, in RTS) attached to its MAC
+// (unicast) and to broadcast, with n receive WQEs of 2 KiB posted.
+func (r *ethRig) ethRX(vf, n int) *tqp {
+	r.d.t.Helper()
+	v := r.vfs[vf]
+	q := v.qp(qpOpts{st: mlx4.QP_ST_MLX, sqStride: 2, rqLogS: 0})
+	q.connect(0, 0)
+	mac := r.d.h.VFMAC(vf, 1)
+	for _, g := range []struct {
+		mac   uint64
+		steer byte
+	}{{mac, 2}, {eswitch.Broadcast, 0}} {
+		gid := make([]byte, 16)
+		gid[ethGIDPort], gid[ethGIDSteer] = 1, g.steer
+		eswitch.PutMAC(gid[ethGIDMAC:], g.mac)
+		v.must(v.run(v.cmd(mlx4.QP_ATTACH, 0, q.qpn|mcgProtETH<<28, 1, gid, false)), "QP_ATTACH")
+	}
+	for range n {
+		q.recv(sge(r.keys[vf], ethVA+2048, 2048))
+	}
+	return q
+}
+
+// TestEthSwitchDelivers: the switch steers by destination MAC among the
+// VFs of the port and applies each receiver's ingress — VF 0 in VST 100
+// (priority 5), VF 1 VGT stripping VLANs as mlx4_en asks: VF 1's untagged
+// broadcast does not reach VF 0 (another VLAN) but leaves by the uplink;
+// its frame tagged 100 to VF 0's MAC arrives there untagged, the tag
+// hidden from the CQE, and stays in the device; VF 0's frame to VF 1
+// arrives with the VST tag stripped and reported (C-VLAN, TCI); a unicast
+// to no VF's MAC leaves by the uplink; with no receive WQE the frame is
+// dropped and counted.
+func TestEthSwitchDelivers(t *testing.T) {
+	r := newEthRig(t)
+	h := r.d.h
+	mac0, mac1 := h.VFMAC(0, 1), h.VFMAC(1, 1)
+	rx0, rx1 := r.ethRX(0, 1), r.ethRX(1, 4)
+	rxCQEs := func(vf int) []mlx4.CQE {
+		var c []mlx4.CQE
+		for _, g := range r.d.take() {
+			if !g.e.IsSend && g.cqn == r.vfs[vf].cq {
+				c = append(c, g.e)
+			}
+		}
+		return c
+	}
+	recvd := func(vf int, n int) []byte { return r.vfs[vf].read(r.mem[vf]+2048, n) }
+
+	r.sendFrame(1, ethFrame(eswitch.Broadcast, mac1, 80), 0, 0)
+	if h.EngineStats(0).EthRx.Get(eswitch.DropUntagged) != 1 || len(r.up.frames) != 1 || len(rxCQEs(0)) != 0 {
+		t.Fatalf("VF 1's untagged broadcast: VF 0 dropped %d as untagged, the uplink has %d frames",
+			h.EngineStats(0).EthRx.Get(eswitch.DropUntagged), len(r.up.frames))
+	}
+	f := ethFrame(mac0, mac1, 100)
+	r.sendFrame(1, f, mlx4.WQE_CTRL_INS_CVLAN, 100)
+	if c := rxCQEs(0); len(c) != 1 || c[0].ByteCnt != 100 || c[0].VlanMyQPN != rx0.qpn || c[0].IsError() || !bytes.Equal(recvd(0, 100), f) {
+		t.Fatalf("VF 1's frame on VLAN 100 to VF 0: CQEs %+v, data % x", c, recvd(0, 100))
+	}
+	if len(r.up.frames) != 1 {
+		t.Fatal("a unicast to a VF of the port left by the uplink")
+	}
+	f = ethFrame(mac1, mac0, 60)
+	r.sendFrame(0, f, 0, 0)
+	c := rxCQEs(1)
+	if len(c) != 1 || c[0].ByteCnt != 60 || c[0].VlanMyQPN != rx1.qpn|mlx4.CQE_VLAN_PRESENT_MASK || c[0].SLVID != 5<<13|100 || !bytes.Equal(recvd(1, 60), f) {
+		t.Fatalf("VF 0's frame to VF 1: CQEs %+v, data % x", c, recvd(1, 60))
+	}
+	r.sendFrame(1, ethFrame(0x02c9ffffff01, mac1, 60), 0, 0)
+	if len(r.up.frames) != 2 || len(rxCQEs(0))+len(rxCQEs(1)) != 0 {
+		t.Fatalf("a unicast to no VF: %d frames on the uplink", len(r.up.frames))
+	}
+	// VF 0 has no receive WQE left.
+	r.sendFrame(1, ethFrame(mac0, mac1, 100), mlx4.WQE_CTRL_INS_CVLAN, 100)
+	if h.EngineStats(0).EthRxNoWQE.Load() != 1 || len(rxCQEs(0)) != 0 {
+		t.Fatalf("no receive WQE: %d counted", h.EngineStats(0).EthRxNoWQE.Load())
+	}
+}

@@ -90,6 +90,11 @@ type EngineStats struct {
 	// EthTx counts the raw Ethernet frames the VF's QPs sent, by what the
 	// port's switch did with them (eth.go).
 	EthTx eswitch.Counters
+	// EthRx counts the frames the switch steered to the VF's QPs, by what
+	// their ingress did; EthRxNoWQE those passed with no receive WQE
+	// posted (dropped).
+	EthRx      eswitch.Counters
+	EthRxNoWQE atomic.Uint64
 }
 
 // EngineStats returns VF vf's engine counters (nil for no such VF).
