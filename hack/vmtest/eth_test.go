@@ -13,17 +13,18 @@ import (
 	"github.com/vhcrd/vhcrd/hack/testenv"
 )
 
-// The Ethernet guest's addresses and its VST.
+// The Ethernet guests' addresses and their VST.
 const (
-	ethAddr, ethPeer = "10.79.0.1", "10.79.0.2"
-	ethBcast         = "10.79.0.255"
-	ethVLAN, ethQoS  = 100, 2
-	ethDatagrams     = 5
+	ethAddr0, ethAddr1 = "10.79.0.1", "10.79.0.2"
+	ethAbsent          = "10.79.0.9"
+	ethBcast           = "10.79.0.255"
+	ethVLAN, ethQoS    = 100, 2
+	ethDatagrams       = 5
 )
 
 // ethConfig is the default configuration with port 1 Ethernet (off the
 // IB fabric's switch), its uplink a capture file, and VF 0 (the guest's)
-// in VST with VLAN ethVLAN and priority ethQoS.
+// and VF 1 (the two guests') in VST with VLAN ethVLAN and priority ethQoS.
 func ethConfig(t *testing.T, bin, dir, uplink string) string {
 	t.Helper()
 	ex, err := exec.Command(bin, "config").Output()
@@ -38,7 +39,9 @@ func ethConfig(t *testing.T, bin, dir, uplink string) string {
 	p1["link_layer"], p1["uplink"] = "eth", map[string]any{"pcap": uplink}
 	delete(cfg["fabric"].(map[string]any)["cables"].(map[string]any), "1")
 	ov := cfg["vfs"].(map[string]any)["overrides"].(map[string]any)
-	ov[strconv.Itoa(guestVF)] = map[string]any{"vst": map[string]any{"vlan": ethVLAN, "qos": ethQoS}}
+	for _, vf := range []int{guestVF, bystanderVF} {
+		ov[strconv.Itoa(vf)] = map[string]any{"vst": map[string]any{"vlan": ethVLAN, "qos": ethQoS}}
+	}
 	b, err := json.MarshalIndent(cfg, "", " ")
 	if err != nil {
 		t.Fatal(err)
@@ -50,16 +53,19 @@ func ethConfig(t *testing.T, bin, dir, uplink string) string {
 	return path
 }
 
-// TestLinuxMLX4Eth: Debian's unmodified mlx4_en in a guest whose VF 0 has
-// an Ethernet port 1 in VST (VLAN 100, priority 2): its netdev comes up
-// with the VF's MAC and link, every frame it sends completes (its transmit
-// queue drains, no watchdog), and the port's uplink capture, read by
-// tshark, has the guest's broadcasts and ARP requests from the VF's MAC
-// with the VST tag the switch inserted.
+// TestLinuxMLX4Eth: Debian's unmodified mlx4_en in two guests, each with
+// a VF whose Ethernet port 1 is in VST (VLAN 100, priority 2): their
+// netdevs come up with the VFs' MACs and link, each pings the other over
+// IPv4 and over IPv6 (the all-nodes group, answered from the peer's
+// link-local address) through vhcrd's switch, every frame they send
+// completes (the transmit queue drains, no watchdog), and the port's
+// uplink capture, read by tshark, has their broadcasts and ARP requests
+// with the VST tag the switch inserted and none of the unicast frames
+// between them, which stay in the device.
 func TestLinuxMLX4Eth(t *testing.T) {
-	e := setupMLX4Env(t)
+	e, recs := setupVerbs(t)
 	if _, err := os.Stat(filepath.Join(e.mods, "mlx4_en.ko")); err != nil {
-		testenv.SkipOrFail(t, "Ethernet guest: no mlx4_en.ko in %s (run hack/fetch-vmkernel.sh)", e.mods)
+		testenv.SkipOrFail(t, "Ethernet guests: no mlx4_en.ko in %s (run hack/fetch-vmkernel.sh)", e.mods)
 	}
 	testenv.LookPath(t, "tshark", "tshark")
 	dir := filepath.Join(e.tmp, "eth")
@@ -68,47 +74,122 @@ func TestLinuxMLX4Eth(t *testing.T) {
 	}
 	bin := filepath.Join(e.tmp, "vhcrd")
 	uplink := filepath.Join(dir, "uplink.pcap")
-	v := startVhcrdGuests(t, bin, dir, nil, false, "--config", ethConfig(t, bin, dir, uplink))
+	v := startVhcrdGuests(t, bin, dir, nil, true, "--config", ethConfig(t, bin, dir, uplink))
 	e.vhcrd = v
-	cfg := DefaultMLX4Config()
-	cfg.Modules = []string{"mlx4_core", "mlx4_en"}
-	cfg.Scenario = ScenarioEth
-	cfg.Eth = EthConfig{Addr: ethAddr, Prefix: 24, Peer: ethPeer, Broadcasts: ethDatagrams}
-	g := e.bootWith(t, cfg, bootOpts{name: "eth"})
-	var mac string
-	macLine := regexp.MustCompile(`vmtest: eth: \S+ \(mlx4_core\) MAC ([0-9a-f:]{17})`)
-	var forward float64
-	g.step("eth sent", func() {
-		for _, l := range g.said {
-			if m := macLine.FindStringSubmatch(l); m != nil {
-				mac = m[1]
-			}
+	cfg := func(addr, peer string) MLX4Config {
+		c := DefaultMLX4Config()
+		c.Modules = []string{"mlx4_core", "mlx4_en"}
+		c.Scenario = ScenarioEth
+		c.Eth = EthConfig{Addr: addr, Prefix: 24, Absent: ethAbsent, Broadcasts: ethDatagrams, Ping: peer}
+		return c
+	}
+	g0 := e.bootWith(t, cfg(ethAddr0, ethAddr1), bootOpts{name: "eth0", extra: recs, timeout: verbsBootTimeout})
+	g1 := e.bootWith(t, cfg(ethAddr1, ethAddr0), bootOpts{name: "eth1", extra: recs, timeout: verbsBootTimeout, ram: v.ram1, socket: v.socket1})
+	var l0, l1 consoleLog
+	g0.step("eth up", l0.keep(g0))
+	g1.step("eth up", l1.keep(g1))
+	var fwd, recv [2]float64
+	g0.step("eth sent", l0.keep(g0))
+	g1.step("eth sent", func() {
+		l1.keep(g1)()
+		m := v.metrics(t)
+		for i, vf := range []int{guestVF, bystanderVF} {
+			fwd[i] = m.sum("vhcrd_eth_sent_frames_total", map[string]string{"vf": strconv.Itoa(vf), "verdict": "forward"})
+			recv[i] = m.sum("vhcrd_eth_received_frames_total", map[string]string{"vf": strconv.Itoa(vf), "verdict": "forward"})
 		}
-		forward = v.metrics(t).sum("vhcrd_eth_sent_frames_total", map[string]string{"vf": strconv.Itoa(guestVF), "verdict": "forward"})
 	})
-	took := g.finish()
+	t0, t1 := g0.finish(), g1.finish()
+	// Each unbind's one refused command: mlx4_en's second release of its
+	// RX QP (consoleExpected).
+	m := v.metrics(t)
+	for _, vf := range []int{guestVF, bystanderVF} {
+		all := m.sum("vhcrd_command_refusals_total", map[string]string{"vf": strconv.Itoa(vf)})
+		nf := m.sum("vhcrd_command_refusals_total", map[string]string{"vf": strconv.Itoa(vf), "reason": "not_found"})
+		if all != 1 || nf != 1 {
+			t.Errorf("VF %d: %v refused commands (%v not_found), want the one second release of the RX QP", vf, all, nf)
+		}
+	}
 	if err := v.terminate(); err != nil { // the uplink's capture file closed
 		t.Fatalf("vhcrd serve: %v\n%s", err, v.logText())
 	}
 	v.cmd = nil
-	t.Logf("eth: %.1fs of QEMU; vhcrd_eth_sent_frames_total{vf=\"0\",verdict=\"forward\"} %v", took.Seconds(), forward)
-	if mac == "" {
-		t.Fatal("the guest named no mlx4_en netdev and MAC")
+	t.Logf("eth: %.1fs and %.1fs of QEMU; vhcrd_eth_sent_frames_total{verdict=\"forward\"} VF 0 %v, VF 1 %v; vhcrd_eth_received_frames_total{verdict=\"forward\"} VF 0 %v, VF 1 %v",
+		t0.Seconds(), t1.Seconds(), fwd[0], fwd[1], recv[0], recv[1])
+	macs := [2]string{ethMAC(t, l0.lines), ethMAC(t, l1.lines)}
+	lls := [2]string{ethLinkLocal(t, l0.lines), ethLinkLocal(t, l1.lines)}
+	for i, c := range []struct {
+		lines []string
+		peer  string
+	}{{l0.lines, ethAddr1}, {l1.lines, ethAddr0}} {
+		checkEthPing(t, c.lines, c.peer, lls[1-i])
+		if recv[i] == 0 {
+			t.Errorf("VF %d received no frame through the switch", i)
+		}
 	}
-	if forward < ethDatagrams {
-		t.Errorf("vhcrd forwarded %v of VF 0's frames, want at least the %d broadcasts", forward, ethDatagrams)
-	}
-	checkUplink(t, uplink, mac)
+	checkUplink(t, uplink, macs)
 }
 
-// checkUplink reads the uplink capture with tshark: the guest's UDP
-// broadcasts and its ARP requests for the peer, from its MAC, each with
-// the VST tag; no frame of the VF's without it.
-func checkUplink(t *testing.T, path, mac string) {
+var (
+	ethMACLine = regexp.MustCompile(`vmtest: eth: \S+ \(mlx4_core\) MAC ([0-9a-f:]{17})`)
+	ethLLLine  = regexp.MustCompile(`vmtest: eth: \S+ up with \S+ and (fe80::\S+),`)
+)
+
+// ethMAC is the MAC the guest's netdev reported.
+func ethMAC(t *testing.T, lines []string) string {
+	t.Helper()
+	for _, l := range lines {
+		if m := ethMACLine.FindStringSubmatch(l); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatal("a guest named no mlx4_en netdev and MAC")
+	return ""
+}
+
+// ethLinkLocal is the IPv6 link-local address the guest's netdev reported.
+func ethLinkLocal(t *testing.T, lines []string) string {
+	t.Helper()
+	for _, l := range lines {
+		if m := ethLLLine.FindStringSubmatch(l); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatal("a guest reported no link-local address")
+	return ""
+}
+
+// checkEthPing: the guest's ping of its peer's IPv4 address got every
+// reply, and its IPv6 ping of ff02::1 a reply from the peer's link-local
+// address.
+func checkEthPing(t *testing.T, lines []string, peer, peerLL string) {
+	t.Helper()
+	var quote []string
+	v4, v6 := false, false
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "vmtest: ping| "):
+			quote = append(quote, l)
+			v4 = v4 || strings.Contains(l, "3 packets transmitted, 3 received")
+		case strings.HasPrefix(l, "vmtest: ping6| "):
+			quote = append(quote, l)
+			v6 = v6 || strings.Contains(l, "from "+peerLL)
+		}
+	}
+	t.Logf("ping of %s and of ff02::1:\n%s", peer, strings.Join(quote, "\n"))
+	if !v4 || !v6 {
+		t.Errorf("ping of %s: every reply %v; ping of ff02::1: a reply from %s %v", peer, v4, peerLL, v6)
+	}
+}
+
+// checkUplink reads the uplink capture with tshark: each guest's UDP
+// broadcasts and its ARP requests for the absent address, from its MAC,
+// with the VST tag; no frame of theirs without it, and no ICMP between
+// them (their unicast stays in the device).
+func checkUplink(t *testing.T, path string, macs [2]string) {
 	t.Helper()
 	cmd := exec.Command("timeout", "60", "tshark", "-r", path, "-T", "fields", "-E", "separator=,",
 		"-e", "eth.src", "-e", "eth.dst", "-e", "vlan.id", "-e", "vlan.priority", "-e", "arp.opcode", "-e", "arp.src.proto_ipv4",
-		"-e", "arp.dst.proto_ipv4", "-e", "ip.dst", "-e", "udp.dstport", "-e", "frame.len")
+		"-e", "arp.dst.proto_ipv4", "-e", "ip.dst", "-e", "udp.dstport", "-e", "frame.len", "-e", "icmp.type")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -116,27 +197,32 @@ func checkUplink(t *testing.T, path, mac string) {
 		t.Fatalf("tshark -r %s: %v\n%s", path, err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	var bcasts, arps, untagged int
-	vst := strconv.Itoa(ethVLAN) + "," + strconv.Itoa(ethQoS) + ","
-	for _, l := range lines {
-		f := strings.Split(l, ",")
-		if len(f) < 10 || f[0] != mac {
-			continue
+	t.Logf("the uplink capture (tshark -r uplink.pcap, %d frames; eth.src, eth.dst, vlan.id, vlan.priority, arp.opcode, arp.src, arp.dst, ip.dst, udp.dstport, frame.len, icmp.type):\n%s",
+		len(lines), strings.Join(lines[:min(len(lines), 16)], "\n"))
+	for i, mac := range macs {
+		var bcasts, arps, untagged, icmp int
+		addr := []string{ethAddr0, ethAddr1}[i]
+		for _, l := range lines {
+			f := strings.Split(l, ",")
+			if len(f) < 11 || f[0] != mac {
+				continue
+			}
+			if f[2] != strconv.Itoa(ethVLAN) || f[3] != strconv.Itoa(ethQoS) {
+				untagged++
+			}
+			if f[7] == ethBcast && f[8] == "9" {
+				bcasts++
+			}
+			if f[4] == "1" && f[5] == addr && f[6] == ethAbsent {
+				arps++
+			}
+			if f[10] != "" {
+				icmp++
+			}
 		}
-		if f[2] != strconv.Itoa(ethVLAN) || f[3] != strconv.Itoa(ethQoS) {
-			untagged++
+		if bcasts != ethDatagrams || arps == 0 || untagged != 0 || icmp != 0 {
+			t.Errorf("from %s: %d broadcasts to %s:9 (want %d), %d ARP requests for %s (want some), %d frames without VLAN %d priority %d, %d ICMP (want none)",
+				mac, bcasts, ethBcast, ethDatagrams, arps, ethAbsent, untagged, ethVLAN, ethQoS, icmp)
 		}
-		if f[7] == ethBcast && f[8] == "9" {
-			bcasts++
-		}
-		if f[4] == "1" && f[5] == ethAddr && f[6] == ethPeer {
-			arps++
-		}
-	}
-	t.Logf("the uplink capture (tshark -r uplink.pcap, %d frames; eth.src, eth.dst, vlan.id, vlan.priority, arp.opcode, arp.src, arp.dst, ip.dst, udp.dstport, frame.len):\n%s",
-		len(lines), strings.Join(lines[:min(len(lines), 12)], "\n"))
-	if bcasts != ethDatagrams || arps == 0 || untagged != 0 || !strings.Contains(string(out), mac+",ff:ff:ff:ff:ff:ff,"+vst) {
-		t.Errorf("from %s: %d broadcasts to %s:9 (want %d), %d ARP requests for %s (want some), %d frames without VLAN %d priority %d (want none)",
-			mac, bcasts, ethBcast, ethDatagrams, arps, ethPeer, untagged, ethVLAN, ethQoS)
 	}
 }

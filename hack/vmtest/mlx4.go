@@ -28,19 +28,25 @@ const (
 	ScenarioFLR = "flr"
 	// ScenarioEth binds mlx4_core with mlx4_en (the VF's port 1 is
 	// Ethernet), waits for the VF's netdev, brings it up with
-	// MLX4Config.Eth's address and sends its frames (EthConfig); mlx4_en's
-	// transmit completions must come (no watchdog), then it unbinds.
+	// MLX4Config.Eth's address (at "eth up" the host lets it go on), pings
+	// the peer guest over IPv4 and IPv6 and sends its datagrams
+	// (EthConfig); mlx4_en's transmit completions must come (no
+	// watchdog); at "eth sent" the host checks, then it unbinds.
 	ScenarioEth = "eth"
 )
 
-// EthConfig is ScenarioEth's: the netdev's IPv4 address and prefix, and
-// how many UDP datagrams it sends to the subnet's broadcast address and
-// to Peer, an address no one answers (each an ARP request).
+// EthConfig is ScenarioEth's: the netdev's IPv4 address and prefix, how
+// many UDP datagrams it sends to the subnet's broadcast address and to
+// Absent, an address no one answers (each an ARP request), and the peer
+// guest's address it pings (none: no peer), then over IPv6 the link's
+// all-nodes group (ff02::1), which the peer answers from its link-local
+// address.
 type EthConfig struct {
 	Addr       string
 	Prefix     int
-	Peer       string
+	Absent     string
 	Broadcasts int
+	Ping       string
 }
 
 // MLX4Config is the mlx4 guest's configuration (MLX4ConfigPath). The guest

@@ -178,6 +178,10 @@ func (h *HCA) QUERY_HCA(c *Cmd) mlx4.Status {
 	o[mlx4.INIT_HCA_LOG_MC_ENTRY_SZ_OFFSET] = 9
 	o[mlx4.INIT_HCA_LOG_MC_HASH_SZ_OFFSET] = 12
 	o[mlx4.INIT_HCA_LOG_MC_TABLE_SZ_OFFSET] = 13
+	// B0 steering, which the model runs (hca/fs.go): mlx4_en in the VF
+	// then steers its MACs and broadcast with QP_ATTACH (hca/eth.go); in
+	// A0 it would leave them to the MAC table's QP ranges.
+	o[mlx4.INIT_HCA_UC_STEERING_OFFSET] = mlx4.INIT_HCA_UC_STEERING_B0
 	o[mlx4.INIT_HCA_LOG_MPT_SZ_OFFSET] = r.LogMPTs
 	o[mlx4.INIT_HCA_LOG_UAR_SZ_OFFSET] = 3
 	o[mlx4.INIT_HCA_UAR_PAGE_SZ_OFFSET] = 0 // 4 KiB: PAGE_SHIFT - 12

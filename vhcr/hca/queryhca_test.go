@@ -38,6 +38,10 @@ func TestQueryHCAMulticastAsAVFReadsIt(t *testing.T) {
 	c := v.cmd(mlx4.QUERY_HCA, 0, 0, 0, nil, true)
 	v.must(v.run(c), "QUERY_HCA")
 	dmfs, attach, grp := slaveMcast(c.Outbox)
+	// mlx4_QUERY_HCA's steering mode: B0 (the UC steering byte's bit 3).
+	if c.Outbox[0xd8]&0x08 == 0 {
+		t.Errorf("QUERY_HCA byte 0xd8 = %#x: the VF reads steering mode A0, not B0", c.Outbox[0xd8])
+	}
 	if dmfs {
 		t.Fatal("QUERY_HCA reports device-managed flow steering; the model's multicast tables are A0/B0")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -22,9 +23,9 @@ import (
 // timeout. Then the driver unbinds.
 func (g *guest) eth() error {
 	ec := g.cfg.Eth
-	ip, peer := net.ParseIP(ec.Addr).To4(), net.ParseIP(ec.Peer).To4()
-	if ip == nil || peer == nil {
-		return fmt.Errorf("eth: addresses %q and %q are not IPv4", ec.Addr, ec.Peer)
+	ip, absent := net.ParseIP(ec.Addr).To4(), net.ParseIP(ec.Absent).To4()
+	if ip == nil || absent == nil {
+		return fmt.Errorf("eth: addresses %q and %q are not IPv4", ec.Addr, ec.Absent)
 	}
 	say("bind 1: writing %q to new_id (the probe runs inside the write)", g.cfg.NewID)
 	if err := stalled("bind 1", func() error { return os.WriteFile(driverDir+"/new_id", []byte(g.cfg.NewID), 0) }); err != nil {
@@ -43,12 +44,25 @@ func (g *guest) eth() error {
 	if err := waitFile(sys+"/carrier", "1", 20*time.Second); err != nil {
 		return fmt.Errorf("eth: %s: no carrier: %w", dev, err)
 	}
-	say("eth: %s up with %s/%d, carrier %s, operstate %s, mtu %s", dev, ec.Addr, ec.Prefix, readTrim(sys+"/carrier"), readTrim(sys+"/operstate"), readTrim(sys+"/mtu"))
-	bcast := broadcast(ip, ec.Prefix)
-	if err := sendUDP(bcast, peer, ec.Broadcasts); err != nil {
+	ll, err := linkLocal(dev, 20*time.Second)
+	if err != nil {
 		return err
 	}
-	say("eth: sent %d datagrams to %v and %d to %v", ec.Broadcasts, bcast, ec.Broadcasts, peer)
+	say("eth: %s up with %s/%d and %s, carrier %s, operstate %s, mtu %s", dev, ec.Addr, ec.Prefix, ll, readTrim(sys+"/carrier"), readTrim(sys+"/operstate"), readTrim(sys+"/mtu"))
+	wait("eth up")
+	if ec.Ping != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		r := runTool(ctx, "ping", "/bin/ping", "-n", "-c", "3", "-i", "0.5", "-W", "5", ec.Ping)
+		sayResult("ping", r, 60*time.Second)
+		r = runTool(ctx, "ping6", "/bin/ping", "-6", "-n", "-c", "3", "-i", "0.5", "-W", "5", "ff02::1%"+dev)
+		sayResult("ping6", r, 60*time.Second)
+		cancel()
+	}
+	bcast := broadcast(ip, ec.Prefix)
+	if err := sendUDP(bcast, absent, ec.Broadcasts); err != nil {
+		return err
+	}
+	say("eth: sent %d datagrams to %v and %d to %v", ec.Broadcasts, bcast, ec.Broadcasts, absent)
 	// Every queued frame's completion: the queue's byte queue limit holds
 	// nothing in flight.
 	inflight := sys + "/queues/tx-0/byte_queue_limits/inflight"
@@ -68,6 +82,35 @@ func (g *guest) eth() error {
 	}
 	say("unbound 1")
 	return nil
+}
+
+// linkLocal waits for dev's IPv6 link-local address to be usable (its
+// duplicate address detection over: /proc/net/if_inet6 without the
+// tentative flag) and returns it.
+func linkLocal(dev string, limit time.Duration) (string, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		b, _ := os.ReadFile("/proc/net/if_inet6")
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l) // address, index, prefix length, scope, flags, name
+			if len(f) != 6 || f[5] != dev || !strings.HasPrefix(f[0], "fe80") {
+				continue
+			}
+			flags, _ := strconv.ParseUint(f[4], 16, 32)
+			if flags&unix.IFA_F_TENTATIVE == 0 {
+				a := make(net.IP, 16)
+				for i := range a {
+					v, _ := strconv.ParseUint(f[0][2*i:2*i+2], 16, 8)
+					a[i] = byte(v)
+				}
+				return a.String(), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("eth: %s has no usable link-local address after %v (if_inet6: %q)", dev, limit, b)
+		}
+		time.Sleep(50 * time.Millisecond) // procfs, polled
+	}
 }
 
 // netdevOf waits for the network device of PCI device bdf.
