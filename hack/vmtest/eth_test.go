@@ -1,7 +1,6 @@
 package vmtest
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,30 +26,15 @@ const (
 // and VF 1 (the two guests') in VST with VLAN ethVLAN and priority ethQoS.
 func ethConfig(t *testing.T, bin, dir, uplink string) string {
 	t.Helper()
-	ex, err := exec.Command(bin, "config").Output()
-	if err != nil {
-		t.Fatalf("vhcrd config: %v", err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(ex, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	p1 := cfg["ports"].([]any)[0].(map[string]any)
-	p1["link_layer"], p1["uplink"] = "eth", map[string]any{"pcap": uplink}
-	delete(cfg["fabric"].(map[string]any)["cables"].(map[string]any), "1")
-	ov := cfg["vfs"].(map[string]any)["overrides"].(map[string]any)
-	for _, vf := range []int{guestVF, bystanderVF} {
-		ov[strconv.Itoa(vf)] = map[string]any{"vst": map[string]any{"vlan": ethVLAN, "qos": ethQoS}}
-	}
-	b, err := json.MarshalIndent(cfg, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "eth.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return editedConfig(t, bin, dir, "eth.json", func(cfg map[string]any) {
+		p1 := cfg["ports"].([]any)[0].(map[string]any)
+		p1["link_layer"], p1["uplink"] = "eth", map[string]any{"pcap": uplink}
+		delete(cfg["fabric"].(map[string]any)["cables"].(map[string]any), "1")
+		ov := cfg["vfs"].(map[string]any)["overrides"].(map[string]any)
+		for _, vf := range []int{guestVF, bystanderVF} {
+			ov[strconv.Itoa(vf)] = map[string]any{"vst": map[string]any{"vlan": ethVLAN, "qos": ethQoS}}
+		}
+	})
 }
 
 // TestLinuxMLX4Eth: Debian's unmodified mlx4_en in two guests, each with
@@ -115,8 +99,8 @@ func TestLinuxMLX4Eth(t *testing.T) {
 	v.cmd = nil
 	t.Logf("eth: %.1fs and %.1fs of QEMU; vhcrd_eth_sent_frames_total{verdict=\"forward\"} VF 0 %v, VF 1 %v; vhcrd_eth_received_frames_total{verdict=\"forward\"} VF 0 %v, VF 1 %v",
 		t0.Seconds(), t1.Seconds(), fwd[0], fwd[1], recv[0], recv[1])
-	macs := [2]string{ethMAC(t, l0.lines), ethMAC(t, l1.lines)}
-	lls := [2]string{ethLinkLocal(t, l0.lines), ethLinkLocal(t, l1.lines)}
+	macs := [2]string{ethSaid(t, l0.lines, ethMACLine, "netdev MAC"), ethSaid(t, l1.lines, ethMACLine, "netdev MAC")}
+	lls := [2]string{ethSaid(t, l0.lines, ethLLLine, "link-local address"), ethSaid(t, l1.lines, ethLLLine, "link-local address")}
 	for i, c := range []struct {
 		lines []string
 		peer  string
@@ -134,27 +118,16 @@ var (
 	ethLLLine  = regexp.MustCompile(`vmtest: eth: \S+ up with \S+ and (fe80::\S+),`)
 )
 
-// ethMAC is the MAC the guest's netdev reported.
-func ethMAC(t *testing.T, lines []string) string {
+// ethSaid is the first submatch of re in the guest's lines (what its
+// netdev reported: its MAC, its link-local address).
+func ethSaid(t *testing.T, lines []string, re *regexp.Regexp, what string) string {
 	t.Helper()
 	for _, l := range lines {
-		if m := ethMACLine.FindStringSubmatch(l); m != nil {
+		if m := re.FindStringSubmatch(l); m != nil {
 			return m[1]
 		}
 	}
-	t.Fatal("a guest named no mlx4_en netdev and MAC")
-	return ""
-}
-
-// ethLinkLocal is the IPv6 link-local address the guest's netdev reported.
-func ethLinkLocal(t *testing.T, lines []string) string {
-	t.Helper()
-	for _, l := range lines {
-		if m := ethLLLine.FindStringSubmatch(l); m != nil {
-			return m[1]
-		}
-	}
-	t.Fatal("a guest reported no link-local address")
+	t.Fatalf("a guest reported no %s", what)
 	return ""
 }
 

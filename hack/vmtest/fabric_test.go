@@ -36,9 +36,9 @@ func umad2simLib(t *testing.T) string {
 	return ""
 }
 
-// freshFabricConfig writes vhcrd's default config with both ports fresh
-// (down, LID 0, no SM) and the switch unswept (no LID).
-func freshFabricConfig(t *testing.T, bin, dir string) string {
+// editedConfig writes vhcrd's default config (`vhcrd config`) as edit
+// changes it (the decoded JSON) to dir/name and returns its path.
+func editedConfig(t *testing.T, bin, dir, name string, edit func(cfg map[string]any)) string {
 	t.Helper()
 	ex, err := exec.Command(bin, "config").Output()
 	if err != nil {
@@ -48,28 +48,37 @@ func freshFabricConfig(t *testing.T, bin, dir string) string {
 	if err := json.Unmarshal(ex, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range cfg["ports"].([]any) {
-		pm := p.(map[string]any)
-		pm["lid"], pm["state"], pm["master_sm_lid"] = 0, "down", 0
-	}
-	sw := cfg["fabric"].(map[string]any)["switch"].(map[string]any)
-	delete(sw, "lid")
-	// VF 1 (the second guest's) owns its SMI, as `mlx4_core
-	// enable_qp0=...` makes a VF on a Linux PF: its QP0 is a proxy QP0
-	// owner and its SMPs cross the tunnel; VF 0's are refused.
-	ov := cfg["vfs"].(map[string]any)["overrides"].(map[string]any)
-	// It also passes PerfMgt and BM (tunnel_classes, an extension a
-	// Linux PF has not): perfquery of the switch, its BM exchange.
-	ov[fmt.Sprint(bystanderVF)] = map[string]any{"smi": true, "tunnel_classes": []string{"perf_mgt", "bm"}}
+	edit(cfg)
 	b, err := json.MarshalIndent(cfg, "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "fabric.json")
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// freshFabricConfig writes vhcrd's default config with both ports fresh
+// (down, LID 0, no SM) and the switch unswept (no LID).
+func freshFabricConfig(t *testing.T, bin, dir string) string {
+	t.Helper()
+	return editedConfig(t, bin, dir, "fabric.json", func(cfg map[string]any) {
+		for _, p := range cfg["ports"].([]any) {
+			pm := p.(map[string]any)
+			pm["lid"], pm["state"], pm["master_sm_lid"] = 0, "down", 0
+		}
+		sw := cfg["fabric"].(map[string]any)["switch"].(map[string]any)
+		delete(sw, "lid")
+		// VF 1 (the second guest's) owns its SMI, as `mlx4_core
+		// enable_qp0=...` makes a VF on a Linux PF: its QP0 is a proxy QP0
+		// owner and its SMPs cross the tunnel; VF 0's are refused.
+		ov := cfg["vfs"].(map[string]any)["overrides"].(map[string]any)
+		// It also passes PerfMgt and BM (tunnel_classes, an extension a
+		// Linux PF has not): perfquery of the switch, its BM exchange.
+		ov[fmt.Sprint(bystanderVF)] = map[string]any{"smi": true, "tunnel_classes": []string{"perf_mgt", "bm"}}
+	})
 }
 
 // osmMKey is the M_Key OpenSM gives the ports.
