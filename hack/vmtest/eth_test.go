@@ -72,20 +72,24 @@ func TestLinuxMLX4Eth(t *testing.T) {
 	var l0, l1 consoleLog
 	g0.step("eth up", l0.keep(g0))
 	g1.step("eth up", l1.keep(g1))
+	// Both guests done sending before either unbinds: the other may
+	// still be pinging it.
 	var fwd, recv [2]float64
-	g0.step("eth sent", l0.keep(g0))
-	g1.step("eth sent", func() {
-		l1.keep(g1)()
-		m := v.metrics(t)
-		for i, vf := range []int{guestVF, bystanderVF} {
-			fwd[i] = m.sum("vhcrd_eth_sent_frames_total", map[string]string{"vf": strconv.Itoa(vf), "verdict": "forward"})
-			recv[i] = m.sum("vhcrd_eth_received_frames_total", map[string]string{"vf": strconv.Itoa(vf), "verdict": "forward"})
-		}
-	})
+	g0.expect("vmtest: wait eth sent")
+	g1.expect("vmtest: wait eth sent")
+	l0.keep(g0)()
+	l1.keep(g1)()
+	m := v.metrics(t)
+	for i, vf := range []int{guestVF, bystanderVF} {
+		fwd[i] = m.sum("vhcrd_eth_sent_frames_total", map[string]string{"vf": strconv.Itoa(vf), "verdict": "forward"})
+		recv[i] = m.sum("vhcrd_eth_received_frames_total", map[string]string{"vf": strconv.Itoa(vf), "verdict": "forward"})
+	}
+	g0.goOn()
+	g1.goOn()
 	t0, t1 := g0.finish(), g1.finish()
 	// Each unbind's one refused command: mlx4_en's second release of its
 	// RX QP (consoleExpected).
-	m := v.metrics(t)
+	m = v.metrics(t)
 	for _, vf := range []int{guestVF, bystanderVF} {
 		all := m.sum("vhcrd_command_refusals_total", map[string]string{"vf": strconv.Itoa(vf)})
 		nf := m.sum("vhcrd_command_refusals_total", map[string]string{"vf": strconv.Itoa(vf), "reason": "not_found"})
