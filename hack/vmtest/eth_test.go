@@ -19,11 +19,13 @@ const (
 	ethBcast           = "10.79.0.255"
 	ethVLAN, ethQoS    = 100, 2
 	ethDatagrams       = 5
+	ethSpoofMAC        = "02:c9:03:0f:ff:01"
 )
 
 // ethConfig is the default configuration with port 1 Ethernet (off the
 // IB fabric's switch), its uplink a capture file, and VF 0 (the guest's)
-// and VF 1 (the two guests') in VST with VLAN ethVLAN and priority ethQoS.
+// and VF 1 (the two guests') in VST with VLAN ethVLAN and priority ethQoS,
+// VF 1 with spoof check.
 func ethConfig(t *testing.T, bin, dir, uplink string) string {
 	t.Helper()
 	return editedConfig(t, bin, dir, "eth.json", func(cfg map[string]any) {
@@ -34,6 +36,7 @@ func ethConfig(t *testing.T, bin, dir, uplink string) string {
 		for _, vf := range []int{guestVF, bystanderVF} {
 			ov[strconv.Itoa(vf)] = map[string]any{"vst": map[string]any{"vlan": ethVLAN, "qos": ethQoS}}
 		}
+		ov[strconv.Itoa(bystanderVF)].(map[string]any)["spoof_check"] = true
 	})
 }
 
@@ -68,10 +71,13 @@ func TestLinuxMLX4Eth(t *testing.T) {
 		return c
 	}
 	g0 := e.bootWith(t, cfg(ethAddr0, ethAddr1), bootOpts{name: "eth0", extra: recs, timeout: verbsBootTimeout})
-	g1 := e.bootWith(t, cfg(ethAddr1, ethAddr0), bootOpts{name: "eth1", extra: recs, timeout: verbsBootTimeout, ram: v.ram1, socket: v.socket1})
+	c1 := cfg(ethAddr1, ethAddr0)
+	c1.Eth.SpoofMAC, c1.Eth.LinkCycle = ethSpoofMAC, true
+	g1 := e.bootWith(t, c1, bootOpts{name: "eth1", extra: recs, timeout: verbsBootTimeout, ram: v.ram1, socket: v.socket1})
 	var l0, l1 consoleLog
 	g0.step("eth up", l0.keep(g0))
 	g1.step("eth up", l1.keep(g1))
+	ethSpoofAndLink(t, v, g1, &l1)
 	// Both guests done sending before either unbinds: the other may
 	// still be pinging it.
 	var fwd, recv [2]float64
@@ -115,6 +121,43 @@ func TestLinuxMLX4Eth(t *testing.T) {
 		}
 	}
 	checkUplink(t, uplink, macs)
+}
+
+// ethSpoofAndLink runs the second guest's spoofed MAC (its VF has spoof
+// check: the switch drops every frame, counted) and its link forced down
+// (`vhcrd vf set 1 --link-state disable`: mlx4_en loses its carrier,
+// nothing passes the switch) and given back.
+func ethSpoofAndLink(t *testing.T, v *vhcrdProc, g *vm, l *consoleLog) {
+	t.Helper()
+	vf := strconv.Itoa(bystanderVF)
+	count := func(verdict string) float64 {
+		return v.metrics(t).sum("vhcrd_eth_sent_frames_total", map[string]string{"vf": vf, "verdict": verdict})
+	}
+	vfSet := func(state string) {
+		out, err := exec.Command(v.bin, "vf", "set", vf, "--link-state", state, "--admin-socket", filepath.Join(v.dir, "admin.sock")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("vhcrd vf set %s --link-state %s: %v\n%s", vf, state, err, out)
+		}
+		t.Logf("vhcrd vf set %s --link-state %s: %s", vf, state, strings.TrimSpace(string(out)))
+	}
+	g.step("eth spoofed", func() {
+		l.keep(g)()
+		if n := count("spoof"); n < ethDatagrams {
+			t.Errorf("VF %s with MAC %s: %v frames dropped by spoof check, want at least its %d broadcasts", vf, ethSpoofMAC, n, ethDatagrams)
+		} else {
+			t.Logf("vhcrd_eth_sent_frames_total{vf=%q,verdict=\"spoof\"} %v", vf, n)
+		}
+	})
+	g.step("eth link", func() { vfSet("disable") })
+	var fwd float64
+	g.step("eth carrier down", func() { fwd = count("forward") })
+	g.step("eth down", func() {
+		l.keep(g)()
+		if n := count("forward"); n != fwd {
+			t.Errorf("VF %s's link down: %v frames passed the switch", vf, n-fwd)
+		}
+		vfSet("auto")
+	})
 }
 
 var (
@@ -176,6 +219,11 @@ func checkUplink(t *testing.T, path string, macs [2]string) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	t.Logf("the uplink capture (tshark -r uplink.pcap, %d frames; eth.src, eth.dst, vlan.id, vlan.priority, arp.opcode, arp.src, arp.dst, ip.dst, udp.dstport, frame.len, icmp.type):\n%s",
 		len(lines), strings.Join(lines[:min(len(lines), 16)], "\n"))
+	for _, l := range lines {
+		if strings.HasPrefix(l, ethSpoofMAC+",") {
+			t.Errorf("a frame from the spoofed MAC %s left the port: %s", ethSpoofMAC, l)
+		}
+	}
 	for i, mac := range macs {
 		var bcasts, arps, untagged, icmp int
 		addr := []string{ethAddr0, ethAddr1}[i]

@@ -41,12 +41,21 @@ const (
 // guest's address it pings (none: no peer), then over IPv6 the link's
 // all-nodes group (ff02::1), which the peer answers from its link-local
 // address.
+//
+// Then, with SpoofMAC, it changes its netdev's MAC to it (its VF has spoof
+// check on) and sends its broadcasts again (at "eth spoofed" the host
+// counts the switch's drops); with LinkCycle, at "eth link" the host
+// forces the VF's link down, the guest waits for its carrier to go and
+// sends its broadcasts (at "eth down" the host sees none pass), then the
+// host gives the link back and the guest waits for its carrier.
 type EthConfig struct {
 	Addr       string
 	Prefix     int
 	Absent     string
 	Broadcasts int
 	Ping       string
+	SpoofMAC   string
+	LinkCycle  bool
 }
 
 // MLX4Config is the mlx4 guest's configuration (MLX4ConfigPath). The guest

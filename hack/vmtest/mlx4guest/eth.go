@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vhcrd/vhcrd/hack/vmtest"
 )
 
 // eth is ScenarioEth: mlx4_core binds with mlx4_en loaded (the VF's port 1
@@ -78,11 +80,57 @@ func (g *guest) eth() error {
 	if t := readTrim(sys + "/queues/tx-0/tx_timeout"); t != "0" {
 		return fmt.Errorf("eth: %s: the watchdog timed out %s times", dev, t)
 	}
+	if err := ethAfter(dev, ec, bcast, absent); err != nil {
+		return err
+	}
 	wait("eth sent")
 	if err := stalled("unbind 1", func() error { return os.WriteFile(driverDir+"/unbind", []byte(g.bdf), 0) }); err != nil {
 		return fmt.Errorf("unbind 1: %w", err)
 	}
 	say("unbound 1")
+	return nil
+}
+
+// ethAfter runs ScenarioEth's phases after the first datagrams: the
+// spoofed MAC's and the link cycle's (EthConfig).
+func ethAfter(dev string, ec vmtest.EthConfig, bcast, absent net.IP) error {
+	sys := "/sys/class/net/" + dev
+	if ec.SpoofMAC != "" {
+		mac, err := net.ParseMAC(ec.SpoofMAC)
+		if err != nil {
+			return err
+		}
+		if err := setHWAddr(dev, mac); err != nil {
+			return err
+		}
+		if err := sendUDP(bcast, absent, ec.Broadcasts); err != nil {
+			return err
+		}
+		// Drained: the device has taken (and completed) every frame.
+		if err := waitFile(sys+"/queues/tx-0/byte_queue_limits/inflight", "0", 15*time.Second); err != nil {
+			return fmt.Errorf("eth: %s: transmit completions missing: %w", dev, err)
+		}
+		say("eth: %s MAC %s, sent %d datagrams to %v and %d to %v", dev, readTrim(sys+"/address"), ec.Broadcasts, bcast, ec.Broadcasts, absent)
+		wait("eth spoofed")
+	}
+	if ec.LinkCycle {
+		wait("eth link")
+		if err := waitFile(sys+"/carrier", "0", 20*time.Second); err != nil {
+			return fmt.Errorf("eth: %s: the link forced down: %w", dev, err)
+		}
+		wait("eth carrier down")
+		before := readTrim(sys + "/statistics/tx_packets")
+		// Without carrier the stack's queue is deactivated: nothing
+		// reaches the device (which would drop it), and a send may fail.
+		err := sendUDP(bcast, absent, ec.Broadcasts)
+		say("eth: %s carrier %s, operstate %s, sent %d datagrams to %v (%v); tx_packets %s before, %s after",
+			dev, readTrim(sys+"/carrier"), readTrim(sys+"/operstate"), ec.Broadcasts, bcast, err, before, readTrim(sys+"/statistics/tx_packets"))
+		wait("eth down")
+		if err := waitFile(sys+"/carrier", "1", 20*time.Second); err != nil {
+			return fmt.Errorf("eth: %s: the link given back: %w", dev, err)
+		}
+		say("eth: %s carrier %s again", dev, readTrim(sys+"/carrier"))
+	}
 	return nil
 }
 
