@@ -50,7 +50,7 @@ type ethRig struct {
 
 const ethVA = 0x500000
 
-func newEthRig(t *testing.T) *ethRig {
+func newEthRig(t testing.TB) *ethRig {
 	t.Helper()
 	on := true
 	r := &ethRig{up: &fakeUplink{}}
