@@ -292,3 +292,27 @@ func TestEthSwitchDelivers(t *testing.T) {
 		t.Fatalf("no receive WQE: %d counted", h.EngineStats(0).EthRxNoWQE.Load())
 	}
 }
+
+// TestEthReceiveHostile: a receive WQE with a forged lkey is the
+// receiver's local protection error (its CQE, its RX QP to ERR), and the
+// sender's WQE completes normally: one VF's broken RX ring costs no other
+// VF anything.
+func TestEthReceiveHostile(t *testing.T) {
+	r := newEthRig(t)
+	h := r.d.h
+	rx := r.ethRX(0, 0)
+	rx.recv(sge(r.keys[0]^0x5a, ethVA+2048, 2048))
+	r.sendFrame(1, ethFrame(h.VFMAC(0, 1), h.VFMAC(1, 1), 100), mlx4.WQE_CTRL_INS_CVLAN, 100)
+	var rxErr, txOK int
+	for _, g := range r.d.take() {
+		switch {
+		case g.cqn == r.vfs[0].cq && g.e.Syndrome() == mlx4.CQE_SYNDROME_LOCAL_PROT_ERR && g.e.IsError():
+			rxErr++
+		case g.cqn == r.vfs[1].cq && g.e.IsSend && !g.e.IsError():
+			txOK++
+		}
+	}
+	if rxErr != 1 || txOK != 1 || rx.obj().State != mlx4.QP_STATE_ERR || r.qps[1].obj().State != mlx4.QP_STATE_RTS {
+		t.Fatalf("receiver's error CQEs %d (state %v), sender's CQEs %d (state %v)", rxErr, rx.obj().State, txOK, r.qps[1].obj().State)
+	}
+}
