@@ -1,6 +1,7 @@
 package vmtest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,13 +71,18 @@ func TestLinuxMLX4Eth(t *testing.T) {
 		c.Eth = EthConfig{Addr: addr, Prefix: 24, Absent: ethAbsent, Broadcasts: ethDatagrams, Ping: peer}
 		return c
 	}
-	g0 := e.bootWith(t, cfg(ethAddr0, ethAddr1), bootOpts{name: "eth0", extra: recs, timeout: verbsBootTimeout})
+	c0 := cfg(ethAddr0, ethAddr1)
+	c0.Eth.TCPRole = "server"
+	g0 := e.bootWith(t, c0, bootOpts{name: "eth0", extra: recs, timeout: verbsBootTimeout})
 	c1 := cfg(ethAddr1, ethAddr0)
-	c1.Eth.SpoofMAC, c1.Eth.LinkCycle = ethSpoofMAC, true
+	c1.Eth.SpoofMAC, c1.Eth.LinkCycle, c1.Eth.TCPRole = ethSpoofMAC, true, "client"
 	g1 := e.bootWith(t, c1, bootOpts{name: "eth1", extra: recs, timeout: verbsBootTimeout, ram: v.ram1, socket: v.socket1})
 	var l0, l1 consoleLog
 	g0.step("eth up", l0.keep(g0))
 	g1.step("eth up", l1.keep(g1))
+	// TCP: the server's guest listens before the client's dials.
+	g0.step("tcp listening", l0.keep(g0))
+	g1.step("tcp dial", l1.keep(g1))
 	ethSpoofAndLink(t, v, g1, &l1)
 	// Both guests done sending before either unbinds: the other may
 	// still be pinging it.
@@ -116,6 +122,9 @@ func TestLinuxMLX4Eth(t *testing.T) {
 		peer  string
 	}{{l0.lines, ethAddr1}, {l1.lines, ethAddr0}} {
 		checkEthPing(t, c.lines, c.peer, lls[1-i])
+		if want := fmt.Sprintf("got %q", "hello from "+c.peer); !hasLine(c.lines, want) {
+			t.Errorf("guest %d: no TCP line %s from its peer", i, want)
+		}
 		if recv[i] == 0 {
 			t.Errorf("VF %d received no frame through the switch", i)
 		}
@@ -207,9 +216,10 @@ func checkEthPing(t *testing.T, lines []string, peer, peerLL string) {
 // them (their unicast stays in the device).
 func checkUplink(t *testing.T, path string, macs [2]string) {
 	t.Helper()
-	cmd := exec.Command("timeout", "60", "tshark", "-r", path, "-T", "fields", "-E", "separator=,",
+	cmd := exec.Command("timeout", "60", "tshark", "-r", path, "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-T", "fields", "-E", "separator=,",
 		"-e", "eth.src", "-e", "eth.dst", "-e", "vlan.id", "-e", "vlan.priority", "-e", "arp.opcode", "-e", "arp.src.proto_ipv4",
-		"-e", "arp.dst.proto_ipv4", "-e", "ip.dst", "-e", "udp.dstport", "-e", "frame.len", "-e", "icmp.type")
+		"-e", "arp.dst.proto_ipv4", "-e", "ip.dst", "-e", "udp.dstport", "-e", "frame.len", "-e", "icmp.type",
+		"-e", "ip.checksum.status", "-e", "udp.checksum.status")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -217,7 +227,7 @@ func checkUplink(t *testing.T, path string, macs [2]string) {
 		t.Fatalf("tshark -r %s: %v\n%s", path, err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	t.Logf("the uplink capture (tshark -r uplink.pcap, %d frames; eth.src, eth.dst, vlan.id, vlan.priority, arp.opcode, arp.src, arp.dst, ip.dst, udp.dstport, frame.len, icmp.type):\n%s",
+	t.Logf("the uplink capture (tshark -r uplink.pcap, %d frames; eth.src, eth.dst, vlan.id, vlan.priority, arp.opcode, arp.src, arp.dst, ip.dst, udp.dstport, frame.len, icmp.type, ip and udp checksum status, 1 good):\n%s",
 		len(lines), strings.Join(lines[:min(len(lines), 16)], "\n"))
 	for _, l := range lines {
 		if strings.HasPrefix(l, ethSpoofMAC+",") {
@@ -225,11 +235,11 @@ func checkUplink(t *testing.T, path string, macs [2]string) {
 		}
 	}
 	for i, mac := range macs {
-		var bcasts, arps, untagged, icmp int
+		var bcasts, arps, untagged, icmp, badCsum int
 		addr := []string{ethAddr0, ethAddr1}[i]
 		for _, l := range lines {
 			f := strings.Split(l, ",")
-			if len(f) < 11 || f[0] != mac {
+			if len(f) < 13 || f[0] != mac {
 				continue
 			}
 			if f[2] != strconv.Itoa(ethVLAN) || f[3] != strconv.Itoa(ethQoS) {
@@ -237,6 +247,11 @@ func checkUplink(t *testing.T, path string, macs [2]string) {
 			}
 			if f[7] == ethBcast && f[8] == "9" {
 				bcasts++
+				// The device computed both checksums (mlx4_en leaves
+				// them to it): tshark's 1 is good.
+				if f[11] != "1" || f[12] != "1" {
+					badCsum++
+				}
 			}
 			if f[4] == "1" && f[5] == addr && f[6] == ethAbsent {
 				arps++
@@ -245,9 +260,9 @@ func checkUplink(t *testing.T, path string, macs [2]string) {
 				icmp++
 			}
 		}
-		if bcasts != ethDatagrams || arps == 0 || untagged != 0 || icmp != 0 {
-			t.Errorf("from %s: %d broadcasts to %s:9 (want %d), %d ARP requests for %s (want some), %d frames without VLAN %d priority %d, %d ICMP (want none)",
-				mac, bcasts, ethBcast, ethDatagrams, arps, ethAbsent, untagged, ethVLAN, ethQoS, icmp)
+		if bcasts != ethDatagrams || arps == 0 || untagged != 0 || icmp != 0 || badCsum != 0 {
+			t.Errorf("from %s: %d broadcasts to %s:9 (want %d; %d with a checksum not good), %d ARP requests for %s (want some), %d frames without VLAN %d priority %d, %d ICMP (want none)",
+				mac, bcasts, ethBcast, ethDatagrams, badCsum, arps, ethAbsent, untagged, ethVLAN, ethQoS, icmp)
 		}
 	}
 }

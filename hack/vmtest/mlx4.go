@@ -54,8 +54,12 @@ type EthConfig struct {
 	Absent     string
 	Broadcasts int
 	Ping       string
-	SpoofMAC   string
-	LinkCycle  bool
+	// TCPRole, "server" or "client", exchanges a line over TCP with Ping
+	// (the server listens, at "tcp listening"; the client dials at "tcp
+	// dial"): TCP through the device's checksum offloads.
+	TCPRole   string
+	SpoofMAC  string
+	LinkCycle bool
 }
 
 // MLX4Config is the mlx4 guest's configuration (MLX4ConfigPath). The guest

@@ -24,7 +24,8 @@ import (
 // VF's, and out of the uplink. Each arrival passes the receiving QP's
 // ingress (VST's VLAN enforced and stripped, a stripping QP's tag
 // reported) and takes the next receive WQE: the frame is written, the
-// CQE has its length and VLAN. No receive WQE: dropped and counted
+// CQE has its length, VLAN and checksum status. A send WQE that asks for
+// checksum offload gets its IPv4 and TCP/UDP checksums computed. No receive WQE: dropped and counted
 // (EngineStats.EthRxNoWQE), as ConnectX-3 drops it.
 
 // Uplink takes the frames a port's switch sends out of the device: the
@@ -114,6 +115,12 @@ func (h *HCA) sendEth(qp *qpObj, total uint64) bool {
 	if !h.gather(e.frame[:total], total) {
 		h.sqError(qp, d.Ctrl.Opcode, mlx4.CQE_SYNDROME_LOCAL_PROT_ERR)
 		return true
+	}
+	// Transmit checksum offload: the IPv4 header's and the TCP or UDP
+	// checksum, computed as the control segment asks (mlx4_en: every
+	// CHECKSUM_PARTIAL frame). A frame it cannot parse goes as written.
+	if f := d.Ctrl.SrcRBFlags; f&(mlx4.WQE_CTRL_IP_CSUM|mlx4.WQE_CTRL_TCP_UDP_CSUM) != 0 {
+		_ = eswitch.ChecksumOffload(e.frame[:total], f&mlx4.WQE_CTRL_IP_CSUM != 0, f&mlx4.WQE_CTRL_TCP_UDP_CSUM != 0)
 	}
 	p := &w.eth
 	p.LinkDown = !h.VFLinkUp(w.vf, qp.Port)
@@ -205,10 +212,13 @@ func (h *HCA) ethReceive(dq *qpObj, b []byte) {
 	}
 	h.recvConsume(dq, &s)
 	// The CQE: the frame's length, the stripped tag (vlan_my_qpn's C-VLAN
-	// or S-VLAN bit, sl_vid the TCI), no checksum status (mlx4_en then
-	// leaves the checksums to the stack: CHECKSUM_NONE).
+	// or S-VLAN bit, sl_vid the TCI), the checksums' status as the device
+	// verified them (IPv4/IPv6, IPOK, TCP/UDP, checksum 0xffff when the
+	// segment's holds: mlx4_en's CHECKSUM_UNNECESSARY).
+	st16, csum := eswitch.RxChecksum(e.rx[:n])
 	c := &h.dp.cqe
-	*c = mlx4.CQE{VlanMyQPN: w.qpn & mlx4.CQE_QPN_MASK, ByteCnt: uint32(n), WQEIndex: s.index, Opcode: mlx4.RECV_OPCODE_SEND}
+	*c = mlx4.CQE{VlanMyQPN: w.qpn & mlx4.CQE_QPN_MASK, ByteCnt: uint32(n), WQEIndex: s.index, Opcode: mlx4.RECV_OPCODE_SEND,
+		Status: st16, Checksum: csum}
 	switch {
 	case tag.Present && tag.SVLAN:
 		c.VlanMyQPN |= mlx4.CQE_SVLAN_PRESENT_MASK

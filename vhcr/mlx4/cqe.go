@@ -47,6 +47,23 @@ const (
 	CQESLShift             = 12   // sl_vid >> 12: the SL on IB (mlx4_ib_poll_one)
 )
 
+// The status bits of a receive CQE on an Ethernet port (BE16 status at
+// CQEStatus; include/linux/mlx4/cq.h MLX4_CQE_STATUS_*), what mlx4_en's
+// mlx4_en_process_rx_cq reads: TCP or UDP with IPOK and a checksum field
+// of 0xffff is CHECKSUM_UNNECESSARY.
+const (
+	CQE_STATUS_IPV4    = 1 << 6
+	CQE_STATUS_IPV4F   = 1 << 7 // a fragment
+	CQE_STATUS_IPV6    = 1 << 8
+	CQE_STATUS_IPV4OPT = 1 << 9 // IPv4 options
+	CQE_STATUS_TCP     = 1 << 10
+	CQE_STATUS_UDP     = 1 << 11
+	CQE_STATUS_IPOK    = 1 << 12
+	// CQEChecksumOK is the checksum field of a TCP or UDP segment whose
+	// checksum verified.
+	CQEChecksumOK = 0xffff
+)
+
 // The syndromes of an error CQE (MLX4_CQE_SYNDROME_*, cq.h and
 // mlx4dv.h), and the ib_wc_status mlx4_ib_handle_error_cqe (and libmlx4's
 // mlx4_handle_error_cqe, IBV_WC_*) maps each to; any other syndrome is

@@ -4,7 +4,8 @@ import "testing"
 
 // TestVportPathBits: the QP path's vport bits against include/linux/mlx4/qp.h
 // (the fl, vlan_control, feup and fvl_rx enums; MLX4_STRIP_VLAN in param3),
-// written out, and the path offsets of struct mlx4_qp_path they live at.
+// written out, and the path offsets of struct mlx4_qp_path they live at;
+// the Ethernet receive CQE's status bits (cq.h) and fields.
 func TestVportPathBits(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -32,6 +33,15 @@ func TestVportPathBits(t *testing.T) {
 		{"mlx4_qp_path.vlan_index", PathVLANIndex, 33},
 		{"mlx4_qp_path.feup", PathFEUP, 34},
 		{"mlx4_qp_path.fvl_rx", PathFVLRx, 35},
+		{"MLX4_CQE_STATUS_IPV4", CQE_STATUS_IPV4, 0x40},
+		{"MLX4_CQE_STATUS_IPV4F", CQE_STATUS_IPV4F, 0x80},
+		{"MLX4_CQE_STATUS_IPV6", CQE_STATUS_IPV6, 0x100},
+		{"MLX4_CQE_STATUS_IPV4OPT", CQE_STATUS_IPV4OPT, 0x200},
+		{"MLX4_CQE_STATUS_TCP", CQE_STATUS_TCP, 0x400},
+		{"MLX4_CQE_STATUS_UDP", CQE_STATUS_UDP, 0x800},
+		{"MLX4_CQE_STATUS_IPOK", CQE_STATUS_IPOK, 0x1000},
+		{"mlx4_cqe.status", CQEStatus, 0x10},
+		{"mlx4_cqe.checksum", CQEChecksum, 0x1a},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %#x, want %#x", c.name, c.got, c.want)

@@ -52,6 +52,11 @@ func (g *guest) eth() error {
 	}
 	say("eth: %s up with %s/%d and %s, carrier %s, operstate %s, mtu %s", dev, ec.Addr, ec.Prefix, ll, readTrim(sys+"/carrier"), readTrim(sys+"/operstate"), readTrim(sys+"/mtu"))
 	wait("eth up")
+	if ec.TCPRole != "" {
+		if err := tcpCheck(vmtest.VerbsConfig{Role: ec.TCPRole, Net: &vmtest.NetConfig{Addr: ec.Addr, Prefix: ec.Prefix, Peer: ec.Ping}}); err != nil {
+			return err
+		}
+	}
 	if ec.Ping != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		r := runTool(ctx, "ping", "/bin/ping", "-n", "-c", "3", "-i", "0.5", "-W", "5", ec.Ping)
