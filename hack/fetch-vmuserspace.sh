@@ -19,6 +19,7 @@ pkgs=(
   libibumad3 perftest libpci3 libudev1 zlib1g  # ib_write_bw, ib_send_lat and the libraries they link
   infiniband-diags libibmad5 libibnetdisc5     # saquery, smpquery, ibnetdiscover through the PF's MAD tunnel
   iputils-ping libcap2 libidn2-0 libunistring2 # ping between the guests' ib0 (IPoIB)
+  ethtool libmnl0                              # ethtool -S of the Ethernet guests' mlx4_en netdevs
   libc6 libgcc-s1                              # glibc and the loader
 )
 complete() {

@@ -125,6 +125,7 @@ func TestLinuxMLX4Eth(t *testing.T) {
 		if want := fmt.Sprintf("got %q", "hello from "+c.peer); !hasLine(c.lines, want) {
 			t.Errorf("guest %d: no TCP line %s from its peer", i, want)
 		}
+		checkEthtool(t, i, c.lines)
 		if recv[i] == 0 {
 			t.Errorf("VF %d received no frame through the switch", i)
 		}
@@ -185,6 +186,31 @@ func ethSaid(t *testing.T, lines []string, re *regexp.Regexp, what string) strin
 	}
 	t.Fatalf("a guest reported no %s", what)
 	return ""
+}
+
+// checkEthtool: `ethtool -S` in the guest shows mlx4_en's ring counters
+// moved: packets sent and received through vhcrd's switch.
+func checkEthtool(t *testing.T, guest int, lines []string) {
+	t.Helper()
+	var quote []string
+	got := map[string]int{}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "vmtest: ethtool| ") {
+			continue
+		}
+		f := strings.Fields(strings.TrimPrefix(l, "vmtest: ethtool| "))
+		if len(f) == 2 && strings.HasSuffix(f[0], ":") {
+			k := strings.TrimSuffix(f[0], ":")
+			got[k], _ = strconv.Atoi(f[1])
+			if strings.HasPrefix(k, "tx0_") || strings.HasPrefix(k, "rx0_") || k == "tx_packets" || k == "rx_packets" {
+				quote = append(quote, strings.TrimPrefix(l, "vmtest: "))
+			}
+		}
+	}
+	t.Logf("guest %d's ethtool -S eth0 (its rings):\n%s", guest, strings.Join(quote, "\n"))
+	if got["tx0_packets"] == 0 || got["rx0_packets"] == 0 || got["tx_packets"] != got["tx0_packets"] {
+		t.Errorf("guest %d's ethtool -S: tx0_packets %d, rx0_packets %d, tx_packets %d: want them moved", guest, got["tx0_packets"], got["rx0_packets"], got["tx_packets"])
+	}
 }
 
 // checkEthPing: the guest's ping of its peer's IPv4 address got every

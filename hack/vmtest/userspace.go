@@ -26,10 +26,12 @@ var LibDirs = []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib"
 // VerbsFiles are what the verbs guest runs, as paths in the unpacked root:
 // rdma-core's tools, the mlx4 provider libibverbs dlopens (its .driver file
 // names it), infiniband-diags' saquery, smpquery, ibnetdiscover and
-// ibportstate and perfquery (the MAD tunnel), iputils' ping (IPoIB), and perftest's and the RDMA CM's tools for the scenarios that
+// ibportstate and perfquery (the MAD tunnel), iputils' ping (IPoIB), ethtool (the Ethernet
+// guests' mlx4_en counters), and perftest's and the RDMA CM's tools for the scenarios that
 // follow.
 var VerbsFiles = []string{
 	"usr/bin/ibv_devinfo", "usr/bin/ibv_devices", "usr/sbin/saquery", "usr/sbin/smpquery", "usr/sbin/ibnetdiscover", "usr/sbin/ibportstate", "usr/sbin/perfquery", "bin/ping",
+	"sbin/ethtool",
 	"usr/bin/ibv_rc_pingpong", "usr/bin/ibv_ud_pingpong", "usr/bin/ibv_srq_pingpong",
 	"usr/bin/rping", "usr/bin/udaddy",
 	"usr/bin/ib_write_bw", "usr/bin/ib_send_lat", "usr/bin/ib_send_bw",

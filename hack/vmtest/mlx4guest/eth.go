@@ -88,6 +88,11 @@ func (g *guest) eth() error {
 	if err := ethAfter(dev, ec, bcast, absent); err != nil {
 		return err
 	}
+	// mlx4_en's own counters, as a VF shows them (its rings' packets and
+	// bytes, its port statistics).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sayResult("ethtool", runTool(ctx, "ethtool", "/sbin/ethtool", "-S", dev), 30*time.Second)
+	cancel()
 	wait("eth sent")
 	if err := stalled("unbind 1", func() error { return os.WriteFile(driverDir+"/unbind", []byte(g.bdf), 0) }); err != nil {
 		return fmt.Errorf("unbind 1: %w", err)
