@@ -20,12 +20,25 @@ import (
 type eqeLog struct {
 	mu   sync.Mutex
 	eqes [2][]mlx4.EQE
+	// do runs a function on the poller (PF.Do): the observer runs after
+	// the EQE is written, so a VF may see an EQE before its record is in
+	// the log; a read through the poller comes after it.
+	do func(func()) error
 }
 
+// of is VF vf's EQEs so far, read on the poller: every EQE a VF has seen
+// is in it.
 func (l *eqeLog) of(vf int) []mlx4.EQE {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]mlx4.EQE(nil), l.eqes[vf]...)
+	var out []mlx4.EQE
+	read := func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		out = append([]mlx4.EQE(nil), l.eqes[vf]...)
+	}
+	if l.do == nil || l.do(read) != nil {
+		read()
+	}
+	return out
 }
 
 // irqLog is an MSI-X delivery that records the vectors raised.
@@ -68,7 +81,7 @@ func eventRig(t *testing.T, mode vfdrv.Completions, irqs *irqLog) (*mastertest.R
 		}
 		ds[i] = d
 	}
-	log := &eqeLog{}
+	log := &eqeLog{do: r.PF.Do}
 	if err := r.PF.Do(func() {
 		r.HCA.SetEQEObserver(func(vf, eqn int, b *[mlx4.EQESize]byte) {
 			e, _ := mlx4.DecodeEQE(b[:]) // every 32 bytes decode
