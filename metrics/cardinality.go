@@ -74,6 +74,7 @@ func Families(numVFs int) []Family {
 		{"vhcrd_packets_dropped_total", numVFs * len(PacketDropReasons), "vf × drop reason"},
 		{"vhcrd_eth_sent_frames_total", numVFs * len(EthVerdicts), "vf × switch verdict"},
 		{"vhcrd_eth_received_frames_total", numVFs * (len(EthVerdicts) + 1), "vf × switch verdict or no_wqe"},
+		{"vhcrd_eth_uplink_frames_total", 2 * len(UplinkLabels), "port × direction and verdict"},
 		{"vhcrd_mad_tunnel_mads_total", numVFs * len(TunnelDirections), "vf × direction"},
 		{"vhcrd_mad_tunnel_drops_total", int(hca.NumTunnelDrops), "drop reason"},
 		{"vhcrd_mad_tunnel_cm_ids_total", 1, "none"},

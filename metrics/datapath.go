@@ -21,7 +21,7 @@ type DataPathCollector struct {
 	arms, compEvents, compLost, doorbells, foreign      *prometheus.Desc
 	dropped, catas, rnr, transport, log                 *prometheus.Desc
 	tunMADs, tunDrops, aliasGUIDs, cmIDs, ethSent       *prometheus.Desc
-	ethRecv                                             *prometheus.Desc
+	ethRecv, ethUplink                                  *prometheus.Desc
 }
 
 // The results of vhcrd_alias_guid_records_total.
@@ -35,6 +35,16 @@ var PacketDropReasons = []string{"ud_undeliverable", "uc_responder", "pkey", "qk
 
 // The verdicts of vhcrd_eth_sent_frames_total (eswitch.Verdict's labels).
 var EthVerdicts = eswitch.Verdicts()
+
+// The (direction, verdict) pairs of vhcrd_eth_uplink_frames_total, in the
+// order of UplinkValues.
+var UplinkLabels = [][2]string{{"out", "sent"}, {"out", "queue_full"},
+	{"in", "delivered"}, {"in", "no_vf"}, {"in", "runt"}, {"in", "oversize"}, {"in", "queue_full"}}
+
+// UplinkValues are a port's uplink counters in the order of UplinkLabels.
+func UplinkValues(s *hca.UplinkStats) [7]uint64 {
+	return [7]uint64{s.Out.Load(), s.OutQueueFull.Load(), s.In.Load(), s.InNoVF.Load(), s.InRunt.Load(), s.InOversize.Load(), s.InQueueFull.Load()}
+}
 
 // The events of vhcrd_datapath_log_total.
 var DataPathLogEvents = []string{"steps", "redone", "atomic_intents", "atomics_replayed", "no_slot", "applied"}
@@ -63,6 +73,7 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 		tunMADs:    d("mad_tunnel_mads_total", "MADs through the PF's SR-IOV tunnel, by VF: out, from its proxy QP0/QP1 to the wire (after mlx4_ib_multiplex_mad's checks); in, delivered to its proxy QPs.", "vf", "direction"),
 		ethSent:    d("eth_sent_frames_total", "Raw Ethernet frames the VF's QPs sent on an Ethernet port, by what the port's switch did (eswitch.Verdict): forward, link_down, runt, oversize, tagged, prio_tagged, untagged (vlan_control's blocks: a VST VF's own tag), spoof (spoof check), vlan (a forced VLAN the table lacks).", "vf", "verdict"),
 		ethRecv:    d("eth_received_frames_total", "Raw Ethernet frames the port's switch steered to the VF's QPs (by destination MAC: the QP_ATTACH of its L2 addresses), by what their ingress did (the verdicts of vhcrd_eth_sent_frames_total; untagged, prio_tagged, vlan: a VST VF's VLAN enforced) and no_wqe (passed, no receive WQE posted: dropped).", "vf", "verdict"),
+		ethUplink:  d("eth_uplink_frames_total", "Frames through an Ethernet port's uplink (ports[].uplink), by direction and what became of them: out sent (the switch sent it out of the port: no VF of the port has its unicast destination, or a broadcast or multicast), out queue_full (a TAP's queue full: lost); in delivered (from the host, steered to at least one QP of the port), no_vf (a unicast no VF has), runt, oversize (past the port's 1518 bytes), queue_full (the ingress queue full).", "port", "direction", "verdict"),
 		tunDrops:   d("mad_tunnel_drops_total", "MADs the tunnel dropped, by reason (hca.TunnelDropLabels): src_qp, length, tid, smi, class, port, pkey, unrouted, slave, proxy, queue, cm.", "reason"),
 		cmIDs:      d("mad_tunnel_cm_ids_total", "Comm IDs the PF gave the VFs' connections (mlx4_ib's CM paravirtualisation, cm.c): one per connection a VF's REQ, REP, MRA or SIDR REQ started."),
 		aliasGUIDs: d("alias_guid_records_total", "GUIDInfoRecord Sets the PF sent the SA to register the VFs' alias GUIDs (alias_GUID.c), and the SA's answers: ok, failed (a status).", "result"),
@@ -73,7 +84,7 @@ func NewDataPathCollector(h *hca.HCA) *DataPathCollector {
 func (c *DataPathCollector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.wqes, c.errCQEs, c.cqes, c.cqeDropped, c.overruns, c.cqAccess,
 		c.arms, c.compEvents, c.compLost, c.doorbells, c.foreign, c.dropped, c.catas, c.rnr, c.transport, c.log,
-		c.tunMADs, c.tunDrops, c.cmIDs, c.aliasGUIDs, c.ethSent, c.ethRecv}
+		c.tunMADs, c.tunDrops, c.cmIDs, c.aliasGUIDs, c.ethSent, c.ethRecv, c.ethUplink}
 }
 
 // Describe implements prometheus.Collector.
@@ -127,6 +138,13 @@ func (c *DataPathCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if r := e.TransportRetries.Load(); r != 0 {
 			ch <- prometheus.MustNewConstMetric(c.transport, prometheus.CounterValue, float64(r), l)
+		}
+	}
+	for phys := 1; c.h.UplinkStats(phys) != nil; phys++ {
+		for i, v := range UplinkValues(c.h.UplinkStats(phys)) {
+			if v != 0 {
+				ch <- prometheus.MustNewConstMetric(c.ethUplink, prometheus.CounterValue, float64(v), strconv.Itoa(phys), UplinkLabels[i][0], UplinkLabels[i][1])
+			}
 		}
 	}
 	ts := c.h.TunnelStats()

@@ -22,7 +22,7 @@
 // that a change of state is a value changing, not a series vanishing. Interrupts are counted per VF, not per vector
 // (a VF has up to 2048): vhcrd_interrupts_total{vf}, _unarmed_total and
 // vhcrd_interrupt_errors_total. Families lists every family with its bound; with 126
-// VFs the worst case is 16484 series per PF (the Go and process collectors'
+// VFs the worst case is 16498 series per PF (the Go and process collectors'
 // fixed set aside), against about 177k when commands were counted by vf,
 // opcode and status together. Counters that are zero are not emitted (but
 // for the per-VF fault counters that alerts take increase() of: DMA faults,

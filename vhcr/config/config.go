@@ -158,12 +158,23 @@ type Port struct {
 	Uplink *Uplink `json:"uplink,omitempty"`
 }
 
-// Uplink is an Ethernet port's way out of the device.
+// Uplink is an Ethernet port's way out of the device: a capture file, a
+// TAP device, or both.
 type Uplink struct {
 	// PCAP is a capture file (created, truncated) that gets every frame
 	// leaving the port as it is on the wire (a VST VF's with its tag):
 	// tshark and Wireshark read it.
-	PCAP string `json:"pcap"`
+	PCAP string `json:"pcap,omitempty"`
+	// TAP is a TAP device vhcrd makes (persistent, up, no address): the
+	// frames leaving the port are written to it, and what the host sends
+	// on it enters the port's switch as from the wire, to the VFs that
+	// have its destination MAC. The host's side sees VST VFs' frames
+	// tagged: a VLAN device on the TAP is their network.
+	TAP string `json:"tap,omitempty"`
+	// NetNS is the network namespace the TAP device is made in: a file
+	// as `ip netns add NAME` leaves it (/run/netns/NAME); "" the
+	// daemon's own.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // VFs configures the functions: a default and per-VF overrides (keyed by the
@@ -424,8 +435,15 @@ func (p *Port) validate(f string) error {
 	if p.LMC > 7 {
 		return fieldErr(f+".lmc", "%d outside 0..7", p.LMC)
 	}
-	if p.Uplink != nil && (p.LinkLayer != "eth" || p.Uplink.PCAP == "") {
-		return fieldErr(f+".uplink", "needs link_layer \"eth\" and a pcap file")
+	if u := p.Uplink; u != nil {
+		switch {
+		case p.LinkLayer != "eth" || u.PCAP == "" && u.TAP == "":
+			return fieldErr(f+".uplink", "needs link_layer \"eth\" and a pcap file or a tap device")
+		case u.NetNS != "" && u.TAP == "":
+			return fieldErr(f+".uplink.netns", "is where the tap device is made: needs uplink.tap")
+		case u.TAP != "" && (len(u.TAP) > 15 || strings.ContainsAny(u.TAP, "/: \t")):
+			return fieldErr(f+".uplink.tap", "%q is not an interface name (15 bytes, no '/', ':' or space)", u.TAP)
+		}
 	}
 	if p.PortGUID == 0 {
 		return fieldErr(f+".port_guid", "must be non-zero")

@@ -265,7 +265,8 @@ func TestTunnelClasses(t *testing.T) {
 	}
 }
 
-// An uplink belongs to an Ethernet port and names its capture file.
+// An uplink belongs to an Ethernet port and names its capture file, its
+// TAP device (and the TAP's namespace), or both.
 func TestUplink(t *testing.T) {
 	uncabled := strings.Replace(string(Example()), `"cables": {"1": 1, "2": 2}`, `"cables": {"2": 2}`, 1)
 	eth := strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"pcap": "/tmp/port1.pcap"},`, 1)
@@ -276,9 +277,19 @@ func TestUplink(t *testing.T) {
 	if u := c.Ports[0].Uplink; u == nil || u.PCAP != "/tmp/port1.pcap" || c.Ports[1].Uplink != nil {
 		t.Fatalf("uplinks %+v %+v", c.Ports[0].Uplink, c.Ports[1].Uplink)
 	}
+	tap := strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"tap": "vhup1", "netns": "/run/netns/lab"},`, 1)
+	if c, err = Parse(strings.NewReader(tap)); err != nil {
+		t.Fatal(err)
+	}
+	if u := c.Ports[0].Uplink; u == nil || u.TAP != "vhup1" || u.NetNS != "/run/netns/lab" || u.PCAP != "" {
+		t.Fatalf("a TAP uplink: %+v", c.Ports[0].Uplink)
+	}
 	for _, bad := range []string{
 		strings.Replace(string(Example()), `"link_layer": "ib",`, `"link_layer": "ib", "uplink": {"pcap": "/tmp/port1.pcap"},`, 1),
 		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"pcap": ""},`, 1),
+		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"pcap": "/tmp/p", "netns": "/run/netns/x"},`, 1),
+		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"tap": "a/b"},`, 1),
+		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"tap": "vhcrd-uplink-port1"},`, 1),
 	} {
 		if _, err := Parse(strings.NewReader(bad)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ports[0].uplink") {
 			t.Errorf("error %v does not name ports[0].uplink", err)

@@ -157,6 +157,9 @@ type qpOpts struct {
 	// mlx4_ib maps its proxy QPs (no reservation).
 	qpn  uint32
 	port int
+	// sqLog is the send queue's log size (0: 3, eight WQEs); the queue
+	// and the receive queue share one page.
+	sqLog uint8
 }
 
 // rcDefaults fills an RC QP's zero retry fields with what ibv_rc_pingpong
@@ -194,7 +197,10 @@ func (t *tvf) qp(o qpOpts) *tqp {
 	if o.port == 0 {
 		o.port = 1
 	}
-	q := &tqp{t: t, qpn: qpn, buf: t.newPage(), db: t.newPage(), sqShift: uint(o.sqStride) + 4, sqCnt: 8, srq: o.srq}
+	if o.sqLog == 0 {
+		o.sqLog = 3
+	}
+	q := &tqp{t: t, qpn: qpn, buf: t.newPage(), db: t.newPage(), sqShift: uint(o.sqStride) + 4, sqCnt: 1 << o.sqLog, srq: o.srq}
 	if o.srq == nil {
 		q.rqShift, q.rqCnt = uint(o.rqLogS)+4, 8
 	}
@@ -204,7 +210,7 @@ func (t *tvf) qp(o qpOpts) *tqp {
 		q.sqOff, q.rqOff = 0, uint64(q.sqCnt)<<q.sqShift
 	}
 	mtt := t.mtt(0, q.buf)
-	q.ctx = mlx4.QPContext{ST: o.st, PD: t.pd, MsgMax: 31, LogSQSize: 3, LogSQStride: o.sqStride, LogRQSize: 3, LogRQStride: o.rqLogS,
+	q.ctx = mlx4.QPContext{ST: o.st, PD: t.pd, MsgMax: 31, LogSQSize: o.sqLog, LogSQStride: o.sqStride, LogRQSize: 3, LogRQStride: o.rqLogS,
 		NoRQ: o.srq != nil, UsrPage: 128, CQNSend: t.cq, CQNRecv: t.cq, MTTBase: uint64(mtt), DBRecAddr: q.db, QKey: o.qkey,
 		LocalQPN: qpn, MinRNRTimer: o.minRNR, Pri: mlx4.QPPath{Port: o.port, CounterIndex: uint8(config.Default().Resources.Counters - 1), AckTimeout: o.timeout << mlx4.PathAckTOShift}}
 	if o.srq != nil {

@@ -2,6 +2,8 @@ package hca
 
 import (
 	"encoding/binary"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vhcrd/vhcrd/vhcr/eswitch"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -30,16 +32,56 @@ import (
 
 // Uplink takes the frames a port's switch sends out of the device: the
 // capture file or TAP device cmd/vhcrd opens. Send must not keep b; it
-// runs on the engine's goroutine. Flush is called when the poller goes
-// idle, so that a buffered capture reaches its file.
+// runs on the engine's goroutine and must not block (a TAP's writes are
+// another goroutine's). Flush is called when the poller goes idle, so that
+// a buffered capture reaches its file. Frames from the host come the other
+// way through HCA.ReceiveFrame.
 type Uplink interface {
 	Send(phys int, b []byte)
 	Flush()
 }
 
 // SetUplink installs the ports' uplink (nil: frames leaving the device
-// go nowhere).
-func (h *HCA) SetUplink(u Uplink) { h.eth.uplink = u }
+// go nowhere), and the queue of frames from it (ReceiveFrame).
+func (h *HCA) SetUplink(u Uplink) {
+	h.eth.uplink = u
+	if u != nil && h.eth.in == nil {
+		h.eth.in = new(ethInbox)
+	}
+}
+
+// UplinkStats counts one port's uplink. Frames out are those the switch
+// sent out of the port; frames in are those the host sent into it
+// (ReceiveFrame), by what became of them.
+type UplinkStats struct {
+	Out atomic.Uint64 // frames sent out of the port
+	// OutQueueFull: frames the uplink could not take (a TAP's queue full:
+	// the host's stack slower than the port), lost as on a congested link.
+	OutQueueFull atomic.Uint64
+	// In counts the frames from the host the switch steered to at least
+	// one of the port's QPs (each QP's ingress then counts it in its VF's
+	// EngineStats.EthRx).
+	In atomic.Uint64
+	// InNoVF: a unicast no QP of the port is attached to (dropped, as
+	// the switch would flood it nowhere but back).
+	InNoVF atomic.Uint64
+	// InOversize: longer than the port's largest frame (PortEthMTU with
+	// a header and one tag), dropped at the queue.
+	InOversize atomic.Uint64
+	// InRunt: shorter than an Ethernet header.
+	InRunt atomic.Uint64
+	// InQueueFull: the ingress queue held ethInQueue frames the poller
+	// had not taken (a host flooding faster than the VFs take it).
+	InQueueFull atomic.Uint64
+}
+
+// UplinkStats returns port phys's uplink counters (nil: no such port).
+func (h *HCA) UplinkStats(phys int) *UplinkStats {
+	if phys < 1 || phys > len(h.Cfg.Ports) {
+		return nil
+	}
+	return &h.eth.up[phys-1]
+}
 
 // FlushUplink flushes the uplink's buffered frames (the poller's idle
 // chores).
@@ -63,10 +105,115 @@ const (
 // ethState is the engine's raw Ethernet scratch.
 type ethState struct {
 	uplink Uplink
-	sent   bool // a frame went to the uplink since its last Flush
+	sent   bool           // a frame went to the uplink since its last Flush
+	in     *ethInbox      // frames from the uplink (nil: no uplink)
+	up     [2]UplinkStats // per physical port (the model has 1 or 2)
 	frame  [ethBuf]byte
 	out    [ethBuf + 2*eswitch.TagLen]byte
 	rx     [ethBuf + 2*eswitch.TagLen]byte
+}
+
+// ethInQueue bounds the frames from the host waiting for the poller; the
+// poller takes up to ethInBudget of them per scan, beside the send queues'
+// budget, so that a host's flood is one more source in the round robin.
+const (
+	ethInQueue  = 256
+	ethInBudget = 32
+)
+
+// ethInbox is the queue of frames from the uplink: any goroutine puts
+// (ReceiveFrame), the poller takes (ServiceUplink). A slot is the putter's
+// only at tail; the poller reads the slot at head without the lock, which
+// no put touches while it is counted in n.
+type ethInbox struct {
+	mu      sync.Mutex
+	head, n int
+	work    atomic.Int32 // n, for the scan's one load
+	q       [ethInQueue]ethInFrame
+}
+
+type ethInFrame struct {
+	phys uint8
+	n    uint16
+	b    [ethMaxFrame]byte
+}
+
+// ReceiveFrame queues frame b, which the host sent into physical port
+// phys's uplink (a TAP device's read), for the port's switch: the poller
+// steers it to the QPs attached to its destination MAC, as a frame from
+// the wire. b is copied; a frame shorter than the wire's 60 bytes is padded
+// as a wire's sender pads it. It reports false for a frame it drops (no
+// such Ethernet port or no uplink, a runt, too long, the queue full),
+// counted in UplinkStats. Any goroutine may call it; it wakes a sleeping
+// poller.
+func (h *HCA) ReceiveFrame(phys int, b []byte) bool {
+	q := h.eth.in
+	if q == nil || phys < 1 || phys > len(h.Cfg.Ports) || !h.isEth(phys) {
+		return false
+	}
+	st := &h.eth.up[phys-1]
+	switch {
+	case len(b) < eswitch.HeaderLen:
+		st.InRunt.Add(1)
+		return false
+	case len(b) > ethMaxFrame:
+		st.InOversize.Add(1)
+		return false
+	}
+	q.mu.Lock()
+	if q.n == ethInQueue {
+		q.mu.Unlock()
+		st.InQueueFull.Add(1)
+		return false
+	}
+	f := &q.q[(q.head+q.n)%ethInQueue]
+	f.phys, f.n = uint8(phys), uint16(max(len(b), ethMinFrame))
+	clear(f.b[copy(f.b[:], b):f.n])
+	q.n++
+	q.work.Add(1)
+	q.mu.Unlock()
+	if h.tun.wake != nil {
+		h.tun.wake()
+	}
+	return true
+}
+
+// ethMinFrame is the shortest frame on the wire without its FCS.
+const ethMinFrame = 60
+
+// ServiceUplink is the poller's uplink step, once per scan beside
+// ServiceQueues: up to ethInBudget frames from the host steered to the
+// VFs' QPs. It returns how many (non-zero is a busy scan); idle, it is one
+// load.
+func (h *HCA) ServiceUplink() int {
+	q := h.eth.in
+	if q == nil || q.work.Load() == 0 {
+		return 0
+	}
+	h.scratch()
+	done := 0
+	for done < ethInBudget {
+		q.mu.Lock()
+		if q.n == 0 {
+			q.mu.Unlock()
+			break
+		}
+		f := &q.q[q.head]
+		q.mu.Unlock()
+		phys := int(f.phys)
+		if h.ethDeliver(phys, -1, f.b[:f.n], false) {
+			h.eth.up[phys-1].In.Add(1)
+		} else {
+			h.eth.up[phys-1].InNoVF.Add(1)
+		}
+		q.mu.Lock()
+		q.head = (q.head + 1) % ethInQueue
+		q.n--
+		q.work.Add(-1)
+		q.mu.Unlock()
+		done++
+	}
+	return done
 }
 
 // ethPathOf reads the QP's switch policy from its stored context (at
@@ -126,8 +273,9 @@ func (h *HCA) sendEth(qp *qpObj, total uint64) bool {
 	p.LinkDown = !h.VFLinkUp(w.vf, qp.Port)
 	n, v := p.Egress(e.out[:], e.frame[:total], eswitch.WQEVLANOf(&d.Ctrl), ethMaxFrame)
 	st.EthTx.Count(v)
-	if v == eswitch.Forward && !h.ethDeliver(qp, e.out[:n]) && e.uplink != nil {
+	if v == eswitch.Forward && !h.ethLocal(qp.Port, w.vf, e.out[:n]) && e.uplink != nil {
 		e.uplink.Send(qp.Port, e.out[:n])
+		e.up[qp.Port-1].Out.Add(1)
 		e.sent = true
 	}
 	h.sqDone(qp, uint32(total))
@@ -144,27 +292,37 @@ const (
 	ethGIDMAC   = 10
 )
 
-// ethDeliver steers frame b, sent on qp's port, to the QPs attached to its
-// destination MAC there (not the sender's VF's); it reports whether the
-// frame stays in the device (a unicast some VF of the port has).
-func (h *HCA) ethDeliver(qp *qpObj, b []byte) bool {
+// ethLocal steers frame b, which VF from sent on physical port phys (its
+// WQE solicited or not), to
+// the QPs attached to its destination MAC there; it reports whether the
+// frame stays in the device (a unicast some VF of the port has), else it
+// goes out of the uplink too.
+func (h *HCA) ethLocal(phys, from int, b []byte) bool {
+	sol := h.dp.send.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_SOLICITED != 0
+	return h.ethDeliver(phys, from, b, sol) && !eswitch.IsMulticast(eswitch.MAC(b))
+}
+
+// ethDeliver steers frame b, on physical port phys from VF from (-1: from
+// the uplink), to the QPs of the port attached to its destination MAC
+// (never the sender VF's own), their CQEs solicited if sol; it reports
+// whether any QP took it.
+func (h *HCA) ethDeliver(phys, from int, b []byte, sol bool) bool {
 	dst := eswitch.MAC(b)
-	group := eswitch.IsMulticast(dst)
-	local := false
+	took := false
 	for qpn, gids := range h.fw.mcg {
 		dq := h.fw.qps[qpn]
-		if dq == nil || dq.wq == nil || !dq.wq.ethOn || dq.wq.vf == qp.wq.vf || dq.Port != qp.Port || !canReceive(dq) {
+		if dq == nil || dq.wq == nil || !dq.wq.ethOn || dq.wq.vf == from || dq.Port != phys || !canReceive(dq) {
 			continue
 		}
 		for i := range gids {
 			if h.ethGIDNames(dq, &gids[i], dst) {
-				h.ethReceive(dq, b)
-				local = true
+				h.ethReceive(dq, b, sol)
+				took = true
 				break
 			}
 		}
 	}
-	return local && !group
+	return took
 }
 
 // ethGIDNames reports whether attachment g of dq is an Ethernet L2 GID of
@@ -180,7 +338,7 @@ func (h *HCA) ethGIDNames(dq *qpObj, g *[16]byte, mac uint64) bool {
 
 // ethReceive is a frame's arrival at dq: its ingress, the next receive
 // WQE, the frame written, the CQE.
-func (h *HCA) ethReceive(dq *qpObj, b []byte) {
+func (h *HCA) ethReceive(dq *qpObj, b []byte, sol bool) {
 	w := dq.wq
 	e := &h.eth
 	st := &h.fw.vfs[w.vf].eng
@@ -227,5 +385,5 @@ func (h *HCA) ethReceive(dq *qpObj, b []byte) {
 		c.VlanMyQPN |= mlx4.CQE_VLAN_PRESENT_MASK
 		c.SLVID = tag.TCI
 	}
-	h.cqe(dq, 0, w.rcqn, c, h.dp.send.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_SOLICITED != 0)
+	h.cqe(dq, 0, w.rcqn, c, sol)
 }

@@ -112,8 +112,9 @@ type MADWire interface {
 // SetMADWire installs the wire; nil: the HCA's own ports' agents only.
 func (h *HCA) SetMADWire(w MADWire) { h.tun.wire = w }
 
-// SetTunnelWake installs what ReceiveMAD calls after queueing, so that a
-// sleeping poller comes to drain the queue (the PF's futex doorbell).
+// SetTunnelWake installs what ReceiveMAD and ReceiveFrame call after
+// queueing, so that a sleeping poller comes to drain the queue (the PF's
+// futex doorbell).
 func (h *HCA) SetTunnelWake(wake func()) { h.tun.wake = wake }
 
 // TunnelStats returns the tunnel's counters.

@@ -41,6 +41,9 @@ func (p *PF) scan() bool {
 	if p.hca.ServiceTunnel() > 0 { // MADs for the VFs' proxy QPs (hca/tunnel.go)
 		busy = true
 	}
+	if p.hca.ServiceUplink() > 0 { // frames from the hosts' side of the Ethernet ports (hca/eth.go)
+		busy = true
+	}
 	p.journal.Scanned()
 	if len(p.ftimers) != 0 {
 		p.runTimers()

@@ -86,7 +86,9 @@ const sleepCheckQPs = 64
 // UAR hints, the hot QPs and the watched CQs' arms are served
 // (hca.HCA.ServiceQueues), and the attached QPs checked by ownership
 // (hca.HCA.QueuesPending): work found is a reason not to block, as are
-// MADs the tunnel queued meanwhile (hca.HCA.ServiceTunnel).
+// MADs the tunnel queued meanwhile (hca.HCA.ServiceTunnel) and frames from
+// an Ethernet port's uplink (hca.HCA.ServiceUplink).
 func (p *PF) dataPathRang() bool {
-	return p.hca.ServiceQueues(dataPathBudget) > 0 || p.hca.ServiceTunnel() > 0 || p.hca.QueuesPending(sleepCheckQPs)
+	return p.hca.ServiceQueues(dataPathBudget) > 0 || p.hca.ServiceTunnel() > 0 || p.hca.ServiceUplink() > 0 ||
+		p.hca.QueuesPending(sleepCheckQPs)
 }

@@ -1,0 +1,65 @@
+package taptest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/vhcrd/vhcrd/hack/testenv"
+)
+
+// Require skips t (under CI fails it) where TAP devices and network
+// namespaces cannot be made: not root, no /dev/net/tun, no ip(8).
+func Require(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.SkipOrFail(t, "TAP devices and network namespaces need root")
+		return
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		testenv.SkipOrFail(t, "no /dev/net/tun: %v", err)
+		return
+	}
+	testenv.LookPath(t, "ip", "iproute2")
+}
+
+// NetNS is a network namespace made for one test.
+type NetNS struct {
+	t    testing.TB
+	Name string // as `ip netns` knows it
+	Path string // its file, for tap.Open and the config's uplink.netns
+}
+
+// New makes a network namespace (ip netns add), deleted at the end of t;
+// Require first.
+func New(t testing.TB) *NetNS {
+	t.Helper()
+	n := &NetNS{t: t, Name: fmt.Sprintf("vhcrd-test-%d-%d", os.Getpid(), seq())}
+	n.Path = "/run/netns/" + n.Name
+	if out, err := exec.Command("ip", "netns", "add", n.Name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v\n%s", n.Name, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n.Name).Run() })
+	return n
+}
+
+var count int
+
+func seq() int { count++; return count }
+
+// IP runs `ip -n NAME args...` and returns its output; a failure fails t.
+func (n *NetNS) IP(args ...string) string {
+	n.t.Helper()
+	out, err := exec.Command("ip", append([]string{"-n", n.Name}, args...)...).CombinedOutput()
+	if err != nil {
+		n.t.Fatalf("ip -n %s %s: %v\n%s", n.Name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Exec returns a command that runs in the namespace (ip netns exec).
+func (n *NetNS) Exec(name string, args ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", n.Name, name}, args...)...)
+}
