@@ -11,6 +11,7 @@ import (
 	"github.com/vhcrd/vhcrd/pcap"
 	"github.com/vhcrd/vhcrd/tap"
 	"github.com/vhcrd/vhcrd/vhcr/config"
+	"github.com/vhcrd/vhcrd/vhcr/eswitch"
 	"github.com/vhcrd/vhcrd/vhcr/hca"
 )
 
@@ -83,8 +84,8 @@ func (u *uplinks) open(phys int, c *config.Uplink) error {
 		if err != nil {
 			return fmt.Errorf("port %d uplink: %w", phys, err)
 		}
-		pu.tap = &tapLink{dev: d, phys: phys, kick: make(chan struct{}, 1)}
-		u.log.Info("uplink", "port", phys, "tap", c.TAP, "netns", c.NetNS)
+		pu.tap = &tapLink{dev: d, phys: phys, kick: make(chan struct{}, 1), access: eswitch.Access{VID: uint16(c.VLAN)}}
+		u.log.Info("uplink", "port", phys, "tap", c.TAP, "netns", c.NetNS, "access_vlan", c.VLAN)
 	}
 	return nil
 }
@@ -158,7 +159,8 @@ const tapSlot = 2048
 type tapLink struct {
 	dev        *tap.Device
 	phys       int
-	head, tail atomic.Uint32 // head: the writer's, tail: the poller's
+	access     eswitch.Access // VID 0: a trunk
+	head, tail atomic.Uint32  // head: the writer's, tail: the poller's
 	kick       chan struct{}
 	lens       [tapQueue]uint16
 	slots      [tapQueue][tapSlot]byte
@@ -172,7 +174,13 @@ func (t *tapLink) put(b []byte) bool {
 		return false
 	}
 	i := tl % tapQueue
-	t.lens[i] = uint16(copy(t.slots[i][:], b))
+	if t.access.VID == 0 {
+		t.lens[i] = uint16(copy(t.slots[i][:], b))
+	} else if n, ok := t.access.Out(t.slots[i][:], b); ok {
+		t.lens[i] = uint16(n)
+	} else {
+		return true // not the access port's VLAN: not its host's
+	}
 	t.tail.Store(tl + 1)
 	select {
 	case t.kick <- struct{}{}:
@@ -202,7 +210,7 @@ func (t *tapLink) write(u *uplinks) {
 // read hands the host's frames to the port's switch until the device is
 // closed.
 func (t *tapLink) read(u *uplinks) {
-	b := make([]byte, tapSlot)
+	b, tagged := make([]byte, tapSlot), make([]byte, tapSlot+eswitch.TagLen)
 	for {
 		n, err := t.dev.Read(b)
 		if err != nil {
@@ -211,6 +219,10 @@ func (t *tapLink) read(u *uplinks) {
 			}
 			return
 		}
-		u.h.ReceiveFrame(t.phys, b[:n])
+		if t.access.VID == 0 {
+			u.h.ReceiveFrame(t.phys, b[:n])
+		} else {
+			u.h.ReceiveFrame(t.phys, tagged[:t.access.In(tagged, b[:n])])
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vhcrd/vhcrd/hack/testenv"
+	"github.com/vhcrd/vhcrd/tap/taptest"
 )
 
 // The Ethernet guests' addresses and their VST.
@@ -21,17 +22,26 @@ const (
 	ethVLAN, ethQoS    = 100, 2
 	ethDatagrams       = 5
 	ethSpoofMAC        = "02:c9:03:0f:ff:01"
+	// The host's side of the uplink: the TAP device vhcrd makes in the
+	// test's network namespace (an access port of VST's VLAN: the host's
+	// kernel need not have 802.1Q), and its address there.
+	ethTAP, ethHost = "vhup1", "10.79.0.254"
 )
 
 // ethConfig is the default configuration with port 1 Ethernet (off the
-// IB fabric's switch), its uplink a capture file, and VF 0 (the guest's)
-// and VF 1 (the two guests') in VST with VLAN ethVLAN and priority ethQoS,
-// VF 1 with spoof check.
-func ethConfig(t *testing.T, bin, dir, uplink string) string {
+// IB fabric's switch), its uplink a capture file and, with a namespace,
+// the TAP device ethTAP in it, and VF 0 (the guest's) and VF 1 (the two
+// guests') in VST with VLAN ethVLAN and priority ethQoS, VF 1 with spoof
+// check.
+func ethConfig(t *testing.T, bin, dir, uplink string, ns *taptest.NetNS) string {
 	t.Helper()
 	return editedConfig(t, bin, dir, "eth.json", func(cfg map[string]any) {
 		p1 := cfg["ports"].([]any)[0].(map[string]any)
-		p1["link_layer"], p1["uplink"] = "eth", map[string]any{"pcap": uplink}
+		up := map[string]any{"pcap": uplink}
+		if ns != nil {
+			up["tap"], up["netns"], up["vlan"] = ethTAP, ns.Path, ethVLAN
+		}
+		p1["link_layer"], p1["uplink"] = "eth", up
 		delete(cfg["fabric"].(map[string]any)["cables"].(map[string]any), "1")
 		ov := cfg["vfs"].(map[string]any)["overrides"].(map[string]any)
 		for _, vf := range []int{guestVF, bystanderVF} {
@@ -49,7 +59,10 @@ func ethConfig(t *testing.T, bin, dir, uplink string) string {
 // completes (the transmit queue drains, no watchdog), and the port's
 // uplink capture, read by tshark, has their broadcasts and ARP requests
 // with the VST tag the switch inserted and none of the unicast frames
-// between them, which stay in the device.
+// between them, which stay in the device. The uplink is also a TAP device
+// in a network namespace the test makes, an access port of VLAN 100: each
+// guest pings the host's address there, and the host pings the first
+// guest.
 func TestLinuxMLX4Eth(t *testing.T) {
 	e, recs := setupVerbs(t)
 	if _, err := os.Stat(filepath.Join(e.mods, "mlx4_en.ko")); err != nil {
@@ -62,13 +75,19 @@ func TestLinuxMLX4Eth(t *testing.T) {
 	}
 	bin := filepath.Join(e.tmp, "vhcrd")
 	uplink := filepath.Join(dir, "uplink.pcap")
-	v := startVhcrdGuests(t, bin, dir, nil, true, "--config", ethConfig(t, bin, dir, uplink))
+	ns := ethHostSide(t)
+	v := startVhcrdGuests(t, bin, dir, nil, true, "--config", ethConfig(t, bin, dir, uplink, ns))
 	e.vhcrd = v
+	host := ""
+	if ns != nil {
+		host = ethHost
+		ethHostUp(ns)
+	}
 	cfg := func(addr, peer string) MLX4Config {
 		c := DefaultMLX4Config()
 		c.Modules = []string{"mlx4_core", "mlx4_en"}
 		c.Scenario = ScenarioEth
-		c.Eth = EthConfig{Addr: addr, Prefix: 24, Absent: ethAbsent, Broadcasts: ethDatagrams, Ping: peer}
+		c.Eth = EthConfig{Addr: addr, Prefix: 24, Absent: ethAbsent, Broadcasts: ethDatagrams, Ping: peer, Host: host}
 		return c
 	}
 	c0 := cfg(ethAddr0, ethAddr1)
@@ -91,6 +110,9 @@ func TestLinuxMLX4Eth(t *testing.T) {
 	g1.expect("vmtest: wait eth sent")
 	l0.keep(g0)()
 	l1.keep(g1)()
+	if ns != nil {
+		ethHostPing(t, v, ns)
+	}
 	m := v.metrics(t)
 	for i, vf := range []int{guestVF, bystanderVF} {
 		fwd[i] = m.sum("vhcrd_eth_sent_frames_total", map[string]string{"vf": strconv.Itoa(vf), "verdict": "forward"})
@@ -126,6 +148,9 @@ func TestLinuxMLX4Eth(t *testing.T) {
 			t.Errorf("guest %d: no TCP line %s from its peer", i, want)
 		}
 		checkEthtool(t, i, c.lines)
+		if ns != nil {
+			checkHostPing(t, i, c.lines)
+		}
 		if recv[i] == 0 {
 			t.Errorf("VF %d received no frame through the switch", i)
 		}
@@ -282,7 +307,7 @@ func checkUplink(t *testing.T, path string, macs [2]string) {
 			if f[4] == "1" && f[5] == addr && f[6] == ethAbsent {
 				arps++
 			}
-			if f[10] != "" {
+			if f[10] != "" && f[7] != ethHost { // the host's pings go out
 				icmp++
 			}
 		}
@@ -290,5 +315,67 @@ func checkUplink(t *testing.T, path string, macs [2]string) {
 			t.Errorf("from %s: %d broadcasts to %s:9 (want %d; %d with a checksum not good), %d ARP requests for %s (want some), %d frames without VLAN %d priority %d, %d ICMP (want none)",
 				mac, bcasts, ethBcast, ethDatagrams, badCsum, arps, ethAbsent, untagged, ethVLAN, ethQoS, icmp)
 		}
+	}
+}
+
+// ethHostSide makes the network namespace of the uplink's TAP device, or
+// returns nil where TAP devices cannot be made (not root: the host's side
+// is left out, logged; under CI a failure).
+func ethHostSide(t *testing.T) *taptest.NetNS {
+	t.Helper()
+	if err := taptest.Available(); err != nil {
+		if testenv.CI() {
+			t.Fatalf("the uplink's TAP device: %v; required under CI=true", err)
+		}
+		t.Logf("the uplink's TAP device left out: %v", err)
+		return nil
+	}
+	testenv.LookPath(t, "ping", "iputils-ping")
+	return taptest.New(t)
+}
+
+// ethHostUp gives the host's side of the TAP device (made by vhcrd as it
+// started, an access port of VLAN ethVLAN: the VST VFs' network, untagged)
+// the address ethHost.
+func ethHostUp(ns *taptest.NetNS) {
+	ns.IP("addr", "add", ethHost+"/24", "dev", ethTAP)
+	ns.IP("link", "set", "lo", "up")
+}
+
+// ethHostPing pings the first guest from the host's side of the uplink
+// (the second's MAC is spoofed by now): in through the TAP device, the
+// switch's ingress and VST's strip, and the replies out again; the
+// uplink's counters show both directions.
+func ethHostPing(t *testing.T, v *vhcrdProc, ns *taptest.NetNS) {
+	t.Helper()
+	out, err := ns.Exec("timeout", "60", "ping", "-n", "-c", "3", "-i", "0.5", "-W", "5", ethAddr0).CombinedOutput()
+	t.Logf("ip netns exec %s ping %s:\n%s", ns.Name, ethAddr0, strings.TrimSpace(string(out)))
+	if err != nil || !strings.Contains(string(out), "3 packets transmitted, 3 received") {
+		t.Errorf("the host's ping of guest 0 through the TAP uplink: %v", err)
+	}
+	m := v.metrics(t)
+	in := m.sum("vhcrd_eth_uplink_frames_total", map[string]string{"port": "1", "direction": "in", "verdict": "delivered"})
+	sent := m.sum("vhcrd_eth_uplink_frames_total", map[string]string{"port": "1", "direction": "out", "verdict": "sent"})
+	t.Logf("vhcrd_eth_uplink_frames_total{port=\"1\"}: in delivered %v, out sent %v", in, sent)
+	if in < 3 || sent < 3 {
+		t.Errorf("the uplink's counters: in delivered %v, out sent %v: want the pings' at least", in, sent)
+	}
+}
+
+// checkHostPing: the guest's ping of the host's address on the uplink got
+// every reply.
+func checkHostPing(t *testing.T, guest int, lines []string) {
+	t.Helper()
+	var quote []string
+	ok := false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "vmtest: pinghost| ") {
+			quote = append(quote, l)
+			ok = ok || strings.Contains(l, "3 packets transmitted, 3 received")
+		}
+	}
+	t.Logf("guest %d's ping of the host's %s through the TAP uplink:\n%s", guest, ethHost, strings.Join(quote, "\n"))
+	if !ok {
+		t.Errorf("guest %d's ping of the host's %s: not every reply", guest, ethHost)
 	}
 }

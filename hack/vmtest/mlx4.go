@@ -60,6 +60,9 @@ type EthConfig struct {
 	TCPRole   string
 	SpoofMAC  string
 	LinkCycle bool
+	// Host, if set, is an address on the port's uplink (the host's side
+	// of its TAP device), pinged after Ping ("pinghost" lines).
+	Host string
 }
 
 // MLX4Config is the mlx4 guest's configuration (MLX4ConfigPath). The guest

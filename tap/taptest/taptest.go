@@ -1,6 +1,7 @@
 package taptest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,19 +11,28 @@ import (
 	"github.com/vhcrd/vhcrd/hack/testenv"
 )
 
-// Require skips t (under CI fails it) where TAP devices and network
-// namespaces cannot be made: not root, no /dev/net/tun, no ip(8).
-func Require(t testing.TB) {
-	t.Helper()
+// Available tells why TAP devices and network namespaces cannot be made
+// here (nil: they can): not root, no /dev/net/tun, no ip(8).
+func Available() error {
 	if os.Geteuid() != 0 {
-		testenv.SkipOrFail(t, "TAP devices and network namespaces need root")
-		return
+		return errors.New("TAP devices and network namespaces need root")
 	}
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		testenv.SkipOrFail(t, "no /dev/net/tun: %v", err)
-		return
+		return fmt.Errorf("no /dev/net/tun: %w", err)
 	}
-	testenv.LookPath(t, "ip", "iproute2")
+	if _, err := exec.LookPath("ip"); err != nil {
+		return errors.New("ip not installed (Debian package iproute2)")
+	}
+	return nil
+}
+
+// Require skips t (under CI fails it) where TAP devices and network
+// namespaces cannot be made (Available).
+func Require(t testing.TB) {
+	t.Helper()
+	if err := Available(); err != nil {
+		testenv.SkipOrFail(t, "%v", err)
+	}
 }
 
 // NetNS is a network namespace made for one test.

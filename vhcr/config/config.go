@@ -175,6 +175,13 @@ type Uplink struct {
 	// as `ip netns add NAME` leaves it (/run/netns/NAME); "" the
 	// daemon's own.
 	NetNS string `json:"netns,omitempty"`
+	// VLAN, if set, makes the TAP an access port of that VLAN, as an
+	// upstream switch's port to a host without 802.1Q: the TAP gets the
+	// port's frames of that VLAN untagged and no others, and the host's
+	// frames enter the port tagged with it (priority 0). 0: the TAP is a
+	// trunk and sees the frames as on the wire (a VLAN device on it is
+	// the VST VFs' network).
+	VLAN int `json:"vlan,omitempty"`
 }
 
 // VFs configures the functions: a default and per-VF overrides (keyed by the
@@ -439,6 +446,8 @@ func (p *Port) validate(f string) error {
 		switch {
 		case p.LinkLayer != "eth" || u.PCAP == "" && u.TAP == "":
 			return fieldErr(f+".uplink", "needs link_layer \"eth\" and a pcap file or a tap device")
+		case u.VLAN != 0 && (u.TAP == "" || u.VLAN < 1 || u.VLAN > 4094):
+			return fieldErr(f+".uplink.vlan", "%d: the tap device's access VLAN, 1..4094, needs uplink.tap", u.VLAN)
 		case u.NetNS != "" && u.TAP == "":
 			return fieldErr(f+".uplink.netns", "is where the tap device is made: needs uplink.tap")
 		case u.TAP != "" && (len(u.TAP) > 15 || strings.ContainsAny(u.TAP, "/: \t")):

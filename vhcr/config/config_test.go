@@ -277,11 +277,11 @@ func TestUplink(t *testing.T) {
 	if u := c.Ports[0].Uplink; u == nil || u.PCAP != "/tmp/port1.pcap" || c.Ports[1].Uplink != nil {
 		t.Fatalf("uplinks %+v %+v", c.Ports[0].Uplink, c.Ports[1].Uplink)
 	}
-	tap := strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"tap": "vhup1", "netns": "/run/netns/lab"},`, 1)
+	tap := strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"tap": "vhup1", "netns": "/run/netns/lab", "vlan": 100},`, 1)
 	if c, err = Parse(strings.NewReader(tap)); err != nil {
 		t.Fatal(err)
 	}
-	if u := c.Ports[0].Uplink; u == nil || u.TAP != "vhup1" || u.NetNS != "/run/netns/lab" || u.PCAP != "" {
+	if u := c.Ports[0].Uplink; u == nil || u.TAP != "vhup1" || u.NetNS != "/run/netns/lab" || u.VLAN != 100 || u.PCAP != "" {
 		t.Fatalf("a TAP uplink: %+v", c.Ports[0].Uplink)
 	}
 	for _, bad := range []string{
@@ -289,6 +289,8 @@ func TestUplink(t *testing.T) {
 		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"pcap": ""},`, 1),
 		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"pcap": "/tmp/p", "netns": "/run/netns/x"},`, 1),
 		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"tap": "a/b"},`, 1),
+		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"pcap": "/tmp/p", "vlan": 100},`, 1),
+		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"tap": "t", "vlan": 4095},`, 1),
 		strings.Replace(uncabled, `"link_layer": "ib",`, `"link_layer": "eth", "uplink": {"tap": "vhcrd-uplink-port1"},`, 1),
 	} {
 		if _, err := Parse(strings.NewReader(bad)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ports[0].uplink") {

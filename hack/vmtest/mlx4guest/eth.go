@@ -65,6 +65,12 @@ func (g *guest) eth() error {
 		sayResult("ping6", r, 60*time.Second)
 		cancel()
 	}
+	if ec.Host != "" {
+		// Out of the uplink to the host's stack and back in.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		sayResult("pinghost", runTool(ctx, "pinghost", "/bin/ping", "-n", "-c", "3", "-i", "0.5", "-W", "5", ec.Host), 60*time.Second)
+		cancel()
+	}
 	bcast := broadcast(ip, ec.Prefix)
 	if err := sendUDP(bcast, absent, ec.Broadcasts); err != nil {
 		return err
