@@ -429,6 +429,20 @@ var portStates = map[string]uint8{"down": 1, "init": 2, "armed": 3, "active": 4}
 // StateValue is the IB PortState value (1 Down .. 4 Active).
 func (p *Port) StateValue() uint8 { return portStates[p.State] }
 
+func (u *Uplink) validate(f, linkLayer string) error {
+	switch {
+	case linkLayer != "eth" || u.PCAP == "" && u.TAP == "":
+		return fieldErr(f, "needs link_layer \"eth\" and a pcap file or a tap device")
+	case u.VLAN != 0 && (u.TAP == "" || u.VLAN < 1 || u.VLAN > 4094):
+		return fieldErr(f+".vlan", "%d: the tap device's access VLAN, 1..4094, needs uplink.tap", u.VLAN)
+	case u.NetNS != "" && u.TAP == "":
+		return fieldErr(f+".netns", "is where the tap device is made: needs uplink.tap")
+	case u.TAP != "" && (len(u.TAP) > 15 || strings.ContainsAny(u.TAP, "/: \t")):
+		return fieldErr(f+".tap", "%q is not an interface name (15 bytes, no '/', ':' or space)", u.TAP)
+	}
+	return nil
+}
+
 func (p *Port) validate(f string) error {
 	switch p.LinkLayer {
 	case "ib", "eth":
@@ -443,15 +457,8 @@ func (p *Port) validate(f string) error {
 		return fieldErr(f+".lmc", "%d outside 0..7", p.LMC)
 	}
 	if u := p.Uplink; u != nil {
-		switch {
-		case p.LinkLayer != "eth" || u.PCAP == "" && u.TAP == "":
-			return fieldErr(f+".uplink", "needs link_layer \"eth\" and a pcap file or a tap device")
-		case u.VLAN != 0 && (u.TAP == "" || u.VLAN < 1 || u.VLAN > 4094):
-			return fieldErr(f+".uplink.vlan", "%d: the tap device's access VLAN, 1..4094, needs uplink.tap", u.VLAN)
-		case u.NetNS != "" && u.TAP == "":
-			return fieldErr(f+".uplink.netns", "is where the tap device is made: needs uplink.tap")
-		case u.TAP != "" && (len(u.TAP) > 15 || strings.ContainsAny(u.TAP, "/: \t")):
-			return fieldErr(f+".uplink.tap", "%q is not an interface name (15 bytes, no '/', ':' or space)", u.TAP)
+		if err := u.validate(f+".uplink", p.LinkLayer); err != nil {
+			return err
 		}
 	}
 	if p.PortGUID == 0 {

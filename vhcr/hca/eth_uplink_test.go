@@ -153,3 +153,40 @@ func TestEthVFFloodKeepsOthersShare(t *testing.T) {
 	}
 	r.d.take()
 }
+
+// FuzzEthUplink: any bytes from the host, to VF 0's or VF 1's MAC or
+// anywhere, n times: queued or refused as counted, steered without a
+// panic, never back out of the uplink, and each receive CQE no longer than
+// the frame padded.
+func FuzzEthUplink(f *testing.F) {
+	f.Add(tag(ethFrame(0, 0x02aabbccdd01, 100), 100), uint8(0), uint8(3))
+	f.Add(ethFrame(eswitch.Broadcast, 0x02aabbccdd01, 42), uint8(1), uint8(12))
+	f.Add([]byte{1, 2, 3}, uint8(2), uint8(1))
+	f.Fuzz(func(t *testing.T, b []byte, to, n uint8) {
+		r := newEthRig(t)
+		h := r.d.h
+		r.ethRX(0, 4)
+		r.ethRX(1, 4)
+		if len(b) >= 6 && to < 2 {
+			eswitch.PutMAC(b, h.VFMAC(int(to), 1))
+		}
+		st := h.UplinkStats(1)
+		n = n%16 + 1
+		for range n {
+			h.ReceiveFrame(1, b)
+		}
+		for h.ServiceUplink() > 0 {
+		}
+		if c := st.In.Load() + st.InNoVF.Load() + st.InRunt.Load() + st.InOversize.Load(); c != uint64(n) {
+			t.Fatalf("%d frames of %d bytes counted %d times", n, len(b), c)
+		}
+		for _, g := range r.d.take() {
+			if !g.e.IsError() && g.e.ByteCnt > uint32(max(len(b), ethMinFrame)) {
+				t.Fatalf("a CQE of %d bytes for a frame of %d", g.e.ByteCnt, len(b))
+			}
+		}
+		if len(r.up.frames) != 0 {
+			t.Fatal("a frame from the host went back out")
+		}
+	})
+}

@@ -13,6 +13,7 @@ package hca
 import (
 	"encoding/binary"
 
+	"github.com/vhcrd/vhcrd/vhcr/eswitch"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -60,9 +61,8 @@ func (h *HCA) QP_FLOW_STEERING_ATTACH(c *Cmd) mlx4.Status {
 		if size < mlx4.NetTransCtrlSize+mlx4.RuleHwEthDstMAC+6 {
 			return c.Refuse(mlx4.BAD_PARAM, refusal.Context)
 		}
-		dst := hdr[mlx4.RuleHwEthDstMAC : mlx4.RuleHwEthDstMAC+6]
-		mac := uint64(dst[0])<<40 | uint64(dst[1])<<32 | uint64(dst[2])<<24 | uint64(dst[3])<<16 | uint64(dst[4])<<8 | uint64(dst[5])
-		if dst[0]&1 == 0 && !h.Res.HasMACValue(c.VF, phys, mac) {
+		mac := eswitch.MAC(hdr[mlx4.RuleHwEthDstMAC:])
+		if !eswitch.IsMulticast(mac) && !h.Res.HasMACValue(c.VF, phys, mac) {
 			return c.Refuse(mlx4.BAD_PARAM, refusal.NotOwner)
 		}
 	case mlx4.NET_TRANS_RULE_ID_IPV4, mlx4.NET_TRANS_RULE_ID_TCP, mlx4.NET_TRANS_RULE_ID_UDP:

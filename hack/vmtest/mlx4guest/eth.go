@@ -57,20 +57,7 @@ func (g *guest) eth() error {
 			return err
 		}
 	}
-	if ec.Ping != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		r := runTool(ctx, "ping", "/bin/ping", "-n", "-c", "3", "-i", "0.5", "-W", "5", ec.Ping)
-		sayResult("ping", r, 60*time.Second)
-		r = runTool(ctx, "ping6", "/bin/ping", "-6", "-n", "-c", "3", "-i", "0.5", "-W", "5", "ff02::1%"+dev)
-		sayResult("ping6", r, 60*time.Second)
-		cancel()
-	}
-	if ec.Host != "" {
-		// Out of the uplink to the host's stack and back in.
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		sayResult("pinghost", runTool(ctx, "pinghost", "/bin/ping", "-n", "-c", "3", "-i", "0.5", "-W", "5", ec.Host), 60*time.Second)
-		cancel()
-	}
+	ethPings(dev, ec)
 	bcast := broadcast(ip, ec.Prefix)
 	if err := sendUDP(bcast, absent, ec.Broadcasts); err != nil {
 		return err
@@ -105,6 +92,21 @@ func (g *guest) eth() error {
 	}
 	say("unbound 1")
 	return nil
+}
+
+// ethPings pings the peer's IPv4 address and the link's all-nodes group
+// ("ping", "ping6"), and the host's address on the uplink ("pinghost": out
+// of the uplink to the host's stack and back in).
+func ethPings(dev string, ec vmtest.EthConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if ec.Ping != "" {
+		sayResult("ping", runTool(ctx, "ping", "/bin/ping", "-n", "-c", "3", "-i", "0.5", "-W", "5", ec.Ping), 60*time.Second)
+		sayResult("ping6", runTool(ctx, "ping6", "/bin/ping", "-6", "-n", "-c", "3", "-i", "0.5", "-W", "5", "ff02::1%"+dev), 60*time.Second)
+	}
+	if ec.Host != "" {
+		sayResult("pinghost", runTool(ctx, "pinghost", "/bin/ping", "-n", "-c", "3", "-i", "0.5", "-W", "5", ec.Host), 60*time.Second)
+	}
 }
 
 // ethAfter runs ScenarioEth's phases after the first datagrams: the
