@@ -64,14 +64,6 @@ func (h *HCA) PortOpen(vf, phys int) bool {
 	return h.fw.vfs[vf].PortOpen[phys-1]
 }
 
-// SET_PORT: the port must be the VF's (BAD_PARAM). A VF may not change
-// the port's configuration (mlx4_common_set_port ignores or restricts the
-// VF's MTU, MAC, VLAN and GID tables), so the model accepts and ignores it.
-func (h *HCA) SET_PORT(c *Cmd) mlx4.Status {
-	_, s := h.port(c, c.InMod&mlx4.PortInModMask)
-	return s
-}
-
 // HW_HEALTH_CHECK is native in mlx4; the model's hardware is healthy.
 func (h *HCA) HW_HEALTH_CHECK(c *Cmd) mlx4.Status { return mlx4.OK }
 

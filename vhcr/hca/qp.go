@@ -66,16 +66,6 @@ const (
 // mcgProtETH is MLX4_PROT_ETH, QP_ATTACH's in_modifier[30:28].
 const mcgProtETH = 1
 
-// numGIDs is the VF's GID count on a physical port: 1 on IB, an equal share
-// of the table on Ethernet (as QUERY_PORT reports it).
-func (h *HCA) numGIDs(phys int) int {
-	p := &h.Cfg.Ports[phys-1]
-	if p.LinkLayer == "eth" {
-		return max(1, p.GIDTableLen/(h.NumVFs+1))
-	}
-	return 1
-}
-
 func (h *HCA) isEth(phys int) bool { return h.Cfg.Ports[phys-1].LinkLayer == "eth" }
 
 // qpPath locates one address path's fields in the modify-QP mailbox.
@@ -127,10 +117,10 @@ func (h *HCA) qpcVerify(c *Cmd, q *mlx4.QPMailbox, path bool, op mlx4.Opcode, pr
 		return c.Refuse(mlx4.BAD_OP, refusal.Context)
 	}
 	connected := q.Ctx.ST == mlx4.QP_ST_RC || q.Ctx.ST == mlx4.QP_ST_UC || q.Ctx.ST == mlx4.QP_ST_XRC
-	if path && connected && q.OptPar&mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH != 0 && int(b[priPath.mgid]) >= h.numGIDs(pri) {
+	if path && connected && q.OptPar&mlx4.QP_OPTPAR_PRIMARY_ADDR_PATH != 0 && int(b[priPath.mgid]) >= h.numGIDs(c.VF, pri) {
 		return c.Refuse(mlx4.BAD_PARAM, refusal.GID)
 	}
-	if path && connected && alt != 0 && int(b[altPath.mgid]) >= h.numGIDs(alt) {
+	if path && connected && alt != 0 && int(b[altPath.mgid]) >= h.numGIDs(c.VF, alt) {
 		return c.Refuse(mlx4.BAD_PARAM, refusal.GID)
 	}
 	qpn := c.InMod & qpnMask
@@ -185,7 +175,8 @@ func (h *HCA) pathRewrite(c *Cmd, p qpPath, phys int, st uint8, gidSet bool) {
 	b[p.pkey] = byte(h.Funcs[c.VF].PKeyMap[phys][b[p.pkey]])
 	connected := st == mlx4.QP_ST_RC || st == mlx4.QP_ST_UC || st == mlx4.QP_ST_XRC
 	slave := byte(c.VF + 1)
-	base := byte((c.VF + 1) * h.numGIDs(phys))
+	gbase, _ := h.gidSlice(c.VF, phys)
+	base := byte(gbase)
 	switch {
 	case st == mlx4.QP_ST_UD && h.isEth(phys):
 		b[p.mgid] = base&mlx4.MGIDIndexMask | mlx4.MGIDIndexUD

@@ -296,11 +296,7 @@ func (h *HCA) QUERY_PORT(c *Cmd) mlx4.Status {
 	o[mlx4.QUERY_PORT_MAX_MACVLAN_OFFSET] = log2(h.Cfg.Resources.VLANsPerPort)<<4 | log2(h.Cfg.Resources.MACsPerPort)
 	o[mlx4.QUERY_PORT_MAX_VL_OFFSET] = modelMaxVL
 	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_CUR_MAX_PKEY_OFFSET:], uint16(len(fn.PKeyMap[phys])))
-	gids := uint16(1)
-	if p.LinkLayer == "eth" {
-		gids = uint16(p.GIDTableLen / (h.NumVFs + 1))
-	}
-	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_CUR_MAX_GID_OFFSET:], gids)
+	binary.BigEndian.PutUint16(o[mlx4.QUERY_PORT_CUR_MAX_GID_OFFSET:], uint16(h.numGIDs(c.VF, phys)))
 	binary.BigEndian.PutUint64(o[mlx4.QUERY_PORT_MAC_OFFSET:], h.VFMAC(c.VF, phys))
 	return mlx4.OK
 }

@@ -17,9 +17,10 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 	if vf < 0 || vf >= len(h.fw.vfs) {
 		return restrack.Released{}
 	}
-	h.tptChanged()   // keycache.go: the VF's MPTs and MTTs go
-	h.mcgResetVF(vf) // mcg.go: its multicast groups left
-	h.cmResetVF(vf)  // cm.go: its connections' comm IDs forgotten
+	h.tptChanged()    // keycache.go: the VF's MPTs and MTTs go
+	h.mcgResetVF(vf)  // mcg.go: its multicast groups left
+	h.cmResetVF(vf)   // cm.go: its connections' comm IDs forgotten
+	h.gidsResetVF(vf) // roce.go: its RoCE GIDs emptied
 	rel := h.Res.DeleteAll(vf, func(o *restrack.Object) {
 		switch o.Type {
 		case restrack.MAC:

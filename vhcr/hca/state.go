@@ -86,6 +86,9 @@ type EQState struct {
 type PortState struct {
 	MAC  [macTableSize]TableEntry
 	VLAN [vlanTableSize]TableEntry
+	// RoCEGIDs is an Ethernet port's GID table: the PF's, then each VF's
+	// slice (roce.go).
+	RoCEGIDs [mlx4.ROCE_MAX_GIDS][mlx4.ROCE_GID_ENTRY_SIZE]byte
 }
 
 // TableEntry is one MAC or VLAN table entry and its reference count.

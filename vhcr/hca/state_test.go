@@ -185,6 +185,7 @@ func stateRig(t *testing.T, seed uint64) (*propState, *uint32) {
 		p.step(p.vfs[p.rnd.IntN(3)])
 	}
 	v := p.vfs[1]
+	v.must(v.run(v.cmd(mlx4.SET_PORT, 0, mlx4.SET_PORT_GID_TABLE<<mlx4.SetPortTypeShift|1, mlx4.SET_PORT_ETH_OPCODE, roceGIDs(0xfe80, 0x0ac9), false)), "SET_PORT GID_TABLE")
 	cq := v.createCQ()
 	qpn, q := v.newQP(cq)
 	v.must(v.qpCmd(mlx4.RST2INIT_QP, qpn, &q), "RST2INIT")

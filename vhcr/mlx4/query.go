@@ -263,3 +263,28 @@ const (
 	PortInModMask    = 0xff
 	CounterInModMask = 0xffff
 )
+
+// SET_PORT (mlx4_common_set_port, drivers/net/ethernet/mellanox/mlx4/port.c;
+// include/linux/mlx4/cmd.h, device.h): a non-zero op_modifier
+// (MLX4_SET_PORT_ETH_OPCODE) is an Ethernet SET_PORT whose type is the
+// in_modifier's bits 15:8; a zero op_modifier is the IB SET_PORT, whose
+// mailbox has the port's new capability mask at bytes 4..7 (firmware
+// without MLX4_FLAG_OLD_PORT_CMDS). A VF may use the Ethernet types
+// GENERAL and GID_TABLE only. The RoCE GID table has MLX4_ROCE_MAX_GIDS
+// entries of 16 bytes per port: the PF's first MLX4_ROCE_PF_GIDS, the VFs
+// sharing the rest (mlx4_get_slave_num_gids, mlx4_get_base_gid_ix).
+const (
+	SET_PORT_ETH_OPCODE    = 0x1
+	SET_PORT_BEACON_OPCODE = 0x4
+	SET_PORT_GENERAL       = 0x0
+	SET_PORT_RQP_CALC      = 0x1
+	SET_PORT_GID_TABLE     = 0x5
+	SET_PORT_ROCE_ADDR     = 0xD
+	SetPortTypeShift       = 8
+	SetPortIBCapMaskOffset = 4
+	PORT_CAP_IS_SM         = 1 << 1
+	PORT_CAP_DEV_MGMT_SUP  = 1 << 19
+	ROCE_MAX_GIDS          = 128
+	ROCE_PF_GIDS           = 16
+	ROCE_GID_ENTRY_SIZE    = 16
+)
