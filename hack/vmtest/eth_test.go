@@ -85,16 +85,16 @@ func TestLinuxMLX4Eth(t *testing.T) {
 	}
 	cfg := func(addr, peer string) MLX4Config {
 		c := DefaultMLX4Config()
-		c.Modules = []string{"mlx4_core", "mlx4_en"}
+		c.Modules = []string{"mlx4_core", "mlx4_en", "mlx4_ib"}
 		c.Scenario = ScenarioEth
 		c.Eth = EthConfig{Addr: addr, Prefix: 24, Absent: ethAbsent, Broadcasts: ethDatagrams, Ping: peer, Host: host}
 		return c
 	}
 	c0 := cfg(ethAddr0, ethAddr1)
-	c0.Eth.TCPRole = "server"
+	c0.Eth.TCPRole, c0.Eth.Verbs = "server", roceConfig("server")
 	g0 := e.bootWith(t, c0, bootOpts{name: "eth0", extra: recs, timeout: verbsBootTimeout})
 	c1 := cfg(ethAddr1, ethAddr0)
-	c1.Eth.SpoofMAC, c1.Eth.LinkCycle, c1.Eth.TCPRole = ethSpoofMAC, true, "client"
+	c1.Eth.SpoofMAC, c1.Eth.LinkCycle, c1.Eth.TCPRole, c1.Eth.Verbs = ethSpoofMAC, true, "client", roceConfig("client")
 	g1 := e.bootWith(t, c1, bootOpts{name: "eth1", extra: recs, timeout: verbsBootTimeout, ram: v.ram1, socket: v.socket1})
 	var l0, l1 consoleLog
 	g0.step("eth up", l0.keep(g0))
@@ -102,6 +102,7 @@ func TestLinuxMLX4Eth(t *testing.T) {
 	// TCP: the server's guest listens before the client's dials.
 	g0.step("tcp listening", l0.keep(g0))
 	g1.step("tcp dial", l1.keep(g1))
+	roceRun(t, v, g0, g1, &l0, &l1, c0.Eth.Verbs.Pingpongs)
 	ethSpoofAndLink(t, v, g1, &l1)
 	// Both guests done sending before either unbinds: the other may
 	// still be pinging it.

@@ -63,6 +63,11 @@ type EthConfig struct {
 	// Host, if set, is an address on the port's uplink (the host's side
 	// of its TAP device), pinged after Ping ("pinghost" lines).
 	Host string
+	// Verbs, if set, runs after the pings with mlx4_ib loaded: RoCE over
+	// the port, ibv_devinfo ("roce devinfo") and Verbs.Pingpongs with
+	// Verbs.Role against Ping ("roce pingpongs" after the last), their
+	// out-of-band TCP over the same netdev.
+	Verbs *VerbsConfig
 }
 
 // MLX4Config is the mlx4 guest's configuration (MLX4ConfigPath). The guest

@@ -220,8 +220,10 @@ func (h *HCA) ServiceUplink() int {
 // every modify: VST and spoof check rewrite the primary path at INIT2RTR).
 func (h *HCA) ethPathOf(qp *qpObj) {
 	w := qp.wq
-	w.ethOn = w.st == mlx4.QP_ST_MLX && qp.Port >= 1 && qp.Port <= len(h.Cfg.Ports) && h.isEth(qp.Port)
-	if !w.ethOn {
+	eth := qp.Port >= 1 && qp.Port <= len(h.Cfg.Ports) && h.isEth(qp.Port)
+	w.ethOn = eth && w.st == mlx4.QP_ST_MLX
+	w.roce = eth && (w.st == mlx4.QP_ST_RC || w.st == mlx4.QP_ST_UC || w.st == mlx4.QP_ST_UD)
+	if !w.ethOn && !w.roce {
 		return
 	}
 	t := &h.fw.ports[qp.Port-1]

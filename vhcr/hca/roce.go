@@ -140,3 +140,90 @@ func (h *HCA) gidsResetVF(vf int) {
 		clear(h.fw.ports[phys-1].RoCEGIDs[base : base+n])
 	}
 }
+
+// RoCE on the data path. An RC, UC or UD QP on an Ethernet port sends
+// RoCE v1 (the only version a VF is told of: SR-IOV hides v2): each packet
+// an Ethernet frame to a destination MAC, with a GRH whose source GID is
+// the port table's entry at the QP's mgid_index (an RC path's, after
+// update_gid added the VF's base; a UD QP's forced base, update_gid's
+// 0x80) and whose destination GID is the path's or the address vector's.
+// The port's switch takes it, as it takes mlx4_en's frames, to the VF of
+// the port that has the MAC registered (its MAC table entries: mlx4_en's
+// and mlx4_ib's ALLOC_RES of RES_MAC) and there to the QP the BTH names;
+// the packet must carry one of that VF's GIDs (its slice of the table)
+// and a VLAN its QP takes (a VST VF's forced VLAN, or the VLAN of an RC
+// path's VLAN GID), and both VFs' links must be up. Anything else is lost
+// on the wire, as on any port: RC retries after its ACK timeout, UD is
+// dropped and counted.
+
+// roceTag is the VLAN a RoCE packet carries: a VST VF's forced one (the PF
+// forced it into every non-reserved QP's path), else an RC path's VLAN
+// (feup's FVL_FORCE_ETH_VLAN over vlan_index: mlx4_ib's VLAN GIDs) or a
+// UD datagram segment's (port_pd's VLAN bit).
+type roceTag struct {
+	tagged bool
+	vid    uint16
+}
+
+// txTag is qp's packet's tag; ud is the datagram segment's VLAN (TCI) and
+// whether its address vector says it is valid.
+func txTag(w *wq, udVLAN uint16, udValid bool) roceTag {
+	if w.eth.FEUP&mlx4.FVL_FORCE_ETH_VLAN != 0 && !w.eth.NoVLAN {
+		return roceTag{true, w.eth.VLAN}
+	}
+	if udValid {
+		return roceTag{true, udVLAN & 0xfff}
+	}
+	return roceTag{}
+}
+
+// takes reports whether QP dq's VLAN policy takes a packet tagged t: a
+// forced VLAN (VST's receive force, or an RC path's) only that VLAN's; a
+// UD QP without one any; any other QP only untagged packets.
+func (dw *wq) takes(t roceTag) bool {
+	p := &dw.eth
+	if p.FVLRx&mlx4.FVL_RX_FORCE_ETH_VLAN != 0 || p.FEUP&mlx4.FVL_FORCE_ETH_VLAN != 0 {
+		return !p.NoVLAN && t.tagged && t.vid == p.VLAN
+	}
+	return dw.st == mlx4.QP_ST_UD || !t.tagged
+}
+
+// hasGID reports whether g is one of VF vf's GIDs on physical port phys.
+func (h *HCA) hasGID(vf, phys int, g *[16]byte) bool {
+	if *g == ([16]byte{}) {
+		return false
+	}
+	base, n := h.gidSlice(vf, phys)
+	t := &h.fw.ports[phys-1].RoCEGIDs
+	for i := base; i < base+n; i++ {
+		if t[i] == *g {
+			return true
+		}
+	}
+	return false
+}
+
+// roceRoute finds the QP a RoCE packet of qp arrives at: the QP dqpn of
+// service type st on qp's port, if its VF has MAC dmac and GID dgid there
+// and its QP takes the tag; both VFs' links must be up. routeDown: the
+// sender's link is down; routeNoPort: no VF of the port takes the frame
+// (it leaves by the uplink, where no QP answers); routeNoQP: no such QP
+// there.
+func (h *HCA) roceRoute(qp *qpObj, dmac uint64, dgid *[16]byte, t roceTag, dqpn uint32, st uint8) (*qpObj, routeRes) {
+	w, phys := qp.wq, qp.Port
+	if h.dp != nil {
+		h.dp.srcLID = 0 // no LIDs on Ethernet: the CQE's rlid is 0
+	}
+	if !h.VFLinkUp(w.vf, phys) {
+		return nil, routeDown
+	}
+	dq := h.routeQP(phys, dqpn)
+	if dq == nil || dq.wq.st != st {
+		return nil, routeNoQP
+	}
+	dv := dq.wq.vf
+	if !h.Res.HasMACValue(dv, phys, dmac) || !h.VFLinkUp(dv, phys) || !h.hasGID(dv, phys, dgid) || !dq.wq.takes(t) {
+		return nil, routeNoPort
+	}
+	return dq, routeOK
+}

@@ -424,12 +424,18 @@ func (h *HCA) sendConnected(qp *qpObj, op uint8, total uint64) bool {
 		h.sqError(qp, op, mlx4.CQE_SYNDROME_LOCAL_QP_OP_ERR)
 		return true
 	}
-	port, _, rr := h.routePort(qp.Port, w.rlid, rcRequestSize(w, op, total))
 	var dq *qpObj
-	if rr == routeOK {
-		if dq = h.routeQP(port, w.remoteQPN); dq == nil || dq.wq.st != w.st || dq.wq.remoteQPN != w.qpn {
-			dq, rr = nil, routeNoQP
+	var rr routeRes
+	if w.roce { // by MAC and GID through the port's switch (roce.go)
+		dq, rr = h.roceRoute(qp, w.dmac, &w.rgid, txTag(w, 0, false), w.remoteQPN, w.st)
+	} else {
+		var port int
+		if port, _, rr = h.routePort(qp.Port, w.rlid, rcRequestSize(w, op, total)); rr == routeOK {
+			dq = h.routeQP(port, w.remoteQPN)
 		}
+	}
+	if rr == routeOK && (dq == nil || dq.wq.st != w.st || dq.wq.remoteQPN != w.qpn) {
+		dq, rr = nil, routeNoQP
 	}
 	if rr != routeOK {
 		if w.pmArmed && rr != routeNoQP {

@@ -32,6 +32,7 @@ import (
 	"slices"
 
 	"github.com/vhcrd/vhcrd/mad"
+	"github.com/vhcrd/vhcrd/vhcr/eswitch"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
 
@@ -86,6 +87,10 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 		h.sqDone(qp, uint32(total))
 		return true
 	}
+	if h.isEth(port) {
+		h.sendRoCEUD(qp, port, dqpn, qkey, total)
+		return true
+	}
 	arrive, bits, rr := h.routePort(port, av.DLID, sz)
 	if rr != routeOK {
 		st.UDDropped.Add(1)
@@ -100,6 +105,24 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 	}
 	h.sqDone(qp, uint32(total))
 	return true
+}
+
+// sendRoCEUD delivers a UD datagram on Ethernet port port (RoCE v1): by
+// the datagram segment's MAC and the AV's DGID to the QP dqpn of the VF
+// that has them (roceRoute); the WQE completes either way, a datagram no
+// QP takes is dropped and counted. The GRH is always there (RoCE's every
+// packet has one; libmlx4 refuses an AH without it).
+func (h *HCA) sendRoCEUD(qp *qpObj, port int, dqpn, qkey uint32, total uint64) {
+	d := &h.dp.send
+	av := &d.Datagram.AV
+	t := txTag(qp.wq, d.Datagram.VLAN, av.PortPD&mlx4.AVVLANPresent != 0)
+	dq, rr := h.roceRoute(qp, eswitch.MAC(d.Datagram.MAC[:]), &av.DGID, t, dqpn, mlx4.QP_ST_UD)
+	if rr != routeOK {
+		h.fw.vfs[qp.wq.vf].eng.UDDropped.Add(1)
+	} else {
+		h.udReceive(qp, dq, port, port, 0, qkey, total)
+	}
+	h.sqDone(qp, uint32(total))
 }
 
 // multicast delivers the datagram to every UD QP attached to the AV's DGID
@@ -131,10 +154,13 @@ func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32
 	d := &h.dp.send
 	av := &d.Datagram.AV
 	st := &h.fw.vfs[dw.vf].eng
-	grh := av.GSLID&mlx4.AVGRH != 0
+	grh := av.GSLID&mlx4.AVGRH != 0 || w.roce
 	src := h.portView(port)
 	slid := src.lid | uint16(av.GSLID&^mlx4.AVGRH)&(1<<src.lmc-1)
 	sl := uint8(av.SLTClassFlowLabel >> mlx4.AVSLShift)
+	if w.roce { // no LIDs; the SL is the 802.1p priority
+		slid, sl = 0, uint8(av.SLTClassFlowLabel>>mlx4.AVEthSLShift)
+	}
 	if grh {
 		h.udGRH(qp, port, total)
 	}
@@ -189,6 +215,9 @@ func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32
 		e.GMLPathRQPN |= mlx4.CQE_G_MASK
 	}
 	e.SLVID = uint16(sl) << mlx4.CQESLShift
+	if w.roce {
+		e.SLVID = uint16(sl) << mlx4.CQEEthSLShift
+	}
 	e.RLID = slid
 	h.recvCQE(dq, &s, e)
 }
@@ -199,6 +228,9 @@ func (h *HCA) udReceive(qp, dq *qpObj, port, arrive int, bits uint8, qkey uint32
 // AV's DGID, traffic class, flow label and hop limit.
 func (h *HCA) udGRH(qp *qpObj, port int, total uint64) {
 	h.avGRH(&h.dp.ghdr, &h.dp.send.Datagram.AV, qp.wq.vf, port, total)
+	if qp.wq.roce { // RoCE: the port table's GID at the QP's forced index
+		h.dp.ghdr.SGID = h.RoCEGID(port, int(qp.wq.sgidIdx))
+	}
 	_ = h.dp.ghdr.Encode(h.dp.grh[:])
 }
 

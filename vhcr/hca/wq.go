@@ -75,6 +75,13 @@ type wq struct {
 	// the port's switch under eth (eth.go).
 	ethOn bool
 	eth   eswitch.Path
+	// roce: an RC, UC or UD QP on an Ethernet port, whose packets are
+	// RoCE (v1) through the port's switch under eth, addressed by MAC
+	// (the path's dmac, a UD WQE's) and GID (roce.go).
+	roce    bool
+	dmac    uint64   // the primary path's dmac (RC, UC)
+	rgid    [16]byte // the primary path's remote GID (RC, UC)
+	sgidIdx uint8    // the primary path's mgid_index 6:0: the port table's index of the QP's GID
 
 	pageShift uint
 	pages     []uint64 // IOVA of each buffer page
@@ -212,6 +219,8 @@ func (h *HCA) wqRefresh(qp *qpObj) {
 	w.rae = p2&mlx4.QP_BIT_RAE != 0
 	fl := binary.BigEndian.Uint32(b[mlx4.QPCFlags:])
 	w.pmArmed = fl>>mlx4.QPCFlagsPMStateShift&mlx4.QPCFlagsPMStateMask == mlx4.QP_PM_ARMED && ctx.Alt.RLID != 0
+	pri := b[mlx4.QPCPriPath : mlx4.QPCPriPath+mlx4.QPPathSize]
+	w.dmac, w.rgid, w.sgidIdx = eswitch.MAC(pri[mlx4.PathDMAC:]), ctx.Pri.RGID, pri[mlx4.PathMGIDIndex]&mlx4.MGIDIndexMask
 	h.ethPathOf(qp)
 }
 

@@ -93,6 +93,7 @@ const (
 	DEV_CAP_FLAG_ATOMIC          = 1 << 18
 	DEV_CAP_FLAG_UD_AV_PORT      = 1 << 20
 	DEV_CAP_FLAG_UD_MCAST        = 1 << 21
+	DEV_CAP_FLAG_IBOE            = 1 << 30 // RoCE on the Ethernet ports (mlx4_port_immutable)
 	DEV_CAP_FLAG_COUNTERS        = 1 << 48
 	DEV_CAP_FLAG_PORT_MNG_CHG_EV = 1 << 59 // forced on by mlx4_QUERY_DEV_CAP_wrapper
 )

@@ -26,4 +26,14 @@ const (
 	AVPDMask    = 0xffffff
 	AVGRH       = 0x80
 	AVSLShift   = 28
+	// On an Ethernet port (RoCE; libmlx4 mlx4_create_ah): port_pd bit 29
+	// says the datagram segment's vlan (VID and PCP) is valid (else it is
+	// not initialised), and the SL, the 802.1p priority, is
+	// sl_tclass_flowlabel 31:29.
+	AVVLANPresent = 1 << 29
+	AVEthSLShift  = 29
+	// CQEEthSLShift: a receive CQE's sl_vid on an Ethernet port is the
+	// priority in 15:13 and the VID in 11:0 (mlx4_ib_poll_one's RoCE
+	// branch; libmlx4 wc.sl = sl_vid >> 13).
+	CQEEthSLShift = 13
 )

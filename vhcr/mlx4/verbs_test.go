@@ -18,6 +18,7 @@ func TestVerbsConstantsGolden(t *testing.T) {
 		{"AVPDMask", AVPDMask, 0xffffff},
 		{"AVGRH", AVGRH, 0x80},
 		{"AVSLShift", AVSLShift, 28},
+		{"AVVLANPresent", AVVLANPresent, 0x20000000}, {"AVEthSLShift", AVEthSLShift, 29}, {"CQEEthSLShift", CQEEthSLShift, 13},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %#x, want %#x", c.name, c.got, c.want)

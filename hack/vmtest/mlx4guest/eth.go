@@ -58,6 +58,11 @@ func (g *guest) eth() error {
 		}
 	}
 	ethPings(dev, ec)
+	if ec.Verbs != nil {
+		if err := g.roce(ec); err != nil {
+			return err
+		}
+	}
 	bcast := broadcast(ip, ec.Prefix)
 	if err := sendUDP(bcast, absent, ec.Broadcasts); err != nil {
 		return err
