@@ -45,8 +45,7 @@ package hca
 // exceeded (RETRY_EXC_ERR, retry.go; a retry that finds the route back is
 // delivered), UD a silent drop counted in EngineStats.UDDropped, UC
 // a silent drop (the sender's WQE completes). Ethernet (RoCE) ports route
-// by GID and MAC, which the model does not do: their packets are dropped
-// the same way. Multicast goes to another port through the switch's MFT
+// by MAC and GID through the port's switch instead (roce.go). Multicast goes to another port through the switch's MFT
 // (ud.go, multicastReaches).
 
 // portView is what routing needs of a physical port.

@@ -181,6 +181,7 @@ type QPPath struct {
 	AckTimeout   uint8
 	HopLimit     uint8
 	RGID         [16]byte
+	DMAC         [6]byte // Ethernet: the destination MAC (RoCE's RC and UC)
 }
 
 // encode writes the path into b[:QPPathSize]; sched_queue is mlx4_ib's
@@ -198,6 +199,7 @@ func (p QPPath) encode(b []byte) {
 	b[PathMGIDIndex] = p.MGIDIndex
 	b[PathHopLimit] = p.HopLimit
 	copy(b[PathRGID:PathRGID+16], p.RGID[:])
+	copy(b[PathDMAC:PathDMAC+6], p.DMAC[:])
 	port := max(p.Port, 1)
 	b[PathSchedQueue] = 0x83 | byte((port-1)&1)<<6
 }
@@ -215,6 +217,7 @@ func decodePath(b []byte) QPPath {
 		HopLimit:     b[PathHopLimit],
 	}
 	copy(p.RGID[:], b[PathRGID:PathRGID+16])
+	copy(p.DMAC[:], b[PathDMAC:PathDMAC+6])
 	return p
 }
 
