@@ -26,6 +26,9 @@ const (
 	// test's network namespace (an access port of VST's VLAN: the host's
 	// kernel need not have 802.1Q), and its address there.
 	ethTAP, ethHost = "vhup1", "10.79.0.254"
+	// ethRXRings: each guest's mlx4_en with two RX rings, its receive
+	// steering an RSS indirection QP over them.
+	ethRXRings = 2
 )
 
 // ethConfig is the default configuration with port 1 Ethernet (off the
@@ -87,7 +90,7 @@ func TestLinuxMLX4Eth(t *testing.T) {
 		c := DefaultMLX4Config()
 		c.Modules = []string{"mlx4_core", "mlx4_en", "mlx4_ib"}
 		c.Scenario = ScenarioEth
-		c.Eth = EthConfig{Addr: addr, Prefix: 24, Absent: ethAbsent, Broadcasts: ethDatagrams, Ping: peer, Host: host}
+		c.Eth = EthConfig{Addr: addr, Prefix: 24, Absent: ethAbsent, Broadcasts: ethDatagrams, Ping: peer, Host: host, RXRings: ethRXRings}
 		return c
 	}
 	c0 := cfg(ethAddr0, ethAddr1)
@@ -234,8 +237,17 @@ func checkEthtool(t *testing.T, guest int, lines []string) {
 		}
 	}
 	t.Logf("guest %d's ethtool -S eth0 (its rings):\n%s", guest, strings.Join(quote, "\n"))
-	if got["tx0_packets"] == 0 || got["rx0_packets"] == 0 || got["tx_packets"] != got["tx0_packets"] {
-		t.Errorf("guest %d's ethtool -S: tx0_packets %d, rx0_packets %d, tx_packets %d: want them moved", guest, got["tx0_packets"], got["rx0_packets"], got["tx_packets"])
+	rx, rings := 0, 0
+	for i := 0; ; i++ {
+		n, ok := got[fmt.Sprintf("rx%d_packets", i)]
+		if !ok {
+			break
+		}
+		rx, rings = rx+n, rings+1
+	}
+	if got["tx0_packets"] == 0 || rx == 0 || got["tx_packets"] != got["tx0_packets"] || rings != ethRXRings {
+		t.Errorf("guest %d's ethtool -S: tx0_packets %d, %d RX rings with %d packets, tx_packets %d: want them moved on %d RX rings",
+			guest, got["tx0_packets"], rings, rx, got["tx_packets"], ethRXRings)
 	}
 }
 

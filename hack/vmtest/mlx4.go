@@ -60,6 +60,9 @@ type EthConfig struct {
 	TCPRole   string
 	SpoofMAC  string
 	LinkCycle bool
+	// RXRings, if set, is the netdev's RX ring count (`ethtool -L DEV rx
+	// N`, before its traffic): with more than one mlx4_en steers by RSS.
+	RXRings int
 	// Host, if set, is an address on the port's uplink (the host's side
 	// of its TAP device), pinged after Ping ("pinghost" lines).
 	Host string

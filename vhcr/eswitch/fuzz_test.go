@@ -2,6 +2,7 @@ package eswitch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -137,6 +138,27 @@ func FuzzAccess(f *testing.F) {
 		back := make([]byte, n)
 		if m, ok := a.Out(back, out[:n]); !ok || !bytes.Equal(back[:m], in) {
 			t.Fatalf("In then Out of % x: %v % x", in, ok, back[:m])
+		}
+	})
+}
+
+// FuzzRSS: any context and frame: the frame goes to the default QPN
+// unhashed, or to a ring of the base (or UDP base) QPN's range.
+func FuzzRSS(f *testing.F) {
+	ctx := make([]byte, mlx4.RSSContextSize)
+	binary.BigEndian.PutUint32(ctx, 2<<mlx4.RSSLogRingsShift|0x840)
+	ctx[mlx4.RSSHashFn], ctx[mlx4.RSSFlags] = mlx4.RSS_HASH_TOP, 0x3f
+	f.Add(ctx, ipv4TCP(100, "10.0.0.1", "10.0.0.2", 1, 2, 6))
+	f.Add(ctx, []byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, ctx, b []byte) {
+		if len(ctx) < mlx4.RSSContextSize {
+			return
+		}
+		r := RSSOf(ctx)
+		qpn, h := r.Steer(b)
+		in := func(base uint32) bool { return qpn >= base && qpn-base < 1<<r.LogRings }
+		if h == 0 && qpn != r.DefaultQPN && !in(r.BaseQPN) && !in(r.BaseQPNUDP) || h != 0 && !in(r.BaseQPN) && !in(r.BaseQPNUDP) {
+			t.Fatalf("QPN %#x hash %#x of context %+v", qpn, h, r)
 		}
 	})
 }

@@ -140,6 +140,7 @@ type tqp struct {
 	ctx     mlx4.QPContext
 	p1, p2  uint32 // params1, params2
 	srq     *tsrq
+	rss     []byte // an RSS indirection QP's context (mlx4.RSSContextSize), laid over the primary path
 }
 
 type qpOpts struct {
@@ -160,6 +161,9 @@ type qpOpts struct {
 	// sqLog is the send queue's log size (0: 3, eight WQEs); the queue
 	// and the receive queue share one page.
 	sqLog uint8
+	// rss makes the QP an RSS indirection QP (no receive queue) with this
+	// RSS context.
+	rss []byte
 }
 
 // rcDefaults fills an RC QP's zero retry fields with what ibv_rc_pingpong
@@ -200,8 +204,8 @@ func (t *tvf) qp(o qpOpts) *tqp {
 	if o.sqLog == 0 {
 		o.sqLog = 3
 	}
-	q := &tqp{t: t, qpn: qpn, buf: t.newPage(), db: t.newPage(), sqShift: uint(o.sqStride) + 4, sqCnt: 1 << o.sqLog, srq: o.srq}
-	if o.srq == nil {
+	q := &tqp{t: t, qpn: qpn, buf: t.newPage(), db: t.newPage(), sqShift: uint(o.sqStride) + 4, sqCnt: 1 << o.sqLog, srq: o.srq, rss: o.rss}
+	if o.srq == nil && o.rss == nil {
 		q.rqShift, q.rqCnt = uint(o.rqLogS)+4, 8
 	}
 	if q.rqCnt != 0 && q.rqShift > q.sqShift {
@@ -215,6 +219,9 @@ func (t *tvf) qp(o qpOpts) *tqp {
 		LocalQPN: qpn, MinRNRTimer: o.minRNR, Pri: mlx4.QPPath{Port: o.port, CounterIndex: uint8(config.Default().Resources.Counters - 1), AckTimeout: o.timeout << mlx4.PathAckTOShift}}
 	if o.srq != nil {
 		q.ctx.UseSRQ, q.ctx.SRQN = true, o.srq.srqn
+	}
+	if o.rss != nil {
+		q.ctx.RSS, q.ctx.NoRQ = true, true
 	}
 	q.p2 = o.access
 	q.p1 = uint32(o.retry&7)<<mlx4.QPCParams1RetryShift | uint32(o.rnrRetry&7)<<mlx4.QPCParams1RNRRetryShift
@@ -244,6 +251,9 @@ func (q *tqp) mailbox(optpar uint32) []byte {
 	c := b[mlx4.QPMailboxContext:]
 	binary.BigEndian.PutUint32(c[mlx4.QPCParams1:], q.p1)
 	binary.BigEndian.PutUint32(c[mlx4.QPCParams2:], binary.BigEndian.Uint32(c[mlx4.QPCParams2:])|q.p2)
+	if q.rss != nil {
+		copy(c[mlx4.QPCPriPath+mlx4.RSS_OFFSET_IN_QPC_PRI_PATH:], q.rss)
+	}
 	return b
 }
 

@@ -318,13 +318,33 @@ func (h *HCA) ethDeliver(phys, from int, b []byte, sol bool) bool {
 		}
 		for i := range gids {
 			if h.ethGIDNames(dq, &gids[i], dst) {
-				h.ethReceive(dq, b, sol)
+				h.ethSteer(dq, b, sol)
 				took = true
 				break
 			}
 		}
 	}
 	return took
+}
+
+// ethSteer hands frame b, steered to dq, to the QP that takes it: dq, or
+// for an RSS indirection QP the ring its context's hash picks (a QP of the
+// same VF; none that can receive: dropped and counted as having no receive
+// WQE), the hash in the ring's CQE.
+func (h *HCA) ethSteer(dq *qpObj, b []byte, sol bool) {
+	if !dq.wq.rss {
+		h.ethReceive(dq, b, sol, 0)
+		return
+	}
+	off := mlx4.QPMailboxContext + mlx4.QPCPriPath + mlx4.RSS_OFFSET_IN_QPC_PRI_PATH
+	r := eswitch.RSSOf(dq.Ctx[off : off+mlx4.RSSContextSize])
+	qpn, hash := r.Steer(b)
+	ring := h.fw.qps[qpn&qpnMask]
+	if ring == nil || ring.wq == nil || ring.wq.vf != dq.wq.vf || !ring.wq.ethOn || ring.wq.rss || ring.Port != dq.Port || !canReceive(ring) {
+		h.fw.vfs[dq.wq.vf].eng.EthRxNoWQE.Add(1)
+		return
+	}
+	h.ethReceive(ring, b, sol, hash)
 }
 
 // ethGIDNames reports whether attachment g of dq is an Ethernet L2 GID of
@@ -339,8 +359,8 @@ func (h *HCA) ethGIDNames(dq *qpObj, g *[16]byte, mac uint64) bool {
 }
 
 // ethReceive is a frame's arrival at dq: its ingress, the next receive
-// WQE, the frame written, the CQE.
-func (h *HCA) ethReceive(dq *qpObj, b []byte, sol bool) {
+// WQE, the frame written, the CQE (with the RSS hash that picked dq).
+func (h *HCA) ethReceive(dq *qpObj, b []byte, sol bool, hash uint32) {
 	w := dq.wq
 	e := &h.eth
 	st := &h.fw.vfs[w.vf].eng
@@ -378,7 +398,7 @@ func (h *HCA) ethReceive(dq *qpObj, b []byte, sol bool) {
 	st16, csum := eswitch.RxChecksum(e.rx[:n])
 	c := &h.dp.cqe
 	*c = mlx4.CQE{VlanMyQPN: w.qpn & mlx4.CQE_QPN_MASK, ByteCnt: uint32(n), WQEIndex: s.index, Opcode: mlx4.RECV_OPCODE_SEND,
-		Status: st16, Checksum: csum}
+		Status: st16, Checksum: csum, ImmedRSSInvalid: hash}
 	switch {
 	case tag.Present && tag.SVLAN:
 		c.VlanMyQPN |= mlx4.CQE_SVLAN_PRESENT_MASK

@@ -78,6 +78,7 @@ type wq struct {
 	// roce: an RC, UC or UD QP on an Ethernet port, whose packets are
 	// RoCE (v1) through the port's switch under eth, addressed by MAC
 	// (the path's dmac, a UD WQE's) and GID (roce.go).
+	rss     bool // an RSS indirection QP: frames go on to its rings (eth.go)
 	roce    bool
 	dmac    uint64   // the primary path's dmac (RC, UC)
 	rgid    [16]byte // the primary path's remote GID (RC, UC)
@@ -221,6 +222,7 @@ func (h *HCA) wqRefresh(qp *qpObj) {
 	w.pmArmed = fl>>mlx4.QPCFlagsPMStateShift&mlx4.QPCFlagsPMStateMask == mlx4.QP_PM_ARMED && ctx.Alt.RLID != 0
 	pri := b[mlx4.QPCPriPath : mlx4.QPCPriPath+mlx4.QPPathSize]
 	w.dmac, w.rgid, w.sgidIdx = eswitch.MAC(pri[mlx4.PathDMAC:]), ctx.Pri.RGID, pri[mlx4.PathMGIDIndex]&mlx4.MGIDIndexMask
+	w.rss = ctx.RSS
 	h.ethPathOf(qp)
 }
 

@@ -344,6 +344,14 @@ func TestQueryOutboxLayout(t *testing.T) {
 		{"CUR_MAX_GID", QUERY_PORT_CUR_MAX_GID_OFFSET, 0x0e}, {"MAC", QUERY_PORT_MAC_OFFSET, 0x10},
 		{"MLX4_PORT_LINK_UP_MASK", PORT_LINK_UP_MASK, 0x80}, {"MLX4_VF_PORT_NO_LINK_SENSE_MASK", VF_PORT_NO_LINK_SENSE_MASK, 0xe0},
 	})
+	checkOffsets(t, "mlx4_rss_context", []off{
+		{"MLX4_RSS_OFFSET_IN_QPC_PRI_PATH", RSS_OFFSET_IN_QPC_PRI_PATH, 0x24}, {"base_qpn", RSSBaseQPN, 0},
+		{"default_qpn", RSSDefaultQPN, 4}, {"hash_fn", RSSHashFn, 10}, {"flags", RSSFlags, 11}, {"rss_key", RSSKey, 12},
+		{"MLX4_EN_RSS_KEY_SIZE", RSSKeySize, 40}, {"base_qpn_udp", RSSBaseQPNUDP, 52}, {"sizeof", RSSContextSize, 56},
+		{"log rings shift", RSSLogRingsShift, 24}, {"MLX4_RSS_HASH_XOR", RSS_HASH_XOR, 0}, {"MLX4_RSS_HASH_TOP", RSS_HASH_TOP, 1},
+		{"MLX4_RSS_UDP_IPV6", RSS_UDP_IPV6, 1}, {"MLX4_RSS_UDP_IPV4", RSS_UDP_IPV4, 2}, {"MLX4_RSS_TCP_IPV6", RSS_TCP_IPV6, 4},
+		{"MLX4_RSS_IPV6", RSS_IPV6, 8}, {"MLX4_RSS_TCP_IPV4", RSS_TCP_IPV4, 0x10}, {"MLX4_RSS_IPV4", RSS_IPV4, 0x20},
+	})
 	checkOffsets(t, "SET_PORT", []off{
 		{"MLX4_SET_PORT_ETH_OPCODE", SET_PORT_ETH_OPCODE, 0x1}, {"MLX4_SET_PORT_BEACON_OPCODE", SET_PORT_BEACON_OPCODE, 0x4},
 		{"MLX4_SET_PORT_GENERAL", SET_PORT_GENERAL, 0x0}, {"MLX4_SET_PORT_RQP_CALC", SET_PORT_RQP_CALC, 0x1},

@@ -460,3 +460,32 @@ func InModIsQPN(op Opcode) bool {
 	}
 	return false
 }
+
+// The RSS context of an RSS indirection QP (struct mlx4_rss_context,
+// include/linux/mlx4/qp.h), at MLX4_RSS_OFFSET_IN_QPC_PRI_PATH of the QP
+// context's primary path: base_qpn (BE32: 31:24 log2 of the rings, 23:0
+// the first ring's QPN), default_qpn (what no hash steers), hash_fn
+// (MLX4_RSS_HASH_XOR 0, _TOP 1: Toeplitz), flags (which headers are
+// hashed: MLX4_RSS_*), the 40-byte Toeplitz key, base_qpn_udp (UDP's
+// rings, with MLX4_RSS_UDP_*). mlx4_en writes it for more than one RX
+// ring (mlx4_en_config_rss_steer); the QPC flags' bit 13 marks the QP.
+const (
+	RSS_OFFSET_IN_QPC_PRI_PATH = 0x24
+	RSSBaseQPN                 = 0
+	RSSDefaultQPN              = 4
+	RSSHashFn                  = 10
+	RSSFlags                   = 11
+	RSSKey                     = 12
+	RSSKeySize                 = 40 // MLX4_EN_RSS_KEY_SIZE
+	RSSBaseQPNUDP              = 52
+	RSSContextSize             = 56
+	RSSLogRingsShift           = 24
+	RSS_HASH_XOR               = 0
+	RSS_HASH_TOP               = 1
+	RSS_UDP_IPV6               = 1 << 0
+	RSS_UDP_IPV4               = 1 << 1
+	RSS_TCP_IPV6               = 1 << 2
+	RSS_IPV6                   = 1 << 3
+	RSS_TCP_IPV4               = 1 << 4
+	RSS_IPV4                   = 1 << 5
+)

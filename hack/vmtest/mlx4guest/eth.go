@@ -46,6 +46,9 @@ func (g *guest) eth() error {
 	if err := waitFile(sys+"/carrier", "1", 20*time.Second); err != nil {
 		return fmt.Errorf("eth: %s: no carrier: %w", dev, err)
 	}
+	if err := ethRings(dev, ec.RXRings); err != nil {
+		return err
+	}
 	ll, err := linkLocal(dev, 20*time.Second)
 	if err != nil {
 		return err
@@ -96,6 +99,25 @@ func (g *guest) eth() error {
 		return fmt.Errorf("unbind 1: %w", err)
 	}
 	say("unbound 1")
+	return nil
+}
+
+// ethRings sets dev's RX ring count to n (none: as mlx4_en chose): with
+// more than one its RX steering is an RSS indirection QP over the rings.
+// mlx4_en restarts the port for it; the carrier comes back.
+func ethRings(dev string, n int) error {
+	if n == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if r := runTool(ctx, "ethtool", "/sbin/ethtool", "-L", dev, "rx", fmt.Sprint(n)); r.err != nil {
+		return fmt.Errorf("ethtool -L %s rx %d: %w; last lines: %s", dev, n, r.err, strings.Join(r.last, " | "))
+	}
+	sayResult("ethtool", runTool(ctx, "ethtool", "/sbin/ethtool", "-l", dev), 30*time.Second)
+	if err := waitFile("/sys/class/net/"+dev+"/carrier", "1", 20*time.Second); err != nil {
+		return fmt.Errorf("eth: %s: no carrier after ethtool -L: %w", dev, err)
+	}
 	return nil
 }
 
