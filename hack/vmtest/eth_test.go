@@ -26,8 +26,9 @@ const (
 	// test's network namespace (an access port of VST's VLAN: the host's
 	// kernel need not have 802.1Q), and its address there.
 	ethTAP, ethHost = "vhup1", "10.79.0.254"
-	// ethRXRings: each guest's mlx4_en with two RX rings, its receive
-	// steering an RSS indirection QP over them.
+	// ethRXRings: the first guest's mlx4_en with two RX rings (two
+	// vCPUs), its receive steering an RSS indirection QP over them; the
+	// second's with one.
 	ethRXRings = 2
 )
 
@@ -90,12 +91,13 @@ func TestLinuxMLX4Eth(t *testing.T) {
 		c := DefaultMLX4Config()
 		c.Modules = []string{"mlx4_core", "mlx4_en", "mlx4_ib"}
 		c.Scenario = ScenarioEth
-		c.Eth = EthConfig{Addr: addr, Prefix: 24, Absent: ethAbsent, Broadcasts: ethDatagrams, Ping: peer, Host: host, RXRings: ethRXRings}
+		c.Eth = EthConfig{Addr: addr, Prefix: 24, Absent: ethAbsent, Broadcasts: ethDatagrams, Ping: peer, Host: host}
 		return c
 	}
 	c0 := cfg(ethAddr0, ethAddr1)
-	c0.Eth.TCPRole, c0.Eth.Verbs = "server", roceConfig("server")
-	g0 := e.bootWith(t, c0, bootOpts{name: "eth0", extra: recs, timeout: verbsBootTimeout})
+	c0.Eth.TCPRole, c0.Eth.Verbs, c0.Eth.RXRings = "server", roceConfig("server"), ethRXRings
+	// Two vCPUs: mlx4_en allows as many RX rings as CPUs.
+	g0 := e.bootWith(t, c0, bootOpts{name: "eth0", extra: recs, timeout: verbsBootTimeout, cpus: ethRXRings})
 	c1 := cfg(ethAddr1, ethAddr0)
 	c1.Eth.SpoofMAC, c1.Eth.LinkCycle, c1.Eth.TCPRole, c1.Eth.Verbs = ethSpoofMAC, true, "client", roceConfig("client")
 	g1 := e.bootWith(t, c1, bootOpts{name: "eth1", extra: recs, timeout: verbsBootTimeout, ram: v.ram1, socket: v.socket1})
@@ -125,14 +127,17 @@ func TestLinuxMLX4Eth(t *testing.T) {
 	g0.goOn()
 	g1.goOn()
 	t0, t1 := g0.finish(), g1.finish()
-	// Each unbind's one refused command: mlx4_en's second release of its
-	// RX QP (consoleExpected).
+	// The one refused command of the guest with one RX ring, at its
+	// unbind: mlx4_en's second release of its RX QP (consoleExpected);
+	// with RSS (two rings) the driver's steering QP is its own and
+	// nothing is refused.
 	m = v.metrics(t)
-	for _, vf := range []int{guestVF, bystanderVF} {
+	for i, vf := range []int{guestVF, bystanderVF} {
+		want := []float64{0, 1}[i]
 		all := m.sum("vhcrd_command_refusals_total", map[string]string{"vf": strconv.Itoa(vf)})
 		nf := m.sum("vhcrd_command_refusals_total", map[string]string{"vf": strconv.Itoa(vf), "reason": "not_found"})
-		if all != 1 || nf != 1 {
-			t.Errorf("VF %d: %v refused commands (%v not_found), want the one second release of the RX QP", vf, all, nf)
+		if all != want || nf != want {
+			t.Errorf("VF %d: %v refused commands (%v not_found), want %v (the second release of a lone RX ring's QP)", vf, all, nf, want)
 		}
 	}
 	if err := v.terminate(); err != nil { // the uplink's capture file closed
@@ -231,23 +236,28 @@ func checkEthtool(t *testing.T, guest int, lines []string) {
 		if len(f) == 2 && strings.HasSuffix(f[0], ":") {
 			k := strings.TrimSuffix(f[0], ":")
 			got[k], _ = strconv.Atoi(f[1])
-			if strings.HasPrefix(k, "tx0_") || strings.HasPrefix(k, "rx0_") || k == "tx_packets" || k == "rx_packets" {
+			if strings.HasSuffix(k, "_packets") && (strings.HasPrefix(k, "tx") || strings.HasPrefix(k, "rx")) {
 				quote = append(quote, strings.TrimPrefix(l, "vmtest: "))
 			}
 		}
 	}
 	t.Logf("guest %d's ethtool -S eth0 (its rings):\n%s", guest, strings.Join(quote, "\n"))
-	rx, rings := 0, 0
-	for i := 0; ; i++ {
-		n, ok := got[fmt.Sprintf("rx%d_packets", i)]
-		if !ok {
-			break
+	// Its rings' packets: each ring's rxN_packets, txN_packets.
+	rings := func(dir string) (n, total int) {
+		for ; ; n++ {
+			c, ok := got[fmt.Sprintf("%s%d_packets", dir, n)]
+			if !ok {
+				return n, total
+			}
+			total += c
 		}
-		rx, rings = rx+n, rings+1
 	}
-	if got["tx0_packets"] == 0 || rx == 0 || got["tx_packets"] != got["tx0_packets"] || rings != ethRXRings {
-		t.Errorf("guest %d's ethtool -S: tx0_packets %d, %d RX rings with %d packets, tx_packets %d: want them moved on %d RX rings",
-			guest, got["tx0_packets"], rings, rx, got["tx_packets"], ethRXRings)
+	nrx, rx := rings("rx")
+	_, tx := rings("tx")
+	want := []int{ethRXRings, 1}[guest]
+	if tx == 0 || rx == 0 || got["tx_packets"] != tx || got["rx_packets"] != rx || nrx != want {
+		t.Errorf("guest %d's ethtool -S: %d RX rings with %d packets (rx_packets %d), %d sent on the TX rings (tx_packets %d): want them moved on %d RX rings",
+			guest, nrx, rx, got["rx_packets"], tx, got["tx_packets"], want)
 	}
 }
 

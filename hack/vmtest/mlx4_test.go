@@ -425,6 +425,7 @@ type bootOpts struct {
 	ram, socket string        // the VF's guest RAM file and ivshmem socket (default: VF 0's)
 	qemuArgs    []string      // more QEMU arguments (a network device)
 	timeout     time.Duration // the QEMU's hard limit (default mlx4BootTimeout)
+	cpus        int           // vCPUs (default 1)
 }
 
 // bootWith is boot with o.
@@ -459,7 +460,7 @@ func (e *mlx4Env) bootWith(t testing.TB, cfg MLX4Config, o bootOpts) *vm {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"-machine", "q35,memory-backend=ram", "-accel", "tcg", "-cpu", "max", "-smp", "1",
+	args := []string{"-machine", "q35,memory-backend=ram", "-accel", "tcg", "-cpu", "max", "-smp", fmt.Sprint(max(o.cpus, 1)),
 		"-m", fmt.Sprintf("%dM", mlx4GuestRAM>>20),
 		"-object", fmt.Sprintf("memory-backend-file,id=ram,size=%d,mem-path=%s,share=on", mlx4GuestRAM, o.ram),
 		"-chardev", "socket,id=vf0,path=" + o.socket,
