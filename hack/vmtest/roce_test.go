@@ -32,18 +32,7 @@ func roceRun(t *testing.T, v *vhcrdProc, g0, g1 *vm, l0, l1 *consoleLog, pps []P
 	g0.step("roce devinfo", l0.keep(g0))
 	g1.step("roce devinfo", l1.keep(g1))
 	g0.tolerate, g1.tolerate = true, true // a failing tool's lines are its own to report
-	traceFrom := map[string]int64{}
-	for _, pp := range pps {
-		g0.expect("vmtest: wait pingpong " + pp.Name)
-		g1.expect("vmtest: wait pingpong " + pp.Name)
-		traceFrom[pp.Name] = traceSize(v)
-		l0.keep(g0)()
-		l1.keep(g1)()
-		g0.goOn()
-		g1.goOn()
-		g0.step("listening "+pp.Name, l0.keep(g0))
-		g1.step("connect "+pp.Name, l1.keep(g1))
-	}
+	traceFrom := pairPingpongs(v, g0, g1, l0, l1, pps)
 	g0.step("roce pingpongs", l0.keep(g0))
 	g1.step("roce pingpongs", l1.keep(g1))
 	g0.tolerate, g1.tolerate = false, false

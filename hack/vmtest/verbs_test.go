@@ -222,20 +222,7 @@ func TestLinuxMLX4Verbs(t *testing.T) {
 		t.Run("rping", func(t *testing.T) { checkRping(t, sl.lines, cl.lines, pe.vhcrd) })
 		t.Run("ib_write_bw -R", func(t *testing.T) { checkWriteBW(t, sl.lines, cl.lines) })
 		srv.tolerate, cli.tolerate = true, true
-		traceFrom := map[string]int64{}
-		for _, pp := range srvCfg.Verbs.Pingpongs {
-			// Both guests wait at this step: nothing of the pingpong
-			// has run on either side.
-			srv.expect("vmtest: wait pingpong " + pp.Name)
-			cli.expect("vmtest: wait pingpong " + pp.Name)
-			traceFrom[pp.Name] = traceSize(pe.vhcrd)
-			sl.keep(srv)()
-			cl.keep(cli)()
-			srv.goOn()
-			cli.goOn()
-			srv.step("listening "+pp.Name, sl.keep(srv))
-			cli.step("connect "+pp.Name, cl.keep(cli))
-		}
+		traceFrom := pairPingpongs(pe.vhcrd, srv, cli, &sl, &cl, srvCfg.Verbs.Pingpongs)
 		srv.step("pingpongs", sl.keep(srv))
 		cli.step("pingpongs", cl.keep(cli))
 		srv.tolerate, cli.tolerate = false, false
@@ -251,6 +238,27 @@ func TestLinuxMLX4Verbs(t *testing.T) {
 	// A guest's processes and then its QEMU killed mid-transfer beside a
 	// guest whose transfer goes on (verbskill_test.go).
 	t.Run("killguest", func(t *testing.T) { e.killGuest(t, recs) })
+}
+
+// pairPingpongs runs each pingpong between the server's guest srv and the
+// client's cli (their console logs sl and cl): both wait at the
+// pingpong's step, where nothing of it has run on either side, then the
+// client connects once the server listens. It returns where vhcrd's trace
+// was as each began.
+func pairPingpongs(v *vhcrdProc, srv, cli *vm, sl, cl *consoleLog, pps []Pingpong) map[string]int64 {
+	traceFrom := map[string]int64{}
+	for _, pp := range pps {
+		srv.expect("vmtest: wait pingpong " + pp.Name)
+		cli.expect("vmtest: wait pingpong " + pp.Name)
+		traceFrom[pp.Name] = traceSize(v)
+		sl.keep(srv)()
+		cl.keep(cli)()
+		srv.goOn()
+		cli.goOn()
+		srv.step("listening "+pp.Name, sl.keep(srv))
+		cli.step("connect "+pp.Name, cl.keep(cli))
+	}
+	return traceFrom
 }
 
 // goOn lets a guest waiting at a step (its "vmtest: wait" line read with
