@@ -2,6 +2,7 @@ package hca
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -108,9 +109,12 @@ type ethState struct {
 	sent   bool           // a frame went to the uplink since its last Flush
 	in     *ethInbox      // frames from the uplink (nil: no uplink)
 	up     [2]UplinkStats // per physical port (the model has 1 or 2)
-	frame  [ethBuf]byte
-	out    [ethBuf + 2*eswitch.TagLen]byte
-	rx     [ethBuf + 2*eswitch.TagLen]byte
+	// index lists the QPs attached to each (physical port, MAC)
+	// (ethKey): ethDeliver's one lookup, rebuilt by ethReindex.
+	index map[uint64][]uint32
+	frame [ethBuf]byte
+	out   [ethBuf + 2*eswitch.TagLen]byte
+	rx    [ethBuf + 2*eswitch.TagLen]byte
 }
 
 // ethInQueue bounds the frames from the host waiting for the poller; the
@@ -306,25 +310,65 @@ func (h *HCA) ethLocal(phys, from int, b []byte) bool {
 
 // ethDeliver steers frame b, on physical port phys from VF from (-1: from
 // the uplink), to the QPs of the port attached to its destination MAC
-// (never the sender VF's own), their CQEs solicited if sol; it reports
-// whether any QP took it.
+// (never the sender VF's own), in QPN order, their CQEs solicited if sol;
+// it reports whether any QP took it. One map lookup finds them
+// (ethReindex): a frame costs the QPs attached to its MAC, whatever the
+// other VFs attached.
 func (h *HCA) ethDeliver(phys, from int, b []byte, sol bool) bool {
-	dst := eswitch.MAC(b)
 	took := false
-	for qpn, gids := range h.fw.mcg {
+	for _, qpn := range h.eth.index[ethKey(phys, eswitch.MAC(b))] {
 		dq := h.fw.qps[qpn]
 		if dq == nil || dq.wq == nil || !dq.wq.ethOn || dq.wq.vf == from || dq.Port != phys || !canReceive(dq) {
 			continue
 		}
+		h.ethSteer(dq, b, sol)
+		took = true
+	}
+	return took
+}
+
+// ethKey is the switch index's key of a MAC on a physical port.
+func ethKey(phys int, mac uint64) uint64 { return uint64(phys)<<48 | mac&eswitch.Broadcast }
+
+// ethReindex rebuilds the switch's index from the QPs' attachments
+// (fw.mcg, the one place they live): each Ethernet L2 GID (ethGID) of a
+// QP, on the physical port the QP's VF names in it, lists the QP. The
+// command path calls it whenever an attachment changes (QP_ATTACH, the
+// VF's reset, an image loaded): frames only read it.
+func (h *HCA) ethReindex() {
+	if h.eth.index == nil {
+		h.eth.index = map[uint64][]uint32{}
+	}
+	clear(h.eth.index)
+	for qpn, gids := range h.fw.mcg {
+		qp := h.fw.qps[qpn]
+		if qp == nil || qp.tr == nil {
+			continue
+		}
 		for i := range gids {
-			if h.ethGIDNames(dq, &gids[i], dst) {
-				h.ethSteer(dq, b, sol)
-				took = true
-				break
+			g := &gids[i]
+			if !ethGID(g) {
+				continue
+			}
+			if phys := h.PhysPort(qp.tr.Owner, uint32(g[ethGIDPort])); phys != 0 && h.isEth(phys) {
+				k := ethKey(phys, eswitch.MAC(g[ethGIDMAC:]))
+				h.eth.index[k] = append(h.eth.index[k], qpn)
 			}
 		}
 	}
-	return took
+	for _, qpns := range h.eth.index {
+		slices.Sort(qpns)
+	}
+}
+
+// ethGID reports whether g has an Ethernet L2 GID's zero prefix.
+func ethGID(g *[16]byte) bool {
+	for i := range ethGIDPort {
+		if g[i] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ethSteer hands frame b, steered to dq, to the QP that takes it: dq, or
@@ -345,17 +389,6 @@ func (h *HCA) ethSteer(dq *qpObj, b []byte, sol bool) {
 		return
 	}
 	h.ethReceive(ring, b, sol, hash)
-}
-
-// ethGIDNames reports whether attachment g of dq is an Ethernet L2 GID of
-// mac on dq's port.
-func (h *HCA) ethGIDNames(dq *qpObj, g *[16]byte, mac uint64) bool {
-	for i := range ethGIDPort {
-		if g[i] != 0 {
-			return false
-		}
-	}
-	return h.PhysPort(dq.wq.vf, uint32(g[ethGIDPort])) == dq.Port && eswitch.MAC(g[ethGIDMAC:]) == mac
 }
 
 // ethReceive is a frame's arrival at dq: its ingress, the next receive

@@ -102,6 +102,7 @@ func (h *HCA) Load(im *Image, window func(vf int) *dma.Window) error {
 			h.wqLoad(qp, window(qp.tr.Owner))
 		}
 	}
+	h.ethReindex() // eth.go: the switch's MAC index of the loaded attachments
 	return nil
 }
 

@@ -519,6 +519,7 @@ func (h *HCA) QP_ATTACH(c *Cmd) mlx4.Status {
 			return c.Refuse(mlx4.EXCEED_LIM, refusal.Quota)
 		}
 		h.fw.mcg[qpn] = append(gids, gid)
+		h.ethReindex()
 		h.Res.Hold(o)
 		return mlx4.OK
 	}
@@ -530,6 +531,7 @@ func (h *HCA) QP_ATTACH(c *Cmd) mlx4.Status {
 	} else {
 		h.fw.mcg[qpn] = gids
 	}
+	h.ethReindex()
 	h.Res.Unhold(o)
 	return mlx4.OK
 }

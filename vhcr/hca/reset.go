@@ -21,6 +21,7 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 	h.mcgResetVF(vf)  // mcg.go: its multicast groups left
 	h.cmResetVF(vf)   // cm.go: its connections' comm IDs forgotten
 	h.gidsResetVF(vf) // roce.go: its RoCE GIDs emptied
+	defer h.ethReindex() // eth.go: its QPs' attachments gone from the switch
 	rel := h.Res.DeleteAll(vf, func(o *restrack.Object) {
 		switch o.Type {
 		case restrack.MAC:
