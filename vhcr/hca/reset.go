@@ -17,10 +17,10 @@ func (h *HCA) ResetFunction(vf int) restrack.Released {
 	if vf < 0 || vf >= len(h.fw.vfs) {
 		return restrack.Released{}
 	}
-	h.tptChanged()    // keycache.go: the VF's MPTs and MTTs go
-	h.mcgResetVF(vf)  // mcg.go: its multicast groups left
-	h.cmResetVF(vf)   // cm.go: its connections' comm IDs forgotten
-	h.gidsResetVF(vf) // roce.go: its RoCE GIDs emptied
+	h.tptChanged()       // keycache.go: the VF's MPTs and MTTs go
+	h.mcgResetVF(vf)     // mcg.go: its multicast groups left
+	h.cmResetVF(vf)      // cm.go: its connections' comm IDs forgotten
+	h.gidsResetVF(vf)    // roce.go: its RoCE GIDs emptied
 	defer h.ethReindex() // eth.go: its QPs' attachments gone from the switch
 	rel := h.Res.DeleteAll(vf, func(o *restrack.Object) {
 		switch o.Type {
