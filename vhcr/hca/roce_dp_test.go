@@ -253,3 +253,26 @@ func TestRoCEUD(t *testing.T) {
 		}
 	}
 }
+
+// TestRoCELoopbackOneVF: two RC QPs of one VF reach each other over RoCE
+// (the path's MAC and GID the VF's own), as ibv_rc_pingpong with both
+// ends on one VF does.
+func TestRoCELoopbackOneVF(t *testing.T) {
+	r := newRoCERig(t, [2]*config.VST{})
+	a, b := r.rc(0, 0), r.rc(0, 0)
+	a.connect(b.qpn, 0)
+	b.connect(a.qpn, 0)
+	msg := []byte("to myself over RoCE")
+	r.vfs[0].fill(r.mem[0], msg)
+	b.recv(sge(r.keys[0], 0x700000+1024, 256))
+	a.post(send(mlx4.OPCODE_SEND, sge(r.keys[0], 0x700000, uint32(len(msg)))), nil)
+	a.run(4)
+	if got := r.vfs[0].read(r.mem[0]+1024, len(msg)); !bytes.Equal(got, msg) {
+		t.Fatalf("got %q", got)
+	}
+	for _, g := range r.d.take() {
+		if g.e.IsError() {
+			t.Fatalf("error CQE %+v", g.e)
+		}
+	}
+}
