@@ -13,7 +13,8 @@ import (
 type HCA struct {
 	Cfg    *config.Config
 	NumVFs int
-	Funcs  []config.Function // resolved per-VF views, index = VF
+	Funcs  []config.Function // resolved per-VF views, index = VF (fixed after New)
+	gids   [][2]gidRange     // each VF's RoCE GID slices per physical port (roce.go)
 
 	Res *restrack.Tracker // who owns what (res.go)
 	fw  *firmware         // object tables a firmware keeps (res.go)
@@ -57,6 +58,7 @@ func New(cfg *config.Config, numVFs int) (*HCA, error) {
 		return nil, err
 	}
 	h.sched.init(numVFs)
+	h.gidSlices() // roce.go
 	return h, nil
 }
 

@@ -3,6 +3,7 @@ package hca
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
@@ -16,33 +17,50 @@ import (
 // addresses: roce_gid_mgmt); its QP contexts name GIDs by index in its
 // slice, which update_gid rewrites to the table's (qp.go pathRewrite).
 
-// gidSlice is VF vf's slice of physical port phys's RoCE GID table: its
-// first index and its length. Linux numbers a VF's GIDs by its place among
-// the slaves on the port (slave_gid, after those exclusive to the other
-// ports, which Linux numbers first); the model takes the VF's place among
-// the VFs that have the port, which is the same under Linux's numbering
-// and never overlaps under any. The first (112 mod n) of n VFs get one GID
-// more.
-func (h *HCA) gidSlice(vf, phys int) (base, n int) {
-	vfs, place := 0, 0
-	for i := range h.Funcs {
-		for _, p := range h.Funcs[i].Ports {
-			if p == phys {
+// gidRange is a VF's slice of a port's RoCE GID table.
+type gidRange struct{ base, n uint8 }
+
+// gidSlices computes every VF's slice of each physical port's RoCE GID
+// table (New, once: the VFs' ports are the configuration's). Linux numbers
+// a VF's GIDs by its place among the slaves on the port (slave_gid, after
+// those exclusive to the other ports, which Linux numbers first); the
+// model takes the VF's place among the VFs that have the port, which is
+// the same under Linux's numbering and never overlaps under any. The
+// first (112 mod n) of n VFs get one GID more.
+func (h *HCA) gidSlices() {
+	h.gids = make([][2]gidRange, len(h.Funcs))
+	for phys := 1; phys <= 2; phys++ {
+		vfs := 0
+		for i := range h.Funcs {
+			if slices.Contains(h.Funcs[i].Ports, phys) {
 				vfs++
-				if i <= vf {
-					place = vfs
-				}
 			}
 		}
+		place := 0
+		for i := range h.Funcs {
+			if !slices.Contains(h.Funcs[i].Ports, phys) {
+				continue
+			}
+			place++
+			gids := mlx4.ROCE_MAX_GIDS - mlx4.ROCE_PF_GIDS
+			r := gidRange{uint8(mlx4.ROCE_PF_GIDS + gids%vfs + gids/vfs*(place-1)), uint8(gids / vfs)}
+			if place <= gids%vfs {
+				r = gidRange{uint8(mlx4.ROCE_PF_GIDS + (gids/vfs+1)*(place-1)), uint8(gids/vfs + 1)}
+			}
+			h.gids[i][phys-1] = r
+		}
 	}
-	if place == 0 || vfs == 0 {
+}
+
+// gidSlice is VF vf's slice of physical port phys's RoCE GID table: its
+// first index and its length (0: the VF lacks the port, or is past the
+// table's 112).
+func (h *HCA) gidSlice(vf, phys int) (base, n int) {
+	if vf < 0 || vf >= len(h.gids) || phys < 1 || phys > 2 {
 		return 0, 0
 	}
-	gids := mlx4.ROCE_MAX_GIDS - mlx4.ROCE_PF_GIDS
-	if place <= gids%vfs {
-		return mlx4.ROCE_PF_GIDS + (gids/vfs+1)*(place-1), gids/vfs + 1
-	}
-	return mlx4.ROCE_PF_GIDS + gids%vfs + gids/vfs*(place-1), gids / vfs
+	r := h.gids[vf][phys-1]
+	return int(r.base), int(r.n)
 }
 
 // numGIDs is VF vf's GID count on physical port phys (QUERY_PORT's
@@ -207,8 +225,8 @@ func (h *HCA) hasGID(vf, phys int, g *[16]byte) bool {
 // service type st on qp's port, if its VF has MAC dmac and GID dgid there
 // and its QP takes the tag; both VFs' links must be up. routeDown: the
 // sender's link is down; routeNoPort: no VF of the port takes the frame
-// (it leaves by the uplink, where no QP answers); routeNoQP: no such QP
-// there.
+// (on a wire it would leave by the uplink; the model builds no RoCE
+// frames, so it is lost); routeNoQP: no such QP there.
 func (h *HCA) roceRoute(qp *qpObj, dmac uint64, dgid *[16]byte, t roceTag, dqpn uint32, st uint8) (*qpObj, routeRes) {
 	w, phys := qp.wq, qp.Port
 	if h.dp != nil {

@@ -30,7 +30,8 @@ var (
 	transient = map[reflect.Type]map[string]string{
 		reflect.TypeFor[HCA](): {
 			"Cfg": "configuration: the restarted PF's own", "NumVFs": "configuration", "Funcs": "configuration, resolved per VF",
-			"Res": "persistent through its own image (restrack.Image, Image.Res)", "fw": "persistent through State",
+			"gids": "derived from the configuration at New (each VF's RoCE GID slices)",
+			"Res":  "persistent through its own image (restrack.Image, Image.Res)", "fw": "persistent through State",
 			"mad": "MAD_IFC's engine, wired by the PF", "madViews": "derived from the configuration",
 			"madRec": "capture wiring", "madScratch": "scratch buffer", "eqeScratch": "scratch buffer",
 			"dropEvents": "an injected fault's pending drops (faults.go), not firmware state",
