@@ -28,8 +28,9 @@ import (
 // ingress (VST's VLAN enforced and stripped, a stripping QP's tag
 // reported) and takes the next receive WQE: the frame is written, the
 // CQE has its length, VLAN and checksum status. A send WQE that asks for
-// checksum offload gets its IPv4 and TCP/UDP checksums computed. No receive WQE: dropped and counted
-// (EngineStats.EthRxNoWQE), as ConnectX-3 drops it.
+// checksum offload gets its IPv4 and TCP/UDP checksums computed. No
+// receive WQE: dropped and counted (EngineStats.EthRxNoWQE), as ConnectX-3
+// drops it.
 
 // Uplink takes the frames a port's switch sends out of the device: the
 // capture file or TAP device cmd/vhcrd opens. Send must not keep b; it
@@ -126,9 +127,9 @@ const (
 )
 
 // ethInbox is the queue of frames from the uplink: any goroutine puts
-// (ReceiveFrame), the poller takes (ServiceUplink). A slot is the putter's
-// only at tail; the poller reads the slot at head without the lock, which
-// no put touches while it is counted in n.
+// (ReceiveFrame), the poller takes (ServiceUplink). A put writes only the
+// slot past the n counted ones; the poller reads the counted slots without
+// the lock (one lock to see them, one to release them).
 type ethInbox struct {
 	mu      sync.Mutex
 	head, n int
@@ -195,29 +196,24 @@ func (h *HCA) ServiceUplink() int {
 		return 0
 	}
 	h.scratch()
-	done := 0
-	for done < ethInBudget {
-		q.mu.Lock()
-		if q.n == 0 {
-			q.mu.Unlock()
-			break
-		}
-		f := &q.q[q.head]
-		q.mu.Unlock()
+	q.mu.Lock()
+	head, n := q.head, min(q.n, ethInBudget)
+	q.mu.Unlock()
+	for i := range n { // slots a put does not touch while they are counted
+		f := &q.q[(head+i)%ethInQueue]
 		phys := int(f.phys)
 		if h.ethDeliver(phys, -1, f.b[:f.n], false) {
 			h.eth.up[phys-1].In.Add(1)
 		} else {
 			h.eth.up[phys-1].InNoVF.Add(1)
 		}
-		q.mu.Lock()
-		q.head = (q.head + 1) % ethInQueue
-		q.n--
-		q.work.Add(-1)
-		q.mu.Unlock()
-		done++
 	}
-	return done
+	q.mu.Lock()
+	q.head = (head + n) % ethInQueue
+	q.n -= n
+	q.work.Add(int32(-n))
+	q.mu.Unlock()
+	return n
 }
 
 // ethPathOf reads the QP's switch policy from its stored context (at
@@ -298,11 +294,10 @@ const (
 	ethGIDMAC   = 10
 )
 
-// ethLocal steers frame b, which VF from sent on physical port phys (its
-// WQE solicited or not), to
-// the QPs attached to its destination MAC there; it reports whether the
-// frame stays in the device (a unicast some VF of the port has), else it
-// goes out of the uplink too.
+// ethLocal steers frame b, which VF from sent on physical port phys, to
+// the QPs attached to its destination MAC there (solicited as the send WQE
+// is); it reports whether the frame stays in the device (a unicast some VF
+// of the port has), else it goes out of the uplink too.
 func (h *HCA) ethLocal(phys, from int, b []byte) bool {
 	sol := h.dp.send.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_SOLICITED != 0
 	return h.ethDeliver(phys, from, b, sol) && !eswitch.IsMulticast(eswitch.MAC(b))

@@ -200,8 +200,9 @@ func TestRoCEVSTPair(t *testing.T) {
 // and the AV's DGID; the receiver's buffer starts with the GRH, whose
 // source GID is the sender VF's first GID (update_gid forced the UD QP's
 // mgid_index to its base) and whose DGID the AV's; the CQE has the G bit,
-// rlid 0 and the priority as its SL; a datagram to a MAC no VF has, or
-// with a DGID not the receiver's, is dropped and counted.
+// rlid 0 and the priority as its SL; a datagram to a MAC no VF has, with
+// a DGID not the receiver's, or whose AV names another port than the QP's
+// Ethernet port, is dropped and counted.
 func TestRoCEUD(t *testing.T) {
 	r := newRoCERig(t, [2]*config.VST{})
 	var q [2]*tqp
@@ -243,9 +244,13 @@ func TestRoCEUD(t *testing.T) {
 	q[1].recv(sge(r.keys[1], 0x700000+1024, 1024))
 	q[0].post(ud(0x02c9ffffff01, r.gid[1]), nil)
 	q[0].post(ud(r.d.h.VFMAC(1, 1), other), nil)
+	// An AV that names the VF's IB port 2: RoCE stays on the QP's port.
+	onIB := ud(r.d.h.VFMAC(1, 1), r.gid[1])
+	onIB.Datagram.AV.PortPD = 2<<24 | r.vfs[0].pd
+	q[0].post(onIB, nil)
 	q[0].run(4)
-	if n := r.d.h.EngineStats(0).UDDropped.Load(); n != 2 {
-		t.Fatalf("%d datagrams dropped, want 2", n)
+	if n := r.d.h.EngineStats(0).UDDropped.Load(); n != 3 {
+		t.Fatalf("%d datagrams dropped, want 3", n)
 	}
 	for _, g := range r.d.take() {
 		if !g.e.IsSend || g.e.IsError() {

@@ -87,8 +87,15 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 		h.sqDone(qp, uint32(total))
 		return true
 	}
-	if h.isEth(port) {
-		h.sendRoCEUD(qp, port, dqpn, qkey, total)
+	if h.isEth(port) || w.roce {
+		// RoCE: the QP's own Ethernet port only (its GID slice, its vport
+		// policy); an AV that moves it to another port reaches nothing.
+		if !w.roce || port != qp.Port {
+			st.UDDropped.Add(1)
+			h.sqDone(qp, uint32(total))
+			return true
+		}
+		h.sendRoCEUD(qp, dqpn, qkey, total)
 		return true
 	}
 	arrive, bits, rr := h.routePort(port, av.DLID, sz)
@@ -107,12 +114,12 @@ func (h *HCA) sendUD(qp *qpObj, total uint64) bool {
 	return true
 }
 
-// sendRoCEUD delivers a UD datagram on Ethernet port port (RoCE v1): by
+// sendRoCEUD delivers a UD datagram on qp's Ethernet port (RoCE v1): by
 // the datagram segment's MAC and the AV's DGID to the QP dqpn of the VF
 // that has them (roceRoute); the WQE completes either way, a datagram no
 // QP takes is dropped and counted. The GRH is always there (RoCE's every
 // packet has one; libmlx4 refuses an AH without it).
-func (h *HCA) sendRoCEUD(qp *qpObj, port int, dqpn, qkey uint32, total uint64) {
+func (h *HCA) sendRoCEUD(qp *qpObj, dqpn, qkey uint32, total uint64) {
 	d := &h.dp.send
 	av := &d.Datagram.AV
 	t := txTag(qp.wq, d.Datagram.VLAN, av.PortPD&mlx4.AVVLANPresent != 0)
@@ -120,7 +127,7 @@ func (h *HCA) sendRoCEUD(qp *qpObj, port int, dqpn, qkey uint32, total uint64) {
 	if rr != routeOK {
 		h.fw.vfs[qp.wq.vf].eng.UDDropped.Add(1)
 	} else {
-		h.udReceive(qp, dq, port, port, 0, qkey, total)
+		h.udReceive(qp, dq, qp.Port, qp.Port, 0, qkey, total)
 	}
 	h.sqDone(qp, uint32(total))
 }
