@@ -118,8 +118,8 @@ func (u *uplinks) Flush() {
 }
 
 // failed logs an uplink's first error: a capture's writer keeps returning
-// it (the port's frames are no longer captured), a TAP's writes are retried
-// with the next frame.
+// it (the port's frames are no longer captured); a TAP's failed write loses
+// that frame and the next is written.
 func (u *uplinks) failed(phys int, what string, err error) {
 	if u.errs.Add(1) == 1 {
 		u.log.Error("uplink failed; later errors are not logged", "port", phys, "uplink", what, "err", err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vhcrd/vhcrd/hack/testenv"
@@ -55,9 +56,9 @@ func New(t testing.TB) *NetNS {
 	return n
 }
 
-var count int
+var count atomic.Int32
 
-func seq() int { count++; return count }
+func seq() int32 { return count.Add(1) }
 
 // IP runs `ip -n NAME args...` and returns its output; a failure fails t.
 func (n *NetNS) IP(args ...string) string {

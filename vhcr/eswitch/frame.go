@@ -84,6 +84,9 @@ func ParseHeader(b []byte) (Header, error) {
 	return h, nil
 }
 
+// VID is the VLAN of tag control word tci.
+func VID(tci uint16) uint16 { return tci & vidMask }
+
 // TCI is a tag's control word: priority, DEI, VLAN.
 func TCI(pcp uint8, dei bool, vid uint16) uint16 {
 	t := uint16(pcp&7)<<pcpShift | vid&vidMask

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/vhcrd/vhcrd/vhcr/eswitch"
 	"github.com/vhcrd/vhcrd/vhcr/hca/refusal"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -190,7 +191,7 @@ func txTag(w *wq, udVLAN uint16, udValid bool) roceTag {
 		return roceTag{true, w.eth.VLAN}
 	}
 	if udValid {
-		return roceTag{true, udVLAN & 0xfff}
+		return roceTag{true, eswitch.VID(udVLAN)}
 	}
 	return roceTag{}
 }
