@@ -272,7 +272,12 @@ func (h *HCA) postSolicitedCQE(cqn uint32, e *mlx4.CQE) error {
 }
 
 func (h *HCA) completeCQ(cqn uint32, e *mlx4.CQE, solicited bool) error {
-	cq := h.fw.cqs[cqn&mlx4.ObjectMask]
+	return h.completeCQObj(h.fw.cqs[cqn&mlx4.ObjectMask], e, solicited)
+}
+
+// completeCQObj is completeCQ for the CQ object a caller has already
+// looked up (nil: no such CQ), as a step's end has (dplog.go).
+func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, solicited bool) error {
 	if cq == nil || cq.ring == nil || cq.tr.State != restrack.HW {
 		return ErrNoCQ
 	}

@@ -56,6 +56,7 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 
+	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
@@ -318,6 +319,7 @@ func (h *HCA) dpSetQP(qp *qpObj, st mlx4.QPState, sq, rq uint32) {
 	if w == nil {
 		return
 	}
+	w.rqAhead = 0 // RQHead moved: read the record again
 	walk := st == mlx4.QP_STATE_RTS || st == mlx4.QP_STATE_SQD || st == mlx4.QP_STATE_SQER || st == mlx4.QP_STATE_ERR
 	switch {
 	case walk && !w.attached:
@@ -538,10 +540,11 @@ func (h *HCA) dpStep() {
 		c.cq, c.cqn, c.eqn, c.eqP = h.fw.cqs[cqn], cqn, -1, 0
 		if c.cq != nil {
 			cqWords(c.cq, c.vals[:])
-			if c.cq.ring != nil {
-				if p, ok := h.EQProd(c.cq.ring.vf, c.cq.EQN); ok {
+			if r := c.cq.ring; r != nil {
+				if p, ok := h.EQProd(r.vf, c.cq.EQN); ok {
 					c.eqn, c.eqP = int32(c.cq.EQN), p
 				}
+				h.touch(r.win, r.dbRec)
 			}
 		}
 		l.ncq++
@@ -550,7 +553,7 @@ func (h *HCA) dpStep() {
 	l.in = true
 	for k := range l.np {
 		p := &l.pend[k]
-		h.postStepEntry(p.cqn, &p.e, p.sol, p.over)
+		h.postStepEntry(l.stepCQ(p.cqn), p.cqn, &p.e, p.sol, p.over)
 		l.hit(crashpoint.DPCQE)
 	}
 	l.in = false
@@ -558,22 +561,37 @@ func (h *HCA) dpStep() {
 	l.np, l.nqp, l.nsrq, l.ncq, l.ncqn, l.wqe = 0, 0, 0, 0, 0, false
 }
 
-// postStepEntry writes a held-back CQE, or carries out a held-back
-// injected overrun (counting a refusal as h.cqe does).
-func (h *HCA) postStepEntry(cqn uint32, e *mlx4.CQE, sol, over bool) {
+// stepCQ is the object of CQ cqn as the step's end looked it up (l.cqs).
+func (l *dpLog) stepCQ(cqn uint32) *cqObj {
+	for k := range l.ncq {
+		if l.cqs[k].cqn == cqn {
+			return l.cqs[k].cq
+		}
+	}
+	return nil
+}
+
+// postStepEntry writes a held-back CQE into CQ cq (number cqn; nil: there
+// is none), or carries out a held-back injected overrun (counting a
+// refusal as h.cqe does).
+func (h *HCA) postStepEntry(cq *cqObj, cqn uint32, e *mlx4.CQE, sol, over bool) {
 	var err error
 	if over {
 		err = h.overrunCQ(cqn)
-	} else if sol || e.IsError() {
-		err = h.postSolicitedCQE(cqn, e)
 	} else {
-		err = h.postCQE(cqn, e)
+		err = h.completeCQObj(cq, e, sol || e.IsError())
 	}
-	if err != nil {
-		if cq := h.fw.cqs[cqn]; cq != nil && cq.ring != nil {
-			h.fw.vfs[cq.ring.vf].eng.CQEDrops.Add(1)
-		}
+	if err != nil && cq != nil && cq.ring != nil {
+		h.fw.vfs[cq.ring.vf].eng.CQEDrops.Add(1)
 	}
+}
+
+// touch loads the word at iova of win and drops it: the line the VF last
+// wrote (a doorbell record) starts its way into this CPU's cache while the
+// step's record is written, instead of after it. Outside the window it
+// does nothing (the read that counts reports the error).
+func (h *HCA) touch(win *dma.Window, iova uint64) {
+	_ = win.CopyIn(h.dp.touch[:], iova)
 }
 
 // writeStep writes the step record, commit word last.
@@ -704,7 +722,8 @@ func (h *HCA) redoStep() bool {
 		o := pfstate.StepBody + k*pfstate.StepCQESize
 		e, _ := mlx4.DecodeCQE(b[o+8 : o+8+mlx4.CQESize])
 		f := le.Uint32(b[o+4:])
-		h.postStepEntry(le.Uint32(b[o:]), &e, f&pfstate.StepSolicited != 0, f&pfstate.StepOverrun != 0)
+		cqn := le.Uint32(b[o:])
+		h.postStepEntry(h.fw.cqs[cqn&mlx4.ObjectMask], cqn, &e, f&pfstate.StepSolicited != 0, f&pfstate.StepOverrun != 0)
 	}
 	l.redo = false
 	l.nqp, l.nsrq = 0, 0

@@ -80,15 +80,20 @@ func (h *HCA) recvPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 	if w.rqCnt == 0 {
 		return false, false
 	}
-	prod, rok := h.dbRecord(w.win, w.dbRec)
-	if !rok {
-		return false, false
+	if w.rqAhead == 0 {
+		// the VF's doorbell record: a cache miss when the VF has just
+		// posted, so read only when the count of the last read is used up
+		prod, rok := h.dbRecord(w.win, w.dbRec)
+		if !rok {
+			return false, false
+		}
+		avail := uint32(prod-uint16(dq.RQHead)) & 0xffff
+		if avail == 0 {
+			return false, false
+		}
+		w.rqAhead = min(avail, w.rqCnt)
 	}
-	avail := uint32(prod-uint16(dq.RQHead)) & 0xffff
-	if avail == 0 {
-		return false, false
-	}
-	s.avail = min(avail, w.rqCnt)
+	s.avail = w.rqAhead
 	s.index = uint16(dq.RQHead)
 	n := 1 << w.rqShift
 	buf := h.dp.rwqe[:n]
@@ -105,6 +110,9 @@ func (h *HCA) recvPeek(dq *qpObj, s *recvSlot) (ok, bad bool) {
 func (h *HCA) recvConsume(dq *qpObj, s *recvSlot) {
 	if s.srq == nil {
 		dq.RQHead = (dq.RQHead + 1) & 0xffff
+		if dq.wq.rqAhead > 0 {
+			dq.wq.rqAhead--
+		}
 		h.dpTouchQP(dq)
 		return
 	}
@@ -241,6 +249,7 @@ func (h *HCA) flushRQ(qp *qpObj, budget int) int {
 		return 0
 	}
 	avail := min(uint32(prod-uint16(qp.RQHead))&0xffff, w.rqCnt, uint32(budget))
+	w.rqAhead = 0 // the flush takes them: the count is read again after it
 	for range avail {
 		e := &h.dp.cqe
 		*e = mlx4.CQE{}

@@ -130,6 +130,7 @@ type dpScratch struct {
 	dst    [mlx4.MaxSGE + 1]seg
 	cqe    mlx4.CQE
 	word   [8]byte
+	touch  [4]byte // what touch loads (dplog.go)
 	grh    [mad.GRHSize]byte
 	atom   [8]byte
 	bounce [4096]byte
@@ -294,7 +295,7 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 			h.dpStep()
 			return done // RNR or lost: the WQE waits for its retry
 		}
-		if atomic || h.dpHeld() && qp.State == mlx4.QP_STATE_RTS && !h.sqNext(qp) {
+		if atomic || h.dpHeld() && qp.State == mlx4.QP_STATE_RTS && !h.sqFollows(qp, done) {
 			h.dpStep() // an atomic alone; or no WQE behind this one yet: its CQEs out now
 		}
 		done++
@@ -302,6 +303,33 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 	h.dpStep() // the run's completions (dplog.go)
 	return done
 }
+
+// sqFollows reports whether the run holds the CQEs of the WQE it just
+// executed (done WQEs before it in the run) back for the WQE after it:
+// whether that WQE is already the device's (sqNext). A QP whose last
+// lonelyAfter looks found none (a ping-pong: every run one WQE) is not
+// looked at: the look reads a line the VF writes, a cache miss before the
+// CQEs go out, while the run's next fetch finds the WQE as well, after
+// them. A run of two WQEs or more is a stream again and looks.
+func (h *HCA) sqFollows(qp *qpObj, done int) bool {
+	w := qp.wq
+	if done > 0 {
+		w.lonely = 0
+	} else if w.lonely >= lonelyAfter {
+		return false
+	}
+	if h.sqNext(qp) {
+		return true
+	}
+	if w.lonely < lonelyAfter {
+		w.lonely++
+	}
+	return false
+}
+
+// lonelyAfter is how many looks in a row find no WQE behind a run's first
+// before sqFollows stops looking.
+const lonelyAfter = 4
 
 // sqNext reports whether the WQE at SQHead is already the device's (its
 // owner word only): the run goes on with it.

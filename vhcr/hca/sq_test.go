@@ -284,6 +284,62 @@ func TestDataRNR(t *testing.T) {
 	}
 }
 
+// TestDataRQRecordCounts: the receive queue's doorbell record is what the
+// VF posted. The engine reads it when the count it last read is used up
+// (recvPeek), so a WQE posted after a read is found once the earlier ones
+// are taken, and a WQE written into the ring without the record moved is
+// not taken (the SEND waits, RNR).
+func TestDataRQRecordCounts(t *testing.T) {
+	p := newRCPair(t, permAll, qpOpts{rnrRetry: 7})
+	recvs := func() (n int) {
+		for _, c := range p.d.take() {
+			if c.cqn == p.b.cq && !c.e.IsSend {
+				n++
+			}
+		}
+		return n
+	}
+	for range 3 {
+		p.qb.recv(sge(p.kb, vaB, 64))
+	}
+	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
+	if n := p.qa.run(16); n != 1 || recvs() != 1 {
+		t.Fatalf("first SEND: consumed %d", n)
+	}
+	p.qb.recv(sge(p.kb, vaB, 64)) // the record now says 4
+	for range 3 {
+		p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
+	}
+	if n := p.qa.run(16); n != 3 {
+		t.Fatalf("three SENDs on the two counted and one posted after: consumed %d", n)
+	}
+	if n := recvs(); n != 3 {
+		t.Fatalf("%d receive completions, want 3", n)
+	}
+	// a receive WQE in the ring, the record not moved: not the device's
+	var r mlx4.RecvWQE
+	r.NSGE = copy(r.SGE[:], []mlx4.Gather{sge(p.kb, vaB, 64)})
+	b := make([]byte, 1<<p.qb.rqShift)
+	if _, err := mlx4.EncodeRecvWQE(b, &r, false); err != nil {
+		t.Fatal(err)
+	}
+	p.qb.write(p.qb.rqOff+uint64(p.qb.rqHead&(p.qb.rqCnt-1))<<p.qb.rqShift, b)
+	p.qa.post(send(mlx4.OPCODE_SEND, sge(p.ka, vaA, 8)), nil)
+	for range 3 {
+		if n := p.qa.settle(16); n != 0 {
+			t.Fatalf("consumed %d with the record at the last receive", n)
+		}
+	}
+	if n := recvs(); n != 0 {
+		t.Fatalf("%d receive completions from a WQE the record does not count", n)
+	}
+	p.qb.recv(sge(p.kb, vaB, 64)) // now counted (the same slot, written again)
+	p.d.elapse()
+	if n := p.qa.run(16); n != 1 || recvs() != 1 {
+		t.Fatalf("after the record moved: consumed %d", n)
+	}
+}
+
 // TestDataPortDown: nothing moves on a port that is not Active: RC gets
 // transport retry exceeded, UD a silent drop (counted) and a good send
 // completion.

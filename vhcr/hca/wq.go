@@ -125,6 +125,13 @@ type wq struct {
 	// shrunk WQEs). 0 before a fetch: one.
 	headBBs  uint32
 	attached bool // dpAttach done
+	// lonely counts the looks in a row that found no WQE behind a run's
+	// first (sqFollows); rqAhead is how many receive WQEs the doorbell
+	// record last read showed beyond RQHead and not yet taken (recvPeek):
+	// the record is read again only when they are used up, as hardware
+	// reads it when its cached count runs out. Both transient.
+	lonely  uint8
+	rqAhead uint32
 
 	kc keyCache // the last key checked for this QP (keycache.go)
 }
