@@ -15,17 +15,23 @@ package hca
 //     consumer indices; SRQ head, taken, limit; CQ producer and consumer
 //     indices, arm, error. A command that creates, moves or arms an object
 //     stores its entry as it does so (as the EQ positions are stored on
-//     every EQE); the engine stores the entries a step moved at the
-//     step's end. Positions are therefore never behind what the VF saw.
-//   - the step record: while a step runs, its CQEs are held back; at its
-//     end the record gets the CQEs, the CQs' state before them (with their
-//     EQ's producer index) and the QPs' and SRQs' positions after, commit
-//     word last; then the CQEs are written (firing completion EQEs), the
-//     entries stored, and the record marked applied.
+//     every EQE).
+//   - the step records, in two slots: while a step runs, its CQEs are
+//     held back; at its end the record gets the CQEs, the CQs' state
+//     before them (with their EQ's producer index) and the QPs' and SRQs'
+//     positions after, commit word last; then the CQEs are written (firing
+//     completion EQEs), every object's state after the step written into
+//     the record, and the record marked applied. The record applied last
+//     is the newest copy of its objects' positions (dirty): the next step
+//     stores the entries of the objects it does not name before its own
+//     record goes into the other slot, and any other store of an entry
+//     (a command, an arm, a destroy) stores them all and marks the record
+//     flushed first (dpSettle). A run on the objects of the last one, a
+//     ping-pong's or a stream's, stores no entry. Positions are therefore
+//     never behind what the VF saw.
 //
 // A step is a run of WQEs of one QP (runSQ), so that a stream of small
-// WQEs pays for one record, one store of each position and one CQE write
-// pass per run: up to the record's room (dpRoom), one WQE's effects never
+// WQEs pays for one record and one CQE write pass per run: up to the record's room (dpRoom), one WQE's effects never
 // split between two records, an atomic alone in its step (the log keeps
 // one intent), and the step ended before an async event a later WQE
 // raises, so that the event follows the CQEs of the WQEs before it as on
@@ -38,17 +44,19 @@ package hca
 //     the remote value is written.
 //
 // A restarted PF applies the entries over the checkpoint and the journal
-// (AttachDataPathLog); a step record committed and not applied is redone:
-// the CQs' state before restored, the same CQEs written into the same
-// slots, a completion EQE posted only where the EQ's producer index shows
-// it was not, the positions after stored. A kill before a step's record
-// leaves the positions where they were before the WQE: the WQE is executed
-// again, writing the same bytes into the same places — the VF has seen no
-// CQE of it, so no receive WQE, buffer or ring slot has been reused — and
-// an atomic whose intent is there writes f(original) and returns the
-// recorded original instead of reading the remote value again. A CQE
-// rewritten into its slot cannot be read twice: the slot holds either the
-// CQE of the previous pass (owner bit the other way: not the VF's) or
+// (AttachDataPathLog), then the newest whole record (recoverSteps): an
+// applied one's after-state; a committed and not applied one is redone
+// over the state the applied record before it gives: the CQs' state
+// before restored, the same CQEs written into the same slots, a
+// completion EQE posted only where the EQ's producer index shows it was
+// not, the positions after set. Then it stores the entries. A kill before
+// a step's record leaves the positions where they were before the WQE:
+// the WQE is executed again, writing the same bytes into the same places
+// — the VF has seen no CQE of it, so no receive WQE, buffer or ring slot
+// has been reused — and an atomic whose intent is there writes
+// f(original) and returns the recorded original instead of reading the
+// remote value again. A CQE rewritten into its slot cannot be read twice:
+// the slot holds either the CQE of the previous pass (owner bit the other way: not the VF's) or
 // this same CQE; the slot's next CQE is written only after the CQ's
 // producer index passed it, which happens after the record is applied.
 
@@ -79,6 +87,23 @@ type dpPendCQE struct {
 	e    mlx4.CQE
 }
 
+// dpQPAfter, dpSRQAfter and dpCQAfter are an object of the last record
+// applied with the state the record gives it (dpLog.dirty).
+type dpQPAfter struct {
+	qp         *qpObj
+	st, sq, rq uint32
+}
+
+type dpSRQAfter struct {
+	q                  *srqObj
+	head, taken, limit uint32
+}
+
+type dpCQAfter struct {
+	cq   *cqObj
+	vals [pfstate.CQWords]uint32
+}
+
 type dpCQBefore struct {
 	cq   *cqObj
 	cqn  uint32
@@ -91,7 +116,7 @@ type dpCQBefore struct {
 type dpLog struct {
 	b    []byte
 	hit  func(string)
-	seq  uint64 // the last step's sequence
+	seq  uint64 // the last step's sequence (its record in slot seq % DPStepSlots)
 	iseq uint64 // the last intent's
 	free []int32
 	next int32 // entries never used start here
@@ -108,6 +133,19 @@ type dpLog struct {
 	nqp  int
 	srqs [pfstate.MaxStepSRQs]*srqObj
 	nsrq int
+
+	// dirty: the last record (l.seq's) is applied and is the newest copy
+	// of its objects' positions, their entries older; dqp, dsrq and dcq
+	// are those objects with the state it gives them. dpSettle stores
+	// them before any other entry is stored; a step stores those it does
+	// not move itself before its record.
+	dirty bool
+	dqp   [pfstate.MaxStepQPs]dpQPAfter
+	ndqp  int
+	dsrq  [pfstate.MaxStepSRQs]dpSRQAfter
+	ndsrq int
+	dcq   [pfstate.MaxStepCQs]dpCQAfter
+	ndcq  int
 
 	redo   bool
 	redoEQ [pfstate.MaxStepCQs]struct {
@@ -150,11 +188,139 @@ func (h *HCA) AttachDataPathLog(region []byte, hit func(string)) (redone bool) {
 	h.applyEntries(l)
 	h.dl = l
 	h.scratch()
-	l.seq = le.Uint64(l.b[pfstate.StepSeq:])
 	l.iseq = le.Uint64(l.b[pfstate.DPIntentOff+pfstate.IntSeq:])
-	redone = h.redoStep()
+	redone = h.recoverSteps()
 	h.loadIntent()
 	return redone
+}
+
+// recSlot is the step record slot of sequence seq.
+func (l *dpLog) recSlot(seq uint64) []byte {
+	off := pfstate.DPStepOff + int(seq%pfstate.DPStepSlots)*pfstate.DPStepSize
+	return l.b[off : off+pfstate.DPStepSize]
+}
+
+// The states of a step record.
+const (
+	recNone      = iota // never written, torn, or not in its slot
+	recCommitted        // committed, its CQEs not all written
+	recApplied          // its CQEs written, its after-state whole
+	recFlushed          // and its objects' entries stored
+)
+
+// recState is the state of the record in slot k and its sequence.
+func (l *dpLog) recState(k int) (state int, seq uint64) {
+	b := l.b[pfstate.DPStepOff+k*pfstate.DPStepSize:][:pfstate.DPStepSize]
+	seq = le.Uint64(b[pfstate.StepSeq:])
+	switch le.Uint32(b[pfstate.StepCommit:]) {
+	case pfstate.MagicStep ^ uint32(seq):
+		state = recCommitted
+	case pfstate.MagicApplied ^ uint32(seq):
+		state = recApplied
+	case pfstate.MagicFlushed ^ uint32(seq):
+		state = recFlushed
+	default:
+		return recNone, seq
+	}
+	if seq == 0 || seq%pfstate.DPStepSlots != uint64(k) {
+		return recNone, seq
+	}
+	if _, ok := recBody(b); !ok {
+		return recNone, seq
+	}
+	return state, seq
+}
+
+// recBody returns the counts of the record b (CQEs, CQs, QPs, SRQs) if
+// they are within the record's room and its check holds.
+func recBody(b []byte) (n [4]int, ok bool) {
+	cnt := le.Uint32(b[pfstate.StepCounts:])
+	n = [4]int{int(cnt & 0xff), int(cnt >> 8 & 0xff), int(cnt >> 16 & 0xff), int(cnt >> 24)}
+	if n[0] > pfstate.MaxStepCQEs || n[1] > pfstate.MaxStepCQs || n[2] > pfstate.MaxStepQPs || n[3] > pfstate.MaxStepSRQs {
+		return n, false
+	}
+	end := pfstate.StepBody + n[0]*pfstate.StepCQESize + n[1]*pfstate.StepCQSize + n[2]*pfstate.StepQPSize + n[3]*pfstate.StepSRQSize
+	return n, le.Uint32(b[pfstate.StepCheck:]) == pfstate.Checksum(b[pfstate.StepSeq:end])
+}
+
+// recoverSteps brings a restarted PF's positions up to the records: the
+// newest whole record applied gives its objects their state after it (a
+// record applied before it is covered: the objects it does not name were
+// stored before it); one committed and not applied is redone over the
+// state the record before it gives (if that one is applied and not
+// flushed). Every object named is then stored and the records marked
+// flushed, so that the next step starts from the entries. It reports
+// whether a step was redone.
+func (h *HCA) recoverSteps() (redone bool) {
+	l := h.dl
+	var st [pfstate.DPStepSlots]int
+	var sq [pfstate.DPStepSlots]uint64
+	x := -1
+	for k := range pfstate.DPStepSlots {
+		st[k], sq[k] = l.recState(k)
+		l.seq = max(l.seq, sq[k])
+		if st[k] != recNone && (x < 0 || sq[k] > sq[x]) {
+			x = k
+		}
+	}
+	if x < 0 {
+		return false
+	}
+	y := int((sq[x] - 1) % pfstate.DPStepSlots)
+	switch st[x] {
+	case recApplied:
+		h.applyAfter(l.recSlot(sq[x]), sq[x])
+	case recCommitted:
+		if y != x && st[y] == recApplied && sq[y]+1 == sq[x] {
+			h.applyAfter(l.recSlot(sq[y]), sq[y])
+		}
+		redone = h.redoStep(l.recSlot(sq[x]), sq[x])
+	}
+	return redone
+}
+
+// applyAfter gives the objects of record b (sequence seq, applied) the
+// state after it, stores their entries and marks the record flushed.
+func (h *HCA) applyAfter(b []byte, seq uint64) {
+	l := h.dl
+	n, _ := recBody(b)
+	cqOff := pfstate.StepBody + n[0]*pfstate.StepCQESize
+	qpOff := cqOff + n[1]*pfstate.StepCQSize
+	srqOff := qpOff + n[2]*pfstate.StepQPSize
+	a := pfstate.StepAfter
+	l.nqp, l.nsrq, l.ncq = 0, 0, 0
+	for k := range n[2] {
+		if qp := h.fw.qps[le.Uint32(b[qpOff+k*pfstate.StepQPSize:])]; qp != nil {
+			h.applyQPEntry(qp, mlx4.QPState(le.Uint32(b[a:])), le.Uint32(b[a+4:]), le.Uint32(b[a+8:]))
+			l.qps[l.nqp] = qp
+			l.nqp++
+		}
+		a += pfstate.StepAfterQP
+	}
+	for k := range n[3] {
+		if q := h.fw.srqs[le.Uint32(b[srqOff+k*pfstate.StepSRQSize:])]; q != nil {
+			q.Head, q.Taken, q.Limit = uint16(le.Uint32(b[a:])), uint16(le.Uint32(b[a+4:])), uint16(le.Uint32(b[a+8:]))
+			l.srqs[l.nsrq] = q
+			l.nsrq++
+		}
+		a += pfstate.StepAfterSRQ
+	}
+	for k := range n[1] {
+		cqn := le.Uint32(b[cqOff+k*pfstate.StepCQSize:])
+		if cq := h.fw.cqs[cqn]; cq != nil {
+			var v [pfstate.CQWords]uint32
+			for j := range v {
+				v[j] = le.Uint32(b[a+4*j:])
+			}
+			cqFromWords(cq, v[:])
+			l.cqs[l.ncq] = dpCQBefore{cq: cq, cqn: cqn}
+			l.ncq++
+		}
+		a += pfstate.StepAfterCQ
+	}
+	h.storeAll()
+	le.PutUint32(b[pfstate.StepCommit:], pfstate.MagicFlushed^uint32(seq))
+	l.nqp, l.nsrq, l.ncq = 0, 0, 0
 }
 
 func (l *dpLog) entry(i int32) []byte {
@@ -353,14 +519,8 @@ func (h *HCA) dpSaveQP(qp *qpObj) {
 	if !h.dpOn() || qp == nil || qp.tr == nil {
 		return
 	}
-	l := h.dl
-	i := l.slot(&qp.dps)
-	if i < 0 {
-		return
-	}
-	clear(l.vals[:])
-	l.vals[0], l.vals[1], l.vals[2] = uint32(qp.State), qp.SQHead, qp.RQHead
-	l.writeEntry(i, pfstate.EntQP<<pfstate.EntKindShift|uint32(qp.tr.ID)&pfstate.EntNumMask)
+	h.dpSettle()
+	h.storeQP(qp, uint32(qp.State), qp.SQHead, qp.RQHead)
 }
 
 // dpSaveSRQ stores an SRQ's positions and limit.
@@ -368,39 +528,158 @@ func (h *HCA) dpSaveSRQ(q *srqObj) {
 	if !h.dpOn() || q == nil || q.tr == nil {
 		return
 	}
+	h.dpSettle()
+	h.storeSRQ(q, uint32(q.Head), uint32(q.Taken), uint32(q.Limit))
+}
+
+// dpSaveCQ stores a CQ's runtime state. Inside a step (CQEs held back)
+// the step's record gives its state at its end.
+func (h *HCA) dpSaveCQ(cq *cqObj) {
+	if !h.dpOn() || cq == nil || cq.tr == nil {
+		return
+	}
+	h.dpSettle()
+	var v [pfstate.CQWords]uint32
+	cqWords(cq, v[:])
+	h.storeCQ(cq, &v)
+}
+
+// dpSettle makes the entries the newest copy of every position again
+// before one is stored outside a step's end (a command, an arm, a
+// destroy): the last record's objects stored with the state the record
+// gives them, then the record marked flushed. While a step writes its
+// CQEs (a CQ's arm fired, its failure) it does nothing: the step's own
+// record counts for its objects, the one before it only for what the
+// step does not name, which was stored before the step's record.
+func (h *HCA) dpSettle() {
+	l := h.dl
+	if l == nil || !l.dirty || l.in || l.redo {
+		return
+	}
+	h.flushDirty(false)
+	le.PutUint32(l.recSlot(l.seq)[pfstate.StepCommit:], pfstate.MagicFlushed^uint32(l.seq))
+}
+
+// flushDirty stores the entries of the last record's objects with the
+// state it gives them (but for those the current step moves, when
+// exceptStep: its record gives them) and forgets them.
+func (h *HCA) flushDirty(exceptStep bool) {
+	l := h.dl
+	for _, d := range l.dqp[:l.ndqp] {
+		if !exceptStep || !l.stepHasQP(d.qp) {
+			h.storeQP(d.qp, d.st, d.sq, d.rq)
+		}
+	}
+	for _, d := range l.dsrq[:l.ndsrq] {
+		if !exceptStep || !l.stepHasSRQ(d.q) {
+			h.storeSRQ(d.q, d.head, d.taken, d.limit)
+		}
+	}
+	for k := range l.ndcq {
+		d := &l.dcq[k]
+		if !exceptStep || !l.stepHasCQ(d.cq) {
+			h.storeCQ(d.cq, &d.vals)
+		}
+	}
+	l.ndqp, l.ndsrq, l.ndcq, l.dirty = 0, 0, 0, false
+}
+
+func (l *dpLog) stepHasQP(qp *qpObj) bool {
+	for _, q := range l.qps[:l.nqp] {
+		if q == qp {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *dpLog) stepHasCQ(cq *cqObj) bool {
+	for k := range l.ncq {
+		if l.cqs[k].cq == cq {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *dpLog) stepHasSRQ(q *srqObj) bool {
+	for _, s := range l.srqs[:l.nsrq] {
+		if s == q {
+			return true
+		}
+	}
+	return false
+}
+
+// storeQP, storeSRQ and storeCQ write an object's entry with the values
+// given (no entry when the table is full: NoSlot).
+func (h *HCA) storeQP(qp *qpObj, st, sq, rq uint32) {
+	l := h.dl
+	i := l.slot(&qp.dps)
+	if i < 0 {
+		return
+	}
+	clear(l.vals[:])
+	l.vals[0], l.vals[1], l.vals[2] = st, sq, rq
+	l.writeEntry(i, pfstate.EntQP<<pfstate.EntKindShift|uint32(qp.tr.ID)&pfstate.EntNumMask)
+}
+
+func (h *HCA) storeSRQ(q *srqObj, head, taken, limit uint32) {
 	l := h.dl
 	i := l.slot(&q.dps)
 	if i < 0 {
 		return
 	}
 	clear(l.vals[:])
-	l.vals[0], l.vals[1], l.vals[2] = uint32(q.Head), uint32(q.Taken), uint32(q.Limit)
+	l.vals[0], l.vals[1], l.vals[2] = head, taken, limit
 	l.writeEntry(i, pfstate.EntSRQ<<pfstate.EntKindShift|uint32(q.tr.ID)&pfstate.EntNumMask)
 }
 
-// dpSaveCQ stores a CQ's runtime state. Inside a step (CQEs held back)
-// the step stores it at its end.
-func (h *HCA) dpSaveCQ(cq *cqObj) {
-	if !h.dpOn() || cq == nil || cq.tr == nil {
-		return
-	}
+func (h *HCA) storeCQ(cq *cqObj, v *[pfstate.CQWords]uint32) {
 	l := h.dl
 	i := l.slot(&cq.dps)
 	if i < 0 {
 		return
 	}
 	clear(l.vals[:])
-	cqWords(cq, l.vals[:pfstate.CQWords])
+	copy(l.vals[:], v[:])
 	l.writeEntry(i, pfstate.EntCQ<<pfstate.EntKindShift|uint32(cq.tr.ID)&pfstate.EntNumMask)
 }
 
-// dpForget frees an object's entry (the object is gone).
+// storeAll stores the entries of the objects of the step's lists (l.qps,
+// l.srqs, l.cqs) as they are now.
+func (h *HCA) storeAll() {
+	l := h.dl
+	for _, qp := range l.qps[:l.nqp] {
+		if qp.tr != nil {
+			h.storeQP(qp, uint32(qp.State), qp.SQHead, qp.RQHead)
+		}
+	}
+	for _, q := range l.srqs[:l.nsrq] {
+		if q.tr != nil {
+			h.storeSRQ(q, uint32(q.Head), uint32(q.Taken), uint32(q.Limit))
+		}
+	}
+	for k := range l.ncq {
+		if cq := l.cqs[k].cq; cq != nil && cq.tr != nil {
+			var v [pfstate.CQWords]uint32
+			cqWords(cq, v[:])
+			h.storeCQ(cq, &v)
+		}
+	}
+}
+
+// dpForget frees an object's entry (the object is gone), the last record
+// settled first: it may name the object, whose number a new one can take.
 func (h *HCA) dpForget(s *int32) {
-	if h.dl == nil || *s == 0 {
+	if h.dl == nil {
 		return
 	}
 	if !h.fw.quiet {
-		h.dl.clearEntry(*s - 1)
+		h.dpSettle()
+		if *s != 0 {
+			h.dl.clearEntry(*s - 1)
+		}
 	}
 	*s = 0
 }
@@ -549,6 +828,9 @@ func (h *HCA) dpStep() {
 		}
 		l.ncq++
 	}
+	if l.dirty {
+		h.flushDirty(true) // the record before this one is overwritten two steps on
+	}
 	l.writeStep()
 	l.in = true
 	for k := range l.np {
@@ -557,7 +839,7 @@ func (h *HCA) dpStep() {
 		l.hit(crashpoint.DPCQE)
 	}
 	l.in = false
-	h.storeStep()
+	h.applyStep()
 	l.np, l.nqp, l.nsrq, l.ncq, l.ncqn, l.wqe = 0, 0, 0, 0, 0, false
 }
 
@@ -596,8 +878,8 @@ func (h *HCA) touch(win *dma.Window, iova uint64) {
 
 // writeStep writes the step record, commit word last.
 func (l *dpLog) writeStep() {
-	b := l.b[pfstate.DPStepOff : pfstate.DPStepOff+pfstate.DPStepSize]
 	l.seq++
+	b := l.recSlot(l.seq)
 	le.PutUint64(b[pfstate.StepSeq:], l.seq)
 	le.PutUint32(b[pfstate.StepCounts:], uint32(l.np)|uint32(l.ncq)<<8|uint32(l.nqp)<<16|uint32(l.nsrq)<<24)
 	off := pfstate.StepBody
@@ -646,10 +928,14 @@ func (l *dpLog) writeStep() {
 	l.stats.Steps.Add(1)
 }
 
-// storeStep stores the positions of what the step moved, then marks the
-// record applied.
-func (h *HCA) storeStep() {
+// applyStep writes the state after the step of every object it names
+// into its record, then marks it applied: the record is now the newest
+// copy of their positions (dirty), their entries are stored only when
+// something else needs them to be (dpSettle, the next step's record).
+func (h *HCA) applyStep() {
 	l := h.dl
+	b := l.recSlot(l.seq)
+	a := pfstate.StepAfter
 	first := true
 	torn := func() {
 		if first {
@@ -657,37 +943,54 @@ func (h *HCA) storeStep() {
 			l.hit(crashpoint.DPCommitTorn)
 		}
 	}
+	l.ndqp, l.ndsrq, l.ndcq = 0, 0, 0
 	for _, qp := range l.qps[:l.nqp] {
-		h.dpSaveQP(qp)
+		d := &l.dqp[l.ndqp]
+		l.ndqp++
+		d.qp, d.st, d.sq, d.rq = qp, uint32(qp.State), qp.SQHead, qp.RQHead
+		le.PutUint32(b[a:], d.st)
+		le.PutUint32(b[a+4:], d.sq)
+		le.PutUint32(b[a+8:], d.rq)
+		a += pfstate.StepAfterQP
 		torn()
 	}
 	for _, q := range l.srqs[:l.nsrq] {
-		h.dpSaveSRQ(q)
+		d := &l.dsrq[l.ndsrq]
+		l.ndsrq++
+		d.q, d.head, d.taken, d.limit = q, uint32(q.Head), uint32(q.Taken), uint32(q.Limit)
+		le.PutUint32(b[a:], d.head)
+		le.PutUint32(b[a+4:], d.taken)
+		le.PutUint32(b[a+8:], d.limit)
+		a += pfstate.StepAfterSRQ
 		torn()
 	}
-	for _, c := range l.cqs[:l.ncq] {
-		h.dpSaveCQ(c.cq)
+	for k := range l.ncq {
+		var v [pfstate.CQWords]uint32
+		if cq := l.cqs[k].cq; cq != nil && cq.tr != nil {
+			cqWords(cq, v[:])
+			d := &l.dcq[l.ndcq]
+			l.ndcq++
+			d.cq, d.vals = cq, v
+		}
+		for j, w := range v {
+			le.PutUint32(b[a+4*j:], w)
+		}
+		a += pfstate.StepAfterCQ
 		torn()
 	}
-	le.PutUint32(l.b[pfstate.DPStepOff+pfstate.StepCommit:], pfstate.MagicApplied^uint32(l.seq))
+	le.PutUint32(b[pfstate.StepCommit:], pfstate.MagicApplied^uint32(l.seq))
+	l.dirty = true
 }
 
-// redoStep redoes a step committed and not applied (a restart).
-func (h *HCA) redoStep() bool {
+// redoStep redoes the step of record b (sequence seq), committed and not
+// applied (a restart), stores its objects' entries and marks it flushed.
+func (h *HCA) redoStep(b []byte, seq uint64) bool {
 	l := h.dl
-	b := l.b[pfstate.DPStepOff : pfstate.DPStepOff+pfstate.DPStepSize]
-	if le.Uint32(b[pfstate.StepCommit:]) != pfstate.MagicStep^uint32(l.seq) {
+	n, ok := recBody(b)
+	if !ok {
 		return false
 	}
-	cnt := le.Uint32(b[pfstate.StepCounts:])
-	ncqe, ncq, nqp, nsrq := int(cnt&0xff), int(cnt>>8&0xff), int(cnt>>16&0xff), int(cnt>>24)
-	if ncqe > pfstate.MaxStepCQEs || ncq > pfstate.MaxStepCQs || nqp > pfstate.MaxStepQPs || nsrq > pfstate.MaxStepSRQs {
-		return false
-	}
-	end := pfstate.StepBody + ncqe*pfstate.StepCQESize + ncq*pfstate.StepCQSize + nqp*pfstate.StepQPSize + nsrq*pfstate.StepSRQSize
-	if le.Uint32(b[pfstate.StepCheck:]) != pfstate.Checksum(b[pfstate.StepSeq:end]) {
-		return false
-	}
+	ncqe, ncq, nqp, nsrq := n[0], n[1], n[2], n[3]
 	// The CQs as they were before the step's CQEs.
 	off := pfstate.StepBody + ncqe*pfstate.StepCQESize
 	l.nredo, l.ncq = 0, 0
@@ -743,7 +1046,8 @@ func (h *HCA) redoStep() bool {
 		}
 		off += pfstate.StepSRQSize
 	}
-	h.storeStep()
+	h.storeAll()
+	le.PutUint32(b[pfstate.StepCommit:], pfstate.MagicFlushed^uint32(seq))
 	l.nqp, l.nsrq, l.ncq = 0, 0, 0
 	l.stats.Redone.Add(1)
 	return true

@@ -455,3 +455,95 @@ func TestDataPathEventAfterEarlierCQEs(t *testing.T) {
 		t.Fatalf("%d WQ_ACCESS_ERROR events, want 1", n)
 	}
 }
+
+// TestDataPathRecordIsThePositions: a step stores no entry; its applied
+// record is the newest copy of its objects' positions until a record
+// without them (the next step stores those first) or another store (a
+// command: the record settled, marked flushed). A SEND on one pair, then
+// an RDMA_WRITE on a second pair of the same VFs and CQs (so the second
+// record names the requester's CQ and QP, not the first pair's QPs or the
+// responder's CQ), with or without commands between them, killed at each
+// point of the second step and restarted from a checkpoint taken before
+// both: each WQE once, each CQE once and in its slot, every position
+// where the VF left it.
+func TestDataPathRecordIsThePositions(t *testing.T) {
+	type kase struct {
+		point  string
+		nth    int
+		settle bool
+	}
+	var cases []kase
+	for _, settle := range []bool{false, true} {
+		for _, p := range []string{crashpoint.DPEffects, crashpoint.DPCQE, crashpoint.DPCommitTorn, "none"} {
+			cases = append(cases, kase{p, 1, settle})
+		}
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s:%d/settle=%v", c.point, c.nth, c.settle), func(t *testing.T) {
+			lp := newLogPair(t)
+			a, b, qa, qb := lp.a, lp.b, lp.qa, lp.qb
+			o := qpOpts{st: mlx4.QP_ST_RC, access: remoteAll}
+			qc, qd := a.qp(o), b.qp(o)
+			pair(qc, qd)
+			msg := pattern(300, 9)
+			a.fill(lp.ma, msg)
+			qb.recv(sge(lp.kb, vaB, 100))
+			qb.recv(sge(lp.kb, vaB+400, 100))
+			img := lp.d.h.Image()
+			qa.post(send(mlx4.OPCODE_SEND, sge(lp.ka, vaA, 100)), nil)
+			if n := qa.run(16); n != 1 {
+				t.Fatalf("first step: %d WQEs", n)
+			}
+			seen := lp.d.take()
+			if c.settle {
+				pair(a.qp(o), b.qp(o)) // INIT2RTR stores the new QPs' entries: the first record settled before it
+				seq := lp.d.h.dl.seq
+				if w := binary.LittleEndian.Uint32(lp.d.h.dl.recSlot(seq)[pfstate.StepCommit:]); w != pfstate.MagicFlushed^uint32(seq) {
+					t.Fatalf("record %d's commit word %#x after a command: not flushed", seq, w)
+				}
+			}
+			qc.post(rdmaWrite(lp.ka, lp.kb, vaA+100, vaB+2000, 100), nil)
+			if c.point == "none" {
+				if n := qc.run(16); n != 1 {
+					t.Fatalf("second step: %d WQEs", n)
+				}
+			} else {
+				lp.point, lp.nth = c.point, c.nth
+				func() {
+					defer func() {
+						lp.point = ""
+						if v := recover(); v == nil {
+							t.Fatalf("no kill at %s:%d", c.point, c.nth)
+						} else if _, ok := v.(dpKill); !ok {
+							panic(v)
+						}
+					}()
+					qc.run(16)
+				}()
+			}
+			seen = append(seen, lp.d.take()...)
+			lp.restart(t, img)
+			qa.run(16)
+			qc.run(16)
+			got := append(seen, lp.d.take()...)
+			wantCQE(t, got, rCQE(b.cq, qb.qpn, 0, mlx4.RECV_OPCODE_SEND, 100, 0), sCQE(a.cq, qa.qpn, 0, mlx4.OPCODE_SEND, 100),
+				sCQE(a.cq, qc.qpn, 0, mlx4.OPCODE_RDMA_WRITE, 100))
+			if qa.obj().SQHead != 1 || qb.obj().RQHead != 1 || qc.obj().SQHead != 1 {
+				t.Fatalf("SQ %d, RQ %d, second pair's SQ %d", qa.obj().SQHead, qb.obj().RQHead, qc.obj().SQHead)
+			}
+			if g := b.read(lp.mb+2000, 100); !bytes.Equal(g, msg[100:200]) {
+				t.Fatalf("RDMA_WRITE: %x", g)
+			}
+			// both pairs go on from there: the next receive, the next CQ slots
+			qa.post(send(mlx4.OPCODE_SEND, sge(lp.ka, vaA+200, 50)), nil)
+			qc.post(rdmaWrite(lp.ka, lp.kb, vaA, vaB+2400, 50), nil)
+			qa.run(16)
+			qc.run(16)
+			wantCQE(t, lp.d.take(), rCQE(b.cq, qb.qpn, 1, mlx4.RECV_OPCODE_SEND, 50, 0), sCQE(a.cq, qa.qpn, 1, mlx4.OPCODE_SEND, 50),
+				sCQE(a.cq, qc.qpn, 1, mlx4.OPCODE_RDMA_WRITE, 50))
+			if g := b.read(lp.mb+400, 50); !bytes.Equal(g, msg[200:250]) {
+				t.Fatalf("the second SEND: %x", g)
+			}
+		})
+	}
+}

@@ -4,10 +4,18 @@ package pfstate
 // checkpoint slots): what a PF killed in the middle of a work request needs
 // to complete it exactly once (vhcr/hca/dplog.go writes and reads it).
 //
-//	DPStepOff    the step record: the CQEs of one step of the engine (a
-//	             WQE's completion, a part of a flush), the CQs' runtime
-//	             state before them with their EQ's producer index, and the
-//	             positions after them of the QPs and SRQs the step moved
+//	DPStepOff    the step records, DPStepSlots slots of DPStepSize (the
+//	             record of sequence s in slot s % DPStepSlots): the CQEs
+//	             of one step of the engine (a WQE's completion, a part of
+//	             a flush), the CQs' runtime state before them with their
+//	             EQ's producer index, and the positions after them of the
+//	             QPs and SRQs the step moved; at StepAfter, written once
+//	             the CQEs are, every object's state after the step. The
+//	             last record applied is the newest copy of its objects'
+//	             positions until their entries are stored (before a
+//	             record without them, a command's store, a destroy), so
+//	             that a step stores no entry in the common case; the
+//	             other slot keeps the record before it while it is written
 //	DPIntentOff  the atomic intent: the original value an ATOMIC read
 //	             before writing its result (QPN, SQ index, value)
 //	DPTableOff   the positions: DPEntries entries of two copies each, an
@@ -17,13 +25,16 @@ package pfstate
 //	             copy counting
 //
 // Every part ends in a check word (CRC32C) and is written check or commit
-// word last, so that a kill leaves either the old or the new value.
+// word last, so that a kill leaves either the old or the new value; a
+// record's after-state, written after its check, counts only under the
+// applied commit word stored after it.
 const (
 	DPStepOff    = 0x0000
 	DPStepSize   = 0x1000
-	DPIntentOff  = 0x1000
+	DPStepSlots  = 2
+	DPIntentOff  = 0x2000
 	DPIntentSize = 0x40
-	DPTableOff   = 0x2000
+	DPTableOff   = 0x3000
 	DPEntries    = 16384
 	DPEntrySize  = 128 // two copies
 	DPCopySize   = 64
@@ -32,7 +43,7 @@ const (
 
 // The step record.
 const (
-	StepCommit = 0x00 // MagicStep ^ seq (to apply) or MagicApplied ^ seq (applied), stored last
+	StepCommit = 0x00 // MagicStep ^ seq (to apply), MagicApplied ^ seq (applied), MagicFlushed ^ seq (its entries stored); stored last
 	StepCheck  = 0x04 // CRC32C of StepSeq .. the end of the last entry
 	StepSeq    = 0x08 // 8 bytes: the step's sequence
 	StepCounts = 0x10 // CQEs | CQs << 8 | QPs << 16 | SRQs << 24
@@ -42,6 +53,15 @@ const (
 	StepCQSize  = 48 // cqn, its EQ (-1: none), the EQ's producer index, then CQWords words
 	StepQPSize  = 16 // qpn, QP state, SQ consumer, RQ consumer
 	StepSRQSize = 16 // srqn, head, taken, limit
+
+	// StepAfter is the objects' state after the step, in the body's
+	// order: each QP's state, SQ and RQ consumer (StepAfterQP), each
+	// SRQ's head, taken and limit (StepAfterSRQ), each CQ's CQWords
+	// words (StepAfterCQ).
+	StepAfter    = 0x800
+	StepAfterQP  = 12
+	StepAfterSRQ = 12
+	StepAfterCQ  = 4 * CQWords
 
 	StepSolicited = 1 // the CQE fires a REQ_NOT_SOL arm
 	StepOverrun   = 2 // no CQE: an injected CQ overrun in its place (the CQ fails, overrun syndrome)
@@ -53,6 +73,7 @@ const (
 
 	MagicStep    = 0x44505331 // "DPS1" ^ seq
 	MagicApplied = 0x44504131 // "DPA1" ^ seq
+	MagicFlushed = 0x44504631 // "DPF1" ^ seq
 )
 
 // The atomic intent.

@@ -17,15 +17,17 @@ import (
 //	                  inbox kept, ResHdr bytes of result and the outbox kept,
 //	                  padded to RecAlign
 //	Geometry.Ckpt     two checkpoint slots of CkptHdr bytes and a gob
-//	Geometry.DP       the data path's step record, atomic intent and
+//	Geometry.DP       the data path's step records, atomic intent and
 //	                  positions (datapath.go)
 const (
 	Magic = "VHCRPFS1"
-	// Version 5: the data path's region (Geometry.DP) after the
+	// Version 6: two step record slots, each with the objects' state
+	// after its step (the last applied record the newest copy of its
+	// positions), the intent and the table 0x1000 further. Version 5: the data path's region (Geometry.DP) after the
 	// checkpoint slots. Version 4: the checkpoint's HCA image is the
 	// firmware's hca.State (tables keyed by object number); version 3's
 	// layout is unchanged.
-	Version = 5
+	Version = 6
 
 	HeaderSize = 0x1000
 

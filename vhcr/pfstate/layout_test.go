@@ -85,15 +85,15 @@ func TestStateFileHeaderLayout(t *testing.T) {
 		{"journal_kib", pfstate.HdrJournalKiB, 0x14}, {"ckpt_kib", pfstate.HdrCkptKiB, 0x18},
 		{"layout_crc", pfstate.HdrLayoutCRC, 0x1c}, {"check", pfstate.HdrCheck, 0x20},
 		{"active", pfstate.HdrActive, 0x40}, {"gen", pfstate.HdrGen, 0x44},
-		{"version_number", pfstate.Version, 5},
+		{"version_number", pfstate.Version, 6},
 	})
 	h := pfstate.Header(2, 4, 16<<20, 16<<20, pfstate.LayoutCheck(0x10000, 0x1000, 0x21000))
-	want := "5648435250465331" + "05000000" + "02000000" + "04000000" + "00400000" + "00400000" + "09bebffb"
+	want := "5648435250465331" + "06000000" + "02000000" + "04000000" + "00400000" + "00400000" + "09bebffb"
 	if got := hex.EncodeToString(h[:]); got != want {
 		t.Fatalf("header\n%s, the format has\n%s", got, want)
 	}
 	// the values computed apart from this package (a bitwise CRC32C)
-	if c := pfstate.Checksum(h[:]); c != 0x3b2397da {
+	if c := pfstate.Checksum(h[:]); c != 0xf01fa6b9 {
 		t.Fatalf("header check %#08x", c)
 	}
 }
@@ -104,7 +104,7 @@ func TestStateFileGeometry(t *testing.T) {
 		{"chans", g.Chans.Off, 0x1000}, {"chans_size", g.Chans.Size, 0x1000},
 		{"seqs", g.Seqs.Off, 0x2000}, {"pos", g.Pos.Off, 0x3000}, {"journal", g.Journal.Off, 0x4000},
 		{"journal_size", g.Journal.Size, 0x1000000}, {"ckpt", g.Ckpt.Off, 0x1004000}, {"ckpt_size", g.Ckpt.Size, 0x1000000},
-		{"dp", g.DP.Off, 0x3004000}, {"dp_size", g.DP.Size, 0x202000}, {"size", g.Size, 0x3206000},
+		{"dp", g.DP.Off, 0x3004000}, {"dp_size", g.DP.Size, 0x203000}, {"size", g.Size, 0x3207000},
 		{"chan(1,1)", g.ChanSlot(1, 1), 0x1030}, {"seq(1)", g.SeqWord(1), 0x2008}, {"pos(1,2)", g.PosWord(1, 2, 4), 0x3018},
 		{"ckpt_slot(1)", g.CkptSlot(1), 0x2004000},
 	})
@@ -146,16 +146,17 @@ func TestJournalRecordLayout(t *testing.T) {
 
 func TestDataPathLayout(t *testing.T) {
 	checkOffsets(t, "region", []off{
-		{"step", pfstate.DPStepOff, 0}, {"step_size", pfstate.DPStepSize, 0x1000}, {"intent", pfstate.DPIntentOff, 0x1000},
-		{"intent_size", pfstate.DPIntentSize, 0x40}, {"table", pfstate.DPTableOff, 0x2000}, {"entries", pfstate.DPEntries, 16384},
-		{"entry", pfstate.DPEntrySize, 128}, {"copy", pfstate.DPCopySize, 64}, {"size", pfstate.DPSize, 0x202000},
+		{"step", pfstate.DPStepOff, 0}, {"step_size", pfstate.DPStepSize, 0x1000}, {"step_slots", pfstate.DPStepSlots, 2},
+		{"intent", pfstate.DPIntentOff, 0x2000}, {"intent_size", pfstate.DPIntentSize, 0x40}, {"table", pfstate.DPTableOff, 0x3000},
+		{"entries", pfstate.DPEntries, 16384}, {"entry", pfstate.DPEntrySize, 128}, {"copy", pfstate.DPCopySize, 64}, {"size", pfstate.DPSize, 0x203000},
 	})
 	checkOffsets(t, "step", []off{
 		{"commit", pfstate.StepCommit, 0}, {"check", pfstate.StepCheck, 4}, {"seq", pfstate.StepSeq, 8}, {"counts", pfstate.StepCounts, 0x10},
 		{"body", pfstate.StepBody, 0x18}, {"cqe", pfstate.StepCQESize, 40}, {"cq", pfstate.StepCQSize, 48}, {"qp", pfstate.StepQPSize, 16},
 		{"srq", pfstate.StepSRQSize, 16}, {"solicited", pfstate.StepSolicited, 1}, {"overrun", pfstate.StepOverrun, 2}, {"max_cqes", pfstate.MaxStepCQEs, 32},
 		{"max_cqs", pfstate.MaxStepCQs, 8}, {"max_qps", pfstate.MaxStepQPs, 8}, {"max_srqs", pfstate.MaxStepSRQs, 4},
-		{"magic_step", pfstate.MagicStep, 0x44505331}, {"magic_applied", pfstate.MagicApplied, 0x44504131},
+		{"magic_step", pfstate.MagicStep, 0x44505331}, {"magic_applied", pfstate.MagicApplied, 0x44504131}, {"magic_flushed", pfstate.MagicFlushed, 0x44504631},
+		{"after", pfstate.StepAfter, 0x800}, {"after_qp", pfstate.StepAfterQP, 12}, {"after_srq", pfstate.StepAfterSRQ, 12}, {"after_cq", pfstate.StepAfterCQ, 32},
 	})
 	checkOffsets(t, "intent", []off{
 		{"commit", pfstate.IntCommit, 0}, {"check", pfstate.IntCheck, 4}, {"seq", pfstate.IntSeq, 8}, {"qpn", pfstate.IntQPN, 0x10},
@@ -168,8 +169,15 @@ func TestDataPathLayout(t *testing.T) {
 	})
 	// the step's largest body fits its slot; a copy's words fit the copy
 	if n := pfstate.StepBody + pfstate.MaxStepCQEs*pfstate.StepCQESize + pfstate.MaxStepCQs*pfstate.StepCQSize +
-		pfstate.MaxStepQPs*pfstate.StepQPSize + pfstate.MaxStepSRQs*pfstate.StepSRQSize; n > pfstate.DPStepSize {
-		t.Fatalf("step body %d > %d", n, pfstate.DPStepSize)
+		pfstate.MaxStepQPs*pfstate.StepQPSize + pfstate.MaxStepSRQs*pfstate.StepSRQSize; n > pfstate.StepAfter {
+		t.Fatalf("step body %d > its after-state's offset %d", n, pfstate.StepAfter)
+	}
+	if n := pfstate.StepAfter + pfstate.MaxStepQPs*pfstate.StepAfterQP + pfstate.MaxStepSRQs*pfstate.StepAfterSRQ +
+		pfstate.MaxStepCQs*pfstate.StepAfterCQ; n > pfstate.DPStepSize {
+		t.Fatalf("step after-state ends at %d > %d", n, pfstate.DPStepSize)
+	}
+	if pfstate.DPStepOff+pfstate.DPStepSlots*pfstate.DPStepSize > pfstate.DPIntentOff {
+		t.Fatal("the step slots overlap the intent")
 	}
 	if pfstate.EntVals+4*pfstate.EntWords != pfstate.DPCopySize || pfstate.StepCQSize != 16+4*pfstate.CQWords {
 		t.Fatal("entry or step CQ words do not fill their size")

@@ -23,9 +23,10 @@
 //	                   responder's scatter, a READ's sink); nothing of its
 //	                   completion recorded
 //	dp-cqe             a step's record is committed and a CQE of it written
-//	                   (hit after each); the positions not yet stored
-//	dp-commit-torn     in the middle of storing a step's positions: the
-//	                   first entry written, the record not marked applied
+//	                   (hit after each); the state after it not yet written
+//	dp-commit-torn     in the middle of writing the state after a step into
+//	                   its record: the first object's written, the record
+//	                   not marked applied
 package crashpoint
 
 // The named points.
