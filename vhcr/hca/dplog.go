@@ -31,9 +31,9 @@ package hca
 //     never behind what the VF saw.
 //
 // A step is a run of WQEs of one QP (runSQ), so that a stream of small
-// WQEs pays for one record and one CQE write pass per run: up to the record's room (dpRoom), one WQE's effects never
-// split between two records, an atomic alone in its step (the log keeps
-// one intent), and the step ended before an async event a later WQE
+// WQEs pays for one record and one CQE write pass per run: up to the
+// record's room (dpRoom), one WQE's effects never split between two
+// records, an atomic alone in its step (the log keeps one intent), and the step ended before an async event a later WQE
 // raises, so that the event follows the CQEs of the WQEs before it as on
 // hardware. (Where the WQE raising it has already touched the step, the
 // step cannot end there and the event precedes the step's CQEs: the one
@@ -56,9 +56,10 @@ package hca
 // has been reused — and an atomic whose intent is there writes
 // f(original) and returns the recorded original instead of reading the
 // remote value again. A CQE rewritten into its slot cannot be read twice:
-// the slot holds either the CQE of the previous pass (owner bit the other way: not the VF's) or
-// this same CQE; the slot's next CQE is written only after the CQ's
-// producer index passed it, which happens after the record is applied.
+// the slot holds either the CQE of the previous pass (owner bit the other
+// way: not the VF's) or this same CQE; the slot's next CQE is written only
+// after the CQ's producer index passed it, which happens after the record
+// is applied.
 
 import (
 	"encoding/binary"
@@ -195,8 +196,11 @@ func (h *HCA) AttachDataPathLog(region []byte, hit func(string)) (redone bool) {
 }
 
 // recSlot is the step record slot of sequence seq.
-func (l *dpLog) recSlot(seq uint64) []byte {
-	off := pfstate.DPStepOff + int(seq%pfstate.DPStepSlots)*pfstate.DPStepSize
+func (l *dpLog) recSlot(seq uint64) []byte { return l.slotAt(int(seq % pfstate.DPStepSlots)) }
+
+// slotAt is step record slot k.
+func (l *dpLog) slotAt(k int) []byte {
+	off := pfstate.DPStepOff + k*pfstate.DPStepSize
 	return l.b[off : off+pfstate.DPStepSize]
 }
 
@@ -210,7 +214,7 @@ const (
 
 // recState is the state of the record in slot k and its sequence.
 func (l *dpLog) recState(k int) (state int, seq uint64) {
-	b := l.b[pfstate.DPStepOff+k*pfstate.DPStepSize:][:pfstate.DPStepSize]
+	b := l.slotAt(k)
 	seq = le.Uint64(b[pfstate.StepSeq:])
 	switch le.Uint32(b[pfstate.StepCommit:]) {
 	case pfstate.MagicStep ^ uint32(seq):
@@ -271,7 +275,7 @@ func (h *HCA) recoverSteps() (redone bool) {
 	case recApplied:
 		h.applyAfter(l.recSlot(sq[x]), sq[x])
 	case recCommitted:
-		if y != x && st[y] == recApplied && sq[y]+1 == sq[x] {
+		if st[y] == recApplied && sq[y]+1 == sq[x] {
 			h.applyAfter(l.recSlot(sq[y]), sq[y])
 		}
 		redone = h.redoStep(l.recSlot(sq[x]), sq[x])

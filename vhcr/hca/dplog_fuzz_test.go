@@ -34,17 +34,9 @@ func FuzzDataPathLog(f *testing.F) {
 		// applied, its after-state the input again
 		b := r[pfstate.DPStepOff+pfstate.DPStepSize : pfstate.DPStepOff+2*pfstate.DPStepSize]
 		le.PutUint64(b[pfstate.StepSeq:], 7)
+		copy(b[pfstate.StepCounts:], step)
 		copy(b[pfstate.StepAfter:], step)
-		n := copy(b[pfstate.StepCounts:], step)
-		end := min(pfstate.DPStepSize, pfstate.StepCounts+max(n, 8))
-		le.PutUint32(b[pfstate.StepCheck:], pfstate.Checksum(b[pfstate.StepSeq:end]))
-		// the counts name a body: its check as the PF writes it
-		cnt := le.Uint32(b[pfstate.StepCounts:])
-		body := pfstate.StepBody + int(cnt&0xff)*pfstate.StepCQESize + int(cnt>>8&0xff)*pfstate.StepCQSize +
-			int(cnt>>16&0xff)*pfstate.StepQPSize + int(cnt>>24)*pfstate.StepSRQSize
-		if body <= pfstate.DPStepSize {
-			le.PutUint32(b[pfstate.StepCheck:], pfstate.Checksum(b[pfstate.StepSeq:body]))
-		}
+		sealStep(b)
 		commit := uint32(pfstate.MagicStep)
 		if len(step) > 0 && step[0]&0x80 != 0 {
 			commit = pfstate.MagicApplied
@@ -64,7 +56,8 @@ func FuzzDataPathLog(f *testing.F) {
 }
 
 // sealStep writes the check word of record b as the PF does, for the body
-// its counts name (if it fits).
+// its counts name (if it fits before the after-state; else the check
+// stays zero and the record is not whole).
 func sealStep(b []byte) {
 	le := binary.LittleEndian
 	cnt := le.Uint32(b[pfstate.StepCounts:])

@@ -51,7 +51,10 @@ func (lp *logPair) hit(at string) {
 
 // runKilled runs qa's send queue with the kill armed at the nth hit of
 // point; it reports whether the kill came.
-func (lp *logPair) runKilled(point string, nth int) (killed bool) {
+func (lp *logPair) runKilled(point string, nth int) bool { return lp.runKilledOn(lp.qa, point, nth) }
+
+// runKilledOn is runKilled on q's send queue.
+func (lp *logPair) runKilledOn(q *tqp, point string, nth int) (killed bool) {
 	lp.point, lp.nth = point, nth
 	defer func() {
 		lp.point = ""
@@ -62,7 +65,7 @@ func (lp *logPair) runKilled(point string, nth int) (killed bool) {
 			killed = true
 		}
 	}()
-	lp.qa.run(16)
+	q.run(16)
 	return false
 }
 
@@ -507,19 +510,8 @@ func TestDataPathRecordIsThePositions(t *testing.T) {
 				if n := qc.run(16); n != 1 {
 					t.Fatalf("second step: %d WQEs", n)
 				}
-			} else {
-				lp.point, lp.nth = c.point, c.nth
-				func() {
-					defer func() {
-						lp.point = ""
-						if v := recover(); v == nil {
-							t.Fatalf("no kill at %s:%d", c.point, c.nth)
-						} else if _, ok := v.(dpKill); !ok {
-							panic(v)
-						}
-					}()
-					qc.run(16)
-				}()
+			} else if !lp.runKilledOn(qc, c.point, c.nth) {
+				t.Fatalf("no kill at %s:%d", c.point, c.nth)
 			}
 			seen = append(seen, lp.d.take()...)
 			lp.restart(t, img)
@@ -545,5 +537,50 @@ func TestDataPathRecordIsThePositions(t *testing.T) {
 				t.Fatalf("the second SEND: %x", g)
 			}
 		})
+	}
+}
+
+// TestDataPathStepStoresNoEntry: a step on the objects of the step before
+// it (a ping-pong's, a stream's) writes no position entry, its record
+// stands for them; a step on other objects stores the entries of the
+// previous record's objects it does not name, with the state that record
+// gives them.
+func TestDataPathStepStoresNoEntry(t *testing.T) {
+	lp := newLogPair(t)
+	a, b, qa, qb := lp.a, lp.b, lp.qa, lp.qb
+	o := qpOpts{st: mlx4.QP_ST_RC, access: remoteAll}
+	qc, qd := a.qp(o), b.qp(o)
+	pair(qc, qd)
+	for range 2 {
+		qb.recv(sge(lp.kb, vaB, 100))
+	}
+	a.fill(lp.ma, pattern(100, 4))
+	qa.post(send(mlx4.OPCODE_SEND, sge(lp.ka, vaA, 100)), nil)
+	qa.run(16)
+	table := slices.Clone(lp.region[pfstate.DPTableOff:])
+	qa.post(send(mlx4.OPCODE_SEND, sge(lp.ka, vaA, 100)), nil)
+	if n := qa.run(16); n != 1 {
+		t.Fatalf("second SEND: %d WQEs", n)
+	}
+	if !bytes.Equal(table, lp.region[pfstate.DPTableOff:]) {
+		t.Fatal("a step on the objects of the one before it wrote a position entry")
+	}
+	// an RDMA_WRITE on the second pair names qc and A's CQ: qa, qb and B's
+	// CQ are stored as the second SEND's record left them
+	qc.post(rdmaWrite(lp.ka, lp.kb, vaA, vaB+2000, 100), nil)
+	qc.run(16)
+	if bytes.Equal(table, lp.region[pfstate.DPTableOff:]) {
+		t.Fatal("the first pair's entries not stored before a record without them")
+	}
+	l := lp.d.h.dl
+	for _, q := range []*tqp{qa, qb} {
+		obj := q.obj()
+		seq, _, ok := l.readEntry(obj.dps - 1)
+		if !ok || l.vals[0] != uint32(obj.State) || l.vals[1] != obj.SQHead || l.vals[2] != obj.RQHead {
+			t.Fatalf("QP %#x entry (seq %d, ok %v) %v, the QP %v SQ %d RQ %d", q.qpn, seq, ok, l.vals[:3], obj.State, obj.SQHead, obj.RQHead)
+		}
+	}
+	if qa.obj().SQHead != 2 || qb.obj().RQHead != 2 {
+		t.Fatalf("SQ %d, RQ %d after two SENDs", qa.obj().SQHead, qb.obj().RQHead)
 	}
 }
