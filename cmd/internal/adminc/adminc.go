@@ -64,6 +64,13 @@ func (s Socket) Dial(timeout time.Duration) (net.Conn, error) {
 			return c, nil
 		}
 		absent := errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+		var ne net.Error
+		if !absent && errors.As(err, &ne) && ne.Timeout() {
+			// The deadline passed before the dial tried (a loaded machine,
+			// a short timeout): the socket file as it is now decides.
+			_, serr := os.Stat(s.Path)
+			absent = errors.Is(serr, os.ErrNotExist)
+		}
 		if ctrl == "" || !absent {
 			return nil, fmt.Errorf("admin socket: %w (is vhcrd serving? see --admin-socket)", err)
 		}
