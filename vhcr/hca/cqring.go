@@ -116,6 +116,7 @@ type cqRing struct {
 	uar       uint64   // offset of the CQ's UAR page in the VF's BAR region
 	uarLast   uint32   // high word of the page's CQ doorbell last seen
 	watched   bool     // in dpSched.cqWatch
+	recRead   bool     // the doorbell record has been read since the ring was built (writeCQE)
 }
 
 // slot is the IOVA of slot s's valid 32 bytes.
@@ -225,7 +226,7 @@ func (h *HCA) cqResized(c *Cmd, cqn uint32, obj *cqObj, mtt *restrack.Object) ml
 	}
 	// mlx4_cq_resize's context carries only the size, page size and MTT:
 	// the record and the UAR page stay the CQ's.
-	r.dbRec, r.uar, r.uarLast, r.watched = old.dbRec, old.uar, old.uarLast, old.watched
+	r.dbRec, r.uar, r.uarLast, r.watched, r.recRead = old.dbRec, old.uar, old.uarLast, old.watched, old.recRead
 	if !h.fw.quiet && obj.Err == 0 {
 		var rz mlx4.CQE
 		rz.Opcode = mlx4.CQE_OPCODE_RESIZE
@@ -284,7 +285,16 @@ func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, solicited bool) error {
 	if h.fw.quiet {
 		return nil
 	}
-	if err := h.writeCQE(cq, e); err != nil {
+	// The record after the CQE, unless armed for every completion (an arm
+	// then changes nothing) or writeCQE read it before: the read is a line
+	// the VF writes at every poll, and the CQE goes out without waiting for
+	// it. An arm the VF wrote since the last read is taken then, after the
+	// arm known before this CQE has fired for it, and fires for this CQE
+	// as for the ones before it (cqArmWord, owed) if its consumer index
+	// says the VF has not seen them.
+	after := cq.Arm != mlx4.MLX4_CQ_DB_REQ_NOT
+	read, err := h.writeCQEAt(cq, e)
+	if err != nil {
 		return err
 	}
 	if solicited || e.IsError() {
@@ -294,34 +304,47 @@ func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, solicited bool) error {
 	case cq.Arm == mlx4.MLX4_CQ_DB_REQ_NOT, cq.Arm == mlx4.MLX4_CQ_DB_REQ_NOT_SOL && (solicited || e.IsError()):
 		h.cqFire(cq)
 	}
+	if after && !read {
+		h.cqRecord(cq) // a record the window stopped allowing fails the CQ for the next CQE
+	}
 	if cq.Arm != mlx4.MLX4_CQ_DB_REQ_NOT && !cq.ring.watched {
 		h.sched.watchCQ(cq) // a new arm (or REQ_NOT over REQ_NOT_SOL) would owe an event at once
 	}
 	return nil
 }
 
-// writeCQE writes e at the producer index: the doorbell record read first
-// (set_ci, and an arm the VF wrote: a new arm with CQEs pending fires
-// before this CQE is written) unless the CQ is armed for every completion
-// and has room by the consumer index last read.
+// writeCQE writes e at the producer index. The doorbell record is read
+// first only when the ring is full by the consumer index last read (set_ci
+// moves only forward: room the VF made since) or has not been read since
+// the ring was built (a record outside the window fails the CQ before its
+// first CQE, nothing written); otherwise the consumer index last read
+// stands, as a device caches it, and completeCQObj reads the record after
+// the CQE for arms.
 func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
+	_, err := h.writeCQEAt(cq, e)
+	return err
+}
+
+// writeCQEAt is writeCQE; read reports whether it read the record.
+func (h *HCA) writeCQEAt(cq *cqObj, e *mlx4.CQE) (read bool, err error) {
 	r := cq.ring
 	st := &h.sched.stats[r.vf]
 	if cq.Err != 0 {
 		st.CQEDropped.Add(1)
-		return ErrCQFailed
+		return false, ErrCQFailed
 	}
-	if cq.Arm != mlx4.MLX4_CQ_DB_REQ_NOT || (cq.Prod-cq.Cons)&cqIndexMask >= r.nent {
+	if !r.recRead || (cq.Prod-cq.Cons)&cqIndexMask >= r.nent {
+		read = true
 		if !h.cqRecord(cq) {
 			st.CQEDropped.Add(1)
-			return ErrCQFailed
+			return read, ErrCQFailed
 		}
 	}
 	if (cq.Prod-cq.Cons)&cqIndexMask >= r.nent && !h.dpRedoAhead(cq) {
 		st.CQEDropped.Add(1)
 		st.CQOverruns.Add(1)
 		h.cqFail(cq, mlx4.CQErrOverrun)
-		return ErrCQOverrun
+		return read, ErrCQOverrun
 	}
 	buf := &h.cqeScratch
 	_ = mlx4.PutCQE(buf[:], e) // 32 bytes: never short
@@ -335,12 +358,12 @@ func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
 		st.CQEDropped.Add(1)
 		st.CQAccess.Add(1)
 		h.cqFail(cq, mlx4.CQErrAccessViolation)
-		return ErrCQFailed
+		return read, ErrCQFailed
 	}
 	cq.Prod = (cq.Prod + 1) & cqIndexMask
 	h.cqPos(cq, true)
 	st.CQEs.Add(1)
-	return nil
+	return read, nil
 }
 
 // SetCQPositions installs pos, which the HCA calls with a CQ's producer
@@ -367,6 +390,7 @@ func (h *HCA) cqRecord(cq *cqObj) bool {
 		h.cqFail(cq, mlx4.CQErrAccessViolation)
 		return false
 	}
+	r.recRead = true
 	cq.Cons = binary.BigEndian.Uint32(rec[mlx4.CQDBRecSetCI:]) & cqIndexMask
 	h.cqArmWord(cq, binary.BigEndian.Uint32(rec[mlx4.CQDBRecArmDB:]))
 	return true

@@ -65,7 +65,6 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 
-	"github.com/vhcrd/vhcrd/dma"
 	"github.com/vhcrd/vhcrd/vhcr/internal/crashpoint"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
@@ -827,7 +826,6 @@ func (h *HCA) dpStep() {
 				if p, ok := h.EQProd(r.vf, c.cq.EQN); ok {
 					c.eqn, c.eqP = int32(c.cq.EQN), p
 				}
-				h.touch(r.win, r.dbRec)
 			}
 		}
 		l.ncq++
@@ -870,14 +868,6 @@ func (h *HCA) postStepEntry(cq *cqObj, cqn uint32, e *mlx4.CQE, sol, over bool) 
 	if err != nil && cq != nil && cq.ring != nil {
 		h.fw.vfs[cq.ring.vf].eng.CQEDrops.Add(1)
 	}
-}
-
-// touch loads the word at iova of win and drops it: the line the VF last
-// wrote (a doorbell record) starts its way into this CPU's cache while the
-// step's record is written, instead of after it. Outside the window it
-// does nothing (the read that counts reports the error).
-func (h *HCA) touch(win *dma.Window, iova uint64) {
-	_ = win.CopyIn(h.dp.touch[:], iova)
 }
 
 // writeStep writes the step record, commit word last.

@@ -130,7 +130,6 @@ type dpScratch struct {
 	dst    [mlx4.MaxSGE + 1]seg
 	cqe    mlx4.CQE
 	word   [8]byte
-	touch  [4]byte // what touch loads (dplog.go)
 	grh    [mad.GRHSize]byte
 	atom   [8]byte
 	bounce [4096]byte
