@@ -30,13 +30,3 @@ func dmaGet32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 //go:norace
 //go:noinline
 func dmaByte(b []byte, i int) byte { return b[i] }
-
-// dmaZero clears b.
-//
-//go:norace
-//go:noinline
-func dmaZero(b []byte) {
-	for i := range b {
-		b[i] = 0
-	}
-}
