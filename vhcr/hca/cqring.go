@@ -273,12 +273,15 @@ func (h *HCA) postSolicitedCQE(cqn uint32, e *mlx4.CQE) error {
 }
 
 func (h *HCA) completeCQ(cqn uint32, e *mlx4.CQE, solicited bool) error {
-	return h.completeCQObj(h.fw.cqs[cqn&mlx4.ObjectMask], e, solicited)
+	return h.completeCQObj(h.fw.cqs[cqn&mlx4.ObjectMask], e, solicited, false)
 }
 
 // completeCQObj is completeCQ for the CQ object a caller has already
-// looked up (nil: no such CQ), as a step's end has (dplog.go).
-func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, solicited bool) error {
+// looked up (nil: no such CQ), as a step's end has (dplog.go); later says
+// that another CQE of the same step follows on this CQ, after which the
+// record is read: once per CQ and step, as the step's CQEs go out
+// together.
+func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, solicited, later bool) error {
 	if cq == nil || cq.ring == nil || cq.tr.State != restrack.HW {
 		return ErrNoCQ
 	}
@@ -304,7 +307,7 @@ func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, solicited bool) error {
 	case cq.Arm == mlx4.MLX4_CQ_DB_REQ_NOT, cq.Arm == mlx4.MLX4_CQ_DB_REQ_NOT_SOL && (solicited || e.IsError()):
 		h.cqFire(cq)
 	}
-	if after && !read {
+	if after && !read && !later {
 		h.cqRecord(cq) // a record the window stopped allowing fails the CQ for the next CQE
 	}
 	if cq.Arm != mlx4.MLX4_CQ_DB_REQ_NOT && !cq.ring.watched {

@@ -835,9 +835,19 @@ func (h *HCA) dpStep() {
 	}
 	l.writeStep()
 	l.in = true
+	// Which CQE is not its CQ's last of the step: its record is read once,
+	// after the last (completeCQObj).
+	var later [pfstate.MaxStepCQEs]bool
+	seen := uint(0)
+	for k := l.np - 1; k >= 0; k-- {
+		if i := l.stepCQIndex(l.pend[k].cqn); i >= 0 {
+			later[k] = seen&(1<<i) != 0
+			seen |= 1 << i
+		}
+	}
 	for k := range l.np {
 		p := &l.pend[k]
-		h.postStepEntry(l.stepCQ(p.cqn), p.cqn, &p.e, p.sol, p.over)
+		h.postStepEntry(l.stepCQ(p.cqn), p.cqn, &p.e, p.sol, p.over, later[k])
 		l.hit(crashpoint.DPCQE)
 	}
 	l.in = false
@@ -847,23 +857,31 @@ func (h *HCA) dpStep() {
 
 // stepCQ is the object of CQ cqn as the step's end looked it up (l.cqs).
 func (l *dpLog) stepCQ(cqn uint32) *cqObj {
-	for k := range l.ncq {
-		if l.cqs[k].cqn == cqn {
-			return l.cqs[k].cq
-		}
+	if k := l.stepCQIndex(cqn); k >= 0 {
+		return l.cqs[k].cq
 	}
 	return nil
+}
+
+// stepCQIndex is CQ cqn's index in l.cqs, or -1.
+func (l *dpLog) stepCQIndex(cqn uint32) int {
+	for k := range l.ncq {
+		if l.cqs[k].cqn == cqn {
+			return k
+		}
+	}
+	return -1
 }
 
 // postStepEntry writes a held-back CQE into CQ cq (number cqn; nil: there
 // is none), or carries out a held-back injected overrun (counting a
 // refusal as h.cqe does).
-func (h *HCA) postStepEntry(cq *cqObj, cqn uint32, e *mlx4.CQE, sol, over bool) {
+func (h *HCA) postStepEntry(cq *cqObj, cqn uint32, e *mlx4.CQE, sol, over, later bool) {
 	var err error
 	if over {
 		err = h.overrunCQ(cqn)
 	} else {
-		err = h.completeCQObj(cq, e, sol || e.IsError())
+		err = h.completeCQObj(cq, e, sol || e.IsError(), later)
 	}
 	if err != nil && cq != nil && cq.ring != nil {
 		h.fw.vfs[cq.ring.vf].eng.CQEDrops.Add(1)
@@ -1020,7 +1038,7 @@ func (h *HCA) redoStep(b []byte, seq uint64) bool {
 		e, _ := mlx4.DecodeCQE(b[o+8 : o+8+mlx4.CQESize])
 		f := le.Uint32(b[o+4:])
 		cqn := le.Uint32(b[o:])
-		h.postStepEntry(h.fw.cqs[cqn&mlx4.ObjectMask], cqn, &e, f&pfstate.StepSolicited != 0, f&pfstate.StepOverrun != 0)
+		h.postStepEntry(h.fw.cqs[cqn&mlx4.ObjectMask], cqn, &e, f&pfstate.StepSolicited != 0, f&pfstate.StepOverrun != 0, false)
 	}
 	l.redo = false
 	l.nqp, l.nsrq = 0, 0
