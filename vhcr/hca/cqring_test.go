@@ -308,6 +308,34 @@ func TestCQOverrun(t *testing.T) {
 	}
 }
 
+// TestCQConsumerIndexReadWhenFull: set_ci is read before a CQE only when
+// the ring is full by the consumer index last read (after each CQE it is
+// read for arms, and that read is the one the ring's fullness counts on).
+// A VF that empties a full ring after that read gets the next CQE, not an
+// overrun: the record is read again before it.
+func TestCQConsumerIndexReadWhenFull(t *testing.T) {
+	r := newCQRig(t)
+	v := r.vfCQ(0)
+	c := v.newCQ(3, 128)
+	for i := range c.nent {
+		if err := r.h.postCQE(c.n, cqeOfSend(1, uint16(i))); err != nil {
+			t.Fatalf("CQE %d: %v", i, err)
+		}
+	}
+	if got := c.poll(); len(got) != int(c.nent) { // set_ci = nent
+		t.Fatalf("polled %d CQEs, want %d", len(got), c.nent)
+	}
+	if err := r.h.postCQE(c.n, cqeOfSend(1, 99)); err != nil {
+		t.Fatalf("a CQE into the ring the VF emptied: %v", err)
+	}
+	if e := c.slot(c.nent); !mlx4.CQEOwnerSW(e.Owner, c.nent, c.nent) || e.WQEIndex != 99 {
+		t.Fatalf("CQE %d: %+v", c.nent, e)
+	}
+	if st := r.h.DPStats(0); st.CQOverruns.Load() != 0 || st.CQEDropped.Load() != 0 || len(v.eqes(0)) != 0 {
+		t.Fatalf("overruns %d dropped %d: the record was not read again", st.CQOverruns.Load(), st.CQEDropped.Load())
+	}
+}
+
 // TestCQRingChecks: the ring's geometry against its context and MTT, as
 // the firmware checks it after the wrapper: log size above log_max_cq_sz,
 // a page offset, an MTT entry never written or outside the window, and a
