@@ -273,15 +273,16 @@ func (h *HCA) postSolicitedCQE(cqn uint32, e *mlx4.CQE) error {
 }
 
 func (h *HCA) completeCQ(cqn uint32, e *mlx4.CQE, solicited bool) error {
-	return h.completeCQObj(h.fw.cqs[cqn&mlx4.ObjectMask], e, solicited, false)
+	return h.completeCQObj(h.fw.cqs[cqn&mlx4.ObjectMask], e, nil, solicited, false)
 }
 
 // completeCQObj is completeCQ for the CQ object a caller has already
-// looked up (nil: no such CQ), as a step's end has (dplog.go); later says
-// that another CQE of the same step follows on this CQ, after which the
-// record is read: once per CQ and step, as the step's CQEs go out
-// together.
-func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, solicited, later bool) error {
+// looked up (nil: no such CQ), as a step's end has (dplog.go), with e's
+// bytes if the caller has them encoded (enc, the step's record: not
+// encoded again; nil: encoded here); later says that another CQE of the
+// same step follows on this CQ, after which the record is read: once per
+// CQ and step, as the step's CQEs go out together.
+func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, enc *[mlx4.CQESize]byte, solicited, later bool) error {
 	if cq == nil || cq.ring == nil || cq.tr.State != restrack.HW {
 		return ErrNoCQ
 	}
@@ -296,7 +297,7 @@ func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, solicited, later bool) error
 	// as for the ones before it (cqArmWord, owed) if its consumer index
 	// says the VF has not seen them.
 	after := cq.Arm != mlx4.MLX4_CQ_DB_REQ_NOT
-	read, err := h.writeCQEAt(cq, e)
+	read, err := h.writeCQEAt(cq, e, enc)
 	if err != nil {
 		return err
 	}
@@ -324,12 +325,13 @@ func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, solicited, later bool) error
 // stands, as a device caches it, and completeCQObj reads the record after
 // the CQE for arms.
 func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
-	_, err := h.writeCQEAt(cq, e)
+	_, err := h.writeCQEAt(cq, e, nil)
 	return err
 }
 
-// writeCQEAt is writeCQE; read reports whether it read the record.
-func (h *HCA) writeCQEAt(cq *cqObj, e *mlx4.CQE) (read bool, err error) {
+// writeCQEAt is writeCQE, of e's bytes enc if not nil; read reports
+// whether it read the record.
+func (h *HCA) writeCQEAt(cq *cqObj, e *mlx4.CQE, enc *[mlx4.CQESize]byte) (read bool, err error) {
 	r := cq.ring
 	st := &h.sched.stats[r.vf]
 	if cq.Err != 0 {
@@ -350,7 +352,11 @@ func (h *HCA) writeCQEAt(cq *cqObj, e *mlx4.CQE) (read bool, err error) {
 		return read, ErrCQOverrun
 	}
 	buf := &h.cqeScratch
-	_ = mlx4.PutCQE(buf[:], e) // 32 bytes: never short
+	if enc != nil {
+		*buf = *enc
+	} else {
+		_ = mlx4.PutCQE(buf[:], e) // 32 bytes: never short
+	}
 	owner := byte(0)
 	if mlx4.CQEOwner(cq.Prod, r.nent) {
 		owner = mlx4.CQE_OWNER_MASK

@@ -845,9 +845,10 @@ func (h *HCA) dpStep() {
 			seen |= 1 << i
 		}
 	}
+	b := l.recSlot(l.seq)
 	for k := range l.np {
 		p := &l.pend[k]
-		h.postStepEntry(l.stepCQ(p.cqn), p.cqn, &p.e, p.sol, p.over, later[k])
+		h.postStepEntry(l.stepCQ(p.cqn), p.cqn, &p.e, recCQE(b, k), p.sol, p.over, later[k])
 		l.hit(crashpoint.DPCQE)
 	}
 	l.in = false
@@ -863,6 +864,12 @@ func (l *dpLog) stepCQ(cqn uint32) *cqObj {
 	return nil
 }
 
+// recCQE is the bytes of CQE k in record b, as writeStep encoded them.
+func recCQE(b []byte, k int) *[mlx4.CQESize]byte {
+	o := pfstate.StepBody + k*pfstate.StepCQESize + 8
+	return (*[mlx4.CQESize]byte)(b[o : o+mlx4.CQESize])
+}
+
 // stepCQIndex is CQ cqn's index in l.cqs, or -1.
 func (l *dpLog) stepCQIndex(cqn uint32) int {
 	for k := range l.ncq {
@@ -876,12 +883,12 @@ func (l *dpLog) stepCQIndex(cqn uint32) int {
 // postStepEntry writes a held-back CQE into CQ cq (number cqn; nil: there
 // is none), or carries out a held-back injected overrun (counting a
 // refusal as h.cqe does).
-func (h *HCA) postStepEntry(cq *cqObj, cqn uint32, e *mlx4.CQE, sol, over, later bool) {
+func (h *HCA) postStepEntry(cq *cqObj, cqn uint32, e *mlx4.CQE, enc *[mlx4.CQESize]byte, sol, over, later bool) {
 	var err error
 	if over {
 		err = h.overrunCQ(cqn)
 	} else {
-		err = h.completeCQObj(cq, e, sol || e.IsError(), later)
+		err = h.completeCQObj(cq, e, enc, sol || e.IsError(), later)
 	}
 	if err != nil && cq != nil && cq.ring != nil {
 		h.fw.vfs[cq.ring.vf].eng.CQEDrops.Add(1)
@@ -906,8 +913,7 @@ func (l *dpLog) writeStep() {
 			f |= pfstate.StepOverrun
 		}
 		le.PutUint32(b[off+4:], f)
-		x := mlx4.EncodeCQE(p.e)
-		copy(b[off+8:off+8+mlx4.CQESize], x[:])
+		_ = mlx4.PutCQE(b[off+8:off+8+mlx4.CQESize], &p.e) // the bytes the ring gets (recCQE)
 		off += pfstate.StepCQESize
 	}
 	for k := range l.ncq {
@@ -1038,7 +1044,7 @@ func (h *HCA) redoStep(b []byte, seq uint64) bool {
 		e, _ := mlx4.DecodeCQE(b[o+8 : o+8+mlx4.CQESize])
 		f := le.Uint32(b[o+4:])
 		cqn := le.Uint32(b[o:])
-		h.postStepEntry(h.fw.cqs[cqn&mlx4.ObjectMask], cqn, &e, f&pfstate.StepSolicited != 0, f&pfstate.StepOverrun != 0, false)
+		h.postStepEntry(h.fw.cqs[cqn&mlx4.ObjectMask], cqn, &e, recCQE(b, k), f&pfstate.StepSolicited != 0, f&pfstate.StepOverrun != 0, false)
 	}
 	l.redo = false
 	l.nqp, l.nsrq = 0, 0
