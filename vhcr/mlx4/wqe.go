@@ -315,14 +315,20 @@ func (w *SendWQE) Bytes() int { return int(w.Ctrl.Size) * WQESegUnit }
 func align16(n int) int { return (n + WQESegUnit - 1) &^ (WQESegUnit - 1) }
 
 func decodeCtrl(b []byte) WQECtrl {
+	var c WQECtrl
+	c.decode(b)
+	return c
+}
+
+// decode fills c from b[0:16] (CtrlSegSize at hand), in place.
+func (c *WQECtrl) decode(b []byte) {
+	b = b[:CtrlSegSize]
 	oo := get32(b, CtrlOwnerOpcode)
 	fs := b[CtrlFenceSize]
-	return WQECtrl{
-		Owner: oo&WQEOwner != 0, Opcode: uint8(oo & WQEOpcodeMask), OpFlags: oo &^ (WQEOwner | WQEOpcodeMask),
-		VLANTag: get16(b, CtrlVLANTag), InsVLAN: b[CtrlInsVLAN],
-		Fence: fs&WQE_CTRL_FENCE != 0, Size: fs & WQESizeMask,
-		SrcRBFlags: get32(b, CtrlSrcRBFlags), Imm: get32(b, CtrlImm),
-	}
+	c.Owner, c.Opcode, c.OpFlags = oo&WQEOwner != 0, uint8(oo&WQEOpcodeMask), oo&^(WQEOwner|WQEOpcodeMask)
+	c.VLANTag, c.InsVLAN = get16(b, CtrlVLANTag), b[CtrlInsVLAN]
+	c.Fence, c.Size = fs&WQE_CTRL_FENCE != 0, fs&WQESizeMask
+	c.SrcRBFlags, c.Imm = get32(b, CtrlSrcRBFlags), get32(b, CtrlImm)
 }
 
 // encodeCtrl writes c's bytes 4 to 15 and returns the owner_opcode word,
@@ -361,8 +367,9 @@ type sendLayout struct {
 	atomic                           int
 }
 
-func layoutFor(st uint8, op uint8) (sendLayout, error) {
-	var l sendLayout
+// layoutFor is the layout of opcode op on service type st; false: the
+// transport does not take op (layoutErr says why).
+func layoutFor(st uint8, op uint8) (l sendLayout, ok bool) {
 	switch st {
 	case QP_ST_UD:
 		l.datagram = true
@@ -371,21 +378,17 @@ func layoutFor(st uint8, op uint8) (sendLayout, error) {
 		case OPCODE_LSO:
 			l.lso = true
 		default:
-			return l, fmt.Errorf("%w: opcode %#x on UD", ErrWQEOpcode, op)
+			return l, false
 		}
-		return l, nil
+		return l, true
 	case QP_ST_MLX:
 		// The packet's headers are the WQE's own first bytes (inline),
 		// the control segment a struct mlx4_wqe_mlx_seg: no fixed
 		// segment follows it.
-		switch op {
-		case OPCODE_SEND, OPCODE_NOP:
-			return l, nil
-		}
-		return l, fmt.Errorf("%w: opcode %#x on MLX", ErrWQEOpcode, op)
+		return l, op == OPCODE_SEND || op == OPCODE_NOP
 	case QP_ST_RC, QP_ST_UC, QP_ST_XRC:
 	default:
-		return l, fmt.Errorf("%w: service type %#x", ErrWQETransport, st)
+		return l, false
 	}
 	switch op {
 	case OPCODE_NOP, OPCODE_SEND, OPCODE_SEND_IMM, OPCODE_SEND_INVAL:
@@ -398,9 +401,22 @@ func layoutFor(st uint8, op uint8) (sendLayout, error) {
 	case OPCODE_LOCAL_INVAL:
 		l.localInval = true
 	default:
-		return l, fmt.Errorf("%w: opcode %#x", ErrWQEOpcode, op)
+		return l, false
 	}
-	return l, nil
+	return l, true
+}
+
+// layoutErr is why layoutFor refused op on st.
+func layoutErr(st uint8, op uint8) error {
+	switch st {
+	case QP_ST_UD:
+		return fmt.Errorf("%w: opcode %#x on UD", ErrWQEOpcode, op)
+	case QP_ST_MLX:
+		return fmt.Errorf("%w: opcode %#x on MLX", ErrWQEOpcode, op)
+	case QP_ST_RC, QP_ST_UC, QP_ST_XRC:
+		return fmt.Errorf("%w: opcode %#x", ErrWQEOpcode, op)
+	}
+	return fmt.Errorf("%w: service type %#x", ErrWQETransport, st)
 }
 
 func segErr(what string, at, size int) error {
@@ -423,20 +439,22 @@ func DecodeSendWQE(b []byte, st uint8) (SendWQE, error) {
 
 // Decode is DecodeSendWQE into w, which it overwrites: the poller's
 // way, without copying the value out. The gather entries at and past NSGE
-// are left as they were (resetSend).
+// are left as they were, and w must be a value Decode or DecodeSendWQE
+// left or the zero value (a segment whose Has flag is false is zero:
+// resetSend clears only the others).
 func (w *SendWQE) Decode(b []byte, st uint8) error {
 	w.resetSend()
 	if len(b) < CtrlSegSize {
 		return shortErr("send WQE", len(b), CtrlSegSize)
 	}
-	w.Ctrl = decodeCtrl(b)
-	size := w.Bytes()
+	w.Ctrl.decode(b)
+	size := int(w.Ctrl.Size) * WQESegUnit
 	if size == 0 || size > len(b) {
 		return fmt.Errorf("%w: %d units, %d bytes at hand", ErrWQESize, w.Ctrl.Size, len(b))
 	}
-	l, err := layoutFor(st, w.Ctrl.Opcode)
-	if err != nil {
-		return err
+	l, ok := layoutFor(st, w.Ctrl.Opcode)
+	if !ok {
+		return layoutErr(st, w.Ctrl.Opcode)
 	}
 	p, err := w.decodeFixed(b[:size], l)
 	if err != nil {

@@ -28,9 +28,11 @@ func dirty(v reflect.Value) {
 	}
 }
 
-// TestDecodeIntoUsedValue: Decode into a value a previous WQE (any bits in
-// every field) filled gives what a fresh decode gives, but for the gather
-// and scatter entries at and past NSGE, which nothing reads.
+// TestDecodeIntoUsedValue: Decode into a value a previous WQE filled (any
+// bits in every field, every segment's Has flag set with it, as Decode
+// sets them) gives what a fresh decode gives, but for the gather and
+// scatter entries at and past NSGE, which nothing reads; and so does a
+// chain of decodes of WQEs with different segments into one value.
 func TestDecodeIntoUsedValue(t *testing.T) {
 	var inl [40]byte
 	sends := []struct {
@@ -62,6 +64,26 @@ func TestDecodeIntoUsedValue(t *testing.T) {
 		clear(got.SGE[got.NSGE:])
 		if got != want {
 			t.Fatalf("WQE %d: decoded into a used value\n%+v\nfresh\n%+v", i, got, want)
+		}
+	}
+	// One value through every WQE above, in order and back: each decode
+	// clears the segments the one before had.
+	var chain SendWQE
+	for _, i := range []int{0, 1, 2, 3, 4, 3, 2, 1, 0, 3, 0} {
+		c := sends[i]
+		var b [512]byte
+		if _, err := EncodeSendWQE(b[:], &c.w, c.in); err != nil {
+			t.Fatal(err)
+		}
+		want, werr := DecodeSendWQE(b[:], c.st)
+		gerr := chain.Decode(b[:], c.st)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("WQE %d in the chain: errors %v and %v", i, werr, gerr)
+		}
+		got := chain
+		clear(got.SGE[got.NSGE:])
+		if got != want {
+			t.Fatalf("WQE %d decoded after another\n%+v\nfresh\n%+v", i, got, want)
 		}
 	}
 	var b [64]byte
