@@ -193,7 +193,13 @@ const (
 // stamps; n is its size in bytes.
 func (h *HCA) fetchSQ(qp *qpObj) (int, int) {
 	w := qp.wq
-	v, ok := h.sqValid(qp)
+	var v, ok bool
+	if w.peeked && w.peekAt == qp.SQHead { // sqNext's look, this run
+		h.dp.word, v, ok = w.peek, true, true
+	} else {
+		v, ok = h.sqValid(qp)
+	}
+	w.peeked = false
 	if !ok {
 		return fetchCatas, 0
 	}
@@ -239,6 +245,7 @@ func (h *HCA) runSQ(qp *qpObj, budget int) int {
 		return 0 // SUSPEND_QP: the QP does nothing until UNSUSPEND_QP
 	}
 	h.scratch()
+	w.peeked = false // a look of an earlier run may be stale (a command ran since)
 	switch qp.State {
 	case mlx4.QP_STATE_RTS:
 	case mlx4.QP_STATE_SQER, mlx4.QP_STATE_ERR:
@@ -331,9 +338,14 @@ func (h *HCA) sqFollows(qp *qpObj, done int) bool {
 const lonelyAfter = 4
 
 // sqNext reports whether the WQE at SQHead is already the device's (its
-// owner word only): the run goes on with it.
+// owner word only): the run goes on with it, and its fetch does not read
+// the word again (wq.peek).
 func (h *HCA) sqNext(qp *qpObj) bool {
 	v, ok := h.sqValid(qp)
+	if ok && v {
+		w := qp.wq
+		w.peek, w.peekAt, w.peeked = h.dp.word, qp.SQHead, true
+	}
 	return ok && v
 }
 

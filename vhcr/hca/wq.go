@@ -132,6 +132,12 @@ type wq struct {
 	// reads it when its cached count runs out. Both transient.
 	lonely  uint8
 	rqAhead uint32
+	// peek is the first 8 bytes of the control segment at peekAt as
+	// sqNext found them (peeked): the run's next fetch takes them instead
+	// of reading the line again. Only within one runSQ.
+	peek   [8]byte
+	peekAt uint32
+	peeked bool
 
 	kc keyCache // the last key checked for this QP (keycache.go)
 }
