@@ -39,15 +39,18 @@ type Idle struct {
 	// (guestSleepShare), from 50 µs up to GuestSleep, and the poller finds
 	// a guest's command at the latest one sleep after it was posted: a
 	// delay of at most an eighth of the gap before it, and at most
-	// GuestSleep. Default 10 ms: a wake-up costs the 2-CPU VM about 55 µs
+	// GuestSleep. Default 20 ms: a wake-up costs the 2-CPU VM about 55 µs
 	// of CPU in the poller's thread and as much again in the Go runtime's
-	// (perf puts a third of an idle vhcrd's samples in sysmon, whose naps
-	// follow the poller's wakes), so that with 5 ms an idle guest cost
-	// vhcrd 1.7-2.5 % of a CPU (the poller's thread 1.3 % in the run that
-	// reported it), with 10 ms 1.3-1.8 % (0.6-0.9 %), the guest's bind
-	// 0.88-1.58x its bind under busy polling against 0.88-1.45x with 5 ms
-	// (200 µs: 21 %; hack/vmtest BenchmarkGuestBindPolicy, 5 runs at 5 ms,
-	// 5 at 10 ms).
+	// (perf puts a third to two fifths of an idle vhcrd's samples in
+	// sysmon, whose naps follow the poller's wakes; both mostly in the
+	// kernel's context switch), so that with 5 ms an idle guest cost vhcrd
+	// 1.7-2.5 % of a CPU (the poller's thread 1.3 % in the run that
+	// reported it), with 10 ms 1.3-2.0 % (0.6-0.9 %), with 20 ms 1.35 and
+	// 1.59 % (0.63, 0.85 %), the guest's bind 0.94-0.96x its bind under
+	// busy polling against 0.88-1.58x with 10 ms and 0.88-1.45x with 5 ms,
+	// the spread of the measurement (200 µs: 21 %; hack/vmtest
+	// BenchmarkGuestBindPolicy). A guest's command after an idle spell of
+	// 160 ms or more waits up to 20 ms.
 	GuestSleep time.Duration
 	// Busy keeps the poller on its CPU: it never yields or blocks and
 	// spins between scans however long it has been idle (one CPU at
@@ -60,7 +63,7 @@ type Idle struct {
 
 // DefaultIdle is the poller's default idle policy.
 var DefaultIdle = Idle{SpinFor: 50 * time.Microsecond, YieldFor: time.Millisecond, MaxSleep: time.Millisecond, FutexTimeout: 20 * time.Millisecond,
-	GuestSleep: 10 * time.Millisecond}
+	GuestSleep: 20 * time.Millisecond}
 
 // withDefaults fills the zero fields of i from DefaultIdle.
 func (i Idle) withDefaults() Idle {
