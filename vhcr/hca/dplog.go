@@ -33,9 +33,9 @@ package hca
 // A step is a run of WQEs of one QP (runSQ), so that a stream of small
 // WQEs pays for one record and one CQE write pass per run: up to the
 // record's room (dpRoom), one WQE's effects never split between two
-// records, an atomic alone in its step (the log keeps one intent), and the step ended before an async event a later WQE
-// raises, so that the event follows the CQEs of the WQEs before it as on
-// hardware. (Where the WQE raising it has already touched the step, the
+// records, an atomic alone in its step (the log keeps one intent), and
+// the step ended before an async event a later WQE raises, so that the
+// event follows the CQEs of the WQEs before it as on hardware. (Where the WQE raising it has already touched the step, the
 // step cannot end there and the event precedes the step's CQEs: the one
 // order the model changes.) The CQEs of a run are written when the run
 // ends: at once when the next WQE is not there yet (runSQ), else a
@@ -835,20 +835,22 @@ func (h *HCA) dpStep() {
 	}
 	l.writeStep()
 	l.in = true
-	// Which CQE is not its CQ's last of the step: its record is read once,
-	// after the last (completeCQObj).
+	// Each CQE's CQ as the step looked it up (l.cqs), and whether it is
+	// not its CQ's last of the step: the record is read once, after the
+	// last (completeCQObj).
+	var cq [pfstate.MaxStepCQEs]*cqObj
 	var later [pfstate.MaxStepCQEs]bool
 	seen := uint(0)
 	for k := l.np - 1; k >= 0; k-- {
 		if i := l.stepCQIndex(l.pend[k].cqn); i >= 0 {
-			later[k] = seen&(1<<i) != 0
+			cq[k], later[k] = l.cqs[i].cq, seen&(1<<i) != 0
 			seen |= 1 << i
 		}
 	}
 	b := l.recSlot(l.seq)
 	for k := range l.np {
 		p := &l.pend[k]
-		h.postStepEntry(l.stepCQ(p.cqn), p.cqn, &p.e, recCQE(b, k), p.sol, p.over, later[k])
+		h.postStepEntry(cq[k], p.cqn, &p.e, recCQE(b, k), p.sol, p.over, later[k])
 		l.hit(crashpoint.DPCQE)
 	}
 	l.in = false
@@ -856,15 +858,8 @@ func (h *HCA) dpStep() {
 	l.np, l.nqp, l.nsrq, l.ncq, l.ncqn, l.wqe = 0, 0, 0, 0, 0, false
 }
 
-// stepCQ is the object of CQ cqn as the step's end looked it up (l.cqs).
-func (l *dpLog) stepCQ(cqn uint32) *cqObj {
-	if k := l.stepCQIndex(cqn); k >= 0 {
-		return l.cqs[k].cq
-	}
-	return nil
-}
-
-// recCQE is the bytes of CQE k in record b, as writeStep encoded them.
+// recCQE is the bytes of CQE k in record b (after its cqn and flags
+// words), as writeStep encodes them.
 func recCQE(b []byte, k int) *[mlx4.CQESize]byte {
 	o := pfstate.StepBody + k*pfstate.StepCQESize + 8
 	return (*[mlx4.CQESize]byte)(b[o : o+mlx4.CQESize])
@@ -913,7 +908,7 @@ func (l *dpLog) writeStep() {
 			f |= pfstate.StepOverrun
 		}
 		le.PutUint32(b[off+4:], f)
-		_ = mlx4.PutCQE(b[off+8:off+8+mlx4.CQESize], &p.e) // the bytes the ring gets (recCQE)
+		_ = mlx4.PutCQE(recCQE(b, k)[:], &p.e) // the bytes the ring gets
 		off += pfstate.StepCQESize
 	}
 	for k := range l.ncq {
@@ -1041,7 +1036,7 @@ func (h *HCA) redoStep(b []byte, seq uint64) bool {
 	l.redo = true
 	for k := range ncqe {
 		o := pfstate.StepBody + k*pfstate.StepCQESize
-		e, _ := mlx4.DecodeCQE(b[o+8 : o+8+mlx4.CQESize])
+		e, _ := mlx4.DecodeCQE(recCQE(b, k)[:])
 		f := le.Uint32(b[o+4:])
 		cqn := le.Uint32(b[o:])
 		h.postStepEntry(h.fw.cqs[cqn&mlx4.ObjectMask], cqn, &e, recCQE(b, k), f&pfstate.StepSolicited != 0, f&pfstate.StepOverrun != 0, false)
