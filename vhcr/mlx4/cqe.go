@@ -156,24 +156,34 @@ func CQEOwnerSW(owner bool, n, nent uint32) bool { return owner == CQEOwner(n, n
 // DecodeCQE decodes the struct mlx4_cqe at b[0:32]. Every bit pattern
 // decodes; fewer than CQESize bytes is ErrShort.
 func DecodeCQE(b []byte) (CQE, error) {
+	var c CQE
+	err := c.Decode(b)
+	return c, err
+}
+
+// Decode is DecodeCQE into c, which it overwrites field by field: a
+// polling loop's way, without a value returned and copied (a copy of a
+// struct just stored field by field is a load the store buffer cannot
+// forward).
+func (c *CQE) Decode(b []byte) error {
 	if len(b) < CQESize {
-		return CQE{}, shortErr("CQE", len(b), CQESize)
+		*c = CQE{}
+		return shortErr("CQE", len(b), CQESize)
 	}
+	b = b[:CQESize:CQESize] // constant offsets below: no bounds checks
 	o := b[CQEOwnerSROpcode]
-	c := CQE{
-		VlanMyQPN: get32(b, CQEVlanMyQPN), ImmedRSSInvalid: get32(b, CQEImmedRSSInvalid),
-		GMLPathRQPN: get32(b, CQEGMLPathRQPN), SLVID: get16(b, CQESLVID), RLID: get16(b, CQERLID),
-		Status: get16(b, CQEStatus), IPv6ExtMask: b[CQEIPv6ExtMask], BadFCSEnc: b[CQEBadFCSEnc],
-		ByteCnt: get32(b, CQEByteCnt), WQEIndex: get16(b, CQEWQEIndex), Checksum: get16(b, CQEChecksum),
-		Owner: o&CQE_OWNER_MASK != 0, IsSend: o&CQE_IS_SEND_MASK != 0, Opcode: o & CQE_OPCODE_MASK,
-	}
-	copy(c.Reserved[:], b[CQEReserved:CQEReserved+3])
-	return c, nil
+	c.VlanMyQPN, c.ImmedRSSInvalid, c.GMLPathRQPN = get32(b, CQEVlanMyQPN), get32(b, CQEImmedRSSInvalid), get32(b, CQEGMLPathRQPN)
+	c.SLVID, c.RLID, c.Status = get16(b, CQESLVID), get16(b, CQERLID), get16(b, CQEStatus)
+	c.IPv6ExtMask, c.BadFCSEnc = b[CQEIPv6ExtMask], b[CQEBadFCSEnc]
+	c.ByteCnt, c.WQEIndex, c.Checksum = get32(b, CQEByteCnt), get16(b, CQEWQEIndex), get16(b, CQEChecksum)
+	c.Reserved = [3]byte{b[CQEReserved], b[CQEReserved+1], b[CQEReserved+2]}
+	c.Owner, c.IsSend, c.Opcode = o&CQE_OWNER_MASK != 0, o&CQE_IS_SEND_MASK != 0, o&CQE_OPCODE_MASK
+	return nil
 }
 
 // EncodeCQE is DecodeCQE's inverse (owner_sr_opcode bit 5 is written 0).
 func EncodeCQE(c CQE) [CQESize]byte {
 	var b [CQESize]byte
-	putCQE(b[:], &c)
+	putCQE(&b, &c)
 	return b
 }

@@ -7,12 +7,14 @@ func PutCQE(b []byte, c *CQE) error {
 	if len(b) < CQESize {
 		return shortErr("CQE", len(b), CQESize)
 	}
-	putCQE(b[:CQESize], c)
+	putCQE((*[CQESize]byte)(b[:CQESize]), c)
 	return nil
 }
 
-// putCQE is the one encoding of a CQE's 32 bytes into b (CQESize long).
-func putCQE(b []byte, c *CQE) {
+// putCQE is the one encoding of a CQE's 32 bytes into b (an array: the
+// stores at constant offsets need no bounds checks).
+func putCQE(a *[CQESize]byte, c *CQE) {
+	b := a[:]
 	put32(b, CQEVlanMyQPN, c.VlanMyQPN)
 	put32(b, CQEImmedRSSInvalid, c.ImmedRSSInvalid)
 	put32(b, CQEGMLPathRQPN, c.GMLPathRQPN)

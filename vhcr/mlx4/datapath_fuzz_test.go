@@ -75,7 +75,8 @@ func FuzzDecodeRecvWQE(f *testing.F) {
 }
 
 // FuzzDecodeCQE fuzzes the CQE decoder: every 32 bytes decode, and encode
-// back to the same bytes but owner_sr_opcode's unused bit 5.
+// back to the same bytes but owner_sr_opcode's unused bit 5; Decode into a
+// value holding another CQE (a poller's) gives the same CQE.
 func FuzzDecodeCQE(f *testing.F) {
 	b := EncodeCQE(CQE{VlanMyQPN: 0x48, ByteCnt: 64, Owner: true, Opcode: RECV_OPCODE_SEND})
 	f.Add(b[:])
@@ -86,6 +87,11 @@ func FuzzDecodeCQE(f *testing.F) {
 				t.Fatalf("%d bytes: %v", len(in), err)
 			}
 			return
+		}
+		used := CQE{VlanMyQPN: ^uint32(0), ImmedRSSInvalid: 1, GMLPathRQPN: 2, SLVID: 3, RLID: 4, Status: 5, IPv6ExtMask: 6,
+			BadFCSEnc: 7, ByteCnt: 8, WQEIndex: 9, Checksum: 10, Reserved: [3]byte{11, 12, 13}, Owner: true, IsSend: true, Opcode: 14}
+		if err := used.Decode(in); err != nil || used != c {
+			t.Fatalf("Decode into a used value: %+v, %v; DecodeCQE: %+v", used, err, c)
 		}
 		out := EncodeCQE(c)
 		want := [CQESize]byte(in[:CQESize])

@@ -331,16 +331,17 @@ func (c *WQECtrl) decode(b []byte) {
 	c.SrcRBFlags, c.Imm = get32(b, CtrlSrcRBFlags), get32(b, CtrlImm)
 }
 
-// encodeCtrl writes c's bytes 4 to 15 and returns the owner_opcode word,
-// for the caller to write last.
-func encodeCtrl(b []byte, c WQECtrl) uint32 {
+// encodeCtrl writes c's bytes 4 to 15, with size (16-byte units) for
+// c.Size, and returns the owner_opcode word, for the caller to write last.
+func encodeCtrl(a *[CtrlSegSize]byte, c *WQECtrl, size uint8) uint32 {
+	b := a[:]
 	oo := c.OpFlags&^(WQEOwner|WQEOpcodeMask) | uint32(c.Opcode&WQEOpcodeMask)
 	if c.Owner {
 		oo |= WQEOwner
 	}
 	put16(b, CtrlVLANTag, c.VLANTag)
 	b[CtrlInsVLAN] = c.InsVLAN
-	fs := c.Size & WQESizeMask
+	fs := size & WQESizeMask
 	if c.Fence {
 		fs |= WQE_CTRL_FENCE
 	}
@@ -621,7 +622,9 @@ func EncodeSendWQE(b []byte, w *SendWQE, inline []byte) (int, error) {
 		inline = inline[w.LSO.HdrSize:]
 		p = align16(p + LSOSegSize + int(w.LSO.HdrSize))
 	}
-	for _, g := range w.SGE[:min(max(w.NSGE, 0), MaxSGE)] {
+	sges := w.SGE[:min(max(w.NSGE, 0), MaxSGE)]
+	for i := range sges {
+		g := &sges[i] // not a copy of the entry the caller just stored
 		if g.Inline {
 			l := int(g.ByteCount & InlineLenMask)
 			put32(b, p, INLINE_SEG|uint32(l))
@@ -630,14 +633,13 @@ func EncodeSendWQE(b []byte, w *SendWQE, inline []byte) (int, error) {
 			p = align16(p + InlineSegSize + l)
 			continue
 		}
-		put32(b, p+DataByteCount, g.ByteCount&^INLINE_SEG)
-		put32(b, p+DataLKey, g.LKey)
-		put64(b, p+DataAddr, g.Addr)
+		d := (*[DataSegSize]byte)(b[p : p+DataSegSize])
+		put32(d[:], DataByteCount, g.ByteCount&^INLINE_SEG)
+		put32(d[:], DataLKey, g.LKey)
+		put64(d[:], DataAddr, g.Addr)
 		p += DataSegSize
 	}
-	c := w.Ctrl
-	c.Size = uint8(n / WQESegUnit)
-	put32(b, CtrlOwnerOpcode, encodeCtrl(b, c)) // owner_opcode last
+	put32(b, CtrlOwnerOpcode, encodeCtrl((*[CtrlSegSize]byte)(b[:CtrlSegSize]), &w.Ctrl, uint8(n/WQESegUnit))) // owner_opcode last
 	return n, nil
 }
 
@@ -663,8 +665,9 @@ func sendWQELen(w *SendWQE) (n, inline int) {
 		n = align16(n + LSOSegSize + int(w.LSO.HdrSize))
 		inline += int(w.LSO.HdrSize)
 	}
-	for _, g := range w.SGE[:min(max(w.NSGE, 0), MaxSGE)] {
-		if g.Inline {
+	sges := w.SGE[:min(max(w.NSGE, 0), MaxSGE)]
+	for i := range sges {
+		if g := &sges[i]; g.Inline {
 			l := int(g.ByteCount & InlineLenMask)
 			n = align16(n + InlineSegSize + l)
 			inline += l
