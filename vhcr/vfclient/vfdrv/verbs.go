@@ -499,9 +499,13 @@ func (v *VQP) writeSend(wr *SendWR, ind uint32) error {
 	if wr.Solicited {
 		flags |= mlx4.WQE_CTRL_SOLICITED
 	}
-	w.Ctrl = mlx4.WQECtrl{Owner: mlx4.WQEOwnerBit(ind, v.sq.cnt), Opcode: wr.Opcode, Fence: wr.Fence, SrcRBFlags: flags}
+	// field by field: a struct stored whole and then read field by field
+	// (EncodeSendWQE) costs the store buffer's forwarding
+	c := &w.Ctrl
+	c.Owner, c.Opcode, c.Fence, c.SrcRBFlags = mlx4.WQEOwnerBit(ind, v.sq.cnt), wr.Opcode, wr.Fence, flags
+	c.OpFlags, c.VLANTag, c.InsVLAN, c.Size, c.Imm = 0, 0, 0, 0, 0
 	if wr.Opcode == mlx4.OPCODE_SEND_IMM || wr.Opcode == mlx4.OPCODE_RDMA_WRITE_IMM {
-		w.Ctrl.Imm = wr.Imm
+		c.Imm = wr.Imm
 	}
 	switch v.Cfg.ST {
 	case mlx4.QP_ST_UD:
@@ -549,8 +553,9 @@ func (v *VQP) writeSend(wr *SendWR, ind uint32) error {
 		if len(wr.SGE) > v.sq.maxGS {
 			return fmt.Errorf("%w: %d SGEs, the QP holds %d", ErrArgument, len(wr.SGE), v.sq.maxGS)
 		}
-		for i, g := range wr.SGE {
-			w.SGE[i] = mlx4.Gather{ByteCount: g.Length, LKey: g.LKey, Addr: g.Addr}
+		for i := range wr.SGE {
+			g, d := &wr.SGE[i], &w.SGE[i]
+			d.Inline, d.ByteCount, d.LKey, d.Addr, d.Off = false, g.Length, g.LKey, g.Addr, 0
 		}
 		w.NSGE = len(wr.SGE)
 	}
@@ -616,6 +621,7 @@ func (cq *VCQ) Poll(wc []WC) int {
 	n := 0
 	off := mlx4.CQEOffset(cq.entry)
 	var raw [mlx4.CQESize]byte
+	var c mlx4.CQE
 	for n < len(wc) {
 		at := int(cq.cons&(cq.nent-1))*cq.entry + off
 		slot := cq.ring[at : at+mlx4.CQESize]
@@ -624,7 +630,7 @@ func (cq *VCQ) Poll(wc []WC) int {
 			break
 		}
 		dmaCopy(raw[:], slot)
-		c, _ := mlx4.DecodeCQE(raw[:])
+		_ = c.Decode(raw[:])
 		cq.cons++
 		cq.fill(&wc[n], &c)
 		n++
@@ -637,7 +643,8 @@ func (cq *VCQ) Poll(wc []WC) int {
 
 // fill is mlx4_poll_one's work completion.
 func (cq *VCQ) fill(w *WC, c *mlx4.CQE) {
-	*w = WC{QPN: c.QPN(), IsSend: c.IsSend, Opcode: c.Opcode, ByteLen: c.ByteCnt}
+	*w = WC{} // then field by field: a literal through a pointer is built aside and copied whole
+	w.QPN, w.IsSend, w.Opcode, w.ByteLen = c.QPN(), c.IsSend, c.Opcode, c.ByteCnt
 	qp := cq.last
 	if qp == nil || qp.QPN != w.QPN {
 		qp = cq.d.qps[w.QPN]

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/master"
 	"github.com/vhcrd/vhcrd/vhcr/master/mastertest"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 )
@@ -439,5 +440,63 @@ func BenchmarkVerbsPostPoll(b *testing.B) {
 		for cq.Poll(wc[:]) > 0 {
 		}
 		cq.Arm(false)
+	}
+}
+
+// BenchmarkVerbsPingPongTurn is the VF side of one ping-pong turn as
+// perftest's PingPongPair makes it (ibv_rc_pingpong's loop): one SEND
+// posted and its CQE polled (the CQE played by the benchmark, the QP in
+// INIT), with a busy-polling PF, so that the doorbell costs what it costs
+// against a running poller (no futex wake). This is the VF's own work on
+// the ping-pong's half round trip; make bench prints its ns/op.
+func BenchmarkVerbsPingPongTurn(b *testing.B) {
+	r := mastertest.NewWith(b, 1, mastertest.Options{Window: 1 << 20, Idle: master.Idle{Busy: true}})
+	r.Start(b)
+	d, err := New(r.InitVF(b, 0), Options{BAR: r.VFBARs[0]})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	eq, err := d.CreateEQ(ctx, 4, 7)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cq, err := d.CreateVerbsCQ(ctx, 1000, eq.EQN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	handOver(cq)
+	mr, err := d.CreateMR(ctx, 1, mlx4.PERM_LOCAL_READ|mlx4.PERM_LOCAL_WRITE, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	qp, err := d.CreateVerbsQP(ctx, QPConfig{ST: mlx4.QP_ST_RC, SendCQ: cq.CQN, RecvCQ: cq.CQN, PD: 1}, QPCaps{MaxSendWR: 64, MaxRecvWR: 256, MaxSendSGE: 1, MaxRecvSGE: 1}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Modify(ctx, qp.QP, mlx4.QP_STATE_INIT); err != nil {
+		b.Fatal(err)
+	}
+	send := []SendWR{{Opcode: mlx4.OPCODE_SEND, SGE: []SGE{{Addr: mr.IOVA, Length: 64, LKey: mr.Key}}, Signaled: true}}
+	// the send CQE of each pass, encoded once
+	var cqes [2][mlx4.CQESize]byte
+	for pass := range cqes {
+		cqes[pass] = mlx4.EncodeCQE(mlx4.CQE{VlanMyQPN: qp.QPN, IsSend: true, Owner: pass == 1})
+	}
+	var wc [2]WC
+	n := uint32(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := qp.PostSend(send); err != nil {
+			b.Fatal(err)
+		}
+		at := int(n&(cq.nent-1))*cq.entry + mlx4.CQEOffset(cq.entry)
+		copy(cq.ring[at:at+mlx4.CQESize], cqes[n/cq.nent&1][:])
+		n++
+		if cq.Poll(wc[:]) != 1 {
+			b.Fatal("no CQE")
+		}
+		qp.sq.tail = qp.sq.head // the CQE names WQE 0: the ring is the benchmark's
 	}
 }
