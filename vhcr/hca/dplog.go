@@ -508,6 +508,14 @@ func cqWords(cq *cqObj, v []uint32) {
 	}
 }
 
+// putCQWords writes a CQ's words little-endian at b (one bounds check).
+func putCQWords(b []byte, v *[pfstate.CQWords]uint32) {
+	s := (*[4 * pfstate.CQWords]byte)(b[:4*pfstate.CQWords])
+	for j := range pfstate.CQWords {
+		le.PutUint32(s[4*j:4*j+4], v[j])
+	}
+}
+
 func cqFromWords(cq *cqObj, v []uint32) {
 	cq.Prod, cq.Cons, cq.ArmDB, cq.Arm, cq.ArmCI, cq.SolProd = v[0], v[1], v[2], v[3], v[4], v[5]
 	cq.Sol, cq.Err = v[6] != 0, uint8(v[7])
@@ -733,8 +741,24 @@ func (h *HCA) dpHold(cqn uint32, e *mlx4.CQE, solicited bool) bool {
 	if p == nil {
 		return false
 	}
-	p.cqn, p.sol, p.over, p.e = cqn&mlx4.ObjectMask, solicited, false, *e
+	p.cqn, p.sol, p.over = cqn&mlx4.ObjectMask, solicited, false
+	setCQE(&p.e, e)
 	return true
+}
+
+// setCQE copies src into dst field by field. The engine builds a CQE
+// field by field (zeroed, then narrow stores) just before it is held, and
+// a whole-struct copy loads it in 16-byte pieces, each of which the store
+// buffer cannot forward from those narrower stores: a stall per piece on
+// the way to the CQE. Field loads forward. (A composite literal assigned
+// through a pointer is built in a temporary and copied whole: the same.)
+func setCQE(dst, src *mlx4.CQE) {
+	dst.VlanMyQPN, dst.ImmedRSSInvalid, dst.GMLPathRQPN = src.VlanMyQPN, src.ImmedRSSInvalid, src.GMLPathRQPN
+	dst.SLVID, dst.RLID, dst.Status = src.SLVID, src.RLID, src.Status
+	dst.IPv6ExtMask, dst.BadFCSEnc = src.IPv6ExtMask, src.BadFCSEnc
+	dst.ByteCnt, dst.WQEIndex, dst.Checksum = src.ByteCnt, src.WQEIndex, src.Checksum
+	dst.Reserved[0], dst.Reserved[1], dst.Reserved[2] = src.Reserved[0], src.Reserved[1], src.Reserved[2]
+	dst.Owner, dst.IsSend, dst.Opcode = src.Owner, src.IsSend, src.Opcode
 }
 
 // dpHoldOverrun holds an injected overrun of CQ cqn back for the step's
@@ -890,7 +914,8 @@ func (h *HCA) postStepEntry(cq *cqObj, cqn uint32, e *mlx4.CQE, enc *[mlx4.CQESi
 	}
 }
 
-// writeStep writes the step record, commit word last.
+// writeStep writes the step record, commit word last. Each entry is
+// written through an array of its size (one bounds check per entry).
 func (l *dpLog) writeStep() {
 	l.seq++
 	b := l.recSlot(l.seq)
@@ -899,7 +924,7 @@ func (l *dpLog) writeStep() {
 	off := pfstate.StepBody
 	for k := range l.np {
 		p := &l.pend[k]
-		le.PutUint32(b[off:], p.cqn)
+		e := (*[pfstate.StepCQESize]byte)(b[off : off+pfstate.StepCQESize])
 		f := uint32(0)
 		if p.sol {
 			f = pfstate.StepSolicited
@@ -907,32 +932,34 @@ func (l *dpLog) writeStep() {
 		if p.over {
 			f |= pfstate.StepOverrun
 		}
-		le.PutUint32(b[off+4:], f)
-		_ = mlx4.PutCQE(recCQE(b, k)[:], &p.e) // the bytes the ring gets
+		le.PutUint32(e[0:4], p.cqn)
+		le.PutUint32(e[4:8], f)
+		_ = mlx4.PutCQE(e[8:], &p.e) // the bytes the ring gets (recCQE)
 		off += pfstate.StepCQESize
 	}
 	for k := range l.ncq {
 		c := &l.cqs[k]
-		le.PutUint32(b[off:], c.cqn)
-		le.PutUint32(b[off+4:], uint32(c.eqn))
-		le.PutUint32(b[off+8:], c.eqP)
-		for j, v := range c.vals {
-			le.PutUint32(b[off+16+4*j:], v)
-		}
+		e := (*[pfstate.StepCQSize]byte)(b[off : off+pfstate.StepCQSize])
+		le.PutUint32(e[0:4], c.cqn)
+		le.PutUint32(e[4:8], uint32(c.eqn))
+		le.PutUint32(e[8:12], c.eqP)
+		putCQWords(e[16:], &c.vals)
 		off += pfstate.StepCQSize
 	}
 	for _, qp := range l.qps[:l.nqp] {
-		le.PutUint32(b[off:], uint32(qp.tr.ID))
-		le.PutUint32(b[off+4:], uint32(qp.State))
-		le.PutUint32(b[off+8:], qp.SQHead)
-		le.PutUint32(b[off+12:], qp.RQHead)
+		e := (*[pfstate.StepQPSize]byte)(b[off : off+pfstate.StepQPSize])
+		le.PutUint32(e[0:4], uint32(qp.tr.ID))
+		le.PutUint32(e[4:8], uint32(qp.State))
+		le.PutUint32(e[8:12], qp.SQHead)
+		le.PutUint32(e[12:16], qp.RQHead)
 		off += pfstate.StepQPSize
 	}
 	for _, q := range l.srqs[:l.nsrq] {
-		le.PutUint32(b[off:], uint32(q.tr.ID))
-		le.PutUint32(b[off+4:], uint32(q.Head))
-		le.PutUint32(b[off+8:], uint32(q.Taken))
-		le.PutUint32(b[off+12:], uint32(q.Limit))
+		e := (*[pfstate.StepSRQSize]byte)(b[off : off+pfstate.StepSRQSize])
+		le.PutUint32(e[0:4], uint32(q.tr.ID))
+		le.PutUint32(e[4:8], uint32(q.Head))
+		le.PutUint32(e[8:12], uint32(q.Taken))
+		le.PutUint32(e[12:16], uint32(q.Limit))
 		off += pfstate.StepSRQSize
 	}
 	le.PutUint32(b[pfstate.StepCheck:], pfstate.Checksum(b[pfstate.StepSeq:off]))
@@ -978,15 +1005,14 @@ func (h *HCA) applyStep() {
 		torn()
 	}
 	for k := range l.ncq {
-		var v [pfstate.CQWords]uint32
 		if cq := l.cqs[k].cq; cq != nil && cq.tr != nil {
-			cqWords(cq, v[:])
 			d := &l.dcq[l.ndcq]
 			l.ndcq++
-			d.cq, d.vals = cq, v
-		}
-		for j, w := range v {
-			le.PutUint32(b[a+4*j:], w)
+			d.cq = cq
+			cqWords(cq, d.vals[:])
+			putCQWords(b[a:], &d.vals)
+		} else {
+			clear(b[a : a+pfstate.StepAfterCQ])
 		}
 		a += pfstate.StepAfterCQ
 		torn()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/vhcrd/vhcrd/vhcr/hca/restrack"
 	"github.com/vhcrd/vhcrd/vhcr/mlx4"
 	"github.com/vhcrd/vhcrd/vhcr/pfstate"
 )
@@ -62,5 +63,23 @@ func benchSend64(b *testing.B, withLog bool, batch int) {
 		binary.BigEndian.PutUint32(ci[:], uint32(i+batch))
 		_ = p.a.w.CopyOut(p.a.cqRec+mlx4.CQDBRecSetCI, ci[:])
 		_ = p.b.w.CopyOut(p.b.cqRec+mlx4.CQDBRecSetCI, ci[:])
+	}
+}
+
+// BenchmarkStepRecord is the step record of a ping-pong's step (the
+// receiver's CQE and the sender's, their two CQs before the step, the two
+// QPs' positions after), checksum and commit word included: the log's work
+// between a SEND's execution and its receive CQE.
+func BenchmarkStepRecord(b *testing.B) {
+	l := &dpLog{b: make([]byte, pfstate.DPSize), hit: func(string) {}}
+	qa, qb := &qpObj{tr: &restrack.Object{ID: 0x48}}, &qpObj{tr: &restrack.Object{ID: 0x49}}
+	l.np, l.ncq, l.nqp = 2, 2, 2
+	l.pend[0] = dpPendCQE{cqn: 0x81, e: mlx4.CQE{VlanMyQPN: 0x49, ByteCnt: 64, Opcode: mlx4.RECV_OPCODE_SEND}}
+	l.pend[1] = dpPendCQE{cqn: 0x80, e: mlx4.CQE{VlanMyQPN: 0x48, ByteCnt: 64, IsSend: true, Opcode: mlx4.OPCODE_SEND}}
+	l.cqs[0], l.cqs[1] = dpCQBefore{cqn: 0x81, eqn: 1, eqP: 7}, dpCQBefore{cqn: 0x80, eqn: 1, eqP: 7}
+	l.qps[0], l.qps[1] = qa, qb
+	b.ReportAllocs()
+	for range b.N {
+		l.writeStep()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -582,5 +583,32 @@ func TestDataPathStepStoresNoEntry(t *testing.T) {
 	}
 	if qa.obj().SQHead != 2 || qb.obj().RQHead != 2 {
 		t.Fatalf("SQ %d, RQ %d after two SENDs", qa.obj().SQHead, qb.obj().RQHead)
+	}
+}
+
+// TestSetCQECopiesEveryField: setCQE (the held CQE's field-by-field copy)
+// copies each field of mlx4.CQE, those added later too: every field of the
+// source set to a distinct non-zero value, the copy equals it.
+func TestSetCQECopiesEveryField(t *testing.T) {
+	var src, dst mlx4.CQE
+	v := reflect.ValueOf(&src).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Uint8, reflect.Uint16, reflect.Uint32:
+			f.SetUint(uint64(i + 1))
+		case reflect.Array:
+			for j := range f.Len() {
+				f.Index(j).SetUint(uint64(0x40 + i + j))
+			}
+		default:
+			t.Fatalf("mlx4.CQE.%s: kind %v, which this test does not fill", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	setCQE(&dst, &src)
+	if dst != src {
+		t.Errorf("setCQE gave %+v, want %+v", dst, src)
 	}
 }

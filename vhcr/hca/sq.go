@@ -661,7 +661,8 @@ func (h *HCA) deliver(qp, dq *qpObj, op uint8, total uint64, writeImm bool) bool
 		}
 	}
 	h.recvConsume(dq, &s)
-	*e = mlx4.CQE{ByteCnt: uint32(total)}
+	*e = mlx4.CQE{} // zeroed, then stored field by field (setCQE, dplog.go)
+	e.ByteCnt = uint32(total)
 	switch op {
 	case mlx4.OPCODE_SEND:
 		e.Opcode = mlx4.RECV_OPCODE_SEND
@@ -717,7 +718,8 @@ func (h *HCA) sqDone(qp *qpObj, byteCnt uint32) {
 	// of it flushes from the next WQE on, as sqError's does.
 	if d.Ctrl.SrcRBFlags&mlx4.WQE_CTRL_CQ_UPDATE != 0 {
 		e := &h.dp.cqe
-		*e = mlx4.CQE{VlanMyQPN: w.qpn, ByteCnt: byteCnt, WQEIndex: uint16(idx), IsSend: true, Opcode: d.Ctrl.Opcode}
+		*e = mlx4.CQE{}
+		e.VlanMyQPN, e.ByteCnt, e.WQEIndex, e.IsSend, e.Opcode = w.qpn, byteCnt, uint16(idx), true, d.Ctrl.Opcode
 		h.cqe(qp, d.Ctrl.Opcode, w.scqn, e, false)
 	}
 }
