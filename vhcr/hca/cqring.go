@@ -290,12 +290,14 @@ func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, enc *[mlx4.CQESize]byte, sol
 		return nil
 	}
 	// The record after the CQE, unless armed for every completion (an arm
-	// then changes nothing) or writeCQE read it before: the read is a line
-	// the VF writes at every poll, and the CQE goes out without waiting for
-	// it. An arm the VF wrote since the last read is taken then, after the
-	// arm known before this CQE has fired for it, and fires for this CQE
-	// as for the ones before it (cqArmWord, owed) if its consumer index
-	// says the VF has not seen them.
+	// then changes nothing), writeCQE read it before, or the CQ is watched
+	// (an arm rings its UAR word, which cqHints looks at every scan and
+	// CheckArms before a sleep: either reads the record then): the read is
+	// a line the VF writes at every poll, and the CQE goes out without
+	// waiting for it. An arm the VF wrote since the last read is taken
+	// then, after the arm known before this CQE has fired for it, and fires
+	// for this CQE as for the ones before it (cqArmWord, owed) if its
+	// consumer index says the VF has not seen them.
 	after := cq.Arm != mlx4.MLX4_CQ_DB_REQ_NOT
 	read, err := h.writeCQEAt(cq, e, enc)
 	if err != nil {
@@ -308,7 +310,7 @@ func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, enc *[mlx4.CQESize]byte, sol
 	case cq.Arm == mlx4.MLX4_CQ_DB_REQ_NOT, cq.Arm == mlx4.MLX4_CQ_DB_REQ_NOT_SOL && (solicited || e.IsError()):
 		h.cqFire(cq)
 	}
-	if after && !read && !later {
+	if after && !read && !later && !cq.ring.watched {
 		h.cqRecord(cq) // a record the window stopped allowing fails the CQ for the next CQE
 	}
 	if cq.Arm != mlx4.MLX4_CQ_DB_REQ_NOT && !cq.ring.watched {
@@ -323,7 +325,7 @@ func (h *HCA) completeCQObj(cq *cqObj, e *mlx4.CQE, enc *[mlx4.CQESize]byte, sol
 // the ring was built (a record outside the window fails the CQ before its
 // first CQE, nothing written); otherwise the consumer index last read
 // stands, as a device caches it, and completeCQObj reads the record after
-// the CQE for arms.
+// the CQE for arms (a watched CQ's arms come through its UAR word).
 func (h *HCA) writeCQE(cq *cqObj, e *mlx4.CQE) error {
 	_, err := h.writeCQEAt(cq, e, nil)
 	return err

@@ -151,16 +151,29 @@ func (c *cq) setCI() {
 // arm is ibv_req_notify_cq (libmlx4 mlx4_arm_cq): arm_db in the record,
 // then the 64-bit UAR store at MLX4_CQ_DOORBELL of the CQ's page.
 func (c *cq) arm(solicited bool) {
-	cmd := uint32(mlx4.MLX4_CQ_DB_REQ_NOT)
+	c.armRecord(solicited)
+	c.armUAR(solicited)
+}
+
+func armCmd(solicited bool) uint32 {
 	if solicited {
-		cmd = mlx4.MLX4_CQ_DB_REQ_NOT_SOL
+		return mlx4.MLX4_CQ_DB_REQ_NOT_SOL
 	}
+	return mlx4.MLX4_CQ_DB_REQ_NOT
+}
+
+// armRecord is arm's first half: the record's arm_db word.
+func (c *cq) armRecord(solicited bool) {
 	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], mlx4.CQArmDB(uint8(c.sn), cmd, c.ci))
+	binary.BigEndian.PutUint32(b[:], mlx4.CQArmDB(uint8(c.sn), armCmd(solicited), c.ci))
 	if err := c.v.w.CopyOut(c.rec+mlx4.CQDBRecArmDB, b[:]); err != nil {
 		c.v.r.t.Fatal(err)
 	}
-	db := mlx4.CQDoorbell(uint8(c.sn), cmd, c.n, c.ci)
+}
+
+// armUAR is arm's second half: the UAR doorbell store.
+func (c *cq) armUAR(solicited bool) {
+	db := mlx4.CQDoorbell(uint8(c.sn), armCmd(solicited), c.n, c.ci)
 	page := mlx4.UARPageOffset(c.usr, mlx4.UARSize)
 	c.v.r.uar[[2]uint64{uint64(c.v.n), page + mlx4.MLX4_CQ_DOORBELL}] = uint32(db >> 32)
 	c.v.r.uar[[2]uint64{uint64(c.v.n), page + mlx4.MLX4_CQ_DOORBELL + 4}] = uint32(db)
@@ -455,6 +468,43 @@ func TestCQArmPingpong(t *testing.T) {
 	}
 }
 
+// TestCQWatchedArmThroughUAR: a CQ disarmed with CQEs pending is watched,
+// and its record is then not read after each CQE (a polling VF's line,
+// stored at every poll): an arm_db word written into the record alone is
+// not taken by the next CQE; the arm's UAR store that follows it, as
+// mlx4_arm_cq makes it, is found by the next scan, which takes the arm and
+// fires the event the CQEs beyond its ci owe, once; a record-only arm is
+// also found at CheckArms (the poller's check before a sleep).
+func TestCQWatchedArmThroughUAR(t *testing.T) {
+	r := newCQRig(t)
+	v := r.vfCQ(0)
+	c := v.newCQ(4, 129)
+	post := func(i int) {
+		t.Helper()
+		if err := r.h.postCQE(c.n, cqeOfSend(0x60, uint16(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post(0)
+	if !r.h.fw.cqs[c.n].ring.watched {
+		t.Fatal("a disarmed CQ with a CQE pending is not watched")
+	}
+	c.armRecord(false) // ci 0: CQE 0 is owed
+	post(1)
+	v.wantComp("a record-only arm, after the next CQE")
+	c.armUAR(false)
+	r.h.ServiceQueues(64)
+	v.wantComp("the arm's UAR store, after a scan", c.n)
+	post(2)
+	v.wantComp("after the event, disarmed")
+	c.event()
+	c.armRecord(false)
+	post(3)
+	v.wantComp("the next record-only arm, after a CQE")
+	r.h.CheckArms()
+	v.wantComp("the record-only arm at CheckArms", c.n)
+}
+
 // TestCQArmSolicited: REQ_NOT_SOL fires for a solicited or an error CQE,
 // not for a plain one; an arm that finds a solicited CQE pending fires at
 // once, one that finds only plain ones does not.
@@ -674,6 +724,7 @@ func exerciseCQ(t *testing.T, h *HCA, cqn uint32) {
 		if err := h.postCQE(cqn, cqeOfSend(1, uint16(i))); err != nil {
 			t.Fatal(err)
 		}
+		h.checkCQArms() // the poller's look at its watched CQs' records (a scan's hint, an idle checkpoint)
 	}
 	c.SolProd, c.Sol, c.Err = 2, true, mlx4.CQErrOverrun
 }
