@@ -314,17 +314,21 @@ func (h *HCA) ServiceQueues(budget int) int {
 func (h *HCA) serviceQueues(budget int) int {
 	s := &h.sched
 	work := 0
+	if s.attached > 0 {
+		h.doorbellHints()
+		if s.scans++; s.scans%sweepEvery == 0 {
+			h.sweep(sweepPerScan)
+		}
+		work = h.runHot(budget)
+	}
+	// The CQ hints last: a CQ's UAR word (MLX4_CQ_DOORBELL, 0x20) shares
+	// its cache line with the send doorbell (0x14) the VF stores at every
+	// post, so that read is a transfer from the VF's CPU after each post;
+	// before the hot QPs it delayed the WQE behind that very doorbell.
 	if len(s.cqWatch) > 0 {
 		work += h.cqHints()
 	}
-	if s.attached == 0 {
-		return work
-	}
-	h.doorbellHints()
-	if s.scans++; s.scans%sweepEvery == 0 {
-		h.sweep(sweepPerScan)
-	}
-	return work + h.runHot(budget)
+	return work
 }
 
 // doorbellHints reads the send doorbell word of every UAR page in use
