@@ -534,30 +534,9 @@ func (v *VQP) writeSend(wr *SendWR, ind uint32) error {
 			return fmt.Errorf("%w: send opcode %#x", ErrArgument, wr.Opcode)
 		}
 	}
-	inl := 0
-	if wr.Inline && len(wr.SGE) > 0 {
-		for _, g := range wr.SGE {
-			if inl+int(g.Length) > len(v.inline) {
-				return fmt.Errorf("%w: %d inline bytes, the QP holds %d", ErrArgument, inl+int(g.Length), len(v.inline))
-			}
-			if g.Addr+uint64(g.Length) > uint64(len(v.d.mem)) {
-				return fmt.Errorf("%w: inline SGE outside the VF's memory", ErrArgument)
-			}
-			dmaCopy(v.inline[inl:inl+int(g.Length)], v.d.mem[g.Addr:g.Addr+uint64(g.Length)])
-			inl += int(g.Length)
-		}
-		if !w.AddInline(inl) {
-			return fmt.Errorf("%w: %d inline bytes", ErrArgument, inl)
-		}
-	} else {
-		if len(wr.SGE) > v.sq.maxGS {
-			return fmt.Errorf("%w: %d SGEs, the QP holds %d", ErrArgument, len(wr.SGE), v.sq.maxGS)
-		}
-		for i := range wr.SGE {
-			g, d := &wr.SGE[i], &w.SGE[i]
-			d.Inline, d.ByteCount, d.LKey, d.Addr, d.Off = false, g.Length, g.LKey, g.Addr, 0
-		}
-		w.NSGE = len(wr.SGE)
+	inl, err := v.writeData(wr)
+	if err != nil {
+		return err
 	}
 	n, err := mlx4.EncodeSendWQE(v.bytes, w, v.inline[:inl])
 	if err != nil {
@@ -569,6 +548,39 @@ func (v *VQP) writeSend(wr *SendWR, ind uint32) error {
 	dmaCopy(slot[mlx4.CtrlOwnerOpcode+4:n], v.bytes[mlx4.CtrlOwnerOpcode+4:n])
 	dmaPut32(slot[mlx4.CtrlOwnerOpcode:], dmaGet32(v.bytes[mlx4.CtrlOwnerOpcode:]))
 	return nil
+}
+
+// writeData fills the WQE's data part from wr's SGEs: their bytes copied
+// into v.inline for an inline send (their count returned), else the
+// gather entries.
+func (v *VQP) writeData(wr *SendWR) (int, error) {
+	w := &v.wqe
+	inl := 0
+	if wr.Inline && len(wr.SGE) > 0 {
+		for _, g := range wr.SGE {
+			if inl+int(g.Length) > len(v.inline) {
+				return 0, fmt.Errorf("%w: %d inline bytes, the QP holds %d", ErrArgument, inl+int(g.Length), len(v.inline))
+			}
+			if g.Addr+uint64(g.Length) > uint64(len(v.d.mem)) {
+				return 0, fmt.Errorf("%w: inline SGE outside the VF's memory", ErrArgument)
+			}
+			dmaCopy(v.inline[inl:inl+int(g.Length)], v.d.mem[g.Addr:g.Addr+uint64(g.Length)])
+			inl += int(g.Length)
+		}
+		if !w.AddInline(inl) {
+			return 0, fmt.Errorf("%w: %d inline bytes", ErrArgument, inl)
+		}
+	} else {
+		if len(wr.SGE) > v.sq.maxGS {
+			return 0, fmt.Errorf("%w: %d SGEs, the QP holds %d", ErrArgument, len(wr.SGE), v.sq.maxGS)
+		}
+		for i := range wr.SGE {
+			g, d := &wr.SGE[i], &w.SGE[i]
+			d.Inline, d.ByteCount, d.LKey, d.Addr, d.Off = false, g.Length, g.LKey, g.Addr, 0
+		}
+		w.NSGE = len(wr.SGE)
+	}
+	return inl, nil
 }
 
 // PostRecv posts wrs and writes the RQ doorbell record once (rq.head &
