@@ -85,7 +85,7 @@ bench: build
 	@# mlx4_ib under the default policy against busy polling, and the idle
 	@# CPU with the guest bound (the VM tier's guest; it skips, saying why,
 	@# without QEMU or the guest kernel: hack/fetch-vmkernel.sh).
-	VHCRD_VMTEST=1 $(GO) test -count=1 -run '^$$' -bench '^BenchmarkGuestBindPolicy$$' -benchtime 1x ./hack/vmtest
+	VHCRD_VMTEST=1 $(GO) test -count=1 -v -run '^$$' -bench '^BenchmarkGuestBindPolicy$$' -benchtime 1x ./hack/vmtest
 
 # hack/deploy through the tools that read it: promtool (alert rules and
 # their tests), systemd-analyze verify, the Dockerfile parser and the
