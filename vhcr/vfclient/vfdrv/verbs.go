@@ -561,10 +561,9 @@ func (v *VQP) writeData(wr *SendWR) (int, error) {
 			if inl+int(g.Length) > len(v.inline) {
 				return 0, fmt.Errorf("%w: %d inline bytes, the QP holds %d", ErrArgument, inl+int(g.Length), len(v.inline))
 			}
-			if g.Addr+uint64(g.Length) > uint64(len(v.d.mem)) {
-				return 0, fmt.Errorf("%w: inline SGE outside the VF's memory", ErrArgument)
+			if err := v.d.Read(g.Addr, v.inline[inl:inl+int(g.Length)]); err != nil {
+				return 0, fmt.Errorf("inline SGE: %w", err)
 			}
-			dmaCopy(v.inline[inl:inl+int(g.Length)], v.d.mem[g.Addr:g.Addr+uint64(g.Length)])
 			inl += int(g.Length)
 		}
 		if !w.AddInline(inl) {

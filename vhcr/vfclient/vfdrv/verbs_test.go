@@ -389,6 +389,25 @@ func TestVerbsPostPollAllocateNothing(t *testing.T) {
 	}
 }
 
+// An inline SGE outside the VF's memory, one whose end wraps past 2^64
+// among them, is the caller's error: ErrArgument, nothing posted.
+func TestVerbsInlineOutsideMemory(t *testing.T) {
+	v := newVerbsRig(t, 1)
+	qp := v.qp(t, mlx4.QP_ST_RC, QPCaps{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: 64})
+	ok(t, "INIT", v.d.Modify(context.Background(), qp.QP, mlx4.QP_STATE_INIT))
+	mem := uint64(len(v.d.Memory()))
+	for _, addr := range []uint64{mem - 8, mem, ^uint64(0) - 7} {
+		wr := []SendWR{{Opcode: mlx4.OPCODE_SEND, SGE: []SGE{{Addr: addr, Length: 16}}, Inline: true}}
+		n, err := qp.PostSend(wr)
+		if n != 0 || !errors.Is(err, ErrArgument) {
+			t.Errorf("inline SGE of 16 bytes at %#x: posted %d, %v; want 0, ErrArgument", addr, n, err)
+		}
+	}
+	if qp.sq.head != 0 {
+		t.Errorf("SQ head %d after refused posts, want 0", qp.sq.head)
+	}
+}
+
 // BenchmarkVerbsPostPoll is the VF side of one message: a send WQE and a
 // receive WQE posted, their CQEs (played by the benchmark, the QP is in
 // INIT) polled, the CQ re-armed; make bench prints its ns/op and allocs/op.
